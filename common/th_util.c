@@ -1,0 +1,139 @@
+/* File-system and clock helpers. Durable writes follow the write-temp, fsync, rename, fsync-directory
+ * sequence, so a crash leaves either the old file or the complete new one, never a torn one. */
+#include "th_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+th_status th_mkdir_p(const char *path) {
+  char tmp[4096];
+  size_t n = strlen(path);
+  if (n == 0 || n >= sizeof tmp) return TH_ERR_INVALID;
+  memcpy(tmp, path, n + 1);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p == '/') {
+      *p = '\0';
+      if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return TH_ERR_IO;
+      *p = '/';
+    }
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return TH_ERR_IO;
+  return TH_OK;
+}
+
+th_status th_read_file(const char *path, size_t max, char **data, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? TH_ERR_NOT_FOUND : TH_ERR_IO;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return TH_ERR_IO;
+  }
+  if ((uint64_t)st.st_size > max) {
+    close(fd);
+    return TH_ERR_TOO_LARGE;
+  }
+  size_t size = (size_t)st.st_size;
+  char *buf = malloc(size + 1);
+  if (!buf) {
+    close(fd);
+    return TH_ERR_NOMEM;
+  }
+  size_t got = 0;
+  while (got < size) {
+    ssize_t r = read(fd, buf + got, size - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (got != size) {
+    free(buf);
+    return TH_ERR_IO;
+  }
+  buf[size] = '\0';
+  *data = buf;
+  if (len) *len = size;
+  return TH_OK;
+}
+
+th_status th_fsync_parent(const char *path) {
+  char tmp[4096];
+  if (strlen(path) >= sizeof tmp) return TH_ERR_INVALID;
+  strcpy(tmp, path); /* length checked above */
+  int dfd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return TH_ERR_IO;
+  int rc = fsync(dfd);
+  close(dfd);
+  return rc == 0 ? TH_OK : TH_ERR_IO;
+}
+
+th_status th_write_file_atomic(const char *path, const void *data, size_t len) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return TH_ERR_IO;
+  const char *p = data;
+  size_t left = len;
+  while (left) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      close(fd);
+      unlink(tmp);
+      return TH_ERR_IO;
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    unlink(tmp);
+    return TH_ERR_IO;
+  }
+  if (rename(tmp, path) != 0) {
+    unlink(tmp);
+    return TH_ERR_IO;
+  }
+  return th_fsync_parent(path);
+}
+
+double th_now_mono(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+double th_now_wall(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void th_time_iso(double t, char *out, size_t n) {
+  time_t s = (time_t)t;
+  struct tm tm;
+  gmtime_r(&s, &tm);
+  strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+th_status th_parse_i64(const char *s, int64_t *out) {
+  if (!s || !*s) return TH_ERR_INVALID;
+  const char *p = s;
+  if (*p == '-') p++;
+  if (!*p) return TH_ERR_INVALID;
+  for (const char *q = p; *q; q++)
+    if (*q < '0' || *q > '9') return TH_ERR_INVALID;
+  errno = 0;
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  if (errno == ERANGE || *end) return TH_ERR_INVALID;
+  *out = v;
+  return TH_OK;
+}

@@ -1,0 +1,29 @@
+/* Small file-system and time helpers shared by every module: recursive mkdir, whole-file reads, durable
+ * writes (temp file, fsync, rename, fsync of the directory) and monotonic/wall clocks. */
+#ifndef TH_UTIL_H
+#define TH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "th_status.h"
+
+/* mkdir -p; existing directories are fine. */
+th_status th_mkdir_p(const char *path);
+/* Reads a whole file into a malloc'd buffer (NUL-terminated; caller frees). Fails with TH_ERR_TOO_LARGE
+ * past max bytes. */
+th_status th_read_file(const char *path, size_t max, char **data, size_t *len);
+/* Writes data to path durably: path.tmp.<pid>, fsync, rename, fsync(dir). */
+th_status th_write_file_atomic(const char *path, const void *data, size_t len);
+/* fsyncs the directory that holds path, so that a rename into it survives a crash. */
+th_status th_fsync_parent(const char *path);
+/* Seconds since an arbitrary start, from CLOCK_MONOTONIC. */
+double th_now_mono(void);
+/* Unix time in seconds, with fraction. */
+double th_now_wall(void);
+/* Formats Unix time t as "2026-11-21T18:21:00Z" into out (at least 21 bytes). */
+void th_time_iso(double t, char *out, size_t n);
+/* strtoll with full validation: digits only (optional leading '-'), no overflow. */
+th_status th_parse_i64(const char *s, int64_t *out);
+
+#endif

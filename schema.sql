@@ -1,0 +1,88 @@
+-- tunehub's SQLite schema. Applied by store_open() through PRAGMA user_version migrations: each block
+-- below "-- migration N" runs once, in order, inside one transaction, and sets user_version = N.
+
+-- migration 1
+CREATE TABLE networks (
+  name        TEXT PRIMARY KEY,
+  input_shape TEXT NOT NULL,            -- JSON array, batch 1
+  flops       REAL NOT NULL,            -- batch 1
+  params      INTEGER NOT NULL,
+  updated_at  REAL NOT NULL
+);
+
+CREATE TABLE artifacts (
+  digest      TEXT PRIMARY KEY,         -- sha256 hex of the file
+  size        INTEGER NOT NULL,
+  media_type  TEXT NOT NULL,
+  created_at  REAL NOT NULL
+);
+
+CREATE TABLE models (
+  id               INTEGER PRIMARY KEY,
+  framework        TEXT NOT NULL,
+  network          TEXT NOT NULL,
+  batch            INTEGER NOT NULL,
+  target           TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  version          INTEGER NOT NULL,     -- 1, 2, ... per key
+  state            TEXT NOT NULL CHECK (state IN ('ready', 'deleted')),
+  tuned            INTEGER NOT NULL DEFAULT 0,
+  tar_digest       TEXT NOT NULL REFERENCES artifacts(digest),
+  so_digest        TEXT NOT NULL REFERENCES artifacts(digest),
+  manifest         TEXT NOT NULL,        -- JSON
+  latency_ms       REAL,                 -- median, when measured
+  job_id           INTEGER,
+  created_at       REAL NOT NULL,
+  UNIQUE (framework, network, batch, target, compiler_version, version)
+);
+
+CREATE TABLE jobs (
+  id               INTEGER PRIMARY KEY,
+  framework        TEXT NOT NULL,
+  network          TEXT NOT NULL,
+  batch            INTEGER NOT NULL,
+  target           TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  kind             TEXT NOT NULL DEFAULT 'build',   -- build | tune
+  options          TEXT NOT NULL DEFAULT '{}',      -- JSON
+  priority         INTEGER NOT NULL DEFAULT 0,
+  state            TEXT NOT NULL CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
+  stage            TEXT NOT NULL DEFAULT '',
+  progress         TEXT NOT NULL DEFAULT '{}',      -- JSON
+  error            TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  worker           TEXT,
+  created_at       REAL NOT NULL,
+  started_at       REAL,
+  finished_at      REAL
+);
+-- single-flight: one live job per key
+CREATE UNIQUE INDEX jobs_live_key ON jobs (framework, network, batch, target, compiler_version)
+  WHERE state IN ('queued', 'running');
+CREATE INDEX jobs_state ON jobs (state, priority, id);
+
+CREATE TABLE workloads (
+  key           TEXT PRIMARY KEY,        -- tc_workload_key()
+  template_name TEXT NOT NULL,
+  flops         REAL NOT NULL,
+  created_at    REAL NOT NULL
+);
+
+CREATE TABLE tuning_records (
+  id            INTEGER PRIMARY KEY,
+  workload_key  TEXT NOT NULL,
+  template_name TEXT NOT NULL,
+  target        TEXT NOT NULL,
+  config        TEXT NOT NULL,
+  config_index  INTEGER NOT NULL,
+  cost_mean_s   REAL NOT NULL,
+  cost_std_s    REAL NOT NULL,
+  error_class   INTEGER NOT NULL,
+  gflops        REAL NOT NULL,
+  tuner         TEXT NOT NULL,
+  job_id        INTEGER,
+  created_at    REAL NOT NULL
+);
+CREATE INDEX tuning_records_best ON tuning_records (workload_key, target, error_class, cost_mean_s);
+CREATE INDEX tuning_records_template ON tuning_records (template_name, target);

@@ -1,0 +1,165 @@
+/* store: tunehub's persistent state behind one small interface. The SQLite backend keeps metadata (networks,
+ * models, jobs, workloads, tuning records, artifacts) in data_dir/tunehub.db (WAL mode) and the artifact bytes
+ * as content-addressed files under data_dir/artifacts/ab/<sha256>. A later PostgreSQL + object-storage backend
+ * implements the same functions.
+ *
+ * Thread safety: a store_t may be shared by threads; calls are serialised internally. store_errmsg() returns the
+ * message of the calling thread's last failed call on this handle. */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdint.h>
+
+#include "th_status.h"
+
+typedef struct store store_t;
+
+/* Opens (creating as needed) data_dir/tunehub.db and data_dir/artifacts, applies migrations. */
+th_status store_open(const char *data_dir, store_t **out);
+/* Closes the handle; accepts NULL. */
+void store_close(store_t *st);
+/* The last error message on this handle for the calling thread; never NULL. */
+const char *store_errmsg(store_t *st);
+/* The data directory the store was opened on (borrowed). */
+const char *store_data_dir(store_t *st);
+
+/* Daemon start-up recovery: requeues jobs left 'running' by a dead process and removes artifact files and temp
+ * files that no row references (a crash between rename and insert). Writes the counts when non-NULL. Only the
+ * process that owns the data directory (the daemon) may call this. */
+th_status store_recover(store_t *st, int *requeued, int *swept);
+
+/* ---- model keys ---- */
+typedef struct store_key {
+  char framework[16];
+  char network[64];
+  int batch;
+  char target[256];
+  char compiler_version[32];
+} store_key;
+
+/* ---- artifacts ---- */
+/* Copies the file at src into the content-addressed store (temp file, fsync, rename, then the row) and returns
+ * its digest (hex) and size. Storing the same bytes twice is a no-op. src is left in place. */
+th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
+                             int64_t *size);
+/* Path of the artifact file for a digest (hex); TH_ERR_NOT_FOUND when unknown. */
+th_status store_artifact_path(store_t *st, const char *digest, char *path, size_t n, int64_t *size,
+                              char *media_type, size_t media_n);
+
+/* ---- models ---- */
+typedef struct store_model {
+  int64_t id;
+  store_key key;
+  int version;
+  int tuned;
+  char tar_digest[65];
+  char so_digest[65];
+  int64_t tar_size, so_size;
+  char *manifest; /* owned; free with store_model_clear */
+  double latency_ms; /* < 0 when unmeasured */
+  int64_t job_id;
+  double created_at;
+} store_model;
+
+void store_model_clear(store_model *m);
+/* Publishes a new version of key (version = previous max + 1) and writes it to *version. */
+th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
+                              const char *so_digest, const char *manifest, double latency_ms,
+                              int64_t job_id, int *version);
+/* The newest ready version of key (tuned_only: the newest tuned one); TH_ERR_NOT_FOUND when none. */
+th_status store_model_get(store_t *st, const store_key *key, int tuned_only, store_model *out);
+/* Marks every version of key deleted; TH_ERR_NOT_FOUND when none. */
+th_status store_model_delete(store_t *st, const store_key *key, int *deleted);
+
+/* The catalog as JSON text (malloc'd; caller frees): {"models":[...],"count":N}. Each key appears once: its newest
+ * ready version (state "ready"), else its live job ("building"), else its last failed job ("failed"). Filters may
+ * be NULL. */
+th_status store_catalog_json(store_t *st, const char *framework, const char *network, const char *state,
+                             char **json);
+
+/* ---- jobs ---- */
+typedef enum store_job_state {
+  STORE_JOB_QUEUED = 0,
+  STORE_JOB_RUNNING,
+  STORE_JOB_SUCCEEDED,
+  STORE_JOB_FAILED,
+  STORE_JOB_CANCELLED
+} store_job_state;
+
+const char *store_job_state_str(store_job_state s);
+
+typedef struct store_job {
+  int64_t id;
+  store_key key;
+  char kind[16]; /* "build" or "tune" */
+  char *options; /* owned JSON */
+  int priority;
+  store_job_state state;
+  char stage[32];
+  char *progress; /* owned JSON */
+  char *error;    /* owned, NULL when none */
+  int cancel_requested;
+  int attempts;
+  double created_at, started_at, finished_at; /* 0 when unset */
+} store_job;
+
+void store_job_clear(store_job *j);
+
+/* Queues a job for key unless one is already queued or running (single-flight, enforced by a partial unique
+ * index). Writes the live job's id and *created = 1 when this call created it. */
+th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind, const char *options,
+                            int priority, int64_t *job_id, int *created);
+/* Number of queued jobs. */
+th_status store_job_count_queued(store_t *st, int64_t *n);
+/* Claims the oldest highest-priority queued job: it becomes running. TH_ERR_NOT_FOUND when none. */
+th_status store_job_claim(store_t *st, const char *worker, store_job *out);
+th_status store_job_get(store_t *st, int64_t id, store_job *out);
+/* The newest job for key (any state); TH_ERR_NOT_FOUND when none. */
+th_status store_job_latest(store_t *st, const store_key *key, store_job *out);
+/* Persists the stage and progress JSON of a running job. */
+th_status store_job_progress(store_t *st, int64_t id, const char *stage, const char *progress);
+/* Ends a job: state must be succeeded, failed or cancelled. error may be NULL. */
+th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const char *error);
+/* Cancels: a queued job ends at once; a running job gets cancel_requested and its runner stops between stages.
+ * TH_ERR_CONFLICT when the job has already ended. */
+th_status store_job_cancel(store_t *st, int64_t id);
+/* 1 when a cancel was requested for the job. */
+int store_job_cancel_requested(store_t *st, int64_t id);
+/* JSON text of one job or of the list (newest first, at most limit; state filter may be NULL). */
+th_status store_job_json(store_t *st, int64_t id, char **json);
+th_status store_jobs_json(store_t *st, const char *state, int limit, char **json);
+/* Counts of jobs by state, indexed by store_job_state. */
+th_status store_job_counts(store_t *st, int64_t counts[5]);
+
+/* ---- networks ---- */
+th_status store_network_upsert(store_t *st, const char *name, const char *input_shape_json, double flops,
+                               int64_t params);
+
+/* ---- workloads and tuning records ---- */
+th_status store_workload_upsert(store_t *st, const char *key, const char *template_name, double flops);
+
+typedef struct store_record {
+  int64_t id;
+  char workload_key[512];
+  char template_name[64];
+  char target[256];
+  char config[1024];
+  int64_t config_index;
+  double cost_mean_s, cost_std_s; /* seconds; 1e9 when failed */
+  int error_class; /* 0 ok, 1 instantiation, 2 compile host, 3 compile device, 4 runtime device, 5 wrong answer,
+                      6 build timeout, 7 run timeout, 8 unknown */
+  double gflops;
+  char tuner[16];
+  int64_t job_id;
+  double created_at;
+} store_record;
+
+th_status store_record_add(store_t *st, const store_record *r);
+/* The best valid record (error_class 0, lowest cost) for (workload_key, target); TH_ERR_NOT_FOUND if none. */
+th_status store_record_best(store_t *st, const char *workload_key, const char *target, store_record *out);
+/* Every record of a template on a target, oldest first; cb returns nonzero to stop early. */
+th_status store_record_each(store_t *st, const char *template_name, const char *target,
+                            int (*cb)(void *ctx, const store_record *r), void *ctx);
+th_status store_record_count(store_t *st, const char *workload_key, const char *target, int64_t *n);
+
+#endif
