@@ -1,0 +1,88 @@
+/* The operator templates: for each kernel family a config space, a validity check, a fallback config and a
+ * lowering from (workload, config) to loop IR, plus the weight packing each template expects. This is the
+ * contract used by the graph side (which emits kernels and packs weights in the model .so) and the tuner
+ * (which searches the spaces). All functions are pure and thread-safe.
+ *
+ * Kernel ABI. Every kernel is an LLVM function `void NAME(void *const *args)`; args holds float pointers:
+ *   conv2d, depthwise, dense:                 {in, packed_weights, bias_or_NULL, residual_or_NULL, out}
+ *   maxpool, avgpool, global_avgpool, softmax, layout, concat: {in, out}
+ *   eltwise:                                  {a, b, out}
+ * bias is [oc] floats (read only with TC_EPI_BIAS); residual has the output's shape and layout (read only
+ * with TC_EPI_RESIDUAL). Pointers need only float alignment. Parallel loops call th_rt_parallel_for.
+ *
+ * Layouts. A 4-D tensor [n, c, h, w] with channel block cb (cb divides c) is stored NCHW[cb]c:
+ * element (n, c, y, x) is at ((n*(c/cb) + c/cb_) * h + y) * w + x) * cb + c%cb; cb = 1 is plain NCHW.
+ *   conv2d:     in [n,c,h,w] block in_cb, out [n,oc,oh,ow] block out_cb; torch weights OIHW.
+ *   depthwise:  c == oc (groups == c), torch weights [c,1,kh,kw]; in_cb, out_cb any valid blocks.
+ *   dense:      in [n, c] plain, out [n, oc] plain, torch weights [oc, c]; h = w = oh = ow = 1.
+ *   max/avgpool: c == oc, in block in_cb, out block out_cb; window kh x kw, stride, padding; avg uses
+ *               count_include_pad. Max pooling ignores padded taps.
+ *   global_avgpool: in [n,c,h,w] block in_cb -> out [n,c,1,1] block out_cb (oh = ow = 1).
+ *   softmax:    plain layout [n,c,h,w]; normalises over the innermost axis of extent > 1 among (w, h, c)
+ *               (so [n, m] may be given as c = m, h = w = 1), for every row of the others.
+ *   eltwise:    out = a + b over n*c*h*w floats (any layout, the same for a, b, out); TC_EPI_RELU/CLIP.
+ *   concat:     copies in [n,c,h,w] (block in_cb) into channels [c_offset, c_offset+c) of out
+ *               [n,oc,h,w] (block out_cb); oh, ow = h, w.
+ *   layout:     in [n,c,h,w] block in_cb -> out, same tensor, block out_cb (oc = c).
+ *
+ * Packed weights. tc_op_packed_size() gives the packed size in floats (0: the kernel takes no weights);
+ * tc_op_pack_params() gives the ints that th_rt_pack_weights() (runtime/th_rt.h) needs, so a model .so
+ * packs its weights once at load with no compiler at hand; tc_op_pack() does the same in-process. */
+#ifndef TC_OPS_H
+#define TC_OPS_H
+
+#include <stddef.h>
+
+#include "ir.h"
+#include "space.h"
+#include "target.h"
+#include "th_buf.h"
+#include "workload.h"
+
+/* Kernel argument slots. */
+enum { TC_ARG_IN = 0, TC_ARG_WEIGHTS = 1, TC_ARG_BIAS = 2, TC_ARG_RESIDUAL = 3, TC_ARG_OUT = 4 };
+enum { TC_ARG_SIMPLE_IN = 0, TC_ARG_SIMPLE_OUT = 1 };          /* pools, softmax, layout, concat */
+enum { TC_ARG_ELT_A = 0, TC_ARG_ELT_B = 1, TC_ARG_ELT_OUT = 2 }; /* eltwise */
+
+/* The number of pointers in the kernel's args array for this family (5, 2 or 3). */
+int tc_op_nargs(tc_kernel k);
+
+/* The channel block for a tensor of `channels` channels: the largest of {16, 8, 4, 2, 1} that divides
+ * channels. simd_lanes is accepted for future targets and ignored today (a 16-block is two vectors on
+ * AVX2), so that both sides of the compiler agree on one rule. */
+int tc_channel_block(int channels, int simd_lanes);
+
+/* Checks that the workload's shapes are consistent for its family (output size from the window, blocks
+ * dividing channels, ...). TH_ERR_INVALID or TH_ERR_UNSUPPORTED otherwise; never aborts. */
+th_status tc_workload_check(const tc_workload *wl);
+
+/* Fills *out with the template's config space for this workload and target (at least one knob, so
+ * every space has at least one point). */
+th_status tc_op_space(const tc_workload *wl, const tc_target *t, tc_space *out);
+/* The fallback config: what a build uses without a tuning record. */
+th_status tc_op_fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *out);
+/* TH_OK if cfg is a valid point of s for this workload and target; TH_ERR_INVALID (instantiation error)
+ * otherwise, e.g. a register tile that does not fit the register file. */
+th_status tc_op_valid(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                      const tc_config *cfg);
+/* Lowers the workload with cfg to loop IR built in `arena` (borrowed; *out lives as long as it). The
+ * space is recomputed inside from (wl, t). Buffers that are kernel arguments have tc_var.param set to
+ * their slot. TH_ERR_INVALID for a bad workload or config, TH_ERR_NOMEM. */
+th_status tc_op_lower(const tc_workload *wl, const tc_config *cfg, const tc_target *t, th_arena *arena,
+                      const tc_stmt **out);
+
+/* Packed weight size in floats for (wl, cfg); 0 for families without weights. */
+size_t tc_op_packed_size(const tc_workload *wl, const tc_config *cfg, const tc_target *t);
+#define TC_PACK_NPARAMS 8
+/* The parameters of th_rt_pack_weights(params, src, dst) for this kernel: params[0] is the pack kind
+ * (TH_RT_PACK_*), the rest its sizes. TH_ERR_INVALID for families without weights. */
+th_status tc_op_pack_params(const tc_workload *wl, const tc_config *cfg, const tc_target *t,
+                            int params[TC_PACK_NPARAMS]);
+/* Packs torch-layout weights (OIHW, [c,1,kh,kw] or [oc, c]) into dst (tc_op_packed_size floats). */
+th_status tc_op_pack(const tc_workload *wl, const tc_config *cfg, const tc_target *t, const float *src,
+                     float *dst);
+
+/* A readable listing of the kernel's loop IR, appended to b (for inspection and debugging). */
+th_status tc_op_print(const tc_workload *wl, const tc_config *cfg, const tc_target *t, th_buf *b);
+
+#endif

@@ -1,0 +1,48 @@
+/* th_rt: the small runtime compiled into every model .so and kernel library. It holds the thread pool
+ * that parallel loops of generated kernels call, and the weight packers that turn torch-layout weights
+ * into each template's packed layout once, at model load. Plain C11 + pthreads, no tunehub headers: the
+ * sources are embedded into tunehub and written next to each build (tc_runtime_write_sources). */
+#ifndef TH_RT_H
+#define TH_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Runs fn(ctx, begin, end) over [0, n) split statically into contiguous ranges, one per thread; the
+ * calling thread takes the first range. The pool is persistent and created on first use with
+ * TH_NUM_THREADS threads (default: online cores). A call made from inside a parallel body, or while
+ * another thread is using the pool, runs serially in the caller. Never fails. */
+void th_rt_parallel_for(void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx, int64_t n);
+/* The pool's thread count (including the caller). */
+int th_rt_num_threads(void);
+
+/* Pack kinds: the first int of a pack-params array. */
+enum {
+  TH_RT_PACK_NONE = 0,
+  TH_RT_PACK_CONV = 1,      /* p = {kind, oc, ic, kh, kw, in_cb, oc_tile} */
+  TH_RT_PACK_DEPTHWISE = 2, /* p = {kind, c, kh, kw, vl} */
+  TH_RT_PACK_DENSE = 3      /* p = {kind, m, k, bn} */
+};
+#define TH_RT_PACK_NPARAMS 8
+
+/* conv2d: OIHW -> [oc/oc_tile][ic/in_cb][kh][kw][in_cb][oc_tile]. */
+void th_rt_pack_conv(const float *src, float *dst, int oc, int ic, int kh, int kw, int in_cb,
+                     int oc_tile);
+/* depthwise: [c,1,kh,kw] -> [c/vl][kh][kw][vl]. */
+void th_rt_pack_depthwise(const float *src, float *dst, int c, int kh, int kw, int vl);
+/* dense: [m,k] -> [ceil(m/bn)][k][bn], the last panel zero-padded. */
+void th_rt_pack_dense(const float *src, float *dst, int m, int k, int bn);
+/* Packed size in floats for params p (0 for an unknown kind). */
+size_t th_rt_packed_size(const int p[TH_RT_PACK_NPARAMS]);
+/* Dispatches on p[0]; returns 0, or -1 for an unknown kind or bad sizes. */
+int th_rt_pack_weights(const int p[TH_RT_PACK_NPARAMS], const float *src, float *dst);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
