@@ -6,6 +6,7 @@
 #ifndef TC_SPACE_H
 #define TC_SPACE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "th_status.h"
