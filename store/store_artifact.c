@@ -1,0 +1,120 @@
+/* Content-addressed artifact files. A put hashes the source, copies it to data/tmp, fsyncs, renames it to
+ * artifacts/<ab>/<sha256>, fsyncs the directory and only then inserts the row, so a crash at any point leaves
+ * either no row or a row with its complete file; files without rows are swept by store_recover(). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store_int.h"
+#include "th_sha256.h"
+#include "th_util.h"
+
+static th_status store__copy_fsync(const char *src, const char *dst) {
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return TH_ERR_IO;
+  int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out < 0) {
+    close(in);
+    return TH_ERR_IO;
+  }
+  char buf[1 << 16];
+  th_status rc = TH_OK;
+  for (;;) {
+    ssize_t n = read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      rc = TH_ERR_IO;
+      break;
+    }
+    if (n == 0) break;
+    for (ssize_t off = 0; off < n;) {
+      ssize_t w = write(out, buf + off, (size_t)(n - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        rc = TH_ERR_IO;
+        break;
+      }
+      off += w;
+    }
+    if (rc != TH_OK) break;
+  }
+  if (rc == TH_OK && fsync(out) != 0) rc = TH_ERR_IO;
+  if (close(out) != 0) rc = TH_ERR_IO;
+  close(in);
+  return rc;
+}
+
+th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
+                             int64_t *size) {
+  char hex[65];
+  int64_t sz = 0;
+  if (th_sha256_file(src, hex, &sz) != TH_OK)
+    return store__fail(st, TH_ERR_IO, "cannot read %s: %s", src, strerror(errno));
+  char dir[1200], final_path[1300], tmp[1300];
+  snprintf(dir, sizeof dir, "%s/%.2s", st->artifacts_dir, hex);
+  snprintf(final_path, sizeof final_path, "%s/%s", dir, hex);
+  snprintf(tmp, sizeof tmp, "%s/%s.%ld", st->tmp_dir, hex, (long)getpid());
+  struct stat sb;
+  int have_file = stat(final_path, &sb) == 0 && sb.st_size == sz;
+  if (!have_file) {
+    if (th_mkdir_p(dir) != TH_OK)
+      return store__fail(st, TH_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+    if (store__copy_fsync(src, tmp) != TH_OK) {
+      unlink(tmp);
+      return store__fail(st, TH_ERR_IO, "cannot copy %s: %s", src, strerror(errno));
+    }
+    if (rename(tmp, final_path) != 0) {
+      unlink(tmp);
+      return store__fail(st, TH_ERR_IO, "cannot rename into %s: %s", final_path, strerror(errno));
+    }
+    if (th_fsync_parent(final_path) != TH_OK)
+      return store__fail(st, TH_ERR_IO, "cannot fsync %s", dir);
+  }
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st,
+                                "INSERT OR IGNORE INTO artifacts (digest, size, media_type, created_at) "
+                                "VALUES (?, ?, ?, ?)",
+                                &s);
+  if (rc == TH_OK) {
+    sqlite3_bind_text(s, 1, hex, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, sz);
+    sqlite3_bind_text(s, 3, media_type, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s, 4, th_now_wall());
+    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "insert artifact");
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  if (rc != TH_OK) return rc;
+  memcpy(digest, hex, 65);
+  if (size) *size = sz;
+  return TH_OK;
+}
+
+th_status store_artifact_path(store_t *st, const char *digest, char *path, size_t n, int64_t *size,
+                              char *media_type, size_t media_n) {
+  if (!th_is_sha256_hex(digest))
+    return store__fail(st, TH_ERR_INVALID, "a digest is 64 lowercase hex digits");
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st, "SELECT size, media_type FROM artifacts WHERE digest = ?", &s);
+  if (rc == TH_OK) {
+    sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC);
+    int r = sqlite3_step(s);
+    if (r == SQLITE_ROW) {
+      if (size) *size = sqlite3_column_int64(s, 0);
+      if (media_type) store__col_copy(s, 1, media_type, media_n);
+      snprintf(path, n, "%s/%.2s/%s", st->artifacts_dir, digest, digest);
+    } else if (r == SQLITE_DONE) {
+      rc = store__fail(st, TH_ERR_NOT_FOUND, "no artifact with digest sha256:%s", digest);
+    } else {
+      rc = store__db_fail(st, "select artifact");
+    }
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}

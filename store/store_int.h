@@ -1,0 +1,31 @@
+/* Internals shared by the SQLite store's files: the handle, the statement helpers and error recording. */
+#ifndef STORE_INT_H
+#define STORE_INT_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct store {
+  sqlite3 *db;
+  pthread_mutex_t mu; /* serialises every call: one connection, many threads */
+  char data_dir[1024];
+  char artifacts_dir[1100];
+  char tmp_dir[1100];
+};
+
+/* Records an error message for the calling thread and returns rc. */
+th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records the SQLite error of st->db and returns TH_ERR_DB (TH_ERR_BUSY on SQLITE_BUSY). */
+th_status store__db_fail(store_t *st, const char *what);
+/* Prepares sql; on failure records the error. */
+th_status store__prepare(store_t *st, const char *sql, sqlite3_stmt **out);
+/* Executes one or more statements without results. */
+th_status store__exec(store_t *st, const char *sql);
+/* A copy of a column as malloc'd text (NULL for SQL NULL). */
+char *store__col_dup(sqlite3_stmt *s, int col);
+/* Copies a text column into a fixed buffer (truncating safely). */
+void store__col_copy(sqlite3_stmt *s, int col, char *out, size_t n);
+
+#endif

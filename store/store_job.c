@@ -1,0 +1,372 @@
+/* The persistent job queue. Single-flight comes from the partial unique index jobs_live_key: an insert for a key
+ * that already has a queued or running job fails with a constraint error, and the caller gets the live job
+ * instead. Claims are one UPDATE ... RETURNING-free transaction under the store mutex, so two workers never
+ * claim the same job. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+#include "th_util.h"
+
+static const char *const store__job_states[] = {"queued", "running", "succeeded", "failed",
+                                                "cancelled"};
+
+const char *store_job_state_str(store_job_state s) {
+  return (unsigned)s < 5 ? store__job_states[s] : "unknown";
+}
+
+static store_job_state store__job_state_parse(const char *s) {
+  for (int i = 0; i < 5; i++)
+    if (s && strcmp(s, store__job_states[i]) == 0) return (store_job_state)i;
+  return STORE_JOB_FAILED;
+}
+
+void store_job_clear(store_job *j) {
+  if (!j) return;
+  free(j->options);
+  free(j->progress);
+  free(j->error);
+  j->options = j->progress = j->error = NULL;
+}
+
+#define STORE__JOB_COLS                                                                          \
+  "id, framework, network, batch, target, compiler_version, kind, options, priority, state, stage, " \
+  "progress, error, cancel_requested, attempts, created_at, started_at, finished_at"
+
+static void store__job_row(sqlite3_stmt *s, store_job *j) {
+  memset(j, 0, sizeof *j);
+  j->id = sqlite3_column_int64(s, 0);
+  store__col_copy(s, 1, j->key.framework, sizeof j->key.framework);
+  store__col_copy(s, 2, j->key.network, sizeof j->key.network);
+  j->key.batch = sqlite3_column_int(s, 3);
+  store__col_copy(s, 4, j->key.target, sizeof j->key.target);
+  store__col_copy(s, 5, j->key.compiler_version, sizeof j->key.compiler_version);
+  store__col_copy(s, 6, j->kind, sizeof j->kind);
+  j->options = store__col_dup(s, 7);
+  j->priority = sqlite3_column_int(s, 8);
+  j->state = store__job_state_parse((const char *)sqlite3_column_text(s, 9));
+  store__col_copy(s, 10, j->stage, sizeof j->stage);
+  j->progress = store__col_dup(s, 11);
+  j->error = store__col_dup(s, 12);
+  j->cancel_requested = sqlite3_column_int(s, 13);
+  j->attempts = sqlite3_column_int(s, 14);
+  j->created_at = sqlite3_column_double(s, 15);
+  j->started_at = sqlite3_column_double(s, 16);
+  j->finished_at = sqlite3_column_double(s, 17);
+}
+
+static th_status store__job_select(store_t *st, const char *where, int64_t id, const store_key *k,
+                                   store_job *out) {
+  char sql[1024];
+  snprintf(sql, sizeof sql, "SELECT " STORE__JOB_COLS " FROM jobs WHERE %s", where);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st, sql, &s);
+  if (rc == TH_OK) {
+    if (k) {
+      sqlite3_bind_text(s, 1, k->framework, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(s, 2, k->network, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int(s, 3, k->batch);
+      sqlite3_bind_text(s, 4, k->target, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(s, 5, k->compiler_version, -1, SQLITE_TRANSIENT);
+    } else {
+      sqlite3_bind_int64(s, 1, id);
+    }
+    int r = sqlite3_step(s);
+    if (r == SQLITE_ROW)
+      store__job_row(s, out);
+    else if (r == SQLITE_DONE)
+      rc = store__fail(st, TH_ERR_NOT_FOUND, "no such job");
+    else
+      rc = store__db_fail(st, "select job");
+  }
+  sqlite3_finalize(s);
+  return rc;
+}
+
+#define STORE__KEY_WHERE \
+  "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5"
+
+th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind, const char *options,
+                            int priority, int64_t *job_id, int *created) {
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st,
+                                "INSERT INTO jobs (framework, network, batch, target, compiler_version, "
+                                "kind, options, priority, state, created_at) VALUES "
+                                "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                                &s);
+  int made = 0;
+  int64_t id = 0;
+  if (rc == TH_OK) {
+    sqlite3_bind_text(s, 1, key->framework, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, key->network, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 3, key->batch);
+    sqlite3_bind_text(s, 4, key->target, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 5, key->compiler_version, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 6, kind ? kind : "build", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 7, options ? options : "{}", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 8, priority);
+    sqlite3_bind_double(s, 9, th_now_wall());
+    int r = sqlite3_step(s);
+    if (r == SQLITE_DONE) {
+      made = 1;
+      id = sqlite3_last_insert_rowid(st->db);
+    } else if (sqlite3_extended_errcode(st->db) != SQLITE_CONSTRAINT_UNIQUE) {
+      rc = store__db_fail(st, "enqueue job");
+    }
+  }
+  sqlite3_finalize(s);
+  if (rc == TH_OK && !made) {
+    store_job j;
+    rc = store__job_select(st, STORE__KEY_WHERE " AND state IN ('queued', 'running')", 0, key, &j);
+    if (rc == TH_OK) {
+      id = j.id;
+      store_job_clear(&j);
+    }
+  }
+  pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK) {
+    *job_id = id;
+    if (created) *created = made;
+  }
+  return rc;
+}
+
+th_status store_job_count_queued(store_t *st, int64_t *n) {
+  int64_t counts[5];
+  th_status rc = store_job_counts(st, counts);
+  if (rc == TH_OK) *n = counts[STORE_JOB_QUEUED];
+  return rc;
+}
+
+th_status store_job_counts(store_t *st, int64_t counts[5]) {
+  memset(counts, 0, 5 * sizeof counts[0]);
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st, "SELECT state, count(*) FROM jobs GROUP BY state", &s);
+  if (rc == TH_OK) {
+    while (sqlite3_step(s) == SQLITE_ROW)
+      counts[store__job_state_parse((const char *)sqlite3_column_text(s, 0))] =
+          sqlite3_column_int64(s, 1);
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_job_claim(store_t *st, const char *worker, store_job *out) {
+  pthread_mutex_lock(&st->mu);
+  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  store_job j;
+  int have = 0;
+  if (rc == TH_OK) {
+    rc = store__job_select(st, "state = 'queued' AND ?1 = ?1 ORDER BY priority DESC, id LIMIT 1", 0,
+                           NULL, &j);
+    if (rc == TH_OK) have = 1;
+  }
+  if (rc == TH_OK) {
+    sqlite3_stmt *s = NULL;
+    rc = store__prepare(st,
+                        "UPDATE jobs SET state = 'running', worker = ?, attempts = attempts + 1, "
+                        "started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'queued'",
+                        &s);
+    if (rc == TH_OK) {
+      sqlite3_bind_text(s, 1, worker, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_double(s, 2, th_now_wall());
+      sqlite3_bind_int64(s, 3, j.id);
+      if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "claim job");
+    }
+    sqlite3_finalize(s);
+  }
+  if (rc == TH_OK) {
+    rc = store__exec(st, "COMMIT");
+  } else {
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  }
+  pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK) {
+    j.state = STORE_JOB_RUNNING;
+    j.attempts++;
+    if (j.started_at <= 0) j.started_at = th_now_wall();
+    *out = j;
+  } else if (have) {
+    store_job_clear(&j);
+  }
+  return rc;
+}
+
+th_status store_job_get(store_t *st, int64_t id, store_job *out) {
+  pthread_mutex_lock(&st->mu);
+  th_status rc = store__job_select(st, "id = ?1", id, NULL, out);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_job_latest(store_t *st, const store_key *key, store_job *out) {
+  pthread_mutex_lock(&st->mu);
+  th_status rc = store__job_select(st, STORE__KEY_WHERE " ORDER BY id DESC LIMIT 1", 0, key, out);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_job_progress(store_t *st, int64_t id, const char *stage, const char *progress) {
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st,
+                                "UPDATE jobs SET stage = coalesce(?, stage), progress = coalesce(?, "
+                                "progress) WHERE id = ? AND state = 'running'",
+                                &s);
+  if (rc == TH_OK) {
+    sqlite3_bind_text(s, 1, stage, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, progress, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 3, id);
+    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "job progress");
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const char *error) {
+  if (state != STORE_JOB_SUCCEEDED && state != STORE_JOB_FAILED && state != STORE_JOB_CANCELLED)
+    return store__fail(st, TH_ERR_INVALID, "a job ends as succeeded, failed or cancelled");
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st,
+                                "UPDATE jobs SET state = ?, error = ?, finished_at = ?, stage = ? "
+                                "WHERE id = ? AND state IN ('queued', 'running')",
+                                &s);
+  if (rc == TH_OK) {
+    sqlite3_bind_text(s, 1, store_job_state_str(state), -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, error, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 3, th_now_wall());
+    sqlite3_bind_text(s, 4, "done", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 5, id);
+    if (sqlite3_step(s) != SQLITE_DONE)
+      rc = store__db_fail(st, "finish job");
+    else if (sqlite3_changes(st->db) == 0)
+      rc = store__fail(st, TH_ERR_CONFLICT, "job %lld has already ended", (long long)id);
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_job_cancel(store_t *st, int64_t id) {
+  pthread_mutex_lock(&st->mu);
+  store_job j;
+  th_status rc = store__job_select(st, "id = ?1", id, NULL, &j);
+  if (rc == TH_OK) {
+    sqlite3_stmt *s = NULL;
+    if (j.state == STORE_JOB_QUEUED) {
+      rc = store__prepare(st,
+                          "UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = "
+                          "'cancelled by request', finished_at = ?, stage = 'done' WHERE id = ?",
+                          &s);
+    } else if (j.state == STORE_JOB_RUNNING) {
+      rc = store__prepare(st, "UPDATE jobs SET cancel_requested = 1 WHERE ?1 = ?1 AND id = ?2", &s);
+    } else {
+      rc = store__fail(st, TH_ERR_CONFLICT, "job %lld has already %s", (long long)id,
+                       store_job_state_str(j.state));
+    }
+    if (rc == TH_OK) {
+      sqlite3_bind_double(s, 1, th_now_wall());
+      sqlite3_bind_int64(s, 2, id);
+      if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "cancel job");
+    }
+    sqlite3_finalize(s);
+    store_job_clear(&j);
+  }
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+int store_job_cancel_requested(store_t *st, int64_t id) {
+  store_job j;
+  if (store_job_get(st, id, &j) != TH_OK) return 0;
+  int c = j.cancel_requested;
+  store_job_clear(&j);
+  return c;
+}
+
+static json_t *store__time_json(double t) {
+  if (t <= 0) return json_null();
+  char iso[32];
+  th_time_iso(t, iso, sizeof iso);
+  return json_string(iso);
+}
+
+static json_t *store__job_to_json(const store_job *j) {
+  json_t *o = json_object();
+  json_object_set_new(o, "id", json_integer(j->id));
+  json_object_set_new(o, "framework", json_string(j->key.framework));
+  json_object_set_new(o, "network", json_string(j->key.network));
+  json_object_set_new(o, "batch", json_integer(j->key.batch));
+  json_object_set_new(o, "target", json_string(j->key.target));
+  json_object_set_new(o, "compiler_version", json_string(j->key.compiler_version));
+  json_object_set_new(o, "kind", json_string(j->kind));
+  json_object_set_new(o, "state", json_string(store_job_state_str(j->state)));
+  json_object_set_new(o, "stage", json_string(j->stage));
+  json_object_set_new(o, "priority", json_integer(j->priority));
+  json_object_set_new(o, "attempts", json_integer(j->attempts));
+  json_object_set_new(o, "cancel_requested", json_boolean(j->cancel_requested));
+  json_t *opt = j->options ? json_loads(j->options, 0, NULL) : NULL;
+  json_object_set_new(o, "options", opt ? opt : json_object());
+  json_t *prog = j->progress ? json_loads(j->progress, 0, NULL) : NULL;
+  json_object_set_new(o, "progress", prog ? prog : json_object());
+  json_object_set_new(o, "error", j->error ? json_string(j->error) : json_null());
+  json_object_set_new(o, "created_at", store__time_json(j->created_at));
+  json_object_set_new(o, "started_at", store__time_json(j->started_at));
+  json_object_set_new(o, "finished_at", store__time_json(j->finished_at));
+  double end = j->finished_at > 0 ? j->finished_at : th_now_wall();
+  json_object_set_new(o, "elapsed_s",
+                      j->started_at > 0 ? json_real(end - j->started_at) : json_null());
+  char url[64];
+  snprintf(url, sizeof url, "/jobs/%lld", (long long)j->id);
+  json_object_set_new(o, "url", json_string(url));
+  return o;
+}
+
+th_status store_job_json(store_t *st, int64_t id, char **json) {
+  store_job j;
+  th_status rc = store_job_get(st, id, &j);
+  if (rc != TH_OK) return store__fail(st, rc, "no job with id %lld", (long long)id);
+  json_t *o = store__job_to_json(&j);
+  store_job_clear(&j);
+  *json = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  return *json ? TH_OK : TH_ERR_NOMEM;
+}
+
+th_status store_jobs_json(store_t *st, const char *state, int limit, char **json) {
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st,
+                                "SELECT " STORE__JOB_COLS " FROM jobs WHERE (?1 IS NULL OR state = ?1) "
+                                "ORDER BY CASE state WHEN 'running' THEN 0 WHEN 'queued' THEN 1 ELSE 2 "
+                                "END, id DESC LIMIT ?2",
+                                &s);
+  json_t *arr = json_array();
+  if (rc == TH_OK) {
+    if (state) sqlite3_bind_text(s, 1, state, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 2, limit > 0 ? limit : 100);
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+      store_job j;
+      store__job_row(s, &j);
+      json_array_append_new(arr, store__job_to_json(&j));
+      store_job_clear(&j);
+    }
+    if (r != SQLITE_DONE) rc = store__db_fail(st, "list jobs");
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  json_t *root = json_object();
+  json_object_set_new(root, "count", json_integer((json_int_t)json_array_size(arr)));
+  json_object_set_new(root, "jobs", arr);
+  *json = rc == TH_OK ? json_dumps(root, JSON_COMPACT) : NULL;
+  json_decref(root);
+  if (rc == TH_OK && !*json) rc = TH_ERR_NOMEM;
+  return rc;
+}

@@ -1,0 +1,353 @@
+/* Unit tests of store/: migrations, single-flight under 8 threads, atomic artifact writes and orphan sweeping,
+ * requeue on restart, claims, cancel, models and records. Each case makes its own temporary data directory. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "th_test.h"
+#include "th_util.h"
+
+static char *tmpdir(void) {
+  char *d = strdup("/tmp/th_store_XXXXXX");
+  CHECK(mkdtemp(d) != NULL);
+  return d;
+}
+
+static store_key key_of(const char *net, int batch) {
+  store_key k;
+  memset(&k, 0, sizeof k);
+  snprintf(k.framework, sizeof k.framework, "llvm");
+  snprintf(k.network, sizeof k.network, "%s", net);
+  k.batch = batch;
+  snprintf(k.target, sizeof k.target, "llvm -mcpu=test");
+  snprintf(k.compiler_version, sizeof k.compiler_version, "0.1.0");
+  return k;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs(text, f);
+  fclose(f);
+}
+
+TH_TEST(migrations_apply_once) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_close(st);
+  /* reopening applies nothing twice */
+  CHECK(store_open(d, &st) == TH_OK);
+  store_close(st);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "sqlite3 %s/tunehub.db 'PRAGMA user_version; PRAGMA journal_mode;' > %s/v.txt",
+           d, d);
+  CHECK(system(cmd) == 0);
+  char path[300], *text = NULL;
+  snprintf(path, sizeof path, "%s/v.txt", d);
+  CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
+  CHECK(strncmp(text, "1\nwal", 5) == 0);
+  free(text);
+  return 0;
+}
+
+TH_TEST(newer_schema_is_refused) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_close(st);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "sqlite3 %s/tunehub.db 'PRAGMA user_version = 99;'", d);
+  CHECK(system(cmd) == 0);
+  CHECK(store_open(d, &st) == TH_ERR_CONFLICT);
+  return 0;
+}
+
+typedef struct {
+  store_t *st;
+  int64_t id;
+  int created;
+} enq_arg;
+
+static void *enqueue_thread(void *p) {
+  enq_arg *a = p;
+  store_key k = key_of("resnet-18", 1);
+  CHECK(store_job_enqueue(a->st, &k, "build", "{}", 0, &a->id, &a->created) == TH_OK);
+  return NULL;
+}
+
+TH_TEST(single_flight_8_threads) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  pthread_t t[8];
+  enq_arg a[8];
+  for (int i = 0; i < 8; i++) {
+    a[i].st = st;
+    a[i].id = 0;
+    a[i].created = 0;
+    CHECK(pthread_create(&t[i], NULL, enqueue_thread, &a[i]) == 0);
+  }
+  int created = 0;
+  for (int i = 0; i < 8; i++) {
+    pthread_join(t[i], NULL);
+    created += a[i].created;
+    CHECK(a[i].id == a[0].id);
+  }
+  CHECK_EQ_INT(created, 1);
+  int64_t counts[5];
+  CHECK(store_job_counts(st, counts) == TH_OK);
+  CHECK_EQ_INT(counts[STORE_JOB_QUEUED], 1);
+  /* after the job ends, a new miss makes a new job */
+  store_job j;
+  CHECK(store_job_claim(st, "w", &j) == TH_OK);
+  CHECK(store_job_finish(st, j.id, STORE_JOB_SUCCEEDED, NULL) == TH_OK);
+  store_job_clear(&j);
+  int64_t id2;
+  int c2;
+  store_key k = key_of("resnet-18", 1);
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id2, &c2) == TH_OK);
+  CHECK(c2 == 1 && id2 != a[0].id);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(single_flight_across_processes) {
+  char *d = tmpdir();
+  pid_t kids[4];
+  for (int i = 0; i < 4; i++) {
+    kids[i] = fork();
+    if (kids[i] == 0) {
+      store_t *st = NULL;
+      if (store_open(d, &st) != TH_OK) _exit(3);
+      store_key k = key_of("vgg-11", 2);
+      int64_t id;
+      int created;
+      th_status rc = store_job_enqueue(st, &k, "build", "{}", 0, &id, &created);
+      store_close(st);
+      _exit(rc == TH_OK ? (created ? 10 : 11) : 4);
+    }
+  }
+  int made = 0;
+  for (int i = 0; i < 4; i++) {
+    int status;
+    waitpid(kids[i], &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 10 || WEXITSTATUS(status) == 11);
+    made += WEXITSTATUS(status) == 10;
+  }
+  CHECK_EQ_INT(made, 1);
+  return 0;
+}
+
+TH_TEST(artifact_put_is_content_addressed) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", d);
+  write_file(src, "abc");
+  char digest[65];
+  int64_t size = 0;
+  CHECK(store_artifact_put(st, src, "application/octet-stream", digest, &size) == TH_OK);
+  CHECK_STR(digest, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK_EQ_INT(size, 3);
+  char path[1400];
+  int64_t sz2;
+  char media[64];
+  CHECK(store_artifact_path(st, digest, path, sizeof path, &sz2, media, sizeof media) == TH_OK);
+  char *text = NULL;
+  CHECK(th_read_file(path, 100, &text, NULL) == TH_OK);
+  CHECK_STR(text, "abc");
+  free(text);
+  CHECK_STR(media, "application/octet-stream");
+  /* the same bytes again: same digest, no error */
+  char digest2[65];
+  CHECK(store_artifact_put(st, src, "application/octet-stream", digest2, NULL) == TH_OK);
+  CHECK_STR(digest, digest2);
+  CHECK(store_artifact_path(st, "00", path, sizeof path, NULL, NULL, 0) == TH_ERR_INVALID);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(recover_sweeps_orphans_and_requeues) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", d);
+  write_file(src, "kept");
+  char digest[65];
+  CHECK(store_artifact_put(st, src, "application/x-tar", digest, NULL) == TH_OK);
+  /* a crash after the rename but before the row: a file with no row */
+  char orphan_dir[400], orphan[500], tmpfile[400];
+  snprintf(orphan_dir, sizeof orphan_dir, "%s/artifacts/ab", d);
+  CHECK(th_mkdir_p(orphan_dir) == TH_OK);
+  snprintf(orphan, sizeof orphan, "%s/ab%062d", orphan_dir, 0);
+  write_file(orphan, "partial");
+  /* a crash mid-copy: a temp file */
+  snprintf(tmpfile, sizeof tmpfile, "%s/tmp/deadbeef.123", d);
+  write_file(tmpfile, "part");
+  store_key k = key_of("resnet-50", 4);
+  int64_t id;
+  int created;
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
+  store_job j;
+  CHECK(store_job_claim(st, "dead-worker", &j) == TH_OK);
+  store_job_clear(&j);
+  store_close(st); /* the process "dies" with the job running */
+
+  CHECK(store_open(d, &st) == TH_OK);
+  int requeued = -1, swept = -1;
+  CHECK(store_recover(st, &requeued, &swept) == TH_OK);
+  CHECK_EQ_INT(requeued, 1);
+  CHECK_EQ_INT(swept, 2);
+  CHECK(access(orphan, F_OK) != 0);
+  CHECK(access(tmpfile, F_OK) != 0);
+  char path[1400];
+  CHECK(store_artifact_path(st, digest, path, sizeof path, NULL, NULL, 0) == TH_OK);
+  CHECK(access(path, R_OK) == 0);
+  CHECK(store_job_get(st, id, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_QUEUED);
+  CHECK_EQ_INT(j.attempts, 1);
+  store_job_clear(&j);
+  /* the requeued job is claimable again */
+  CHECK(store_job_claim(st, "w2", &j) == TH_OK);
+  CHECK(j.id == id);
+  CHECK_EQ_INT(j.attempts, 2);
+  store_job_clear(&j);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(claim_order_and_cancel) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_key a = key_of("vgg-11", 1), b = key_of("vgg-13", 1), c = key_of("vgg-16", 1);
+  int64_t ia, ib, ic;
+  int cr;
+  CHECK(store_job_enqueue(st, &a, "build", "{}", 0, &ia, &cr) == TH_OK);
+  CHECK(store_job_enqueue(st, &b, "build", "{}", 5, &ib, &cr) == TH_OK);
+  CHECK(store_job_enqueue(st, &c, "build", "{}", 0, &ic, &cr) == TH_OK);
+  CHECK(store_job_cancel(st, ic) == TH_OK); /* queued: ends at once */
+  store_job j;
+  CHECK(store_job_get(st, ic, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_CANCELLED);
+  store_job_clear(&j);
+  CHECK(store_job_cancel(st, ic) == TH_ERR_CONFLICT);
+  CHECK(store_job_claim(st, "w", &j) == TH_OK); /* priority first */
+  CHECK(j.id == ib);
+  store_job_clear(&j);
+  CHECK(store_job_cancel(st, ib) == TH_OK); /* running: a request */
+  CHECK(store_job_cancel_requested(st, ib) == 1);
+  CHECK(store_job_claim(st, "w", &j) == TH_OK);
+  CHECK(j.id == ia);
+  store_job_clear(&j);
+  CHECK(store_job_claim(st, "w", &j) == TH_ERR_NOT_FOUND);
+  CHECK(store_job_progress(st, ia, "build", "{\"fraction\":0.5}") == TH_OK);
+  CHECK(store_job_finish(st, ia, STORE_JOB_FAILED, "boom: the network did not compile") == TH_OK);
+  CHECK(store_job_get(st, ia, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_FAILED);
+  CHECK_STR(j.error, "boom: the network did not compile");
+  CHECK_STR(j.progress, "{\"fraction\":0.5}");
+  store_job_clear(&j);
+  char *json = NULL;
+  CHECK(store_jobs_json(st, NULL, 10, &json) == TH_OK);
+  CHECK(strstr(json, "\"count\":3") != NULL);
+  free(json);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(models_versions_and_catalog) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char src[300], so[300];
+  snprintf(src, sizeof src, "%s/a.tar", d);
+  snprintf(so, sizeof so, "%s/a.so", d);
+  write_file(src, "tar-bytes");
+  write_file(so, "so-bytes");
+  char td[65], sd[65];
+  CHECK(store_artifact_put(st, src, "application/x-tar", td, NULL) == TH_OK);
+  CHECK(store_artifact_put(st, so, "application/x-sharedlib", sd, NULL) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  store_model m;
+  CHECK(store_model_get(st, &k, 0, &m) == TH_ERR_NOT_FOUND);
+  int v = 0;
+  CHECK(store_model_publish(st, &k, 0, td, sd, "{\"v\":1}", 12.5, 0, &v) == TH_OK);
+  CHECK_EQ_INT(v, 1);
+  CHECK(store_model_get(st, &k, 1, &m) == TH_ERR_NOT_FOUND); /* no tuned version yet */
+  CHECK(store_model_publish(st, &k, 1, td, sd, "{\"v\":2}", 10.0, 0, &v) == TH_OK);
+  CHECK_EQ_INT(v, 2);
+  CHECK(store_model_get(st, &k, 0, &m) == TH_OK);
+  CHECK_EQ_INT(m.version, 2);
+  CHECK_EQ_INT(m.tar_size, 9);
+  CHECK_STR(m.manifest, "{\"v\":2}");
+  store_model_clear(&m);
+  char *json = NULL;
+  CHECK(store_catalog_json(st, NULL, NULL, NULL, &json) == TH_OK);
+  CHECK(strstr(json, "\"state\":\"ready\"") && strstr(json, "\"version\":2"));
+  free(json);
+  /* a building key shows up as building */
+  store_key k2 = key_of("vgg-11", 1);
+  int64_t id;
+  int cr;
+  CHECK(store_job_enqueue(st, &k2, "build", "{}", 0, &id, &cr) == TH_OK);
+  CHECK(store_catalog_json(st, NULL, NULL, "building", &json) == TH_OK);
+  CHECK(strstr(json, "vgg-11") && !strstr(json, "resnet-18"));
+  free(json);
+  int deleted = 0;
+  CHECK(store_model_delete(st, &k, &deleted) == TH_OK);
+  CHECK_EQ_INT(deleted, 2);
+  CHECK(store_model_get(st, &k, 0, &m) == TH_ERR_NOT_FOUND);
+  store_close(st);
+  return 0;
+}
+
+static int count_cb(void *ctx, const store_record *r) {
+  (void)r;
+  (*(int *)ctx)++;
+  return 0;
+}
+
+TH_TEST(records_best_and_persist) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_record r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.workload_key, sizeof r.workload_key, "conv2d_nchwc n1 c64");
+  snprintf(r.template_name, sizeof r.template_name, "conv2d_nchwc");
+  snprintf(r.target, sizeof r.target, "llvm -mcpu=test");
+  snprintf(r.tuner, sizeof r.tuner, "xgb");
+  double costs[] = {3e-3, 1e-3, 2e-3, 1e9};
+  int errs[] = {0, 0, 0, 4};
+  for (int i = 0; i < 4; i++) {
+    snprintf(r.config, sizeof r.config, "[[\"tile\",\"sp\",[%d]]]", i);
+    r.config_index = i;
+    r.cost_mean_s = costs[i];
+    r.error_class = errs[i];
+    CHECK(store_record_add(st, &r) == TH_OK);
+  }
+  store_close(st);
+  CHECK(store_open(d, &st) == TH_OK);
+  store_record best;
+  CHECK(store_record_best(st, "conv2d_nchwc n1 c64", "llvm -mcpu=test", &best) == TH_OK);
+  CHECK_EQ_INT(best.config_index, 1);
+  CHECK(store_record_best(st, "conv2d_nchwc n1 c64", "other", &best) == TH_ERR_NOT_FOUND);
+  int n = 0;
+  CHECK(store_record_each(st, "conv2d_nchwc", "llvm -mcpu=test", count_cb, &n) == TH_OK);
+  CHECK_EQ_INT(n, 4);
+  int64_t cnt = 0;
+  CHECK(store_record_count(st, "conv2d_nchwc n1 c64", "llvm -mcpu=test", &cnt) == TH_OK);
+  CHECK_EQ_INT(cnt, 4);
+  store_close(st);
+  return 0;
+}
