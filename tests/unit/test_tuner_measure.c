@@ -1,0 +1,145 @@
+/* Tests of the measurement worker: a correct candidate is timed, a wrong one is class 5, a crashing one
+ * (segfault) is class 4, a hanging one (infinite loop) is class 7, one that writes past its buffer is class 4,
+ * and after each failure the worker is restarted and measures the next candidate normally. Candidates are
+ * small .so files compiled here with cc. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "measure.h"
+#include "th_test.h"
+
+static const char *kernels_src =
+    "#include <stddef.h>\n"
+    "#define N 4096\n"
+    "void ref(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
+    "  for (int i = 0; i < N; i++) y[i] = 2.0f * x[i] + 1.0f; }\n"
+    "void good(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
+    "  for (int i = N - 1; i >= 0; i--) y[i] = x[i] + x[i] + 1.0f; }\n"
+    "void slow(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
+    "  for (int r = 0; r < 50; r++) for (int i = 0; i < N; i++) { volatile float t = 2.0f * x[i] + 1.0f; y[i] = t; } }\n"
+    "void wrong(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
+    "  for (int i = 0; i < N; i++) y[i] = 2.0f * x[i] + (i == 777 ? 1.5f : 1.0f); }\n"
+    "void partial(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
+    "  for (int i = 0; i < N - 1; i++) y[i] = 2.0f * x[i] + 1.0f; }\n"
+    "void crash(void *const *a) { (void)a; *(volatile int *)(size_t)8 = 1; }\n"
+    "void hang(void *const *a) { (void)a; for (;;) { __asm__ volatile(\"\"); } }\n"
+    "void overflow(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
+    "  for (int i = 0; i < N + 4; i++) y[i] = 2.0f * x[i % N] + 1.0f; }\n"
+    "void prints(void *const *a) { extern int puts(const char *); puts(\"noise on stdout\");\n"
+    "  ref(a); }\n";
+
+static int build_so(char *dir, size_t dn, char *so, size_t sn) {
+  snprintf(dir, dn, "/tmp/tuner_measure_XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  char src[512], cmd[1200];
+  snprintf(src, sizeof src, "%s/k.c", dir);
+  snprintf(so, sn, "%s/k.so", dir);
+  FILE *f = fopen(src, "w");
+  if (!f) return -1;
+  fputs(kernels_src, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "cc -O1 -shared -fPIC -o %s %s", so, src);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void cleanup(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup of %s failed\n", dir);
+}
+
+static int run_worker_suite(char *const *argv) {
+  char dir[256], so[512];
+  CHECK(build_so(dir, sizeof dir, so, sizeof so) == 0);
+  tune_measure_opts o;
+  tune_measure_opts_default(&o);
+  o.repeat = 5;
+  o.min_repeat_ms = 2;
+  o.timeout_s = 1.5;
+  o.worker_argv = argv;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&o, &m) == TH_OK);
+  tune_layout lay = {.nbufs = 2, .nelems = {4096, 4096}, .is_output = {0, 1}};
+  CHECK(tune_measurer_set_task(m, &lay, so, "ref") == TH_OK);
+  tune_result r;
+
+  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK(r.cost_mean_s > 0 && r.cost_mean_s < 1e-2);
+  CHECK(r.number >= 1);
+  double good = r.cost_mean_s;
+
+  CHECK(tune_measurer_run(m, so, "slow", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK(r.cost_mean_s > good * 3); /* the timing tells kernels apart */
+
+  CHECK(tune_measurer_run(m, so, "wrong", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
+  CHECK(r.cost_mean_s >= 1e9);
+  CHECK(strstr(r.msg, "777") != NULL);
+
+  CHECK(tune_measurer_run(m, so, "partial", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
+
+  CHECK(tune_measurer_run(m, so, "missing_symbol", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_COMPILE_HOST);
+  CHECK_EQ_INT(tune_measurer_restarts(m), 0);
+
+  CHECK(tune_measurer_run(m, so, "crash", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
+  CHECK(strstr(r.msg, "signal") != NULL);
+  CHECK_EQ_INT(tune_measurer_restarts(m), 1);
+
+  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK); /* a fresh worker, with the task resent */
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+
+  CHECK(tune_measurer_run(m, so, "hang", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUN_TIMEOUT);
+  CHECK_EQ_INT(tune_measurer_restarts(m), 2);
+
+  CHECK(tune_measurer_run(m, so, "overflow", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
+
+  CHECK(tune_measurer_run(m, so, "prints", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+
+  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  tune_measurer_free(m);
+  cleanup(dir);
+  return 0;
+}
+
+TH_TEST(measure_worker_fork) {
+  return run_worker_suite(NULL);
+}
+
+TH_TEST(measure_worker_exec) {
+  char *argv[] = {(char *)TUNER_WORKER_EXE, NULL};
+  return run_worker_suite(argv);
+}
+
+TH_TEST(measure_bad_reference) {
+  char dir[256], so[512];
+  CHECK(build_so(dir, sizeof dir, so, sizeof so) == 0);
+  tune_measure_opts o;
+  tune_measure_opts_default(&o);
+  o.timeout_s = 1.0;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&o, &m) == TH_OK);
+  tune_layout lay = {.nbufs = 2, .nelems = {4096, 4096}, .is_output = {0, 1}};
+  tune_result r;
+  CHECK(tune_measurer_run(m, so, "good", &r) == TH_ERR_INVALID); /* no task yet */
+  CHECK(tune_measurer_set_task(m, &lay, so, "crash") == TH_ERR_RUNTIME);
+  CHECK(strstr(tune_measurer_errmsg(m), "reference") != NULL);
+  CHECK(tune_measurer_set_task(m, &lay, so, "partial") == TH_ERR_RUNTIME); /* NaN left in the output */
+  CHECK(tune_measurer_set_task(m, &lay, "/nonexistent.so", "ref") == TH_ERR_RUNTIME);
+  CHECK(tune_measurer_set_task(m, &lay, so, "ref") == TH_OK);
+  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  tune_measurer_free(m);
+  cleanup(dir);
+  return 0;
+}

@@ -1,0 +1,601 @@
+/* The measurement worker and its tuner-side handle. The protocol is fixed-size request and reply structs over
+ * a socketpair (send with MSG_NOSIGNAL, so a dead worker never raises SIGPIPE in the tuner). Everything that
+ * can go wrong inside a candidate (crash, hang, garbage output, writes past a buffer) is confined to the worker
+ * and reported as an AutoTVM error class. */
+#include "measure.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "th_util.h"
+
+#define TUNE_MSG_MAGIC 0x54554e45u /* "TUNE" */
+#define TUNE_GUARD_BYTES 4096
+#define TUNE_GUARD_BYTE 0xa5
+
+enum { TUNE_REQ_TASK = 1, TUNE_REQ_RUN = 2, TUNE_REQ_QUIT = 3 };
+
+typedef struct tune_req {
+  uint32_t magic, type;
+  tune_layout layout;
+  uint64_t seed;
+  int32_t number, repeat, min_repeat_ms, cache_flush;
+  double rtol, atol;
+  char so_path[TUNE_PATH_MAX];
+  char fn[TUNE_FN_MAX];
+} tune_req;
+
+typedef struct tune_rep {
+  uint32_t magic;
+  int32_t ok; /* task: 1 on success */
+  tune_result res;
+} tune_rep;
+
+const char *tune_error_class_str(int e) {
+  static const char *const names[] = {"ok",          "instantiation", "compile host",
+                                      "compile device", "runtime device", "wrong answer",
+                                      "build timeout", "run timeout",   "unknown"};
+  return e >= 0 && e <= 8 ? names[e] : "unknown";
+}
+
+void tune_measure_opts_default(tune_measure_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->number = 1;
+  o->repeat = 10;
+  o->min_repeat_ms = 0;
+  o->cache_flush = 1;
+  o->timeout_s = 10.0;
+  o->rtol = 1e-3;
+  o->atol = 1e-4;
+  o->seed = 1;
+}
+
+/* ---- I/O helpers ---- */
+static int tune__write_all(int fd, const void *p, size_t n, int is_socket) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = is_socket ? send(fd, c, n, MSG_NOSIGNAL) : write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == ENOTSOCK && is_socket) {
+      is_socket = 0;
+      continue;
+    }
+    if (w <= 0) return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Reads exactly n bytes; 0 on success, 1 on EOF, 2 on timeout, -1 on error. deadline < 0: no deadline. */
+static int tune__read_all(int fd, void *p, size_t n, double deadline) {
+  char *c = p;
+  while (n > 0) {
+    if (deadline >= 0) {
+      double left = deadline - th_now_mono();
+      if (left <= 0) return 2;
+      struct pollfd pfd = {.fd = fd, .events = POLLIN};
+      int pr = poll(&pfd, 1, (int)(left * 1000.0) + 1);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr < 0) return -1;
+      if (pr == 0) return 2;
+    }
+    ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) return 1;
+    c += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* =====================================================================================================
+ * Worker side
+ * ===================================================================================================== */
+typedef void (*tune_kernel_fn)(void *const *args);
+
+typedef struct tune_worker {
+  tune_layout layout;
+  float *bufs[TUNE_MAX_BUFS];   /* live argument buffers, each followed by a guard zone */
+  float *pristine[TUNE_MAX_BUFS]; /* input copies, restored before each candidate */
+  float *ref[TUNE_MAX_BUFS];      /* reference outputs */
+  int have_task;
+  void *dl;
+  char dl_path[TUNE_PATH_MAX];
+  char *flush;
+  size_t flush_n;
+} tune_worker;
+
+static void tune__worker_free_task(tune_worker *w) {
+  for (int i = 0; i < TUNE_MAX_BUFS; i++) {
+    free(w->bufs[i]);
+    free(w->pristine[i]);
+    free(w->ref[i]);
+    w->bufs[i] = w->pristine[i] = w->ref[i] = NULL;
+  }
+  w->have_task = 0;
+}
+
+static double tune__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t tune__round64(size_t n) {
+  return (n + 63) & ~(size_t)63;
+}
+
+static tune_kernel_fn tune__worker_sym(tune_worker *w, const char *path, const char *fn, char *msg,
+                                       size_t msgn) {
+  if (!w->dl || strcmp(w->dl_path, path) != 0) {
+    if (w->dl) dlclose(w->dl);
+    w->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!w->dl) {
+      const char *e = dlerror();
+      snprintf(msg, msgn, "dlopen: %s", e ? e : "failed");
+      w->dl_path[0] = 0;
+      return NULL;
+    }
+    snprintf(w->dl_path, sizeof w->dl_path, "%s", path);
+  }
+  dlerror();
+  void *sym = dlsym(w->dl, fn);
+  if (!sym) {
+    snprintf(msg, msgn, "symbol %s not found in %s", fn, path);
+    return NULL;
+  }
+  tune_kernel_fn f;
+  memcpy(&f, &sym, sizeof f);
+  return f;
+}
+
+static void tune__fill_guards(tune_worker *w) {
+  for (int i = 0; i < w->layout.nbufs; i++)
+    memset((char *)w->bufs[i] + (size_t)w->layout.nelems[i] * sizeof(float), TUNE_GUARD_BYTE,
+           TUNE_GUARD_BYTES);
+}
+
+static int tune__guards_intact(const tune_worker *w) {
+  for (int i = 0; i < w->layout.nbufs; i++) {
+    const unsigned char *g =
+        (const unsigned char *)w->bufs[i] + (size_t)w->layout.nelems[i] * sizeof(float);
+    for (size_t j = 0; j < TUNE_GUARD_BYTES; j++)
+      if (g[j] != TUNE_GUARD_BYTE) return 0;
+  }
+  return 1;
+}
+
+/* Restores inputs, poisons outputs with NaN (so an element the kernel never writes is caught), runs once. */
+static void tune__run_checked(tune_worker *w, tune_kernel_fn f) {
+  for (int i = 0; i < w->layout.nbufs; i++) {
+    size_t bytes = (size_t)w->layout.nelems[i] * sizeof(float);
+    if (w->layout.is_output[i]) {
+      for (int64_t j = 0; j < w->layout.nelems[i]; j++) w->bufs[i][j] = NAN;
+    } else {
+      memcpy(w->bufs[i], w->pristine[i], bytes);
+    }
+  }
+  tune__fill_guards(w);
+  f((void *const *)w->bufs);
+}
+
+static void tune__worker_task(tune_worker *w, const tune_req *q, tune_rep *rep) {
+  tune__worker_free_task(w);
+  w->layout = q->layout;
+  if (w->layout.nbufs < 1 || w->layout.nbufs > TUNE_MAX_BUFS) {
+    snprintf(rep->res.msg, sizeof rep->res.msg, "bad buffer count %d", w->layout.nbufs);
+    return;
+  }
+  uint64_t x = q->seed ? q->seed : 1;
+  for (int i = 0; i < w->layout.nbufs; i++) {
+    int64_t n = w->layout.nelems[i];
+    if (n < 1 || n > ((int64_t)1 << 31)) {
+      snprintf(rep->res.msg, sizeof rep->res.msg, "bad buffer size %lld", (long long)n);
+      return;
+    }
+    size_t bytes = (size_t)n * sizeof(float);
+    w->bufs[i] = aligned_alloc(64, tune__round64(bytes + TUNE_GUARD_BYTES));
+    w->pristine[i] = malloc(bytes);
+    if (w->layout.is_output[i]) w->ref[i] = malloc(bytes);
+    if (!w->bufs[i] || !w->pristine[i] || (w->layout.is_output[i] && !w->ref[i])) {
+      snprintf(rep->res.msg, sizeof rep->res.msg, "out of memory");
+      return;
+    }
+    for (int64_t j = 0; j < n; j++) { /* xorshift64*: cheap, seeded, values in [-1, 1) */
+      x ^= x >> 12;
+      x ^= x << 25;
+      x ^= x >> 27;
+      uint64_t r = x * 0x2545f4914f6cdd1dULL;
+      w->pristine[i][j] = (float)((double)(r >> 40) / 8388608.0 - 1.0);
+    }
+  }
+  tune_kernel_fn f = tune__worker_sym(w, q->so_path, q->fn, rep->res.msg, sizeof rep->res.msg);
+  if (!f) return;
+  tune__run_checked(w, f);
+  if (!tune__guards_intact(w)) {
+    snprintf(rep->res.msg, sizeof rep->res.msg, "reference kernel wrote past a buffer");
+    return;
+  }
+  for (int i = 0; i < w->layout.nbufs; i++) {
+    if (!w->layout.is_output[i]) continue;
+    for (int64_t j = 0; j < w->layout.nelems[i]; j++)
+      if (!isfinite(w->bufs[i][j])) {
+        snprintf(rep->res.msg, sizeof rep->res.msg, "reference output %d[%lld] is not finite", i,
+                 (long long)j);
+        return;
+      }
+    memcpy(w->ref[i], w->bufs[i], (size_t)w->layout.nelems[i] * sizeof(float));
+  }
+  w->have_task = 1;
+  rep->ok = 1;
+}
+
+static void tune__flush_cache(tune_worker *w) {
+  if (!w->flush) {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    size_t n = (size_t)(l2 > 0 ? l2 : 1 << 20) * 4;
+    /* Also cover a small L3 so the timed kernel starts cold, but cap the cost of each flush. */
+    if (l3 > 0 && (size_t)l3 * 2 > n && l3 <= (64 << 20)) n = (size_t)l3 * 2;
+    w->flush = malloc(n);
+    if (!w->flush) return;
+    w->flush_n = n;
+  }
+  static volatile char sink;
+  memset(w->flush, (int)(tune__now() * 1000) & 0x7f, w->flush_n);
+  sink = w->flush[w->flush_n / 2];
+  (void)sink;
+}
+
+static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
+  tune_result *res = &rep->res;
+  res->cost_mean_s = 1e9;
+  if (!w->have_task) {
+    res->error_class = TUNE_ERR_UNKNOWN;
+    snprintf(res->msg, sizeof res->msg, "no task set");
+    return;
+  }
+  tune_kernel_fn f = tune__worker_sym(w, q->so_path, q->fn, res->msg, sizeof res->msg);
+  if (!f) {
+    res->error_class = TUNE_ERR_COMPILE_HOST;
+    return;
+  }
+  tune__run_checked(w, f); /* also the warm-up call, which is not timed */
+  if (!tune__guards_intact(w)) {
+    res->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    snprintf(res->msg, sizeof res->msg, "kernel wrote past the end of a buffer");
+    return;
+  }
+  for (int i = 0; i < w->layout.nbufs; i++) {
+    if (!w->layout.is_output[i]) continue;
+    double maxref = 0;
+    for (int64_t j = 0; j < w->layout.nelems[i]; j++) maxref = fmax(maxref, fabs(w->ref[i][j]));
+    for (int64_t j = 0; j < w->layout.nelems[i]; j++) {
+      double a = w->bufs[i][j], r = w->ref[i][j];
+      if (!(fabs(a - r) <= q->atol * maxref + q->rtol * fabs(r))) { /* NaN fails too */
+        res->error_class = TUNE_ERR_WRONG_ANSWER;
+        snprintf(res->msg, sizeof res->msg, "output %d[%lld] = %g, expected %g", i, (long long)j, a, r);
+        return;
+      }
+    }
+  }
+  int number = q->number > 0 ? q->number : 1;
+  int repeat = q->repeat > 0 ? q->repeat : 1;
+  double min_s = q->min_repeat_ms > 0 ? q->min_repeat_ms / 1000.0 : 0;
+  void *const *args = (void *const *)w->bufs;
+  /* Grow number until one repeat lasts min_repeat_ms (AutoTVM re-runs the repeat with a larger number). */
+  for (;;) {
+    if (q->cache_flush) tune__flush_cache(w);
+    double t0 = tune__now();
+    for (int k = 0; k < number; k++) f(args);
+    double el = tune__now() - t0;
+    if (el >= min_s || number >= (1 << 24)) break;
+    double grow = el > 0 ? min_s / el * 1.1 : 16;
+    int next = (int)fmin((double)(1 << 24), ceil(number * fmax(2.0, grow)));
+    number = next > number ? next : number + 1;
+  }
+  double t[1024];
+  if (repeat > 1024) repeat = 1024;
+  for (int r = 0; r < repeat; r++) {
+    if (q->cache_flush) tune__flush_cache(w);
+    double t0 = tune__now();
+    for (int k = 0; k < number; k++) f(args);
+    t[r] = (tune__now() - t0) / number;
+  }
+  int lo = 0, hi = 0;
+  for (int r = 1; r < repeat; r++) {
+    if (t[r] < t[lo]) lo = r;
+    if (t[r] > t[hi]) hi = r;
+  }
+  if (lo == hi) hi = lo == 0 ? 1 : 0;
+  double sum = 0, sq = 0;
+  int n = 0;
+  for (int r = 0; r < repeat; r++) {
+    if (repeat > 2 && (r == lo || r == hi)) continue;
+    sum += t[r];
+    n++;
+  }
+  double mean = sum / n;
+  for (int r = 0; r < repeat; r++) {
+    if (repeat > 2 && (r == lo || r == hi)) continue;
+    sq += (t[r] - mean) * (t[r] - mean);
+  }
+  res->error_class = TUNE_ERR_NONE;
+  res->cost_mean_s = mean;
+  res->cost_std_s = n > 1 ? sqrt(sq / (n - 1)) : 0;
+  res->number = number;
+}
+
+int tune_measure_worker_main(int in_fd, int out_fd) {
+  if (out_fd == 1) { /* keep the protocol off stdout: a printing kernel must not corrupt it */
+    int fd = dup(1);
+    if (fd < 0) return 1;
+    dup2(2, 1);
+    out_fd = fd;
+  }
+  tune_worker w;
+  memset(&w, 0, sizeof w);
+  tune_req *q = malloc(sizeof *q);
+  if (!q) return 1;
+  int rc = 0;
+  for (;;) {
+    int r = tune__read_all(in_fd, q, sizeof *q, -1);
+    if (r == 1) break;
+    if (r != 0 || q->magic != TUNE_MSG_MAGIC) {
+      rc = 1;
+      break;
+    }
+    if (q->type == TUNE_REQ_QUIT) break;
+    tune_rep rep;
+    memset(&rep, 0, sizeof rep);
+    rep.magic = TUNE_MSG_MAGIC;
+    if (q->type == TUNE_REQ_TASK)
+      tune__worker_task(&w, q, &rep);
+    else if (q->type == TUNE_REQ_RUN)
+      tune__worker_run(&w, q, &rep);
+    else
+      snprintf(rep.res.msg, sizeof rep.res.msg, "unknown request %u", q->type);
+    if (tune__write_all(out_fd, &rep, sizeof rep, 1) != 0) {
+      rc = 1;
+      break;
+    }
+  }
+  tune__worker_free_task(&w);
+  if (w.dl) dlclose(w.dl);
+  free(w.flush);
+  free(q);
+  return rc;
+}
+
+/* =====================================================================================================
+ * Tuner side
+ * ===================================================================================================== */
+struct tune_measurer {
+  tune_measure_opts opts;
+  pid_t pid;
+  int fd; /* our end of the socketpair; -1 when no worker */
+  int restarts;
+  int have_task;
+  tune_req task; /* resent after a restart */
+  char err[256];
+};
+
+static void tune__kill_worker(tune_measurer_t *m, int hard) {
+  if (m->fd >= 0) {
+    if (!hard) {
+      tune_req q;
+      memset(&q, 0, sizeof q);
+      q.magic = TUNE_MSG_MAGIC;
+      q.type = TUNE_REQ_QUIT;
+      tune__write_all(m->fd, &q, sizeof q, 1);
+    }
+    close(m->fd);
+    m->fd = -1;
+  }
+  if (m->pid > 0) {
+    int status;
+    if (hard) kill(m->pid, SIGKILL);
+    /* A worker asked to quit gets a moment to do so before it is killed. */
+    for (int i = 0; i < 200; i++) {
+      pid_t p = waitpid(m->pid, &status, WNOHANG);
+      if (p == m->pid || (p < 0 && errno != EINTR)) {
+        m->pid = -1;
+        return;
+      }
+      struct timespec ts = {0, 5 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+    kill(m->pid, SIGKILL);
+    while (waitpid(m->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    m->pid = -1;
+  }
+}
+
+static th_status tune__spawn(tune_measurer_t *m) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    snprintf(m->err, sizeof m->err, "socketpair: %s", strerror(errno));
+    return TH_ERR_IO;
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(m->err, sizeof m->err, "fork: %s", strerror(errno));
+    close(sv[0]);
+    close(sv[1]);
+    return TH_ERR_IO;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    close(sv[0]);
+    signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's to handle; it stops the worker itself */
+    if (m->opts.worker_argv && m->opts.worker_argv[0]) {
+      if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0) _exit(1);
+      execv(m->opts.worker_argv[0], m->opts.worker_argv);
+      _exit(127);
+    }
+    _exit(tune_measure_worker_main(sv[1], sv[1]));
+  }
+  close(sv[1]);
+  m->fd = sv[0];
+  m->pid = pid;
+  return TH_OK;
+}
+
+/* Sends q and waits for the reply. 0 ok, 1 EOF (worker died), 2 timeout, -1 I/O error. */
+static int tune__roundtrip(tune_measurer_t *m, const tune_req *q, tune_rep *rep, double timeout) {
+  if (tune__write_all(m->fd, q, sizeof *q, 1) != 0) return 1;
+  int r = tune__read_all(m->fd, rep, sizeof *rep, th_now_mono() + timeout);
+  if (r == 0 && rep->magic != TUNE_MSG_MAGIC) return -1;
+  return r;
+}
+
+static th_status tune__send_task(tune_measurer_t *m) {
+  tune_rep rep;
+  int r = tune__roundtrip(m, &m->task, &rep, m->opts.timeout_s);
+  if (r == 0 && rep.ok) return TH_OK;
+  if (r == 0)
+    snprintf(m->err, sizeof m->err, "reference kernel: %s", rep.res.msg);
+  else
+    snprintf(m->err, sizeof m->err, "reference kernel %s", r == 2 ? "timed out" : "crashed the worker");
+  tune__kill_worker(m, 1);
+  return TH_ERR_RUNTIME;
+}
+
+th_status tune_measurer_new(const tune_measure_opts *opts, tune_measurer_t **out) {
+  tune_measurer_t *m = calloc(1, sizeof *m);
+  if (!m) return TH_ERR_NOMEM;
+  if (opts)
+    m->opts = *opts;
+  else
+    tune_measure_opts_default(&m->opts);
+  if (m->opts.timeout_s <= 0) m->opts.timeout_s = 10;
+  m->fd = -1;
+  m->pid = -1;
+  th_status rc = tune__spawn(m);
+  if (rc != TH_OK) {
+    free(m);
+    return rc;
+  }
+  *out = m;
+  return TH_OK;
+}
+
+void tune_measurer_free(tune_measurer_t *m) {
+  if (!m) return;
+  tune__kill_worker(m, 0);
+  free(m);
+}
+
+const char *tune_measurer_errmsg(tune_measurer_t *m) {
+  return m ? m->err : "no measurer";
+}
+
+int tune_measurer_restarts(const tune_measurer_t *m) {
+  return m->restarts;
+}
+
+th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, const char *ref_so,
+                                 const char *ref_fn) {
+  if (!layout || !ref_so || !ref_fn || strlen(ref_so) >= TUNE_PATH_MAX || strlen(ref_fn) >= TUNE_FN_MAX ||
+      layout->nbufs < 1 || layout->nbufs > TUNE_MAX_BUFS) {
+    snprintf(m->err, sizeof m->err, "invalid task");
+    return TH_ERR_INVALID;
+  }
+  memset(&m->task, 0, sizeof m->task);
+  m->task.magic = TUNE_MSG_MAGIC;
+  m->task.type = TUNE_REQ_TASK;
+  m->task.layout = *layout;
+  m->task.seed = m->opts.seed;
+  snprintf(m->task.so_path, sizeof m->task.so_path, "%s", ref_so);
+  snprintf(m->task.fn, sizeof m->task.fn, "%s", ref_fn);
+  m->have_task = 0;
+  if (m->fd < 0) {
+    th_status rc = tune__spawn(m);
+    if (rc != TH_OK) return rc;
+  }
+  th_status rc = tune__send_task(m);
+  if (rc == TH_OK) m->have_task = 1;
+  return rc;
+}
+
+th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, tune_result *out) {
+  memset(out, 0, sizeof *out);
+  out->cost_mean_s = 1e9;
+  out->error_class = TUNE_ERR_UNKNOWN;
+  if (!m->have_task) {
+    snprintf(out->msg, sizeof out->msg, "no task set");
+    return TH_ERR_INVALID;
+  }
+  if (!so_path || !fn || strlen(so_path) >= TUNE_PATH_MAX || strlen(fn) >= TUNE_FN_MAX) {
+    snprintf(out->msg, sizeof out->msg, "path or name too long");
+    return TH_ERR_INVALID;
+  }
+  if (m->fd < 0) { /* the previous candidate killed the worker: start a fresh one with the task */
+    th_status rc = tune__spawn(m);
+    if (rc == TH_OK) rc = tune__send_task(m);
+    if (rc != TH_OK) {
+      snprintf(out->msg, sizeof out->msg, "worker restart failed: %s", m->err);
+      return TH_ERR_IO;
+    }
+  }
+  tune_req *q = calloc(1, sizeof *q);
+  if (!q) return TH_ERR_NOMEM;
+  q->magic = TUNE_MSG_MAGIC;
+  q->type = TUNE_REQ_RUN;
+  q->number = m->opts.number;
+  q->repeat = m->opts.repeat;
+  q->min_repeat_ms = m->opts.min_repeat_ms;
+  q->cache_flush = m->opts.cache_flush;
+  q->rtol = m->opts.rtol;
+  q->atol = m->opts.atol;
+  snprintf(q->so_path, sizeof q->so_path, "%s", so_path);
+  snprintf(q->fn, sizeof q->fn, "%s", fn);
+  tune_rep rep;
+  int r = tune__roundtrip(m, q, &rep, m->opts.timeout_s);
+  free(q);
+  if (r == 0) {
+    *out = rep.res;
+    if (out->error_class != TUNE_ERR_NONE) out->cost_mean_s = 1e9;
+    return TH_OK;
+  }
+  if (r == 2) {
+    out->error_class = TUNE_ERR_RUN_TIMEOUT;
+    snprintf(out->msg, sizeof out->msg, "timed out after %.1f s", m->opts.timeout_s);
+    tune__kill_worker(m, 1);
+  } else {
+    int status = 0;
+    pid_t pid = m->pid;
+    if (m->fd >= 0) close(m->fd);
+    m->fd = -1;
+    if (pid > 0) {
+      kill(pid, SIGKILL); /* in case it only closed the socket */
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      m->pid = -1;
+    }
+    out->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    if (WIFSIGNALED(status))
+      snprintf(out->msg, sizeof out->msg, "worker killed by signal %d (%s)", WTERMSIG(status),
+               strsignal(WTERMSIG(status)));
+    else
+      snprintf(out->msg, sizeof out->msg, "worker exited (status %d)", WEXITSTATUS(status));
+  }
+  m->restarts++;
+  return TH_OK;
+}

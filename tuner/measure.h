@@ -1,0 +1,95 @@
+/* Measurement of candidate kernels in a separate worker process. The tuner (tune_measurer_*) owns the worker:
+ * it spawns it (exec of an explicit command such as `/proc/self/exe measure-worker`, or a plain fork), sends it
+ * one task layout and one candidate at a time over a socketpair, and waits for the reply with a timeout. A
+ * candidate that crashes kills only the worker (the tuner sees EOF: error class 4); one that hangs is killed at
+ * the timeout (class 7); either way the worker is restarted and given the task again before the next candidate.
+ *
+ * The worker (tune_measure_worker_main) dlopens each candidate .so, fills the inputs with seeded random data,
+ * runs the kernel once and compares its outputs with the reference outputs (the fallback config's, computed
+ * once per task: class 5 on mismatch), then times it the AutoTVM way: number calls per repeat, number grown
+ * until a repeat lasts min_repeat_ms, an optional cache flush before each repeat, min and max dropped when
+ * repeat > 2, score = mean. Kernels use the ABI `void NAME(void *const *args)`.
+ *
+ * Thread safety: a tune_measurer_t is used by one thread at a time. */
+#ifndef TUNE_MEASURE_H
+#define TUNE_MEASURE_H
+
+#include <stdint.h>
+
+#include "th_status.h"
+
+/* AutoTVM's error numbers, stored as store_record.error_class. */
+typedef enum tune_error_class {
+  TUNE_ERR_NONE = 0,
+  TUNE_ERR_INSTANTIATION = 1,
+  TUNE_ERR_COMPILE_HOST = 2,
+  TUNE_ERR_COMPILE_DEVICE = 3,
+  TUNE_ERR_RUNTIME_DEVICE = 4,
+  TUNE_ERR_WRONG_ANSWER = 5,
+  TUNE_ERR_BUILD_TIMEOUT = 6,
+  TUNE_ERR_RUN_TIMEOUT = 7,
+  TUNE_ERR_UNKNOWN = 8
+} tune_error_class;
+
+const char *tune_error_class_str(int error_class);
+
+#define TUNE_MAX_BUFS 8
+#define TUNE_PATH_MAX 512
+#define TUNE_FN_MAX 96
+
+/* The argument list of a task's kernels: args[i] points at a float buffer of nelems[i] elements; output
+ * buffers are checked against the reference and the others are inputs, filled with seeded random values. */
+typedef struct tune_layout {
+  int nbufs;
+  int64_t nelems[TUNE_MAX_BUFS];
+  int is_output[TUNE_MAX_BUFS];
+} tune_layout;
+
+typedef struct tune_measure_opts {
+  int number;          /* calls per repeat before growth; default 1 */
+  int repeat;          /* default 10 */
+  int min_repeat_ms;   /* grow number until a repeat lasts this long; default 0 */
+  int cache_flush;     /* write a buffer larger than L2 before each repeat; default 1 */
+  double timeout_s;    /* per candidate (check + timing); default 10 */
+  double rtol, atol;   /* output check: |a-r| <= atol*max|ref| + rtol*|r|; defaults 1e-3, 1e-4 */
+  uint64_t seed;       /* input data seed */
+  /* Worker command (borrowed, NULL-terminated argv). NULL: fork without exec and run the worker loop in the
+   * child, which is right for single-threaded callers such as tests and the CLI. */
+  char *const *worker_argv;
+} tune_measure_opts;
+
+void tune_measure_opts_default(tune_measure_opts *o);
+
+typedef struct tune_result {
+  int error_class;   /* tune_error_class */
+  double cost_mean_s; /* 1e9 when failed */
+  double cost_std_s;
+  int number;        /* calls per repeat after growth */
+  char msg[160];
+} tune_result;
+
+typedef struct tune_measurer tune_measurer_t;
+
+/* Starts the worker. opts is copied (worker_argv stays borrowed). */
+th_status tune_measurer_new(const tune_measure_opts *opts, tune_measurer_t **out);
+/* Stops the worker and frees; accepts NULL. */
+void tune_measurer_free(tune_measurer_t *m);
+/* The last error text (task setup failures); never NULL. */
+const char *tune_measurer_errmsg(tune_measurer_t *m);
+/* Sets the task: the buffer layout and the reference kernel (ref_so/ref_fn, the fallback config), which the
+ * worker runs once to produce the expected outputs. TH_ERR_RUNTIME when the reference fails (crash, hang,
+ * NaN). Paths are copied. */
+th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, const char *ref_so,
+                                 const char *ref_fn);
+/* Measures one candidate; always fills *out (a failure is a result, not an error). Returns TH_ERR_INVALID
+ * before any task is set, TH_ERR_IO when the worker cannot be (re)started. */
+th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, tune_result *out);
+/* How many times the worker was restarted after a crash or hang. */
+int tune_measurer_restarts(const tune_measurer_t *m);
+
+/* The worker loop: reads requests from in_fd, answers on out_fd, until EOF or a quit message. When out_fd is
+ * 1, replies move to a private descriptor and stdout is pointed at stderr, so that a kernel that prints
+ * cannot corrupt the protocol. Returns 0 on a clean end. */
+int tune_measure_worker_main(int in_fd, int out_fd);
+
+#endif
