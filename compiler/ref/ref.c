@@ -1,0 +1,280 @@
+/* The reference interpreter: straightforward loops, written for obvious correctness first and tolerable
+ * speed second (the innermost loops run over contiguous output columns so the compiler can vectorise them),
+ * because every compiled network in the tests is compared against it at full size. */
+#include "ref.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workload.h"
+
+static float tc__act(float v, int epi, float lo, float hi) {
+  if (epi & TC_EPI_RELU) v = v > 0 ? v : 0;
+  if (epi & TC_EPI_CLIP) v = v < lo ? lo : (v > hi ? hi : v);
+  return v;
+}
+
+static void tc__conv(const tc_graph *g, const tc_node *nd, const float *in, const float *res,
+                     float *out) {
+  const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+  int N = ti->shape[0], C = ti->shape[1], H = ti->shape[2], W = ti->shape[3];
+  int OC = nd->out.shape[1], OH = nd->out.shape[2], OW = nd->out.shape[3];
+  int G = nd->groups, icg = C / G, ocg = OC / G;
+  const float *wt = g->params[nd->weight].data;
+  const float *bias = nd->bias >= 0 ? g->params[nd->bias].data : NULL;
+  for (int n = 0; n < N; n++) {
+    for (int oc = 0; oc < OC; oc++) {
+      float *o = out + ((size_t)n * OC + oc) * OH * OW;
+      float b0 = bias ? bias[oc] : 0.0f;
+      for (int k = 0; k < OH * OW; k++) o[k] = b0;
+      int gi = oc / ocg;
+      for (int ic = 0; ic < icg; ic++) {
+        const float *ip = in + ((size_t)n * C + gi * icg + ic) * H * W;
+        for (int ky = 0; ky < nd->kh; ky++) {
+          for (int kx = 0; kx < nd->kw; kx++) {
+            float wv = wt[(((size_t)oc * icg + ic) * nd->kh + ky) * nd->kw + kx];
+            /* valid output columns: 0 <= ow*sw - pl + kx < W */
+            int ow0 = 0, ow1 = OW;
+            while (ow0 < OW && ow0 * nd->sw - nd->pl + kx < 0) ow0++;
+            while (ow1 > ow0 && (ow1 - 1) * nd->sw - nd->pl + kx >= W) ow1--;
+            for (int oy = 0; oy < OH; oy++) {
+              int iy = oy * nd->sh - nd->pt + ky;
+              if (iy < 0 || iy >= H) continue;
+              const float *row = ip + (size_t)iy * W - nd->pl + kx;
+              float *orow = o + (size_t)oy * OW;
+              if (nd->sw == 1) {
+                for (int ox = ow0; ox < ow1; ox++) orow[ox] += wv * row[ox];
+              } else {
+                for (int ox = ow0; ox < ow1; ox++) orow[ox] += wv * row[ox * nd->sw];
+              }
+            }
+          }
+        }
+      }
+      const float *r = res ? res + ((size_t)n * OC + oc) * OH * OW : NULL;
+      for (int k = 0; k < OH * OW; k++)
+        o[k] = tc__act(r ? o[k] + r[k] : o[k], nd->epilogue, nd->clip_min, nd->clip_max);
+    }
+  }
+}
+
+static void tc__dense(const tc_graph *g, const tc_node *nd, const float *in, const float *res,
+                      float *out) {
+  const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+  int N = ti->shape[0], K = ti->shape[1], M = nd->out.shape[1];
+  const float *wt = g->params[nd->weight].data;
+  const float *bias = nd->bias >= 0 ? g->params[nd->bias].data : NULL;
+  for (int n = 0; n < N; n++) {
+    for (int m = 0; m < M; m++) {
+      const float *x = in + (size_t)n * K, *w = wt + (size_t)m * K;
+      double acc = 0;
+      for (int k = 0; k < K; k++) acc += (double)x[k] * w[k];
+      float v = (float)acc + (bias ? bias[m] : 0.0f);
+      if (res) v += res[(size_t)n * M + m];
+      out[(size_t)n * M + m] = tc__act(v, nd->epilogue, nd->clip_min, nd->clip_max);
+    }
+  }
+}
+
+static void tc__pool(const tc_graph *g, const tc_node *nd, const float *in, float *out) {
+  const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+  int NC = ti->shape[0] * ti->shape[1], H = ti->shape[2], W = ti->shape[3];
+  int OH = nd->out.shape[2], OW = nd->out.shape[3];
+  int is_max = nd->op == TC_OP_MAX_POOL;
+  for (int c = 0; c < NC; c++) {
+    const float *ip = in + (size_t)c * H * W;
+    float *op = out + (size_t)c * OH * OW;
+    for (int oy = 0; oy < OH; oy++) {
+      for (int ox = 0; ox < OW; ox++) {
+        int hs = oy * nd->sh - nd->pt, ws = ox * nd->sw - nd->pl;
+        int he = hs + nd->kh, we = ws + nd->kw;
+        int hpe = he < H + nd->pb ? he : H + nd->pb, wpe = we < W + nd->pr ? we : W + nd->pr;
+        int pool_size = (hpe - hs) * (wpe - ws);
+        int h0 = hs < 0 ? 0 : hs, w0 = ws < 0 ? 0 : ws;
+        int h1 = he < H ? he : H, w1 = we < W ? we : W;
+        float acc = is_max ? -FLT_MAX : 0.0f;
+        for (int y = h0; y < h1; y++)
+          for (int x = w0; x < w1; x++) {
+            float v = ip[(size_t)y * W + x];
+            if (is_max) acc = v > acc ? v : acc;
+            else acc += v;
+          }
+        if (!is_max) {
+          int div = nd->count_include_pad ? pool_size : (h1 - h0) * (w1 - w0);
+          acc = div > 0 ? acc / (float)div : 0.0f;
+        }
+        op[oy * OW + ox] = acc;
+      }
+    }
+  }
+}
+
+static void tc__adaptive(const tc_graph *g, const tc_node *nd, const float *in, float *out) {
+  const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+  int NC = ti->shape[0] * ti->shape[1], H = ti->shape[2], W = ti->shape[3];
+  int OH = nd->out.shape[2], OW = nd->out.shape[3];
+  for (int c = 0; c < NC; c++) {
+    const float *ip = in + (size_t)c * H * W;
+    for (int oy = 0; oy < OH; oy++) {
+      int h0 = oy * H / OH, h1 = ((oy + 1) * H + OH - 1) / OH;
+      for (int ox = 0; ox < OW; ox++) {
+        int w0 = ox * W / OW, w1 = ((ox + 1) * W + OW - 1) / OW;
+        double acc = 0;
+        for (int y = h0; y < h1; y++)
+          for (int x = w0; x < w1; x++) acc += ip[(size_t)y * W + x];
+        out[((size_t)c * OH + oy) * OW + ox] = (float)(acc / ((h1 - h0) * (w1 - w0)));
+      }
+    }
+  }
+}
+
+static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf, float *out,
+                              char *err, size_t errlen) {
+  const float *in0 = nd->ninputs > 0 ? buf[nd->inputs[0]] : NULL;
+  int64_t numel = tc_tensor_numel(&nd->out);
+  switch (nd->op) {
+    case TC_OP_INPUT: return TH_OK; /* filled by the caller */
+    case TC_OP_CONV2D:
+      tc__conv(g, nd, in0, nd->ninputs > 1 ? buf[nd->inputs[1]] : NULL, out);
+      return TH_OK;
+    case TC_OP_DENSE:
+      tc__dense(g, nd, in0, nd->ninputs > 1 ? buf[nd->inputs[1]] : NULL, out);
+      return TH_OK;
+    case TC_OP_BATCH_NORM: {
+      int C = nd->out.shape[1], HW = nd->out.shape[2] * nd->out.shape[3];
+      const float *ga = g->params[nd->gamma].data, *be = g->params[nd->beta].data;
+      const float *me = g->params[nd->mean].data, *va = g->params[nd->var].data;
+      for (int n = 0; n < nd->out.shape[0]; n++)
+        for (int c = 0; c < C; c++) {
+          float sc = ga[c] / sqrtf(va[c] + nd->eps), sh = be[c] - me[c] * sc;
+          const float *ip = in0 + ((size_t)n * C + c) * HW;
+          float *op = out + ((size_t)n * C + c) * HW;
+          for (int k = 0; k < HW; k++) op[k] = ip[k] * sc + sh;
+        }
+      return TH_OK;
+    }
+    case TC_OP_RELU:
+      for (int64_t k = 0; k < numel; k++) out[k] = in0[k] > 0 ? in0[k] : 0;
+      return TH_OK;
+    case TC_OP_CLIP:
+      for (int64_t k = 0; k < numel; k++)
+        out[k] = tc__act(in0[k], TC_EPI_CLIP, nd->clip_min, nd->clip_max);
+      return TH_OK;
+    case TC_OP_ADD: {
+      const float *b = buf[nd->inputs[1]];
+      for (int64_t k = 0; k < numel; k++)
+        out[k] = tc__act(in0[k] + b[k], nd->epilogue, nd->clip_min, nd->clip_max);
+      return TH_OK;
+    }
+    case TC_OP_MAX_POOL:
+    case TC_OP_AVG_POOL: tc__pool(g, nd, in0, out); return TH_OK;
+    case TC_OP_GLOBAL_AVG_POOL: {
+      const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+      int64_t NC = (int64_t)ti->shape[0] * ti->shape[1], HW = (int64_t)ti->shape[2] * ti->shape[3];
+      for (int64_t c = 0; c < NC; c++) {
+        double acc = 0;
+        for (int64_t k = 0; k < HW; k++) acc += in0[c * HW + k];
+        out[c] = (float)(acc / (double)HW);
+      }
+      return TH_OK;
+    }
+    case TC_OP_ADAPTIVE_AVG_POOL: tc__adaptive(g, nd, in0, out); return TH_OK;
+    case TC_OP_CONCAT: {
+      int N = nd->out.shape[0], C = nd->out.shape[1];
+      size_t HW = (size_t)nd->out.shape[2] * nd->out.shape[3];
+      for (int n = 0; n < N; n++) {
+        int off = 0;
+        for (int i = 0; i < nd->ninputs; i++) {
+          int ci = g->nodes[nd->inputs[i]].out.shape[1];
+          memcpy(out + ((size_t)n * C + off) * HW, buf[nd->inputs[i]] + (size_t)n * ci * HW,
+                 (size_t)ci * HW * sizeof(float));
+          off += ci;
+        }
+      }
+      return TH_OK;
+    }
+    case TC_OP_FLATTEN:
+    case TC_OP_DROPOUT:
+    case TC_OP_LAYOUT: memcpy(out, in0, (size_t)numel * sizeof(float)); return TH_OK;
+    case TC_OP_SOFTMAX: {
+      int last = nd->out.shape[nd->out.ndim - 1];
+      int64_t rows = numel / last;
+      for (int64_t r = 0; r < rows; r++) {
+        const float *x = in0 + r * last;
+        float *y = out + r * last;
+        float mx = -FLT_MAX;
+        for (int k = 0; k < last; k++) mx = x[k] > mx ? x[k] : mx;
+        double s = 0;
+        for (int k = 0; k < last; k++) s += (y[k] = expf(x[k] - mx));
+        for (int k = 0; k < last; k++) y[k] = (float)(y[k] / s);
+      }
+      return TH_OK;
+    }
+    case TC_OP_COUNT: break;
+  }
+  snprintf(err, errlen, "reference: unsupported op %d", (int)nd->op);
+  return TH_ERR_INVALID;
+}
+
+th_status tc_ref_run(const tc_graph *g, const float *input, float *output, char *err, size_t errlen) {
+  char dummy[8];
+  if (!err) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  if (!g || !input || !output || g->output < 0) {
+    snprintf(err, errlen, "reference: bad arguments");
+    return TH_ERR_INVALID;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->dead) continue;
+    int ids[6] = {nd->weight, nd->bias, nd->gamma, nd->beta, nd->mean, nd->var};
+    for (int k = 0; k < 6; k++) {
+      if (ids[k] >= 0 && !g->params[ids[k]].data) {
+        snprintf(err, errlen, "reference: parameter %s has no data", g->params[ids[k]].name);
+        return TH_ERR_INVALID;
+      }
+    }
+  }
+  /* last use of each node, so buffers are freed as soon as possible */
+  size_t nn = g->nnodes > 0 ? (size_t)g->nnodes : 1;
+  int *last = malloc(nn * sizeof *last);
+  float **buf = calloc(nn, sizeof *buf);
+  th_status rc = (last && buf) ? TH_OK : TH_ERR_NOMEM;
+  for (int i = 0; rc == TH_OK && i < g->nnodes; i++) last[i] = i == g->output ? g->nnodes : i;
+  for (int i = 0; rc == TH_OK && i < g->nnodes; i++) {
+    if (g->nodes[i].dead) continue;
+    for (int k = 0; k < g->nodes[i].ninputs; k++)
+      if (last[g->nodes[i].inputs[k]] < i) last[g->nodes[i].inputs[k]] = i;
+  }
+  for (int i = 0; rc == TH_OK && i <= g->output; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->dead) continue;
+    int64_t numel = tc_tensor_numel(&nd->out);
+    buf[i] = malloc((size_t)numel * sizeof(float));
+    if (!buf[i]) {
+      rc = TH_ERR_NOMEM;
+      break;
+    }
+    if (nd->op == TC_OP_INPUT) memcpy(buf[i], input, (size_t)numel * sizeof(float));
+    else rc = tc__run_node(g, nd, buf, buf[i], err, errlen);
+    for (int k = 0; rc == TH_OK && k < nd->ninputs; k++) {
+      int j = nd->inputs[k];
+      if (last[j] == i && buf[j]) {
+        free(buf[j]);
+        buf[j] = NULL;
+      }
+    }
+  }
+  if (rc == TH_OK)
+    memcpy(output, buf[g->output], (size_t)tc_tensor_numel(&g->nodes[g->output].out) * sizeof(float));
+  if (rc == TH_ERR_NOMEM) snprintf(err, errlen, "reference: out of memory");
+  for (int i = 0; buf && i < g->nnodes; i++) free(buf[i]);
+  free(buf);
+  free(last);
+  return rc;
+}

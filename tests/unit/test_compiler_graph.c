@@ -1,0 +1,221 @@
+/* Tests of the graph side of the compiler: every zoo network builds at batch 1 and 2 with torchvision's
+ * parameter counts and the expected FLOPs; params.bin round-trips and rejects bad files; the reference
+ * interpreter agrees with hand-computed values. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "params.h"
+#include "ref/ref.h"
+#include "th_test.h"
+#include "zoo.h"
+
+/* torchvision 0.14: sum(p.numel() for p in model.parameters()); inception without aux logits. mobilenet
+ * v1 1.0 has Keras's trainable count. FLOPs: 2 x torchvision's published multiply-adds (GFLOPS column),
+ * at the default input size. */
+static const struct {
+  const char *name;
+  int64_t params;
+  double gmacs;
+} tc__known[] = {
+    {"resnet-18", 11689512, 1.81},       {"resnet-34", 21797672, 3.66},
+    {"resnet-50", 25557032, 4.09},       {"resnet-101", 44549160, 7.80},
+    {"resnet-152", 60192808, 11.51},     {"vgg-11", 132863336, 7.61},
+    {"vgg-13", 133047848, 11.31},        {"vgg-16", 138357544, 15.47},
+    {"vgg-19", 143667240, 19.63},        {"mobilenet", 4231976, 0.569},
+    {"mobilenet-v2", 3504872, 0.30},     {"squeezenet_v1.0", 1248424, 0.82},
+    {"squeezenet_v1.1", 1235496, 0.35},  {"inception_v3", 23834568, 5.71},
+};
+
+TH_TEST(zoo_registry) {
+  CHECK_EQ_INT(tc_zoo_count(), 14);
+  for (size_t i = 0; i < tc_zoo_count(); i++) {
+    const tc_zoo_entry *e = tc_zoo_at(i);
+    CHECK(e && e->name && e->description && e->c == 3 && e->h >= 224);
+    CHECK(tc_zoo_find(e->name) == e);
+  }
+  CHECK(tc_zoo_at(tc_zoo_count()) == NULL);
+  CHECK(tc_zoo_find("resnet-19") == NULL);
+  CHECK(tc_zoo_find(NULL) == NULL);
+  tc_graph *g = NULL;
+  char err[512];
+  CHECK_EQ_INT(tc_zoo_build("alexnet", 1, 0, 0, 0, &g, err, sizeof err), TH_ERR_NOT_FOUND);
+  CHECK(strstr(err, "resnet-18") != NULL); /* lists the valid names */
+  CHECK_EQ_INT(tc_zoo_build("resnet-18", 0, 0, 0, 0, &g, err, sizeof err), TH_ERR_INVALID);
+  CHECK_EQ_INT(tc_zoo_build("inception_v3", 1, 32, 32, 0, &g, err, sizeof err), TH_ERR_INVALID);
+  CHECK(g == NULL);
+  return 0;
+}
+
+TH_TEST(zoo_params_and_flops) {
+  CHECK_EQ_INT(sizeof tc__known / sizeof tc__known[0], tc_zoo_count());
+  for (size_t i = 0; i < tc_zoo_count(); i++) {
+    double flops = 0;
+    int64_t params = 0;
+    CHECK_EQ_INT(tc_zoo_info(tc__known[i].name, 1, &flops, &params), TH_OK);
+    fprintf(stderr, "%-16s params %10lld  GFLOPs %7.3f (torchvision GMACs x2: %7.3f)\n",
+            tc__known[i].name, (long long)params, flops / 1e9, 2 * tc__known[i].gmacs);
+    CHECK_EQ_INT(params, tc__known[i].params);
+    CHECK(fabs(flops / 1e9 - 2 * tc__known[i].gmacs) < 0.03 * 2 * tc__known[i].gmacs);
+    double f2 = 0;
+    CHECK_EQ_INT(tc_zoo_info(tc__known[i].name, 2, &f2, NULL), TH_OK);
+    CHECK(fabs(f2 - 2 * flops) < 1e-6 * flops);
+  }
+  return 0;
+}
+
+TH_TEST(zoo_builds_batch_1_and_2) {
+  for (size_t i = 0; i < tc_zoo_count(); i++) {
+    const tc_zoo_entry *e = tc_zoo_at(i);
+    for (int b = 1; b <= 2; b++) {
+      tc_graph *g = NULL;
+      char err[256] = "";
+      th_status rc = tc_zoo_build(e->name, b, 0, 0, 0, &g, err, sizeof err);
+      if (rc != TH_OK) fprintf(stderr, "%s: %s\n", e->name, err);
+      CHECK_EQ_INT(rc, TH_OK);
+      const tc_tensor *o = &g->nodes[g->output].out;
+      CHECK_EQ_INT(o->ndim, 2);
+      CHECK_EQ_INT(o->shape[0], b);
+      CHECK_EQ_INT(o->shape[1], 1000);
+      /* names are unique */
+      for (int p = 0; p < g->nparams; p++) CHECK_EQ_INT(tc_graph_find_param(g, g->params[p].name), p);
+      tc_graph_free(g);
+    }
+  }
+  return 0;
+}
+
+TH_TEST(zoo_weights_deterministic_and_finite) {
+  tc_graph *a = NULL, *b = NULL;
+  CHECK_EQ_INT(tc_zoo_build("resnet-18", 1, 64, 64, 1, &a, NULL, 0), TH_OK);
+  CHECK_EQ_INT(tc_zoo_build("resnet-18", 2, 64, 64, 1, &b, NULL, 0), TH_OK);
+  CHECK_EQ_INT(a->nparams, b->nparams);
+  for (int i = 0; i < a->nparams; i++)
+    CHECK(memcmp(a->params[i].data, b->params[i].data, (size_t)a->params[i].numel * 4) == 0);
+  int v = tc_graph_find_param(a, "layer1.0.bn1.running_var");
+  CHECK(v >= 0 && a->params[v].data[0] > 0.5f && a->params[v].data[0] < 1.5f);
+  tc_graph_free(a);
+  tc_graph_free(b);
+  return 0;
+}
+
+static float *tc__input(int64_t n, uint64_t seed) {
+  float *x = malloc((size_t)n * sizeof *x);
+  for (int64_t i = 0; i < n; i++) {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = (float)((seed >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
+  }
+  return x;
+}
+
+/* Every network runs in the reference interpreter at a small size and gives finite, non-constant logits. */
+TH_TEST(ref_all_networks_finite) {
+  for (size_t i = 0; i < tc_zoo_count(); i++) {
+    const tc_zoo_entry *e = tc_zoo_at(i);
+    int hw = e->min_hw > 64 ? e->min_hw : 64;
+    if (strncmp(e->name, "vgg", 3) == 0) hw = 32;
+    tc_graph *g = NULL;
+    CHECK_EQ_INT(tc_zoo_build(e->name, 1, hw, hw, 1, &g, NULL, 0), TH_OK);
+    float *x = tc__input(3 * hw * hw, 7), out[1000];
+    char err[256];
+    CHECK_EQ_INT(tc_ref_run(g, x, out, err, sizeof err), TH_OK);
+    float mn = out[0], mx = out[0];
+    for (int k = 0; k < 1000; k++) {
+      CHECK(isfinite(out[k]));
+      mn = out[k] < mn ? out[k] : mn;
+      mx = out[k] > mx ? out[k] : mx;
+    }
+    fprintf(stderr, "%-16s %dx%d logits in [%g, %g]\n", e->name, hw, hw, mn, mx);
+    CHECK(mx > mn);
+    free(x);
+    tc_graph_free(g);
+  }
+  return 0;
+}
+
+/* A 2x2 image, one 3x3 conv with pad 1, then relu, by hand. */
+TH_TEST(ref_conv_by_hand) {
+  tc_graph *g = tc_graph_new("t", 1);
+  int x = tc_graph_input(g, 1, 2, 2);
+  x = tc_graph_conv(g, "c", x, 1, 3, 3, 1, 1, 1, 1, 1, 1);
+  x = tc_graph_relu(g, x);
+  CHECK(x >= 0);
+  CHECK_EQ_INT(tc_graph_alloc_params(g), TH_OK);
+  float *w = g->params[tc_graph_find_param(g, "c.weight")].data;
+  for (int k = 0; k < 9; k++) w[k] = (float)(k + 1); /* 1..9 */
+  g->params[tc_graph_find_param(g, "c.bias")].data[0] = -30.0f;
+  float in[4] = {1, 2, 3, 4}, out[4];
+  CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
+  /* out(0,0) = 5*1 + 6*2 + 8*3 + 9*4 - 30 = 47; out(0,1) = 4*1+5*2+7*3+8*4-30 = 37;
+   * out(1,0) = 2*1+3*2+5*3+6*4-30 = 17; out(1,1) = 1+2*2+4*3+5*4-30 = 7 */
+  CHECK(out[0] == 47 && out[1] == 37 && out[2] == 17 && out[3] == 7);
+  g->params[tc_graph_find_param(g, "c.bias")].data[0] = -40.0f;
+  CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
+  CHECK(out[0] == 37 && out[3] == 0);
+  tc_graph_free(g);
+  return 0;
+}
+
+TH_TEST(ref_pools_by_hand) {
+  tc_graph *g = tc_graph_new("t", 1);
+  int x = tc_graph_input(g, 1, 3, 3);
+  int m = tc_graph_max_pool(g, x, 2, 2, 0, 1); /* ceil mode: 2x2 output */
+  CHECK_EQ_INT(g->nodes[m].out.shape[2], 2);
+  int a = tc_graph_avg_pool(g, x, 3, 1, 1, 1);
+  int a2 = tc_graph_avg_pool(g, x, 3, 1, 1, 0);
+  float in[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, out[9];
+  g->output = m;
+  CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
+  CHECK(out[0] == 5 && out[1] == 6 && out[2] == 8 && out[3] == 9);
+  g->output = a;
+  CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
+  CHECK(fabsf(out[0] - 12.0f / 9) < 1e-6f && fabsf(out[4] - 5.0f) < 1e-6f);
+  g->output = a2;
+  CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
+  CHECK(fabsf(out[0] - 3.0f) < 1e-6f);
+  tc_graph_free(g);
+  return 0;
+}
+
+TH_TEST(params_round_trip_and_rejects) {
+  tc_graph *g = NULL, *h = NULL;
+  CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.1", 1, 0, 0, 1, &g, NULL, 0), TH_OK);
+  th_buf b;
+  th_buf_init(&b, (size_t)1 << 30);
+  CHECK_EQ_INT(tc_params_write(g, &b), TH_OK);
+  CHECK_EQ_INT(b.len % 4, 0);
+  CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.1", 1, 0, 0, 0, &h, NULL, 0), TH_OK);
+  char err[256];
+  CHECK_EQ_INT(tc_params_load(h, b.data, b.len, err, sizeof err), TH_OK);
+  for (int i = 0; i < g->nparams; i++)
+    CHECK(memcmp(g->params[i].data, h->params[i].data, (size_t)g->params[i].numel * 4) == 0);
+  /* every truncation is rejected cleanly */
+  size_t steps[] = {0, 7, 31, 32, 33, 100, b.len / 2, b.len - 4, b.len - 1};
+  for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+    err[0] = 0;
+    CHECK_EQ_INT(tc_params_load(h, b.data, steps[k], err, sizeof err), TH_ERR_CORRUPT);
+    CHECK(err[0] != 0);
+  }
+  /* a flipped byte fails the checksum */
+  b.data[b.len / 2] ^= 0x40;
+  CHECK_EQ_INT(tc_params_load(h, b.data, b.len, err, sizeof err), TH_ERR_CORRUPT);
+  CHECK(strstr(err, "checksum") != NULL);
+  b.data[b.len / 2] ^= 0x40;
+  /* another network's file names the missing tensor */
+  tc_graph *r = NULL;
+  CHECK_EQ_INT(tc_zoo_build("resnet-18", 1, 0, 0, 0, &r, NULL, 0), TH_OK);
+  CHECK_EQ_INT(tc_params_load(r, b.data, b.len, err, sizeof err), TH_ERR_INVALID);
+  CHECK(strstr(err, "missing tensor 'conv1.weight'") != NULL);
+  tc_graph_free(r);
+  /* squeezenet 1.0 shares names with 1.1 but not shapes */
+  CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.0", 1, 0, 0, 0, &r, NULL, 0), TH_OK);
+  CHECK_EQ_INT(tc_params_load(r, b.data, b.len, err, sizeof err), TH_ERR_INVALID);
+  CHECK(strstr(err, "features.0.weight") != NULL && strstr(err, "shape") != NULL);
+  tc_graph_free(r);
+  th_buf_free(&b);
+  tc_graph_free(g);
+  tc_graph_free(h);
+  return 0;
+}
