@@ -29,6 +29,7 @@ enum { TUNE_REQ_TASK = 1, TUNE_REQ_RUN = 2, TUNE_REQ_QUIT = 3 };
 typedef struct tune_req {
   uint32_t magic, type;
   tune_layout layout;
+  tune_pack pack;
   uint64_t seed;
   int32_t number, repeat, min_repeat_ms, cache_flush;
   double rtol, atol;
@@ -105,9 +106,11 @@ static int tune__read_all(int fd, void *p, size_t n, double deadline) {
  * Worker side
  * ===================================================================================================== */
 typedef void (*tune_kernel_fn)(void *const *args);
+typedef int (*tune_pack_fn)(const int *params, const float *src, float *dst);
 
 typedef struct tune_worker {
   tune_layout layout;
+  int64_t live_n[TUNE_MAX_BUFS]; /* floats in bufs[i] (packed size for packed buffers) */
   float *bufs[TUNE_MAX_BUFS];   /* live argument buffers, each followed by a guard zone */
   float *pristine[TUNE_MAX_BUFS]; /* input copies, restored before each candidate */
   float *ref[TUNE_MAX_BUFS];      /* reference outputs */
@@ -164,14 +167,14 @@ static tune_kernel_fn tune__worker_sym(tune_worker *w, const char *path, const c
 
 static void tune__fill_guards(tune_worker *w) {
   for (int i = 0; i < w->layout.nbufs; i++)
-    memset((char *)w->bufs[i] + (size_t)w->layout.nelems[i] * sizeof(float), TUNE_GUARD_BYTE,
-           TUNE_GUARD_BYTES);
+    if (w->bufs[i])
+      memset((char *)w->bufs[i] + (size_t)w->live_n[i] * sizeof(float), TUNE_GUARD_BYTE, TUNE_GUARD_BYTES);
 }
 
 static int tune__guards_intact(const tune_worker *w) {
   for (int i = 0; i < w->layout.nbufs; i++) {
-    const unsigned char *g =
-        (const unsigned char *)w->bufs[i] + (size_t)w->layout.nelems[i] * sizeof(float);
+    if (!w->bufs[i]) continue;
+    const unsigned char *g = (const unsigned char *)w->bufs[i] + (size_t)w->live_n[i] * sizeof(float);
     for (size_t j = 0; j < TUNE_GUARD_BYTES; j++)
       if (g[j] != TUNE_GUARD_BYTE) return 0;
   }
@@ -182,6 +185,7 @@ static int tune__guards_intact(const tune_worker *w) {
 static void tune__run_checked(tune_worker *w, tune_kernel_fn f) {
   for (int i = 0; i < w->layout.nbufs; i++) {
     size_t bytes = (size_t)w->layout.nelems[i] * sizeof(float);
+    if (!w->bufs[i] || w->layout.packed[i]) continue; /* NULL slot, or packed once per candidate */
     if (w->layout.is_output[i]) {
       for (int64_t j = 0; j < w->layout.nelems[i]; j++) w->bufs[i][j] = NAN;
     } else {
@@ -190,6 +194,41 @@ static void tune__run_checked(tune_worker *w, tune_kernel_fn f) {
   }
   tune__fill_guards(w);
   f((void *const *)w->bufs);
+}
+
+/* (Re)builds the packed buffers for the candidate in w->dl from the raw weights, with the packer the
+ * candidate's library carries (so the layout always matches the kernel that reads it). */
+static int tune__pack(tune_worker *w, const tune_pack *p, char *msg, size_t msgn) {
+  tune_pack_fn pf = NULL;
+  for (int i = 0; i < w->layout.nbufs; i++) {
+    if (!w->layout.packed[i] || w->layout.nelems[i] == 0) continue;
+    int64_t n = p->packed_n[i];
+    if (n < 1 || n > ((int64_t)1 << 31)) {
+      snprintf(msg, msgn, "bad packed size %lld for buffer %d", (long long)n, i);
+      return -1;
+    }
+    if (!pf) {
+      void *sym = dlsym(w->dl, "th_rt_pack_weights");
+      if (!sym) {
+        snprintf(msg, msgn, "th_rt_pack_weights not found in %.100s", w->dl_path);
+        return -1;
+      }
+      memcpy(&pf, &sym, sizeof pf);
+    }
+    free(w->bufs[i]);
+    w->bufs[i] = aligned_alloc(64, tune__round64((size_t)n * sizeof(float) + TUNE_GUARD_BYTES));
+    if (!w->bufs[i]) {
+      snprintf(msg, msgn, "out of memory");
+      return -1;
+    }
+    w->live_n[i] = n;
+    memset(w->bufs[i], 0, (size_t)n * sizeof(float));
+    if (pf(p->params[i], w->pristine[i], w->bufs[i]) != 0) {
+      snprintf(msg, msgn, "weight packing failed for buffer %d", i);
+      return -1;
+    }
+  }
+  return 0;
 }
 
 static void tune__worker_task(tune_worker *w, const tune_req *q, tune_rep *rep) {
@@ -202,15 +241,17 @@ static void tune__worker_task(tune_worker *w, const tune_req *q, tune_rep *rep) 
   uint64_t x = q->seed ? q->seed : 1;
   for (int i = 0; i < w->layout.nbufs; i++) {
     int64_t n = w->layout.nelems[i];
-    if (n < 1 || n > ((int64_t)1 << 31)) {
+    if (n == 0) continue; /* a NULL argument (no bias, no residual) */
+    if (n < 0 || n > ((int64_t)1 << 31) || (w->layout.packed[i] && w->layout.is_output[i])) {
       snprintf(rep->res.msg, sizeof rep->res.msg, "bad buffer size %lld", (long long)n);
       return;
     }
     size_t bytes = (size_t)n * sizeof(float);
-    w->bufs[i] = aligned_alloc(64, tune__round64(bytes + TUNE_GUARD_BYTES));
+    w->live_n[i] = n;
+    if (!w->layout.packed[i]) w->bufs[i] = aligned_alloc(64, tune__round64(bytes + TUNE_GUARD_BYTES));
     w->pristine[i] = malloc(bytes);
     if (w->layout.is_output[i]) w->ref[i] = malloc(bytes);
-    if (!w->bufs[i] || !w->pristine[i] || (w->layout.is_output[i] && !w->ref[i])) {
+    if ((!w->layout.packed[i] && !w->bufs[i]) || !w->pristine[i] || (w->layout.is_output[i] && !w->ref[i])) {
       snprintf(rep->res.msg, sizeof rep->res.msg, "out of memory");
       return;
     }
@@ -223,14 +264,14 @@ static void tune__worker_task(tune_worker *w, const tune_req *q, tune_rep *rep) 
     }
   }
   tune_kernel_fn f = tune__worker_sym(w, q->so_path, q->fn, rep->res.msg, sizeof rep->res.msg);
-  if (!f) return;
+  if (!f || tune__pack(w, &q->pack, rep->res.msg, sizeof rep->res.msg) != 0) return;
   tune__run_checked(w, f);
   if (!tune__guards_intact(w)) {
     snprintf(rep->res.msg, sizeof rep->res.msg, "reference kernel wrote past a buffer");
     return;
   }
   for (int i = 0; i < w->layout.nbufs; i++) {
-    if (!w->layout.is_output[i]) continue;
+    if (!w->layout.is_output[i] || !w->bufs[i]) continue;
     for (int64_t j = 0; j < w->layout.nelems[i]; j++)
       if (!isfinite(w->bufs[i][j])) {
         snprintf(rep->res.msg, sizeof rep->res.msg, "reference output %d[%lld] is not finite", i,
@@ -273,6 +314,10 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
     res->error_class = TUNE_ERR_COMPILE_HOST;
     return;
   }
+  if (tune__pack(w, &q->pack, res->msg, sizeof res->msg) != 0) {
+    res->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    return;
+  }
   tune__run_checked(w, f); /* also the warm-up call, which is not timed */
   if (!tune__guards_intact(w)) {
     res->error_class = TUNE_ERR_RUNTIME_DEVICE;
@@ -280,7 +325,7 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
     return;
   }
   for (int i = 0; i < w->layout.nbufs; i++) {
-    if (!w->layout.is_output[i]) continue;
+    if (!w->layout.is_output[i] || !w->bufs[i]) continue;
     double maxref = 0;
     for (int64_t j = 0; j < w->layout.nelems[i]; j++) maxref = fmax(maxref, fabs(w->ref[i][j]));
     for (int64_t j = 0; j < w->layout.nelems[i]; j++) {
@@ -511,7 +556,7 @@ int tune_measurer_restarts(const tune_measurer_t *m) {
 }
 
 th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, const char *ref_so,
-                                 const char *ref_fn) {
+                                 const char *ref_fn, const tune_pack *ref_pack) {
   if (!layout || !ref_so || !ref_fn || strlen(ref_so) >= TUNE_PATH_MAX || strlen(ref_fn) >= TUNE_FN_MAX ||
       layout->nbufs < 1 || layout->nbufs > TUNE_MAX_BUFS) {
     snprintf(m->err, sizeof m->err, "invalid task");
@@ -522,6 +567,7 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
   m->task.type = TUNE_REQ_TASK;
   m->task.layout = *layout;
   m->task.seed = m->opts.seed;
+  if (ref_pack) m->task.pack = *ref_pack;
   snprintf(m->task.so_path, sizeof m->task.so_path, "%s", ref_so);
   snprintf(m->task.fn, sizeof m->task.fn, "%s", ref_fn);
   m->have_task = 0;
@@ -534,7 +580,8 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
   return rc;
 }
 
-th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, tune_result *out) {
+th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, const tune_pack *pack,
+                            tune_result *out) {
   memset(out, 0, sizeof *out);
   out->cost_mean_s = 1e9;
   out->error_class = TUNE_ERR_UNKNOWN;
@@ -550,7 +597,7 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
     th_status rc = tune__spawn(m);
     if (rc == TH_OK) rc = tune__send_task(m);
     if (rc != TH_OK) {
-      snprintf(out->msg, sizeof out->msg, "worker restart failed: %s", m->err);
+      snprintf(out->msg, sizeof out->msg, "worker restart failed: %.120s", m->err);
       return TH_ERR_IO;
     }
   }
@@ -564,6 +611,7 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
   q->cache_flush = m->opts.cache_flush;
   q->rtol = m->opts.rtol;
   q->atol = m->opts.atol;
+  if (pack) q->pack = *pack;
   snprintf(q->so_path, sizeof q->so_path, "%s", so_path);
   snprintf(q->fn, sizeof q->fn, "%s", fn);
   tune_rep rep;

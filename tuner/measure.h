@@ -37,13 +37,25 @@ const char *tune_error_class_str(int error_class);
 #define TUNE_PATH_MAX 512
 #define TUNE_FN_MAX 96
 
-/* The argument list of a task's kernels: args[i] points at a float buffer of nelems[i] elements; output
- * buffers are checked against the reference and the others are inputs, filled with seeded random values. */
+#define TUNE_PACK_NPARAMS 8
+
+/* The argument list of a task's kernels: args[i] points at a float buffer of nelems[i] elements (NULL when
+ * nelems[i] is 0); output buffers are checked against the reference and the others are inputs, filled with
+ * seeded random values. A weight buffer whose layout depends on the config is marked packed: nelems is then
+ * its unpacked (torch layout) size, and each candidate brings its pack parameters (tune_pack). */
 typedef struct tune_layout {
   int nbufs;
   int64_t nelems[TUNE_MAX_BUFS];
   int is_output[TUNE_MAX_BUFS];
+  int packed[TUNE_MAX_BUFS];
 } tune_layout;
+
+/* Per-candidate packing of the packed buffers: the worker calls th_rt_pack_weights(params, raw, dst) found
+ * in the candidate's own .so (every kernel library links the runtime), with dst of packed_n floats. */
+typedef struct tune_pack {
+  int params[TUNE_MAX_BUFS][TUNE_PACK_NPARAMS];
+  int64_t packed_n[TUNE_MAX_BUFS];
+} tune_pack;
 
 typedef struct tune_measure_opts {
   int number;          /* calls per repeat before growth; default 1 */
@@ -77,13 +89,14 @@ void tune_measurer_free(tune_measurer_t *m);
 /* The last error text (task setup failures); never NULL. */
 const char *tune_measurer_errmsg(tune_measurer_t *m);
 /* Sets the task: the buffer layout and the reference kernel (ref_so/ref_fn, the fallback config), which the
- * worker runs once to produce the expected outputs. TH_ERR_RUNTIME when the reference fails (crash, hang,
+ * worker runs once to produce the expected outputs. pack may be NULL when no buffer is packed. TH_ERR_RUNTIME when the reference fails (crash, hang,
  * NaN). Paths are copied. */
 th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, const char *ref_so,
-                                 const char *ref_fn);
+                                 const char *ref_fn, const tune_pack *ref_pack);
 /* Measures one candidate; always fills *out (a failure is a result, not an error). Returns TH_ERR_INVALID
  * before any task is set, TH_ERR_IO when the worker cannot be (re)started. */
-th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, tune_result *out);
+th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, const tune_pack *pack,
+                            tune_result *out);
 /* How many times the worker was restarted after a crash or hang. */
 int tune_measurer_restarts(const tune_measurer_t *m);
 

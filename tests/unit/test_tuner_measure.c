@@ -27,6 +27,13 @@ static const char *kernels_src =
     "void hang(void *const *a) { (void)a; for (;;) { __asm__ volatile(\"\"); } }\n"
     "void overflow(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
     "  for (int i = 0; i < N + 4; i++) y[i] = 2.0f * x[i % N] + 1.0f; }\n"
+    "int th_rt_pack_weights(const int *p, const float *src, float *dst) {\n"
+    "  if (p[0] != 9) return -1; for (int i = 0; i < N; i++) dst[i] = p[1] ? src[N - 1 - i] : src[i];\n"
+    "  return 0; }\n"
+    "void wplain(void *const *a) { const float *x = a[0], *w = a[1]; float *y = a[3];\n"
+    "  if (a[2]) return; for (int i = 0; i < N; i++) y[i] = x[i] * w[i]; }\n"
+    "void wrev(void *const *a) { const float *x = a[0], *w = a[1]; float *y = a[3];\n"
+    "  if (a[2]) return; for (int i = 0; i < N; i++) y[i] = x[i] * w[N - 1 - i]; }\n"
     "void prints(void *const *a) { extern int puts(const char *); puts(\"noise on stdout\");\n"
     "  ref(a); }\n";
 
@@ -62,50 +69,50 @@ static int run_worker_suite(char *const *argv) {
   tune_measurer_t *m = NULL;
   CHECK(tune_measurer_new(&o, &m) == TH_OK);
   tune_layout lay = {.nbufs = 2, .nelems = {4096, 4096}, .is_output = {0, 1}};
-  CHECK(tune_measurer_set_task(m, &lay, so, "ref") == TH_OK);
+  CHECK(tune_measurer_set_task(m, &lay, so, "ref", NULL) == TH_OK);
   tune_result r;
 
-  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
   CHECK(r.cost_mean_s > 0 && r.cost_mean_s < 1e-2);
   CHECK(r.number >= 1);
   double good = r.cost_mean_s;
 
-  CHECK(tune_measurer_run(m, so, "slow", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "slow", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
   CHECK(r.cost_mean_s > good * 3); /* the timing tells kernels apart */
 
-  CHECK(tune_measurer_run(m, so, "wrong", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "wrong", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
   CHECK(r.cost_mean_s >= 1e9);
   CHECK(strstr(r.msg, "777") != NULL);
 
-  CHECK(tune_measurer_run(m, so, "partial", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "partial", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
 
-  CHECK(tune_measurer_run(m, so, "missing_symbol", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "missing_symbol", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_COMPILE_HOST);
   CHECK_EQ_INT(tune_measurer_restarts(m), 0);
 
-  CHECK(tune_measurer_run(m, so, "crash", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "crash", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
   CHECK(strstr(r.msg, "signal") != NULL);
   CHECK_EQ_INT(tune_measurer_restarts(m), 1);
 
-  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK); /* a fresh worker, with the task resent */
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK); /* a fresh worker, with the task resent */
   CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
 
-  CHECK(tune_measurer_run(m, so, "hang", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "hang", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_RUN_TIMEOUT);
   CHECK_EQ_INT(tune_measurer_restarts(m), 2);
 
-  CHECK(tune_measurer_run(m, so, "overflow", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "overflow", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
 
-  CHECK(tune_measurer_run(m, so, "prints", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "prints", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
 
-  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
   tune_measurer_free(m);
   cleanup(dir);
@@ -131,14 +138,44 @@ TH_TEST(measure_bad_reference) {
   CHECK(tune_measurer_new(&o, &m) == TH_OK);
   tune_layout lay = {.nbufs = 2, .nelems = {4096, 4096}, .is_output = {0, 1}};
   tune_result r;
-  CHECK(tune_measurer_run(m, so, "good", &r) == TH_ERR_INVALID); /* no task yet */
-  CHECK(tune_measurer_set_task(m, &lay, so, "crash") == TH_ERR_RUNTIME);
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_ERR_INVALID); /* no task yet */
+  CHECK(tune_measurer_set_task(m, &lay, so, "crash", NULL) == TH_ERR_RUNTIME);
   CHECK(strstr(tune_measurer_errmsg(m), "reference") != NULL);
-  CHECK(tune_measurer_set_task(m, &lay, so, "partial") == TH_ERR_RUNTIME); /* NaN left in the output */
-  CHECK(tune_measurer_set_task(m, &lay, "/nonexistent.so", "ref") == TH_ERR_RUNTIME);
-  CHECK(tune_measurer_set_task(m, &lay, so, "ref") == TH_OK);
-  CHECK(tune_measurer_run(m, so, "good", &r) == TH_OK);
+  CHECK(tune_measurer_set_task(m, &lay, so, "partial", NULL) == TH_ERR_RUNTIME); /* NaN left in the output */
+  CHECK(tune_measurer_set_task(m, &lay, "/nonexistent.so", "ref", NULL) == TH_ERR_RUNTIME);
+  CHECK(tune_measurer_set_task(m, &lay, so, "ref", NULL) == TH_OK);
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  tune_measurer_free(m);
+  cleanup(dir);
+  return 0;
+}
+
+/* Packed weights: each candidate's weights are packed by the th_rt_pack_weights its own .so exports, with
+ * the candidate's pack parameters; a NULL argument slot stays NULL. */
+TH_TEST(measure_packed_weights) {
+  char dir[256], so[512];
+  CHECK(build_so(dir, sizeof dir, so, sizeof so) == 0);
+  tune_measure_opts o;
+  tune_measure_opts_default(&o);
+  o.repeat = 3;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&o, &m) == TH_OK);
+  tune_layout lay = {.nbufs = 4, .nelems = {4096, 4096, 0, 4096}, .is_output = {0, 0, 0, 1},
+                     .packed = {0, 1, 0, 0}};
+  tune_pack plain = {.params = {{0}, {9, 0}}, .packed_n = {0, 4096}};
+  tune_pack rev = {.params = {{0}, {9, 1}}, .packed_n = {0, 4096}};
+  tune_pack bad = {.params = {{0}, {5, 1}}, .packed_n = {0, 4096}};
+  CHECK(tune_measurer_set_task(m, &lay, so, "wplain", &plain) == TH_OK);
+  tune_result r;
+  CHECK(tune_measurer_run(m, so, "wrev", &rev, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK(tune_measurer_run(m, so, "wrev", &plain, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
+  CHECK(tune_measurer_run(m, so, "wplain", &plain, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK(tune_measurer_run(m, so, "wplain", &bad, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
   tune_measurer_free(m);
   cleanup(dir);
   return 0;
