@@ -1,0 +1,73 @@
+/* tc: the compiler's public API for the rest of tunehub (tuner, server, CLI). It turns a zoo network into
+ * its tunable tasks, and into a bundle: a .tar with model.so (kernels + an ahead-of-time plan + the
+ * runtime), tunehub_model.h, params.bin, graph.json, example.c and manifest.json. It also loads and times
+ * a bundle. Everything here is thread-safe for distinct calls; nothing prints or aborts. */
+#ifndef TC_H
+#define TC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "space.h"
+#include "th_status.h"
+#include "workload.h"
+
+/* One distinct (template, workload) pair of a network after the graph passes. */
+typedef struct tc_task {
+  tc_workload wl;
+  char key[192];  /* tc_workload_key(wl) */
+  double flops;   /* of one call */
+  int count;      /* calls of this workload in the network */
+} tc_task;
+
+/* The distinct kernels of `network` at `batch` (default input size), in first-use order, after batch-norm
+ * folding, epilogue fusion and the layout pass. *tasks is malloc'd (caller frees with free()); *n its
+ * length. Families with a trivial space (layout, concat) are included; the tuner may skip them.
+ * TH_ERR_NOT_FOUND for an unknown network, TH_ERR_INVALID for a bad batch. */
+th_status tc_network_tasks(const char *network, int batch, tc_task **tasks, int *n);
+
+/* Config lookup: fill *cfg for the workload (a point of `space`) and write "tuned" or "transferred" into
+ * source. Return TH_ERR_NOT_FOUND to make the build use the template's fallback. Any other error aborts
+ * the build. Called from the building thread only. */
+typedef th_status (*tc_config_lookup_fn)(void *ctx, const tc_workload *wl, const char *workload_key,
+                                         const tc_space *space, tc_config *cfg, char source[16]);
+/* Progress: stage is "graph", "kernels", "codegen", "link", "measure", "bundle"; done/total within the
+ * stage. Return nonzero to cancel (the build then returns TH_ERR_CANCELLED). */
+typedef int (*tc_progress_fn)(void *ctx, const char *stage, int done, int total);
+
+typedef struct tc_build_opts {
+  const char *framework; /* "llvm" (CPU); "cuda" returns TH_ERR_UNSUPPORTED for now */
+  const char *network;   /* a zoo name */
+  int batch;             /* 1..4096 */
+  const char *work_dir;  /* scratch directory (created); NULL: a fresh temp dir, removed afterwards */
+  tc_config_lookup_fn lookup; /* may be NULL: every kernel uses its fallback */
+  void *lookup_ctx;
+  tc_progress_fn progress; /* may be NULL */
+  void *progress_ctx;
+  int measure;        /* nonzero: load the built model, time it and record latency in the manifest */
+  int measure_repeat; /* timed runs when measuring; 0 means 20 */
+  int input_h, input_w; /* 0: the network's default input size (tests use smaller ones) */
+  const void *params;   /* optional params.bin bytes to ship (borrowed); NULL: seeded zoo weights */
+  size_t params_len;
+} tc_build_opts;
+
+/* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so is
+ * the same file as the bundle's model.so. On success *manifest_json (if manifest_json != NULL) is the
+ * manifest text, malloc'd, the caller frees it. On failure err gets a message. Returns TH_ERR_NOT_FOUND
+ * (network), TH_ERR_INVALID (options), TH_ERR_UNSUPPORTED (framework), TH_ERR_COMPILE (codegen or link),
+ * TH_ERR_IO, TH_ERR_NOMEM, TH_ERR_CANCELLED, or the lookup's error. */
+th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const char *out_so,
+                          char **manifest_json, char *err, size_t errlen);
+
+typedef struct tc_run_stats {
+  double mean_ms, median_ms, std_ms, min_ms;
+  int n;
+} tc_run_stats;
+
+/* Extracts the bundle to a temp dir, checks every file's sha256 against the manifest, dlopens model.so,
+ * creates the model from params.bin, warms up, and times `repeat` runs (0 means 20). A corrupt or
+ * truncated bundle gives TH_ERR_CORRUPT with a clear message; TH_ERR_RUNTIME for a model that fails to
+ * load or run. The temp dir is removed. */
+th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen);
+
+#endif
