@@ -1,0 +1,217 @@
+/* Command-line front end of the tuning session: argument checking with messages that list the valid values,
+ * the progress line (carriage return on a TTY, plain lines otherwise), Ctrl-C handling and the summary. */
+#include "tune_cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "th_util.h"
+#include "tune_job.h"
+#include "tune_task.h"
+#include "zoo.h"
+
+static tune_session_t *volatile tune__cli_session;
+
+static void tune__on_sigint(int sig) {
+  (void)sig;
+  if (tune__cli_session) tune_session_cancel(tune__cli_session);
+}
+
+typedef struct tune_cli_view {
+  int tty;
+  int last_task;
+  int64_t last_trials;
+} tune_cli_view;
+
+static void tune__fmt_time(double s, char *out, size_t n) {
+  long t = (long)(s + 0.5);
+  if (t >= 3600)
+    snprintf(out, n, "%ldh%02ldm%02lds", t / 3600, t / 60 % 60, t % 60);
+  else
+    snprintf(out, n, "%ldm%02lds", t / 60, t % 60);
+}
+
+static void tune__cli_progress(void *ctx, const tune_session_t *s) {
+  tune_cli_view *v = ctx;
+  tune_progress p;
+  tune_session_progress(s, &p);
+  int i = p.current < p.ntasks ? p.current : p.ntasks - 1;
+  const tune_task_progress *t = &p.tasks[i];
+  if (i == v->last_task && t->trials == v->last_trials && p.current < p.ntasks) return;
+  if (v->tty && i != v->last_task && v->last_task >= 0) fputc('\n', stdout);
+  v->last_task = i;
+  v->last_trials = t->trials;
+  char el[32], eta[32];
+  tune__fmt_time(p.elapsed_s, el, sizeof el);
+  if (p.eta_s >= 0)
+    tune__fmt_time(p.eta_s, eta, sizeof eta);
+  else
+    snprintf(eta, sizeof eta, "?");
+  printf("%s[Task %2d/%2d] %8.2f/%8.2f GFLOPS | trials %lld/%lld | %s | elapsed %s | eta %s%s",
+         v->tty ? "\r" : "", i + 1, p.ntasks, t->current_gflops, t->best_gflops, (long long)t->trials,
+         (long long)t->budget, t->state, el, eta, v->tty ? "   " : "\n");
+  fflush(stdout);
+}
+
+static void tune__usage(FILE *f) {
+  fprintf(f,
+          "usage: tunehub tune FRAMEWORK NETWORK BATCH [--data DIR] [--trials N] [--tuner xgb|ga|random|grid]\n"
+          "                    [--early-stopping N] [--seed S] [--batch-size N]\n");
+}
+
+static void tune__list_networks(FILE *f) {
+  fprintf(f, "valid networks:");
+  for (size_t i = 0; i < tc_zoo_count(); i++) fprintf(f, "%s %s", i ? "," : "", tc_zoo_at(i)->name);
+  fprintf(f, "\n");
+}
+
+static int tune__int_arg(const char *name, const char *v, int64_t lo, int64_t hi, int64_t *out) {
+  int64_t x;
+  if (!v || th_parse_i64(v, &x) != TH_OK || x < lo || x > hi) {
+    fprintf(stderr, "tunehub tune: %s must be an integer in %lld..%lld, got '%s'\n", name, (long long)lo,
+            (long long)hi, v ? v : "");
+    return -1;
+  }
+  *out = x;
+  return 0;
+}
+
+int tune_cli_main(int argc, char **argv) {
+  const char *pos[3] = {NULL, NULL, NULL};
+  int npos = 0;
+  const char *data = "./data";
+  tune_options o;
+  tune_options_default(&o);
+  int64_t v;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+      tune__usage(stdout);
+      return 0;
+    } else if (strcmp(a, "--data") == 0 && next) {
+      data = next;
+      i++;
+    } else if (strcmp(a, "--trials") == 0) {
+      if (tune__int_arg("--trials", next, 1, 1000000, &v) != 0) return 2;
+      o.trials = v;
+      i++;
+    } else if (strcmp(a, "--early-stopping") == 0) {
+      if (tune__int_arg("--early-stopping", next, 0, 1000000, &v) != 0) return 2;
+      o.early_stopping = v;
+      i++;
+    } else if (strcmp(a, "--seed") == 0) {
+      if (tune__int_arg("--seed", next, 0, INT64_MAX, &v) != 0) return 2;
+      o.seed = (uint64_t)v;
+      i++;
+    } else if (strcmp(a, "--batch-size") == 0) {
+      if (tune__int_arg("--batch-size", next, 1, 1024, &v) != 0) return 2;
+      o.batch = (int)v;
+      i++;
+    } else if (strcmp(a, "--tuner") == 0 && next) {
+      snprintf(o.tuner, sizeof o.tuner, "%s", next);
+      i++;
+    } else if (a[0] == '-' && a[1] == '-') {
+      fprintf(stderr, "tunehub tune: unknown or incomplete option '%s'\n", a);
+      tune__usage(stderr);
+      return 2;
+    } else if (npos < 3) {
+      pos[npos++] = a;
+    } else {
+      fprintf(stderr, "tunehub tune: unexpected argument '%s'\n", a);
+      tune__usage(stderr);
+      return 2;
+    }
+  }
+  if (npos < 3) {
+    tune__usage(stderr);
+    return 2;
+  }
+  if (strcmp(pos[0], "llvm") != 0) {
+    if (strcmp(pos[0], "cuda") == 0)
+      fprintf(stderr, "tunehub tune: framework 'cuda' cannot be tuned by this build (no CUDA tuning yet); "
+                      "valid frameworks here: llvm\n");
+    else
+      fprintf(stderr, "tunehub tune: unknown framework '%s' (valid: llvm, cuda)\n", pos[0]);
+    return 2;
+  }
+  if (!tc_zoo_find(pos[1])) {
+    fprintf(stderr, "tunehub tune: unknown network '%s'\n", pos[1]);
+    tune__list_networks(stderr);
+    return 2;
+  }
+  int64_t batch;
+  if (tune__int_arg("BATCH", pos[2], 1, 4096, &batch) != 0) return 2;
+  char err[256];
+  if (tune_options_check(&o, err, sizeof err) != TH_OK) {
+    fprintf(stderr, "tunehub tune: %s\n", err);
+    return 2;
+  }
+  store_t *st = NULL;
+  th_status rc = store_open(data, &st);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub tune: cannot open the store in %s: %s\n", data, st ? store_errmsg(st) : th_status_str(rc));
+    store_close(st);
+    return 1;
+  }
+  tc_target tgt;
+  rc = tc_target_host(&tgt);
+  tune_session_t *s = NULL;
+  if (rc == TH_OK) rc = tune_session_new(st, &tgt, pos[1], (int)batch, &o, &s);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub tune: cannot start tuning %s: %s\n", pos[1], th_status_str(rc));
+    store_close(st);
+    return 1;
+  }
+  char tstr[256];
+  tune_target_str(&tgt, tstr, sizeof tstr);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  printf("Tuning %s batch %d on %s: %d tasks, tuner %s, %lld trials per task%s\n", pos[1], (int)batch, tstr,
+         p.ntasks, o.tuner, (long long)o.trials, o.early_stopping > 0 ? " (early stopping on)" : "");
+  tune__cli_session = s;
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = tune__on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old);
+  tune_cli_view view = {.tty = isatty(1), .last_task = -1, .last_trials = -1};
+  rc = tune_session_run_all(s, tune__cli_progress, &view);
+  sigaction(SIGINT, &old, NULL);
+  tune__cli_session = NULL;
+  if (view.tty) fputc('\n', stdout);
+  tune_session_progress(s, &p);
+  printf("\n%-4s %-16s %-60s %7s %7s %10s %10s %s\n", "#", "template", "workload", "weight", "trials",
+         "best GF/s", "best ms", "state");
+  double total_ms = 0;
+  int all_measured = 1;
+  for (int i = 0; i < p.ntasks; i++) {
+    const tune_task_progress *t = &p.tasks[i];
+    double ms = t->best_gflops > 0 ? t->flops / (t->best_gflops * 1e9) * 1e3 : 0;
+    if (t->best_gflops > 0)
+      total_ms += ms * t->weight;
+    else
+      all_measured = 0;
+    printf("%-4d %-16s %-60.60s %7d %7lld %10.2f %10.4f %s%s%s\n", i + 1, t->template_name, t->key, t->weight,
+           (long long)t->trials, t->best_gflops, ms, t->state, t->msg[0] ? ": " : "", t->msg);
+  }
+  char el[32];
+  tune__fmt_time(p.elapsed_s, el, sizeof el);
+  printf("sum of best kernel times x weight: %.3f ms%s; elapsed %s\n", total_ms,
+         all_measured ? "" : " (some tasks have no valid config)", el);
+  int code = 0;
+  if (rc == TH_ERR_CANCELLED) {
+    printf("interrupted: every finished trial is stored in %s; rerun the same command to resume\n", data);
+    code = 130;
+  } else if (rc != TH_OK) {
+    fprintf(stderr, "tunehub tune: %s\n", tune_session_errmsg(s));
+    code = 1;
+  }
+  tune_session_free(s);
+  store_close(st);
+  return code;
+}

@@ -1,0 +1,717 @@
+/* The tuning session state machine (see tune_job.h), the records it writes and reads (resume, transfer) and
+ * the build-time config lookup. Each stage does one bounded piece of work and returns, so the caller decides
+ * what runs when. */
+#include "tune_job.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "tc.h"
+#include "search.h"
+#include "th_util.h"
+#include "tune_space.h"
+#include "tune_task.h"
+
+typedef enum tune_stage {
+  TUNE_STAGE_TASK_START = 0,
+  TUNE_STAGE_REF_BUILD,
+  TUNE_STAGE_REF_SET,
+  TUNE_STAGE_SELECT,
+  TUNE_STAGE_BUILD,
+  TUNE_STAGE_MEASURE,
+  TUNE_STAGE_UPDATE,
+  TUNE_STAGE_DONE
+} tune_stage;
+
+static const char *const tune__stage_names[] = {"start task", "build reference", "reference", "select",
+                                               "build",      "measure",         "update",    "done"};
+
+struct tune_session {
+  store_t *st;
+  tc_target target;
+  tune_options o;
+  char work_dir[512];
+  int own_work_dir;
+  tune_task *tasks;
+  tune_task_progress *prog;
+  int ntasks, cur;
+  tune_stage stage;
+  volatile sig_atomic_t cancel;
+  tune_search_t *search;
+  tune_measurer_t *measurer;
+  int batch_serial;
+  /* current batch */
+  int n;
+  tc_config *cfgs;
+  char (*so_paths)[TUNE_PATH_MAX];
+  char (*fn_names)[TUNE_FN_MAX];
+  int *err_class;
+  char (*msgs)[160];
+  tune_result *res;
+  char ref_so[TUNE_PATH_MAX];
+  double t0;
+  int64_t trials_run; /* measured in this session (for the ETA) */
+  double time_run;    /* seconds spent on them */
+  char err[512];
+};
+
+void tune_options_default(tune_options *o) {
+  memset(o, 0, sizeof *o);
+  snprintf(o->tuner, sizeof o->tuner, "xgb");
+  o->trials = 200;
+  o->seed = 1;
+  o->batch = 16;
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  o->build_threads = nc > 0 ? (int)nc : 1;
+  o->transfer = 1;
+  tune_measure_opts_default(&o->measure);
+}
+
+th_status tune_options_check(const tune_options *o, char *err, size_t n) {
+  static const char *const kinds[] = {"xgb", "ga", "random", "grid"};
+  int ok = 0;
+  for (int i = 0; i < 4; i++) ok |= strcmp(o->tuner, kinds[i]) == 0;
+  if (!ok) {
+    snprintf(err, n, "unknown tuner '%s' (valid: xgb, ga, random, grid)", o->tuner);
+    return TH_ERR_INVALID;
+  }
+  if (o->trials < 1) {
+    snprintf(err, n, "trials must be at least 1");
+    return TH_ERR_INVALID;
+  }
+  if (o->batch < 1 || o->batch > 1024) {
+    snprintf(err, n, "batch must be in 1..1024");
+    return TH_ERR_INVALID;
+  }
+  return TH_OK;
+}
+
+static th_status tune__fail(tune_session_t *s, th_status rc, const char *fmt, const char *a, const char *b) {
+  snprintf(s->err, sizeof s->err, fmt, a ? a : "", b ? b : "");
+  return rc;
+}
+
+static th_status tune__alloc_batch(tune_session_t *s) {
+  int b = s->o.batch;
+  s->cfgs = calloc((size_t)b, sizeof *s->cfgs);
+  s->so_paths = calloc((size_t)b, sizeof *s->so_paths);
+  s->fn_names = calloc((size_t)b, sizeof *s->fn_names);
+  s->err_class = calloc((size_t)b, sizeof *s->err_class);
+  s->msgs = calloc((size_t)b, sizeof *s->msgs);
+  s->res = calloc((size_t)b, sizeof *s->res);
+  return s->cfgs && s->so_paths && s->fn_names && s->err_class && s->msgs && s->res ? TH_OK : TH_ERR_NOMEM;
+}
+
+th_status tune_session_new_workloads(store_t *st, const tc_target *target, const tc_workload *wls,
+                                     const int *weights, int n, const tune_options *o,
+                                     tune_session_t **out) {
+  if (!st || !wls || n < 1 || !o) return TH_ERR_INVALID;
+  char msg[160];
+  if (tune_options_check(o, msg, sizeof msg) != TH_OK) return TH_ERR_INVALID;
+  tune_session_t *s = calloc(1, sizeof *s);
+  if (!s) return TH_ERR_NOMEM;
+  s->st = st;
+  s->o = *o;
+  th_status rc = TH_OK;
+  if (target)
+    s->target = *target;
+  else
+    rc = tc_target_host(&s->target);
+  if (rc == TH_OK) {
+    s->tasks = calloc((size_t)n, sizeof *s->tasks);
+    s->prog = calloc((size_t)n, sizeof *s->prog);
+    if (!s->tasks || !s->prog) rc = TH_ERR_NOMEM;
+  }
+  for (int i = 0; rc == TH_OK && i < n; i++) {
+    rc = tune_task_init(&s->tasks[i], &wls[i], &s->target, weights ? weights[i] : 1);
+    if (rc != TH_OK) break;
+    tune_task_progress *p = &s->prog[i];
+    snprintf(p->key, sizeof p->key, "%s", s->tasks[i].key);
+    snprintf(p->template_name, sizeof p->template_name, "%s", s->tasks[i].template_name);
+    p->weight = s->tasks[i].weight;
+    p->flops = s->tasks[i].flops;
+    p->budget = o->trials;
+    p->state = "pending";
+  }
+  s->ntasks = n;
+  if (rc == TH_OK) rc = tune__alloc_batch(s);
+  if (rc == TH_OK) {
+    if (o->work_dir) {
+      snprintf(s->work_dir, sizeof s->work_dir, "%s", o->work_dir);
+      rc = th_mkdir_p(s->work_dir);
+    } else {
+      const char *tmp = getenv("TMPDIR");
+      snprintf(s->work_dir, sizeof s->work_dir, "%s/tunehub-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+      if (!mkdtemp(s->work_dir))
+        rc = TH_ERR_IO;
+      else
+        s->own_work_dir = 1;
+    }
+  }
+  if (rc == TH_OK) rc = tune_measurer_new(&s->o.measure, &s->measurer);
+  if (rc != TH_OK) {
+    tune_session_free(s);
+    return rc;
+  }
+  s->o.work_dir = NULL;
+  s->t0 = th_now_mono();
+  *out = s;
+  return TH_OK;
+}
+
+static void tune__rm_tree(const char *dir) {
+  /* Only our own scratch files live here: *.so and the build temporaries next to them. */
+  char cmd[700];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (strchr(dir, '\'') == NULL && system(cmd) != 0) {
+  }
+}
+
+void tune_session_free(tune_session_t *s) {
+  if (!s) return;
+  tune_search_free(s->search);
+  tune_measurer_free(s->measurer);
+  if (s->own_work_dir) tune__rm_tree(s->work_dir);
+  free(s->tasks);
+  free(s->prog);
+  free(s->cfgs);
+  free(s->so_paths);
+  free(s->fn_names);
+  free(s->err_class);
+  free(s->msgs);
+  free(s->res);
+  free(s);
+}
+
+const char *tune_session_errmsg(const tune_session_t *s) {
+  return s->err;
+}
+
+void tune_session_cancel(tune_session_t *s) {
+  s->cancel = 1;
+}
+
+int tune_session_cancelled(const tune_session_t *s) {
+  return s->cancel != 0;
+}
+
+tune_resource tune_session_next_stage(const tune_session_t *s) {
+  if (s->cancel || s->stage == TUNE_STAGE_DONE) return TUNE_RES_DONE;
+  switch (s->stage) {
+    case TUNE_STAGE_REF_BUILD:
+    case TUNE_STAGE_BUILD:
+      return TUNE_RES_CPU_BUILD;
+    case TUNE_STAGE_REF_SET:
+    case TUNE_STAGE_MEASURE:
+      return TUNE_RES_MEASURE;
+    default:
+      return TUNE_RES_NONE;
+  }
+}
+
+/* ---- task start: records, resume and transfer ---- */
+#define TUNE_MAX_SEEDS 8
+
+typedef struct tune_load_ctx {
+  tune_session_t *s;
+  tune_task *t;
+  tc_config *hist;
+  double *hist_cost;
+  int nhist, hist_cap;
+  /* other workloads: best record per workload */
+  struct {
+    char key[512];
+    char config[1024];
+    double cost;
+    float dist;
+  } best[64];
+  int nbest;
+  char groups[64][512];
+  int ngroups;
+  float *row;
+  th_status rc;
+} tune_load_ctx;
+
+static float tune__shape_dist(const float *a, const float *b) {
+  float d = 0;
+  for (int i = 0; i < TUNE_SHAPE_FEATURES; i++) {
+    if (isnan(a[i]) && isnan(b[i])) continue;
+    float x = (isnan(a[i]) ? 0 : a[i]) - (isnan(b[i]) ? 0 : b[i]);
+    d += x * x + (isnan(a[i]) != isnan(b[i]) ? 100.f : 0.f);
+  }
+  return d;
+}
+
+static int tune__load_cb(void *ctx, const store_record *r) {
+  tune_load_ctx *c = ctx;
+  tune_task *t = c->t;
+  if (strcmp(r->workload_key, t->key) == 0) { /* own history: resume */
+    tc_config cfg;
+    if (tune_config_from_text(&t->space, r->config, &cfg) != TH_OK) return 0;
+    if (c->nhist == c->hist_cap) {
+      int ncap = c->hist_cap ? c->hist_cap * 2 : 256;
+      tc_config *nh = realloc(c->hist, sizeof *nh * (size_t)ncap);
+      double *nc = nh ? realloc(c->hist_cost, sizeof *nc * (size_t)ncap) : NULL;
+      if (nh) c->hist = nh;
+      if (!nh || !nc) {
+        c->rc = TH_ERR_NOMEM;
+        return 1;
+      }
+      c->hist_cost = nc;
+      c->hist_cap = ncap;
+    }
+    c->hist[c->nhist] = cfg;
+    c->hist_cost[c->nhist++] = r->error_class == 0 ? r->cost_mean_s : 1e9;
+    return 0;
+  }
+  if (!c->s->o.transfer) return 0;
+  /* Another workload of the same template: a prior row for the model, and maybe a seed. */
+  int g = 0;
+  while (g < c->ngroups && strcmp(c->groups[g], r->workload_key) != 0) g++;
+  if (g == c->ngroups && c->ngroups < 64) snprintf(c->groups[c->ngroups++], 512, "%s", r->workload_key);
+  if (g >= 64) return 0;
+  if (c->s->search && c->row) {
+    float *row = c->row;
+    int nk = tune_knob_feature_count(&t->space);
+    tune_text_knob_features(&t->space, r->config, row);
+    tune_shape_features(r->workload_key, row + nk);
+    for (int i = 0; i < TC_IR_FEATURE_LEN; i++) row[nk + TUNE_SHAPE_FEATURES + i] = NAN;
+    double score = r->error_class == 0 && r->cost_mean_s > 0 && r->cost_mean_s < 1e9 ? r->gflops : 0;
+    tune_search_add_prior(c->s->search, row, score, g);
+  }
+  if (r->error_class != 0) return 0;
+  int b = 0;
+  while (b < c->nbest && strcmp(c->best[b].key, r->workload_key) != 0) b++;
+  if (b == c->nbest) {
+    if (c->nbest == 64) return 0;
+    c->nbest++;
+    snprintf(c->best[b].key, sizeof c->best[b].key, "%s", r->workload_key);
+    c->best[b].cost = 1e18;
+    float sh[TUNE_SHAPE_FEATURES];
+    tune_shape_features(r->workload_key, sh);
+    c->best[b].dist = tune__shape_dist(sh, t->shape);
+  }
+  if (r->cost_mean_s < c->best[b].cost) {
+    c->best[b].cost = r->cost_mean_s;
+    snprintf(c->best[b].config, sizeof c->best[b].config, "%s", r->config);
+  }
+  return 0;
+}
+
+static th_status tune__task_start(tune_session_t *s) {
+  if (s->cur >= s->ntasks) {
+    s->stage = TUNE_STAGE_DONE;
+    return TH_OK;
+  }
+  tune_task *t = &s->tasks[s->cur];
+  tune_task_progress *p = &s->prog[s->cur];
+  tune_search_free(s->search);
+  s->search = NULL;
+  th_status rc = store_workload_upsert(s->st, t->key, t->template_name, t->flops);
+  if (rc != TH_OK) return tune__fail(s, rc, "store: %s%s", store_errmsg(s->st), NULL);
+  tune_search_opts so;
+  tune_search_opts_default(&so, s->o.tuner);
+  so.seed = s->o.seed + (uint64_t)s->cur * 7919;
+  so.budget = s->o.trials;
+  so.early_stopping = s->o.early_stopping;
+  tune_search_space ss = {.space = &t->space, .valid = tune_task_valid, .valid_ctx = t,
+                          .extra = tune_task_features, .extra_ctx = t, .nextra = tune_task_feature_count()};
+  rc = tune_search_new(&so, &ss, &s->search);
+  if (rc != TH_OK) return tune__fail(s, rc, "cannot create the %s strategy%s", s->o.tuner, NULL);
+  tune_load_ctx *c = calloc(1, sizeof *c);
+  if (!c) return TH_ERR_NOMEM;
+  c->s = s;
+  c->t = t;
+  c->row = malloc(sizeof(float) * (size_t)tune_search_feature_count(s->search));
+  rc = c->row ? store_record_each(s->st, t->template_name, t->target_str, tune__load_cb, c) : TH_ERR_NOMEM;
+  if (rc == TH_OK) rc = c->rc;
+  if (rc == TH_OK && c->nhist > 0) {
+    /* Resume: the stored trials count against the budget and feed the model. */
+    int n = c->nhist;
+    if ((int64_t)n > s->o.trials) n = (int)s->o.trials;
+    rc = tune_search_history(s->search, c->hist, c->hist_cost, n);
+    for (int i = 0; i < n; i++) {
+      if (c->hist_cost[i] >= 1e9) p->errors++;
+      else p->best_gflops = fmax(p->best_gflops, t->flops / c->hist_cost[i] * 1e-9);
+    }
+  }
+  if (rc == TH_OK && c->nbest > 0) {
+    /* Seeds: the best configs of the nearest workloads, when they are valid here. */
+    for (int i = 1; i < c->nbest; i++) { /* insertion sort by distance */
+      int j = i;
+      while (j > 0 && c->best[j - 1].dist > c->best[j].dist) {
+        __typeof__(c->best[0]) tmp = c->best[j];
+        c->best[j] = c->best[j - 1];
+        c->best[j - 1] = tmp;
+        j--;
+      }
+    }
+    tc_config seeds[TUNE_MAX_SEEDS];
+    int ns = 0;
+    for (int i = 0; i < c->nbest && ns < TUNE_MAX_SEEDS; i++)
+      if (tune_config_from_text(&t->space, c->best[i].config, &seeds[ns]) == TH_OK &&
+          tune_task_valid(t, &t->space, &seeds[ns]))
+        ns++;
+    tune_search_seed(s->search, seeds, ns);
+  }
+  p->trials = tune_search_trials(s->search);
+  free(c->row);
+  free(c->hist);
+  free(c->hist_cost);
+  free(c);
+  if (rc != TH_OK) return tune__fail(s, rc, "loading records: %s%s", store_errmsg(s->st), NULL);
+  if (tune_search_done(s->search)) {
+    p->state = "skipped"; /* already at its budget (or stopped early) in an earlier run */
+    s->cur++;
+    return TH_OK;
+  }
+  p->state = "tuning";
+  s->stage = TUNE_STAGE_REF_BUILD;
+  return TH_OK;
+}
+
+static void tune__task_failed(tune_session_t *s, const char *why) {
+  tune_task_progress *p = &s->prog[s->cur];
+  p->state = "failed";
+  snprintf(p->msg, sizeof p->msg, "%s", why);
+  s->cur++;
+  s->stage = TUNE_STAGE_TASK_START;
+}
+
+static th_status tune__ref_build(tune_session_t *s) {
+  tune_task *t = &s->tasks[s->cur];
+  char tag[32], so[1][TUNE_PATH_MAX], fn[1][TUNE_FN_MAX], msg[1][160];
+  int ec;
+  snprintf(tag, sizeof tag, "ref%d", s->cur);
+  th_status rc = tune_task_build(t, &t->fallback, 1, 1, s->work_dir, tag, so, fn, &ec, msg);
+  if (rc != TH_OK) return tune__fail(s, rc, "building the reference: %s%s", th_status_str(rc), NULL);
+  if (ec != 0) {
+    char why[200];
+    snprintf(why, sizeof why, "fallback config does not build: %.150s", msg[0]);
+    tune__task_failed(s, why);
+    return TH_OK;
+  }
+  snprintf(s->ref_so, sizeof s->ref_so, "%s", so[0]);
+  snprintf(s->fn_names[0], TUNE_FN_MAX, "%s", fn[0]);
+  s->stage = TUNE_STAGE_REF_SET;
+  return TH_OK;
+}
+
+static th_status tune__ref_set(tune_session_t *s) {
+  tune_task *t = &s->tasks[s->cur];
+  tune_layout lay;
+  tune_pack pack;
+  th_status rc = tune_task_layout(t, &lay);
+  if (rc == TH_OK) rc = tune_task_pack(t, &t->fallback, &pack);
+  if (rc == TH_OK) rc = tune_measurer_set_task(s->measurer, &lay, s->ref_so, s->fn_names[0], &pack);
+  if (rc != TH_OK) {
+    char why[200];
+    snprintf(why, sizeof why, "reference: %.180s", tune_measurer_errmsg(s->measurer));
+    tune__task_failed(s, why);
+    return TH_OK;
+  }
+  s->stage = TUNE_STAGE_SELECT;
+  return TH_OK;
+}
+
+static th_status tune__select(tune_session_t *s) {
+  s->n = tune_search_next(s->search, s->cfgs, s->o.batch);
+  if (s->n == 0) {
+    s->prog[s->cur].state = "done";
+    s->cur++;
+    s->stage = TUNE_STAGE_TASK_START;
+    return TH_OK;
+  }
+  s->stage = TUNE_STAGE_BUILD;
+  return TH_OK;
+}
+
+static th_status tune__build(tune_session_t *s) {
+  char tag[32];
+  snprintf(tag, sizeof tag, "t%d_b%d", s->cur, s->batch_serial++);
+  th_status rc = tune_task_build(&s->tasks[s->cur], s->cfgs, s->n, s->o.build_threads, s->work_dir, tag,
+                                 s->so_paths, s->fn_names, s->err_class, s->msgs);
+  if (rc != TH_OK) return tune__fail(s, rc, "build: %s%s", th_status_str(rc), NULL);
+  s->stage = TUNE_STAGE_MEASURE;
+  return TH_OK;
+}
+
+static th_status tune__measure(tune_session_t *s) {
+  tune_task *t = &s->tasks[s->cur];
+  double t0 = th_now_mono();
+  for (int i = 0; i < s->n; i++) {
+    tune_result *r = &s->res[i];
+    memset(r, 0, sizeof *r);
+    r->cost_mean_s = 1e9;
+    if (s->err_class[i] != 0) {
+      r->error_class = s->err_class[i];
+      snprintf(r->msg, sizeof r->msg, "%s", s->msgs[i]);
+      continue;
+    }
+    tune_pack pack;
+    if (tune_task_pack(t, &s->cfgs[i], &pack) != TH_OK) {
+      r->error_class = TUNE_ERR_INSTANTIATION;
+      snprintf(r->msg, sizeof r->msg, "no weight packing for this config");
+      continue;
+    }
+    th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, r);
+    if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
+  }
+  /* The candidates' libraries are no longer needed. */
+  for (int i = 0; i < s->n; i++)
+    if (s->so_paths[i][0] && (i == 0 || strcmp(s->so_paths[i], s->so_paths[i - 1]) != 0)) unlink(s->so_paths[i]);
+  s->time_run += th_now_mono() - t0;
+  s->stage = TUNE_STAGE_UPDATE;
+  return TH_OK;
+}
+
+static th_status tune__update(tune_session_t *s) {
+  tune_task *t = &s->tasks[s->cur];
+  tune_task_progress *p = &s->prog[s->cur];
+  double costs[1024];
+  th_status rc = TH_OK;
+  for (int i = 0; i < s->n && rc == TH_OK; i++) {
+    tune_result *r = &s->res[i];
+    store_record rec;
+    memset(&rec, 0, sizeof rec);
+    snprintf(rec.workload_key, sizeof rec.workload_key, "%s", t->key);
+    snprintf(rec.template_name, sizeof rec.template_name, "%s", t->template_name);
+    snprintf(rec.target, sizeof rec.target, "%s", t->target_str);
+    tc_config_str(&t->space, &s->cfgs[i], rec.config, sizeof rec.config);
+    rec.config_index = tc_space_index(&t->space, &s->cfgs[i]);
+    rec.error_class = r->error_class;
+    rec.cost_mean_s = r->error_class == 0 ? r->cost_mean_s : 1e9;
+    rec.cost_std_s = r->error_class == 0 ? r->cost_std_s : 0;
+    rec.gflops = r->error_class == 0 && r->cost_mean_s > 0 ? t->flops / r->cost_mean_s * 1e-9 : 0;
+    snprintf(rec.tuner, sizeof rec.tuner, "%s", s->o.tuner);
+    rec.job_id = s->o.job_id;
+    rec.created_at = th_now_wall();
+    rc = store_record_add(s->st, &rec);
+    costs[i] = rec.cost_mean_s;
+    if (r->error_class == 0) {
+      p->current_gflops = rec.gflops;
+      p->best_gflops = fmax(p->best_gflops, rec.gflops);
+    } else {
+      p->errors++;
+    }
+  }
+  if (rc != TH_OK) return tune__fail(s, rc, "store: %s%s", store_errmsg(s->st), NULL);
+  rc = tune_search_update(s->search, s->cfgs, costs, s->n);
+  if (rc != TH_OK) return tune__fail(s, rc, "strategy: %s%s", tune_search_errmsg(s->search), NULL);
+  s->trials_run += s->n;
+  p->trials = tune_search_trials(s->search);
+  s->stage = TUNE_STAGE_SELECT;
+  return TH_OK;
+}
+
+th_status tune_session_run_stage(tune_session_t *s) {
+  if (s->cancel) return TH_ERR_CANCELLED;
+  switch (s->stage) {
+    case TUNE_STAGE_TASK_START:
+      return tune__task_start(s);
+    case TUNE_STAGE_REF_BUILD:
+      return tune__ref_build(s);
+    case TUNE_STAGE_REF_SET:
+      return tune__ref_set(s);
+    case TUNE_STAGE_SELECT:
+      return tune__select(s);
+    case TUNE_STAGE_BUILD:
+      return tune__build(s);
+    case TUNE_STAGE_MEASURE:
+      return tune__measure(s);
+    case TUNE_STAGE_UPDATE:
+      return tune__update(s);
+    case TUNE_STAGE_DONE:
+      return TH_OK;
+  }
+  return TH_ERR_INTERNAL;
+}
+
+th_status tune_session_run_all(tune_session_t *s, void (*cb)(void *ctx, const tune_session_t *s), void *ctx) {
+  th_status rc = TH_OK;
+  while (rc == TH_OK && tune_session_next_stage(s) != TUNE_RES_DONE) {
+    rc = tune_session_run_stage(s);
+    if (cb) cb(ctx, s);
+  }
+  if (rc == TH_OK && s->cancel) rc = TH_ERR_CANCELLED;
+  return rc;
+}
+
+void tune_session_progress(const tune_session_t *s, tune_progress *out) {
+  memset(out, 0, sizeof *out);
+  out->ntasks = s->ntasks;
+  out->current = s->cur;
+  out->stage = tune__stage_names[s->stage];
+  out->elapsed_s = th_now_mono() - s->t0;
+  out->tasks = s->prog;
+  int64_t left = 0;
+  for (int i = 0; i < s->ntasks; i++) {
+    const tune_task_progress *p = &s->prog[i];
+    out->trials_done += p->trials;
+    out->trials_total += p->budget;
+    if (i >= s->cur && strcmp(p->state, "pending") == 0) left += p->budget;
+    if (i == s->cur && strcmp(p->state, "tuning") == 0) left += p->budget > p->trials ? p->budget - p->trials : 0;
+  }
+  /* ETA from this session's own pace (build + measure per trial); an upper bound, as early stopping and
+   * skipped tasks only shorten it. */
+  out->eta_s = s->trials_run > 0 ? out->elapsed_s / (double)s->trials_run * (double)left : -1;
+  if (s->stage == TUNE_STAGE_DONE) out->eta_s = 0;
+}
+
+static th_status tune__json_str(th_buf *b, const char *v) {
+  th_status rc = th_buf_append(b, "\"", 1);
+  for (const char *c = v; rc == TH_OK && *c; c++) {
+    if (*c == '"' || *c == '\\')
+      rc = th_buf_appendf(b, "\\%c", *c);
+    else if ((unsigned char)*c < 0x20)
+      rc = th_buf_appendf(b, "\\u%04x", (unsigned char)*c);
+    else
+      rc = th_buf_append(b, c, 1);
+  }
+  if (rc == TH_OK) rc = th_buf_append(b, "\"", 1);
+  return rc;
+}
+
+th_status tune_session_progress_json(const tune_session_t *s, th_buf *b) {
+  tune_progress pr;
+  tune_session_progress(s, &pr);
+  th_status rc = th_buf_appendf(b,
+                                "{\"tuner\":\"%s\",\"stage\":\"%s\",\"task\":%d,\"ntasks\":%d,"
+                                "\"elapsed_s\":%.1f,\"eta_s\":%.1f,\"trials\":%lld,\"trials_total\":%lld,"
+                                "\"tasks\":[",
+                                s->o.tuner, pr.stage, pr.current, pr.ntasks, pr.elapsed_s, pr.eta_s,
+                                (long long)pr.trials_done, (long long)pr.trials_total);
+  for (int i = 0; rc == TH_OK && i < pr.ntasks; i++) {
+    const tune_task_progress *p = &pr.tasks[i];
+    rc = th_buf_appendf(b, "%s{\"workload\":", i ? "," : "");
+    if (rc == TH_OK) rc = tune__json_str(b, p->key);
+    if (rc == TH_OK)
+      rc = th_buf_appendf(b,
+                          ",\"template\":\"%s\",\"weight\":%d,\"gflop\":%.4f,\"trials\":%lld,\"budget\":%lld,"
+                          "\"best_gflops\":%.2f,\"current_gflops\":%.2f,\"errors\":%lld,\"state\":\"%s\"",
+                          p->template_name, p->weight, p->flops * 1e-9, (long long)p->trials,
+                          (long long)p->budget, p->best_gflops, p->current_gflops, (long long)p->errors,
+                          p->state);
+    if (rc == TH_OK && p->msg[0]) {
+      rc = th_buf_appendf(b, ",\"error\":");
+      if (rc == TH_OK) rc = tune__json_str(b, p->msg);
+    }
+    if (rc == TH_OK) rc = th_buf_append(b, "}", 1);
+  }
+  if (rc == TH_OK) rc = th_buf_append(b, "]}", 2);
+  return rc;
+}
+
+/* ---- config lookup for builds ---- */
+typedef struct tune_lookup_ctx {
+  const tc_workload *wl;
+  const tc_space *space;
+  const tc_target *tgt;
+  float shape[TUNE_SHAPE_FEATURES];
+  const char *key;
+  float best_dist;
+  double best_cost;
+  tc_config cfg;
+  int found;
+} tune_lookup_ctx;
+
+static int tune__lookup_cb(void *ctx, const store_record *r) {
+  tune_lookup_ctx *c = ctx;
+  if (r->error_class != 0 || strcmp(r->workload_key, c->key) == 0) return 0;
+  float sh[TUNE_SHAPE_FEATURES];
+  tune_shape_features(r->workload_key, sh);
+  float d = tune__shape_dist(sh, c->shape);
+  if (c->found && (d > c->best_dist || (d == c->best_dist && r->cost_mean_s >= c->best_cost))) return 0;
+  tc_config cfg;
+  if (tune_config_from_text(c->space, r->config, &cfg) != TH_OK) return 0;
+  if (tc_op_valid(c->wl, c->tgt, c->space, &cfg) != TH_OK) return 0;
+  c->cfg = cfg;
+  c->best_dist = d;
+  c->best_cost = r->cost_mean_s;
+  c->found = 1;
+  return 0;
+}
+
+th_status tune_lookup_config(store_t *st, const char *target, const tc_workload *wl, const tc_space *space,
+                             tc_config *cfg, char source[16]) {
+  if (!st || !target || !wl || !space || !cfg || !source) return TH_ERR_INVALID;
+  char key[512];
+  th_status rc = tc_workload_key(wl, key, sizeof key);
+  if (rc != TH_OK) return rc;
+  tc_target tgt;
+  rc = tc_target_host(&tgt);
+  if (rc != TH_OK) return rc;
+  store_record best;
+  rc = store_record_best(st, key, target, &best);
+  if (rc == TH_OK) {
+    tc_config c;
+    if (tune_config_from_text(space, best.config, &c) == TH_OK && tc_op_valid(wl, &tgt, space, &c) == TH_OK) {
+      *cfg = c;
+      snprintf(source, 16, "tuned");
+      return TH_OK;
+    }
+  } else if (rc != TH_ERR_NOT_FOUND) {
+    return rc;
+  }
+  tune_lookup_ctx c = {.wl = wl, .space = space, .tgt = &tgt, .key = key};
+  tune_shape_features(key, c.shape);
+  rc = store_record_each(st, tc_kernel_name(wl->kernel), target, tune__lookup_cb, &c);
+  if (rc != TH_OK) return rc;
+  if (c.found) {
+    *cfg = c.cfg;
+    snprintf(source, 16, "transferred");
+    return TH_OK;
+  }
+  rc = tc_op_fallback(wl, &tgt, space, cfg);
+  if (rc == TH_OK) snprintf(source, 16, "fallback");
+  return rc;
+}
+
+th_status tune_build_lookup(void *ctx, const tc_workload *wl, const char *workload_key, const tc_space *space,
+                            tc_config *cfg, char source[16]) {
+  const tune_build_lookup_ctx *c = ctx;
+  (void)workload_key;
+  tc_config out;
+  char src[16];
+  th_status rc = tune_lookup_config(c->st, c->target, wl, space, &out, src);
+  if (rc != TH_OK) return rc;
+  if (strcmp(src, "fallback") == 0) return TH_ERR_NOT_FOUND;
+  *cfg = out;
+  memcpy(source, src, 16);
+  return TH_OK;
+}
+
+th_status tune_session_new(store_t *st, const tc_target *target, const char *network, int batch,
+                           const tune_options *o, tune_session_t **out) {
+  tc_task *tasks = NULL;
+  int n = 0;
+  th_status rc = tc_network_tasks(network, batch, &tasks, &n);
+  if (rc != TH_OK) return rc;
+  tc_target host;
+  if (!target) {
+    rc = tc_target_host(&host);
+    target = &host;
+  }
+  tc_workload *wls = malloc(sizeof *wls * (size_t)(n > 0 ? n : 1));
+  int *weights = malloc(sizeof *weights * (size_t)(n > 0 ? n : 1));
+  int m = 0;
+  if (!wls || !weights) rc = TH_ERR_NOMEM;
+  for (int i = 0; rc == TH_OK && i < n; i++) {
+    /* Only tunable tasks: a one-point space (layout, concat) has nothing to search. */
+    tc_space sp;
+    if (tc_op_space(&tasks[i].wl, target, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
+    wls[m] = tasks[i].wl;
+    weights[m++] = tasks[i].count;
+  }
+  if (rc == TH_OK && m == 0) rc = TH_ERR_NOT_FOUND;
+  if (rc == TH_OK) rc = tune_session_new_workloads(st, target, wls, weights, m, o, out);
+  free(tasks);
+  free(wls);
+  free(weights);
+  return rc;
+}

@@ -1,0 +1,115 @@
+/* A tuning session as a state machine driven from outside, one stage at a time, so that a scheduler can
+ * interleave many sessions: builds fill the CPU pool while another session holds the measurement device.
+ *
+ *   per task:  start (load records, transfer) -> build reference -> set reference (measure)
+ *   per batch: select (strategy) -> build (CPU) -> measure (device) -> update (records, model)
+ *
+ * tune_session_next_stage() says which resource the next stage needs; tune_session_run_stage() runs it.
+ * Every trial is written to the store as it is measured, so a session that is stopped (Ctrl-C, cancel,
+ * crash) resumes from its records: tasks already at their budget are skipped.
+ *
+ * Thread safety: one thread drives a session at a time; tune_session_cancel() may be called from any thread
+ * or a signal handler. */
+#ifndef TUNE_JOB_H
+#define TUNE_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "measure.h"
+#include "store.h"
+#include "target.h"
+#include "th_buf.h"
+#include "workload.h"
+
+typedef enum tune_resource {
+  TUNE_RES_NONE = 0,  /* select / update / task start: cheap, no shared resource */
+  TUNE_RES_CPU_BUILD, /* compiling candidates: uses the CPU pool */
+  TUNE_RES_MEASURE,   /* timing on the target device: must hold it alone */
+  TUNE_RES_DONE       /* nothing left (finished or cancelled) */
+} tune_resource;
+
+typedef struct tune_options {
+  char tuner[16];          /* "xgb" (default), "ga", "random", "grid" */
+  int64_t trials;          /* per task; default 200 */
+  int64_t early_stopping;  /* 0: off */
+  uint64_t seed;           /* default 1 */
+  int batch;               /* candidates per select/build/measure round; default 16 */
+  int build_threads;       /* default: online cores */
+  int transfer;            /* seed from records of other workloads of the same template; default 1 */
+  int64_t job_id;          /* stored with every record; 0 from the CLI */
+  const char *work_dir;    /* borrowed; NULL: a fresh directory under $TMPDIR, removed at free */
+  tune_measure_opts measure;
+} tune_options;
+
+void tune_options_default(tune_options *o);
+/* TH_ERR_INVALID with a message naming the valid values when tuner is unknown. */
+th_status tune_options_check(const tune_options *o, char *err, size_t n);
+
+typedef struct tune_task_progress {
+  char key[512];
+  char template_name[64];
+  int weight;
+  double flops;
+  int64_t trials;     /* including trials resumed from the store */
+  int64_t budget;
+  double best_gflops; /* 0 when none valid yet */
+  double current_gflops; /* of the last valid measured trial */
+  int64_t errors;     /* failed trials */
+  const char *state;  /* "pending", "tuning", "done", "skipped", "failed" */
+  char msg[160];      /* why it failed */
+} tune_task_progress;
+
+typedef struct tune_progress {
+  int ntasks;
+  int current;        /* index of the task being tuned; ntasks when finished */
+  const char *stage;
+  double elapsed_s;
+  double eta_s;       /* < 0 when unknown */
+  int64_t trials_done, trials_total;
+  const tune_task_progress *tasks; /* borrowed; valid until the next call on the session */
+} tune_progress;
+
+typedef struct tune_session tune_session_t;
+
+/* A session over explicit workloads (weights = occurrences, may be NULL). st and target are borrowed and
+ * must outlive the session (target NULL: the host CPU). */
+th_status tune_session_new_workloads(store_t *st, const tc_target *target, const tc_workload *wls,
+                                     const int *weights, int n, const tune_options *o,
+                                     tune_session_t **out);
+/* A session over a zoo network's tasks (tc_network_tasks). */
+th_status tune_session_new(store_t *st, const tc_target *target, const char *network, int batch,
+                           const tune_options *o, tune_session_t **out);
+void tune_session_free(tune_session_t *s);
+const char *tune_session_errmsg(const tune_session_t *s);
+
+tune_resource tune_session_next_stage(const tune_session_t *s);
+/* Runs the next stage. A failing candidate is a result, not an error; errors are store or system failures
+ * (message in tune_session_errmsg). */
+th_status tune_session_run_stage(tune_session_t *s);
+/* Runs every stage in order until done or cancelled; calls cb after each stage when not NULL. */
+th_status tune_session_run_all(tune_session_t *s, void (*cb)(void *ctx, const tune_session_t *s), void *ctx);
+/* Asks the session to stop at the next stage boundary. Async-signal-safe. */
+void tune_session_cancel(tune_session_t *s);
+int tune_session_cancelled(const tune_session_t *s);
+
+void tune_session_progress(const tune_session_t *s, tune_progress *out);
+/* The progress as JSON text appended to b. */
+th_status tune_session_progress_json(const tune_session_t *s, th_buf *b);
+
+/* The config a build should use for a workload: the best valid record for (workload, target) -> "tuned";
+ * else the config of the nearest tuned workload of the same template that is valid here -> "transferred";
+ * else the template's fallback -> "fallback". space must be the workload's space (tc_op_space). */
+th_status tune_lookup_config(store_t *st, const char *target, const tc_workload *wl, const tc_space *space,
+                             tc_config *cfg, char source[16]);
+
+/* Adapter for tc_build_opts.lookup (compiler/tc.h): ctx is a tune_build_lookup_ctx. Returns TH_ERR_NOT_FOUND
+ * when only the fallback is left, so the compiler applies (and reports) its own fallback. */
+typedef struct tune_build_lookup_ctx {
+  store_t *st;        /* borrowed */
+  const char *target; /* records' target string, e.g. from tune_target_str() */
+} tune_build_lookup_ctx;
+th_status tune_build_lookup(void *ctx, const tc_workload *wl, const char *workload_key, const tc_space *space,
+                            tc_config *cfg, char source[16]);
+
+#endif

@@ -1,0 +1,260 @@
+/* Tasks: the compiler-facing half of the tuner. Everything here goes through compiler/ops/ops.h,
+ * compiler/ir/ir.h and compiler/llvm/tc_llvm.h, so the rest of the tuner stays independent of any
+ * template. */
+#include "tune_task.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ir.h"
+#include "ops.h"
+#include "tc_llvm.h"
+#include "th_buf.h"
+#include "tune_space.h"
+
+void tune_target_str(const tc_target *t, char *out, size_t n) {
+  snprintf(out, n, "llvm -mcpu=%s", t->cpu[0] ? t->cpu : "generic");
+}
+
+void tune_shape_features(const char *key, float *out) {
+  int n = 0;
+  const char *p = key;
+  for (int i = 0; i < TUNE_SHAPE_FEATURES; i++) out[i] = NAN;
+  while (*p && n < TUNE_SHAPE_FEATURES) {
+    if (isdigit((unsigned char)*p)) {
+      char *end;
+      long v = strtol(p, &end, 10);
+      out[n++] = (float)log2(1.0 + (double)(v < 0 ? -v : v));
+      p = end;
+    } else {
+      p++;
+    }
+  }
+}
+
+void tune_text_knob_features(const tc_space *s, const char *text, float *out) {
+  char names[TC_MAX_KNOBS][24];
+  int values[TC_MAX_KNOBS][TC_KNOB_WIDTH], widths[TC_MAX_KNOBS];
+  int n = tune_config_parse(text, names, values, widths, TC_MAX_KNOBS);
+  int f = 0;
+  for (int i = 0; i < s->nknobs; i++) {
+    const tc_knob *k = &s->knobs[i];
+    int j = 0;
+    while (j < n && strcmp(names[j], k->name) != 0) j++;
+    for (int w = 0; w < k->width; w++)
+      out[f++] = j < n && w < widths[j] ? (float)log2(1.0 + fabs((double)values[j][w])) : NAN;
+  }
+}
+
+th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_target *target, int weight) {
+  memset(t, 0, sizeof *t);
+  t->wl = *wl;
+  t->target = *target;
+  t->weight = weight > 0 ? weight : 1;
+  th_status rc = tc_workload_check(wl);
+  if (rc == TH_OK) rc = tc_workload_key(wl, t->key, sizeof t->key);
+  if (rc == TH_OK) rc = tc_op_space(wl, target, &t->space);
+  if (rc == TH_OK) rc = tc_op_fallback(wl, target, &t->space, &t->fallback);
+  if (rc != TH_OK) return rc;
+  snprintf(t->template_name, sizeof t->template_name, "%s", tc_kernel_name(wl->kernel));
+  tune_target_str(target, t->target_str, sizeof t->target_str);
+  t->flops = tc_workload_flops(wl);
+  tune_shape_features(t->key, t->shape);
+  return TH_OK;
+}
+
+int tune_task_valid(void *ctx, const tc_space *s, const tc_config *c) {
+  const tune_task *t = ctx;
+  return tc_op_valid(&t->wl, &t->target, s, c) == TH_OK;
+}
+
+int tune_task_feature_count(void) {
+  return TUNE_SHAPE_FEATURES + TC_IR_FEATURE_LEN;
+}
+
+int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *out) {
+  const tune_task *t = ctx;
+  (void)s;
+  memcpy(out, t->shape, sizeof t->shape);
+  float *ir = out + TUNE_SHAPE_FEATURES;
+  th_arena *a = th_arena_new(1 << 16);
+  if (!a) return -1;
+  const tc_stmt *body = NULL;
+  int n = 0;
+  th_status rc = tc_op_lower(&t->wl, c, &t->target, a, &body);
+  if (rc == TH_OK) rc = tc_ir_features(body, ir, TC_IR_FEATURE_LEN, &n);
+  th_arena_free(a);
+  if (rc != TH_OK) {
+    for (int i = 0; i < TC_IR_FEATURE_LEN; i++) ir[i] = NAN;
+    return -1;
+  }
+  return 0;
+}
+
+th_status tune_task_layout(const tune_task *t, tune_layout *out) {
+  const tc_workload *w = &t->wl;
+  memset(out, 0, sizeof *out);
+  int64_t in = (int64_t)w->n * w->c * w->h * w->w;
+  int64_t o = (int64_t)w->n * w->oc * w->oh * w->ow;
+  switch (w->kernel) {
+    case TC_KERNEL_CONV2D:
+    case TC_KERNEL_DEPTHWISE:
+    case TC_KERNEL_DENSE:
+      out->nbufs = 5;
+      out->nelems[TC_ARG_IN] = in;
+      out->nelems[TC_ARG_WEIGHTS] = w->kernel == TC_KERNEL_CONV2D      ? (int64_t)w->oc * w->c * w->kh * w->kw
+                                    : w->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)w->c * w->kh * w->kw
+                                                                       : (int64_t)w->oc * w->c;
+      out->packed[TC_ARG_WEIGHTS] = 1;
+      out->nelems[TC_ARG_BIAS] = (w->epilogue & TC_EPI_BIAS) ? w->oc : 0;
+      out->nelems[TC_ARG_RESIDUAL] = (w->epilogue & TC_EPI_RESIDUAL) ? o : 0;
+      out->nelems[TC_ARG_OUT] = o;
+      out->is_output[TC_ARG_OUT] = 1;
+      break;
+    case TC_KERNEL_ELTWISE:
+      out->nbufs = 3;
+      out->nelems[0] = out->nelems[1] = out->nelems[2] = in;
+      out->is_output[2] = 1;
+      break;
+    case TC_KERNEL_COUNT:
+      return TH_ERR_INVALID;
+    default:
+      out->nbufs = 2;
+      out->nelems[0] = in;
+      out->nelems[1] = o;
+      out->is_output[1] = 1;
+      break;
+  }
+  if (tc_op_nargs(w->kernel) != out->nbufs) return TH_ERR_UNSUPPORTED;
+  return TH_OK;
+}
+
+th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out) {
+  memset(out, 0, sizeof *out);
+  if (t->wl.kernel != TC_KERNEL_CONV2D && t->wl.kernel != TC_KERNEL_DEPTHWISE &&
+      t->wl.kernel != TC_KERNEL_DENSE)
+    return TH_OK;
+  size_t n = tc_op_packed_size(&t->wl, c, &t->target);
+  if (n == 0) return TH_ERR_INVALID;
+  int p[TC_PACK_NPARAMS];
+  th_status rc = tc_op_pack_params(&t->wl, c, &t->target, p);
+  if (rc != TH_OK) return rc;
+  for (int i = 0; i < TC_PACK_NPARAMS && i < TUNE_PACK_NPARAMS; i++) out->params[TC_ARG_WEIGHTS][i] = p[i];
+  out->packed_n[TC_ARG_WEIGHTS] = (int64_t)n;
+  return TH_OK;
+}
+
+/* ---- parallel builds ---- */
+typedef struct tune_build_job {
+  const tune_task *t;
+  const tc_config *cfgs;
+  int *which; /* candidate indices in this library */
+  int n;
+  char so[TUNE_PATH_MAX];
+  char (*fn_names)[TUNE_FN_MAX];
+  char (*so_paths)[TUNE_PATH_MAX];
+  int *err_class;
+  char (*msgs)[160];
+} tune_build_job;
+
+static th_status tune__build_lib(const tune_task *t, const tc_config *cfgs, const int *which, int n,
+                                 char (*fn_names)[TUNE_FN_MAX], const char *so, char *err, size_t errlen) {
+  tc_workload *wls = malloc(sizeof *wls * (size_t)n);
+  tc_config *cs = malloc(sizeof *cs * (size_t)n);
+  const char **names = malloc(sizeof *names * (size_t)n);
+  th_status rc = TH_ERR_NOMEM;
+  if (wls && cs && names) {
+    for (int i = 0; i < n; i++) {
+      wls[i] = t->wl;
+      cs[i] = cfgs[which[i]];
+      names[i] = fn_names[which[i]];
+    }
+    rc = tc_kernels_build_so(&t->target, n, wls, cs, names, so, err, errlen);
+  }
+  free(wls);
+  free(cs);
+  free(names);
+  return rc;
+}
+
+static void *tune__build_thread(void *arg) {
+  tune_build_job *j = arg;
+  char err[160] = "";
+  th_status rc = tune__build_lib(j->t, j->cfgs, j->which, j->n, j->fn_names, j->so, err, sizeof err);
+  if (rc == TH_OK) {
+    for (int i = 0; i < j->n; i++) snprintf(j->so_paths[j->which[i]], TUNE_PATH_MAX, "%s", j->so);
+    return NULL;
+  }
+  /* Find the bad candidates: one library each. */
+  for (int i = 0; i < j->n; i++) {
+    int k = j->which[i];
+    char so1[TUNE_PATH_MAX + 16];
+    snprintf(so1, sizeof so1, "%.*s.%d.so", (int)strlen(j->so) - 3, j->so, i);
+    if (j->n > 1) rc = tune__build_lib(j->t, j->cfgs, &k, 1, j->fn_names, so1, err, sizeof err);
+    if (rc == TH_OK) {
+      snprintf(j->so_paths[k], TUNE_PATH_MAX, "%s", so1);
+    } else {
+      j->err_class[k] = TUNE_ERR_COMPILE_HOST;
+      snprintf(j->msgs[k], 160, "%s", err[0] ? err : th_status_str(rc));
+    }
+  }
+  return NULL;
+}
+
+th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
+                          const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
+                          int *err_class, char (*msgs)[160]) {
+  if (n <= 0) return TH_OK;
+  if (nthreads < 1) nthreads = 1;
+  int *which = malloc(sizeof *which * (size_t)n);
+  tune_build_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
+  pthread_t *th = calloc((size_t)nthreads, sizeof *th);
+  if (!which || !jobs || !th) {
+    free(which);
+    free(jobs);
+    free(th);
+    return TH_ERR_NOMEM;
+  }
+  int nvalid = 0;
+  for (int i = 0; i < n; i++) {
+    so_paths[i][0] = 0;
+    msgs[i][0] = 0;
+    snprintf(fn_names[i], TUNE_FN_MAX, "tune_%s_%d", tag, i);
+    err_class[i] = TUNE_ERR_NONE;
+    if (tc_op_valid(&t->wl, &t->target, &t->space, &cfgs[i]) != TH_OK) {
+      err_class[i] = TUNE_ERR_INSTANTIATION;
+      snprintf(msgs[i], 160, "invalid config for this workload");
+      continue;
+    }
+    which[nvalid++] = i;
+  }
+  int njobs = nvalid < nthreads ? nvalid : nthreads;
+  int pos = 0;
+  for (int j = 0; j < njobs; j++) {
+    int cnt = nvalid / njobs + (j < nvalid % njobs);
+    jobs[j] = (tune_build_job){.t = t, .cfgs = cfgs, .which = which + pos, .n = cnt, .fn_names = fn_names,
+                               .so_paths = so_paths, .err_class = err_class, .msgs = msgs};
+    snprintf(jobs[j].so, sizeof jobs[j].so, "%.300s/%.64s_%d.so", dir, tag, j);
+    pos += cnt;
+  }
+  char *started = calloc((size_t)nthreads, 1);
+  for (int j = 1; j < njobs; j++) {
+    if (started && pthread_create(&th[j], NULL, tune__build_thread, &jobs[j]) == 0)
+      started[j] = 1;
+    else
+      tune__build_thread(&jobs[j]); /* no thread: build here */
+  }
+  if (njobs > 0) tune__build_thread(&jobs[0]);
+  for (int j = 1; j < njobs; j++)
+    if (started && started[j]) pthread_join(th[j], NULL);
+  free(started);
+  free(which);
+  free(jobs);
+  free(th);
+  return TH_OK;
+}

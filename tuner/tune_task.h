@@ -1,0 +1,66 @@
+/* A tuning task: one (template, workload) pair of a network on one target, with its config space, fallback
+ * config, FLOPs and weight (how many times the network runs it). This module binds the generic tuner parts
+ * (search, measure) to the compiler: validity through tc_op_valid, features through tc_op_lower +
+ * tc_ir_features plus shape features, candidate libraries through tc_kernels_build_so (a batch is split over
+ * threads, one .so per thread), and the argument layout and weight packing the measurement worker needs.
+ *
+ * Thread safety: a tune_task is read-only after tune_task_init and may be shared by threads. */
+#ifndef TUNE_TASK_H
+#define TUNE_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "measure.h"
+#include "space.h"
+#include "target.h"
+#include "workload.h"
+
+#define TUNE_SHAPE_FEATURES 16
+
+typedef struct tune_task {
+  tc_workload wl;
+  tc_target target;        /* copied */
+  char key[512];           /* tc_workload_key */
+  char template_name[64];  /* tc_kernel_name */
+  char target_str[256];    /* "llvm -mcpu=<cpu>", the records' target */
+  tc_space space;
+  tc_config fallback;
+  double flops;
+  int weight;              /* occurrences in the network */
+  float shape[TUNE_SHAPE_FEATURES]; /* from the workload key, see tune_shape_features */
+} tune_task;
+
+/* Fills the task for (wl, target): key, space, fallback, FLOPs. TH_ERR_INVALID for a bad workload. */
+th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_target *target, int weight);
+/* The records' target string for a target: "llvm -mcpu=<cpu>". */
+void tune_target_str(const tc_target *t, char *out, size_t n);
+
+/* tune_valid_fn over a task (ctx = const tune_task *): tc_op_valid. */
+int tune_task_valid(void *ctx, const tc_space *s, const tc_config *c);
+/* Extra cost-model features (ctx = const tune_task *): TUNE_SHAPE_FEATURES shape features, then
+ * TC_IR_FEATURE_LEN loop features of the lowered kernel. */
+int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *out);
+int tune_task_feature_count(void);
+/* Shape features of a workload key: log2(1 + v) of the first TUNE_SHAPE_FEATURES numbers in the key, in
+ * order (keys of one template share a structure, so the positions line up); NAN where absent. */
+void tune_shape_features(const char *workload_key, float *out);
+/* Knob features of recorded config text laid out like tune_knob_features for space s (NAN for knobs the
+ * text lacks), so records of other workloads can train this task's model. */
+void tune_text_knob_features(const tc_space *s, const char *config_text, float *out);
+
+/* The kernel argument layout of the task (sizes per slot, outputs, packed weights). */
+th_status tune_task_layout(const tune_task *t, tune_layout *out);
+/* The weight packing of a config (pack params and packed sizes for the packed slots). */
+th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out);
+
+/* Builds n candidates into libraries under dir, using up to nthreads threads (one .so each). Candidate i
+ * becomes function fn_names[i] (written, at most TUNE_FN_MAX bytes) in library so_paths[i]; err_class[i] is
+ * 0, TUNE_ERR_INSTANTIATION (invalid config, not built) or TUNE_ERR_COMPILE_HOST (msgs[i] says why). When a
+ * library of several candidates fails, its candidates are rebuilt one by one so that only the bad ones
+ * fail. tag makes file names unique across batches. */
+th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
+                          const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
+                          int *err_class, char (*msgs)[160]);
+
+#endif
