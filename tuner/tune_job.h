@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "measure.h"
+#include "space.h"
 #include "store.h"
 #include "target.h"
 #include "th_buf.h"
