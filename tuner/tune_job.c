@@ -378,7 +378,7 @@ static th_status tune__task_start(tune_session_t *s) {
 static void tune__task_failed(tune_session_t *s, const char *why) {
   tune_task_progress *p = &s->prog[s->cur];
   p->state = "failed";
-  snprintf(p->msg, sizeof p->msg, "%s", why);
+  snprintf(p->msg, sizeof p->msg, "%.150s", why);
   s->cur++;
   s->stage = TUNE_STAGE_TASK_START;
 }

@@ -13,7 +13,7 @@
 
 #include "ir.h"
 #include "ops.h"
-#include "tc_llvm.h"
+#include "llvm/tc_llvm.h"
 #include "th_buf.h"
 #include "tune_space.h"
 
