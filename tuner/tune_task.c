@@ -193,11 +193,12 @@ static void *tune__build_thread(void *arg) {
   /* Find the bad candidates: one library each. */
   for (int i = 0; i < j->n; i++) {
     int k = j->which[i];
-    char so1[TUNE_PATH_MAX + 16];
-    snprintf(so1, sizeof so1, "%.*s.%d.so", (int)strlen(j->so) - 3, j->so, i);
+    char so1[TUNE_PATH_MAX];
+    int stem = (int)strlen(j->so) - 3; /* without ".so" */
+    snprintf(so1, sizeof so1, "%.*s.%d.so", stem < 480 ? stem : 480, j->so, i);
     if (j->n > 1) rc = tune__build_lib(j->t, j->cfgs, &k, 1, j->fn_names, so1, err, sizeof err);
     if (rc == TH_OK) {
-      snprintf(j->so_paths[k], TUNE_PATH_MAX, "%s", so1);
+      memcpy(j->so_paths[k], so1, sizeof so1);
     } else {
       j->err_class[k] = TUNE_ERR_COMPILE_HOST;
       snprintf(j->msgs[k], 160, "%s", err[0] ? err : th_status_str(rc));
