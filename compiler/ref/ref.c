@@ -28,14 +28,18 @@ static void tc__conv(const tc_graph *g, const tc_node *nd, const float *in, cons
   for (int n = 0; n < N; n++) {
     for (int oc = 0; oc < OC; oc++) {
       float *o = out + ((size_t)n * OC + oc) * OH * OW;
-      float b0 = bias ? bias[oc] : 0.0f;
+      float b0 = bias ? bias[oc] : 0.0f, bn_s = 1.0f;
+      if (nd->gamma >= 0) { /* folded batch norm: w*s, (b - mean)*s + beta */
+        bn_s = g->params[nd->gamma].data[oc] / sqrtf(g->params[nd->var].data[oc] + nd->eps);
+        b0 = (b0 - g->params[nd->mean].data[oc]) * bn_s + g->params[nd->beta].data[oc];
+      }
       for (int k = 0; k < OH * OW; k++) o[k] = b0;
       int gi = oc / ocg;
       for (int ic = 0; ic < icg; ic++) {
         const float *ip = in + ((size_t)n * C + gi * icg + ic) * H * W;
         for (int ky = 0; ky < nd->kh; ky++) {
           for (int kx = 0; kx < nd->kw; kx++) {
-            float wv = wt[(((size_t)oc * icg + ic) * nd->kh + ky) * nd->kw + kx];
+            float wv = wt[(((size_t)oc * icg + ic) * nd->kh + ky) * nd->kw + kx] * bn_s;
             /* valid output columns: 0 <= ow*sw - pl + kx < W */
             int ow0 = 0, ow1 = OW;
             while (ow0 < OW && ow0 * nd->sw - nd->pl + kx < 0) ow0++;

@@ -219,3 +219,152 @@ TH_TEST(params_round_trip_and_rejects) {
   tc_graph_free(h);
   return 0;
 }
+
+/* ---- passes --------------------------------------------------------------------------------------- */
+#include "passes/passes.h"
+
+static int tc__count_ops(const tc_graph *g, tc_op op) {
+  int n = 0;
+  for (int i = 0; i < g->nnodes; i++) n += !g->nodes[i].dead && g->nodes[i].op == op;
+  return n;
+}
+
+/* Any two tensors whose lifetimes overlap must not share workspace bytes. */
+static void tc__check_plan(const tc_graph *g, int64_t ws) {
+  int n = g->nnodes;
+  int *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
+  for (int i = 0; i < n; i++) first[i] = last[i] = i;
+  for (int i = 0; i < n; i++) {
+    if (g->nodes[i].dead) continue;
+    for (int k = 0; k < g->nodes[i].ninputs; k++) {
+      int s = tc_graph_storage(g, g->nodes[i].inputs[k]);
+      if (last[s] < i) last[s] = i;
+    }
+  }
+  last[tc_graph_storage(g, g->output)] = n;
+  for (int a = 0; a < n; a++) {
+    const tc_node *na = &g->nodes[a];
+    if (na->dead || na->op == TC_OP_FLATTEN) continue;
+    CHECK(na->out.offset >= 0 && na->out.offset + tc_tensor_numel(&na->out) <= ws);
+    for (int b = a + 1; b < n; b++) {
+      const tc_node *nb = &g->nodes[b];
+      if (nb->dead || nb->op == TC_OP_FLATTEN) continue;
+      if (first[b] > last[a]) continue; /* a is dead before b is written */
+      int64_t a0 = na->out.offset, a1 = a0 + tc_tensor_numel(&na->out);
+      int64_t b0 = nb->out.offset, b1 = b0 + tc_tensor_numel(&nb->out);
+      CHECK(a1 <= b0 || b1 <= a0);
+    }
+  }
+  free(first);
+  free(last);
+}
+
+static double tc__max_rel(const float *a, const float *b, int64_t n) {
+  double mx = 0, d = 0;
+  for (int64_t i = 0; i < n; i++) {
+    mx = fmax(mx, fabs(b[i]));
+    d = fmax(d, fabs(a[i] - b[i]));
+  }
+  return d / (mx > 0 ? mx : 1);
+}
+
+static void tc__passes_preserve(const char *net, int batch, int hw) {
+  tc_graph *g = NULL;
+  char err[256];
+  CHECK_EQ_INT(tc_zoo_build(net, batch, hw, hw, 1, &g, err, sizeof err), TH_OK);
+  int64_t nin = (int64_t)batch * 3 * hw * hw, nout = (int64_t)batch * 1000;
+  float *x = tc__input(nin, 11), *y0 = malloc((size_t)nout * 4), *y1 = malloc((size_t)nout * 4);
+  CHECK_EQ_INT(tc_ref_run(g, x, y0, err, sizeof err), TH_OK);
+  int64_t ws = 0;
+  CHECK_EQ_INT(tc_pass_fold_bn(g), TH_OK);
+  CHECK_EQ_INT(tc__count_ops(g, TC_OP_BATCH_NORM), 0);
+  CHECK_EQ_INT(tc_ref_run(g, x, y1, err, sizeof err), TH_OK);
+  CHECK(tc__max_rel(y1, y0, nout) < 1e-5);
+  CHECK_EQ_INT(tc_pass_fuse(g), TH_OK);
+  CHECK_EQ_INT(tc__count_ops(g, TC_OP_RELU) + tc__count_ops(g, TC_OP_CLIP), 0);
+  CHECK_EQ_INT(tc__count_ops(g, TC_OP_DROPOUT), 0);
+  CHECK_EQ_INT(tc_ref_run(g, x, y1, err, sizeof err), TH_OK);
+  CHECK(tc__max_rel(y1, y0, nout) < 1e-5);
+  CHECK_EQ_INT(tc_pass_layout(g, 16), TH_OK);
+  CHECK_EQ_INT(tc_pass_plan_memory(g, &ws), TH_OK);
+  tc__check_plan(g, ws);
+  CHECK_EQ_INT(tc_ref_run(g, x, y1, err, sizeof err), TH_OK);
+  CHECK(tc__max_rel(y1, y0, nout) < 1e-5);
+  tc_call *calls = NULL;
+  int ncalls = 0;
+  th_status rc = tc_lower(g, &calls, &ncalls);
+  if (rc != TH_OK) fprintf(stderr, "%s: %s\n", net, g->err);
+  if (strncmp(net, "vgg", 3) == 0 && hw < 224) {
+    /* a 1x1 map pooled up to 7x7 has no kernel; the reference still runs it */
+    CHECK_EQ_INT(rc, TH_ERR_UNSUPPORTED);
+    CHECK(strstr(g->err, "adaptive_avg_pool") != NULL);
+  } else {
+    CHECK_EQ_INT(rc, TH_OK);
+  }
+  int64_t total = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    if (!g->nodes[i].dead && g->nodes[i].op != TC_OP_FLATTEN) total += tc_tensor_numel(&g->nodes[i].out);
+  fprintf(stderr, "%-16s b%d %dx%d: %d kernels, %d layout nodes, workspace %.2f MB (sum of tensors %.2f MB)\n",
+          net, batch, hw, hw, ncalls, tc__count_ops(g, TC_OP_LAYOUT), ws * 4 / 1e6, total * 4 / 1e6);
+  free(calls);
+  free(x);
+  free(y0);
+  free(y1);
+  tc_graph_free(g);
+}
+
+TH_TEST(passes_preserve_resnet) {
+  tc__passes_preserve("resnet-18", 2, 64);
+  tc__passes_preserve("resnet-50", 1, 64);
+  return 0;
+}
+
+TH_TEST(passes_preserve_others) {
+  tc__passes_preserve("mobilenet", 1, 64);
+  tc__passes_preserve("mobilenet-v2", 2, 64);
+  tc__passes_preserve("squeezenet_v1.0", 1, 64);
+  tc__passes_preserve("squeezenet_v1.1", 1, 64);
+  tc__passes_preserve("inception_v3", 1, 75);
+  tc__passes_preserve("vgg-11", 1, 32);
+  return 0;
+}
+
+/* resnet-18's block structure after fusion: every conv carries its BN, each block's last conv carries the
+ * residual add and the relu; the only layout edge is none (3-channel input, 1x1 map before flatten). */
+TH_TEST(passes_resnet18_structure) {
+  tc_graph *g = NULL;
+  CHECK_EQ_INT(tc_zoo_build("resnet-18", 1, 0, 0, 0, &g, NULL, 0), TH_OK);
+  int64_t ws = 0;
+  CHECK_EQ_INT(tc_passes_run(g, 16, &ws), TH_OK);
+  CHECK_EQ_INT(tc__count_ops(g, TC_OP_CONV2D), 20);
+  CHECK_EQ_INT(tc__count_ops(g, TC_OP_ADD), 0);
+  CHECK_EQ_INT(tc__count_ops(g, TC_OP_LAYOUT), 0);
+  int residual = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->dead || nd->op != TC_OP_CONV2D) continue;
+    CHECK(nd->gamma >= 0 && (nd->epilogue & TC_EPI_BIAS));
+    if (nd->epilogue & TC_EPI_RESIDUAL) {
+      residual++;
+      CHECK(nd->epilogue & TC_EPI_RELU);
+    }
+  }
+  CHECK_EQ_INT(residual, 8);
+  /* vgg needs exactly one reorder, before the flatten of the 7x7 map */
+  tc_graph *v = NULL;
+  CHECK_EQ_INT(tc_zoo_build("vgg-16", 1, 0, 0, 0, &v, NULL, 0), TH_OK);
+  CHECK_EQ_INT(tc_passes_run(v, 16, &ws), TH_OK);
+  CHECK_EQ_INT(tc__count_ops(v, TC_OP_LAYOUT), 1);
+  CHECK_EQ_INT(tc__count_ops(v, TC_OP_ADAPTIVE_AVG_POOL), 0);
+  tc_call *calls = NULL;
+  int ncalls = 0;
+  CHECK_EQ_INT(tc_lower(v, &calls, &ncalls), TH_OK);
+  CHECK_EQ_INT(ncalls, 13 + 5 + 1 + 3); /* convs, pools, the reorder, dense layers */
+  CHECK_EQ_INT(calls[18].wl.kernel, TC_KERNEL_LAYOUT);
+  CHECK_EQ_INT(calls[18].wl.in_cb, 16);
+  CHECK_EQ_INT(calls[18].wl.out_cb, 1);
+  free(calls);
+  tc_graph_free(v);
+  tc_graph_free(g);
+  return 0;
+}
