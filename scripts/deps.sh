@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what tunehub needs on a fresh Debian 12 machine that has only gcc, cmake and git. Safe to run again:
+# it installs only the packages that are missing. Pass --test to add what the test suite needs.
+set -euo pipefail
+pkgs=(pkg-config libmicrohttpd-dev libsqlite3-dev libjansson-dev libarchive-dev libxgboost-dev llvm-16-dev
+      curl)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(sqlite3 jq python3-torch python3-torchvision python3-numpy chromium nodejs npm wrk)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+  echo "tunehub: installing ${missing[*]}"
+  SUDO=""
+  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,168 @@
+/* `tunehub build`, `run`, `tune` and `networks`. build shares the daemon's store (--data) so it applies the
+ * same tuning records; run loads and times a bundle exactly as a user's program would (th_model_* through
+ * dlopen). Errors name the valid values. */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "builder.h"
+#include "measure.h"
+#include "store.h"
+#include "tc.h"
+#include "th_util.h"
+#include "tune_cli.h"
+#include "space.h"
+#include "tune_job.h"
+#include "zoo.h"
+
+const tune_builder *cli_default_builder(const char *data_dir) {
+  (void)data_dir;
+  return tune_builder_compiler();
+}
+
+static int cli__progress(void *ctx, const char *stage, int done, int total) {
+  (void)ctx;
+  if (isatty(2)) {
+    fprintf(stderr, "\r  %-8s %d/%d   ", stage, done, total);
+    if (done == total) fputc('\n', stderr);
+  } else if (done == total) {
+    fprintf(stderr, "  %-8s %d/%d\n", stage, done, total);
+  }
+  return 0;
+}
+
+int cli_build(int argc, char **argv) {
+  const char *pos[3] = {NULL, NULL, NULL};
+  int npos = 0;
+  const char *out = NULL, *so = NULL, *data = "./data";
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "-o") && i + 1 < argc)
+      out = argv[++i];
+    else if (!strcmp(argv[i], "--so") && i + 1 < argc)
+      so = argv[++i];
+    else if (!strcmp(argv[i], "--data") && i + 1 < argc)
+      data = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR\n",
+              argv[i]);
+      return 2;
+    } else if (npos < 3)
+      pos[npos++] = argv[i];
+    else {
+      fprintf(stderr, "tunehub build: too many arguments\n");
+      return 2;
+    }
+  }
+  if (npos != 3 || (!out && !so)) {
+    fprintf(stderr, "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR]\n");
+    return 2;
+  }
+  if (strcmp(pos[0], "llvm") && strcmp(pos[0], "cuda")) {
+    fprintf(stderr, "tunehub build: unknown framework '%s'; valid frameworks: llvm, cuda\n", pos[0]);
+    return 2;
+  }
+  if (!tc_zoo_find(pos[1])) {
+    fprintf(stderr, "tunehub build: unknown network '%s'; valid networks:", pos[1]);
+    for (size_t i = 0; i < tc_zoo_count(); i++) fprintf(stderr, " %s", tc_zoo_at(i)->name);
+    fputc('\n', stderr);
+    return 2;
+  }
+  int64_t batch = 0;
+  if (th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
+    fprintf(stderr, "tunehub build: invalid batch '%s'; the batch is a whole number from 1 to 4096\n",
+            pos[2]);
+    return 2;
+  }
+  store_t *st = NULL;
+  if (store_open(data, &st) != TH_OK) {
+    fprintf(stderr, "tunehub build: cannot open the store in %s\n", data);
+    return 1;
+  }
+  char target[256];
+  tune_target_for(pos[0], target, sizeof target);
+  tune_build_lookup_ctx lctx = {st, target};
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = pos[0];
+  o.network = pos[1];
+  o.batch = (int)batch;
+  o.lookup = tune_build_lookup;
+  o.lookup_ctx = &lctx;
+  o.progress = cli__progress;
+  o.measure = 1;
+  char err[2048] = "";
+  char *manifest = NULL;
+  double t0 = th_now_mono();
+  fprintf(stderr, "building %s/%s/%lld for %s\n", pos[0], pos[1], (long long)batch, target);
+  th_status rc = tc_build_bundle(&o, out, so, &manifest, err, sizeof err);
+  store_close(st);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub build: %s (%s)\n", err[0] ? err : th_status_str(rc), th_status_name(rc));
+    return 1;
+  }
+  fprintf(stderr, "built in %.2f s:%s%s%s%s\n", th_now_mono() - t0, out ? " " : "", out ? out : "",
+          so ? " " : "", so ? so : "");
+  free(manifest);
+  return 0;
+}
+
+int cli_run(int argc, char **argv) {
+  const char *path = NULL;
+  int64_t repeat = 20;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
+      if (th_parse_i64(argv[++i], &repeat) != TH_OK || repeat < 1 || repeat > 100000) {
+        fprintf(stderr, "tunehub run: --repeat takes a whole number from 1 to 100000\n");
+        return 2;
+      }
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "tunehub run: unknown flag '%s'; valid: --repeat N\n", argv[i]);
+      return 2;
+    } else if (!path) {
+      path = argv[i];
+    } else {
+      fprintf(stderr, "tunehub run: one bundle at a time\n");
+      return 2;
+    }
+  }
+  if (!path) {
+    fprintf(stderr, "usage: tunehub run BUNDLE.tar [--repeat N]\n");
+    return 2;
+  }
+  tc_run_stats s;
+  char err[2048] = "";
+  th_status rc = tc_bundle_run(path, (int)repeat, &s, err, sizeof err);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub run: %s: %s\n", path, err[0] ? err : th_status_str(rc));
+    return 1;
+  }
+  printf("%s: %d runs: mean %.3f ms, median %.3f ms, std %.3f ms, min %.3f ms\n", path, s.n,
+         s.mean_ms, s.median_ms, s.std_ms, s.min_ms);
+  return 0;
+}
+
+int cli_tune(int argc, char **argv) {
+  return tune_cli_main(argc, argv);
+}
+
+int cli_networks(void) {
+  printf("%-16s %-18s %10s %12s  %s\n", "network", "input", "GFLOPs", "params", "description");
+  for (size_t i = 0; i < tc_zoo_count(); i++) {
+    const tc_zoo_entry *e = tc_zoo_at(i);
+    double flops = 0;
+    int64_t params = 0;
+    tc_zoo_info(e->name, 1, &flops, &params);
+    char shape[32];
+    snprintf(shape, sizeof shape, "1x%dx%dx%d", e->c, e->h, e->w);
+    printf("%-16s %-18s %10.2f %12lld  %s\n", e->name, shape, flops / 1e9, (long long)params,
+           e->description);
+  }
+  return 0;
+}
+
+int cli_measure_worker(void) {
+  return tune_measure_worker_main(0, 1);
+}

@@ -1,0 +1,98 @@
+/* `tunehub serve` configuration: defaults for the embedded single-machine setup and strict flag parsing that
+ * names the valid form of each flag. Limits that libmicrohttpd leaves open (connection timeout, per-IP
+ * connections) get explicit values here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "srv.h"
+#include "th_log.h"
+#include "th_util.h"
+
+void srv_config_defaults(srv_config *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->listen_host, sizeof c->listen_host, "127.0.0.1");
+  c->port = 8080;
+  snprintf(c->data_dir, sizeof c->data_dir, "./data");
+  snprintf(c->web_dir, sizeof c->web_dir, "%s", TH_WEB_DIR);
+  c->workers = 1;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  c->http_threads = cores > 1 ? (int)(cores < 8 ? cores : 8) : 2;
+  c->max_batch = 256;
+  c->max_queued = 256;
+  c->connection_limit = 1000;
+  c->per_ip_limit = 0; /* 0 = MHD's unlimited; loopback load tests need many */
+  c->timeout_s = 30;
+}
+
+static th_status srv__int_flag(const char *flag, const char *v, int lo, int hi, int *out, char *err,
+                               size_t n) {
+  int64_t x = 0;
+  if (!v || th_parse_i64(v, &x) != TH_OK || x < lo || x > hi) {
+    snprintf(err, n, "%s takes a whole number from %d to %d, got '%s'", flag, lo, hi, v ? v : "");
+    return TH_ERR_INVALID;
+  }
+  *out = (int)x;
+  return TH_OK;
+}
+
+static th_status srv__str_flag(const char *flag, const char *v, char *out, size_t cap, char *err,
+                               size_t n) {
+  if (!v || !*v || strlen(v) >= cap) {
+    snprintf(err, n, "%s takes a value of 1 to %zu characters", flag, cap - 1);
+    return TH_ERR_INVALID;
+  }
+  memcpy(out, v, strlen(v) + 1);
+  return TH_OK;
+}
+
+th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size_t n) {
+  th_status rc = TH_OK;
+  for (int i = 0; i < argc && rc == TH_OK; i++) {
+    const char *f = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(f, "--listen")) {
+      const char *colon = v ? strrchr(v, ':') : NULL;
+      if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->listen_host) {
+        snprintf(err, n, "--listen takes HOST:PORT, e.g. 127.0.0.1:8080, got '%s'", v ? v : "");
+        return TH_ERR_INVALID;
+      }
+      memcpy(c->listen_host, v, (size_t)(colon - v));
+      c->listen_host[colon - v] = '\0';
+      rc = srv__int_flag("--listen port", colon + 1, 0, 65535, &c->port, err, n);
+    } else if (!strcmp(f, "--data")) {
+      rc = srv__str_flag(f, v, c->data_dir, sizeof c->data_dir, err, n);
+    } else if (!strcmp(f, "--token-file")) {
+      rc = srv__str_flag(f, v, c->token_file, sizeof c->token_file, err, n);
+    } else if (!strcmp(f, "--web")) {
+      rc = srv__str_flag(f, v, c->web_dir, sizeof c->web_dir, err, n);
+    } else if (!strcmp(f, "--workers")) {
+      rc = srv__int_flag(f, v, 1, 64, &c->workers, err, n);
+    } else if (!strcmp(f, "--http-threads")) {
+      rc = srv__int_flag(f, v, 1, 64, &c->http_threads, err, n);
+    } else if (!strcmp(f, "--max-batch")) {
+      rc = srv__int_flag(f, v, 1, 4096, &c->max_batch, err, n);
+    } else if (!strcmp(f, "--max-queued")) {
+      rc = srv__int_flag(f, v, 1, 100000, &c->max_queued, err, n);
+    } else if (!strcmp(f, "--connection-limit")) {
+      rc = srv__int_flag(f, v, 1, 100000, &c->connection_limit, err, n);
+    } else if (!strcmp(f, "--timeout")) {
+      rc = srv__int_flag(f, v, 1, 3600, &c->timeout_s, err, n);
+    } else if (!strcmp(f, "--log-level")) {
+      if (!v || th_log_set_level(v) != 0) {
+        snprintf(err, n, "--log-level takes error, warn, info or debug");
+        return TH_ERR_INVALID;
+      }
+    } else {
+      snprintf(err, n,
+               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --token-file F --workers N "
+               "--http-threads N --max-batch N --max-queued N --connection-limit N --timeout S --web "
+               "DIR --log-level L",
+               f);
+      return TH_ERR_INVALID;
+    }
+    i++; /* every flag takes a value */
+  }
+  return rc;
+}

@@ -1,0 +1,86 @@
+/* The one tunehub binary: `serve` runs the registry daemon; `build`, `tune` and `run` are the command-line
+ * face of the same compiler and tuner, sharing the daemon's store through --data. Each command validates its
+ * arguments and names the valid values when they are wrong. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "srv.h"
+#include "th_log.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "tunehub %s: a registry of auto-tuned, compiled neural networks\n\n"
+          "usage:\n"
+          "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
+          "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
+          "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
+          "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
+          "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
+          "  tunehub run   BUNDLE.tar [--repeat N]\n"
+          "  tunehub networks            list the model zoo\n"
+          "  tunehub version\n\n"
+          "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
+          TH_VERSION);
+}
+
+static int cmd_serve(int argc, char **argv) {
+  srv_config cfg;
+  srv_config_defaults(&cfg);
+  char err[1024] = "";
+  if (srv_config_parse(&cfg, argc, argv, err, sizeof err) != TH_OK) {
+    fprintf(stderr, "tunehub serve: %s\n", err);
+    return 2;
+  }
+  /* Block the stop signals in every thread; the main thread waits for them with sigwait. */
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  const tune_builder *builder = cli_default_builder(cfg.data_dir);
+  srv_t *s = NULL;
+  if (srv_start(&cfg, builder, &s, err, sizeof err) != TH_OK) {
+    fprintf(stderr, "tunehub serve: %s\n", err);
+    return 1;
+  }
+  TH_LOG(TH_LOG_INFO, "tunehub %s serving http://%s:%d/ with data in %s (%d worker(s)%s)", TH_VERSION,
+         cfg.listen_host, cfg.port, cfg.data_dir, cfg.workers,
+         cfg.token_file[0] ? ", token required for changes" : ", read-only API: no --token-file");
+  int sig = 0;
+  sigwait(&set, &sig);
+  TH_LOG(TH_LOG_INFO, "signal %d: shutting down", sig);
+  srv_stop(s);
+  TH_LOG(TH_LOG_INFO, "stopped");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
+  if (!strcmp(cmd, "build")) return cli_build(argc - 2, argv + 2);
+  if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
+  if (!strcmp(cmd, "networks")) return cli_networks();
+  if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("tunehub %s\n", TH_VERSION);
+    return 0;
+  }
+  if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    usage(stdout);
+    return 0;
+  }
+  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
+                  "version, help\n", cmd);
+  return 2;
+}

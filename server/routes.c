@@ -1,0 +1,903 @@
+/* Routes of the registry API (see README.md, "HTTP API"). Every path is validated before anything touches the
+ * store: a bad framework, network, batch or path gets a 4xx that lists the valid values, and nothing is queued.
+ * Model downloads implement ETag/If-None-Match, Range/If-Range and HEAD themselves, because libmicrohttpd does
+ * none of them, and send the file zero-copy from its content-addressed path. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "builder.h"
+#include "srv.h"
+#include "th_log.h"
+#include "th_sha256.h"
+#include "th_util.h"
+#include "zoo.h"
+
+static const char *const srv__frameworks[] = {"llvm", "cuda"};
+
+/* ---- start-up: the network list ---- */
+
+th_status srv__init_catalog(srv_t *s, char *err, size_t n) {
+  snprintf(s->compiler_version, sizeof s->compiler_version, "%s", TH_VERSION);
+  if (tune_target_for("llvm", s->llvm_target, sizeof s->llvm_target) != TH_OK ||
+      tune_target_for("cuda", s->cuda_target, sizeof s->cuda_target) != TH_OK) {
+    snprintf(err, n, "cannot determine this machine's targets (LLVM has no native target?)");
+    return TH_ERR_INTERNAL;
+  }
+  json_t *arr = json_array();
+  for (size_t i = 0; i < tc_zoo_count(); i++) {
+    const tc_zoo_entry *e = tc_zoo_at(i);
+    double flops = 0;
+    int64_t params = 0;
+    if (tc_zoo_info(e->name, 1, &flops, &params) != TH_OK) {
+      snprintf(err, n, "cannot describe network %s", e->name);
+      json_decref(arr);
+      return TH_ERR_INTERNAL;
+    }
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(e->name));
+    json_object_set_new(o, "description", json_string(e->description));
+    json_t *shape = json_pack("[iiii]", 1, e->c, e->h, e->w);
+    json_object_set_new(o, "input", json_incref(shape));
+    json_object_set_new(o, "flops", json_real(flops));
+    json_object_set_new(o, "params", json_integer(params));
+    json_array_append_new(arr, o);
+    char *shape_text = json_dumps(shape, JSON_COMPACT);
+    json_decref(shape);
+    if (shape_text) store_network_upsert(s->st, e->name, shape_text, flops, params);
+    free(shape_text);
+  }
+  json_t *root = json_object();
+  json_object_set_new(root, "count", json_integer((json_int_t)json_array_size(arr)));
+  json_object_set_new(root, "networks", arr);
+  s->networks_json = json_dumps(root, JSON_COMPACT);
+  json_decref(root);
+  return s->networks_json ? TH_OK : TH_ERR_NOMEM;
+}
+
+/* ---- validation ---- */
+
+static char *srv__names_json(void) {
+  json_t *arr = json_array();
+  for (size_t i = 0; i < tc_zoo_count(); i++) json_array_append_new(arr, json_string(tc_zoo_at(i)->name));
+  json_t *o = json_object();
+  json_object_set_new(o, "valid", arr);
+  char *t = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  return t;
+}
+
+static void srv__names_text(char *out, size_t n) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i < tc_zoo_count() && used + 2 < n; i++) {
+    int w = snprintf(out + used, n - used, "%s%s", i ? ", " : "", tc_zoo_at(i)->name);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+/* Resolves (framework, network, batch) text into a key; on bad input queues the 4xx and returns 0. */
+static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const char *batch,
+                    store_key *key, enum MHD_Result *ret) {
+  memset(key, 0, sizeof *key);
+  int fw_ok = 0;
+  for (size_t i = 0; i < sizeof srv__frameworks / sizeof srv__frameworks[0]; i++)
+    if (strcmp(fw, srv__frameworks[i]) == 0) fw_ok = 1;
+  if (!fw_ok) {
+    *ret = srv_error(s, r, 404, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
+                     "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
+    return 0;
+  }
+  if (!tc_zoo_find(net)) {
+    char names[1024];
+    srv__names_text(names, sizeof names);
+    char *valid = srv__names_json();
+    *ret = srv_error(s, r, 404, "unknown_network", valid, "unknown network '%s'; valid networks: %s",
+                     net, names);
+    free(valid);
+    return 0;
+  }
+  int64_t b = 0;
+  if (th_parse_i64(batch, &b) != TH_OK || b < 1 || b > s->cfg.max_batch) {
+    char extra[128];
+    snprintf(extra, sizeof extra, "{\"valid\":{\"min\":1,\"max\":%d}}", s->cfg.max_batch);
+    *ret = srv_error(s, r, 400, "invalid_batch", extra,
+                     "invalid batch '%s'; the batch is a whole number from 1 to %d", batch,
+                     s->cfg.max_batch);
+    return 0;
+  }
+  snprintf(key->framework, sizeof key->framework, "%.15s", fw);
+  snprintf(key->network, sizeof key->network, "%.63s", net);
+  key->batch = (int)b;
+  if (strcmp(fw, "llvm") == 0)
+    snprintf(key->target, sizeof key->target, "%s", s->llvm_target);
+  else
+    snprintf(key->target, sizeof key->target, "%s", s->cuda_target);
+  snprintf(key->compiler_version, sizeof key->compiler_version, "%s", s->compiler_version);
+  return 1;
+}
+
+static int srv__authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
+  if (!s->have_token) {
+    *ret = srv_error(s, r, 401, "unauthorized", NULL,
+                     "this route changes the registry and needs a bearer token, but the daemon was "
+                     "started without --token-file, so it accepts no changes");
+    return 0;
+  }
+  const char *h = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Authorization");
+  const char *prefix = "Bearer ";
+  int ok = 0;
+  if (h && strncmp(h, prefix, strlen(prefix)) == 0) {
+    const char *t = h + strlen(prefix);
+    size_t lt = strlen(t), ls = strlen(s->token);
+    unsigned diff = (unsigned)(lt ^ ls);
+    for (size_t i = 0; i < ls; i++) diff |= (unsigned)(s->token[i] ^ (i < lt ? t[i] : 0));
+    ok = diff == 0;
+  }
+  if (!ok) {
+    struct MHD_Response *resp = NULL;
+    (void)resp;
+    *ret = srv_error(s, r, 401, "unauthorized", NULL,
+                     "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the "
+                     "token from the daemon's --token-file");
+    return 0;
+  }
+  return 1;
+}
+
+/* ---- file responses: ETag, Range, HEAD ---- */
+
+typedef struct srv__range {
+  int64_t start, len;
+  int partial;
+} srv__range;
+
+/* 0: no usable Range (serve all); 1: one satisfiable range; -1: unsatisfiable. */
+static int srv__parse_range(const char *h, int64_t size, srv__range *out) {
+  if (!h || strncmp(h, "bytes=", 6) != 0) return 0;
+  const char *p = h + 6;
+  if (strchr(p, ',')) return 0; /* multi-range: a plain 200 is allowed */
+  const char *dash = strchr(p, '-');
+  if (!dash) return 0;
+  char a[32] = "", b[32] = "";
+  size_t la = (size_t)(dash - p), lb = strlen(dash + 1);
+  if (la >= sizeof a || lb >= sizeof b) return 0;
+  memcpy(a, p, la);
+  a[la] = '\0';
+  memcpy(b, dash + 1, lb + 1);
+  int64_t x = 0, y = 0;
+  if (la == 0) { /* suffix: last y bytes */
+    if (th_parse_i64(b, &y) != TH_OK || y < 0) return 0;
+    if (y == 0 || size == 0) return -1;
+    if (y > size) y = size;
+    out->start = size - y;
+    out->len = y;
+    return 1;
+  }
+  if (th_parse_i64(a, &x) != TH_OK || x < 0) return 0;
+  if (lb == 0) {
+    y = size - 1;
+  } else if (th_parse_i64(b, &y) != TH_OK || y < x) {
+    return 0;
+  }
+  if (x >= size) return -1;
+  if (y >= size) y = size - 1;
+  out->start = x;
+  out->len = y - x + 1;
+  return 1;
+}
+
+static int srv__etag_matches(const char *header, const char *etag) {
+  if (!header) return 0;
+  if (strcmp(header, "*") == 0) return 1;
+  /* a comma-separated list; weak validators compare equal for If-None-Match */
+  const char *p = header;
+  size_t el = strlen(etag);
+  while (*p) {
+    while (*p == ' ' || *p == ',') p++;
+    if (strncmp(p, "W/", 2) == 0) p += 2;
+    if (strncmp(p, etag, el) == 0 && (p[el] == '\0' || p[el] == ',' || p[el] == ' ')) return 1;
+    const char *c = strchr(p, ',');
+    if (!c) break;
+    p = c + 1;
+  }
+  return 0;
+}
+
+static enum MHD_Result srv__send_file(srv_t *s, srv_request *r, const char *path, int64_t size,
+                                      const char *digest, const char *media_type,
+                                      const char *filename, int immutable, const char *extra_hdrs[][2]) {
+  char etag[80];
+  snprintf(etag, sizeof etag, "\"sha256:%s\"", digest);
+  unsigned char raw[32];
+  char b64[64], digest_hdr[96];
+  th_unhex32(digest, raw);
+  th_base64(raw, 32, b64);
+  snprintf(digest_hdr, sizeof digest_hdr, "sha-256=:%s:", b64);
+  const char *cache = immutable ? "public, max-age=31536000, immutable" : "no-cache";
+
+  const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
+  if (srv__etag_matches(inm, etag)) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(resp, "ETag", etag);
+    MHD_add_response_header(resp, "Cache-Control", cache);
+    return srv_queue(s, r, 304, resp);
+  }
+  srv__range range = {0, size, 0};
+  const char *rh = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Range");
+  const char *if_range = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-Range");
+  if (rh && (!if_range || strcmp(if_range, etag) == 0)) {
+    int pr = srv__parse_range(rh, size, &range);
+    if (pr < 0) {
+      char cr[64];
+      snprintf(cr, sizeof cr, "bytes */%lld", (long long)size);
+      struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+      MHD_add_response_header(resp, "Content-Range", cr);
+      MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+      MHD_add_response_header(resp, "ETag", etag);
+      return srv_queue(s, r, 416, resp);
+    }
+    range.partial = pr == 1;
+    if (!range.partial) {
+      range.start = 0;
+      range.len = size;
+    }
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return srv_error(s, r, 500, "artifact_missing", NULL, "artifact sha256:%s is not readable: %s",
+                     digest, strerror(errno));
+  struct MHD_Response *resp =
+      MHD_create_response_from_fd_at_offset64((uint64_t)range.len, fd, (uint64_t)range.start);
+  if (!resp) {
+    close(fd);
+    return MHD_NO;
+  }
+  char disp[256];
+  snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", filename);
+  MHD_add_response_header(resp, "Content-Type", media_type);
+  MHD_add_response_header(resp, "Content-Disposition", disp);
+  MHD_add_response_header(resp, "ETag", etag);
+  MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+  MHD_add_response_header(resp, "Cache-Control", cache);
+  MHD_add_response_header(resp, "Repr-Digest", digest_hdr);
+  MHD_add_response_header(resp, "Docker-Content-Digest", etag + 1);
+  for (int i = 0; extra_hdrs && extra_hdrs[i][0]; i++)
+    MHD_add_response_header(resp, extra_hdrs[i][0], extra_hdrs[i][1]);
+  unsigned int status = 200;
+  if (range.partial) {
+    char cr[96];
+    snprintf(cr, sizeof cr, "bytes %lld-%lld/%lld", (long long)range.start,
+             (long long)(range.start + range.len - 1), (long long)size);
+    MHD_add_response_header(resp, "Content-Range", cr);
+    status = 206;
+  } else {
+    MHD_add_response_header(resp, "Content-Digest", digest_hdr);
+  }
+  if (strcmp(r->method, "HEAD") != 0) srv_count_bytes(s, range.len);
+  return srv_queue(s, r, status, resp);
+}
+
+/* ---- /models/{fw}/{net}/{batch} ---- */
+
+static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_key *key, int64_t job_id,
+                                        int created) {
+  char *job_json = NULL;
+  store_job_json(s->st, job_id, &job_json);
+  char loc[64];
+  snprintf(loc, sizeof loc, "/jobs/%lld", (long long)job_id);
+  const char *prefer = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Prefer");
+  enum MHD_Result ret;
+  if (prefer && strstr(prefer, "respond-async")) {
+    char *body = NULL;
+    json_t *o = json_object();
+    json_t *job = job_json ? json_loads(job_json, 0, NULL) : NULL;
+    json_object_set_new(o, "job", job ? job : json_null());
+    json_object_set_new(o, "queued", json_boolean(created));
+    json_object_set_new(o, "message", json_string("the model is being built; poll the job URL"));
+    body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "Location", loc);
+    MHD_add_response_header(resp, "Preference-Applied", "respond-async");
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    ret = srv_queue(s, r, 202, resp);
+  } else {
+    char extra[4096];
+    snprintf(extra, sizeof extra, "{\"job\":%s}", job_json ? job_json : "null");
+    char link[96];
+    snprintf(link, sizeof link, "<%s>; rel=\"monitor\"", loc);
+    /* build the error body by hand so the extra headers can be added */
+    json_t *err = json_loads(extra, 0, NULL);
+    if (!err) err = json_object();
+    json_object_set_new(err, "code", json_string("building"));
+    json_object_set_new(err, "status", json_integer(503));
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "%s/%s/%d is not built yet; job %lld is %s. Retry later (curl -f --retry 100 "
+             "--retry-max-time 3600 waits for it), or follow the Link header",
+             key->framework, key->network, key->batch, (long long)job_id,
+             created ? "now queued" : "already in progress");
+    json_object_set_new(err, "message", json_string(msg));
+    json_t *root = json_object();
+    json_object_set_new(root, "error", err);
+    char *body = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        strlen(body), body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "Retry-After", "5");
+    MHD_add_response_header(resp, "Link", link);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    ret = srv_queue(s, r, 503, resp);
+  }
+  free(job_json);
+  return ret;
+}
+
+static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key *key) {
+  int head = strcmp(r->method, "HEAD") == 0;
+  char fmt[16] = "tar", tuned_s[8] = "", wait_s[16] = "";
+  if (srv_query(r, "format", fmt, sizeof fmt) < 0 || (strcmp(fmt, "tar") && strcmp(fmt, "so")))
+    return srv_error(s, r, 400, "invalid_format", "{\"valid\":[\"tar\",\"so\"]}",
+                     "invalid format '%s'; valid formats: tar (the bundle), so (the model .so alone)",
+                     fmt);
+  int tuned_only = 0;
+  if (srv_query(r, "tuned", tuned_s, sizeof tuned_s) != 0) {
+    if (!strcmp(tuned_s, "1") || !strcmp(tuned_s, "true"))
+      tuned_only = 1;
+    else if (strcmp(tuned_s, "0") && strcmp(tuned_s, "false"))
+      return srv_error(s, r, 400, "invalid_tuned", "{\"valid\":[\"0\",\"1\"]}",
+                       "invalid tuned '%s'; valid values: 0, 1", tuned_s);
+  }
+  int64_t wait = 0;
+  if (srv_query(r, "wait", wait_s, sizeof wait_s) != 0 &&
+      (th_parse_i64(wait_s, &wait) != TH_OK || wait < 0 || wait > SRV_MAX_WAIT_S))
+    return srv_error(s, r, 400, "invalid_wait", NULL,
+                     "invalid wait '%s'; wait is a whole number of seconds from 0 to %d", wait_s,
+                     SRV_MAX_WAIT_S);
+
+  store_model m;
+  th_status rc = store_model_get(s->st, key, tuned_only, &m);
+  if (rc == TH_OK) {
+    char filename[200], version[16];
+    snprintf(filename, sizeof filename, "%s_%s_b%d_v%d.%s", key->network, key->framework, key->batch,
+             m.version, fmt);
+    snprintf(version, sizeof version, "%d", m.version);
+    const char *hdrs[][2] = {{"X-Tunehub-Version", version},
+                             {"X-Tunehub-Tuned", m.tuned ? "true" : "false"},
+                             {NULL, NULL}};
+    int so = strcmp(fmt, "so") == 0;
+    const char *digest = so ? m.so_digest : m.tar_digest;
+    char path[1400];
+    int64_t size = 0;
+    enum MHD_Result ret;
+    if (store_artifact_path(s->st, digest, path, sizeof path, &size, NULL, 0) != TH_OK)
+      ret = srv_error(s, r, 500, "artifact_missing", NULL, "%s", store_errmsg(s->st));
+    else
+      ret = srv__send_file(s, r, path, size, digest,
+                           so ? "application/x-sharedlib" : "application/x-tar", filename, 0, hdrs);
+    store_model_clear(&m);
+    return ret;
+  }
+  if (rc != TH_ERR_NOT_FOUND)
+    return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+
+  /* a miss */
+  if (head) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    return srv_queue(s, r, 404, resp);
+  }
+  char why[512];
+  if (!s->builder->supports(s->builder->self, key->framework, why, sizeof why))
+    return srv_error(s, r, 501, "framework_unavailable", NULL, "%s", why);
+
+  store_job latest;
+  int have_latest = store_job_latest(s->st, key, &latest) == TH_OK;
+  int64_t job_id = 0;
+  int created = 0;
+  if (have_latest && (latest.state == STORE_JOB_QUEUED || latest.state == STORE_JOB_RUNNING)) {
+    job_id = latest.id;
+  } else if (have_latest && (latest.state == STORE_JOB_FAILED ||
+                              (latest.state == STORE_JOB_CANCELLED && r->wait_deadline))) {
+    /* a failed build is not retried by a GET (that would loop on a broken network); a cancel seen by a
+     * waiting request ends the wait */
+    char extra[256], loc[64];
+    snprintf(loc, sizeof loc, "/jobs/%lld", (long long)latest.id);
+    snprintf(extra, sizeof extra, "{\"job\":\"%s\"}", loc);
+    int failed = latest.state == STORE_JOB_FAILED;
+    enum MHD_Result ret = srv_error(
+        s, r, failed ? 500 : 409, failed ? "build_failed" : "build_cancelled", extra,
+        "the last build of %s/%s/%d %s: %s. Queue it again with POST /models/%s/%s/%d/tune",
+        key->framework, key->network, key->batch, failed ? "failed" : "was cancelled",
+        latest.error ? latest.error : "unknown error", key->framework, key->network, key->batch);
+    store_job_clear(&latest);
+    return ret;
+  } else {
+    int64_t queued = 0;
+    store_job_count_queued(s->st, &queued);
+    if (queued >= s->cfg.max_queued) {
+      if (have_latest) store_job_clear(&latest);
+      struct MHD_Response *resp = NULL;
+      (void)resp;
+      return srv_error(s, r, 429, "queue_full", NULL,
+                       "%lld jobs are queued (the limit is %d); retry later", (long long)queued,
+                       s->cfg.max_queued);
+    }
+    rc = store_job_enqueue(s->st, key, tuned_only ? "tune" : "build", "{}", 0, &job_id, &created);
+    if (rc != TH_OK) {
+      if (have_latest) store_job_clear(&latest);
+      return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+    }
+    if (created) {
+      TH_LOG(TH_LOG_INFO, "miss on %s/%s/%d: queued job %lld", key->framework, key->network,
+             key->batch, (long long)job_id);
+      tune_workers_notify(s->workers);
+    }
+  }
+  if (have_latest) store_job_clear(&latest);
+
+  if (wait > 0) {
+    double now = th_now_mono();
+    if (!r->wait_deadline)
+      srv_suspend(s, r, (double)wait, job_id);
+    else if (now < r->wait_deadline)
+      srv_suspend(s, r, r->wait_deadline - now, job_id);
+    if (r->suspended) return MHD_YES;
+  }
+  return srv__job_pending(s, r, key, job_id, created);
+}
+
+static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *key) {
+  store_model m;
+  th_status rc = store_model_get(s->st, key, 0, &m);
+  if (rc == TH_ERR_NOT_FOUND)
+    return srv_error(s, r, 404, "not_built", NULL,
+                     "%s/%s/%d has no published version yet; GET /models/%s/%s/%d builds it",
+                     key->framework, key->network, key->batch, key->framework, key->network,
+                     key->batch);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  char etag[80];
+  snprintf(etag, sizeof etag, "\"sha256:%s\"", m.tar_digest);
+  enum MHD_Result ret;
+  const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
+  if (srv__etag_matches(inm, etag)) {
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    MHD_add_response_header(resp, "ETag", etag);
+    ret = srv_queue(s, r, 304, resp);
+  } else {
+    size_t n = strlen(m.manifest);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(n, m.manifest, MHD_RESPMEM_MUST_FREE);
+    m.manifest = NULL; /* MHD owns it now */
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "ETag", etag);
+    MHD_add_response_header(resp, "Cache-Control", "no-cache");
+    ret = srv_queue(s, r, 200, resp);
+  }
+  store_model_clear(&m);
+  return ret;
+}
+
+static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key) {
+  enum MHD_Result ret;
+  if (!srv__authorized(s, r, &ret)) return ret;
+  json_error_t jerr;
+  json_t *body = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &jerr) : json_object();
+  if (!body || !json_is_object(body)) {
+    if (body) json_decref(body);
+    return srv_error(s, r, 400, "invalid_body", NULL,
+                     "the body must be a JSON object such as {\"trials\": 200, \"tuner\": \"xgb\"}");
+  }
+  static const char *const tuners[] = {"xgb", "ga", "random", "grid"};
+  const char *bad = NULL;
+  char msg[256] = "";
+  const char *k;
+  json_t *v;
+  json_object_foreach(body, k, v) {
+    if (!strcmp(k, "tuner")) {
+      int ok = 0;
+      for (int i = 0; i < 4; i++) ok |= json_is_string(v) && !strcmp(json_string_value(v), tuners[i]);
+      if (!ok) {
+        bad = "tuner";
+        snprintf(msg, sizeof msg, "valid tuners: xgb, ga, random, grid");
+      }
+    } else if (!strcmp(k, "trials") || !strcmp(k, "early_stopping")) {
+      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000) {
+        bad = k;
+        snprintf(msg, sizeof msg, "%s is a whole number from 1 to 100000", k);
+      }
+    } else if (!strcmp(k, "priority")) {
+      if (!json_is_integer(v) || json_integer_value(v) < -100 || json_integer_value(v) > 100) {
+        bad = k;
+        snprintf(msg, sizeof msg, "priority is a whole number from -100 to 100");
+      }
+    } else {
+      bad = k;
+      snprintf(msg, sizeof msg, "valid options: trials, tuner, early_stopping, priority");
+    }
+    if (bad) break;
+  }
+  if (bad) {
+    enum MHD_Result e = srv_error(s, r, 400, "invalid_option", NULL, "invalid option '%s': %s", bad, msg);
+    json_decref(body);
+    return e;
+  }
+  char why[512];
+  if (!s->builder->supports(s->builder->self, key->framework, why, sizeof why)) {
+    json_decref(body);
+    return srv_error(s, r, 501, "framework_unavailable", NULL, "%s", why);
+  }
+  int priority = (int)json_integer_value(json_object_get(body, "priority"));
+  char *options = json_dumps(body, JSON_COMPACT);
+  json_decref(body);
+  int64_t queued = 0;
+  store_job_count_queued(s->st, &queued);
+  int64_t job_id = 0;
+  int created = 0;
+  th_status rc = TH_OK;
+  if (queued >= s->cfg.max_queued) {
+    free(options);
+    return srv_error(s, r, 429, "queue_full", NULL, "%lld jobs are queued (the limit is %d)",
+                     (long long)queued, s->cfg.max_queued);
+  }
+  rc = store_job_enqueue(s->st, key, "tune", options, priority, &job_id, &created);
+  free(options);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (created) tune_workers_notify(s->workers);
+  char *job_json = NULL;
+  store_job_json(s->st, job_id, &job_json);
+  char body_text[8192];
+  snprintf(body_text, sizeof body_text, "{\"queued\":%s,\"job\":%s}", created ? "true" : "false",
+           job_json ? job_json : "null");
+  free(job_json);
+  char loc[64];
+  snprintf(loc, sizeof loc, "/jobs/%lld", (long long)job_id);
+  size_t n = strlen(body_text);
+  struct MHD_Response *resp = MHD_create_response_from_buffer(n, body_text, MHD_RESPMEM_MUST_COPY);
+  MHD_add_response_header(resp, "Content-Type", "application/json");
+  MHD_add_response_header(resp, "Location", loc);
+  return srv_queue(s, r, 202, resp);
+}
+
+static enum MHD_Result srv__model_delete(srv_t *s, srv_request *r, const store_key *key) {
+  enum MHD_Result ret;
+  if (!srv__authorized(s, r, &ret)) return ret;
+  int n = 0;
+  th_status rc = store_model_delete(s->st, key, &n);
+  if (rc == TH_ERR_NOT_FOUND)
+    return srv_error(s, r, 404, "not_found", NULL, "%s/%s/%d has no published version",
+                     key->framework, key->network, key->batch);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  char body[128];
+  snprintf(body, sizeof body, "{\"deleted_versions\":%d}", n);
+  return srv_json(s, r, 200, body);
+}
+
+/* ---- other routes ---- */
+
+static enum MHD_Result srv__blob(srv_t *s, srv_request *r, const char *ref) {
+  if (strncmp(ref, "sha256:", 7) != 0 || !th_is_sha256_hex(ref + 7))
+    return srv_error(s, r, 400, "invalid_digest", NULL,
+                     "a blob reference is sha256: followed by 64 lowercase hex digits");
+  char path[1400], media[64];
+  int64_t size = 0;
+  th_status rc = store_artifact_path(s->st, ref + 7, path, sizeof path, &size, media, sizeof media);
+  if (rc == TH_ERR_NOT_FOUND)
+    return srv_error(s, r, 404, "blob_unknown", NULL, "no blob %s", ref);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  char filename[96];
+  snprintf(filename, sizeof filename, "%.19s%s", ref + 7,
+           strstr(media, "tar") ? ".tar" : strstr(media, "sharedlib") ? ".so" : "");
+  return srv__send_file(s, r, path, size, ref + 7, media, filename, 1, NULL);
+}
+
+static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
+  char fw[32] = "", net[80] = "", state[32] = "";
+  int hf = srv_query(r, "framework", fw, sizeof fw), hn = srv_query(r, "network", net, sizeof net),
+      hs = srv_query(r, "state", state, sizeof state);
+  if (hf < 0 || hn < 0 || hs < 0)
+    return srv_error(s, r, 400, "invalid_query", NULL, "malformed query string");
+  if (hf > 0 && fw[0] && strcmp(fw, "llvm") && strcmp(fw, "cuda"))
+    return srv_error(s, r, 400, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
+                     "unknown framework '%s'; valid frameworks: llvm, cuda", fw);
+  if (hs > 0 && state[0] && strcmp(state, "ready") && strcmp(state, "building") &&
+      strcmp(state, "failed"))
+    return srv_error(s, r, 400, "invalid_state", "{\"valid\":[\"ready\",\"building\",\"failed\"]}",
+                     "invalid state '%s'; valid states: ready, building, failed", state);
+  if (hn > 0 && net[0] && !tc_zoo_find(net)) {
+    char names[1024];
+    srv__names_text(names, sizeof names);
+    return srv_error(s, r, 400, "unknown_network", NULL, "unknown network '%s'; valid networks: %s",
+                     net, names);
+  }
+  char *json = NULL;
+  th_status rc = store_catalog_json(s->st, fw[0] ? fw : NULL, net[0] ? net : NULL,
+                                    state[0] ? state : NULL, &json);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  enum MHD_Result ret = srv_json(s, r, 200, json);
+  free(json);
+  return ret;
+}
+
+static enum MHD_Result srv__jobs(srv_t *s, srv_request *r) {
+  char state[32] = "", limit_s[16] = "";
+  int hs = srv_query(r, "state", state, sizeof state);
+  if (hs < 0) return srv_error(s, r, 400, "invalid_query", NULL, "malformed query string");
+  if (hs > 0 && state[0] && strcmp(state, "queued") && strcmp(state, "running") &&
+      strcmp(state, "succeeded") && strcmp(state, "failed") && strcmp(state, "cancelled"))
+    return srv_error(s, r, 400, "invalid_state", NULL,
+                     "invalid state '%s'; valid states: queued, running, succeeded, failed, cancelled",
+                     state);
+  int64_t limit = 100;
+  if (srv_query(r, "limit", limit_s, sizeof limit_s) > 0 &&
+      (th_parse_i64(limit_s, &limit) != TH_OK || limit < 1 || limit > 1000))
+    return srv_error(s, r, 400, "invalid_limit", NULL, "limit is a whole number from 1 to 1000");
+  char *json = NULL;
+  if (store_jobs_json(s->st, state[0] ? state : NULL, (int)limit, &json) != TH_OK)
+    return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  enum MHD_Result ret = srv_json(s, r, 200, json);
+  free(json);
+  return ret;
+}
+
+static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int cancel) {
+  int64_t id = 0;
+  if (th_parse_i64(id_s, &id) != TH_OK || id < 1)
+    return srv_error(s, r, 400, "invalid_job_id", NULL, "a job id is a positive whole number");
+  if (cancel) {
+    enum MHD_Result ret;
+    if (!srv__authorized(s, r, &ret)) return ret;
+    th_status rc = store_job_cancel(s->st, id);
+    if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, 404, "job_unknown", NULL, "no job %lld", (long long)id);
+    if (rc == TH_ERR_CONFLICT) return srv_error(s, r, 409, "job_ended", NULL, "%s", store_errmsg(s->st));
+    if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+    srv_job_event(s, id);
+  }
+  char *json = NULL;
+  th_status rc = store_job_json(s->st, id, &json);
+  if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, 404, "job_unknown", NULL, "no job %lld", (long long)id);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  enum MHD_Result ret = srv_json(s, r, cancel ? 202 : 200, json);
+  free(json);
+  return ret;
+}
+
+static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
+  json_t *arr = json_array();
+  json_t *cpu = json_object();
+  json_object_set_new(cpu, "framework", json_string("llvm"));
+  json_object_set_new(cpu, "device", json_string("cpu"));
+  json_object_set_new(cpu, "target", json_string(s->llvm_target));
+  json_object_set_new(cpu, "threads", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+  char why[512] = "";
+  int ok = s->builder->supports(s->builder->self, "llvm", why, sizeof why);
+  json_object_set_new(cpu, "available", json_boolean(ok));
+  if (!ok) json_object_set_new(cpu, "reason", json_string(why));
+  json_array_append_new(arr, cpu);
+  json_t *gpu = json_object();
+  json_object_set_new(gpu, "framework", json_string("cuda"));
+  json_object_set_new(gpu, "device", json_string("gpu"));
+  json_object_set_new(gpu, "target", json_string(s->cuda_target));
+  why[0] = '\0';
+  ok = s->builder->supports(s->builder->self, "cuda", why, sizeof why);
+  json_object_set_new(gpu, "available", json_boolean(ok));
+  if (why[0]) json_object_set_new(gpu, "reason", json_string(why));
+  json_array_append_new(arr, gpu);
+  json_t *root = json_object();
+  json_object_set_new(root, "targets", arr);
+  json_object_set_new(root, "compiler_version", json_string(s->compiler_version));
+  char *t = json_dumps(root, JSON_COMPACT);
+  json_decref(root);
+  enum MHD_Result ret = srv_json(s, r, 200, t ? t : "{}");
+  free(t);
+  return ret;
+}
+
+static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  th_buf_appendf(&b,
+                 "# HELP tunehub_http_requests_total HTTP responses by route and status.\n"
+                 "# TYPE tunehub_http_requests_total counter\n");
+  pthread_mutex_lock(&s->metrics_mu);
+  for (int i = 0; i < SRV_ROUTE_COUNT; i++)
+    for (int j = 0; j < s->nstatus; j++)
+      if (s->requests[i][j])
+        th_buf_appendf(&b, "tunehub_http_requests_total{route=\"%s\",status=\"%d\"} %lld\n",
+                       srv_route_names[i], s->status_codes[j], (long long)s->requests[i][j]);
+  int64_t bytes = s->bytes_served;
+  pthread_mutex_unlock(&s->metrics_mu);
+  th_buf_appendf(&b,
+                 "# HELP tunehub_artifact_bytes_served_total Bytes of artifact bodies sent (bundle, .so "
+                 "and blob responses, ranges counted by their length).\n"
+                 "# TYPE tunehub_artifact_bytes_served_total counter\n"
+                 "tunehub_artifact_bytes_served_total %lld\n",
+                 (long long)bytes);
+  int64_t counts[5];
+  if (store_job_counts(s->st, counts) == TH_OK) {
+    th_buf_appendf(&b, "# HELP tunehub_jobs Jobs by state.\n# TYPE tunehub_jobs gauge\n");
+    for (int i = 0; i < 5; i++)
+      th_buf_appendf(&b, "tunehub_jobs{state=\"%s\"} %lld\n", store_job_state_str((store_job_state)i),
+                     (long long)counts[i]);
+  }
+  th_buf_appendf(&b,
+                 "# HELP tunehub_workers_busy Worker threads running a job.\n"
+                 "# TYPE tunehub_workers_busy gauge\ntunehub_workers_busy %d\n"
+                 "# HELP tunehub_uptime_seconds Seconds since the daemon started.\n"
+                 "# TYPE tunehub_uptime_seconds gauge\ntunehub_uptime_seconds %.0f\n",
+                 tune_workers_busy(s->workers), th_now_wall() - s->started_at);
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(b.len, th_buf_steal(&b), MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
+  return srv_queue(s, r, 200, resp);
+}
+
+static enum MHD_Result srv__web(srv_t *s, srv_request *r, const char *name) {
+  static const struct {
+    const char *ext, *type;
+  } types[] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
+               {".css", "text/css; charset=utf-8"},   {".svg", "image/svg+xml"},
+               {".png", "image/png"},                 {".ico", "image/x-icon"},
+               {".txt", "text/plain; charset=utf-8"}};
+  const char *type = NULL;
+  const char *dot = strrchr(name, '.');
+  for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+    if (!strcmp(dot, types[i].ext)) type = types[i].type;
+  for (const char *p = name; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+          *p == '.' || *p == '-' || *p == '_'))
+      type = NULL;
+  if (!type || name[0] == '.')
+    return srv_error(s, r, 404, "not_found", NULL, "no such page or route: %s", r->path);
+  char path[1400];
+  snprintf(path, sizeof path, "%.1000s/%.128s", s->cfg.web_dir, name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0) {
+    if (fd >= 0) close(fd);
+    return srv_error(s, r, 404, "not_found", NULL, "no such page or route: %s", r->path);
+  }
+  struct MHD_Response *resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
+  MHD_add_response_header(resp, "Content-Type", type);
+  MHD_add_response_header(resp, "Cache-Control", "no-cache");
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  return srv_queue(s, r, 200, resp);
+}
+
+/* ---- the router ---- */
+
+static enum MHD_Result srv__not_allowed(srv_t *s, srv_request *r, const char *allow) {
+  json_t *o = json_pack("{s:{s:s,s:i,s:s}}", "error", "code", "method_not_allowed", "status", 405,
+                        "message", "method not allowed here");
+  char msg[2400];
+  snprintf(msg, sizeof msg, "%s is not allowed on %s; allowed: %s", r->method, r->path, allow);
+  json_object_set_new(json_object_get(o, "error"), "message", json_string(msg));
+  char *t = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(resp, "Content-Type", "application/json");
+  MHD_add_response_header(resp, "Allow", allow);
+  return srv_queue(s, r, 405, resp);
+}
+
+#define SRV__MAX_SEGS 8
+
+enum MHD_Result srv_route(srv_t *s, srv_request *r) {
+  const char *m = r->method;
+  int get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+  /* split and decode the path; reject traversal and encoded separators before routing */
+  char segs[SRV__MAX_SEGS][SRV_MAX_SEGMENT + 1];
+  int nseg = 0;
+  const char *p = r->path;
+  if (*p != '/') return srv_error(s, r, 400, "invalid_path", NULL, "the path must start with '/'");
+  while (*p) {
+    while (*p == '/') p++;
+    if (!*p) break;
+    const char *e = strchr(p, '/');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (nseg == SRV__MAX_SEGS)
+      return srv_error(s, r, 404, "not_found", NULL, "no such route: %s", r->path);
+    if (len > SRV_MAX_SEGMENT)
+      return srv_error(s, r, 414, "segment_too_long", NULL,
+                       "a path segment is longer than %d characters", SRV_MAX_SEGMENT);
+    if (srv_pct_decode(p, len, segs[nseg], sizeof segs[nseg]) < 0)
+      return srv_error(s, r, 400, "invalid_path", NULL,
+                       "malformed path: bad percent-encoding, or an encoded '/', '\\\\' or NUL");
+    if (!strcmp(segs[nseg], "..") || !strcmp(segs[nseg], "."))
+      return srv_error(s, r, 400, "invalid_path", NULL, "'.' and '..' are not allowed in paths");
+    nseg++;
+    p += len;
+  }
+#define SEG(i, lit) (nseg > (i) && !strcmp(segs[i], lit))
+
+  if (nseg == 0) {
+    r->route = SRV_ROUTE_WEB;
+    return get ? srv__web(s, r, "index.html") : srv__not_allowed(s, r, "GET, HEAD");
+  }
+  if (SEG(0, "models")) {
+    if (nseg == 1) {
+      r->route = SRV_ROUTE_CATALOG;
+      return get ? srv__catalog(s, r) : srv__not_allowed(s, r, "GET, HEAD");
+    }
+    if (nseg < 4 || nseg > 5)
+      return srv_error(s, r, 404, "not_found", NULL,
+                       "no such route: %s; models are at /models/{framework}/{network}/{batch}",
+                       r->path);
+    r->route = nseg == 4 ? SRV_ROUTE_MODEL : !strcmp(segs[4], "manifest") ? SRV_ROUTE_MANIFEST
+                                                                          : SRV_ROUTE_TUNE;
+    if (nseg == 5 && strcmp(segs[4], "manifest") && strcmp(segs[4], "tune"))
+      return srv_error(s, r, 404, "not_found", NULL,
+                       "no such route: %s; valid: .../manifest, .../tune", r->path);
+    const char *allow = nseg == 4 ? "GET, HEAD, DELETE" : r->route == SRV_ROUTE_MANIFEST ? "GET, HEAD" : "POST";
+    int ok = nseg == 4 ? (get || !strcmp(m, "DELETE"))
+                       : r->route == SRV_ROUTE_MANIFEST ? get : !strcmp(m, "POST");
+    if (!ok) return srv__not_allowed(s, r, allow);
+    store_key key;
+    enum MHD_Result ret;
+    if (!srv__key(s, r, segs[1], segs[2], segs[3], &key, &ret)) return ret;
+    if (nseg == 4 && !strcmp(m, "DELETE")) {
+      r->route = SRV_ROUTE_MODEL_DELETE;
+      return srv__model_delete(s, r, &key);
+    }
+    if (nseg == 4) return srv__model_get(s, r, &key);
+    if (r->route == SRV_ROUTE_MANIFEST) return srv__manifest(s, r, &key);
+    return srv__tune(s, r, &key);
+  }
+  if (SEG(0, "blobs") && nseg == 2) {
+    r->route = SRV_ROUTE_BLOB;
+    return get ? srv__blob(s, r, segs[1]) : srv__not_allowed(s, r, "GET, HEAD");
+  }
+  if (SEG(0, "jobs")) {
+    if (nseg == 1) {
+      r->route = SRV_ROUTE_JOBS;
+      return get ? srv__jobs(s, r) : srv__not_allowed(s, r, "GET, HEAD");
+    }
+    if (nseg == 2) {
+      int del = !strcmp(m, "DELETE");
+      r->route = del ? SRV_ROUTE_JOB_CANCEL : SRV_ROUTE_JOB;
+      if (!get && !del) return srv__not_allowed(s, r, "GET, HEAD, DELETE");
+      return srv__job(s, r, segs[1], del);
+    }
+  }
+  if (nseg == 1) {
+    const char *allow = "GET, HEAD";
+    if (SEG(0, "networks")) {
+      r->route = SRV_ROUTE_NETWORKS;
+      return get ? srv_json(s, r, 200, s->networks_json) : srv__not_allowed(s, r, allow);
+    }
+    if (SEG(0, "targets")) {
+      r->route = SRV_ROUTE_TARGETS;
+      return get ? srv__targets(s, r) : srv__not_allowed(s, r, allow);
+    }
+    if (SEG(0, "healthz")) {
+      r->route = SRV_ROUTE_HEALTHZ;
+      return get ? srv_json(s, r, 200, "{\"status\":\"ok\"}") : srv__not_allowed(s, r, allow);
+    }
+    if (SEG(0, "readyz")) {
+      r->route = SRV_ROUTE_READYZ;
+      if (!get) return srv__not_allowed(s, r, allow);
+      int64_t counts[5];
+      if (store_job_counts(s->st, counts) != TH_OK)
+        return srv_error(s, r, 503, "not_ready", NULL, "the store does not answer: %s",
+                         store_errmsg(s->st));
+      return srv_json(s, r, 200, "{\"status\":\"ready\"}");
+    }
+    if (SEG(0, "metrics")) {
+      r->route = SRV_ROUTE_METRICS;
+      return get ? srv__metrics(s, r) : srv__not_allowed(s, r, allow);
+    }
+    r->route = SRV_ROUTE_WEB;
+    return get ? srv__web(s, r, segs[0]) : srv__not_allowed(s, r, allow);
+  }
+  return srv_error(s, r, 404, "not_found", NULL, "no such route: %s", r->path);
+#undef SEG
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Integration tests of the registry API against the real daemon (real SQLite file, real HTTP on 127.0.0.1).
+# Usage: api.sh CASE, with TUNEHUB set to the binary. Builds use the real compiler on a small network.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+NET=${TH_IT_NETWORK:-squeezenet_v1.1}
+M="/models/llvm/$NET/1"
+
+case_bad_inputs() {
+  echo "s3cret-token-123" >"$TMP/token"
+  start_daemon --token-file "$TMP/token"
+  expect_status 404 "$BASE/models/tensorflow/resnet-18/1"; body_has '"llvm"'; body_has 'cuda'
+  expect_status 404 "$BASE/models/llvm/resnet-9000/1"; body_has 'resnet-18'; body_has 'inception_v3'
+  expect_status 400 "$BASE/models/llvm/resnet-18/1.5"
+  expect_status 400 "$BASE/models/llvm/resnet-18/0"; body_has '1 to 256'
+  expect_status 400 "$BASE/models/llvm/resnet-18/abc"
+  expect_status 400 "$BASE/models/llvm/resnet-18/-1"
+  expect_status 400 "$BASE/models/llvm/resnet-18/99999"
+  expect_status 400 --path-as-is "$BASE/models/llvm/../../etc/1"
+  expect_status 400 "$BASE/models/%2e%2e/resnet-18/1"
+  expect_status 400 "$BASE/models/llvm/resnet-18%2f1/1"
+  expect_status 400 "$BASE/models/llvm/resnet-18/1%00"
+  expect_status 414 "$BASE/models/llvm/$(printf 'a%.0s' $(seq 1 300))/1"
+  expect_status 405 -X POST "$BASE/models/llvm/resnet-18/1"
+  [[ "$(header Allow)" == "GET, HEAD, DELETE" ]] || fail "Allow header: $(header Allow)"
+  expect_status 405 -X PUT "$BASE/healthz"
+  expect_status 400 "$BASE/models/llvm/resnet-18/1?format=zip"; body_has '"so"'
+  expect_status 400 "$BASE/models/llvm/resnet-18/1?wait=forever"
+  expect_status 400 "$BASE/models?state=sideways"; body_has 'building'
+  # mutations need the token
+  expect_status 401 -X POST "$BASE/models/llvm/resnet-18/1/tune"
+  expect_status 401 -X POST -H 'Authorization: Bearer wrong-token' "$BASE/models/llvm/resnet-18/1/tune"
+  expect_status 400 -X POST -H 'Authorization: Bearer s3cret-token-123' -d '{"tuner":"magic"}' \
+    "$BASE/models/llvm/resnet-18/1/tune"
+  body_has 'xgb, ga, random, grid'
+  expect_status 400 -X POST -H 'Authorization: Bearer s3cret-token-123' -d 'not json' \
+    "$BASE/models/llvm/resnet-18/1/tune"
+  head -c 100000 /dev/zero | tr '\0' 'x' >"$TMP/big"
+  expect_status 413 -X POST -H 'Authorization: Bearer s3cret-token-123' --data-binary "@$TMP/big" \
+    "$BASE/models/llvm/resnet-18/1/tune"
+  expect_status 401 -X DELETE "$BASE/jobs/1"
+  expect_status 400 "$BASE/jobs/abc"
+  expect_status 404 "$BASE/jobs/12345"
+  expect_status 400 "$BASE/blobs/sha256:xyz"
+  expect_status 404 "$BASE/blobs/sha256:$(printf '0%.0s' $(seq 1 64))"
+  expect_status 404 "$BASE/no/such/route"
+  # nothing was queued by any of it
+  expect_status 200 "$BASE/jobs"; body_has '"count":0'
+}
+
+case_miss_then_hit() {
+  start_daemon
+  expect_status 503 "$BASE$M"
+  body_has '"code":"building"'
+  [[ -n "$(header Retry-After)" ]] || fail "no Retry-After"
+  link=$(header Link)
+  [[ "$link" == *'rel="monitor"'* ]] || fail "Link: $link"
+  job=$(jq -r .error.job.id "$TMP/body")
+  # a second client asking asynchronously joins the same job (single-flight)
+  expect_status 202 -H 'Prefer: respond-async' "$BASE$M"
+  [[ "$(header Location)" == "/jobs/$job" ]] || fail "Location $(header Location) != /jobs/$job"
+  expect_status 200 "$BASE/jobs/$job"
+  # wait for it: the long-polling form
+  expect_status 200 "$BASE$M?wait=300"
+  etag=$(header ETag)
+  digest=$(sha256sum "$TMP/body" | cut -d' ' -f1)
+  [[ "$etag" == "\"sha256:$digest\"" ]] || fail "ETag $etag does not match the body's sha256 $digest"
+  [[ "$(header Content-Type)" == application/x-tar ]] || fail "type $(header Content-Type)"
+  [[ "$(header Content-Disposition)" == *"${NET}_llvm_b1_v1.tar"* ]] || fail "disposition"
+  [[ "$(header Content-Digest)" == sha-256=:* ]] || fail "no Content-Digest"
+  tar -tf "$TMP/body" | grep -q '^model.so$' || fail "the bundle has no model.so"
+  tar -tf "$TMP/body" | grep -q '^manifest.json$' || fail "the bundle has no manifest.json"
+  expect_status 200 "$BASE$M?format=so"
+  [[ "$(head -c 4 "$TMP/body" | od -An -c | tr -d ' ')" == '177ELF' ]] || fail "the .so is not ELF"
+  expect_status 200 "$BASE$M/manifest"
+  jq -e ".key.network == \"$NET\"" "$TMP/body" >/dev/null || fail "manifest key"
+  expect_status 200 "$BASE/blobs/sha256:$digest"
+  [[ "$(header Cache-Control)" == *immutable* ]] || fail "blob not immutable"
+  [[ "$(sha256sum "$TMP/body" | cut -d' ' -f1)" == "$digest" ]] || fail "blob bytes differ"
+  expect_status 200 "$BASE/models?state=ready"
+  jq -e ".count == 1 and .models[0].digest == \"sha256:$digest\"" "$TMP/body" >/dev/null || fail "catalog"
+  expect_status 200 "$BASE/jobs/$job"; body_has '"state":"succeeded"'
+  expect_status 200 "$BASE/metrics"
+  body_has 'tunehub_http_requests_total{route="model",status="200"}'
+  body_has 'tunehub_jobs{state="succeeded"} 1'
+  # curl -f never saves a job body as the model: a pipeline fetch with retries
+  curl -fsS --retry 3 -o "$TMP/model.tar" "$BASE$M" || fail "curl -f fetch"
+  [[ "$(sha256sum "$TMP/model.tar" | cut -d' ' -f1)" == "$digest" ]] || fail "fetched bytes differ"
+}
+
+case_range_304_head() {
+  start_daemon
+  expect_status 200 "$BASE$M?wait=300"
+  cp "$TMP/body" "$TMP/full"
+  etag=$(header ETag)
+  size=$(stat -c %s "$TMP/full")
+  expect_status 206 -H 'Range: bytes=0-99' "$BASE$M"
+  [[ "$(header Content-Range)" == "bytes 0-99/$size" ]] || fail "Content-Range $(header Content-Range)"
+  cmp <(head -c 100 "$TMP/full") "$TMP/body" || fail "range bytes differ"
+  expect_status 206 -H 'Range: bytes=-10' "$BASE$M"
+  cmp <(tail -c 10 "$TMP/full") "$TMP/body" || fail "suffix range bytes differ"
+  expect_status 206 -H "Range: bytes=$((size - 5))-" "$BASE$M"
+  [[ $(stat -c %s "$TMP/body") == 5 ]] || fail "open range length"
+  expect_status 416 -H "Range: bytes=$((size + 10))-" "$BASE$M"
+  [[ "$(header Content-Range)" == "bytes */$size" ]] || fail "416 Content-Range"
+  # If-Range with a stale validator gives the whole file
+  expect_status 200 -H 'Range: bytes=0-9' -H 'If-Range: "sha256:stale"' "$BASE$M"
+  expect_status 304 -H "If-None-Match: $etag" "$BASE$M"
+  expect_status 200 -H 'If-None-Match: "sha256:other"' "$BASE$M"
+  # resume a partial download as curl -C - does
+  head -c 1000 "$TMP/full" >"$TMP/partial"
+  curl -fsS -C - -o "$TMP/partial" "$BASE$M" || fail "curl -C - resume"
+  cmp "$TMP/partial" "$TMP/full" || fail "resumed file differs"
+  expect_status 200 -I "$BASE$M"
+  [[ "$(header Content-Length)" == "$size" ]] || fail "HEAD Content-Length $(header Content-Length)"
+  [[ "$(header ETag)" == "$etag" ]] || fail "HEAD ETag"
+  # HEAD on a miss never queues
+  expect_status 404 -I "$BASE/models/llvm/$NET/2"
+  expect_status 200 "$BASE/jobs"; body_has '"count":1'
+}
+
+case_kill9_resume() {
+  start_daemon
+  expect_status 503 "$BASE$M"
+  job=$(jq -r .error.job.id "$TMP/body")
+  for _ in $(seq 1 100); do
+    curl -s "$BASE/jobs/$job" | grep -q '"state":"running"' && break
+    sleep 0.1
+  done
+  kill -9 "$PID"
+  wait "$PID" 2>/dev/null || true
+  PID=""
+  # nothing partial is visible: no ready model rows, and every artifact file matches its name
+  start_daemon
+  grep -q "requeued" "$LOG" || fail "the running job was not requeued"
+  expect_status 200 "$BASE$M?wait=300"
+  expect_status 200 "$BASE/jobs/$job"; body_has '"state":"succeeded"'
+  jq -e '.attempts == 2' "$TMP/body" >/dev/null || fail "attempts: $(jq .attempts "$TMP/body")"
+  for f in "$DATA"/artifacts/*/*; do
+    [[ "$(sha256sum "$f" | cut -d' ' -f1)" == "$(basename "$f")" ]] || fail "partial artifact $f"
+  done
+  [[ -z "$(ls -A "$DATA/tmp")" ]] || fail "temp files left behind"
+}
+
+case_cancel_and_delete() {
+  echo "s3cret-token-123" >"$TMP/token"
+  start_daemon --token-file "$TMP/token"
+  auth=(-H 'Authorization: Bearer s3cret-token-123')
+  expect_status 202 -H 'Prefer: respond-async' "$BASE$M"
+  job=$(jq -r .job.id "$TMP/body")
+  expect_status 202 -X DELETE "${auth[@]}" "$BASE/jobs/$job"
+  for _ in $(seq 1 600); do
+    curl -s "$BASE/jobs/$job" | grep -q '"state":"cancelled"' && break
+    sleep 0.1
+  done
+  expect_status 200 "$BASE/jobs/$job"; body_has '"state":"cancelled"'
+  expect_status 409 -X DELETE "${auth[@]}" "$BASE/jobs/$job"
+  # build it, then delete it
+  expect_status 202 -X POST "${auth[@]}" -d '{}' "$BASE$M/tune"
+  expect_status 200 "$BASE$M?wait=300"
+  expect_status 200 -X DELETE "${auth[@]}" "$BASE$M"; body_has '"deleted_versions"'
+  expect_status 404 -I "$BASE$M"
+}
+
+case_endpoints() {
+  start_daemon
+  expect_status 200 "$BASE/healthz"
+  expect_status 200 "$BASE/readyz"
+  expect_status 200 "$BASE/networks"
+  jq -e '.networks | map(.name) | index("resnet-18") != null' "$TMP/body" >/dev/null || fail "networks"
+  jq -e '.networks[] | select(.name=="resnet-18") | .params == 11689512' "$TMP/body" >/dev/null \
+    || fail "resnet-18 params"
+  expect_status 200 "$BASE/targets"
+  jq -e '.targets[0].framework == "llvm" and (.targets[0].target | startswith("llvm -mcpu="))' \
+    "$TMP/body" >/dev/null || fail "targets"
+  expect_status 200 "$BASE/models"; body_has '"count":0'
+  expect_status 200 "$BASE/metrics"; body_has 'tunehub_uptime_seconds'
+  # a second daemon on the same data directory is refused
+  "$TUNEHUB" serve --listen 127.0.0.1:$(free_port) --data "$DATA" >"$TMP/second.log" 2>&1 && fail "second daemon ran"
+  grep -q "another tunehub daemon" "$TMP/second.log" || fail "no clear message: $(cat "$TMP/second.log")"
+}
+
+"case_$1"
+echo "PASS $1"

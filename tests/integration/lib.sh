@@ -1,0 +1,83 @@
+# Helpers for integration tests: start the real daemon on 127.0.0.1 with a free port and a temp data dir,
+# wait for it, stop it, and assert. Sourced by the case scripts; TUNEHUB is the binary under test.
+set -euo pipefail
+
+TMP=$(mktemp -d /tmp/th_it_XXXXXX)
+DATA="$TMP/data"
+LOG="$TMP/daemon.log"
+PID=""
+PORT=""
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start_daemon() {
+  [[ -n "$PORT" ]] || PORT=$(free_port)
+  BASE="http://127.0.0.1:$PORT"
+  "$TUNEHUB" serve --listen "127.0.0.1:$PORT" --data "$DATA" "$@" >>"$LOG" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 100); do
+    curl -fsS "$BASE/healthz" >/dev/null 2>&1 && return 0
+    kill -0 "$PID" 2>/dev/null || { cat "$LOG"; fail "daemon exited at start"; }
+    sleep 0.1
+  done
+  cat "$LOG"
+  fail "daemon did not answer /healthz"
+}
+
+stop_daemon() {
+  if [[ -n "$PID" ]] && kill -0 "$PID" 2>/dev/null; then
+    kill "$PID"
+    wait "$PID" || true
+  fi
+  PID=""
+}
+
+cleanup() {
+  local rc=$?
+  stop_daemon
+  if [[ $rc -ne 0 ]]; then
+    echo "--- daemon log ---"
+    tail -n 60 "$LOG" 2>/dev/null || true
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# expect_status CODE curl-args...: runs curl and checks the HTTP status; the body is in $TMP/body,
+# the headers in $TMP/headers.
+expect_status() {
+  local want=$1
+  shift
+  local got
+  got=$(curl -sS -o "$TMP/body" -D "$TMP/headers" -w '%{http_code}' "$@") || true
+  if [[ "$got" != "$want" ]]; then
+    echo "body: $(head -c 600 "$TMP/body")"
+    fail "curl $* -> $got, want $want"
+  fi
+}
+
+header() {
+  grep -i "^$1:" "$TMP/headers" | head -n1 | cut -d' ' -f2- | tr -d '\r'
+}
+
+body_has() {
+  grep -q -- "$1" "$TMP/body" || { echo "body: $(head -c 600 "$TMP/body")"; fail "body lacks '$1'"; }
+}
+
+# wait_ready PATH SECONDS: polls until PATH answers 200
+wait_ready() {
+  local path=$1 secs=$2
+  for _ in $(seq 1 $((secs * 5))); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' "$BASE$path") || true
+    [[ "$code" == 200 ]] && return 0
+    sleep 0.2
+  done
+  fail "$path not ready after ${secs}s (last status $code)"
+}

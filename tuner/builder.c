@@ -1,0 +1,197 @@
+/* The compiler-backed builder that registry jobs run. A "build" job compiles once with the best configs the
+ * store has (tuned, else transferred, else fallback) and publishes. A "tune" job first publishes that quick
+ * build as a version within seconds, then runs a tuning session over the network's tasks, persisting its
+ * progress, and publishes the tuned build as the next version. */
+#include "builder.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tc.h"
+#include "target.h"
+#include "th_buf.h"
+#include "th_util.h"
+#include "space.h"
+#include "tune_job.h"
+
+th_status tune_target_for(const char *framework, char *out, size_t n) {
+  if (strcmp(framework, "llvm") == 0) {
+    tc_target t;
+    th_status rc = tc_target_host(&t);
+    if (rc != TH_OK) return rc;
+    snprintf(out, n, "llvm -mcpu=%s", t.cpu[0] ? t.cpu : "generic");
+    return TH_OK;
+  }
+  if (strcmp(framework, "cuda") == 0) {
+    snprintf(out, n, "cuda -arch=sm_90");
+    return TH_OK;
+  }
+  return TH_ERR_INVALID;
+}
+
+static int tb__supports(void *self, const char *framework, char *why, size_t n) {
+  (void)self;
+  if (strcmp(framework, "llvm") == 0) return 1;
+  if (strcmp(framework, "cuda") == 0) {
+    snprintf(why, n,
+             "framework cuda is not supported by this server yet: the CUDA backend (loop IR to CUDA C "
+             "through NVRTC) has not landed; use llvm (CPU)");
+    return 0;
+  }
+  snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm, cuda", framework);
+  return 0;
+}
+
+typedef struct tb__ctx {
+  const tune_build_env *env;
+  const char *phase; /* "build" or "rebuild" */
+  int version;       /* of the published quick build, for progress */
+  double last;
+} tb__ctx;
+
+static int tb__progress(void *ctx, const char *stage, int done, int total) {
+  tb__ctx *c = ctx;
+  double now = th_now_mono();
+  if (done == 0 || done == total || now - c->last > 0.5) {
+    c->last = now;
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"phase\":\"%s\",\"stage\":\"%s\",\"done\":%d,\"total\":%d,\"fraction\":%.3f}",
+             c->phase, stage, done, total, total > 0 ? (double)done / total : 0.0);
+    c->env->progress(c->env->ctx, c->phase, json);
+  }
+  return c->env->cancelled(c->env->ctx);
+}
+
+/* Reads the median latency and whether any layer used a tuned config from the manifest. */
+static void tb__manifest_facts(const char *manifest, double *latency_ms, int *tuned) {
+  *latency_ms = -1;
+  *tuned = 0;
+  json_t *m = json_loads(manifest, 0, NULL);
+  if (!m) return;
+  json_t *lat = json_object_get(m, "latency");
+  json_t *med = lat ? json_object_get(lat, "median_ms") : NULL;
+  if (json_is_number(med)) *latency_ms = json_number_value(med);
+  json_t *layers = json_object_get(m, "layers");
+  size_t i;
+  json_t *l;
+  json_array_foreach(layers, i, l) {
+    const char *src = json_string_value(json_object_get(l, "source"));
+    if (src && strcmp(src, "tuned") == 0) *tuned = 1;
+  }
+  json_decref(m);
+}
+
+static th_status tb__build_publish(const tune_build_env *env, const char *target, const char *tag,
+                                   const char *phase, int force_tuned, char *err, size_t n) {
+  char dir[1200], tar[1300], so[1300];
+  snprintf(dir, sizeof dir, "%s/%s", env->work_dir, tag);
+  snprintf(tar, sizeof tar, "%s/%s.tar", env->work_dir, tag);
+  snprintf(so, sizeof so, "%s/%s.so", env->work_dir, tag);
+  tune_build_lookup_ctx lctx = {env->st, target};
+  tb__ctx pctx = {env, phase, 0, 0};
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = env->key->framework;
+  o.network = env->key->network;
+  o.batch = env->key->batch;
+  o.work_dir = dir;
+  o.lookup = tune_build_lookup;
+  o.lookup_ctx = &lctx;
+  o.progress = tb__progress;
+  o.progress_ctx = &pctx;
+  o.measure = 1;
+  o.measure_repeat = 10;
+  char *manifest = NULL;
+  th_status rc = tc_build_bundle(&o, tar, so, &manifest, err, n);
+  if (rc != TH_OK) return rc;
+  double latency = -1;
+  int tuned = 0;
+  tb__manifest_facts(manifest, &latency, &tuned);
+  tune_build_output out = {tar, so, manifest, latency, tuned || force_tuned};
+  int version = 0;
+  rc = env->publish(env->ctx, &out, &version);
+  if (rc != TH_OK) snprintf(err, n, "cannot publish the bundle: %s", store_errmsg(env->st));
+  free(manifest);
+  return rc;
+}
+
+/* Reads the job's tuning options (validated by the server) into o. */
+static void tb__tune_options(const char *json, tune_options *o) {
+  json_t *j = json_loads(json, 0, NULL);
+  if (!j) return;
+  json_t *v;
+  if ((v = json_object_get(j, "trials")) && json_is_integer(v)) o->trials = json_integer_value(v);
+  if ((v = json_object_get(j, "early_stopping")) && json_is_integer(v))
+    o->early_stopping = json_integer_value(v);
+  if ((v = json_object_get(j, "tuner")) && json_is_string(v))
+    snprintf(o->tuner, sizeof o->tuner, "%s", json_string_value(v));
+  json_decref(j);
+}
+
+static th_status tb__tune(const tune_build_env *env, const char *target, char *err, size_t n) {
+  tune_options o;
+  tune_options_default(&o);
+  tb__tune_options(env->options, &o);
+  o.job_id = env->job_id;
+  char wd[1200];
+  snprintf(wd, sizeof wd, "%s/tune", env->work_dir);
+  th_mkdir_p(wd);
+  o.work_dir = wd;
+  static char *const worker_argv[] = {"/proc/self/exe", "measure-worker", NULL};
+  o.measure.worker_argv = worker_argv;
+  th_status rc = tune_options_check(&o, err, n);
+  tune_session_t *s = NULL;
+  if (rc == TH_OK) rc = tune_session_new(env->st, NULL, env->key->network, env->key->batch, &o, &s);
+  if (rc != TH_OK) {
+    if (!err[0]) snprintf(err, n, "cannot start tuning: %s", s ? tune_session_errmsg(s) : th_status_str(rc));
+    tune_session_free(s);
+    return rc;
+  }
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  double last = 0;
+  while (tune_session_next_stage(s) != TUNE_RES_DONE) {
+    if (env->cancelled(env->ctx)) tune_session_cancel(s);
+    rc = tune_session_run_stage(s);
+    if (rc != TH_OK) {
+      snprintf(err, n, "tuning failed: %s", tune_session_errmsg(s));
+      break;
+    }
+    double now = th_now_mono();
+    if (now - last > 0.5) {
+      last = now;
+      b.len = 0;
+      if (tune_session_progress_json(s, &b) == TH_OK) env->progress(env->ctx, "tune", b.data);
+    }
+  }
+  b.len = 0;
+  if (rc == TH_OK && tune_session_progress_json(s, &b) == TH_OK) env->progress(env->ctx, "tune", b.data);
+  int cancelled = tune_session_cancelled(s);
+  th_buf_free(&b);
+  tune_session_free(s);
+  if (rc != TH_OK) return rc;
+  if (cancelled || env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
+  return tb__build_publish(env, target, "tuned", "rebuild", 1, err, n);
+}
+
+static th_status tb__run(void *self, const tune_build_env *env, char *err, size_t n) {
+  (void)self;
+  char target[256];
+  th_status rc = tune_target_for(env->key->framework, target, sizeof target);
+  if (rc != TH_OK) {
+    snprintf(err, n, "cannot determine the %s target", env->key->framework);
+    return rc;
+  }
+  rc = tb__build_publish(env, target, "quick", "build", 0, err, n);
+  if (rc != TH_OK || strcmp(env->kind, "tune") != 0) return rc;
+  if (env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
+  return tb__tune(env, target, err, n);
+}
+
+const tune_builder *tune_builder_compiler(void) {
+  static const tune_builder b = {"compiler", tb__supports, tb__run, NULL};
+  return &b;
+}
