@@ -22,6 +22,7 @@
 
 #define TUNE_MSG_MAGIC 0x54554e45u /* "TUNE" */
 #define TUNE_GUARD_BYTES 4096
+#define TUNE_WORKER_MAX_LIBS 48
 #define TUNE_GUARD_BYTE 0xa5
 
 enum { TUNE_REQ_TASK = 1, TUNE_REQ_RUN = 2, TUNE_REQ_QUIT = 3 };
@@ -144,8 +145,11 @@ static size_t tune__round64(size_t n) {
 static tune_kernel_fn tune__worker_sym(tune_worker *w, const char *path, const char *fn, char *msg,
                                        size_t msgn) {
   if (!w->dl || strcmp(w->dl_path, path) != 0) {
+    /* RTLD_NODELETE: a kernel library starts its own runtime thread pool and has no teardown, so unmapping
+     * it under live pool threads would crash the worker. Libraries stay mapped; the tuner side restarts
+     * the worker every TUNE_WORKER_MAX_LIBS libraries to bound that. */
     if (w->dl) dlclose(w->dl);
-    w->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    w->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (!w->dl) {
       const char *e = dlerror();
       snprintf(msg, msgn, "dlopen: %s", e ? e : "failed");
@@ -434,6 +438,8 @@ struct tune_measurer {
   int fd; /* our end of the socketpair; -1 when no worker */
   int restarts;
   int have_task;
+  int libs;                      /* distinct libraries the current worker has loaded */
+  char last_lib[TUNE_PATH_MAX];
   tune_req task; /* resent after a restart */
   char err[256];
 };
@@ -472,6 +478,7 @@ static void tune__kill_worker(tune_measurer_t *m, int hard) {
 
 static th_status tune__spawn(tune_measurer_t *m) {
   int sv[2];
+  m->libs = 0;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     snprintf(m->err, sizeof m->err, "socketpair: %s", strerror(errno));
     return TH_ERR_IO;
@@ -592,6 +599,10 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
   if (!so_path || !fn || strlen(so_path) >= TUNE_PATH_MAX || strlen(fn) >= TUNE_FN_MAX) {
     snprintf(out->msg, sizeof out->msg, "path or name too long");
     return TH_ERR_INVALID;
+  }
+  if (strcmp(m->last_lib, so_path) != 0) {
+    snprintf(m->last_lib, sizeof m->last_lib, "%s", so_path);
+    if (++m->libs > TUNE_WORKER_MAX_LIBS && m->fd >= 0) tune__kill_worker(m, 0); /* planned restart */
   }
   if (m->fd < 0) { /* the previous candidate killed the worker: start a fresh one with the task */
     th_status rc = tune__spawn(m);

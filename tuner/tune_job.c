@@ -354,7 +354,7 @@ static th_status tune__task_start(tune_session_t *s) {
     tc_config seeds[TUNE_MAX_SEEDS];
     int ns = 0;
     for (int i = 0; i < c->nbest && ns < TUNE_MAX_SEEDS; i++)
-      if (tune_config_from_text(&t->space, c->best[i].config, &seeds[ns]) == TH_OK &&
+      if (tune_config_from_text_nearest(&t->space, c->best[i].config, &seeds[ns], NULL) == TH_OK &&
           tune_task_valid(t, &t->space, &seeds[ns]))
         ns++;
     tune_search_seed(s->search, seeds, ns);
@@ -628,7 +628,7 @@ static int tune__lookup_cb(void *ctx, const store_record *r) {
   float d = tune__shape_dist(sh, c->shape);
   if (c->found && (d > c->best_dist || (d == c->best_dist && r->cost_mean_s >= c->best_cost))) return 0;
   tc_config cfg;
-  if (tune_config_from_text(c->space, r->config, &cfg) != TH_OK) return 0;
+  if (tune_config_from_text_nearest(c->space, r->config, &cfg, NULL) != TH_OK) return 0;
   if (tc_op_valid(c->wl, c->tgt, c->space, &cfg) != TH_OK) return 0;
   c->cfg = cfg;
   c->best_dist = d;

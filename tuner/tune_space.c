@@ -181,6 +181,39 @@ th_status tune_config_from_text(const tc_space *s, const char *text, tc_config *
   return TH_OK;
 }
 
+th_status tune_config_from_text_nearest(const tc_space *s, const char *text, tc_config *out, int *exact) {
+  char names[TC_MAX_KNOBS][24];
+  int values[TC_MAX_KNOBS][TC_KNOB_WIDTH], widths[TC_MAX_KNOBS];
+  int n = tune_config_parse(text, names, values, widths, TC_MAX_KNOBS);
+  if (n < 0) return TH_ERR_CORRUPT;
+  tc_config c;
+  int all = 1;
+  c.nknobs = s->nknobs;
+  for (int i = 0; i < s->nknobs; i++) {
+    const tc_knob *k = &s->knobs[i];
+    int j = 0;
+    while (j < n && (strcmp(names[j], k->name) != 0 || widths[j] != k->width)) j++;
+    if (j == n) return TH_ERR_NOT_FOUND;
+    int best = -1;
+    double bd = 0;
+    for (int v = 0; v < k->nvalues; v++) {
+      double d = 0;
+      for (int w = 0; w < k->width; w++)
+        d += fabs(log2(1.0 + fabs((double)k->values[v][w])) - log2(1.0 + fabs((double)values[j][w]))) *
+             (w == k->width - 1 ? 4.0 : 1.0);
+      if (best < 0 || d < bd) {
+        best = v;
+        bd = d;
+      }
+    }
+    if (bd > 0) all = 0;
+    c.idx[i] = best;
+  }
+  *out = c;
+  if (exact) *exact = all;
+  return TH_OK;
+}
+
 /* ---- visited set ---- */
 void tune_visited_init(tune_visited *v) {
   v->slots = NULL;

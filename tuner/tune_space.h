@@ -48,6 +48,11 @@ int tune_config_parse(const char *text, char names[][24], int values[][TC_KNOB_W
  * TH_ERR_NOT_FOUND when a knob or value of s has no match. */
 th_status tune_config_from_text(const tc_space *s, const char *text, tc_config *out);
 
+/* Like tune_config_from_text, but for a knob whose recorded value is not in s (another shape's split), picks
+ * the value closest in log scale, the innermost factor (the tile size) weighing most. A knob name missing
+ * from the text still fails (TH_ERR_NOT_FOUND). *exact says whether every knob matched exactly. */
+th_status tune_config_from_text_nearest(const tc_space *s, const char *text, tc_config *out, int *exact);
+
 /* ---- visited set: an open-addressing hash set of flat indices ---- */
 typedef struct tune_visited {
   int64_t *slots; /* owned; -1 = empty */
