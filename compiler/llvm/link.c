@@ -1,0 +1,164 @@
+/* Linking kernels into shared libraries: writes the embedded runtime sources into a temporary folder and
+ * runs the system C compiler ($CC, else "cc") with -shared -O2 -fPIC through fork/exec (no shell, so odd
+ * paths are safe), capturing its stderr for the error message. Also tc_kernels_build_so(), the one-call
+ * path the tuner and the tests use. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tc_llvm.h"
+#include "tc_runtime_embed.h"
+#include "th_util.h"
+
+static th_status write_all(const char *path, const unsigned char *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return TH_ERR_IO;
+  size_t w = fwrite(data, 1, n, f);
+  int rc = fclose(f);
+  return (w == n && rc == 0) ? TH_OK : TH_ERR_IO;
+}
+
+th_status tc_runtime_write_sources(const char *dir) {
+  if (!dir) return TH_ERR_INVALID;
+  char path[4096];
+  int w = snprintf(path, sizeof path, "%s/th_rt.h", dir);
+  if (w < 0 || (size_t)w >= sizeof path) return TH_ERR_TOO_LARGE;
+  th_status rc = write_all(path, tc_rt_src_th_rt_h, sizeof tc_rt_src_th_rt_h - 1);
+  snprintf(path, sizeof path, "%s/th_rt.c", dir);
+  if (rc == TH_OK) rc = write_all(path, tc_rt_src_th_rt_c, sizeof tc_rt_src_th_rt_c - 1);
+  return rc;
+}
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b) {
+  if (err && errlen) snprintf(err, errlen, fmt, a ? a : "", b ? b : "");
+}
+
+/* Runs argv, capturing stderr+stdout (truncated) into out. Returns the exit status or -1. */
+static int run_capture(char *const *argv, char *out, size_t outlen) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t used = 0;
+  char buf[1024];
+  for (;;) {
+    ssize_t r = read(fds[0], buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    if (out && used + 1 < outlen) {
+      size_t take = (size_t)r;
+      if (take > outlen - 1 - used) take = outlen - 1 - used;
+      memcpy(out + used, buf, take);
+      used += take;
+    }
+  }
+  if (out && outlen) out[used] = '\0';
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void rm_rf_tmp(const char *dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/th_rt.h", dir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/th_rt.c", dir);
+  unlink(path);
+  rmdir(dir);
+}
+
+th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *const *srcs,
+                     const char *so_path, char *err, size_t errlen) {
+  if (!so_path || nobjs < 0 || nsrcs < 0 || nobjs + nsrcs > 4000) return TH_ERR_INVALID;
+  char tmp[4096];
+  int w = snprintf(tmp, sizeof tmp, "%s.rt.XXXXXX", so_path);
+  if (w < 0 || (size_t)w >= sizeof tmp) return TH_ERR_TOO_LARGE;
+  if (!mkdtemp(tmp)) {
+    set_err(err, errlen, "cannot create a temporary folder next to %s%s", so_path, NULL);
+    return TH_ERR_IO;
+  }
+  th_status rc = tc_runtime_write_sources(tmp);
+  char rt_c[4200], inc[4200];
+  snprintf(rt_c, sizeof rt_c, "%s/th_rt.c", tmp);
+  snprintf(inc, sizeof inc, "-I%s", tmp);
+  /* $CC may be "ccache gcc": split it on spaces. */
+  char ccbuf[512];
+  const char *cc = getenv("CC");
+  snprintf(ccbuf, sizeof ccbuf, "%s", (cc && *cc) ? cc : "cc");
+  size_t cap = (size_t)nobjs + (size_t)nsrcs + 32;
+  char **argv = calloc(cap, sizeof *argv);
+  if (!argv) rc = TH_ERR_NOMEM;
+  if (rc == TH_OK) {
+    size_t n = 0;
+    for (char *save = NULL, *tok = strtok_r(ccbuf, " ", &save); tok && n < 8;
+         tok = strtok_r(NULL, " ", &save))
+      argv[n++] = tok;
+    static char *const flags[] = {"-shared", "-O2", "-fPIC", "-std=gnu11", "-o"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) argv[n++] = flags[i];
+    argv[n++] = (char *)so_path;
+    argv[n++] = inc;
+    for (int i = 0; i < nobjs; i++) argv[n++] = (char *)objs[i];
+    for (int i = 0; i < nsrcs; i++) argv[n++] = (char *)srcs[i];
+    argv[n++] = rt_c;
+    argv[n++] = "-lpthread";
+    argv[n++] = "-lm";
+    argv[n] = NULL;
+    char out[2048];
+    int st = run_capture(argv, out, sizeof out);
+    if (st != 0) {
+      set_err(err, errlen, "linking failed: %s%s", st == 127 ? "C compiler not found: " : "", out);
+      rc = TH_ERR_COMPILE;
+    }
+  }
+  free(argv);
+  rm_rf_tmp(tmp);
+  return rc;
+}
+
+th_status tc_kernels_build_so(const tc_target *t, int n, const tc_workload *wls, const tc_config *cfgs,
+                              const char *const *fn_names, const char *so_path, char *err,
+                              size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!t || n < 0 || (n > 0 && (!wls || !cfgs || !fn_names)) || !so_path) return TH_ERR_INVALID;
+  tc_llvm_module_t *m = NULL;
+  th_status rc = tc_llvm_module_new(t, "kernels", &m);
+  if (rc != TH_OK) set_err(err, errlen, "LLVM has no target for this machine%s%s", NULL, NULL);
+  for (int i = 0; i < n && rc == TH_OK; i++) {
+    rc = tc_llvm_add_kernel(m, fn_names[i], &wls[i], &cfgs[i]);
+    if (rc != TH_OK) set_err(err, errlen, "kernel %s: %s", fn_names[i], tc_llvm_errmsg(m));
+  }
+  char obj[4096];
+  int w = snprintf(obj, sizeof obj, "%s.%ld.o", so_path, (long)getpid());
+  if (rc == TH_OK && (w < 0 || (size_t)w >= sizeof obj)) rc = TH_ERR_TOO_LARGE;
+  if (rc == TH_OK) {
+    rc = tc_llvm_emit_object(m, obj);
+    if (rc != TH_OK) set_err(err, errlen, "codegen: %s%s", tc_llvm_errmsg(m), NULL);
+  }
+  tc_llvm_module_free(m);
+  if (rc == TH_OK) {
+    const char *objs[1] = {obj};
+    rc = tc_link_so(1, objs, 0, NULL, so_path, err, errlen);
+  }
+  unlink(obj);
+  return rc;
+}

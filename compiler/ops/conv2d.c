@@ -1,0 +1,251 @@
+/* conv2d NCHW[in_cb]c -> NCHW[out_cb]c with a register-tiled micro-kernel: a tile of VO output-channel
+ * vectors (VL lanes each) x RW output columns lives in VO*RW vector accumulators for the whole reduction
+ * (input-channel blocks, kh, kw, lanes), each input scalar is broadcast once and FMA'd with VO weight
+ * vectors, and the fused epilogue (bias, residual, relu, clip) runs before the single store. Weights are
+ * packed [oc/OT][ic/in_cb][kh][kw][in_cb][OT] (OT = VO*VL) so the kernel walks them sequentially. Border
+ * columns go through the same wide tile with clamped, masked loads; border rows skip taps by a branch. */
+#include <string.h>
+
+#include "ops_int.h"
+#include "th_rt.h"
+
+static int vec_lanes(const tc_workload *wl, const tc_target *t) {
+  int vl = t->simd_lanes < wl->out_cb ? t->simd_lanes : wl->out_cb;
+  return vl < 1 ? 1 : vl;
+}
+
+static int max_acc(const tc_target *t, int vo) {
+  return t->nregs - vo - 1; /* VO weight registers and one broadcast */
+}
+
+static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
+  int vl = vec_lanes(wl, t), nv = wl->oc / vl;
+  int vals[TC_MAX_KNOB_VALUES * TC_KNOB_WIDTH], k = 0;
+  for (int vo = 1; vo <= nv && vo <= 8 && k < TC_MAX_KNOB_VALUES; vo++)
+    if (nv % vo == 0) {
+      vals[2 * k] = nv / vo;
+      vals[2 * k + 1] = vo;
+      k++;
+    }
+  th_status rc = tc_space_add(s, "tile_oc", TC_KNOB_SPLIT, 2, k, vals);
+  k = 0;
+  for (int rw = 1; rw <= wl->ow && rw <= 31 && k < TC_MAX_KNOB_VALUES; rw++) {
+    vals[2 * k] = (wl->ow + rw - 1) / rw;
+    vals[2 * k + 1] = rw;
+    k++;
+  }
+  if (rc == TH_OK) rc = tc_space_add(s, "tile_ow", TC_KNOB_SPLIT, 2, k, vals);
+  k = 0;
+  for (int th = 1; th <= wl->oh && th <= 8; th *= 2) {
+    vals[2 * k] = (wl->oh + th - 1) / th;
+    vals[2 * k + 1] = th;
+    k++;
+  }
+  if (rc == TH_OK) rc = tc_space_add(s, "tile_oh", TC_KNOB_SPLIT, 2, k, vals);
+  int unroll[2] = {0, 1};
+  if (rc == TH_OK) rc = tc_space_add(s, "unroll_kw", TC_KNOB_ANNOTATE, 1, wl->kw > 1 ? 2 : 1, unroll);
+  return rc;
+}
+
+static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c) {
+  const int *oc = tc__knob(s, c, "tile_oc"), *ow = tc__knob(s, c, "tile_ow");
+  if (!oc || !ow || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
+  (void)wl;
+  if (oc[1] * ow[1] > max_acc(t, oc[1])) return TH_ERR_INVALID;
+  return TH_OK;
+}
+
+/* Estimated cycles of one reduction step of a vo x w tile: FMA throughput (2/cycle), load throughput
+ * (2/cycle) and FMA latency (~5 cycles per dependent accumulator chain), after oneDNN's estimate. */
+static double tile_cycles(int vo, int w) {
+  double fma = vo * w / 2.0, lat = 5.0, ld = (vo + w) / 2.0;
+  double m = fma > lat ? fma : lat;
+  return m > ld ? m : ld;
+}
+
+static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
+  int koc = tc_space_knob(s, "tile_oc"), kow = tc_space_knob(s, "tile_ow");
+  int koh = tc_space_knob(s, "tile_oh"), kun = tc_space_knob(s, "unroll_kw");
+  if (koc < 0 || kow < 0 || koh < 0 || kun < 0) return TH_ERR_INTERNAL;
+  double best = -1;
+  for (int i = 0; i < s->knobs[koc].nvalues; i++) {
+    int vo = s->knobs[koc].values[i][1];
+    if (vo > 6) continue;
+    for (int j = 0; j < s->knobs[kow].nvalues; j++) {
+      int rw = s->knobs[kow].values[j][1];
+      if (vo * rw > max_acc(t, vo)) continue;
+      int full = wl->ow / rw, rem = wl->ow % rw;
+      double cyc = full * tile_cycles(vo, rw) + (rem ? tile_cycles(vo, rem) : 0);
+      double eff = (vo * wl->ow / 2.0) / cyc;
+      double score = eff + 0.0005 * vo * rw + 0.0001 * vo;
+      if (score > best) {
+        best = score;
+        c->idx[koc] = i;
+        c->idx[kow] = j;
+      }
+    }
+  }
+  if (best < 0) return TH_ERR_INTERNAL;
+  c->idx[koh] = 0;
+  c->idx[kun] = (s->knobs[kun].nvalues > 1 && wl->in_cb < 16) ? 1 : 0;
+  return TH_OK;
+}
+
+typedef struct conv_ctx {
+  const tc_workload *wl;
+  int vl, vo, ot, ntiles, unroll_kw;
+  const tc_var *in, *wt, *bias, *res, *out;
+  const tc_expr *n, *t, *oh; /* batch, oc tile, output row */
+} conv_ctx;
+
+static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int rw, int safe) {
+  conv_ctx *x = vctx;
+  const tc_workload *wl = x->wl;
+  int vl = x->vl, vo = x->vo, icb_n = wl->c / wl->in_cb;
+  tc_type vt = tc_type_f32(vl);
+  tc_var *acc = tc_var_buffer(ir, "acc", vt, -1);
+  tc_var *wreg = tc_var_buffer(ir, "wreg", vt, -1);
+  tc_var *v = tc_var_new(ir, "v", tc_type_int()), *r = tc_var_new(ir, "r", tc_type_int());
+  const tc_expr *ai = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v), tc__c(ir, rw)), tc__v(ir, r));
+  /* acc = 0 */
+  const tc_stmt *init = tc_s_for(
+      ir, v, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
+      tc_s_for(ir, r, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED,
+               tc_s_store(ir, acc, ai, tc_e_broadcast(ir, tc_e_float(ir, 0.0), vl), 64)));
+  /* reduction */
+  tc_var *icb = tc_var_new(ir, "icb", tc_type_int()), *kh = tc_var_new(ir, "kh", tc_type_int());
+  tc_var *kw = tc_var_new(ir, "kw", tc_type_int()), *ci = tc_var_new(ir, "ci", tc_type_int());
+  tc_var *iy = tc_var_new(ir, "iy", tc_type_int());
+  tc_var *v2 = tc_var_new(ir, "v", tc_type_int()), *r2 = tc_var_new(ir, "r", tc_type_int());
+  tc_var *v3 = tc_var_new(ir, "v", tc_type_int()), *xb = tc_var_new(ir, "xb", vt);
+  const tc_expr *wbase =
+      tc_e_mul(ir,
+               tc_e_add(ir,
+                        tc_e_mul(ir,
+                                 tc_e_add(ir,
+                                          tc_e_mul(ir,
+                                                   tc_e_add(ir,
+                                                            tc_e_mul(ir,
+                                                                     tc_e_add(ir,
+                                                                              tc_e_mul(ir, x->t,
+                                                                                       tc__c(ir, icb_n)),
+                                                                              tc__v(ir, icb)),
+                                                                     tc__c(ir, wl->kh)),
+                                                            tc__v(ir, kh)),
+                                                   tc__c(ir, wl->kw)),
+                                          tc__v(ir, kw)),
+                                 tc__c(ir, wl->in_cb)),
+                        tc__v(ir, ci)),
+               tc__c(ir, x->ot));
+  const tc_stmt *ldw = tc_s_for(
+      ir, v2, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
+      tc_s_store(ir, wreg, tc__v(ir, v2),
+                 tc_e_load(ir, x->wt, tc_e_add(ir, wbase, tc_e_mul(ir, tc__v(ir, v2), tc__c(ir, vl))),
+                           vl, 4),
+                 64));
+  const tc_expr *ix = tc_e_add(
+      ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
+      tc_e_sub(ir, tc__v(ir, kw), tc__c(ir, wl->pl)));
+  const tc_expr *xs;
+  if (!safe) {
+    xs = tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), ix, tc__v(ir, ci), icb_n,
+                                      wl->h, wl->w, wl->in_cb),
+                   1, 4);
+  } else {
+    const tc_expr *cx = tc_e_max(ir, tc_e_min(ir, ix, tc__c(ir, wl->w - 1)), tc__c(ir, 0));
+    xs = tc_e_select(ir, tc__in_range(ir, ix, 0, wl->w),
+                     tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), cx,
+                                                  tc__v(ir, ci), icb_n, wl->h, wl->w, wl->in_cb),
+                               1, 4),
+                     tc_e_float(ir, 0.0));
+  }
+  const tc_expr *ai3 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v3), tc__c(ir, rw)), tc__v(ir, r2));
+  const tc_stmt *fmas = tc_s_for(
+      ir, v3, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
+      tc_s_store(ir, acc, ai3,
+                 tc_e_fma(ir, tc_e_var(ir, xb), tc_e_load(ir, wreg, tc__v(ir, v3), 1, 64),
+                          tc_e_load(ir, acc, ai3, 1, 64)),
+                 64));
+  const tc_stmt *cols = tc_s_for(ir, r2, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED,
+                                 tc_s_let(ir, xb, tc_e_broadcast(ir, xs, vl), fmas));
+  const tc_stmt *lanes_body[2] = {ldw, cols};
+  const tc_stmt *lanes = tc_s_for(ir, ci, tc__c(ir, 0), tc__c(ir, wl->in_cb), TC_FOR_UNROLLED,
+                                  tc_s_seq(ir, 2, lanes_body));
+  const tc_stmt *kws = tc_s_for(ir, kw, tc__c(ir, 0), tc__c(ir, wl->kw),
+                                x->unroll_kw ? TC_FOR_UNROLLED : TC_FOR_SERIAL, lanes);
+  int row_pad = wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + wl->kh > wl->h;
+  if (row_pad) kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);
+  const tc_expr *iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)),
+                                tc_e_sub(ir, tc__v(ir, kh), tc__c(ir, wl->pt)));
+  const tc_stmt *red = tc_s_for(
+      ir, icb, tc__c(ir, 0), tc__c(ir, icb_n), TC_FOR_SERIAL,
+      tc_s_for(ir, kh, tc__c(ir, 0), tc__c(ir, wl->kh), TC_FOR_SERIAL, tc_s_let(ir, iy, iyv, kws)));
+  red = tc_s_allocate(ir, wreg, vo, TC_SCOPE_LOCAL, red);
+  /* epilogue */
+  tc_var *v4 = tc_var_new(ir, "v", tc_type_int()), *r4 = tc_var_new(ir, "r", tc_type_int());
+  const tc_expr *oc0 = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, x->ot)),
+                                tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, vl)));
+  const tc_expr *oidx = tc__idx_c(ir, x->n, oc0, x->oh, tc_e_add(ir, ow0, tc__v(ir, r4)), wl->oc,
+                                  wl->oh, wl->ow, wl->out_cb);
+  const tc_expr *ai4 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, rw)), tc__v(ir, r4));
+  const tc_expr *val = tc__epilogue(ir, wl, tc_e_load(ir, acc, ai4, 1, 64), x->bias, oc0, x->res, oidx);
+  const tc_stmt *epi = tc_s_for(
+      ir, v4, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
+      tc_s_for(ir, r4, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED, tc_s_store(ir, x->out, oidx, val, 4)));
+  const tc_stmt *all[3] = {init, red, epi};
+  return tc_s_allocate(ir, acc, (int64_t)vo * rw, TC_SCOPE_LOCAL, tc_s_seq(ir, 3, all));
+}
+
+static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
+                       tc_ir *ir, const tc_stmt **out) {
+  conv_ctx x;
+  memset(&x, 0, sizeof x);
+  x.wl = wl;
+  x.vl = vec_lanes(wl, t);
+  x.vo = tc__knob(s, c, "tile_oc")[1];
+  int rw = tc__knob(s, c, "tile_ow")[1];
+  int toh = tc__knob(s, c, "tile_oh")[1];
+  x.unroll_kw = tc__knob(s, c, "unroll_kw")[0];
+  x.ot = x.vo * x.vl;
+  x.ntiles = wl->oc / x.ot;
+  x.in = tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_IN);
+  x.wt = tc_var_buffer(ir, "w", tc_type_f32(1), TC_ARG_WEIGHTS);
+  x.bias = tc_var_buffer(ir, "bias", tc_type_f32(1), TC_ARG_BIAS);
+  x.res = tc_var_buffer(ir, "res", tc_type_f32(1), TC_ARG_RESIDUAL);
+  x.out = tc_var_buffer(ir, "out", tc_type_f32(1), TC_ARG_OUT);
+  int nrt = (wl->oh + toh - 1) / toh;
+  tc_var *task = tc_var_new(ir, "task", tc_type_int());
+  tc_var *nv = tc_var_new(ir, "n", tc_type_int()), *tv = tc_var_new(ir, "t", tc_type_int());
+  tc_var *rt = tc_var_new(ir, "rt", tc_type_int()), *ohi = tc_var_new(ir, "ohi", tc_type_int());
+  tc_var *ohv = tc_var_new(ir, "oh", tc_type_int());
+  x.n = tc__v(ir, nv);
+  x.t = tc__v(ir, tv);
+  x.oh = tc__v(ir, ohv);
+  const tc_stmt *row = tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, wl->kw, wl->w, conv_tile, &x);
+  if (wl->oh % toh) row = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x.oh, tc__c(ir, wl->oh)), row, NULL);
+  const tc_stmt *rows = tc_s_for(
+      ir, ohi, tc__c(ir, 0), tc__c(ir, toh), TC_FOR_SERIAL,
+      tc_s_let(ir, ohv, tc_e_add(ir, tc_e_mul(ir, tc__v(ir, rt), tc__c(ir, toh)), tc__v(ir, ohi)), row));
+  const tc_expr *tk = tc__v(ir, task);
+  const tc_stmt *body = tc_s_let(
+      ir, nv, tc_e_div(ir, tk, tc__c(ir, (int64_t)x.ntiles * nrt)),
+      tc_s_let(ir, tv, tc_e_mod(ir, tc_e_div(ir, tk, tc__c(ir, nrt)), tc__c(ir, x.ntiles)),
+               tc_s_let(ir, rt, tc_e_mod(ir, tk, tc__c(ir, nrt)), rows)));
+  *out = tc__parallel(ir, task, (int64_t)wl->n * x.ntiles * nrt, body);
+  return ir->err;
+}
+
+static th_status pack(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
+                      int p[TC_PACK_NPARAMS]) {
+  int vo = tc__knob(s, c, "tile_oc")[1];
+  p[0] = TH_RT_PACK_CONV;
+  p[1] = wl->oc;
+  p[2] = wl->c;
+  p[3] = wl->kh;
+  p[4] = wl->kw;
+  p[5] = wl->in_cb;
+  p[6] = vo * vec_lanes(wl, t);
+  return TH_OK;
+}
+
+const tc__op tc__op_conv2d = {TC_KERNEL_CONV2D, space, fallback, valid, lower, pack};

@@ -1,0 +1,338 @@
+/* Template dispatch and the shared pieces of every template: workload checks, keys and FLOPs, channel
+ * blocks, NCHW[cb]c indexing, the fused epilogue, the fast/safe output-width tiling and the packing entry
+ * points. The families themselves live one per file (conv2d.c, dense.c, ...). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops_int.h"
+#include "th_rt.h"
+
+static const tc__op *const ops[TC_KERNEL_COUNT] = {
+    &tc__op_conv2d,  &tc__op_depthwise,      &tc__op_dense,   &tc__op_maxpool,
+    &tc__op_avgpool, &tc__op_global_avgpool, &tc__op_softmax, &tc__op_eltwise,
+    &tc__op_concat,  &tc__op_layout};
+static const char *const names[TC_KERNEL_COUNT] = {
+    "conv2d_nchwc", "depthwise_nchwc", "dense_pack", "max_pool_nchwc", "avg_pool_nchwc",
+    "global_avg_pool_nchwc", "softmax", "eltwise_add", "concat_nchwc", "layout_transform"};
+_Static_assert(TC_KERNEL_COUNT == 10, "add the new kernel family to ops[] and names[]");
+
+const char *tc_kernel_name(tc_kernel k) {
+  return (k >= 0 && k < TC_KERNEL_COUNT) ? names[k] : "unknown";
+}
+
+int tc_op_nargs(tc_kernel k) {
+  switch (k) {
+    case TC_KERNEL_CONV2D:
+    case TC_KERNEL_DEPTHWISE:
+    case TC_KERNEL_DENSE: return 5;
+    case TC_KERNEL_ELTWISE: return 3;
+    default: return 2;
+  }
+}
+
+int tc_channel_block(int channels, int simd_lanes) {
+  (void)simd_lanes;
+  static const int blocks[] = {16, 8, 4, 2, 1};
+  for (int i = 0; i < 5; i++)
+    if (channels > 0 && channels % blocks[i] == 0) return blocks[i];
+  return 1;
+}
+
+static int is_block(int cb) {
+  return cb == 1 || cb == 2 || cb == 4 || cb == 8 || cb == 16;
+}
+
+static int out_dim(int in, int k, int s, int p0, int p1) {
+  return (in + p0 + p1 - k) / s + 1;
+}
+
+th_status tc_workload_check(const tc_workload *wl) {
+  if (!wl || wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return TH_ERR_INVALID;
+  const tc_workload *w = wl;
+  if (w->n < 1 || w->c < 1 || w->h < 1 || w->w < 1 || w->oc < 1 || w->oh < 1 || w->ow < 1)
+    return TH_ERR_INVALID;
+  if ((int64_t)w->n * w->c * w->h * w->w > (int64_t)1 << 31 ||
+      (int64_t)w->n * w->oc * w->oh * w->ow > (int64_t)1 << 31)
+    return TH_ERR_TOO_LARGE;
+  if (!is_block(w->in_cb) || !is_block(w->out_cb) || w->c % w->in_cb || w->oc % w->out_cb)
+    return TH_ERR_INVALID;
+  if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP)) return TH_ERR_INVALID;
+  if ((w->epilogue & TC_EPI_CLIP) && !(w->clip_min <= w->clip_max)) return TH_ERR_INVALID;
+  switch (w->kernel) {
+    case TC_KERNEL_CONV2D:
+    case TC_KERNEL_DEPTHWISE:
+    case TC_KERNEL_MAXPOOL:
+    case TC_KERNEL_AVGPOOL:
+      if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->pt < 0 || w->pl < 0 || w->pb < 0 ||
+          w->pr < 0)
+        return TH_ERR_INVALID;
+      if (w->kh > 64 || w->kw > 64 || w->pt >= w->kh || w->pb >= w->kh || w->pl >= w->kw ||
+          w->pr >= w->kw)
+        return TH_ERR_UNSUPPORTED;
+      if (w->h + w->pt + w->pb < w->kh || w->w + w->pl + w->pr < w->kw) return TH_ERR_INVALID;
+      if (w->oh != out_dim(w->h, w->kh, w->sh, w->pt, w->pb) ||
+          w->ow != out_dim(w->w, w->kw, w->sw, w->pl, w->pr))
+        return TH_ERR_INVALID;
+      if (w->kernel != TC_KERNEL_CONV2D && w->c != w->oc) return TH_ERR_INVALID;
+      if (w->kernel == TC_KERNEL_MAXPOOL || w->kernel == TC_KERNEL_AVGPOOL) {
+        if (w->epilogue & (TC_EPI_BIAS | TC_EPI_RESIDUAL)) return TH_ERR_UNSUPPORTED;
+      }
+      return TH_OK;
+    case TC_KERNEL_DENSE:
+      if (w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || w->in_cb != 1 || w->out_cb != 1)
+        return TH_ERR_INVALID;
+      return TH_OK;
+    case TC_KERNEL_GLOBAL_AVGPOOL:
+      if (w->c != w->oc || w->oh != 1 || w->ow != 1) return TH_ERR_INVALID;
+      if (w->epilogue & (TC_EPI_BIAS | TC_EPI_RESIDUAL)) return TH_ERR_UNSUPPORTED;
+      return TH_OK;
+    case TC_KERNEL_SOFTMAX:
+      if (w->c != w->oc || w->h != w->oh || w->w != w->ow || w->in_cb != 1 || w->out_cb != 1 ||
+          w->epilogue)
+        return TH_ERR_INVALID;
+      return TH_OK;
+    case TC_KERNEL_ELTWISE:
+      if (w->c != w->oc || w->h != w->oh || w->w != w->ow || w->in_cb != w->out_cb ||
+          (w->epilogue & (TC_EPI_BIAS | TC_EPI_RESIDUAL)))
+        return TH_ERR_INVALID;
+      return TH_OK;
+    case TC_KERNEL_CONCAT:
+      if (w->h != w->oh || w->w != w->ow || w->c_offset < 0 || w->c_offset + w->c > w->oc || w->epilogue)
+        return TH_ERR_INVALID;
+      return TH_OK;
+    case TC_KERNEL_LAYOUT:
+      if (w->c != w->oc || w->h != w->oh || w->w != w->ow || w->epilogue) return TH_ERR_INVALID;
+      return TH_OK;
+    default: return TH_ERR_INVALID;
+  }
+}
+
+th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
+  if (!wl || !out || wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return TH_ERR_INVALID;
+  int w = snprintf(out, n,
+                   "%s n%d c%d h%d w%d oc%d oh%d ow%d k%dx%d s%dx%d p%d,%d,%d,%d cb%d,%d e%d",
+                   names[wl->kernel], wl->n, wl->c, wl->h, wl->w, wl->oc, wl->oh, wl->ow, wl->kh,
+                   wl->kw, wl->sh, wl->sw, wl->pt, wl->pl, wl->pb, wl->pr, wl->in_cb, wl->out_cb,
+                   wl->epilogue);
+  if (w < 0 || (size_t)w >= n) return TH_ERR_TOO_LARGE;
+  size_t used = (size_t)w;
+  if (wl->epilogue & TC_EPI_CLIP) {
+    w = snprintf(out + used, n - used, " clip%g,%g", (double)wl->clip_min, (double)wl->clip_max);
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+    used += (size_t)w;
+  }
+  if (wl->kernel == TC_KERNEL_AVGPOOL) {
+    w = snprintf(out + used, n - used, " cip%d", wl->count_include_pad);
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+    used += (size_t)w;
+  }
+  if (wl->kernel == TC_KERNEL_CONCAT) {
+    w = snprintf(out + used, n - used, " off%d", wl->c_offset);
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+  }
+  return TH_OK;
+}
+
+double tc_workload_flops(const tc_workload *wl) {
+  if (!wl) return 0;
+  double out = (double)wl->n * wl->oc * wl->oh * wl->ow;
+  switch (wl->kernel) {
+    case TC_KERNEL_CONV2D: return 2.0 * out * wl->c * wl->kh * wl->kw;
+    case TC_KERNEL_DEPTHWISE: return 2.0 * out * wl->kh * wl->kw;
+    case TC_KERNEL_DENSE: return 2.0 * wl->n * (double)wl->oc * wl->c;
+    case TC_KERNEL_MAXPOOL:
+    case TC_KERNEL_AVGPOOL: return out * wl->kh * wl->kw;
+    case TC_KERNEL_GLOBAL_AVGPOOL: return (double)wl->n * wl->c * wl->h * wl->w;
+    case TC_KERNEL_SOFTMAX: return 3.0 * wl->n * (double)wl->c * wl->h * wl->w;
+    case TC_KERNEL_ELTWISE: return out;
+    default: return 0;
+  }
+}
+
+/* ---- shared helpers ---- */
+
+const int *tc__knob(const tc_space *s, const tc_config *c, const char *name) {
+  int k = tc_space_knob(s, name);
+  if (k < 0 || k >= c->nknobs || c->idx[k] < 0 || c->idx[k] >= s->knobs[k].nvalues) return NULL;
+  return s->knobs[k].values[c->idx[k]];
+}
+
+int tc__pow2_div(int cap, int a, int b, int c) {
+  int v = 1;
+  while (v * 2 <= cap && (a == 0 || a % (v * 2) == 0) && (b == 0 || b % (v * 2) == 0) &&
+         (c == 0 || c % (v * 2) == 0))
+    v *= 2;
+  return v;
+}
+
+const tc_expr *tc__c(tc_ir *ir, int64_t v) {
+  return tc_e_int(ir, v);
+}
+
+const tc_expr *tc__v(tc_ir *ir, const tc_var *v) {
+  return tc_e_var(ir, v);
+}
+
+const tc_expr *tc__and(tc_ir *ir, const tc_expr *a, const tc_expr *b) {
+  return tc_e_bin(ir, TC_EXPR_AND, a, b);
+}
+
+const tc_expr *tc__in_range(tc_ir *ir, const tc_expr *x, int lo, int hi) {
+  return tc__and(ir, tc_e_bin(ir, TC_EXPR_GE, x, tc__c(ir, lo)), tc_e_bin(ir, TC_EXPR_LT, x, tc__c(ir, hi)));
+}
+
+const tc_expr *tc__idx(tc_ir *ir, const tc_expr *n, const tc_expr *cblk, const tc_expr *y,
+                       const tc_expr *x, const tc_expr *lane, int nblk, int h, int w, int cb) {
+  const tc_expr *e = tc_e_add(ir, tc_e_mul(ir, n, tc__c(ir, nblk)), cblk);
+  e = tc_e_add(ir, tc_e_mul(ir, e, tc__c(ir, h)), y);
+  e = tc_e_add(ir, tc_e_mul(ir, e, tc__c(ir, w)), x);
+  return tc_e_add(ir, tc_e_mul(ir, e, tc__c(ir, cb)), lane);
+}
+
+const tc_expr *tc__idx_c(tc_ir *ir, const tc_expr *n, const tc_expr *c, const tc_expr *y,
+                         const tc_expr *x, int channels, int h, int w, int cb) {
+  return tc__idx(ir, n, tc_e_div(ir, c, tc__c(ir, cb)), y, x, tc_e_mod(ir, c, tc__c(ir, cb)),
+                 channels / cb, h, w, cb);
+}
+
+const tc_expr *tc__epilogue(tc_ir *ir, const tc_workload *wl, const tc_expr *v, const tc_var *bias,
+                            const tc_expr *oc0, const tc_var *res, const tc_expr *ridx) {
+  if (!v) return NULL;
+  int lanes = v->type.lanes;
+  if ((wl->epilogue & TC_EPI_BIAS) && bias) v = tc_e_add(ir, v, tc_e_load(ir, bias, oc0, lanes, 4));
+  if ((wl->epilogue & TC_EPI_RESIDUAL) && res) v = tc_e_add(ir, v, tc_e_load(ir, res, ridx, lanes, 4));
+  if (wl->epilogue & TC_EPI_RELU) v = tc_e_max(ir, v, tc_e_broadcast(ir, tc_e_float(ir, 0.0), lanes));
+  if (wl->epilogue & TC_EPI_CLIP) {
+    v = tc_e_max(ir, v, tc_e_broadcast(ir, tc_e_float(ir, wl->clip_min), lanes));
+    v = tc_e_min(ir, v, tc_e_broadcast(ir, tc_e_float(ir, wl->clip_max), lanes));
+  }
+  return v;
+}
+
+const tc_stmt *tc__parallel(tc_ir *ir, const tc_var *task, int64_t n, const tc_stmt *body) {
+  return tc_s_for(ir, task, tc__c(ir, 0), tc__c(ir, n), n > 1 ? TC_FOR_PARALLEL : TC_FOR_SERIAL, body);
+}
+
+const tc_stmt *tc__ow_tiles(tc_ir *ir, int ow, int rw, int sw, int pl, int kw, int w, tc__tile_fn fn,
+                            void *ctx) {
+  int full = ow / rw, rem = ow % rw;
+  /* Tile j is fast when its whole input window is inside the row. The fast tiles are contiguous. */
+  int lo = full, hi = full;
+  for (int j = 0; j < full; j++) {
+    int first = j * rw * sw - pl, last = (j * rw + rw - 1) * sw - pl + kw - 1;
+    if (first >= 0 && last < w) {
+      if (lo == full) lo = j;
+      hi = j + 1;
+    }
+  }
+  if (lo == full) hi = full;
+  tc_stmt_list l = {0};
+  int ranges[3][3] = {{0, lo, 1}, {lo, hi, 0}, {hi, full, 1}};
+  for (int r = 0; r < 3; r++) {
+    int a = ranges[r][0], b = ranges[r][1];
+    if (b <= a) continue;
+    tc_var *j = tc_var_new(ir, "owt", tc_type_int());
+    const tc_stmt *t = fn(ir, ctx, tc_e_mul(ir, tc__v(ir, j), tc__c(ir, rw)), rw, ranges[r][2]);
+    tc_list_push(ir, &l, tc_s_for(ir, j, tc__c(ir, a), tc__c(ir, b - a), TC_FOR_SERIAL, t));
+  }
+  if (rem) {
+    int j0 = full * rw;
+    int first = j0 * sw - pl, last = (ow - 1) * sw - pl + kw - 1;
+    tc_list_push(ir, &l, fn(ir, ctx, tc__c(ir, j0), rem, !(first >= 0 && last < w)));
+  }
+  return tc_list_seq(ir, &l);
+}
+
+/* ---- public entry points ---- */
+
+th_status tc_op_space(const tc_workload *wl, const tc_target *t, tc_space *out) {
+  if (!wl || !t || !out) return TH_ERR_INVALID;
+  th_status rc = tc_workload_check(wl);
+  if (rc != TH_OK) return rc;
+  tc_space s;
+  memset(&s, 0, sizeof s);
+  rc = ops[wl->kernel]->space(wl, t, &s);
+  if (rc == TH_OK && s.nknobs < 1) rc = TH_ERR_INTERNAL;
+  if (rc == TH_OK) *out = s;
+  return rc;
+}
+
+th_status tc_op_valid(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                      const tc_config *cfg) {
+  if (!wl || !t || !s || !cfg) return TH_ERR_INVALID;
+  th_status rc = tc_workload_check(wl);
+  if (rc != TH_OK) return rc;
+  if (tc_space_index(s, cfg) < 0) return TH_ERR_INVALID;
+  const tc__op *op = ops[wl->kernel];
+  return op->valid ? op->valid(wl, t, s, cfg) : TH_OK;
+}
+
+th_status tc_op_fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *out) {
+  if (!wl || !t || !s || !out) return TH_ERR_INVALID;
+  th_status rc = tc_workload_check(wl);
+  if (rc != TH_OK) return rc;
+  tc_config c;
+  memset(&c, 0, sizeof c);
+  c.nknobs = s->nknobs;
+  rc = ops[wl->kernel]->fallback(wl, t, s, &c);
+  if (rc == TH_OK) rc = tc_op_valid(wl, t, s, &c);
+  if (rc == TH_OK) *out = c;
+  return rc;
+}
+
+th_status tc_op_lower(const tc_workload *wl, const tc_config *cfg, const tc_target *t, th_arena *arena,
+                      const tc_stmt **out) {
+  if (!wl || !cfg || !t || !arena || !out) return TH_ERR_INVALID;
+  tc_space s;
+  th_status rc = tc_op_space(wl, t, &s);
+  if (rc == TH_OK) rc = tc_op_valid(wl, t, &s, cfg);
+  if (rc != TH_OK) return rc;
+  tc_ir ir;
+  tc_ir_init(&ir, arena);
+  const tc_stmt *body = NULL;
+  rc = ops[wl->kernel]->lower(wl, t, &s, cfg, &ir, &body);
+  if (rc == TH_OK && ir.err != TH_OK) rc = ir.err;
+  if (rc == TH_OK && !body) rc = TH_ERR_INTERNAL;
+  if (rc == TH_OK) *out = body;
+  return rc;
+}
+
+th_status tc_op_pack_params(const tc_workload *wl, const tc_config *cfg, const tc_target *t,
+                            int params[TC_PACK_NPARAMS]) {
+  if (!wl || !cfg || !t || !params) return TH_ERR_INVALID;
+  tc_space s;
+  th_status rc = tc_op_space(wl, t, &s);
+  if (rc == TH_OK) rc = tc_op_valid(wl, t, &s, cfg);
+  if (rc != TH_OK) return rc;
+  if (!ops[wl->kernel]->pack) return TH_ERR_INVALID;
+  int p[TC_PACK_NPARAMS] = {0};
+  rc = ops[wl->kernel]->pack(wl, t, &s, cfg, p);
+  if (rc == TH_OK) memcpy(params, p, sizeof p);
+  return rc;
+}
+
+size_t tc_op_packed_size(const tc_workload *wl, const tc_config *cfg, const tc_target *t) {
+  int p[TC_PACK_NPARAMS];
+  if (tc_op_pack_params(wl, cfg, t, p) != TH_OK) return 0;
+  return th_rt_packed_size(p);
+}
+
+th_status tc_op_pack(const tc_workload *wl, const tc_config *cfg, const tc_target *t, const float *src,
+                     float *dst) {
+  if (!src || !dst) return TH_ERR_INVALID;
+  int p[TC_PACK_NPARAMS];
+  th_status rc = tc_op_pack_params(wl, cfg, t, p);
+  if (rc == TH_OK && th_rt_pack_weights(p, src, dst) != 0) rc = TH_ERR_INTERNAL;
+  return rc;
+}
+
+th_status tc_op_print(const tc_workload *wl, const tc_config *cfg, const tc_target *t, th_buf *b) {
+  th_arena *a = th_arena_new(1 << 16);
+  if (!a) return TH_ERR_NOMEM;
+  const tc_stmt *s = NULL;
+  th_status rc = tc_op_lower(wl, cfg, t, a, &s);
+  if (rc == TH_OK) rc = tc_ir_print(s, b);
+  th_arena_free(a);
+  return rc;
+}

@@ -1,0 +1,199 @@
+/* The model runtime: a persistent pthread pool for the generated kernels' parallel loops and the weight
+ * packers. Parallel-for splits [0, n) statically into one contiguous range per thread (the calling thread
+ * takes the first), which is what batch-1 inference wants: equal work, no queue. Workers spin briefly on
+ * a generation counter before sleeping, so back-to-back kernels do not pay a wake-up each. */
+#include "th_rt.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TH_RT_MAX_THREADS 256
+#define TH_RT_SPIN 20000
+
+typedef void (*th_rt_fn)(void *ctx, int64_t begin, int64_t end);
+
+static struct {
+  pthread_once_t once;
+  int nthreads;
+  pthread_mutex_t busy; /* one parallel-for at a time */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  atomic_uint gen;
+  atomic_int pending;
+  th_rt_fn fn;
+  void *ctx;
+  int64_t n;
+  atomic_int stop;
+  pthread_t threads[TH_RT_MAX_THREADS];
+} pool = {PTHREAD_ONCE_INIT, 1, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+          PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL, 0, 0, {0}};
+
+static _Thread_local int in_parallel;
+
+static void run_range(int tid) {
+  int64_t n = pool.n, t = pool.nthreads;
+  int64_t b = n * tid / t, e = n * (tid + 1) / t;
+  if (b < e) pool.fn(pool.ctx, b, e);
+}
+
+static void *worker(void *arg) {
+  int tid = (int)(intptr_t)arg;
+  unsigned seen = 0;
+  in_parallel = 1;
+  for (;;) {
+    unsigned g;
+    int spins = 0;
+    while ((g = atomic_load_explicit(&pool.gen, memory_order_acquire)) == seen) {
+      if (++spins < TH_RT_SPIN) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        continue;
+      }
+      pthread_mutex_lock(&pool.mu);
+      while (atomic_load_explicit(&pool.gen, memory_order_acquire) == seen)
+        pthread_cond_wait(&pool.cv, &pool.mu);
+      pthread_mutex_unlock(&pool.mu);
+    }
+    seen = g;
+    if (atomic_load_explicit(&pool.stop, memory_order_acquire)) break;
+    run_range(tid);
+    atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel);
+  }
+  return NULL;
+}
+
+static void pool_init(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  const char *env = getenv("TH_NUM_THREADS");
+  if (env && *env) {
+    char *end = NULL;
+    long v = strtol(env, &end, 10);
+    if (end && *end == '\0' && v >= 1) n = v;
+  }
+  if (n < 1) n = 1;
+  if (n > TH_RT_MAX_THREADS) n = TH_RT_MAX_THREADS;
+  pool.nthreads = 1;
+  for (long i = 1; i < n; i++) {
+    if (pthread_create(&pool.threads[i], NULL, worker, (void *)(intptr_t)i) != 0)
+      break; /* fewer threads is still correct */
+    pool.nthreads++;
+  }
+}
+
+/* When the library is unloaded (dlclose) or the process exits, the workers must leave code that is
+ * about to be unmapped: stop and join them. */
+__attribute__((destructor)) static void pool_shutdown(void) {
+  if (pool.nthreads <= 1) return;
+  pthread_mutex_lock(&pool.busy);
+  atomic_store_explicit(&pool.stop, 1, memory_order_release);
+  pthread_mutex_lock(&pool.mu);
+  atomic_fetch_add_explicit(&pool.gen, 1, memory_order_acq_rel);
+  pthread_cond_broadcast(&pool.cv);
+  pthread_mutex_unlock(&pool.mu);
+  for (int i = 1; i < pool.nthreads; i++) pthread_join(pool.threads[i], NULL);
+  pool.nthreads = 1;
+  pthread_mutex_unlock(&pool.busy);
+}
+
+int th_rt_num_threads(void) {
+  pthread_once(&pool.once, pool_init);
+  return pool.nthreads;
+}
+
+void th_rt_parallel_for(void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx, int64_t n) {
+  if (n <= 0) return;
+  pthread_once(&pool.once, pool_init);
+  if (n == 1 || pool.nthreads == 1 || in_parallel || pthread_mutex_trylock(&pool.busy) != 0) {
+    fn(ctx, 0, n);
+    return;
+  }
+  pool.fn = fn;
+  pool.ctx = ctx;
+  pool.n = n;
+  atomic_store_explicit(&pool.pending, pool.nthreads - 1, memory_order_release);
+  pthread_mutex_lock(&pool.mu);
+  atomic_fetch_add_explicit(&pool.gen, 1, memory_order_acq_rel);
+  pthread_cond_broadcast(&pool.cv);
+  pthread_mutex_unlock(&pool.mu);
+  in_parallel = 1;
+  run_range(0);
+  in_parallel = 0;
+  while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    sched_yield();
+#endif
+  }
+  pthread_mutex_unlock(&pool.busy);
+}
+
+void th_rt_pack_conv(const float *src, float *dst, int oc, int ic, int kh, int kw, int in_cb,
+                     int oc_tile) {
+  int nt = oc / oc_tile, nicb = ic / in_cb;
+  size_t o = 0;
+  for (int t = 0; t < nt; t++)
+    for (int cb = 0; cb < nicb; cb++)
+      for (int y = 0; y < kh; y++)
+        for (int x = 0; x < kw; x++)
+          for (int ci = 0; ci < in_cb; ci++)
+            for (int j = 0; j < oc_tile; j++) {
+              int co = t * oc_tile + j, c = cb * in_cb + ci;
+              dst[o++] = src[(((size_t)co * ic + c) * kh + y) * kw + x];
+            }
+}
+
+void th_rt_pack_depthwise(const float *src, float *dst, int c, int kh, int kw, int vl) {
+  size_t o = 0;
+  for (int b = 0; b < c / vl; b++)
+    for (int y = 0; y < kh; y++)
+      for (int x = 0; x < kw; x++)
+        for (int j = 0; j < vl; j++) dst[o++] = src[((size_t)(b * vl + j) * kh + y) * kw + x];
+}
+
+void th_rt_pack_dense(const float *src, float *dst, int m, int k, int bn) {
+  int np = (m + bn - 1) / bn;
+  size_t o = 0;
+  for (int p = 0; p < np; p++)
+    for (int i = 0; i < k; i++)
+      for (int j = 0; j < bn; j++) {
+        int row = p * bn + j;
+        dst[o++] = row < m ? src[(size_t)row * k + i] : 0.0f;
+      }
+}
+
+size_t th_rt_packed_size(const int p[TH_RT_PACK_NPARAMS]) {
+  switch (p[0]) {
+    case TH_RT_PACK_CONV: return (size_t)p[1] * p[2] * p[3] * p[4];
+    case TH_RT_PACK_DEPTHWISE: return (size_t)p[1] * p[2] * p[3];
+    case TH_RT_PACK_DENSE:
+      if (p[3] <= 0) return 0;
+      return (size_t)((p[1] + p[3] - 1) / p[3]) * p[3] * p[2];
+    default: return 0;
+  }
+}
+
+int th_rt_pack_weights(const int p[TH_RT_PACK_NPARAMS], const float *src, float *dst) {
+  for (int i = 1; i < TH_RT_PACK_NPARAMS; i++)
+    if (p[i] < 0) return -1;
+  switch (p[0]) {
+    case TH_RT_PACK_CONV:
+      if (p[5] <= 0 || p[6] <= 0 || p[2] % p[5] || p[1] % p[6]) return -1;
+      th_rt_pack_conv(src, dst, p[1], p[2], p[3], p[4], p[5], p[6]);
+      return 0;
+    case TH_RT_PACK_DEPTHWISE:
+      if (p[4] <= 0 || p[1] % p[4]) return -1;
+      th_rt_pack_depthwise(src, dst, p[1], p[2], p[3], p[4]);
+      return 0;
+    case TH_RT_PACK_DENSE:
+      if (p[3] <= 0) return -1;
+      th_rt_pack_dense(src, dst, p[1], p[2], p[3]);
+      return 0;
+    default: return -1;
+  }
+}

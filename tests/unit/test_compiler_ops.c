@@ -1,0 +1,678 @@
+/* Differential tests of every operator template: each family is compiled through the LLVM backend into a
+ * shared library (fallback config + random valid configs, fixed seed) on edge shapes (odd sizes, stride 2,
+ * padding, 1x1, the 7x7/2 stem, 3-channel NCHW input, channel blocks 16/8/4/1, every epilogue) and
+ * compared against naive NCHW C loops written here. Also: space round trips, invalid configs, features. */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "tc_llvm.h"
+#include "th_rt.h"
+#include "th_test.h"
+
+/* ---- helpers ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float frand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+static int irand(int n) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (int)((rng >> 11) % (uint64_t)n);
+}
+
+static float *rand_buf(size_t n) {
+  float *p = malloc(n * sizeof *p + 64);
+  CHECK(p);
+  for (size_t i = 0; i < n; i++) p[i] = frand();
+  return p;
+}
+
+/* plain NCHW <-> NCHW[cb]c */
+static void to_blocked(const float *src, float *dst, int n, int c, int h, int w, int cb) {
+  for (int b = 0; b < n; b++)
+    for (int ch = 0; ch < c; ch++)
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+          dst[((((size_t)b * (c / cb) + ch / cb) * h + y) * w + x) * cb + ch % cb] =
+              src[(((size_t)b * c + ch) * h + y) * w + x];
+}
+static void from_blocked(const float *src, float *dst, int n, int c, int h, int w, int cb) {
+  for (int b = 0; b < n; b++)
+    for (int ch = 0; ch < c; ch++)
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+          dst[(((size_t)b * c + ch) * h + y) * w + x] =
+              src[((((size_t)b * (c / cb) + ch / cb) * h + y) * w + x) * cb + ch % cb];
+}
+
+static float epi(const tc_workload *wl, float v, const float *bias, int oc, const float *res, size_t i) {
+  if (wl->epilogue & TC_EPI_BIAS) v += bias[oc];
+  if (wl->epilogue & TC_EPI_RESIDUAL) v += res[i];
+  if (wl->epilogue & TC_EPI_RELU) v = v > 0 ? v : 0;
+  if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
+  return v;
+}
+
+static int compare(const char *what, const float *got, const float *ref, size_t n) {
+  double rms = 0;
+  for (size_t i = 0; i < n; i++) rms += (double)ref[i] * ref[i];
+  rms = sqrt(rms / (double)(n ? n : 1));
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - ref[i]);
+    if (!(d <= 1e-4 * (fabs(ref[i]) + rms) + 1e-7)) {
+      fprintf(stderr, "%s: mismatch at %zu: got %.7g want %.7g\n", what, i, got[i], ref[i]);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static tc_target target;
+static void init_target(void) {
+  CHECK_EQ_INT(tc_target_host(&target), TH_OK);
+  /* TC_TEST_LANES=8 forces AVX2-width kernels, to test both paths on an AVX-512 machine. */
+  const char *l = getenv("TC_TEST_LANES");
+  if (l && strcmp(l, "8") == 0 && target.simd_lanes == 16) {
+    target.simd_lanes = 8;
+    target.nregs = 16;
+  }
+}
+
+/* Up to max configs: the fallback first, then random valid ones. */
+static int sample_configs(const tc_workload *wl, tc_config *cfgs, int max) {
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
+  CHECK_EQ_INT(tc_op_fallback(wl, &target, &s, &cfgs[0]), TH_OK);
+  int n = 1;
+  int64_t size = tc_space_size(&s);
+  for (int tries = 0; tries < 200 && n < max && n < size; tries++) {
+    tc_config c;
+    tc_space_get(&s, (int64_t)irand((int)(size < 1000000 ? size : 1000000)), &c);
+    if (tc_op_valid(wl, &target, &s, &c) != TH_OK) continue;
+    int dup = 0;
+    for (int i = 0; i < n; i++) dup |= tc_space_index(&s, &c) == tc_space_index(&s, &cfgs[i]);
+    if (!dup) cfgs[n++] = c;
+  }
+  return n;
+}
+
+typedef void (*kfn)(void *const *);
+
+typedef struct lib {
+  void *h;
+  char path[256];
+} lib;
+
+static void build(lib *L, int n, const tc_workload *wls, const tc_config *cfgs) {
+  char **names = calloc((size_t)n, sizeof *names);
+  CHECK(names);
+  for (int i = 0; i < n; i++) {
+    names[i] = malloc(32);
+    snprintf(names[i], 32, "k%d", i);
+  }
+  snprintf(L->path, sizeof L->path, "/tmp/tc_ops_test_%ld.so", (long)getpid());
+  char err[4096] = "";
+  th_status rc = tc_kernels_build_so(&target, n, wls, cfgs, (const char *const *)names, L->path, err,
+                                     sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "build: %s: %s\n", th_status_name(rc), err);
+  CHECK_EQ_INT(rc, TH_OK);
+  L->h = dlopen(L->path, RTLD_NOW | RTLD_LOCAL);
+  if (!L->h) fprintf(stderr, "dlopen: %s\n", dlerror());
+  CHECK(L->h);
+  for (int i = 0; i < n; i++) free(names[i]);
+  free(names);
+}
+
+static kfn sym(lib *L, int i) {
+  char name[32];
+  snprintf(name, sizeof name, "k%d", i);
+  kfn f;
+  *(void **)&f = dlsym(L->h, name);
+  CHECK(f);
+  return f;
+}
+
+static void unload(lib *L) {
+  dlclose(L->h);
+  unlink(L->path);
+}
+
+static tc_workload conv_wl(tc_kernel k, int n, int c, int h, int w, int oc, int kh, int kw, int s, int p,
+                           int in_cb, int out_cb, int epilogue) {
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = k;
+  wl.n = n;
+  wl.c = c;
+  wl.h = h;
+  wl.w = w;
+  wl.oc = oc;
+  wl.kh = kh;
+  wl.kw = kw;
+  wl.sh = wl.sw = s;
+  wl.pt = wl.pl = wl.pb = wl.pr = p;
+  wl.oh = (h + 2 * p - kh) / s + 1;
+  wl.ow = (w + 2 * p - kw) / s + 1;
+  wl.in_cb = in_cb;
+  wl.out_cb = out_cb;
+  wl.epilogue = epilogue;
+  wl.clip_min = -0.25f;
+  wl.clip_max = 0.5f;
+  return wl;
+}
+
+/* ---- conv2d / depthwise ---- */
+
+static void ref_conv(const tc_workload *wl, const float *in, const float *wt, const float *bias,
+                     const float *res, float *out, int depthwise) {
+  for (int b = 0; b < wl->n; b++)
+    for (int o = 0; o < wl->oc; o++)
+      for (int y = 0; y < wl->oh; y++)
+        for (int x = 0; x < wl->ow; x++) {
+          double acc = 0;
+          int c0 = depthwise ? o : 0, c1 = depthwise ? o + 1 : wl->c;
+          for (int c = c0; c < c1; c++)
+            for (int i = 0; i < wl->kh; i++)
+              for (int j = 0; j < wl->kw; j++) {
+                int iy = y * wl->sh - wl->pt + i, ix = x * wl->sw - wl->pl + j;
+                if (iy < 0 || iy >= wl->h || ix < 0 || ix >= wl->w) continue;
+                float wv = depthwise ? wt[((size_t)o * wl->kh + i) * wl->kw + j]
+                                     : wt[(((size_t)o * wl->c + c) * wl->kh + i) * wl->kw + j];
+                acc += (double)in[(((size_t)b * wl->c + c) * wl->h + iy) * wl->w + ix] * wv;
+              }
+          size_t oi = (((size_t)b * wl->oc + o) * wl->oh + y) * wl->ow + x;
+          out[oi] = epi(wl, (float)acc, bias, o, res, oi);
+        }
+}
+
+/* Runs n workloads x their configs through one library and the reference. */
+static void check_weighted(const tc_workload *wls, int nwl, int per, int depthwise) {
+  tc_workload all_wl[256];
+  tc_config all_cfg[256];
+  int owner[256], n = 0;
+  for (int i = 0; i < nwl; i++) {
+    tc_config cfgs[16];
+    int k = sample_configs(&wls[i], cfgs, per);
+    for (int j = 0; j < k; j++) {
+      CHECK(n < 256);
+      all_wl[n] = wls[i];
+      all_cfg[n] = cfgs[j];
+      owner[n++] = i;
+    }
+  }
+  lib L;
+  build(&L, n, all_wl, all_cfg);
+  for (int q = 0; q < n; q++) {
+    const tc_workload *wl = &all_wl[q];
+    size_t isz = (size_t)wl->n * wl->c * wl->h * wl->w, osz = (size_t)wl->n * wl->oc * wl->oh * wl->ow;
+    size_t wsz = depthwise ? (size_t)wl->c * wl->kh * wl->kw : (size_t)wl->oc * wl->c * wl->kh * wl->kw;
+    float *in = rand_buf(isz), *wt = rand_buf(wsz), *bias = rand_buf((size_t)wl->oc),
+          *res = rand_buf(osz), *ref = rand_buf(osz);
+    float *inb = rand_buf(isz), *resb = rand_buf(osz), *outb = rand_buf(osz), *out = rand_buf(osz);
+    size_t psz = tc_op_packed_size(wl, &all_cfg[q], &target);
+    CHECK(psz > 0);
+    float *packed = rand_buf(psz);
+    CHECK_EQ_INT(tc_op_pack(wl, &all_cfg[q], &target, wt, packed), TH_OK);
+    ref_conv(wl, in, wt, bias, res, ref, depthwise);
+    to_blocked(in, inb, wl->n, wl->c, wl->h, wl->w, wl->in_cb);
+    to_blocked(res, resb, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
+    void *args[5] = {inb, packed, (wl->epilogue & TC_EPI_BIAS) ? bias : NULL,
+                     (wl->epilogue & TC_EPI_RESIDUAL) ? resb : NULL, outb};
+    sym(&L, q)((void *const *)args);
+    from_blocked(outb, out, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
+    tc_space s;
+    char key[512], cfg[1024];
+    CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
+    tc_workload_key(wl, key, sizeof key);
+    tc_config_str(&s, &all_cfg[q], cfg, sizeof cfg);
+    if (!compare(key, out, ref, osz)) {
+      fprintf(stderr, "workload %d config %s\n", owner[q], cfg);
+      CHECK(0);
+    }
+    free(in), free(wt), free(bias), free(res), free(ref), free(inb), free(resb), free(outb), free(out),
+        free(packed);
+  }
+  unload(&L);
+}
+
+TH_TEST(conv2d_differential) {
+  init_target();
+  tc_workload wls[] = {
+      conv_wl(TC_KERNEL_CONV2D, 1, 3, 23, 23, 16, 7, 7, 2, 3, 1, 16, TC_EPI_BIAS | TC_EPI_RELU), /* stem */
+      conv_wl(TC_KERNEL_CONV2D, 1, 16, 9, 9, 24, 3, 3, 1, 1, 16, 8,
+              TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_CONV2D, 1, 8, 10, 10, 12, 1, 1, 2, 0, 8, 4, 0),            /* 1x1 / 2 */
+      conv_wl(TC_KERNEL_CONV2D, 2, 4, 11, 7, 8, 3, 3, 2, 1, 4, 8, TC_EPI_CLIP),      /* batch 2 */
+      conv_wl(TC_KERNEL_CONV2D, 1, 16, 6, 13, 5, 3, 3, 1, 1, 16, 1, TC_EPI_BIAS),     /* plain out */
+      conv_wl(TC_KERNEL_CONV2D, 1, 32, 7, 7, 32, 3, 3, 1, 1, 16, 16, TC_EPI_RESIDUAL | TC_EPI_RELU),
+  };
+  /* Asymmetric padding. */
+  tc_workload a = conv_wl(TC_KERNEL_CONV2D, 1, 16, 12, 12, 16, 5, 5, 1, 2, 16, 16,
+                          TC_EPI_BIAS | TC_EPI_CLIP | TC_EPI_RESIDUAL);
+  a.pb = a.pr = 1;
+  a.oh = (a.h + a.pt + a.pb - a.kh) / a.sh + 1;
+  a.ow = (a.w + a.pl + a.pr - a.kw) / a.sw + 1;
+  tc_workload all[8];
+  memcpy(all, wls, sizeof wls);
+  all[6] = a;
+  check_weighted(all, 7, 4, 0);
+  return 0;
+}
+
+TH_TEST(conv2d_epilogues) {
+  init_target();
+  tc_workload wls[16];
+  for (int e = 0; e < 16; e++) wls[e] = conv_wl(TC_KERNEL_CONV2D, 1, 8, 5, 6, 16, 3, 3, 1, 1, 8, 16, e);
+  check_weighted(wls, 16, 1, 0);
+  return 0;
+}
+
+TH_TEST(depthwise_differential) {
+  init_target();
+  tc_workload wls[] = {
+      conv_wl(TC_KERNEL_DEPTHWISE, 1, 32, 13, 13, 32, 3, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_CLIP),
+      conv_wl(TC_KERNEL_DEPTHWISE, 1, 24, 14, 14, 24, 3, 3, 2, 1, 8, 8, TC_EPI_RESIDUAL | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_DEPTHWISE, 2, 8, 9, 11, 8, 5, 5, 1, 2, 4, 8, TC_EPI_BIAS),
+      conv_wl(TC_KERNEL_DEPTHWISE, 1, 3, 7, 7, 3, 3, 3, 1, 0, 1, 1, 0),
+  };
+  check_weighted(wls, 4, 4, 1);
+  return 0;
+}
+
+/* ---- dense ---- */
+
+TH_TEST(dense_differential) {
+  init_target();
+  int shapes[][4] = {{1, 37, 29, TC_EPI_BIAS}, {3, 64, 1000, TC_EPI_BIAS | TC_EPI_RELU},
+                     {2, 16, 16, TC_EPI_RESIDUAL}, {4, 130, 40, TC_EPI_BIAS | TC_EPI_CLIP | TC_EPI_RESIDUAL}};
+  tc_workload wls[4];
+  for (int i = 0; i < 4; i++) {
+    wls[i] = conv_wl(TC_KERNEL_DENSE, shapes[i][0], shapes[i][1], 1, 1, shapes[i][2], 1, 1, 1, 0, 1, 1,
+                     shapes[i][3]);
+  }
+  tc_workload all_wl[64];
+  tc_config all_cfg[64];
+  int n = 0;
+  for (int i = 0; i < 4; i++) {
+    tc_config cfgs[8];
+    int k = sample_configs(&wls[i], cfgs, 4);
+    for (int j = 0; j < k; j++) {
+      all_wl[n] = wls[i];
+      all_cfg[n++] = cfgs[j];
+    }
+  }
+  lib L;
+  build(&L, n, all_wl, all_cfg);
+  for (int q = 0; q < n; q++) {
+    const tc_workload *wl = &all_wl[q];
+    int N = wl->n, K = wl->c, M = wl->oc;
+    float *in = rand_buf((size_t)N * K), *wt = rand_buf((size_t)M * K), *bias = rand_buf((size_t)M);
+    float *res = rand_buf((size_t)N * M), *ref = rand_buf((size_t)N * M), *out = rand_buf((size_t)N * M);
+    for (int b = 0; b < N; b++)
+      for (int m = 0; m < M; m++) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) acc += (double)in[b * K + k] * wt[(size_t)m * K + k];
+        ref[b * M + m] = epi(wl, (float)acc, bias, m, res, (size_t)b * M + m);
+      }
+    float *packed = rand_buf(tc_op_packed_size(wl, &all_cfg[q], &target));
+    CHECK_EQ_INT(tc_op_pack(wl, &all_cfg[q], &target, wt, packed), TH_OK);
+    void *args[5] = {in, packed, bias, res, out};
+    sym(&L, q)((void *const *)args);
+    CHECK(compare("dense", out, ref, (size_t)N * M));
+    free(in), free(wt), free(bias), free(res), free(ref), free(out), free(packed);
+  }
+  unload(&L);
+  return 0;
+}
+
+/* ---- the simple families: pools, softmax, eltwise, concat, layout ---- */
+
+static void ref_pool(const tc_workload *wl, const float *in, float *out) {
+  for (int b = 0; b < wl->n; b++)
+    for (int c = 0; c < wl->c; c++)
+      for (int y = 0; y < wl->oh; y++)
+        for (int x = 0; x < wl->ow; x++) {
+          double acc = wl->kernel == TC_KERNEL_MAXPOOL ? -INFINITY : 0;
+          int cnt = 0;
+          for (int i = 0; i < wl->kh; i++)
+            for (int j = 0; j < wl->kw; j++) {
+              int iy = y * wl->sh - wl->pt + i, ix = x * wl->sw - wl->pl + j;
+              int inpad = iy >= -wl->pt && iy < wl->h + wl->pb && ix >= -wl->pl && ix < wl->w + wl->pr;
+              int inside = iy >= 0 && iy < wl->h && ix >= 0 && ix < wl->w;
+              if (wl->count_include_pad ? inpad : inside) cnt++;
+              if (!inside) continue;
+              float v = in[(((size_t)b * wl->c + c) * wl->h + iy) * wl->w + ix];
+              if (wl->kernel == TC_KERNEL_MAXPOOL)
+                acc = v > acc ? v : acc;
+              else
+                acc += v;
+            }
+          if (wl->kernel == TC_KERNEL_AVGPOOL) acc /= cnt;
+          size_t oi = (((size_t)b * wl->oc + c) * wl->oh + y) * wl->ow + x;
+          out[oi] = epi(wl, (float)acc, NULL, 0, NULL, 0);
+        }
+}
+
+static void ref_simple(const tc_workload *wl, const float *a, const float *b, float *out) {
+  size_t total = (size_t)wl->n * wl->c * wl->h * wl->w;
+  switch (wl->kernel) {
+    case TC_KERNEL_MAXPOOL:
+    case TC_KERNEL_AVGPOOL: ref_pool(wl, a, out); break;
+    case TC_KERNEL_GLOBAL_AVGPOOL:
+      for (int n = 0; n < wl->n; n++)
+        for (int c = 0; c < wl->c; c++) {
+          double s = 0;
+          for (int i = 0; i < wl->h * wl->w; i++) s += a[((size_t)n * wl->c + c) * wl->h * wl->w + i];
+          out[n * wl->c + c] = epi(wl, (float)(s / (wl->h * wl->w)), NULL, 0, NULL, 0);
+        }
+      break;
+    case TC_KERNEL_SOFTMAX: {
+      size_t len = wl->w > 1 ? (size_t)wl->w : wl->h > 1 ? (size_t)wl->h : (size_t)wl->c;
+      for (size_t r = 0; r < total / len; r++) {
+        double mx = -INFINITY, s = 0;
+        for (size_t i = 0; i < len; i++) mx = a[r * len + i] > mx ? a[r * len + i] : mx;
+        for (size_t i = 0; i < len; i++) s += exp(a[r * len + i] - mx);
+        for (size_t i = 0; i < len; i++) out[r * len + i] = (float)(exp(a[r * len + i] - mx) / s);
+      }
+      break;
+    }
+    case TC_KERNEL_ELTWISE:
+      for (size_t i = 0; i < total; i++) out[i] = epi(wl, a[i] + b[i], NULL, 0, NULL, 0);
+      break;
+    case TC_KERNEL_CONCAT:
+    case TC_KERNEL_LAYOUT: {
+      int off = wl->kernel == TC_KERNEL_CONCAT ? wl->c_offset : 0;
+      for (int n = 0; n < wl->n; n++)
+        for (int c = 0; c < wl->c; c++)
+          for (int i = 0; i < wl->h * wl->w; i++)
+            out[((size_t)n * wl->oc + c + off) * wl->h * wl->w + i] =
+                a[((size_t)n * wl->c + c) * wl->h * wl->w + i];
+      break;
+    }
+    default: CHECK(0);
+  }
+}
+
+static void check_simple(const tc_workload *wls, int nwl) {
+  tc_workload all_wl[64];
+  tc_config all_cfg[64];
+  int n = 0;
+  for (int i = 0; i < nwl; i++) {
+    tc_config cfgs[4];
+    int k = sample_configs(&wls[i], cfgs, 3);
+    for (int j = 0; j < k; j++) {
+      all_wl[n] = wls[i];
+      all_cfg[n++] = cfgs[j];
+    }
+  }
+  lib L;
+  build(&L, n, all_wl, all_cfg);
+  for (int q = 0; q < n; q++) {
+    const tc_workload *wl = &all_wl[q];
+    size_t isz = (size_t)wl->n * wl->c * wl->h * wl->w, osz = (size_t)wl->n * wl->oc * wl->oh * wl->ow;
+    float *a = rand_buf(isz), *b = rand_buf(isz), *ab = rand_buf(isz), *ref = rand_buf(osz);
+    float *outb = rand_buf(osz), *out = rand_buf(osz);
+    if (wl->kernel == TC_KERNEL_CONCAT) { /* untouched channels keep their values */
+      for (size_t i = 0; i < osz; i++) ref[i] = 0.125f;
+    }
+    ref_simple(wl, a, b, ref);
+    int blocked = wl->kernel != TC_KERNEL_SOFTMAX && wl->kernel != TC_KERNEL_ELTWISE;
+    if (blocked) {
+      to_blocked(a, ab, wl->n, wl->c, wl->h, wl->w, wl->in_cb);
+      if (wl->kernel == TC_KERNEL_CONCAT) to_blocked(ref, outb, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
+      for (size_t i = 0; i < osz && wl->kernel == TC_KERNEL_CONCAT; i++) outb[i] = 0.125f;
+    } else {
+      memcpy(ab, a, isz * sizeof *a);
+    }
+    void *args2[2] = {ab, outb}, *args3[3] = {a, b, outb};
+    sym(&L, q)(wl->kernel == TC_KERNEL_ELTWISE ? (void *const *)args3 : (void *const *)args2);
+    if (blocked)
+      from_blocked(outb, out, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
+    else
+      memcpy(out, outb, osz * sizeof *out);
+    char key[512];
+    tc_workload_key(wl, key, sizeof key);
+    CHECK(compare(key, out, ref, osz));
+    free(a), free(b), free(ab), free(ref), free(outb), free(out);
+  }
+  unload(&L);
+}
+
+TH_TEST(pool_differential) {
+  init_target();
+  tc_workload w[6];
+  w[0] = conv_wl(TC_KERNEL_MAXPOOL, 1, 16, 15, 15, 16, 3, 3, 2, 1, 16, 16, 0); /* resnet */
+  w[1] = conv_wl(TC_KERNEL_AVGPOOL, 1, 8, 9, 10, 8, 3, 3, 1, 1, 4, 4, 0);
+  w[2] = w[1];
+  w[2].count_include_pad = 1;
+  w[3] = conv_wl(TC_KERNEL_AVGPOOL, 2, 12, 8, 8, 12, 2, 2, 2, 0, 4, 4, TC_EPI_RELU);
+  w[4] = conv_wl(TC_KERNEL_MAXPOOL, 1, 3, 13, 13, 3, 3, 3, 2, 0, 1, 1, TC_EPI_CLIP); /* squeezenet-like */
+  w[5] = conv_wl(TC_KERNEL_MAXPOOL, 1, 16, 7, 7, 16, 3, 3, 1, 1, 16, 8, 0);
+  check_simple(w, 6);
+  return 0;
+}
+
+TH_TEST(global_avgpool_differential) {
+  init_target();
+  tc_workload w[3];
+  w[0] = conv_wl(TC_KERNEL_GLOBAL_AVGPOOL, 1, 24, 7, 7, 24, 7, 7, 1, 0, 8, 8, 0);
+  w[1] = conv_wl(TC_KERNEL_GLOBAL_AVGPOOL, 2, 32, 5, 3, 32, 5, 3, 1, 0, 16, 1, TC_EPI_RELU);
+  w[2] = conv_wl(TC_KERNEL_GLOBAL_AVGPOOL, 1, 6, 13, 13, 6, 13, 13, 1, 0, 2, 2, 0);
+  for (int i = 0; i < 3; i++) w[i].oh = w[i].ow = 1;
+  check_simple(w, 3);
+  return 0;
+}
+
+TH_TEST(softmax_differential) {
+  init_target();
+  tc_workload w[2];
+  w[0] = conv_wl(TC_KERNEL_SOFTMAX, 2, 1000, 1, 1, 1000, 1, 1, 1, 0, 1, 1, 0);
+  w[1] = conv_wl(TC_KERNEL_SOFTMAX, 1, 3, 4, 5, 3, 1, 1, 1, 0, 1, 1, 0);
+  check_simple(w, 2);
+  return 0;
+}
+
+TH_TEST(eltwise_differential) {
+  init_target();
+  tc_workload w[3];
+  w[0] = conv_wl(TC_KERNEL_ELTWISE, 1, 16, 7, 7, 16, 1, 1, 1, 0, 16, 16, TC_EPI_RELU);
+  w[1] = conv_wl(TC_KERNEL_ELTWISE, 1, 5, 31, 33, 5, 1, 1, 1, 0, 1, 1, TC_EPI_CLIP);
+  w[2] = conv_wl(TC_KERNEL_ELTWISE, 2, 64, 9, 9, 64, 1, 1, 1, 0, 16, 16, 0);
+  check_simple(w, 3);
+  return 0;
+}
+
+TH_TEST(concat_differential) {
+  init_target();
+  tc_workload w[3];
+  w[0] = conv_wl(TC_KERNEL_CONCAT, 1, 8, 5, 6, 24, 1, 1, 1, 0, 8, 8, 0);
+  w[0].c_offset = 16;
+  w[1] = conv_wl(TC_KERNEL_CONCAT, 2, 3, 4, 5, 7, 1, 1, 1, 0, 1, 1, 0);
+  w[1].c_offset = 4;
+  w[2] = conv_wl(TC_KERNEL_CONCAT, 1, 16, 3, 3, 48, 1, 1, 1, 0, 16, 16, 0);
+  w[2].c_offset = 16;
+  check_simple(w, 3);
+  return 0;
+}
+
+TH_TEST(layout_differential) {
+  init_target();
+  int blocks[][2] = {{1, 16}, {16, 1}, {16, 8}, {8, 16}, {4, 16}, {16, 4}};
+  tc_workload w[7];
+  for (int i = 0; i < 6; i++)
+    w[i] = conv_wl(TC_KERNEL_LAYOUT, 1, 16, 7, 9, 16, 1, 1, 1, 0, blocks[i][0], blocks[i][1], 0);
+  w[6] = conv_wl(TC_KERNEL_LAYOUT, 2, 3, 5, 5, 3, 1, 1, 1, 0, 1, 1, 0);
+  check_simple(w, 7);
+  return 0;
+}
+
+/* ---- spaces, validity, features, runtime ---- */
+
+TH_TEST(space_round_trip) {
+  init_target();
+  tc_workload wls[] = {conv_wl(TC_KERNEL_CONV2D, 1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16, 0),
+                       conv_wl(TC_KERNEL_DEPTHWISE, 1, 32, 13, 13, 32, 3, 3, 1, 1, 16, 16, 0),
+                       conv_wl(TC_KERNEL_DENSE, 1, 512, 1, 1, 1000, 1, 1, 1, 0, 1, 1, 0),
+                       conv_wl(TC_KERNEL_ELTWISE, 1, 16, 7, 7, 16, 1, 1, 1, 0, 16, 16, 0)};
+  for (int i = 0; i < 4; i++) {
+    tc_space s;
+    CHECK_EQ_INT(tc_op_space(&wls[i], &target, &s), TH_OK);
+    int64_t size = tc_space_size(&s);
+    CHECK(size >= 1);
+    for (int64_t j = 0; j < size; j += (size / 97) + 1) {
+      tc_config c;
+      tc_space_get(&s, j, &c);
+      CHECK_EQ_INT(tc_space_index(&s, &c), j);
+    }
+  }
+  /* The conv space is of AutoTVM's order of size for a 64->64 3x3 at 56x56. */
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(&wls[0], &target, &s), TH_OK);
+  CHECK(tc_space_size(&s) > 100);
+  return 0;
+}
+
+TH_TEST(invalid_config_rejected) {
+  init_target();
+  tc_workload wl = conv_wl(TC_KERNEL_CONV2D, 1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16, 0);
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(&wl, &target, &s), TH_OK);
+  tc_config c;
+  memset(&c, 0, sizeof c);
+  c.nknobs = s.nknobs;
+  int koc = tc_space_knob(&s, "tile_oc"), kow = tc_space_knob(&s, "tile_ow");
+  CHECK(koc >= 0 && kow >= 0);
+  c.idx[koc] = s.knobs[koc].nvalues - 1; /* most oc vectors */
+  c.idx[kow] = s.knobs[kow].nvalues - 1; /* widest tile: far more accumulators than registers */
+  CHECK_EQ_INT(tc_op_valid(&wl, &target, &s, &c), TH_ERR_INVALID);
+  th_arena *a = th_arena_new(4096);
+  const tc_stmt *body = NULL;
+  CHECK_EQ_INT(tc_op_lower(&wl, &c, &target, a, &body), TH_ERR_INVALID);
+  c.idx[0] = 999; /* out of range */
+  CHECK_EQ_INT(tc_op_valid(&wl, &target, &s, &c), TH_ERR_INVALID);
+  /* A malformed workload is rejected, not crashed on. */
+  tc_workload bad = wl;
+  bad.oh = 57;
+  CHECK_EQ_INT(tc_op_space(&bad, &target, &s), TH_ERR_INVALID);
+  bad = wl;
+  bad.in_cb = 3;
+  CHECK_EQ_INT(tc_op_space(&bad, &target, &s), TH_ERR_INVALID);
+  th_arena_free(a);
+  return 0;
+}
+
+TH_TEST(features_fixed_length) {
+  init_target();
+  tc_workload wl = conv_wl(TC_KERNEL_CONV2D, 1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16, TC_EPI_RELU);
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(&wl, &target, &s), TH_OK);
+  tc_config cfgs[4];
+  int n = sample_configs(&wl, cfgs, 4);
+  CHECK(n >= 2);
+  float f[2][TC_IR_FEATURE_LEN];
+  for (int i = 0; i < 2; i++) {
+    th_arena *a = th_arena_new(1 << 16);
+    const tc_stmt *body = NULL;
+    CHECK_EQ_INT(tc_op_lower(&wl, &cfgs[i], &target, a, &body), TH_OK);
+    int len = 0;
+    CHECK_EQ_INT(tc_ir_features(body, f[i], TC_IR_FEATURE_LEN, &len), TH_OK);
+    CHECK_EQ_INT(len, TC_IR_FEATURE_LEN);
+    CHECK_EQ_INT(tc_ir_features(body, f[i], TC_IR_FEATURE_LEN - 1, &len), TH_ERR_INVALID);
+    /* The FMA count is the conv's MACs / lanes whatever the tiling. */
+    float *g = f[i] + TC_IR_FEATURE_LOOPS * TC_IR_FEATURE_PER_LOOP;
+    double macs = tc_workload_flops(&wl) / 2;
+    CHECK(fabs(g[0] - log2(1 + macs)) < 0.01);
+    th_arena_free(a);
+  }
+  CHECK(memcmp(f[0], f[1], sizeof f[0]) != 0);
+  return 0;
+}
+
+TH_TEST(channel_block_rule) {
+  CHECK_EQ_INT(tc_channel_block(3, 16), 1);
+  CHECK_EQ_INT(tc_channel_block(64, 16), 16);
+  CHECK_EQ_INT(tc_channel_block(24, 8), 8);
+  CHECK_EQ_INT(tc_channel_block(12, 16), 4);
+  CHECK_EQ_INT(tc_channel_block(6, 16), 2);
+  return 0;
+}
+
+TH_TEST(print_and_key) {
+  init_target();
+  tc_workload wl = conv_wl(TC_KERNEL_CONV2D, 1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16, TC_EPI_RELU);
+  char key[256];
+  CHECK_EQ_INT(tc_workload_key(&wl, key, sizeof key), TH_OK);
+  CHECK(strstr(key, "conv2d_nchwc") == key);
+  CHECK_EQ_INT(tc_workload_key(&wl, key, 8), TH_ERR_TOO_LARGE);
+  tc_space s;
+  tc_config c;
+  CHECK_EQ_INT(tc_op_space(&wl, &target, &s), TH_OK);
+  CHECK_EQ_INT(tc_op_fallback(&wl, &target, &s, &c), TH_OK);
+  th_buf b;
+  th_buf_init(&b, 1 << 24);
+  CHECK_EQ_INT(tc_op_print(&wl, &c, &target, &b), TH_OK);
+  CHECK(strstr(b.data, "parallel") && strstr(b.data, "fma(") && strstr(b.data, "unrolled"));
+  th_buf_free(&b);
+  return 0;
+}
+
+static void count_range(void *ctx, int64_t b, int64_t e) {
+  int *hits = ctx;
+  for (int64_t i = b; i < e; i++) __atomic_add_fetch(&hits[i], 1, __ATOMIC_RELAXED);
+}
+
+TH_TEST(runtime_parallel_for) {
+  static int hits[1001];
+  for (int rep = 0; rep < 200; rep++) {
+    int n = 1 + rep * 5;
+    memset(hits, 0, sizeof hits);
+    th_rt_parallel_for(count_range, hits, n);
+    for (int i = 0; i < n; i++) CHECK_EQ_INT(hits[i], 1);
+    CHECK_EQ_INT(hits[n], 0);
+  }
+  CHECK(th_rt_num_threads() >= 1);
+  int p[TH_RT_PACK_NPARAMS] = {99};
+  float x = 0;
+  CHECK_EQ_INT(th_rt_pack_weights(p, &x, &x), -1);
+  return 0;
+}
+
+TH_TEST(llvm_errors_are_returned) {
+  init_target();
+  tc_llvm_module_t *m = NULL;
+  CHECK_EQ_INT(tc_llvm_module_new(&target, "t", &m), TH_OK);
+  tc_workload wl = conv_wl(TC_KERNEL_CONV2D, 1, 64, 56, 56, 64, 3, 3, 1, 1, 16, 16, 0);
+  tc_config c;
+  memset(&c, 0, sizeof c);
+  c.nknobs = 1;
+  CHECK_EQ_INT(tc_llvm_add_kernel(m, "bad", &wl, &c), TH_ERR_INVALID);
+  /* A GPU-bound loop is not something the CPU backend can lower. */
+  th_arena *a = th_arena_new(4096);
+  tc_ir ir;
+  tc_ir_init(&ir, a);
+  tc_var *i = tc_var_new(&ir, "i", tc_type_int());
+  tc_var *buf = tc_var_buffer(&ir, "out", tc_type_f32(1), 0);
+  const tc_stmt *s = tc_s_for(&ir, i, tc_e_int(&ir, 0), tc_e_int(&ir, 4), TC_FOR_GPU_THREAD_X,
+                              tc_s_store(&ir, buf, tc_e_var(&ir, i), tc_e_float(&ir, 1.0), 4));
+  CHECK(s);
+  CHECK_EQ_INT(tc_llvm_add_stmt(m, "gpu", s), TH_ERR_UNSUPPORTED);
+  CHECK(strlen(tc_llvm_errmsg(m)) > 0);
+  tc_llvm_module_free(m);
+  th_arena_free(a);
+  char err[256];
+  CHECK_EQ_INT(tc_kernels_build_so(&target, 1, &wl, &c, (const char *const[]){"k"}, "/nonexistent/x.so", err,
+                                   sizeof err),
+               TH_ERR_INVALID);
+  return 0;
+}
