@@ -1,3 +1,7 @@
 # Graph-side compiler tests: graph IR, zoo, params.bin, reference interpreter, passes, model .so and bundle.
 th_unit_test(compiler_graph SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_graph.c
              LIBS th_compiler TIMEOUT 300)
+# Compiled models: every zoo network built into a model .so and compared with the reference interpreter,
+# plus the bundle (example.c, corrupt and truncated bundles, bad params.bin).
+th_unit_test(compiler_model SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_graph_model.c
+             LIBS th_compiler TIMEOUT 600)

@@ -1,0 +1,290 @@
+/* Bundles: the manifest (key, target, shapes, per-layer configs and their source, latency, sha256 and
+ * size of every file) and the .tar written with libarchive; and tc_bundle_run, which reads a bundle back
+ * with libarchive, trusts nothing in it until every file matches the manifest's digest, then dlopens and
+ * times the model. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build_int.h"
+#include "ops.h"
+#include "tc_model_embed.h"
+#include "th_sha256.h"
+#include "th_util.h"
+
+typedef struct tc__file {
+  const char *name;
+  const void *data;
+  size_t len;
+  int owned;
+} tc__file;
+
+static void tc__sha_hex(const void *data, size_t n, char hex[65]) {
+  th_sha256 s;
+  unsigned char d[32];
+  th_sha256_init(&s);
+  th_sha256_update(&s, data, n);
+  th_sha256_final(&s, d);
+  th_hex(d, 32, hex);
+}
+
+static json_t *tc__shape(const tc_tensor *t) {
+  json_t *a = json_array();
+  for (int d = 0; d < t->ndim; d++) json_array_append_new(a, json_integer(t->shape[d]));
+  return a;
+}
+
+static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int nfiles) {
+  const tc_target *t = bi->target;
+  const tc_graph *g = bi->graph;
+  json_t *m = json_object();
+  char target[128];
+  snprintf(target, sizeof target, "llvm -mcpu=%s", t->cpu);
+  json_object_set_new(m, "format", json_string("tunehub-bundle/1"));
+  json_object_set_new(m, "key", json_pack("{s:s,s:s,s:i,s:s,s:s}", "framework", "llvm", "network",
+                                          bi->network, "batch", bi->batch, "target", target,
+                                          "compiler_version", TH_VERSION));
+  json_object_set_new(m, "target", json_pack("{s:s,s:s,s:s,s:i}", "triple", t->triple, "cpu", t->cpu,
+                                             "features", t->features, "simd_lanes", t->simd_lanes));
+  json_object_set_new(m, "compiler_version", json_string(TH_VERSION));
+  json_object_set_new(m, "input", json_pack("{s:s,s:o,s:s,s:s}", "name", "input", "shape",
+                                            tc__shape(&g->nodes[0].out), "dtype", "float32", "layout",
+                                            "NCHW"));
+  json_object_set_new(m, "output", json_pack("{s:s,s:o,s:s}", "name", "output", "shape",
+                                             tc__shape(&g->nodes[g->output].out), "dtype", "float32"));
+  json_object_set_new(m, "flops", json_real(tc_graph_flops(g)));
+  json_object_set_new(m, "params", json_integer(tc_graph_param_count(g)));
+  json_object_set_new(m, "workspace_bytes", json_integer(bi->workspace_bytes));
+  json_object_set_new(m, "weights_bytes", json_integer(bi->weights_bytes));
+  json_object_set_new(m, "num_kernels", json_integer(bi->nkernels));
+  json_object_set_new(m, "num_calls", json_integer(bi->ncalls));
+  json_object_set_new(m, "build_seconds", json_real(bi->build_seconds));
+  int counts[3] = {0, 0, 0};
+  json_t *layers = json_array();
+  for (int i = 0; i < bi->ncalls; i++) {
+    const tc__kernel *k = &bi->kernels[bi->call_kernel[i]];
+    const tc_node *nd = &g->nodes[bi->calls[i].node];
+    char cfg[1024] = "";
+    if (tc_config_str(&k->space, &k->cfg, cfg, sizeof cfg) != TH_OK) snprintf(cfg, sizeof cfg, "?");
+    json_t *l = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:f}", "index", i, "op", tc_op_name(nd->op), "kernel",
+                          tc_kernel_name(k->wl.kernel), "workload", k->key, "config", cfg, "source",
+                          k->source, "flops", tc_workload_flops(&k->wl));
+    if (nd->name) json_object_set_new(l, "name", json_string(nd->name));
+    json_object_set_new(l, "function", json_string(k->fn));
+    json_array_append_new(layers, l);
+    counts[strcmp(k->source, "tuned") == 0 ? 0 : strcmp(k->source, "transferred") == 0 ? 1 : 2]++;
+  }
+  json_object_set_new(m, "layers", layers);
+  json_object_set_new(m, "config_sources", json_pack("{s:i,s:i,s:i}", "tuned", counts[0], "transferred",
+                                                     counts[1], "fallback", counts[2]));
+  if (bi->measured)
+    json_object_set_new(m, "latency_ms", json_pack("{s:f,s:f,s:f,s:f,s:i}", "mean", bi->stats.mean_ms,
+                                                   "median", bi->stats.median_ms, "std", bi->stats.std_ms,
+                                                   "min", bi->stats.min_ms, "n", bi->stats.n));
+  else
+    json_object_set_new(m, "latency_ms", json_null());
+  json_t *fs = json_object();
+  for (int i = 0; i < nfiles; i++) {
+    char hex[65];
+    tc__sha_hex(files[i].data, files[i].len, hex);
+    json_object_set_new(fs, files[i].name, json_pack("{s:s,s:I}", "sha256", hex, "size",
+                                                     (json_int_t)files[i].len));
+  }
+  json_object_set_new(m, "files", fs);
+  return m;
+}
+
+static th_status tc__tar_entry(struct archive *a, const char *name, const void *data, size_t len, int mode) {
+  struct archive_entry *e = archive_entry_new();
+  if (!e) return TH_ERR_NOMEM;
+  archive_entry_set_pathname(e, name);
+  archive_entry_set_size(e, (la_int64_t)len);
+  archive_entry_set_filetype(e, AE_IFREG);
+  archive_entry_set_perm(e, mode);
+  archive_entry_set_mtime(e, 0, 0); /* reproducible bytes for equal inputs */
+  th_status rc = archive_write_header(a, e) == ARCHIVE_OK ? TH_OK : TH_ERR_IO;
+  if (rc == TH_OK && len > 0 && archive_write_data(a, data, len) != (la_ssize_t)len) rc = TH_ERR_IO;
+  archive_entry_free(e);
+  return rc;
+}
+
+th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **manifest_json, char *err,
+                           size_t errlen) {
+  char so_path[2200];
+  snprintf(so_path, sizeof so_path, "%s/model.so", bi->dir);
+  char *so = NULL;
+  size_t so_len = 0;
+  th_status rc = th_read_file(so_path, (size_t)1 << 31, &so, &so_len);
+  if (rc != TH_OK) {
+    tc__seterr(err, errlen, "cannot read %s", so_path);
+    return rc;
+  }
+  tc__file files[5] = {
+      {"model.so", so, so_len, 1},
+      {"tunehub_model.h", tc_model_src_tunehub_model_h, sizeof tc_model_src_tunehub_model_h - 1, 0},
+      {"params.bin", bi->params, bi->params_len, 0},
+      {"graph.json", bi->graph_json, bi->graph_json_len, 0},
+      {"example.c", tc_model_src_example_c, sizeof tc_model_src_example_c - 1, 0},
+  };
+  json_t *m = tc__manifest(bi, files, 5);
+  char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(m);
+  if (!text) rc = TH_ERR_NOMEM;
+  if (rc == TH_OK && out_tar) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_tar, (long)getpid());
+    struct archive *a = archive_write_new();
+    if (!a) rc = TH_ERR_NOMEM;
+    if (rc == TH_OK && (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+                        archive_write_open_filename(a, tmp) != ARCHIVE_OK)) {
+      tc__seterr(err, errlen, "cannot write %s: %s", tmp, archive_error_string(a));
+      rc = TH_ERR_IO;
+    }
+    if (rc == TH_OK) rc = tc__tar_entry(a, "manifest.json", text, strlen(text), 0644);
+    for (int i = 0; rc == TH_OK && i < 5; i++)
+      rc = tc__tar_entry(a, files[i].name, files[i].data, files[i].len, i == 0 ? 0755 : 0644);
+    if (a && archive_write_close(a) != ARCHIVE_OK && rc == TH_OK) rc = TH_ERR_IO;
+    if (rc != TH_OK && err && !err[0])
+      tc__seterr(err, errlen, "writing %s failed: %s", out_tar, a ? archive_error_string(a) : "no memory");
+    if (a) archive_write_free(a);
+    if (rc == TH_OK && rename(tmp, out_tar) != 0) {
+      tc__seterr(err, errlen, "cannot rename %s to %s", tmp, out_tar);
+      rc = TH_ERR_IO;
+    }
+    if (rc != TH_OK) unlink(tmp);
+  }
+  if (rc == TH_OK && manifest_json) {
+    *manifest_json = text;
+    text = NULL;
+  }
+  free(text);
+  free(so);
+  return rc;
+}
+
+/* ---- reading a bundle back -------------------------------------------------------------------------- */
+
+#define TC__MAX_FILES 8
+
+static const char *const tc__bundle_names[] = {"manifest.json", "model.so", "tunehub_model.h", "params.bin",
+                                               "graph.json", "example.c"};
+
+th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!tar_path || !out) return TH_ERR_INVALID;
+  if (repeat <= 0) repeat = 20;
+  char *data[TC__MAX_FILES] = {0};
+  size_t len[TC__MAX_FILES] = {0};
+  struct archive *a = archive_read_new();
+  th_status rc = a ? TH_OK : TH_ERR_NOMEM;
+  if (rc == TH_OK) {
+    archive_read_support_format_tar(a);
+    if (archive_read_open_filename(a, tar_path, 1 << 16) != ARCHIVE_OK) {
+      tc__seterr(err, errlen, "cannot open bundle %s: %s", tar_path, archive_error_string(a));
+      rc = TH_ERR_IO;
+    }
+  }
+  int nentries = 0;
+  while (rc == TH_OK) {
+    struct archive_entry *e;
+    int r = archive_read_next_header(a, &e);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK) {
+      tc__seterr(err, errlen, "bundle %s is corrupt or truncated: %s", tar_path, archive_error_string(a));
+      rc = TH_ERR_CORRUPT;
+      break;
+    }
+    nentries++;
+    const char *name = archive_entry_pathname(e);
+    int idx = -1;
+    for (int i = 0; i < 6 && name; i++)
+      if (strcmp(name, tc__bundle_names[i]) == 0) idx = i;
+    if (idx < 0) continue; /* unknown entries are ignored, never extracted */
+    la_int64_t sz = archive_entry_size(e);
+    if (archive_entry_filetype(e) != AE_IFREG || sz < 0 || sz > ((la_int64_t)1 << 32) || data[idx]) {
+      tc__seterr(err, errlen, "bundle %s: bad entry %s", tar_path, name);
+      rc = TH_ERR_CORRUPT;
+      break;
+    }
+    data[idx] = malloc((size_t)sz + 1);
+    if (!data[idx]) {
+      rc = TH_ERR_NOMEM;
+      break;
+    }
+    size_t got = 0;
+    while (got < (size_t)sz) {
+      la_ssize_t k = archive_read_data(a, data[idx] + got, (size_t)sz - got);
+      if (k <= 0) break;
+      got += (size_t)k;
+    }
+    if (got != (size_t)sz) {
+      tc__seterr(err, errlen, "bundle %s is truncated: %s has %zu of %lld bytes (%s)", tar_path, name, got,
+                 (long long)sz, archive_error_string(a) ? archive_error_string(a) : "short read");
+      rc = TH_ERR_CORRUPT;
+      break;
+    }
+    data[idx][got] = '\0';
+    len[idx] = got;
+  }
+  if (a) archive_read_free(a);
+  if (rc == TH_OK && !data[0]) {
+    tc__seterr(err, errlen, "bundle %s has no manifest.json (%s)", tar_path,
+               nentries ? "not a tunehub bundle" : "empty or not a tar file");
+    rc = TH_ERR_CORRUPT;
+  }
+  json_t *m = NULL;
+  if (rc == TH_OK) {
+    json_error_t je;
+    m = json_loadb(data[0], len[0], 0, &je);
+    if (!m || !json_is_object(json_object_get(m, "files"))) {
+      tc__seterr(err, errlen, "bundle %s: manifest.json is not valid (%s)", tar_path, m ? "no files" : je.text);
+      rc = TH_ERR_CORRUPT;
+    }
+  }
+  for (int i = 1; rc == TH_OK && i < 6; i++) {
+    json_t *f = json_object_get(json_object_get(m, "files"), tc__bundle_names[i]);
+    const char *want = json_string_value(json_object_get(f, "sha256"));
+    json_int_t size = json_integer_value(json_object_get(f, "size"));
+    if (!data[i] || !want) {
+      tc__seterr(err, errlen, "bundle %s: %s is missing", tar_path, tc__bundle_names[i]);
+      rc = TH_ERR_CORRUPT;
+      break;
+    }
+    char hex[65];
+    tc__sha_hex(data[i], len[i], hex);
+    if ((json_int_t)len[i] != size || strcmp(hex, want) != 0) {
+      tc__seterr(err, errlen, "bundle %s: %s does not match the manifest's sha256 (corrupt)", tar_path,
+                 tc__bundle_names[i]);
+      rc = TH_ERR_CORRUPT;
+    }
+  }
+  json_decref(m);
+  char dir[1024] = "";
+  if (rc == TH_OK) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tunehub-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+      dir[0] = '\0';
+      tc__seterr(err, errlen, "cannot create a temporary directory");
+      rc = TH_ERR_IO;
+    }
+  }
+  char so[1100];
+  snprintf(so, sizeof so, "%s/model.so", dir);
+  if (rc == TH_OK) {
+    FILE *f = fopen(so, "wb");
+    if (!f || fwrite(data[1], 1, len[1], f) != len[1]) rc = TH_ERR_IO;
+    if (f && fclose(f) != 0) rc = TH_ERR_IO;
+    if (rc != TH_OK) tc__seterr(err, errlen, "cannot write %s", so);
+  }
+  tc_run_stats st;
+  if (rc == TH_OK) rc = tc__time_so(so, data[3], len[3], repeat, &st, err, errlen);
+  if (dir[0]) tc__remove_dir(dir);
+  for (int i = 0; i < TC__MAX_FILES; i++) free(data[i]);
+  if (rc == TH_OK) *out = st;
+  return rc;
+}

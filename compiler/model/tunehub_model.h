@@ -1,0 +1,53 @@
+/* tunehub_model.h: the C ABI of a model .so built by tunehub. The library holds every kernel of the
+ * network, an ahead-of-time plan that calls them in order over one workspace, and a small runtime (thread
+ * pool: TH_NUM_THREADS, default all cores). It needs nothing else from tunehub.
+ *
+ *   th_model_info()      static facts: network, target, batch, input and output shapes.
+ *   th_model_create()    checks params.bin (magic, version, size, CRC-32, every tensor's name and shape),
+ *                        folds batch norms, packs the weights once into one allocation and allocates the
+ *                        workspace. The params buffer may be freed afterwards. Returns 0, or -1 with
+ *                        th_model_last_error() saying why; *out is written only on success.
+ *   th_model_run()       input: batch x C x H x W floats (NCHW); output: the output shape's floats.
+ *                        One model must not run on two threads at once; create one model per thread.
+ *   th_model_free()      accepts NULL.
+ *   th_model_last_error() the calling thread's last error message ("" if none). */
+#ifndef TUNEHUB_MODEL_H
+#define TUNEHUB_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct th_model_info {
+  const char *network;          /* "resnet-18" */
+  const char *target;           /* "llvm -mcpu=<cpu>" */
+  const char *triple;           /* "x86_64-pc-linux-gnu" */
+  const char *compiler_version; /* tunehub version that built it */
+  int batch;
+  int input_ndim;
+  int64_t input_shape[4];
+  int output_ndim;
+  int64_t output_shape[4];
+  size_t input_size;            /* floats */
+  size_t output_size;           /* floats */
+  size_t workspace_bytes;
+  size_t weights_bytes;
+  int num_kernels;              /* kernel calls per run */
+};
+
+struct th_model;
+
+const struct th_model_info *th_model_info(void);
+int th_model_create(const void *params, size_t size, struct th_model **out);
+int th_model_run(struct th_model *m, const float *input, float *output);
+void th_model_free(struct th_model *m);
+const char *th_model_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
