@@ -735,8 +735,9 @@ static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
                  "# HELP tunehub_uptime_seconds Seconds since the daemon started.\n"
                  "# TYPE tunehub_uptime_seconds gauge\ntunehub_uptime_seconds %.0f\n",
                  tune_workers_busy(s->workers), th_now_wall() - s->started_at);
+  size_t len = b.len;
   struct MHD_Response *resp =
-      MHD_create_response_from_buffer(b.len, th_buf_steal(&b), MHD_RESPMEM_MUST_FREE);
+      MHD_create_response_from_buffer(len, th_buf_steal(&b), MHD_RESPMEM_MUST_FREE);
   MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
   return srv_queue(s, r, 200, resp);
 }
