@@ -172,7 +172,7 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_stmt *lanes = tc_s_for(ir, ci, tc__c(ir, 0), tc__c(ir, wl->in_cb), TC_FOR_UNROLLED,
                                   tc_s_seq(ir, 2, lanes_body));
   const tc_stmt *kws = tc_s_for(ir, kw, tc__c(ir, 0), tc__c(ir, wl->kw),
-                                x->unroll_kw ? TC_FOR_UNROLLED : TC_FOR_SERIAL, lanes);
+                                (x->unroll_kw || (safe && ow0->kind == TC_EXPR_INT)) ? TC_FOR_UNROLLED : TC_FOR_SERIAL, lanes);
   int row_pad = wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + wl->kh > wl->h;
   if (row_pad) kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);
   const tc_expr *iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)),

@@ -94,7 +94,7 @@ static const tc_stmt *dw_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int rw,
                tc__v(ir, kw)),
       tc__c(ir, vl));
   const tc_stmt *kws = tc_s_for(ir, kw, tc__c(ir, 0), tc__c(ir, wl->kw),
-                                x->unroll_kw ? TC_FOR_UNROLLED : TC_FOR_SERIAL,
+                                (x->unroll_kw || (safe && ow0->kind == TC_EXPR_INT)) ? TC_FOR_UNROLLED : TC_FOR_SERIAL,
                                 tc_s_let(ir, wv, tc_e_load(ir, x->wt, widx, vl, 4), fma));
   if (wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + wl->kh > wl->h)
     kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);

@@ -1,0 +1,203 @@
+/* Kernel micro-benchmark: GFLOP/s of the conv2d fallback config on resnet-18's conv shapes (batch 1) and
+ * of the dense head, against the machine's FMA peak measured with an FMA loop compiled by the same LLVM
+ * backend (one independent accumulator chain per register, all threads). Run via scripts/bench/kernels.sh,
+ * which sets TH_NUM_THREADS=2. Prints a table; AutoTVM's tuned figures from autotvm-facts.md are shown
+ * beside for reference. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "tc_llvm.h"
+#include "th_util.h"
+
+typedef void (*kfn)(void *const *);
+
+static tc_workload conv(int c, int hw, int oc, int k, int s, int p) {
+  tc_workload w;
+  memset(&w, 0, sizeof w);
+  w.kernel = TC_KERNEL_CONV2D;
+  w.n = 1;
+  w.c = c;
+  w.h = w.w = hw;
+  w.oc = oc;
+  w.kh = w.kw = k;
+  w.sh = w.sw = s;
+  w.pt = w.pl = w.pb = w.pr = p;
+  w.oh = w.ow = (hw + 2 * p - k) / s + 1;
+  w.in_cb = tc_channel_block(c, 16);
+  w.out_cb = tc_channel_block(oc, 16);
+  w.epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  return w;
+}
+
+/* The peak kernel: `chains` accumulators x `iters` FMAs per task, two tasks per thread. */
+static const tc_stmt *peak_kernel(tc_ir *ir, int lanes, int chains, int64_t iters, int tasks) {
+  tc_type vt = tc_type_f32(lanes);
+  tc_var *out = tc_var_buffer(ir, "out", tc_type_f32(1), 0);
+  tc_var *acc = tc_var_buffer(ir, "acc", vt, -1);
+  tc_var *t = tc_var_new(ir, "t", tc_type_int()), *i = tc_var_new(ir, "i", tc_type_int());
+  tc_var *k = tc_var_new(ir, "k", tc_type_int()), *k2 = tc_var_new(ir, "k", tc_type_int());
+  tc_var *k3 = tc_var_new(ir, "k", tc_type_int());
+  const tc_expr *x = tc_e_broadcast(ir, tc_e_float(ir, 0.999999), lanes);
+  const tc_expr *y = tc_e_broadcast(ir, tc_e_float(ir, 1e-7), lanes);
+  const tc_stmt *init = tc_s_for(ir, k, tc_e_int(ir, 0), tc_e_int(ir, chains), TC_FOR_UNROLLED,
+                                 tc_s_store(ir, acc, tc_e_var(ir, k),
+                                            tc_e_broadcast(ir, tc_e_cast(ir, tc_type_f32(1), tc_e_var(ir, k)), lanes), 64));
+  const tc_stmt *body = tc_s_for(
+      ir, i, tc_e_int(ir, 0), tc_e_int(ir, iters), TC_FOR_SERIAL,
+      tc_s_for(ir, k2, tc_e_int(ir, 0), tc_e_int(ir, chains), TC_FOR_UNROLLED,
+               tc_s_store(ir, acc, tc_e_var(ir, k2),
+                          tc_e_fma(ir, tc_e_load(ir, acc, tc_e_var(ir, k2), 1, 64), x, y), 64)));
+  const tc_stmt *fin = tc_s_for(
+      ir, k3, tc_e_int(ir, 0), tc_e_int(ir, chains), TC_FOR_UNROLLED,
+      tc_s_store(ir, out, tc_e_mul(ir, tc_e_add(ir, tc_e_mul(ir, tc_e_var(ir, t), tc_e_int(ir, chains)), tc_e_var(ir, k3)), tc_e_int(ir, lanes)),
+                 tc_e_load(ir, acc, tc_e_var(ir, k3), 1, 64), 4));
+  const tc_stmt *items[3] = {init, body, fin};
+  return tc_s_for(ir, t, tc_e_int(ir, 0), tc_e_int(ir, tasks), TC_FOR_PARALLEL,
+                  tc_s_allocate(ir, acc, chains, TC_SCOPE_LOCAL, tc_s_seq(ir, 3, items)));
+}
+
+static double time_kernel(kfn f, void *const *args, double min_s) {
+  f(args); /* warm-up */
+  double best = 1e30;
+  for (int rep = 0; rep < 5; rep++) {
+    int n = 0;
+    double t0 = th_now_mono(), t1;
+    do {
+      f(args);
+      n++;
+      t1 = th_now_mono();
+    } while (t1 - t0 < min_s / 5);
+    double per = (t1 - t0) / n;
+    if (per < best) best = per;
+  }
+  return best;
+}
+
+int main(void) {
+  tc_target t;
+  if (tc_target_host(&t) != TH_OK) return 1;
+  const char *nt = getenv("TH_NUM_THREADS");
+  int threads = nt ? (int)strtol(nt, NULL, 10) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (threads < 1) threads = 1;
+  struct {
+    const char *name;
+    tc_workload wl;
+    double tvm;
+  } cases[] = {
+      {"conv1 7x7/2 3->64 224", conv(3, 224, 64, 7, 2, 3), 271},
+      {"64->64 3x3 56", conv(64, 56, 64, 3, 1, 1), 256},
+      {"64->128 3x3/2 56", conv(64, 56, 128, 3, 2, 1), 178},
+      {"64->128 1x1/2 56", conv(64, 56, 128, 1, 2, 0), 87},
+      {"128->128 3x3 28", conv(128, 28, 128, 3, 1, 1), 246},
+      {"128->256 3x3/2 28", conv(128, 28, 256, 3, 2, 1), 173},
+      {"128->256 1x1/2 28", conv(128, 28, 256, 1, 2, 0), 143},
+      {"256->256 3x3 14", conv(256, 14, 256, 3, 1, 1), 256},
+      {"256->512 3x3/2 14", conv(256, 14, 512, 3, 2, 1), 155},
+      {"256->512 1x1/2 14", conv(256, 14, 512, 1, 2, 0), 122},
+      {"512->512 3x3 7", conv(512, 7, 512, 3, 1, 1), 187},
+      {"dense 512->1000", {0}, 10},
+  };
+  int n = (int)(sizeof cases / sizeof cases[0]);
+  tc_workload *d = &cases[n - 1].wl;
+  d->kernel = TC_KERNEL_DENSE;
+  d->n = 1, d->c = 512, d->h = d->w = d->oh = d->ow = 1, d->oc = 1000, d->in_cb = d->out_cb = 1;
+  d->epilogue = TC_EPI_BIAS;
+
+  tc_workload wls[16];
+  tc_config cfgs[16];
+  const char *names[16];
+  char nbuf[16][16];
+  for (int i = 0; i < n; i++) {
+    tc_space s;
+    wls[i] = cases[i].wl;
+    if (tc_op_space(&wls[i], &t, &s) != TH_OK || tc_op_fallback(&wls[i], &t, &s, &cfgs[i]) != TH_OK) {
+      fprintf(stderr, "no fallback for %s\n", cases[i].name);
+      return 1;
+    }
+    snprintf(nbuf[i], sizeof nbuf[i], "k%d", i);
+    names[i] = nbuf[i];
+  }
+  char so[] = "/tmp/th_kernel_bench_XXXXXX";
+  int fd = mkstemp(so);
+  if (fd >= 0) close(fd);
+  char err[4096];
+  /* Kernels plus the peak loop in one library. */
+  tc_llvm_module_t *m = NULL;
+  th_status rc = tc_llvm_module_new(&t, "bench", &m);
+  for (int i = 0; i < n && rc == TH_OK; i++) rc = tc_llvm_add_kernel(m, names[i], &wls[i], &cfgs[i]);
+  th_arena *a = th_arena_new(1 << 16);
+  tc_ir ir;
+  tc_ir_init(&ir, a);
+  int chains = t.nregs - 4;
+  int64_t iters = 20000000;
+  const tc_stmt *pk = peak_kernel(&ir, t.simd_lanes, chains, iters, 2 * threads);
+  if (rc == TH_OK) rc = pk ? tc_llvm_add_stmt(m, "peak", pk) : TH_ERR_INTERNAL;
+  char obj[64];
+  snprintf(obj, sizeof obj, "%s.o", so);
+  if (rc == TH_OK) rc = tc_llvm_emit_object(m, obj);
+  if (rc != TH_OK) fprintf(stderr, "codegen: %s\n", tc_llvm_errmsg(m));
+  tc_llvm_module_free(m);
+  const char *objs[1] = {obj};
+  if (rc == TH_OK) rc = tc_link_so(1, objs, 0, NULL, so, err, sizeof err);
+  unlink(obj);
+  if (rc != TH_OK) {
+    fprintf(stderr, "build failed: %s\n", err);
+    return 1;
+  }
+  void *h = dlopen(so, RTLD_NOW | RTLD_NODELETE);
+  unlink(so);
+  if (!h) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 1;
+  }
+  kfn f;
+  *(void **)&f = dlsym(h, "peak");
+  float *pout = calloc((size_t)2 * threads * chains * t.simd_lanes, sizeof *pout);
+  void *pargs[1] = {pout};
+  f((void *const *)pargs);
+  double t0 = th_now_mono();
+  f((void *const *)pargs);
+  double dt = th_now_mono() - t0;
+  double peak = 2.0 * 2 * threads * (double)chains * iters * t.simd_lanes / dt / 1e9;
+  printf("target %s, %d lanes, %d threads; FMA peak %.1f GFLOP/s (%.1f per thread)\n", t.cpu,
+         t.simd_lanes, threads, peak, peak / threads);
+  printf("%-24s %-44s %9s %9s %7s %9s\n", "layer", "fallback config", "ms", "GFLOP/s", "%peak",
+         "AutoTVM");
+  double tot_ms = 0, tot_fl = 0;
+  for (int i = 0; i < n; i++) {
+    tc_workload *wl = &wls[i];
+    size_t isz = (size_t)wl->n * wl->c * wl->h * wl->w, osz = (size_t)wl->n * wl->oc * wl->oh * wl->ow;
+    size_t psz = tc_op_packed_size(wl, &cfgs[i], &t);
+    float *in = calloc(isz, 4), *out = calloc(osz, 4), *wt = calloc(psz, 4), *bias = calloc((size_t)wl->oc, 4);
+    for (size_t j = 0; j < isz; j++) in[j] = (float)(j % 7) * 0.1f;
+    for (size_t j = 0; j < psz; j++) wt[j] = (float)(j % 5) * 0.01f;
+    void *args[5] = {in, wt, bias, NULL, out};
+    *(void **)&f = dlsym(h, names[i]);
+    double sec = time_kernel(f, (void *const *)args, 0.5);
+    double gf = tc_workload_flops(wl) / sec / 1e9;
+    tc_space s;
+    char cs[256];
+    tc_op_space(wl, &t, &s);
+    tc_config_str(&s, &cfgs[i], cs, sizeof cs);
+    /* Strip the JSON quoting for a compact column. */
+    char compact[256];
+    size_t k = 0;
+    for (size_t j = 0; cs[j] && k + 1 < sizeof compact; j++)
+      if (cs[j] != '"') compact[k++] = cs[j];
+    compact[k] = '\0';
+    printf("%-24s %-44.44s %9.3f %9.1f %6.1f%% %9.0f\n", cases[i].name, compact, sec * 1e3, gf,
+           100 * gf / peak, cases[i].tvm);
+    tot_ms += sec * 1e3;
+    tot_fl += tc_workload_flops(wl);
+    free(in), free(out), free(wt), free(bias);
+  }
+  printf("%-24s %-44s %9.3f %9.1f %6.1f%%\n", "all (one of each)", "", tot_ms, tot_fl / tot_ms / 1e6,
+         100 * tot_fl / tot_ms / 1e6 / peak);
+  th_arena_free(a);
+  free(pout);
+  return 0;
+}
