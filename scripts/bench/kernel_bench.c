@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "ops.h"
-#include "tc_llvm.h"
+#include "llvm/tc_llvm.h"
 #include "th_util.h"
 
 typedef void (*kfn)(void *const *);

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "ops.h"
-#include "tc_llvm.h"
+#include "llvm/tc_llvm.h"
 #include "th_rt.h"
 #include "th_test.h"
 
