@@ -140,13 +140,15 @@ static int th__load_weights(struct th_model *m, const struct th__tensor *es, int
   for (int i = 0; i < (int)(sizeof th__wparams / sizeof th__wparams[0]); i++) {
     const struct th__wparam *wp = &th__wparams[i];
     int64_t cshape[1] = {wp->oc};
-    float *w = th__fetch(es, n, wp->weight, wp->ndim, wp->shape);
-    float *b = wp->bias ? th__fetch(es, n, wp->bias, 1, cshape) : NULL;
-    float *ga = wp->gamma ? th__fetch(es, n, wp->gamma, 1, cshape) : NULL;
-    float *be = wp->gamma ? th__fetch(es, n, wp->beta, 1, cshape) : NULL;
-    float *me = wp->gamma ? th__fetch(es, n, wp->mean, 1, cshape) : NULL;
-    float *va = wp->gamma ? th__fetch(es, n, wp->var, 1, cshape) : NULL;
-    int ok = w && (!wp->bias || b) && (!wp->gamma || (ga && be && me && va));
+    /* fetched in order, stopping at the first failure so the error names it */
+    float *w = th__fetch(es, n, wp->weight, wp->ndim, wp->shape), *b = NULL;
+    float *ga = NULL, *be = NULL, *me = NULL, *va = NULL;
+    int ok = w != NULL;
+    if (ok && wp->bias) ok = (b = th__fetch(es, n, wp->bias, 1, cshape)) != NULL;
+    if (ok && wp->gamma) ok = (ga = th__fetch(es, n, wp->gamma, 1, cshape)) != NULL;
+    if (ok && wp->gamma) ok = (be = th__fetch(es, n, wp->beta, 1, cshape)) != NULL;
+    if (ok && wp->gamma) ok = (me = th__fetch(es, n, wp->mean, 1, cshape)) != NULL;
+    if (ok && wp->gamma) ok = (va = th__fetch(es, n, wp->var, 1, cshape)) != NULL;
     if (ok) {
       int64_t numel = 1;
       for (int d = 0; d < wp->ndim; d++) numel *= wp->shape[d];

@@ -133,3 +133,230 @@ TH_TEST(mobilenet_v2) { tc__model_vs_ref("mobilenet-v2", 1, 224); tc__model_vs_r
 TH_TEST(squeezenet_v1_0) { tc__model_vs_ref("squeezenet_v1.0", 1, 224); tc__model_vs_ref("squeezenet_v1.0", 2, 64); return 0; }
 TH_TEST(squeezenet_v1_1) { tc__model_vs_ref("squeezenet_v1.1", 1, 224); tc__model_vs_ref("squeezenet_v1.1", 2, 64); return 0; }
 TH_TEST(inception_v3) { tc__model_vs_ref("inception_v3", 1, 299); tc__model_vs_ref("inception_v3", 2, 75); return 0; }
+
+/* ---- bundles ---------------------------------------------------------------------------------------- */
+
+static th_status tc__lookup_first(void *ctx, const tc_workload *wl, const char *key, const tc_space *space,
+                                  tc_config *cfg, char source[16]) {
+  (void)key;
+  int *n = ctx;
+  if (wl->kernel != TC_KERNEL_CONV2D) return TH_ERR_NOT_FOUND;
+  tc_space_get(space, 0, cfg); /* the first point; invalid ones make the build fall back */
+  snprintf(source, 16, "%s", (*n)++ % 2 ? "transferred" : "tuned");
+  return TH_OK;
+}
+
+static int tc__stages;
+static int tc__progress(void *ctx, const char *stage, int done, int total) {
+  (void)ctx;
+  (void)done;
+  (void)total;
+  if (strcmp(stage, "link") == 0) tc__stages++;
+  return 0;
+}
+
+static void tc__build_small(const char *dir, const char *tar, int measure, char **manifest) {
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "llvm";
+  o.network = "squeezenet_v1.1";
+  o.batch = 1;
+  o.input_h = o.input_w = 64;
+  o.measure = measure;
+  o.measure_repeat = 5;
+  o.work_dir = dir;
+  int n = 0;
+  o.lookup = tc__lookup_first;
+  o.lookup_ctx = &n;
+  o.progress = tc__progress;
+  char err[1024] = "";
+  th_status rc = tc_build_bundle(&o, tar, NULL, manifest, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "build: %s\n", err);
+  CHECK_EQ_INT(rc, TH_OK);
+}
+
+TH_TEST(bundle_example_and_run) {
+  char dir[64], work[128], tar[128], cmd[1024];
+  tc__tmpdir(dir, sizeof dir);
+  snprintf(work, sizeof work, "%s/work", dir);
+  snprintf(tar, sizeof tar, "%s/b.tar", dir);
+  char *manifest = NULL;
+  tc__build_small(work, tar, 1, &manifest);
+  CHECK_EQ_INT(tc__stages, 1);
+  json_t *m = json_loads(manifest, 0, NULL);
+  CHECK(m != NULL);
+  CHECK(json_real_value(json_object_get(json_object_get(m, "latency_ms"), "median")) > 0);
+  CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(m, "latency_ms"), "n")), 5);
+  json_t *src = json_object_get(m, "config_sources");
+  fprintf(stderr, "sources: tuned %lld transferred %lld fallback %lld\n",
+          (long long)json_integer_value(json_object_get(src, "tuned")),
+          (long long)json_integer_value(json_object_get(src, "transferred")),
+          (long long)json_integer_value(json_object_get(src, "fallback")));
+  CHECK(json_integer_value(json_object_get(src, "fallback")) > 0); /* pools, concat */
+  const char *files[] = {"model.so", "params.bin", "graph.json", "example.c", "tunehub_model.h"};
+  for (int i = 0; i < 5; i++) {
+    const char *h = json_string_value(json_object_get(json_object_get(json_object_get(m, "files"), files[i]),
+                                                      "sha256"));
+    CHECK(h && strlen(h) == 64);
+  }
+  CHECK(json_string_value(json_object_get(json_object_get(m, "target"), "cpu")) != NULL);
+  json_decref(m);
+  free(manifest);
+  tc_run_stats st;
+  char err[1024] = "";
+  th_status rc = tc_bundle_run(tar, 5, &st, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "run: %s\n", err);
+  CHECK_EQ_INT(rc, TH_OK);
+  CHECK(st.n == 5 && st.median_ms > 0 && st.min_ms <= st.median_ms);
+  /* example.c builds against the bundle's files with the documented command, and runs */
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && mkdir x && cd x && tar -xf ../b.tar && cc example.c ./model.so -o example && "
+           "./example > out.txt && grep -q 'top class' out.txt", dir);
+  CHECK(system(cmd) == 0);
+  tc__rmrf(dir);
+  return 0;
+}
+
+TH_TEST(bundle_corrupt_and_truncated) {
+  char dir[64], tar[128], bad[160], err[1024];
+  tc__tmpdir(dir, sizeof dir);
+  snprintf(tar, sizeof tar, "%s/b.tar", dir);
+  tc__build_small(NULL, tar, 0, NULL);
+  char *data = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(th_read_file(tar, (size_t)1 << 30, &data, &len), TH_OK);
+  tc_run_stats st;
+  snprintf(bad, sizeof bad, "%s/bad.tar", dir);
+  size_t cuts[] = {0, 100, 700, len / 3, len / 2, len - 1500};
+  for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+    CHECK_EQ_INT(th_write_file_atomic(bad, data, cuts[i]), TH_OK);
+    err[0] = 0;
+    th_status rc = tc_bundle_run(bad, 1, &st, err, sizeof err);
+    fprintf(stderr, "cut at %zu: %s\n", cuts[i], err);
+    CHECK(rc == TH_ERR_CORRUPT || rc == TH_ERR_IO);
+    CHECK(err[0] != 0);
+  }
+  /* a flipped byte deep inside a file fails its sha256 */
+  data[len / 2] ^= 0x5a;
+  CHECK_EQ_INT(th_write_file_atomic(bad, data, len), TH_OK);
+  CHECK_EQ_INT(tc_bundle_run(bad, 1, &st, err, sizeof err), TH_ERR_CORRUPT);
+  fprintf(stderr, "flipped: %s\n", err);
+  CHECK(strstr(err, "sha256") != NULL);
+  CHECK(tc_bundle_run("/nonexistent/x.tar", 1, &st, err, sizeof err) != TH_OK);
+  free(data);
+  tc__rmrf(dir);
+  return 0;
+}
+
+TH_TEST(model_rejects_bad_params) {
+  char dir[64], so[128], err[1024];
+  tc__tmpdir(dir, sizeof dir);
+  snprintf(so, sizeof so, "%s/m.so", dir);
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "llvm";
+  o.network = "squeezenet_v1.1";
+  o.batch = 1;
+  o.input_h = o.input_w = 64;
+  CHECK_EQ_INT(tc_build_bundle(&o, NULL, so, NULL, err, sizeof err), TH_OK);
+  tc__so s;
+  tc__so_open(&s, so);
+  tc_graph *g = NULL;
+  CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.1", 1, 64, 64, 1, &g, NULL, 0), TH_OK);
+  th_buf pb;
+  th_buf_init(&pb, (size_t)1 << 30);
+  CHECK_EQ_INT(tc_params_write(g, &pb), TH_OK);
+  void *m = NULL;
+  CHECK_EQ_INT(s.create(pb.data, pb.len - 8, &m), -1);
+  CHECK(m == NULL && strstr(s.err(), "truncated") != NULL);
+  fprintf(stderr, "short: %s\n", s.err());
+  CHECK_EQ_INT(s.create(pb.data, 10, &m), -1);
+  fprintf(stderr, "tiny: %s\n", s.err());
+  pb.data[pb.len - 3] ^= 1;
+  CHECK_EQ_INT(s.create(pb.data, pb.len, &m), -1);
+  CHECK(strstr(s.err(), "checksum") != NULL);
+  pb.data[pb.len - 3] ^= 1;
+  /* squeezenet 1.0's file: same names, other shapes */
+  tc_graph *g0 = NULL;
+  CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.0", 1, 64, 64, 1, &g0, NULL, 0), TH_OK);
+  th_buf pb0;
+  th_buf_init(&pb0, (size_t)1 << 30);
+  CHECK_EQ_INT(tc_params_write(g0, &pb0), TH_OK);
+  CHECK_EQ_INT(s.create(pb0.data, pb0.len, &m), -1);
+  fprintf(stderr, "shape: %s\n", s.err());
+  CHECK(strstr(s.err(), "'features.0.weight' has shape [96x3x7x7]") != NULL);
+  /* a missing tensor is named */
+  tc_graph *r = NULL;
+  CHECK_EQ_INT(tc_zoo_build("resnet-18", 1, 32, 32, 1, &r, NULL, 0), TH_OK);
+  th_buf pr;
+  th_buf_init(&pr, (size_t)1 << 30);
+  CHECK_EQ_INT(tc_params_write(r, &pr), TH_OK);
+  CHECK_EQ_INT(s.create(pr.data, pr.len, &m), -1);
+  fprintf(stderr, "missing: %s\n", s.err());
+  CHECK(strstr(s.err(), "missing tensor 'features.0.weight'") != NULL);
+  /* and the right file works */
+  CHECK_EQ_INT(s.create(pb.data, pb.len, &m), 0);
+  s.free_(m);
+  s.free_(NULL);
+  dlclose(s.h);
+  th_buf_free(&pb);
+  th_buf_free(&pb0);
+  th_buf_free(&pr);
+  tc_graph_free(g);
+  tc_graph_free(g0);
+  tc_graph_free(r);
+  tc__rmrf(dir);
+  return 0;
+}
+
+TH_TEST(build_rejects_bad_options) {
+  char err[512];
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "cuda";
+  o.network = "resnet-18";
+  o.batch = 1;
+  CHECK_EQ_INT(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err), TH_ERR_UNSUPPORTED);
+  CHECK(strstr(err, "cuda") != NULL);
+  o.framework = "tpu";
+  CHECK_EQ_INT(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err), TH_ERR_INVALID);
+  o.framework = "llvm";
+  o.network = "resnet-17";
+  CHECK_EQ_INT(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err), TH_ERR_NOT_FOUND);
+  CHECK(strstr(err, "resnet-18") != NULL);
+  o.network = "resnet-18";
+  o.batch = 0;
+  CHECK_EQ_INT(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err), TH_ERR_INVALID);
+  return 0;
+}
+
+TH_TEST(network_tasks) {
+  tc_task *ts = NULL;
+  int n = 0;
+  CHECK_EQ_INT(tc_network_tasks("resnet-18", 1, &ts, &n), TH_OK);
+  double flops = 0;
+  int convs = 0, calls = 0;
+  for (int i = 0; i < n; i++) {
+    if (ts[i].wl.kernel == TC_KERNEL_CONV2D || ts[i].wl.kernel == TC_KERNEL_DENSE)
+      flops += ts[i].flops * ts[i].count;
+    calls += ts[i].count;
+    if (ts[i].wl.kernel != TC_KERNEL_CONV2D) continue;
+    int seen = 0; /* distinct shapes, ignoring the fused epilogue */
+    for (int k = 0; k < i; k++) {
+      tc_workload a = ts[i].wl, b = ts[k].wl;
+      a.epilogue = b.epilogue = 0;
+      seen |= b.kernel == TC_KERNEL_CONV2D && memcmp(&a, &b, sizeof a) == 0;
+    }
+    convs += !seen;
+    for (int k = 0; k < i; k++) CHECK(strcmp(ts[i].key, ts[k].key) != 0);
+  }
+  double want = 0;
+  CHECK_EQ_INT(tc_zoo_info("resnet-18", 1, &want, NULL), TH_OK);
+  fprintf(stderr, "resnet-18: %d tasks (%d conv2d shapes), %d calls, %.3f GFLOPs in conv+dense\n", n, convs, calls,
+          flops / 1e9);
+  CHECK(fabs(flops - want) < 1e-3 * want);
+  CHECK_EQ_INT(convs, 11); /* AutoTVM's 12 resnet-18 tasks: these 11 conv2d shapes and the dense */
+  free(ts);
+  CHECK_EQ_INT(tc_network_tasks("nope", 1, &ts, &n), TH_ERR_NOT_FOUND);
+  return 0;
+}
