@@ -284,7 +284,7 @@
       m.state === 'ready' && [h('dt', null, 'Tuned'), h('dd', null, m.tuned ? 'yes' : 'no (fallback configs)')],
       m.target && [h('dt', null, 'Target'), h('dd', null, m.target)],
       m.compiler_version && [h('dt', null, 'Compiler'), h('dd', null, m.compiler_version)],
-      [h('dt', null, 'Latency'), h('dd', null, fmtMs(m.latency_ms))],
+      m.latency_ms != null && [h('dt', null, 'Latency'), h('dd', null, fmtMs(m.latency_ms))],
       m.size != null && [h('dt', null, 'Bundle size'), h('dd', null, fmtBytes(m.size))],
       m.so_size != null && [h('dt', null, '.so size'), h('dd', null, fmtBytes(m.so_size))],
       m.published_at && [h('dt', null, 'Published'), h('dd', null, fmtDate(m.published_at))]);
@@ -353,27 +353,46 @@
       card.replaceChildren(h('h3', null, 'Manifest'), h('p', { class: 'error' }, 'Could not load the manifest: ' + man.message));
       return;
     }
-    const lat = pick(man, 'latency') || {};
+    // latency: {mean_ms, median_ms, std_ms, n} under "latency", or {mean, median, std, min, n} under "latency_ms"
+    let lat = pick(man, 'latency', 'latency_ms');
+    const latStat = (n) => {
+      if (!lat || typeof lat !== 'object') return undefined;
+      const v = lat[n + '_ms'] !== undefined ? lat[n + '_ms'] : lat[n];
+      return typeof v === 'number' ? v : undefined;
+    };
     const rows = [];
     const add = (label, v) => { if (v !== undefined && v !== null && v !== '') rows.push(h('dt', null, label), h('dd', null, show(v))); };
-    add('Key', pick(man, 'key'));
-    add('Target', pick(man, 'target'));
-    add('CPU', pick(man, 'cpu', 'target_cpu', 'mcpu'));
-    add('Framework', pick(man, 'framework'));
-    add('Network', pick(man, 'network'));
-    add('Batch', pick(man, 'batch'));
-    add('Input', pick(man, 'input.shape', 'input'));
-    add('Output', pick(man, 'output.shape', 'output'));
-    add('Compiler', pick(man, 'compiler_version', 'compiler', 'tunehub_version'));
-    add('Created', pick(man, 'created_at', 'built_at'));
-    if (typeof lat === 'object') {
-      const stat = (n) => typeof lat[n] === 'number' ? fmtMs(lat[n]) : undefined;
-      add('Latency mean', stat('mean_ms'));
-      add('Latency median', stat('median_ms'));
-      add('Latency std', stat('std_ms'));
-      add('Latency min', stat('min_ms'));
+    const key = pick(man, 'key');
+    add('Key', key && typeof key === 'object' ? [key.framework, key.network, key.batch != null ? 'batch ' + key.batch : null].filter(v => v != null).join(' / ') : key);
+    const tgt = pick(man, 'target');
+    add('Target', typeof tgt === 'string' ? tgt : pick(man, 'key.target', 'target.target', 'target.triple'));
+    if (tgt && typeof tgt === 'object' && tgt.triple) add('Triple', tgt.triple);
+    add('CPU', pick(man, 'cpu', 'target.cpu', 'target_cpu', 'mcpu'));
+    add('SIMD lanes', pick(man, 'target.simd_lanes'));
+    const shape = (v) => Array.isArray(v) ? v.join('×') : v;
+    const io = (o) => o && typeof o === 'object' && !Array.isArray(o) ? [shape(o.shape), o.dtype, o.layout].filter(Boolean).join(' ') : shape(o);
+    add('Input', io(pick(man, 'input')));
+    add('Output', io(pick(man, 'output')));
+    const fl = pick(man, 'flops');
+    add('FLOPs', typeof fl === 'number' ? fmtGflop(fl) : fl);
+    const pr = pick(man, 'params');
+    add('Params', typeof pr === 'number' ? (pr / 1e6).toFixed(2) + 'M' : pr);
+    const wb = pick(man, 'weights_bytes'), ws = pick(man, 'workspace_bytes');
+    add('Weights', typeof wb === 'number' ? fmtBytes(wb) : wb);
+    add('Workspace', typeof ws === 'number' ? fmtBytes(ws) : ws);
+    add('Kernels / calls', pick(man, 'num_kernels') !== undefined ? pick(man, 'num_kernels') + ' / ' + show(pick(man, 'num_calls')) : undefined);
+    add('Compiler', pick(man, 'compiler_version', 'compiler', 'key.compiler_version'));
+    const bs = pick(man, 'build_seconds');
+    add('Build time', typeof bs === 'number' ? fmtDur(bs) : bs);
+    add('Format', pick(man, 'format'));
+    if (lat && typeof lat === 'object') {
+      add('Latency mean', latStat('mean') !== undefined ? fmtMs(latStat('mean')) : undefined);
+      add('Latency median', latStat('median') !== undefined ? fmtMs(latStat('median')) : undefined);
+      add('Latency std', latStat('std') !== undefined ? fmtMs(latStat('std')) : undefined);
+      add('Latency min', latStat('min') !== undefined ? fmtMs(latStat('min')) : undefined);
       add('Runs', lat.n != null ? lat.n : lat.repeat);
-    } else add('Latency', fmtMs(lat));
+    } else if (typeof lat === 'number') add('Latency', fmtMs(lat));
+    man.__latency = latStat('mean') !== undefined ? latStat('mean') : (typeof lat === 'number' ? lat : latStat('median'));
     const files = pick(man, 'files');
     const fileRows = [];
     if (files && typeof files === 'object') {
@@ -393,18 +412,21 @@
     const layers = pick(man, 'layers', 'tasks', 'kernels');
     const layersCard = $('#layers-card');
     if (Array.isArray(layers) && layers.length && layersCard) {
-      const counts = {};
-      for (const l of layers) { const src = (l && (l.source || l.config_source)) || 'unknown'; counts[src] = (counts[src] || 0) + 1; }
+      let counts = {};
+      const cs = pick(man, 'config_sources');
+      if (cs && typeof cs === 'object' && !Array.isArray(cs)) counts = Object.assign({}, cs);
+      else for (const l of layers) { const src = (l && (l.source || l.config_source)) || 'unknown'; counts[src] = (counts[src] || 0) + 1; }
       layersCard.hidden = false;
       layersCard.replaceChildren(h('h3', null, 'Layers and config sources'),
         h('div', { class: 'srcs', id: 'source-counts' }, Object.entries(counts).map(([k, n]) =>
           h('span', { class: 'pill ' + (k === 'tuned' ? 'tuned' : k === 'fallback' ? 'untuned' : 'building') }, k + ': ' + n))),
         h('div', { class: 'layers table-wrap' }, h('table', null, h('caption', { class: 'sr-only' }, 'Per-layer configs'),
-          h('thead', null, h('tr', null, h('th', null, '#'), h('th', null, 'Layer'), h('th', null, 'Template'), h('th', null, 'Source'), h('th', null, 'Config'))),
+          h('thead', null, h('tr', null, h('th', null, '#'), h('th', null, 'Layer'), h('th', null, 'Kernel'), h('th', null, 'Workload'), h('th', null, 'Source'), h('th', null, 'Config'))),
           h('tbody', null, layers.map((l, i) => h('tr', null,
-            h('td', null, i + 1),
+            h('td', null, l && l.index != null ? l.index : i),
             h('td', null, show(pick(l, 'name', 'op', 'layer'))),
-            h('td', null, show(pick(l, 'template', 'workload', 'workload_key', 'key'))),
+            h('td', null, show(pick(l, 'kernel', 'template', 'op'))),
+            h('td', { class: 'wl' }, h('code', null, show(pick(l, 'workload', 'workload_key', 'key')))),
             h('td', null, show(pick(l, 'source', 'config_source'))),
             h('td', null, h('code', null, show(pick(l, 'config', 'cfg'))))))))));
       // tuning chart from the manifest when layers carry GFLOPS
@@ -419,11 +441,11 @@
     const pts = [];
     const hist = man && (pick(man, 'history', 'versions'));
     if (Array.isArray(hist)) for (const v of hist) {
-      const ms = pick(v, 'latency_ms', 'latency.mean_ms');
+      const ms = pick(v, 'latency_ms.mean', 'latency_ms', 'latency.mean_ms');
       if (typeof ms === 'number') pts.push({ label: 'v' + (v.version != null ? v.version : pts.length + 1), v: ms });
     }
     let cur = m.latency_ms;
-    if (typeof cur !== 'number' && man) cur = pick(man, 'latency.mean_ms', 'latency.median_ms');
+    if (typeof cur !== 'number' && man) cur = man.__latency;
     if (typeof cur === 'number' && !pts.some(p => p.label === 'v' + m.version)) pts.push({ label: 'v' + (m.version != null ? m.version : '?'), v: cur });
     if (!pts.length) return h('p', { class: 'muted' }, 'No latency measured yet.');
     return barChart(pts, { unit: 'ms', title: 'Latency per version (ms)', id: 'latency-chart' });

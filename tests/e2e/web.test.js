@@ -1,0 +1,237 @@
+#!/usr/bin/env node
+/* End-to-end test of the catalog page (web/) against the real daemon, in headless Chromium.
+   Exit 0 pass, 1 fail, 77 skip (no chromium, no node_modules, no tunehub binary).
+   Env: TUNEHUB (the binary), E2E_ARTIFACTS (screenshots; default build/e2e-artifacts),
+        CHROMIUM (default /usr/bin/chromium), E2E_HEADED=1 to watch. */
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const net = require('net');
+const crypto = require('crypto');
+const { spawn } = require('child_process');
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const TUNEHUB = process.env.TUNEHUB || path.join(ROOT, 'build', 'server', 'tunehub');
+const ARTIFACTS = path.resolve(process.env.E2E_ARTIFACTS || path.join(ROOT, 'build', 'e2e-artifacts'));
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+
+function skip(why) { console.log('SKIP: ' + why); process.exit(77); }
+if (!fs.existsSync(CHROMIUM)) skip(CHROMIUM + ' is missing (apt-get install -y chromium)');
+let chromium;
+try { ({ chromium } = require('playwright-core')); }
+catch (e) { skip('playwright-core is not installed (cd tests/e2e && npm ci --ignore-scripts)'); }
+if (!fs.existsSync(TUNEHUB)) skip('tunehub binary ' + TUNEHUB + ' is missing');
+
+const sha256 = (buf) => crypto.createHash('sha256').update(buf).digest('hex');
+const sleep = (ms) => new Promise(r => setTimeout(r, ms));
+const t0 = Date.now();
+function log(...a) { console.log('[' + ((Date.now() - t0) / 1000).toFixed(1) + 's]', ...a); }
+let failures = 0;
+function check(cond, what) {
+  if (cond) log('ok   ' + what);
+  else { failures++; log('FAIL ' + what); }
+  return cond;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+  });
+}
+
+let daemon = null, browser = null, tmp = null;
+async function cleanup() {
+  if (browser) { try { await browser.close(); } catch (e) { /* ignore */ } browser = null; }
+  if (daemon && daemon.exitCode === null) {
+    daemon.kill('SIGTERM');
+    for (let i = 0; i < 50 && daemon.exitCode === null; i++) await sleep(100);
+    if (daemon.exitCode === null) daemon.kill('SIGKILL');
+  }
+  if (tmp) { try { fs.rmSync(tmp, { recursive: true, force: true }); } catch (e) { /* ignore */ } }
+}
+
+async function main() {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tunehub-e2e-'));
+  const port = await freePort();
+  const base = 'http://127.0.0.1:' + port;
+  const logFile = path.join(ARTIFACTS, 'daemon.log');
+  const out = fs.openSync(logFile, 'w');
+  // --max-batch 8: batch 9 passes the page's 1..256 check and is refused by the server
+  daemon = spawn(TUNEHUB, ['serve', '--listen', '127.0.0.1:' + port, '--data', tmp, '--max-batch', '8'],
+    { stdio: ['ignore', out, out] });
+  daemon.on('exit', (c, s) => log('daemon exited', c, s));
+  let up = false;
+  for (let i = 0; i < 100 && !up; i++) {
+    try { up = (await fetch(base + '/healthz')).ok; } catch (e) { await sleep(100); }
+  }
+  if (!up) throw new Error('the daemon did not answer /healthz; see ' + logFile);
+  log('daemon up at ' + base);
+
+  // a real build, finished before the page opens
+  const key = 'llvm/squeezenet_v1.1/1';
+  const q = await fetch(base + '/models/' + key, { headers: { Prefer: 'respond-async' } });
+  check(q.status === 202 || q.status === 200, 'request a build of ' + key + ' (HTTP ' + q.status + ')');
+  await q.arrayBuffer();
+  const w = await fetch(base + '/models/' + key + '?wait=600');
+  const direct = Buffer.from(await w.arrayBuffer());
+  if (!check(w.status === 200, 'wait for the build (HTTP ' + w.status + ', ' + direct.length + ' bytes)'))
+    throw new Error('the build of ' + key + ' did not finish: ' + direct.toString('utf8', 0, 300));
+  const directSha = sha256(direct);
+  const catalog = await (await fetch(base + '/models')).json();
+  const row = catalog.models.find(m => m.framework + '/' + m.network + '/' + m.batch === key);
+  check(row && row.digest === 'sha256:' + directSha, 'catalog digest equals the sha256 of the download');
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: !process.env.E2E_HEADED,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const ctx = await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 900 } });
+  const page = await ctx.newPage();
+  const consoleErrors = [];
+  page.on('console', m => { if (m.type() === 'error') consoleErrors.push(m.text()); });
+  page.on('pageerror', e => consoleErrors.push(String(e)));
+  const shot = async (name, p) => { const f = path.join(ARTIFACTS, name + '.png'); await (p || page).screenshot({ path: f, fullPage: true }); log('screenshot ' + f); };
+
+  // 1. catalog lists the model
+  await page.goto(base + '/');
+  const rowSel = `#catalog-body tr[data-key="${key}"]`;
+  await page.waitForSelector(rowSel, { timeout: 15000 });
+  check(true, 'the catalog lists ' + key);
+  check(/v1/.test(await page.textContent(rowSel)), 'the row shows version v1');
+  await shot('01-catalog');
+
+  // 2. filters narrow the list and live in the URL
+  await page.fill('#f-network', 'resnet');
+  await page.waitForFunction(() => document.querySelectorAll('#catalog-body tr').length === 0);
+  check(/No model matches/.test(await page.textContent('#catalog-status')), 'a network filter with no match empties the list');
+  check(/network=resnet/.test(await page.evaluate(() => location.hash)), 'the filter is in the URL');
+  await shot('02-catalog-filtered-empty');
+  await page.fill('#f-network', 'squeeze');
+  await page.waitForSelector(rowSel);
+  await page.selectOption('#f-framework', 'cuda');
+  await page.waitForFunction(() => document.querySelectorAll('#catalog-body tr').length === 0);
+  check(true, 'the framework filter cuda hides the llvm model');
+  await page.selectOption('#f-framework', 'llvm');
+  await page.waitForSelector(rowSel);
+  // a shared link restores the filters
+  const shared = page.url();
+  const page2 = await ctx.newPage();
+  await page2.goto(shared);
+  await page2.waitForSelector(rowSel);
+  check(await page2.inputValue('#f-network') === 'squeeze' && await page2.inputValue('#f-framework') === 'llvm',
+    'a shared URL restores the filters');
+  await page2.close();
+  // sort by a column (keyboard)
+  await page.focus('#catalog thead th[data-key="latency_ms"] button');
+  await page.keyboard.press('Enter');
+  check(/sort=latency_ms/.test(await page.evaluate(() => location.hash)), 'sorting by a column is in the URL');
+
+  // 3. detail view shows the digest and the manifest
+  await page.click(rowSel + ' a.model-link');
+  await page.waitForSelector('#detail:not([hidden]) #digest');
+  check((await page.textContent('#digest')).trim() === row.digest, 'the detail view shows the digest');
+  check(/model=/.test(await page.evaluate(() => location.hash)), 'the selected model is in the URL');
+  await page.waitForSelector('#manifest-kv', { timeout: 10000 });
+  check(/znver|x86|llvm/.test(await page.textContent('#manifest-card')), 'the manifest card shows the target');
+  const curlWait = await page.textContent('#curl-wait');
+  check(curlWait.includes('curl -f --retry 100 --retry-max-time 3600 -o') && curlWait.includes('/models/' + key),
+    'the waiting curl command is shown');
+  check((await page.textContent('#curl-digest')).includes('/blobs/' + row.digest), 'the by-digest curl command is shown');
+  await shot('03-detail');
+
+  // 4. a download through the page's link gives the same bytes as a direct fetch
+  const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 60000 }), page.click('#dl-tar')]);
+  const dlPath = path.join(ARTIFACTS, 'download.tar');
+  await dl.saveAs(dlPath);
+  const pageSha = sha256(fs.readFileSync(dlPath));
+  check(pageSha === directSha, 'the page download has the same sha256 as a direct fetch (' + pageSha.slice(0, 12) + ')');
+  fs.rmSync(dlPath, { force: true });
+  const blob = Buffer.from(await (await fetch(base + '/blobs/' + row.digest)).arrayBuffer());
+  check(sha256(blob) === directSha, 'the by-digest URL gives the same bytes');
+
+  // 5. build form: client-side validation, then a miss queues a job whose progress reaches done
+  await page.goto(base + '/#view=build');
+  await page.waitForSelector('#b-network option[value="mobilenet"]', { state: 'attached' });
+  await page.selectOption('#b-network', 'mobilenet');
+  check(/GFLOPs/.test(await page.textContent('#b-network-hint')), 'the network hint shows GFLOPs');
+  await page.fill('#b-batch', '0');
+  await page.click('#b-submit');
+  check((await page.textContent('#b-batch-err')).length > 0, 'batch 0 is refused by the client check');
+  await page.fill('#b-batch', '1');
+  await page.click('#b-submit');
+  await page.waitForSelector('#build-ok', { timeout: 15000 });
+  check(true, 'the build request was queued: ' + (await page.textContent('#build-ok')).trim());
+  await page.waitForSelector('#build-job li.job', { timeout: 10000 });
+  await shot('04-build-queued');
+  const jp = await ctx.newPage();
+  await jp.goto(base + '/#view=jobs');
+  await jp.waitForSelector('#jobs-active li.job, #jobs-done li.job', { timeout: 10000 });
+  await shot('05-jobs', jp);
+  await jp.close();
+  const seen = new Set();
+  const deadline = Date.now() + 600000;
+  let state = '';
+  while (Date.now() < deadline) {
+    state = await page.getAttribute('#build-job li.job', 'data-state');
+    const now = await page.getAttribute('#build-job .bar', 'aria-valuenow').catch(() => null);
+    if (now !== null) seen.add(now);
+    if (state === 'succeeded' || state === 'failed' || state === 'cancelled') break;
+    await sleep(500);
+  }
+  check(state === 'succeeded', 'the build job ends succeeded (progress seen: ' + [...seen].join(',') + ')');
+  check(await page.getAttribute('#build-job .bar', 'aria-valuenow') === '100', 'its progress bar reaches 100%');
+  await shot('06-build-done');
+  // the catalog picks it up
+  await page.goto(base + '/#view=catalog');
+  await page.waitForSelector('#catalog-body tr[data-key="llvm/mobilenet/1"]', { timeout: 10000 });
+  check(true, 'the new model appears in the catalog');
+
+  // 6. a batch the client allows but the server refuses shows the server's message as it is
+  const serverMsg = (await (await fetch(base + '/models/llvm/mobilenet/9', { headers: { Prefer: 'respond-async' } })).json()).error.message;
+  await page.goto(base + '/#view=build');
+  await page.waitForSelector('#b-network option[value="mobilenet"]', { state: 'attached' });
+  await page.selectOption('#b-network', 'mobilenet');
+  await page.fill('#b-batch', '9');
+  await page.click('#b-submit');
+  await page.waitForSelector('#build-error', { timeout: 10000 });
+  const shown = (await page.textContent('#build-error')).trim();
+  check(shown === serverMsg, 'the server\'s error is shown as it is: "' + shown + '"');
+  await shot('07-build-error');
+
+  // 7. phone layout
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true });
+  const pp = await phone.newPage();
+  await pp.goto(base + '/#model=' + encodeURIComponent(key));
+  await pp.waitForSelector('#digest');
+  const overflow = await pp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(overflow <= 1, 'no horizontal overflow on a phone (' + overflow + 'px)');
+  await shot('08-phone-detail', pp);
+  await phone.close();
+
+  // 8. server unreachable: the loaded page polls, sees the failure and says so
+  await page.goto(base + '/#view=catalog');
+  await page.waitForSelector('#catalog-body tr');
+  daemon.kill('SIGTERM');
+  await page.waitForSelector('#banner:not([hidden])', { timeout: 15000 });
+  check(/unreachable/i.test(await page.textContent('#banner')), 'the page says the server is unreachable');
+  await shot('09-unreachable');
+
+  check(consoleErrors.filter(e => !/Failed to load resource|ERR_CONNECTION_REFUSED|net::/.test(e)).length === 0,
+    'no script errors in the console' + (consoleErrors.length ? ': ' + consoleErrors.join(' | ') : ''));
+}
+
+main().then(async () => {
+  await cleanup();
+  log(failures ? failures + ' check(s) failed' : 'all checks passed');
+  process.exit(failures ? 1 : 0);
+}, async (e) => {
+  log('ERROR ' + (e && e.stack || e));
+  await cleanup();
+  process.exit(1);
+});
