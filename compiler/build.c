@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +158,38 @@ static th_status tc__configs(const tc_build_opts *o, const tc_target *t, tc_call
   *kout = ks;
   *nk = n;
   return TH_OK;
+}
+
+/* ---- parallel codegen ------------------------------------------------------------------------------ */
+
+#define TC__MAX_JOBS 16
+
+typedef struct tc__cg_job {
+  const tc_target *t;
+  const tc__kernel *ks;
+  int nk, first, step;
+  const char *path, *network;
+  th_status rc;
+  char err[512];
+} tc__cg_job;
+
+/* Emits kernels first, first+step, ... into one object file. Each job owns its LLVM module (and
+ * context), which the LLVM backend allows across threads. */
+static void *tc__cg_run(void *arg) {
+  tc__cg_job *j = arg;
+  tc_llvm_module_t *mod = NULL;
+  j->rc = tc_llvm_module_new(j->t, j->network, &mod);
+  if (j->rc != TH_OK) snprintf(j->err, sizeof j->err, "LLVM module: %s", mod ? tc_llvm_errmsg(mod) : "failed");
+  for (int k = j->first; j->rc == TH_OK && k < j->nk; k += j->step) {
+    j->rc = tc_llvm_add_kernel(mod, j->ks[k].fn, &j->ks[k].wl, &j->ks[k].cfg);
+    if (j->rc != TH_OK) snprintf(j->err, sizeof j->err, "kernel %s: %s", j->ks[k].key, tc_llvm_errmsg(mod));
+  }
+  if (j->rc == TH_OK) {
+    j->rc = tc_llvm_emit_object(mod, j->path);
+    if (j->rc != TH_OK) snprintf(j->err, sizeof j->err, "codegen: %s", tc_llvm_errmsg(mod));
+  }
+  tc_llvm_module_free(mod);
+  return NULL;
 }
 
 /* ---- the generated plan ----------------------------------------------------------------------------- */
@@ -451,28 +484,43 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   int *call_kernel = rc == TH_OK ? calloc((size_t)(ncalls ? ncalls : 1), sizeof *call_kernel) : NULL;
   if (rc == TH_OK && !call_kernel) rc = TH_ERR_NOMEM;
   if (rc == TH_OK) rc = tc__configs(o, &t, calls, ncalls, &ks, &nk, call_kernel, err, errlen);
-  char obj[2200], modelc[2200], hdr[2200], so[2200], path[2200];
+  char objs_path[TC__MAX_JOBS][2200], modelc[2200], hdr[2200], so[2200];
   snprintf(so, sizeof so, "%s/model.so", dir);
-  tc_llvm_module_t *mod = NULL;
-  if (rc == TH_OK) {
-    rc = tc_llvm_module_new(&t, o->network, &mod);
-    if (rc != TH_OK) tc__seterr(err, errlen, "LLVM module: %s", mod ? tc_llvm_errmsg(mod) : "failed");
+  /* codegen: kernels split round-robin over one LLVM module per core, emitted in parallel */
+  int njobs = 1;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  if (ncpu > 1) njobs = ncpu < TC__MAX_JOBS ? (int)ncpu : TC__MAX_JOBS;
+  if (njobs > nk) njobs = nk > 0 ? nk : 1;
+  tc__cg_job jobs[TC__MAX_JOBS];
+  memset(jobs, 0, sizeof jobs);
+  for (int j = 0; rc == TH_OK && j < njobs; j++) {
+    snprintf(objs_path[j], sizeof objs_path[j], "%s/kernels%d.o", dir, j);
+    jobs[j].t = &t;
+    jobs[j].ks = ks;
+    jobs[j].nk = nk;
+    jobs[j].first = j;
+    jobs[j].step = njobs;
+    jobs[j].path = objs_path[j];
+    jobs[j].network = o->network;
   }
-  for (int k = 0; rc == TH_OK && k < nk; k++) {
-    if (tc__progress(o, "kernels", k, nk)) {
-      rc = TH_ERR_CANCELLED;
-      break;
+  if (rc == TH_OK && tc__progress(o, "kernels", 0, nk)) rc = TH_ERR_CANCELLED;
+  if (rc == TH_OK) {
+    pthread_t th[TC__MAX_JOBS];
+    int started[TC__MAX_JOBS] = {0};
+    for (int j = 1; j < njobs; j++) started[j] = pthread_create(&th[j], NULL, tc__cg_run, &jobs[j]) == 0;
+    tc__cg_run(&jobs[0]);
+    for (int j = 1; j < njobs; j++) {
+      if (started[j]) pthread_join(th[j], NULL);
+      else tc__cg_run(&jobs[j]);
     }
-    rc = tc_llvm_add_kernel(mod, ks[k].fn, &ks[k].wl, &ks[k].cfg);
-    if (rc != TH_OK) tc__seterr(err, errlen, "kernel %s: %s", ks[k].key, tc_llvm_errmsg(mod));
+    for (int j = 0; j < njobs && rc == TH_OK; j++) {
+      if (jobs[j].rc != TH_OK) {
+        rc = jobs[j].rc;
+        tc__seterr(err, errlen, "%s", jobs[j].err);
+      }
+    }
   }
-  if (rc == TH_OK && tc__progress(o, "codegen", 0, 1)) rc = TH_ERR_CANCELLED;
-  snprintf(obj, sizeof obj, "%s/kernels.o", dir);
-  if (rc == TH_OK) {
-    rc = tc_llvm_emit_object(mod, obj);
-    if (rc != TH_OK) tc__seterr(err, errlen, "codegen: %s", tc_llvm_errmsg(mod));
-  }
-  tc_llvm_module_free(mod);
+  if (rc == TH_OK && tc__progress(o, "codegen", 1, 1)) rc = TH_ERR_CANCELLED;
 
   /* plan + link */
   th_buf plan;
@@ -485,9 +533,10 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
                    sizeof tc_model_src_tunehub_model_h - 1, hdr, sizeof hdr);
   if (rc == TH_OK && tc__progress(o, "link", 0, 1)) rc = TH_ERR_CANCELLED;
   if (rc == TH_OK) {
-    const char *objs[1] = {obj};
+    const char *objs[TC__MAX_JOBS];
+    for (int j = 0; j < njobs; j++) objs[j] = objs_path[j];
     const char *srcs[1] = {modelc};
-    rc = tc_link_so(1, objs, 1, srcs, so, err, errlen);
+    rc = tc_link_so(njobs, objs, 1, srcs, so, err, errlen);
   }
   double t_build = th_now_mono() - t_start;
 
@@ -538,7 +587,6 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     if (rc != TH_OK) tc__seterr(err, errlen, "cannot write %s", out_so);
     free(data);
   }
-  (void)path;
   (void)hdr;
   if (rc != TH_OK && err && !err[0]) tc__seterr(err, errlen, "build failed: %s", th_status_str(rc));
   th_buf_free(&gj);
