@@ -2,6 +2,7 @@
  * batch-norm statistics), an input and the logits; scripts/torch2params.py converts the state_dict to
  * params.bin; tunehub loads it by torchvision names and must reproduce the logits (relative 1e-4 of the
  * largest logit, and the same top-5) with the reference interpreter and with the compiled model. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "graph.h"
 #include "params.h"
 #include "ref/ref.h"
+#include "tc.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -129,3 +131,45 @@ TH_TEST(ref_mobilenet_v2) { return tc__ref_case("mobilenet-v2", 2, 224); }
 TH_TEST(ref_squeezenet_v1_0) { return tc__ref_case("squeezenet_v1.0", 1, 224); }
 TH_TEST(ref_squeezenet_v1_1) { return tc__ref_case("squeezenet_v1.1", 2, 224); }
 TH_TEST(ref_inception_v3) { return tc__ref_case("inception_v3", 1, 107); }
+
+/* The compiled model: built with torch's params.bin shipped in the bundle, loaded with dlopen. */
+static int tc__so_case(const char *net, int batch, int size) {
+  tc__case c;
+  memset(&c, 0, sizeof c);
+  int rc = tc__gen(net, batch, size, &c);
+  if (rc) return rc;
+  char so[320], err[1024] = "";
+  snprintf(so, sizeof so, "%s/model.so", c.dir);
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "llvm";
+  o.network = net;
+  o.batch = batch;
+  o.input_h = o.input_w = size;
+  o.params = c.params;
+  o.params_len = c.params_len;
+  th_status st = tc_build_bundle(&o, NULL, so, NULL, err, sizeof err);
+  if (st != TH_OK) fprintf(stderr, "%s\n", err);
+  CHECK_EQ_INT(st, TH_OK);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL);
+  int (*create)(const void *, size_t, void **) =
+      (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
+  int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
+  void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
+  CHECK(create && run && fr);
+  void *m = NULL;
+  CHECK_EQ_INT(create(c.params, c.params_len, &m), 0);
+  float *out = malloc(c.n_out * sizeof *out);
+  CHECK_EQ_INT(run(m, c.input, out), 0);
+  tc__compare("compiled", out, c.logits, batch, 1000);
+  fr(m);
+  dlclose(h);
+  free(out);
+  tc__case_free(&c);
+  return 0;
+}
+
+TH_TEST(so_resnet_18) { return tc__so_case("resnet-18", 1, 224); }
+TH_TEST(so_mobilenet_v2) { return tc__so_case("mobilenet-v2", 2, 224); }
+TH_TEST(so_squeezenet_v1_1) { return tc__so_case("squeezenet_v1.1", 2, 224); }
