@@ -1,0 +1,337 @@
+/* Tests of the tuning session on real kernels (compiler templates + LLVM + the measurement worker) with a
+ * real store: records are written and survive a reopen, a rerun resumes and skips finished tasks, the build
+ * lookup returns tuned / transferred / fallback configs, transfer seeds a new workload with the best config
+ * of a tuned one, the stage machine reports the right resources, and the CLI rejects bad input by naming
+ * the valid values. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "store.h"
+#include "th_buf.h"
+#include "th_test.h"
+#include "tune_cli.h"
+#include "tune_job.h"
+#include "tune_space.h"
+#include "tune_task.h"
+
+static tc_workload conv(int c, int hw, int oc, int k, int stride) {
+  tc_workload w;
+  memset(&w, 0, sizeof w);
+  w.kernel = TC_KERNEL_CONV2D;
+  w.n = 1;
+  w.c = c;
+  w.h = w.w = hw;
+  w.oc = oc;
+  w.kh = w.kw = k;
+  w.sh = w.sw = stride;
+  w.pt = w.pl = w.pb = w.pr = k / 2;
+  w.oh = w.ow = (hw + 2 * (k / 2) - k) / stride + 1;
+  w.in_cb = tc_channel_block(c, 16);
+  w.out_cb = tc_channel_block(oc, 16);
+  w.epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  return w;
+}
+
+static void tmpdir(char *d, size_t n) {
+  snprintf(d, n, "/tmp/tuner_session_XXXXXX");
+  CHECK(mkdtemp(d) != NULL);
+}
+
+static void rmdir_r(const char *d) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+}
+
+static void quick_opts(tune_options *o, const char *tuner, int trials) {
+  tune_options_default(o);
+  snprintf(o->tuner, sizeof o->tuner, "%s", tuner);
+  o->trials = trials;
+  o->batch = 8;
+  o->measure.repeat = 3;
+  o->measure.timeout_s = 20;
+}
+
+typedef struct rec_ctx {
+  const char *key;
+  int n, valid;
+  char best_cfg[1024];
+  double best;
+} rec_ctx;
+
+static int rec_cb(void *ctx, const store_record *r) {
+  rec_ctx *c = ctx;
+  if (strcmp(r->workload_key, c->key) != 0) return 0;
+  c->n++;
+  if (r->error_class == 0) {
+    c->valid++;
+    CHECK(r->cost_mean_s > 0 && r->cost_mean_s < 1);
+    CHECK(r->gflops > 0);
+    if (r->cost_mean_s < c->best) {
+      c->best = r->cost_mean_s;
+      snprintf(c->best_cfg, sizeof c->best_cfg, "%s", r->config);
+    }
+  } else {
+    CHECK(r->cost_mean_s >= 1e9);
+    fprintf(stderr, "failed trial: class %d config %s\n", r->error_class, r->config);
+  }
+  CHECK_STR(r->tuner, "xgb");
+  return 0;
+}
+
+TH_TEST(session_records_resume_lookup) {
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wl = conv(16, 14, 32, 3, 1);
+  tune_options o;
+  quick_opts(&o, "xgb", 24);
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  /* The stages and their resources, in order. */
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_NONE); /* start task */
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_CPU_BUILD); /* reference */
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_MEASURE);
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_NONE); /* select */
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_CPU_BUILD);
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_MEASURE);
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_NONE); /* update */
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_DONE);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_EQ_INT(p.ntasks, 1);
+  CHECK_STR(p.tasks[0].state, "done");
+  CHECK_EQ_INT(p.tasks[0].trials, 24);
+  CHECK(p.tasks[0].best_gflops > 0.1);
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  CHECK(tune_session_progress_json(s, &b) == TH_OK);
+  CHECK(strstr(b.data, "\"trials\":24") != NULL && strstr(b.data, "\"state\":\"done\"") != NULL);
+  fprintf(stderr, "%s\n", b.data);
+  th_buf_free(&b);
+  tune_session_free(s);
+  store_close(st);
+
+  /* The records survive a reopen. */
+  CHECK(store_open(dir, &st) == TH_OK);
+  char key[512], tstr[256];
+  CHECK(tc_workload_key(&wl, key, sizeof key) == TH_OK);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_target_str(&host, tstr, sizeof tstr);
+  int64_t count = 0;
+  CHECK(store_record_count(st, key, tstr, &count) == TH_OK);
+  CHECK_EQ_INT(count, 24);
+  rec_ctx rc = {.key = key, .best = 1e18};
+  CHECK(store_record_each(st, "conv2d_nchwc", tstr, rec_cb, &rc) == TH_OK);
+  CHECK_EQ_INT(rc.n, 24);
+  CHECK(rc.valid > 0);
+  fprintf(stderr, "records: %d, valid %d\n", rc.n, rc.valid);
+
+  /* A rerun resumes: the task is at its budget and is skipped; no new records. */
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_progress(s, &p);
+  CHECK_STR(p.tasks[0].state, "skipped");
+  CHECK_EQ_INT(p.tasks[0].trials, 24);
+  CHECK(p.tasks[0].best_gflops > 0.1);
+  tune_session_free(s);
+  CHECK(store_record_count(st, key, tstr, &count) == TH_OK);
+  CHECK_EQ_INT(count, 24);
+
+  /* A bigger budget tunes only the difference. */
+  o.trials = 32;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_free(s);
+  CHECK(store_record_count(st, key, tstr, &count) == TH_OK);
+  CHECK_EQ_INT(count, 32);
+
+  /* Lookup: the tuned workload gets its best record; another shape of the template a transferred config. */
+  tc_space sp;
+  CHECK(tc_op_space(&wl, &host, &sp) == TH_OK);
+  tc_config cfg;
+  char source[16];
+  CHECK(tune_lookup_config(st, tstr, &wl, &sp, &cfg, source) == TH_OK);
+  CHECK_STR(source, "tuned");
+  store_record best;
+  CHECK(store_record_best(st, key, tstr, &best) == TH_OK);
+  CHECK_EQ_INT(tc_space_index(&sp, &cfg), best.config_index);
+  tc_workload other = conv(16, 28, 32, 3, 1);
+  tc_space sp2;
+  CHECK(tc_op_space(&other, &host, &sp2) == TH_OK);
+  CHECK(tune_lookup_config(st, tstr, &other, &sp2, &cfg, source) == TH_OK);
+  CHECK_STR(source, "transferred");
+  CHECK(tc_op_valid(&other, &host, &sp2, &cfg) == TH_OK);
+  tune_build_lookup_ctx lc = {st, tstr};
+  CHECK(tune_build_lookup(&lc, &other, "", &sp2, &cfg, source) == TH_OK);
+  CHECK(tune_lookup_config(st, "llvm -mcpu=other", &other, &sp2, &cfg, source) == TH_OK);
+  CHECK_STR(source, "fallback");
+  CHECK(tune_build_lookup(&(tune_build_lookup_ctx){st, "llvm -mcpu=other"}, &other, "", &sp2, &cfg, source) ==
+        TH_ERR_NOT_FOUND);
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
+
+/* Transfer: a new workload of the same template is seeded with the best config of a tuned one. */
+TH_TEST(session_transfer_seeds_new_task) {
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload a = conv(32, 14, 32, 3, 1), b = conv(32, 28, 32, 3, 1);
+  tune_options o;
+  quick_opts(&o, "xgb", 16);
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, &a, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_free(s);
+  char ka[512], kb[512], tstr[256];
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_target_str(&host, tstr, sizeof tstr);
+  CHECK(tc_workload_key(&a, ka, sizeof ka) == TH_OK);
+  CHECK(tc_workload_key(&b, kb, sizeof kb) == TH_OK);
+  store_record best;
+  CHECK(store_record_best(st, ka, tstr, &best) == TH_OK);
+  /* One trial of b with the random tuner: without transfer it would be a random config; with transfer it is
+   * a's best config (valid here: same channels, so the same blocks). */
+  quick_opts(&o, "random", 1);
+  o.batch = 1;
+  o.seed = 99;
+  CHECK(tune_session_new_workloads(st, NULL, &b, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_free(s);
+  tc_space spb;
+  CHECK(tc_op_space(&b, &host, &spb) == TH_OK);
+  tc_config expect;
+  CHECK(tune_config_from_text_nearest(&spb, best.config, &expect, NULL) == TH_OK);
+  CHECK(tc_op_valid(&b, &host, &spb, &expect) == TH_OK);
+  char expect_text[1024];
+  CHECK(tc_config_str(&spb, &expect, expect_text, sizeof expect_text) == TH_OK);
+  int64_t count = 0;
+  CHECK(store_record_count(st, kb, tstr, &count) == TH_OK);
+  CHECK_EQ_INT(count, 1);
+  store_record bb;
+  CHECK(store_record_best(st, kb, tstr, &bb) == TH_OK);
+  CHECK_STR(bb.config, expect_text);
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
+
+static int cli(const char *line) {
+  char buf[512];
+  char *argv[32];
+  int argc = 0;
+  snprintf(buf, sizeof buf, "%s", line);
+  for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " ")) argv[argc++] = t;
+  argv[argc] = NULL;
+  return tune_cli_main(argc, argv);
+}
+
+TH_TEST(cli_rejects_bad_input) {
+  CHECK_EQ_INT(cli("tune"), 2);
+  CHECK_EQ_INT(cli("tune tensorflow resnet-18 1"), 2);
+  CHECK_EQ_INT(cli("tune llvm resnet-19 1"), 2);
+  CHECK_EQ_INT(cli("tune llvm resnet-18 0"), 2);
+  CHECK_EQ_INT(cli("tune llvm resnet-18 abc"), 2);
+  CHECK_EQ_INT(cli("tune llvm resnet-18 1 --tuner sgd"), 2);
+  CHECK_EQ_INT(cli("tune llvm resnet-18 1 --trials 0"), 2);
+  CHECK_EQ_INT(cli("tune llvm resnet-18 1 --bogus"), 2);
+  return 0;
+}
+
+typedef struct count_ctx {
+  int n;
+  char keys[64][512];
+  int nkeys;
+} count_ctx;
+
+static int count_cb(void *ctx, const store_record *r) {
+  count_ctx *c = ctx;
+  c->n++;
+  for (int i = 0; i < c->nkeys; i++)
+    if (strcmp(c->keys[i], r->workload_key) == 0) return 0;
+  if (c->nkeys < 64) snprintf(c->keys[c->nkeys++], 512, "%s", r->workload_key);
+  return 0;
+}
+
+/* The CLI tunes a whole network (one trial per task), then a rerun finds every task at its budget. */
+TH_TEST(cli_tunes_network_and_resumes) {
+  char dir[256], line[512];
+  tmpdir(dir, sizeof dir);
+  snprintf(line, sizeof line, "tune llvm resnet-18 1 --trials 1 --batch-size 1 --data %s", dir);
+  CHECK_EQ_INT(cli(line), 0);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  char tstr[256];
+  tune_target_str(&host, tstr, sizeof tstr);
+  count_ctx c1 = {0};
+  CHECK(store_record_each(st, "conv2d_nchwc", tstr, count_cb, &c1) == TH_OK);
+  CHECK(c1.nkeys >= 8); /* resnet-18 has about a dozen distinct convolutions */
+  CHECK_EQ_INT(c1.n, c1.nkeys); /* one trial each */
+  store_close(st);
+  CHECK_EQ_INT(cli(line), 0); /* resume: nothing left to do */
+  CHECK(store_open(dir, &st) == TH_OK);
+  count_ctx c2 = {0};
+  CHECK(store_record_each(st, "conv2d_nchwc", tstr, count_cb, &c2) == TH_OK);
+  CHECK_EQ_INT(c2.n, c1.n);
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
+
+/* Every strategy runs end to end on a small real convolution: budget respected, records written, a valid
+ * best found. */
+TH_TEST(session_every_strategy_small_conv) {
+  const char *kinds[] = {"xgb", "ga", "random", "grid"};
+  tc_workload wl = conv(16, 7, 16, 3, 1);
+  char key[512], tstr[256];
+  CHECK(tc_workload_key(&wl, key, sizeof key) == TH_OK);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_target_str(&host, tstr, sizeof tstr);
+  for (int k = 0; k < 4; k++) {
+    char dir[256];
+    tmpdir(dir, sizeof dir);
+    store_t *st = NULL;
+    CHECK(store_open(dir, &st) == TH_OK);
+    tune_options o;
+    quick_opts(&o, kinds[k], 10);
+    o.batch = 4;
+    tune_session_t *s = NULL;
+    CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+    CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+    tune_progress p;
+    tune_session_progress(s, &p);
+    CHECK_EQ_INT(p.tasks[0].trials, 10);
+    CHECK(p.tasks[0].best_gflops > 0);
+    fprintf(stderr, "%s: best %.2f GFLOP/s in 10 trials\n", kinds[k], p.tasks[0].best_gflops);
+    tune_session_free(s);
+    int64_t n = 0;
+    CHECK(store_record_count(st, key, tstr, &n) == TH_OK);
+    CHECK_EQ_INT(n, 10);
+    store_record best;
+    CHECK(store_record_best(st, key, tstr, &best) == TH_OK);
+    CHECK_STR(best.tuner, kinds[k]);
+    store_close(st);
+    rmdir_r(dir);
+  }
+  return 0;
+}
