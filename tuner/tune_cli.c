@@ -41,7 +41,8 @@ static void tune__cli_progress(void *ctx, const tune_session_t *s) {
   tune_session_progress(s, &p);
   int i = p.current < p.ntasks ? p.current : p.ntasks - 1;
   const tune_task_progress *t = &p.tasks[i];
-  if (i == v->last_task && t->trials == v->last_trials && p.current < p.ntasks) return;
+  /* One line per measured batch: nothing new to say while a task is only starting or building. */
+  if (strcmp(t->state, "pending") == 0 || (i == v->last_task && t->trials == v->last_trials)) return;
   if (v->tty && i != v->last_task && v->last_task >= 0) fputc('\n', stdout);
   v->last_task = i;
   v->last_trials = t->trials;
