@@ -514,7 +514,8 @@
     const p = j.progress || {};
     const frac = jobFraction(j);
     const active = j.state === 'queued' || j.state === 'running';
-    const stage = j.stage || p.stage || p.phase;
+    const stages = [j.stage, p.phase, p.stage].filter((v, i, a) => v && a.indexOf(v) === i);
+    const stage = stages.join(' › ');
     const eta = fmtDur(p.eta_s);
     const title = [j.network, j.framework, j.batch != null ? 'batch ' + j.batch : null].filter(Boolean).join(' · ');
     const pct = frac === null ? null : Math.round(frac * 100);
@@ -527,7 +528,8 @@
         active ? h('button', { type: 'button', class: 'small danger', 'data-fid': 'cancel:' + j.id, 'aria-label': 'Cancel job ' + j.id, onclick: () => cancelJob(j) }, 'Cancel') : null),
       h('div', { class: 'small' },
         stage ? 'Stage: ' + stage : null,
-        p.done != null && p.total != null ? ' · ' + p.done + '/' + p.total : null,
+        active && p.done != null && p.total != null ? ' · ' + p.done + '/' + p.total : null,
+        active && p.task != null && p.ntasks ? ' · task ' + (p.task + 1) + '/' + p.ntasks : null,
         pct !== null ? ' · ' + pct + '%' : null,
         eta && active ? ' · ETA ' + eta : null,
         typeof j.elapsed_s === 'number' ? ' · ' + fmtDur(j.elapsed_s) + ' elapsed' : null,
@@ -625,7 +627,7 @@
     if (t && Array.isArray(t.targets)) {
       for (const opt of $('#b-framework').options) {
         const tt = t.targets.find(x => x.framework === opt.value);
-        if (tt && tt.available === false) opt.textContent = opt.value + ' (unavailable' + (tt.reason ? ': ' + tt.reason : '') + ')';
+        if (tt && tt.available === false) opt.textContent = opt.value + (opt.value === 'cuda' ? ' (GPU)' : ' (CPU)') + ' — unavailable here';
       }
       if (t.compiler_version) $('#compiler-version').textContent = 'compiler ' + t.compiler_version;
     }
