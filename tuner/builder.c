@@ -71,8 +71,8 @@ static void tb__manifest_facts(const char *manifest, double *latency_ms, int *tu
   *tuned = 0;
   json_t *m = json_loads(manifest, 0, NULL);
   if (!m) return;
-  json_t *lat = json_object_get(m, "latency");
-  json_t *med = lat ? json_object_get(lat, "median_ms") : NULL;
+  json_t *lat = json_object_get(m, "latency_ms");
+  json_t *med = lat ? json_object_get(lat, "median") : NULL;
   if (json_is_number(med)) *latency_ms = json_number_value(med);
   json_t *layers = json_object_get(m, "layers");
   size_t i;
