@@ -137,6 +137,10 @@ th_status tune_session_new_workloads(store_t *st, const tc_target *target, const
     p->flops = s->tasks[i].flops;
     p->budget = o->trials;
     p->state = "pending";
+    /* Trials already stored (resume), so progress and ETA are right before the task starts. */
+    int64_t have = 0;
+    if (store_record_count(st, s->tasks[i].key, s->tasks[i].target_str, &have) == TH_OK)
+      p->trials = have < o->trials ? have : o->trials;
   }
   s->ntasks = n;
   if (rc == TH_OK) rc = tune__alloc_batch(s);
@@ -554,7 +558,7 @@ void tune_session_progress(const tune_session_t *s, tune_progress *out) {
     const tune_task_progress *p = &s->prog[i];
     out->trials_done += p->trials;
     out->trials_total += p->budget;
-    if (i >= s->cur && strcmp(p->state, "pending") == 0) left += p->budget;
+    if (i >= s->cur && strcmp(p->state, "pending") == 0) left += p->budget > p->trials ? p->budget - p->trials : 0;
     if (i == s->cur && strcmp(p->state, "tuning") == 0) left += p->budget > p->trials ? p->budget - p->trials : 0;
   }
   /* ETA from this session's own pace (build + measure per trial); an upper bound, as early stopping and
