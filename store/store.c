@@ -69,12 +69,19 @@ const char *store_data_dir(store_t *st) {
 
 /* Splits schema.sql at "-- migration N" markers and applies those above the current user_version. */
 static th_status store__migrate(store_t *st) {
+  /* One IMMEDIATE transaction around the read of user_version and the migrations, so that processes
+   * opening a new database at the same moment apply each migration exactly once. */
+  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  if (rc != TH_OK) return rc;
   sqlite3_stmt *s = NULL;
-  th_status rc = store__prepare(st, "PRAGMA user_version", &s);
+  rc = store__prepare(st, "PRAGMA user_version", &s);
   int current = 0;
   if (rc == TH_OK && sqlite3_step(s) == SQLITE_ROW) current = sqlite3_column_int(s, 0);
   sqlite3_finalize(s);
-  if (rc != TH_OK) return rc;
+  if (rc != TH_OK) {
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+  }
 
   const char *p = store__schema_sql;
   const char *marker = "-- migration ";
@@ -88,33 +95,36 @@ static th_status store__migrate(store_t *st) {
     if (n > latest) latest = n;
     if (n > current) {
       char *sql = strndup(body, len);
-      if (!sql) return store__fail(st, TH_ERR_NOMEM, "out of memory");
-      rc = store__exec(st, "BEGIN IMMEDIATE");
-      if (rc == TH_OK) rc = store__exec(st, sql);
+      if (!sql) {
+        rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
+        break;
+      }
+      rc = store__exec(st, sql);
       if (rc == TH_OK) {
         char pragma[64];
         snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", n);
         rc = store__exec(st, pragma);
       }
-      if (rc == TH_OK) {
-        rc = store__exec(st, "COMMIT");
-      } else {
+      free(sql);
+      if (rc != TH_OK) {
         char keep[1024];
         snprintf(keep, sizeof keep, "%s", store__errbuf);
-        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         store__fail(st, rc, "migration %d failed: %s", n, keep);
+        break;
       }
-      free(sql);
-      if (rc != TH_OK) return rc;
       current = n;
     }
     p = body;
   }
-  if (current > latest)
-    return store__fail(st, TH_ERR_CONFLICT,
-                       "database schema version %d is newer than this tunehub (%d); upgrade tunehub",
-                       current, latest);
-  return TH_OK;
+  if (rc == TH_OK && current > latest)
+    rc = store__fail(st, TH_ERR_CONFLICT,
+                     "database schema version %d is newer than this tunehub (%d); upgrade tunehub",
+                     current, latest);
+  if (rc == TH_OK)
+    rc = store__exec(st, "COMMIT");
+  else
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
 }
 
 th_status store_open(const char *data_dir, store_t **out) {
@@ -141,7 +151,7 @@ th_status store_open(const char *data_dir, store_t **out) {
                      st->db ? sqlite3_errmsg(st->db) : "out of memory");
     goto fail_db;
   }
-  sqlite3_busy_timeout(st->db, 5000);
+  sqlite3_busy_timeout(st->db, 15000);
   rc = store__exec(st,
                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
   if (rc == TH_OK) rc = store__migrate(st);
