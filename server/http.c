@@ -376,7 +376,8 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     goto fail_waker;
   }
   s->mhd = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG, (uint16_t)c->port,
+      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+      (uint16_t)c->port,
       NULL, NULL, srv__access_wrap, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)c->http_threads, MHD_OPTION_CONNECTION_TIMEOUT,
       (unsigned int)c->timeout_s, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->connection_limit,

@@ -28,7 +28,7 @@ for _ in $(seq 1 100); do curl -fs "$BASE/healthz" >/dev/null && break; sleep 0.
 M="$BASE/models/llvm/$NET/1"
 echo "== building $NET (if not cached) =="
 t0=$(date +%s.%N)
-curl -fsS -o "$TMP/model.tar" "$M?wait=900"
+until curl -fsS -o "$TMP/model.tar" "$M?wait=600"; do sleep 1; done
 echo "ready after $(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN{printf "%.1f", a-b}') s; bundle $(stat -c %s "$TMP/model.tar") bytes"
 echo
 echo "machine: $(nproc) cores; wrk and the daemon share them"
