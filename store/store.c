@@ -40,10 +40,12 @@ th_status store__prepare(store_t *st, const char *sql, sqlite3_stmt **out) {
 
 th_status store__exec(store_t *st, const char *sql) {
   char *msg = NULL;
-  if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    store__fail(st, TH_ERR_DB, "%s", msg ? msg : sqlite3_errmsg(st->db));
+  int r = sqlite3_exec(st->db, sql, NULL, NULL, &msg);
+  if (r != SQLITE_OK) {
+    th_status rc = (r & 0xff) == SQLITE_BUSY || (r & 0xff) == SQLITE_LOCKED ? TH_ERR_BUSY : TH_ERR_DB;
+    store__fail(st, rc, "%s", msg ? msg : sqlite3_errmsg(st->db));
     sqlite3_free(msg);
-    return TH_ERR_DB;
+    return rc;
   }
   return TH_OK;
 }
@@ -152,9 +154,16 @@ th_status store_open(const char *data_dir, store_t **out) {
     goto fail_db;
   }
   sqlite3_busy_timeout(st->db, 15000);
-  rc = store__exec(st,
-                   "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
-  if (rc == TH_OK) rc = store__migrate(st);
+  /* Switching a new database to WAL and migrating it can report "database is locked" without waiting
+   * when several processes open it at once (SQLite skips the busy handler to avoid deadlock there), so
+   * those steps are retried for up to about 15 s. */
+  for (int attempt = 0;; attempt++) {
+    rc = store__exec(st,
+                     "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    if (rc == TH_OK) rc = store__migrate(st);
+    if (rc != TH_ERR_BUSY || attempt >= 300) break;
+    usleep(50000);
+  }
   if (rc != TH_OK) goto fail_db;
   *out = st;
   return TH_OK;
