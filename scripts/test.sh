@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One command on a fresh machine: installs what is missing (build and test dependencies), builds with
-# warnings as errors, and runs every ctest test. The output ends with ctest's summary line.
+# warnings as errors, and runs every ctest test except the `bench` label (benchmarks are run by
+# scripts/bench/, not as tests). The output ends with ctest's summary.
 # Extra arguments go to ctest, e.g. scripts/test.sh -L unit   or   scripts/test.sh -R store.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,4 +11,4 @@ if [[ -f tests/e2e/package.json ]]; then
 fi
 scripts/build.sh -DTH_WERROR=ON
 cd build
-exec ctest --output-on-failure -j2 "$@"
+exec ctest --output-on-failure -j2 -LE bench "$@"
