@@ -165,6 +165,9 @@ static void srv__resume_at(srv_t *s, int i) {
 
 void srv_job_event(void *ctx, int64_t job_id) {
   srv_t *s = ctx;
+  pthread_mutex_lock(&s->cache_mu);
+  s->cache_gen++;
+  pthread_mutex_unlock(&s->cache_mu);
   pthread_mutex_lock(&s->wait_mu);
   for (int i = s->nwaiting - 1; i >= 0; i--)
     if (s->waiting[i]->wait_job == job_id) srv__resume_at(s, i);
@@ -321,6 +324,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   pthread_mutex_init(&s->wait_mu, NULL);
   pthread_cond_init(&s->wait_cv, NULL);
   pthread_mutex_init(&s->metrics_mu, NULL);
+  pthread_mutex_init(&s->cache_mu, NULL);
   th_status rc = srv__read_token(s, err, n);
   if (rc != TH_OK) goto fail_token;
   if (th_mkdir_p(c->data_dir) != TH_OK) {
@@ -424,5 +428,6 @@ void srv_stop(srv_t *s) {
   store_close(s->st);
   if (s->lock_fd >= 0) close(s->lock_fd);
   free(s->networks_json);
+  for (size_t i = 0; i < sizeof s->cache / sizeof s->cache[0]; i++) free(s->cache[i].manifest);
   free(s);
 }

@@ -457,7 +457,43 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   return srv__job_pending(s, r, key, job_id, created);
 }
 
+/* The cache slot of a key (a direct-mapped table keyed by a string hash). */
+static struct srv_manifest_entry *srv__cache_slot(srv_t *s, const char *ck) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const char *p = ck; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+  return &s->cache[h % (sizeof s->cache / sizeof s->cache[0])];
+}
+
+static enum MHD_Result srv__manifest_send(srv_t *s, srv_request *r, const char *etag,
+                                          const char *manifest, size_t len) {
+  const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
+  struct MHD_Response *resp;
+  unsigned int status = 200;
+  if (srv__etag_matches(inm, etag)) {
+    resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    status = 304;
+  } else {
+    resp = MHD_create_response_from_buffer(len, (void *)manifest, MHD_RESPMEM_MUST_COPY);
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+  }
+  MHD_add_response_header(resp, "ETag", etag);
+  MHD_add_response_header(resp, "Cache-Control", "no-cache");
+  return srv_queue(s, r, status, resp);
+}
+
 static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *key) {
+  char ck[400];
+  snprintf(ck, sizeof ck, "%s/%s/%d", key->framework, key->network, key->batch);
+  pthread_mutex_lock(&s->cache_mu);
+  struct srv_manifest_entry *e = srv__cache_slot(s, ck);
+  if (e->manifest && e->gen == s->cache_gen && strcmp(e->key, ck) == 0) {
+    enum MHD_Result ret = srv__manifest_send(s, r, e->etag, e->manifest, e->len);
+    pthread_mutex_unlock(&s->cache_mu);
+    return ret;
+  }
+  uint64_t gen = s->cache_gen;
+  pthread_mutex_unlock(&s->cache_mu);
+
   store_model m;
   th_status rc = store_model_get(s->st, key, 0, &m);
   if (rc == TH_ERR_NOT_FOUND)
@@ -468,21 +504,20 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
   if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
   char etag[80];
   snprintf(etag, sizeof etag, "\"sha256:%s\"", m.tar_digest);
-  enum MHD_Result ret;
-  const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
-  if (srv__etag_matches(inm, etag)) {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    MHD_add_response_header(resp, "ETag", etag);
-    ret = srv_queue(s, r, 304, resp);
-  } else {
-    size_t n = strlen(m.manifest);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(n, m.manifest, MHD_RESPMEM_MUST_FREE);
-    m.manifest = NULL; /* MHD owns it now */
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "ETag", etag);
-    MHD_add_response_header(resp, "Cache-Control", "no-cache");
-    ret = srv_queue(s, r, 200, resp);
+  size_t len = strlen(m.manifest);
+  enum MHD_Result ret = srv__manifest_send(s, r, etag, m.manifest, len);
+  pthread_mutex_lock(&s->cache_mu);
+  if (gen == s->cache_gen) { /* nothing was published meanwhile: keep it */
+    e = srv__cache_slot(s, ck);
+    free(e->manifest);
+    e->manifest = m.manifest;
+    m.manifest = NULL;
+    e->len = len;
+    e->gen = gen;
+    snprintf(e->key, sizeof e->key, "%s", ck);
+    snprintf(e->etag, sizeof e->etag, "%s", etag);
   }
+  pthread_mutex_unlock(&s->cache_mu);
   store_model_clear(&m);
   return ret;
 }
@@ -573,6 +608,9 @@ static enum MHD_Result srv__model_delete(srv_t *s, srv_request *r, const store_k
   if (!srv__authorized(s, r, &ret)) return ret;
   int n = 0;
   th_status rc = store_model_delete(s->st, key, &n);
+  pthread_mutex_lock(&s->cache_mu);
+  s->cache_gen++;
+  pthread_mutex_unlock(&s->cache_mu);
   if (rc == TH_ERR_NOT_FOUND)
     return srv_error(s, r, 404, "not_found", NULL, "%s/%s/%d has no published version",
                      key->framework, key->network, key->batch);

@@ -86,6 +86,17 @@ struct srv {
   int nstatus;
   int64_t bytes_served;
   int lock_fd;
+  /* manifest cache: the newest version's manifest per key, valid while cache_gen is unchanged (every job
+   * event and every delete bumps it), so the hot metadata route skips SQLite */
+  pthread_mutex_t cache_mu;
+  uint64_t cache_gen;
+  struct srv_manifest_entry {
+    char key[400];
+    char etag[80];
+    char *manifest;
+    size_t len;
+    uint64_t gen;
+  } cache[64];
 };
 
 /* Metric labels for routes. */

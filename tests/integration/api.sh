@@ -158,8 +158,13 @@ case_cancel_and_delete() {
   # build it, then delete it
   expect_status 202 -X POST "${auth[@]}" -d '{}' "$BASE$M/tune"
   expect_status 200 "$BASE$M?wait=300"
+  expect_status 200 "$BASE$M/manifest"
+  expect_status 200 "$BASE$M/manifest"   # served from the manifest cache
+  metag=$(header ETag)
+  expect_status 304 -H "If-None-Match: $metag" "$BASE$M/manifest"
   expect_status 200 -X DELETE "${auth[@]}" "$BASE$M"; body_has '"deleted_versions"'
   expect_status 404 -I "$BASE$M"
+  expect_status 404 "$BASE$M/manifest"   # the delete invalidated the cache
 }
 
 case_endpoints() {
