@@ -1,0 +1,52 @@
+"""PyTorch baseline for scripts/bench/models.sh.
+
+usage: /usr/bin/python3 models_torch.py NET BATCH THREADS REPEAT ONNX_OUT
+Builds the torchvision model with random weights, times REPEAT forward passes after a warm-up
+(eval, no_grad, torch.set_num_threads(THREADS)), prints "median_ms=X", and exports ONNX (opset 13).
+"""
+import statistics
+import sys
+import time
+
+import torch
+import torchvision.models as tvm
+
+
+def build(net):
+    if net == "inception_v3":
+        return tvm.inception_v3(weights=None, aux_logits=False, init_weights=False), 299
+    ctor = {
+        "resnet-18": tvm.resnet18, "resnet-34": tvm.resnet34, "resnet-50": tvm.resnet50,
+        "resnet-101": tvm.resnet101, "resnet-152": tvm.resnet152,
+        "vgg-11": tvm.vgg11, "vgg-13": tvm.vgg13, "vgg-16": tvm.vgg16, "vgg-19": tvm.vgg19,
+        "mobilenet-v2": tvm.mobilenet_v2,
+        "squeezenet_v1.0": tvm.squeezenet1_0, "squeezenet_v1.1": tvm.squeezenet1_1,
+    }.get(net)
+    if ctor is None:
+        sys.exit(f"models_torch.py: no torchvision equivalent for {net}")
+    return ctor(weights=None), 224
+
+
+def main():
+    net, batch, threads, repeat, onnx_out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    model, size = build(net)
+    model.eval()
+    x = torch.randn(batch, 3, size, size)
+    with torch.no_grad():
+        for _ in range(3):
+            model(x)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            model(x)
+            times.append((time.perf_counter() - t0) * 1e3)
+        torch.onnx.export(model, x, onnx_out, opset_version=13, input_names=["input"], output_names=["output"])
+    print(f"torch {net} b{batch}: {repeat} runs, median {statistics.median(times):.3f} ms, min {min(times):.3f} ms",
+          file=sys.stderr)
+    print(f"median_ms={statistics.median(times):.3f}")
+
+
+if __name__ == "__main__":
+    main()
