@@ -78,7 +78,7 @@ int cli_build(int argc, char **argv) {
   }
   store_t *st = NULL;
   if (store_open(data, &st) != TH_OK) {
-    fprintf(stderr, "tunehub build: cannot open the store in %s\n", data);
+    fprintf(stderr, "tunehub build: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
     return 1;
   }
   char target[256];

@@ -202,6 +202,21 @@ static void *srv__waker(void *arg) {
   return NULL;
 }
 
+/* A request from the raw URI: the path (still percent-encoded) and the query string apart. r->con stays
+ * NULL until the access handler's first call fills it. */
+static srv_request *srv__request_new(const char *uri) {
+  srv_request *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  th_buf_init(&r->body, SRV_MAX_BODY);
+  const char *q = strchr(uri, '?');
+  size_t plen = q ? (size_t)(q - uri) : strlen(uri);
+  if (plen >= sizeof r->path) plen = sizeof r->path - 1;
+  memcpy(r->path, uri, plen);
+  r->path[plen] = '\0';
+  if (q) snprintf(r->query, sizeof r->query, "%s", q + 1);
+  return r;
+}
+
 /* ---- the access handler ---- */
 
 static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const char *url,
@@ -211,18 +226,11 @@ static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const 
   srv_t *s = cls;
   srv_request *r = *con_cls;
   if (!r) {
-    r = calloc(1, sizeof *r);
+    /* the URI log callback failed to allocate; try once more from the (query-less) url */
+    r = srv__request_new(url);
     if (!r) return MHD_NO;
     r->con = con;
     r->method = method;
-    th_buf_init(&r->body, SRV_MAX_BODY);
-    /* url is raw: the unescape callback leaves it alone, so encoded slashes and dots stay visible */
-    const char *q = strchr(url, '?');
-    size_t plen = q ? (size_t)(q - url) : strlen(url);
-    if (plen >= sizeof r->path) plen = sizeof r->path - 1;
-    memcpy(r->path, url, plen);
-    r->path[plen] = '\0';
-    if (q) snprintf(r->query, sizeof r->query, "%s", q + 1);
     *con_cls = r;
     return MHD_YES;
   }
@@ -249,17 +257,7 @@ static size_t srv__no_unescape(void *cls, struct MHD_Connection *c, char *s) {
 static void *srv__uri_log(void *cls, const char *uri, struct MHD_Connection *con) {
   (void)cls;
   (void)con;
-  srv_request *r = calloc(1, sizeof *r);
-  if (!r) return NULL;
-  th_buf_init(&r->body, SRV_MAX_BODY);
-  const char *q = strchr(uri, '?');
-  size_t plen = q ? (size_t)(q - uri) : strlen(uri);
-  if (plen >= sizeof r->path) plen = sizeof r->path - 1;
-  memcpy(r->path, uri, plen);
-  r->path[plen] = '\0';
-  if (q) snprintf(r->query, sizeof r->query, "%s", q + 1);
-  r->con = NULL;
-  return r;
+  return srv__request_new(uri);
 }
 
 static enum MHD_Result srv__access_wrap(void *cls, struct MHD_Connection *con, const char *url,
@@ -342,7 +340,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   }
   rc = store_open(c->data_dir, &s->st);
   if (rc != TH_OK) {
-    snprintf(err, n, "cannot open the store in %s", c->data_dir);
+    snprintf(err, n, "cannot open the store in %s: %s", c->data_dir, store_errmsg(NULL));
     goto fail_token;
   }
   int requeued = 0, swept = 0;

@@ -141,8 +141,6 @@ static int srv__authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
     ok = diff == 0;
   }
   if (!ok) {
-    struct MHD_Response *resp = NULL;
-    (void)resp;
     *ret = srv_error(s, r, 401, "unauthorized", NULL,
                      "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the "
                      "token from the daemon's --token-file");
@@ -427,8 +425,6 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     store_job_count_queued(s->st, &queued);
     if (queued >= s->cfg.max_queued) {
       if (have_latest) store_job_clear(&latest);
-      struct MHD_Response *resp = NULL;
-      (void)resp;
       return srv_error(s, r, 429, "queue_full", NULL,
                        "%lld jobs are queued (the limit is %d); retry later", (long long)queued,
                        s->cfg.max_queued);

@@ -61,7 +61,7 @@ void store__col_copy(sqlite3_stmt *s, int col, char *out, size_t n) {
 }
 
 const char *store_errmsg(store_t *st) {
-  if (store__errowner != st) return "";
+  if (store__errowner != st) return "";  /* NULL asks for the last failed store_open's message */
   return store__errbuf;
 }
 
@@ -173,7 +173,7 @@ fail_db:
   sqlite3_close(st->db);
 fail_alloc:
   pthread_mutex_destroy(&st->mu);
-  fprintf(stderr, "%s\n", store__errbuf); /* the handle dies here, so the message would be lost */
+  store__errowner = NULL; /* the handle dies here: the message stays readable as store_errmsg(NULL) */
   free(st);
   return rc;
 }

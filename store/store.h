@@ -18,7 +18,8 @@ typedef struct store store_t;
 th_status store_open(const char *data_dir, store_t **out);
 /* Closes the handle; accepts NULL. */
 void store_close(store_t *st);
-/* The last error message on this handle for the calling thread; never NULL. */
+/* The last error message on this handle for the calling thread; never NULL. store_errmsg(NULL) gives the
+ * message of the calling thread's last failed store_open. */
 const char *store_errmsg(store_t *st);
 /* The data directory the store was opened on (borrowed). */
 const char *store_data_dir(store_t *st);
