@@ -81,6 +81,8 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
   json_object_set_new(m, "layers", layers);
   json_object_set_new(m, "config_sources", json_pack("{s:i,s:i,s:i}", "tuned", counts[0], "transferred",
                                                      counts[1], "fallback", counts[2]));
+  /* "tuned": at least one layer runs a config measured for its own workload on this target */
+  json_object_set_new(m, "tuned", json_boolean(counts[0] > 0));
   if (bi->measured)
     json_object_set_new(m, "latency_ms", json_pack("{s:f,s:f,s:f,s:f,s:i}", "mean", bi->stats.mean_ms,
                                                    "median", bi->stats.median_ms, "std", bi->stats.std_ms,

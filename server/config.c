@@ -24,6 +24,7 @@ void srv_config_defaults(srv_config *c) {
   c->connection_limit = 1000;
   c->per_ip_limit = 0; /* 0 = MHD's unlimited; loopback load tests need many */
   c->timeout_s = 30;
+  c->miss_tunes = 1;
 }
 
 static th_status srv__int_flag(const char *flag, const char *v, int lo, int hi, int *out, char *err,
@@ -79,6 +80,15 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv__int_flag(f, v, 1, 100000, &c->connection_limit, err, n);
     } else if (!strcmp(f, "--timeout")) {
       rc = srv__int_flag(f, v, 1, 3600, &c->timeout_s, err, n);
+    } else if (!strcmp(f, "--on-miss")) {
+      if (!v || (strcmp(v, "tune") && strcmp(v, "build"))) {
+        snprintf(err, n, "--on-miss takes tune (quick build as v1, then tune and publish v2) or build "
+                         "(quick build only), got '%s'", v ? v : "");
+        return TH_ERR_INVALID;
+      }
+      c->miss_tunes = !strcmp(v, "tune");
+    } else if (!strcmp(f, "--miss-trials")) {
+      rc = srv__int_flag(f, v, 1, 100000, &c->miss_trials, err, n);
     } else if (!strcmp(f, "--log-level")) {
       if (!v || th_log_set_level(v) != 0) {
         snprintf(err, n, "--log-level takes error, warn, info or debug");
@@ -88,7 +98,7 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       snprintf(err, n,
                "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --token-file F --workers N "
                "--http-threads N --max-batch N --max-queued N --connection-limit N --timeout S --web "
-               "DIR --log-level L",
+               "DIR --on-miss tune|build --miss-trials N --log-level L",
                f);
       return TH_ERR_INVALID;
     }

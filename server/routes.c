@@ -429,7 +429,10 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
                        "%lld jobs are queued (the limit is %d); retry later", (long long)queued,
                        s->cfg.max_queued);
     }
-    rc = store_job_enqueue(s->st, key, tuned_only ? "tune" : "build", "{}", 0, &job_id, &created);
+    int tune = tuned_only || s->cfg.miss_tunes;
+    char opts[64] = "{}";
+    if (tune && s->cfg.miss_trials > 0) snprintf(opts, sizeof opts, "{\"trials\":%d}", s->cfg.miss_trials);
+    rc = store_job_enqueue(s->st, key, tune ? "tune" : "build", opts, 0, &job_id, &created);
     if (rc != TH_OK) {
       if (have_latest) store_job_clear(&latest);
       return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));

@@ -29,9 +29,12 @@ typedef struct srv_config {
   int connection_limit;
   int per_ip_limit;
   int timeout_s;
+  int miss_tunes;  /* 1: a miss queues a tune job (v1 quick build, then tuned v2); 0: a build job only */
+  int miss_trials; /* trials per task for a miss's tuning; 0 = the tuner's default budget */
 } srv_config;
 
-/* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 1 worker, max batch 256, 256 queued jobs. */
+/* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 1 worker, max batch 256, 256 queued jobs,
+ * misses tune. */
 void srv_config_defaults(srv_config *c);
 /* Parses `serve` flags; writes a message to err on a bad flag. */
 th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size_t n);

@@ -47,7 +47,7 @@ static int tb__supports(void *self, const char *framework, char *why, size_t n) 
 typedef struct tb__ctx {
   const tune_build_env *env;
   const char *phase; /* "build" or "rebuild" */
-  int version;       /* of the published quick build, for progress */
+  const char *base;  /* the tuning session's last progress JSON (rebuild), kept so the job still shows it */
   double last;
 } tb__ctx;
 
@@ -56,11 +56,18 @@ static int tb__progress(void *ctx, const char *stage, int done, int total) {
   double now = th_now_mono();
   if (done == 0 || done == total || now - c->last > 0.5) {
     c->last = now;
-    char json[256];
-    snprintf(json, sizeof json,
-             "{\"phase\":\"%s\",\"stage\":\"%s\",\"done\":%d,\"total\":%d,\"fraction\":%.3f}",
-             c->phase, stage, done, total, total > 0 ? (double)done / total : 0.0);
-    c->env->progress(c->env->ctx, c->phase, json);
+    json_t *o = c->base ? json_loads(c->base, 0, NULL) : NULL;
+    if (!json_is_object(o)) {
+      json_decref(o);
+      o = json_object();
+    }
+    json_object_set_new(o, "phase", json_string(c->phase));
+    json_object_set_new(o, "build", json_pack("{s:s,s:i,s:i,s:f}", "stage", stage, "done", done, "total",
+                                              total, "fraction", total > 0 ? (double)done / total : 0.0));
+    char *json = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (json) c->env->progress(c->env->ctx, c->phase, json);
+    free(json);
   }
   return c->env->cancelled(c->env->ctx);
 }
@@ -85,13 +92,14 @@ static void tb__manifest_facts(const char *manifest, double *latency_ms, int *tu
 }
 
 static th_status tb__build_publish(const tune_build_env *env, const char *target, const char *tag,
-                                   const char *phase, int force_tuned, char *err, size_t n) {
+                                   const char *phase, const char *base_progress, int force_tuned, char *err,
+                                   size_t n) {
   char dir[1200], tar[1300], so[1300];
   snprintf(dir, sizeof dir, "%s/%s", env->work_dir, tag);
   snprintf(tar, sizeof tar, "%s/%s.tar", env->work_dir, tag);
   snprintf(so, sizeof so, "%s/%s.so", env->work_dir, tag);
   tune_build_lookup_ctx lctx = {env->st, target};
-  tb__ctx pctx = {env, phase, 0, 0};
+  tb__ctx pctx = {env, phase, base_progress, 0};
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = env->key->framework;
@@ -170,11 +178,11 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
   b.len = 0;
   if (rc == TH_OK && tune_session_progress_json(s, &b) == TH_OK) env->progress(env->ctx, "tune", b.data);
   int cancelled = tune_session_cancelled(s);
-  th_buf_free(&b);
   tune_session_free(s);
-  if (rc != TH_OK) return rc;
-  if (cancelled || env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
-  return tb__build_publish(env, target, "tuned", "rebuild", 1, err, n);
+  if (rc == TH_OK && (cancelled || env->cancelled(env->ctx))) rc = TH_ERR_CANCELLED;
+  if (rc == TH_OK) rc = tb__build_publish(env, target, "tuned", "rebuild", b.len ? b.data : NULL, 1, err, n);
+  th_buf_free(&b);
+  return rc;
 }
 
 static th_status tb__run(void *self, const tune_build_env *env, char *err, size_t n) {
@@ -185,7 +193,7 @@ static th_status tb__run(void *self, const tune_build_env *env, char *err, size_
     snprintf(err, n, "cannot determine the %s target", env->key->framework);
     return rc;
   }
-  rc = tb__build_publish(env, target, "quick", "build", 0, err, n);
+  rc = tb__build_publish(env, target, "quick", "build", NULL, 0, err, n);
   if (rc != TH_OK || strcmp(env->kind, "tune") != 0) return rc;
   if (env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
   return tb__tune(env, target, err, n);

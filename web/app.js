@@ -502,6 +502,7 @@
     if (typeof p.fraction === 'number') return Math.max(0, Math.min(1, p.fraction));
     if (typeof p.done === 'number' && typeof p.total === 'number' && p.total > 0) return p.done / p.total;
     if (typeof p.trials === 'number' && typeof p.trials_total === 'number' && p.trials_total > 0) return p.trials / p.trials_total;
+    if (p.build && typeof p.build.fraction === 'number') return Math.max(0, Math.min(1, p.build.fraction));
     if (Array.isArray(p.tasks) && p.tasks.length) {
       let d = 0, t = 0;
       for (const x of p.tasks) { d += x.trials || 0; t += x.budget || 0; }
@@ -514,7 +515,7 @@
     const p = j.progress || {};
     const frac = jobFraction(j);
     const active = j.state === 'queued' || j.state === 'running';
-    const stages = [j.stage, p.phase, p.stage].filter((v, i, a) => v && a.indexOf(v) === i);
+    const stages = [j.stage, p.phase, p.stage, p.build && p.build.stage].filter((v, i, a) => v && a.indexOf(v) === i);
     const stage = stages.join(' › ');
     const eta = fmtDur(p.eta_s);
     const title = [j.network, j.framework, j.batch != null ? 'batch ' + j.batch : null].filter(Boolean).join(' · ');

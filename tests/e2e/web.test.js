@@ -61,7 +61,7 @@ async function main() {
   const logFile = path.join(ARTIFACTS, 'daemon.log');
   const out = fs.openSync(logFile, 'w');
   // --max-batch 8: batch 9 passes the page's 1..256 check and is refused by the server
-  daemon = spawn(TUNEHUB, ['serve', '--listen', '127.0.0.1:' + port, '--data', tmp, '--max-batch', '8'],
+  daemon = spawn(TUNEHUB, ['serve', '--listen', '127.0.0.1:' + port, '--data', tmp, '--max-batch', '8', '--on-miss', 'build'],
     { stdio: ['ignore', out, out] });
   daemon.on('exit', (c, s) => log('daemon exited', c, s));
   let up = false;

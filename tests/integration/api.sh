@@ -68,8 +68,10 @@ case_miss_then_hit() {
   [[ "$(header Content-Type)" == application/x-tar ]] || fail "type $(header Content-Type)"
   [[ "$(header Content-Disposition)" == *"${NET}_llvm_b1_v1.tar"* ]] || fail "disposition"
   [[ "$(header Content-Digest)" == sha-256=:* ]] || fail "no Content-Digest"
-  tar -tf "$TMP/body" | grep -q '^model.so$' || fail "the bundle has no model.so"
-  tar -tf "$TMP/body" | grep -q '^manifest.json$' || fail "the bundle has no manifest.json"
+  # (list to a file first: grep -q closing the pipe early would fail tar under pipefail)
+  tar -tf "$TMP/body" >"$TMP/list"
+  grep -q '^model.so$' "$TMP/list" || fail "the bundle has no model.so"
+  grep -q '^manifest.json$' "$TMP/list" || fail "the bundle has no manifest.json"
   expect_status 200 "$BASE$M?format=so"
   [[ "$(head -c 4 "$TMP/body" | od -An -c | tr -d ' ')" == '177ELF' ]] || fail "the .so is not ELF"
   expect_status 200 "$BASE$M/manifest"
@@ -124,7 +126,7 @@ case_kill9_resume() {
   expect_status 503 "$BASE$M"
   job=$(jq -r .error.job.id "$TMP/body")
   for _ in $(seq 1 100); do
-    curl -s "$BASE/jobs/$job" | grep -q '"state":"running"' && break
+    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"running"'* ]] && break
     sleep 0.1
   done
   kill -9 "$PID"
@@ -150,7 +152,7 @@ case_cancel_and_delete() {
   job=$(jq -r .job.id "$TMP/body")
   expect_status 202 -X DELETE "${auth[@]}" "$BASE/jobs/$job"
   for _ in $(seq 1 600); do
-    curl -s "$BASE/jobs/$job" | grep -q '"state":"cancelled"' && break
+    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"cancelled"'* ]] && break
     sleep 0.1
   done
   expect_status 200 "$BASE/jobs/$job"; body_has '"state":"cancelled"'
@@ -183,6 +185,29 @@ case_endpoints() {
   # a second daemon on the same data directory is refused
   "$TUNEHUB" serve --listen 127.0.0.1:$(free_port) --data "$DATA" >"$TMP/second.log" 2>&1 && fail "second daemon ran"
   grep -q "another tunehub daemon" "$TMP/second.log" || fail "no clear message: $(cat "$TMP/second.log")"
+}
+
+# the default miss policy: v1 (quick build) within seconds, then tuning, then the tuned v2
+case_miss_tunes() {
+  start_daemon --on-miss tune --miss-trials 2
+  expect_status 503 "$BASE$M"
+  job=$(jq -r .error.job.id "$TMP/body")
+  expect_status 200 "$BASE$M?wait=120"
+  [[ "$(header Content-Disposition)" == *"${NET}_llvm_b1_v1.tar"* ]] || fail "first answer is not v1"
+  expect_status 200 "$BASE$M/manifest"
+  jq -e '.tuned == false' "$TMP/body" >/dev/null || fail "v1 claims to be tuned: $(head -c 300 "$TMP/body")"
+  # ?tuned=1 answers 503 until the tuned version exists, and waits for it with ?wait
+  expect_status 200 "$BASE$M?tuned=1&wait=600"
+  [[ "$(header Content-Disposition)" == *"${NET}_llvm_b1_v2.tar"* ]] || fail "tuned answer is not v2"
+  expect_status 200 "$BASE$M/manifest"
+  jq -e '.tuned == true and ([.layers[] | select(.source == "tuned")] | length) > 0' "$TMP/body" >/dev/null \
+    || fail "v2 manifest has no tuned layer"
+  expect_status 200 "$BASE/jobs/$job"
+  jq -e '.kind == "tune" and .state == "succeeded" and .progress.trials_total > 0' "$TMP/body" >/dev/null \
+    || fail "job: $(head -c 400 "$TMP/body")"
+  # the plain GET now serves the newest version
+  expect_status 200 "$BASE$M"
+  [[ "$(header Content-Disposition)" == *"_v2.tar"* ]] || fail "plain GET does not serve v2"
 }
 
 "case_$1"

@@ -15,7 +15,7 @@ free_port() {
 start_daemon() {
   [[ -n "$PORT" ]] || PORT=$(free_port)
   BASE="http://127.0.0.1:$PORT"
-  "$TUNEHUB" serve --listen "127.0.0.1:$PORT" --data "$DATA" "$@" >>"$LOG" 2>&1 &
+  "$TUNEHUB" serve --listen "127.0.0.1:$PORT" --data "$DATA" --on-miss build "$@" >>"$LOG" 2>&1 &
   PID=$!
   for _ in $(seq 1 100); do
     curl -fsS "$BASE/healthz" >/dev/null 2>&1 && return 0
