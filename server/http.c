@@ -21,7 +21,8 @@
 
 const char *const srv_route_names[SRV_ROUTE_COUNT] = {
     "other",   "model",   "manifest", "catalog",  "blob",    "tune",    "model_delete", "jobs",
-    "job",     "job_cancel", "networks", "targets", "healthz", "readyz", "metrics",      "web"};
+    "job",     "job_cancel", "networks", "targets", "healthz", "readyz", "metrics",      "web",
+    "versions", "tuning"};
 
 /* ---- responses ---- */
 

@@ -15,7 +15,9 @@
 #include "srv.h"
 #include "th_log.h"
 #include "th_sha256.h"
+#include "target.h"
 #include "th_util.h"
+#include "tune_report.h"
 #include "zoo.h"
 
 static const char *const srv__frameworks[] = {"llvm", "cuda"};
@@ -708,6 +710,45 @@ static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int 
   return ret;
 }
 
+/* GET .../versions: every published version of a key, for the page's latency-per-version chart. */
+static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *key) {
+  char *json = NULL;
+  th_status rc = store_model_versions_json(s->st, key, &json);
+  if (rc == TH_ERR_NOT_FOUND)
+    return srv_error(s, r, 404, "not_found", NULL, "no published version of %s/%s/%d; GET /models/%s/%s/%d "
+                     "builds it", key->framework, key->network, key->batch, key->framework, key->network,
+                     key->batch);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  enum MHD_Result ret = srv_json(s, r, 200, json);
+  free(json);
+  return ret;
+}
+
+/* GET .../tuning: best GFLOPS against trials for each tunable task of the network, from the stored records
+ * (shared by every job and network that tuned the same workload on this target). */
+static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *key) {
+  if (strcmp(key->framework, "llvm") != 0)
+    return srv_error(s, r, 501, "not_supported", NULL,
+                     "tuning curves are kept for framework llvm; %s has no tuning records on this server",
+                     key->framework);
+  char pts[16] = "";
+  int64_t max_points = 200;
+  if (srv_query(r, "points", pts, sizeof pts) > 0 &&
+      (th_parse_i64(pts, &max_points) != TH_OK || max_points < 2 || max_points > 5000))
+    return srv_error(s, r, 400, "invalid_points", NULL, "points takes a whole number from 2 to 5000, got '%s'",
+                     pts);
+  tc_target t;
+  if (tc_target_host(&t) != TH_OK)
+    return srv_error(s, r, 500, "target_error", NULL, "cannot read the host CPU target");
+  char *json = NULL, err[512] = "";
+  th_status rc = tune_curve_json(s->st, &t, key->target, key->network, key->batch, (int)max_points, &json, err,
+                                 sizeof err);
+  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", err);
+  enum MHD_Result ret = srv_json(s, r, 200, json);
+  free(json);
+  return ret;
+}
+
 static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   json_t *arr = json_array();
   json_t *cpu = json_object();
@@ -870,14 +911,22 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       return srv_error(s, r, 404, "not_found", NULL,
                        "no such route: %s; models are at /models/{framework}/{network}/{batch}",
                        r->path);
-    r->route = nseg == 4 ? SRV_ROUTE_MODEL : !strcmp(segs[4], "manifest") ? SRV_ROUTE_MANIFEST
-                                                                          : SRV_ROUTE_TUNE;
-    if (nseg == 5 && strcmp(segs[4], "manifest") && strcmp(segs[4], "tune"))
+    static const struct {
+      const char *seg;
+      int route;
+    } subs[] = {{"manifest", SRV_ROUTE_MANIFEST},
+                {"tune", SRV_ROUTE_TUNE},
+                {"versions", SRV_ROUTE_VERSIONS},
+                {"tuning", SRV_ROUTE_TUNING}};
+    r->route = SRV_ROUTE_MODEL;
+    for (size_t i = 0; nseg == 5 && i < sizeof subs / sizeof subs[0]; i++)
+      if (!strcmp(segs[4], subs[i].seg)) r->route = subs[i].route;
+    if (nseg == 5 && r->route == SRV_ROUTE_MODEL)
       return srv_error(s, r, 404, "not_found", NULL,
-                       "no such route: %s; valid: .../manifest, .../tune", r->path);
-    const char *allow = nseg == 4 ? "GET, HEAD, DELETE" : r->route == SRV_ROUTE_MANIFEST ? "GET, HEAD" : "POST";
-    int ok = nseg == 4 ? (get || !strcmp(m, "DELETE"))
-                       : r->route == SRV_ROUTE_MANIFEST ? get : !strcmp(m, "POST");
+                       "no such route: %s; valid: .../manifest, .../versions, .../tuning, .../tune", r->path);
+    int is_tune = r->route == SRV_ROUTE_TUNE;
+    const char *allow = nseg == 4 ? "GET, HEAD, DELETE" : is_tune ? "POST" : "GET, HEAD";
+    int ok = nseg == 4 ? (get || !strcmp(m, "DELETE")) : is_tune ? !strcmp(m, "POST") : get;
     if (!ok) return srv__not_allowed(s, r, allow);
     store_key key;
     enum MHD_Result ret;
@@ -888,6 +937,8 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     }
     if (nseg == 4) return srv__model_get(s, r, &key);
     if (r->route == SRV_ROUTE_MANIFEST) return srv__manifest(s, r, &key);
+    if (r->route == SRV_ROUTE_VERSIONS) return srv__versions(s, r, &key);
+    if (r->route == SRV_ROUTE_TUNING) return srv__tuning(s, r, &key);
     return srv__tune(s, r, &key);
   }
   if (SEG(0, "blobs") && nseg == 2) {

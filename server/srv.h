@@ -120,6 +120,8 @@ enum srv_route {
   SRV_ROUTE_READYZ,
   SRV_ROUTE_METRICS,
   SRV_ROUTE_WEB,
+  SRV_ROUTE_VERSIONS,
+  SRV_ROUTE_TUNING,
   SRV_ROUTE_COUNT
 };
 extern const char *const srv_route_names[SRV_ROUTE_COUNT];

@@ -71,6 +71,10 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
 th_status store_model_get(store_t *st, const store_key *key, int tuned_only, store_model *out);
 /* Marks every version of key deleted; TH_ERR_NOT_FOUND when none. */
 th_status store_model_delete(store_t *st, const store_key *key, int *deleted);
+/* Every ready version of key, oldest first, as JSON text (malloc'd; caller frees): {"framework", "network",
+ * "batch", "target", "count", "versions": [{version, tuned, digest, so_digest, latency_ms, job, published_at,
+ * size, so_size}]}. TH_ERR_NOT_FOUND when none. */
+th_status store_model_versions_json(store_t *st, const store_key *key, char **json);
 
 /* The catalog as JSON text (malloc'd; caller frees): {"models":[...],"count":N}. Each key appears once: its newest
  * ready version (state "ready"), else its live job ("building"), else its last failed job ("failed"). Filters may
@@ -162,5 +166,9 @@ th_status store_record_best(store_t *st, const char *workload_key, const char *t
 th_status store_record_each(store_t *st, const char *template_name, const char *target,
                             int (*cb)(void *ctx, const store_record *r), void *ctx);
 th_status store_record_count(store_t *st, const char *workload_key, const char *target, int64_t *n);
+/* The GFLOPS of every trial of (workload_key, target), oldest first, 0 for failed trials. *gflops is malloc'd
+ * (caller frees; NULL when *n is 0). */
+th_status store_record_gflops(store_t *st, const char *workload_key, const char *target, double **gflops,
+                              int64_t *n);
 
 #endif

@@ -255,3 +255,58 @@ th_status store_catalog_json(store_t *st, const char *framework, const char *net
   }
   return rc;
 }
+
+th_status store_model_versions_json(store_t *st, const store_key *key, char **json) {
+  json_t *arr = json_array();
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(
+      st,
+      "SELECT m.version, m.tuned, m.tar_digest, m.so_digest, m.latency_ms, m.job_id, m.created_at, "
+      "a.size, b.size FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
+      "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND "
+      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.state = 'ready' "
+      "ORDER BY m.version",
+      &s);
+  if (rc == TH_OK) {
+    store__bind_key(s, 1, key);
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+      char d[80];
+      json_t *o = json_object();
+      json_object_set_new(o, "version", json_integer(sqlite3_column_int(s, 0)));
+      json_object_set_new(o, "tuned", json_boolean(sqlite3_column_int(s, 1)));
+      snprintf(d, sizeof d, "sha256:%s", (const char *)sqlite3_column_text(s, 2));
+      json_object_set_new(o, "digest", json_string(d));
+      snprintf(d, sizeof d, "sha256:%s", (const char *)sqlite3_column_text(s, 3));
+      json_object_set_new(o, "so_digest", json_string(d));
+      json_object_set_new(o, "latency_ms", sqlite3_column_type(s, 4) == SQLITE_NULL
+                                               ? json_null()
+                                               : json_real(sqlite3_column_double(s, 4)));
+      json_object_set_new(o, "job", sqlite3_column_type(s, 5) == SQLITE_NULL
+                                        ? json_null()
+                                        : json_integer(sqlite3_column_int64(s, 5)));
+      json_object_set_new(o, "published_at", store__json_time(sqlite3_column_double(s, 6)));
+      json_object_set_new(o, "size", json_integer(sqlite3_column_int64(s, 7)));
+      json_object_set_new(o, "so_size", json_integer(sqlite3_column_int64(s, 8)));
+      json_array_append_new(arr, o);
+    }
+    if (r != SQLITE_DONE) rc = store__db_fail(st, "versions");
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK && json_array_size(arr) == 0)
+    rc = store__fail(st, TH_ERR_NOT_FOUND, "no published model for %s/%s/%d", key->framework,
+                     key->network, key->batch);
+  if (rc == TH_OK) {
+    json_t *root = json_pack("{s:s,s:s,s:i,s:s,s:I,s:o}", "framework", key->framework, "network",
+                             key->network, "batch", key->batch, "target", key->target, "count",
+                             (json_int_t)json_array_size(arr), "versions", arr);
+    *json = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    if (!*json) rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
+  } else {
+    json_decref(arr);
+  }
+  return rc;
+}

@@ -177,3 +177,42 @@ th_status store_record_count(store_t *st, const char *workload_key, const char *
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
+
+th_status store_record_gflops(store_t *st, const char *workload_key, const char *target, double **gflops,
+                              int64_t *n) {
+  *gflops = NULL;
+  *n = 0;
+  size_t cap = 0;
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(st,
+                                "SELECT CASE WHEN error_class = 0 THEN gflops ELSE 0 END FROM "
+                                "tuning_records WHERE workload_key = ? AND target = ? ORDER BY id",
+                                &s);
+  if (rc == TH_OK) {
+    sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
+    int r = SQLITE_DONE;
+    while (rc == TH_OK && (r = sqlite3_step(s)) == SQLITE_ROW) {
+      if ((size_t)*n == cap) {
+        cap = cap ? cap * 2 : 64;
+        double *g = realloc(*gflops, cap * sizeof *g);
+        if (!g) {
+          rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
+          break;
+        }
+        *gflops = g;
+      }
+      (*gflops)[(*n)++] = sqlite3_column_double(s, 0);
+    }
+    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "record gflops");
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  if (rc != TH_OK) {
+    free(*gflops);
+    *gflops = NULL;
+    *n = 0;
+  }
+  return rc;
+}

@@ -208,6 +208,17 @@ case_miss_tunes() {
   # the plain GET now serves the newest version
   expect_status 200 "$BASE$M"
   [[ "$(header Content-Disposition)" == *"_v2.tar"* ]] || fail "plain GET does not serve v2"
+  # the versions and the tuning curve behind the page's charts
+  expect_status 200 "$BASE$M/versions"
+  jq -e '.count == 2 and .versions[0].tuned == false and .versions[1].tuned == true and
+         (.versions[1].latency_ms | type) == "number"' "$TMP/body" >/dev/null || fail "versions: $(cat "$TMP/body")"
+  expect_status 200 "$BASE$M/tuning"
+  jq -e '.trials > 0 and ([.tasks[] | select(.trials == 2 and (.curve | length) >= 1 and
+         .curve[-1][0] == 2 and .curve[-1][1] == .best_gflops)] | length) > 0' "$TMP/body" >/dev/null \
+    || fail "tuning curve: $(head -c 600 "$TMP/body")"
+  expect_status 400 "$BASE$M/tuning?points=1"; body_has '2 to 5000'
+  expect_status 404 "$BASE/models/llvm/resnet-18/1/versions"
+  expect_status 404 "$BASE$M/bogus"; body_has 'versions'
 }
 
 "case_$1"

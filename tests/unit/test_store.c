@@ -295,6 +295,15 @@ TH_TEST(models_versions_and_catalog) {
   CHECK(store_catalog_json(st, NULL, NULL, NULL, &json) == TH_OK);
   CHECK(strstr(json, "\"state\":\"ready\"") && strstr(json, "\"version\":2"));
   free(json);
+  /* every version, oldest first, for the latency-per-version chart */
+  CHECK(store_model_versions_json(st, &k, &json) == TH_OK);
+  CHECK(strstr(json, "\"count\":2"));
+  char *v1 = strstr(json, "\"version\":1"), *v2 = strstr(json, "\"version\":2");
+  CHECK(v1 && v2 && v1 < v2);
+  CHECK(strstr(json, "\"latency_ms\":12.5") && strstr(json, "\"tuned\":true"));
+  free(json);
+  store_key none = key_of("vgg-19", 3);
+  CHECK(store_model_versions_json(st, &none, &json) == TH_ERR_NOT_FOUND);
   /* a building key shows up as building */
   store_key k2 = key_of("vgg-11", 1);
   int64_t id;
@@ -348,6 +357,22 @@ TH_TEST(records_best_and_persist) {
   int64_t cnt = 0;
   CHECK(store_record_count(st, "conv2d_nchwc n1 c64", "llvm -mcpu=test", &cnt) == TH_OK);
   CHECK_EQ_INT(cnt, 4);
+  /* the trial history behind the tuning curve: in order, failed trials as 0 */
+  for (int i = 0; i < 4; i++) {
+    r.config_index = 10 + i;
+    r.cost_mean_s = costs[i];
+    r.error_class = errs[i];
+    r.gflops = errs[i] ? 99.0 : 1e-9 / costs[i];
+    snprintf(r.config, sizeof r.config, "[[\"tile\",\"sp\",[%d]]]", 10 + i);
+    CHECK(store_record_add(st, &r) == TH_OK);
+  }
+  double *g = NULL;
+  CHECK(store_record_gflops(st, "conv2d_nchwc n1 c64", "llvm -mcpu=test", &g, &cnt) == TH_OK);
+  CHECK_EQ_INT(cnt, 8);
+  CHECK(g[4] > 0 && g[5] > g[4] && g[7] == 0.0);
+  free(g);
+  CHECK(store_record_gflops(st, "conv2d_nchwc n1 c64", "other", &g, &cnt) == TH_OK);
+  CHECK(cnt == 0 && g == NULL);
   store_close(st);
   return 0;
 }
