@@ -16,7 +16,7 @@ void srv_config_defaults(srv_config *c) {
   c->port = 8080;
   snprintf(c->data_dir, sizeof c->data_dir, "./data");
   snprintf(c->web_dir, sizeof c->web_dir, "%s", TH_WEB_DIR);
-  c->workers = 1;
+  c->workers = 4; /* jobs the scheduler admits at once; their stages share the CPU pool */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   c->http_threads = cores > 1 ? (int)(cores < 8 ? cores : 8) : 2;
   c->max_batch = 256;
@@ -25,6 +25,9 @@ void srv_config_defaults(srv_config *c) {
   c->per_ip_limit = 0; /* 0 = MHD's unlimited; loopback load tests need many */
   c->timeout_s = 30;
   c->miss_tunes = 1;
+  c->cpu_slots = 0;
+  c->max_streams = 64;
+  c->max_streams_per_ip = 8;
 }
 
 static th_status srv__int_flag(const char *flag, const char *v, int lo, int hi, int *out, char *err,
@@ -70,6 +73,12 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv__str_flag(f, v, c->web_dir, sizeof c->web_dir, err, n);
     } else if (!strcmp(f, "--workers")) {
       rc = srv__int_flag(f, v, 1, 64, &c->workers, err, n);
+    } else if (!strcmp(f, "--build-slots")) {
+      rc = srv__int_flag(f, v, 1, 256, &c->cpu_slots, err, n);
+    } else if (!strcmp(f, "--max-streams")) {
+      rc = srv__int_flag(f, v, 1, 10000, &c->max_streams, err, n);
+    } else if (!strcmp(f, "--max-streams-per-ip")) {
+      rc = srv__int_flag(f, v, 1, 10000, &c->max_streams_per_ip, err, n);
     } else if (!strcmp(f, "--http-threads")) {
       rc = srv__int_flag(f, v, 1, 64, &c->http_threads, err, n);
     } else if (!strcmp(f, "--max-batch")) {
@@ -97,7 +106,7 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
     } else {
       snprintf(err, n,
                "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --token-file F --workers N "
-               "--http-threads N --max-batch N --max-queued N --connection-limit N --timeout S --web "
+               "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N --max-batch N --max-queued N --connection-limit N --timeout S --web "
                "DIR --on-miss tune|build --miss-trials N --log-level L",
                f);
       return TH_ERR_INVALID;

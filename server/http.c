@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "scheduler.h"
 #include "srv.h"
 #include "th_log.h"
 #include "th_util.h"
@@ -22,7 +23,7 @@
 const char *const srv_route_names[SRV_ROUTE_COUNT] = {
     "other",   "model",   "manifest", "catalog",  "blob",    "tune",    "model_delete", "jobs",
     "job",     "job_cancel", "networks", "targets", "healthz", "readyz", "metrics",      "web",
-    "versions", "tuning"};
+    "versions", "tuning", "events", "scheduler"};
 
 /* ---- responses ---- */
 
@@ -39,6 +40,9 @@ static int srv__status_slot(srv_t *s, unsigned int status) {
 enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct MHD_Response *resp) {
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Server", "tunehub/" TH_VERSION);
+  /* every 429 (queue full, too many streams) tells clients such as curl --retry when to come back */
+  if (status == 429 && !MHD_get_response_header(resp, "Retry-After"))
+    MHD_add_response_header(resp, "Retry-After", "10");
   pthread_mutex_lock(&s->metrics_mu);
   s->requests[r->route][srv__status_slot(s, status)]++;
   pthread_mutex_unlock(&s->metrics_mu);
@@ -357,9 +361,22 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
 
   char work_root[1200];
   snprintf(work_root, sizeof work_root, "%s/work", c->data_dir);
-  rc = tune_workers_start(s->st, builder, c->workers, work_root, srv_job_event, s, &s->workers);
+  rc = srv_events_new(c->max_streams, c->max_streams_per_ip, &s->events);
   if (rc != TH_OK) {
-    snprintf(err, n, "cannot start %d worker(s)", c->workers);
+    snprintf(err, n, "cannot start the event streams");
+    goto fail_store;
+  }
+  tune_sched_opts so;
+  tune_sched_opts_default(&so);
+  so.cpu_slots = c->cpu_slots;
+  so.max_jobs = c->workers;
+  so.work_root = work_root;
+  so.listener = srv_job_event;
+  so.on_event = srv_events_on_job;
+  so.listener_ctx = s;
+  rc = tune_workers_start_opts(s->st, builder, &so, &s->workers);
+  if (rc != TH_OK) {
+    snprintf(err, n, "cannot start the scheduler (%d admitted job(s))", c->workers);
     goto fail_store;
   }
   if (pthread_create(&s->waker, NULL, srv__waker, s) != 0) {
@@ -406,6 +423,7 @@ fail_waker:
 fail_workers:
   tune_workers_stop(s->workers);
 fail_store:
+  srv_events_free(s->events);
   store_close(s->st);
 fail_token:
   if (s->lock_fd >= 0) close(s->lock_fd);
@@ -422,8 +440,10 @@ void srv_stop(srv_t *s) {
   pthread_cond_signal(&s->wait_cv);
   pthread_mutex_unlock(&s->wait_mu);
   if (s->waker_started) pthread_join(s->waker, NULL); /* resumes every suspended connection */
+  srv_events_stop(s->events);                         /* ends and resumes every event stream */
   MHD_stop_daemon(s->mhd);
   tune_workers_stop(s->workers);
+  srv_events_free(s->events);
   store_close(s->st);
   if (s->lock_fd >= 0) close(s->lock_fd);
   free(s->networks_json);

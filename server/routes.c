@@ -956,6 +956,10 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       if (!get && !del) return srv__not_allowed(s, r, "GET, HEAD, DELETE");
       return srv__job(s, r, segs[1], del);
     }
+    if (nseg == 3 && SEG(2, "events")) { /* SSE: server/events.c */
+      r->route = SRV_ROUTE_EVENTS;
+      return !strcmp(m, "GET") ? srv_events_route(s, r, segs[1]) : srv__not_allowed(s, r, "GET");
+    }
   }
   if (nseg == 1) {
     const char *allow = "GET, HEAD";
@@ -979,6 +983,10 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
         return srv_error(s, r, 503, "not_ready", NULL, "the store does not answer: %s",
                          store_errmsg(s->st));
       return srv_json(s, r, 200, "{\"status\":\"ready\"}");
+    }
+    if (SEG(0, "scheduler")) { /* server/events.c */
+      r->route = SRV_ROUTE_SCHEDULER;
+      return get ? srv_scheduler_route(s, r) : srv__not_allowed(s, r, allow);
     }
     if (SEG(0, "metrics")) {
       r->route = SRV_ROUTE_METRICS;

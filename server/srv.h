@@ -31,6 +31,8 @@ typedef struct srv_config {
   int timeout_s;
   int miss_tunes;  /* 1: a miss queues a tune job (v1 quick build, then tuned v2); 0: a build job only */
   int miss_trials; /* trials per task for a miss's tuning; 0 = the tuner's default budget */
+  int cpu_slots;   /* the scheduler's CPU build pool; 0 = online cores */
+  int max_streams, max_streams_per_ip; /* SSE caps */
 } srv_config;
 
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 1 worker, max batch 256, 256 queued jobs,
@@ -40,6 +42,7 @@ void srv_config_defaults(srv_config *c);
 th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size_t n);
 
 typedef struct srv srv_t;
+typedef struct srv_events srv_events;
 
 /* Opens the store, recovers, starts the workers and the HTTP daemon. builder is borrowed. */
 th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **out, char *err, size_t n);
@@ -64,7 +67,8 @@ typedef struct srv_request {
 struct srv {
   srv_config cfg;
   store_t *st;
-  tune_workers *workers;
+  tune_workers *workers; /* the load-aware scheduler (tuner/scheduler.h) */
+  srv_events *events;    /* SSE rings and streams (events.c) */
   const tune_builder *builder;
   struct MHD_Daemon *mhd;
   char token[256];
@@ -122,6 +126,8 @@ enum srv_route {
   SRV_ROUTE_WEB,
   SRV_ROUTE_VERSIONS,
   SRV_ROUTE_TUNING,
+  SRV_ROUTE_EVENTS,
+  SRV_ROUTE_SCHEDULER,
   SRV_ROUTE_COUNT
 };
 extern const char *const srv_route_names[SRV_ROUTE_COUNT];
@@ -147,5 +153,17 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r);
 void srv_suspend(srv_t *s, srv_request *r, double seconds, int64_t job_id);
 /* Called by the worker pool's listener when a job changes. */
 void srv_job_event(void *ctx, int64_t job_id);
+
+/* Live progress (events.c). srv_events_new starts the heartbeat timer; srv_events_stop ends every stream (call
+ * before MHD_stop_daemon); srv_events_free after the daemon stopped. */
+th_status srv_events_new(int max_total, int max_per_ip, srv_events **out);
+void srv_events_stop(srv_events *E);
+void srv_events_free(srv_events *E);
+/* The scheduler's typed event listener; ctx is the srv_t. */
+void srv_events_on_job(void *ctx, int64_t job_id, tune_event_kind kind, const char *json);
+/* GET /jobs/{id}/events: a Server-Sent Events stream. */
+enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text);
+/* GET /scheduler: resources, admitted jobs' stages, the queue, the learned estimates. */
+enum MHD_Result srv_scheduler_route(srv_t *s, srv_request *r);
 
 #endif

@@ -1,7 +1,9 @@
 /* The compiler-backed builder that registry jobs run. A "build" job compiles once with the best configs the
  * store has (tuned, else transferred, else fallback) and publishes. A "tune" job first publishes that quick
  * build as a version within seconds, then runs a tuning session over the network's tasks, persisting its
- * progress, and publishes the tuned build as the next version. */
+ * progress, and publishes the tuned build as the next version. The daemon's scheduler drives the staged form
+ * (open/next/step/close), which runs the same job one stage at a time, each stage naming the resource it needs;
+ * run() is the same job end to end. */
 #include "builder.h"
 
 #include <jansson.h>
@@ -199,7 +201,164 @@ static th_status tb__run(void *self, const tune_build_env *env, char *err, size_
   return tb__tune(env, target, err, n);
 }
 
+/* ---- the staged form the scheduler drives: quick build, then the tuning session's own stages (select,
+ * build, measure, update per batch), then the tuned rebuild ---- */
+
+enum { TB_QUICK = 0, TB_TUNE, TB_REBUILD, TB_DONE };
+
+typedef struct tb__job {
+  const tune_build_env *env;
+  char target[256];
+  int phase;
+  int is_tune;
+  tune_options o;
+  char wd[1200];
+  tune_session_t *s;
+  th_buf prog; /* the session's last progress JSON */
+  double last;
+} tb__job;
+
+static th_status tb__open(void *self, const tune_build_env *env, void **out, char *err, size_t n) {
+  (void)self;
+  tb__job *j = calloc(1, sizeof *j);
+  if (!j) return TH_ERR_NOMEM;
+  j->env = env;
+  j->is_tune = strcmp(env->kind, "tune") == 0;
+  th_buf_init(&j->prog, 1 << 20);
+  th_status rc = tune_target_for(env->key->framework, j->target, sizeof j->target);
+  if (rc != TH_OK) {
+    snprintf(err, n, "cannot determine the %s target", env->key->framework);
+    th_buf_free(&j->prog);
+    free(j);
+    return rc;
+  }
+  /* Resume after a restart: a version this job already published is not built again. */
+  store_model m;
+  if (env->job_id > 0 && store_model_get(env->st, env->key, 0, &m) == TH_OK) {
+    if (m.job_id == env->job_id) j->phase = m.tuned || !j->is_tune ? TB_DONE : TB_TUNE;
+    store_model_clear(&m);
+  }
+  *out = j;
+  return TH_OK;
+}
+
+static int tb__next(void *self, void *job, tune_stage_desc *d) {
+  (void)self;
+  tb__job *j = job;
+  const char *dev = strcmp(j->env->key->framework, "llvm") == 0 ? "cpu" : j->env->key->framework;
+  memset(d, 0, sizeof *d);
+  d->task = d->ntasks = -1;
+  if (j->phase == TB_TUNE && j->s) {
+    tune_resource r = tune_session_next_stage(j->s);
+    if (r == TUNE_RES_DONE) {
+      j->phase = TB_REBUILD;
+    } else {
+      tune_progress p;
+      tune_session_progress(j->s, &p);
+      d->task = p.current;
+      d->ntasks = p.ntasks;
+      if (r == TUNE_RES_CPU_BUILD) {
+        d->kind = TUNE_SK_BUILD;
+        d->cpu_min = 1;
+        d->cpu_max = -1;
+      } else if (r == TUNE_RES_MEASURE) {
+        d->kind = TUNE_SK_MEASURE;
+        snprintf(d->device, sizeof d->device, "%s", dev);
+      } else {
+        d->kind = strcmp(p.stage, "update") == 0 ? TUNE_SK_UPDATE : TUNE_SK_SELECT;
+      }
+      return 1;
+    }
+  }
+  switch (j->phase) {
+    case TB_QUICK:
+    case TB_REBUILD:
+      /* compiles with the whole pool, then times the network: the device's measurement slot too */
+      d->kind = j->phase == TB_QUICK ? TUNE_SK_QUICK : TUNE_SK_REBUILD;
+      d->cpu_min = -1;
+      d->cpu_max = -1;
+      snprintf(d->device, sizeof d->device, "%s", dev);
+      return 1;
+    case TB_TUNE: /* the session is made in a cheap stage of its own */
+      d->kind = TUNE_SK_SELECT;
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+static void tb__save_progress(tb__job *j, int force) {
+  double now = th_now_mono();
+  j->prog.len = 0;
+  if (tune_session_progress_json(j->s, &j->prog) != TH_OK) return;
+  if (force || now - j->last > 0.5) {
+    j->last = now;
+    j->env->progress(j->env->ctx, "tune", j->prog.data);
+  }
+}
+
+static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_t n) {
+  (void)self;
+  tb__job *j = job;
+  const tune_build_env *env = j->env;
+  th_status rc = TH_OK;
+  if (env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
+  switch (j->phase) {
+    case TB_QUICK:
+      rc = tb__build_publish(env, j->target, "quick", "build", NULL, 0, err, n);
+      if (rc == TH_OK) j->phase = j->is_tune ? TB_TUNE : TB_DONE;
+      return rc;
+    case TB_TUNE:
+      if (!j->s) {
+        tune_options_default(&j->o);
+        tb__tune_options(env->options, &j->o);
+        j->o.job_id = env->job_id;
+        snprintf(j->wd, sizeof j->wd, "%s/tune", env->work_dir);
+        th_mkdir_p(j->wd);
+        j->o.work_dir = j->wd;
+        static char *const worker_argv[] = {"/proc/self/exe", "measure-worker", NULL};
+        j->o.measure.worker_argv = worker_argv;
+        rc = tune_options_check(&j->o, err, n);
+        if (rc == TH_OK) rc = tune_session_new(env->st, NULL, env->key->network, env->key->batch, &j->o, &j->s);
+        if (rc != TH_OK) {
+          if (!err[0]) snprintf(err, n, "cannot start tuning: %s", th_status_str(rc));
+          return rc;
+        }
+        tb__save_progress(j, 1);
+        return TH_OK;
+      }
+      tune_session_set_build_threads(j->s, cpu_slots > 0 ? cpu_slots : 1);
+      rc = tune_session_run_stage(j->s);
+      if (rc != TH_OK) {
+        snprintf(err, n, "tuning failed: %s", tune_session_errmsg(j->s));
+        return rc;
+      }
+      tb__save_progress(j, tune_session_next_stage(j->s) == TUNE_RES_DONE);
+      return TH_OK;
+    case TB_REBUILD:
+      if (j->s) {
+        tb__save_progress(j, 1);
+        tune_session_free(j->s);
+        j->s = NULL;
+      }
+      rc = tb__build_publish(env, j->target, "tuned", "rebuild", j->prog.len ? j->prog.data : NULL, 1, err, n);
+      if (rc == TH_OK) j->phase = TB_DONE;
+      return rc;
+    default:
+      return TH_OK;
+  }
+}
+
+static void tb__close(void *self, void *job) {
+  (void)self;
+  tb__job *j = job;
+  if (!j) return;
+  tune_session_free(j->s);
+  th_buf_free(&j->prog);
+  free(j);
+}
+
 const tune_builder *tune_builder_compiler(void) {
-  static const tune_builder b = {"compiler", tb__supports, tb__run, NULL};
+  static const tune_builder b = {"compiler", tb__supports, tb__run, NULL, tb__open, tb__next, tb__step, tb__close};
   return &b;
 }

@@ -196,6 +196,10 @@ const char *tune_session_errmsg(const tune_session_t *s) {
   return s->err;
 }
 
+void tune_session_set_build_threads(tune_session_t *s, int n) {
+  if (n >= 1) s->o.build_threads = n;
+}
+
 void tune_session_cancel(tune_session_t *s) {
   s->cancel = 1;
 }

@@ -90,6 +90,8 @@ tune_resource tune_session_next_stage(const tune_session_t *s);
 th_status tune_session_run_stage(tune_session_t *s);
 /* Runs every stage in order until done or cancelled; calls cb after each stage when not NULL. */
 th_status tune_session_run_all(tune_session_t *s, void (*cb)(void *ctx, const tune_session_t *s), void *ctx);
+/* Sets the threads the next build stages use (a scheduler grants CPU slots per stage); n >= 1. */
+void tune_session_set_build_threads(tune_session_t *s, int n);
 /* Asks the session to stop at the next stage boundary. Async-signal-safe. */
 void tune_session_cancel(tune_session_t *s);
 int tune_session_cancelled(const tune_session_t *s);

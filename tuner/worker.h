@@ -1,9 +1,11 @@
-/* tune_workers: the registry's background job runner. A pool of threads claims jobs from the store's persistent
- * queue and runs each through one interface, tune_builder: build(network, framework, batch, target, options) ->
- * bundle files, published through a callback (a tuning job publishes twice: a quick build, then the tuned one).
- * Job state and progress are persisted in the store as they change; a cancel takes effect between stages; a
- * failure keeps its message. Listeners hear about every publish and every finished job (the server uses that
- * to answer long-polling requests). */
+/* tune_workers: the registry's background job runner, now a thin face of the load-aware scheduler
+ * (scheduler.h): jobs are claimed from the store's persistent queue and run as stages through one interface,
+ * tune_builder: build(network, framework, batch, target, options) -> bundle files, published through a callback
+ * (a tuning job publishes twice: a quick build, then the tuned one). A builder either runs a job whole (run) or
+ * as a state machine of stages (open/next/step/close) so that the scheduler interleaves the stages of many jobs
+ * by the resource each needs. Job state and progress are persisted in the store as they change; a cancel takes
+ * effect between stages; a failure keeps its message. Listeners hear about every change (the server uses that
+ * to answer long polls) and get typed events (stage, progress, published, done) for the SSE stream. */
 #ifndef TUNE_WORKER_H
 #define TUNE_WORKER_H
 
@@ -11,6 +13,7 @@
 #include <stdint.h>
 
 #include "store.h"
+#include "th_buf.h"
 #include "th_status.h"
 
 /* What a build produced. Paths are borrowed for the duration of the publish call; the files are copied into
@@ -39,21 +42,59 @@ typedef struct tune_build_env {
   void *ctx;
 } tune_build_env;
 
+/* Kinds of stage, for the resources they take and the durations the scheduler learns per kind. */
+typedef enum tune_stage_kind {
+  TUNE_SK_QUICK = 0, /* quick build + latency measurement + publish v1 (CPU pool + measurement slot) */
+  TUNE_SK_SELECT,    /* strategy picks candidates; task start (no shared resource) */
+  TUNE_SK_BUILD,     /* compile candidates (CPU pool) */
+  TUNE_SK_MEASURE,   /* time candidates (the device's measurement slot; on the CPU also the whole pool) */
+  TUNE_SK_UPDATE,    /* store records, update the cost model (no shared resource) */
+  TUNE_SK_REBUILD,   /* tuned build + latency measurement + publish (CPU pool + measurement slot) */
+  TUNE_SK_JOB,       /* a whole job of a builder without stages (CPU pool + measurement slot) */
+  TUNE_SK_COUNT
+} tune_stage_kind;
+
+/* What the next stage of a job needs. */
+typedef struct tune_stage_desc {
+  int kind;           /* tune_stage_kind */
+  int cpu_min;        /* CPU slots needed to start (0: none) */
+  int cpu_max;        /* slots it can use; -1: the whole pool */
+  char device[16];    /* measurement slot ("cpu", "cuda:0"), or "" for none */
+  int task, ntasks;   /* tuning task index and count; -1 outside tuning */
+} tune_stage_desc;
+
 typedef struct tune_builder {
   const char *name;
   /* 1 when framework can be built here; otherwise 0 and a reason that names what is missing. */
   int (*supports)(void *self, const char *framework, char *why, size_t n);
-  /* Runs the whole job; publishes at least once on success. On failure writes a message into err. */
+  /* Runs the whole job; publishes at least once on success. On failure writes a message into err. Used when
+   * open is NULL. */
   th_status (*run)(void *self, const tune_build_env *env, char *err, size_t errlen);
   void *self;
+  /* Optional staged form. open makes a job state (env stays valid until close); next fills d and returns 1
+   * while a stage is left, 0 when the job is complete; step runs that stage with cpu_slots CPU slots granted
+   * (TH_ERR_CANCELLED when it stopped because env->cancelled said so). */
+  th_status (*open)(void *self, const tune_build_env *env, void **job, char *err, size_t errlen);
+  int (*next)(void *self, void *job, tune_stage_desc *d);
+  th_status (*step)(void *self, void *job, int cpu_slots, char *err, size_t errlen);
+  void (*close)(void *self, void *job);
 } tune_builder;
 
 typedef struct tune_workers tune_workers;
 
 typedef void (*tune_listener_fn)(void *ctx, int64_t job_id);
 
-/* Starts n worker threads over st with builder (both borrowed; they must outlive the pool). work_root is a
- * directory for per-job scratch space. */
+/* Typed job events (the SSE stream's source). json is the event's data, borrowed for the call. */
+typedef enum tune_event_kind {
+  TUNE_EV_STAGE = 0, /* {"job","stage","phase","task","ntasks"} */
+  TUNE_EV_PROGRESS,  /* the job's progress JSON */
+  TUNE_EV_PUBLISHED, /* {"job","version","tuned","digest"} */
+  TUNE_EV_DONE       /* {"job","state","error"}: the last event of a job */
+} tune_event_kind;
+typedef void (*tune_event_fn)(void *ctx, int64_t job_id, tune_event_kind kind, const char *json);
+
+/* Starts the scheduler over st with builder (both borrowed; they must outlive it), admitting at most n jobs
+ * at once, with a CPU pool of online cores. work_root is a directory for per-job scratch space. */
 th_status tune_workers_start(store_t *st, const tune_builder *builder, int n, const char *work_root,
                              tune_listener_fn listener, void *listener_ctx, tune_workers **out);
 /* Wakes idle workers after a job was queued. Thread-safe. */
@@ -61,7 +102,13 @@ void tune_workers_notify(tune_workers *w);
 /* Stops the pool: running jobs are left 'running' in the store (the next start requeues them) unless they end
  * first; waits for the threads. Accepts NULL. */
 void tune_workers_stop(tune_workers *w);
-/* Number of jobs running right now. */
+/* Number of jobs admitted (running) right now. */
 int tune_workers_busy(tune_workers *w);
+/* The same with every option (cpu slots, events); see scheduler.h. opts is a tune_sched_opts. */
+struct tune_sched_opts;
+th_status tune_workers_start_opts(store_t *st, const tune_builder *builder, const struct tune_sched_opts *o,
+                                  tune_workers **out);
+/* The scheduler state as JSON appended to b (GET /scheduler). */
+th_status tune_workers_json(tune_workers *w, th_buf *b);
 
 #endif

@@ -1,0 +1,621 @@
+/* The load-aware scheduler (see scheduler.h): the pure pick over plain structs, the learned stage-duration
+ * estimates, and the in-process runtime that admits jobs from the store, runs their stages on a small thread
+ * pool by resource, priority, aging and estimates, and records each job's outcome. */
+#include "scheduler.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "th_log.h"
+#include "th_util.h"
+
+/* ---- the pure decision ---- */
+
+static int tune__uses_cpu(const tune_sched_resources *r, const tune_sched_cand *c) {
+  int dev_cpu = c->device >= 0 && c->device < r->ndevices && r->device_is_cpu[c->device];
+  return dev_cpu || c->cpu_min != 0;
+}
+
+/* 1 when c can start now; *grant = the CPU slots it gets. */
+static int tune__fits(const tune_sched_resources *r, const tune_sched_cand *c, int *grant) {
+  *grant = 0;
+  if (c->device >= r->ndevices) return 0;
+  if (c->device >= 0 && r->device_busy[c->device]) return 0;
+  int dev_cpu = c->device >= 0 && r->device_is_cpu[c->device];
+  int free_slots = r->cpu_total - r->cpu_busy;
+  if (dev_cpu || c->cpu_min < 0) { /* the whole pool: a CPU measurement, or a stage that asks for it all */
+    if (r->cpu_busy != 0) return 0;
+    *grant = r->cpu_total;
+    return 1;
+  }
+  if (c->cpu_min == 0) return 1;
+  int need = c->cpu_min > r->cpu_total ? r->cpu_total : c->cpu_min;
+  if (free_slots < need || free_slots < 1) return 0;
+  int max = c->cpu_max < 0 || c->cpu_max > r->cpu_total ? r->cpu_total : c->cpu_max;
+  *grant = free_slots < max ? free_slots : max;
+  if (*grant < need) *grant = need;
+  return 1;
+}
+
+static double tune__score(const tune_sched_cand *c, double now, double aging_s) {
+  double waited = now - c->ready_at;
+  if (waited < 0) waited = 0;
+  return (double)c->priority + waited / aging_s;
+}
+
+int tune_sched_pick(const tune_sched_resources *r, const tune_sched_cand *c, int n, double now,
+                    const tune_sched_policy *p, int *cpu_grant) {
+  double aging = p && p->aging_s > 0 ? p->aging_s : 5.0;
+  int order[256];
+  if (n > 256) n = 256;
+  for (int i = 0; i < n; i++) order[i] = i;
+  /* best first: score, then the shorter estimate, then the older job */
+  for (int i = 1; i < n; i++) {
+    int k = order[i], j = i;
+    double sk = tune__score(&c[k], now, aging);
+    while (j > 0) {
+      const tune_sched_cand *a = &c[order[j - 1]];
+      double sa = tune__score(a, now, aging);
+      int before = sk > sa + 1e-12 ||
+                   (sk > sa - 1e-12 && (c[k].estimate_s < a->estimate_s ||
+                                        (c[k].estimate_s == a->estimate_s && c[k].job < a->job)));
+      if (!before) break;
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = k;
+  }
+  /* reservations held by the best blocked stage on each resource: when it could start */
+  double cpu_resv = -1, dev_resv[TUNE_SCHED_MAX_DEVICES];
+  for (int d = 0; d < TUNE_SCHED_MAX_DEVICES; d++) dev_resv[d] = -1;
+  for (int oi = 0; oi < n; oi++) {
+    const tune_sched_cand *x = &c[order[oi]];
+    int uses_cpu = tune__uses_cpu(r, x);
+    int dev = x->device >= 0 && x->device < r->ndevices ? x->device : -1;
+    double end = now + (x->estimate_s > 0 ? x->estimate_s : 0);
+    int conflict = (uses_cpu && cpu_resv >= 0 && end > cpu_resv) || (dev >= 0 && dev_resv[dev] >= 0 && end > dev_resv[dev]);
+    int grant = 0;
+    if (!conflict && tune__fits(r, x, &grant)) {
+      if (cpu_grant) *cpu_grant = grant;
+      return order[oi];
+    }
+    if (conflict) continue;
+    /* blocked: reserve what it waits for, from the time the holders are expected to end */
+    double at = now;
+    if (uses_cpu && r->cpu_busy > 0 && r->cpu_free_at > at) at = r->cpu_free_at;
+    if (dev >= 0 && r->device_busy[dev] && r->device_free_at[dev] > at) at = r->device_free_at[dev];
+    if (uses_cpu && cpu_resv < 0) cpu_resv = at;
+    if (dev >= 0 && dev_resv[dev] < 0) dev_resv[dev] = at;
+  }
+  return -1;
+}
+
+/* ---- estimates ---- */
+
+static const char *const tune__kind_names[TUNE_SK_COUNT] = {"quick", "select", "build", "measure",
+                                                            "update", "rebuild", "job"};
+static const double tune__kind_prior[TUNE_SK_COUNT] = {10.0, 0.05, 2.0, 2.0, 0.05, 10.0, 10.0};
+
+const char *tune_sched_kind_str(int kind) {
+  return kind >= 0 && kind < TUNE_SK_COUNT ? tune__kind_names[kind] : "unknown";
+}
+
+void tune_sched_estimates_init(tune_sched_estimates *e) {
+  for (int i = 0; i < TUNE_SK_COUNT; i++) {
+    e->mean_s[i] = tune__kind_prior[i];
+    e->samples[i] = 0;
+  }
+}
+
+void tune_sched_estimates_add(tune_sched_estimates *e, int kind, double seconds) {
+  if (kind < 0 || kind >= TUNE_SK_COUNT || seconds < 0) return;
+  e->mean_s[kind] = e->samples[kind] == 0 ? seconds : 0.7 * e->mean_s[kind] + 0.3 * seconds;
+  e->samples[kind]++;
+}
+
+/* ---- the runtime ---- */
+
+typedef struct tune__sjob {
+  struct tune__sjob *next;
+  tune_sched *s;
+  store_job job;
+  tune_build_env env;
+  char dir[1200];
+  void *bj;         /* the builder's job state (staged builders) */
+  int done_whole;   /* unstaged builder: its one stage ran */
+  int running;      /* a stage is in flight */
+  int have_desc;
+  tune_stage_desc d;
+  int device;       /* index of d.device, or -1 */
+  int cpu_grant;
+  double ready_at, started_at;
+  int64_t stages_run;
+  char err[2048];
+} tune__sjob;
+
+struct tune_sched {
+  store_t *st;
+  const tune_builder *b;
+  tune_sched_opts o;
+  char work_root[1024];
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stopping;
+  tune__sjob *jobs;
+  int njobs;
+  tune_sched_resources res;
+  char devname[TUNE_SCHED_MAX_DEVICES][16];
+  int64_t dev_holder[TUNE_SCHED_MAX_DEVICES];
+  tune_sched_estimates est;
+  int nthreads;
+  pthread_t th[32];
+  char worker_name[64];
+};
+
+void tune_sched_opts_default(tune_sched_opts *o) {
+  memset(o, 0, sizeof *o);
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  o->cpu_slots = nc > 0 ? (int)nc : 1;
+  o->max_jobs = 4;
+  o->work_root = "/tmp/tunehub-work";
+  o->policy.aging_s = 5.0;
+}
+
+static void tune__rmtree(const char *path) {
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char p[2048];
+      snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+        tune__rmtree(p);
+      else
+        unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(path);
+}
+
+static void tune__emit(tune_sched *s, int64_t id, tune_event_kind kind, const char *json) {
+  if (s->o.on_event) s->o.on_event(s->o.listener_ctx, id, kind, json);
+  if (s->o.listener) s->o.listener(s->o.listener_ctx, id);
+}
+
+/* env callbacks (run on the stage's thread, without the scheduler lock) */
+static void tune__progress(void *ctx, const char *stage, const char *progress_json) {
+  tune__sjob *j = ctx;
+  store_job_progress(j->s->st, j->job.id, stage, progress_json);
+  if (progress_json) tune__emit(j->s, j->job.id, TUNE_EV_PROGRESS, progress_json);
+  else tune__emit(j->s, j->job.id, TUNE_EV_PROGRESS, "{}");
+}
+
+static int tune__cancelled(void *ctx) {
+  tune__sjob *j = ctx;
+  pthread_mutex_lock(&j->s->mu);
+  int stopping = j->s->stopping;
+  pthread_mutex_unlock(&j->s->mu);
+  return stopping || store_job_cancel_requested(j->s->st, j->job.id);
+}
+
+static th_status tune__publish(void *ctx, const tune_build_output *out, int *version) {
+  tune__sjob *j = ctx;
+  store_t *st = j->s->st;
+  char tar_digest[65], so_digest[65];
+  th_status rc = store_artifact_put(st, out->tar_path, "application/x-tar", tar_digest, NULL);
+  if (rc == TH_OK) rc = store_artifact_put(st, out->so_path, "application/x-sharedlib", so_digest, NULL);
+  if (rc == TH_OK)
+    rc = store_model_publish(st, &j->job.key, out->tuned, tar_digest, so_digest, out->manifest, out->latency_ms,
+                             j->job.id, version);
+  if (rc == TH_OK) {
+    TH_LOG(TH_LOG_INFO, "job %lld published %s/%s/%d v%d (sha256:%.12s…)", (long long)j->job.id,
+           j->job.key.framework, j->job.key.network, j->job.key.batch, *version, tar_digest);
+    char ev[256];
+    snprintf(ev, sizeof ev, "{\"job\":%lld,\"version\":%d,\"tuned\":%s,\"digest\":\"sha256:%s\"}",
+             (long long)j->job.id, *version, out->tuned ? "true" : "false", tar_digest);
+    tune__emit(j->s, j->job.id, TUNE_EV_PUBLISHED, ev);
+  }
+  return rc;
+}
+
+static int tune__device_index(tune_sched *s, const char *name) {
+  if (!name || !name[0]) return -1;
+  for (int i = 0; i < s->res.ndevices; i++)
+    if (!strcmp(s->devname[i], name)) return i;
+  if (s->res.ndevices == TUNE_SCHED_MAX_DEVICES) return -1;
+  int i = s->res.ndevices++;
+  snprintf(s->devname[i], sizeof s->devname[i], "%s", name);
+  s->res.device_is_cpu[i] = !strcmp(name, "cpu");
+  s->dev_holder[i] = 0;
+  return i;
+}
+
+/* Ends a job: records the outcome, frees it. Caller holds mu. state < 0: leave it 'running' (shutdown). */
+static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *error) {
+  if (s->b->close && j->bj) s->b->close(s->b->self, j->bj);
+  j->bj = NULL;
+  tune__rmtree(j->dir);
+  if (state >= 0) {
+    if (store_job_finish(s->st, j->job.id, (store_job_state)state, error) != TH_OK)
+      TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome: %s", (long long)j->job.id, store_errmsg(s->st));
+    if (state == STORE_JOB_SUCCEEDED)
+      TH_LOG(TH_LOG_INFO, "job %lld succeeded (%lld stages)", (long long)j->job.id, (long long)j->stages_run);
+    else
+      TH_LOG(TH_LOG_WARN, "job %lld %s: %s", (long long)j->job.id, store_job_state_str((store_job_state)state),
+             error ? error : "");
+    char *msg = NULL;
+    if (error) {
+      /* the error as a JSON string */
+      size_t n = strlen(error);
+      msg = malloc(n * 6 + 3);
+      if (msg) {
+        size_t o = 0;
+        msg[o++] = '"';
+        for (size_t i = 0; i < n; i++) {
+          unsigned char ch = (unsigned char)error[i];
+          if (ch == '"' || ch == '\\') {
+            msg[o++] = '\\';
+            msg[o++] = (char)ch;
+          } else if (ch < 0x20) {
+            o += (size_t)snprintf(msg + o, 7, "\\u%04x", ch);
+          } else {
+            msg[o++] = (char)ch;
+          }
+        }
+        msg[o++] = '"';
+        msg[o] = '\0';
+      }
+    }
+    char head[128];
+    snprintf(head, sizeof head, "{\"job\":%lld,\"state\":\"%s\",\"error\":", (long long)j->job.id,
+             store_job_state_str((store_job_state)state));
+    size_t len = strlen(head) + (msg ? strlen(msg) : 4) + 2;
+    char *ev = malloc(len);
+    if (ev) {
+      snprintf(ev, len, "%s%s}", head, msg ? msg : "null");
+      tune__emit(s, j->job.id, TUNE_EV_DONE, ev);
+    }
+    free(ev);
+    free(msg);
+  } else {
+    TH_LOG(TH_LOG_INFO, "job %lld interrupted by shutdown; it resumes at the next start", (long long)j->job.id);
+  }
+  tune__sjob **pp = &s->jobs;
+  while (*pp && *pp != j) pp = &(*pp)->next;
+  if (*pp) *pp = j->next;
+  s->njobs--;
+  store_job_clear(&j->job);
+  free(j);
+}
+
+/* Claims queued jobs up to the admission limit. Caller holds mu. */
+static void tune__admit(tune_sched *s) {
+  while (!s->stopping && s->njobs < s->o.max_jobs) {
+    store_job job;
+    th_status rc = store_job_claim(s->st, s->worker_name, &job);
+    if (rc != TH_OK) {
+      if (rc != TH_ERR_NOT_FOUND) TH_LOG(TH_LOG_WARN, "cannot claim a job: %s", store_errmsg(s->st));
+      return;
+    }
+    tune__sjob *j = calloc(1, sizeof *j);
+    if (!j) {
+      store_job_finish(s->st, job.id, STORE_JOB_FAILED, "out of memory");
+      store_job_clear(&job);
+      return;
+    }
+    j->s = s;
+    j->job = job;
+    j->device = -1;
+    j->ready_at = th_now_mono();
+    snprintf(j->dir, sizeof j->dir, "%s/job-%lld", s->work_root, (long long)job.id);
+    j->next = s->jobs;
+    s->jobs = j;
+    s->njobs++;
+    tune__rmtree(j->dir); /* a previous attempt's leftovers */
+    j->env = (tune_build_env){.st = s->st,
+                              .job_id = job.id,
+                              .key = &j->job.key,
+                              .kind = j->job.kind,
+                              .options = j->job.options ? j->job.options : "{}",
+                              .work_dir = j->dir,
+                              .progress = tune__progress,
+                              .cancelled = tune__cancelled,
+                              .publish = tune__publish,
+                              .ctx = j};
+    TH_LOG(TH_LOG_INFO, "job %lld admitted: %s %s/%s/%d (attempt %d, priority %d)", (long long)job.id,
+           job.kind, job.key.framework, job.key.network, job.key.batch, job.attempts, job.priority);
+    char why[512];
+    if (th_mkdir_p(j->dir) != TH_OK) {
+      snprintf(j->err, sizeof j->err, "cannot create scratch directory %s", j->dir);
+      tune__finish(s, j, STORE_JOB_FAILED, j->err);
+      continue;
+    }
+    if (!s->b->supports(s->b->self, job.key.framework, why, sizeof why)) {
+      tune__finish(s, j, STORE_JOB_FAILED, why);
+      continue;
+    }
+    if (s->b->open) {
+      rc = s->b->open(s->b->self, &j->env, &j->bj, j->err, sizeof j->err);
+      if (rc != TH_OK) {
+        if (!j->err[0]) snprintf(j->err, sizeof j->err, "%s", th_status_str(rc));
+        tune__finish(s, j, STORE_JOB_FAILED, j->err);
+        continue;
+      }
+    }
+  }
+}
+
+/* Fills j->d with the job's next stage; 0 when the job is complete. Caller holds mu. */
+static int tune__next(tune_sched *s, tune__sjob *j) {
+  if (j->have_desc) return 1;
+  memset(&j->d, 0, sizeof j->d);
+  if (s->b->open) {
+    if (!s->b->next(s->b->self, j->bj, &j->d)) return 0;
+  } else {
+    if (j->done_whole) return 0;
+    j->d.kind = TUNE_SK_JOB;
+    j->d.cpu_min = -1;
+    j->d.cpu_max = -1;
+    snprintf(j->d.device, sizeof j->d.device, "%s", strcmp(j->job.key.framework, "llvm") ? "" : "cpu");
+    j->d.task = j->d.ntasks = -1;
+  }
+  j->device = tune__device_index(s, j->d.device);
+  j->have_desc = 1;
+  return 1;
+}
+
+static double tune__estimate(tune_sched *s, const tune__sjob *j) {
+  return s->est.mean_s[j->d.kind];
+}
+
+static const char *tune__stage_name(int kind) {
+  switch (kind) {
+    case TUNE_SK_SELECT: return "select";
+    case TUNE_SK_MEASURE: return "measure";
+    case TUNE_SK_UPDATE: return "update";
+    case TUNE_SK_REBUILD: return "rebuild";
+    default: return "build";
+  }
+}
+
+static const char *tune__phase_name(int kind) {
+  switch (kind) {
+    case TUNE_SK_QUICK: return "quick";
+    case TUNE_SK_REBUILD: return "rebuild";
+    case TUNE_SK_JOB: return "job";
+    default: return "tune";
+  }
+}
+
+/* One scheduling round: picks a stage and runs it. Caller holds mu; returns 1 when it ran (or ended) something. */
+static int tune__round(tune_sched *s) {
+  tune__admit(s);
+  tune_sched_cand cands[256];
+  tune__sjob *who[256];
+  int n = 0;
+  double now = th_now_mono();
+  for (tune__sjob *j = s->jobs, *nx; j; j = nx) {
+    nx = j->next;
+    if (j->running) continue;
+    if (!tune__next(s, j)) {
+      tune__finish(s, j, STORE_JOB_SUCCEEDED, NULL);
+      return 1;
+    }
+    if (n == 256) continue;
+    cands[n] = (tune_sched_cand){.job = j->job.id, .priority = j->job.priority, .ready_at = j->ready_at,
+                                 .cpu_min = j->d.cpu_min, .cpu_max = j->d.cpu_max, .device = j->device,
+                                 .estimate_s = tune__estimate(s, j)};
+    who[n++] = j;
+  }
+  int grant = 0;
+  int k = tune_sched_pick(&s->res, cands, n, now, &s->o.policy, &grant);
+  if (k < 0) return 0;
+  tune__sjob *j = who[k];
+  if (store_job_cancel_requested(s->st, j->job.id)) {
+    tune__finish(s, j, STORE_JOB_CANCELLED, "cancelled by request");
+    return 1;
+  }
+  /* take the resources */
+  double est = tune__estimate(s, j);
+  j->running = 1;
+  j->cpu_grant = grant;
+  j->started_at = now;
+  s->res.cpu_busy += grant;
+  if (grant > 0 && now + est > s->res.cpu_free_at) s->res.cpu_free_at = now + est;
+  if (j->device >= 0) {
+    s->res.device_busy[j->device] = 1;
+    s->res.device_free_at[j->device] = now + est;
+    s->dev_holder[j->device] = j->job.id;
+  }
+  char ev[256];
+  snprintf(ev, sizeof ev, "{\"job\":%lld,\"stage\":\"%s\",\"phase\":\"%s\",\"task\":%d,\"ntasks\":%d}",
+           (long long)j->job.id, tune__stage_name(j->d.kind), tune__phase_name(j->d.kind), j->d.task,
+           j->d.ntasks);
+  pthread_mutex_unlock(&s->mu);
+  tune__emit(s, j->job.id, TUNE_EV_STAGE, ev);
+  TH_LOG(TH_LOG_DEBUG, "job %lld: %s (cpu %d%s%s)", (long long)j->job.id, tune_sched_kind_str(j->d.kind), grant,
+         j->device >= 0 ? ", device " : "", j->device >= 0 ? j->d.device : "");
+  j->err[0] = '\0';
+  th_status rc;
+  if (s->b->open) {
+    rc = s->b->step(s->b->self, j->bj, grant, j->err, sizeof j->err);
+  } else {
+    rc = s->b->run(s->b->self, &j->env, j->err, sizeof j->err);
+    j->done_whole = 1;
+  }
+  double t1 = th_now_mono();
+  pthread_mutex_lock(&s->mu);
+  /* give the resources back */
+  tune_sched_estimates_add(&s->est, j->d.kind, t1 - j->started_at);
+  s->res.cpu_busy -= grant;
+  if (s->res.cpu_busy == 0) s->res.cpu_free_at = t1;
+  if (j->device >= 0) {
+    s->res.device_busy[j->device] = 0;
+    s->res.device_free_at[j->device] = t1;
+    s->dev_holder[j->device] = 0;
+  }
+  j->running = 0;
+  j->have_desc = 0;
+  j->ready_at = t1;
+  j->stages_run++;
+  pthread_cond_broadcast(&s->cv);
+  if (rc == TH_OK) return 1;
+  int cancel_req = store_job_cancel_requested(s->st, j->job.id);
+  if (rc == TH_ERR_CANCELLED && s->stopping && !cancel_req) {
+    tune__finish(s, j, -1, NULL);
+  } else if (rc == TH_ERR_CANCELLED) {
+    tune__finish(s, j, STORE_JOB_CANCELLED, "cancelled by request");
+  } else {
+    if (!j->err[0]) snprintf(j->err, sizeof j->err, "%s", th_status_str(rc));
+    tune__finish(s, j, STORE_JOB_FAILED, j->err);
+  }
+  return 1;
+}
+
+static void *tune__sched_main(void *arg) {
+  tune_sched *s = arg;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping) {
+    if (tune__round(s)) continue;
+    /* nothing can start: wait for a stage to end, a notify, or poll the store once a second (another
+     * process may have queued work) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 1;
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_sched_opts *o,
+                           tune_sched **out) {
+  if (!st || !builder || !o || o->max_jobs < 1 || o->max_jobs > 256 || o->cpu_slots < 0 || o->cpu_slots > 256)
+    return TH_ERR_INVALID;
+  if (builder->open && (!builder->next || !builder->step)) return TH_ERR_INVALID;
+  tune_sched *s = calloc(1, sizeof *s);
+  if (!s) return TH_ERR_NOMEM;
+  s->st = st;
+  s->b = builder;
+  s->o = *o;
+  if (s->o.cpu_slots == 0) {
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    s->o.cpu_slots = nc > 0 ? (int)nc : 1;
+  }
+  if (s->o.policy.aging_s <= 0) s->o.policy.aging_s = 5.0;
+  snprintf(s->work_root, sizeof s->work_root, "%s", o->work_root ? o->work_root : "/tmp/tunehub-work");
+  s->o.work_root = s->work_root;
+  snprintf(s->worker_name, sizeof s->worker_name, "pid%ld", (long)getpid());
+  if (th_mkdir_p(s->work_root) != TH_OK) {
+    free(s);
+    return TH_ERR_IO;
+  }
+  s->res.cpu_total = s->o.cpu_slots;
+  tune__device_index(s, "cpu");
+  tune_sched_estimates_init(&s->est);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  /* one thread per CPU slot, one per measurement device, one for the cheap stages */
+  int nt = s->o.cpu_slots + 2;
+  if (nt > s->o.max_jobs + 1) nt = s->o.max_jobs + 1;
+  if (nt > 32) nt = 32;
+  for (int i = 0; i < nt; i++) {
+    if (pthread_create(&s->th[i], NULL, tune__sched_main, s) != 0) {
+      tune_sched_stop(s);
+      return TH_ERR_NOMEM;
+    }
+    s->nthreads++;
+  }
+  *out = s;
+  return TH_OK;
+}
+
+void tune_sched_notify(tune_sched *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+int tune_sched_admitted(tune_sched *s) {
+  pthread_mutex_lock(&s->mu);
+  int n = s->njobs;
+  pthread_mutex_unlock(&s->mu);
+  return n;
+}
+
+void tune_sched_stop(tune_sched *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->stopping = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  for (int i = 0; i < s->nthreads; i++) pthread_join(s->th[i], NULL);
+  /* admitted jobs that were between stages stay 'running' in the store: the next start requeues them */
+  pthread_mutex_lock(&s->mu);
+  while (s->jobs) tune__finish(s, s->jobs, -1, NULL);
+  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s);
+}
+
+th_status tune_sched_json(tune_sched *s, th_buf *b) {
+  pthread_mutex_lock(&s->mu);
+  double now = th_now_mono();
+  th_status rc = th_buf_appendf(b, "{\"resources\":{\"cpu\":{\"total\":%d,\"busy\":%d},\"devices\":[",
+                                s->res.cpu_total, s->res.cpu_busy);
+  for (int i = 0; rc == TH_OK && i < s->res.ndevices; i++) {
+    if (s->res.device_busy[i])
+      rc = th_buf_appendf(b, "%s{\"name\":\"%s\",\"holder\":%lld}", i ? "," : "", s->devname[i],
+                          (long long)s->dev_holder[i]);
+    else
+      rc = th_buf_appendf(b, "%s{\"name\":\"%s\",\"holder\":null}", i ? "," : "", s->devname[i]);
+  }
+  if (rc == TH_OK)
+    rc = th_buf_appendf(b, "]},\"admitted\":%d,\"max_jobs\":%d,\"aging_s\":%.1f,\"jobs\":[", s->njobs,
+                        s->o.max_jobs, s->o.policy.aging_s);
+  int first = 1;
+  for (tune__sjob *j = s->jobs; rc == TH_OK && j; j = j->next) {
+    rc = th_buf_appendf(b,
+                        "%s{\"id\":%lld,\"kind\":\"%s\",\"framework\":\"%s\",\"network\":\"%s\",\"batch\":%d,"
+                        "\"priority\":%d,\"state\":\"%s\",\"stages_run\":%lld",
+                        first ? "" : ",", (long long)j->job.id, j->job.kind, j->job.key.framework,
+                        j->job.key.network, j->job.key.batch, j->job.priority, j->running ? "running" : "waiting",
+                        (long long)j->stages_run);
+    first = 0;
+    if (rc == TH_OK && j->have_desc)
+      rc = th_buf_appendf(b,
+                          ",\"stage\":\"%s\",\"phase\":\"%s\",\"kind\":\"%s\",\"task\":%d,\"ntasks\":%d,"
+                          "\"device\":\"%s\",\"cpu_slots\":%d,\"%s\":%.3f,\"estimate_s\":%.3f",
+                          tune__stage_name(j->d.kind), tune__phase_name(j->d.kind), tune_sched_kind_str(j->d.kind),
+                          j->d.task, j->d.ntasks, j->d.device, j->running ? j->cpu_grant : 0,
+                          j->running ? "running_s" : "waiting_s",
+                          now - (j->running ? j->started_at : j->ready_at), tune__estimate(s, j));
+    if (rc == TH_OK) rc = th_buf_append(b, "}", 1);
+  }
+  if (rc == TH_OK) rc = th_buf_appendf(b, "],\"waiting\":[");
+  first = 1;
+  for (tune__sjob *j = s->jobs; rc == TH_OK && j; j = j->next) {
+    if (j->running || !j->have_desc) continue;
+    rc = th_buf_appendf(b, "%s{\"job\":%lld,\"stage\":\"%s\",\"waiting_s\":%.3f}", first ? "" : ",",
+                        (long long)j->job.id, tune__stage_name(j->d.kind), now - j->ready_at);
+    first = 0;
+  }
+  if (rc == TH_OK) rc = th_buf_appendf(b, "],\"estimates\":{");
+  for (int k = 0; rc == TH_OK && k < TUNE_SK_COUNT; k++)
+    rc = th_buf_appendf(b, "%s\"%s\":{\"mean_s\":%.4f,\"samples\":%lld}", k ? "," : "", tune__kind_names[k],
+                        s->est.mean_s[k], (long long)s->est.samples[k]);
+  if (rc == TH_OK) rc = th_buf_append(b, "}}", 2);
+  pthread_mutex_unlock(&s->mu);
+  return rc;
+}

@@ -1,0 +1,103 @@
+/* tune_sched: the load-aware scheduler that runs registry jobs as sequences of stages on shared resources.
+ *
+ * Resources: a CPU build pool of N slots, and one exclusive measurement slot per device ("cpu" for llvm,
+ * "cuda:0" later). A stage asks for CPU slots (a range: it runs with as many as it is granted), for a device's
+ * measurement slot, or for nothing (select, update). Measuring on the CPU device also takes every CPU slot, so
+ * no build runs on the cores while a CPU kernel is timed; measuring on another device leaves the pool to builds.
+ *
+ * The decision (tune_sched_pick) is a pure function over plain structs, unit-tested with simulated durations:
+ * each waiting stage scores priority + waited/aging_s (aging, so no job starves); the best-scoring stage that
+ * fits runs; the best-scoring stage that does not fit reserves the resources it waits for, and a lower stage
+ * may only take those resources when its learned duration estimate says it ends before they would free up
+ * (backfilling). Estimates are an EWMA of past stage durations per stage kind.
+ *
+ * The runtime (tune_sched_start) is a small pool of threads inside the daemon. Each thread, under one mutex,
+ * admits queued jobs from the store (store_job_claim, at most max_jobs admitted), asks tune_sched_pick for the
+ * next stage across all admitted jobs, runs it without the lock, and gives its resources back. A cancel takes
+ * effect between stages; on shutdown, running stages finish (or abort through env->cancelled) and their jobs
+ * stay 'running' in the store, so store_recover() requeues them and they resume from their stored records.
+ *
+ * Thread safety: every tune_sched_* function on a running scheduler is thread-safe. */
+#ifndef TUNE_SCHEDULER_H
+#define TUNE_SCHEDULER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+#include "th_buf.h"
+#include "th_status.h"
+#include "worker.h"
+
+#define TUNE_SCHED_MAX_DEVICES 8
+#define TUNE_SCHED_ALL_CPU (-1) /* cpu_max: every slot of the pool */
+
+/* The pure decision's view of the resources. *_free_at: estimated (monotonic) time the running stages that
+ * hold the resource end; used for backfilling only. */
+typedef struct tune_sched_resources {
+  int cpu_total, cpu_busy;
+  double cpu_free_at;
+  int ndevices;
+  int device_busy[TUNE_SCHED_MAX_DEVICES];
+  int device_is_cpu[TUNE_SCHED_MAX_DEVICES];
+  double device_free_at[TUNE_SCHED_MAX_DEVICES];
+} tune_sched_resources;
+
+/* One runnable stage (a job's next stage). */
+typedef struct tune_sched_cand {
+  int64_t job;
+  int priority;      /* higher runs first */
+  double ready_at;   /* monotonic time the stage became runnable */
+  int cpu_min;       /* CPU slots it needs to start (0: none) */
+  int cpu_max;       /* slots it can use; TUNE_SCHED_ALL_CPU: the whole pool */
+  int device;        /* measurement slot index, or -1 */
+  double estimate_s; /* learned duration */
+} tune_sched_cand;
+
+typedef struct tune_sched_policy {
+  double aging_s; /* waiting this long is worth one priority point; default 5 */
+} tune_sched_policy;
+
+/* Picks the stage to start now: its index in c, or -1 when none may start. *cpu_grant receives the CPU slots
+ * it gets (the whole pool for a CPU-device measurement). Pure: reads only its arguments. */
+int tune_sched_pick(const tune_sched_resources *r, const tune_sched_cand *c, int n, double now,
+                    const tune_sched_policy *p, int *cpu_grant);
+
+/* ---- duration estimates ---- */
+typedef struct tune_sched_estimates {
+  double mean_s[TUNE_SK_COUNT]; /* EWMA */
+  int64_t samples[TUNE_SK_COUNT];
+} tune_sched_estimates;
+
+void tune_sched_estimates_init(tune_sched_estimates *e);
+/* Folds one observed duration in (alpha 0.3; the first sample sets the mean). */
+void tune_sched_estimates_add(tune_sched_estimates *e, int kind, double seconds);
+const char *tune_sched_kind_str(int kind);
+
+/* ---- the runtime ---- */
+typedef struct tune_sched tune_sched;
+
+typedef struct tune_sched_opts {
+  int cpu_slots;        /* 0: online cores */
+  int max_jobs;         /* admitted (claimed) jobs at once; default 4 */
+  const char *work_root;
+  tune_listener_fn listener; /* every change of a job (may be NULL) */
+  tune_event_fn on_event;    /* stage / progress / published / done (may be NULL) */
+  void *listener_ctx;
+  tune_sched_policy policy;
+} tune_sched_opts;
+
+void tune_sched_opts_default(tune_sched_opts *o);
+/* st and builder are borrowed and must outlive the scheduler. */
+th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_sched_opts *o,
+                           tune_sched **out);
+/* Wakes the threads after a job was queued or cancelled. */
+void tune_sched_notify(tune_sched *s);
+/* Stops: no new stage starts, running stages end, jobs stay 'running' for the next start. Accepts NULL. */
+void tune_sched_stop(tune_sched *s);
+/* Admitted jobs right now. */
+int tune_sched_admitted(tune_sched *s);
+/* The state as JSON appended to b: {"resources":{...},"jobs":[...],"waiting":[...],"estimates":{...}}. */
+th_status tune_sched_json(tune_sched *s, th_buf *b);
+
+#endif
