@@ -241,7 +241,7 @@
     $('#detail-close').href = hrefFor({ model: '' });
     const body = $('#detail-body');
     const mkey = st.model + '@' + (m ? m.version : '');
-    if (detailKey === mkey && body.dataset.state === (m ? m.state : 'none')) { updateDetailJobs(st.model); return; }
+    if (detailKey === mkey && body.dataset.state === (m ? m.state : 'none')) { refreshDetailLive(st.model); return; }
     const first = detailKey === null || !detailKey.startsWith(st.model + '@');
     detailKey = mkey;
     body.dataset.state = m ? m.state : 'none';
@@ -252,7 +252,7 @@
     if (first) $('#detail-h').focus({ preventScroll: false });
     body.replaceChildren(detailSkeleton(m));
     if (m.state === 'ready') loadManifest(m);
-    updateDetailJobs(st.model);
+    loadDetailData(st.model);
   }
 
   function copyRow(label, text, id) {
@@ -312,11 +312,11 @@
     const grid = h('div', { class: 'grid' }, kids);
     return h('div', null, grid,
       h('div', { class: 'grid' },
-        h('div', { class: 'card', id: 'manifest-card' }, h('h3', null, 'Manifest'), h('p', { class: 'muted' }, m.state === 'ready' ? 'Loading the manifest…' : 'No manifest until the model is published.')),
-        h('div', { class: 'card', id: 'latency-card' }, h('h3', null, 'Latency per version'), latencyChart(m, null))),
+        h('div', { class: 'card full', id: 'tuning-card' }, h('h3', null, 'Tuning curve'), h('p', { class: 'muted' }, 'Loading the tuning records…')),
+        h('div', { class: 'card full', id: 'versions-card' }, h('h3', null, 'Latency per version'), h('p', { class: 'muted' }, 'Loading the versions…'))),
       h('div', { class: 'grid' },
-        h('div', { class: 'card', id: 'layers-card', hidden: true }),
-        h('div', { class: 'card', id: 'tuning-card', hidden: true })));
+        h('div', { class: 'card', id: 'manifest-card' }, h('h3', null, 'Manifest'), h('p', { class: 'muted' }, m.state === 'ready' ? 'Loading the manifest…' : 'No manifest until the model is published.')),
+        h('div', { class: 'card', id: 'layers-card', hidden: true })));
   }
 
   async function loadManifest(m) {
@@ -405,8 +405,6 @@
       fileRows.length ? h('div', { class: 'table-wrap', style: 'margin-top:.75rem' }, h('table', null, h('caption', { class: 'sr-only' }, 'Files in the bundle'),
         h('thead', null, h('tr', null, h('th', null, 'File'), h('th', { class: 'num' }, 'Size'), h('th', null, 'sha256'))), h('tbody', null, fileRows))) : null);
 
-    const lc = $('#latency-card');
-    if (lc) lc.replaceChildren(h('h3', null, 'Latency per version'), latencyChart(m, man));
 
     // layers
     const layers = pick(man, 'layers', 'tasks', 'kernels');
@@ -429,70 +427,271 @@
             h('td', { class: 'wl' }, h('code', null, show(pick(l, 'workload', 'workload_key', 'key')))),
             h('td', null, show(pick(l, 'source', 'config_source'))),
             h('td', null, h('code', null, show(pick(l, 'config', 'cfg'))))))))));
-      // tuning chart from the manifest when layers carry GFLOPS
-      const pts = layers.map((l, i) => ({ label: String(pick(l, 'name', 'template') || i + 1), v: pick(l, 'gflops', 'best_gflops') }))
-        .filter(p => typeof p.v === 'number');
-      if (pts.length) showTuningChart(pts, 'Best GFLOPS per layer (from the manifest)');
     }
   }
 
-  function latencyChart(m, man) {
-    // one point per version we know: the catalog and the manifest only describe the newest version
-    const pts = [];
-    const hist = man && (pick(man, 'history', 'versions'));
-    if (Array.isArray(hist)) for (const v of hist) {
-      const ms = pick(v, 'latency_ms.mean', 'latency_ms', 'latency.mean_ms');
-      if (typeof ms === 'number') pts.push({ label: 'v' + (v.version != null ? v.version : pts.length + 1), v: ms });
-    }
-    let cur = m.latency_ms;
-    if (typeof cur !== 'number' && man) cur = man.__latency;
-    if (typeof cur === 'number' && !pts.some(p => p.label === 'v' + m.version)) pts.push({ label: 'v' + (m.version != null ? m.version : '?'), v: cur });
-    if (!pts.length) return h('p', { class: 'muted' }, 'No latency measured yet.');
-    return barChart(pts, { unit: 'ms', title: 'Latency per version (ms)', id: 'latency-chart' });
-  }
+  /* ---------- detail: versions, latency chart, tuning curve ---------- */
+  const detailData = { key: null, versions: null, tuning: null, tuningAt: 0, focus: null, tableOpen: false };
 
-  function barChart(pts, o) {
-    const W = 560, rowH = 22, padL = 120, padR = 70, padT = 8;
-    const H = padT + pts.length * rowH + 24;
-    const max = Math.max(...pts.map(p => p.v), 1e-9);
-    const scale = (W - padL - padR) / max;
-    const ticks = 4;
-    const g = [];
-    for (let i = 0; i <= ticks; i++) {
-      const x = padL + (W - padL - padR) * i / ticks;
-      g.push(s('line', { x1: x, x2: x, y1: padT, y2: H - 20, class: 'grid' }));
-      g.push(s('text', { x, y: H - 6, 'text-anchor': 'middle' }, +(max * i / ticks).toPrecision(3)));
-    }
-    pts.forEach((p, i) => {
-      const y = padT + i * rowH;
-      const w = Math.max(1, p.v * scale);
-      const label = p.label.length > 18 ? p.label.slice(0, 17) + '…' : p.label;
-      g.push(s('text', { x: padL - 6, y: y + rowH / 2 + 4, 'text-anchor': 'end' }, s('title', null, p.label), label));
-      g.push(s('rect', { x: padL, y: y + 3, width: w, height: rowH - 6, class: 'barfill', rx: 2 }, s('title', null, p.label + ': ' + p.v + ' ' + o.unit)));
-      g.push(s('text', { x: padL + w + 4, y: y + rowH / 2 + 4 }, +p.v.toPrecision(4) + ' ' + o.unit));
-    });
-    g.push(s('line', { x1: padL, x2: padL, y1: padT, y2: H - 20, class: 'axis' }));
-    const svg = s('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', role: 'img', 'aria-label': o.title, id: o.id || '' },
-      s('title', null, o.title), g);
-    return svg;
-  }
-
-  function showTuningChart(pts, title) {
-    const c = $('#tuning-card');
-    if (!c) return;
-    c.hidden = false;
-    c.replaceChildren(h('h3', null, title), barChart(pts, { unit: 'GFLOPS', title, id: 'tuning-chart' }));
-  }
-
-  function updateDetailJobs(key) {
-    if (!data.jobs) return;
+  // loads what the detail charts need for the model on screen; the answers are dropped if the user moved on
+  async function loadDetailData(key, what) {
     const [fw, net, batch] = key.split('/');
-    const js = data.jobs.filter(j => j.framework === fw && j.network === net && String(j.batch) === batch);
-    const tuned = js.find(j => j.progress && Array.isArray(j.progress.tasks) && j.progress.tasks.some(t => typeof t.best_gflops === 'number'));
-    if (tuned) {
-      const pts = tuned.progress.tasks.map((t, i) => ({ label: (t.template || 'task') + ' #' + (i + 1), v: t.best_gflops || 0 }));
-      showTuningChart(pts, 'Best GFLOPS per task (job ' + tuned.id + ', ' + tuned.state + ')');
+    const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch);
+    if (detailData.key !== key) Object.assign(detailData, { key, versions: null, tuning: null, tuningAt: 0, focus: null, tableOpen: false });
+    else if (!what) { renderVersions(key); renderTuning(key); } // a rebuilt card shows what we have until the answers come
+    const jobs = [];
+    if (!what || what === 'versions') jobs.push(api(path + '/versions').then(r => r.body, e => e).then(v => {
+      if (detailData.key !== key) return;
+      detailData.versions = v;
+      renderVersions(key);
+    }));
+    if (!what || what === 'tuning') {
+      detailData.tuningAt = Date.now();
+      jobs.push(api(path + '/tuning?points=200').then(r => r.body, e => e).then(t => {
+        if (detailData.key !== key) return;
+        detailData.tuning = t;
+        renderTuning(key);
+      }));
     }
+    await Promise.all(jobs);
+  }
+
+  // while a job of the model on screen runs, its tuning records grow: refresh the curve every 5 s
+  function refreshDetailLive(key) {
+    if (!data.jobs || detailData.key !== key) return;
+    const [fw, net, batch] = key.split('/');
+    const running = data.jobs.some(j => j.framework === fw && j.network === net && String(j.batch) === batch && j.state === 'running');
+    if (running && Date.now() - detailData.tuningAt > 5000) loadDetailData(key, 'tuning');
+  }
+
+  // "nice" axis ticks: about n steps of 1, 2 or 5 × 10^k covering [lo, hi]
+  function niceTicks(lo, hi, n) {
+    if (!(hi > lo)) hi = lo + 1;
+    const raw = (hi - lo) / Math.max(1, n);
+    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map(f => f * mag).find(st => st >= raw) || 10 * mag;
+    const out = [];
+    const max = Math.ceil(hi / step - 1e-9) * step;
+    for (let v = Math.ceil(lo / step - 1e-9) * step; v <= max + step * 1e-9; v += step) out.push(+v.toPrecision(12));
+    return { ticks: out, step, max };
+  }
+  function fmtNum(v) { return Math.abs(v) >= 100 ? String(Math.round(v)) : String(+v.toPrecision(3)); }
+  let chartSeq = 0;
+
+  // a plot frame with ticks, grid and axis labels; returns {svg, X, Y, layer} for the caller to draw into
+  function chartFrame(o) {
+    // a narrower drawing on a phone keeps the text readable when the SVG is scaled to the screen
+    const narrow = window.innerWidth < 640;
+    const W = narrow ? Math.min(o.width || 900, 440) : (o.width || 900), H = narrow ? Math.round((o.height || 320) * 0.95) : (o.height || 320);
+    const L = 58, R = 16, T = 14, B = 46;
+    const id = 'c' + (++chartSeq);
+    const X = v => L + (v - o.x0) / (o.x1 - o.x0 || 1) * (W - L - R);
+    const Y = v => H - B - (v - o.y0) / (o.y1 - o.y0 || 1) * (H - T - B);
+    const g = [];
+    for (const t of o.yticks) {
+      g.push(s('line', { x1: L, x2: W - R, y1: Y(t), y2: Y(t), class: 'gridline' }));
+      g.push(s('text', { x: L - 6, y: Y(t) + 4, 'text-anchor': 'end' }, fmtNum(t)));
+    }
+    for (const t of o.xticks || []) {
+      g.push(s('line', { x1: X(t.v), x2: X(t.v), y1: H - B, y2: H - B + 5, class: 'axis' }));
+      g.push(s('text', { x: X(t.v), y: H - B + 18, 'text-anchor': 'middle' }, t.label));
+    }
+    g.push(s('line', { x1: L, x2: L, y1: T, y2: H - B, class: 'axis' }));
+    g.push(s('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, class: 'axis' }));
+    g.push(s('text', { x: L + (W - L - R) / 2, y: H - 6, 'text-anchor': 'middle', class: 'axis-label' }, o.xLabel));
+    g.push(s('text', { x: 14, y: T + (H - T - B) / 2, 'text-anchor': 'middle', class: 'axis-label',
+      transform: 'rotate(-90 14 ' + (T + (H - T - B) / 2) + ')' }, o.yLabel));
+    const layer = s('g', { class: 'plot' });
+    const svg = s('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', role: 'img', id: o.id,
+      'aria-labelledby': id + '-t ' + id + '-d', preserveAspectRatio: 'xMidYMid meet' },
+    s('title', { id: id + '-t' }, o.title), s('desc', { id: id + '-d' }, o.desc), g, layer);
+    return { svg, X, Y, layer };
+  }
+
+  function versionFile(key, v, so) {
+    const [fw, net, batch] = key.split('/');
+    return net + '_' + fw + '_b' + batch + '_v' + v.version + (so ? '.so' : '.tar');
+  }
+
+  function renderVersions(key) {
+    const card = $('#versions-card');
+    if (!card) return;
+    const v = detailData.versions;
+    const head = h('h3', null, 'Latency per version');
+    if (v === null) { card.replaceChildren(head, h('p', { class: 'muted' }, 'Loading the versions…')); return; }
+    if (v instanceof Error) {
+      card.replaceChildren(head, h('p', { class: v.status === 404 ? 'empty' : 'error' },
+        v.status === 404 ? 'No version is published yet.' : 'Could not load the versions: ' + v.message));
+      return;
+    }
+    const vs = Array.isArray(v.versions) ? v.versions : [];
+    card.replaceChildren(head, h('div', { class: 'versions-row' }, latencyChart(vs), versionsTable(key, vs)));
+  }
+
+  function latencyChart(vs) {
+    const pts = vs.filter(x => typeof x.latency_ms === 'number');
+    if (!pts.length) return h('p', { class: 'muted' }, 'No latency measured yet.');
+    const ny = niceTicks(0, Math.max(...pts.map(p => p.latency_ms)) * 1.08, 5);
+    const desc = pts.map(p => 'v' + p.version + ' ' + fmtMs(p.latency_ms) + ' ' + (p.tuned ? 'tuned' : 'untuned')).join('; ');
+    const n = vs.length;
+    const f = chartFrame({ id: 'latency-chart', title: 'Median latency per version (ms); tuned versions in green', desc,
+      x0: 0, x1: n, y0: 0, y1: ny.max, yticks: ny.ticks, width: 520, height: 260,
+      xticks: vs.map((p, i) => ({ v: i + 0.5, label: 'v' + p.version })), xLabel: 'version', yLabel: 'latency (ms)' });
+    const bw = Math.min(56, (f.X(1) - f.X(0)) * 0.6);
+    vs.forEach((p, i) => {
+      if (typeof p.latency_ms !== 'number') return;
+      const cx = f.X(i + 0.5), y = f.Y(p.latency_ms);
+      const lbl = 'v' + p.version + ': ' + fmtMs(p.latency_ms) + (p.tuned ? ', tuned' : ', untuned');
+      f.layer.append(s('rect', { x: cx - bw / 2, y, width: bw, height: Math.max(1, f.Y(0) - y), rx: 2,
+        class: 'vbar ' + (p.tuned ? 'tuned' : 'untuned'), 'data-version': p.version, 'data-tuned': p.tuned ? 1 : 0 }, s('title', null, lbl)));
+      f.layer.append(s('text', { x: cx, y: y - 5, 'text-anchor': 'middle', class: 'value' }, fmtNum(p.latency_ms) + (p.tuned ? ' ★' : '')));
+    });
+    return h('figure', { class: 'fig' }, f.svg,
+      h('figcaption', { class: 'legend small' },
+        h('span', null, h('i', { class: 'sw tuned', 'aria-hidden': 'true' }), 'tuned (★)'),
+        h('span', null, h('i', { class: 'sw untuned', 'aria-hidden': 'true' }), 'untuned (stored, transferred or fallback configs)')));
+  }
+
+  function versionsTable(key, vs) {
+    const rows = vs.slice().reverse().map(v => h('tr', { 'data-version': v.version },
+      h('td', { class: 'num' }, h('strong', null, 'v' + v.version), v.job != null ? h('div', { class: 'muted small' }, 'job ' + v.job) : null),
+      h('td', null, h('span', { class: 'pill ' + (v.tuned ? 'tuned' : 'untuned') }, v.tuned ? 'tuned' : 'untuned')),
+      h('td', { class: 'num' }, fmtMs(v.latency_ms)),
+      h('td', null, v.published_at ? h('time', { datetime: v.published_at }, fmtDate(v.published_at)) : '—'),
+      h('td', null, v.digest ? [h('code', { title: v.digest }, v.digest.replace(/^sha256:/, '').slice(0, 12) + '…'), ' ',
+        (() => { const b = h('button', { type: 'button', class: 'small secondary', 'aria-label': 'Copy the digest of v' + v.version, onclick: () => copyText(v.digest, b) }, 'Copy'); return b; })()] : '—'),
+      h('td', { class: 'num' }, fmtBytes(v.size)),
+      h('td', { class: 'dls' }, v.digest ? h('a', { href: '/blobs/' + v.digest, download: versionFile(key, v, false), class: 'dl-version', 'aria-label': 'Download v' + v.version + ' .tar' }, '.tar') : null,
+        v.so_digest ? [' ', h('a', { href: '/blobs/' + v.so_digest, download: versionFile(key, v, true), 'aria-label': 'Download v' + v.version + ' .so' }, '.so')] : null)));
+    return h('div', { class: 'table-wrap versions' }, h('table', { id: 'versions-table' },
+      h('caption', { class: 'sr-only' }, 'Published versions, newest first, with downloads by digest'),
+      h('thead', null, h('tr', null, ['Version', 'Tuned', 'Latency', 'Published', 'Digest', 'Size', 'Download'].map((t, i) =>
+        h('th', { scope: 'col', class: [0, 2, 5].includes(i) ? 'num' : null }, t)))),
+      h('tbody', null, rows)));
+  }
+
+  // a short label for a task: "#3 conv2d 64→16 55² k1"
+  function taskLabel(t) {
+    const w = String(t.workload || '');
+    const m = /\bc(\d+) h(\d+) w(\d+) oc(\d+).*?\bk(\d+)x(\d+) s(\d+)x/.exec(w);
+    const tmpl = String(t.template || 'task').replace(/_nchwc$/, '');
+    const n = t.idx != null ? t.idx : t.task;
+    if (m) return '#' + n + ' ' + tmpl + ' ' + m[1] + '→' + m[4] + ' ' + m[2] + (m[2] === m[3] ? '²' : '×' + m[3]) + ' k' + m[5] + (m[7] !== '1' ? ' s' + m[7] : '');
+    return '#' + n + ' ' + tmpl;
+  }
+  // best-so-far of a task after x trials, from its thinned curve (undefined before its first valid trial)
+  function curveAt(curve, x) {
+    let v;
+    for (const [tr, g] of curve) { if (tr <= x) v = g; else break; }
+    return v;
+  }
+  const TOP_N = 6;
+
+  function renderTuning(key) {
+    const card = $('#tuning-card');
+    if (!card) return;
+    const [fw, net, batch] = key.split('/');
+    const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch);
+    const t = detailData.tuning;
+    const head = h('h3', null, 'Tuning curve');
+    if (t === null) { card.replaceChildren(head, h('p', { class: 'muted' }, 'Loading the tuning records…')); return; }
+    if (t instanceof Error) {
+      card.replaceChildren(head, h('p', { class: t.status === 501 ? 'empty' : 'error', id: 'tuning-empty' },
+        t.status === 501 ? t.message : 'Could not load the tuning records: ' + t.message));
+      return;
+    }
+    const all = (Array.isArray(t.tasks) ? t.tasks : []).map((x, i) => Object.assign({ idx: i + 1 }, x));
+    const tasks = all.filter(x => Array.isArray(x.curve) && x.curve.length);
+    if (!tasks.length) {
+      const url = ORIGIN + path;
+      card.replaceChildren(head, h('div', { class: 'empty', id: 'tuning-empty' },
+        h('p', null, h('strong', null, 'Not tuned yet'), ' — no tuning records for ' + net + ' on this target. POST ', h('code', null, path + '/tune'), ' (with the token) or request ', h('code', null, '?tuned=1'), '.'),
+        copyRow('Tune it', 'curl -f -X POST -H "Authorization: Bearer $TUNEHUB_TOKEN" -d \'{"trials":64}\' ' + shq(url + '/tune'), 'curl-tune'),
+        copyRow('Or wait for a tuned build', 'curl -f -o ' + net + '_' + fw + '_b' + batch + '_tuned.tar ' + shq(url + '?tuned=1&wait=600'), 'curl-tuned')));
+      return;
+    }
+    const work = x => (x.gflop || 0) * (x.count || 1);
+    const ranked = tasks.slice().sort((a, b) => work(b) - work(a));
+    const top = new Set(ranked.slice(0, TOP_N).map(x => x.task));
+    const xmax = Math.max(1, ...tasks.map(x => Math.max(x.trials || 0, x.curve[x.curve.length - 1][0])));
+    // whole-network estimate after x trials per task: total work over the summed time of each task at its best so far
+    const xs = [...new Set(tasks.flatMap(x => x.curve.map(p => p[0])))].sort((a, b) => a - b);
+    const total = [];
+    for (const x of xs) {
+      let wsum = 0, tsum = 0, ok = true;
+      for (const k of tasks) {
+        const g = curveAt(k.curve, x);
+        if (!(g > 0)) { ok = false; break; }
+        wsum += work(k); tsum += work(k) / g;
+      }
+      if (ok && tsum > 0) total.push([x, wsum / tsum]);
+    }
+    if (total.length) total.push([xmax, total[total.length - 1][1]]);
+    const ymaxRaw = Math.max(...tasks.map(x => x.best_gflops || 0), ...total.map(p => p[1]));
+    const ny = niceTicks(0, ymaxRaw * 1.05, 5);
+    const nx = niceTicks(0, xmax, Math.min(8, xmax));
+    const best = ranked[0];
+    const fin = total.length ? total[total.length - 1][1] : null;
+    const desc = tasks.length + ' tuned tasks of ' + all.length + ', ' + (t.trials || 0) + ' trials in all. Best task ' + taskLabel(best) + ' at ' +
+      fmtNum(best.best_gflops) + ' GFLOPS. ' + (fin ? 'Whole network estimate ' + fmtNum(fin) + ' GFLOPS.' : '') + ' The data table below has every task.';
+    const f = chartFrame({ id: 'tuning-chart', title: 'Best GFLOPS against trials, per task', desc,
+      x0: 0, x1: nx.max, y0: 0, y1: ny.max, yticks: ny.ticks, xticks: nx.ticks.map(v => ({ v, label: String(v) })),
+      xLabel: 'trials (per task)', yLabel: 'best GFLOPS' });
+    const stepPoints = (curve, end) => {
+      const out = [];
+      curve.forEach(([x, y], i) => {
+        if (i) out.push([x, curve[i - 1][1]]);
+        out.push([x, y]);
+      });
+      if (end > curve[curve.length - 1][0]) out.push([end, curve[curve.length - 1][1]]);
+      return out.map(([x, y]) => f.X(x).toFixed(1) + ',' + f.Y(y).toFixed(1)).join(' ');
+    };
+    const colour = new Map(ranked.slice(0, TOP_N).map((x, i) => [x.task, 'c' + i]));
+    // the others first (underneath), then the top tasks, then the total on top
+    for (const k of ranked.slice().reverse()) {
+      const cls = 'series ' + (top.has(k.task) ? colour.get(k.task) : 'other');
+      f.layer.append(s('polyline', { points: stepPoints(k.curve, k.trials || 0), class: cls, 'data-task': k.task, fill: 'none' },
+        s('title', null, taskLabel(k) + ': best ' + fmtNum(k.best_gflops) + ' GFLOPS after ' + k.trials + ' trials')));
+      if (k.curve.length === 1 && !(k.trials > k.curve[0][0])) // a single point: draw a dot so it shows
+        f.layer.append(s('circle', { cx: f.X(k.curve[0][0]), cy: f.Y(k.curve[0][1]), r: 3, class: 'dot ' + cls.replace('series ', '') }));
+    }
+    if (total.length) {
+      f.layer.append(s('polyline', { points: stepPoints(total, xmax), class: 'total', fill: 'none' },
+        s('title', null, 'Whole network (estimate): ' + fmtNum(fin) + ' GFLOPS')));
+    }
+    if (detailData.focus != null) f.svg.setAttribute('data-focus', detailData.focus);
+    const legendBtn = (task, cls, label) => h('button', { type: 'button', class: 'legend-item', 'data-series': task, 'aria-pressed': String(detailData.focus === task),
+      onclick: () => {
+        detailData.focus = detailData.focus === task ? null : task;
+        const svg = $('#tuning-chart');
+        for (const el of svg.querySelectorAll('.hl')) el.classList.remove('hl');
+        if (detailData.focus === null) svg.removeAttribute('data-focus');
+        else {
+          svg.setAttribute('data-focus', task);
+          for (const el of svg.querySelectorAll(task === 'total' ? '.total' : task === 'other' ? '.other' : '[data-task="' + task + '"]')) el.classList.add('hl');
+        }
+        for (const b of card.querySelectorAll('.legend-item')) b.setAttribute('aria-pressed', String(String(detailData.focus) === b.dataset.series));
+      } }, h('i', { class: 'sw ' + cls, 'aria-hidden': 'true' }), label);
+    const legend = h('div', { class: 'legend small', role: 'group', 'aria-label': 'Highlight a line' },
+      ranked.slice(0, TOP_N).map(k => legendBtn(k.task, colour.get(k.task), taskLabel(k) + ' · ' + fmtNum(k.best_gflops))),
+      ranked.length > TOP_N ? legendBtn('other', 'other', (ranked.length - TOP_N) + ' smaller tasks') : null,
+      total.length ? legendBtn('total', 'total', 'whole network (est.) · ' + fmtNum(fin)) : null);
+    if (detailData.focus != null) for (const el of f.svg.querySelectorAll(detailData.focus === 'total' ? '.total' : detailData.focus === 'other' ? '.other' : '[data-task="' + detailData.focus + '"]')) el.classList.add('hl');
+    const table = h('details', { class: 'data-table', open: detailData.tableOpen, ontoggle: (e) => { detailData.tableOpen = e.target.open; } },
+      h('summary', null, 'Data table (' + all.length + ' tasks)'),
+      h('div', { class: 'table-wrap' }, h('table', { id: 'tuning-table' },
+        h('caption', { class: 'sr-only' }, 'Tuning records per task'),
+        h('thead', null, h('tr', null, ['Task', 'Workload', 'Calls', 'GFLOP', 'Trials', 'Valid', 'Best GFLOPS'].map((x, i) =>
+          h('th', { scope: 'col', class: i >= 2 ? 'num' : null }, x)))),
+        h('tbody', null, all.map(k => h('tr', { 'data-task': k.task },
+          h('td', null, taskLabel(k)), h('td', { class: 'wl' }, h('code', null, k.workload)),
+          h('td', { class: 'num' }, k.count), h('td', { class: 'num' }, typeof k.gflop === 'number' ? k.gflop.toFixed(4) : '—'),
+          h('td', { class: 'num' }, k.trials), h('td', { class: 'num' }, k.valid),
+          h('td', { class: 'num' }, k.valid ? fmtNum(k.best_gflops) : '—')))))));
+    card.replaceChildren(head,
+      h('p', { class: 'muted small' }, (t.trials || 0) + ' trials over ' + tasks.length + ' of ' + all.length + ' tasks' +
+        (fin ? '; whole network ≈ ' + fmtNum(fin) + ' GFLOPS at the best configs (time-weighted)' : '') + '. Lines step up when a trial beats the best so far.'),
+      h('figure', { class: 'fig' }, f.svg), legend, table);
   }
 
   /* ---------- jobs ---------- */
@@ -510,39 +709,177 @@
     }
     return j.state === 'queued' ? 0 : null;
   }
+  const isActive = j => j.state === 'queued' || j.state === 'running';
+
+  // what each job published: from its SSE "published" events and from the versions route (which names the job)
+  const jobEvents = new Map();      // job id -> [{kind, version, tuned, digest, at}]
+  const keyVersions = new Map();    // model key -> {version: newest catalog version seen, list: [...]}
+  function addPublished(id, ev) {
+    const list = jobEvents.get(String(id)) || [];
+    if (!list.some(x => x.version === ev.version)) { list.push(ev); list.sort((a, b) => a.version - b.version); }
+    jobEvents.set(String(id), list);
+  }
+  async function refreshJobVersions() {
+    if (!data.jobs || !data.models) return;
+    const keys = new Set(data.jobs.slice(0, 20).map(j => j.framework + '/' + j.network + '/' + j.batch));
+    const fetches = [];
+    for (const key of keys) {
+      const m = data.models.find(x => keyOf(x) === key);
+      if (!m || m.version == null) continue;
+      const kv = keyVersions.get(key);
+      if (kv && kv.version === m.version) continue;
+      keyVersions.set(key, { version: m.version, list: kv ? kv.list : [] });
+      fetches.push(api(modelPath(m) + '/versions').then(r => {
+        const vs = r.body && Array.isArray(r.body.versions) ? r.body.versions : [];
+        keyVersions.get(key).list = vs;
+        for (const v of vs) if (v.job != null) addPublished(v.job, { version: v.version, tuned: !!v.tuned, digest: v.digest, at: v.published_at });
+      }, () => { keyVersions.delete(key); }));
+    }
+    if (fetches.length) { await Promise.all(fetches); renderJobsSoon(); }
+  }
+
+  /* live updates: one EventSource per running job in view (at most MAX_STREAMS), polling /jobs as the fallback */
+  const MAX_STREAMS = 3;
+  const streams = new Map();        // job id -> EventSource
+  const sse = { state: 'unknown', events: 0, failures: 0 }; // state: unknown | yes | no (the server has no /events)
+  const sseCount = new Map();       // job id -> events received
+  document.body.dataset.sse = sse.state;
+  function jobsInView() {
+    const st = readState();
+    if (!data.jobs) return [];
+    let js = [];
+    if (st.view === 'jobs') js = data.jobs.filter(isActive);
+    else if (st.view === 'build' && buildJobId != null) js = data.jobs.filter(j => String(j.id) === String(buildJobId) && isActive(j));
+    else if (st.view === 'catalog' && st.model) {
+      const [fw, net, batch] = st.model.split('/');
+      js = data.jobs.filter(j => isActive(j) && j.framework === fw && j.network === net && String(j.batch) === batch);
+    }
+    return js.filter(j => j.state === 'running' || streams.has(String(j.id))).slice(0, MAX_STREAMS);
+  }
+  function syncStreams() {
+    if (typeof EventSource !== 'function' || sse.state === 'no') return;
+    const want = new Set(jobsInView().map(j => String(j.id)));
+    for (const [id, es] of streams) if (!want.has(id)) { es.close(); streams.delete(id); }
+    for (const id of want) if (!streams.has(id)) openStream(id);
+  }
+  function jobById(id) { return data.jobs && data.jobs.find(j => String(j.id) === String(id)); }
+  function openStream(id) {
+    const es = new EventSource('/jobs/' + enc(id) + '/events');
+    let opened = false;
+    streams.set(id, es);
+    const got = (kind, fn) => es.addEventListener(kind, (e) => {
+      let d = null;
+      try { d = JSON.parse(e.data); } catch (err) { return; }
+      sse.events++;
+      sseCount.set(id, (sseCount.get(id) || 0) + 1);
+      document.body.dataset.sseEvents = sse.events;
+      const j = jobById(id);
+      fn(d, j);
+      renderJobsSoon();
+    });
+    es.onopen = () => {
+      opened = true;
+      if (sse.state !== 'yes') { sse.state = 'yes'; document.body.dataset.sse = 'yes'; renderJobsSoon(); }
+    };
+    got('progress', (d, j) => { if (j && d && typeof d === 'object') { j.progress = d; if (j.state === 'queued') j.state = 'running'; } });
+    got('stage', (d, j) => { if (j && d && d.stage) { j.stage = d.stage; if (j.state === 'queued') j.state = 'running'; } });
+    got('published', (d) => {
+      if (d && typeof d.version === 'number') addPublished(id, { version: d.version, tuned: !!d.tuned, digest: d.digest, at: new Date().toISOString() });
+      loadModels().then(() => render());
+    });
+    got('done', (d, j) => {
+      if (j && d && d.state) { j.state = d.state; if (d.error) j.error = d.error; }
+      es.close(); streams.delete(id);
+      Promise.all([loadJobs(), loadModels()]).then(() => render());
+    });
+    es.onerror = () => {
+      if (es.readyState !== EventSource.CLOSED) return; // EventSource reconnects by itself (with Last-Event-ID)
+      streams.delete(id);
+      if (!opened && sse.state === 'unknown') {
+        // the first stream never opened: this server has no /jobs/{id}/events (404); poll instead
+        sse.state = 'no';
+        document.body.dataset.sse = 'no';
+        for (const [, other] of streams) other.close();
+        streams.clear();
+        renderJobsSoon();
+      }
+    };
+  }
+  let renderPending = null;
+  function renderJobsSoon() {
+    if (renderPending) return;
+    renderPending = setTimeout(() => { renderPending = null; renderJobs(); }, 250);
+  }
+
+  const openTasks = new Set(); // finished jobs whose task list the user opened
+  function taskList(j, p) {
+    const tasks = p.tasks;
+    const done = tasks.filter(t => t.state === 'done').length;
+    const items = tasks.map((t, i) => {
+      const tf = t.budget > 0 ? Math.min(1, (t.trials || 0) / t.budget) : null;
+      const label = taskLabel(Object.assign({ idx: i + 1 }, t));
+      const running = p.task === i && isActive(j);
+      return h('li', { class: 'task' + (running ? ' current' : ''), 'data-task': i + 1, 'data-state': t.state || '' },
+        h('div', { class: 'task-head' },
+          h('span', { class: 'task-name', title: t.workload || '' }, label),
+          h('span', { class: 'muted' }, (t.trials != null ? t.trials : '?') + '/' + (t.budget != null ? t.budget : '?')),
+          t.state ? h('span', { class: 'task-state ' + t.state }, t.state) : null),
+        tf !== null ? h('div', { class: 'bar small', role: 'progressbar', 'aria-label': label + ' trials', 'aria-valuemin': 0, 'aria-valuemax': t.budget, 'aria-valuenow': t.trials || 0 },
+          h('span', { style: 'width:' + Math.round(tf * 100) + '%' })) : null,
+        h('div', { class: 'muted' }, typeof t.best_gflops === 'number' && t.best_gflops > 0 ? 'best ' + fmtNum(t.best_gflops) + ' GFLOPS' : 'no valid trial yet',
+          typeof t.current_gflops === 'number' && running && t.current_gflops > 0 ? ' · last ' + fmtNum(t.current_gflops) : null,
+          t.errors ? ' · ' + t.errors + ' error' + (t.errors === 1 ? '' : 's') : null));
+    });
+    const ul = h('ul', { class: 'tasks', 'aria-label': 'Tasks of job ' + j.id }, items);
+    if (isActive(j)) return ul;
+    const det = h('details', { class: 'task-details', open: openTasks.has(String(j.id)),
+      ontoggle: (e) => { if (e.target.open) openTasks.add(String(j.id)); else openTasks.delete(String(j.id)); } },
+    h('summary', { 'data-fid': 'tasks:' + j.id }, tasks.length + ' tasks (' + done + ' done)'), ul);
+    return det;
+  }
 
   function jobItem(j) {
     const p = j.progress || {};
     const frac = jobFraction(j);
-    const active = j.state === 'queued' || j.state === 'running';
-    const stages = [j.stage, p.phase, p.stage, p.build && p.build.stage].filter((v, i, a) => v && a.indexOf(v) === i);
+    const active = isActive(j);
+    const stages = (isActive(j) ? [j.stage, p.phase, p.stage, p.build && p.build.stage] : [j.stage]).filter((v, i, a) => v && a.indexOf(v) === i);
     const stage = stages.join(' › ');
     const eta = fmtDur(p.eta_s);
     const title = [j.network, j.framework, j.batch != null ? 'batch ' + j.batch : null].filter(Boolean).join(' · ');
     const pct = frac === null ? null : Math.round(frac * 100);
-    const li = h('li', { class: 'job', 'data-job': j.id, 'data-state': j.state },
+    const live = streams.has(String(j.id));
+    const pubs = jobEvents.get(String(j.id)) || [];
+    const modelKey = j.framework + '/' + j.network + '/' + j.batch;
+    const tuning = typeof p.trials_total === 'number' && p.trials_total > 0;
+    const li = h('li', { class: 'job', 'data-job': j.id, 'data-state': j.state, 'data-sse-events': sseCount.get(String(j.id)) || 0, 'data-published': pubs.map(x => x.version).join(',') },
       h('div', { class: 'job-head' },
         h('strong', null, title || ('job ' + j.id)),
         h('span', { class: 'pill ' + j.state }, j.state),
         j.kind ? h('span', { class: 'muted small' }, j.kind) : null,
+        live ? h('span', { class: 'live small', title: 'live updates over Server-Sent Events' }, 'live') : null,
         h('span', { class: 'grow muted small' }, 'job ' + j.id),
         active ? h('button', { type: 'button', class: 'small danger', 'data-fid': 'cancel:' + j.id, 'aria-label': 'Cancel job ' + j.id, onclick: () => cancelJob(j) }, 'Cancel') : null),
       h('div', { class: 'small' },
-        stage ? 'Stage: ' + stage : null,
+        stage ? h('span', { class: 'stage' }, 'Stage: ' + stage) : null,
         active && p.done != null && p.total != null ? ' · ' + p.done + '/' + p.total : null,
-        active && p.task != null && p.ntasks ? ' · task ' + (p.task + 1) + '/' + p.ntasks : null,
+        active && p.task != null && p.ntasks ? ' · task ' + Math.min(p.task + 1, p.ntasks) + '/' + p.ntasks : null,
+        tuning ? ' · ' + (p.trials || 0) + '/' + p.trials_total + ' trials' : null,
         pct !== null ? ' · ' + pct + '%' : null,
-        eta && active ? ' · ETA ' + eta : null,
+        eta && active ? h('span', { class: 'eta' }, ' · ETA ' + eta) : null,
         typeof j.elapsed_s === 'number' ? ' · ' + fmtDur(j.elapsed_s) + ' elapsed' : null,
-        j.state === 'succeeded' && j.framework ? [' · ', h('a', { href: hrefFor({ view: 'catalog', model: j.framework + '/' + j.network + '/' + j.batch }) }, 'open model')] : null),
+        j.state === 'succeeded' && j.framework ? [' · ', h('a', { href: hrefFor({ view: 'catalog', model: modelKey }) }, 'open model')] : null),
       pct !== null ? h('div', { class: 'bar', role: 'progressbar', 'aria-label': 'Progress of job ' + j.id, 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct },
         h('span', { style: 'width:' + pct + '%' })) : null,
-      Array.isArray(p.tasks) && p.tasks.length && active ? h('ul', { class: 'tasks' }, p.tasks.map((t, i) => {
-        const tf = t.budget > 0 ? Math.min(1, (t.trials || 0) / t.budget) : null;
-        return h('li', null, (t.template || 'task') + ' #' + (i + 1) + ': ' + (t.trials != null ? t.trials : '?') + '/' + (t.budget != null ? t.budget : '?') +
-          ' trials' + (typeof t.best_gflops === 'number' ? ', best ' + t.best_gflops.toFixed(1) + ' GFLOPS' : ''),
-          tf !== null ? h('div', { class: 'bar small' }, h('span', { style: 'width:' + Math.round(tf * 100) + '%' })) : null);
-      })) : null,
+      active && p.build && typeof p.build.fraction === 'number' && tuning ? h('div', { class: 'small build-phase' },
+        (p.phase === 'rebuild' ? 'Rebuilding with the tuned configs: ' : 'Quick build: ') + (p.build.stage || '') +
+        (p.build.total ? ' ' + p.build.done + '/' + p.build.total : ''),
+        h('div', { class: 'bar small', role: 'progressbar', 'aria-label': 'Build of job ' + j.id, 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': Math.round(p.build.fraction * 100) },
+          h('span', { style: 'width:' + Math.round(p.build.fraction * 100) + '%' }))) : null,
+      pubs.length ? h('ol', { class: 'events small', 'aria-label': 'Published by job ' + j.id }, pubs.map(x => h('li', { 'data-version': x.version },
+        'Published ', h('a', { href: hrefFor({ view: 'catalog', model: modelKey }) }, 'v' + x.version), ' ',
+        h('span', { class: 'pill ' + (x.tuned ? 'tuned' : 'untuned') }, x.tuned ? 'tuned' : 'untuned'),
+        x.at ? [' ', h('time', { datetime: x.at, class: 'muted' }, fmtDate(x.at))] : null))) : null,
+      Array.isArray(p.tasks) && p.tasks.length ? taskList(j, p) : null,
       j.error ? h('p', { class: 'error' }, String(j.error)) : null);
     return li;
   }
@@ -554,8 +891,9 @@
       if (data.jobsErr) { act.replaceChildren(h('li', { class: 'empty' }, 'Could not load jobs: ' + data.jobsErr.message)); }
       return;
     }
-    const active = data.jobs.filter(j => j.state === 'queued' || j.state === 'running');
-    const finished = data.jobs.filter(j => !(j.state === 'queued' || j.state === 'running')).slice(0, 20);
+    syncStreams();
+    const active = data.jobs.filter(isActive);
+    const finished = data.jobs.filter(j => !isActive(j)).slice(0, 20);
     keepFocus(() => {
       act.replaceChildren(...active.map(jobItem));
       done.replaceChildren(...finished.map(jobItem));
@@ -565,7 +903,15 @@
     badge.hidden = active.length === 0;
     badge.textContent = active.length;
     badge.setAttribute('aria-label', active.length + ' active');
-    $('#jobs-updated').textContent = data.jobsErr ? 'Last refresh failed: ' + data.jobsErr.message : 'Last update ' + new Date().toLocaleTimeString();
+    const mode = $('#jobs-mode');
+    mode.textContent = streams.size ? 'Live (Server-Sent Events) for ' + streams.size + ' running job' + (streams.size === 1 ? '' : 's') + '; the list refreshes every ' + (LIST_MS_SSE / 1000) + ' s.'
+      : sse.state === 'no' ? 'Updated every 2 s (this server has no event stream).' : 'Updated every 2 s.';
+    mode.dataset.mode = streams.size ? 'sse' : 'poll';
+    if (!flashUntil || Date.now() > flashUntil) {
+      const up = $('#jobs-updated');
+      up.className = '';
+      up.textContent = data.jobsErr ? 'Last refresh failed: ' + data.jobsErr.message : 'Last update ' + new Date().toLocaleTimeString();
+    }
     renderBuildJob();
   }
 
@@ -607,7 +953,9 @@
     }
     await loadJobs(); renderJobs();
   }
+  let flashUntil = 0;
   function flash(msg, bad) {
+    flashUntil = Date.now() + 6000;
     const r = $('#jobs-updated');
     r.textContent = msg;
     r.className = bad ? 'field-error' : '';
@@ -739,26 +1087,37 @@
     if (e.key === 'Escape' && readState().model && !dialog.open) writeState({ model: '' });
   });
 
-  let lastSig = '';
+  let lastSig = '', lastJobsAt = 0, polls = 0;
+  const LIST_MS_SSE = 10000; // with live streams the job list itself only needs an occasional refresh
   async function refreshAll() {
     await Promise.all([loadModels(), loadJobs()]);
     if (!data.networks) await loadStatic();
     render();
   }
   async function tick() {
-    await loadJobs();
-    // a job changed state: refresh the catalog too
-    const sig = (data.jobs || []).map(j => j.id + ':' + j.state).join(',');
-    if (sig !== lastSig || data.modelsErr || data.models === null) { lastSig = sig; await loadModels(); }
-    if (!data.networks) await loadStatic();
-    render();
-    setTimeout(tick, POLL_MS);
+    try {
+      if (!streams.size || Date.now() - lastJobsAt >= LIST_MS_SSE || data.jobsErr) {
+        await loadJobs();
+        lastJobsAt = Date.now();
+        document.body.dataset.polls = ++polls;
+      }
+      // a job changed state, or one is running (it may publish v1 and later v2): refresh the catalog too
+      const sig = (data.jobs || []).map(j => j.id + ':' + j.state).join(',');
+      if (sig !== lastSig || data.modelsErr || data.models === null || (data.jobs || []).some(isActive)) { lastSig = sig; await loadModels(); }
+      if (!data.networks) await loadStatic();
+      render();
+      await refreshJobVersions();
+    } finally {
+      setTimeout(tick, POLL_MS);
+    }
   }
   window.tunehub = { data, refreshAll, readState };
   (async () => {
     await Promise.all([loadStatic(), loadModels(), loadJobs()]);
     lastSig = (data.jobs || []).map(j => j.id + ':' + j.state).join(',');
+    lastJobsAt = Date.now();
     render();
+    refreshJobVersions();
     setTimeout(tick, POLL_MS);
   })();
 })();
