@@ -68,7 +68,8 @@ static double walk(feat_ctx *c, const tc_stmt *s, int depth, double above, doubl
         f[3] = (float)lg(below);
         int k = 0;
         switch (s->for_kind) {
-          case TC_FOR_SERIAL: k = 0; break;
+          case TC_FOR_SERIAL:
+          case TC_FOR_ROLLED: k = 0; break;
           case TC_FOR_PARALLEL: k = 1; break;
           case TC_FOR_VECTORIZED: k = 2; break;
           case TC_FOR_UNROLLED: k = 3; break;

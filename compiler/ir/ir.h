@@ -92,6 +92,8 @@ typedef enum tc_for_kind {
   TC_FOR_GPU_THREAD_X,
   TC_FOR_GPU_THREAD_Y,
   TC_FOR_GPU_THREAD_Z,
+  TC_FOR_ROLLED, /* serial, and the backend must not unroll it (register-tiled bodies whose unrolling
+                    would let CSE stretch live ranges past the register file) */
   TC_FOR_KIND_COUNT
 } tc_for_kind;
 

@@ -6,7 +6,7 @@
 
 static const char *const for_names[TC_FOR_KIND_COUNT] = {
     "serial", "parallel", "vectorized", "unrolled", "blockIdx.x",
-    "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
+    "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "rolled"};
 
 const char *tc_for_kind_name(tc_for_kind k) {
   return (k >= 0 && k < TC_FOR_KIND_COUNT) ? for_names[k] : "?";

@@ -6,6 +6,7 @@
  * allocas. Errors (never aborts) are kept on the module with LLVM's message. */
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -278,8 +279,21 @@ static void bind(cg_fn *f, const tc_var *v, LLVMValueRef val) {
 }
 
 /* Emits `for (v = lo; v < lo + extent; v++) body` as a phi loop. */
+/* Marks a loop's back edge with !llvm.loop !{self, !{"llvm.loop.unroll.disable"}}. */
+static void mark_no_unroll(cg_fn *f, LLVMValueRef br) {
+  LLVMContextRef ctx = f->m->ctx;
+  LLVMMetadataRef dis = LLVMMDStringInContext2(ctx, "llvm.loop.unroll.disable", 24);
+  LLVMMetadataRef opt = LLVMMDNodeInContext2(ctx, &dis, 1);
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(ctx, NULL, 0);
+  LLVMMetadataRef ops[2] = {tmp, opt};
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, loop); /* the self reference; disposes tmp */
+  unsigned kind = LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9);
+  LLVMSetMetadata(br, kind, LLVMMetadataAsValue(ctx, loop));
+}
+
 static th_status gen_serial_loop(cg_fn *f, const tc_var *v, LLVMValueRef lo, LLVMValueRef ext,
-                                 const tc_stmt *body) {
+                                 const tc_stmt *body, int rolled) {
   LLVMContextRef ctx = f->m->ctx;
   LLVMValueRef hi = LLVMBuildAdd(f->b, lo, ext, "hi");
   LLVMBasicBlockRef pre = LLVMGetInsertBlock(f->b);
@@ -296,7 +310,8 @@ static th_status gen_serial_loop(cg_fn *f, const tc_var *v, LLVMValueRef lo, LLV
   if (gen_stmt(f, body) != TH_OK) return f->rc;
   LLVMValueRef next = LLVMBuildAdd(f->b, phi, i64c(f, 1), "");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(f->b);
-  LLVMBuildBr(f->b, head);
+  LLVMValueRef back = LLVMBuildBr(f->b, head);
+  if (rolled) mark_no_unroll(f, back);
   LLVMValueRef in_vals[2] = {lo, next};
   LLVMBasicBlockRef in_blocks[2] = {pre, latch};
   LLVMAddIncoming(phi, in_vals, in_blocks, 2);
@@ -480,11 +495,12 @@ static th_status gen_stmt(cg_fn *f, const tc_stmt *s) {
     case TC_STMT_FOR:
       switch (s->for_kind) {
         case TC_FOR_SERIAL:
+        case TC_FOR_ROLLED:
         case TC_FOR_VECTORIZED: {
           LLVMValueRef lo = gen_expr(f, s->min);
           LLVMValueRef ext = gen_expr(f, s->extent);
           if (!lo || !ext) return f->rc;
-          return gen_serial_loop(f, s->var, lo, ext, s->body);
+          return gen_serial_loop(f, s->var, lo, ext, s->body, s->for_kind == TC_FOR_ROLLED);
         }
         case TC_FOR_UNROLLED: {
           LLVMValueRef lo = gen_expr(f, s->min);

@@ -3,7 +3,12 @@
  * (input-channel blocks, kh, kw, lanes), each input scalar is broadcast once and FMA'd with VO weight
  * vectors, and the fused epilogue (bias, residual, relu, clip) runs before the single store. Weights are
  * packed [oc/OT][ic/in_cb][kh][kw][in_cb][OT] (OT = VO*VL) so the kernel walks them sequentially. Border
- * columns go through the same wide tile with clamped, masked loads; border rows skip taps by a branch. */
+ * padded convs first copy the input rows a task needs into a zero-bordered band on the stack (virtual padding
+ * made real: [icb][band rows][padded width][in_cb]), so every tile, border and remainder included, runs the
+ * same unchecked loop; the copy is shared by a group of output-channel tiles. A task is (batch, oc-tile
+ * group, output-row tile), so late layers with few rows still split over the threads. Convs whose band
+ * would not fit the stack fall back to bounds-checked border tiles. The kw loop stays rolled unless
+ * unroll_kw asks otherwise, since unrolling it lets LLVM share broadcasts between taps and spill. */
 #include <string.h>
 
 #include "ops_int.h"
@@ -12,6 +17,26 @@
 static int vec_lanes(const tc_workload *wl, const tc_target *t) {
   int vl = t->simd_lanes < wl->out_cb ? t->simd_lanes : wl->out_cb;
   return vl < 1 ? 1 : vl;
+}
+
+#define BAND_MAX_FLOATS (48 * 1024) /* 192 KiB of stack per task */
+
+static int has_pad(const tc_workload *wl) {
+  return wl->pt || wl->pl || wl->pb || wl->pr;
+}
+
+/* Input rows and padded width the band of `toh` output rows covers. */
+static int band_rows(const tc_workload *wl, int toh) {
+  return (toh - 1) * wl->sh + wl->kh;
+}
+static int band_width(const tc_workload *wl) {
+  return (wl->ow - 1) * wl->sw + wl->kw;
+}
+static int64_t band_floats(const tc_workload *wl, int toh) {
+  return (int64_t)wl->c * band_rows(wl, toh) * band_width(wl);
+}
+static int use_band(const tc_workload *wl, int toh) {
+  return has_pad(wl) && band_floats(wl, toh) <= BAND_MAX_FLOATS;
 }
 
 static int max_acc(const tc_target *t, int vo) {
@@ -36,7 +61,8 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   }
   if (rc == TH_OK) rc = tc_space_add(s, "tile_ow", TC_KNOB_SPLIT, 2, k, vals);
   k = 0;
-  for (int th = 1; th <= wl->oh && th <= 8; th *= 2) {
+  for (int th = 1; th <= wl->oh && th <= 16 && k < TC_MAX_KNOB_VALUES; th++) {
+    if ((th & (th - 1)) && wl->oh % th) continue; /* powers of two and divisors of oh */
     vals[2 * k] = (wl->oh + th - 1) / th;
     vals[2 * k + 1] = th;
     k++;
@@ -44,14 +70,20 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   if (rc == TH_OK) rc = tc_space_add(s, "tile_oh", TC_KNOB_SPLIT, 2, k, vals);
   int unroll[2] = {0, 1};
   if (rc == TH_OK) rc = tc_space_add(s, "unroll_kw", TC_KNOB_ANNOTATE, 1, wl->kw > 1 ? 2 : 1, unroll);
+  /* Output-channel tile groups per task (each group shares one input band). */
+  k = 0;
+  for (int g = 1; g <= nv && g <= 32; g *= 2) vals[k++] = g;
+  if (rc == TH_OK) rc = tc_space_add(s, "oc_groups", TC_KNOB_OTHER, 1, k, vals);
   return rc;
 }
 
 static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c) {
   const int *oc = tc__knob(s, c, "tile_oc"), *ow = tc__knob(s, c, "tile_ow");
-  if (!oc || !ow || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
-  (void)wl;
+  const int *g = tc__knob(s, c, "oc_groups");
+  if (!oc || !ow || !g || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
   if (oc[1] * ow[1] > max_acc(t, oc[1])) return TH_ERR_INVALID;
+  if (oc[0] % g[0]) return TH_ERR_INVALID; /* groups split the oc tiles evenly */
+  (void)wl;
   return TH_OK;
 }
 
@@ -66,7 +98,8 @@ static double tile_cycles(int vo, int w) {
 static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
   int koc = tc_space_knob(s, "tile_oc"), kow = tc_space_knob(s, "tile_ow");
   int koh = tc_space_knob(s, "tile_oh"), kun = tc_space_knob(s, "unroll_kw");
-  if (koc < 0 || kow < 0 || koh < 0 || kun < 0) return TH_ERR_INTERNAL;
+  int kg = tc_space_knob(s, "oc_groups");
+  if (koc < 0 || kow < 0 || koh < 0 || kun < 0 || kg < 0) return TH_ERR_INTERNAL;
   double best = -1;
   for (int i = 0; i < s->knobs[koc].nvalues; i++) {
     int vo = s->knobs[koc].values[i][1];
@@ -86,8 +119,30 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
     }
   }
   if (best < 0) return TH_ERR_INTERNAL;
-  c->idx[koh] = 0;
-  c->idx[kun] = (s->knobs[kun].nvalues > 1 && wl->in_cb < 16) ? 1 : 0;
+  /* Row tile: the most rows whose band fits ~128 KiB, preferring tiles that divide oh. */
+  int bi = 0;
+  double bscore = -1e30;
+  for (int i = 0; i < s->knobs[koh].nvalues; i++) {
+    int th = s->knobs[koh].values[i][1];
+    int nrt = (wl->oh + th - 1) / th;
+    if (has_pad(wl) && band_floats(wl, th) > 32 * 1024 && th > 1) continue;
+    if (!has_pad(wl) && th > 4) continue;
+    double waste = (double)(nrt * th - wl->oh) / wl->oh;
+    double score = th - 40.0 * waste;
+    if (score > bscore) bscore = score, bi = i;
+  }
+  c->idx[koh] = bi;
+  int nrt = s->knobs[koh].values[bi][0];
+  int ntiles = s->knobs[koc].values[c->idx[koc]][0];
+  /* Groups: enough tasks (>= 16) to balance the threads, never more groups than tiles. */
+  c->idx[kg] = 0;
+  for (int i = 0; i < s->knobs[kg].nvalues; i++) {
+    int g = s->knobs[kg].values[i][0];
+    if (ntiles % g) break;
+    c->idx[kg] = i;
+    if ((int64_t)wl->n * g * nrt >= 16) break;
+  }
+  c->idx[kun] = 0;
   return TH_OK;
 }
 
@@ -95,7 +150,9 @@ typedef struct conv_ctx {
   const tc_workload *wl;
   int vl, vo, ot, ntiles, unroll_kw;
   const tc_var *in, *wt, *bias, *res, *out;
-  const tc_expr *n, *t, *oh; /* batch, oc tile, output row */
+  const tc_var *band; /* non-NULL: taps read the zero-bordered band, no bounds checks */
+  int brows, bw;      /* band rows and padded width */
+  const tc_expr *n, *t, *oh, *oy0; /* batch, oc tile, output row, first output row of the band */
 } conv_ctx;
 
 static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int rw, int safe) {
@@ -118,46 +175,42 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   tc_var *iy = tc_var_new(ir, "iy", tc_type_int());
   tc_var *v2 = tc_var_new(ir, "v", tc_type_int()), *r2 = tc_var_new(ir, "r", tc_type_int());
   tc_var *v3 = tc_var_new(ir, "v", tc_type_int()), *xb = tc_var_new(ir, "xb", vt);
-  const tc_expr *wbase =
-      tc_e_mul(ir,
-               tc_e_add(ir,
-                        tc_e_mul(ir,
-                                 tc_e_add(ir,
-                                          tc_e_mul(ir,
-                                                   tc_e_add(ir,
-                                                            tc_e_mul(ir,
-                                                                     tc_e_add(ir,
-                                                                              tc_e_mul(ir, x->t,
-                                                                                       tc__c(ir, icb_n)),
-                                                                              tc__v(ir, icb)),
-                                                                     tc__c(ir, wl->kh)),
-                                                            tc__v(ir, kh)),
-                                                   tc__c(ir, wl->kw)),
-                                          tc__v(ir, kw)),
-                                 tc__c(ir, wl->in_cb)),
-                        tc__v(ir, ci)),
-               tc__c(ir, x->ot));
+  const tc_expr *wbase = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, icb_n)), tc__v(ir, icb));
+  wbase = tc_e_add(ir, tc_e_mul(ir, wbase, tc__c(ir, wl->kh)), tc__v(ir, kh));
+  wbase = tc_e_add(ir, tc_e_mul(ir, wbase, tc__c(ir, wl->kw)), tc__v(ir, kw));
+  wbase = tc_e_add(ir, tc_e_mul(ir, wbase, tc__c(ir, wl->in_cb)), tc__v(ir, ci));
+  wbase = tc_e_mul(ir, wbase, tc__c(ir, x->ot));
   const tc_stmt *ldw = tc_s_for(
       ir, v2, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
       tc_s_store(ir, wreg, tc__v(ir, v2),
                  tc_e_load(ir, x->wt, tc_e_add(ir, wbase, tc_e_mul(ir, tc__v(ir, v2), tc__c(ir, vl))),
                            vl, 4),
                  64));
-  const tc_expr *ix = tc_e_add(
-      ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
-      tc_e_sub(ir, tc__v(ir, kw), tc__c(ir, wl->pl)));
   const tc_expr *xs;
-  if (!safe) {
-    xs = tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), ix, tc__v(ir, ci), icb_n,
-                                      wl->h, wl->w, wl->in_cb),
-                   1, 4);
+  if (x->band) {
+    /* band[((icb * brows + iy) * bw + (ow0 + r) * sw + kw) * in_cb + ci], iy = band row */
+    const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
+                                 tc__v(ir, kw));
+    const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, icb), tc__c(ir, x->brows)), tc__v(ir, iy));
+    bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, x->bw)), bx);
+    bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, wl->in_cb)), tc__v(ir, ci));
+    xs = tc_e_load(ir, x->band, bi, 1, 4);
   } else {
-    const tc_expr *cx = tc_e_max(ir, tc_e_min(ir, ix, tc__c(ir, wl->w - 1)), tc__c(ir, 0));
-    xs = tc_e_select(ir, tc__in_range(ir, ix, 0, wl->w),
-                     tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), cx,
-                                                  tc__v(ir, ci), icb_n, wl->h, wl->w, wl->in_cb),
-                               1, 4),
-                     tc_e_float(ir, 0.0));
+    const tc_expr *ix = tc_e_add(
+        ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
+        tc_e_sub(ir, tc__v(ir, kw), tc__c(ir, wl->pl)));
+    if (!safe) {
+      xs = tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), ix, tc__v(ir, ci), icb_n,
+                                        wl->h, wl->w, wl->in_cb),
+                     1, 4);
+    } else {
+      const tc_expr *cx = tc_e_max(ir, tc_e_min(ir, ix, tc__c(ir, wl->w - 1)), tc__c(ir, 0));
+      xs = tc_e_select(ir, tc__in_range(ir, ix, 0, wl->w),
+                       tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), cx,
+                                                    tc__v(ir, ci), icb_n, wl->h, wl->w, wl->in_cb),
+                                 1, 4),
+                       tc_e_float(ir, 0.0));
+    }
   }
   const tc_expr *ai3 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v3), tc__c(ir, rw)), tc__v(ir, r2));
   const tc_stmt *fmas = tc_s_for(
@@ -171,12 +224,17 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_stmt *lanes_body[2] = {ldw, cols};
   const tc_stmt *lanes = tc_s_for(ir, ci, tc__c(ir, 0), tc__c(ir, wl->in_cb), TC_FOR_UNROLLED,
                                   tc_s_seq(ir, 2, lanes_body));
-  const tc_stmt *kws = tc_s_for(ir, kw, tc__c(ir, 0), tc__c(ir, wl->kw),
-                                (x->unroll_kw || (safe && ow0->kind == TC_EXPR_INT)) ? TC_FOR_UNROLLED : TC_FOR_SERIAL, lanes);
-  int row_pad = wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + wl->kh > wl->h;
-  if (row_pad) kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);
-  const tc_expr *iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)),
-                                tc_e_sub(ir, tc__v(ir, kh), tc__c(ir, wl->pt)));
+  tc_for_kind kwk = TC_FOR_ROLLED;
+  if (x->unroll_kw || (!x->band && safe && ow0->kind == TC_EXPR_INT)) kwk = TC_FOR_UNROLLED;
+  const tc_stmt *kws = tc_s_for(ir, kw, tc__c(ir, 0), tc__c(ir, wl->kw), kwk, lanes);
+  const tc_expr *iyv;
+  if (x->band) {
+    iyv = tc_e_add(ir, tc_e_mul(ir, tc_e_sub(ir, x->oh, x->oy0), tc__c(ir, wl->sh)), tc__v(ir, kh));
+  } else {
+    int row_pad = wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + wl->kh > wl->h;
+    if (row_pad) kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);
+    iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)), tc_e_sub(ir, tc__v(ir, kh), tc__c(ir, wl->pt)));
+  }
   const tc_stmt *red = tc_s_for(
       ir, icb, tc__c(ir, 0), tc__c(ir, icb_n), TC_FOR_SERIAL,
       tc_s_for(ir, kh, tc__c(ir, 0), tc__c(ir, wl->kh), TC_FOR_SERIAL, tc_s_let(ir, iy, iyv, kws)));
@@ -196,6 +254,56 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   return tc_s_allocate(ir, acc, (int64_t)vo * rw, TC_SCOPE_LOCAL, tc_s_seq(ir, 3, all));
 }
 
+/* Fills the band for output rows [oy0, oy0 + toh): zero rows outside the input, zero columns in the
+ * padding, in_cb-lane vector copies elsewhere. */
+static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
+  const tc_workload *wl = x->wl;
+  int cb = wl->in_cb, icb_n = wl->c / cb;
+  tc_var *icb = tc_var_new(ir, "bicb", tc_type_int()), *br = tc_var_new(ir, "brow", tc_type_int());
+  tc_var *iy = tc_var_new(ir, "biy", tc_type_int());
+  const tc_expr *zero = cb > 1 ? tc_e_broadcast(ir, tc_e_float(ir, 0.0), cb) : tc_e_float(ir, 0.0);
+  const tc_expr *rowbase = tc_e_mul(
+      ir, tc_e_add(ir, tc_e_mul(ir, tc__v(ir, icb), tc__c(ir, x->brows)), tc__v(ir, br)), tc__c(ir, x->bw));
+  int xa = wl->pl, xb = wl->pl + wl->w < x->bw ? wl->pl + wl->w : x->bw;
+  /* zero-filled row */
+  tc_var *zx = tc_var_new(ir, "bx", tc_type_int());
+  const tc_stmt *zrow = tc_s_for(
+      ir, zx, tc__c(ir, 0), tc__c(ir, x->bw), TC_FOR_SERIAL,
+      tc_s_store(ir, x->band, tc_e_mul(ir, tc_e_add(ir, rowbase, tc__v(ir, zx)), tc__c(ir, cb)), zero, 4));
+  /* copied row: [0, xa) zero, [xa, xb) input, [xb, bw) zero */
+  tc_stmt_list l = {0};
+  if (xa > 0) {
+    tc_var *px = tc_var_new(ir, "bx", tc_type_int());
+    tc_list_push(ir, &l, tc_s_for(ir, px, tc__c(ir, 0), tc__c(ir, xa), TC_FOR_SERIAL,
+                                  tc_s_store(ir, x->band,
+                                             tc_e_mul(ir, tc_e_add(ir, rowbase, tc__v(ir, px)), tc__c(ir, cb)),
+                                             zero, 4)));
+  }
+  if (xb > xa) {
+    tc_var *px = tc_var_new(ir, "bx", tc_type_int());
+    const tc_expr *src = tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy),
+                                 tc_e_sub(ir, tc__v(ir, px), tc__c(ir, wl->pl)), tc__c(ir, 0), icb_n, wl->h,
+                                 wl->w, cb);
+    tc_list_push(ir, &l, tc_s_for(ir, px, tc__c(ir, xa), tc__c(ir, xb - xa), TC_FOR_SERIAL,
+                                  tc_s_store(ir, x->band,
+                                             tc_e_mul(ir, tc_e_add(ir, rowbase, tc__v(ir, px)), tc__c(ir, cb)),
+                                             tc_e_load(ir, x->in, src, cb, 4), 4)));
+  }
+  if (x->bw > xb) {
+    tc_var *px = tc_var_new(ir, "bx", tc_type_int());
+    tc_list_push(ir, &l, tc_s_for(ir, px, tc__c(ir, xb), tc__c(ir, x->bw - xb), TC_FOR_SERIAL,
+                                  tc_s_store(ir, x->band,
+                                             tc_e_mul(ir, tc_e_add(ir, rowbase, tc__v(ir, px)), tc__c(ir, cb)),
+                                             zero, 4)));
+  }
+  const tc_stmt *row = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), tc_list_seq(ir, &l), zrow);
+  const tc_expr *iyv = tc_e_add(ir, tc_e_mul(ir, x->oy0, tc__c(ir, wl->sh)),
+                                tc_e_sub(ir, tc__v(ir, br), tc__c(ir, wl->pt)));
+  return tc_s_for(ir, icb, tc__c(ir, 0), tc__c(ir, icb_n), TC_FOR_SERIAL,
+                  tc_s_for(ir, br, tc__c(ir, 0), tc__c(ir, x->brows), TC_FOR_SERIAL,
+                           tc_s_let(ir, iy, iyv, row)));
+}
+
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
                        tc_ir *ir, const tc_stmt **out) {
   conv_ctx x;
@@ -205,33 +313,56 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   x.vo = tc__knob(s, c, "tile_oc")[1];
   int rw = tc__knob(s, c, "tile_ow")[1];
   int toh = tc__knob(s, c, "tile_oh")[1];
+  int ng = tc__knob(s, c, "oc_groups")[0];
   x.unroll_kw = tc__knob(s, c, "unroll_kw")[0];
   x.ot = x.vo * x.vl;
   x.ntiles = wl->oc / x.ot;
+  if (x.ntiles % ng) return TH_ERR_INVALID;
   x.in = tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_IN);
   x.wt = tc_var_buffer(ir, "w", tc_type_f32(1), TC_ARG_WEIGHTS);
   x.bias = tc_var_buffer(ir, "bias", tc_type_f32(1), TC_ARG_BIAS);
   x.res = tc_var_buffer(ir, "res", tc_type_f32(1), TC_ARG_RESIDUAL);
   x.out = tc_var_buffer(ir, "out", tc_type_f32(1), TC_ARG_OUT);
+  tc_var *band = NULL;
+  if (use_band(wl, toh)) {
+    band = tc_var_buffer(ir, "band", tc_type_f32(1), -1);
+    x.band = band;
+    x.brows = band_rows(wl, toh);
+    x.bw = band_width(wl);
+  }
   int nrt = (wl->oh + toh - 1) / toh;
   tc_var *task = tc_var_new(ir, "task", tc_type_int());
-  tc_var *nv = tc_var_new(ir, "n", tc_type_int()), *tv = tc_var_new(ir, "t", tc_type_int());
+  tc_var *nv = tc_var_new(ir, "n", tc_type_int()), *gv = tc_var_new(ir, "g", tc_type_int());
+  tc_var *tv = tc_var_new(ir, "t", tc_type_int());
   tc_var *rt = tc_var_new(ir, "rt", tc_type_int()), *ohi = tc_var_new(ir, "ohi", tc_type_int());
-  tc_var *ohv = tc_var_new(ir, "oh", tc_type_int());
+  tc_var *ohv = tc_var_new(ir, "oh", tc_type_int()), *oy0 = tc_var_new(ir, "oy0", tc_type_int());
   x.n = tc__v(ir, nv);
   x.t = tc__v(ir, tv);
   x.oh = tc__v(ir, ohv);
-  const tc_stmt *row = tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, wl->kw, wl->w, conv_tile, &x);
+  x.oy0 = tc__v(ir, oy0);
+  const tc_stmt *row = tc__ow_tiles(ir, wl->ow, rw, wl->sw, band ? 0 : wl->pl, wl->kw,
+                                    band ? x.bw : wl->w, conv_tile, &x);
   if (wl->oh % toh) row = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x.oh, tc__c(ir, wl->oh)), row, NULL);
   const tc_stmt *rows = tc_s_for(
       ir, ohi, tc__c(ir, 0), tc__c(ir, toh), TC_FOR_SERIAL,
-      tc_s_let(ir, ohv, tc_e_add(ir, tc_e_mul(ir, tc__v(ir, rt), tc__c(ir, toh)), tc__v(ir, ohi)), row));
+      tc_s_let(ir, ohv, tc_e_add(ir, x.oy0, tc__v(ir, ohi)), row));
+  /* group g holds oc tiles [g*tpg, (g+1)*tpg) */
+  int tpg = x.ntiles / ng;
+  tc_var *ti = tc_var_new(ir, "ti", tc_type_int());
+  const tc_stmt *tiles = tc_s_for(
+      ir, ti, tc__c(ir, 0), tc__c(ir, tpg), TC_FOR_SERIAL,
+      tc_s_let(ir, tv, tc_e_add(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg)), tc__v(ir, ti)), rows));
+  if (band) {
+    const tc_stmt *both[2] = {band_fill(ir, &x), tiles};
+    tiles = tc_s_allocate(ir, band, band_floats(wl, toh), TC_SCOPE_LOCAL, tc_s_seq(ir, 2, both));
+  }
   const tc_expr *tk = tc__v(ir, task);
   const tc_stmt *body = tc_s_let(
-      ir, nv, tc_e_div(ir, tk, tc__c(ir, (int64_t)x.ntiles * nrt)),
-      tc_s_let(ir, tv, tc_e_mod(ir, tc_e_div(ir, tk, tc__c(ir, nrt)), tc__c(ir, x.ntiles)),
-               tc_s_let(ir, rt, tc_e_mod(ir, tk, tc__c(ir, nrt)), rows)));
-  *out = tc__parallel(ir, task, (int64_t)wl->n * x.ntiles * nrt, body);
+      ir, nv, tc_e_div(ir, tk, tc__c(ir, (int64_t)ng * nrt)),
+      tc_s_let(ir, gv, tc_e_mod(ir, tc_e_div(ir, tk, tc__c(ir, nrt)), tc__c(ir, ng)),
+               tc_s_let(ir, rt, tc_e_mod(ir, tk, tc__c(ir, nrt)),
+                        tc_s_let(ir, oy0, tc_e_mul(ir, tc__v(ir, rt), tc__c(ir, toh)), tiles))));
+  *out = tc__parallel(ir, task, (int64_t)wl->n * ng * nrt, body);
   return ir->err;
 }
 

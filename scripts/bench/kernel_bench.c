@@ -2,7 +2,13 @@
  * of the dense head, against the machine's FMA peak measured with an FMA loop compiled by the same LLVM
  * backend (one independent accumulator chain per register, all threads). Run via scripts/bench/kernels.sh,
  * which sets TH_NUM_THREADS=2. Prints a table; AutoTVM's tuned figures from autotvm-facts.md are shown
- * beside for reference. */
+ * beside for reference.
+ *
+ * Per-layer profile: `kernel_bench NET BATCH` times every distinct kernel of the network (all families,
+ * fallback configs, after the graph passes) and prints calls x ms, the share of the summed time and
+ * GFLOP/s, heaviest first, so one sees where an inference's time goes.
+ * Experiments: TH_BENCH_CASE=i TH_BENCH_CFG=a,b,c,... times case (or task) i with the given knob value
+ * indices instead of the fallback. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +16,7 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "tc.h"
 #include "llvm/tc_llvm.h"
 #include "th_util.h"
 
@@ -77,49 +84,97 @@ static double time_kernel(kfn f, void *const *args, double min_s) {
   return best;
 }
 
-int main(void) {
+/* Applies TH_BENCH_CFG ("a,b,c,...": knob value indices) to *c when TH_BENCH_CASE names case i. */
+static void override_cfg(int i, const tc_space *s, tc_config *c) {
+  const char *ci = getenv("TH_BENCH_CASE"), *cf = getenv("TH_BENCH_CFG");
+  if (!ci || !cf || (int)strtol(ci, NULL, 10) != i) return;
+  const char *p = cf;
+  for (int k = 0; k < s->nknobs && *p; k++) {
+    char *end = NULL;
+    long v = strtol(p, &end, 10);
+    if (end == p) break;
+    if (v >= 0 && v < s->knobs[k].nvalues) c->idx[k] = (int)v;
+    p = *end == ',' ? end + 1 : end;
+  }
+}
+
+int main(int argc, char **argv) {
   tc_target t;
   if (tc_target_host(&t) != TH_OK) return 1;
   const char *nt = getenv("TH_NUM_THREADS");
   int threads = nt ? (int)strtol(nt, NULL, 10) : (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (threads < 1) threads = 1;
-  struct {
-    const char *name;
+  enum { MAXC = 128 };
+  struct bcase {
+    char name[64];
     tc_workload wl;
     double tvm;
-  } cases[] = {
-      {"conv1 7x7/2 3->64 224", conv(3, 224, 64, 7, 2, 3), 271},
-      {"64->64 3x3 56", conv(64, 56, 64, 3, 1, 1), 256},
-      {"64->128 3x3/2 56", conv(64, 56, 128, 3, 2, 1), 178},
-      {"64->128 1x1/2 56", conv(64, 56, 128, 1, 2, 0), 87},
-      {"128->128 3x3 28", conv(128, 28, 128, 3, 1, 1), 246},
-      {"128->256 3x3/2 28", conv(128, 28, 256, 3, 2, 1), 173},
-      {"128->256 1x1/2 28", conv(128, 28, 256, 1, 2, 0), 143},
-      {"256->256 3x3 14", conv(256, 14, 256, 3, 1, 1), 256},
-      {"256->512 3x3/2 14", conv(256, 14, 512, 3, 2, 1), 155},
-      {"256->512 1x1/2 14", conv(256, 14, 512, 1, 2, 0), 122},
-      {"512->512 3x3 7", conv(512, 7, 512, 3, 1, 1), 187},
-      {"dense 512->1000", {0}, 10},
-  };
-  int n = (int)(sizeof cases / sizeof cases[0]);
-  tc_workload *d = &cases[n - 1].wl;
-  d->kernel = TC_KERNEL_DENSE;
-  d->n = 1, d->c = 512, d->h = d->w = d->oh = d->ow = 1, d->oc = 1000, d->in_cb = d->out_cb = 1;
-  d->epilogue = TC_EPI_BIAS;
+    int count;
+  } *cases = calloc(MAXC, sizeof *cases);
+  int n = 0;
+  const char *net = argc >= 3 ? argv[1] : NULL;
+  if (net) {
+    tc_task *tasks = NULL;
+    int nt_ = 0;
+    th_status rc = tc_network_tasks(net, (int)strtol(argv[2], NULL, 10), &tasks, &nt_);
+    if (rc != TH_OK) {
+      fprintf(stderr, "%s: %s\n", net, th_status_str(rc));
+      return 1;
+    }
+    for (int i = 0; i < nt_ && n < MAXC; i++, n++) {
+      const tc_workload *w = &tasks[i].wl;
+      cases[n].wl = *w;
+      cases[n].count = tasks[i].count;
+      if (w->kernel == TC_KERNEL_CONV2D || w->kernel == TC_KERNEL_DEPTHWISE)
+        snprintf(cases[n].name, sizeof cases[n].name, "%s %d->%d %dx%d/%d %d", w->kernel == TC_KERNEL_CONV2D ? "conv" : "dw",
+                 w->c, w->oc, w->kh, w->kw, w->sh, w->h);
+      else
+        snprintf(cases[n].name, sizeof cases[n].name, "%.12s %d->%d %d", tc_kernel_name(w->kernel), w->c, w->oc, w->h);
+    }
+    free(tasks);
+  } else {
+    static const struct {
+      const char *name;
+      int c, hw, oc, k, s, p;
+      double tvm;
+    } rn[] = {
+        {"conv1 7x7/2 3->64 224", 3, 224, 64, 7, 2, 3, 271}, {"64->64 3x3 56", 64, 56, 64, 3, 1, 1, 256},
+        {"64->128 3x3/2 56", 64, 56, 128, 3, 2, 1, 178},     {"64->128 1x1/2 56", 64, 56, 128, 1, 2, 0, 87},
+        {"128->128 3x3 28", 128, 28, 128, 3, 1, 1, 246},     {"128->256 3x3/2 28", 128, 28, 256, 3, 2, 1, 173},
+        {"128->256 1x1/2 28", 128, 28, 256, 1, 2, 0, 143},   {"256->256 3x3 14", 256, 14, 256, 3, 1, 1, 256},
+        {"256->512 3x3/2 14", 256, 14, 512, 3, 2, 1, 155},   {"256->512 1x1/2 14", 256, 14, 512, 1, 2, 0, 122},
+        {"512->512 3x3 7", 512, 7, 512, 3, 1, 1, 187},
+    };
+    for (size_t i = 0; i < sizeof rn / sizeof rn[0]; i++, n++) {
+      snprintf(cases[n].name, sizeof cases[n].name, "%s", rn[i].name);
+      cases[n].wl = conv(rn[i].c, rn[i].hw, rn[i].oc, rn[i].k, rn[i].s, rn[i].p);
+      cases[n].tvm = rn[i].tvm;
+      cases[n].count = 1;
+    }
+    snprintf(cases[n].name, sizeof cases[n].name, "dense 512->1000");
+    tc_workload *d = &cases[n].wl;
+    d->kernel = TC_KERNEL_DENSE;
+    d->n = 1, d->c = 512, d->h = d->w = d->oh = d->ow = 1, d->oc = 1000, d->in_cb = d->out_cb = 1;
+    d->epilogue = TC_EPI_BIAS;
+    cases[n].tvm = 10;
+    cases[n].count = 1;
+    n++;
+  }
 
-  tc_workload wls[16];
-  tc_config cfgs[16];
-  const char *names[16];
-  char nbuf[16][16];
+  tc_config *cfgs = calloc(MAXC, sizeof *cfgs);
+  char(*names)[16] = calloc(MAXC, sizeof *names);
   for (int i = 0; i < n; i++) {
     tc_space s;
-    wls[i] = cases[i].wl;
-    if (tc_op_space(&wls[i], &t, &s) != TH_OK || tc_op_fallback(&wls[i], &t, &s, &cfgs[i]) != TH_OK) {
+    if (tc_op_space(&cases[i].wl, &t, &s) != TH_OK || tc_op_fallback(&cases[i].wl, &t, &s, &cfgs[i]) != TH_OK) {
       fprintf(stderr, "no fallback for %s\n", cases[i].name);
       return 1;
     }
-    snprintf(nbuf[i], sizeof nbuf[i], "k%d", i);
-    names[i] = nbuf[i];
+    override_cfg(i, &s, &cfgs[i]);
+    if (tc_op_valid(&cases[i].wl, &t, &s, &cfgs[i]) != TH_OK) {
+      fprintf(stderr, "invalid config for case %d\n", i);
+      return 1;
+    }
+    snprintf(names[i], sizeof names[i], "k%d", i);
   }
   char so[] = "/tmp/th_kernel_bench_XXXXXX";
   int fd = mkstemp(so);
@@ -128,7 +183,7 @@ int main(void) {
   /* Kernels plus the peak loop in one library. */
   tc_llvm_module_t *m = NULL;
   th_status rc = tc_llvm_module_new(&t, "bench", &m);
-  for (int i = 0; i < n && rc == TH_OK; i++) rc = tc_llvm_add_kernel(m, names[i], &wls[i], &cfgs[i]);
+  for (int i = 0; i < n && rc == TH_OK; i++) rc = tc_llvm_add_kernel(m, names[i], &cases[i].wl, &cfgs[i]);
   th_arena *a = th_arena_new(1 << 16);
   tc_ir ir;
   tc_ir_init(&ir, a);
@@ -165,39 +220,67 @@ int main(void) {
   double peak = 2.0 * 2 * threads * (double)chains * iters * t.simd_lanes / dt / 1e9;
   printf("target %s, %d lanes, %d threads; FMA peak %.1f GFLOP/s (%.1f per thread)\n", t.cpu,
          t.simd_lanes, threads, peak, peak / threads);
-  printf("%-24s %-44s %9s %9s %7s %9s\n", "layer", "fallback config", "ms", "GFLOP/s", "%peak",
-         "AutoTVM");
+  double *ms = calloc((size_t)n, sizeof *ms);
   double tot_ms = 0, tot_fl = 0;
   for (int i = 0; i < n; i++) {
-    tc_workload *wl = &wls[i];
+    tc_workload *wl = &cases[i].wl;
     size_t isz = (size_t)wl->n * wl->c * wl->h * wl->w, osz = (size_t)wl->n * wl->oc * wl->oh * wl->ow;
+    if (wl->kernel == TC_KERNEL_CONCAT) osz = (size_t)wl->n * wl->oc * wl->h * wl->w;
+    size_t big = isz > osz ? isz : osz;
     size_t psz = tc_op_packed_size(wl, &cfgs[i], &t);
-    float *in = calloc(isz, 4), *out = calloc(osz, 4), *wt = calloc(psz, 4), *bias = calloc((size_t)wl->oc, 4);
-    for (size_t j = 0; j < isz; j++) in[j] = (float)(j % 7) * 0.1f;
+    float *in = calloc(big, 4), *out = calloc(big, 4), *res = calloc(big, 4);
+    float *wt = calloc(psz ? psz : 1, 4), *bias = calloc((size_t)wl->oc, 4);
+    for (size_t j = 0; j < big; j++) in[j] = (float)(j % 7) * 0.1f;
     for (size_t j = 0; j < psz; j++) wt[j] = (float)(j % 5) * 0.01f;
-    void *args[5] = {in, wt, bias, NULL, out};
+    void *args5[5] = {in, wt, bias, res, out};
+    void *args3[3] = {in, res, out};
+    void *args2[2] = {in, out};
+    int na = tc_op_nargs(wl->kernel);
+    void **args = na == 5 ? args5 : na == 3 ? args3 : args2;
     *(void **)&f = dlsym(h, names[i]);
-    double sec = time_kernel(f, (void *const *)args, 0.5);
-    double gf = tc_workload_flops(wl) / sec / 1e9;
+    double sec = time_kernel(f, (void *const *)args, net ? 0.2 : 0.5);
+    ms[i] = sec * 1e3 * cases[i].count;
+    tot_ms += ms[i];
+    tot_fl += tc_workload_flops(wl) * cases[i].count;
+    free(in), free(out), free(res), free(wt), free(bias);
+  }
+  int *order = calloc((size_t)n, sizeof *order);
+  for (int i = 0; i < n; i++) order[i] = i;
+  if (net) /* heaviest first */
+    for (int i = 1; i < n; i++)
+      for (int j = i; j > 0 && ms[order[j]] > ms[order[j - 1]]; j--) {
+        int tmp = order[j];
+        order[j] = order[j - 1];
+        order[j - 1] = tmp;
+      }
+  printf("%-3s %-26s %-44s %5s %9s %6s %9s %7s%s\n", "#", "layer", "config", "calls", "ms", "share",
+         "GFLOP/s", "%peak", net ? "" : "   AutoTVM");
+  for (int oi = 0; oi < n; oi++) {
+    int i = order[oi];
+    tc_workload *wl = &cases[i].wl;
+    double gf = tc_workload_flops(wl) * cases[i].count / (ms[i] / 1e3) / 1e9;
     tc_space s;
-    char cs[256];
+    char cs[512];
     tc_op_space(wl, &t, &s);
     tc_config_str(&s, &cfgs[i], cs, sizeof cs);
-    /* Strip the JSON quoting for a compact column. */
+    /* Knob values only, compact: "[4,2][19,6]..." */
     char compact[256];
     size_t k = 0;
-    for (size_t j = 0; cs[j] && k + 1 < sizeof compact; j++)
-      if (cs[j] != '"') compact[k++] = cs[j];
+    int depth = 0;
+    for (size_t j = 0; cs[j] && k + 1 < sizeof compact; j++) {
+      if (cs[j] == '[') depth++;
+      if (depth >= 3 && cs[j] != '"') compact[k++] = cs[j];
+      if (cs[j] == ']') depth--;
+    }
     compact[k] = '\0';
-    printf("%-24s %-44.44s %9.3f %9.1f %6.1f%% %9.0f\n", cases[i].name, compact, sec * 1e3, gf,
-           100 * gf / peak, cases[i].tvm);
-    tot_ms += sec * 1e3;
-    tot_fl += tc_workload_flops(wl);
-    free(in), free(out), free(wt), free(bias);
+    printf("%-3d %-26.26s %-44.44s %5d %9.3f %5.1f%% %9.1f %6.1f%%", i, cases[i].name, compact, cases[i].count,
+           ms[i], 100 * ms[i] / tot_ms, gf, 100 * gf / peak);
+    if (!net) printf(" %9.0f", cases[i].tvm);
+    printf("\n");
   }
-  printf("%-24s %-44s %9.3f %9.1f %6.1f%%\n", "all (one of each)", "", tot_ms, tot_fl / tot_ms / 1e6,
-         100 * tot_fl / tot_ms / 1e6 / peak);
+  printf("%-3s %-26s %-44s %5s %9.3f %5.1f%% %9.1f %6.1f%%\n", "", net ? "all kernels" : "all (one of each)", "",
+         "", tot_ms, 100.0, tot_fl / tot_ms / 1e6, 100 * tot_fl / tot_ms / 1e6 / peak);
   th_arena_free(a);
-  free(pout);
+  free(pout), free(ms), free(order), free(cases), free(cfgs), free(names);
   return 0;
 }

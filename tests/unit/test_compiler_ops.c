@@ -196,6 +196,26 @@ static void ref_conv(const tc_workload *wl, const float *in, const float *wt, co
         }
 }
 
+/* The fallback, then every valid config that differs from it in one knob (each knob's values in turn),
+ * up to max: a deterministic sweep that reaches every code path a knob selects. */
+static int axis_configs(const tc_workload *wl, tc_config *cfgs, int max) {
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
+  CHECK_EQ_INT(tc_op_fallback(wl, &target, &s, &cfgs[0]), TH_OK);
+  int n = 1;
+  for (int k = 0; k < s.nknobs; k++)
+    for (int v = 0; v < s.knobs[k].nvalues && n < max; v++) {
+      tc_config c = cfgs[0];
+      c.idx[k] = v;
+      if (v == cfgs[0].idx[k] || tc_op_valid(wl, &target, &s, &c) != TH_OK) continue;
+      cfgs[n++] = c;
+    }
+  return n;
+}
+
+static void check_list(const tc_workload *all_wl, const tc_config *all_cfg, const int *owner, int n,
+                       int depthwise);
+
 /* Runs n workloads x their configs through one library and the reference. */
 static void check_weighted(const tc_workload *wls, int nwl, int per, int depthwise) {
   tc_workload all_wl[256];
@@ -211,6 +231,11 @@ static void check_weighted(const tc_workload *wls, int nwl, int per, int depthwi
       owner[n++] = i;
     }
   }
+  check_list(all_wl, all_cfg, owner, n, depthwise);
+}
+
+static void check_list(const tc_workload *all_wl, const tc_config *all_cfg, const int *owner, int n,
+                       int depthwise) {
   lib L;
   build(&L, n, all_wl, all_cfg);
   for (int q = 0; q < n; q++) {
@@ -267,6 +292,39 @@ TH_TEST(conv2d_differential) {
   memcpy(all, wls, sizeof wls);
   all[6] = a;
   check_weighted(all, 7, 4, 0);
+  return 0;
+}
+
+/* Every value of every conv knob (row tiles with and without the padded band, oc groups, unrolled kw,
+ * all tile widths) on shapes with odd remainders, plus a conv whose band is too big for the stack (the
+ * bounds-checked border path). */
+TH_TEST(conv2d_knob_sweep) {
+  init_target();
+  tc_workload wls[] = {
+      conv_wl(TC_KERNEL_CONV2D, 1, 32, 7, 7, 64, 3, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_CONV2D, 2, 16, 11, 9, 32, 3, 3, 2, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_CONV2D, 1, 3, 19, 17, 16, 7, 7, 2, 3, 1, 16, TC_EPI_BIAS | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_CONV2D, 1, 16, 5, 14, 32, 1, 1, 1, 0, 16, 16, TC_EPI_BIAS),
+      conv_wl(TC_KERNEL_CONV2D, 1, 256, 3, 66, 16, 3, 3, 1, 1, 16, 16, TC_EPI_RELU), /* band > stack */
+  };
+  int nwl = (int)(sizeof wls / sizeof wls[0]);
+  enum { MAXN = 256 };
+  tc_workload *all_wl = calloc(MAXN, sizeof *all_wl);
+  tc_config *all_cfg = calloc(MAXN, sizeof *all_cfg);
+  int *owner = calloc(MAXN, sizeof *owner), n = 0;
+  CHECK(all_wl && all_cfg && owner);
+  for (int i = 0; i < nwl; i++) {
+    tc_config cfgs[80];
+    int k = axis_configs(&wls[i], cfgs, i == nwl - 1 ? 6 : 80);
+    CHECK(k >= 3);
+    for (int j = 0; j < k && n < MAXN; j++) {
+      all_wl[n] = wls[i];
+      all_cfg[n] = cfgs[j];
+      owner[n++] = i;
+    }
+  }
+  check_list(all_wl, all_cfg, owner, n, 0);
+  free(all_wl), free(all_cfg), free(owner);
   return 0;
 }
 
