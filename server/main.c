@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "remeasure.h"
 #include "srv.h"
 #include "th_log.h"
+#include "th_util.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -17,10 +19,12 @@ static void usage(FILE *f) {
           "usage:\n"
           "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
+          "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8]\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
           "  tunehub run   BUNDLE.tar [--repeat N]\n"
+          "  tunehub remeasure NETWORK BATCH [--data ./data]   time each task's best stored config alone\n"
           "  tunehub networks            list the model zoo\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
@@ -60,6 +64,41 @@ static int cmd_serve(int argc, char **argv) {
   return 0;
 }
 
+/* `remeasure NETWORK BATCH [--data DIR]`: CSV network,workload,recorded_s,isolated_s (the scheduler bench). */
+static int cmd_remeasure(int argc, char **argv) {
+  const char *data = "./data";
+  const char *pos[2] = {NULL, NULL};
+  int npos = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--data") && i + 1 < argc)
+      data = argv[++i];
+    else if (argv[i][0] != '-' && npos < 2)
+      pos[npos++] = argv[i];
+    else {
+      fprintf(stderr, "usage: tunehub remeasure NETWORK BATCH [--data DIR]\n");
+      return 2;
+    }
+  }
+  int64_t batch = 0;
+  if (npos != 2 || th_parse_i64(pos[1], &batch) != TH_OK || batch < 1 || batch > 4096) {
+    fprintf(stderr, "usage: tunehub remeasure NETWORK BATCH [--data DIR] (BATCH a whole number from 1)\n");
+    return 2;
+  }
+  store_t *st = NULL;
+  if (store_open(data, &st) != TH_OK) {
+    fprintf(stderr, "tunehub remeasure: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
+    return 1;
+  }
+  char err[512] = "";
+  th_status rc = tune_remeasure(st, pos[0], (int)batch, stdout, err, sizeof err);
+  store_close(st);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub remeasure: %s\n", err);
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
@@ -71,6 +110,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "networks")) return cli_networks();
+  if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("tunehub %s\n", TH_VERSION);
@@ -81,6 +121,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
-                  "version, help\n", cmd);
+                  "remeasure, version, help\n", cmd);
   return 2;
 }

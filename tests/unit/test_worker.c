@@ -104,7 +104,7 @@ static void on_event(void *ctx, int64_t id) {
 TH_TEST(build_publishes_a_real_tar) {
   store_t *st = open_tmp();
   test_builder tb = {0, 2};
-  tune_builder b = {"test", tb_supports, tb_run, &tb};
+  tune_builder b = {"test", tb_supports, tb_run, &tb, NULL, NULL, NULL, NULL};
   int events = 0;
   tune_workers *w = NULL;
   char root[1200];
@@ -140,7 +140,7 @@ TH_TEST(build_publishes_a_real_tar) {
 TH_TEST(failure_keeps_message) {
   store_t *st = open_tmp();
   test_builder tb = {1, 0};
-  tune_builder b = {"test", tb_supports, tb_run, &tb};
+  tune_builder b = {"test", tb_supports, tb_run, &tb, NULL, NULL, NULL, NULL};
   tune_workers *w = NULL;
   char root[1200];
   snprintf(root, sizeof root, "%s/work", store_data_dir(st));
@@ -170,7 +170,7 @@ TH_TEST(failure_keeps_message) {
 TH_TEST(cancel_between_stages) {
   store_t *st = open_tmp();
   test_builder tb = {0, 100}; /* 5 s unless cancelled */
-  tune_builder b = {"test", tb_supports, tb_run, &tb};
+  tune_builder b = {"test", tb_supports, tb_run, &tb, NULL, NULL, NULL, NULL};
   tune_workers *w = NULL;
   char root[1200];
   snprintf(root, sizeof root, "%s/work", store_data_dir(st));
@@ -204,7 +204,7 @@ TH_TEST(cancel_between_stages) {
 TH_TEST(shutdown_leaves_job_for_restart) {
   store_t *st = open_tmp();
   test_builder tb = {0, 100};
-  tune_builder b = {"test", tb_supports, tb_run, &tb};
+  tune_builder b = {"test", tb_supports, tb_run, &tb, NULL, NULL, NULL, NULL};
   tune_workers *w = NULL;
   char root[1200];
   snprintf(root, sizeof root, "%s/work", store_data_dir(st));

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Integration tests of the load-aware scheduler against the real daemon: three tuning misses at once
+# interleave (seen through GET /scheduler and the SSE stream, resumed with Last-Event-ID) and all publish a
+# tuned v2; a kill -9 mid-tuning resumes from the stored records after a restart.
+# Usage: sched.sh CASE, with TUNEHUB set to the binary.
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+
+job_state() { curl -s "$BASE/jobs/$1" | jq -r .state; }
+
+# wait_jobs SECONDS ID...: until every job has ended; fails unless all succeeded
+wait_jobs() {
+  local secs=$1
+  shift
+  for _ in $(seq 1 $((secs * 2))); do
+    local left=0
+    for j in "$@"; do
+      case "$(job_state "$j")" in
+        succeeded) ;;
+        failed | cancelled) curl -s "$BASE/jobs/$j" | head -c 600; fail "job $j ended $(job_state "$j")" ;;
+        *) left=$((left + 1)) ;;
+      esac
+    done
+    [[ $left == 0 ]] && return 0
+    sample_scheduler
+    sleep 0.5
+  done
+  fail "jobs $* did not finish in ${secs}s"
+}
+
+sample_scheduler() {
+  curl -s "$BASE/scheduler" >>"$TMP/sched.jsonl" || true
+  echo >>"$TMP/sched.jsonl"
+}
+
+records_of() { sqlite3 "$DATA/tunehub.db" "SELECT count(*) FROM tuning_records WHERE job_id = $1"; }
+
+case_interleave_sse() {
+  start_daemon --on-miss tune --miss-trials 2 --workers 3
+  nets=(squeezenet_v1.1 mobilenet resnet-18)
+  ids=()
+  for n in "${nets[@]}"; do
+    expect_status 503 "$BASE/models/llvm/$n/1"
+    ids+=("$(jq -r .error.job.id "$TMP/body")")
+  done
+  # the first job's whole stream (ends by itself after "done")
+  curl -sN --max-time 900 "$BASE/jobs/${ids[0]}/events" >"$TMP/sse0" &
+  full=$!
+  # a short stream of the second job, then a resume from its last id
+  curl -sN --max-time 4 "$BASE/jobs/${ids[1]}/events" >"$TMP/sse1a" || true
+  last=$(grep '^id: ' "$TMP/sse1a" | tail -n1 | cut -d' ' -f2)
+  [[ -n "$last" ]] || fail "no event ids in the first stream: $(head -c 300 "$TMP/sse1a")"
+  grep -q '^event: progress' "$TMP/sse1a" || fail "a new stream starts without a progress snapshot"
+  curl -sN --max-time 4 -H "Last-Event-ID: $last" "$BASE/jobs/${ids[1]}/events" >"$TMP/sse1b" || true
+  first=$(grep '^id: ' "$TMP/sse1b" | head -n1 | cut -d' ' -f2)
+  [[ -n "$first" && "$first" -gt "$last" ]] || fail "resume after $last began at '$first'"
+  [[ "$first" == $((last + 1)) ]] || grep -q '^event: progress' "$TMP/sse1b" || fail "resume skipped events"
+  # the stream cap per client
+  expect_status 200 "$BASE/scheduler"
+  jq -e '.resources.cpu.total >= 1 and (.resources.devices | map(.name) | index("cpu") != null)' "$TMP/body" \
+    >/dev/null || fail "scheduler resources: $(head -c 400 "$TMP/body")"
+  wait_jobs 1500 "${ids[@]}"
+  wait "$full" || true
+  # interleaving: some sample had more than one job admitted, and two jobs past their quick build at once
+  jq -e -s 'map(select(.admitted != null)) | map(.admitted) | max > 1' "$TMP/sched.jsonl" >/dev/null \
+    || fail "never more than one admitted job"
+  jq -e -s 'map(select(.jobs != null) | [.jobs[] | select(.phase == "tune")] | length) | max > 1' \
+    "$TMP/sched.jsonl" >/dev/null || fail "tuning stages of different jobs never interleaved"
+  jq -e -s 'map(select(.estimates != null)) | last | .estimates.measure.samples > 0' "$TMP/sched.jsonl" \
+    >/dev/null || fail "no learned measure estimate"
+  # the full stream: stages, progress, both publishes (v2 tuned), done last, increasing ids
+  for ev in stage progress published done; do
+    grep -q "^event: $ev" "$TMP/sse0" || fail "stream lacks '$ev': $(tail -c 400 "$TMP/sse0")"
+  done
+  grep -q '^data: {"job":'"${ids[0]}"',"version":2,"tuned":true,"digest":"sha256:' "$TMP/sse0" \
+    || fail "no tuned v2 publish event"
+  [[ "$(grep '^event: ' "$TMP/sse0" | tail -n1)" == "event: done" ]] || fail "done is not the last event"
+  grep -q '"state":"succeeded","error":null' "$TMP/sse0" || fail "done data"
+  grep '^id: ' "$TMP/sse0" | cut -d' ' -f2 | sort -n -c || fail "event ids do not increase"
+  grep -q '"stage":"measure"' "$TMP/sse0" || fail "no measure stage event"
+  # a finished job's stream: snapshot and done at once
+  curl -sN --max-time 10 "$BASE/jobs/${ids[2]}/events" >"$TMP/sse2"
+  grep -q '^event: progress' "$TMP/sse2" && grep -q '^event: done' "$TMP/sse2" || fail "finished stream"
+  for n in "${nets[@]}"; do
+    expect_status 200 "$BASE/models/llvm/$n/1/manifest"
+    jq -e '.tuned == true and .version == 2' "$TMP/body" >/dev/null \
+      || fail "$n: newest is not a tuned v2: $(head -c 200 "$TMP/body")"
+  done
+  # per-client stream cap: 429 with Retry-After and a clear message
+  stop_daemon
+  start_daemon --max-streams-per-ip 1
+  expect_status 202 -H 'Prefer: respond-async' "$BASE/models/llvm/squeezenet_v1.1/2"
+  j=$(jq -r .job.id "$TMP/body")
+  curl -sN --max-time 5 "$BASE/jobs/$j/events" >/dev/null &
+  sleep 0.5
+  expect_status 429 "$BASE/jobs/$j/events"
+  body_has 'event streams open'
+  [[ -n "$(header Retry-After)" ]] || fail "429 without Retry-After"
+  wait || true
+}
+
+case_kill9_tuning() {
+  start_daemon --on-miss tune --miss-trials 3 --workers 2
+  expect_status 503 "$BASE/models/llvm/squeezenet_v1.1/1"
+  job=$(jq -r .error.job.id "$TMP/body")
+  # wait until it is tuning and has stored some records
+  for _ in $(seq 1 600); do
+    n=$(records_of "$job")
+    [[ "$n" -ge 6 ]] && break
+    sleep 0.25
+  done
+  [[ "$n" -ge 6 ]] || fail "no tuning records after 150 s"
+  kill -9 "$PID"
+  wait "$PID" 2>/dev/null || true
+  PID=""
+  before=$(records_of "$job")
+  start_daemon --on-miss tune --miss-trials 3 --workers 2
+  grep -q "requeued" "$LOG" || fail "the running job was not requeued"
+  after=$(records_of "$job")
+  [[ "$after" -ge "$before" ]] || fail "records decreased: $before -> $after"
+  wait_jobs 900 "$job"
+  final=$(records_of "$job")
+  [[ "$final" -ge "$before" ]] || fail "records decreased: $before -> $final"
+  expect_status 200 "$BASE/jobs/$job"
+  jq -e '.attempts == 2 and .state == "succeeded"' "$TMP/body" >/dev/null || fail "job: $(head -c 300 "$TMP/body")"
+  # resumed, not restarted: the quick build was not published again (v1 quick, v2 tuned, nothing else)
+  expect_status 200 "$BASE/models/llvm/squeezenet_v1.1/1/versions"
+  jq -e '.count == 2 and .versions[0].tuned == false and .versions[1].tuned == true' "$TMP/body" >/dev/null \
+    || fail "versions: $(head -c 400 "$TMP/body")"
+  # the trials stored before the kill were not run again: at most one batch in flight was lost and redone
+  total=$(sqlite3 "$DATA/tunehub.db" "SELECT count(*) FROM tuning_records WHERE job_id = $job")
+  distinct=$(sqlite3 "$DATA/tunehub.db" \
+    "SELECT count(*) FROM (SELECT DISTINCT workload_key, config FROM tuning_records WHERE job_id = $job)")
+  echo "records: before kill $before, after $final (distinct configs $distinct)"
+}
+
+"case_$1"
+echo "PASS $1"
