@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Benchmark of the load-aware scheduler: three tuning jobs with a fixed trial budget each (resnet-18,
+# mobilenet-v2, squeezenet_v1.1, batch 1, llvm), run three ways from empty data directories:
+#   (a) sequential: the daemon admitting one job at a time (--workers 1), the three misses at once;
+#   (b) naive parallel: three independent processes at once, each on its own data dir, no scheduler
+#       (tunehub build = quick v1, tunehub tune, tunehub build = tuned v2);
+#   (c) scheduler: the daemon admitting all three (--workers 3), the three misses at once.
+# Reported per mode: total completion time; per job the interference = median over its tasks' best configs of
+# |recorded time - isolated re-measurement| / isolated (tunehub remeasure, run after all modes on the then
+# idle machine, same measurement worker and options); and each network's final latency (tunehub run on the
+# tuned bundle, median of --repeat runs). Prints a table and saves CSV under scripts/bench/out/.
+# Usage: scripts/bench/scheduler.sh [TRIALS] (default 2 trials per task). TUNEHUB overrides the binary.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+TH=${TUNEHUB:-$root/build/server/tunehub}
+TRIALS=${1:-2}
+REPEAT=${REPEAT:-30}
+NETS=(resnet-18 mobilenet-v2 squeezenet_v1.1)
+OUT="$root/scripts/bench/out"
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/th_bench_sched_XXXXXX)
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+csv="$OUT/scheduler-$stamp.csv"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
+trap cleanup EXIT
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# daemon_mode NAME WORKERS: the three misses at once against one daemon; tuned bundles to $W/NAME/NET.tar
+daemon_mode() {
+  local name=$1 workers=$2 port
+  port=$(free_port)
+  mkdir -p "$W/$name"
+  "$TH" serve --listen "127.0.0.1:$port" --data "$W/$name/data" --on-miss tune --miss-trials "$TRIALS" \
+    --workers "$workers" >"$W/$name/daemon.log" 2>&1 &
+  local pid=$!
+  PIDS+=("$pid")
+  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+  local t0 t1
+  t0=$(date +%s.%N)
+  local pids=()
+  for n in "${NETS[@]}"; do
+    # ?tuned=1&wait=600 answers once the tuned v2 exists (a miss queues the tuning job)
+    (
+      for _ in $(seq 1 6); do
+        curl -fsS -o "$W/$name/$n.tar" "http://127.0.0.1:$port/models/llvm/$n/1?tuned=1&wait=600" && exit 0
+        sleep 1
+      done
+      exit 1
+    ) &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { tail -30 "$W/$name/daemon.log"; exit 1; }; done
+  t1=$(date +%s.%N)
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+  echo "$t1 - $t0" | bc >"$W/$name/total_s"
+  for n in "${NETS[@]}"; do ln -sfn "$W/$name/data" "$W/$name/data-$n"; done
+}
+
+naive_mode() {
+  local name=$1
+  mkdir -p "$W/$name"
+  local t0 t1 pids=()
+  t0=$(date +%s.%N)
+  for n in "${NETS[@]}"; do
+    (
+      d="$W/$name/data-$n"
+      "$TH" build llvm "$n" 1 -o "$W/$name/$n-quick.tar" --data "$d"
+      "$TH" tune llvm "$n" 1 --trials "$TRIALS" --data "$d"
+      "$TH" build llvm "$n" 1 -o "$W/$name/$n.tar" --data "$d"
+    ) >"$W/$name/$n.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || { tail -20 "$W/$name/"*.log; exit 1; }; done
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc >"$W/$name/total_s"
+}
+
+echo "== (a) sequential (daemon, one job at a time), $TRIALS trials per task"
+daemon_mode sequential 1
+echo "   $(cat "$W/sequential/total_s") s"
+echo "== (b) naive parallel (three independent tuners)"
+naive_mode naive
+echo "   $(cat "$W/naive/total_s") s"
+echo "== (c) scheduler (daemon, three jobs admitted)"
+daemon_mode scheduler 3
+echo "   $(cat "$W/scheduler/total_s") s"
+
+echo "== isolated re-measurement and final latencies (idle machine from here on)"
+echo "mode,network,total_s,interference_median,tasks,latency_ms" >"$csv"
+for mode in sequential naive scheduler; do
+  for n in "${NETS[@]}"; do
+    "$TH" remeasure "$n" 1 --data "$W/$mode/data-$n" >"$W/$mode/$n.remeasure.csv" 2>"$W/$mode/$n.remeasure.err" || true
+    interf=$(/usr/bin/python3 - "$W/$mode/$n.remeasure.csv" <<'PY'
+import csv, statistics, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) == 4]
+d = [abs(float(r[2]) - float(r[3])) / float(r[3]) for r in rows if float(r[3]) > 0]
+print(f"{statistics.median(d):.4f},{len(d)}" if d else "nan,0")
+PY
+)
+    lat=$("$TH" run "$W/$mode/$n.tar" --repeat "$REPEAT" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+    echo "$mode,$n,$(cat "$W/$mode/total_s"),$interf,$lat" >>"$csv"
+  done
+done
+
+echo
+printf '%-11s %-16s %9s %13s %6s %11s\n' mode network total_s interference tasks latency_ms
+tail -n +2 "$csv" | while IFS=, read -r m n t i k l; do
+  printf '%-11s %-16s %9.1f %13s %6s %11s\n' "$m" "$n" "$t" "$i" "$k" "$l"
+done
+echo
+echo "saved $csv"
