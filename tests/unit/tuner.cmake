@@ -11,9 +11,3 @@ th_unit_test(tuner
 add_dependencies(test_tuner tuner_measure_worker)
 target_compile_definitions(test_tuner PRIVATE
   TUNER_WORKER_EXE="$<TARGET_FILE:tuner_measure_worker>")
-# Strategy comparison on a real resnet-18 convolution; skipped unless TUNER_BENCH=1 (takes minutes).
-th_unit_test(tuner_bench
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tuner_bench.c
-  LIBS th_tuner
-  LABELS bench
-  TIMEOUT 3600)

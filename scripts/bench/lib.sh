@@ -1,0 +1,81 @@
+# Shared parts of the end-to-end benchmarks (models.sh, tune.sh), sourced after HERE, ROOT, OUT, TUNEHUB and
+# THREADS are set: the prerequisites (torch, onnxruntime-node, sqlite3), the FP32 FMA peak of this machine,
+# and one timing function per system. Every function logs to stderr and prints its result on stdout.
+PY=/usr/bin/python3
+blog() { echo "[$(basename "$0") $(date +%H:%M:%S)] $*" >&2; }
+
+# Installs what the peers need; sets HAVE_ORT=1 when onnxruntime-node loads.
+bench_prereqs() {
+  [ -x "$TUNEHUB" ] || { echo "$(basename "$0"): $TUNEHUB not built (scripts/build.sh)" >&2; exit 1; }
+  local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+  if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
+    blog "installing python3-torch python3-torchvision"
+    $sudo apt-get update && $sudo apt-get install -y python3-torch python3-torchvision
+  fi
+  if ! command -v sqlite3 >/dev/null; then
+    blog "installing sqlite3"
+    $sudo apt-get install -y sqlite3
+  fi
+  HAVE_ORT=1
+  if [ ! -d "$HERE/node_modules/onnxruntime-node" ]; then
+    blog "npm install --ignore-scripts in scripts/bench"
+    (cd "$HERE" && npm install --ignore-scripts --no-audit --no-fund) || HAVE_ORT=0
+  fi
+  if [ "$HAVE_ORT" = 1 ] && ! (cd "$HERE" && node -e "require('onnxruntime-node')") >/dev/null 2>&1; then
+    blog "onnxruntime-node does not load (binding missing under node_modules/onnxruntime-node/bin?); ORT skipped"
+    HAVE_ORT=0
+  fi
+  blog "torch $("$PY" -c 'import torch; print(torch.__version__)'), onnxruntime-node $( [ "$HAVE_ORT" = 1 ] &&
+    node -p "require('$HERE/node_modules/onnxruntime-node/package.json').version" || echo none)"
+}
+
+# Sets PEAK1 and PEAK2 (GFLOP/s on 1 and 2 threads).
+bench_peak() {
+  local march=-march=native
+  grep -q avx512f /proc/cpuinfo || march="-march=native -mno-avx512f"
+  blog "measuring the FMA peak ($(grep -q avx512f /proc/cpuinfo && echo AVX-512 || echo AVX2))"
+  ${CC:-cc} -O2 $march -pthread "$HERE/fma_peak.c" -o "$OUT/fma_peak"
+  local out; out=$("$OUT/fma_peak")
+  PEAK1=$(echo "$out" | sed -n 's/^peak_1t=//p')
+  PEAK2=$(echo "$out" | sed -n 's/^peak_2t=//p')
+  blog "FMA peak $(echo "$out" | sed -n 's/^isa=//p'): 1 thread $PEAK1 GFLOP/s, 2 threads $PEAK2 GFLOP/s"
+}
+
+# bench_tunehub_run TAR REPEAT -> median ms, or "-"
+bench_tunehub_run() {
+  local out ms
+  if out=$(TH_NUM_THREADS=$THREADS "$TUNEHUB" run "$1" --repeat "$2" 2>&1); then
+    echo "$out" >&2
+    ms=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' | tail -1)
+    echo "${ms:--}"
+  else
+    blog "tunehub run $1 failed: $out"; echo -
+  fi
+}
+
+# bench_torch NET BATCH REPEAT ONNX_OUT -> median ms, or "-" (also exports the ONNX file for ORT)
+bench_torch() {
+  local out log=$OUT/$1_b$2.torch.log
+  if out=$("$PY" "$HERE/models_torch.py" "$1" "$2" "$THREADS" "$3" "$4" 2>"$log"); then
+    grep -E '^torch ' "$log" >&2 || true
+    echo "$out" | sed -n 's/^median_ms=//p'
+  else
+    blog "torch $1 b$2 failed"; tail -5 "$log" >&2; echo -
+  fi
+}
+
+# bench_ort ONNX BATCH SIZE REPEAT -> median ms, or "-"
+bench_ort() {
+  local out log=${1%.onnx}.ort.log
+  if [ "$HAVE_ORT" != 1 ] || [ ! -s "$1" ]; then echo -; return; fi
+  if out=$(cd "$HERE" && node models_ort.js "$1" "$THREADS" "$4" "$2,3,$3,$3" 2>"$log"); then
+    cat "$log" >&2
+    echo "$out" | sed -n 's/^median_ms=//p'
+  else
+    blog "ORT $1 failed"; tail -5 "$log" >&2; echo -
+  fi
+}
+
+bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+# bench_share GFLOP MS -> percent of the 2-thread peak
+bench_share() { awk -v g="$1" -v ms="$2" -v p="$PEAK2" 'BEGIN { if (ms == "" || ms == "-" || ms == 0 || p == "") print "-"; else printf "%.1f", 100 * g / (ms / 1e3) / p }'; }
