@@ -574,7 +574,7 @@
   function taskLabel(t) {
     const w = String(t.workload || '');
     const m = /\bc(\d+) h(\d+) w(\d+) oc(\d+).*?\bk(\d+)x(\d+) s(\d+)x/.exec(w);
-    const tmpl = String(t.template || 'task').replace(/_nchwc$/, '');
+    const tmpl = String(t.template || 'task').replace(/_nchwc$/, '').replace(/^conv2d$/, 'conv').replace(/^depthwise$/, 'dw');
     const n = t.idx != null ? t.idx : t.task;
     if (m) return '#' + n + ' ' + tmpl + ' ' + m[1] + '→' + m[4] + ' ' + m[2] + (m[2] === m[3] ? '²' : '×' + m[3]) + ' k' + m[5] + (m[7] !== '1' ? ' s' + m[7] : '');
     return '#' + n + ' ' + tmpl;
@@ -593,7 +593,9 @@
     const [fw, net, batch] = key.split('/');
     const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch);
     const t = detailData.tuning;
-    const head = h('h3', null, 'Tuning curve');
+    const running = (data.jobs || []).find(j => j.state === 'running' && j.framework === fw && j.network === net && String(j.batch) === batch);
+    const head = h('div', { class: 'card-head' }, h('h3', null, 'Tuning curve'),
+      running ? h('span', { class: 'live small' }, h('a', { href: hrefFor({ view: 'jobs', model: '' }) }, 'job ' + running.id), ' is running; the curve refreshes every 5 s') : null);
     if (t === null) { card.replaceChildren(head, h('p', { class: 'muted' }, 'Loading the tuning records…')); return; }
     if (t instanceof Error) {
       card.replaceChildren(head, h('p', { class: t.status === 501 ? 'empty' : 'error', id: 'tuning-empty' },
@@ -660,7 +662,7 @@
         s('title', null, 'Whole network (estimate): ' + fmtNum(fin) + ' GFLOPS')));
     }
     if (detailData.focus != null) f.svg.setAttribute('data-focus', detailData.focus);
-    const legendBtn = (task, cls, label) => h('button', { type: 'button', class: 'legend-item', 'data-series': task, 'aria-pressed': String(detailData.focus === task),
+    const legendBtn = (task, cls, label) => h('button', { type: 'button', class: 'legend-item', 'data-series': task, 'data-fid': 'legend:' + task, 'aria-pressed': String(detailData.focus === task),
       onclick: () => {
         detailData.focus = detailData.focus === task ? null : task;
         const svg = $('#tuning-chart');
@@ -678,7 +680,7 @@
       total.length ? legendBtn('total', 'total', 'whole network (est.) · ' + fmtNum(fin)) : null);
     if (detailData.focus != null) for (const el of f.svg.querySelectorAll(detailData.focus === 'total' ? '.total' : detailData.focus === 'other' ? '.other' : '[data-task="' + detailData.focus + '"]')) el.classList.add('hl');
     const table = h('details', { class: 'data-table', open: detailData.tableOpen, ontoggle: (e) => { detailData.tableOpen = e.target.open; } },
-      h('summary', null, 'Data table (' + all.length + ' tasks)'),
+      h('summary', { 'data-fid': 'tuning-table' }, 'Data table (' + all.length + ' tasks)'),
       h('div', { class: 'table-wrap' }, h('table', { id: 'tuning-table' },
         h('caption', { class: 'sr-only' }, 'Tuning records per task'),
         h('thead', null, h('tr', null, ['Task', 'Workload', 'Calls', 'GFLOP', 'Trials', 'Valid', 'Best GFLOPS'].map((x, i) =>
@@ -688,10 +690,10 @@
           h('td', { class: 'num' }, k.count), h('td', { class: 'num' }, typeof k.gflop === 'number' ? k.gflop.toFixed(4) : '—'),
           h('td', { class: 'num' }, k.trials), h('td', { class: 'num' }, k.valid),
           h('td', { class: 'num' }, k.valid ? fmtNum(k.best_gflops) : '—')))))));
-    card.replaceChildren(head,
+    keepFocus(() => card.replaceChildren(head,
       h('p', { class: 'muted small' }, (t.trials || 0) + ' trials over ' + tasks.length + ' of ' + all.length + ' tasks' +
         (fin ? '; whole network ≈ ' + fmtNum(fin) + ' GFLOPS at the best configs (time-weighted)' : '') + '. Lines step up when a trial beats the best so far.'),
-      h('figure', { class: 'fig' }, f.svg), legend, table);
+      h('figure', { class: 'fig' }, f.svg), legend, table));
   }
 
   /* ---------- jobs ---------- */
@@ -743,6 +745,7 @@
   const streams = new Map();        // job id -> EventSource
   const sse = { state: 'unknown', events: 0, failures: 0 }; // state: unknown | yes | no (the server has no /events)
   const sseCount = new Map();       // job id -> events received
+  const sseFailed = new Map();      // job id -> when its stream last failed (refused, cap reached): poll it for a while
   document.body.dataset.sse = sse.state;
   function jobsInView() {
     const st = readState();
@@ -760,7 +763,7 @@
     if (typeof EventSource !== 'function' || sse.state === 'no') return;
     const want = new Set(jobsInView().map(j => String(j.id)));
     for (const [id, es] of streams) if (!want.has(id)) { es.close(); streams.delete(id); }
-    for (const id of want) if (!streams.has(id)) openStream(id);
+    for (const id of want) if (!streams.has(id) && !(Date.now() - (sseFailed.get(id) || 0) < 15000)) openStream(id);
   }
   function jobById(id) { return data.jobs && data.jobs.find(j => String(j.id) === String(id)); }
   function openStream(id) {
@@ -795,6 +798,7 @@
     es.onerror = () => {
       if (es.readyState !== EventSource.CLOSED) return; // EventSource reconnects by itself (with Last-Event-ID)
       streams.delete(id);
+      sseFailed.set(id, Date.now());
       if (!opened && sse.state === 'unknown') {
         // the first stream never opened: this server has no /jobs/{id}/events (404); poll instead
         sse.state = 'no';
@@ -826,7 +830,8 @@
           t.state ? h('span', { class: 'task-state ' + t.state }, t.state) : null),
         tf !== null ? h('div', { class: 'bar small', role: 'progressbar', 'aria-label': label + ' trials', 'aria-valuemin': 0, 'aria-valuemax': t.budget, 'aria-valuenow': t.trials || 0 },
           h('span', { style: 'width:' + Math.round(tf * 100) + '%' })) : null,
-        h('div', { class: 'muted' }, typeof t.best_gflops === 'number' && t.best_gflops > 0 ? 'best ' + fmtNum(t.best_gflops) + ' GFLOPS' : 'no valid trial yet',
+        h('div', { class: 'muted' }, typeof t.best_gflops === 'number' && t.best_gflops > 0 ? 'best ' + fmtNum(t.best_gflops) + ' GFLOPS'
+          : t.state === 'pending' ? (t.trials ? t.trials + ' stored trials; waiting' : 'waiting') : 'no valid trial yet',
           typeof t.current_gflops === 'number' && running && t.current_gflops > 0 ? ' · last ' + fmtNum(t.current_gflops) : null,
           t.errors ? ' · ' + t.errors + ' error' + (t.errors === 1 ? '' : 's') : null));
     });

@@ -9,7 +9,7 @@ const os = require('os');
 const path = require('path');
 const net = require('net');
 const crypto = require('crypto');
-const { spawn } = require('child_process');
+const { spawn, spawnSync } = require('child_process');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const TUNEHUB = process.env.TUNEHUB || path.join(ROOT, 'build', 'server', 'tunehub');
@@ -53,15 +53,42 @@ async function cleanup() {
   if (tmp) { try { fs.rmSync(tmp, { recursive: true, force: true }); } catch (e) { /* ignore */ } }
 }
 
+// the latency-per-version chart and the version list show what GET .../versions reports
+async function checkVersions(page, base, key, where) {
+  const api = await (await fetch(base + '/models/' + key + '/versions')).json();
+  const want = api.versions.map(v => String(v.version));
+  await page.waitForFunction((n) => document.querySelectorAll('#latency-chart rect.vbar').length === n, want.length, { timeout: 10000 })
+    .catch(() => null);
+  const bars = await page.$$eval('#latency-chart rect.vbar', rs => rs.map(r => r.dataset.version + ':' + r.dataset.tuned));
+  check(JSON.stringify(bars) === JSON.stringify(api.versions.map(v => v.version + ':' + (v.tuned ? 1 : 0))),
+    where + ': the latency chart has one bar per version, tuned marked (' + bars.join(' ') + ')');
+  const rows = await page.$$eval('#versions-table tbody tr', rs => rs.map(r => r.dataset.version));
+  check(JSON.stringify(rows.slice().reverse()) === JSON.stringify(want), where + ': the version list shows v' + want.join(', v'));
+  const hrefs = await page.$$eval('#versions-table a.dl-version', as => as.map(a => a.getAttribute('href')));
+  check(api.versions.every(v => hrefs.includes('/blobs/' + v.digest)), where + ': each version downloads by digest');
+  return api;
+}
+
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tunehub-e2e-'));
+  const dataDir = path.join(tmp, 'data');
+  const tokenFile = path.join(tmp, 'token');
+  const token = crypto.randomBytes(16).toString('hex');
+  fs.writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
+  // tuning records before the daemon starts, so the detail view has a tuning curve (one line per task);
+  // 2 trials per task (36 measurements) keep the whole test near two minutes and still give each line 2 points
+  const seed = spawnSync(TUNEHUB, ['tune', 'llvm', 'squeezenet_v1.1', '1', '--trials', '2', '--data', dataDir],
+    { encoding: 'utf8', timeout: 300000 });
+  if (!check(seed.status === 0, 'seed tuning records with the CLI (tune squeezenet_v1.1 --trials 2)'))
+    throw new Error('tunehub tune failed: ' + (seed.error || '') + (seed.stderr || '').slice(-2000));
   const port = await freePort();
   const base = 'http://127.0.0.1:' + port;
   const logFile = path.join(ARTIFACTS, 'daemon.log');
   const out = fs.openSync(logFile, 'w');
   // --max-batch 8: batch 9 passes the page's 1..256 check and is refused by the server
-  daemon = spawn(TUNEHUB, ['serve', '--listen', '127.0.0.1:' + port, '--data', tmp, '--max-batch', '8', '--on-miss', 'build'],
+  daemon = spawn(TUNEHUB, ['serve', '--listen', '127.0.0.1:' + port, '--data', dataDir, '--max-batch', '8', '--on-miss', 'build',
+    '--token-file', tokenFile],
     { stdio: ['ignore', out, out] });
   daemon.on('exit', (c, s) => log('daemon exited', c, s));
   let up = false;
@@ -143,6 +170,19 @@ async function main() {
   check(curlWait.includes('curl -f --retry 100 --retry-max-time 3600 -o') && curlWait.includes('/models/' + key),
     'the waiting curl command is shown');
   check((await page.textContent('#curl-digest')).includes('/blobs/' + row.digest), 'the by-digest curl command is shown');
+  // the tuning curve: one polyline with points per task that has records, as the API reports them
+  const tuning = await (await fetch(base + '/models/' + key + '/tuning?points=200')).json();
+  const curved = tuning.tasks.filter(t => t.curve.length > 0);
+  check(curved.length > 0, 'the tuning API reports ' + curved.length + ' tasks with records after the seed');
+  await page.waitForSelector('#tuning-chart polyline.series', { timeout: 10000 });
+  const lines = await page.$$eval('#tuning-chart polyline.series', ps => ps.map(p => ({ task: p.dataset.task, n: p.getAttribute('points').trim().split(/\s+/).filter(xy => /^-?[\d.]+,-?[\d.]+$/.test(xy)).length })));
+  check(lines.length === curved.length && lines.every(l => l.n >= 2),
+    'the tuning chart has one polyline with points per task (' + lines.length + ' lines, API ' + curved.length + ' tasks)');
+  check(curved.every(t => lines.some(l => l.task === String(t.task))), 'every task of the API has its line');
+  check(/Best GFLOPS/i.test(await page.textContent('#tuning-chart title')) && (await page.textContent('#tuning-chart desc')).length > 20,
+    'the tuning chart has a title and a description');
+  check(await page.$$eval('#tuning-table tbody tr', r => r.length) === tuning.tasks.length, 'the data table lists every task');
+  await checkVersions(page, base, key, 'the detail');
   await shot('03-detail');
 
   // 4. a download through the page's link gives the same bytes as a direct fetch
@@ -191,6 +231,59 @@ async function main() {
   await page.goto(base + '/#view=catalog');
   await page.waitForSelector('#catalog-body tr[data-key="llvm/mobilenet/1"]', { timeout: 10000 });
   check(true, 'the new model appears in the catalog');
+
+  // 5b. a tune job (token) shows per-task bars in the jobs view, live (SSE) or polled, and reaches done with v2
+  const noTok = await fetch(base + '/models/' + key + '/tune', { method: 'POST', body: '{"trials":3}' });
+  check(noTok.status === 401, 'POST .../tune without the token is refused (HTTP ' + noTok.status + ')');
+  await noTok.arrayBuffer();
+  // one trial per task more than the seed: the job really measures, with live per-task progress
+  const tq = await fetch(base + '/models/' + key + '/tune', { method: 'POST', body: '{"trials":3}',
+    headers: { Authorization: 'Bearer ' + token, 'Content-Type': 'application/json' } });
+  const tb = await tq.json();
+  const tuneId = tb && tb.job && tb.job.id;
+  if (!check((tq.status === 202 || tq.status === 200) && tuneId != null, 'queue a tune job (HTTP ' + tq.status + ', job ' + tuneId + ')'))
+    throw new Error('could not queue a tune job: ' + JSON.stringify(tb));
+  const ev = await fetch(base + '/jobs/' + tuneId + '/events', { signal: AbortSignal.timeout(3000) }).catch(() => null);
+  const hasSse = !!ev && ev.status === 200 && /text\/event-stream/.test(ev.headers.get('content-type') || '');
+  if (ev && ev.body) await ev.body.cancel().catch(() => null);
+  log('the server ' + (hasSse ? 'has' : 'has no') + ' /jobs/{id}/events');
+  const tp = await ctx.newPage();
+  await tp.goto(base + '/#view=jobs');
+  const jobSel = `#jobs-active li.job[data-job="${tuneId}"]`;
+  await tp.waitForSelector(jobSel + ' li.task .bar', { timeout: 120000 });
+  const ntasks = await tp.$$eval(jobSel + ' li.task', l => l.length);
+  check(ntasks > 1, 'the running tune job shows a progress bar per task (' + ntasks + ' tasks)');
+  await tp.waitForFunction((sel) => { const el = document.querySelector(sel); return el && /trials/.test(el.textContent) && /Stage:/.test(el.textContent); }, jobSel, { timeout: 30000 }).catch(() => null);
+  check(/Stage:/.test(await tp.textContent(jobSel)) && /\d+\/\d+ trials/.test(await tp.textContent(jobSel)), 'the job shows its stage and trials done');
+  await shot('05b-jobs-tune-running', tp);
+  const doneSel = `li.job[data-job="${tuneId}"][data-state="succeeded"]`;
+  await tp.waitForSelector(doneSel, { timeout: 300000, state: 'attached' });
+  check(true, 'the tune job reaches succeeded in the jobs view');
+  const tjob = await (await fetch(base + '/jobs/' + tuneId)).json();
+  check(Array.isArray(tjob.progress && tjob.progress.tasks) && tjob.progress.tasks.length === ntasks, 'one task bar per task of the job (' + ntasks + ')');
+  const vers = await (await fetch(base + '/models/' + key + '/versions')).json();
+  const mine = vers.versions.filter(v => v.job === tuneId).map(v => String(v.version));
+  // a tune job publishes a quick build, then the tuned one: the page lists both
+  await tp.waitForFunction(([sel, want]) => { const el = document.querySelector(sel); return el && want.every(v => (el.dataset.published || '').split(',').includes(v)); },
+    [doneSel, mine], { timeout: 10000 }).catch(() => null);
+  const shownPub = (await tp.getAttribute(doneSel, 'data-published')) || '';
+  check(mine.length > 0 && mine.every(v => shownPub.split(',').includes(v)), 'the job shows what it published (v' + shownPub + '; API v' + mine.join(', v') + ')');
+  if (hasSse) {
+    const n = +(await tp.evaluate(() => document.body.dataset.sseEvents || 0));
+    check(n > 0 && await tp.evaluate(() => document.body.dataset.sse) === 'yes', 'the page received ' + n + ' Server-Sent Events');
+  } else {
+    const polls = +(await tp.evaluate(() => document.body.dataset.polls || 0));
+    check(polls >= 2 && await tp.evaluate(() => document.body.dataset.sse) === 'no', 'no event stream here: the page fell back to polling (' + polls + ' polls)');
+  }
+  await tp.click(doneSel + ' details.task-details summary');
+  await shot('05c-jobs-tune-done', tp);
+  await tp.close();
+  // the detail view now has both versions
+  await page.goto(base + '/#model=' + encodeURIComponent(key));
+  await page.waitForSelector('#tuning-chart polyline.series', { timeout: 10000 });
+  const after = await checkVersions(page, base, key, 'after tuning');
+  check(after.versions.length >= 2, 'the tune job added a version (' + after.versions.length + ' in all)');
+  await shot('03b-detail-after-tune');
 
   // 6. a batch the client allows but the server refuses shows the server's message as it is
   const serverMsg = (await (await fetch(base + '/models/llvm/mobilenet/9', { headers: { Prefer: 'respond-async' } })).json()).error.message;
