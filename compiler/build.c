@@ -20,6 +20,7 @@
 #include "passes/passes.h"
 #include "target.h"
 #include "tc.h"
+#include "tc_cuda.h"
 #include "llvm/tc_llvm.h"
 #include "tc_model_embed.h"
 #include "th_sha256.h"
@@ -424,10 +425,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     tc__seterr(err, errlen, "tc_build_bundle: framework and network are required");
     return TH_ERR_INVALID;
   }
-  if (strcmp(o->framework, "cuda") == 0) {
-    tc__seterr(err, errlen, "framework 'cuda' is not supported by this build yet (use 'llvm' for CPU)");
-    return TH_ERR_UNSUPPORTED;
-  }
+  if (strcmp(o->framework, "cuda") == 0) return tc_cuda_build_bundle(o, out_tar, out_so, manifest_json, err, errlen);
   if (strcmp(o->framework, "llvm") != 0) {
     tc__seterr(err, errlen, "unknown framework '%s' (valid: llvm, cuda)", o->framework);
     return TH_ERR_INVALID;

@@ -36,7 +36,7 @@ typedef th_status (*tc_config_lookup_fn)(void *ctx, const tc_workload *wl, const
 typedef int (*tc_progress_fn)(void *ctx, const char *stage, int done, int total);
 
 typedef struct tc_build_opts {
-  const char *framework; /* "llvm" (CPU); "cuda" returns TH_ERR_UNSUPPORTED for now */
+  const char *framework; /* "llvm" (CPU) or "cuda" (GPU; TH_ERR_UNSUPPORTED when built without CUDA) */
   const char *network;   /* a zoo name */
   int batch;             /* 1..4096 */
   const char *work_dir;  /* scratch directory (created); NULL: a fresh temp dir, removed afterwards */
@@ -49,6 +49,7 @@ typedef struct tc_build_opts {
   int input_h, input_w; /* 0: the network's default input size (tests use smaller ones) */
   const void *params;   /* optional params.bin bytes to ship (borrowed); NULL: seeded zoo weights */
   size_t params_len;
+  const char *arch; /* cuda only: "sm_XX"; NULL: the device's arch (tc_cuda_device_query), else sm_90 */
 } tc_build_opts;
 
 /* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so is

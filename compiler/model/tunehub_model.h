@@ -10,7 +10,10 @@
  *   th_model_run()       input: batch x C x H x W floats (NCHW); output: the output shape's floats.
  *                        One model must not run on two threads at once; create one model per thread.
  *   th_model_free()      accepts NULL.
- *   th_model_last_error() the calling thread's last error message ("" if none). */
+ *   th_model_last_error() the calling thread's last error message ("" if none).
+ * A CUDA model .so (target "cuda -arch=sm_XX") opens libcuda.so.1 at th_model_create, which fails with
+ * "no CUDA device: ..." on a machine without a driver or GPU; the .so itself always loads. It uploads the
+ * weights once; th_model_run copies host input/output; th_model_run_device takes device pointers. */
 #ifndef TUNEHUB_MODEL_H
 #define TUNEHUB_MODEL_H
 
@@ -45,6 +48,10 @@ int th_model_create(const void *params, size_t size, struct th_model **out);
 int th_model_run(struct th_model *m, const float *input, float *output);
 void th_model_free(struct th_model *m);
 const char *th_model_last_error(void);
+/* CUDA bundles only (target "cuda ..."): runs on device memory. d_input and d_output are CUdeviceptr
+ * values (input_size / output_size floats) of the current device; stream is a CUstream, or NULL for the
+ * model's own stream. The call only enqueues work: synchronise the stream before reading d_output. */
+int th_model_run_device(struct th_model *m, const void *d_input, void *d_output, void *stream);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,131 @@
+/* NVRTC wrapper and GPU target limits: one translation unit (all kernels of a network, or one template's
+ * sample) -> one nvrtcCompileProgram call for sm_XX, which yields both the cubin and the PTX (the PTX is
+ * kept as the JIT fallback for newer GPUs). Compile errors carry the NVRTC log. Without CUDA at build
+ * time (TH_HAVE_CUDA undefined) the compiler reports TH_ERR_UNSUPPORTED "built without CUDA". */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tc_cuda.h"
+
+#ifdef TH_HAVE_CUDA
+#include <nvrtc.h>
+#endif
+
+th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch) {
+  if (!t) return TH_ERR_INVALID;
+  if (!arch || !*arch) arch = "sm_90";
+  if (strncmp(arch, "sm_", 3) != 0) return TH_ERR_INVALID;
+  int64_t sm = 0;
+  const char *p = arch + 3;
+  if (!*p) return TH_ERR_INVALID;
+  for (; *p; p++) {
+    if (*p < '0' || *p > '9' || sm > 1000) return TH_ERR_INVALID;
+    sm = sm * 10 + (*p - '0');
+  }
+  if (sm < 70 || sm > 121) return TH_ERR_INVALID;
+  memset(t, 0, sizeof *t);
+  snprintf(t->arch, sizeof t->arch, "sm_%d", (int)sm);
+  t->sm = (int)sm;
+  t->max_threads = 1024;
+  t->max_block[0] = 1024;
+  t->max_block[1] = 1024;
+  t->max_block[2] = 64;
+  t->max_grid[0] = 2147483647;
+  t->max_grid[1] = 65535;
+  t->max_grid[2] = 65535;
+  t->max_shared_bytes = 48 * 1024;
+  t->max_regs_per_block = 65536;
+  t->max_regs_per_thread = 255;
+  return TH_OK;
+}
+
+#ifdef TH_HAVE_CUDA
+
+const char *tc_nvrtc_version(void) {
+  static char v[16];
+  int ma = 0, mi = 0;
+  if (nvrtcVersion(&ma, &mi) != NVRTC_SUCCESS) return "none";
+  snprintf(v, sizeof v, "%d.%d", ma, mi);
+  return v;
+}
+
+th_status tc_nvrtc_compile(const char *src, const char *name, const tc_cuda_target *t, char **cubin,
+                           size_t *cubin_len, char **ptx, size_t *ptx_len, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (cubin) *cubin = NULL;
+  if (ptx) *ptx = NULL;
+  if (!src || !t) return TH_ERR_INVALID;
+  nvrtcProgram prog;
+  nvrtcResult r = nvrtcCreateProgram(&prog, src, name ? name : "kernels.cu", 0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) {
+    if (err && errlen) snprintf(err, errlen, "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
+    return r == NVRTC_ERROR_OUT_OF_MEMORY ? TH_ERR_NOMEM : TH_ERR_COMPILE;
+  }
+  char archopt[64];
+  snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", t->arch);
+  const char *opts[] = {archopt, "--std=c++17", "-default-device", "--fmad=true"};
+  r = nvrtcCompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
+  th_status rc = TH_OK;
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    char *log = NULL;
+    if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && n > 0 && (log = malloc(n + 1))) {
+      if (nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
+      log[n] = '\0';
+    }
+    if (err && errlen)
+      snprintf(err, errlen, "NVRTC failed for %s (%s): %s", t->arch, nvrtcGetErrorString(r),
+               log ? log : "(no log)");
+    free(log);
+    rc = TH_ERR_COMPILE;
+  }
+  size_t n = 0;
+  if (rc == TH_OK && cubin) {
+    if (nvrtcGetCUBINSize(prog, &n) != NVRTC_SUCCESS || n == 0 || !(*cubin = malloc(n)) ||
+        nvrtcGetCUBIN(prog, *cubin) != NVRTC_SUCCESS) {
+      if (err && errlen) snprintf(err, errlen, "NVRTC produced no cubin for %s", t->arch);
+      rc = TH_ERR_COMPILE;
+    } else if (cubin_len) {
+      *cubin_len = n;
+    }
+  }
+  if (rc == TH_OK && ptx) {
+    if (nvrtcGetPTXSize(prog, &n) != NVRTC_SUCCESS || n == 0 || !(*ptx = malloc(n)) ||
+        nvrtcGetPTX(prog, *ptx) != NVRTC_SUCCESS) {
+      if (err && errlen) snprintf(err, errlen, "NVRTC produced no PTX for %s", t->arch);
+      rc = TH_ERR_COMPILE;
+    } else if (ptx_len) {
+      *ptx_len = n; /* includes the terminating NUL */
+    }
+  }
+  nvrtcDestroyProgram(&prog);
+  if (rc != TH_OK) {
+    if (cubin) {
+      free(*cubin);
+      *cubin = NULL;
+    }
+    if (ptx) {
+      free(*ptx);
+      *ptx = NULL;
+    }
+  }
+  return rc;
+}
+
+#else
+
+const char *tc_nvrtc_version(void) {
+  return "none";
+}
+
+th_status tc_nvrtc_compile(const char *src, const char *name, const tc_cuda_target *t, char **cubin,
+                           size_t *cubin_len, char **ptx, size_t *ptx_len, char *err, size_t errlen) {
+  (void)src, (void)name, (void)t, (void)cubin_len, (void)ptx_len;
+  if (cubin) *cubin = NULL;
+  if (ptx) *ptx = NULL;
+  if (err && errlen) snprintf(err, errlen, "tunehub was built without CUDA (NVRTC not found at build time)");
+  return TH_ERR_UNSUPPORTED;
+}
+
+#endif

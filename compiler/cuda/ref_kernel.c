@@ -1,0 +1,131 @@
+/* The CPU oracle of the GPU templates: one workload computed with plain loops in the GPU ABI (NCHW,
+ * torch-layout weights with batch norm folded, bias [oc], fused epilogue). Used by the CUDA measurement
+ * (tc_cuda_measure) and the GPU template tests. Double accumulation, so it is the more exact side. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "ops.h"
+#include "tc_cuda.h"
+
+void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]) {
+  memset(sizes, 0, 5 * sizeof sizes[0]);
+  int64_t in = (int64_t)wl->n * wl->c * wl->h * wl->w, out = (int64_t)wl->n * wl->oc * wl->oh * wl->ow;
+  switch (wl->kernel) {
+    case TC_KERNEL_CONV2D:
+    case TC_KERNEL_DEPTHWISE:
+    case TC_KERNEL_DENSE:
+      sizes[TC_ARG_IN] = in;
+      sizes[TC_ARG_WEIGHTS] = wl->kernel == TC_KERNEL_CONV2D ? (int64_t)wl->oc * wl->c * wl->kh * wl->kw
+                              : wl->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)wl->c * wl->kh * wl->kw
+                                                                  : (int64_t)wl->oc * wl->c;
+      sizes[TC_ARG_BIAS] = (wl->epilogue & TC_EPI_BIAS) ? wl->oc : 0;
+      sizes[TC_ARG_RESIDUAL] = (wl->epilogue & TC_EPI_RESIDUAL) ? out : 0;
+      sizes[TC_ARG_OUT] = out;
+      break;
+    case TC_KERNEL_ELTWISE:
+      sizes[0] = sizes[1] = sizes[2] = in;
+      break;
+    case TC_KERNEL_CONCAT:
+      sizes[0] = in;
+      sizes[1] = (int64_t)wl->n * wl->oc * wl->h * wl->w;
+      break;
+    default:
+      sizes[0] = in;
+      sizes[1] = wl->kernel == TC_KERNEL_SOFTMAX || wl->kernel == TC_KERNEL_LAYOUT ? in : out;
+      break;
+  }
+}
+
+static float tc__epi(const tc_workload *wl, double v, int ch, int64_t idx, float *const *args) {
+  int weighted = wl->kernel == TC_KERNEL_CONV2D || wl->kernel == TC_KERNEL_DEPTHWISE || wl->kernel == TC_KERNEL_DENSE;
+  if (weighted && (wl->epilogue & TC_EPI_BIAS) && args[TC_ARG_BIAS]) v += args[TC_ARG_BIAS][ch];
+  if (weighted && (wl->epilogue & TC_EPI_RESIDUAL) && args[TC_ARG_RESIDUAL]) v += args[TC_ARG_RESIDUAL][idx];
+  if (wl->epilogue & TC_EPI_RELU) v = v > 0 ? v : 0;
+  if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
+  return (float)v;
+}
+
+th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args) {
+  if (!wl || !args || tc_workload_check(wl) != TH_OK || wl->in_cb != 1 || wl->out_cb != 1) return TH_ERR_INVALID;
+  const int N = wl->n, C = wl->c, H = wl->h, W = wl->w, F = wl->oc, OH = wl->oh, OW = wl->ow;
+  const float *in = args[0];
+  switch (wl->kernel) {
+    case TC_KERNEL_CONV2D:
+    case TC_KERNEL_DEPTHWISE:
+    case TC_KERNEL_MAXPOOL:
+    case TC_KERNEL_AVGPOOL: {
+      int conv = wl->kernel == TC_KERNEL_CONV2D, dw = wl->kernel == TC_KERNEL_DEPTHWISE;
+      float *out = args[conv || dw ? TC_ARG_OUT : 1];
+      const float *w = args[TC_ARG_WEIGHTS];
+      for (int n = 0; n < N; n++)
+        for (int f = 0; f < F; f++)
+          for (int oy = 0; oy < OH; oy++)
+            for (int ox = 0; ox < OW; ox++) {
+              double acc = wl->kernel == TC_KERNEL_MAXPOOL ? -FLT_MAX : 0.0;
+              int c0 = conv ? 0 : f, c1 = conv ? C : f + 1;
+              for (int c = c0; c < c1; c++)
+                for (int ky = 0; ky < wl->kh; ky++)
+                  for (int kx = 0; kx < wl->kw; kx++) {
+                    int iy = oy * wl->sh - wl->pt + ky, ix = ox * wl->sw - wl->pl + kx;
+                    if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                    double v = in[(((int64_t)n * C + c) * H + iy) * W + ix];
+                    if (conv) acc += v * w[(((int64_t)f * C + c) * wl->kh + ky) * wl->kw + kx];
+                    else if (dw) acc += v * w[((int64_t)f * wl->kh + ky) * wl->kw + kx];
+                    else if (wl->kernel == TC_KERNEL_MAXPOOL) acc = v > acc ? v : acc;
+                    else acc += v;
+                  }
+              if (wl->kernel == TC_KERNEL_AVGPOOL) {
+                int hs = oy * wl->sh - wl->pt, ws = ox * wl->sw - wl->pl, he = hs + wl->kh, we = ws + wl->kw;
+                int hpe = he < H + wl->pb ? he : H + wl->pb, wpe = we < W + wl->pr ? we : W + wl->pr;
+                int h0 = hs < 0 ? 0 : hs, w0 = ws < 0 ? 0 : ws, h1 = he < H ? he : H, w1 = we < W ? we : W;
+                int div = wl->count_include_pad ? (hpe - hs) * (wpe - ws) : (h1 - h0) * (w1 - w0);
+                acc = div > 0 ? acc / div : 0.0;
+              }
+              int64_t o = (((int64_t)n * F + f) * OH + oy) * OW + ox;
+              out[o] = tc__epi(wl, acc, f, o, args);
+            }
+      return TH_OK;
+    }
+    case TC_KERNEL_DENSE:
+      for (int n = 0; n < N; n++)
+        for (int m = 0; m < F; m++) {
+          double acc = 0;
+          for (int k = 0; k < C; k++) acc += (double)in[(int64_t)n * C + k] * args[TC_ARG_WEIGHTS][(int64_t)m * C + k];
+          args[TC_ARG_OUT][(int64_t)n * F + m] = tc__epi(wl, acc, m, (int64_t)n * F + m, args);
+        }
+      return TH_OK;
+    case TC_KERNEL_GLOBAL_AVGPOOL:
+      for (int64_t r = 0; r < (int64_t)N * C; r++) {
+        double acc = 0;
+        for (int64_t k = 0; k < (int64_t)H * W; k++) acc += in[r * H * W + k];
+        args[1][r] = tc__epi(wl, acc / ((double)H * W), 0, r, args);
+      }
+      return TH_OK;
+    case TC_KERNEL_SOFTMAX: {
+      int64_t len = W > 1 ? W : H > 1 ? H : C, rows = (int64_t)N * C * H * W / len;
+      for (int64_t r = 0; r < rows; r++) {
+        const float *x = in + r * len;
+        double m = -INFINITY, s = 0;
+        for (int64_t k = 0; k < len; k++) m = x[k] > m ? x[k] : m;
+        for (int64_t k = 0; k < len; k++) s += exp(x[k] - m);
+        for (int64_t k = 0; k < len; k++) args[1][r * len + k] = (float)(exp(x[k] - m) / s);
+      }
+      return TH_OK;
+    }
+    case TC_KERNEL_ELTWISE:
+      for (int64_t i = 0; i < (int64_t)N * C * H * W; i++)
+        args[2][i] = tc__epi(wl, (double)args[0][i] + args[1][i], 0, i, args);
+      return TH_OK;
+    case TC_KERNEL_CONCAT:
+      for (int n = 0; n < N; n++)
+        for (int c = 0; c < C; c++)
+          memcpy(args[1] + (((int64_t)n * F + wl->c_offset + c) * H * W), in + ((int64_t)n * C + c) * H * W,
+                 (size_t)H * W * sizeof(float));
+      return TH_OK;
+    case TC_KERNEL_LAYOUT:
+      memcpy(args[1], in, (size_t)N * C * H * W * sizeof(float));
+      return TH_OK;
+    default: return TH_ERR_UNSUPPORTED;
+  }
+}

@@ -1,0 +1,131 @@
+/* tc_cuda: the CUDA backend of the compiler. GPU operator templates (NCHW, no channel blocking) lower a
+ * tc_workload + tc_config to the shared loop IR (compiler/ir/) with loops bound to blockIdx/threadIdx,
+ * __shared__ buffers and barriers; the codegen prints that IR as CUDA C (one `extern "C" __global__`
+ * function per kernel); NVRTC compiles a whole translation unit (every kernel of a network) in one call
+ * to a cubin for sm_XX plus its PTX (JIT fallback). The CUDA driver (libcuda.so.1) is only ever opened
+ * with dlopen at run time, so everything here loads and reports "no CUDA device" on a machine without
+ * one. All functions are thread-safe for distinct arguments, never print and never abort.
+ *
+ * Kernel ABI (same argument slots as the CPU templates, see ops/ops.h): `fn(float *a0, ..., float *aN-1)`
+ * with N = tc_op_nargs(kernel); tensors are plain NCHW (in_cb == out_cb == 1); weights are in torch's
+ * layout (OIHW, [c,1,kh,kw], [oc,c]) with batch norm already folded, bias [oc]. Pointers must be 16-byte
+ * aligned (the model plan aligns every tensor to 64 bytes) because templates may use float4 accesses. */
+#ifndef TC_CUDA_H
+#define TC_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir.h"
+#include "space.h"
+#include "th_buf.h"
+#include "th_status.h"
+#include "workload.h"
+
+/* The GPU a kernel is compiled for. Limits are the CUDA ones for sm_70 and later. */
+typedef struct tc_cuda_target {
+  char arch[16];          /* "sm_90" */
+  int sm;                 /* 90 */
+  int max_threads;        /* per block: 1024 */
+  int max_block[3];       /* per dimension: 1024, 1024, 64 */
+  int64_t max_grid[3];    /* 2^31-1, 65535, 65535 */
+  int max_shared_bytes;   /* static shared memory per block: 48 KiB */
+  int max_regs_per_block; /* 65536 */
+  int max_regs_per_thread; /* 255 */
+} tc_cuda_target;
+
+/* Fills *t for arch "sm_XX" (XX in 70..121; NULL or "" means sm_90). TH_ERR_INVALID otherwise. */
+th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch);
+
+/* ---- templates (templates.c) ---------------------------------------------------------------------- */
+
+/* Launch facts of one generated kernel, found by the codegen from the IR's bound loops. */
+typedef struct tc_cuda_launch {
+  int64_t grid[3];
+  int block[3];
+  int shared_bytes; /* static __shared__ bytes */
+  int local_floats; /* per-thread local array floats (a register-pressure estimate) */
+} tc_cuda_launch;
+
+/* A lowered GPU kernel: the loop IR plus the codegen options the config chose. */
+typedef struct tc_cuda_lowered {
+  const tc_stmt *body;
+  int unroll_max_step; /* serial constant loop nests with at most this many iterations get unrolled */
+  int unroll_explicit; /* 1: the codegen replicates such bodies; 0: it emits #pragma unroll */
+} tc_cuda_lowered;
+
+/* Config space of the GPU template for wl (at least one knob). TH_ERR_UNSUPPORTED for a family or layout
+ * with no GPU template (layout reorders, channel-blocked tensors). */
+th_status tc_cuda_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *out);
+/* A good default config (valid by construction when the space has any valid point). */
+th_status tc_cuda_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                           tc_config *out);
+/* TH_OK if cfg is a point of s that fits the device: threads per block and per dimension, grid limits,
+ * static shared memory, a register estimate, 32-bit index range. TH_ERR_INVALID otherwise, with a reason
+ * in why (may be NULL). Never calls NVRTC. */
+th_status tc_cuda_valid(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                        const tc_config *cfg, char *why, size_t whylen);
+/* Lowers (wl, cfg) to loop IR in arena (borrowed; the result lives as long as it). Validates first. */
+th_status tc_cuda_lower(const tc_workload *wl, const tc_config *cfg, const tc_cuda_target *t,
+                        th_arena *arena, tc_cuda_lowered *out);
+
+/* ---- codegen (codegen.c) -------------------------------------------------------------------------- */
+
+/* The helpers every translation unit starts with (float4 arithmetic); append once per unit. */
+th_status tc_cuda_prelude(th_buf *src);
+/* Appends `extern "C" __global__ void fn(float *a0, ...)` for the lowered kernel (nargs parameters) to
+ * src and fills *launch. TH_ERR_UNSUPPORTED (with err) for IR the printer cannot express (vector widths
+ * other than 1/4, gathers, conflicting extents on one thread axis). */
+th_status tc_cuda_codegen(const tc_cuda_lowered *k, const char *fn, int nargs, th_buf *src,
+                          tc_cuda_launch *launch, char *err, size_t errlen);
+/* Lower + codegen of one workload (no prelude). */
+th_status tc_cuda_kernel_source(const tc_workload *wl, const tc_config *cfg, const tc_cuda_target *t,
+                                const char *fn, th_buf *src, tc_cuda_launch *launch, char *err,
+                                size_t errlen);
+
+/* ---- NVRTC (nvrtc.c) ------------------------------------------------------------------------------ */
+
+/* Compiles one translation unit for t->arch in a single NVRTC call and returns the cubin and the PTX
+ * (both malloc'd; out-params may be NULL to drop one). TH_ERR_COMPILE with the NVRTC log in err on a
+ * compile error; TH_ERR_UNSUPPORTED if tunehub was built without CUDA. */
+th_status tc_nvrtc_compile(const char *src, const char *name, const tc_cuda_target *t, char **cubin,
+                           size_t *cubin_len, char **ptx, size_t *ptx_len, char *err, size_t errlen);
+/* The NVRTC version ("13.0"), or "none". */
+const char *tc_nvrtc_version(void);
+
+/* ---- the device (driver.c) ------------------------------------------------------------------------ */
+
+typedef struct tc_cuda_device {
+  char name[256];
+  char arch[16]; /* "sm_90" */
+  int major, minor;
+  int multiprocessors;
+  int64_t total_mem;
+  int driver_version; /* e.g. 13000 */
+} tc_cuda_device;
+
+/* Opens libcuda.so.1 with dlopen, cuInit, and describes device 0. TH_ERR_UNSUPPORTED with "no CUDA
+ * device: ..." in err when there is no driver, no device, or the driver fails to initialise. */
+th_status tc_cuda_device_query(tc_cuda_device *out, char *err, size_t errlen);
+
+/* ---- bundles (build_cuda.c) ----------------------------------------------------------------------- */
+
+struct tc_build_opts;
+/* tc_build_bundle for framework "cuda" (build.c dispatches here). Same contract as tc_build_bundle. */
+th_status tc_cuda_build_bundle(const struct tc_build_opts *o, const char *out_tar, const char *out_so,
+                               char **manifest_json, char *err, size_t errlen);
+
+struct tc_task;
+/* The distinct GPU kernels of network at batch (no layout pass), in first-use order, like
+ * tc_network_tasks. *tasks is malloc'd. */
+th_status tc_cuda_network_tasks(const char *network, int batch, struct tc_task **tasks, int *n);
+
+/* ---- reference (ref_kernel.c) --------------------------------------------------------------------- */
+
+/* Plain C loops computing one workload with the GPU ABI (NCHW, torch-layout folded weights): args as for
+ * the kernel (host pointers). The oracle of measurement and of the GPU template tests. */
+th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args);
+/* Element counts of each argument slot of wl (0 for an unused slot), up to 5. */
+void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]);
+
+#endif
