@@ -40,7 +40,17 @@ static int use_band(const tc_workload *wl, int toh) {
 }
 
 static int max_acc(const tc_target *t, int vo) {
-  return t->nregs - vo - 1; /* VO weight registers and one broadcast */
+  /* VO weight registers, one broadcast, and one spare: with all 16 ymm named, LLVM's FMA register
+   * rotation spills an accumulator per step. */
+  return t->nregs - vo - 2;
+}
+
+/* Output-width tiles of at most rw columns, balanced: ow = nt tiles, the first `big` of width q + 1 and
+ * the rest of width q, so no narrow remainder tile starves the FMA pipes. */
+static void balanced(int ow, int rw, int *nt, int *q, int *big) {
+  *nt = (ow + rw - 1) / rw;
+  *q = ow / *nt;
+  *big = ow % *nt;
 }
 
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
@@ -90,7 +100,7 @@ static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space
 /* Estimated cycles of one reduction step of a vo x w tile: FMA throughput (2/cycle), load throughput
  * (2/cycle) and FMA latency (~5 cycles per dependent accumulator chain), after oneDNN's estimate. */
 static double tile_cycles(int vo, int w) {
-  double fma = vo * w / 2.0, lat = 5.0, ld = (vo + w) / 2.0;
+  double fma = vo * w / 2.0, lat = 4.0, ld = (vo + w) / 2.0;
   double m = fma > lat ? fma : lat;
   return m > ld ? m : ld;
 }
@@ -107,8 +117,9 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
     for (int j = 0; j < s->knobs[kow].nvalues; j++) {
       int rw = s->knobs[kow].values[j][1];
       if (vo * rw > max_acc(t, vo)) continue;
-      int full = wl->ow / rw, rem = wl->ow % rw;
-      double cyc = full * tile_cycles(vo, rw) + (rem ? tile_cycles(vo, rem) : 0);
+      int nt, q, big;
+      balanced(wl->ow, rw, &nt, &q, &big);
+      double cyc = big * tile_cycles(vo, q + 1) + (nt - big) * tile_cycles(vo, q);
       double eff = (vo * wl->ow / 2.0) / cyc;
       double score = eff + 0.0005 * vo * rw + 0.0001 * vo;
       if (score > best) {
@@ -119,13 +130,14 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
     }
   }
   if (best < 0) return TH_ERR_INTERNAL;
-  /* Row tile: the most rows whose band fits ~128 KiB, preferring tiles that divide oh. */
+  /* Row tile: the most rows whose band fits, preferring tiles that divide oh: each oc tile's weights
+   * are then reused from cache across the tile's rows (at 7x7 one row tile is the whole map). */
   int bi = 0;
   double bscore = -1e30;
   for (int i = 0; i < s->knobs[koh].nvalues; i++) {
     int th = s->knobs[koh].values[i][1];
     int nrt = (wl->oh + th - 1) / th;
-    if (has_pad(wl) && band_floats(wl, th) > 32 * 1024 && th > 1) continue;
+    if (has_pad(wl) && band_floats(wl, th) > BAND_MAX_FLOATS && th > 1) continue;
     if (!has_pad(wl) && th > 4) continue;
     double waste = (double)(nrt * th - wl->oh) / wl->oh;
     double score = th - 40.0 * waste;
@@ -340,8 +352,27 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   x.t = tc__v(ir, tv);
   x.oh = tc__v(ir, ohv);
   x.oy0 = tc__v(ir, oy0);
-  const tc_stmt *row = tc__ow_tiles(ir, wl->ow, rw, wl->sw, band ? 0 : wl->pl, wl->kw,
-                                    band ? x.bw : wl->w, conv_tile, &x);
+  const tc_stmt *row;
+  if (band || !has_pad(wl)) {
+    /* every window is inside the (band or unpadded) input: balanced tiles, no checks */
+    int nt, q, big;
+    balanced(wl->ow, rw, &nt, &q, &big);
+    tc_stmt_list l = {0};
+    tc_var *j1 = tc_var_new(ir, "owt", tc_type_int()), *j2 = tc_var_new(ir, "owt", tc_type_int());
+    if (big > 0)
+      tc_list_push(ir, &l, tc_s_for(ir, j1, tc__c(ir, 0), tc__c(ir, big), TC_FOR_SERIAL,
+                                    conv_tile(ir, &x, tc_e_mul(ir, tc__v(ir, j1), tc__c(ir, q + 1)), q + 1, 0)));
+    if (nt > big)
+      tc_list_push(ir, &l,
+                   tc_s_for(ir, j2, tc__c(ir, 0), tc__c(ir, nt - big), TC_FOR_SERIAL,
+                            conv_tile(ir, &x,
+                                      tc_e_add(ir, tc_e_mul(ir, tc__v(ir, j2), tc__c(ir, q)),
+                                               tc__c(ir, (int64_t)big * (q + 1))),
+                                      q, 0)));
+    row = tc_list_seq(ir, &l);
+  } else {
+    row = tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, wl->kw, wl->w, conv_tile, &x);
+  }
   if (wl->oh % toh) row = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x.oh, tc__c(ir, wl->oh)), row, NULL);
   const tc_stmt *rows = tc_s_for(
       ir, ohi, tc__c(ir, 0), tc__c(ir, toh), TC_FOR_SERIAL,
