@@ -355,6 +355,13 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
   for (ev_stream *o = E->streams; o; o = o->next) per_ip += !strcmp(o->ip, ip);
   if (E->stopping || E->nstreams >= E->max_total || per_ip >= E->max_per_ip) {
     int total = E->nstreams >= E->max_total;
+    /* A parked stream does not notice that its client left: probe them now (a keepalive write to a closed
+     * socket ends the stream), so a client that reconnects after Retry-After finds its slots free. */
+    for (ev_stream *o = E->streams; o; o = o->next)
+      if (total || !strcmp(o->ip, ip)) {
+        o->next_ka = 0;
+        ev__resume(o);
+      }
     pthread_mutex_unlock(&E->mu);
     store_job_clear(&job);
     th_buf_free(&st->out);
@@ -372,7 +379,7 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
              msg);
     struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "Retry-After", "5");
+    MHD_add_response_header(resp, "Retry-After", "1");
     return srv_queue(s, r, 429, resp);
   }
   th_buf_appendf(&st->out, "retry: 3000\n\n");
