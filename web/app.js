@@ -312,7 +312,8 @@
     const grid = h('div', { class: 'grid' }, kids);
     return h('div', null, grid,
       h('div', { class: 'grid' },
-        h('div', { class: 'card full', id: 'tuning-card' }, h('h3', null, 'Tuning curve'), h('p', { class: 'muted' }, 'Loading the tuning records…')),
+        h('div', { class: 'card full', id: 'tuning-card' }, h('div', { id: 'tuning-body' }, h('h3', null, 'Tuning curve'), h('p', { class: 'muted' }, 'Loading the tuning records…')),
+          m.framework === 'llvm' ? tuneForm(keyOf(m)) : null),
         h('div', { class: 'card full', id: 'versions-card' }, h('h3', null, 'Latency per version'), h('p', { class: 'muted' }, 'Loading the versions…'))),
       h('div', { class: 'grid' },
         h('div', { class: 'card', id: 'manifest-card' }, h('h3', null, 'Manifest'), h('p', { class: 'muted' }, m.state === 'ready' ? 'Loading the manifest…' : 'No manifest until the model is published.')),
@@ -588,7 +589,7 @@
   const TOP_N = 6;
 
   function renderTuning(key) {
-    const card = $('#tuning-card');
+    const card = $('#tuning-body');
     if (!card) return;
     const [fw, net, batch] = key.split('/');
     const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch);
@@ -636,8 +637,11 @@
     const fin = total.length ? total[total.length - 1][1] : null;
     const desc = tasks.length + ' tuned tasks of ' + all.length + ', ' + (t.trials || 0) + ' trials in all. Best task ' + taskLabel(best) + ' at ' +
       fmtNum(best.best_gflops) + ' GFLOPS. ' + (fin ? 'Whole network estimate ' + fmtNum(fin) + ' GFLOPS.' : '') + ' The data table below has every task.';
+    // trials count from 1: the axis starts there, so a short run still fills the width
+    const xt = nx.ticks.filter(v => v >= 1 && (v === 1 || v - 1 >= nx.step / 2));
+    if (xt[0] !== 1) xt.unshift(1);
     const f = chartFrame({ id: 'tuning-chart', title: 'Best GFLOPS against trials, per task', desc,
-      x0: 0, x1: nx.max, y0: 0, y1: ny.max, yticks: ny.ticks, xticks: nx.ticks.map(v => ({ v, label: String(v) })),
+      x0: 1, x1: Math.max(2, nx.max), y0: 0, y1: ny.max, yticks: ny.ticks, xticks: xt.map(v => ({ v, label: String(v) })),
       xLabel: 'trials (per task)', yLabel: 'best GFLOPS' });
     const stepPoints = (curve, end) => {
       const out = [];
@@ -646,7 +650,8 @@
         out.push([x, y]);
       });
       if (end > curve[curve.length - 1][0]) out.push([end, curve[curve.length - 1][1]]);
-      return out.map(([x, y]) => f.X(x).toFixed(1) + ',' + f.Y(y).toFixed(1)).join(' ');
+      const xy = out.map(([x, y]) => f.X(x).toFixed(1) + ',' + f.Y(y).toFixed(1));
+      return xy.filter((p, i) => i === 0 || p !== xy[i - 1]).join(' ');
     };
     const colour = new Map(ranked.slice(0, TOP_N).map((x, i) => [x.task, 'c' + i]));
     // the others first (underneath), then the top tasks, then the total on top
@@ -826,12 +831,12 @@
       return h('li', { class: 'task' + (running ? ' current' : ''), 'data-task': i + 1, 'data-state': t.state || '' },
         h('div', { class: 'task-head' },
           h('span', { class: 'task-name', title: t.workload || '' }, label),
-          h('span', { class: 'muted' }, (t.trials != null ? t.trials : '?') + '/' + (t.budget != null ? t.budget : '?')),
           t.state ? h('span', { class: 'task-state ' + t.state }, t.state) : null),
         tf !== null ? h('div', { class: 'bar small', role: 'progressbar', 'aria-label': label + ' trials', 'aria-valuemin': 0, 'aria-valuemax': t.budget, 'aria-valuenow': t.trials || 0 },
           h('span', { style: 'width:' + Math.round(tf * 100) + '%' })) : null,
-        h('div', { class: 'muted' }, typeof t.best_gflops === 'number' && t.best_gflops > 0 ? 'best ' + fmtNum(t.best_gflops) + ' GFLOPS'
-          : t.state === 'pending' ? (t.trials ? t.trials + ' stored trials; waiting' : 'waiting') : 'no valid trial yet',
+        h('div', { class: 'muted' }, (t.trials != null ? t.trials : '?') + '/' + (t.budget != null ? t.budget : '?') + ' trials · ',
+          typeof t.best_gflops === 'number' && t.best_gflops > 0 ? 'best ' + fmtNum(t.best_gflops) + ' GFLOPS'
+            : t.state === 'pending' ? (t.trials ? 'stored; waiting' : 'waiting') : 'no valid trial yet',
           typeof t.current_gflops === 'number' && running && t.current_gflops > 0 ? ' · last ' + fmtNum(t.current_gflops) : null,
           t.errors ? ' · ' + t.errors + ' error' + (t.errors === 1 ? '' : 's') : null));
     });
@@ -841,6 +846,13 @@
       ontoggle: (e) => { if (e.target.open) openTasks.add(String(j.id)); else openTasks.delete(String(j.id)); } },
     h('summary', { 'data-fid': 'tasks:' + j.id }, tasks.length + ' tasks (' + done + ' done)'), ul);
     return det;
+  }
+
+  // a running job's elapsed time from its start (the listed figure is as old as the last poll)
+  function elapsedOf(j) {
+    const t0 = isActive(j) && j.started_at ? Date.parse(j.started_at) : NaN;
+    if (!isNaN(t0)) return Math.max(0, (Date.now() - t0) / 1000);
+    return typeof j.elapsed_s === 'number' ? j.elapsed_s : null;
   }
 
   function jobItem(j) {
@@ -871,7 +883,7 @@
         tuning ? ' · ' + (p.trials || 0) + '/' + p.trials_total + ' trials' : null,
         pct !== null ? ' · ' + pct + '%' : null,
         eta && active ? h('span', { class: 'eta' }, ' · ETA ' + eta) : null,
-        typeof j.elapsed_s === 'number' ? ' · ' + fmtDur(j.elapsed_s) + ' elapsed' : null,
+        elapsedOf(j) !== null ? ' · ' + fmtDur(elapsedOf(j)) + ' elapsed' : null,
         j.state === 'succeeded' && j.framework ? [' · ', h('a', { href: hrefFor({ view: 'catalog', model: modelKey }) }, 'open model')] : null),
       pct !== null ? h('div', { class: 'bar', role: 'progressbar', 'aria-label': 'Progress of job ' + j.id, 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct },
         h('span', { style: 'width:' + pct + '%' })) : null,
@@ -920,9 +932,11 @@
     renderBuildJob();
   }
 
-  /* ---------- cancel ---------- */
+  /* ---------- token, cancel, tune ---------- */
   const dialog = $('#token-dialog');
-  function askToken() {
+  function askToken(what) {
+    $('#token-h').textContent = what || 'Cancel job';
+    $('#token-ok').textContent = what || 'Cancel job';
     return new Promise(resolve => {
       const input = $('#token-input');
       input.value = sessionStorage.getItem('tunehub.token') || '';
@@ -931,9 +945,63 @@
       $('#token-form').onsubmit = (e) => { e.preventDefault(); done(input.value.trim() || null); };
       $('#token-cancel').onclick = () => done(null);
       dialog.oncancel = () => resolve(null);
+      $('#token-cancel').textContent = what ? 'Not now' : 'Keep running';
       dialog.showModal();
       input.focus();
     });
+  }
+  // POST .../tune with the token (asked once per tab); the server's answer is shown as it is
+  async function tuneModel(key, form) {
+    const out = $('#tune-result', form);
+    const trialsIn = $('input[name="trials"]', form);
+    const v = trialsIn.value.trim();
+    if (!/^\d+$/.test(v) || +v < 1) {
+      trialsIn.setAttribute('aria-invalid', 'true');
+      out.replaceChildren(h('span', { class: 'field-error' }, 'Enter a whole number of trials per task (1 or more).'));
+      trialsIn.focus();
+      return;
+    }
+    trialsIn.setAttribute('aria-invalid', 'false');
+    const [fw, net, batch] = key.split('/');
+    const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch) + '/tune';
+    let token = sessionStorage.getItem('tunehub.token');
+    if (!token) token = await askToken('Start tuning');
+    if (!token) return;
+    const btn = $('button[type="submit"]', form);
+    btn.disabled = true;
+    try {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        try {
+          const r = await api(path, { method: 'POST', body: JSON.stringify({ trials: +v }),
+            headers: { Authorization: 'Bearer ' + token, Accept: 'application/json', 'Content-Type': 'application/json' } });
+          sessionStorage.setItem('tunehub.token', token);
+          const job = r.body && r.body.job || {};
+          out.replaceChildren(h('span', { class: 'ok-text', id: 'tune-ok' }, (r.body && r.body.queued === false ? 'Already queued: ' : 'Queued: '),
+            h('a', { href: hrefFor({ view: 'jobs', model: '' }) }, 'job ' + job.id), '. The curve follows it live.'));
+          await loadJobs(); render();
+          return;
+        } catch (e) {
+          if ((e.status === 401 || e.status === 403) && attempt === 0) {
+            sessionStorage.removeItem('tunehub.token');
+            token = await askToken('Start tuning');
+            if (!token) return;
+            continue;
+          }
+          out.replaceChildren(h('span', { class: 'field-error', id: 'tune-error', role: 'alert' }, e.message));
+          return;
+        }
+      }
+    } finally { btn.disabled = false; }
+  }
+  function tuneForm(key) {
+    const form = h('form', { class: 'tune-form', id: 'tune-form', novalidate: true, 'aria-label': 'Tune this model' },
+      h('label', { for: 'tune-trials' }, 'Trials per task'),
+      h('input', { id: 'tune-trials', name: 'trials', type: 'number', min: 1, step: 1, value: 64, inputmode: 'numeric' }),
+      h('button', { type: 'submit', class: 'small' }, 'Tune'),
+      h('span', { class: 'muted small' }, 'Needs the server\'s token. Tasks resume from their stored trials; the tuned build is published as a new version.'),
+      h('div', { id: 'tune-result', class: 'small', 'aria-live': 'polite' }));
+    form.addEventListener('submit', (e) => { e.preventDefault(); tuneModel(key, form); });
+    return form;
   }
   async function cancelJob(j) {
     let token = sessionStorage.getItem('tunehub.token');
