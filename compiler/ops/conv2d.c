@@ -84,12 +84,19 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   k = 0;
   for (int g = 1; g <= nv && g <= 32; g *= 2) vals[k++] = g;
   if (rc == TH_OK) rc = tc_space_add(s, "oc_groups", TC_KNOB_OTHER, 1, k, vals);
+  /* Input-channel chunks: the reduction runs chunk by chunk over all the task's rows, so an oc tile's
+   * weights for one chunk stay in cache across rows; partial sums go through the output. */
+  k = 0;
+  for (int ch = 1; ch <= wl->c / wl->in_cb && ch <= 16; ch *= 2)
+    if ((wl->c / wl->in_cb) % ch == 0) vals[k++] = ch;
+  if (rc == TH_OK) rc = tc_space_add(s, "ic_chunks", TC_KNOB_OTHER, 1, k, vals);
   return rc;
 }
 
 static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c) {
   const int *oc = tc__knob(s, c, "tile_oc"), *ow = tc__knob(s, c, "tile_ow");
   const int *g = tc__knob(s, c, "oc_groups");
+  if (!tc__knob(s, c, "ic_chunks")) return TH_ERR_INVALID;
   if (!oc || !ow || !g || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
   if (oc[1] * ow[1] > max_acc(t, oc[1])) return TH_ERR_INVALID;
   if (oc[0] % g[0]) return TH_ERR_INVALID; /* groups split the oc tiles evenly */
@@ -108,8 +115,8 @@ static double tile_cycles(int vo, int w) {
 static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
   int koc = tc_space_knob(s, "tile_oc"), kow = tc_space_knob(s, "tile_ow");
   int koh = tc_space_knob(s, "tile_oh"), kun = tc_space_knob(s, "unroll_kw");
-  int kg = tc_space_knob(s, "oc_groups");
-  if (koc < 0 || kow < 0 || koh < 0 || kun < 0 || kg < 0) return TH_ERR_INTERNAL;
+  int kg = tc_space_knob(s, "oc_groups"), kch = tc_space_knob(s, "ic_chunks");
+  if (koc < 0 || kow < 0 || koh < 0 || kun < 0 || kg < 0 || kch < 0) return TH_ERR_INTERNAL;
   double best = -1;
   for (int i = 0; i < s->knobs[koc].nvalues; i++) {
     int vo = s->knobs[koc].values[i][1];
@@ -140,7 +147,7 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
     if (has_pad(wl) && band_floats(wl, th) > BAND_MAX_FLOATS && th > 1) continue;
     if (!has_pad(wl) && th > 4) continue;
     double waste = (double)(nrt * th - wl->oh) / wl->oh;
-    double score = th - 40.0 * waste;
+    double score = th - 4.0 * waste; /* rows past oh are skipped: waste only unbalances tasks */
     if (score > bscore) bscore = score, bi = i;
   }
   c->idx[koh] = bi;
@@ -155,6 +162,16 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
     if ((int64_t)wl->n * g * nrt >= 16) break;
   }
   c->idx[kun] = 0;
+  /* Chunks: an oc tile's weights per chunk within ~96 KiB (L2-resident with the band), when the task
+   * has several rows to reuse them over. */
+  c->idx[kch] = 0;
+  int th = s->knobs[koh].values[bi][1];
+  double tile_w = 4.0 * s->knobs[koc].values[c->idx[koc]][1] * vec_lanes(wl, t) * wl->c * wl->kh * wl->kw;
+  if (th > 1)
+    for (int i = 0; i < s->knobs[kch].nvalues; i++) {
+      c->idx[kch] = i;
+      if (tile_w / s->knobs[kch].values[i][0] <= 96 * 1024) break;
+    }
   return TH_OK;
 }
 
@@ -165,6 +182,9 @@ typedef struct conv_ctx {
   const tc_var *band; /* non-NULL: taps read the zero-bordered band, no bounds checks */
   int brows, bw;      /* band rows and padded width */
   const tc_expr *n, *t, *oh, *oy0; /* batch, oc tile, output row, first output row of the band */
+  int nchunks, cpc;                /* input-channel chunks and blocks per chunk */
+  const tc_expr *chunk;            /* current chunk (nchunks > 1) */
+  tc_var *chunk_var;
 } conv_ctx;
 
 static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int rw, int safe) {
@@ -176,11 +196,18 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   tc_var *wreg = tc_var_buffer(ir, "wreg", vt, -1);
   tc_var *v = tc_var_new(ir, "v", tc_type_int()), *r = tc_var_new(ir, "r", tc_type_int());
   const tc_expr *ai = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v), tc__c(ir, rw)), tc__v(ir, r));
-  /* acc = 0 */
+  /* acc = 0, or the partial sum of the previous input-channel chunks */
+  const tc_expr *zero = tc_e_broadcast(ir, tc_e_float(ir, 0.0), vl);
+  if (x->nchunks > 1) {
+    const tc_expr *oc0 = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, x->ot)), tc_e_mul(ir, tc__v(ir, v), tc__c(ir, vl)));
+    const tc_expr *pidx = tc__idx_c(ir, x->n, oc0, x->oh, tc_e_add(ir, ow0, tc__v(ir, r)), wl->oc, wl->oh,
+                                    wl->ow, wl->out_cb);
+    zero = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_EQ, x->chunk, tc__c(ir, 0)), zero,
+                       tc_e_load(ir, x->out, pidx, vl, 4));
+  }
   const tc_stmt *init = tc_s_for(
       ir, v, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
-      tc_s_for(ir, r, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED,
-               tc_s_store(ir, acc, ai, tc_e_broadcast(ir, tc_e_float(ir, 0.0), vl), 64)));
+      tc_s_for(ir, r, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED, tc_s_store(ir, acc, ai, zero, 64)));
   /* reduction */
   tc_var *icb = tc_var_new(ir, "icb", tc_type_int()), *kh = tc_var_new(ir, "kh", tc_type_int());
   tc_var *kw = tc_var_new(ir, "kw", tc_type_int()), *ci = tc_var_new(ir, "ci", tc_type_int());
@@ -247,8 +274,9 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
     if (row_pad) kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);
     iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)), tc_e_sub(ir, tc__v(ir, kh), tc__c(ir, wl->pt)));
   }
+  const tc_expr *icb0 = x->nchunks > 1 ? tc_e_mul(ir, x->chunk, tc__c(ir, x->cpc)) : tc__c(ir, 0);
   const tc_stmt *red = tc_s_for(
-      ir, icb, tc__c(ir, 0), tc__c(ir, icb_n), TC_FOR_SERIAL,
+      ir, icb, icb0, tc__c(ir, x->nchunks > 1 ? x->cpc : icb_n), TC_FOR_SERIAL,
       tc_s_for(ir, kh, tc__c(ir, 0), tc__c(ir, wl->kh), TC_FOR_SERIAL, tc_s_let(ir, iy, iyv, kws)));
   red = tc_s_allocate(ir, wreg, vo, TC_SCOPE_LOCAL, red);
   /* epilogue */
@@ -258,7 +286,10 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_expr *oidx = tc__idx_c(ir, x->n, oc0, x->oh, tc_e_add(ir, ow0, tc__v(ir, r4)), wl->oc,
                                   wl->oh, wl->ow, wl->out_cb);
   const tc_expr *ai4 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, rw)), tc__v(ir, r4));
-  const tc_expr *val = tc__epilogue(ir, wl, tc_e_load(ir, acc, ai4, 1, 64), x->bias, oc0, x->res, oidx);
+  const tc_expr *accv = tc_e_load(ir, acc, ai4, 1, 64);
+  const tc_expr *val = tc__epilogue(ir, wl, accv, x->bias, oc0, x->res, oidx);
+  if (x->nchunks > 1) /* partial sums are stored raw; the last chunk applies the epilogue */
+    val = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_EQ, x->chunk, tc__c(ir, x->nchunks - 1)), val, accv);
   const tc_stmt *epi = tc_s_for(
       ir, v4, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
       tc_s_for(ir, r4, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED, tc_s_store(ir, x->out, oidx, val, 4)));
@@ -327,6 +358,8 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   int toh = tc__knob(s, c, "tile_oh")[1];
   int ng = tc__knob(s, c, "oc_groups")[0];
   x.unroll_kw = tc__knob(s, c, "unroll_kw")[0];
+  x.nchunks = tc__knob(s, c, "ic_chunks")[0];
+  x.cpc = wl->c / wl->in_cb / x.nchunks;
   x.ot = x.vo * x.vl;
   x.ntiles = wl->oc / x.ot;
   if (x.ntiles % ng) return TH_ERR_INVALID;
@@ -352,6 +385,9 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   x.t = tc__v(ir, tv);
   x.oh = tc__v(ir, ohv);
   x.oy0 = tc__v(ir, oy0);
+  tc_var *chv = tc_var_new(ir, "chunk", tc_type_int());
+  x.chunk_var = chv;
+  x.chunk = tc__v(ir, chv);
   const tc_stmt *row;
   if (band || !has_pad(wl)) {
     /* every window is inside the (band or unpadded) input: balanced tiles, no checks */
@@ -380,6 +416,9 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   /* group g holds oc tiles [g*tpg, (g+1)*tpg) */
   int tpg = x.ntiles / ng;
   tc_var *ti = tc_var_new(ir, "ti", tc_type_int());
+  if (x.nchunks > 1) {
+    rows = tc_s_for(ir, x.chunk_var, tc__c(ir, 0), tc__c(ir, x.nchunks), TC_FOR_SERIAL, rows);
+  }
   const tc_stmt *tiles = tc_s_for(
       ir, ti, tc__c(ir, 0), tc__c(ir, tpg), TC_FOR_SERIAL,
       tc_s_let(ir, tv, tc_e_add(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg)), tc__v(ir, ti)), rows));
