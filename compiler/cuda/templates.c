@@ -282,7 +282,7 @@ th_status tc_cuda_fallback(const tc_workload *wl, const tc_cuda_target *t, const
     tc__set(s, out, "tile_rc", tc__find(s, "tile_rc", rc2, 2));
     tc__set(s, out, "tile_ry", tc__find(s, "tile_ry", ry, 2));
     tc__set(s, out, "tile_rx", tc__find(s, "tile_rx", rx, 2));
-    int one = 512;
+    int one = 0; /* nvcc unrolls the small constant loops itself; explicit steps cost NVRTC time */
     tc__set(s, out, "auto_unroll_max_step", tc__find(s, "auto_unroll_max_step", &one, 1));
     int kf = tc_space_knob(s, "tile_f"), ky = tc_space_knob(s, "tile_y"), kx = tc_space_knob(s, "tile_x");
     double best = -1e30;
