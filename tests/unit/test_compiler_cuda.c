@@ -3,10 +3,13 @@
  * compiles for sm_80 and sm_90 (one program per template per arch); invalid configs are rejected by the
  * validity check before any NVRTC call; the printer emits the GPU constructs; the device query and a
  * CUDA bundle's model.so report "no CUDA device" cleanly on a machine without one. */
+#include <dlfcn.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ops.h"
 #include "tc_cuda.h"
@@ -280,5 +283,182 @@ TH_TEST(device_query) {
   fprintf(stderr, "%s\n", err);
   CHECK(rc == TH_ERR_UNSUPPORTED);
   CHECK(strstr(err, "no CUDA device") != NULL);
+  return 0;
+}
+
+/* ---- the generated CUDA C run on the CPU -------------------------------------------------------------- */
+
+/* A host emulation of the CUDA subset the codegen prints: blocks run one after another, the threads of a
+ * block are pthreads meeting at a barrier for __syncthreads, __shared__ arrays are function statics
+ * (shared by the block's threads), blockIdx is global and threadIdx thread-local. It lets this machine,
+ * which has no GPU, run every template's actual CUDA C against tc_cuda_ref_kernel. */
+static const char emu_header[] =
+    "#include <cmath>\n#include <cstring>\n#include <pthread.h>\n"
+    "struct th_dim3 { unsigned x, y, z; };\n"
+    "static th_dim3 blockIdx;\nstatic thread_local th_dim3 threadIdx;\nstatic pthread_barrier_t th_bar;\n"
+    "struct float4 { float x, y, z, w; };\n"
+    "static inline float4 make_float4(float a, float b, float c, float d) { float4 v = {a, b, c, d}; return v; }\n"
+    "static inline float __int_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }\n"
+    "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
+    "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
+    "#define __syncthreads() pthread_barrier_wait(&th_bar)\n"
+    "#include <math.h>\n";
+
+typedef struct emu_kernel {
+  tc_workload wl;
+  tc_cuda_launch l;
+} emu_kernel;
+
+static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
+  th_buf_appendf(b, "typedef void (*th_fn)(float **);\nstruct th_targ { th_fn fn; float **a; unsigned x, y, z; };\n"
+                    "static void *th_thread(void *p) { th_targ *t = (th_targ *)p; threadIdx.x = t->x; "
+                    "threadIdx.y = t->y; threadIdx.z = t->z; t->fn(t->a); return 0; }\n");
+  for (int k = 0; k < nk; k++) {
+    int n = tc_op_nargs(ks[k].wl.kernel);
+    th_buf_appendf(b, "static void th_call%d(float **a) { k%d(", k, k);
+    for (int i = 0; i < n; i++) th_buf_appendf(b, "%sa[%d]", i ? ", " : "", i);
+    th_buf_appendf(b, "); }\n");
+  }
+  th_buf_appendf(b, "static th_fn th_fns[] = {");
+  for (int k = 0; k < nk; k++) th_buf_appendf(b, "%sth_call%d", k ? ", " : "", k);
+  th_buf_appendf(b, "};\n"
+                    "extern \"C\" int th_emu_run(int k, float **a, const long long *grid, const int *block) {\n"
+                    "  int T = block[0] * block[1] * block[2];\n"
+                    "  pthread_t *ts = new pthread_t[T]; th_targ *args = new th_targ[T];\n"
+                    "  pthread_attr_t at; pthread_attr_init(&at); pthread_attr_setstacksize(&at, 1 << 18);\n"
+                    "  pthread_barrier_init(&th_bar, 0, (unsigned)T);\n"
+                    "  for (long long z = 0; z < grid[2]; z++) for (long long y = 0; y < grid[1]; y++)\n"
+                    "    for (long long x = 0; x < grid[0]; x++) {\n"
+                    "      blockIdx.x = (unsigned)x; blockIdx.y = (unsigned)y; blockIdx.z = (unsigned)z;\n"
+                    "      int i = 0;\n"
+                    "      for (int tz = 0; tz < block[2]; tz++) for (int ty = 0; ty < block[1]; ty++)\n"
+                    "        for (int tx = 0; tx < block[0]; tx++, i++) {\n"
+                    "          args[i].fn = th_fns[k]; args[i].a = a; args[i].x = tx; args[i].y = ty; args[i].z = tz;\n"
+                    "          if (pthread_create(&ts[i], &at, th_thread, &args[i]) != 0) return -1;\n"
+                    "        }\n"
+                    "      for (int j = 0; j < T; j++) pthread_join(ts[j], 0);\n"
+                    "    }\n"
+                    "  pthread_barrier_destroy(&th_bar); pthread_attr_destroy(&at); delete[] ts; delete[] args;\n"
+                    "  return 0;\n}\n");
+}
+
+TH_TEST(emulated_templates) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+  tc_workload ws[] = {
+      wl_conv(1, 3, 15, 15, 8, 7, 2, 3, TC_EPI_BIAS | TC_EPI_RELU),
+      wl_conv(2, 5, 9, 7, 6, 3, 2, 1, TC_EPI_BIAS | TC_EPI_RESIDUAL),
+      wl_conv(1, 12, 6, 6, 16, 1, 1, 0, TC_EPI_CLIP),
+      wl_conv(1, 16, 8, 8, 16, 3, 1, 1, TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU),
+      wl_simple(TC_KERNEL_DEPTHWISE, 2, 7, 9, 9, 7, 3, 2, 1),
+      wl_simple(TC_KERNEL_DEPTHWISE, 1, 4, 8, 8, 4, 5, 1, 2),
+      wl_simple(TC_KERNEL_DENSE, 1, 64, 1, 1, 10, 1, 1, 0),
+      wl_simple(TC_KERNEL_DENSE, 3, 25, 1, 1, 7, 1, 1, 0),
+      wl_simple(TC_KERNEL_DENSE, 33, 40, 1, 1, 21, 1, 1, 0),
+      wl_simple(TC_KERNEL_MAXPOOL, 1, 3, 9, 9, 3, 3, 2, 1),
+      wl_simple(TC_KERNEL_AVGPOOL, 2, 3, 7, 7, 3, 3, 1, 1),
+      wl_simple(TC_KERNEL_AVGPOOL, 1, 2, 8, 8, 2, 3, 2, 1),
+      wl_simple(TC_KERNEL_GLOBAL_AVGPOOL, 2, 5, 5, 3, 5, 5, 1, 0),
+      wl_simple(TC_KERNEL_ELTWISE, 2, 3, 5, 5, 3, 1, 1, 0),
+      wl_simple(TC_KERNEL_ELTWISE, 1, 4, 4, 4, 4, 1, 1, 0),
+      wl_simple(TC_KERNEL_SOFTMAX, 2, 100, 1, 1, 100, 1, 1, 0),
+      wl_simple(TC_KERNEL_SOFTMAX, 3, 7, 1, 1, 7, 1, 1, 0),
+      wl_simple(TC_KERNEL_CONCAT, 2, 3, 4, 5, 8, 1, 1, 0),
+  };
+  ws[4].epilogue = TC_EPI_BIAS | TC_EPI_CLIP;
+  ws[6].epilogue = TC_EPI_BIAS;
+  ws[7].epilogue = TC_EPI_RELU;
+  ws[8].epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  ws[11].count_include_pad = 1;
+  ws[13].epilogue = TC_EPI_RELU;
+  ws[14].epilogue = TC_EPI_CLIP;
+  ws[17].c_offset = 3;
+  int nw = (int)(sizeof ws / sizeof ws[0]);
+  enum { PER = 4 };
+  emu_kernel ks[sizeof ws / sizeof ws[0] * PER];
+  th_buf src;
+  th_buf_init(&src, (size_t)64 << 20);
+  th_buf_appendf(&src, "%s", emu_header);
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  int nk = 0;
+  uint64_t seed = 777;
+  for (int i = 0; i < nw; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
+    int64_t size = tc_space_size(&s);
+    for (int done = 0, tries = 0; done < PER && tries < 5000; tries++) {
+      if (done > 0) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
+        if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+      }
+      char fn[16], err[512] = "";
+      snprintf(fn, sizeof fn, "k%d", nk);
+      ks[nk].wl = ws[i];
+      th_status rc = tc_cuda_kernel_source(&ws[i], &c, &t, fn, &src, &ks[nk].l, err, sizeof err);
+      if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+      CHECK(rc == TH_OK);
+      nk++;
+      done++;
+    }
+  }
+  emu_launcher(&src, nk, ks);
+  char dir[] = "/tmp/tc-cuda-emu-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char cpp[128], so[128], cmd[512];
+  snprintf(cpp, sizeof cpp, "%s/k.cpp", dir);
+  snprintf(so, sizeof so, "%s/k.so", dir);
+  CHECK(th_write_file_atomic(cpp, src.data, src.len) == TH_OK);
+  snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -fPIC -shared -o %s %s -lpthread", so, cpp);
+  CHECK(system(cmd) == 0);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL);
+  int (*run)(int, float **, const long long *, const int *) =
+      (int (*)(int, float **, const long long *, const int *))dlsym(h, "th_emu_run");
+  CHECK(run != NULL);
+  for (int k = 0; k < nk; k++) {
+    const tc_workload *wl = &ks[k].wl;
+    int64_t sizes[5];
+    tc_cuda_arg_sizes(wl, sizes);
+    int nargs = tc_op_nargs(wl->kernel), out = nargs - 1;
+    float *a[5] = {0}, *ref[5] = {0};
+    uint64_t s2 = 99 + (uint64_t)k;
+    for (int i = 0; i < nargs; i++) {
+      if (!sizes[i]) continue;
+      a[i] = calloc((size_t)sizes[i] + 4, sizeof(float));
+      ref[i] = calloc((size_t)sizes[i] + 4, sizeof(float));
+      CHECK(a[i] && ref[i]);
+      for (int64_t e = 0; i != out && e < sizes[i]; e++) {
+        s2 = s2 * 6364136223846793005ull + 1442695040888963407ull;
+        a[i][e] = ref[i][e] = (float)((double)(s2 >> 40) / (double)(1ull << 24) * 2.0 - 1.0) * 4.0f;
+      }
+    }
+    long long grid[3] = {ks[k].l.grid[0], ks[k].l.grid[1], ks[k].l.grid[2]};
+    CHECK(run(k, a, grid, ks[k].l.block) == 0);
+    CHECK(tc_cuda_ref_kernel(wl, ref) == TH_OK);
+    double maxref = 0;
+    for (int64_t e = 0; e < sizes[out]; e++) maxref = fmax(maxref, fabs(ref[out][e]));
+    for (int64_t e = 0; e < sizes[out]; e++) {
+      if (fabs((double)a[out][e] - ref[out][e]) > 1e-5 * maxref + 1e-4 * fabs(ref[out][e])) {
+        char key[192];
+        tc_workload_key(wl, key, sizeof key);
+        fprintf(stderr, "kernel k%d (%s): element %lld: %.8g vs reference %.8g\n", k, key, (long long)e,
+                a[out][e], ref[out][e]);
+        CHECK(0);
+      }
+    }
+    for (int i = 0; i < 5; i++) {
+      free(a[i]);
+      free(ref[i]);
+    }
+  }
+  fprintf(stderr, "%d kernels of %d workloads ran emulated and matched the reference\n", nk, nw);
+  dlclose(h);
+  unlink(cpp);
+  unlink(so);
+  rmdir(dir);
+  th_buf_free(&src);
   return 0;
 }
