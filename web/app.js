@@ -1,5 +1,9 @@
 /* tunehub catalog page: plain JS, no build step. State lives in the URL hash
-   (#view=catalog&framework=llvm&network=&state=&sort=network&dir=asc&model=llvm/resnet-18/1). */
+   (#view=catalog&framework=llvm&network=&state=&sort=network&dir=asc&model=llvm/resnet-18/1).
+   Views: the catalog with a model's detail (manifest, downloads, the tuning curve from GET .../tuning and the
+   latency per version from GET .../versions, both hand-made SVG), the jobs (per-task progress; live over
+   GET /jobs/{id}/events for the running jobs in view, at most MAX_STREAMS, polling /jobs every 2 s where the
+   server has no event stream) and the build form. Mutations (cancel, tune) ask for the bearer token once per tab. */
 'use strict';
 (function () {
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -432,13 +436,13 @@
   }
 
   /* ---------- detail: versions, latency chart, tuning curve ---------- */
-  const detailData = { key: null, versions: null, tuning: null, tuningAt: 0, focus: null, tableOpen: false };
+  const detailData = { key: null, versions: null, tuning: null, tuningAt: 0, focus: null, tableOpen: false, running: false };
 
   // loads what the detail charts need for the model on screen; the answers are dropped if the user moved on
   async function loadDetailData(key, what) {
     const [fw, net, batch] = key.split('/');
     const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch);
-    if (detailData.key !== key) Object.assign(detailData, { key, versions: null, tuning: null, tuningAt: 0, focus: null, tableOpen: false });
+    if (detailData.key !== key) Object.assign(detailData, { key, versions: null, tuning: null, tuningAt: 0, focus: null, tableOpen: false, running: false });
     else if (!what) { renderVersions(key); renderTuning(key); } // a rebuilt card shows what we have until the answers come
     const jobs = [];
     if (!what || what === 'versions') jobs.push(api(path + '/versions').then(r => r.body, e => e).then(v => {
@@ -462,7 +466,9 @@
     if (!data.jobs || detailData.key !== key) return;
     const [fw, net, batch] = key.split('/');
     const running = data.jobs.some(j => j.framework === fw && j.network === net && String(j.batch) === batch && j.state === 'running');
-    if (running && Date.now() - detailData.tuningAt > 5000) loadDetailData(key, 'tuning');
+    // while running: every 5 s; when the job has just ended: once more, for the final records and to drop the note
+    if ((running && Date.now() - detailData.tuningAt > 5000) || (!running && detailData.running)) loadDetailData(key, 'tuning');
+    detailData.running = running;
   }
 
   // "nice" axis ticks: about n steps of 1, 2 or 5 × 10^k covering [lo, hi]
@@ -481,9 +487,9 @@
 
   // a plot frame with ticks, grid and axis labels; returns {svg, X, Y, layer} for the caller to draw into
   function chartFrame(o) {
-    // a narrower drawing on a phone keeps the text readable when the SVG is scaled to the screen
-    const narrow = window.innerWidth < 640;
-    const W = narrow ? Math.min(o.width || 900, 440) : (o.width || 900), H = narrow ? Math.round((o.height || 320) * 0.95) : (o.height || 320);
+    // drawn about as wide as the screen allows, so the text keeps its size when the SVG is scaled to fit (phones)
+    const W = Math.max(320, Math.min(o.width || 900, window.innerWidth - 60));
+    const H = window.innerWidth < 640 ? Math.round((o.height || 320) * 0.85) : (o.height || 320);
     const L = 58, R = 16, T = 14, B = 46;
     const id = 'c' + (++chartSeq);
     const X = v => L + (v - o.x0) / (o.x1 - o.x0 || 1) * (W - L - R);

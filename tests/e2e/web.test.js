@@ -231,6 +231,14 @@ async function main() {
   await page.goto(base + '/#view=catalog');
   await page.waitForSelector('#catalog-body tr[data-key="llvm/mobilenet/1"]', { timeout: 10000 });
   check(true, 'the new model appears in the catalog');
+  // a model without tuning records says so, with the commands that tune it
+  await page.click('#catalog-body tr[data-key="llvm/mobilenet/1"] a.model-link');
+  await page.waitForSelector('#tuning-empty', { timeout: 10000 });
+  check(/not tuned yet/i.test(await page.textContent('#tuning-empty')) && (await page.textContent('#curl-tune')).includes('/models/llvm/mobilenet/1/tune'),
+    'an untuned model shows the empty tuning state with the tune command');
+  await page.waitForSelector('#latency-chart rect.vbar[data-tuned="0"]', { state: 'attached', timeout: 10000 });
+  check(true, 'its only version is marked untuned in the latency chart');
+  await shot('06b-detail-untuned');
 
   // 5b. a tune job (token) shows per-task bars in the jobs view, live (SSE) or polled, and reaches done with v2
   const noTok = await fetch(base + '/models/' + key + '/tune', { method: 'POST', body: '{"trials":3}' });
@@ -316,6 +324,14 @@ async function main() {
   const overflow = await pp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   check(overflow <= 1, 'no horizontal overflow on a phone (' + overflow + 'px)');
   await shot('08-phone-detail', pp);
+  await pp.waitForSelector('#tuning-chart', { state: 'attached' });
+  await (await pp.$('#tuning-card')).screenshot({ path: path.join(ARTIFACTS, '08b-phone-tuning.png') });
+  await (await pp.$('#versions-card')).screenshot({ path: path.join(ARTIFACTS, '08c-phone-versions.png') });
+  await pp.goto(base + '/#view=jobs');
+  await pp.waitForSelector('#jobs-done li.job');
+  const jobsOverflow = await pp.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(jobsOverflow <= 1, 'no horizontal overflow of the jobs view on a phone (' + jobsOverflow + 'px)');
+  await shot('08d-phone-jobs', pp);
   await phone.close();
 
   // 8. server unreachable: the loaded page polls, sees the failure and says so
