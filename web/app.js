@@ -968,6 +968,7 @@
       return;
     }
     trialsIn.setAttribute('aria-invalid', 'false');
+    out.replaceChildren();
     const [fw, net, batch] = key.split('/');
     const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch) + '/tune';
     let token = sessionStorage.getItem('tunehub.token');
