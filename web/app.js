@@ -1132,7 +1132,7 @@
         const job = body && body.job || {};
         buildJobId = job.id != null ? job.id : (resp.headers.get('Location') || '').split('/').pop();
         out.replaceChildren(h('div', { class: 'ok-box', id: 'build-ok' }, (body && body.queued === false ? 'Already building' : 'Queued') +
-          ': job ' + buildJobId + '. Progress updates every 2 s; the model appears in the ',
+          ': job ' + buildJobId + '. Its progress follows below; the model appears in the ',
           h('a', { href: hrefFor({ view: 'catalog', model: key }) }, 'catalog'), ' when done.'));
         if (job.id != null) $('#build-job').replaceChildren(jobItem(job));
         await loadJobs(); renderJobs();
