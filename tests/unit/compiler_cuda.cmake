@@ -11,3 +11,19 @@ if(TH_HAVE_CUDA)
   th_unit_test(compiler_cuda_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_gpu.c
                LIBS th_compiler LABELS gpu TIMEOUT 900)
 endif()
+
+# Bundles end to end on the CPU: a fake libcuda.so.1 (test_compiler_cuda_fakecu.c) runs the bundle's own
+# kernels.cu compiled with an emulation header; ctest puts it first on LD_LIBRARY_PATH for these cases only.
+if(TH_HAVE_CUDA)
+  add_library(th_fakecuda SHARED ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_fakecu.c)
+  set_target_properties(th_fakecuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fakecuda)
+  target_link_libraries(th_fakecuda PRIVATE dl)
+  th_unit_test(compiler_cuda_emu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_emu.c
+               LIBS th_compiler TIMEOUT 600)
+  add_dependencies(test_compiler_cuda_emu th_fakecuda)
+  foreach(c resnet_18 mobilenet_v2 squeezenet_v1_1 mobilenet)
+    set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
+                         ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
+  endforeach()
+endif()

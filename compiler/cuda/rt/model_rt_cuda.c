@@ -341,7 +341,7 @@ static int th__launch(struct th_model *m, th__cuh stream) {
     const struct th__call *c = &th__calls[i];
     const struct th__kernel *k = &th__kernels[c->kernel];
     th__cuptr args[5] = {0, 0, 0, 0, 0};
-    void *params[5];
+    void *params[5] = {0, 0, 0, 0, 0};
     for (int a = 0; a < c->nargs; a++) {
       switch (c->space[a]) {
         case 1: args[a] = m->workspace + (th__cuptr)c->off[a] * sizeof(float); break;

@@ -1,0 +1,85 @@
+/* A fake libcuda.so.1 for tests on machines without a GPU: the driver API subset tunehub uses, on the CPU.
+ * Memory is malloc, copies are memcpy, streams and events are synchronous, and cuLaunchKernel runs the
+ * kernel through the CPU emulation library named by $TH_FAKECU_KERNELS (the bundle's kernels.cu compiled
+ * with the test's emulation header), which exports th_emu_launch(name, params, grid, block). It lets a
+ * CUDA model .so run end to end (create, upload, plan, launches, copies) against the reference. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+static void *emu;
+static int (*emu_launch)(const char *, void **, const unsigned *, const unsigned *);
+
+CUresult cuInit(unsigned f) { (void)f; return 0; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+CUresult cuDeviceGet(int *d, int i) { *d = i; return i == 0 ? 0 : 101; }
+CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; snprintf(s, (size_t)n, "tunehub CPU emulator"); return 0; }
+CUresult cuDeviceGetAttribute(int *v, int a, int d) {
+  (void)d;
+  *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 1 : 0;
+  return 0;
+}
+CUresult cuDeviceTotalMem_v2(size_t *m, int d) { (void)d; *m = (size_t)1 << 32; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)&emu; return 0; }
+CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
+CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) {
+  (void)image;
+  if (!emu) {
+    const char *p = getenv("TH_FAKECU_KERNELS");
+    emu = p ? dlopen(p, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (emu) emu_launch = (int (*)(const char *, void **, const unsigned *, const unsigned *))dlsym(emu, "th_emu_launch");
+    if (!emu || !emu_launch) return 200; /* CUDA_ERROR_INVALID_IMAGE */
+  }
+  *m = emu;
+  return 0;
+}
+CUresult cuModuleUnload(void *m) { (void)m; return 0; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = strdup(name); return *f ? 0 : 2; }
+CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
+  void *q = NULL;
+  if (posix_memalign(&q, 256, n ? n : 1) != 0) return 2;
+  *p = (uint64_t)(uintptr_t)q;
+  return 0;
+}
+CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
+CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, void *st) { (void)st; return cuMemcpyHtoD_v2(d, s, n); }
+CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) { (void)st; return cuMemcpyDtoH_v2(d, s, n); }
+CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
+  (void)st;
+  memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+  return 0;
+}
+CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return 0; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shm, void *st, void **params, void **extra) {
+  (void)shm, (void)st, (void)extra;
+  unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+  return emu_launch && emu_launch((const char *)f, params, g, b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
+}
+CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = (void *)&emu_launch; return 0; }
+CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
+CUresult cuStreamQuery(void *s) { (void)s; return 0; }
+CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
+CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
+CUresult cuEventRecord(void *e, void *s) { (void)e, (void)s; return 0; }
+CUresult cuEventQuery(void *e) { (void)e; return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = 1.0f; return 0; }
+CUresult cuGetErrorString(CUresult r, const char **s) {
+  *s = r == 200 ? "CUDA_ERROR_INVALID_IMAGE (fake driver: TH_FAKECU_KERNELS not loadable)"
+                : r == 719 ? "CUDA_ERROR_LAUNCH_FAILED (fake driver)" : "fake driver error";
+  return 0;
+}
+/* NVRTC opens libcuda.so.1 itself and asks for the driver's private export tables: none here. */
+CUresult cuGetExportTable(const void **table, const void *id) {
+  (void)id;
+  *table = NULL;
+  return 801; /* CUDA_ERROR_NOT_SUPPORTED */
+}
