@@ -164,7 +164,9 @@ void srv_suspend(srv_t *s, srv_request *r, double seconds, int64_t job_id) {
 static void srv__resume_at(srv_t *s, int i) {
   srv_request *r = s->waiting[i];
   s->waiting[i] = s->waiting[--s->nwaiting];
-  r->suspended = 0;
+  /* r->suspended stays set until the access handler runs again: the route that just suspended may not have
+   * returned yet, and must still see it suspended (else it would answer as well) */
+  r->resumed = 1;
   MHD_resume_connection(r->con);
 }
 
@@ -244,7 +246,11 @@ static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const 
     *upload_size = 0;
     return MHD_YES;
   }
-  if (r->suspended) return MHD_YES;
+  if (r->suspended) {
+    if (!r->resumed) return MHD_YES;
+    r->suspended = 0;
+    r->resumed = 0;
+  }
   if (r->body_too_large)
     return srv_error(s, r, 413, "body_too_large", NULL, "request body exceeds %d bytes",
                      SRV_MAX_BODY);

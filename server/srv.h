@@ -60,6 +60,7 @@ typedef struct srv_request {
   int route;         /* metrics label index */
   /* long-poll state */
   int suspended;
+  int resumed; /* a waker resumed it; the next access-handler call routes it again */
   double wait_deadline; /* monotonic seconds; 0 when not waiting */
   int64_t wait_job;
 } srv_request;

@@ -186,9 +186,11 @@ static void tune__rmtree(const char *path) {
   rmdir(path);
 }
 
+/* Typed events go to on_event; the plain listener (long polls, caches) hears the changes that a reader of the
+ * job or the models can see: progress, publishes and the end, not every stage start. */
 static void tune__emit(tune_sched *s, int64_t id, tune_event_kind kind, const char *json) {
   if (s->o.on_event) s->o.on_event(s->o.listener_ctx, id, kind, json);
-  if (s->o.listener) s->o.listener(s->o.listener_ctx, id);
+  if (s->o.listener && kind != TUNE_EV_STAGE) s->o.listener(s->o.listener_ctx, id);
 }
 
 /* env callbacks (run on the stage's thread, without the scheduler lock) */
