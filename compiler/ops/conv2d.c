@@ -90,22 +90,29 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   for (int ch = 1; ch <= wl->c / wl->in_cb && ch <= 16; ch *= 2)
     if ((wl->c / wl->in_cb) % ch == 0) vals[k++] = ch;
   if (rc == TH_OK) rc = tc_space_add(s, "ic_chunks", TC_KNOB_OTHER, 1, k, vals);
+  /* Output rows per register tile (padded convs, whose band holds the task's rows): with few columns
+   * (7x7) a 2-row tile keeps enough accumulators in flight. */
+  k = 0;
+  for (int rh = 1; rh <= 4 && rh <= wl->oh; rh++) vals[k++] = rh;
+  if (rc == TH_OK) rc = tc_space_add(s, "tile_rh", TC_KNOB_OTHER, 1, k, vals);
   return rc;
 }
 
 static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c) {
   const int *oc = tc__knob(s, c, "tile_oc"), *ow = tc__knob(s, c, "tile_ow");
   const int *g = tc__knob(s, c, "oc_groups");
-  if (!tc__knob(s, c, "ic_chunks")) return TH_ERR_INVALID;
+  const int *rh = tc__knob(s, c, "tile_rh"), *toh = tc__knob(s, c, "tile_oh");
+  if (!tc__knob(s, c, "ic_chunks") || !rh || !toh) return TH_ERR_INVALID;
+  if (rh[0] > 1 && (!use_band(wl, toh[1]) || rh[0] > toh[1])) return TH_ERR_INVALID;
   if (!oc || !ow || !g || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
-  if (oc[1] * ow[1] > max_acc(t, oc[1])) return TH_ERR_INVALID;
+  if (oc[1] * ow[1] * rh[0] > max_acc(t, oc[1])) return TH_ERR_INVALID;
   if (oc[0] % g[0]) return TH_ERR_INVALID; /* groups split the oc tiles evenly */
   (void)wl;
   return TH_OK;
 }
 
 /* Estimated cycles of one reduction step of a vo x w tile: FMA throughput (2/cycle), load throughput
- * (2/cycle) and FMA latency (~5 cycles per dependent accumulator chain), after oneDNN's estimate. */
+ * (2/cycle) and FMA latency (4 cycles per dependent accumulator chain), after oneDNN's estimate. */
 static double tile_cycles(int vo, int w) {
   double fma = vo * w / 2.0, lat = 4.0, ld = (vo + w) / 2.0;
   double m = fma > lat ? fma : lat;
@@ -117,26 +124,6 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
   int koh = tc_space_knob(s, "tile_oh"), kun = tc_space_knob(s, "unroll_kw");
   int kg = tc_space_knob(s, "oc_groups"), kch = tc_space_knob(s, "ic_chunks");
   if (koc < 0 || kow < 0 || koh < 0 || kun < 0 || kg < 0 || kch < 0) return TH_ERR_INTERNAL;
-  double best = -1;
-  for (int i = 0; i < s->knobs[koc].nvalues; i++) {
-    int vo = s->knobs[koc].values[i][1];
-    if (vo > 6) continue;
-    for (int j = 0; j < s->knobs[kow].nvalues; j++) {
-      int rw = s->knobs[kow].values[j][1];
-      if (vo * rw > max_acc(t, vo)) continue;
-      int nt, q, big;
-      balanced(wl->ow, rw, &nt, &q, &big);
-      double cyc = big * tile_cycles(vo, q + 1) + (nt - big) * tile_cycles(vo, q);
-      double eff = (vo * wl->ow / 2.0) / cyc;
-      double score = eff + 0.0005 * vo * rw + 0.0001 * vo;
-      if (score > best) {
-        best = score;
-        c->idx[koc] = i;
-        c->idx[kow] = j;
-      }
-    }
-  }
-  if (best < 0) return TH_ERR_INTERNAL;
   /* Row tile: the most rows whose band fits, preferring tiles that divide oh: each oc tile's weights
    * are then reused from cache across the tile's rows (at 7x7 one row tile is the whole map). */
   int bi = 0;
@@ -150,6 +137,37 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
     double score = th - 4.0 * waste; /* rows past oh are skipped: waste only unbalances tasks */
     if (score > bscore) bscore = score, bi = i;
   }
+  int krh = tc_space_knob(s, "tile_rh");
+  if (krh < 0) return TH_ERR_INTERNAL;
+  int toh = s->knobs[koh].values[bi][1];
+  /* Register tile (vo, rw, rh) by the cycle model over one row tile: rh-row tiles, then single rows. */
+  double best = -1;
+  for (int i = 0; i < s->knobs[koc].nvalues; i++) {
+    int vo = s->knobs[koc].values[i][1];
+    if (vo > 6) continue;
+    for (int j = 0; j < s->knobs[kow].nvalues; j++) {
+      int rw = s->knobs[kow].values[j][1];
+      for (int h = 0; h < s->knobs[krh].nvalues; h++) {
+        int rh = s->knobs[krh].values[h][0];
+        if (vo * rw * rh > max_acc(t, vo)) continue;
+        if (rh > 1 && (!use_band(wl, toh) || rh > toh)) continue;
+        int nt, q, big;
+        balanced(wl->ow, rw, &nt, &q, &big);
+        double row_rh = big * tile_cycles(vo, (q + 1) * rh) + (nt - big) * tile_cycles(vo, q * rh);
+        double row_1 = big * tile_cycles(vo, q + 1) + (nt - big) * tile_cycles(vo, q);
+        double cyc = (toh / rh) * row_rh + (toh % rh) * row_1;
+        double eff = (vo * wl->ow * toh / 2.0) / cyc;
+        double score = eff + 0.0005 * vo * rw + 0.0001 * vo - 0.001 * (rh - 1);
+        if (score > best) {
+          best = score;
+          c->idx[koc] = i;
+          c->idx[kow] = j;
+          c->idx[krh] = h;
+        }
+      }
+    }
+  }
+  if (best < 0) return TH_ERR_INTERNAL;
   c->idx[koh] = bi;
   int nrt = s->knobs[koh].values[bi][0];
   int ntiles = s->knobs[koc].values[c->idx[koc]][0];
@@ -183,6 +201,7 @@ typedef struct conv_ctx {
   int brows, bw;      /* band rows and padded width */
   const tc_expr *n, *t, *oh, *oy0; /* batch, oc tile, output row, first output row of the band */
   int nchunks, cpc;                /* input-channel chunks and blocks per chunk */
+  int rh;                          /* output rows per register tile (band mode) */
   const tc_expr *chunk;            /* current chunk (nchunks > 1) */
   tc_var *chunk_var;
 } conv_ctx;
@@ -191,23 +210,26 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   conv_ctx *x = vctx;
   const tc_workload *wl = x->wl;
   int vl = x->vl, vo = x->vo, icb_n = wl->c / wl->in_cb;
+  /* The tile covers rh output rows (band mode) x rw columns; accumulator p = row * rw + column. */
+  int rh = x->band ? x->rh : 1, np = rh * rw;
   tc_type vt = tc_type_f32(vl);
   tc_var *acc = tc_var_buffer(ir, "acc", vt, -1);
   tc_var *wreg = tc_var_buffer(ir, "wreg", vt, -1);
   tc_var *v = tc_var_new(ir, "v", tc_type_int()), *r = tc_var_new(ir, "r", tc_type_int());
-  const tc_expr *ai = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v), tc__c(ir, rw)), tc__v(ir, r));
+  const tc_expr *ai = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v), tc__c(ir, np)), tc__v(ir, r));
   /* acc = 0, or the partial sum of the previous input-channel chunks */
   const tc_expr *zero = tc_e_broadcast(ir, tc_e_float(ir, 0.0), vl);
   if (x->nchunks > 1) {
     const tc_expr *oc0 = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, x->ot)), tc_e_mul(ir, tc__v(ir, v), tc__c(ir, vl)));
-    const tc_expr *pidx = tc__idx_c(ir, x->n, oc0, x->oh, tc_e_add(ir, ow0, tc__v(ir, r)), wl->oc, wl->oh,
-                                    wl->ow, wl->out_cb);
+    const tc_expr *pidx =
+        tc__idx_c(ir, x->n, oc0, tc_e_add(ir, x->oh, tc_e_div(ir, tc__v(ir, r), tc__c(ir, rw))),
+                  tc_e_add(ir, ow0, tc_e_mod(ir, tc__v(ir, r), tc__c(ir, rw))), wl->oc, wl->oh, wl->ow, wl->out_cb);
     zero = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_EQ, x->chunk, tc__c(ir, 0)), zero,
                        tc_e_load(ir, x->out, pidx, vl, 4));
   }
   const tc_stmt *init = tc_s_for(
       ir, v, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
-      tc_s_for(ir, r, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED, tc_s_store(ir, acc, ai, zero, 64)));
+      tc_s_for(ir, r, tc__c(ir, 0), tc__c(ir, np), TC_FOR_UNROLLED, tc_s_store(ir, acc, ai, zero, 64)));
   /* reduction */
   tc_var *icb = tc_var_new(ir, "icb", tc_type_int()), *kh = tc_var_new(ir, "kh", tc_type_int());
   tc_var *kw = tc_var_new(ir, "kw", tc_type_int()), *ci = tc_var_new(ir, "ci", tc_type_int());
@@ -228,9 +250,11 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_expr *xs;
   if (x->band) {
     /* band[((icb * brows + iy) * bw + (ow0 + r) * sw + kw) * in_cb + ci], iy = band row */
-    const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
-                                 tc__v(ir, kw));
-    const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, icb), tc__c(ir, x->brows)), tc__v(ir, iy));
+    const tc_expr *col = tc_e_mod(ir, tc__v(ir, r2), tc__c(ir, rw));
+    const tc_expr *row = tc_e_mul(ir, tc_e_div(ir, tc__v(ir, r2), tc__c(ir, rw)), tc__c(ir, wl->sh));
+    const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, ow0, col), tc__c(ir, wl->sw)), tc__v(ir, kw));
+    const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, icb), tc__c(ir, x->brows)),
+                                 tc_e_add(ir, tc__v(ir, iy), row));
     bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, x->bw)), bx);
     bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, wl->in_cb)), tc__v(ir, ci));
     xs = tc_e_load(ir, x->band, bi, 1, 4);
@@ -251,14 +275,14 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
                        tc_e_float(ir, 0.0));
     }
   }
-  const tc_expr *ai3 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v3), tc__c(ir, rw)), tc__v(ir, r2));
+  const tc_expr *ai3 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v3), tc__c(ir, np)), tc__v(ir, r2));
   const tc_stmt *fmas = tc_s_for(
       ir, v3, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
       tc_s_store(ir, acc, ai3,
                  tc_e_fma(ir, tc_e_var(ir, xb), tc_e_load(ir, wreg, tc__v(ir, v3), 1, 64),
                           tc_e_load(ir, acc, ai3, 1, 64)),
                  64));
-  const tc_stmt *cols = tc_s_for(ir, r2, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED,
+  const tc_stmt *cols = tc_s_for(ir, r2, tc__c(ir, 0), tc__c(ir, np), TC_FOR_UNROLLED,
                                  tc_s_let(ir, xb, tc_e_broadcast(ir, xs, vl), fmas));
   const tc_stmt *lanes_body[2] = {ldw, cols};
   const tc_stmt *lanes = tc_s_for(ir, ci, tc__c(ir, 0), tc__c(ir, wl->in_cb), TC_FOR_UNROLLED,
@@ -283,18 +307,19 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   tc_var *v4 = tc_var_new(ir, "v", tc_type_int()), *r4 = tc_var_new(ir, "r", tc_type_int());
   const tc_expr *oc0 = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, x->ot)),
                                 tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, vl)));
-  const tc_expr *oidx = tc__idx_c(ir, x->n, oc0, x->oh, tc_e_add(ir, ow0, tc__v(ir, r4)), wl->oc,
-                                  wl->oh, wl->ow, wl->out_cb);
-  const tc_expr *ai4 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, rw)), tc__v(ir, r4));
+  const tc_expr *oidx =
+      tc__idx_c(ir, x->n, oc0, tc_e_add(ir, x->oh, tc_e_div(ir, tc__v(ir, r4), tc__c(ir, rw))),
+                tc_e_add(ir, ow0, tc_e_mod(ir, tc__v(ir, r4), tc__c(ir, rw))), wl->oc, wl->oh, wl->ow, wl->out_cb);
+  const tc_expr *ai4 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, np)), tc__v(ir, r4));
   const tc_expr *accv = tc_e_load(ir, acc, ai4, 1, 64);
   const tc_expr *val = tc__epilogue(ir, wl, accv, x->bias, oc0, x->res, oidx);
   if (x->nchunks > 1) /* partial sums are stored raw; the last chunk applies the epilogue */
     val = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_EQ, x->chunk, tc__c(ir, x->nchunks - 1)), val, accv);
   const tc_stmt *epi = tc_s_for(
       ir, v4, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
-      tc_s_for(ir, r4, tc__c(ir, 0), tc__c(ir, rw), TC_FOR_UNROLLED, tc_s_store(ir, x->out, oidx, val, 4)));
+      tc_s_for(ir, r4, tc__c(ir, 0), tc__c(ir, np), TC_FOR_UNROLLED, tc_s_store(ir, x->out, oidx, val, 4)));
   const tc_stmt *all[3] = {init, red, epi};
-  return tc_s_allocate(ir, acc, (int64_t)vo * rw, TC_SCOPE_LOCAL, tc_s_seq(ir, 3, all));
+  return tc_s_allocate(ir, acc, (int64_t)vo * np, TC_SCOPE_LOCAL, tc_s_seq(ir, 3, all));
 }
 
 /* Fills the band for output rows [oy0, oy0 + toh): zero rows outside the input, zero columns in the
@@ -347,6 +372,30 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
                            tc_s_let(ir, iy, iyv, row)));
 }
 
+/* One output row (or rh rows) of the task: all output-width tiles. */
+static const tc_stmt *conv_row(tc_ir *ir, conv_ctx *x, int rw) {
+  const tc_workload *wl = x->wl;
+  if (x->band || !has_pad(wl)) {
+    /* every window is inside the (band or unpadded) input: balanced tiles, no checks */
+    int nt, q, big;
+    balanced(wl->ow, rw, &nt, &q, &big);
+    tc_stmt_list l = {0};
+    tc_var *j1 = tc_var_new(ir, "owt", tc_type_int()), *j2 = tc_var_new(ir, "owt", tc_type_int());
+    if (big > 0)
+      tc_list_push(ir, &l, tc_s_for(ir, j1, tc__c(ir, 0), tc__c(ir, big), TC_FOR_SERIAL,
+                                    conv_tile(ir, x, tc_e_mul(ir, tc__v(ir, j1), tc__c(ir, q + 1)), q + 1, 0)));
+    if (nt > big)
+      tc_list_push(ir, &l,
+                   tc_s_for(ir, j2, tc__c(ir, 0), tc__c(ir, nt - big), TC_FOR_SERIAL,
+                            conv_tile(ir, x,
+                                      tc_e_add(ir, tc_e_mul(ir, tc__v(ir, j2), tc__c(ir, q)),
+                                               tc__c(ir, (int64_t)big * (q + 1))),
+                                      q, 0)));
+    return tc_list_seq(ir, &l);
+  }
+  return tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, wl->kw, wl->w, conv_tile, x);
+}
+
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
                        tc_ir *ir, const tc_stmt **out) {
   conv_ctx x;
@@ -357,6 +406,7 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   int rw = tc__knob(s, c, "tile_ow")[1];
   int toh = tc__knob(s, c, "tile_oh")[1];
   int ng = tc__knob(s, c, "oc_groups")[0];
+  int rh = tc__knob(s, c, "tile_rh")[0];
   x.unroll_kw = tc__knob(s, c, "unroll_kw")[0];
   x.nchunks = tc__knob(s, c, "ic_chunks")[0];
   x.cpc = wl->c / wl->in_cb / x.nchunks;
@@ -388,31 +438,44 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   tc_var *chv = tc_var_new(ir, "chunk", tc_type_int());
   x.chunk_var = chv;
   x.chunk = tc__v(ir, chv);
-  const tc_stmt *row;
-  if (band || !has_pad(wl)) {
-    /* every window is inside the (band or unpadded) input: balanced tiles, no checks */
-    int nt, q, big;
-    balanced(wl->ow, rw, &nt, &q, &big);
-    tc_stmt_list l = {0};
-    tc_var *j1 = tc_var_new(ir, "owt", tc_type_int()), *j2 = tc_var_new(ir, "owt", tc_type_int());
-    if (big > 0)
-      tc_list_push(ir, &l, tc_s_for(ir, j1, tc__c(ir, 0), tc__c(ir, big), TC_FOR_SERIAL,
-                                    conv_tile(ir, &x, tc_e_mul(ir, tc__v(ir, j1), tc__c(ir, q + 1)), q + 1, 0)));
-    if (nt > big)
-      tc_list_push(ir, &l,
-                   tc_s_for(ir, j2, tc__c(ir, 0), tc__c(ir, nt - big), TC_FOR_SERIAL,
-                            conv_tile(ir, &x,
-                                      tc_e_add(ir, tc_e_mul(ir, tc__v(ir, j2), tc__c(ir, q)),
-                                               tc__c(ir, (int64_t)big * (q + 1))),
-                                      q, 0)));
-    row = tc_list_seq(ir, &l);
+  const tc_stmt *rows;
+  if (rh == 1) {
+    x.rh = 1;
+    const tc_stmt *row = conv_row(ir, &x, rw);
+    if (wl->oh % toh) row = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x.oh, tc__c(ir, wl->oh)), row, NULL);
+    rows = tc_s_for(ir, ohi, tc__c(ir, 0), tc__c(ir, toh), TC_FOR_SERIAL,
+                    tc_s_let(ir, ohv, tc_e_add(ir, x.oy0, tc__v(ir, ohi)), row));
   } else {
-    row = tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, wl->kw, wl->w, conv_tile, &x);
+    /* rh rows per register tile; a tile that would run past oh falls back to single rows */
+    x.rh = rh;
+    const tc_stmt *row = conv_row(ir, &x, rw);
+    if (wl->oh % toh) {
+      tc_var *j = tc_var_new(ir, "ohj", tc_type_int()), *oh1 = tc_var_new(ir, "oh", tc_type_int());
+      conv_ctx x1 = x;
+      x1.rh = 1;
+      x1.oh = tc__v(ir, oh1);
+      const tc_stmt *one = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x1.oh, tc__c(ir, wl->oh)), conv_row(ir, &x1, rw), NULL);
+      const tc_stmt *singles = tc_s_for(ir, j, tc__c(ir, 0), tc__c(ir, rh), TC_FOR_SERIAL,
+                                        tc_s_let(ir, oh1, tc_e_add(ir, x.oh, tc__v(ir, j)), one));
+      row = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LE, tc_e_add(ir, x.oh, tc__c(ir, rh)), tc__c(ir, wl->oh)), row,
+                    singles);
+    }
+    rows = tc_s_for(ir, ohi, tc__c(ir, 0), tc__c(ir, toh / rh), TC_FOR_SERIAL,
+                    tc_s_let(ir, ohv, tc_e_add(ir, x.oy0, tc_e_mul(ir, tc__v(ir, ohi), tc__c(ir, rh))), row));
+    if (toh % rh) { /* the row tile's last rows, one at a time */
+      tc_var *j = tc_var_new(ir, "ohr", tc_type_int()), *oh1 = tc_var_new(ir, "oh", tc_type_int());
+      conv_ctx x1 = x;
+      x1.rh = 1;
+      x1.oh = tc__v(ir, oh1);
+      const tc_stmt *one = conv_row(ir, &x1, rw);
+      if (wl->oh % toh) one = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x1.oh, tc__c(ir, wl->oh)), one, NULL);
+      const tc_stmt *tail = tc_s_for(
+          ir, j, tc__c(ir, 0), tc__c(ir, toh % rh), TC_FOR_SERIAL,
+          tc_s_let(ir, oh1, tc_e_add(ir, x.oy0, tc_e_add(ir, tc__v(ir, j), tc__c(ir, toh / rh * rh))), one));
+      const tc_stmt *both[2] = {rows, tail};
+      rows = tc_s_seq(ir, 2, both);
+    }
   }
-  if (wl->oh % toh) row = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x.oh, tc__c(ir, wl->oh)), row, NULL);
-  const tc_stmt *rows = tc_s_for(
-      ir, ohi, tc__c(ir, 0), tc__c(ir, toh), TC_FOR_SERIAL,
-      tc_s_let(ir, ohv, tc_e_add(ir, x.oy0, tc__v(ir, ohi)), row));
   /* group g holds oc tiles [g*tpg, (g+1)*tpg) */
   int tpg = x.ntiles / ng;
   tc_var *ti = tc_var_new(ir, "ti", tc_type_int());

@@ -78,11 +78,17 @@ static void pool_init(void) {
   if (n < 1) n = 1;
   if (n > TH_RT_MAX_THREADS) n = TH_RT_MAX_THREADS;
   pool.nthreads = 1;
+  /* Conv kernels keep an input band of up to 192 KiB on the stack: give workers room for it whatever
+   * the process's default thread stack is. */
+  pthread_attr_t attr;
+  int have_attr = pthread_attr_init(&attr) == 0;
+  if (have_attr) pthread_attr_setstacksize(&attr, (size_t)4 << 20);
   for (long i = 1; i < n; i++) {
-    if (pthread_create(&pool.threads[i], NULL, worker, (void *)(intptr_t)i) != 0)
+    if (pthread_create(&pool.threads[i], have_attr ? &attr : NULL, worker, (void *)(intptr_t)i) != 0)
       break; /* fewer threads is still correct */
     pool.nthreads++;
   }
+  if (have_attr) pthread_attr_destroy(&attr);
 }
 
 /* When the library is unloaded (dlclose) or the process exits, the workers must leave code that is

@@ -308,15 +308,36 @@ TH_TEST(conv2d_knob_sweep) {
       conv_wl(TC_KERNEL_CONV2D, 1, 256, 3, 66, 16, 3, 3, 1, 1, 16, 16, TC_EPI_RELU), /* band > stack */
   };
   int nwl = (int)(sizeof wls / sizeof wls[0]);
-  enum { MAXN = 256 };
+  enum { MAXN = 400 };
   tc_workload *all_wl = calloc(MAXN, sizeof *all_wl);
   tc_config *all_cfg = calloc(MAXN, sizeof *all_cfg);
   int *owner = calloc(MAXN, sizeof *owner), n = 0;
   CHECK(all_wl && all_cfg && owner);
   for (int i = 0; i < nwl; i++) {
-    tc_config cfgs[80];
+    tc_config cfgs[96];
     int k = axis_configs(&wls[i], cfgs, i == nwl - 1 ? 6 : 80);
     CHECK(k >= 3);
+    /* Multi-row register tiles need narrow tiles: rh x rw (1..3) with the fallback's other knobs, and
+     * with one ic chunk more, over every row-tile height. */
+    tc_space s;
+    CHECK_EQ_INT(tc_op_space(&wls[i], &target, &s), TH_OK);
+    int krh = tc_space_knob(&s, "tile_rh"), kow = tc_space_knob(&s, "tile_ow");
+    int koh = tc_space_knob(&s, "tile_oh"), kch = tc_space_knob(&s, "ic_chunks");
+    CHECK(krh >= 0 && kow >= 0 && koh >= 0 && kch >= 0);
+    int multi = 0;
+    for (int rh = 1; rh < s.knobs[krh].nvalues; rh++)
+      for (int rw = 0; rw < 3 && rw < s.knobs[kow].nvalues; rw++)
+        for (int th = 0; th < s.knobs[koh].nvalues && k < 96; th++) {
+          tc_config c = cfgs[0];
+          c.idx[krh] = rh;
+          c.idx[kow] = rw;
+          c.idx[koh] = th;
+          c.idx[kch] = (rh + rw + th) % s.knobs[kch].nvalues;
+          if (tc_op_valid(&wls[i], &target, &s, &c) != TH_OK) continue;
+          cfgs[k++] = c;
+          multi++;
+        }
+    if (i < 3) CHECK(multi > 0); /* the padded convs reach the multi-row path */
     for (int j = 0; j < k && n < MAXN; j++) {
       all_wl[n] = wls[i];
       all_cfg[n] = cfgs[j];
