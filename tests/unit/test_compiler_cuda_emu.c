@@ -18,6 +18,7 @@
 #include "ref/ref.h"
 #include "tc.h"
 #include "tc_cuda.h"
+#include "tc_cuda_measure.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -202,3 +203,80 @@ TH_TEST(resnet_18) { return emu_net("resnet-18", 2, 32); }
 TH_TEST(mobilenet_v2) { return emu_net("mobilenet-v2", 1, 32); }
 TH_TEST(squeezenet_v1_1) { return emu_net("squeezenet_v1.1", 1, 48); }
 TH_TEST(mobilenet) { return emu_net("mobilenet", 1, 32); }
+
+/* tc_cuda_measure through the fake driver: the candidate's CUDA C runs emulated and is checked against the
+ * CPU reference (class 0); an impossible tolerance gives class 5; a config over the device limits gives
+ * class 1 without compiling. The fake's events report 1 ms per launch, so the timing arithmetic (number
+ * grown until a repeat lasts min_repeat_ms, cost per launch) is checked exactly. */
+TH_TEST(measure_emulated) {
+  tc_cuda_device d;
+  char err[4096] = "";
+  if (tc_cuda_device_query(&d, err, sizeof err) != TH_OK || strcmp(d.name, "tunehub CPU emulator") != 0) {
+    fprintf(stderr, "skipped: the fake CUDA driver is not on LD_LIBRARY_PATH\n");
+    return 77;
+  }
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, d.arch) == TH_OK);
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_CONV2D;
+  wl.n = 2, wl.c = 5, wl.h = wl.w = 9, wl.oc = 6, wl.kh = wl.kw = 3, wl.sh = wl.sw = 2;
+  wl.pt = wl.pl = wl.pb = wl.pr = 1;
+  wl.oh = wl.ow = 5;
+  wl.in_cb = wl.out_cb = 1;
+  wl.epilogue = TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU;
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
+  char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  th_buf src;
+  th_buf_init(&src, 1 << 24);
+  tc_cuda_launch l;
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  CHECK(tc_cuda_kernel_source(&wl, &c, &t, "th_candidate", &src, &l, err, sizeof err) == TH_OK);
+  char path[512], emu[512];
+  snprintf(path, sizeof path, "%s/kernels.cu", dir);
+  CHECK(th_write_file_atomic(path, src.data, src.len) == TH_OK);
+  build_emu(dir, emu, sizeof emu);
+  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+  tc_cuda_measure_opts o;
+  tc_cuda_measure_opts_default(&o);
+  o.repeat = 5;
+  o.min_repeat_ms = 4;
+  tc_cuda_measure_result r;
+  CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+  if (r.error_class != TC_CUDA_OK) fprintf(stderr, "class %d: %s\n", r.error_class, r.msg);
+  CHECK_EQ_INT(r.error_class, TC_CUDA_OK);
+  fprintf(stderr, "measured: %.3g s per launch (number %d), NVRTC %.2f s, max rel err %.2g\n", r.cost_mean_s,
+          r.number, r.compile_s, r.max_rel_err);
+  CHECK(r.number >= 4 && fabs(r.cost_mean_s - 1e-3) < 1e-9 && r.cost_std_s < 1e-9);
+  o.rtol = -1;
+  o.atol = -1;
+  CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TC_CUDA_ERR_WRONG_ANSWER);
+  CHECK(r.cost_mean_s >= 1e9);
+  /* over the limits: instantiation error, before NVRTC */
+  int kf = tc_space_knob(&s, "tile_f"), ky = tc_space_knob(&s, "tile_y"), kx = tc_space_knob(&s, "tile_x");
+  tc_workload big = wl;
+  big.c = 64, big.h = big.w = 64, big.oc = 256, big.sh = big.sw = 1, big.oh = big.ow = 64;
+  CHECK(tc_cuda_space(&big, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&big, &t, &s, &c) == TH_OK);
+  for (int v = 0; v < s.knobs[kf].nvalues; v++)
+    if (s.knobs[kf].values[v][2] == 64) c.idx[kf] = v;
+  for (int v = 0; v < s.knobs[ky].nvalues; v++)
+    if (s.knobs[ky].values[v][2] == 32) c.idx[ky] = v;
+  for (int v = 0; v < s.knobs[kx].nvalues; v++)
+    if (s.knobs[kx].values[v][2] == 32) c.idx[kx] = v;
+  CHECK(tc_cuda_measure(&big, &c, &t, &o, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TC_CUDA_ERR_INSTANTIATION);
+  CHECK(r.compile_s == 0);
+  th_buf_free(&src);
+  unlink(path);
+  unlink(emu);
+  snprintf(path, sizeof path, "%s/emu.cpp", dir);
+  unlink(path);
+  rmdir(dir);
+  return 0;
+}

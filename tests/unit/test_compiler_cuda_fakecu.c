@@ -1,5 +1,6 @@
 /* A fake libcuda.so.1 for tests on machines without a GPU: the driver API subset tunehub uses, on the CPU.
- * Memory is malloc, copies are memcpy, streams and events are synchronous, and cuLaunchKernel runs the
+ * Memory is malloc, copies are memcpy, streams and events are synchronous (an event pair reports 1 ms per
+ * launch between them), and cuLaunchKernel runs the
  * kernel through the CPU emulation library named by $TH_FAKECU_KERNELS (the bundle's kernels.cu compiled
  * with the test's emulation header), which exports th_emu_launch(name, params, grid, block). It lets a
  * CUDA model .so run end to end (create, upload, plan, launches, copies) against the reference. */
@@ -11,6 +12,7 @@
 
 typedef int CUresult;
 static void *emu;
+static long launches; /* events record this count: each launch "takes" 1 ms */
 static int (*emu_launch)(const char *, void **, const unsigned *, const unsigned *);
 
 CUresult cuInit(unsigned f) { (void)f; return 0; }
@@ -61,17 +63,29 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
                         unsigned shm, void *st, void **params, void **extra) {
   (void)shm, (void)st, (void)extra;
   unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
+  launches++;
   return emu_launch && emu_launch((const char *)f, params, g, b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
 }
 CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = (void *)&emu_launch; return 0; }
 CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
 CUresult cuStreamQuery(void *s) { (void)s; return 0; }
 CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
-CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
+CUresult cuEventCreate(void **e, unsigned f) {
+  (void)f;
+  *e = calloc(1, sizeof(long));
+  return *e ? 0 : 2;
+}
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
-CUresult cuEventRecord(void *e, void *s) { (void)e, (void)s; return 0; }
+CUresult cuEventRecord(void *e, void *s) {
+  (void)s;
+  *(long *)e = launches;
+  return 0;
+}
 CUresult cuEventQuery(void *e) { (void)e; return 0; }
-CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a, (void)b; *ms = 1.0f; return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
+  *ms = (float)(*(long *)b - *(long *)a);
+  return 0;
+}
 CUresult cuGetErrorString(CUresult r, const char **s) {
   *s = r == 200 ? "CUDA_ERROR_INVALID_IMAGE (fake driver: TH_FAKECU_KERNELS not loadable)"
                 : r == 719 ? "CUDA_ERROR_LAUNCH_FAILED (fake driver)" : "fake driver error";
