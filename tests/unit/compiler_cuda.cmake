@@ -7,7 +7,7 @@ if(TH_HAVE_CUDA)
   th_unit_test(compiler_cuda SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda.c
                LIBS th_compiler TIMEOUT 300)
   th_unit_test(compiler_cuda_bundle SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_bundle.c
-               LIBS th_compiler TIMEOUT 300)
+               LIBS th_compiler TIMEOUT 900)
   th_unit_test(compiler_cuda_gpu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_gpu.c
                LIBS th_compiler LABELS gpu TIMEOUT 900)
 endif()
