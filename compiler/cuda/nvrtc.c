@@ -43,7 +43,7 @@ th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch) {
 #ifdef TH_HAVE_CUDA
 
 const char *tc_nvrtc_version(void) {
-  static char v[16];
+  static _Thread_local char v[16];
   int ma = 0, mi = 0;
   if (nvrtcVersion(&ma, &mi) != NVRTC_SUCCESS) return "none";
   snprintf(v, sizeof v, "%d.%d", ma, mi);

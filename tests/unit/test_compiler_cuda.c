@@ -241,6 +241,10 @@ TH_TEST(codegen_constructs) {
   tc_config c;
   CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
   CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
+  int kstep = tc_space_knob(&s, "auto_unroll_max_step");
+  CHECK(kstep >= 0);
+  c.idx[kstep] = 1; /* 512: the inner tile loops get #pragma unroll */
+  CHECK(tc_config_int(&s, &c, "auto_unroll_max_step", 0) == 512);
   th_buf b;
   th_buf_init(&b, 1 << 24);
   tc_cuda_launch l;
