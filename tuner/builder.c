@@ -265,7 +265,11 @@ static int tb__next(void *self, void *job, tune_stage_desc *d) {
         d->kind = TUNE_SK_MEASURE;
         snprintf(d->device, sizeof d->device, "%s", dev);
       } else {
+        /* select and update fit and query the cost model (XGBoost): CPU work, so one slot, which also keeps
+         * them off the cores while a CPU kernel is timed */
         d->kind = strcmp(p.stage, "update") == 0 ? TUNE_SK_UPDATE : TUNE_SK_SELECT;
+        d->cpu_min = 1;
+        d->cpu_max = 1;
       }
       return 1;
     }
@@ -279,8 +283,10 @@ static int tb__next(void *self, void *job, tune_stage_desc *d) {
       d->cpu_max = -1;
       snprintf(d->device, sizeof d->device, "%s", dev);
       return 1;
-    case TB_TUNE: /* the session is made in a cheap stage of its own */
+    case TB_TUNE: /* the session is made in a stage of its own (task extraction, the measurement worker) */
       d->kind = TUNE_SK_SELECT;
+      d->cpu_min = 1;
+      d->cpu_max = 1;
       return 1;
     default:
       return 0;

@@ -9,7 +9,8 @@
 # |recorded time - isolated re-measurement| / isolated (tunehub remeasure, run after all modes on the then
 # idle machine, same measurement worker and options); and each network's final latency (tunehub run on the
 # tuned bundle, median of --repeat runs). Prints a table and saves CSV under scripts/bench/out/.
-# Usage: scripts/bench/scheduler.sh [TRIALS] (default 2 trials per task). TUNEHUB overrides the binary.
+# Usage: scripts/bench/scheduler.sh [TRIALS] (default 2 trials per task). TUNEHUB overrides the binary;
+# MODES="sequential naive scheduler" (the default) picks the modes to run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 TH=${TUNEHUB:-$root/build/server/tunehub}
@@ -78,19 +79,20 @@ naive_mode() {
   echo "$t1 - $t0" | bc >"$W/$name/total_s"
 }
 
-echo "== (a) sequential (daemon, one job at a time), $TRIALS trials per task"
-daemon_mode sequential 1
-echo "   $(cat "$W/sequential/total_s") s"
-echo "== (b) naive parallel (three independent tuners)"
-naive_mode naive
-echo "   $(cat "$W/naive/total_s") s"
-echo "== (c) scheduler (daemon, three jobs admitted)"
-daemon_mode scheduler 3
-echo "   $(cat "$W/scheduler/total_s") s"
+MODES=${MODES:-sequential naive scheduler}
+for mode in $MODES; do
+  case $mode in
+    sequential) echo "== (a) sequential (daemon, one job at a time), $TRIALS trials per task"; daemon_mode sequential 1 ;;
+    naive) echo "== (b) naive parallel (three independent tuners), $TRIALS trials per task"; naive_mode naive ;;
+    scheduler) echo "== (c) scheduler (daemon, three jobs admitted), $TRIALS trials per task"; daemon_mode scheduler 3 ;;
+    *) echo "unknown mode $mode (valid: sequential naive scheduler)" >&2; exit 2 ;;
+  esac
+  echo "   $(cat "$W/$mode/total_s") s"
+done
 
 echo "== isolated re-measurement and final latencies (idle machine from here on)"
 echo "mode,network,total_s,interference_median,tasks,latency_ms" >"$csv"
-for mode in sequential naive scheduler; do
+for mode in $MODES; do
   for n in "${NETS[@]}"; do
     "$TH" remeasure "$n" 1 --data "$W/$mode/data-$n" >"$W/$mode/$n.remeasure.csv" 2>"$W/$mode/$n.remeasure.err" || true
     interf=$(/usr/bin/python3 - "$W/$mode/$n.remeasure.csv" <<'PY'
