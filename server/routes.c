@@ -400,6 +400,13 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   char why[512];
   if (!s->builder->supports(s->builder->self, key->framework, why, sizeof why))
     return srv_error(s, r, 501, "framework_unavailable", NULL, "%s", why);
+  /* a tuned cuda version needs a device to tune on: say so instead of queueing builds that cannot tune */
+  char dwhy[256];
+  if (tuned_only && !strcmp(key->framework, "cuda") && !tune_cuda_device(NULL, 0, NULL, 0, dwhy, sizeof dwhy))
+    return srv_error(s, r, 501, "no_device", NULL,
+                     "no tuned version of %s/%s/%d: tuning cuda needs a worker with a CUDA device, and this "
+                     "server has none (%s); GET it without tuned=1 for the untuned build",
+                     key->framework, key->network, key->batch, dwhy);
 
   store_job latest;
   int have_latest = store_job_latest(s->st, key, &latest) == TH_OK;
@@ -526,6 +533,11 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
 static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
   if (!srv__authorized(s, r, &ret)) return ret;
+  char dwhy[256];
+  if (!strcmp(key->framework, "cuda") && !tune_cuda_device(NULL, 0, NULL, 0, dwhy, sizeof dwhy))
+    return srv_error(s, r, 501, "no_device", NULL,
+                     "tuning cuda needs a worker with a CUDA device, and this server has none (%s); nothing "
+                     "was queued", dwhy);
   json_error_t jerr;
   json_t *body = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &jerr) : json_object();
   if (!body || !json_is_object(body)) {
@@ -768,6 +780,14 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   why[0] = '\0';
   ok = s->builder->supports(s->builder->self, "cuda", why, sizeof why);
   json_object_set_new(gpu, "available", json_boolean(ok));
+  char name[256], arch[16], dwhy[256];
+  int present = tune_cuda_device(name, sizeof name, arch, sizeof arch, dwhy, sizeof dwhy);
+  json_object_set_new(gpu, "device_present", json_boolean(present));
+  if (present) {
+    json_object_set_new(gpu, "device_name", json_string(name));
+    json_object_set_new(gpu, "arch", json_string(arch));
+  }
+  json_object_set_new(gpu, "tuning", json_boolean(0));
   if (why[0]) json_object_set_new(gpu, "reason", json_string(why));
   json_array_append_new(arr, gpu);
   json_t *root = json_object();

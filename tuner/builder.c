@@ -7,16 +7,57 @@
 #include "builder.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tc.h"
+#ifdef TH_HAVE_CUDA
+#include "tc_cuda.h"
+#endif
 #include "target.h"
 #include "th_buf.h"
 #include "th_util.h"
 #include "space.h"
 #include "tune_job.h"
+
+/* The CUDA device of this server, queried once (dlopen of libcuda, cuInit): 1 when present. why gets the reason
+ * when not ("no CUDA device: ..." or "built without CUDA"). */
+typedef struct tb__cuda_info {
+  int present;
+  char arch[16];
+  char name[256];
+  char why[256];
+} tb__cuda_info;
+
+static tb__cuda_info tb__cuda;
+static pthread_once_t tb__cuda_once = PTHREAD_ONCE_INIT;
+
+static void tb__cuda_query(void) {
+#ifdef TH_HAVE_CUDA
+  tc_cuda_device d;
+  if (tc_cuda_device_query(&d, tb__cuda.why, sizeof tb__cuda.why) == TH_OK) {
+    tb__cuda.present = 1;
+    snprintf(tb__cuda.arch, sizeof tb__cuda.arch, "%s", d.arch);
+    snprintf(tb__cuda.name, sizeof tb__cuda.name, "%s", d.name);
+    return;
+  }
+  if (!tb__cuda.why[0]) snprintf(tb__cuda.why, sizeof tb__cuda.why, "no CUDA device");
+#else
+  snprintf(tb__cuda.why, sizeof tb__cuda.why,
+           "this tunehub was built without CUDA (NVRTC was not found under /usr/local/cuda at build time)");
+#endif
+  snprintf(tb__cuda.arch, sizeof tb__cuda.arch, "sm_90");
+}
+
+int tune_cuda_device(char *name, size_t name_n, char *arch, size_t arch_n, char *why, size_t why_n) {
+  pthread_once(&tb__cuda_once, tb__cuda_query);
+  if (name) snprintf(name, name_n, "%s", tb__cuda.name);
+  if (arch) snprintf(arch, arch_n, "%s", tb__cuda.arch);
+  if (why) snprintf(why, why_n, "%s", tb__cuda.why);
+  return tb__cuda.present;
+}
 
 th_status tune_target_for(const char *framework, char *out, size_t n) {
   if (strcmp(framework, "llvm") == 0) {
@@ -27,7 +68,10 @@ th_status tune_target_for(const char *framework, char *out, size_t n) {
     return TH_OK;
   }
   if (strcmp(framework, "cuda") == 0) {
-    snprintf(out, n, "cuda -arch=sm_90");
+    /* the device's arch, or sm_90 when this server has none */
+    char arch[16];
+    tune_cuda_device(NULL, 0, arch, sizeof arch, NULL, 0);
+    snprintf(out, n, "cuda -arch=%s", arch);
     return TH_OK;
   }
   return TH_ERR_INVALID;
@@ -37,10 +81,15 @@ static int tb__supports(void *self, const char *framework, char *why, size_t n) 
   (void)self;
   if (strcmp(framework, "llvm") == 0) return 1;
   if (strcmp(framework, "cuda") == 0) {
-    snprintf(why, n,
-             "framework cuda is not supported by this server yet: the CUDA backend (loop IR to CUDA C "
-             "through NVRTC) has not landed; use llvm (CPU)");
+#ifdef TH_HAVE_CUDA
+    /* builds need only NVRTC; a missing device limits tuning, which the job reports */
+    if (!tune_cuda_device(NULL, 0, NULL, 0, why, n))
+      snprintf(why + strlen(why), n - strlen(why), "; cuda bundles are built (NVRTC) but not timed or tuned here");
+    return 1;
+#else
+    tune_cuda_device(NULL, 0, NULL, 0, why, n);
     return 0;
+#endif
   }
   snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm, cuda", framework);
   return 0;
@@ -108,11 +157,17 @@ static th_status tb__build_publish(const tune_build_env *env, const char *target
   o.network = env->key->network;
   o.batch = env->key->batch;
   o.work_dir = dir;
-  o.lookup = tune_build_lookup;
+  /* stored records are looked up for llvm; cuda builds use the templates' fallbacks until cuda tasks are
+   * tuned (tune_lookup_config checks configs against the CPU templates) */
+  o.lookup = strcmp(env->key->framework, "llvm") == 0 ? tune_build_lookup : NULL;
   o.lookup_ctx = &lctx;
   o.progress = tb__progress;
   o.progress_ctx = &pctx;
-  o.measure = 1;
+  /* a cuda bundle is timed only where there is a device; its arch is the one in the key's target */
+  int cuda = strcmp(env->key->framework, "cuda") == 0;
+  const char *arch = cuda ? strstr(target, "-arch=") : NULL;
+  o.arch = arch ? arch + 6 : NULL;
+  o.measure = !cuda || tune_cuda_device(NULL, 0, NULL, 0, NULL, 0);
   o.measure_repeat = 10;
   char *manifest = NULL;
   th_status rc = tc_build_bundle(&o, tar, so, &manifest, err, n);
@@ -187,6 +242,24 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
   return rc;
 }
 
+/* A cuda tune job on a server without a device stops after its untuned build: the progress says why, plainly.
+ * Returns 1 when the job ends there. */
+static int tb__cuda_untuned(const tune_build_env *env) {
+  if (strcmp(env->key->framework, "cuda") != 0) return 0;
+  char why[256], msg[512];
+  if (tune_cuda_device(NULL, 0, NULL, 0, why, sizeof why))
+    snprintf(msg, sizeof msg, "published untuned: tuning sessions for cuda tasks are not in this build yet");
+  else
+    snprintf(msg, sizeof msg,
+             "published untuned; tuning waits for a worker with a CUDA device (this server has none: %s)", why);
+  json_t *o = json_pack("{s:s,s:s}", "phase", "untuned", "tuning", msg);
+  char *json = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  if (json) env->progress(env->ctx, "waiting_for_device", json);
+  free(json);
+  return 1;
+}
+
 static th_status tb__run(void *self, const tune_build_env *env, char *err, size_t n) {
   (void)self;
   char target[256];
@@ -196,7 +269,7 @@ static th_status tb__run(void *self, const tune_build_env *env, char *err, size_
     return rc;
   }
   rc = tb__build_publish(env, target, "quick", "build", NULL, 0, err, n);
-  if (rc != TH_OK || strcmp(env->kind, "tune") != 0) return rc;
+  if (rc != TH_OK || strcmp(env->kind, "tune") != 0 || tb__cuda_untuned(env)) return rc;
   if (env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
   return tb__tune(env, target, err, n);
 }
@@ -235,7 +308,7 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
   /* Resume after a restart: a version this job already published is not built again. */
   store_model m;
   if (env->job_id > 0 && store_model_get(env->st, env->key, 0, &m) == TH_OK) {
-    if (m.job_id == env->job_id) j->phase = m.tuned || !j->is_tune ? TB_DONE : TB_TUNE;
+    if (m.job_id == env->job_id) j->phase = m.tuned || !j->is_tune || tb__cuda_untuned(env) ? TB_DONE : TB_TUNE;
     store_model_clear(&m);
   }
   *out = j;
@@ -312,7 +385,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
   switch (j->phase) {
     case TB_QUICK:
       rc = tb__build_publish(env, j->target, "quick", "build", NULL, 0, err, n);
-      if (rc == TH_OK) j->phase = j->is_tune ? TB_TUNE : TB_DONE;
+      if (rc == TH_OK) j->phase = j->is_tune && !tb__cuda_untuned(env) ? TB_TUNE : TB_DONE;
       return rc;
     case TB_TUNE:
       if (!j->s) {

@@ -221,5 +221,38 @@ case_miss_tunes() {
   expect_status 404 "$BASE$M/bogus"; body_has 'versions'
 }
 
+# cuda without a device: the miss builds and publishes the untuned bundle (NVRTC), and the job says plainly that
+# tuning waits for a device; /targets tells whether a device is present
+case_cuda_untuned() {
+  start_daemon --on-miss tune
+  expect_status 200 "$BASE/targets"
+  if ! jq -e '.targets[] | select(.framework == "cuda") | .available' "$TMP/body" >/dev/null; then
+    expect_status 501 "$BASE/models/cuda/squeezenet_v1.1/1"; body_has 'without CUDA'
+    return 0
+  fi
+  present=$(jq -r '.targets[] | select(.framework == "cuda") | .device_present' "$TMP/body")
+  [[ "$present" == false ]] || { echo "a CUDA device is present: this case checks the device-less path"; return 0; }
+  body_has 'no CUDA device'
+  expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1?wait=300"
+  tar -tf "$TMP/body" >"$TMP/list"
+  grep -q '^kernels/kernels.cu$' "$TMP/list" || fail "no kernels/kernels.cu in the cuda bundle"
+  expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1/manifest"
+  jq -e '.key.framework == "cuda" and .target.arch == "sm_90" and .tuned == false' "$TMP/body" >/dev/null \
+    || fail "cuda manifest: $(head -c 300 "$TMP/body")"
+  job=$(jq -r '.jobs[0].id' <(curl -s "$BASE/jobs"))
+  for _ in $(seq 1 100); do
+    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"succeeded"'* ]] && break
+    sleep 0.2
+  done
+  expect_status 200 "$BASE/jobs/$job"
+  jq -e '.state == "succeeded" and (.progress.tuning | test("waits for a worker with a CUDA device"))' \
+    "$TMP/body" >/dev/null || fail "job: $(head -c 500 "$TMP/body")"
+  expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1/versions"
+  jq -e '.count == 1 and .versions[0].tuned == false' "$TMP/body" >/dev/null || fail "versions"
+  # a tuned version cannot come here: a clear 501, and nothing is queued
+  expect_status 501 "$BASE/models/cuda/squeezenet_v1.1/1?tuned=1"; body_has 'CUDA device'
+  expect_status 200 "$BASE/jobs"; jq -e '.count == 1' "$TMP/body" >/dev/null || fail "a job was queued"
+}
+
 "case_$1"
 echo "PASS $1"
