@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tc_cuda_measure.h"
 #include "th_util.h"
 
 #define TUNE_MSG_MAGIC 0x54554e45u /* "TUNE" */
@@ -25,7 +26,7 @@
 #define TUNE_WORKER_MAX_LIBS 48
 #define TUNE_GUARD_BYTE 0xa5
 
-enum { TUNE_REQ_TASK = 1, TUNE_REQ_RUN = 2, TUNE_REQ_QUIT = 3 };
+enum { TUNE_REQ_TASK = 1, TUNE_REQ_RUN = 2, TUNE_REQ_QUIT = 3, TUNE_REQ_CUDA = 4, TUNE_REQ_CUDA_DEVICE = 5 };
 
 typedef struct tune_req {
   uint32_t magic, type;
@@ -36,12 +37,19 @@ typedef struct tune_req {
   double rtol, atol;
   char so_path[TUNE_PATH_MAX];
   char fn[TUNE_FN_MAX];
+  /* TUNE_REQ_CUDA */
+  tc_workload wl;
+  tc_config cfg;
+  char arch[16];
+  double timeout_s;
 } tune_req;
 
 typedef struct tune_rep {
   uint32_t magic;
   int32_t ok; /* task: 1 on success */
   tune_result res;
+  tc_cuda_device dev; /* TUNE_REQ_CUDA_DEVICE */
+  char dev_err[256];
 } tune_rep;
 
 const char *tune_error_class_str(int e) {
@@ -388,6 +396,44 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
   res->number = number;
 }
 
+static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
+  tune_result *res = &rep->res;
+  res->cost_mean_s = 1e9;
+  res->error_class = TUNE_ERR_INSTANTIATION;
+  tc_cuda_target t;
+  char arch[sizeof q->arch + 1];
+  memcpy(arch, q->arch, sizeof q->arch);
+  arch[sizeof q->arch] = 0;
+  if (tc_cuda_target_init(&t, arch) != TH_OK) {
+    snprintf(res->msg, sizeof res->msg, "bad arch '%.16s'", arch);
+    return;
+  }
+  tc_cuda_measure_opts o;
+  tc_cuda_measure_opts_default(&o);
+  if (q->number > 0) o.number = q->number;
+  if (q->repeat > 0) o.repeat = q->repeat;
+  o.min_repeat_ms = q->min_repeat_ms > 0 ? q->min_repeat_ms : 0;
+  if (q->timeout_s > 0) o.timeout_s = q->timeout_s;
+  o.rtol = q->rtol;
+  o.atol = q->atol;
+  o.seed = q->seed ? q->seed : 1;
+  o.check = 1;
+  tc_cuda_measure_result r;
+  memset(&r, 0, sizeof r);
+  th_status rc = tc_cuda_measure(&q->wl, &q->cfg, &t, &o, &r);
+  if (rc != TH_OK) {
+    res->error_class = rc == TH_ERR_INVALID ? TUNE_ERR_INSTANTIATION : TUNE_ERR_RUNTIME_DEVICE;
+    snprintf(res->msg, sizeof res->msg, "%.159s", r.msg[0] ? r.msg : th_status_str(rc));
+    return;
+  }
+  res->error_class = r.error_class;
+  res->cost_mean_s = r.error_class == TC_CUDA_OK ? r.cost_mean_s : 1e9;
+  res->cost_std_s = r.error_class == TC_CUDA_OK ? r.cost_std_s : 0;
+  res->number = r.number;
+  snprintf(res->msg, sizeof res->msg, "%.159s", r.msg);
+  rep->ok = 1;
+}
+
 int tune_measure_worker_main(int in_fd, int out_fd) {
   if (out_fd == 1) { /* keep the protocol off stdout: a printing kernel must not corrupt it */
     int fd = dup(1);
@@ -415,6 +461,10 @@ int tune_measure_worker_main(int in_fd, int out_fd) {
       tune__worker_task(&w, q, &rep);
     else if (q->type == TUNE_REQ_RUN)
       tune__worker_run(&w, q, &rep);
+    else if (q->type == TUNE_REQ_CUDA)
+      tune__worker_cuda(q, &rep);
+    else if (q->type == TUNE_REQ_CUDA_DEVICE)
+      rep.ok = tc_cuda_device_query(&rep.dev, rep.dev_err, sizeof rep.dev_err) == TH_OK;
     else
       snprintf(rep.res.msg, sizeof rep.res.msg, "unknown request %u", q->type);
     if (tune__write_all(out_fd, &rep, sizeof rep, 1) != 0) {
@@ -656,5 +706,114 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
       snprintf(out->msg, sizeof out->msg, "worker exited (status %d)", WEXITSTATUS(status));
   }
   m->restarts++;
+  return TH_OK;
+}
+
+/* Starts a worker when none runs (after a crash, a hang or a class 7). GPU requests need no task. */
+static th_status tune__ensure_worker(tune_measurer_t *m) {
+  if (m->fd >= 0) return TH_OK;
+  th_status rc = tune__spawn(m);
+  if (rc == TH_OK && m->have_task) rc = tune__send_task(m);
+  return rc;
+}
+
+/* A dead or hung worker: reap it and report why in out. */
+static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_result *out) {
+  out->cost_mean_s = 1e9;
+  if (r == 2) {
+    out->error_class = TUNE_ERR_RUN_TIMEOUT;
+    snprintf(out->msg, sizeof out->msg, "timed out after %.1f s", timeout);
+    tune__kill_worker(m, 1);
+  } else {
+    int status = 0;
+    pid_t pid = m->pid;
+    if (m->fd >= 0) close(m->fd);
+    m->fd = -1;
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      m->pid = -1;
+    }
+    out->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    if (WIFSIGNALED(status))
+      snprintf(out->msg, sizeof out->msg, "worker killed by signal %d (%s)", WTERMSIG(status),
+               strsignal(WTERMSIG(status)));
+    else
+      snprintf(out->msg, sizeof out->msg, "worker exited (status %d)", WEXITSTATUS(status));
+  }
+  m->restarts++;
+}
+
+th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, const tc_config *cfg,
+                                 const char *arch, tune_result *out) {
+  memset(out, 0, sizeof *out);
+  out->cost_mean_s = 1e9;
+  out->error_class = TUNE_ERR_UNKNOWN;
+  if (!m || !wl || !cfg || !arch || strlen(arch) >= sizeof(((tune_req *)0)->arch)) {
+    snprintf(out->msg, sizeof out->msg, "invalid arguments");
+    return TH_ERR_INVALID;
+  }
+  if (tune__ensure_worker(m) != TH_OK) {
+    snprintf(out->msg, sizeof out->msg, "worker restart failed: %.120s", m->err);
+    return TH_ERR_IO;
+  }
+  tune_req *q = calloc(1, sizeof *q);
+  if (!q) return TH_ERR_NOMEM;
+  q->magic = TUNE_MSG_MAGIC;
+  q->type = TUNE_REQ_CUDA;
+  q->number = m->opts.number;
+  q->repeat = m->opts.repeat;
+  q->min_repeat_ms = m->opts.min_repeat_ms;
+  q->rtol = m->opts.rtol;
+  q->atol = m->opts.atol;
+  q->seed = m->opts.seed;
+  q->timeout_s = m->opts.timeout_s;
+  q->wl = *wl;
+  q->cfg = *cfg;
+  snprintf(q->arch, sizeof q->arch, "%s", arch);
+  /* NVRTC and the CPU reference run before the timed part: allow them beyond tc_cuda_measure's own limit. */
+  double limit = m->opts.timeout_s * 2 + 60;
+  tune_rep rep;
+  int r = tune__roundtrip(m, q, &rep, limit);
+  free(q);
+  if (r != 0) {
+    tune__worker_lost(m, r, limit, out);
+    return TH_OK;
+  }
+  *out = rep.res;
+  if (out->error_class != TUNE_ERR_NONE) out->cost_mean_s = 1e9;
+  if (out->error_class == TUNE_ERR_RUN_TIMEOUT) { /* the context may hold a hung kernel: fresh process */
+    tune__kill_worker(m, 1);
+    m->restarts++;
+  }
+  return TH_OK;
+}
+
+th_status tune_measurer_cuda_device(tune_measurer_t *m, tc_cuda_device *out, char *err, size_t errlen) {
+  if (!m || !out) return TH_ERR_INVALID;
+  if (tune__ensure_worker(m) != TH_OK) {
+    if (err && errlen) snprintf(err, errlen, "measurement worker: %s", m->err);
+    return TH_ERR_IO;
+  }
+  tune_req *q = calloc(1, sizeof *q);
+  if (!q) return TH_ERR_NOMEM;
+  q->magic = TUNE_MSG_MAGIC;
+  q->type = TUNE_REQ_CUDA_DEVICE;
+  tune_rep rep;
+  int r = tune__roundtrip(m, q, &rep, m->opts.timeout_s + 60);
+  free(q);
+  if (r != 0) {
+    tune_result lost;
+    tune__worker_lost(m, r, m->opts.timeout_s + 60, &lost);
+    if (err && errlen) snprintf(err, errlen, "measurement worker: %s", lost.msg);
+    return TH_ERR_IO;
+  }
+  if (!rep.ok) {
+    rep.dev_err[sizeof rep.dev_err - 1] = 0;
+    if (err && errlen) snprintf(err, errlen, "%s", rep.dev_err[0] ? rep.dev_err : "no CUDA device");
+    return TH_ERR_UNSUPPORTED;
+  }
+  *out = rep.dev;
   return TH_OK;
 }

@@ -34,6 +34,8 @@ static const char *const tune__stage_names[] = {"start task", "build reference",
 struct tune_session {
   store_t *st;
   tc_target target;
+  int cuda;                  /* a GPU session: tasks are tune_task_init_cuda's, measured by tc_cuda_measure */
+  tc_cuda_target cuda_target;
   tune_options o;
   char work_dir[512];
   int own_work_dir;
@@ -107,20 +109,41 @@ static th_status tune__alloc_batch(tune_session_t *s) {
   return s->cfgs && s->so_paths && s->fn_names && s->err_class && s->msgs && s->res ? TH_OK : TH_ERR_NOMEM;
 }
 
-th_status tune_session_new_workloads(store_t *st, const tc_target *target, const tc_workload *wls,
-                                     const int *weights, int n, const tune_options *o,
-                                     tune_session_t **out) {
-  if (!st || !wls || n < 1 || !o) return TH_ERR_INVALID;
+static _Thread_local char tune__new_err[512];
+
+const char *tune_session_new_errmsg(void) {
+  return tune__new_err;
+}
+
+static th_status tune__session_new(store_t *st, const tc_target *target, const tc_cuda_target *ct,
+                                   const tc_workload *wls, const int *weights, int n, const tune_options *o,
+                                   tune_measurer_t *measurer, tune_session_t **out) {
+  if (!st || !wls || n < 1 || !o) {
+    tune_measurer_free(measurer);
+    return TH_ERR_INVALID;
+  }
   char msg[160];
-  if (tune_options_check(o, msg, sizeof msg) != TH_OK) return TH_ERR_INVALID;
+  if (tune_options_check(o, msg, sizeof msg) != TH_OK) {
+    snprintf(tune__new_err, sizeof tune__new_err, "%s", msg);
+    tune_measurer_free(measurer);
+    return TH_ERR_INVALID;
+  }
   tune_session_t *s = calloc(1, sizeof *s);
-  if (!s) return TH_ERR_NOMEM;
+  if (!s) {
+    tune_measurer_free(measurer);
+    return TH_ERR_NOMEM;
+  }
   s->st = st;
   s->o = *o;
+  s->measurer = measurer;
   th_status rc = TH_OK;
+  if (ct) {
+    s->cuda = 1;
+    s->cuda_target = *ct;
+  }
   if (target)
     s->target = *target;
-  else
+  else if (!ct)
     rc = tc_target_host(&s->target);
   if (rc == TH_OK) {
     s->tasks = calloc((size_t)n, sizeof *s->tasks);
@@ -128,7 +151,8 @@ th_status tune_session_new_workloads(store_t *st, const tc_target *target, const
     if (!s->tasks || !s->prog) rc = TH_ERR_NOMEM;
   }
   for (int i = 0; rc == TH_OK && i < n; i++) {
-    rc = tune_task_init(&s->tasks[i], &wls[i], &s->target, weights ? weights[i] : 1);
+    rc = s->cuda ? tune_task_init_cuda(&s->tasks[i], &wls[i], &s->cuda_target, weights ? weights[i] : 1)
+                 : tune_task_init(&s->tasks[i], &wls[i], &s->target, weights ? weights[i] : 1);
     if (rc != TH_OK) break;
     tune_task_progress *p = &s->prog[i];
     snprintf(p->key, sizeof p->key, "%s", s->tasks[i].key);
@@ -157,7 +181,7 @@ th_status tune_session_new_workloads(store_t *st, const tc_target *target, const
         s->own_work_dir = 1;
     }
   }
-  if (rc == TH_OK) rc = tune_measurer_new(&s->o.measure, &s->measurer);
+  if (rc == TH_OK && !s->measurer) rc = tune_measurer_new(&s->o.measure, &s->measurer);
   if (rc != TH_OK) {
     tune_session_free(s);
     return rc;
@@ -166,6 +190,12 @@ th_status tune_session_new_workloads(store_t *st, const tc_target *target, const
   s->t0 = th_now_mono();
   *out = s;
   return TH_OK;
+}
+
+th_status tune_session_new_workloads(store_t *st, const tc_target *target, const tc_workload *wls,
+                                     const int *weights, int n, const tune_options *o,
+                                     tune_session_t **out) {
+  return tune__session_new(st, target, NULL, wls, weights, n, o, NULL, out);
 }
 
 static void tune__rm_tree(const char *dir) {
@@ -379,7 +409,8 @@ static th_status tune__task_start(tune_session_t *s) {
     return TH_OK;
   }
   p->state = "tuning";
-  s->stage = TUNE_STAGE_REF_BUILD;
+  /* A GPU candidate is checked against the CPU reference inside tc_cuda_measure: no reference stage. */
+  s->stage = s->cuda ? TUNE_STAGE_SELECT : TUNE_STAGE_REF_BUILD;
   return TH_OK;
 }
 
@@ -459,6 +490,11 @@ static th_status tune__measure(tune_session_t *s) {
     if (s->err_class[i] != 0) {
       r->error_class = s->err_class[i];
       snprintf(r->msg, sizeof r->msg, "%s", s->msgs[i]);
+      continue;
+    }
+    if (s->cuda) {
+      th_status rc = tune_measurer_run_cuda(s->measurer, &t->wl, &s->cfgs[i], s->cuda_target.arch, r);
+      if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
       continue;
     }
     tune_pack pack;
@@ -620,6 +656,7 @@ typedef struct tune_lookup_ctx {
   const tc_workload *wl;
   const tc_space *space;
   const tc_target *tgt;
+  const tc_cuda_target *ct; /* non-NULL for a "cuda -arch=..." target */
   float shape[TUNE_SHAPE_FEATURES];
   const char *key;
   float best_dist;
@@ -627,6 +664,11 @@ typedef struct tune_lookup_ctx {
   tc_config cfg;
   int found;
 } tune_lookup_ctx;
+
+static th_status tune__lookup_valid(const tc_workload *wl, const tc_target *tgt, const tc_cuda_target *ct,
+                                    const tc_space *space, const tc_config *cfg) {
+  return ct ? tc_cuda_valid(wl, ct, space, cfg, NULL, 0) : tc_op_valid(wl, tgt, space, cfg);
+}
 
 static int tune__lookup_cb(void *ctx, const store_record *r) {
   tune_lookup_ctx *c = ctx;
@@ -637,7 +679,7 @@ static int tune__lookup_cb(void *ctx, const store_record *r) {
   if (c->found && (d > c->best_dist || (d == c->best_dist && r->cost_mean_s >= c->best_cost))) return 0;
   tc_config cfg;
   if (tune_config_from_text_nearest(c->space, r->config, &cfg, NULL) != TH_OK) return 0;
-  if (tc_op_valid(c->wl, c->tgt, c->space, &cfg) != TH_OK) return 0;
+  if (tune__lookup_valid(c->wl, c->tgt, c->ct, c->space, &cfg) != TH_OK) return 0;
   c->cfg = cfg;
   c->best_dist = d;
   c->best_cost = r->cost_mean_s;
@@ -651,14 +693,27 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   char key[512];
   th_status rc = tc_workload_key(wl, key, sizeof key);
   if (rc != TH_OK) return rc;
+  /* Records of a target only ever serve that target: "cuda -arch=sm_XX" validates with the GPU templates
+   * for that arch, anything else with the host CPU's. */
   tc_target tgt;
-  rc = tc_target_host(&tgt);
+  tc_cuda_target cuda_tgt, *ct = NULL;
+  memset(&tgt, 0, sizeof tgt);
+  if (strncmp(target, "cuda", 4) == 0 && (target[4] == 0 || target[4] == ' ')) {
+    const char *a = strstr(target, "-arch=");
+    char arch[16] = "";
+    if (a) snprintf(arch, sizeof arch, "%.*s", (int)strcspn(a + 6, " "), a + 6);
+    rc = tc_cuda_target_init(&cuda_tgt, arch);
+    ct = &cuda_tgt;
+  } else {
+    rc = tc_target_host(&tgt);
+  }
   if (rc != TH_OK) return rc;
   store_record best;
   rc = store_record_best(st, key, target, &best);
   if (rc == TH_OK) {
     tc_config c;
-    if (tune_config_from_text(space, best.config, &c) == TH_OK && tc_op_valid(wl, &tgt, space, &c) == TH_OK) {
+    if (tune_config_from_text(space, best.config, &c) == TH_OK &&
+        tune__lookup_valid(wl, &tgt, ct, space, &c) == TH_OK) {
       *cfg = c;
       snprintf(source, 16, "tuned");
       return TH_OK;
@@ -666,7 +721,7 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   } else if (rc != TH_ERR_NOT_FOUND) {
     return rc;
   }
-  tune_lookup_ctx c = {.wl = wl, .space = space, .tgt = &tgt, .key = key};
+  tune_lookup_ctx c = {.wl = wl, .space = space, .tgt = &tgt, .ct = ct, .key = key};
   tune_shape_features(key, c.shape);
   rc = store_record_each(st, tc_kernel_name(wl->kernel), target, tune__lookup_cb, &c);
   if (rc != TH_OK) return rc;
@@ -675,7 +730,7 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
     snprintf(source, 16, "transferred");
     return TH_OK;
   }
-  rc = tc_op_fallback(wl, &tgt, space, cfg);
+  rc = ct ? tc_cuda_fallback(wl, ct, space, cfg) : tc_op_fallback(wl, &tgt, space, cfg);
   if (rc == TH_OK) snprintf(source, 16, "fallback");
   return rc;
 }
@@ -718,6 +773,80 @@ th_status tune_session_new(store_t *st, const tc_target *target, const char *net
   }
   if (rc == TH_OK && m == 0) rc = TH_ERR_NOT_FOUND;
   if (rc == TH_OK) rc = tune_session_new_workloads(st, target, wls, weights, m, o, out);
+  free(tasks);
+  free(wls);
+  free(weights);
+  return rc;
+}
+
+/* Starts the measurement worker first and asks it for the device, so the tuner process itself never
+ * initialises the driver (a forked worker could not use it). */
+static th_status tune__cuda_prepare(const char *arch, const tune_options *o, tc_cuda_target *ct,
+                                    tune_measurer_t **m) {
+  tune__new_err[0] = 0;
+  if (!o) return TH_ERR_INVALID;
+  char err[256] = "";
+  tc_cuda_device dev;
+  th_status rc = tune_measurer_new(&o->measure, m);
+  if (rc != TH_OK) {
+    snprintf(tune__new_err, sizeof tune__new_err, "cannot start the measurement worker");
+    return rc;
+  }
+  rc = tune_measurer_cuda_device(*m, &dev, err, sizeof err);
+  if (rc == TH_OK) {
+    rc = tc_cuda_target_init(ct, arch && *arch ? arch : dev.arch);
+    if (rc != TH_OK) snprintf(err, sizeof err, "bad CUDA arch '%.32s' (sm_70 .. sm_121)", arch ? arch : "");
+  }
+  if (rc != TH_OK) {
+    snprintf(tune__new_err, sizeof tune__new_err, "%s", err[0] ? err : th_status_str(rc));
+    tune_measurer_free(*m);
+    *m = NULL;
+  }
+  return rc;
+}
+
+th_status tune_session_new_cuda_workloads(store_t *st, const char *arch, const tc_workload *wls,
+                                          const int *weights, int n, const tune_options *o,
+                                          tune_session_t **out) {
+  if (!st || !wls || n < 1 || !o || !out) return TH_ERR_INVALID;
+  tc_cuda_target ct;
+  tune_measurer_t *m = NULL;
+  th_status rc = tune__cuda_prepare(arch, o, &ct, &m);
+  if (rc != TH_OK) return rc;
+  rc = tune__session_new(st, NULL, &ct, wls, weights, n, o, m, out);
+  if (rc != TH_OK && !tune__new_err[0]) snprintf(tune__new_err, sizeof tune__new_err, "%s", th_status_str(rc));
+  return rc;
+}
+
+th_status tune_session_new_cuda(store_t *st, const char *arch, const char *network, int batch,
+                                const tune_options *o, tune_session_t **out) {
+  if (!st || !network || batch < 1 || !o || !out) return TH_ERR_INVALID;
+  tc_cuda_target ct;
+  tune_measurer_t *m = NULL;
+  th_status rc = tune__cuda_prepare(arch, o, &ct, &m);
+  if (rc != TH_OK) return rc;
+  tc_task *tasks = NULL;
+  int n = 0;
+  rc = tc_cuda_network_tasks(network, batch, &tasks, &n);
+  tc_workload *wls = rc == TH_OK ? malloc(sizeof *wls * (size_t)(n > 0 ? n : 1)) : NULL;
+  int *weights = rc == TH_OK ? malloc(sizeof *weights * (size_t)(n > 0 ? n : 1)) : NULL;
+  int k = 0;
+  if (rc == TH_OK && (!wls || !weights)) rc = TH_ERR_NOMEM;
+  for (int i = 0; rc == TH_OK && i < n; i++) {
+    /* Only tunable tasks: a GPU template with a one-point space has nothing to search. */
+    tc_space sp;
+    if (tc_cuda_space(&tasks[i].wl, &ct, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
+    wls[k] = tasks[i].wl;
+    weights[k++] = tasks[i].count;
+  }
+  if (rc == TH_OK && k == 0) rc = TH_ERR_NOT_FOUND;
+  if (rc == TH_OK) {
+    rc = tune__session_new(st, NULL, &ct, wls, weights, k, o, m, out);
+    m = NULL; /* owned (or freed) by tune__session_new */
+  }
+  if (rc != TH_OK && !tune__new_err[0])
+    snprintf(tune__new_err, sizeof tune__new_err, "%s: %s", network, th_status_str(rc));
+  tune_measurer_free(m);
   free(tasks);
   free(wls);
   free(weights);

@@ -81,6 +81,20 @@ th_status tune_session_new_workloads(store_t *st, const tc_target *target, const
 /* A session over a zoo network's tasks (tc_network_tasks). */
 th_status tune_session_new(store_t *st, const tc_target *target, const char *network, int batch,
                            const tune_options *o, tune_session_t **out);
+/* A session over a zoo network's GPU tasks (tc_cuda_network_tasks, tasks with a one-point space left out)
+ * for arch "sm_XX" (NULL or "": the device's). Candidates are checked and NVRTC-compiled on the CPU (build
+ * stage) and measured with tc_cuda_measure in the worker process (measure stage); no reference stage (the
+ * check is against the CPU reference). Records use the target "cuda -arch=sm_XX". The worker is started
+ * first and queried for the device: without one, TH_ERR_UNSUPPORTED and tune_session_new_errmsg() says
+ * "no CUDA device: ...". */
+th_status tune_session_new_cuda(store_t *st, const char *arch, const char *network, int batch,
+                                const tune_options *o, tune_session_t **out);
+/* The same over explicit GPU workloads (NCHW, in_cb == out_cb == 1). */
+th_status tune_session_new_cuda_workloads(store_t *st, const char *arch, const tc_workload *wls,
+                                          const int *weights, int n, const tune_options *o,
+                                          tune_session_t **out);
+/* Why the last tune_session_new_cuda* call on this thread failed (thread-local; "" when it did not). */
+const char *tune_session_new_errmsg(void);
 void tune_session_free(tune_session_t *s);
 const char *tune_session_errmsg(const tune_session_t *s);
 
@@ -102,7 +116,8 @@ th_status tune_session_progress_json(const tune_session_t *s, th_buf *b);
 
 /* The config a build should use for a workload: the best valid record for (workload, target) -> "tuned";
  * else the config of the nearest tuned workload of the same template that is valid here -> "transferred";
- * else the template's fallback -> "fallback". space must be the workload's space (tc_op_space). */
+ * else the template's fallback -> "fallback". space must be the workload's space (tc_op_space; tc_cuda_space
+ * for a "cuda -arch=sm_XX" target, whose records are validated with the GPU templates for that arch). */
 th_status tune_lookup_config(store_t *st, const char *target, const tc_workload *wl, const tc_space *space,
                              tc_config *cfg, char source[16]);
 

@@ -15,6 +15,7 @@
 #include "ops.h"
 #include "llvm/tc_llvm.h"
 #include "th_buf.h"
+#include "tune_cuda.h"
 #include "tune_space.h"
 
 void tune_target_str(const tc_target *t, char *out, size_t n) {
@@ -68,8 +69,27 @@ th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_target *t
   return TH_OK;
 }
 
+th_status tune_task_init_cuda(tune_task *t, const tc_workload *wl, const tc_cuda_target *ct, int weight) {
+  memset(t, 0, sizeof *t);
+  t->wl = *wl;
+  t->cuda = 1;
+  t->cuda_target = *ct;
+  t->weight = weight > 0 ? weight : 1;
+  th_status rc = tc_workload_check(wl);
+  if (rc == TH_OK) rc = tc_workload_key(wl, t->key, sizeof t->key);
+  if (rc == TH_OK) rc = tc_cuda_space(wl, ct, &t->space);
+  if (rc == TH_OK) rc = tc_cuda_fallback(wl, ct, &t->space, &t->fallback);
+  if (rc != TH_OK) return rc;
+  snprintf(t->template_name, sizeof t->template_name, "%s", tc_kernel_name(wl->kernel));
+  snprintf(t->target_str, sizeof t->target_str, "cuda -arch=%s", ct->arch);
+  t->flops = tc_workload_flops(wl);
+  tune_shape_features(t->key, t->shape);
+  return TH_OK;
+}
+
 int tune_task_valid(void *ctx, const tc_space *s, const tc_config *c) {
   const tune_task *t = ctx;
+  if (t->cuda) return tc_cuda_valid(&t->wl, &t->cuda_target, s, c, NULL, 0) == TH_OK;
   return tc_op_valid(&t->wl, &t->target, s, c) == TH_OK;
 }
 
@@ -86,7 +106,15 @@ int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *
   if (!a) return -1;
   const tc_stmt *body = NULL;
   int n = 0;
-  th_status rc = tc_op_lower(&t->wl, c, &t->target, a, &body);
+  th_status rc;
+  if (t->cuda) {
+    tc_cuda_lowered k;
+    memset(&k, 0, sizeof k);
+    rc = tc_cuda_lower(&t->wl, c, &t->cuda_target, a, &k);
+    body = k.body;
+  } else {
+    rc = tc_op_lower(&t->wl, c, &t->target, a, &body);
+  }
   if (rc == TH_OK) rc = tc_ir_features(body, ir, TC_IR_FEATURE_LEN, &n);
   th_arena_free(a);
   if (rc != TH_OK) {
@@ -212,6 +240,7 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
                           int *err_class, char (*msgs)[160]) {
   if (n <= 0) return TH_OK;
   if (nthreads < 1) nthreads = 1;
+  if (t->cuda) return tune_cuda_build(t, cfgs, n, nthreads, so_paths, fn_names, err_class, msgs);
   int *which = malloc(sizeof *which * (size_t)n);
   tune_build_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
   pthread_t *th = calloc((size_t)nthreads, sizeof *th);

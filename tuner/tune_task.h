@@ -14,6 +14,7 @@
 #include "measure.h"
 #include "space.h"
 #include "target.h"
+#include "tc_cuda.h"
 #include "workload.h"
 
 #define TUNE_SHAPE_FEATURES 16
@@ -29,14 +30,19 @@ typedef struct tune_task {
   double flops;
   int weight;              /* occurrences in the network */
   float shape[TUNE_SHAPE_FEATURES]; /* from the workload key, see tune_shape_features */
+  int cuda;                /* 1: a GPU task (tc_cuda_* templates, target_str "cuda -arch=sm_XX") */
+  tc_cuda_target cuda_target; /* when cuda */
 } tune_task;
 
 /* Fills the task for (wl, target): key, space, fallback, FLOPs. TH_ERR_INVALID for a bad workload. */
 th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_target *target, int weight);
+/* Fills a GPU task for (wl, ct): space and fallback from tc_cuda_space / tc_cuda_fallback, target string
+ * "cuda -arch=sm_XX". TH_ERR_UNSUPPORTED for a workload with no GPU template. */
+th_status tune_task_init_cuda(tune_task *t, const tc_workload *wl, const tc_cuda_target *ct, int weight);
 /* The records' target string for a target: "llvm -mcpu=<cpu>". */
 void tune_target_str(const tc_target *t, char *out, size_t n);
 
-/* tune_valid_fn over a task (ctx = const tune_task *): tc_op_valid. */
+/* tune_valid_fn over a task (ctx = const tune_task *): tc_op_valid (tc_cuda_valid for a GPU task). */
 int tune_task_valid(void *ctx, const tc_space *s, const tc_config *c);
 /* Extra cost-model features (ctx = const tune_task *): TUNE_SHAPE_FEATURES shape features, then
  * TC_IR_FEATURE_LEN loop features of the lowered kernel. */
@@ -58,7 +64,10 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
  * becomes function fn_names[i] (written, at most TUNE_FN_MAX bytes) in library so_paths[i]; err_class[i] is
  * 0, TUNE_ERR_INSTANTIATION (invalid config, not built) or TUNE_ERR_COMPILE_HOST (msgs[i] says why). When a
  * library of several candidates fails, its candidates are rebuilt one by one so that only the bad ones
- * fail. tag makes file names unique across batches. */
+ * fail. tag makes file names unique across batches.
+ * GPU task: validity (TUNE_ERR_INSTANTIATION), CUDA codegen (TUNE_ERR_COMPILE_HOST) and one NVRTC compile
+ * per candidate over nthreads threads (TUNE_ERR_COMPILE_DEVICE); nothing is written (so_paths and fn_names
+ * come back empty): the measure worker regenerates and times the candidate with tc_cuda_measure. */
 th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
                           const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
                           int *err_class, char (*msgs)[160]);

@@ -1,0 +1,441 @@
+/* CUDA tuning sessions without a GPU. The fake libcuda.so.1 (test_compiler_cuda_fakecu.c, on
+ * LD_LIBRARY_PATH through ctest) loads one kernel library per process ($TH_FAKECU_KERNELS); here that
+ * library is a trampoline into this executable (exported tuner_cuda_emu_launch), which runs the exact
+ * candidate the measure worker just compiled: this file interposes nvrtcCreateProgram to capture each
+ * program's CUDA C, compiles it for the CPU with an emulation header (blocks in turn, CUDA threads as
+ * coroutines switching at __syncthreads) and launches it. So the worker's tc_cuda_measure checks every
+ * candidate's real output against the CPU reference; the fake events report 1 ms per launch.
+ *
+ * Cases: conv_random (a small conv2d, random tuner: stages, records with class 0, progress JSON, lookup,
+ * never across targets), mobilenet_xgb_build (two mobilenet GPU tasks with xgb, then a cuda bundle built
+ * through tune_build_lookup reports them "tuned"), no_device (no driver: TH_ERR_UNSUPPORTED, "no CUDA
+ * device: ..."). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tc.h"
+#include "tc_cuda.h"
+#include "store.h"
+#include "th_buf.h"
+#include "th_test.h"
+#include "th_util.h"
+#include "tune_job.h"
+#include "tune_task.h"
+
+/* ---- NVRTC interposition: the last program's source, per thread ---- */
+static _Thread_local char *last_src;
+
+int nvrtcCreateProgram(void **prog, const char *src, const char *name, int nh, const char *const *headers,
+                       const char *const *include_names);
+int nvrtcCreateProgram(void **prog, const char *src, const char *name, int nh, const char *const *headers,
+                       const char *const *include_names) {
+  typedef int (*fn_t)(void **, const char *, const char *, int, const char *const *, const char *const *);
+  static fn_t real;
+  if (!real) {
+    void *p = dlsym(RTLD_NEXT, "nvrtcCreateProgram");
+    memcpy(&real, &p, sizeof real);
+  }
+  free(last_src);
+  last_src = src ? strdup(src) : NULL;
+  return real ? real(prog, src, name, nh, headers, include_names) : 1;
+}
+
+/* ---- CPU emulation of one candidate (same scheme as test_compiler_cuda_emu.c) ---- */
+static const char emu_header[] =
+    "#include <cmath>\n#include <cstring>\n#include <cstdlib>\n#include <ucontext.h>\n#include <math.h>\n"
+    "#include <stdint.h>\n"
+    "struct th_dim3 { unsigned x, y, z; };\n"
+    "static th_dim3 blockIdx, threadIdx;\n"
+    "static ucontext_t th_main, *th_ctx;\nstatic th_dim3 *th_tid;\nstatic int th_cur, th_T;\n"
+    "static inline void th_barrier() { if (th_T == 1) return; int me = th_cur; th_cur = (me + 1) % th_T;\n"
+    "  threadIdx = th_tid[th_cur]; swapcontext(&th_ctx[me], &th_ctx[th_cur]); }\n"
+    "struct float4 { float x, y, z, w; };\n"
+    "static inline float4 make_float4(float a, float b, float c, float d) { float4 v = {a, b, c, d}; return v; }\n"
+    "static inline float __int_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }\n"
+    "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
+    "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
+    "#define __syncthreads() th_barrier()\n";
+
+static const char emu_launcher[] =
+    "static th_fn th_kfn; static float **th_kargs;\n"
+    "static void th_entry() {\n"
+    "  th_kfn(th_kargs);\n"
+    "  if (th_cur + 1 < th_T) { th_cur++; threadIdx = th_tid[th_cur]; setcontext(&th_ctx[th_cur]); }\n"
+    "  setcontext(&th_main);\n}\n"
+    "extern \"C\" int th_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b) {\n"
+    "  if (std::strcmp(name, \"th_candidate\") != 0) return -1;\n"
+    "  float *a[5] = {0, 0, 0, 0, 0};\n"
+    "  for (int i = 0; i < TH_NARGS; i++) a[i] = (float *)(uintptr_t)*(const unsigned long long *)params[i];\n"
+    "  int T = (int)(b[0] * b[1] * b[2]);\n"
+    "  const size_t stack = 1 << 16;\n"
+    "  th_ctx = new ucontext_t[T]; th_tid = new th_dim3[T]; char *stacks = (char *)std::malloc(stack * T);\n"
+    "  if (!stacks) return -1;\n"
+    "  int i = 0;\n"
+    "  for (unsigned z = 0; z < b[2]; z++) for (unsigned y = 0; y < b[1]; y++) for (unsigned x = 0; x < b[0]; x++, i++)\n"
+    "    th_tid[i].x = x, th_tid[i].y = y, th_tid[i].z = z;\n"
+    "  th_kfn = th_call; th_kargs = a; th_T = T;\n"
+    "  for (unsigned z = 0; z < g[2]; z++) for (unsigned y = 0; y < g[1]; y++) for (unsigned x = 0; x < g[0]; x++) {\n"
+    "    blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;\n"
+    "    for (int t = 0; t < T; t++) {\n"
+    "      getcontext(&th_ctx[t]); th_ctx[t].uc_stack.ss_sp = stacks + stack * t; th_ctx[t].uc_stack.ss_size = stack;\n"
+    "      th_ctx[t].uc_link = 0; makecontext(&th_ctx[t], th_entry, 0);\n"
+    "    }\n"
+    "    th_cur = 0; threadIdx = th_tid[0];\n"
+    "    swapcontext(&th_main, &th_ctx[0]);\n"
+    "  }\n"
+    "  delete[] th_ctx; delete[] th_tid; std::free(stacks);\n"
+    "  return 0;\n}\n";
+
+static char emu_dir[256];
+static char *emu_src;   /* source of the loaded candidate library */
+static void *emu_dl;
+static int (*emu_fn)(const char *, void **, const unsigned *, const unsigned *);
+static int emu_builds;
+
+/* Called by the trampoline library inside the measure worker for every launch. */
+int tuner_cuda_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b);
+int tuner_cuda_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b) {
+  if (!last_src) return -1;
+  if (!emu_src || strcmp(emu_src, last_src) != 0) {
+    const char *sig = strstr(last_src, "th_candidate(");
+    if (!sig) return -1;
+    int nargs = 0;
+    for (const char *r = sig; *r && *r != ')'; r++) nargs += *r == '*';
+    th_buf s;
+    th_buf_init(&s, (size_t)1 << 26);
+    th_buf_appendf(&s, "#define TH_NARGS %d\n%s", nargs, emu_header);
+    th_buf_append(&s, last_src, strlen(last_src));
+    th_buf_appendf(&s, "\ntypedef void (*th_fn)(float **);\nstatic void th_call(float **a) { th_candidate(");
+    for (int i = 0; i < nargs; i++) th_buf_appendf(&s, "%sa[%d]", i ? ", " : "", i);
+    th_buf_appendf(&s, "); }\n");
+    th_buf_appendf(&s, "%s", emu_launcher);
+    char cpp[512], so[512], cmd[1400];
+    int id = emu_builds++;
+    snprintf(cpp, sizeof cpp, "%s/emu_%d_%d.cpp", emu_dir, (int)getpid(), id);
+    snprintf(so, sizeof so, "%s/emu_%d_%d.so", emu_dir, (int)getpid(), id);
+    th_status rc = th_write_file_atomic(cpp, s.data, s.len);
+    th_buf_free(&s);
+    if (rc != TH_OK) return -1;
+    snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -fPIC -shared -o %s %s", so, cpp);
+    if (system(cmd) != 0) return -1;
+    void *dl = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) return -1;
+    void *f = dlsym(dl, "th_emu_launch");
+    if (!f) return -1;
+    if (emu_dl) dlclose(emu_dl);
+    emu_dl = dl;
+    memcpy(&emu_fn, &f, sizeof emu_fn);
+    free(emu_src);
+    emu_src = strdup(last_src);
+    unlink(cpp);
+    unlink(so);
+  }
+  return emu_fn(name, params, g, b);
+}
+
+/* The library the fake driver loads: forwards every launch to this executable. */
+static int setup_fake(void) {
+  tc_cuda_device d;
+  char err[1024] = "";
+  if (tc_cuda_device_query(&d, err, sizeof err) != TH_OK || strcmp(d.name, "tunehub CPU emulator") != 0) {
+    fprintf(stderr, "skipped: the fake CUDA driver is not on LD_LIBRARY_PATH (%s)\n", err);
+    return 0;
+  }
+  snprintf(emu_dir, sizeof emu_dir, "/tmp/tuner_cuda_emu_XXXXXX");
+  CHECK(mkdtemp(emu_dir) != NULL);
+  static const char tramp[] =
+      "#include <dlfcn.h>\n"
+      "typedef int (*fn_t)(const char *, void **, const unsigned *, const unsigned *);\n"
+      "extern \"C\" int th_emu_launch(const char *n, void **p, const unsigned *g, const unsigned *b) {\n"
+      "  static fn_t f; if (!f) f = (fn_t)dlsym(RTLD_DEFAULT, \"tuner_cuda_emu_launch\");\n"
+      "  return f ? f(n, p, g, b) : -1;\n}\n";
+  char cpp[512], so[512], cmd[1200];
+  snprintf(cpp, sizeof cpp, "%s/tramp.cpp", emu_dir);
+  snprintf(so, sizeof so, "%s/tramp.so", emu_dir);
+  CHECK(th_write_file_atomic(cpp, tramp, sizeof tramp - 1) == TH_OK);
+  snprintf(cmd, sizeof cmd, "c++ -O1 -w -fPIC -shared -o %s %s -ldl", so, cpp);
+  CHECK(system(cmd) == 0);
+  CHECK(setenv("TH_FAKECU_KERNELS", so, 1) == 0);
+  return 1;
+}
+
+static void rm_r(const char *d) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+}
+
+static void quick_opts(tune_options *o, const char *tuner, int trials, int batch) {
+  tune_options_default(o);
+  snprintf(o->tuner, sizeof o->tuner, "%s", tuner);
+  o->trials = trials;
+  o->batch = batch;
+  o->build_threads = 2;
+  o->measure.repeat = 3;
+  o->measure.timeout_s = 30;
+}
+
+typedef struct rec_ctx {
+  const char *key, *tuner;
+  int n, ok, errs;
+  int classes[16];
+} rec_ctx;
+
+static int rec_cb(void *ctx, const store_record *r) {
+  rec_ctx *c = ctx;
+  if (strcmp(r->workload_key, c->key) != 0) return 0;
+  c->n++;
+  CHECK_STR(r->tuner, c->tuner);
+  CHECK(strncmp(r->target, "cuda -arch=sm_", 14) == 0);
+  if (r->error_class == 0) {
+    c->ok++;
+    CHECK(r->cost_mean_s > 0 && r->cost_mean_s < 1 && r->gflops > 0);
+  } else {
+    c->errs++;
+    CHECK(r->cost_mean_s >= 1e9);
+    fprintf(stderr, "failed trial: class %d config %s\n", r->error_class, r->config);
+    c->classes[r->error_class & 15]++;
+  }
+  return 0;
+}
+
+TH_TEST(conv_random) {
+  if (!setup_fake()) return 77;
+  double t0 = th_now_mono();
+  char dir[256];
+  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_CONV2D;
+  wl.n = 1, wl.c = 8, wl.h = wl.w = 8, wl.oc = 16, wl.kh = wl.kw = 3, wl.sh = wl.sw = 1;
+  wl.pt = wl.pl = wl.pb = wl.pr = 1;
+  wl.oh = wl.ow = 8;
+  wl.in_cb = wl.out_cb = 1;
+  wl.epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  tune_options o;
+  quick_opts(&o, "random", 6, 3);
+  tune_session_t *s = NULL;
+  th_status rc = tune_session_new_cuda_workloads(st, "sm_80", &wl, NULL, 1, &o, &s);
+  if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
+  CHECK(rc == TH_OK);
+  /* start task -> select (no reference stage) -> build (CPU: NVRTC) -> measure (device) -> update */
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_NONE);
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_NONE); /* select */
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_CPU_BUILD);
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_MEASURE);
+  CHECK(tune_session_run_stage(s) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_NONE); /* update */
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_DONE);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_EQ_INT(p.ntasks, 1);
+  CHECK_STR(p.tasks[0].state, "done");
+  CHECK_EQ_INT(p.tasks[0].trials, 6);
+  CHECK_STR(p.tasks[0].template_name, tc_kernel_name(TC_KERNEL_CONV2D));
+  CHECK(p.tasks[0].best_gflops > 0);
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  CHECK(tune_session_progress_json(s, &b) == TH_OK);
+  fprintf(stderr, "%s\n", b.data);
+  CHECK(strstr(b.data, "\"tuner\":\"random\"") && strstr(b.data, "\"trials\":6,\"trials_total\":6") &&
+        strstr(b.data, "\"state\":\"done\"") && strstr(b.data, "\"template\":\"conv2d_nchwc\""));
+  th_buf_free(&b);
+  tune_session_free(s);
+
+  char key[512];
+  CHECK(tc_workload_key(&wl, key, sizeof key) == TH_OK);
+  rec_ctx rc1 = {.key = key, .tuner = "random"};
+  CHECK(store_record_each(st, tc_kernel_name(TC_KERNEL_CONV2D), "cuda -arch=sm_80", rec_cb, &rc1) == TH_OK);
+  CHECK_EQ_INT(rc1.n, 6);
+  CHECK_EQ_INT(rc1.ok, 6); /* random draws only valid configs, and every one computes the right answer */
+  /* lookup: tuned for sm_80, fallback on sm_90 and on the CPU (never across targets) */
+  tc_cuda_target t80, t90;
+  CHECK(tc_cuda_target_init(&t80, "sm_80") == TH_OK && tc_cuda_target_init(&t90, "sm_90") == TH_OK);
+  tc_space sp;
+  tc_config cfg;
+  char src[16];
+  CHECK(tc_cuda_space(&wl, &t80, &sp) == TH_OK);
+  store_record best;
+  CHECK(store_record_best(st, key, "cuda -arch=sm_80", &best) == TH_OK);
+  CHECK(tune_lookup_config(st, "cuda -arch=sm_80", &wl, &sp, &cfg, src) == TH_OK);
+  CHECK_STR(src, "tuned");
+  char text[1024];
+  tc_config_str(&sp, &cfg, text, sizeof text);
+  CHECK_STR(text, best.config);
+  CHECK(tune_lookup_config(st, "cuda -arch=sm_90", &wl, &sp, &cfg, src) == TH_OK);
+  CHECK_STR(src, "fallback");
+  /* transfer to another conv2d workload on the same target */
+  tc_workload wl2 = wl;
+  wl2.oc = 32;
+  tc_space sp2;
+  CHECK(tc_cuda_space(&wl2, &t80, &sp2) == TH_OK);
+  CHECK(tune_lookup_config(st, "cuda -arch=sm_80", &wl2, &sp2, &cfg, src) == TH_OK);
+  CHECK_STR(src, "transferred");
+  CHECK(tc_cuda_valid(&wl2, &t80, &sp2, &cfg, NULL, 0) == TH_OK);
+  tune_build_lookup_ctx lc = {.st = st, .target = "cuda -arch=sm_90"};
+  CHECK(tune_build_lookup(&lc, &wl2, key, &sp2, &cfg, src) == TH_ERR_NOT_FOUND);
+  /* The output check runs in the worker: an impossible tolerance makes every trial a wrong answer. */
+  quick_opts(&o, "random", 2, 2);
+  o.measure.rtol = o.measure.atol = -1;
+  CHECK(tune_session_new_cuda_workloads(st, "sm_80", &wl2, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_progress(s, &p);
+  CHECK_EQ_INT(p.tasks[0].errors, 2);
+  tune_session_free(s);
+  char key2[512];
+  CHECK(tc_workload_key(&wl2, key2, sizeof key2) == TH_OK);
+  store_record worst;
+  CHECK(store_record_best(st, key2, "cuda -arch=sm_80", &worst) == TH_ERR_NOT_FOUND);
+  rec_ctx rc2 = {.key = key2, .tuner = "random"};
+  CHECK(store_record_each(st, tc_kernel_name(TC_KERNEL_CONV2D), "cuda -arch=sm_80", rec_cb, &rc2) == TH_OK);
+  CHECK_EQ_INT(rc2.n, 2);
+  CHECK_EQ_INT(rc2.errs, 2);
+  CHECK_EQ_INT(rc2.classes[5], 2); /* wrong answer */
+  store_close(st);
+  rm_r(dir);
+  rm_r(emu_dir);
+  fprintf(stderr, "conv_random: %.1f s\n", th_now_mono() - t0);
+  return 0;
+}
+
+typedef struct man_ctx {
+  const char *keys[2];
+  int tuned[2];
+} man_ctx;
+
+TH_TEST(mobilenet_xgb_build) {
+  if (!setup_fake()) return 77;
+  double t0 = th_now_mono();
+  char dir[256];
+  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  /* Two mobilenet GPU tasks: the cheapest depthwise and the cheapest conv2d (emulation cost). */
+  tc_task *tasks = NULL;
+  int n = 0;
+  CHECK(tc_cuda_network_tasks("mobilenet", 1, &tasks, &n) == TH_OK);
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+  tc_workload wls[2];
+  int weights[2], picked = 0;
+  for (int k = 0; k < 2; k++) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+      tc_space sp;
+      if (tc_cuda_space(&tasks[i].wl, &t, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
+      if (tasks[i].wl.kernel != (k == 0 ? TC_KERNEL_DEPTHWISE : TC_KERNEL_CONV2D)) continue;
+      if (best < 0 || tasks[i].flops < tasks[best].flops) best = i;
+    }
+    CHECK(best >= 0);
+    wls[k] = tasks[best].wl;
+    weights[k] = tasks[best].count;
+    picked++;
+  }
+  CHECK_EQ_INT(picked, 2);
+  tune_options o;
+  quick_opts(&o, "xgb", 4, 4);
+  tune_session_t *s = NULL;
+  th_status rc = tune_session_new_cuda_workloads(st, "sm_90", wls, weights, 2, &o, &s);
+  if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
+  CHECK(rc == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  CHECK(tune_session_progress_json(s, &b) == TH_OK);
+  fprintf(stderr, "%s\n", b.data);
+  CHECK(strstr(b.data, "\"tuner\":\"xgb\"") && strstr(b.data, "\"ntasks\":2") &&
+        strstr(b.data, "\"trials\":8,\"trials_total\":8"));
+  th_buf_free(&b);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  char keys[2][512];
+  for (int k = 0; k < 2; k++) {
+    CHECK_STR(p.tasks[k].state, "done");
+    CHECK_EQ_INT(p.tasks[k].trials, 4);
+    CHECK(tc_workload_key(&wls[k], keys[k], sizeof keys[k]) == TH_OK);
+    CHECK_STR(p.tasks[k].key, keys[k]);
+    rec_ctx r = {.key = keys[k], .tuner = "xgb"};
+    CHECK(store_record_each(st, tc_kernel_name(wls[k].kernel), "cuda -arch=sm_90", rec_cb, &r) == TH_OK);
+    CHECK_EQ_INT(r.n, 4);
+    CHECK(r.ok >= 1);
+    CHECK_EQ_INT(p.tasks[k].errors, r.errs);
+  }
+  tune_session_free(s);
+  free(tasks);
+  double t1 = th_now_mono();
+
+  /* A cuda build through the lookup: the tuned workloads say "tuned" in the manifest. */
+  tune_build_lookup_ctx lc = {.st = st, .target = "cuda -arch=sm_90"};
+  tc_build_opts bo;
+  memset(&bo, 0, sizeof bo);
+  bo.framework = "cuda";
+  bo.network = "mobilenet";
+  bo.batch = 1;
+  bo.arch = "sm_90";
+  bo.lookup = tune_build_lookup;
+  bo.lookup_ctx = &lc;
+  char *man = NULL, err[1024] = "";
+  rc = tc_build_bundle(&bo, NULL, NULL, &man, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "build: %s\n", err);
+  CHECK(rc == TH_OK && man);
+  for (int k = 0; k < 2; k++) {
+    char needle[1200];
+    snprintf(needle, sizeof needle, "\"workload\": \"%s\"", keys[k]);
+    const char *at = strstr(man, needle);
+    if (!at) {
+      snprintf(needle, sizeof needle, "\"workload\":\"%s\"", keys[k]);
+      at = strstr(man, needle);
+    }
+    CHECK(at != NULL);
+    const char *srcp = strstr(at, "\"source\"");
+    CHECK(srcp != NULL);
+    CHECK(strncmp(srcp, "\"source\": \"tuned\"", 17) == 0 || strncmp(srcp, "\"source\":\"tuned\"", 16) == 0);
+  }
+  CHECK(strstr(man, "\"config_sources\"") != NULL);
+  free(man);
+  store_close(st);
+  rm_r(dir);
+  rm_r(emu_dir);
+  fprintf(stderr, "mobilenet_xgb_build: session %.1f s, build %.1f s\n", t1 - t0, th_now_mono() - t1);
+  return 0;
+}
+
+TH_TEST(no_device) {
+  tc_cuda_device d;
+  char err[1024] = "";
+  if (tc_cuda_device_query(&d, err, sizeof err) == TH_OK) {
+    fprintf(stderr, "skipped: a CUDA driver with a device is present (%s)\n", d.name);
+    return 77;
+  }
+  char dir[256];
+  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tune_options o;
+  quick_opts(&o, "xgb", 4, 4);
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_cuda(st, NULL, "mobilenet", 1, &o, &s) == TH_ERR_UNSUPPORTED);
+  CHECK(s == NULL);
+  fprintf(stderr, "%s\n", tune_session_new_errmsg());
+  CHECK(strncmp(tune_session_new_errmsg(), "no CUDA device: ", 16) == 0);
+  store_close(st);
+  rm_r(dir);
+  return 0;
+}

@@ -1,0 +1,93 @@
+/* The build stage of a cuda tuning session: each candidate of a batch is checked (tc_cuda_valid), printed
+ * as CUDA C (tc_cuda_kernel_source) and compiled by NVRTC for the session's arch on the CPU, candidates
+ * spread over threads. A candidate that fails here gets its AutoTVM error class without ever reaching the
+ * device; the ones that compile are measured by the worker process (tc_cuda_measure), which regenerates the
+ * same source, so nothing is kept on disk. */
+#include "tune_cuda.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "th_buf.h"
+
+typedef struct tune_cuda_job {
+  const tune_task *t;
+  const tc_config *cfgs;
+  int n, nthreads, first;
+  int *err_class;
+  char (*msgs)[160];
+} tune_cuda_job;
+
+static void tune__cuda_one(const tune_task *t, const tc_config *cfg, int *err_class, char *msg) {
+  char err[2048] = "";
+  if (tc_cuda_valid(&t->wl, &t->cuda_target, &t->space, cfg, err, sizeof err) != TH_OK) {
+    *err_class = TUNE_ERR_INSTANTIATION;
+    snprintf(msg, 160, "invalid config: %.140s", err[0] ? err : "device limits");
+    return;
+  }
+  th_buf src;
+  th_buf_init(&src, (size_t)1 << 26);
+  tc_cuda_launch l;
+  th_status rc = tc_cuda_prelude(&src);
+  if (rc == TH_OK) rc = tc_cuda_kernel_source(&t->wl, cfg, &t->cuda_target, "th_candidate", &src, &l, err, sizeof err);
+  if (rc == TH_OK) rc = th_buf_append(&src, "", 1); /* NUL */
+  if (rc != TH_OK) {
+    *err_class = TUNE_ERR_COMPILE_HOST;
+    snprintf(msg, 160, "codegen: %.140s", err[0] ? err : th_status_str(rc));
+    th_buf_free(&src);
+    return;
+  }
+  rc = tc_nvrtc_compile(src.data, "candidate.cu", &t->cuda_target, NULL, NULL, NULL, NULL, err, sizeof err);
+  if (rc != TH_OK) {
+    *err_class = TUNE_ERR_COMPILE_DEVICE;
+    snprintf(msg, 160, "NVRTC: %.145s", err[0] ? err : th_status_str(rc));
+  }
+  th_buf_free(&src);
+}
+
+static void *tune__cuda_thread(void *arg) {
+  tune_cuda_job *j = arg;
+  for (int i = j->first; i < j->n; i += j->nthreads) tune__cuda_one(j->t, &j->cfgs[i], &j->err_class[i], j->msgs[i]);
+  return NULL;
+}
+
+th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads,
+                          char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX], int *err_class,
+                          char (*msgs)[160]) {
+  if (!t || !t->cuda || n < 0) return TH_ERR_INVALID;
+  for (int i = 0; i < n; i++) {
+    so_paths[i][0] = 0;
+    fn_names[i][0] = 0;
+    msgs[i][0] = 0;
+    err_class[i] = TUNE_ERR_NONE;
+  }
+  if (nthreads > n) nthreads = n;
+  if (nthreads < 1) return TH_OK;
+  tune_cuda_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
+  pthread_t *th = calloc((size_t)nthreads, sizeof *th);
+  char *started = calloc((size_t)nthreads, 1);
+  if (!jobs || !th || !started) {
+    free(jobs);
+    free(th);
+    free(started);
+    return TH_ERR_NOMEM;
+  }
+  for (int j = 0; j < nthreads; j++)
+    jobs[j] = (tune_cuda_job){.t = t, .cfgs = cfgs, .n = n, .nthreads = nthreads, .first = j,
+                              .err_class = err_class, .msgs = msgs};
+  for (int j = 1; j < nthreads; j++) {
+    if (pthread_create(&th[j], NULL, tune__cuda_thread, &jobs[j]) == 0)
+      started[j] = 1;
+    else
+      tune__cuda_thread(&jobs[j]); /* no thread: compile here */
+  }
+  tune__cuda_thread(&jobs[0]);
+  for (int j = 1; j < nthreads; j++)
+    if (started[j]) pthread_join(th[j], NULL);
+  free(jobs);
+  free(th);
+  free(started);
+  return TH_OK;
+}

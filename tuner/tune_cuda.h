@@ -1,0 +1,13 @@
+/* The GPU half of the tuner's task module (tune_cuda.c): the build stage of a cuda session. Internal to
+ * the tuner (tune_task.c calls it from tune_task_build for a GPU task). */
+#ifndef TUNE_CUDA_H
+#define TUNE_CUDA_H
+
+#include "tune_task.h"
+
+/* See tune_task_build: validity, codegen and one NVRTC compile per candidate (threads over candidates). */
+th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads,
+                          char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX], int *err_class,
+                          char (*msgs)[160]);
+
+#endif
