@@ -157,9 +157,7 @@ static th_status tb__build_publish(const tune_build_env *env, const char *target
   o.network = env->key->network;
   o.batch = env->key->batch;
   o.work_dir = dir;
-  /* stored records are looked up for llvm; cuda builds use the templates' fallbacks until cuda tasks are
-   * tuned (tune_lookup_config checks configs against the CPU templates) */
-  o.lookup = strcmp(env->key->framework, "llvm") == 0 ? tune_build_lookup : NULL;
+  o.lookup = tune_build_lookup; /* tuned, transferred or fallback configs, for the key's target */
   o.lookup_ctx = &lctx;
   o.progress = tb__progress;
   o.progress_ctx = &pctx;
@@ -196,6 +194,21 @@ static void tb__tune_options(const char *json, tune_options *o) {
   json_decref(j);
 }
 
+/* The tuning session for the job's framework: CPU tasks for llvm, GPU tasks on the server's device for cuda. */
+static th_status tb__session(const tune_build_env *env, const char *target, const tune_options *o,
+                             tune_session_t **s, char *err, size_t n) {
+  th_status rc;
+  if (strcmp(env->key->framework, "cuda") == 0) {
+    const char *arch = strstr(target, "-arch=");
+    rc = tune_session_new_cuda(env->st, arch ? arch + 6 : NULL, env->key->network, env->key->batch, o, s);
+    if (rc != TH_OK) snprintf(err, n, "cannot start tuning: %s", tune_session_new_errmsg());
+  } else {
+    rc = tune_session_new(env->st, NULL, env->key->network, env->key->batch, o, s);
+    if (rc != TH_OK) snprintf(err, n, "cannot start tuning: %s", th_status_str(rc));
+  }
+  return rc;
+}
+
 static th_status tb__tune(const tune_build_env *env, const char *target, char *err, size_t n) {
   tune_options o;
   tune_options_default(&o);
@@ -209,9 +222,8 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
   o.measure.worker_argv = worker_argv;
   th_status rc = tune_options_check(&o, err, n);
   tune_session_t *s = NULL;
-  if (rc == TH_OK) rc = tune_session_new(env->st, NULL, env->key->network, env->key->batch, &o, &s);
+  if (rc == TH_OK) rc = tb__session(env, target, &o, &s, err, n);
   if (rc != TH_OK) {
-    if (!err[0]) snprintf(err, n, "cannot start tuning: %s", s ? tune_session_errmsg(s) : th_status_str(rc));
     tune_session_free(s);
     return rc;
   }
@@ -247,11 +259,9 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
 static int tb__cuda_untuned(const tune_build_env *env) {
   if (strcmp(env->key->framework, "cuda") != 0) return 0;
   char why[256], msg[512];
-  if (tune_cuda_device(NULL, 0, NULL, 0, why, sizeof why))
-    snprintf(msg, sizeof msg, "published untuned: tuning sessions for cuda tasks are not in this build yet");
-  else
-    snprintf(msg, sizeof msg,
-             "published untuned; tuning waits for a worker with a CUDA device (this server has none: %s)", why);
+  if (tune_cuda_device(NULL, 0, NULL, 0, why, sizeof why)) return 0;
+  snprintf(msg, sizeof msg,
+           "published untuned; tuning waits for a worker with a CUDA device (this server has none: %s)", why);
   json_t *o = json_pack("{s:s,s:s}", "phase", "untuned", "tuning", msg);
   char *json = o ? json_dumps(o, JSON_COMPACT) : NULL;
   json_decref(o);
@@ -398,11 +408,8 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
         static char *const worker_argv[] = {"/proc/self/exe", "measure-worker", NULL};
         j->o.measure.worker_argv = worker_argv;
         rc = tune_options_check(&j->o, err, n);
-        if (rc == TH_OK) rc = tune_session_new(env->st, NULL, env->key->network, env->key->batch, &j->o, &j->s);
-        if (rc != TH_OK) {
-          if (!err[0]) snprintf(err, n, "cannot start tuning: %s", th_status_str(rc));
-          return rc;
-        }
+        if (rc == TH_OK) rc = tb__session(env, j->target, &j->o, &j->s, err, n);
+        if (rc != TH_OK) return rc;
         tb__save_progress(j, 1);
         return TH_OK;
       }
