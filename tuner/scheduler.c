@@ -470,7 +470,11 @@ static int tune__round(tune_sched *s) {
   j->ready_at = t1;
   j->stages_run++;
   pthread_cond_broadcast(&s->cv);
-  if (rc == TH_OK) return 1;
+  if (rc == TH_OK) {
+    /* a job whose last stage just ended is recorded now, right after its publish, not a round later */
+    if (!tune__next(s, j)) tune__finish(s, j, STORE_JOB_SUCCEEDED, NULL);
+    return 1;
+  }
   int cancel_req = store_job_cancel_requested(s->st, j->job.id);
   if (rc == TH_ERR_CANCELLED && s->stopping && !cancel_req) {
     tune__finish(s, j, -1, NULL);
