@@ -132,12 +132,9 @@ int tune_cli_main(int argc, char **argv) {
     tune__usage(stderr);
     return 2;
   }
-  if (strcmp(pos[0], "llvm") != 0) {
-    if (strcmp(pos[0], "cuda") == 0)
-      fprintf(stderr, "tunehub tune: framework 'cuda' cannot be tuned by this build (no CUDA tuning yet); "
-                      "valid frameworks here: llvm\n");
-    else
-      fprintf(stderr, "tunehub tune: unknown framework '%s' (valid: llvm, cuda)\n", pos[0]);
+  int cuda = strcmp(pos[0], "cuda") == 0;
+  if (strcmp(pos[0], "llvm") != 0 && !cuda) {
+    fprintf(stderr, "tunehub tune: unknown framework '%s' (valid: llvm, cuda)\n", pos[0]);
     return 2;
   }
   if (!tc_zoo_find(pos[1])) {
@@ -162,14 +159,21 @@ int tune_cli_main(int argc, char **argv) {
   tc_target tgt;
   rc = tc_target_host(&tgt);
   tune_session_t *s = NULL;
-  if (rc == TH_OK) rc = tune_session_new(st, &tgt, pos[1], (int)batch, &o, &s);
+  char tstr[256];
+  if (rc == TH_OK && cuda) {
+    /* the device's arch; without a device this fails with "no CUDA device: ..." */
+    rc = tune_session_new_cuda(st, NULL, pos[1], (int)batch, &o, &s);
+    if (rc == TH_OK) snprintf(tstr, sizeof tstr, "cuda");
+  } else if (rc == TH_OK) {
+    rc = tune_session_new(st, &tgt, pos[1], (int)batch, &o, &s);
+    tune_target_str(&tgt, tstr, sizeof tstr);
+  }
   if (rc != TH_OK) {
-    fprintf(stderr, "tunehub tune: cannot start tuning %s: %s\n", pos[1], th_status_str(rc));
+    fprintf(stderr, "tunehub tune: cannot start tuning %s: %s\n", pos[1],
+            cuda && tune_session_new_errmsg()[0] ? tune_session_new_errmsg() : th_status_str(rc));
     store_close(st);
     return 1;
   }
-  char tstr[256];
-  tune_target_str(&tgt, tstr, sizeof tstr);
   tune_progress p;
   tune_session_progress(s, &p);
   printf("Tuning %s batch %d on %s: %d tasks, tuner %s, %lld trials per task%s\n", pos[1], (int)batch, tstr,

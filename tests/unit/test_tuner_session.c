@@ -243,10 +243,22 @@ static int cli(const char *line) {
   return tune_cli_main(argc, argv);
 }
 
+/* cuda tuning needs a device: without one the CLI fails with "no CUDA device" (exit 1, not a usage error) */
+TH_TEST(cli_cuda_without_device) {
+  if (access("/dev/nvidia0", F_OK) == 0) return TH_SKIP; /* a GPU machine: this case is about the device-less path */
+  char dir[] = "/tmp/th_cli_cuda_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char line[256];
+  snprintf(line, sizeof line, "tune cuda squeezenet_v1.1 1 --trials 2 --data %s", dir);
+  CHECK_EQ_INT(cli(line), 1);
+  return 0;
+}
+
 TH_TEST(cli_rejects_bad_input) {
   CHECK_EQ_INT(cli("tune"), 2);
   CHECK_EQ_INT(cli("tune tensorflow resnet-18 1"), 2);
   CHECK_EQ_INT(cli("tune llvm resnet-19 1"), 2);
+  CHECK_EQ_INT(cli("tune cuda resnet-19 1"), 2);
   CHECK_EQ_INT(cli("tune llvm resnet-18 0"), 2);
   CHECK_EQ_INT(cli("tune llvm resnet-18 abc"), 2);
   CHECK_EQ_INT(cli("tune llvm resnet-18 1 --tuner sgd"), 2);
