@@ -637,6 +637,21 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
   return rc;
 }
 
+/* A request of the given type carrying the measurer's timing and checking options (malloc'd; NULL when out
+ * of memory). */
+static tune_req *tune__new_req(const tune_measurer_t *m, int type) {
+  tune_req *q = calloc(1, sizeof *q);
+  if (!q) return NULL;
+  q->magic = TUNE_MSG_MAGIC;
+  q->type = type;
+  q->number = m->opts.number;
+  q->repeat = m->opts.repeat;
+  q->min_repeat_ms = m->opts.min_repeat_ms;
+  q->rtol = m->opts.rtol;
+  q->atol = m->opts.atol;
+  return q;
+}
+
 th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, const tune_pack *pack,
                             tune_result *out) {
   memset(out, 0, sizeof *out);
@@ -662,16 +677,9 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
       return TH_ERR_IO;
     }
   }
-  tune_req *q = calloc(1, sizeof *q);
+  tune_req *q = tune__new_req(m, TUNE_REQ_RUN);
   if (!q) return TH_ERR_NOMEM;
-  q->magic = TUNE_MSG_MAGIC;
-  q->type = TUNE_REQ_RUN;
-  q->number = m->opts.number;
-  q->repeat = m->opts.repeat;
-  q->min_repeat_ms = m->opts.min_repeat_ms;
   q->cache_flush = m->opts.cache_flush;
-  q->rtol = m->opts.rtol;
-  q->atol = m->opts.atol;
   if (pack) q->pack = *pack;
   snprintf(q->so_path, sizeof q->so_path, "%s", so_path);
   snprintf(q->fn, sizeof q->fn, "%s", fn);
@@ -758,15 +766,8 @@ th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, cons
     snprintf(out->msg, sizeof out->msg, "worker restart failed: %.120s", m->err);
     return TH_ERR_IO;
   }
-  tune_req *q = calloc(1, sizeof *q);
+  tune_req *q = tune__new_req(m, TUNE_REQ_CUDA);
   if (!q) return TH_ERR_NOMEM;
-  q->magic = TUNE_MSG_MAGIC;
-  q->type = TUNE_REQ_CUDA;
-  q->number = m->opts.number;
-  q->repeat = m->opts.repeat;
-  q->min_repeat_ms = m->opts.min_repeat_ms;
-  q->rtol = m->opts.rtol;
-  q->atol = m->opts.atol;
   q->seed = m->opts.seed;
   q->timeout_s = m->opts.timeout_s;
   q->wl = *wl;
@@ -796,10 +797,8 @@ th_status tune_measurer_cuda_device(tune_measurer_t *m, tc_cuda_device *out, cha
     if (err && errlen) snprintf(err, errlen, "measurement worker: %s", m->err);
     return TH_ERR_IO;
   }
-  tune_req *q = calloc(1, sizeof *q);
+  tune_req *q = tune__new_req(m, TUNE_REQ_CUDA_DEVICE);
   if (!q) return TH_ERR_NOMEM;
-  q->magic = TUNE_MSG_MAGIC;
-  q->type = TUNE_REQ_CUDA_DEVICE;
   tune_rep rep;
   int r = tune__roundtrip(m, q, &rep, m->opts.timeout_s + 60);
   free(q);
