@@ -5,9 +5,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -136,4 +138,42 @@ th_status th_parse_i64(const char *s, int64_t *out) {
   if (errno == ERANGE || *end) return TH_ERR_INVALID;
   *out = v;
   return TH_OK;
+}
+
+int th_write_full(int fd, const void *p, size_t n, int is_socket) {
+  const char *c = p;
+  while (n > 0) {
+    ssize_t w = is_socket ? send(fd, c, n, MSG_NOSIGNAL) : write(fd, c, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && errno == ENOTSOCK && is_socket) {
+      is_socket = 0;
+      continue;
+    }
+    if (w <= 0) return -1;
+    c += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+int th_read_full(int fd, void *p, size_t n, double deadline) {
+  char *c = p;
+  while (n > 0) {
+    if (deadline >= 0) {
+      double left = deadline - th_now_mono();
+      if (left <= 0) return 2;
+      struct pollfd pfd = {.fd = fd, .events = POLLIN};
+      int pr = poll(&pfd, 1, (int)(left * 1000.0) + 1);
+      if (pr < 0 && errno == EINTR) continue;
+      if (pr < 0) return -1;
+      if (pr == 0) return 2;
+    }
+    ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) return 1;
+    c += r;
+    n -= (size_t)r;
+  }
+  return 0;
 }

@@ -1,5 +1,6 @@
-/* Small file-system and time helpers shared by every module: recursive mkdir, whole-file reads, durable
- * writes (temp file, fsync, rename, fsync of the directory) and monotonic/wall clocks. */
+/* Small file-system, descriptor and time helpers shared by every module: recursive mkdir, whole-file reads,
+ * durable writes (temp file, fsync, rename, fsync of the directory), whole reads and writes on pipes and
+ * sockets, and monotonic/wall clocks. */
 #ifndef TH_UTIL_H
 #define TH_UTIL_H
 
@@ -17,6 +18,12 @@ th_status th_read_file(const char *path, size_t max, char **data, size_t *len);
 th_status th_write_file_atomic(const char *path, const void *data, size_t len);
 /* fsyncs the directory that holds path, so that a rename into it survives a crash. */
 th_status th_fsync_parent(const char *path);
+/* Writes all n bytes to fd, retrying on EINTR and short writes. is_socket: send with MSG_NOSIGNAL (a closed
+ * peer is an error, not SIGPIPE); falls back to write when fd is not a socket. 0 ok, -1 error. */
+int th_write_full(int fd, const void *p, size_t n, int is_socket);
+/* Reads exactly n bytes from fd: 0 ok, 1 EOF first, 2 the deadline (th_now_mono time; < 0: none) passed,
+ * -1 error. */
+int th_read_full(int fd, void *p, size_t n, double deadline);
 /* Seconds since an arbitrary start, from CLOCK_MONOTONIC. */
 double th_now_mono(void);
 /* Unix time in seconds, with fraction. */

@@ -543,7 +543,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   if (!body || !json_is_object(body)) {
     if (body) json_decref(body);
     return srv_error(s, r, 400, "invalid_body", NULL,
-                     "the body must be a JSON object such as {\"trials\": 200, \"tuner\": \"xgb\"}");
+                     "the body must be a JSON object such as {\"trials\": 64, \"tuner\": \"xgb\"}");
   }
   static const char *const tuners[] = {"xgb", "ga", "random", "grid"};
   const char *bad = NULL;

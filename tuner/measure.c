@@ -71,46 +71,6 @@ void tune_measure_opts_default(tune_measure_opts *o) {
   o->seed = 1;
 }
 
-/* ---- I/O helpers ---- */
-static int tune__write_all(int fd, const void *p, size_t n, int is_socket) {
-  const char *c = p;
-  while (n > 0) {
-    ssize_t w = is_socket ? send(fd, c, n, MSG_NOSIGNAL) : write(fd, c, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && errno == ENOTSOCK && is_socket) {
-      is_socket = 0;
-      continue;
-    }
-    if (w <= 0) return -1;
-    c += w;
-    n -= (size_t)w;
-  }
-  return 0;
-}
-
-/* Reads exactly n bytes; 0 on success, 1 on EOF, 2 on timeout, -1 on error. deadline < 0: no deadline. */
-static int tune__read_all(int fd, void *p, size_t n, double deadline) {
-  char *c = p;
-  while (n > 0) {
-    if (deadline >= 0) {
-      double left = deadline - th_now_mono();
-      if (left <= 0) return 2;
-      struct pollfd pfd = {.fd = fd, .events = POLLIN};
-      int pr = poll(&pfd, 1, (int)(left * 1000.0) + 1);
-      if (pr < 0 && errno == EINTR) continue;
-      if (pr < 0) return -1;
-      if (pr == 0) return 2;
-    }
-    ssize_t r = read(fd, c, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -1;
-    if (r == 0) return 1;
-    c += r;
-    n -= (size_t)r;
-  }
-  return 0;
-}
-
 /* =====================================================================================================
  * Worker side
  * ===================================================================================================== */
@@ -447,7 +407,7 @@ int tune_measure_worker_main(int in_fd, int out_fd) {
   if (!q) return 1;
   int rc = 0;
   for (;;) {
-    int r = tune__read_all(in_fd, q, sizeof *q, -1);
+    int r = th_read_full(in_fd, q, sizeof *q, -1);
     if (r == 1) break;
     if (r != 0 || q->magic != TUNE_MSG_MAGIC) {
       rc = 1;
@@ -467,7 +427,7 @@ int tune_measure_worker_main(int in_fd, int out_fd) {
       rep.ok = tc_cuda_device_query(&rep.dev, rep.dev_err, sizeof rep.dev_err) == TH_OK;
     else
       snprintf(rep.res.msg, sizeof rep.res.msg, "unknown request %u", q->type);
-    if (tune__write_all(out_fd, &rep, sizeof rep, 1) != 0) {
+    if (th_write_full(out_fd, &rep, sizeof rep, 1) != 0) {
       rc = 1;
       break;
     }
@@ -501,7 +461,7 @@ static void tune__kill_worker(tune_measurer_t *m, int hard) {
       memset(&q, 0, sizeof q);
       q.magic = TUNE_MSG_MAGIC;
       q.type = TUNE_REQ_QUIT;
-      tune__write_all(m->fd, &q, sizeof q, 1);
+      th_write_full(m->fd, &q, sizeof q, 1);
     }
     close(m->fd);
     m->fd = -1;
@@ -561,8 +521,8 @@ static th_status tune__spawn(tune_measurer_t *m) {
 
 /* Sends q and waits for the reply. 0 ok, 1 EOF (worker died), 2 timeout, -1 I/O error. */
 static int tune__roundtrip(tune_measurer_t *m, const tune_req *q, tune_rep *rep, double timeout) {
-  if (tune__write_all(m->fd, q, sizeof *q, 1) != 0) return 1;
-  int r = tune__read_all(m->fd, rep, sizeof *rep, th_now_mono() + timeout);
+  if (th_write_full(m->fd, q, sizeof *q, 1) != 0) return 1;
+  int r = th_read_full(m->fd, rep, sizeof *rep, th_now_mono() + timeout);
   if (r == 0 && rep->magic != TUNE_MSG_MAGIC) return -1;
   return r;
 }

@@ -45,7 +45,7 @@ th_status tune_remeasure(store_t *st, const char *network, int batch, FILE *out,
     char so[2][TUNE_PATH_MAX], fn[2][TUNE_FN_MAX], msg[2][160], tag[32];
     int ec[2];
     snprintf(tag, sizeof tag, "r%d", i);
-    rc = tune_task_build(t, cfgs, 2, 1, dir, tag, so, fn, ec, msg);
+    rc = tune_task_build(t, cfgs, 2, 1, TUNE_BUILD_TIMEOUT_S, dir, tag, so, fn, ec, msg);
     if (rc != TH_OK) break;
     if (ec[0] || ec[1]) {
       fprintf(stderr, "remeasure: %s: does not build: %s\n", t->key, ec[0] ? msg[0] : msg[1]);

@@ -65,11 +65,12 @@ struct tune_session {
 void tune_options_default(tune_options *o) {
   memset(o, 0, sizeof *o);
   snprintf(o->tuner, sizeof o->tuner, "xgb");
-  o->trials = 200;
+  o->trials = 64;
   o->seed = 1;
   o->batch = 16;
   long nc = sysconf(_SC_NPROCESSORS_ONLN);
   o->build_threads = nc > 0 ? (int)nc : 1;
+  o->build_timeout_s = TUNE_BUILD_TIMEOUT_S;
   o->transfer = 1;
   tune_measure_opts_default(&o->measure);
 }
@@ -427,7 +428,8 @@ static th_status tune__ref_build(tune_session_t *s) {
   char tag[32], so[1][TUNE_PATH_MAX], fn[1][TUNE_FN_MAX], msg[1][160];
   int ec;
   snprintf(tag, sizeof tag, "ref%d", s->cur);
-  th_status rc = tune_task_build(t, &t->fallback, 1, 1, s->work_dir, tag, so, fn, &ec, msg);
+  th_status rc =
+      tune_task_build(t, &t->fallback, 1, 1, s->o.build_timeout_s, s->work_dir, tag, so, fn, &ec, msg);
   if (rc != TH_OK) return tune__fail(s, rc, "building the reference: %s%s", th_status_str(rc), NULL);
   if (ec != 0) {
     char why[200];
@@ -473,8 +475,8 @@ static th_status tune__select(tune_session_t *s) {
 static th_status tune__build(tune_session_t *s) {
   char tag[32];
   snprintf(tag, sizeof tag, "t%d_b%d", s->cur, s->batch_serial++);
-  th_status rc = tune_task_build(&s->tasks[s->cur], s->cfgs, s->n, s->o.build_threads, s->work_dir, tag,
-                                 s->so_paths, s->fn_names, s->err_class, s->msgs);
+  th_status rc = tune_task_build(&s->tasks[s->cur], s->cfgs, s->n, s->o.build_threads, s->o.build_timeout_s,
+                                 s->work_dir, tag, s->so_paths, s->fn_names, s->err_class, s->msgs);
   if (rc != TH_OK) return tune__fail(s, rc, "build: %s%s", th_status_str(rc), NULL);
   s->stage = TUNE_STAGE_MEASURE;
   return TH_OK;

@@ -5,16 +5,22 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ir.h"
 #include "ops.h"
 #include "llvm/tc_llvm.h"
 #include "th_buf.h"
+#include "th_util.h"
 #include "tune_cuda.h"
 #include "tune_space.h"
 
@@ -188,6 +194,7 @@ typedef struct tune_build_job {
   char (*so_paths)[TUNE_PATH_MAX];
   int *err_class;
   char (*msgs)[160];
+  double timeout_s;
 } tune_build_job;
 
 static th_status tune__build_lib(const tune_task *t, const tc_config *cfgs, const int *which, int n,
@@ -210,13 +217,17 @@ static th_status tune__build_lib(const tune_task *t, const tc_config *cfgs, cons
   return rc;
 }
 
-static void *tune__build_thread(void *arg) {
-  tune_build_job *j = arg;
+void (*tune_build_fault_hook)(const tc_config *cfg);
+
+/* Builds j's candidates here: one library, or one each when it fails. */
+static void tune__build_local(tune_build_job *j) {
   char err[160] = "";
+  if (tune_build_fault_hook)
+    for (int i = 0; i < j->n; i++) tune_build_fault_hook(&j->cfgs[j->which[i]]);
   th_status rc = tune__build_lib(j->t, j->cfgs, j->which, j->n, j->fn_names, j->so, err, sizeof err);
   if (rc == TH_OK) {
     for (int i = 0; i < j->n; i++) snprintf(j->so_paths[j->which[i]], TUNE_PATH_MAX, "%s", j->so);
-    return NULL;
+    return;
   }
   /* Find the bad candidates: one library each. */
   for (int i = 0; i < j->n; i++) {
@@ -232,12 +243,102 @@ static void *tune__build_thread(void *arg) {
       snprintf(j->msgs[k], 160, "%s", err[0] ? err : th_status_str(rc));
     }
   }
+}
+
+/* One candidate's outcome, as the build child reports it. */
+typedef struct tune_build_rep {
+  int err_class;
+  char so[TUNE_PATH_MAX];
+  char msg[160];
+} tune_build_rep;
+
+/* Runs tune__build_local(j) in a forked child that reports over a socket, with a deadline of timeout_s.
+ * Returns 0 when every outcome came back (copied into j's arrays), else the reason in why: the child was
+ * killed at the deadline (2) or died first (1, or -1 for fork/socket errors). */
+static int tune__build_child(tune_build_job *j, double timeout_s, char *why, size_t n) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    snprintf(why, n, "socketpair: %s", strerror(errno));
+    return -1;
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(why, n, "fork: %s", strerror(errno));
+    close(sv[0]);
+    close(sv[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's; it kills the child itself */
+    close(sv[0]);
+    tune__build_local(j);
+    for (int i = 0; i < j->n; i++) {
+      int k = j->which[i];
+      tune_build_rep rep = {.err_class = j->err_class[k]};
+      snprintf(rep.so, sizeof rep.so, "%s", j->so_paths[k]);
+      snprintf(rep.msg, sizeof rep.msg, "%s", j->msgs[k]);
+      if (th_write_full(sv[1], &rep, sizeof rep, 1) != 0) _exit(1);
+    }
+    _exit(0);
+  }
+  close(sv[1]);
+  double deadline = th_now_mono() + timeout_s;
+  int r = 0;
+  tune_build_rep *reps = malloc(sizeof *reps * (size_t)j->n);
+  if (!reps) r = -1;
+  for (int i = 0; r == 0 && i < j->n; i++) r = th_read_full(sv[0], &reps[i], sizeof reps[i], deadline);
+  close(sv[0]);
+  if (r != 0) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (r == 0) {
+    for (int i = 0; i < j->n; i++) {
+      int k = j->which[i];
+      j->err_class[k] = reps[i].err_class;
+      memcpy(j->so_paths[k], reps[i].so, TUNE_PATH_MAX);
+      memcpy(j->msgs[k], reps[i].msg, 160);
+    }
+  } else if (r == 2) {
+    snprintf(why, n, "build timed out after %.0f s", timeout_s);
+  } else if (WIFSIGNALED(status)) {
+    snprintf(why, n, "the compiler crashed (signal %d, %s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  } else {
+    snprintf(why, n, "the build process failed (exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  free(reps);
+  return r;
+}
+
+/* A library of candidates built in a child process; when the child hangs or dies, each candidate is built
+ * alone in a child of its own, so only the guilty ones get class 6 (timeout) or 2 (crash). */
+static void *tune__build_thread(void *arg) {
+  tune_build_job *j = arg;
+  char why[160] = "";
+  int r = tune__build_child(j, j->timeout_s, why, sizeof why);
+  if (r == 0) return NULL;
+  for (int i = 0; i < j->n; i++) {
+    int k = j->which[i];
+    tune_build_job one = *j;
+    one.which = &k;
+    one.n = 1;
+    int stem = (int)strlen(j->so) - 3; /* without ".so" */
+    snprintf(one.so, sizeof one.so, "%.*s.%d.so", stem < 480 ? stem : 480, j->so, i);
+    if (j->n > 1) r = tune__build_child(&one, j->timeout_s, why, sizeof why);
+    if (r == 0) continue;
+    j->so_paths[k][0] = 0;
+    j->err_class[k] = r == 2 ? TUNE_ERR_BUILD_TIMEOUT : TUNE_ERR_COMPILE_HOST;
+    snprintf(j->msgs[k], 160, "%s", why);
+  }
   return NULL;
 }
 
-th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
-                          const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
-                          int *err_class, char (*msgs)[160]) {
+th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,
+                          const char *dir, const char *tag, char (*so_paths)[TUNE_PATH_MAX],
+                          char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]) {
   if (n <= 0) return TH_OK;
   if (nthreads < 1) nthreads = 1;
   if (t->cuda) return tune_cuda_build(t, cfgs, n, nthreads, so_paths, fn_names, err_class, msgs);
@@ -268,7 +369,8 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
   for (int j = 0; j < njobs; j++) {
     int cnt = nvalid / njobs + (j < nvalid % njobs);
     jobs[j] = (tune_build_job){.t = t, .cfgs = cfgs, .which = which + pos, .n = cnt, .fn_names = fn_names,
-                               .so_paths = so_paths, .err_class = err_class, .msgs = msgs};
+                               .so_paths = so_paths, .err_class = err_class, .msgs = msgs,
+                               .timeout_s = timeout_s > 0 ? timeout_s : TUNE_BUILD_TIMEOUT_S};
     snprintf(jobs[j].so, sizeof jobs[j].so, "%.300s/%.64s_%d.so", dir, tag, j);
     pos += cnt;
   }

@@ -65,11 +65,23 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
  * 0, TUNE_ERR_INSTANTIATION (invalid config, not built) or TUNE_ERR_COMPILE_HOST (msgs[i] says why). When a
  * library of several candidates fails, its candidates are rebuilt one by one so that only the bad ones
  * fail. tag makes file names unique across batches.
+ * Each library is compiled in a forked child process with a deadline of timeout_s (<= 0: the default,
+ * TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only that child. When a child
+ * passes its deadline or dies, its candidates are built again one per child, and the guilty ones get
+ * TUNE_ERR_BUILD_TIMEOUT ("build timed out after N s") or TUNE_ERR_COMPILE_HOST ("the compiler crashed").
  * GPU task: validity (TUNE_ERR_INSTANTIATION), CUDA codegen (TUNE_ERR_COMPILE_HOST) and one NVRTC compile
- * per candidate over nthreads threads (TUNE_ERR_COMPILE_DEVICE); nothing is written (so_paths and fn_names
- * come back empty): the measure worker regenerates and times the candidate with tc_cuda_measure. */
-th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
-                          const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
-                          int *err_class, char (*msgs)[160]);
+ * per candidate over nthreads threads (TUNE_ERR_COMPILE_DEVICE), in this process, without a deadline; nothing
+ * is written (so_paths and fn_names come back empty): the measure worker regenerates and times the candidate
+ * with tc_cuda_measure. */
+th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,
+                          const char *dir, const char *tag, char (*so_paths)[TUNE_PATH_MAX],
+                          char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]);
+
+/* Default build deadline per library, as AutoTVM's LocalBuilder (10 s). */
+#define TUNE_BUILD_TIMEOUT_S 10.0
+
+/* Fault injection for tests: when set, each CPU build child calls it for every candidate it is about to
+ * compile (a test makes it hang or crash on chosen configs). NULL in production. */
+extern void (*tune_build_fault_hook)(const tc_config *cfg);
 
 #endif

@@ -4,6 +4,7 @@
  * of a tuned one, the stage machine reports the right resources, and the CLI rejects bad input by naming
  * the valid values. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,5 +346,105 @@ TH_TEST(session_every_strategy_small_conv) {
     store_close(st);
     rmdir_r(dir);
   }
+  return 0;
+}
+
+/* Build isolation: the fault hook (run in the build child) hangs on one candidate and crashes on another;
+ * only those two fail, as class 6 and class 2, and the others build into usable libraries. A session whose
+ * builds hang on a quarter of the space records class 6 trials and still finds a valid best. */
+static tc_config g_hang_cfg, g_crash_cfg;
+static int g_hang_mod;
+
+static int same_cfg(const tc_config *a, const tc_config *b) {
+  if (a->nknobs != b->nknobs) return 0;
+  for (int i = 0; i < a->nknobs; i++)
+    if (a->idx[i] != b->idx[i]) return 0;
+  return 1;
+}
+
+static void fault_hook(const tc_config *c) {
+  unsigned h = 0;
+  for (int i = 0; i < c->nknobs; i++) h = h * 31u + (unsigned)c->idx[i];
+  if (same_cfg(c, &g_hang_cfg) || (g_hang_mod > 0 && h % (unsigned)g_hang_mod == 1u))
+    for (;;) pause();
+  if (same_cfg(c, &g_crash_cfg)) raise(SIGSEGV);
+}
+
+static int count_err6(void *ctx, const store_record *r) {
+  int *n = ctx;
+  if (r->error_class == TUNE_ERR_BUILD_TIMEOUT) n[0]++;
+  if (r->error_class == 0) n[1]++;
+  return 0;
+}
+
+TH_TEST(build_isolates_hang_and_crash) {
+  tc_workload wl = conv(16, 7, 16, 3, 1);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  tc_config cfgs[4];
+  cfgs[0] = t.fallback;
+  tune_rng rng;
+  tune_rng_seed(&rng, 7);
+  for (int i = 1; i < 4; i++) {
+    do tune_space_random(&t.space, &rng, &cfgs[i]);
+    while (!tune_task_valid(&t, &t.space, &cfgs[i]) || same_cfg(&cfgs[i], &cfgs[0]) ||
+           (i > 1 && same_cfg(&cfgs[i], &cfgs[1])) || (i > 2 && same_cfg(&cfgs[i], &cfgs[2])));
+  }
+  g_hang_cfg = cfgs[1];
+  g_crash_cfg = cfgs[2];
+  g_hang_mod = 0;
+  tune_build_fault_hook = fault_hook;
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  char so[4][TUNE_PATH_MAX], fn[4][TUNE_FN_MAX], msg[4][160];
+  int ec[4];
+  CHECK(tune_task_build(&t, cfgs, 4, 1, 1.0, dir, "iso", so, fn, ec, msg) == TH_OK);
+  fprintf(stderr, "build classes %d %d %d %d: %s / %s\n", ec[0], ec[1], ec[2], ec[3], msg[1], msg[2]);
+  CHECK_EQ_INT(ec[0], 0);
+  CHECK_EQ_INT(ec[1], TUNE_ERR_BUILD_TIMEOUT);
+  CHECK(strstr(msg[1], "timed out") != NULL);
+  CHECK_EQ_INT(ec[2], TUNE_ERR_COMPILE_HOST);
+  CHECK(strstr(msg[2], "crashed") != NULL);
+  CHECK_EQ_INT(ec[3], 0);
+  CHECK(access(so[0], R_OK) == 0 && access(so[3], R_OK) == 0);
+  CHECK(so[1][0] == 0 && so[2][0] == 0);
+
+  /* the same candidates without faults all build, in one child per thread */
+  tune_build_fault_hook = NULL;
+  CHECK(tune_task_build(&t, cfgs, 4, 2, 0, dir, "ok", so, fn, ec, msg) == TH_OK);
+  for (int i = 0; i < 4; i++) CHECK_EQ_INT(ec[i], 0);
+  rmdir_r(dir);
+
+  /* a session goes on past build timeouts, and records them */
+  char sdir[256];
+  tmpdir(sdir, sizeof sdir);
+  store_t *st = NULL;
+  CHECK(store_open(sdir, &st) == TH_OK);
+  tune_options o;
+  quick_opts(&o, "random", 12);
+  o.batch = 6;
+  o.build_timeout_s = 1.0;
+  memset(&g_hang_cfg, 0, sizeof g_hang_cfg);
+  memset(&g_crash_cfg, 0, sizeof g_crash_cfg);
+  g_hang_mod = 4;
+  tune_build_fault_hook = fault_hook;
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_build_fault_hook = NULL;
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_EQ_INT(p.tasks[0].trials, 12);
+  CHECK(p.tasks[0].best_gflops > 0);
+  tune_session_free(s);
+  int n[2] = {0, 0};
+  CHECK(store_record_each(st, t.template_name, t.target_str, count_err6, n) == TH_OK);
+  fprintf(stderr, "session: %d build timeouts, %d valid of 12\n", n[0], n[1]);
+  CHECK(n[0] >= 1);
+  CHECK(n[1] >= 1);
+  store_close(st);
+  rmdir_r(sdir);
   return 0;
 }
