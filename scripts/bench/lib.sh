@@ -1,6 +1,9 @@
 # Shared parts of the end-to-end benchmarks (models.sh, tune.sh), sourced after HERE, ROOT, OUT, TUNEHUB and
 # THREADS are set: the prerequisites (torch, onnxruntime-node, sqlite3), the FP32 FMA peak of this machine,
 # and one timing function per system. Every function logs to stderr and prints its result on stdout.
+# This machine's speed drifts by up to 1.6x within minutes, so the scripts time the systems in interleaved
+# rounds (each system once per round, a median of a few runs each) and quote the median over rounds of each
+# system and of the per-round ratios: a drift then moves both sides of a ratio alike.
 PY=/usr/bin/python3
 blog() { echo "[$(basename "$0") $(date +%H:%M:%S)] $*" >&2; }
 
@@ -76,6 +79,17 @@ bench_ort() {
   fi
 }
 
+# bench_median V... -> the median of the values that are numbers, or "-"
+bench_median() {
+  printf '%s\n' "$@" | awk '$1 ~ /^[0-9.]+$/' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# bench_round_ratios "A1 A2 .." "B1 B2 .." -> the median over rounds of Ai / Bi (rounds where both are numbers)
+bench_round_ratios() {
+  paste -d' ' <(printf '%s\n' $1) <(printf '%s\n' $2) |
+    awk '$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $2 > 0 { print $1 / $2 }' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 bench_ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
 # bench_share GFLOP MS -> percent of the 2-thread peak
 bench_share() { awk -v g="$1" -v ms="$2" -v p="$PEAK2" 'BEGIN { if (ms == "" || ms == "-" || ms == 0 || p == "") print "-"; else printf "%.1f", 100 * g / (ms / 1e3) / p }'; }

@@ -2,13 +2,14 @@
 # Benchmark of the load-aware scheduler: three tuning jobs with a fixed trial budget each (resnet-18,
 # mobilenet-v2, squeezenet_v1.1, batch 1, llvm), run three ways from empty data directories:
 #   (a) sequential: the daemon admitting one job at a time (--workers 1), the three misses at once;
-#   (b) naive parallel: three independent processes at once, each on its own data dir, no scheduler
+#   (b) naive parallel: three independent processes at once, no scheduler, sharing one data dir as the
+#       daemon's jobs do (so records transfer between networks in every mode)
 #       (tunehub build = quick v1, tunehub tune, tunehub build = tuned v2);
 #   (c) scheduler: the daemon admitting all three (--workers 3), the three misses at once.
 # Reported per mode: total completion time; per job the interference = median over its tasks' best configs of
 # |recorded time - isolated re-measurement| / isolated (tunehub remeasure, run after all modes on the then
 # idle machine, same measurement worker and options); and each network's final latency (tunehub run on the
-# tuned bundle, median of --repeat runs). Prints a table and saves CSV under scripts/bench/out/.
+# tuned bundle: the median over ROUNDS interleaved rounds (default 5) of each round's median). Prints a table and saves CSV under scripts/bench/out/.
 # Usage: scripts/bench/scheduler.sh [TRIALS] (default 2 trials per task). TUNEHUB overrides the binary;
 # MODES="sequential naive scheduler" (the default) picks the modes to run.
 set -euo pipefail
@@ -67,7 +68,7 @@ naive_mode() {
   t0=$(date +%s.%N)
   for n in "${NETS[@]}"; do
     (
-      d="$W/$name/data-$n"
+      d="$W/$name/data"
       "$TH" build llvm "$n" 1 -o "$W/$name/$n-quick.tar" --data "$d"
       "$TH" tune llvm "$n" 1 --trials "$TRIALS" --data "$d"
       "$TH" build llvm "$n" 1 -o "$W/$name/$n.tar" --data "$d"
@@ -77,6 +78,7 @@ naive_mode() {
   for p in "${pids[@]}"; do wait "$p" || { tail -20 "$W/$name/"*.log; exit 1; }; done
   t1=$(date +%s.%N)
   echo "$t1 - $t0" | bc >"$W/$name/total_s"
+  for n in "${NETS[@]}"; do ln -sfn "$W/$name/data" "$W/$name/data-$n"; done
 }
 
 MODES=${MODES:-sequential naive scheduler}
@@ -91,10 +93,26 @@ for mode in $MODES; do
 done
 
 echo "== isolated re-measurement and final latencies (idle machine from here on)"
-echo "mode,network,total_s,interference_median,tasks,latency_ms" >"$csv"
 for mode in $MODES; do
   for n in "${NETS[@]}"; do
     "$TH" remeasure "$n" 1 --data "$W/$mode/data-$n" >"$W/$mode/$n.remeasure.csv" 2>"$W/$mode/$n.remeasure.err" || true
+  done
+done
+# Final latencies in interleaved rounds (every mode's bundle once per round), so that a drift of the machine's
+# speed during the measurement hits all modes alike; a network's latency is the median over the rounds of each
+# round's median of REPEAT/ROUNDS runs.
+ROUNDS=${ROUNDS:-5}
+PER=$(( (REPEAT + ROUNDS - 1) / ROUNDS ))
+for r in $(seq 1 "$ROUNDS"); do
+  for mode in $MODES; do
+    for n in "${NETS[@]}"; do
+      "$TH" run "$W/$mode/$n.tar" --repeat "$PER" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' >>"$W/$mode/$n.lat"
+    done
+  done
+done
+echo "mode,network,total_s,interference_median,tasks,latency_ms" >"$csv"
+for mode in $MODES; do
+  for n in "${NETS[@]}"; do
     interf=$(/usr/bin/python3 - "$W/$mode/$n.remeasure.csv" <<'PY'
 import csv, statistics, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) == 4]
@@ -102,7 +120,7 @@ d = [abs(float(r[2]) - float(r[3])) / float(r[3]) for r in rows if float(r[3]) >
 print(f"{statistics.median(d):.4f},{len(d)}" if d else "nan,0")
 PY
 )
-    lat=$("$TH" run "$W/$mode/$n.tar" --repeat "$REPEAT" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p')
+    lat=$(sort -g "$W/$mode/$n.lat" | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
     echo "$mode,$n,$(cat "$W/$mode/total_s"),$interf,$lat" >>"$csv"
   done
 done
