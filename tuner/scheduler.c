@@ -134,8 +134,9 @@ typedef struct tune__sjob {
   tune_stage_desc d;
   int device;       /* index of d.device, or -1 */
   int cpu_grant;
-  double ready_at, started_at;
+  double ready_at, started_at, admitted_at;
   int64_t stages_run;
+  double stage_s[TUNE_SK_COUNT]; /* time spent running stages of each kind */
   char err[2048];
 } tune__sjob;
 
@@ -249,9 +250,19 @@ static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *er
   if (state >= 0) {
     if (store_job_finish(s->st, j->job.id, (store_job_state)state, error) != TH_OK)
       TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome: %s", (long long)j->job.id, store_errmsg(s->st));
-    if (state == STORE_JOB_SUCCEEDED)
-      TH_LOG(TH_LOG_INFO, "job %lld succeeded (%lld stages)", (long long)j->job.id, (long long)j->stages_run);
-    else
+    if (state == STORE_JOB_SUCCEEDED) {
+      /* where the job's time went: per stage kind, and waiting for resources (the rest) */
+      char acc[512];
+      size_t len = 0;
+      double run = 0, wall = th_now_mono() - j->admitted_at;
+      for (int k = 0; k < TUNE_SK_COUNT && len < sizeof acc; k++) {
+        run += j->stage_s[k];
+        if (j->stage_s[k] > 0)
+          len += (size_t)snprintf(acc + len, sizeof acc - len, "%s %.1f s, ", tune_sched_kind_str(k), j->stage_s[k]);
+      }
+      TH_LOG(TH_LOG_INFO, "job %lld succeeded (%lld stages in %.1f s: %swaiting %.1f s)", (long long)j->job.id,
+             (long long)j->stages_run, wall, acc, wall > run ? wall - run : 0.0);
+    } else
       TH_LOG(TH_LOG_WARN, "job %lld %s: %s", (long long)j->job.id, store_job_state_str((store_job_state)state),
              error ? error : "");
     char *msg = NULL;
@@ -317,7 +328,7 @@ static void tune__admit(tune_sched *s) {
     j->s = s;
     j->job = job;
     j->device = -1;
-    j->ready_at = th_now_mono();
+    j->ready_at = j->admitted_at = th_now_mono();
     snprintf(j->dir, sizeof j->dir, "%s/job-%lld", s->work_root, (long long)job.id);
     j->next = s->jobs;
     s->jobs = j;
@@ -458,6 +469,7 @@ static int tune__round(tune_sched *s) {
   pthread_mutex_lock(&s->mu);
   /* give the resources back */
   tune_sched_estimates_add(&s->est, j->d.kind, t1 - j->started_at);
+  j->stage_s[j->d.kind] += t1 - j->started_at;
   s->res.cpu_busy -= grant;
   if (s->res.cpu_busy == 0) s->res.cpu_free_at = t1;
   if (j->device >= 0) {

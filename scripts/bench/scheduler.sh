@@ -11,7 +11,8 @@
 # idle machine, same measurement worker and options); and each network's final latency (tunehub run on the
 # tuned bundle: the median over ROUNDS interleaved rounds (default 5) of each round's median). Prints a table and saves CSV under scripts/bench/out/.
 # Usage: scripts/bench/scheduler.sh [TRIALS] (default 2 trials per task). TUNEHUB overrides the binary;
-# MODES="sequential naive scheduler" (the default) picks the modes to run.
+# MODES="sequential naive scheduler" (the default) picks the modes to run; a suffix runs a mode again as a
+# control of the run-to-run spread (MODES="sequential naive scheduler sequential2 scheduler2").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 TH=${TUNEHUB:-$root/build/server/tunehub}
@@ -59,6 +60,8 @@ daemon_mode() {
   wait "$pid" 2>/dev/null || true
   echo "$t1 - $t0" | bc >"$W/$name/total_s"
   for n in "${NETS[@]}"; do ln -sfn "$W/$name/data" "$W/$name/data-$n"; done
+  # where each job's time went (stage kinds and waiting), from the daemon's log
+  grep -E "succeeded \(" "$W/$name/daemon.log" | sed 's/^/   /' | tee "$OUT/scheduler-$stamp-$name.jobs.log"
 }
 
 naive_mode() {
@@ -84,10 +87,10 @@ naive_mode() {
 MODES=${MODES:-sequential naive scheduler}
 for mode in $MODES; do
   case $mode in
-    sequential) echo "== (a) sequential (daemon, one job at a time), $TRIALS trials per task"; daemon_mode sequential 1 ;;
-    naive) echo "== (b) naive parallel (three independent tuners), $TRIALS trials per task"; naive_mode naive ;;
-    scheduler) echo "== (c) scheduler (daemon, three jobs admitted), $TRIALS trials per task"; daemon_mode scheduler 3 ;;
-    *) echo "unknown mode $mode (valid: sequential naive scheduler)" >&2; exit 2 ;;
+    sequential*) echo "== (a) $mode: sequential (daemon, one job at a time), $TRIALS trials per task"; daemon_mode "$mode" 1 ;;
+    naive*) echo "== (b) $mode: naive parallel (three independent tuners), $TRIALS trials per task"; naive_mode "$mode" ;;
+    scheduler*) echo "== (c) $mode: scheduler (daemon, three jobs admitted), $TRIALS trials per task"; daemon_mode "$mode" 3 ;;
+    *) echo "unknown mode $mode (valid: sequential naive scheduler, each with an optional suffix)" >&2; exit 2 ;;
   esac
   echo "   $(cat "$W/$mode/total_s") s"
 done
