@@ -1,7 +1,9 @@
 /* The model runtime: a persistent pthread pool for the generated kernels' parallel loops and the weight
- * packers. Parallel-for splits [0, n) statically into one contiguous range per thread (the calling thread
- * takes the first), which is what batch-1 inference wants: equal work, no queue. Workers spin briefly on
- * a generation counter before sleeping, so back-to-back kernels do not pay a wake-up each. */
+ * packers. Parallel-for hands [0, n) out in contiguous chunks of about n / (4 x threads) from an atomic
+ * counter, the calling thread included: equal work when every core runs at the same speed, and when one
+ * does not (a shared or throttled core, another tenant), the others take its remaining chunks instead of
+ * waiting for it. Workers spin briefly on a generation counter before sleeping, so back-to-back kernels do
+ * not pay a wake-up each. */
 #include "th_rt.h"
 
 #include <pthread.h>
@@ -26,22 +28,26 @@ static struct {
   atomic_int pending;
   th_rt_fn fn;
   void *ctx;
-  int64_t n;
+  int64_t n, chunk;
+  atomic_llong next; /* the first index not handed out yet */
   atomic_int stop;
   pthread_t threads[TH_RT_MAX_THREADS];
 } pool = {PTHREAD_ONCE_INIT, 1, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-          PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL, 0, 0, {0}};
+          PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL, 0, 0, 0, 0, {0}};
 
 static _Thread_local int in_parallel;
 
-static void run_range(int tid) {
-  int64_t n = pool.n, t = pool.nthreads;
-  int64_t b = n * tid / t, e = n * (tid + 1) / t;
-  if (b < e) pool.fn(pool.ctx, b, e);
+static void run_chunks(void) {
+  int64_t n = pool.n, c = pool.chunk;
+  for (;;) {
+    int64_t b = atomic_fetch_add_explicit(&pool.next, c, memory_order_relaxed);
+    if (b >= n) break;
+    pool.fn(pool.ctx, b, b + c < n ? b + c : n);
+  }
 }
 
 static void *worker(void *arg) {
-  int tid = (int)(intptr_t)arg;
+  (void)arg;
   unsigned seen = 0;
   in_parallel = 1;
   for (;;) {
@@ -61,7 +67,7 @@ static void *worker(void *arg) {
     }
     seen = g;
     if (atomic_load_explicit(&pool.stop, memory_order_acquire)) break;
-    run_range(tid);
+    run_chunks();
     atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel);
   }
   return NULL;
@@ -121,13 +127,15 @@ void th_rt_parallel_for(void (*fn)(void *ctx, int64_t begin, int64_t end), void 
   pool.fn = fn;
   pool.ctx = ctx;
   pool.n = n;
+  pool.chunk = (n + 4 * (int64_t)pool.nthreads - 1) / (4 * (int64_t)pool.nthreads);
+  atomic_store_explicit(&pool.next, 0, memory_order_relaxed);
   atomic_store_explicit(&pool.pending, pool.nthreads - 1, memory_order_release);
   pthread_mutex_lock(&pool.mu);
   atomic_fetch_add_explicit(&pool.gen, 1, memory_order_acq_rel);
   pthread_cond_broadcast(&pool.cv);
   pthread_mutex_unlock(&pool.mu);
   in_parallel = 1;
-  run_range(0);
+  run_chunks();
   in_parallel = 0;
   while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0) {
 #if defined(__x86_64__) || defined(__i386__)
