@@ -398,6 +398,10 @@ static th_status tune__task_start(tune_session_t *s) {
         ns++;
     tune_search_seed(s->search, seeds, ns);
   }
+  /* The fallback config is a trial too, right after the transfer seeds (skipped when already measured): the
+   * tuned choice is then measured against it under the same conditions, not only against the search's
+   * candidates. */
+  if (rc == TH_OK) tune_search_seed(s->search, &t->fallback, 1);
   p->trials = tune_search_trials(s->search);
   free(c->row);
   free(c->hist);

@@ -448,3 +448,33 @@ TH_TEST(build_isolates_hang_and_crash) {
   rmdir_r(sdir);
   return 0;
 }
+
+/* Without records to transfer, a task's first trial is its fallback config, so the tuned choice is measured
+ * against the fallback under the same conditions. */
+TH_TEST(session_first_trial_is_fallback) {
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wl = conv(16, 14, 32, 3, 1);
+  tune_options o;
+  quick_opts(&o, "random", 1);
+  o.batch = 1;
+  o.seed = 5;
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_free(s);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  char fb[1024];
+  CHECK(tc_config_str(&t.space, &t.fallback, fb, sizeof fb) == TH_OK);
+  store_record r;
+  CHECK(store_record_best(st, t.key, t.target_str, &r) == TH_OK);
+  CHECK_STR(r.config, fb);
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
