@@ -107,7 +107,7 @@ for B in $BATCHES; do
     V[tuned]+="$(bench_tunehub_run "$OUT/$TAG.tuned.tar" "$PER" 2>/dev/null) "
     V[torch]+="$(bench_torch "$NET" "$B" "$PER" "$OUT/${NET}_b$B.onnx" 2>/dev/null) "
     V[ort]+="$(bench_ort "$OUT/${NET}_b$B.onnx" "$B" "$SIZE" "$PER" 2>/dev/null) "
-    blog "  fallback ${V[fb]##* } tuned $(echo ${V[tuned]} | awk '{ print $NF }') torch $(echo ${V[torch]} | awk '{ print $NF }') ort $(echo ${V[ort]} | awk '{ print $NF }') ms"
+    blog "  fallback $(echo ${V[fb]} | awk '{ print $NF }') tuned $(echo ${V[tuned]} | awk '{ print $NF }') torch $(echo ${V[torch]} | awk '{ print $NF }') ort $(echo ${V[ort]} | awk '{ print $NF }') ms"
   done
   FMS=$(bench_median ${V[fb]}); TMS=$(bench_median ${V[tuned]})
   PMS=$(bench_median ${V[torch]}); OMS=$(bench_median ${V[ort]})
