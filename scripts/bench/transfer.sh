@@ -6,9 +6,11 @@
 #
 # usage: scripts/bench/transfer.sh [--first resnet-18] [--networks "resnet-34 resnet-50"] [--batch 1]
 #                                  [--trials 64] [--early-stopping N] [--threads 2] [--rounds 7]
+#                                  [--first-data DIR]
 #
-# Runs: (1) tune FIRST in a fresh store; then for each network: (2) tune it in a copy of that store ("after");
-# (3) tune it in a fresh store ("scratch"). Reports, for (2) and (3): new trials, tuning wall time, and the
+# Runs: (1) tune FIRST in a fresh store (or take DIR, a store where FIRST was tuned already, e.g. tune.sh's);
+# then for each network: (2) tune it in a copy of that store ("after"); (3) tune it in a fresh store
+# ("scratch"). Reports, for (2) and (3): new trials, tuning wall time, and the
 # latency of the resulting build (both builds timed in --rounds interleaved rounds); the speed-up is scratch
 # time / after time. With --early-stopping a task stops once that many trials bring no better config, so a
 # task that transfer seeds well stops sooner. Writes transfer.csv to scripts/bench/out.
@@ -17,6 +19,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TUNEHUB=${TUNEHUB:-$ROOT/build/server/tunehub}
 FIRST=resnet-18
+FIRST_DATA=
 NETS=resnet-34
 ES=
 ROUNDS=7
@@ -27,13 +30,14 @@ THREADS=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --first) FIRST=$2; shift 2 ;;
+    --first-data) FIRST_DATA=$2; shift 2 ;;
     --network|--networks) NETS=$2; shift 2 ;;
     --early-stopping) ES=$2; shift 2 ;;
     --batch) B=$2; shift 2 ;;
     --trials) TRIALS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "transfer.sh: unknown argument $1; see --help" >&2; exit 2 ;;
   esac
 done
@@ -56,11 +60,18 @@ tune() {
   awk -v a="$t0" -v b="$t1" -v n=$((after - before)) 'BEGIN { printf "%.1f %d\n", b - a, n }'
 }
 
-A=$OUT/transfer_first.data
-rm -rf "$A"; mkdir -p "$A"
-blog "1: tune $FIRST b$B ($TRIALS trials per task${ES:+, early stopping $ES}) in a fresh store"
-read -r FIRST_S FIRST_N < <(tune "$A" "$FIRST")
-blog "   $FIRST: ${FIRST_S}s, $FIRST_N trials"
+if [ -n "$FIRST_DATA" ]; then
+  A=$FIRST_DATA
+  [ -s "$A/tunehub.db" ] || { echo "transfer.sh: no store in $A" >&2; exit 2; }
+  FIRST_S=-; FIRST_N=$(records "$A")
+  blog "1: using $FIRST's store $A ($FIRST_N records)"
+else
+  A=$OUT/transfer_first.data
+  rm -rf "$A"; mkdir -p "$A"
+  blog "1: tune $FIRST b$B ($TRIALS trials per task${ES:+, early stopping $ES}) in a fresh store"
+  read -r FIRST_S FIRST_N < <(tune "$A" "$FIRST")
+  blog "   $FIRST: ${FIRST_S}s, $FIRST_N trials"
+fi
 
 CSV=$OUT/transfer.csv
 echo "first,network,batch,trials_per_task,early_stopping,first_s,shared_tasks,tasks,after_s,after_trials,after_ms,scratch_s,scratch_trials,scratch_ms,after_over_scratch_ms,speedup" >"$CSV"
