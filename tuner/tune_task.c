@@ -219,6 +219,12 @@ static th_status tune__build_lib(const tune_task *t, const tc_config *cfgs, cons
 
 void (*tune_build_fault_hook)(const tc_config *cfg);
 
+/* The library of j's i-th candidate when candidates are built one each: "<so stem>.<i>.so". */
+static void tune__single_so(const tune_build_job *j, int i, char *out, size_t n) {
+  int stem = (int)strlen(j->so) - 3; /* without ".so" */
+  snprintf(out, n, "%.*s.%d.so", stem < 480 ? stem : 480, j->so, i);
+}
+
 /* Builds j's candidates here: one library, or one each when it fails. */
 static void tune__build_local(tune_build_job *j) {
   char err[160] = "";
@@ -233,8 +239,7 @@ static void tune__build_local(tune_build_job *j) {
   for (int i = 0; i < j->n; i++) {
     int k = j->which[i];
     char so1[TUNE_PATH_MAX];
-    int stem = (int)strlen(j->so) - 3; /* without ".so" */
-    snprintf(so1, sizeof so1, "%.*s.%d.so", stem < 480 ? stem : 480, j->so, i);
+    tune__single_so(j, i, so1, sizeof so1);
     if (j->n > 1) rc = tune__build_lib(j->t, j->cfgs, &k, 1, j->fn_names, so1, err, sizeof err);
     if (rc == TH_OK) {
       memcpy(j->so_paths[k], so1, sizeof so1);
@@ -325,8 +330,7 @@ static void *tune__build_thread(void *arg) {
     tune_build_job one = *j;
     one.which = &k;
     one.n = 1;
-    int stem = (int)strlen(j->so) - 3; /* without ".so" */
-    snprintf(one.so, sizeof one.so, "%.*s.%d.so", stem < 480 ? stem : 480, j->so, i);
+    tune__single_so(j, i, one.so, sizeof one.so);
     if (j->n > 1) r = tune__build_child(&one, j->timeout_s, why, sizeof why);
     if (r == 0) continue;
     j->so_paths[k][0] = 0;
