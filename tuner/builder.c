@@ -288,6 +288,8 @@ static th_status tb__run(void *self, const tune_build_env *env, char *err, size_
  * build, measure, update per batch), then the tuned rebuild ---- */
 
 enum { TB_QUICK = 0, TB_TUNE, TB_REBUILD, TB_DONE };
+/* Candidates per granted CPU slot in one build stage that shares the pool (about a second of LLVM each) */
+#define TB_SLICE_PER_SLOT 2
 
 typedef struct tb__job {
   const tune_build_env *env;
@@ -414,6 +416,12 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
         return TH_OK;
       }
       tune_session_set_build_threads(j->s, cpu_slots > 0 ? cpu_slots : 1);
+      /* Granted part of the pool while candidates are timed on the CPU: compile a short slice, so that a
+       * job waiting to measure (which needs the whole pool) waits for a slice, not for a whole batch. */
+      tune_session_set_build_limit(j->s, strcmp(env->key->framework, "llvm") == 0 && env->cpu_pool > 0 &&
+                                                 cpu_slots < env->cpu_pool
+                                             ? cpu_slots * TB_SLICE_PER_SLOT
+                                             : 0);
       rc = tune_session_run_stage(j->s);
       if (rc != TH_OK) {
         snprintf(err, n, "tuning failed: %s", tune_session_errmsg(j->s));

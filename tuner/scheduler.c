@@ -340,6 +340,7 @@ static void tune__admit(tune_sched *s) {
                               .kind = j->job.kind,
                               .options = j->job.options ? j->job.options : "{}",
                               .work_dir = j->dir,
+                              .cpu_pool = s->res.cpu_total,
                               .progress = tune__progress,
                               .cancelled = tune__cancelled,
                               .publish = tune__publish,

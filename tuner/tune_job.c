@@ -47,8 +47,10 @@ struct tune_session {
   tune_search_t *search;
   tune_measurer_t *measurer;
   int batch_serial;
+  int build_limit; /* candidates per build stage (0: all) */
   /* current batch */
   int n;
+  int built; /* candidates of the batch compiled so far */
   tc_config *cfgs;
   char (*so_paths)[TUNE_PATH_MAX];
   char (*fn_names)[TUNE_FN_MAX];
@@ -229,6 +231,10 @@ const char *tune_session_errmsg(const tune_session_t *s) {
 
 void tune_session_set_build_threads(tune_session_t *s, int n) {
   if (n >= 1) s->o.build_threads = n;
+}
+
+void tune_session_set_build_limit(tune_session_t *s, int max_candidates) {
+  s->build_limit = max_candidates > 0 ? max_candidates : 0;
 }
 
 void tune_session_cancel(tune_session_t *s) {
@@ -472,17 +478,22 @@ static th_status tune__select(tune_session_t *s) {
     s->stage = TUNE_STAGE_TASK_START;
     return TH_OK;
   }
+  s->built = 0;
   s->stage = TUNE_STAGE_BUILD;
   return TH_OK;
 }
 
+/* Compiles the batch's next candidates: all that are left, or build_limit of them. */
 static th_status tune__build(tune_session_t *s) {
   char tag[32];
+  int b = s->built, take = s->n - b;
+  if (s->build_limit > 0 && take > s->build_limit) take = s->build_limit;
   snprintf(tag, sizeof tag, "t%d_b%d", s->cur, s->batch_serial++);
-  th_status rc = tune_task_build(&s->tasks[s->cur], s->cfgs, s->n, s->o.build_threads, s->o.build_timeout_s,
-                                 s->work_dir, tag, s->so_paths, s->fn_names, s->err_class, s->msgs);
+  th_status rc = tune_task_build(&s->tasks[s->cur], s->cfgs + b, take, s->o.build_threads, s->o.build_timeout_s,
+                                 s->work_dir, tag, s->so_paths + b, s->fn_names + b, s->err_class + b, s->msgs + b);
   if (rc != TH_OK) return tune__fail(s, rc, "build: %s%s", th_status_str(rc), NULL);
-  s->stage = TUNE_STAGE_MEASURE;
+  s->built += take;
+  if (s->built >= s->n) s->stage = TUNE_STAGE_MEASURE;
   return TH_OK;
 }
 

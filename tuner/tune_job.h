@@ -107,6 +107,10 @@ th_status tune_session_run_stage(tune_session_t *s);
 th_status tune_session_run_all(tune_session_t *s, void (*cb)(void *ctx, const tune_session_t *s), void *ctx);
 /* Sets the threads the next build stages use (a scheduler grants CPU slots per stage); n >= 1. */
 void tune_session_set_build_threads(tune_session_t *s, int n);
+/* Caps the candidates one build stage compiles (0: the whole batch, the default). With a cap, a batch takes
+ * several build stages before it is measured: a scheduler that granted part of a shared CPU pool keeps the
+ * stage short, so that another job's CPU measurement does not wait for a whole batch. */
+void tune_session_set_build_limit(tune_session_t *s, int max_candidates);
 /* Asks the session to stop at the next stage boundary. Async-signal-safe. */
 void tune_session_cancel(tune_session_t *s);
 int tune_session_cancelled(const tune_session_t *s);

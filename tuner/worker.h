@@ -33,6 +33,7 @@ typedef struct tune_build_env {
   const char *kind;     /* "build" or "tune" */
   const char *options;  /* JSON text, never NULL */
   const char *work_dir; /* a fresh directory the builder may use; removed afterwards */
+  int cpu_pool;         /* slots in the scheduler's CPU pool (0: no scheduler); a step granted fewer shares it */
   /* Persists a stage name and progress JSON (either may be NULL). */
   void (*progress)(void *ctx, const char *stage, const char *progress_json);
   /* Nonzero once a cancel was requested; builders check it between stages. */

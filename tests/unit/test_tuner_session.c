@@ -478,3 +478,47 @@ TH_TEST(session_first_trial_is_fallback) {
   rmdir_r(dir);
   return 0;
 }
+
+/* With a build limit (a scheduler granted part of a shared pool), a batch is compiled over several build
+ * stages of at most that many candidates before it is measured, and every candidate is still timed. */
+TH_TEST(session_build_limit_slices_batch) {
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wl = conv(16, 14, 32, 3, 1);
+  tune_options o;
+  quick_opts(&o, "random", 8);
+  o.seed = 3;
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  tune_session_set_build_threads(s, 1);
+  tune_session_set_build_limit(s, 3);
+  int builds = 0, measures = 0;
+  while (tune_session_next_stage(s) != TUNE_RES_DONE) {
+    tune_progress p;
+    tune_session_progress(s, &p);
+    if (strcmp(p.stage, "build") == 0) builds++;
+    if (strcmp(p.stage, "measure") == 0) {
+      measures++;
+      CHECK_EQ_INT(builds, 3); /* 8 candidates: 3 + 3 + 2, all before the measurement */
+    }
+    CHECK(tune_session_run_stage(s) == TH_OK);
+  }
+  CHECK_EQ_INT(measures, 1);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_EQ_INT(p.tasks[0].trials, 8);
+  CHECK_EQ_INT(p.tasks[0].errors, 0);
+  tune_session_free(s);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  int64_t nrec = 0;
+  CHECK(store_record_count(st, t.key, t.target_str, &nrec) == TH_OK);
+  CHECK_EQ_INT((int)nrec, 8);
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
