@@ -80,7 +80,7 @@ CREATE TABLE tuning_records (
   cost_std_s    REAL NOT NULL,
   error_class   INTEGER NOT NULL,
   gflops        REAL NOT NULL,
-  tuner         TEXT NOT NULL,
+  tuner         TEXT NOT NULL,           -- xgb, ga, random, grid; verify: the end-of-task re-timing (not a trial)
   job_id        INTEGER,
   created_at    REAL NOT NULL
 );

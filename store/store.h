@@ -159,12 +159,19 @@ typedef struct store_record {
   double created_at;
 } store_record;
 
+/* The tuner name of verification records: a task's best configs and its fallback timed again side by side
+ * at the end of tuning. They are records but not trials: counts and curves leave them out. */
+#define STORE_TUNER_VERIFY "verify"
+
 th_status store_record_add(store_t *st, const store_record *r);
-/* The best valid record (error_class 0, lowest cost) for (workload_key, target); TH_ERR_NOT_FOUND if none. */
+/* The record a build applies for (workload_key, target): the fastest valid one of the latest verification
+ * (the verification records with the newest created_at), else the fastest valid trial; TH_ERR_NOT_FOUND if
+ * none is valid. */
 th_status store_record_best(store_t *st, const char *workload_key, const char *target, store_record *out);
 /* Every record of a template on a target, oldest first; cb returns nonzero to stop early. */
 th_status store_record_each(store_t *st, const char *template_name, const char *target,
                             int (*cb)(void *ctx, const store_record *r), void *ctx);
+/* Trials of (workload_key, target): records other than verification ones. */
 th_status store_record_count(store_t *st, const char *workload_key, const char *target, int64_t *n);
 /* The GFLOPS of every trial of (workload_key, target), oldest first, 0 for failed trials. *gflops is malloc'd
  * (caller frees; NULL when *n is 0). */

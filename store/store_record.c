@@ -104,12 +104,15 @@ th_status store_record_best(store_t *st, const char *workload_key, const char *t
   pthread_mutex_lock(&st->mu);
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st,
-                                "SELECT " STORE__REC_COLS " FROM tuning_records WHERE workload_key = ? "
-                                "AND target = ? AND error_class = 0 ORDER BY cost_mean_s, id LIMIT 1",
+                                "SELECT " STORE__REC_COLS " FROM tuning_records r WHERE workload_key = ?1 "
+                                "AND target = ?2 AND error_class = 0 ORDER BY (tuner = ?3 AND created_at >= "
+                                "(SELECT max(created_at) FROM tuning_records WHERE workload_key = ?1 AND "
+                                "target = ?2 AND tuner = ?3)) DESC, cost_mean_s, id LIMIT 1",
                                 &s);
   if (rc == TH_OK) {
     sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, STORE_TUNER_VERIFY, -1, SQLITE_STATIC);
     int r = sqlite3_step(s);
     if (r == SQLITE_ROW)
       store__record_row(s, out);
@@ -163,11 +166,12 @@ th_status store_record_count(store_t *st, const char *workload_key, const char *
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "SELECT count(*) FROM tuning_records WHERE workload_key = ? AND "
-                                "target = ?",
+                                "target = ? AND tuner != ?",
                                 &s);
   if (rc == TH_OK) {
     sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, STORE_TUNER_VERIFY, -1, SQLITE_STATIC);
     if (sqlite3_step(s) == SQLITE_ROW)
       *n = sqlite3_column_int64(s, 0);
     else
@@ -187,11 +191,12 @@ th_status store_record_gflops(store_t *st, const char *workload_key, const char 
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "SELECT CASE WHEN error_class = 0 THEN gflops ELSE 0 END FROM "
-                                "tuning_records WHERE workload_key = ? AND target = ? ORDER BY id",
+                                "tuning_records WHERE workload_key = ? AND target = ? AND tuner != ? ORDER BY id",
                                 &s);
   if (rc == TH_OK) {
     sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, STORE_TUNER_VERIFY, -1, SQLITE_STATIC);
     int r = SQLITE_DONE;
     while (rc == TH_OK && (r = sqlite3_step(s)) == SQLITE_ROW) {
       if ((size_t)*n == cap) {

@@ -51,6 +51,8 @@ struct tune_session {
   /* current batch */
   int n;
   int built; /* candidates of the batch compiled so far */
+  int verifying; /* the batch is the task's verification, not trials */
+  double vcost[TUNE_VERIFY_MAX + 1][TUNE_VERIFY_ROUNDS];
   tc_config *cfgs;
   char (*so_paths)[TUNE_PATH_MAX];
   char (*fn_names)[TUNE_FN_MAX];
@@ -74,6 +76,7 @@ void tune_options_default(tune_options *o) {
   o->build_threads = nc > 0 ? (int)nc : 1;
   o->build_timeout_s = TUNE_BUILD_TIMEOUT_S;
   o->transfer = 1;
+  o->verify_top = TUNE_VERIFY_TOP;
   tune_measure_opts_default(&o->measure);
 }
 
@@ -93,6 +96,10 @@ th_status tune_options_check(const tune_options *o, char *err, size_t n) {
     snprintf(err, n, "batch must be in 1..1024");
     return TH_ERR_INVALID;
   }
+  if (o->verify_top < 0 || o->verify_top > TUNE_VERIFY_MAX) {
+    snprintf(err, n, "verify_top must be in 0..%d", TUNE_VERIFY_MAX);
+    return TH_ERR_INVALID;
+  }
   return TH_OK;
 }
 
@@ -102,7 +109,7 @@ static th_status tune__fail(tune_session_t *s, th_status rc, const char *fmt, co
 }
 
 static th_status tune__alloc_batch(tune_session_t *s) {
-  int b = s->o.batch;
+  int b = s->o.batch > s->o.verify_top + 1 ? s->o.batch : s->o.verify_top + 1;
   s->cfgs = calloc((size_t)b, sizeof *s->cfgs);
   s->so_paths = calloc((size_t)b, sizeof *s->so_paths);
   s->fn_names = calloc((size_t)b, sizeof *s->fn_names);
@@ -259,22 +266,245 @@ tune_resource tune_session_next_stage(const tune_session_t *s) {
   }
 }
 
+/* ---- verification: the task's best configs and its fallback timed again, side by side ---- */
+/* The row of one trial (or verification) of task t. */
+static void tune__record(const tune_session_t *s, const tune_task *t, const tc_config *cfg, const tune_result *r,
+                         const char *tuner, double created_at, store_record *rec) {
+  memset(rec, 0, sizeof *rec);
+  snprintf(rec->workload_key, sizeof rec->workload_key, "%s", t->key);
+  snprintf(rec->template_name, sizeof rec->template_name, "%s", t->template_name);
+  snprintf(rec->target, sizeof rec->target, "%s", t->target_str);
+  tc_config_str(&t->space, cfg, rec->config, sizeof rec->config);
+  rec->config_index = tc_space_index(&t->space, cfg);
+  rec->error_class = r->error_class;
+  rec->cost_mean_s = r->error_class == 0 ? r->cost_mean_s : 1e9;
+  rec->cost_std_s = r->error_class == 0 ? r->cost_std_s : 0;
+  rec->gflops = r->error_class == 0 && r->cost_mean_s > 0 ? t->flops / r->cost_mean_s * 1e-9 : 0;
+  snprintf(rec->tuner, sizeof rec->tuner, "%s", tuner);
+  rec->job_id = s->o.job_id;
+  rec->created_at = created_at;
+}
+
+/* The batch's candidate libraries are no longer needed once timed (several candidates share one). */
+static void tune__unlink_batch(const tune_session_t *s) {
+  for (int i = 0; i < s->n; i++)
+    if (s->so_paths[i][0] && (i == 0 || strcmp(s->so_paths[i], s->so_paths[i - 1]) != 0)) unlink(s->so_paths[i]);
+}
+
+static int tune__verifies(const tune_session_t *s) {
+  return !s->cuda && s->o.verify_top > 0;
+}
+
+typedef struct tune_top_ctx {
+  const char *key;
+  int k, n;
+  struct {
+    char config[1024];
+    double cost;
+  } top[TUNE_VERIFY_MAX];
+} tune_top_ctx;
+
+/* Keeps the k fastest distinct configs among the task's valid trials, fastest first. */
+static int tune__top_cb(void *ctx, const store_record *r) {
+  tune_top_ctx *c = ctx;
+  if (r->error_class != 0 || strcmp(r->workload_key, c->key) != 0 || strcmp(r->tuner, STORE_TUNER_VERIFY) == 0)
+    return 0;
+  int i = 0;
+  while (i < c->n && strcmp(c->top[i].config, r->config) != 0) i++;
+  if (i == c->n) { /* a new config: in only if there is room or it beats the slowest kept */
+    if (c->n < c->k)
+      c->n++;
+    else if (r->cost_mean_s >= c->top[c->n - 1].cost)
+      return 0;
+    i = c->n - 1;
+    snprintf(c->top[i].config, sizeof c->top[i].config, "%s", r->config);
+    c->top[i].cost = r->cost_mean_s;
+  } else if (r->cost_mean_s < c->top[i].cost) {
+    c->top[i].cost = r->cost_mean_s;
+  } else {
+    return 0;
+  }
+  while (i > 0 && c->top[i - 1].cost > c->top[i].cost) { /* keep the order */
+    __typeof__(c->top[0]) tmp = c->top[i];
+    c->top[i] = c->top[i - 1];
+    c->top[i - 1] = tmp;
+    i--;
+  }
+  return 0;
+}
+
+/* When the task's trials are done: makes the batch its verify_top fastest configs plus the fallback, and
+ * goes to build them. 0 when there is nothing to choose between (fewer than two configs). */
+static int tune__verify_start(tune_session_t *s) {
+  if (!tune__verifies(s)) return 0;
+  tune_task *t = &s->tasks[s->cur];
+  tune_top_ctx *c = calloc(1, sizeof *c);
+  if (!c) return 0;
+  c->key = t->key;
+  c->k = s->o.verify_top;
+  if (store_record_each(s->st, t->template_name, t->target_str, tune__top_cb, c) != TH_OK) c->n = 0;
+  int n = 0, have_fb = 0;
+  char fb[1024] = "";
+  tc_config_str(&t->space, &t->fallback, fb, sizeof fb);
+  for (int i = 0; i < c->n; i++) {
+    tc_config cfg;
+    if (tune_config_from_text(&t->space, c->top[i].config, &cfg) != TH_OK) continue;
+    have_fb |= strcmp(c->top[i].config, fb) == 0;
+    s->cfgs[n++] = cfg;
+  }
+  free(c);
+  if (!have_fb) s->cfgs[n++] = t->fallback;
+  if (n < 2) return 0;
+  s->n = n;
+  s->built = 0;
+  s->verifying = 1;
+  s->prog[s->cur].state = "verifying";
+  s->stage = TUNE_STAGE_BUILD;
+  return 1;
+}
+
+static int tune__cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* TUNE_VERIFY_ROUNDS rounds, each timing every config once (a full measurement: repeat, cache flush), the
+ * order rotated per round; a config's cost is the median of its rounds, its spread their standard deviation.
+ * A config that fails (wrong answer, crash, timeout) is out. */
+static th_status tune__verify_measure(tune_session_t *s) {
+  tune_task *t = &s->tasks[s->cur];
+  double t0 = th_now_mono();
+  for (int i = 0; i < s->n; i++) {
+    memset(&s->res[i], 0, sizeof s->res[i]);
+    s->res[i].error_class = s->err_class[i];
+    snprintf(s->res[i].msg, sizeof s->res[i].msg, "%s", s->msgs[i]);
+  }
+  for (int round = 0; round < TUNE_VERIFY_ROUNDS; round++) {
+    for (int j = 0; j < s->n; j++) {
+      int i = (j + round) % s->n;
+      tune_result *r = &s->res[i];
+      if (r->error_class != 0) continue;
+      tune_pack pack;
+      if (tune_task_pack(t, &s->cfgs[i], &pack) != TH_OK) {
+        r->error_class = TUNE_ERR_INSTANTIATION;
+        snprintf(r->msg, sizeof r->msg, "no weight packing for this config");
+        continue;
+      }
+      tune_result one;
+      th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, &one);
+      if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", one.msg, NULL);
+      if (one.error_class != 0) {
+        *r = one;
+        continue;
+      }
+      s->vcost[i][round] = one.cost_mean_s;
+    }
+  }
+  for (int i = 0; i < s->n; i++) {
+    tune_result *r = &s->res[i];
+    if (r->error_class != 0) {
+      r->cost_mean_s = 1e9;
+      continue;
+    }
+    double v[TUNE_VERIFY_ROUNDS], mean = 0, var = 0;
+    memcpy(v, s->vcost[i], sizeof v);
+    qsort(v, TUNE_VERIFY_ROUNDS, sizeof v[0], tune__cmp_double);
+    for (int k = 0; k < TUNE_VERIFY_ROUNDS; k++) mean += v[k] / TUNE_VERIFY_ROUNDS;
+    for (int k = 0; k < TUNE_VERIFY_ROUNDS; k++) var += (v[k] - mean) * (v[k] - mean) / TUNE_VERIFY_ROUNDS;
+    r->cost_mean_s = v[TUNE_VERIFY_ROUNDS / 2];
+    r->cost_std_s = sqrt(var);
+  }
+  tune__unlink_batch(s);
+  s->time_run += th_now_mono() - t0;
+  s->stage = TUNE_STAGE_UPDATE;
+  return TH_OK;
+}
+
+/* Stores the verification (one created_at for the whole set, so that builds find the latest one) and ends
+ * the task. Not trials: the strategy and the trial counts do not see them. */
+static th_status tune__verify_update(tune_session_t *s) {
+  tune_task *t = &s->tasks[s->cur];
+  tune_task_progress *p = &s->prog[s->cur];
+  double now = th_now_wall(), best = 1e9;
+  th_status rc = TH_OK;
+  for (int i = 0; i < s->n && rc == TH_OK; i++) {
+    const tune_result *r = &s->res[i];
+    store_record rec;
+    tune__record(s, t, &s->cfgs[i], r, STORE_TUNER_VERIFY, now, &rec);
+    rc = store_record_add(s->st, &rec);
+    if (r->error_class == 0 && rec.cost_mean_s < best) best = rec.cost_mean_s;
+  }
+  if (rc != TH_OK) return tune__fail(s, rc, "store: %s%s", store_errmsg(s->st), NULL);
+  if (best < 1e9) p->verified_gflops = t->flops / best * 1e-9;
+  s->verifying = 0;
+  p->state = "done";
+  s->cur++;
+  s->stage = TUNE_STAGE_TASK_START;
+  return TH_OK;
+}
+
 /* ---- task start: records, resume and transfer ---- */
 #define TUNE_MAX_SEEDS 8
+#define TUNE_MAX_OTHERS 64 /* other workloads of a template considered for transfer */
+
+/* The record a build would apply for one workload (as store_record_best): the fastest valid one of the latest
+ * verification, else the fastest valid trial. */
+typedef struct tune_wl_best {
+  char key[512];
+  char config[1024];
+  double cost;
+  double verify_at; /* created_at of the verification it comes from; 0: a trial */
+  float dist;       /* shape distance to the task at hand */
+} tune_wl_best;
+
+/* Folds r (records come oldest first) into the best of its workload among b[0..*n), adding the workload when
+ * there is room; returns its entry, or NULL. */
+static tune_wl_best *tune__best_fold(tune_wl_best *b, int *n, int cap, const store_record *r) {
+  int i = 0;
+  while (i < *n && strcmp(b[i].key, r->workload_key) != 0) i++;
+  if (i == *n) {
+    if (*n == cap) return NULL;
+    memset(&b[i], 0, sizeof b[i]);
+    snprintf(b[i].key, sizeof b[i].key, "%s", r->workload_key);
+    b[i].cost = 1e18;
+    (*n)++;
+  }
+  tune_wl_best *e = &b[i];
+  if (r->error_class != 0) return e;
+  int take;
+  if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0)
+    take = r->created_at > e->verify_at || (r->created_at == e->verify_at && r->cost_mean_s < e->cost);
+  else
+    take = e->verify_at == 0 && r->cost_mean_s < e->cost;
+  if (take) {
+    e->cost = r->cost_mean_s;
+    if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) e->verify_at = r->created_at;
+    snprintf(e->config, sizeof e->config, "%s", r->config);
+  }
+  return e;
+}
+
+/* Orders b by shape distance, then cost. */
+static void tune__best_sort(tune_wl_best *b, int n) {
+  for (int i = 1; i < n; i++) {
+    int j = i;
+    while (j > 0 && (b[j - 1].dist > b[j].dist || (b[j - 1].dist == b[j].dist && b[j - 1].cost > b[j].cost))) {
+      tune_wl_best tmp = b[j];
+      b[j] = b[j - 1];
+      b[j - 1] = tmp;
+      j--;
+    }
+  }
+}
 
 typedef struct tune_load_ctx {
   tune_session_t *s;
   tune_task *t;
+  int verified; /* the task has verification records */
   tc_config *hist;
   double *hist_cost;
   int nhist, hist_cap;
-  /* other workloads: best record per workload */
-  struct {
-    char key[512];
-    char config[1024];
-    double cost;
-    float dist;
-  } best[64];
+  tune_wl_best best[TUNE_MAX_OTHERS]; /* other workloads: the record a build would apply */
   int nbest;
   char groups[64][512];
   int ngroups;
@@ -296,6 +526,10 @@ static int tune__load_cb(void *ctx, const store_record *r) {
   tune_load_ctx *c = ctx;
   tune_task *t = c->t;
   if (strcmp(r->workload_key, t->key) == 0) { /* own history: resume */
+    if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) { /* a re-timing, not a trial */
+      c->verified = 1;
+      return 0;
+    }
     tc_config cfg;
     if (tune_config_from_text(&t->space, r->config, &cfg) != TH_OK) return 0;
     if (c->nhist == c->hist_cap) {
@@ -329,21 +563,12 @@ static int tune__load_cb(void *ctx, const store_record *r) {
     double score = r->error_class == 0 && r->cost_mean_s > 0 && r->cost_mean_s < 1e9 ? r->gflops : 0;
     tune_search_add_prior(c->s->search, row, score, g);
   }
-  if (r->error_class != 0) return 0;
-  int b = 0;
-  while (b < c->nbest && strcmp(c->best[b].key, r->workload_key) != 0) b++;
-  if (b == c->nbest) {
-    if (c->nbest == 64) return 0;
-    c->nbest++;
-    snprintf(c->best[b].key, sizeof c->best[b].key, "%s", r->workload_key);
-    c->best[b].cost = 1e18;
+  int was = c->nbest;
+  tune_wl_best *e = tune__best_fold(c->best, &c->nbest, TUNE_MAX_OTHERS, r);
+  if (e && c->nbest > was) {
     float sh[TUNE_SHAPE_FEATURES];
     tune_shape_features(r->workload_key, sh);
-    c->best[b].dist = tune__shape_dist(sh, t->shape);
-  }
-  if (r->cost_mean_s < c->best[b].cost) {
-    c->best[b].cost = r->cost_mean_s;
-    snprintf(c->best[b].config, sizeof c->best[b].config, "%s", r->config);
+    e->dist = tune__shape_dist(sh, t->shape);
   }
   return 0;
 }
@@ -386,20 +611,13 @@ static th_status tune__task_start(tune_session_t *s) {
     }
   }
   if (rc == TH_OK && c->nbest > 0) {
-    /* Seeds: the best configs of the nearest workloads, when they are valid here. */
-    for (int i = 1; i < c->nbest; i++) { /* insertion sort by distance */
-      int j = i;
-      while (j > 0 && c->best[j - 1].dist > c->best[j].dist) {
-        __typeof__(c->best[0]) tmp = c->best[j];
-        c->best[j] = c->best[j - 1];
-        c->best[j - 1] = tmp;
-        j--;
-      }
-    }
+    /* Seeds: the configs builds apply to the nearest workloads, when they are valid here. */
+    tune__best_sort(c->best, c->nbest);
     tc_config seeds[TUNE_MAX_SEEDS];
     int ns = 0;
     for (int i = 0; i < c->nbest && ns < TUNE_MAX_SEEDS; i++)
-      if (tune_config_from_text_nearest(&t->space, c->best[i].config, &seeds[ns], NULL) == TH_OK &&
+      if (c->best[i].cost < 1e18 &&
+          tune_config_from_text_nearest(&t->space, c->best[i].config, &seeds[ns], NULL) == TH_OK &&
           tune_task_valid(t, &t->space, &seeds[ns]))
         ns++;
     tune_search_seed(s->search, seeds, ns);
@@ -409,13 +627,21 @@ static th_status tune__task_start(tune_session_t *s) {
    * candidates. */
   if (rc == TH_OK) tune_search_seed(s->search, &t->fallback, 1);
   p->trials = tune_search_trials(s->search);
+  int verified = c->verified;
+  if (verified) {
+    store_record vr;
+    if (store_record_best(s->st, t->key, t->target_str, &vr) == TH_OK && strcmp(vr.tuner, STORE_TUNER_VERIFY) == 0)
+      p->verified_gflops = vr.gflops;
+  }
   free(c->row);
   free(c->hist);
   free(c->hist_cost);
   free(c);
   if (rc != TH_OK) return tune__fail(s, rc, "loading records: %s%s", store_errmsg(s->st), NULL);
-  if (tune_search_done(s->search)) {
-    p->state = "skipped"; /* already at its budget (or stopped early) in an earlier run */
+  /* Already at its budget (or stopped early) in an earlier run: skipped, unless that run ended before the
+   * verification (the reference stages, then select finds the budget spent and verifies). */
+  if (tune_search_done(s->search) && (verified || !tune__verifies(s))) {
+    p->state = "skipped";
     s->cur++;
     return TH_OK;
   }
@@ -472,6 +698,7 @@ static th_status tune__ref_set(tune_session_t *s) {
 
 static th_status tune__select(tune_session_t *s) {
   s->n = tune_search_next(s->search, s->cfgs, s->o.batch);
+  if (s->n == 0 && tune__verify_start(s)) return TH_OK;
   if (s->n == 0) {
     s->prog[s->cur].state = "done";
     s->cur++;
@@ -498,6 +725,7 @@ static th_status tune__build(tune_session_t *s) {
 }
 
 static th_status tune__measure(tune_session_t *s) {
+  if (s->verifying) return tune__verify_measure(s);
   tune_task *t = &s->tasks[s->cur];
   double t0 = th_now_mono();
   for (int i = 0; i < s->n; i++) {
@@ -523,15 +751,14 @@ static th_status tune__measure(tune_session_t *s) {
     th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, r);
     if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
   }
-  /* The candidates' libraries are no longer needed. */
-  for (int i = 0; i < s->n; i++)
-    if (s->so_paths[i][0] && (i == 0 || strcmp(s->so_paths[i], s->so_paths[i - 1]) != 0)) unlink(s->so_paths[i]);
+  tune__unlink_batch(s);
   s->time_run += th_now_mono() - t0;
   s->stage = TUNE_STAGE_UPDATE;
   return TH_OK;
 }
 
 static th_status tune__update(tune_session_t *s) {
+  if (s->verifying) return tune__verify_update(s);
   tune_task *t = &s->tasks[s->cur];
   tune_task_progress *p = &s->prog[s->cur];
   double costs[1024];
@@ -539,19 +766,7 @@ static th_status tune__update(tune_session_t *s) {
   for (int i = 0; i < s->n && rc == TH_OK; i++) {
     tune_result *r = &s->res[i];
     store_record rec;
-    memset(&rec, 0, sizeof rec);
-    snprintf(rec.workload_key, sizeof rec.workload_key, "%s", t->key);
-    snprintf(rec.template_name, sizeof rec.template_name, "%s", t->template_name);
-    snprintf(rec.target, sizeof rec.target, "%s", t->target_str);
-    tc_config_str(&t->space, &s->cfgs[i], rec.config, sizeof rec.config);
-    rec.config_index = tc_space_index(&t->space, &s->cfgs[i]);
-    rec.error_class = r->error_class;
-    rec.cost_mean_s = r->error_class == 0 ? r->cost_mean_s : 1e9;
-    rec.cost_std_s = r->error_class == 0 ? r->cost_std_s : 0;
-    rec.gflops = r->error_class == 0 && r->cost_mean_s > 0 ? t->flops / r->cost_mean_s * 1e-9 : 0;
-    snprintf(rec.tuner, sizeof rec.tuner, "%s", s->o.tuner);
-    rec.job_id = s->o.job_id;
-    rec.created_at = th_now_wall();
+    tune__record(s, t, &s->cfgs[i], r, s->o.tuner, th_now_wall(), &rec);
     rc = store_record_add(s->st, &rec);
     costs[i] = rec.cost_mean_s;
     if (r->error_class == 0) {
@@ -654,9 +869,11 @@ th_status tune_session_progress_json(const tune_session_t *s, th_buf *b) {
     if (rc == TH_OK)
       rc = th_buf_appendf(b,
                           ",\"template\":\"%s\",\"weight\":%d,\"gflop\":%.4f,\"trials\":%lld,\"budget\":%lld,"
-                          "\"best_gflops\":%.2f,\"current_gflops\":%.2f,\"errors\":%lld,\"state\":\"%s\"",
+                          "\"best_gflops\":%.2f,\"verified_gflops\":%.2f,\"current_gflops\":%.2f,\"errors\":%lld,"
+                          "\"state\":\"%s\"",
                           p->template_name, p->weight, p->flops * 1e-9, (long long)p->trials,
-                          (long long)p->budget, p->best_gflops, p->current_gflops, (long long)p->errors,
+                          (long long)p->budget, p->best_gflops, p->verified_gflops, p->current_gflops,
+                          (long long)p->errors,
                           p->state);
     if (rc == TH_OK && p->msg[0]) {
       rc = th_buf_appendf(b, ",\"error\":");
@@ -676,10 +893,8 @@ typedef struct tune_lookup_ctx {
   const tc_cuda_target *ct; /* non-NULL for a "cuda -arch=..." target */
   float shape[TUNE_SHAPE_FEATURES];
   const char *key;
-  float best_dist;
-  double best_cost;
-  tc_config cfg;
-  int found;
+  tune_wl_best best[TUNE_MAX_OTHERS]; /* the other workloads of the template */
+  int nbest;
 } tune_lookup_ctx;
 
 static th_status tune__lookup_valid(const tc_workload *wl, const tc_target *tgt, const tc_cuda_target *ct,
@@ -689,18 +904,14 @@ static th_status tune__lookup_valid(const tc_workload *wl, const tc_target *tgt,
 
 static int tune__lookup_cb(void *ctx, const store_record *r) {
   tune_lookup_ctx *c = ctx;
-  if (r->error_class != 0 || strcmp(r->workload_key, c->key) == 0) return 0;
-  float sh[TUNE_SHAPE_FEATURES];
-  tune_shape_features(r->workload_key, sh);
-  float d = tune__shape_dist(sh, c->shape);
-  if (c->found && (d > c->best_dist || (d == c->best_dist && r->cost_mean_s >= c->best_cost))) return 0;
-  tc_config cfg;
-  if (tune_config_from_text_nearest(c->space, r->config, &cfg, NULL) != TH_OK) return 0;
-  if (tune__lookup_valid(c->wl, c->tgt, c->ct, c->space, &cfg) != TH_OK) return 0;
-  c->cfg = cfg;
-  c->best_dist = d;
-  c->best_cost = r->cost_mean_s;
-  c->found = 1;
+  if (strcmp(r->workload_key, c->key) == 0) return 0;
+  int was = c->nbest;
+  tune_wl_best *e = tune__best_fold(c->best, &c->nbest, TUNE_MAX_OTHERS, r);
+  if (e && c->nbest > was) {
+    float sh[TUNE_SHAPE_FEATURES];
+    tune_shape_features(r->workload_key, sh);
+    e->dist = tune__shape_dist(sh, c->shape);
+  }
   return 0;
 }
 
@@ -738,12 +949,27 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   } else if (rc != TH_ERR_NOT_FOUND) {
     return rc;
   }
-  tune_lookup_ctx c = {.wl = wl, .space = space, .tgt = &tgt, .ct = ct, .key = key};
-  tune_shape_features(key, c.shape);
-  rc = store_record_each(st, tc_kernel_name(wl->kernel), target, tune__lookup_cb, &c);
+  tune_lookup_ctx *c = calloc(1, sizeof *c);
+  if (!c) return TH_ERR_NOMEM;
+  c->wl = wl;
+  c->space = space;
+  c->tgt = &tgt;
+  c->ct = ct;
+  c->key = key;
+  tune_shape_features(key, c->shape);
+  rc = store_record_each(st, tc_kernel_name(wl->kernel), target, tune__lookup_cb, c);
+  /* the nearest workload (then the fastest) whose applied config is valid here */
+  int found = 0;
+  tune__best_sort(c->best, c->nbest);
+  for (int i = 0; rc == TH_OK && !found && i < c->nbest; i++) {
+    tc_config x;
+    found = c->best[i].cost < 1e18 && tune_config_from_text_nearest(space, c->best[i].config, &x, NULL) == TH_OK &&
+            tune__lookup_valid(wl, &tgt, ct, space, &x) == TH_OK;
+    if (found) *cfg = x;
+  }
+  free(c);
   if (rc != TH_OK) return rc;
-  if (c.found) {
-    *cfg = c.cfg;
+  if (found) {
     snprintf(source, 16, "transferred");
     return TH_OK;
   }

@@ -30,6 +30,13 @@ typedef enum tune_resource {
   TUNE_RES_DONE       /* nothing left (finished or cancelled) */
 } tune_resource;
 
+/* The end-of-task verification (see tune_options.verify_top). A trial's time is one noisy measurement, and the
+ * fastest of many is biased low (it won partly by luck); timing the few best again side by side with the
+ * fallback, and keeping the median of the rounds, picks the config that is fast, not the one that was lucky. */
+#define TUNE_VERIFY_TOP 3
+#define TUNE_VERIFY_ROUNDS 3
+#define TUNE_VERIFY_MAX 8 /* the largest verify_top */
+
 typedef struct tune_options {
   char tuner[16];          /* "xgb" (default), "ga", "random", "grid" */
   int64_t trials;          /* per task; default 64 (meets the tune.sh target in under 20 min, see README) */
@@ -39,6 +46,9 @@ typedef struct tune_options {
   int build_threads;       /* default: online cores */
   double build_timeout_s;  /* deadline of one candidate library's build; default TUNE_BUILD_TIMEOUT_S */
   int transfer;            /* seed from records of other workloads of the same template; default 1 */
+  int verify_top;          /* at a task's end, time its verify_top best configs and the fallback again in
+                              TUNE_VERIFY_ROUNDS interleaved rounds; builds apply the fastest by the median
+                              (CPU sessions); default TUNE_VERIFY_TOP, 0: off */
   int64_t job_id;          /* stored with every record; 0 from the CLI */
   const char *work_dir;    /* borrowed; NULL: a fresh directory under $TMPDIR, removed at free */
   tune_measure_opts measure;
@@ -56,9 +66,10 @@ typedef struct tune_task_progress {
   int64_t trials;     /* including trials resumed from the store */
   int64_t budget;
   double best_gflops; /* 0 when none valid yet */
+  double verified_gflops; /* of the config the verification chose; 0 when not verified */
   double current_gflops; /* of the last valid measured trial */
   int64_t errors;     /* failed trials */
-  const char *state;  /* "pending", "tuning", "done", "skipped", "failed" */
+  const char *state;  /* "pending", "tuning", "verifying", "done", "skipped", "failed" */
   char msg[160];      /* why it failed */
 } tune_task_progress;
 

@@ -368,6 +368,11 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
     }
     which[nvalid++] = i;
   }
+  /* The runtime object every candidate library links: compiled here once, before the build children fork,
+   * so that they find it ready (a failure shows again, per candidate, in the children). */
+  const char *rt_o;
+  char rt_err[160];
+  (void)tc_runtime_object(&rt_o, rt_err, sizeof rt_err);
   int njobs = nvalid < nthreads ? nvalid : nthreads;
   int pos = 0;
   for (int j = 0; j < njobs; j++) {

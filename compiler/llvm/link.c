@@ -1,8 +1,11 @@
-/* Linking kernels into shared libraries: writes the embedded runtime sources into a temporary folder and
- * runs the system C compiler ($CC, else "cc") with -shared -O2 -fPIC through fork/exec (no shell, so odd
- * paths are safe), capturing its stderr for the error message. Also tc_kernels_build_so(), the one-call
- * path the tuner and the tests use. */
+/* Linking kernels into shared libraries: runs the system C compiler ($CC, else "cc") with -shared -O2 -fPIC
+ * through fork/exec (no shell, so odd paths are safe), capturing its stderr for the error message. The
+ * embedded runtime (th_rt.c) is compiled once per process into a cached object that every link reuses; its
+ * header is written next to each link for the extra sources. Also tc_kernels_build_so(), the one-call path
+ * the tuner and the tests use. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +87,81 @@ static void rm_rf_tmp(const char *dir) {
   unlink(path);
   snprintf(path, sizeof path, "%s/th_rt.c", dir);
   unlink(path);
+  snprintf(path, sizeof path, "%s/th_rt.o", dir);
+  unlink(path);
   rmdir(dir);
+}
+
+/* argv[0..] = $CC split on spaces ("ccache gcc"), at most 8 words, in buf; returns the count. */
+static size_t cc_argv(char *buf, size_t bufn, char **argv) {
+  const char *cc = getenv("CC");
+  snprintf(buf, bufn, "%s", (cc && *cc) ? cc : "cc");
+  size_t n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok && n < 8; tok = strtok_r(NULL, " ", &save))
+    argv[n++] = tok;
+  return n;
+}
+
+/* ---- the runtime object: th_rt.c compiled once per process ---- */
+static pthread_mutex_t rt_mu = PTHREAD_MUTEX_INITIALIZER;
+static char rt_dir[4096], rt_obj[4200];
+static pid_t rt_owner;       /* the process that compiled it removes it at exit (not its forked children) */
+static atomic_int rt_ready; /* rt_obj is set: read without the lock (a forked child never takes it) */
+
+static void rt_cleanup(void) {
+  if (rt_owner == getpid() && rt_dir[0]) rm_rf_tmp(rt_dir);
+}
+
+th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
+  if (atomic_load(&rt_ready) && access(rt_obj, R_OK) == 0) {
+    *path = rt_obj;
+    return TH_OK;
+  }
+  pthread_mutex_lock(&rt_mu);
+  th_status rc = TH_OK;
+  if (!atomic_load(&rt_ready) || access(rt_obj, R_OK) != 0) { /* first use, or the file went away */
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], src[4200], obj[4200], inc[4200], ccbuf[512];
+    snprintf(dir, sizeof dir, "%s/tunehub-rt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+      set_err(err, errlen, "cannot create a temporary folder for the runtime: %s%s", strerror(errno), NULL);
+      rc = TH_ERR_IO;
+    }
+    if (rc == TH_OK) rc = tc_runtime_write_sources(dir);
+    snprintf(src, sizeof src, "%s/th_rt.c", dir);
+    snprintf(obj, sizeof obj, "%s/th_rt.o", dir);
+    snprintf(inc, sizeof inc, "-I%s", dir);
+    if (rc == TH_OK) {
+      char *argv[24];
+      size_t n = cc_argv(ccbuf, sizeof ccbuf, argv);
+      static char *const flags[] = {"-c", "-O2", "-fPIC", "-std=gnu11", "-o"};
+      for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) argv[n++] = flags[i];
+      argv[n++] = obj;
+      argv[n++] = inc;
+      argv[n++] = src;
+      argv[n] = NULL;
+      char out[2048];
+      int st = run_capture(argv, out, sizeof out);
+      if (st != 0) {
+        set_err(err, errlen, "compiling the runtime failed: %s%s", st == 127 ? "C compiler not found: " : "", out);
+        rc = TH_ERR_COMPILE;
+      }
+    }
+    if (rc == TH_OK) {
+      unlink(src);
+      if (rt_owner == getpid() && rt_dir[0]) rm_rf_tmp(rt_dir); /* the previous one, if any */
+      if (!rt_owner) atexit(rt_cleanup);
+      snprintf(rt_dir, sizeof rt_dir, "%s", dir);
+      snprintf(rt_obj, sizeof rt_obj, "%s", obj);
+      rt_owner = getpid();
+      atomic_store(&rt_ready, 1);
+    } else if (dir[0] && strstr(dir, "XXXXXX") == NULL) {
+      rm_rf_tmp(dir);
+    }
+  }
+  if (rc == TH_OK) *path = rt_obj;
+  pthread_mutex_unlock(&rt_mu);
+  return rc;
 }
 
 th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *const *srcs,
@@ -97,29 +174,24 @@ th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *
     set_err(err, errlen, "cannot create a temporary folder next to %s%s", so_path, NULL);
     return TH_ERR_IO;
   }
-  th_status rc = tc_runtime_write_sources(tmp);
-  char rt_c[4200], inc[4200];
-  snprintf(rt_c, sizeof rt_c, "%s/th_rt.c", tmp);
+  const char *rt_o = NULL;
+  th_status rc = tc_runtime_object(&rt_o, err, errlen);
+  if (rc == TH_OK) rc = tc_runtime_write_sources(tmp); /* th_rt.h for the extra sources */
+  char inc[4200];
   snprintf(inc, sizeof inc, "-I%s", tmp);
-  /* $CC may be "ccache gcc": split it on spaces. */
   char ccbuf[512];
-  const char *cc = getenv("CC");
-  snprintf(ccbuf, sizeof ccbuf, "%s", (cc && *cc) ? cc : "cc");
   size_t cap = (size_t)nobjs + (size_t)nsrcs + 32;
   char **argv = calloc(cap, sizeof *argv);
-  if (!argv) rc = TH_ERR_NOMEM;
+  if (!argv && rc == TH_OK) rc = TH_ERR_NOMEM;
   if (rc == TH_OK) {
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(ccbuf, " ", &save); tok && n < 8;
-         tok = strtok_r(NULL, " ", &save))
-      argv[n++] = tok;
+    size_t n = cc_argv(ccbuf, sizeof ccbuf, argv);
     static char *const flags[] = {"-shared", "-O2", "-fPIC", "-std=gnu11", "-o"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) argv[n++] = flags[i];
     argv[n++] = (char *)so_path;
     argv[n++] = inc;
     for (int i = 0; i < nobjs; i++) argv[n++] = (char *)objs[i];
     for (int i = 0; i < nsrcs; i++) argv[n++] = (char *)srcs[i];
-    argv[n++] = rt_c;
+    argv[n++] = (char *)rt_o;
     argv[n++] = "-lpthread";
     argv[n++] = "-lm";
     argv[n] = NULL;

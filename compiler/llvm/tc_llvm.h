@@ -43,13 +43,18 @@ th_status tc_kernels_build_so(const tc_target *t, int n, const tc_workload *wls,
                               const char *const *fn_names, const char *so_path, char *err,
                               size_t errlen);
 
-/* Links objects (and the runtime sources, written to a temporary dir) into so_path with $CC. extra_srcs
- * are further C files to compile in (may be NULL/0). Used by tc_kernels_build_so and by the model build. */
+/* Links objects and the runtime object (tc_runtime_object) into so_path with $CC. srcs are further C files to
+ * compile in (may be NULL/0; th_rt.h is on their include path). Used by tc_kernels_build_so and by the model
+ * build. */
 th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *const *srcs,
                      const char *so_path, char *err, size_t errlen);
 
 /* Writes the runtime's sources (th_rt.h, th_rt.c), embedded in this binary at build time, into dir
  * (which must exist). Callers compile th_rt.c into every model .so. */
 th_status tc_runtime_write_sources(const char *dir);
+/* The runtime (th_rt.c) compiled with $CC -O2 -fPIC once per process into a temporary folder, removed at the
+ * process's exit; compiled again if the file went away. *path stays valid until the next call. Thread-safe;
+ * call it before fork() so that children find it ready (a child never takes the lock). */
+th_status tc_runtime_object(const char **path, char *err, size_t errlen);
 
 #endif

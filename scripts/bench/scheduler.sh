@@ -12,7 +12,8 @@
 # tuned bundle: the median over ROUNDS interleaved rounds (default 5) of each round's median). Prints a table and saves CSV under scripts/bench/out/.
 # Usage: scripts/bench/scheduler.sh [TRIALS] (default 2 trials per task). TUNEHUB overrides the binary;
 # MODES="sequential naive scheduler" (the default) picks the modes to run; a suffix runs a mode again as a
-# control of the run-to-run spread (MODES="sequential naive scheduler sequential2 scheduler2").
+# control of the run-to-run spread (MODES="sequential naive scheduler sequential2 scheduler2"); the totals are
+# also given as ratios within pairs of the same suffix (see the end).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 TH=${TUNEHUB:-$root/build/server/tunehub}
@@ -56,9 +57,15 @@ daemon_mode() {
   done
   for p in "${pids[@]}"; do wait "$p" || { tail -30 "$W/$name/daemon.log"; exit 1; }; done
   t1=$(date +%s.%N)
+  # CPU seconds of the daemon and its reaped children (build children, measurement workers, cc) over the run:
+  # how well the mode keeps the cores busy (cores busy = cpu_s / total_s)
+  local cpu
+  cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15 + $16 + $17) / hz }' "/proc/$pid/stat")
   kill "$pid"
   wait "$pid" 2>/dev/null || true
   echo "$t1 - $t0" | bc >"$W/$name/total_s"
+  echo "$cpu" >"$W/$name/cpu_s"
+  echo "   cpu ${cpu} s: $(awk -v c="$cpu" -v t="$(cat "$W/$name/total_s")" 'BEGIN { printf "%.2f", c / t }') of $(nproc) cores busy on average"
   for n in "${NETS[@]}"; do ln -sfn "$W/$name/data" "$W/$name/data-$n"; done
   # where each job's time went (stage kinds and waiting), from the daemon's log
   grep -E "succeeded \(" "$W/$name/daemon.log" | sed 's/^/   /' | tee "$OUT/scheduler-$stamp-$name.jobs.log"
@@ -133,5 +140,22 @@ printf '%-11s %-16s %9s %13s %6s %11s\n' mode network total_s interference tasks
 tail -n +2 "$csv" | while IFS=, read -r m n t i k l; do
   printf '%-11s %-16s %9.1f %13s %6s %11s\n' "$m" "$n" "$t" "$i" "$k" "$l"
 done
+# Paired totals: each mode against the sequential run with the same suffix. Run MODES in pairs
+# (sequential scheduler sequential2 scheduler2 ...): this machine's speed drifts by tens of percent over
+# minutes, so a ratio within a back-to-back pair is the figure to trust, and the median over the pairs.
+ratios=()
+for mode in $MODES; do
+  case $mode in sequential*) continue ;; esac
+  suf=${mode#scheduler}
+  suf=${suf#naive}
+  base=sequential$suf
+  [ -f "$W/$base/total_s" ] || continue
+  r=$(awk -v a="$(cat "$W/$mode/total_s")" -v b="$(cat "$W/$base/total_s")" 'BEGIN { printf "%.3f", a / b }')
+  echo "total time $mode / $base: $r"
+  case $mode in scheduler*) ratios+=("$r") ;; esac
+done
+if [ ${#ratios[@]} -gt 0 ]; then
+  echo "scheduler / sequential, median over ${#ratios[@]} pairs: $(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+fi
 echo
 echo "saved $csv"

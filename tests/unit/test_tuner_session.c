@@ -59,7 +59,7 @@ static void quick_opts(tune_options *o, const char *tuner, int trials) {
 
 typedef struct rec_ctx {
   const char *key;
-  int n, valid;
+  int n, valid, verify;
   char best_cfg[1024];
   double best;
 } rec_ctx;
@@ -67,6 +67,10 @@ typedef struct rec_ctx {
 static int rec_cb(void *ctx, const store_record *r) {
   rec_ctx *c = ctx;
   if (strcmp(r->workload_key, c->key) != 0) return 0;
+  if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) { /* a re-timing at the task's end, not a trial */
+    c->verify++;
+    return 0;
+  }
   c->n++;
   if (r->error_class == 0) {
     c->valid++;
@@ -213,6 +217,7 @@ TH_TEST(session_transfer_seeds_new_task) {
   quick_opts(&o, "random", 1);
   o.batch = 1;
   o.seed = 99;
+  o.verify_top = 0; /* the best record is then that one trial (verification might prefer the fallback) */
   CHECK(tune_session_new_workloads(st, NULL, &b, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_free(s);
@@ -276,6 +281,7 @@ typedef struct count_ctx {
 
 static int count_cb(void *ctx, const store_record *r) {
   count_ctx *c = ctx;
+  if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) return 0; /* not trials */
   c->n++;
   for (int i = 0; i < c->nkeys; i++)
     if (strcmp(c->keys[i], r->workload_key) == 0) return 0;
@@ -312,6 +318,17 @@ TH_TEST(cli_tunes_network_and_resumes) {
 
 /* Every strategy runs end to end on a small real convolution: budget respected, records written, a valid
  * best found. */
+typedef struct trial_of_ctx {
+  const char *config, *tuner;
+  int found;
+} trial_of_ctx;
+
+static int trial_of_cb(void *ctx, const store_record *r) {
+  trial_of_ctx *c = ctx;
+  c->found |= strcmp(r->config, c->config) == 0 && strcmp(r->tuner, c->tuner) == 0;
+  return 0;
+}
+
 TH_TEST(session_every_strategy_small_conv) {
   const char *kinds[] = {"xgb", "ga", "random", "grid"};
   tc_workload wl = conv(16, 7, 16, 3, 1);
@@ -342,7 +359,11 @@ TH_TEST(session_every_strategy_small_conv) {
     CHECK_EQ_INT(n, 10);
     store_record best;
     CHECK(store_record_best(st, key, tstr, &best) == TH_OK);
-    CHECK_STR(best.tuner, kinds[k]);
+    /* builds apply the verified choice, one of this strategy's trials */
+    CHECK_STR(best.tuner, STORE_TUNER_VERIFY);
+    trial_of_ctx tc = {.config = best.config, .tuner = kinds[k]};
+    CHECK(store_record_each(st, "conv2d_nchwc", tstr, trial_of_cb, &tc) == TH_OK);
+    CHECK(tc.found);
     store_close(st);
     rmdir_r(dir);
   }
@@ -498,8 +519,9 @@ TH_TEST(session_build_limit_slices_batch) {
   while (tune_session_next_stage(s) != TUNE_RES_DONE) {
     tune_progress p;
     tune_session_progress(s, &p);
-    if (strcmp(p.stage, "build") == 0) builds++;
-    if (strcmp(p.stage, "measure") == 0) {
+    int trials = strcmp(p.tasks[0].state, "tuning") == 0; /* not the verification at the end */
+    if (trials && strcmp(p.stage, "build") == 0) builds++;
+    if (trials && strcmp(p.stage, "measure") == 0) {
       measures++;
       CHECK_EQ_INT(builds, 3); /* 8 candidates: 3 + 3 + 2, all before the measurement */
     }
@@ -518,6 +540,129 @@ TH_TEST(session_build_limit_slices_batch) {
   int64_t nrec = 0;
   CHECK(store_record_count(st, t.key, t.target_str, &nrec) == TH_OK);
   CHECK_EQ_INT((int)nrec, 8);
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
+
+typedef struct verify_ctx {
+  const char *key;
+  int ntrials, nverify;
+  struct {
+    char config[1024];
+    double cost;
+  } trials[64], verify[16];
+  double verify_at;
+  int verify_times; /* distinct created_at values of the verification records */
+} verify_ctx;
+
+static int verify_cb(void *ctx, const store_record *r) {
+  verify_ctx *c = ctx;
+  if (strcmp(r->workload_key, c->key) != 0) return 0;
+  if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) {
+    CHECK(c->nverify < 16);
+    if (c->nverify == 0 || r->created_at != c->verify_at) c->verify_times++;
+    c->verify_at = r->created_at;
+    snprintf(c->verify[c->nverify].config, 1024, "%s", r->config);
+    c->verify[c->nverify++].cost = r->error_class == 0 ? r->cost_mean_s : 1e9;
+  } else if (r->error_class == 0) {
+    CHECK(c->ntrials < 64);
+    snprintf(c->trials[c->ntrials].config, 1024, "%s", r->config);
+    c->trials[c->ntrials++].cost = r->cost_mean_s;
+  }
+  return 0;
+}
+
+static int verify_has(const verify_ctx *c, const char *config) {
+  for (int i = 0; i < c->nverify; i++)
+    if (strcmp(c->verify[i].config, config) == 0) return 1;
+  return 0;
+}
+
+/* At a task's end its three fastest distinct trial configs and the fallback are timed again side by side; the
+ * verification records are not trials, builds apply the fastest of them, and a task whose trials were done
+ * before a run stopped is verified on the next run without new trials. */
+TH_TEST(session_verifies_best_configs) {
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wl = conv(16, 14, 32, 3, 1);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  char fb[1024];
+  CHECK(tc_config_str(&t.space, &t.fallback, fb, sizeof fb) == TH_OK);
+
+  /* The trials end as if the run had stopped before verifying: verification off. */
+  tune_options o;
+  quick_opts(&o, "random", 16);
+  o.seed = 11;
+  o.verify_top = 0;
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_free(s);
+  verify_ctx *c = calloc(1, sizeof *c);
+  c->key = t.key;
+  CHECK(store_record_each(st, t.template_name, t.target_str, verify_cb, c) == TH_OK);
+  CHECK_EQ_INT(c->nverify, 0);
+  CHECK(c->ntrials >= 4);
+
+  /* The next run finds the budget spent and only verifies. */
+  o.verify_top = TUNE_VERIFY_TOP;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_STR(p.tasks[0].state, "done");
+  CHECK_EQ_INT(p.tasks[0].trials, 16);
+  CHECK(p.tasks[0].verified_gflops > 0);
+  double verified_gflops = p.tasks[0].verified_gflops;
+  tune_session_free(s);
+  int64_t count = 0;
+  CHECK(store_record_count(st, t.key, t.target_str, &count) == TH_OK);
+  CHECK_EQ_INT((int)count, 16);
+  memset(c, 0, sizeof *c);
+  c->key = t.key;
+  CHECK(store_record_each(st, t.template_name, t.target_str, verify_cb, c) == TH_OK);
+  /* the three fastest distinct configs of the trials, and the fallback */
+  int top = 0;
+  for (int k = 0; k < 3; k++) {
+    int bi = -1;
+    for (int i = 0; i < c->ntrials; i++)
+      if (c->trials[i].cost < 1e8 && (bi < 0 || c->trials[i].cost < c->trials[bi].cost)) bi = i;
+    if (bi < 0) break;
+    CHECK(verify_has(c, c->trials[bi].config));
+    top += strcmp(c->trials[bi].config, fb) != 0;
+    for (int i = 0; i < c->ntrials; i++) /* take every copy of that config out */
+      if (i != bi && strcmp(c->trials[i].config, c->trials[bi].config) == 0) c->trials[i].cost = 1e9;
+    c->trials[bi].cost = 1e9;
+  }
+  CHECK(verify_has(c, fb));
+  CHECK_EQ_INT(c->nverify, top + 1);
+  CHECK_EQ_INT(c->verify_times, 1);
+  /* a build applies the fastest verified config, by its verified time */
+  store_record best;
+  CHECK(store_record_best(st, t.key, t.target_str, &best) == TH_OK);
+  CHECK_STR(best.tuner, STORE_TUNER_VERIFY);
+  for (int i = 0; i < c->nverify; i++) CHECK(best.cost_mean_s <= c->verify[i].cost);
+  CHECK(fabs(best.gflops - verified_gflops) < 1e-6 * verified_gflops + 1e-9);
+
+  /* A rerun skips the verified task, adds nothing, and reports the verified time. */
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_progress(s, &p);
+  CHECK_STR(p.tasks[0].state, "skipped");
+  CHECK(fabs(p.tasks[0].verified_gflops - verified_gflops) < 1e-6 * verified_gflops + 1e-9);
+  tune_session_free(s);
+  int before = c->nverify;
+  memset(c, 0, sizeof *c);
+  c->key = t.key;
+  CHECK(store_record_each(st, t.template_name, t.target_str, verify_cb, c) == TH_OK);
+  CHECK_EQ_INT(c->nverify, before);
+  free(c);
   store_close(st);
   rmdir_r(dir);
   return 0;
