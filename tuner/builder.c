@@ -288,7 +288,7 @@ static th_status tb__run(void *self, const tune_build_env *env, char *err, size_
  * build, measure, update per batch), then the tuned rebuild ---- */
 
 enum { TB_QUICK = 0, TB_TUNE, TB_REBUILD, TB_DONE };
-/* Candidates per granted CPU slot in one build stage that shares the pool (about a second of LLVM each) */
+/* Candidates per granted CPU slot in one build stage that shares the pool (tenths of a second of LLVM each) */
 #define TB_SLICE_PER_SLOT 2
 
 typedef struct tb__job {

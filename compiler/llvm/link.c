@@ -123,7 +123,8 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
     const char *tmp = getenv("TMPDIR");
     char dir[4096], src[4200], obj[4200], inc[4200], ccbuf[512];
     snprintf(dir, sizeof dir, "%s/tunehub-rt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
+    int made = mkdtemp(dir) != NULL;
+    if (!made) {
       set_err(err, errlen, "cannot create a temporary folder for the runtime: %s%s", strerror(errno), NULL);
       rc = TH_ERR_IO;
     }
@@ -155,7 +156,7 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
       snprintf(rt_obj, sizeof rt_obj, "%s", obj);
       rt_owner = getpid();
       atomic_store(&rt_ready, 1);
-    } else if (dir[0] && strstr(dir, "XXXXXX") == NULL) {
+    } else if (made) {
       rm_rf_tmp(dir);
     }
   }
