@@ -347,8 +347,16 @@ static int tc__cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat,
+/* The median of v[0], v[stride], ... (n values, copied to tmp and sorted there). */
+static double tc__median_strided(double *v, int n, int stride, double *tmp) {
+  for (int i = 0; i < n; i++) tmp[i] = v[(size_t)i * (size_t)stride];
+  qsort(tmp, (size_t)n, sizeof *tmp, tc__cmp_double);
+  return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
                       tc_run_stats *st, char *err, size_t errlen) {
+  memset(st, 0, sizeof *st);
   void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     tc__seterr(err, errlen, "cannot load %s: %s", so_path, dlerror());
@@ -369,10 +377,18 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
   int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
   void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
   const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
+  int (*runp)(void *, const float *, float *, double *) =
+      (int (*)(void *, const float *, float *, double *))dlsym(h, "th_model_run_profiled");
   if (!info || !create || !run || !fr || !lasterr) {
     tc__seterr(err, errlen, "%s does not export the tunehub model ABI", so_path);
     dlclose(h);
     return TH_ERR_RUNTIME;
+  }
+  if (profile && !runp) {
+    tc__seterr(err, errlen, "%s has no th_model_run_profiled: per-layer profiles need a CPU (llvm) bundle",
+               so_path);
+    dlclose(h);
+    return TH_ERR_UNSUPPORTED;
   }
   void *m = NULL;
   if (create(params, params_len, &m) != 0) {
@@ -383,15 +399,25 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
   size_t nin = info()->input_size, nout = info()->output_size;
   float *x = malloc(nin * sizeof *x), *y = malloc(nout * sizeof *y);
   double *ts = malloc((size_t)(repeat > 0 ? repeat : 1) * sizeof *ts);
-  th_status rc = (x && y && ts) ? TH_OK : TH_ERR_NOMEM;
+  int ncalls = profile ? info()->num_kernels : 0;
+  /* calls[r * ncalls + i]: run r's seconds in call i */
+  double *calls = profile ? calloc((size_t)repeat * (size_t)ncalls + 1, sizeof *calls) : NULL;
+  double *call_ms = profile ? calloc((size_t)ncalls + 1, sizeof *call_ms) : NULL;
+  th_status rc = (x && y && ts && (!profile || (calls && call_ms))) ? TH_OK : TH_ERR_NOMEM;
   for (size_t i = 0; rc == TH_OK && i < nin; i++) x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
   for (int r = 0; rc == TH_OK && r < 3; r++) /* warm-up */
     if (run(m, x, y) != 0) rc = TH_ERR_RUNTIME;
   for (int r = 0; rc == TH_OK && r < repeat; r++) {
     double t0 = th_now_mono();
-    if (run(m, x, y) != 0) rc = TH_ERR_RUNTIME;
+    if ((profile ? runp(m, x, y, calls + (size_t)r * (size_t)ncalls) : run(m, x, y)) != 0) rc = TH_ERR_RUNTIME;
     ts[r] = (th_now_mono() - t0) * 1e3;
   }
+  double *tmp = ncalls ? malloc((size_t)repeat * sizeof *tmp) : NULL;
+  if (ncalls && !tmp) rc = TH_ERR_NOMEM;
+  for (int i = 0; rc == TH_OK && i < ncalls; i++)
+    call_ms[i] = 1e3 * tc__median_strided(calls + i, repeat, ncalls, tmp);
+  free(tmp);
+  free(calls);
   for (size_t i = 0; rc == TH_OK && i < nout; i++)
     if (!isfinite(y[i])) {
       tc__seterr(err, errlen, "the model produced a non-finite output");
@@ -409,7 +435,11 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     st->std_ms = repeat > 1 ? sqrt(s2 / (repeat - 1)) : 0;
     st->min_ms = ts[0];
     st->n = repeat;
+    st->ncalls = ncalls;
+    st->call_ms = call_ms;
+    call_ms = NULL;
   }
+  free(call_ms);
   free(x);
   free(y);
   free(ts);
@@ -544,8 +574,8 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   if (rc == TH_OK && o->measure) {
     if (tc__progress(o, "measure", 0, 1)) rc = TH_ERR_CANCELLED;
     if (rc == TH_OK)
-      rc = tc__time_so(so, params.data, params.len, o->measure_repeat > 0 ? o->measure_repeat : 20, &st,
-                       err, errlen);
+      rc = tc__time_so(so, params.data, params.len, o->measure_repeat > 0 ? o->measure_repeat : 20, 0,
+                       &st, err, errlen);
   }
 
   /* bundle */

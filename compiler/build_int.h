@@ -48,8 +48,9 @@ void tc__seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
  * manifest_json != NULL (malloc'd). */
 th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **manifest_json, char *err,
                            size_t errlen);
-/* dlopens a model .so, creates it from params, warms up and times `repeat` runs. */
-th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat,
+/* dlopens a model .so, creates it from params, warms up and times `repeat` runs. With profile set, the
+ * runs go through th_model_run_profiled and st->call_ms gets each call's median (st->ncalls of them). */
+th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
                       tc_run_stats *st, char *err, size_t errlen);
 /* Removes a flat directory and its files. */
 void tc__remove_dir(const char *dir);

@@ -175,7 +175,8 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
 static const char *const tc__bundle_names[] = {"manifest.json", "model.so", "tunehub_model.h", "params.bin",
                                                "graph.json", "example.c"};
 
-th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen) {
+static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, tc_run_stats *out, char *err,
+                                size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!tar_path || !out) return TH_ERR_INVALID;
   if (repeat <= 0) repeat = 20;
@@ -264,6 +265,8 @@ th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, cha
       rc = TH_ERR_CORRUPT;
     }
   }
+  char *manifest = NULL;
+  if (rc == TH_OK && profile && !(manifest = json_dumps(m, JSON_COMPACT))) rc = TH_ERR_NOMEM;
   json_decref(m);
   char dir[1024] = "";
   if (rc == TH_OK) {
@@ -284,9 +287,31 @@ th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, cha
     if (rc != TH_OK) tc__seterr(err, errlen, "cannot write %s", so);
   }
   tc_run_stats st;
-  if (rc == TH_OK) rc = tc__time_so(so, data[3], len[3], repeat, &st, err, errlen);
+  if (rc == TH_OK) rc = tc__time_so(so, data[3], len[3], repeat, profile, &st, err, errlen);
   if (dir[0]) tc__remove_dir(dir);
   for (int i = 0; i < TC__MAX_FILES; i++) free(data[i]);
-  if (rc == TH_OK) *out = st;
+  if (rc == TH_OK) {
+    st.manifest = manifest;
+    manifest = NULL;
+    *out = st;
+  }
+  free(manifest);
   return rc;
+}
+
+th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen) {
+  return tc__bundle_run(tar_path, repeat, 0, out, err, errlen);
+}
+
+th_status tc_bundle_profile(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen) {
+  return tc__bundle_run(tar_path, repeat, 1, out, err, errlen);
+}
+
+void tc_run_stats_free(tc_run_stats *s) {
+  if (!s) return;
+  free(s->call_ms);
+  free(s->manifest);
+  s->call_ms = NULL;
+  s->manifest = NULL;
+  s->ncalls = 0;
 }

@@ -63,6 +63,9 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
 typedef struct tc_run_stats {
   double mean_ms, median_ms, std_ms, min_ms;
   int n;
+  int ncalls;      /* tc_bundle_profile: kernel calls per run, one per manifest layer; else 0 */
+  double *call_ms; /* tc_bundle_profile: each call's median ms over the runs (malloc'd); else NULL */
+  char *manifest;  /* tc_bundle_profile: the bundle's manifest.json text (malloc'd); else NULL */
 } tc_run_stats;
 
 /* Extracts the bundle to a temp dir, checks every file's sha256 against the manifest, dlopens model.so,
@@ -70,5 +73,10 @@ typedef struct tc_run_stats {
  * truncated bundle gives TH_ERR_CORRUPT with a clear message; TH_ERR_RUNTIME for a model that fails to
  * load or run. The temp dir is removed. */
 th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen);
+/* tc_bundle_run that also times every kernel call (th_model_run_profiled) and returns each call's median
+ * and the manifest in *out; free them with tc_run_stats_free. A bundle whose model.so lacks the profiled
+ * entry point (CUDA bundles) gives TH_ERR_UNSUPPORTED. */
+th_status tc_bundle_profile(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen);
+void tc_run_stats_free(tc_run_stats *s);
 
 #endif

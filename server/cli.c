@@ -3,6 +3,7 @@
  * dlopen). Errors name the valid values. */
 #include "cli.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,17 +110,44 @@ int cli_build(int argc, char **argv) {
   return 0;
 }
 
+/* The per-layer table of `tunehub run --profile`: each call's median next to the manifest's layer. */
+static void cli__print_profile(const tc_run_stats *s) {
+  json_error_t je;
+  json_t *m = json_loads(s->manifest, 0, &je);
+  json_t *layers = json_object_get(m, "layers");
+  double sum = 0;
+  for (int i = 0; i < s->ncalls; i++) sum += s->call_ms[i];
+  printf("%-5s %-24s %-16s %-11s %10s %6s %8s  %s\n", "layer", "name", "op", "source", "median ms", "share",
+         "GFLOPS", "workload");
+  for (int i = 0; i < s->ncalls; i++) {
+    json_t *l = json_array_get(layers, (size_t)i);
+    const char *name = json_string_value(json_object_get(l, "name"));
+    const char *op = json_string_value(json_object_get(l, "op"));
+    const char *src = json_string_value(json_object_get(l, "source"));
+    const char *wl = json_string_value(json_object_get(l, "workload"));
+    double fl = json_number_value(json_object_get(l, "flops"));
+    double ms = s->call_ms[i];
+    printf("%-5d %-24s %-16s %-11s %10.3f %5.1f%% %8.1f  %s\n", i, name ? name : "-", op ? op : "?",
+           src ? src : "-", ms, sum > 0 ? 100 * ms / sum : 0, ms > 0 ? fl / (ms * 1e6) : 0, wl ? wl : "");
+  }
+  printf("sum of layer medians %.3f ms; run median %.3f ms (%d runs)\n", sum, s->median_ms, s->n);
+  json_decref(m);
+}
+
 int cli_run(int argc, char **argv) {
   const char *path = NULL;
   int64_t repeat = 20;
+  int profile = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
       if (th_parse_i64(argv[++i], &repeat) != TH_OK || repeat < 1 || repeat > 100000) {
         fprintf(stderr, "tunehub run: --repeat takes a whole number from 1 to 100000\n");
         return 2;
       }
+    } else if (!strcmp(argv[i], "--profile")) {
+      profile = 1;
     } else if (argv[i][0] == '-') {
-      fprintf(stderr, "tunehub run: unknown flag '%s'; valid: --repeat N\n", argv[i]);
+      fprintf(stderr, "tunehub run: unknown flag '%s'; valid: --repeat N, --profile\n", argv[i]);
       return 2;
     } else if (!path) {
       path = argv[i];
@@ -129,18 +157,21 @@ int cli_run(int argc, char **argv) {
     }
   }
   if (!path) {
-    fprintf(stderr, "usage: tunehub run BUNDLE.tar [--repeat N]\n");
+    fprintf(stderr, "usage: tunehub run BUNDLE.tar [--repeat N] [--profile]\n");
     return 2;
   }
   tc_run_stats s;
   char err[2048] = "";
-  th_status rc = tc_bundle_run(path, (int)repeat, &s, err, sizeof err);
+  th_status rc = profile ? tc_bundle_profile(path, (int)repeat, &s, err, sizeof err)
+                         : tc_bundle_run(path, (int)repeat, &s, err, sizeof err);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub run: %s: %s\n", path, err[0] ? err : th_status_str(rc));
     return 1;
   }
+  if (profile) cli__print_profile(&s);
   printf("%s: %d runs: mean %.3f ms, median %.3f ms, std %.3f ms, min %.3f ms\n", path, s.n,
          s.mean_ms, s.median_ms, s.std_ms, s.min_ms);
+  tc_run_stats_free(&s);
   return 0;
 }
 

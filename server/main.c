@@ -23,7 +23,7 @@ static void usage(FILE *f) {
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
-          "  tunehub run   BUNDLE.tar [--repeat N]\n"
+          "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
           "  tunehub remeasure NETWORK BATCH [--data ./data]   time each task's best stored config alone\n"
           "  tunehub networks            list the model zoo\n"
           "  tunehub version\n\n"

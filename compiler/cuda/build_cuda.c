@@ -533,7 +533,7 @@ th_status tc_cuda_build_bundle(const tc_build_opts *o, const char *out_tar, cons
   if (rc == TH_OK && o->measure) {
     if (tc__cprog(o, "measure", 0, 1)) rc = TH_ERR_CANCELLED;
     if (rc == TH_OK)
-      rc = tc__time_so(so, params.data, params.len, o->measure_repeat > 0 ? o->measure_repeat : 20, &st, err, errlen);
+      rc = tc__time_so(so, params.data, params.len, o->measure_repeat > 0 ? o->measure_repeat : 20, 0, &st, err, errlen);
   }
   th_buf gj;
   th_buf_init(&gj, (size_t)64 << 20);

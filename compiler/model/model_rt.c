@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct th_model {
   float *weights;   /* packed weights and folded biases, one allocation */
@@ -211,7 +212,14 @@ int th_model_create(const void *params, size_t size, struct th_model **out) {
   return 0;
 }
 
-int th_model_run(struct th_model *m, const float *input, float *output) {
+static double th__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The plan interpreter; call_seconds, when not NULL, gets each call's wall time added. */
+static int th__run(struct th_model *m, const float *input, float *output, double *call_seconds) {
   if (!m || !input || !output) return th__fail("th_model_run: NULL argument");
   memcpy(m->workspace + th__in_off, input, th__info.input_size * sizeof(float));
   for (int i = 0; i < (int)(sizeof th__calls / sizeof th__calls[0]); i++) {
@@ -225,10 +233,21 @@ int th_model_run(struct th_model *m, const float *input, float *output) {
         default: args[a] = NULL; break;
       }
     }
+    double t0 = call_seconds ? th__now() : 0;
     c->fn(args);
+    if (call_seconds) call_seconds[i] += th__now() - t0;
   }
   memcpy(output, m->workspace + th__out_off, th__info.output_size * sizeof(float));
   return 0;
+}
+
+int th_model_run(struct th_model *m, const float *input, float *output) {
+  return th__run(m, input, output, NULL);
+}
+
+int th_model_run_profiled(struct th_model *m, const float *input, float *output, double *call_seconds) {
+  if (!call_seconds) return th__fail("th_model_run_profiled: NULL call_seconds");
+  return th__run(m, input, output, call_seconds);
 }
 
 void th_model_free(struct th_model *m) {

@@ -9,6 +9,7 @@
  *                        th_model_last_error() saying why; *out is written only on success.
  *   th_model_run()       input: batch x C x H x W floats (NCHW); output: the output shape's floats.
  *                        One model must not run on two threads at once; create one model per thread.
+ *   th_model_run_profiled() the same, timing each kernel call (CPU bundles; `tunehub run --profile`).
  *   th_model_free()      accepts NULL.
  *   th_model_last_error() the calling thread's last error message ("" if none).
  * A CUDA model .so (target "cuda -arch=sm_XX") opens libcuda.so.1 at th_model_create, which fails with
@@ -46,6 +47,10 @@ struct th_model;
 const struct th_model_info *th_model_info(void);
 int th_model_create(const void *params, size_t size, struct th_model **out);
 int th_model_run(struct th_model *m, const float *input, float *output);
+/* CPU bundles only: th_model_run that also adds each kernel call's wall time in seconds to
+ * call_seconds[i], i < num_kernels (the manifest's layers, by index). Timing costs two clock reads per
+ * call. */
+int th_model_run_profiled(struct th_model *m, const float *input, float *output, double *call_seconds);
 void th_model_free(struct th_model *m);
 const char *th_model_last_error(void);
 /* CUDA bundles only (target "cuda ..."): runs on device memory. d_input and d_output are CUdeviceptr

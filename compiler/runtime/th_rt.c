@@ -1,8 +1,10 @@
 /* The model runtime: a persistent pthread pool for the generated kernels' parallel loops and the weight
- * packers. Parallel-for hands [0, n) out in contiguous chunks of about n / (4 x threads) from an atomic
- * counter, the calling thread included: equal work when every core runs at the same speed, and when one
- * does not (a shared or throttled core, another tenant), the others take its remaining chunks instead of
- * waiting for it. Workers spin briefly on a generation counter before sleeping, so back-to-back kernels do
+ * packers. Parallel-for hands [0, n) out in contiguous chunks from an atomic counter, the calling thread
+ * included ("guided" scheduling): each grab takes 1 / (2 x threads) of what is left, at most
+ * n / (4 x threads), so the first chunks are long (a thread keeps its weights and bands in cache across
+ * consecutive tasks) and the last ones are single tasks, and no thread waits at the end for more than one
+ * task of another. When a core is slower (a shared or throttled core, another tenant), the others take
+ * its remaining chunks instead of waiting for it. Workers spin briefly on a generation counter before sleeping, so back-to-back kernels do
  * not pay a wake-up each. */
 #include "th_rt.h"
 
@@ -38,11 +40,17 @@ static struct {
 static _Thread_local int in_parallel;
 
 static void run_chunks(void) {
-  int64_t n = pool.n, c = pool.chunk;
-  for (;;) {
-    int64_t b = atomic_fetch_add_explicit(&pool.next, c, memory_order_relaxed);
-    if (b >= n) break;
-    pool.fn(pool.ctx, b, b + c < n ? b + c : n);
+  int64_t n = pool.n, cmax = pool.chunk, div = 2 * (int64_t)pool.nthreads;
+  int64_t b = atomic_load_explicit(&pool.next, memory_order_relaxed);
+  while (b < n) {
+    int64_t c = (n - b + div - 1) / div;
+    if (c > cmax) c = cmax;
+    /* on failure b is reloaded with the counter's current value */
+    if (!atomic_compare_exchange_weak_explicit(&pool.next, &b, b + c, memory_order_relaxed,
+                                               memory_order_relaxed))
+      continue;
+    pool.fn(pool.ctx, b, b + c);
+    b = atomic_load_explicit(&pool.next, memory_order_relaxed);
   }
 }
 

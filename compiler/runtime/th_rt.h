@@ -12,11 +12,12 @@
 extern "C" {
 #endif
 
-/* Runs fn(ctx, begin, end) over [0, n) in contiguous chunks of about n / (4 x threads), which the threads
- * (the caller included) take from a shared counter until none is left; fn may thus run several times per
- * thread, on any chunks. Returns when every chunk ran. The pool is persistent and created on first use with
- * TH_NUM_THREADS threads (default: online cores). A call made from inside a parallel body, or while
- * another thread is using the pool, runs serially in the caller. Never fails. */
+/* Runs fn(ctx, begin, end) over [0, n) in contiguous chunks that the threads (the caller included) take
+ * from a shared counter, each 1 / (2 x threads) of what is left and at most n / (4 x threads), so the
+ * last chunks are single indices; fn may thus run several times per thread, on any chunks. Returns when
+ * every chunk ran. The pool is persistent and created on first use with TH_NUM_THREADS threads (default:
+ * online cores). A call made from inside a parallel body, or while another thread is using the pool, runs
+ * serially in the caller. Never fails. */
 void th_rt_parallel_for(void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx, int64_t n);
 /* The pool's thread count (including the caller). */
 int th_rt_num_threads(void);

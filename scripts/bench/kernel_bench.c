@@ -12,7 +12,7 @@
  * skew (the calling thread does 1/threads of the work).
  * TH_BENCH_REPS=n takes the best of n samples (default 5).
  * Experiments: TH_BENCH_CASE=i TH_BENCH_CFG=a,b,c,... times case (or task) i with the given knob value
- * indices instead of the fallback. */
+ * indices instead of the fallback. TH_BENCH_OBJ=path keeps the kernels' object file there (objdump -d). */
 #include <dlfcn.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -220,6 +220,8 @@ int main(int argc, char **argv) {
   tc_llvm_module_free(m);
   const char *objs[1] = {obj};
   if (rc == TH_OK) rc = tc_link_so(1, objs, 0, NULL, so, err, sizeof err);
+  const char *keep = getenv("TH_BENCH_OBJ"); /* keep the kernels' object there, for objdump */
+  if (keep && rc == TH_OK && rename(obj, keep) != 0) fprintf(stderr, "cannot keep the object as %s\n", keep);
   unlink(obj);
   if (rc != TH_OK) {
     fprintf(stderr, "build failed: %s\n", err);

@@ -208,6 +208,24 @@ TH_TEST(bundle_example_and_run) {
   if (rc != TH_OK) fprintf(stderr, "run: %s\n", err);
   CHECK_EQ_INT(rc, TH_OK);
   CHECK(st.n == 5 && st.median_ms > 0 && st.min_ms <= st.median_ms);
+  CHECK(st.ncalls == 0 && st.call_ms == NULL && st.manifest == NULL);
+  /* the per-layer profile: one median per manifest layer, which together make up the run */
+  rc = tc_bundle_profile(tar, 5, &st, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "profile: %s\n", err);
+  CHECK_EQ_INT(rc, TH_OK);
+  json_t *pm = st.manifest ? json_loads(st.manifest, 0, NULL) : NULL;
+  CHECK(pm != NULL);
+  CHECK_EQ_INT(st.ncalls, (int)json_array_size(json_object_get(pm, "layers")));
+  CHECK_EQ_INT(st.ncalls, (int)json_integer_value(json_object_get(pm, "num_calls")));
+  double layer_sum = 0;
+  for (int i = 0; i < st.ncalls; i++) {
+    CHECK(st.call_ms[i] >= 0);
+    layer_sum += st.call_ms[i];
+  }
+  CHECK(layer_sum > 0 && layer_sum <= st.mean_ms * 1.5);
+  json_decref(pm);
+  tc_run_stats_free(&st);
+  CHECK(st.call_ms == NULL && st.manifest == NULL);
   /* example.c builds against the bundle's files with the documented command, and runs */
   snprintf(cmd, sizeof cmd,
            "cd '%s' && mkdir x && cd x && tar -xf ../b.tar && cc example.c ./model.so -o example && "

@@ -711,6 +711,11 @@ static void count_range(void *ctx, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; i++) __atomic_add_fetch(&hits[i], 1, __ATOMIC_RELAXED);
 }
 
+static void chunk_lengths(void *ctx, int64_t b, int64_t e) {
+  int64_t *len_at = ctx;
+  for (int64_t i = b; i < e; i++) len_at[i] = e - b;
+}
+
 TH_TEST(runtime_parallel_for) {
   static int hits[1001];
   for (int rep = 0; rep < 200; rep++) {
@@ -721,6 +726,17 @@ TH_TEST(runtime_parallel_for) {
     CHECK_EQ_INT(hits[n], 0);
   }
   CHECK(th_rt_num_threads() >= 1);
+  /* Guided chunks: none longer than n / (4 x threads), and the chunk holding the last index is a single
+   * index whenever there are more indices than 2 x threads (no thread waits on a long final chunk). */
+  static int64_t len_at[1000];
+  int nt = th_rt_num_threads();
+  for (int n = 2 * nt + 1; nt > 1 && n <= 1000; n += 37) {
+    memset(len_at, 0, sizeof len_at);
+    th_rt_parallel_for(chunk_lengths, len_at, n);
+    int64_t cmax = (n + 4 * nt - 1) / (4 * nt);
+    for (int i = 0; i < n; i++) CHECK(len_at[i] >= 1 && len_at[i] <= cmax);
+    CHECK_EQ_INT((int)len_at[n - 1], 1);
+  }
   int p[TH_RT_PACK_NPARAMS] = {99};
   float x = 0;
   CHECK_EQ_INT(th_rt_pack_weights(p, &x, &x), -1);
