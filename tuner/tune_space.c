@@ -164,9 +164,10 @@ th_status tune_config_from_text(const tc_space *s, const char *text, tc_config *
   c.nknobs = s->nknobs;
   for (int i = 0; i < s->nknobs; i++) {
     const tc_knob *k = &s->knobs[i];
-    int found = -1;
+    int found = -1, named = 0;
     for (int j = 0; j < n && found < 0; j++) {
       if (strcmp(names[j], k->name) != 0 || widths[j] != k->width) continue;
+      named = 1;
       for (int v = 0; v < k->nvalues; v++)
         if (memcmp(k->values[v], values[j], sizeof(int) * (size_t)k->width) == 0) {
           found = v;
@@ -174,6 +175,7 @@ th_status tune_config_from_text(const tc_space *s, const char *text, tc_config *
         }
       if (found < 0) return TH_ERR_NOT_FOUND;
     }
+    if (!named && k->added) found = 0;
     if (found < 0) return TH_ERR_NOT_FOUND;
     c.idx[i] = found;
   }
@@ -193,6 +195,10 @@ th_status tune_config_from_text_nearest(const tc_space *s, const char *text, tc_
     const tc_knob *k = &s->knobs[i];
     int j = 0;
     while (j < n && (strcmp(names[j], k->name) != 0 || widths[j] != k->width)) j++;
+    if (j == n && k->added) {
+      c.idx[i] = 0;
+      continue;
+    }
     if (j == n) return TH_ERR_NOT_FOUND;
     int best = -1;
     double bd = 0;

@@ -45,12 +45,13 @@ void tune_knob_features(const tc_space *s, const tc_config *c, float *out);
  * max knobs; returns the number of knobs, or -1 on malformed text. */
 int tune_config_parse(const char *text, char names[][24], int values[][TC_KNOB_WIDTH], int *widths, int max);
 /* Maps parsed knob values onto a config of space s (matching knob names and exact value tuples).
- * TH_ERR_NOT_FOUND when a knob or value of s has no match. */
+ * TH_ERR_NOT_FOUND when a knob or value of s has no match; a knob of s marked `added` (gained after the
+ * record was stored) that the text lacks takes its first value. */
 th_status tune_config_from_text(const tc_space *s, const char *text, tc_config *out);
 
 /* Like tune_config_from_text, but for a knob whose recorded value is not in s (another shape's split), picks
  * the value closest in log scale, the innermost factor (the tile size) weighing most. A knob name missing
- * from the text still fails (TH_ERR_NOT_FOUND). *exact says whether every knob matched exactly. */
+ * from the text still fails (TH_ERR_NOT_FOUND), unless the knob is marked `added` (its first value). *exact says whether every knob matched exactly. */
 th_status tune_config_from_text_nearest(const tc_space *s, const char *text, tc_config *out, int *exact);
 
 /* ---- visited set: an open-addressing hash set of flat indices ---- */

@@ -7,7 +7,9 @@
  * made real: [icb][band rows][padded width][in_cb]), so every tile, border and remainder included, runs the
  * same unchecked loop; the copy is shared by a group of output-channel tiles. A task is (batch, oc-tile
  * group, output-row tile), so late layers with few rows still split over the threads. Convs whose band
- * would not fit the stack fall back to bounds-checked border tiles. The kw loop stays rolled unless
+ * would not fit the stack fall back to bounds-checked border tiles. With tile_flat, a band's rows are one
+ * flat run of positions cut into balanced tiles that wrap from one row to the next, so a 7x7 map is 9
+ * tiles of 5-6 positions instead of rows of 3 + 2 + 2 columns. The kw loop stays rolled unless
  * unroll_kw asks otherwise, since unrolling it lets LLVM share broadcasts between taps and spill. */
 #include <string.h>
 
@@ -95,7 +97,20 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   k = 0;
   for (int rh = 1; rh <= 4 && rh <= wl->oh; rh++) vals[k++] = rh;
   if (rc == TH_OK) rc = tc_space_add(s, "tile_rh", TC_KNOB_OTHER, 1, k, vals);
+  /* Flat tiles over the band's rows (padded convs); 0, the old row-by-row tiling, comes first. */
+  int flat[2] = {0, 1};
+  if (rc == TH_OK) rc = tc_space_add(s, "tile_flat", TC_KNOB_ANNOTATE, 1, has_pad(wl) ? 2 : 1, flat);
+  if (rc == TH_OK) tc_space_mark_added(s); /* records from before it mean 0 */
   return rc;
+}
+
+/* Runs longer than this gain nothing over row tiles (the row's own tiles are already wide). */
+#define FLAT_MAX_POSITIONS 64
+
+/* Flat tiles need the band, whole row tiles (oh a multiple of toh, so the run has a fixed length), a
+ * short run and single-row register tiles (rh is the row-wise alternative). */
+static int flat_ok(const tc_workload *wl, int toh, int rh) {
+  return use_band(wl, toh) && wl->oh % toh == 0 && rh == 1 && wl->ow * toh <= FLAT_MAX_POSITIONS;
 }
 
 static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c) {
@@ -107,7 +122,8 @@ static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space
   if (!oc || !ow || !g || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
   if (oc[1] * ow[1] * rh[0] > max_acc(t, oc[1])) return TH_ERR_INVALID;
   if (oc[0] % g[0]) return TH_ERR_INVALID; /* groups split the oc tiles evenly */
-  (void)wl;
+  const int *fl = tc__knob(s, c, "tile_flat");
+  if (!fl || (fl[0] && !flat_ok(wl, toh[1], rh[0]))) return TH_ERR_INVALID;
   return TH_OK;
 }
 
@@ -137,8 +153,8 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
     double score = th - 4.0 * waste; /* rows past oh are skipped: waste only unbalances tasks */
     if (score > bscore) bscore = score, bi = i;
   }
-  int krh = tc_space_knob(s, "tile_rh");
-  if (krh < 0) return TH_ERR_INTERNAL;
+  int krh = tc_space_knob(s, "tile_rh"), kfl = tc_space_knob(s, "tile_flat");
+  if (krh < 0 || kfl < 0) return TH_ERR_INTERNAL;
   int toh = s->knobs[koh].values[bi][1];
   /* Register tile (vo, rw, rh) by the cycle model over one row tile: rh-row tiles, then single rows. */
   double best = -1;
@@ -163,6 +179,20 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
           c->idx[koc] = i;
           c->idx[kow] = j;
           c->idx[krh] = h;
+          c->idx[kfl] = 0;
+        }
+        /* the same tile length as a flat run over the row tile: chosen only when clearly better */
+        if (rh == 1 && s->knobs[kfl].nvalues > 1 && flat_ok(wl, toh, 1)) {
+          balanced(wl->ow * toh, rw, &nt, &q, &big);
+          double fcyc = big * tile_cycles(vo, q + 1) + (nt - big) * tile_cycles(vo, q);
+          double fscore = (vo * wl->ow * toh / 2.0) / fcyc + 0.0005 * vo * rw + 0.0001 * vo - 0.02;
+          if (fscore > best) {
+            best = fscore;
+            c->idx[koc] = i;
+            c->idx[kow] = j;
+            c->idx[krh] = h;
+            c->idx[kfl] = 1;
+          }
         }
       }
     }
@@ -202,9 +232,25 @@ typedef struct conv_ctx {
   const tc_expr *n, *t, *oh, *oy0; /* batch, oc tile, output row, first output row of the band */
   int nchunks, cpc;                /* input-channel chunks and blocks per chunk */
   int rh;                          /* output rows per register tile (band mode) */
+  int flat, toh;                   /* flat: tiles are runs of the band's toh rows' positions; ow0 = first */
   const tc_expr *chunk;            /* current chunk (nchunks > 1) */
   tc_var *chunk_var;
 } conv_ctx;
+
+/* Output row (relative to x->oh) and column of a tile's accumulator position p: p / rw and ow0 + p % rw
+ * for row tiles; for flat tiles, position ow0 + p of the run, wrapped at the row's end (per position and
+ * tile, outside the reduction loops). */
+static void tile_pos(tc_ir *ir, const conv_ctx *x, const tc_expr *ow0, const tc_expr *p, int rw,
+                     const tc_expr **row, const tc_expr **col) {
+  if (x->flat) {
+    const tc_expr *f = tc_e_add(ir, ow0, p);
+    *row = tc_e_div(ir, f, tc__c(ir, x->wl->ow));
+    *col = tc_e_mod(ir, f, tc__c(ir, x->wl->ow));
+  } else {
+    *row = tc_e_div(ir, p, tc__c(ir, rw));
+    *col = tc_e_add(ir, ow0, tc_e_mod(ir, p, tc__c(ir, rw)));
+  }
+}
 
 static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int rw, int safe) {
   conv_ctx *x = vctx;
@@ -221,9 +267,10 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_expr *zero = tc_e_broadcast(ir, tc_e_float(ir, 0.0), vl);
   if (x->nchunks > 1) {
     const tc_expr *oc0 = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, x->ot)), tc_e_mul(ir, tc__v(ir, v), tc__c(ir, vl)));
+    const tc_expr *prow, *pcol;
+    tile_pos(ir, x, ow0, tc__v(ir, r), rw, &prow, &pcol);
     const tc_expr *pidx =
-        tc__idx_c(ir, x->n, oc0, tc_e_add(ir, x->oh, tc_e_div(ir, tc__v(ir, r), tc__c(ir, rw))),
-                  tc_e_add(ir, ow0, tc_e_mod(ir, tc__v(ir, r), tc__c(ir, rw))), wl->oc, wl->oh, wl->ow, wl->out_cb);
+        tc__idx_c(ir, x->n, oc0, tc_e_add(ir, x->oh, prow), pcol, wl->oc, wl->oh, wl->ow, wl->out_cb);
     zero = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_EQ, x->chunk, tc__c(ir, 0)), zero,
                        tc_e_load(ir, x->out, pidx, vl, 4));
   }
@@ -250,9 +297,10 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_expr *xs;
   if (x->band) {
     /* band[((icb * brows + iy) * bw + (ow0 + r) * sw + kw) * in_cb + ci], iy = band row */
-    const tc_expr *col = tc_e_mod(ir, tc__v(ir, r2), tc__c(ir, rw));
-    const tc_expr *row = tc_e_mul(ir, tc_e_div(ir, tc__v(ir, r2), tc__c(ir, rw)), tc__c(ir, wl->sh));
-    const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, ow0, col), tc__c(ir, wl->sw)), tc__v(ir, kw));
+    const tc_expr *row, *col;
+    tile_pos(ir, x, ow0, tc__v(ir, r2), rw, &row, &col);
+    row = tc_e_mul(ir, row, tc__c(ir, wl->sh));
+    const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, col, tc__c(ir, wl->sw)), tc__v(ir, kw));
     const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, icb), tc__c(ir, x->brows)),
                                  tc_e_add(ir, tc__v(ir, iy), row));
     bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, x->bw)), bx);
@@ -307,9 +355,10 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   tc_var *v4 = tc_var_new(ir, "v", tc_type_int()), *r4 = tc_var_new(ir, "r", tc_type_int());
   const tc_expr *oc0 = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, x->ot)),
                                 tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, vl)));
+  const tc_expr *orow, *ocol;
+  tile_pos(ir, x, ow0, tc__v(ir, r4), rw, &orow, &ocol);
   const tc_expr *oidx =
-      tc__idx_c(ir, x->n, oc0, tc_e_add(ir, x->oh, tc_e_div(ir, tc__v(ir, r4), tc__c(ir, rw))),
-                tc_e_add(ir, ow0, tc_e_mod(ir, tc__v(ir, r4), tc__c(ir, rw))), wl->oc, wl->oh, wl->ow, wl->out_cb);
+      tc__idx_c(ir, x->n, oc0, tc_e_add(ir, x->oh, orow), ocol, wl->oc, wl->oh, wl->ow, wl->out_cb);
   const tc_expr *ai4 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, v4), tc__c(ir, np)), tc__v(ir, r4));
   const tc_expr *accv = tc_e_load(ir, acc, ai4, 1, 64);
   const tc_expr *val = tc__epilogue(ir, wl, accv, x->bias, oc0, x->res, oidx);
@@ -376,9 +425,10 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
 static const tc_stmt *conv_row(tc_ir *ir, conv_ctx *x, int rw) {
   const tc_workload *wl = x->wl;
   if (x->band || !has_pad(wl)) {
-    /* every window is inside the (band or unpadded) input: balanced tiles, no checks */
+    /* every window is inside the (band or unpadded) input: balanced tiles, no checks; flat tiles are
+     * balanced over the band's whole run of toh x ow positions instead of one row */
     int nt, q, big;
-    balanced(wl->ow, rw, &nt, &q, &big);
+    balanced(x->flat ? wl->ow * x->toh : wl->ow, rw, &nt, &q, &big);
     tc_stmt_list l = {0};
     tc_var *j1 = tc_var_new(ir, "owt", tc_type_int()), *j2 = tc_var_new(ir, "owt", tc_type_int());
     if (big > 0)
@@ -408,6 +458,9 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   int ng = tc__knob(s, c, "oc_groups")[0];
   int rh = tc__knob(s, c, "tile_rh")[0];
   x.unroll_kw = tc__knob(s, c, "unroll_kw")[0];
+  x.flat = tc__knob(s, c, "tile_flat")[0];
+  x.toh = toh;
+  if (x.flat && !flat_ok(wl, toh, rh)) return TH_ERR_INVALID;
   x.nchunks = tc__knob(s, c, "ic_chunks")[0];
   x.cpc = wl->c / wl->in_cb / x.nchunks;
   x.ot = x.vo * x.vl;
@@ -439,7 +492,11 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   x.chunk_var = chv;
   x.chunk = tc__v(ir, chv);
   const tc_stmt *rows;
-  if (rh == 1) {
+  if (x.flat) {
+    x.rh = 1;
+    x.oh = x.oy0; /* tile rows are relative to the band's first row */
+    rows = conv_row(ir, &x, rw);
+  } else if (rh == 1) {
     x.rh = 1;
     const tc_stmt *row = conv_row(ir, &x, rw);
     if (wl->oh % toh) row = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, x.oh, tc__c(ir, wl->oh)), row, NULL);

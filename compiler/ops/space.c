@@ -52,6 +52,10 @@ th_status tc_space_add(tc_space *s, const char *name, tc_knob_kind kind, int wid
   return TH_OK;
 }
 
+void tc_space_mark_added(tc_space *s) {
+  if (s->nknobs > 0) s->knobs[s->nknobs - 1].added = 1;
+}
+
 int tc_config_int(const tc_space *s, const tc_config *c, const char *name, int dflt) {
   int k = tc_space_knob(s, name);
   if (k < 0 || k >= c->nknobs) return dflt;

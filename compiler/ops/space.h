@@ -28,6 +28,8 @@ typedef struct tc_knob {
   int width;   /* ints per value, 1..TC_KNOB_WIDTH */
   int nvalues; /* 1..TC_MAX_KNOB_VALUES */
   int values[TC_MAX_KNOB_VALUES][TC_KNOB_WIDTH];
+  int added;   /* 1: the template gained this knob after records were stored; its first value is the
+                  schedule from before, so a stored config that lacks the knob means that value */
 } tc_knob;
 
 typedef struct tc_space {
@@ -51,6 +53,8 @@ int tc_space_knob(const tc_space *s, const char *name);
 /* Appends a knob; TH_ERR_INVALID when full or malformed. */
 th_status tc_space_add(tc_space *s, const char *name, tc_knob_kind kind, int width, int nvalues,
                        const int *values /* nvalues*width ints */);
+/* Marks the last knob added as one a template gained later (tc_knob.added). */
+void tc_space_mark_added(tc_space *s);
 /* The first int of the chosen value of knob `name`, or dflt if the space has no such knob. */
 int tc_config_int(const tc_space *s, const tc_config *c, const char *name, int dflt);
 /* JSON-ish text "[[\"tile_oc\",\"sp\",[4,16]],...]" of a config, for records and manifests. */

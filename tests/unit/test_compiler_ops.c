@@ -295,8 +295,8 @@ TH_TEST(conv2d_differential) {
   return 0;
 }
 
-/* Every value of every conv knob (row tiles with and without the padded band, oc groups, unrolled kw,
- * all tile widths) on shapes with odd remainders, plus a conv whose band is too big for the stack (the
+/* Every value of every conv knob (row tiles with and without the padded band, flat tiles, oc groups,
+ * unrolled kw, all tile widths) on shapes with odd remainders, plus a conv whose band is too big for the stack (the
  * bounds-checked border path). */
 TH_TEST(conv2d_knob_sweep) {
   init_target();
@@ -308,13 +308,13 @@ TH_TEST(conv2d_knob_sweep) {
       conv_wl(TC_KERNEL_CONV2D, 1, 256, 3, 66, 16, 3, 3, 1, 1, 16, 16, TC_EPI_RELU), /* band > stack */
   };
   int nwl = (int)(sizeof wls / sizeof wls[0]);
-  enum { MAXN = 400 };
+  enum { MAXN = 420 };
   tc_workload *all_wl = calloc(MAXN, sizeof *all_wl);
   tc_config *all_cfg = calloc(MAXN, sizeof *all_cfg);
   int *owner = calloc(MAXN, sizeof *owner), n = 0;
   CHECK(all_wl && all_cfg && owner);
   for (int i = 0; i < nwl; i++) {
-    tc_config cfgs[96];
+    tc_config cfgs[128];
     int k = axis_configs(&wls[i], cfgs, i == nwl - 1 ? 6 : 80);
     CHECK(k >= 3);
     /* Multi-row register tiles need narrow tiles: rh x rw (1..3) with the fallback's other knobs, and
@@ -323,12 +323,14 @@ TH_TEST(conv2d_knob_sweep) {
     CHECK_EQ_INT(tc_op_space(&wls[i], &target, &s), TH_OK);
     int krh = tc_space_knob(&s, "tile_rh"), kow = tc_space_knob(&s, "tile_ow");
     int koh = tc_space_knob(&s, "tile_oh"), kch = tc_space_knob(&s, "ic_chunks");
-    CHECK(krh >= 0 && kow >= 0 && koh >= 0 && kch >= 0);
+    int kfl = tc_space_knob(&s, "tile_flat"), kg = tc_space_knob(&s, "oc_groups");
+    CHECK(krh >= 0 && kow >= 0 && koh >= 0 && kch >= 0 && kfl >= 0 && kg >= 0);
     int multi = 0;
     for (int rh = 1; rh < s.knobs[krh].nvalues; rh++)
       for (int rw = 0; rw < 3 && rw < s.knobs[kow].nvalues; rw++)
-        for (int th = 0; th < s.knobs[koh].nvalues && k < 96; th++) {
+        for (int th = 0; th < s.knobs[koh].nvalues && k < 128; th++) {
           tc_config c = cfgs[0];
+          c.idx[kfl] = 0;
           c.idx[krh] = rh;
           c.idx[kow] = rw;
           c.idx[koh] = th;
@@ -338,6 +340,24 @@ TH_TEST(conv2d_knob_sweep) {
           multi++;
         }
     if (i < 3) CHECK(multi > 0); /* the padded convs reach the multi-row path */
+    /* Flat tiles (runs wrapping from row to row): tile lengths 1, 3, 5 and 6, over each row tile they
+     * allow, with chunks and groups varied; at most 6 per conv (each is a fully unrolled kernel). */
+    int flat = 0;
+    static const int lens[] = {0, 2, 4, 5};
+    for (int li = 0; li < 4 && lens[li] < s.knobs[kow].nvalues && s.knobs[kfl].nvalues > 1; li++)
+      for (int th = 0, rw = lens[li]; th < s.knobs[koh].nvalues && k < 128 && flat < 6; th++) {
+        tc_config c = cfgs[0];
+        c.idx[kfl] = 1;
+        c.idx[krh] = 0;
+        c.idx[kow] = rw;
+        c.idx[koh] = th;
+        c.idx[kch] = (rw + th) % s.knobs[kch].nvalues;
+        c.idx[kg] = (rw * 3 + th) % s.knobs[kg].nvalues;
+        if (tc_op_valid(&wls[i], &target, &s, &c) != TH_OK) continue;
+        cfgs[k++] = c;
+        flat++;
+      }
+    if (i < 3) CHECK(flat > 0); /* the padded convs reach the flat path */
     for (int j = 0; j < k && n < MAXN; j++) {
       all_wl[n] = wls[i];
       all_cfg[n] = cfgs[j];

@@ -125,6 +125,24 @@ TH_TEST(space_index_round_trip) {
   CHECK(tune_config_from_text(&sp, "[[\"tile_ic\",\"sp\",[3,5]]]", &c) == TH_ERR_NOT_FOUND);
   CHECK(tune_config_from_text(&sp, "[[\"tile_ic\",\"sp\",[3,5]", &c) == TH_ERR_CORRUPT);
   CHECK(tune_config_from_text(&sp, "garbage", &c) == TH_ERR_CORRUPT);
+  /* A knob the template gained later: a stored config without it still parses, to the knob's first
+   * value, exactly and by nearest; an ordinary knob missing from the text does not. */
+  tc_config last;
+  tc_space_get(&sp, n - 1, &last);
+  char old[512];
+  CHECK(tc_config_str(&sp, &last, old, sizeof old) == TH_OK);
+  int two[2] = {0, 1};
+  CHECK(tc_space_add(&sp, "later", TC_KNOB_ANNOTATE, 1, 2, two) == TH_OK);
+  CHECK(tune_config_from_text(&sp, old, &c) == TH_ERR_NOT_FOUND);
+  tc_space_mark_added(&sp);
+  CHECK(tune_config_from_text(&sp, old, &c) == TH_OK);
+  CHECK_EQ_INT(c.nknobs, sp.nknobs);
+  CHECK_EQ_INT(c.idx[sp.nknobs - 1], 0);
+  for (int k = 0; k < sp.nknobs - 1; k++) CHECK_EQ_INT(c.idx[k], last.idx[k]);
+  int exact = 0;
+  CHECK(tune_config_from_text_nearest(&sp, old, &c, &exact) == TH_OK);
+  CHECK(exact);
+  CHECK_EQ_INT(c.idx[sp.nknobs - 1], 0);
   return 0;
 }
 
