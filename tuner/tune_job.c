@@ -60,8 +60,6 @@ struct tune_session {
   char (*msgs)[160];
   tune_result *res;
   char ref_so[TUNE_PATH_MAX];
-  char ref_fn[TUNE_FN_MAX];
-  double ref_base; /* the task's first fallback time this session (drift correction); 0: none yet */
   double t0;
   int64_t trials_run; /* measured in this session (for the ETA) */
   double time_run;    /* seconds spent on them */
@@ -79,7 +77,6 @@ void tune_options_default(tune_options *o) {
   o->build_timeout_s = TUNE_BUILD_TIMEOUT_S;
   o->transfer = 1;
   o->verify_top = TUNE_VERIFY_TOP;
-  o->drift_correct = 1;
   tune_measure_opts_default(&o->measure);
 }
 
@@ -677,9 +674,7 @@ static th_status tune__ref_build(tune_session_t *s) {
     return TH_OK;
   }
   snprintf(s->ref_so, sizeof s->ref_so, "%s", so[0]);
-  snprintf(s->ref_fn, sizeof s->ref_fn, "%s", fn[0]);
   snprintf(s->fn_names[0], TUNE_FN_MAX, "%s", fn[0]);
-  s->ref_base = 0;
   s->stage = TUNE_STAGE_REF_SET;
   return TH_OK;
 }
@@ -729,32 +724,10 @@ static th_status tune__build(tune_session_t *s) {
   return TH_OK;
 }
 
-/* Drift correction: times the fallback (the task's reference library) now and returns the factor that
- * brings this batch's times to the speed of the task's first such timing. This machine's speed drifts by
- * 20-40% within minutes while a batch takes seconds, so without it a config measured in a fast minute
- * outranks a better one measured in a slow minute. Returns 1 when off, on GPU sessions, or when the
- * fallback could not be timed. */
-static th_status tune__drift_scale(tune_session_t *s, double *scale) {
-  *scale = 1;
-  if (s->cuda || !s->o.drift_correct) return TH_OK;
-  tune_task *t = &s->tasks[s->cur];
-  tune_pack pack;
-  tune_result r;
-  if (tune_task_pack(t, &t->fallback, &pack) != TH_OK) return TH_OK;
-  th_status rc = tune_measurer_run(s->measurer, s->ref_so, s->ref_fn, &pack, &r);
-  if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r.msg, NULL);
-  if (rc != TH_OK || r.error_class != 0 || !(r.cost_mean_s > 0)) return TH_OK;
-  if (s->ref_base <= 0) s->ref_base = r.cost_mean_s;
-  *scale = s->ref_base / r.cost_mean_s;
-  return TH_OK;
-}
-
 static th_status tune__measure(tune_session_t *s) {
   if (s->verifying) return tune__verify_measure(s);
   tune_task *t = &s->tasks[s->cur];
-  double t0 = th_now_mono(), scale = 1;
-  th_status drc = tune__drift_scale(s, &scale);
-  if (drc != TH_OK) return drc;
+  double t0 = th_now_mono();
   for (int i = 0; i < s->n; i++) {
     tune_result *r = &s->res[i];
     memset(r, 0, sizeof *r);
@@ -777,10 +750,6 @@ static th_status tune__measure(tune_session_t *s) {
     }
     th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, r);
     if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
-    if (r->error_class == 0) {
-      r->cost_mean_s *= scale;
-      r->cost_std_s *= scale;
-    }
   }
   tune__unlink_batch(s);
   s->time_run += th_now_mono() - t0;

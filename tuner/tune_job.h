@@ -49,9 +49,6 @@ typedef struct tune_options {
   int verify_top;          /* at a task's end, time its verify_top best configs and the fallback again in
                               TUNE_VERIFY_ROUNDS interleaved rounds; builds apply the fastest by the median
                               (CPU sessions); default TUNE_VERIFY_TOP, 0: off */
-  int drift_correct;       /* CPU sessions: time the fallback before each batch and scale the batch's trial
-                              times by (the task's first fallback time / this one), so that the machine's
-                              drift between batches does not rank configs; default 1, 0: raw times */
   int64_t job_id;          /* stored with every record; 0 from the CLI */
   const char *work_dir;    /* borrowed; NULL: a fresh directory under $TMPDIR, removed at free */
   tune_measure_opts measure;
