@@ -174,25 +174,20 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
         double cyc = (toh / rh) * row_rh + (toh % rh) * row_1;
         double eff = (vo * wl->ow * toh / 2.0) / cyc;
         double score = eff + 0.0005 * vo * rw + 0.0001 * vo - 0.001 * (rh - 1);
+        /* the same tile length as a flat run over the row tile: taken only when clearly better */
+        int flat = 0;
+        if (rh == 1 && s->knobs[kfl].nvalues > 1 && flat_ok(wl, toh, 1)) {
+          balanced(wl->ow * toh, rw, &nt, &q, &big);
+          double fcyc = big * tile_cycles(vo, q + 1) + (nt - big) * tile_cycles(vo, q);
+          double fscore = (vo * wl->ow * toh / 2.0) / fcyc + 0.0005 * vo * rw + 0.0001 * vo - 0.02;
+          if (fscore > score) score = fscore, flat = 1;
+        }
         if (score > best) {
           best = score;
           c->idx[koc] = i;
           c->idx[kow] = j;
           c->idx[krh] = h;
-          c->idx[kfl] = 0;
-        }
-        /* the same tile length as a flat run over the row tile: chosen only when clearly better */
-        if (rh == 1 && s->knobs[kfl].nvalues > 1 && flat_ok(wl, toh, 1)) {
-          balanced(wl->ow * toh, rw, &nt, &q, &big);
-          double fcyc = big * tile_cycles(vo, q + 1) + (nt - big) * tile_cycles(vo, q);
-          double fscore = (vo * wl->ow * toh / 2.0) / fcyc + 0.0005 * vo * rw + 0.0001 * vo - 0.02;
-          if (fscore > best) {
-            best = fscore;
-            c->idx[koc] = i;
-            c->idx[kow] = j;
-            c->idx[krh] = h;
-            c->idx[kfl] = 1;
-          }
+          c->idx[kfl] = flat;
         }
       }
     }
