@@ -10,10 +10,11 @@
  * would not fit the stack fall back to bounds-checked border tiles. With tile_flat, a band's rows are one
  * flat run of positions cut into balanced tiles that wrap from one row to the next, so a 7x7 map is 9
  * tiles of 5-6 positions instead of rows of 3 + 2 + 2 columns. The kw loop stays rolled unless
- * unroll_kw asks otherwise, since unrolling it lets LLVM share broadcasts between taps and spill. */
-#include <string.h>
-
-#include "ops_int.h"
+ * unroll_kw asks otherwise, since unrolling it lets LLVM share broadcasts between taps and spill.
+ * 3x3 stride-1 convs also have a Winograd path (knob `winograd` = m, conv2d_winograd.c), whose configs
+ * read tile_oc as oc vectors, tile_ow as tiles per register tile, tile_oh as tiles per task and oc_groups
+ * as for the direct path; its other knobs stay at their first value. */
+#include "conv2d_int.h"
 #include "th_rt.h"
 
 static int vec_lanes(const tc_workload *wl, const tc_target *t) {
@@ -101,7 +102,26 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   int flat[2] = {0, 1};
   if (rc == TH_OK) rc = tc_space_add(s, "tile_flat", TC_KNOB_ANNOTATE, 1, has_pad(wl) ? 2 : 1, flat);
   if (rc == TH_OK) tc_space_mark_added(s); /* records from before it mean 0 */
+  /* Winograd tile size m (0: the direct path) */
+  int wino[3] = {0, 2, 4};
+  if (rc == TH_OK) rc = tc_space_add(s, "winograd", TC_KNOB_OTHER, 1, tc__wino_eligible(wl, t) ? 3 : 1, wino);
+  if (rc == TH_OK) tc_space_mark_added(s);
   return rc;
+}
+
+/* Winograd configs: tile_oc (vo), tile_ow (rt), tile_oh (nt), oc_groups; the rest at their first value. */
+static th_status wino_valid(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
+                            int m) {
+  int k[4] = {tc_space_knob(s, "unroll_kw"), tc_space_knob(s, "ic_chunks"), tc_space_knob(s, "tile_rh"),
+              tc_space_knob(s, "tile_flat")};
+  for (int i = 0; i < 4; i++)
+    if (k[i] < 0 || c->idx[k[i]] != 0) return TH_ERR_INVALID;
+  int vo = tc__knob(s, c, "tile_oc")[1], rt = tc__knob(s, c, "tile_ow")[1], nt = tc__knob(s, c, "tile_oh")[1];
+  int g = tc__knob(s, c, "oc_groups")[0], th, tw;
+  int ntiles = wl->oc / (vo * vec_lanes(wl, t));
+  if (vo * rt > max_acc(t, vo) || rt > nt || nt > tc__wino_tiles(wl, m, &th, &tw) || ntiles % g) return TH_ERR_INVALID;
+  if (tc__wino_scratch_floats(wl, m, nt, vo * vec_lanes(wl, t)) > TC__WINO_SCRATCH_MAX) return TH_ERR_INVALID;
+  return TH_OK;
 }
 
 /* Runs longer than this gain nothing over row tiles (the row's own tiles are already wide). */
@@ -118,6 +138,9 @@ static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space
   const int *g = tc__knob(s, c, "oc_groups");
   const int *rh = tc__knob(s, c, "tile_rh"), *toh = tc__knob(s, c, "tile_oh");
   if (!tc__knob(s, c, "ic_chunks") || !rh || !toh) return TH_ERR_INVALID;
+  const int *wino = tc__knob(s, c, "winograd");
+  if (!wino) return TH_ERR_INVALID;
+  if (wino[0]) return tc__wino_eligible(wl, t) && oc && ow && g ? wino_valid(wl, t, s, c, wino[0]) : TH_ERR_INVALID;
   if (rh[0] > 1 && (!use_band(wl, toh[1]) || rh[0] > toh[1])) return TH_ERR_INVALID;
   if (!oc || !ow || !g || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
   if (oc[1] * ow[1] * rh[0] > max_acc(t, oc[1])) return TH_ERR_INVALID;
@@ -133,6 +156,59 @@ static double tile_cycles(int vo, int w) {
   double fma = vo * w / 2.0, lat = 4.0, ld = (vo + w) / 2.0;
   double m = fma > lat ? fma : lat;
   return m > ld ? m : ld;
+}
+
+/* Largest transformed-weight footprints (bytes) at which the fallback takes Winograd F(4,3), then F(2,3).
+ * Every task streams the whole U of its oc group, so U must stay cache-resident: measured on resnet-18 at
+ * batch 1 (znver3, 32 MiB L3, 2 threads; kernels.sh), F(4,3) ran 56x56x64 and 28x28x128 convs 2.7x and
+ * 3.2x faster than the direct path (U 0.6 and 2.4 MiB), F(2,3) the 14x14x256 ones 1.6x (U 4 MiB), and
+ * F(2,3) on 7x7x512 (U 16 MiB) 1.5x slower. */
+#define WINO4_MAX_U_BYTES (4.0 * 1024 * 1024)
+#define WINO2_MAX_U_BYTES (6.0 * 1024 * 1024)
+
+/* Switches c to a Winograd config when the footprint rule above says it wins: runs of one tile row (or
+ * the largest run the stack scratch holds), 2 oc vectors x up to 6 tiles of accumulators, and oc groups
+ * until there are 12 tasks. Leaves c alone when no valid Winograd config comes out. */
+static void wino_fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
+  int kw = tc_space_knob(s, "winograd");
+  if (kw < 0 || s->knobs[kw].nvalues < 3 || !tc__wino_eligible(wl, t)) return;
+  double u4 = 36.0 * wl->c * wl->oc * 4, u2 = 16.0 * wl->c * wl->oc * 4;
+  int mi = u4 <= WINO4_MAX_U_BYTES ? 2 : u2 <= WINO2_MAX_U_BYTES ? 1 : 0;
+  if (!mi) return;
+  int m = s->knobs[kw].values[mi][0], th, tw;
+  int ttot = tc__wino_tiles(wl, m, &th, &tw);
+  int koc = tc_space_knob(s, "tile_oc"), kow = tc_space_knob(s, "tile_ow"), koh = tc_space_knob(s, "tile_oh");
+  int kg = tc_space_knob(s, "oc_groups");
+  tc_config w = *c;
+  for (int k = 0; k < s->nknobs; k++) w.idx[k] = 0;
+  w.idx[kw] = mi;
+  int vl = vec_lanes(wl, t);
+  for (int i = 0; i < s->knobs[koc].nvalues; i++) /* 2 oc vectors, else the most there are */
+    if (s->knobs[koc].values[i][1] <= 2) w.idx[koc] = i;
+  int vo = s->knobs[koc].values[w.idx[koc]][1];
+  /* the run: a whole tile row when it fits, else the longest run that fits and divides the row, else the
+   * longest that fits */
+  int best = -1, bscore = -1;
+  for (int i = 0; i < s->knobs[koh].nvalues; i++) {
+    int nt = s->knobs[koh].values[i][1];
+    if (nt > ttot || tc__wino_scratch_floats(wl, m, nt, vo * vl) > TC__WINO_SCRATCH_MAX) continue;
+    int score = nt == tw ? 1 << 20 : tw % nt == 0 ? (1 << 10) + nt : nt;
+    if (score > bscore) bscore = score, best = i;
+  }
+  if (best < 0) return;
+  w.idx[koh] = best;
+  int nt = s->knobs[koh].values[best][1];
+  int rtmax = max_acc(t, vo) / vo < 12 / vo ? max_acc(t, vo) / vo : 12 / vo;
+  for (int i = 0; i < s->knobs[kow].nvalues; i++)
+    if (s->knobs[kow].values[i][1] <= rtmax && s->knobs[kow].values[i][1] <= nt) w.idx[kow] = i;
+  int ntiles = wl->oc / (vo * vl), nruns = (ttot + nt - 1) / nt;
+  for (int i = 0; i < s->knobs[kg].nvalues; i++) {
+    int g = s->knobs[kg].values[i][0];
+    if (ntiles % g) break;
+    w.idx[kg] = i;
+    if ((int64_t)wl->n * g * nruns >= 12) break;
+  }
+  if (wino_valid(wl, t, s, &w, m) == TH_OK) *c = w;
 }
 
 static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
@@ -215,6 +291,7 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
       c->idx[kch] = i;
       if (tile_w / s->knobs[kch].values[i][0] <= 96 * 1024) break;
     }
+  wino_fallback(wl, t, s, c);
   return TH_OK;
 }
 
@@ -443,6 +520,12 @@ static const tc_stmt *conv_row(tc_ir *ir, conv_ctx *x, int rw) {
 
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
                        tc_ir *ir, const tc_stmt **out) {
+  int m = tc__knob(s, c, "winograd")[0];
+  if (m) {
+    if (wino_valid(wl, t, s, c, m) != TH_OK) return TH_ERR_INVALID;
+    return tc__wino_lower(wl, t, m, tc__knob(s, c, "tile_oc")[1], tc__knob(s, c, "tile_ow")[1],
+                          tc__knob(s, c, "tile_oh")[1], tc__knob(s, c, "oc_groups")[0], ir, out);
+  }
   conv_ctx x;
   memset(&x, 0, sizeof x);
   x.wl = wl;
@@ -554,6 +637,11 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
 static th_status pack(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
                       int p[TC_PACK_NPARAMS]) {
   int vo = tc__knob(s, c, "tile_oc")[1];
+  int m = tc__knob(s, c, "winograd")[0];
+  if (m) {
+    tc__wino_pack(wl, m, vo * vec_lanes(wl, t), p);
+    return TH_OK;
+  }
   p[0] = TH_RT_PACK_CONV;
   p[1] = wl->oc;
   p[2] = wl->c;

@@ -189,6 +189,33 @@ void th_rt_pack_dense(const float *src, float *dst, int m, int k, int bn) {
       }
 }
 
+void th_rt_pack_winograd(const float *src, float *dst, int oc, int ic, int m, int oc_tile) {
+  /* G of F(2,3) and F(4,3) (Lavin and Gray), rows = transformed taps */
+  static const double g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  static const double g4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                  {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                  {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
+  int a = m + 2;
+  for (int co = 0; co < oc; co++)
+    for (int c = 0; c < ic; c++) {
+      const float *g = src + ((size_t)co * ic + c) * 9;
+      double tmp[6][3];
+      for (int i = 0; i < a; i++)
+        for (int l = 0; l < 3; l++) {
+          double s = 0;
+          for (int k = 0; k < 3; k++) s += (m == 2 ? g2[i][k] : g4[i][k]) * g[k * 3 + l];
+          tmp[i][l] = s;
+        }
+      int t = co / oc_tile, j = co % oc_tile;
+      for (int i = 0; i < a; i++)
+        for (int jj = 0; jj < a; jj++) {
+          double s = 0;
+          for (int l = 0; l < 3; l++) s += tmp[i][l] * (m == 2 ? g2[jj][l] : g4[jj][l]);
+          dst[(((size_t)t * a * a + i * a + jj) * ic + c) * oc_tile + j] = (float)s;
+        }
+    }
+}
+
 size_t th_rt_packed_size(const int p[TH_RT_PACK_NPARAMS]) {
   switch (p[0]) {
     case TH_RT_PACK_CONV: return (size_t)p[1] * p[2] * p[3] * p[4];
@@ -196,6 +223,7 @@ size_t th_rt_packed_size(const int p[TH_RT_PACK_NPARAMS]) {
     case TH_RT_PACK_DENSE:
       if (p[3] <= 0) return 0;
       return (size_t)((p[1] + p[3] - 1) / p[3]) * p[3] * p[2];
+    case TH_RT_PACK_WINOGRAD: return (size_t)p[1] * p[2] * (p[3] + 2) * (p[3] + 2);
     default: return 0;
   }
 }
@@ -215,6 +243,10 @@ int th_rt_pack_weights(const int p[TH_RT_PACK_NPARAMS], const float *src, float 
     case TH_RT_PACK_DENSE:
       if (p[3] <= 0) return -1;
       th_rt_pack_dense(src, dst, p[1], p[2], p[3]);
+      return 0;
+    case TH_RT_PACK_WINOGRAD:
+      if ((p[3] != 2 && p[3] != 4) || p[4] <= 0 || p[1] % p[4]) return -1;
+      th_rt_pack_winograd(src, dst, p[1], p[2], p[3], p[4]);
       return 0;
     default: return -1;
   }

@@ -27,7 +27,8 @@ enum {
   TH_RT_PACK_NONE = 0,
   TH_RT_PACK_CONV = 1,      /* p = {kind, oc, ic, kh, kw, in_cb, oc_tile} */
   TH_RT_PACK_DEPTHWISE = 2, /* p = {kind, c, kh, kw, vl} */
-  TH_RT_PACK_DENSE = 3      /* p = {kind, m, k, bn} */
+  TH_RT_PACK_DENSE = 3,     /* p = {kind, m, k, bn} */
+  TH_RT_PACK_WINOGRAD = 4   /* p = {kind, oc, ic, m, oc_tile}: 3x3 conv weights for F(m x m, 3 x 3) */
 };
 #define TH_RT_PACK_NPARAMS 8
 
@@ -38,6 +39,9 @@ void th_rt_pack_conv(const float *src, float *dst, int oc, int ic, int kh, int k
 void th_rt_pack_depthwise(const float *src, float *dst, int c, int kh, int kw, int vl);
 /* dense: [m,k] -> [ceil(m/bn)][k][bn], the last panel zero-padded. */
 void th_rt_pack_dense(const float *src, float *dst, int m, int k, int bn);
+/* Winograd F(m x m, 3 x 3), m = 2 or 4: OIHW 3x3 -> U = G g G^T per (oc, ic), laid out
+ * [oc/oc_tile][(m+2)^2][ic][oc_tile], computed in double. */
+void th_rt_pack_winograd(const float *src, float *dst, int oc, int ic, int m, int oc_tile);
 /* Packed size in floats for params p (0 for an unknown kind). */
 size_t th_rt_packed_size(const int p[TH_RT_PACK_NPARAMS]);
 /* Dispatches on p[0]; returns 0, or -1 for an unknown kind or bad sizes. */

@@ -324,12 +324,15 @@ TH_TEST(conv2d_knob_sweep) {
     int krh = tc_space_knob(&s, "tile_rh"), kow = tc_space_knob(&s, "tile_ow");
     int koh = tc_space_knob(&s, "tile_oh"), kch = tc_space_knob(&s, "ic_chunks");
     int kfl = tc_space_knob(&s, "tile_flat"), kg = tc_space_knob(&s, "oc_groups");
-    CHECK(krh >= 0 && kow >= 0 && koh >= 0 && kch >= 0 && kfl >= 0 && kg >= 0);
+    int kwi = tc_space_knob(&s, "winograd");
+    CHECK(krh >= 0 && kow >= 0 && koh >= 0 && kch >= 0 && kfl >= 0 && kg >= 0 && kwi >= 0);
+    tc_config base = cfgs[0]; /* the direct path's knobs around the fallback (which may be Winograd) */
+    base.idx[kwi] = 0;
     int multi = 0;
     for (int rh = 1; rh < s.knobs[krh].nvalues; rh++)
       for (int rw = 0; rw < 3 && rw < s.knobs[kow].nvalues; rw++)
         for (int th = 0; th < s.knobs[koh].nvalues && k < 128; th++) {
-          tc_config c = cfgs[0];
+          tc_config c = base;
           c.idx[kfl] = 0;
           c.idx[krh] = rh;
           c.idx[kow] = rw;
@@ -346,7 +349,7 @@ TH_TEST(conv2d_knob_sweep) {
     static const int lens[] = {0, 2, 4, 5};
     for (int li = 0; li < 4 && lens[li] < s.knobs[kow].nvalues && s.knobs[kfl].nvalues > 1; li++)
       for (int th = 0, rw = lens[li]; th < s.knobs[koh].nvalues && k < 128 && flat < 6; th++) {
-        tc_config c = cfgs[0];
+        tc_config c = base;
         c.idx[kfl] = 1;
         c.idx[krh] = 0;
         c.idx[kow] = rw;
@@ -366,6 +369,67 @@ TH_TEST(conv2d_knob_sweep) {
   }
   check_list(all_wl, all_cfg, owner, n, 0);
   free(all_wl), free(all_cfg), free(owner);
+  return 0;
+}
+
+/* The Winograd path (3x3, stride 1), m = 2 and 4, against the direct reference: maps whose sizes are not
+ * multiples of m (partial tiles), unpadded and asymmetrically padded convs, batch 2, every epilogue input,
+ * and a spread of register tiles, runs per task and oc groups. */
+TH_TEST(conv2d_winograd) {
+  init_target();
+  tc_workload wls[] = {
+      conv_wl(TC_KERNEL_CONV2D, 1, 32, 7, 7, 64, 3, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_CONV2D, 2, 16, 9, 11, 32, 3, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_CONV2D, 1, 16, 10, 14, 16, 3, 3, 1, 0, 8, 8, TC_EPI_CLIP),
+      conv_wl(TC_KERNEL_CONV2D, 1, 64, 16, 16, 32, 3, 3, 1, 1, 16, 16, TC_EPI_RESIDUAL),
+      conv_wl(TC_KERNEL_CONV2D, 1, 16, 5, 6, 24, 3, 3, 1, 1, 16, 8, 0),
+  };
+  wls[4].pb = wls[4].pr = 2; /* asymmetric */
+  wls[4].oh = wls[4].h + wls[4].pt + wls[4].pb - 2;
+  wls[4].ow = wls[4].w + wls[4].pl + wls[4].pr - 2;
+  int nwl = (int)(sizeof wls / sizeof wls[0]);
+  enum { MAXN = 96 };
+  tc_workload all_wl[MAXN];
+  tc_config all_cfg[MAXN];
+  int owner[MAXN], n = 0;
+  for (int i = 0; i < nwl; i++) {
+    tc_space s;
+    CHECK_EQ_INT(tc_op_space(&wls[i], &target, &s), TH_OK);
+    int kw = tc_space_knob(&s, "winograd");
+    CHECK(kw >= 0 && s.knobs[kw].nvalues == 3);
+    tc_config fb;
+    CHECK_EQ_INT(tc_op_fallback(&wls[i], &target, &s, &fb), TH_OK);
+    for (int m = 1; m <= 2; m++) {
+      /* the valid Winograd configs of this m, every step-th of them, up to 8 */
+      int64_t size = tc_space_size(&s), nvalid = 0;
+      for (int pass = 0; pass < 2; pass++) {
+        int64_t step = nvalid > 8 ? nvalid / 8 : 1, seen = 0;
+        for (int64_t idx = 0; idx < size; idx++) {
+          tc_config c;
+          tc_space_get(&s, idx, &c);
+          if (c.idx[kw] != m || tc_op_valid(&wls[i], &target, &s, &c) != TH_OK) continue;
+          if (pass == 0) {
+            nvalid++;
+          } else if (seen++ % step == 0 && n < MAXN) {
+            all_wl[n] = wls[i];
+            all_cfg[n] = c;
+            owner[n++] = i;
+          }
+        }
+      }
+      CHECK(nvalid > 0);
+    }
+  }
+  check_list(all_wl, all_cfg, owner, n, 0);
+  /* not offered where it does not apply: stride 2, 1x1 */
+  tc_workload no[2] = {conv_wl(TC_KERNEL_CONV2D, 1, 16, 9, 9, 16, 3, 3, 2, 1, 16, 16, 0),
+                       conv_wl(TC_KERNEL_CONV2D, 1, 16, 9, 9, 16, 1, 1, 1, 0, 16, 16, 0)};
+  for (int i = 0; i < 2; i++) {
+    tc_space s;
+    CHECK_EQ_INT(tc_op_space(&no[i], &target, &s), TH_OK);
+    int kw = tc_space_knob(&s, "winograd");
+    CHECK(kw >= 0 && s.knobs[kw].nvalues == 1);
+  }
   return 0;
 }
 
@@ -688,10 +752,13 @@ TH_TEST(features_fixed_length) {
     CHECK_EQ_INT(tc_ir_features(body, f[i], TC_IR_FEATURE_LEN, &len), TH_OK);
     CHECK_EQ_INT(len, TC_IR_FEATURE_LEN);
     CHECK_EQ_INT(tc_ir_features(body, f[i], TC_IR_FEATURE_LEN - 1, &len), TH_ERR_INVALID);
-    /* The FMA count is the conv's MACs / lanes whatever the tiling. */
+    /* The FMA count is the conv's MACs / lanes whatever the direct tiling; Winograd does under half. */
     float *g = f[i] + TC_IR_FEATURE_LOOPS * TC_IR_FEATURE_PER_LOOP;
     double macs = tc_workload_flops(&wl) / 2;
-    CHECK(fabs(g[0] - log2(1 + macs)) < 0.01);
+    if (tc_config_int(&s, &cfgs[i], "winograd", -1) == 0)
+      CHECK(fabs(g[0] - log2(1 + macs)) < 0.01);
+    else
+      CHECK(g[0] < log2(1 + macs) - 1);
     th_arena_free(a);
   }
   CHECK(memcmp(f[0], f[1], sizeof f[0]) != 0);
