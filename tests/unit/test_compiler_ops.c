@@ -400,10 +400,10 @@ TH_TEST(conv2d_winograd) {
     tc_config fb;
     CHECK_EQ_INT(tc_op_fallback(&wls[i], &target, &s, &fb), TH_OK);
     for (int m = 1; m <= 2; m++) {
-      /* the valid Winograd configs of this m, every step-th of them, up to 8 */
+      /* the valid Winograd configs of this m, every step-th of them, up to 4 */
       int64_t size = tc_space_size(&s), nvalid = 0;
       for (int pass = 0; pass < 2; pass++) {
-        int64_t step = nvalid > 8 ? nvalid / 8 : 1, seen = 0;
+        int64_t step = nvalid > 4 ? nvalid / 4 : 1, seen = 0;
         for (int64_t idx = 0; idx < size; idx++) {
           tc_config c;
           tc_space_get(&s, idx, &c);
