@@ -958,13 +958,19 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   c->key = key;
   tune_shape_features(key, c->shape);
   rc = store_record_each(st, tc_kernel_name(wl->kernel), target, tune__lookup_cb, c);
-  /* the nearest workload (then the fastest) whose applied config is valid here */
+  tc_config fb;
+  th_status frc = ct ? tc_cuda_fallback(wl, ct, space, &fb) : tc_op_fallback(wl, &tgt, space, &fb);
+  /* the nearest workload (then the fastest) whose applied config is valid here and uses the algorithm the
+   * fallback picks for this workload (a Winograd config that won on a 56x56 map loses to the direct path
+   * on a 7x7 one with large weights, and the other knobs mean different things per algorithm) */
   int found = 0;
   tune__best_sort(c->best, c->nbest);
-  for (int i = 0; rc == TH_OK && !found && i < c->nbest; i++) {
+  for (int i = 0; rc == TH_OK && frc == TH_OK && !found && i < c->nbest; i++) {
     tc_config x;
     found = c->best[i].cost < 1e18 && tune_config_from_text_nearest(space, c->best[i].config, &x, NULL) == TH_OK &&
             tune__lookup_valid(wl, &tgt, ct, space, &x) == TH_OK;
+    for (int k = 0; found && k < space->nknobs; k++)
+      if (space->knobs[k].algo && x.idx[k] != fb.idx[k]) found = 0;
     if (found) *cfg = x;
   }
   free(c);
@@ -973,9 +979,11 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
     snprintf(source, 16, "transferred");
     return TH_OK;
   }
-  rc = ct ? tc_cuda_fallback(wl, ct, space, cfg) : tc_op_fallback(wl, &tgt, space, cfg);
-  if (rc == TH_OK) snprintf(source, 16, "fallback");
-  return rc;
+  if (frc == TH_OK) {
+    *cfg = fb;
+    snprintf(source, 16, "fallback");
+  }
+  return frc;
 }
 
 th_status tune_build_lookup(void *ctx, const tc_workload *wl, const char *workload_key, const tc_space *space,

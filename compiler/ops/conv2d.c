@@ -56,6 +56,16 @@ static void balanced(int ow, int rw, int *nt, int *q, int *big) {
   *big = ow % *nt;
 }
 
+/* Largest transformed-weight footprints (bytes) for which the space offers Winograd F(4,3) and F(2,3).
+ * Every task streams the whole U of its oc group, and a network's U all competes for the last-level cache
+ * from one run to the next, so U must stay small. Measured on resnet-18 at batch 1 (znver3, 32 MiB L3, 2
+ * threads): alone (kernels.sh), F(4,3) ran the 56x56x64 and 28x28x128 convs 2.7x and 3.2x faster than the
+ * direct path (U 0.6 and 2.4 MiB), F(2,3) the 14x14x256 ones 1.6x (U 4 MiB), and F(2,3) on 7x7x512 (U 16
+ * MiB) 1.5x slower. Alone, F(4,3) on 14x14x256 (U 9 MiB) also beat F(2,3); inside the network
+ * (ab.sh --layers) it was 1.27x slower, and the larger footprint slowed the other layers by 10-20%. */
+#define WINO4_MAX_U_BYTES (4.0 * 1024 * 1024)
+#define WINO2_MAX_U_BYTES (6.0 * 1024 * 1024)
+
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   int vl = vec_lanes(wl, t), nv = wl->oc / vl;
   int vals[TC_MAX_KNOB_VALUES * TC_KNOB_WIDTH], k = 0;
@@ -103,9 +113,13 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   if (rc == TH_OK) rc = tc_space_add(s, "tile_flat", TC_KNOB_ANNOTATE, 1, has_pad(wl) ? 2 : 1, flat);
   if (rc == TH_OK) tc_space_mark_added(s); /* records from before it mean 0 */
   /* Winograd tile size m (0: the direct path) */
-  int wino[3] = {0, 2, 4};
-  if (rc == TH_OK) rc = tc_space_add(s, "winograd", TC_KNOB_OTHER, 1, tc__wino_eligible(wl, t) ? 3 : 1, wino);
-  if (rc == TH_OK) tc_space_mark_added(s);
+  int wino[3] = {0, 2, 4}, nw = 1;
+  if (tc__wino_eligible(wl, t)) {
+    nw += 16.0 * wl->c * wl->oc * 4 <= WINO2_MAX_U_BYTES;
+    nw += nw == 2 && 36.0 * wl->c * wl->oc * 4 <= WINO4_MAX_U_BYTES;
+  }
+  if (rc == TH_OK) rc = tc_space_add(s, "winograd", TC_KNOB_OTHER, 1, nw, wino);
+  if (rc == TH_OK) tc_space_mark_added(s), tc_space_mark_algo(s);
   return rc;
 }
 
@@ -158,23 +172,14 @@ static double tile_cycles(int vo, int w) {
   return m > ld ? m : ld;
 }
 
-/* Largest transformed-weight footprints (bytes) at which the fallback takes Winograd F(4,3), then F(2,3).
- * Every task streams the whole U of its oc group, so U must stay cache-resident: measured on resnet-18 at
- * batch 1 (znver3, 32 MiB L3, 2 threads; kernels.sh), F(4,3) ran 56x56x64 and 28x28x128 convs 2.7x and
- * 3.2x faster than the direct path (U 0.6 and 2.4 MiB), F(2,3) the 14x14x256 ones 1.6x (U 4 MiB), and
- * F(2,3) on 7x7x512 (U 16 MiB) 1.5x slower. */
-#define WINO4_MAX_U_BYTES (4.0 * 1024 * 1024)
-#define WINO2_MAX_U_BYTES (6.0 * 1024 * 1024)
 
-/* Switches c to a Winograd config when the footprint rule above says it wins: runs of one tile row (or
+/* Switches c to the largest Winograd tile the space offers (the footprint rule): runs of one tile row (or
  * the largest run the stack scratch holds), 2 oc vectors x up to 6 tiles of accumulators, and oc groups
  * until there are 12 tasks. Leaves c alone when no valid Winograd config comes out. */
 static void wino_fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
   int kw = tc_space_knob(s, "winograd");
-  if (kw < 0 || s->knobs[kw].nvalues < 3 || !tc__wino_eligible(wl, t)) return;
-  double u4 = 36.0 * wl->c * wl->oc * 4, u2 = 16.0 * wl->c * wl->oc * 4;
-  int mi = u4 <= WINO4_MAX_U_BYTES ? 2 : u2 <= WINO2_MAX_U_BYTES ? 1 : 0;
-  if (!mi) return;
+  if (kw < 0 || s->knobs[kw].nvalues < 2 || !tc__wino_eligible(wl, t)) return;
+  int mi = s->knobs[kw].nvalues - 1; /* the largest tile the space offers */
   int m = s->knobs[kw].values[mi][0], th, tw;
   int ttot = tc__wino_tiles(wl, m, &th, &tw);
   int koc = tc_space_knob(s, "tile_oc"), kow = tc_space_knob(s, "tile_ow"), koh = tc_space_knob(s, "tile_oh");

@@ -56,6 +56,10 @@ void tc_space_mark_added(tc_space *s) {
   if (s->nknobs > 0) s->knobs[s->nknobs - 1].added = 1;
 }
 
+void tc_space_mark_algo(tc_space *s) {
+  if (s->nknobs > 0) s->knobs[s->nknobs - 1].algo = 1;
+}
+
 int tc_config_int(const tc_space *s, const tc_config *c, const char *name, int dflt) {
   int k = tc_space_knob(s, name);
   if (k < 0 || k >= c->nknobs) return dflt;

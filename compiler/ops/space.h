@@ -30,6 +30,8 @@ typedef struct tc_knob {
   int values[TC_MAX_KNOB_VALUES][TC_KNOB_WIDTH];
   int added;   /* 1: the template gained this knob after records were stored; its first value is the
                   schedule from before, so a stored config that lacks the knob means that value */
+  int algo;    /* 1: the knob picks the algorithm (e.g. conv2d's winograd); the other knobs' meaning
+                  depends on it, so a config moved to another workload keeps that workload's choice */
 } tc_knob;
 
 typedef struct tc_space {
@@ -55,6 +57,8 @@ th_status tc_space_add(tc_space *s, const char *name, tc_knob_kind kind, int wid
                        const int *values /* nvalues*width ints */);
 /* Marks the last knob added as one a template gained later (tc_knob.added). */
 void tc_space_mark_added(tc_space *s);
+/* Marks the last knob added as an algorithm choice (tc_knob.algo). */
+void tc_space_mark_algo(tc_space *s);
 /* The first int of the chosen value of knob `name`, or dflt if the space has no such knob. */
 int tc_config_int(const tc_space *s, const tc_config *c, const char *name, int dflt);
 /* JSON-ish text "[[\"tile_oc\",\"sp\",[4,16]],...]" of a config, for records and manifests. */

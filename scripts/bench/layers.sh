@@ -7,8 +7,9 @@
 #
 # usage: scripts/bench/layers.sh [--network resnet-18] [--batch 10] [--bundle TAR | --data DIR]
 #                                [--threads 2] [--rounds 5] [--per 10]
-#   --bundle TAR  the bundle to profile; without it, one is built with `tunehub build` from --data's records
-#                 (default: an empty store, so the fallback configs)
+#   --bundle TAR  the bundle to profile (its manifest gives the network and batch); without it, one is
+#                 built with `tunehub build` from --data's records (default: an empty store, so the
+#                 fallback configs)
 # Writes scripts/bench/out/layers_<network>_b<batch>.csv. Run on an otherwise idle machine.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +35,14 @@ while [ $# -gt 0 ]; do
     *) echo "layers.sh: unknown argument $1; see --help" >&2; exit 2 ;;
   esac
 done
+if [ -n "$BUNDLE" ]; then
+  # a bundle names its own network and batch (manifest.json "key"); the ORT side must match them
+  [ -s "$BUNDLE" ] || { echo "layers.sh: no bundle $BUNDLE" >&2; exit 2; }
+  KEY=$(tar xOf "$BUNDLE" manifest.json | tr -d ' \n' | sed -n 's/.*"key":{\([^}]*\)}.*/\1/p')
+  NET=$(echo "$KEY" | sed -n 's/.*"network":"\([^"]*\)".*/\1/p')
+  B=$(echo "$KEY" | sed -n 's/.*"batch":\([0-9]*\).*/\1/p')
+  [ -n "$NET" ] && [ -n "$B" ] || { echo "layers.sh: $BUNDLE has no network/batch in manifest.json" >&2; exit 2; }
+fi
 OUT=$HERE/out
 mkdir -p "$OUT"
 source "$HERE/lib.sh"

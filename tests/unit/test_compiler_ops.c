@@ -421,6 +421,14 @@ TH_TEST(conv2d_winograd) {
     }
   }
   check_list(all_wl, all_cfg, owner, n, 0);
+  /* F(4,3) only while U = 36 x c x oc floats stays within 4 MiB, F(2,3) within 6 MiB */
+  static const int cs[3][2] = {{128, 128}, {256, 256}, {512, 512}};
+  for (int i = 0; i < 3; i++) {
+    tc_workload w = conv_wl(TC_KERNEL_CONV2D, 1, cs[i][0], 14, 14, cs[i][1], 3, 3, 1, 1, 16, 16, 0);
+    tc_space s;
+    CHECK_EQ_INT(tc_op_space(&w, &target, &s), TH_OK);
+    CHECK_EQ_INT(s.knobs[tc_space_knob(&s, "winograd")].nvalues, 3 - i);
+  }
   /* not offered where it does not apply: stride 2, 1x1 */
   tc_workload no[2] = {conv_wl(TC_KERNEL_CONV2D, 1, 16, 9, 9, 16, 3, 3, 2, 1, 16, 16, 0),
                        conv_wl(TC_KERNEL_CONV2D, 1, 16, 9, 9, 16, 1, 1, 1, 0, 16, 16, 0)};

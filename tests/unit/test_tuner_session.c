@@ -177,15 +177,75 @@ TH_TEST(session_records_resume_lookup) {
   tc_workload other = conv(16, 28, 32, 3, 1);
   tc_space sp2;
   CHECK(tc_op_space(&other, &host, &sp2) == TH_OK);
+  /* the tuned record moves over only when it uses the algorithm the fallback picks for the other shape */
+  tc_config ofb, bcfg;
+  CHECK(tc_op_fallback(&other, &host, &sp2, &ofb) == TH_OK);
+  CHECK(tune_config_from_text(&sp, best.config, &bcfg) == TH_OK);
+  int same = tc_config_int(&sp, &bcfg, "winograd", 0) == tc_config_int(&sp2, &ofb, "winograd", 0);
   CHECK(tune_lookup_config(st, tstr, &other, &sp2, &cfg, source) == TH_OK);
-  CHECK_STR(source, "transferred");
+  CHECK_STR(source, same ? "transferred" : "fallback");
   CHECK(tc_op_valid(&other, &host, &sp2, &cfg) == TH_OK);
+  CHECK_EQ_INT(tc_config_int(&sp2, &cfg, "winograd", -1), tc_config_int(&sp2, &ofb, "winograd", -2));
   tune_build_lookup_ctx lc = {st, tstr};
-  CHECK(tune_build_lookup(&lc, &other, "", &sp2, &cfg, source) == TH_OK);
+  CHECK(tune_build_lookup(&lc, &other, "", &sp2, &cfg, source) == (same ? TH_OK : TH_ERR_NOT_FOUND));
   CHECK(tune_lookup_config(st, "llvm -mcpu=other", &other, &sp2, &cfg, source) == TH_OK);
   CHECK_STR(source, "fallback");
   CHECK(tune_build_lookup(&(tune_build_lookup_ctx){st, "llvm -mcpu=other"}, &other, "", &sp2, &cfg, source) ==
         TH_ERR_NOT_FOUND);
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
+
+/* A transferred config keeps the algorithm the fallback picks for the workload it moves to: a direct-path
+ * record of one 3x3 conv does not replace the Winograd fallback of another, a Winograd record does. */
+static void add_record(store_t *st, const tc_workload *wl, const tc_space *sp, const tc_config *c,
+                       const char *tstr, double cost, double at) {
+  store_record r;
+  memset(&r, 0, sizeof r);
+  CHECK(tc_workload_key(wl, r.workload_key, sizeof r.workload_key) == TH_OK);
+  snprintf(r.template_name, sizeof r.template_name, "%s", tc_kernel_name(wl->kernel));
+  snprintf(r.target, sizeof r.target, "%s", tstr);
+  CHECK(tc_config_str(sp, c, r.config, sizeof r.config) == TH_OK);
+  r.config_index = tc_space_index(sp, c);
+  r.cost_mean_s = cost;
+  r.gflops = tc_workload_flops(wl) / cost * 1e-9;
+  snprintf(r.tuner, sizeof r.tuner, "random");
+  r.created_at = at;
+  CHECK(store_record_add(st, &r) == TH_OK);
+}
+
+TH_TEST(lookup_transfer_keeps_algorithm) {
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  char tstr[256];
+  tune_target_str(&host, tstr, sizeof tstr);
+  tc_workload a = conv(32, 14, 32, 3, 1), b = conv(32, 28, 32, 3, 1);
+  tc_space sa, sb;
+  CHECK(tc_op_space(&a, &host, &sa) == TH_OK && tc_op_space(&b, &host, &sb) == TH_OK);
+  int kw = tc_space_knob(&sa, "winograd");
+  CHECK(kw >= 0 && sa.knobs[kw].nvalues == 3 && sa.knobs[kw].algo);
+  tc_config fa, fb, cfg;
+  CHECK(tc_op_fallback(&a, &host, &sa, &fa) == TH_OK && tc_op_fallback(&b, &host, &sb, &fb) == TH_OK);
+  CHECK(tc_config_int(&sb, &fb, "winograd", 0) > 0); /* small weights: the fallback is Winograd */
+  /* a's record: its fallback turned into a direct-path config */
+  tc_config direct = fa;
+  direct.idx[kw] = 0;
+  CHECK(tc_op_valid(&a, &host, &sa, &direct) == TH_OK);
+  add_record(st, &a, &sa, &direct, tstr, 1e-4, 1.0);
+  char source[16];
+  CHECK(tune_lookup_config(st, tstr, &b, &sb, &cfg, source) == TH_OK);
+  CHECK_STR(source, "fallback");
+  CHECK_EQ_INT(tc_space_index(&sb, &cfg), tc_space_index(&sb, &fb));
+  /* a faster Winograd record of a: it moves over */
+  add_record(st, &a, &sa, &fa, tstr, 5e-5, 2.0);
+  CHECK(tune_lookup_config(st, tstr, &b, &sb, &cfg, source) == TH_OK);
+  CHECK_STR(source, "transferred");
+  CHECK(tc_config_int(&sb, &cfg, "winograd", 0) == tc_config_int(&sa, &fa, "winograd", -1));
   store_close(st);
   rmdir_r(dir);
   return 0;
