@@ -61,8 +61,9 @@ static void balanced(int ow, int rw, int *nt, int *q, int *big) {
  * from one run to the next, so U must stay small. Measured on resnet-18 at batch 1 (znver3, 32 MiB L3, 2
  * threads): alone (kernels.sh), F(4,3) ran the 56x56x64 and 28x28x128 convs 2.7x and 3.2x faster than the
  * direct path (U 0.6 and 2.4 MiB), F(2,3) the 14x14x256 ones 1.6x (U 4 MiB), and F(2,3) on 7x7x512 (U 16
- * MiB) 1.5x slower. Alone, F(4,3) on 14x14x256 (U 9 MiB) also beat F(2,3); inside the network
- * (ab.sh --layers) it was 1.27x slower, and the larger footprint slowed the other layers by 10-20%. */
+ * MiB) 1.5x slower. In the tuner's isolated timings F(4,3) on 14x14x256 (U 9 MiB) also beat F(2,3); inside
+ * the network (ab.sh --layers) it was 1.27-1.38x slower, and the larger footprint slowed layers with
+ * unchanged configs by 12-23%. */
 #define WINO4_MAX_U_BYTES (4.0 * 1024 * 1024)
 #define WINO2_MAX_U_BYTES (6.0 * 1024 * 1024)
 

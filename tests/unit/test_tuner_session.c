@@ -197,6 +197,15 @@ TH_TEST(session_records_resume_lookup) {
   return 0;
 }
 
+/* Opens the store in dir and fills the host target and its records' target string. */
+static store_t *open_for_host(const char *dir, tc_target *host, char *tstr, size_t n) {
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  CHECK(tc_target_host(host) == TH_OK);
+  tune_target_str(host, tstr, n);
+  return st;
+}
+
 /* A transferred config keeps the algorithm the fallback picks for the workload it moves to: a direct-path
  * record of one 3x3 conv does not replace the Winograd fallback of another, a Winograd record does. */
 static void add_record(store_t *st, const tc_workload *wl, const tc_space *sp, const tc_config *c,
@@ -216,14 +225,10 @@ static void add_record(store_t *st, const tc_workload *wl, const tc_space *sp, c
 }
 
 TH_TEST(lookup_transfer_keeps_algorithm) {
-  char dir[256];
+  char dir[256], tstr[256];
   tmpdir(dir, sizeof dir);
-  store_t *st = NULL;
-  CHECK(store_open(dir, &st) == TH_OK);
   tc_target host;
-  CHECK(tc_target_host(&host) == TH_OK);
-  char tstr[256];
-  tune_target_str(&host, tstr, sizeof tstr);
+  store_t *st = open_for_host(dir, &host, tstr, sizeof tstr);
   tc_workload a = conv(32, 14, 32, 3, 1), b = conv(32, 28, 32, 3, 1);
   tc_space sa, sb;
   CHECK(tc_op_space(&a, &host, &sa) == TH_OK && tc_op_space(&b, &host, &sb) == TH_OK);
@@ -355,12 +360,9 @@ TH_TEST(cli_tunes_network_and_resumes) {
   tmpdir(dir, sizeof dir);
   snprintf(line, sizeof line, "tune llvm resnet-18 1 --trials 1 --batch-size 1 --data %s", dir);
   CHECK_EQ_INT(cli(line), 0);
-  store_t *st = NULL;
-  CHECK(store_open(dir, &st) == TH_OK);
   tc_target host;
-  CHECK(tc_target_host(&host) == TH_OK);
   char tstr[256];
-  tune_target_str(&host, tstr, sizeof tstr);
+  store_t *st = open_for_host(dir, &host, tstr, sizeof tstr);
   count_ctx c1 = {0};
   CHECK(store_record_each(st, "conv2d_nchwc", tstr, count_cb, &c1) == TH_OK);
   CHECK(c1.nkeys >= 8); /* resnet-18 has about a dozen distinct convolutions */
