@@ -8,7 +8,8 @@
 #   (c) scheduler: the daemon admitting all three (--workers 3), the three misses at once.
 # Reported per mode: total completion time; per job the interference = median over its tasks' best configs of
 # |recorded time - isolated re-measurement| / isolated (tunehub remeasure, run after all modes on the then
-# idle machine, same measurement worker and options); and each network's final latency (tunehub run on the
+# idle machine, same measurement worker and options, REMEASURE_ROUNDS interleaved rounds), and its signed
+# median (bias); and each network's final latency (tunehub run on the
 # tuned bundle: the median over ROUNDS interleaved rounds (default 5) of each round's median). Prints a table and saves CSV under scripts/bench/out/.
 # Usage: scripts/bench/scheduler.sh [TRIALS] (default 2 trials per task). TUNEHUB overrides the binary;
 # MODES="sequential naive scheduler" (the default) picks the modes to run; a suffix runs a mode again as a
@@ -103,9 +104,15 @@ for mode in $MODES; do
 done
 
 echo "== isolated re-measurement and final latencies (idle machine from here on)"
-for mode in $MODES; do
+# REMEASURE_ROUNDS rounds (default 3), each over every network and mode in turn, so that a drift of the
+# machine's speed hits all modes alike; a task's isolated time is the median over the rounds.
+RR=${REMEASURE_ROUNDS:-3}
+for r in $(seq 1 "$RR"); do
   for n in "${NETS[@]}"; do
-    "$TH" remeasure "$n" 1 --data "$W/$mode/data-$n" >"$W/$mode/$n.remeasure.csv" 2>"$W/$mode/$n.remeasure.err" || true
+    for mode in $MODES; do
+      "$TH" remeasure "$n" 1 --data "$W/$mode/data-$n" >"$W/$mode/$n.remeasure.$r.csv" \
+        2>>"$W/$mode/$n.remeasure.err" || true
+    done
   done
 done
 # Final latencies in interleaved rounds (every mode's bundle once per round), so that a drift of the machine's
@@ -120,14 +127,21 @@ for r in $(seq 1 "$ROUNDS"); do
     done
   done
 done
-echo "mode,network,total_s,interference_median,tasks,latency_ms" >"$csv"
+echo "mode,network,total_s,interference_median,bias_median,tasks,latency_ms" >"$csv"
 for mode in $MODES; do
   for n in "${NETS[@]}"; do
-    interf=$(/usr/bin/python3 - "$W/$mode/$n.remeasure.csv" <<'PY'
+    # interference: median over tasks of |recorded - isolated| / isolated; bias: the same without the
+    # absolute value (> 0: the tuning run recorded slower times than the idle machine gives)
+    interf=$(/usr/bin/python3 - "$W/$mode/$n".remeasure.*.csv <<'PY'
 import csv, statistics, sys
-rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) == 4]
-d = [abs(float(r[2]) - float(r[3])) / float(r[3]) for r in rows if float(r[3]) > 0]
-print(f"{statistics.median(d):.4f},{len(d)}" if d else "nan,0")
+rec, iso = {}, {}
+for f in sys.argv[1:]:
+    for r in csv.reader(open(f)):
+        if len(r) == 4 and float(r[3]) > 0:
+            rec[r[1]] = float(r[2])
+            iso.setdefault(r[1], []).append(float(r[3]))
+d = [(rec[k] - statistics.median(v)) / statistics.median(v) for k, v in iso.items()]
+print(f"{statistics.median(abs(x) for x in d):.4f},{statistics.median(d):+.4f},{len(d)}" if d else "nan,nan,0")
 PY
 )
     lat=$(sort -g "$W/$mode/$n.lat" | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
@@ -136,9 +150,9 @@ PY
 done
 
 echo
-printf '%-11s %-16s %9s %13s %6s %11s\n' mode network total_s interference tasks latency_ms
-tail -n +2 "$csv" | while IFS=, read -r m n t i k l; do
-  printf '%-11s %-16s %9.1f %13s %6s %11s\n' "$m" "$n" "$t" "$i" "$k" "$l"
+printf '%-11s %-16s %9s %13s %8s %6s %11s\n' mode network total_s interference bias tasks latency_ms
+tail -n +2 "$csv" | while IFS=, read -r m n t i b k l; do
+  printf '%-11s %-16s %9.1f %13s %8s %6s %11s\n' "$m" "$n" "$t" "$i" "$b" "$k" "$l"
 done
 # Paired totals: each mode against the sequential run with the same suffix. Run MODES in pairs
 # (sequential scheduler sequential2 scheduler2 ...): this machine's speed drifts by tens of percent over
@@ -156,6 +170,14 @@ for mode in $MODES; do
 done
 if [ ${#ratios[@]} -gt 0 ]; then
   echo "scheduler / sequential, median over ${#ratios[@]} pairs: $(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+fi
+# KEEP=DIR keeps every mode's tuned bundles, re-measurements and daemon log (for scripts/bench/ab.sh --layers)
+if [ -n "${KEEP:-}" ]; then
+  for mode in $MODES; do
+    mkdir -p "$KEEP/$mode"
+    cp "$W/$mode/"*.tar "$W/$mode/"*.csv "$W/$mode/"*.log "$KEEP/$mode/" 2>/dev/null || true
+  done
+  echo "kept the bundles and re-measurements under $KEEP"
 fi
 echo
 echo "saved $csv"

@@ -124,10 +124,12 @@ TH_TEST(resnet_34) { tc__model_vs_ref("resnet-34", 1, 64); tc__model_vs_ref("res
 TH_TEST(resnet_50) { tc__model_vs_ref("resnet-50", 1, 64); tc__model_vs_ref("resnet-50", 2, 32); return 0; }
 TH_TEST(resnet_101) { tc__model_vs_ref("resnet-101", 1, 32); tc__model_vs_ref("resnet-101", 2, 32); return 0; }
 TH_TEST(resnet_152) { tc__model_vs_ref("resnet-152", 1, 32); tc__model_vs_ref("resnet-152", 2, 32); return 0; }
-TH_TEST(vgg_11) { tc__model_vs_ref("vgg-11", 1, 224); tc__model_vs_ref("vgg-11", 2, 224); return 0; }
-TH_TEST(vgg_13) { tc__model_vs_ref("vgg-13", 1, 224); return 0; }
+/* vgg runs at 224 only: its adaptive pool to 7x7 compiles as an identity or an integer average pool, not as
+ * the upsampling bins a smaller input needs. One case at batch 2 is enough for the family. */
+TH_TEST(vgg_11) { tc__model_vs_ref("vgg-11", 1, 224); return 0; }
+TH_TEST(vgg_13) { tc__model_vs_ref("vgg-13", 2, 224); return 0; }
 TH_TEST(vgg_16) { tc__model_vs_ref("vgg-16", 1, 224); return 0; }
-TH_TEST(vgg_19) { tc__model_vs_ref("vgg-19", 2, 224); return 0; }
+TH_TEST(vgg_19) { tc__model_vs_ref("vgg-19", 1, 224); return 0; }
 TH_TEST(mobilenet) { tc__model_vs_ref("mobilenet", 1, 224); tc__model_vs_ref("mobilenet", 2, 64); return 0; }
 TH_TEST(mobilenet_v2) { tc__model_vs_ref("mobilenet-v2", 1, 224); tc__model_vs_ref("mobilenet-v2", 2, 64); return 0; }
 TH_TEST(squeezenet_v1_0) { tc__model_vs_ref("squeezenet_v1.0", 1, 224); tc__model_vs_ref("squeezenet_v1.0", 2, 64); return 0; }
