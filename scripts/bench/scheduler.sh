@@ -166,6 +166,10 @@ for mode in $MODES; do
   [ -f "$W/$base/total_s" ] || continue
   r=$(awk -v a="$(cat "$W/$mode/total_s")" -v b="$(cat "$W/$base/total_s")" 'BEGIN { printf "%.3f", a / b }')
   echo "total time $mode / $base: $r"
+  # final latency: the median over the rounds of each round's ratio (line k of .lat is round k's median)
+  for n in "${NETS[@]}"; do
+    echo "  latency $n $mode / $base: $(paste -d' ' "$W/$mode/$n.lat" "$W/$base/$n.lat" | awk '$1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }') (median of $(wc -l <"$W/$mode/$n.lat") per-round ratios)"
+  done
   case $mode in scheduler*) ratios+=("$r") ;; esac
 done
 if [ ${#ratios[@]} -gt 0 ]; then
