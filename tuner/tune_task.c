@@ -340,24 +340,6 @@ static void *tune__build_thread(void *arg) {
   return NULL;
 }
 
-/* The libraries of one tune_task_build, taken by its threads in turn. */
-typedef struct tune_build_queue {
-  tune_build_job *jobs;
-  int n, next;
-  pthread_mutex_t mu;
-} tune_build_queue;
-
-static void *tune__build_worker(void *arg) {
-  tune_build_queue *q = arg;
-  for (;;) {
-    pthread_mutex_lock(&q->mu);
-    int j = q->next < q->n ? q->next++ : -1;
-    pthread_mutex_unlock(&q->mu);
-    if (j < 0) return NULL;
-    tune__build_thread(&q->jobs[j]);
-  }
-}
-
 th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,
                           const char *dir, const char *tag, char (*so_paths)[TUNE_PATH_MAX],
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]) {
@@ -365,7 +347,14 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
   if (nthreads < 1) nthreads = 1;
   if (t->cuda) return tune_cuda_build(t, cfgs, n, nthreads, so_paths, fn_names, err_class, msgs);
   int *which = malloc(sizeof *which * (size_t)n);
-  if (!which) return TH_ERR_NOMEM;
+  tune_build_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
+  pthread_t *th = calloc((size_t)nthreads, sizeof *th);
+  if (!which || !jobs || !th) {
+    free(which);
+    free(jobs);
+    free(th);
+    return TH_ERR_NOMEM;
+  }
   int nvalid = 0;
   for (int i = 0; i < n; i++) {
     so_paths[i][0] = 0;
@@ -384,16 +373,7 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
   const char *rt_o;
   char rt_err[160];
   (void)tc_runtime_object(&rt_o, rt_err, sizeof rt_err);
-  /* More libraries than threads, pulled one at a time: candidates compile in very different times (unroll
-   * and tile sizes), and with one library per thread the core whose share was quick idled until the other
-   * finished. One thread needs no split (each library is one more link). */
-  int njobs = nthreads == 1 ? 1 : nthreads * TUNE_BUILD_CHUNKS_PER_THREAD;
-  if (njobs > nvalid) njobs = nvalid;
-  tune_build_job *jobs = calloc(njobs > 0 ? (size_t)njobs : 1, sizeof *jobs);
-  if (!jobs) {
-    free(which);
-    return TH_ERR_NOMEM;
-  }
+  int njobs = nvalid < nthreads ? nvalid : nthreads;
   int pos = 0;
   for (int j = 0; j < njobs; j++) {
     int cnt = nvalid / njobs + (j < nvalid % njobs);
@@ -403,19 +383,19 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
     snprintf(jobs[j].so, sizeof jobs[j].so, "%.300s/%.64s_%d.so", dir, tag, j);
     pos += cnt;
   }
-  tune_build_queue q = {.jobs = jobs, .n = njobs, .mu = PTHREAD_MUTEX_INITIALIZER};
-  int nth = nthreads < njobs ? nthreads : njobs;
-  pthread_t *th = calloc(nth > 0 ? (size_t)nth : 1, sizeof *th);
-  char *started = calloc(nth > 0 ? (size_t)nth : 1, 1);
-  for (int j = 1; j < nth; j++)
-    if (th && started && pthread_create(&th[j], NULL, tune__build_worker, &q) == 0) started[j] = 1;
-  if (nth > 0) tune__build_worker(&q); /* also the work of any thread that did not start */
-  for (int j = 1; j < nth; j++)
+  char *started = calloc((size_t)nthreads, 1);
+  for (int j = 1; j < njobs; j++) {
+    if (started && pthread_create(&th[j], NULL, tune__build_thread, &jobs[j]) == 0)
+      started[j] = 1;
+    else
+      tune__build_thread(&jobs[j]); /* no thread: build here */
+  }
+  if (njobs > 0) tune__build_thread(&jobs[0]);
+  for (int j = 1; j < njobs; j++)
     if (started && started[j]) pthread_join(th[j], NULL);
-  pthread_mutex_destroy(&q.mu);
-  free(th);
   free(started);
   free(which);
   free(jobs);
+  free(th);
   return TH_OK;
 }

@@ -60,9 +60,7 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out);
 /* The weight packing of a config (pack params and packed sizes for the packed slots). */
 th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out);
 
-/* Builds n candidates into libraries under dir, using up to nthreads threads. With more than one thread the
- * candidates are split into up to nthreads * TUNE_BUILD_CHUNKS_PER_THREAD libraries that the threads take in
- * turn, so that a thread whose candidates compiled quickly takes more; with one thread, one library. Candidate i
+/* Builds n candidates into libraries under dir, using up to nthreads threads (one .so each). Candidate i
  * becomes function fn_names[i] (written, at most TUNE_FN_MAX bytes) in library so_paths[i]; err_class[i] is
  * 0, TUNE_ERR_INSTANTIATION (invalid config, not built) or TUNE_ERR_COMPILE_HOST (msgs[i] says why). When a
  * library of several candidates fails, its candidates are rebuilt one by one so that only the bad ones
@@ -78,8 +76,6 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
 th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,
                           const char *dir, const char *tag, char (*so_paths)[TUNE_PATH_MAX],
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]);
-
-#define TUNE_BUILD_CHUNKS_PER_THREAD 4
 
 /* Default build deadline per library, as AutoTVM's LocalBuilder (10 s). */
 #define TUNE_BUILD_TIMEOUT_S 10.0
