@@ -24,7 +24,7 @@ static void usage(FILE *f) {
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
-          "  tunehub remeasure NETWORK BATCH [--data ./data]   time each task's best stored config alone\n"
+          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data]   time each task's best stored config alone\n"
           "  tunehub networks            list the model zoo\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
@@ -64,24 +64,30 @@ static int cmd_serve(int argc, char **argv) {
   return 0;
 }
 
-/* `remeasure NETWORK BATCH [--data DIR]`: CSV network,workload,recorded_s,isolated_s (the scheduler bench). */
+/* `remeasure FRAMEWORK NETWORK BATCH [--data DIR]`: CSV network,workload,recorded_s,isolated_s (the
+ * scheduler bench). */
 static int cmd_remeasure(int argc, char **argv) {
+  static const char usage_line[] = "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR]";
   const char *data = "./data";
-  const char *pos[2] = {NULL, NULL};
+  const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--data") && i + 1 < argc)
       data = argv[++i];
-    else if (argv[i][0] != '-' && npos < 2)
+    else if (argv[i][0] != '-' && npos < 3)
       pos[npos++] = argv[i];
     else {
-      fprintf(stderr, "usage: tunehub remeasure NETWORK BATCH [--data DIR]\n");
+      fprintf(stderr, "%s\n", usage_line);
       return 2;
     }
   }
   int64_t batch = 0;
-  if (npos != 2 || th_parse_i64(pos[1], &batch) != TH_OK || batch < 1 || batch > 4096) {
-    fprintf(stderr, "usage: tunehub remeasure NETWORK BATCH [--data DIR] (BATCH a whole number from 1)\n");
+  if (npos != 3 || th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
+    fprintf(stderr, "%s (BATCH a whole number from 1)\n", usage_line);
+    return 2;
+  }
+  if (strcmp(pos[0], "llvm") != 0 && strcmp(pos[0], "cuda") != 0) {
+    fprintf(stderr, "tunehub remeasure: unknown framework '%s'; valid frameworks: llvm, cuda\n", pos[0]);
     return 2;
   }
   store_t *st = NULL;
@@ -90,7 +96,7 @@ static int cmd_remeasure(int argc, char **argv) {
     return 1;
   }
   char err[512] = "";
-  th_status rc = tune_remeasure(st, pos[0], (int)batch, stdout, err, sizeof err);
+  th_status rc = tune_remeasure(st, pos[0], pos[1], (int)batch, stdout, err, sizeof err);
   store_close(st);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub remeasure: %s\n", err);

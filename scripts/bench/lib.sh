@@ -1,5 +1,6 @@
-# Shared parts of the end-to-end benchmarks (models.sh, tune.sh), sourced after HERE, ROOT, OUT, TUNEHUB and
-# THREADS are set: the prerequisites (torch, onnxruntime-node, sqlite3), the FP32 FMA peak of this machine,
+# Shared parts of the end-to-end benchmarks (models.sh, tune.sh; scheduler.sh uses the median helpers),
+# sourced after HERE, ROOT, OUT, TUNEHUB and THREADS are set: the prerequisites (torch, onnxruntime-node,
+# sqlite3), the FP32 FMA peak of this machine,
 # and one timing function per system. Every function logs to stderr and prints its result on stdout.
 # This machine's speed drifts by up to 1.6x within minutes, so the scripts time the systems in interleaved
 # rounds (each system once per round, a median of a few runs each) and quote the median over rounds of each

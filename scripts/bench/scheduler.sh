@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of the load-aware scheduler: three tuning jobs with a fixed trial budget each (resnet-18,
-# mobilenet-v2, squeezenet_v1.1, batch 1, llvm), run three ways from empty data directories:
+# mobilenet-v2, squeezenet_v1.1, batch 1; FW=llvm (default, the CPU) or FW=cuda (device 0: measurements on the
+# GPU leave the CPU pool to builds), run three ways from empty data directories:
 #   (a) sequential: the daemon admitting one job at a time (--workers 1), the three misses at once;
 #   (b) naive parallel: three independent processes at once, no scheduler, sharing one data dir as the
 #       daemon's jobs do (so records transfer between networks in every mode)
@@ -19,13 +20,16 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 TH=${TUNEHUB:-$root/build/server/tunehub}
 TRIALS=${1:-2}
+FW=${FW:-llvm}
+case $FW in llvm | cuda) ;; *) echo "FW=$FW: valid frameworks: llvm, cuda" >&2; exit 2 ;; esac
 REPEAT=${REPEAT:-30}
 NETS=(resnet-18 mobilenet-v2 squeezenet_v1.1)
 OUT="$root/scripts/bench/out"
+. "$root/scripts/bench/lib.sh" # bench_median, bench_round_ratios
 mkdir -p "$OUT"
 W=$(mktemp -d /tmp/th_bench_sched_XXXXXX)
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
-csv="$OUT/scheduler-$stamp.csv"
+csv="$OUT/scheduler-$FW-$stamp.csv"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"; }
 trap cleanup EXIT
@@ -49,7 +53,7 @@ daemon_mode() {
     # ?tuned=1&wait=600 answers once the tuned v2 exists (a miss queues the tuning job)
     (
       for _ in $(seq 1 6); do
-        curl -fsS -o "$W/$name/$n.tar" "http://127.0.0.1:$port/models/llvm/$n/1?tuned=1&wait=600" && exit 0
+        curl -fsS -o "$W/$name/$n.tar" "http://127.0.0.1:$port/models/$FW/$n/1?tuned=1&wait=600" && exit 0
         sleep 1
       done
       exit 1
@@ -69,7 +73,7 @@ daemon_mode() {
   echo "   cpu ${cpu} s: $(awk -v c="$cpu" -v t="$(cat "$W/$name/total_s")" 'BEGIN { printf "%.2f", c / t }') of $(nproc) cores busy on average"
   for n in "${NETS[@]}"; do ln -sfn "$W/$name/data" "$W/$name/data-$n"; done
   # where each job's time went (stage kinds and waiting), from the daemon's log
-  grep -E "succeeded \(" "$W/$name/daemon.log" | sed 's/^/   /' | tee "$OUT/scheduler-$stamp-$name.jobs.log"
+  grep -E "succeeded \(" "$W/$name/daemon.log" | sed 's/^/   /' | tee "$OUT/scheduler-$FW-$stamp-$name.jobs.log"
 }
 
 naive_mode() {
@@ -80,9 +84,9 @@ naive_mode() {
   for n in "${NETS[@]}"; do
     (
       d="$W/$name/data"
-      "$TH" build llvm "$n" 1 -o "$W/$name/$n-quick.tar" --data "$d"
-      "$TH" tune llvm "$n" 1 --trials "$TRIALS" --data "$d"
-      "$TH" build llvm "$n" 1 -o "$W/$name/$n.tar" --data "$d"
+      "$TH" build "$FW" "$n" 1 -o "$W/$name/$n-quick.tar" --data "$d"
+      "$TH" tune "$FW" "$n" 1 --trials "$TRIALS" --data "$d"
+      "$TH" build "$FW" "$n" 1 -o "$W/$name/$n.tar" --data "$d"
     ) >"$W/$name/$n.log" 2>&1 &
     pids+=($!)
   done
@@ -95,9 +99,9 @@ naive_mode() {
 MODES=${MODES:-sequential naive scheduler}
 for mode in $MODES; do
   case $mode in
-    sequential*) echo "== (a) $mode: sequential (daemon, one job at a time), $TRIALS trials per task"; daemon_mode "$mode" 1 ;;
-    naive*) echo "== (b) $mode: naive parallel (three independent tuners), $TRIALS trials per task"; naive_mode "$mode" ;;
-    scheduler*) echo "== (c) $mode: scheduler (daemon, three jobs admitted), $TRIALS trials per task"; daemon_mode "$mode" 3 ;;
+    sequential*) echo "== (a) $mode: sequential (daemon, one job at a time), $TRIALS trials per task, $FW"; daemon_mode "$mode" 1 ;;
+    naive*) echo "== (b) $mode: naive parallel (three independent tuners), $TRIALS trials per task, $FW"; naive_mode "$mode" ;;
+    scheduler*) echo "== (c) $mode: scheduler (daemon, three jobs admitted), $TRIALS trials per task, $FW"; daemon_mode "$mode" 3 ;;
     *) echo "unknown mode $mode (valid: sequential naive scheduler, each with an optional suffix)" >&2; exit 2 ;;
   esac
   echo "   $(cat "$W/$mode/total_s") s"
@@ -110,7 +114,7 @@ RR=${REMEASURE_ROUNDS:-3}
 for r in $(seq 1 "$RR"); do
   for n in "${NETS[@]}"; do
     for mode in $MODES; do
-      "$TH" remeasure "$n" 1 --data "$W/$mode/data-$n" >"$W/$mode/$n.remeasure.$r.csv" \
+      "$TH" remeasure "$FW" "$n" 1 --data "$W/$mode/data-$n" >"$W/$mode/$n.remeasure.$r.csv" \
         2>>"$W/$mode/$n.remeasure.err" || true
     done
   done
@@ -144,7 +148,7 @@ d = [(rec[k] - statistics.median(v)) / statistics.median(v) for k, v in iso.item
 print(f"{statistics.median(abs(x) for x in d):.4f},{statistics.median(d):+.4f},{len(d)}" if d else "nan,nan,0")
 PY
 )
-    lat=$(sort -g "$W/$mode/$n.lat" | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    lat=$(bench_median $(cat "$W/$mode/$n.lat"))
     echo "$mode,$n,$(cat "$W/$mode/total_s"),$interf,$lat" >>"$csv"
   done
 done
@@ -168,12 +172,12 @@ for mode in $MODES; do
   echo "total time $mode / $base: $r"
   # final latency: the median over the rounds of each round's ratio (line k of .lat is round k's median)
   for n in "${NETS[@]}"; do
-    echo "  latency $n $mode / $base: $(paste -d' ' "$W/$mode/$n.lat" "$W/$base/$n.lat" | awk '$1 > 0 && $2 > 0 { print $1 / $2 }' | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }') (median of $(wc -l <"$W/$mode/$n.lat") per-round ratios)"
+    echo "  latency $n $mode / $base: $(bench_round_ratios "$(cat "$W/$mode/$n.lat")" "$(cat "$W/$base/$n.lat")") (median of $(wc -l <"$W/$mode/$n.lat") per-round ratios)"
   done
   case $mode in scheduler*) ratios+=("$r") ;; esac
 done
 if [ ${#ratios[@]} -gt 0 ]; then
-  echo "scheduler / sequential, median over ${#ratios[@]} pairs: $(printf '%s\n' "${ratios[@]}" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')"
+  echo "scheduler / sequential, median over ${#ratios[@]} pairs: $(bench_median "${ratios[@]}")"
 fi
 # KEEP=DIR keeps every mode's tuned bundles, re-measurements and daemon log (for scripts/bench/ab.sh --layers)
 if [ -n "${KEEP:-}" ]; then
