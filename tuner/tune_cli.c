@@ -198,9 +198,9 @@ int tune_cli_main(int argc, char **argv) {
   int all_measured = 1;
   for (int i = 0; i < p.ntasks; i++) {
     const tune_task_progress *t = &p.tasks[i];
-    double ms = t->best_gflops > 0 ? t->flops / (t->best_gflops * 1e9) * 1e3 : 0;
-    double vms = t->verified_gflops > 0 ? t->flops / (t->verified_gflops * 1e9) * 1e3 : 0;
-    if (t->best_gflops > 0) {
+    double ms = t->best_s * 1e3;
+    double vms = t->verified_s * 1e3;
+    if (t->best_s > 0) {
       total_ms += ms * t->weight;
       chosen_ms += (vms > 0 ? vms : ms) * t->weight;
     } else {

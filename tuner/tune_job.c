@@ -435,7 +435,10 @@ static th_status tune__verify_update(tune_session_t *s) {
     if (r->error_class == 0 && rec.cost_mean_s < best) best = rec.cost_mean_s;
   }
   if (rc != TH_OK) return tune__fail(s, rc, "store: %s%s", store_errmsg(s->st), NULL);
-  if (best < 1e9) p->verified_gflops = t->flops / best * 1e-9;
+  if (best < 1e9) {
+    p->verified_gflops = t->flops / best * 1e-9;
+    p->verified_s = best;
+  }
   s->verifying = 0;
   p->state = "done";
   s->cur++;
@@ -485,6 +488,13 @@ static tune_wl_best *tune__best_fold(tune_wl_best *b, int *n, int cap, const sto
 }
 
 /* Orders b by shape distance, then cost. */
+/* A valid trial of a task: the fastest time and the best GFLOPS (the same trial, except for a task with no
+ * FLOPs, whose GFLOPS stay 0). */
+static void tune__note_valid(tune_task_progress *p, double gflops, double cost_s) {
+  p->best_gflops = fmax(p->best_gflops, gflops);
+  if (cost_s > 0 && (p->best_s == 0 || cost_s < p->best_s)) p->best_s = cost_s;
+}
+
 static void tune__best_sort(tune_wl_best *b, int n) {
   for (int i = 1; i < n; i++) {
     int j = i;
@@ -607,7 +617,7 @@ static th_status tune__task_start(tune_session_t *s) {
     rc = tune_search_history(s->search, c->hist, c->hist_cost, n);
     for (int i = 0; i < n; i++) {
       if (c->hist_cost[i] >= 1e9) p->errors++;
-      else p->best_gflops = fmax(p->best_gflops, t->flops / c->hist_cost[i] * 1e-9);
+      else tune__note_valid(p, t->flops / c->hist_cost[i] * 1e-9, c->hist_cost[i]);
     }
   }
   if (rc == TH_OK && c->nbest > 0) {
@@ -630,8 +640,11 @@ static th_status tune__task_start(tune_session_t *s) {
   int verified = c->verified;
   if (verified) {
     store_record vr;
-    if (store_record_best(s->st, t->key, t->target_str, &vr) == TH_OK && strcmp(vr.tuner, STORE_TUNER_VERIFY) == 0)
+    if (store_record_best(s->st, t->key, t->target_str, &vr) == TH_OK &&
+        strcmp(vr.tuner, STORE_TUNER_VERIFY) == 0) {
       p->verified_gflops = vr.gflops;
+      p->verified_s = vr.cost_mean_s;
+    }
   }
   free(c->row);
   free(c->hist);
@@ -771,7 +784,7 @@ static th_status tune__update(tune_session_t *s) {
     costs[i] = rec.cost_mean_s;
     if (r->error_class == 0) {
       p->current_gflops = rec.gflops;
-      p->best_gflops = fmax(p->best_gflops, rec.gflops);
+      tune__note_valid(p, rec.gflops, rec.cost_mean_s);
     } else {
       p->errors++;
     }
@@ -869,10 +882,11 @@ th_status tune_session_progress_json(const tune_session_t *s, th_buf *b) {
     if (rc == TH_OK)
       rc = th_buf_appendf(b,
                           ",\"template\":\"%s\",\"weight\":%d,\"gflop\":%.4f,\"trials\":%lld,\"budget\":%lld,"
-                          "\"best_gflops\":%.2f,\"verified_gflops\":%.2f,\"current_gflops\":%.2f,\"errors\":%lld,"
-                          "\"state\":\"%s\"",
+                          "\"best_gflops\":%.2f,\"verified_gflops\":%.2f,\"current_gflops\":%.2f,"
+                          "\"best_ms\":%.6g,\"verified_ms\":%.6g,\"errors\":%lld,\"state\":\"%s\"",
                           p->template_name, p->weight, p->flops * 1e-9, (long long)p->trials,
                           (long long)p->budget, p->best_gflops, p->verified_gflops, p->current_gflops,
+                          p->best_s * 1e3, p->verified_s * 1e3,
                           (long long)p->errors,
                           p->state);
     if (rc == TH_OK && p->msg[0]) {

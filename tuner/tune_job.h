@@ -67,6 +67,9 @@ typedef struct tune_task_progress {
   int64_t budget;
   double best_gflops; /* 0 when none valid yet */
   double verified_gflops; /* of the config the verification chose; 0 when not verified */
+  double best_s;      /* the fastest valid trial's time; 0 when none valid yet (a concat has no FLOPs, so the
+                       * time, not the GFLOPS, says whether a task has a valid config) */
+  double verified_s;  /* the verified time of the chosen config; 0 when not verified */
   double current_gflops; /* of the last valid measured trial */
   int64_t errors;     /* failed trials */
   const char *state;  /* "pending", "tuning", "verifying", "done", "skipped", "failed" */

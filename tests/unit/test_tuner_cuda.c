@@ -248,6 +248,7 @@ TH_TEST(conv_random) {
   CHECK_EQ_INT(p.tasks[0].trials, 6);
   CHECK_STR(p.tasks[0].template_name, tc_kernel_name(TC_KERNEL_CONV2D));
   CHECK(p.tasks[0].best_gflops > 0);
+  CHECK(p.tasks[0].best_s > 0 && p.tasks[0].best_s < 1);
   th_buf b;
   th_buf_init(&b, 1 << 20);
   CHECK(tune_session_progress_json(s, &b) == TH_OK);
@@ -317,6 +318,50 @@ typedef struct man_ctx {
   const char *keys[2];
   int tuned[2];
 } man_ctx;
+
+/* A concat has no FLOPs: its trials are valid with 0 GFLOPS, and the progress says so by the time (best_s),
+ * not "no valid config" (as squeezenet's concats read on an H100 before). */
+TH_TEST(concat_zero_flops) {
+  if (!setup_fake()) return 77;
+  char dir[256];
+  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_CONCAT;
+  wl.n = 1, wl.c = 8, wl.h = wl.w = 6, wl.oc = 16, wl.kh = wl.kw = wl.sh = wl.sw = 1;
+  wl.oh = wl.ow = 6;
+  wl.in_cb = wl.out_cb = 1;
+  tc_cuda_target t80;
+  tc_space sp;
+  CHECK(tc_cuda_target_init(&t80, "sm_80") == TH_OK && tc_cuda_space(&wl, &t80, &sp) == TH_OK);
+  CHECK(tc_space_size(&sp) >= 2);
+  tune_options o;
+  quick_opts(&o, "random", 3, 3);
+  tune_session_t *s = NULL;
+  th_status rc = tune_session_new_cuda_workloads(st, "sm_80", &wl, NULL, 1, &o, &s);
+  if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
+  CHECK(rc == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_EQ_INT(p.tasks[0].errors, 0);
+  CHECK(p.tasks[0].best_gflops == 0);
+  CHECK(p.tasks[0].best_s > 0 && p.tasks[0].best_s < 1);
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  CHECK(tune_session_progress_json(s, &b) == TH_OK);
+  CHECK(strstr(b.data, "\"best_ms\":0,") == NULL && strstr(b.data, "\"best_ms\":") != NULL);
+  th_buf_free(&b);
+  tune_session_free(s);
+  store_close(st);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+  return 0;
+}
 
 TH_TEST(mobilenet_xgb_build) {
   if (!setup_fake()) return 77;
