@@ -396,9 +396,16 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   o.atol = q->atol;
   o.seed = q->seed ? q->seed : 1;
   o.check = 1;
+  char *cubin = NULL; /* the build stage's cubin; without one tc_cuda_measure runs NVRTC */
+  size_t cubin_len = 0;
+  if (q->so_path[0] && th_read_file(q->so_path, (size_t)1 << 28, &cubin, &cubin_len) == TH_OK) {
+    o.cubin = cubin;
+    o.cubin_len = cubin_len;
+  }
   tc_cuda_measure_result r;
   memset(&r, 0, sizeof r);
   th_status rc = tc_cuda_measure(&q->wl, &q->cfg, &t, &o, &r);
+  free(cubin);
   if (rc != TH_OK) {
     res->error_class = rc == TH_ERR_INVALID ? TUNE_ERR_INSTANTIATION : TUNE_ERR_RUNTIME_DEVICE;
     snprintf(res->msg, sizeof res->msg, "%.159s", r.msg[0] ? r.msg : th_status_str(rc));
@@ -732,11 +739,12 @@ static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_re
 }
 
 th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, const tc_config *cfg,
-                                 const char *arch, tune_result *out) {
+                                 const char *arch, const char *cubin_path, tune_result *out) {
   memset(out, 0, sizeof *out);
   out->cost_mean_s = 1e9;
   out->error_class = TUNE_ERR_UNKNOWN;
-  if (!m || !wl || !cfg || !arch || strlen(arch) >= sizeof(((tune_req *)0)->arch)) {
+  if (!m || !wl || !cfg || !arch || strlen(arch) >= sizeof(((tune_req *)0)->arch) ||
+      (cubin_path && strlen(cubin_path) >= TUNE_PATH_MAX)) {
     snprintf(out->msg, sizeof out->msg, "invalid arguments");
     return TH_ERR_INVALID;
   }
@@ -751,6 +759,7 @@ th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, cons
   q->wl = *wl;
   q->cfg = *cfg;
   snprintf(q->arch, sizeof q->arch, "%s", arch);
+  snprintf(q->so_path, sizeof q->so_path, "%s", cubin_path ? cubin_path : "");
   /* NVRTC and the CPU reference run before the timed part: allow them beyond tc_cuda_measure's own limit. */
   double limit = m->opts.timeout_s * 2 + 60;
   tune_rep rep;

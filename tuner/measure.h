@@ -10,9 +10,9 @@
  * until a repeat lasts min_repeat_ms, an optional cache flush before each repeat, min and max dropped when
  * repeat > 2, score = mean. Kernels use the ABI `void NAME(void *const *args)`.
  *
- * GPU candidates (tune_measurer_run_cuda) travel as workload + config + arch + options instead of a .so:
- * the worker runs tc_cuda_measure (NVRTC, CUDA events, check against the CPU reference) and returns its
- * error class. A CUDA context cannot be recovered from a hung kernel, so after a class 7 (tc_cuda_measure's
+ * GPU candidates (tune_measurer_run_cuda) travel as workload + config + arch + options and the path of the
+ * cubin the build stage compiled: the worker runs tc_cuda_measure (CUDA events, check against the CPU
+ * reference; NVRTC only without a cubin) and returns its error class. A CUDA context cannot be recovered from a hung kernel, so after a class 7 (tc_cuda_measure's
  * own timeout or the tuner's) the worker is killed and the next candidate gets a fresh process. The tuner
  * process itself never touches the driver: tune_measurer_cuda_device asks the worker, so a plain fork
  * never inherits an initialised driver.
@@ -108,10 +108,11 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
 th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, const tune_pack *pack,
                             tune_result *out);
 /* Measures one GPU candidate in the worker with tc_cuda_measure (opts: number, repeat, min_repeat_ms,
- * timeout_s, rtol, atol, seed); needs no task. Always fills *out; the error class is tc_cuda_measure's.
+ * timeout_s, rtol, atol, seed); needs no task. cubin_path: the candidate as the build stage compiled it
+ * (NULL: the worker runs NVRTC). Always fills *out; the error class is tc_cuda_measure's.
  * TH_ERR_INVALID for bad arguments, TH_ERR_IO when the worker cannot be (re)started. */
 th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, const tc_config *cfg,
-                                 const char *arch, tune_result *out);
+                                 const char *arch, const char *cubin_path, tune_result *out);
 /* Asks the worker for device 0 (tc_cuda_device_query there). TH_ERR_UNSUPPORTED with "no CUDA device: ..."
  * in err when it has none; TH_ERR_IO when the worker cannot be reached. */
 th_status tune_measurer_cuda_device(tune_measurer_t *m, tc_cuda_device *out, char *err, size_t errlen);

@@ -54,7 +54,7 @@ static th_status tune__remeasure_cuda(store_t *st, const char *network, int batc
         tune_config_from_text(&t->space, best.config, &cfg) != TH_OK)
       continue;
     tune_result r;
-    rc = tune_measurer_run_cuda(m, &t->wl, &cfg, ct.arch, &r);
+    rc = tune_measurer_run_cuda(m, &t->wl, &cfg, ct.arch, NULL, &r);
     if (rc != TH_OK) break;
     tune__remeasure_line(out, network, t->key, &best, &r);
   }

@@ -1,8 +1,8 @@
 /* The build stage of a cuda tuning session: each candidate of a batch is checked (tc_cuda_valid), printed
  * as CUDA C (tc_cuda_kernel_source) and compiled by NVRTC for the session's arch on the CPU, candidates
  * spread over threads. A candidate that fails here gets its AutoTVM error class without ever reaching the
- * device; the ones that compile are measured by the worker process (tc_cuda_measure), which regenerates the
- * same source, so nothing is kept on disk. */
+ * device; the cubin of one that compiles is written to the session's work folder, and the worker process
+ * (tc_cuda_measure) loads it, so the measure stage, which holds the device, does no NVRTC work. */
 #include "tune_cuda.h"
 
 #include <pthread.h>
@@ -11,16 +11,21 @@
 #include <string.h>
 
 #include "th_buf.h"
+#include "th_util.h"
 
 typedef struct tune_cuda_job {
   const tune_task *t;
   const tc_config *cfgs;
   int n, nthreads, first;
+  const char *dir, *tag;
+  char (*so_paths)[TUNE_PATH_MAX];
+  char (*fn_names)[TUNE_FN_MAX];
   int *err_class;
   char (*msgs)[160];
 } tune_cuda_job;
 
-static void tune__cuda_one(const tune_task *t, const tc_config *cfg, int *err_class, char *msg) {
+static void tune__cuda_one(const tune_task *t, const tc_config *cfg, const char *cubin_path, char *so_path,
+                           char *fn_name, int *err_class, char *msg) {
   char err[2048] = "";
   if (tc_cuda_valid(&t->wl, &t->cuda_target, &t->space, cfg, err, sizeof err) != TH_OK) {
     *err_class = TUNE_ERR_INSTANTIATION;
@@ -39,24 +44,34 @@ static void tune__cuda_one(const tune_task *t, const tc_config *cfg, int *err_cl
     th_buf_free(&src);
     return;
   }
-  rc = tc_nvrtc_compile(src.data, "candidate.cu", &t->cuda_target, NULL, NULL, NULL, NULL, err, sizeof err);
+  char *cubin = NULL;
+  size_t cubin_len = 0;
+  rc = tc_nvrtc_compile(src.data, "candidate.cu", &t->cuda_target, &cubin, &cubin_len, NULL, NULL, err, sizeof err);
   if (rc != TH_OK) {
     *err_class = TUNE_ERR_COMPILE_DEVICE;
     snprintf(msg, 160, "NVRTC: %.145s", err[0] ? err : th_status_str(rc));
-  }
+  } else if (th_write_file_atomic(cubin_path, cubin, cubin_len) == TH_OK) {
+    snprintf(so_path, TUNE_PATH_MAX, "%s", cubin_path);
+    snprintf(fn_name, TUNE_FN_MAX, "th_candidate");
+  } /* else: no file, and the worker compiles the candidate itself */
+  free(cubin);
   th_buf_free(&src);
 }
 
 static void *tune__cuda_thread(void *arg) {
   tune_cuda_job *j = arg;
-  for (int i = j->first; i < j->n; i += j->nthreads) tune__cuda_one(j->t, &j->cfgs[i], &j->err_class[i], j->msgs[i]);
+  for (int i = j->first; i < j->n; i += j->nthreads) {
+    char path[TUNE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s_%d.cubin", j->dir, j->tag, i);
+    tune__cuda_one(j->t, &j->cfgs[i], path, j->so_paths[i], j->fn_names[i], &j->err_class[i], j->msgs[i]);
+  }
   return NULL;
 }
 
-th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads,
-                          char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX], int *err_class,
-                          char (*msgs)[160]) {
-  if (!t || !t->cuda || n < 0) return TH_ERR_INVALID;
+th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
+                          const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
+                          int *err_class, char (*msgs)[160]) {
+  if (!t || !t->cuda || n < 0 || !dir || !tag) return TH_ERR_INVALID;
   for (int i = 0; i < n; i++) {
     so_paths[i][0] = 0;
     fn_names[i][0] = 0;
@@ -75,8 +90,9 @@ th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int 
     return TH_ERR_NOMEM;
   }
   for (int j = 0; j < nthreads; j++)
-    jobs[j] = (tune_cuda_job){.t = t, .cfgs = cfgs, .n = n, .nthreads = nthreads, .first = j,
-                              .err_class = err_class, .msgs = msgs};
+    jobs[j] = (tune_cuda_job){.t = t, .cfgs = cfgs, .n = n, .nthreads = nthreads, .first = j, .dir = dir,
+                              .tag = tag, .so_paths = so_paths, .fn_names = fn_names, .err_class = err_class,
+                              .msgs = msgs};
   for (int j = 1; j < nthreads; j++) {
     if (pthread_create(&th[j], NULL, tune__cuda_thread, &jobs[j]) == 0)
       started[j] = 1;

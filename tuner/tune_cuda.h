@@ -5,9 +5,11 @@
 
 #include "tune_task.h"
 
-/* See tune_task_build: validity, codegen and one NVRTC compile per candidate (threads over candidates). */
-th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads,
-                          char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX], int *err_class,
-                          char (*msgs)[160]);
+/* See tune_task_build: validity, codegen and one NVRTC compile per candidate (threads over candidates).
+ * Candidate i's cubin goes to dir/tag_i.cubin, named in so_paths[i] (fn_names[i] "th_candidate"); an empty
+ * path means it could not be written and the worker compiles the candidate again. */
+th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
+                          const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
+                          int *err_class, char (*msgs)[160]);
 
 #endif

@@ -751,7 +751,8 @@ static th_status tune__measure(tune_session_t *s) {
       continue;
     }
     if (s->cuda) {
-      th_status rc = tune_measurer_run_cuda(s->measurer, &t->wl, &s->cfgs[i], s->cuda_target.arch, r);
+      th_status rc = tune_measurer_run_cuda(s->measurer, &t->wl, &s->cfgs[i], s->cuda_target.arch,
+                                            s->so_paths[i][0] ? s->so_paths[i] : NULL, r);
       if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
       continue;
     }

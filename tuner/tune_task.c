@@ -345,7 +345,7 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]) {
   if (n <= 0) return TH_OK;
   if (nthreads < 1) nthreads = 1;
-  if (t->cuda) return tune_cuda_build(t, cfgs, n, nthreads, so_paths, fn_names, err_class, msgs);
+  if (t->cuda) return tune_cuda_build(t, cfgs, n, nthreads, dir, tag, so_paths, fn_names, err_class, msgs);
   int *which = malloc(sizeof *which * (size_t)n);
   tune_build_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
   pthread_t *th = calloc((size_t)nthreads, sizeof *th);

@@ -28,6 +28,8 @@ typedef struct tc_cuda_measure_opts {
   double rtol, atol; /* |a-r| <= atol*max|ref| + rtol*|r|; defaults 1e-4, 1e-5 */
   uint64_t seed;     /* input data seed; default 1 */
   int check;         /* nonzero: compare with the CPU reference (default in tc_cuda_measure_opts_default: 1) */
+  const void *cubin; /* this very candidate already compiled (the tuner's build stage): NVRTC is skipped */
+  size_t cubin_len;
 } tc_cuda_measure_opts;
 
 void tc_cuda_measure_opts_default(tc_cuda_measure_opts *o);
@@ -44,7 +46,11 @@ typedef struct tc_cuda_measure_result {
   char msg[512];
 } tc_cuda_measure_result;
 
-/* Generates, compiles (NVRTC, one program), loads and runs the candidate on device 0. Returns TH_OK with
+/* Generates, compiles (NVRTC, one program; skipped when o->cubin is given), loads and runs the candidate on
+ * device 0. The process keeps device 0's primary context between calls (creating one costs more than most
+ * measurements) and gives it up after a candidate that failed on the device, so the next one starts in a
+ * fresh context. The CPU reference of the last workload is kept too: the inputs come from the seed, so a
+ * task's candidates share it. Returns TH_OK with
  * r->error_class set for every candidate outcome (including failures of the candidate itself);
  * TH_ERR_UNSUPPORTED ("no CUDA device: ..." in r->msg) when there is no usable device or CUDA support,
  * TH_ERR_INVALID for bad arguments, TH_ERR_NOMEM. */

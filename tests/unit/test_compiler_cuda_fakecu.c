@@ -2,7 +2,9 @@
  * Memory is malloc, copies are memcpy, streams and events are synchronous (an event pair reports 1 ms per
  * launch between them), and cuLaunchKernel runs the
  * kernel through the CPU emulation library named by $TH_FAKECU_KERNELS (the bundle's kernels.cu compiled
- * with the test's emulation header), which exports th_emu_launch(name, params, grid, block). It lets a
+ * with the test's emulation header), which exports th_emu_launch(name, params, grid, block), and may export
+ * th_emu_module(image), told of every image cuModuleLoadData loads (a test that emulates a tuner's
+ * cubins maps them back to their source there). It lets a
  * CUDA model .so run end to end (create, upload, plan, launches, copies) against the reference. */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -30,13 +32,14 @@ CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)&emu;
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
 CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
 CUresult cuModuleLoadData(void **m, const void *image) {
-  (void)image;
   if (!emu) {
     const char *p = getenv("TH_FAKECU_KERNELS");
     emu = p ? dlopen(p, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (emu) emu_launch = (int (*)(const char *, void **, const unsigned *, const unsigned *))dlsym(emu, "th_emu_launch");
     if (!emu || !emu_launch) return 200; /* CUDA_ERROR_INVALID_IMAGE */
   }
+  int (*on_module)(const void *) = (int (*)(const void *))dlsym(emu, "th_emu_module");
+  if (on_module && on_module(image) != 0) return 200;
   *m = emu;
   return 0;
 }

@@ -48,6 +48,79 @@ int nvrtcCreateProgram(void **prog, const char *src, const char *name, int nh, c
   return real ? real(prog, src, name, nh, headers, include_names) : 1;
 }
 
+/* ---- cubins back to their source ----
+ * The build stage compiles each candidate (in this process's threads) and the worker loads the cubin. The
+ * emulator needs the CUDA C, so every cubin NVRTC hands out is filed under its hash with the program's
+ * source (emu_dir/src_HASH.cu), and the fake driver's cuModuleLoadData (through the trampoline's
+ * th_emu_module) looks the loaded image up there. */
+static char emu_dir[256];
+
+/* The cubin's length from its ELF64 headers: the end of the furthest section or segment. */
+static size_t elf_len(const unsigned char *p) {
+  uint64_t shoff, phoff, end = 64;
+  uint16_t shentsize, shnum, phentsize, phnum;
+  memcpy(&phoff, p + 0x20, 8);
+  memcpy(&shoff, p + 0x28, 8);
+  memcpy(&phentsize, p + 0x36, 2);
+  memcpy(&phnum, p + 0x38, 2);
+  memcpy(&shentsize, p + 0x3a, 2);
+  memcpy(&shnum, p + 0x3c, 2);
+  if (shoff + (uint64_t)shnum * shentsize > end) end = shoff + (uint64_t)shnum * shentsize;
+  if (phoff + (uint64_t)phnum * phentsize > end) end = phoff + (uint64_t)phnum * phentsize;
+  for (unsigned i = 0; i < shnum; i++) {
+    uint32_t type;
+    uint64_t off, size;
+    memcpy(&type, p + shoff + (uint64_t)i * shentsize + 4, 4);
+    memcpy(&off, p + shoff + (uint64_t)i * shentsize + 0x18, 8);
+    memcpy(&size, p + shoff + (uint64_t)i * shentsize + 0x20, 8);
+    if (type != 8 /* SHT_NOBITS */ && off + size > end) end = off + size;
+  }
+  for (unsigned i = 0; i < phnum; i++) {
+    uint64_t off, size;
+    memcpy(&off, p + phoff + (uint64_t)i * phentsize + 8, 8);
+    memcpy(&size, p + phoff + (uint64_t)i * phentsize + 0x20, 8);
+    if (off + size > end) end = off + size;
+  }
+  return (size_t)end;
+}
+
+static void cubin_src_path(const void *cubin, char *path, size_t n) {
+  const unsigned char *p = cubin;
+  size_t len = elf_len(p);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < len; i++) h = (h ^ p[i]) * 1099511628211ull;
+  snprintf(path, n, "%s/src_%016llx.cu", emu_dir, (unsigned long long)h);
+}
+
+int nvrtcGetCUBIN(void *prog, char *cubin);
+int nvrtcGetCUBIN(void *prog, char *cubin) {
+  typedef int (*fn_t)(void *, char *);
+  static fn_t real;
+  if (!real) {
+    void *p = dlsym(RTLD_NEXT, "nvrtcGetCUBIN");
+    memcpy(&real, &p, sizeof real);
+  }
+  int r = real ? real(prog, cubin) : 1;
+  if (r == 0 && last_src && emu_dir[0]) {
+    char path[400];
+    cubin_src_path(cubin, path, sizeof path);
+    if (th_write_file_atomic(path, last_src, strlen(last_src)) != TH_OK) fprintf(stderr, "cannot write %s\n", path);
+  }
+  return r;
+}
+
+/* Called (through the trampoline) by the fake cuModuleLoadData in the measure worker. */
+int tuner_cuda_emu_module(const void *image);
+int tuner_cuda_emu_module(const void *image) {
+  char path[400], *src = NULL;
+  size_t n = 0;
+  cubin_src_path(image, path, sizeof path);
+  if (th_read_file(path, (size_t)1 << 26, &src, &n) != TH_OK) return -1;
+  free(last_src);
+  last_src = src;
+  return 0;
+}
+
 /* ---- CPU emulation of one candidate (same scheme as test_compiler_cuda_emu.c) ---- */
 static const char emu_header[] =
     "#include <cmath>\n#include <cstring>\n#include <cstdlib>\n#include <ucontext.h>\n#include <math.h>\n"
@@ -94,7 +167,6 @@ static const char emu_launcher[] =
     "  delete[] th_ctx; delete[] th_tid; std::free(stacks);\n"
     "  return 0;\n}\n";
 
-static char emu_dir[256];
 static char *emu_src;   /* source of the loaded candidate library */
 static void *emu_dl;
 static int (*emu_fn)(const char *, void **, const unsigned *, const unsigned *);
@@ -156,7 +228,11 @@ static int setup_fake(void) {
       "typedef int (*fn_t)(const char *, void **, const unsigned *, const unsigned *);\n"
       "extern \"C\" int th_emu_launch(const char *n, void **p, const unsigned *g, const unsigned *b) {\n"
       "  static fn_t f; if (!f) f = (fn_t)dlsym(RTLD_DEFAULT, \"tuner_cuda_emu_launch\");\n"
-      "  return f ? f(n, p, g, b) : -1;\n}\n";
+      "  return f ? f(n, p, g, b) : -1;\n}\n"
+      "typedef int (*mod_t)(const void *);\n"
+      "extern \"C\" int th_emu_module(const void *image) {\n"
+      "  static mod_t f; if (!f) f = (mod_t)dlsym(RTLD_DEFAULT, \"tuner_cuda_emu_module\");\n"
+      "  return f ? f(image) : -1;\n}\n";
   char cpp[512], so[512], cmd[1200];
   snprintf(cpp, sizeof cpp, "%s/tramp.cpp", emu_dir);
   snprintf(so, sizeof so, "%s/tramp.so", emu_dir);
