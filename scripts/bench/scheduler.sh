@@ -68,7 +68,7 @@ daemon_mode() {
   cpu=$(awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15 + $16 + $17) / hz }' "/proc/$pid/stat")
   kill "$pid"
   wait "$pid" 2>/dev/null || true
-  echo "$t1 - $t0" | bc >"$W/$name/total_s"
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >"$W/$name/total_s"
   echo "$cpu" >"$W/$name/cpu_s"
   echo "   cpu ${cpu} s: $(awk -v c="$cpu" -v t="$(cat "$W/$name/total_s")" 'BEGIN { printf "%.2f", c / t }') of $(nproc) cores busy on average"
   for n in "${NETS[@]}"; do ln -sfn "$W/$name/data" "$W/$name/data-$n"; done
@@ -92,7 +92,7 @@ naive_mode() {
   done
   for p in "${pids[@]}"; do wait "$p" || { tail -20 "$W/$name/"*.log; exit 1; }; done
   t1=$(date +%s.%N)
-  echo "$t1 - $t0" | bc >"$W/$name/total_s"
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }' >"$W/$name/total_s"
   for n in "${NETS[@]}"; do ln -sfn "$W/$name/data" "$W/$name/data-$n"; done
 }
 
