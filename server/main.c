@@ -24,7 +24,8 @@ static void usage(FILE *f) {
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
-          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data]   time each task's best stored config alone\n"
+          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--against DIR] [--rounds N]\n"
+          "                                                    time each task's best stored config alone\n"
           "  tunehub networks            list the model zoo\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
@@ -64,24 +65,32 @@ static int cmd_serve(int argc, char **argv) {
   return 0;
 }
 
-/* `remeasure FRAMEWORK NETWORK BATCH [--data DIR]`: CSV network,workload,recorded_s,isolated_s (the
- * scheduler bench). */
+/* `remeasure FRAMEWORK NETWORK BATCH [--data DIR] [--against DIR] [--rounds N]`: CSV (tune_remeasure), for
+ * the scheduler bench. */
 static int cmd_remeasure(int argc, char **argv) {
-  static const char usage_line[] = "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR]";
-  const char *data = "./data";
+  static const char usage_line[] =
+      "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--against DIR] [--rounds 1..100]";
+  const char *data = "./data", *against = NULL;
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
+  int64_t batch = 0, rounds = 1;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--data") && i + 1 < argc)
+    if (!strcmp(argv[i], "--data") && i + 1 < argc) {
       data = argv[++i];
-    else if (argv[i][0] != '-' && npos < 3)
+    } else if (!strcmp(argv[i], "--against") && i + 1 < argc) {
+      against = argv[++i];
+    } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
+      if (th_parse_i64(argv[++i], &rounds) != TH_OK || rounds < 1 || rounds > 100) {
+        fprintf(stderr, "tunehub remeasure: --rounds takes a whole number from 1 to 100\n");
+        return 2;
+      }
+    } else if (argv[i][0] != '-' && npos < 3) {
       pos[npos++] = argv[i];
-    else {
+    } else {
       fprintf(stderr, "%s\n", usage_line);
       return 2;
     }
   }
-  int64_t batch = 0;
   if (npos != 3 || th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
     fprintf(stderr, "%s (BATCH a whole number from 1)\n", usage_line);
     return 2;
@@ -90,13 +99,18 @@ static int cmd_remeasure(int argc, char **argv) {
     fprintf(stderr, "tunehub remeasure: unknown framework '%s'; valid frameworks: llvm, cuda\n", pos[0]);
     return 2;
   }
-  store_t *st = NULL;
-  if (store_open(data, &st) != TH_OK) {
-    fprintf(stderr, "tunehub remeasure: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
+  store_t *st = NULL, *st2 = NULL;
+  if (store_open(data, &st) != TH_OK || (against && store_open(against, &st2) != TH_OK)) {
+    fprintf(stderr, "tunehub remeasure: cannot open the store in %s: %s\n", st ? against : data,
+            store_errmsg(NULL));
+    store_close(st);
     return 1;
   }
   char err[512] = "";
-  th_status rc = tune_remeasure(st, pos[0], pos[1], (int)batch, stdout, err, sizeof err);
+  tune_remeasure_opts o = {.st = st, .against = st2, .framework = pos[0], .network = pos[1],
+                           .batch = (int)batch, .rounds = (int)rounds};
+  th_status rc = tune_remeasure(&o, stdout, err, sizeof err);
+  store_close(st2);
   store_close(st);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub remeasure: %s\n", err);

@@ -1,7 +1,6 @@
-/* The best stored config of each task, built again and timed alone (see remeasure.h). Uses the tuner's own
- * pieces: tune_task_build for the library, tune_measurer (fork worker, default options: the same repeat,
- * cache flush and output check as a tuning run) for the timing; for cuda, tune_measurer_run_cuda (NVRTC and
- * CUDA events in the worker, as a GPU tuning run). */
+/* The best stored configs of each task, built again and timed alone (see remeasure.h). Uses the tuner's own
+ * pieces: tune_task_build for the library (llvm) or the cubin (cuda), and tune_measurer (fork worker,
+ * default options: the same repeat, cache flush and output check as a tuning run) for the timing. */
 #include "remeasure.h"
 
 #include <stdlib.h>
@@ -14,122 +13,156 @@
 #include "tune_space.h"
 #include "tune_task.h"
 
-/* One task's CSV line, or its failure on stderr. */
-static void tune__remeasure_line(FILE *out, const char *network, const char *key, const store_record *best,
-                                 const tune_result *r) {
-  if (r->error_class != 0) {
-    fprintf(stderr, "remeasure: %s: %s\n", key, r->msg);
-    return;
-  }
-  fprintf(out, "%s,\"%s\",%.9g,%.9g\n", network, key, best->cost_mean_s, r->cost_mean_s);
-  fflush(out);
+typedef struct tune__rm {
+  int cuda;
+  tc_target tgt;
+  tc_cuda_target ct;
+  tune_measurer_t *m;
+  char dir[512];
+} tune__rm;
+
+static int tune__rm_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
 }
 
-/* cuda: no library to build; the worker compiles and times each config on device 0. */
-static th_status tune__remeasure_cuda(store_t *st, const char *network, int batch, FILE *out, char *err,
-                                      size_t n) {
-  tc_task *tasks = NULL;
-  int nt = 0;
-  if (tc_cuda_network_tasks(network, batch, &tasks, &nt) != TH_OK) {
-    snprintf(err, n, "unknown network %s or batch %d", network, batch);
-    return TH_ERR_INVALID;
+/* Times cfgs[0..k) (k <= 2) of task t in `rounds` rounds; round r starts with config r % k, so a drift of the
+ * machine's speed hits both alike. med[j]: the median over rounds, or 0 when config j does not build or run.
+ * TH_OK unless the worker or the store fails. */
+static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config *cfgs, int k, int rounds, int i,
+                               double *med) {
+  /* the fallback config first: the reference whose outputs every candidate is checked against */
+  tc_config all[3] = {t->fallback, cfgs[0], k > 1 ? cfgs[1] : cfgs[0]};
+  char so[3][TUNE_PATH_MAX], fn[3][TUNE_FN_MAX], msg[3][160], tag[32];
+  int ec[3];
+  snprintf(tag, sizeof tag, "r%d", i);
+  th_status rc = tune_task_build(t, all, k + 1, 1, TUNE_BUILD_TIMEOUT_S, x->dir, tag, so, fn, ec, msg);
+  if (rc != TH_OK) return rc;
+  for (int j = 0; j < k; j++) med[j] = 0;
+  tune_layout lay;
+  tune_pack ref;
+  if (!x->cuda && (ec[0] || tune_task_layout(t, &lay) != TH_OK || tune_task_pack(t, &all[0], &ref) != TH_OK ||
+                   tune_measurer_set_task(x->m, &lay, so[0], fn[0], &ref) != TH_OK)) {
+    fprintf(stderr, "remeasure: %s: reference: %s\n", t->key, ec[0] ? msg[0] : tune_measurer_errmsg(x->m));
+    return TH_OK;
   }
-  tune_measure_opts mo;
-  tune_measure_opts_default(&mo);
-  tune_measurer_t *m = NULL;
-  tc_cuda_device dev;
-  tc_cuda_target ct;
-  th_status rc = tune_measurer_new(&mo, &m);
-  if (rc == TH_OK) rc = tune_measurer_cuda_device(m, &dev, err, n);
-  if (rc == TH_OK) rc = tc_cuda_target_init(&ct, dev.arch);
-  tune_task *t = rc == TH_OK ? malloc(sizeof *t) : NULL;
-  if (rc == TH_OK && !t) rc = TH_ERR_NOMEM;
-  for (int i = 0; rc == TH_OK && i < nt; i++) {
-    tc_space sp;
-    if (tc_cuda_space(&tasks[i].wl, &ct, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
-    if (tune_task_init_cuda(t, &tasks[i].wl, &ct, tasks[i].count) != TH_OK) continue;
-    store_record best;
-    tc_config cfg;
-    if (store_record_best(st, t->key, t->target_str, &best) != TH_OK ||
-        tune_config_from_text(&t->space, best.config, &cfg) != TH_OK)
-      continue;
-    tune_result r;
-    rc = tune_measurer_run_cuda(m, &t->wl, &cfg, ct.arch, NULL, &r);
-    if (rc != TH_OK) break;
-    tune__remeasure_line(out, network, t->key, &best, &r);
+  double *cost = calloc((size_t)(k * rounds), sizeof *cost);
+  if (!cost) return TH_ERR_NOMEM;
+  int bad[2] = {ec[1] != 0, k > 1 && ec[2] != 0};
+  for (int j = 0; j < k; j++)
+    if (bad[j]) fprintf(stderr, "remeasure: %s: does not build: %s\n", t->key, msg[j + 1]);
+  for (int r = 0; rc == TH_OK && r < rounds; r++) {
+    for (int jj = 0; rc == TH_OK && jj < k; jj++) {
+      int j = (jj + r) % k;
+      if (bad[j]) continue;
+      tune_result res;
+      tune_pack p;
+      if (x->cuda) {
+        rc = tune_measurer_run_cuda(x->m, &t->wl, &all[j + 1], x->ct.arch, so[j + 1][0] ? so[j + 1] : NULL, &res);
+      } else if (tune_task_pack(t, &all[j + 1], &p) != TH_OK) {
+        res.error_class = TUNE_ERR_INSTANTIATION;
+        snprintf(res.msg, sizeof res.msg, "no weight packing for this config");
+      } else {
+        rc = tune_measurer_run(x->m, so[j + 1], fn[j + 1], &p, &res);
+      }
+      if (rc == TH_OK && res.error_class != 0) {
+        fprintf(stderr, "remeasure: %s: %s\n", t->key, res.msg);
+        bad[j] = 1;
+      }
+      cost[j * rounds + r] = res.cost_mean_s;
+    }
   }
-  if (rc != TH_OK && err[0] == '\0') snprintf(err, n, "remeasure failed: %s", th_status_str(rc));
-  free(t);
-  tune_measurer_free(m);
-  free(tasks);
+  for (int j = 0; rc == TH_OK && j < k; j++) {
+    if (bad[j]) continue;
+    qsort(cost + j * rounds, (size_t)rounds, sizeof *cost, tune__rm_cmp);
+    med[j] = rounds % 2 ? cost[j * rounds + rounds / 2]
+                        : (cost[j * rounds + rounds / 2 - 1] + cost[j * rounds + rounds / 2]) / 2;
+  }
+  free(cost);
+  for (int j = 0; j < k + 1; j++)
+    if (so[j][0] && (j == 0 || strcmp(so[j], so[j - 1]) != 0)) unlink(so[j]);
   return rc;
 }
 
-th_status tune_remeasure(store_t *st, const char *framework, const char *network, int batch, FILE *out,
-                         char *err, size_t n) {
-  if (strcmp(framework, "cuda") == 0) return tune__remeasure_cuda(st, network, batch, out, err, n);
-  if (strcmp(framework, "llvm") != 0) {
+/* The measurer and the scratch folder for the framework; cuda asks the worker for device 0. */
+static th_status tune__rm_open(tune__rm *x, const char *framework, char *err, size_t n) {
+  memset(x, 0, sizeof *x);
+  x->cuda = strcmp(framework, "cuda") == 0;
+  if (!x->cuda && strcmp(framework, "llvm") != 0) {
     snprintf(err, n, "unknown framework '%s'; valid frameworks: llvm, cuda", framework);
     return TH_ERR_INVALID;
   }
-  tc_task *tasks = NULL;
-  int nt = 0;
-  th_status rc = tc_network_tasks(network, batch, &tasks, &nt);
-  if (rc != TH_OK) {
-    snprintf(err, n, "unknown network %s or batch %d", network, batch);
-    return rc;
-  }
-  tc_target tgt;
-  rc = tc_target_host(&tgt);
   tune_measure_opts mo;
   tune_measure_opts_default(&mo);
-  tune_measurer_t *m = NULL;
-  if (rc == TH_OK) rc = tune_measurer_new(&mo, &m);
+  th_status rc = x->cuda ? TH_OK : tc_target_host(&x->tgt);
+  if (rc == TH_OK) rc = tune_measurer_new(&mo, &x->m);
+  if (rc == TH_OK && x->cuda) {
+    tc_cuda_device dev;
+    rc = tune_measurer_cuda_device(x->m, &dev, err, n);
+    if (rc == TH_OK) rc = tc_cuda_target_init(&x->ct, dev.arch);
+  }
   const char *tmp = getenv("TMPDIR");
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/tunehub-remeasure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (rc == TH_OK && !mkdtemp(dir)) rc = TH_ERR_IO;
-  tune_task *t = malloc(sizeof *t);
-  if (!t) rc = TH_ERR_NOMEM;
+  snprintf(x->dir, sizeof x->dir, "%s/tunehub-remeasure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (rc == TH_OK && !mkdtemp(x->dir)) rc = TH_ERR_IO;
+  if (rc != TH_OK) x->dir[0] = 0;
+  return rc;
+}
+
+static void tune__rm_close(tune__rm *x) {
+  tune_measurer_free(x->m);
+  if (x->dir[0]) rmdir(x->dir); /* each task's files were removed after timing */
+}
+
+/* Task i's workload as a tuning task (0 when it has nothing to tune on this framework). */
+static int tune__rm_task(const tune__rm *x, const tc_task *task, tune_task *t) {
+  tc_space sp;
+  if (x->cuda)
+    return tc_cuda_space(&task->wl, &x->ct, &sp) == TH_OK && tc_space_size(&sp) >= 2 &&
+           tune_task_init_cuda(t, &task->wl, &x->ct, task->count) == TH_OK;
+  return tc_op_space(&task->wl, &x->tgt, &sp) == TH_OK && tc_space_size(&sp) >= 2 &&
+         tune_task_init(t, &task->wl, &x->tgt, task->count) == TH_OK;
+}
+
+th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, char *err, size_t n) {
+  if (!o || !o->st || !o->framework || !o->network || !out) return TH_ERR_INVALID;
+  int rounds = o->rounds > 0 ? o->rounds : 1;
+  tune__rm x;
+  th_status rc = tune__rm_open(&x, o->framework, err, n);
+  tc_task *tasks = NULL;
+  int nt = 0;
+  if (rc == TH_OK) {
+    rc = x.cuda ? tc_cuda_network_tasks(o->network, o->batch, &tasks, &nt)
+                : tc_network_tasks(o->network, o->batch, &tasks, &nt);
+    if (rc != TH_OK) snprintf(err, n, "unknown network %s or batch %d", o->network, o->batch);
+  }
+  tune_task *t = rc == TH_OK ? malloc(sizeof *t) : NULL;
+  if (rc == TH_OK && !t) rc = TH_ERR_NOMEM;
   for (int i = 0; rc == TH_OK && i < nt; i++) {
-    tc_space sp;
-    if (tc_op_space(&tasks[i].wl, &tgt, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
-    if (tune_task_init(t, &tasks[i].wl, &tgt, tasks[i].count) != TH_OK) continue;
-    store_record best;
-    if (store_record_best(st, t->key, t->target_str, &best) != TH_OK) continue;
+    if (!tune__rm_task(&x, &tasks[i], t)) continue;
+    store_record best[2];
     tc_config cfgs[2];
-    cfgs[0] = t->fallback;
-    if (tune_config_from_text(&t->space, best.config, &cfgs[1]) != TH_OK) continue;
-    char so[2][TUNE_PATH_MAX], fn[2][TUNE_FN_MAX], msg[2][160], tag[32];
-    int ec[2];
-    snprintf(tag, sizeof tag, "r%d", i);
-    rc = tune_task_build(t, cfgs, 2, 1, TUNE_BUILD_TIMEOUT_S, dir, tag, so, fn, ec, msg);
-    if (rc != TH_OK) break;
-    if (ec[0] || ec[1]) {
-      fprintf(stderr, "remeasure: %s: does not build: %s\n", t->key, ec[0] ? msg[0] : msg[1]);
+    int k = o->against ? 2 : 1;
+    if (store_record_best(o->st, t->key, t->target_str, &best[0]) != TH_OK ||
+        (o->against && store_record_best(o->against, t->key, t->target_str, &best[1]) != TH_OK))
       continue;
-    }
-    tune_layout lay;
-    tune_pack p0, p1;
-    tune_result r;
-    if (tune_task_layout(t, &lay) != TH_OK || tune_task_pack(t, &cfgs[0], &p0) != TH_OK ||
-        tune_task_pack(t, &cfgs[1], &p1) != TH_OK ||
-        tune_measurer_set_task(m, &lay, so[0], fn[0], &p0) != TH_OK) {
-      fprintf(stderr, "remeasure: %s: reference: %s\n", t->key, tune_measurer_errmsg(m));
-      continue;
-    }
-    rc = tune_measurer_run(m, so[1], fn[1], &p1, &r);
+    int parsed = 1;
+    for (int j = 0; j < k; j++) parsed &= tune_config_from_text(&t->space, best[j].config, &cfgs[j]) == TH_OK;
+    if (!parsed) continue;
+    double med[2];
+    rc = tune__rm_time(&x, t, cfgs, k, rounds, i, med);
     if (rc != TH_OK) break;
-    tune__remeasure_line(out, network, t->key, &best, &r);
+    if (o->against) {
+      if (med[0] > 0 && med[1] > 0)
+        fprintf(out, "%s,\"%s\",%d,%.9g,%.9g,%d\n", o->network, t->key, t->weight, med[0], med[1],
+                strcmp(best[0].config, best[1].config) == 0);
+    } else if (med[0] > 0) {
+      fprintf(out, "%s,\"%s\",%.9g,%.9g\n", o->network, t->key, best[0].cost_mean_s, med[0]);
+    }
+    fflush(out);
   }
   if (rc != TH_OK && err[0] == '\0') snprintf(err, n, "remeasure failed: %s", th_status_str(rc));
   free(t);
-  tune_measurer_free(m);
-  char cmd[600];
-  if (strchr(dir, '\'') == NULL) {
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0) fprintf(stderr, "remeasure: cannot remove %s\n", dir);
-  }
   free(tasks);
+  tune__rm_close(&x);
   return rc;
 }

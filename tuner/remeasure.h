@@ -9,10 +9,20 @@
 #include "store.h"
 #include "th_status.h"
 
-/* Writes one CSV line per task with a stored record: network,workload,recorded_s,isolated_s (no header).
- * framework is "llvm" (the host CPU) or "cuda" (device 0; "no CUDA device: ..." in err without one).
- * st is borrowed. A task whose config no longer builds or runs is skipped with a note on stderr. */
-th_status tune_remeasure(store_t *st, const char *framework, const char *network, int batch, FILE *out,
-                         char *err, size_t n);
+typedef struct tune_remeasure_opts {
+  store_t *st;            /* the records whose best configs are timed (borrowed) */
+  store_t *against;       /* NULL, or a second store: its best configs are timed beside st's (borrowed) */
+  const char *framework;  /* "llvm" (the host CPU) or "cuda" (device 0; "no CUDA device: ..." without one) */
+  const char *network;
+  int batch;
+  int rounds;             /* interleaved rounds; each config's time is the median over them (default 1) */
+} tune_remeasure_opts;
+
+/* One CSV line per task with stored records (no header):
+ *   without against: network,workload,recorded_s,isolated_s (the time st recorded, and the one measured now);
+ *   with against:    network,workload,weight,st_s,against_s,same (both stores' best configs, measured now in
+ *                    alternating order; same = 1 when the two configs are one).
+ * A task whose config no longer builds or runs is skipped with a note on stderr. */
+th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, char *err, size_t n);
 
 #endif

@@ -174,6 +174,32 @@ for mode in $MODES; do
   for n in "${NETS[@]}"; do
     echo "  latency $n $mode / $base: $(bench_round_ratios "$(cat "$W/$mode/$n.lat")" "$(cat "$W/$base/$n.lat")") (median of $(wc -l <"$W/$mode/$n.lat") per-round ratios)"
   done
+  # the chosen configs themselves: each task's best config of this mode and of the base, timed side by side
+  # on the idle machine (PAIR_ROUNDS alternating rounds, default 7); the weighted sum is the network's kernel
+  # time, without the whole-network run's noise. Tasks where both picked one config show the noise floor (and
+  # count at their mean on both sides).
+  for n in "${NETS[@]}"; do
+    "$TH" remeasure "$FW" "$n" 1 --data "$W/$mode/data-$n" --against "$W/$base/data-$n" \
+      --rounds "${PAIR_ROUNDS:-7}" >"$W/$mode/$n.pair.csv" 2>>"$W/$mode/$n.remeasure.err" || true
+    echo "  configs $n $mode / $base: $(/usr/bin/python3 - "$W/$mode/$n.pair.csv" <<'PY'
+import csv, statistics, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) == 6]
+if not rows:
+    print("-")
+    sys.exit()
+# one config has one true time: where both picked it, both sides take the mean of its two timings
+pool = lambda r, k: (float(r[3]) + float(r[4])) / 2 if r[5] == "1" else float(r[k])
+a = sum(int(r[2]) * pool(r, 3) for r in rows)
+b = sum(int(r[2]) * pool(r, 4) for r in rows)
+diff = [float(r[3]) / float(r[4]) for r in rows if r[5] == "0"]
+same = [float(r[3]) / float(r[4]) for r in rows if r[5] == "1"]
+floor = f", same-config ratios {min(same):.3f}..{max(same):.3f}" if same else ""
+print(f"weighted kernel time ratio {a / b:.3f} over {len(rows)} tasks; {len(same)} picked the same config{floor}; "
+      f"of {len(diff)} that differ, {sum(x > 1.03 for x in diff)} slower and {sum(x < 1 / 1.03 for x in diff)} faster by >3%"
+      + (f" (median ratio {statistics.median(diff):.3f})" if diff else ""))
+PY
+)"
+  done
   case $mode in scheduler*) ratios+=("$r") ;; esac
 done
 if [ ${#ratios[@]} -gt 0 ]; then
