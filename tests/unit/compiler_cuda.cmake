@@ -13,7 +13,8 @@ if(TH_HAVE_CUDA)
 endif()
 
 # Bundles end to end on the CPU: a fake libcuda.so.1 (test_compiler_cuda_fakecu.c) runs the bundle's own
-# kernels.cu compiled with an emulation header; ctest puts it first on LD_LIBRARY_PATH for these cases only.
+# kernels.cu compiled with an emulation header; ctest puts it first on LD_LIBRARY_PATH for these cases only
+# (prepended: a path the caller set, for libraries installed outside the system dirs, is kept).
 if(TH_HAVE_CUDA)
   add_library(th_fakecuda SHARED ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_fakecu.c)
   set_target_properties(th_fakecuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
@@ -24,6 +25,6 @@ if(TH_HAVE_CUDA)
   add_dependencies(test_compiler_cuda_emu th_fakecuda)
   foreach(c resnet_18 mobilenet_v2 squeezenet_v1_1 mobilenet measure_emulated)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
-                         ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
+                         ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
   endforeach()
 endif()

@@ -11,7 +11,7 @@ if(TH_HAVE_CUDA)
     add_dependencies(test_tuner_cuda th_fakecuda)
     foreach(c conv_random concat_zero_flops mobilenet_xgb_build)
       set_tests_properties(tuner_cuda.${c} PROPERTIES
-                           ENVIRONMENT "LD_LIBRARY_PATH=${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
+                           ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
     endforeach()
   endif()
 endif()
