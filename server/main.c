@@ -12,6 +12,7 @@
 #include "srv.h"
 #include "th_log.h"
 #include "th_util.h"
+#include "zoo.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -91,13 +92,35 @@ static int cmd_remeasure(int argc, char **argv) {
       return 2;
     }
   }
-  if (npos != 3 || th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
-    fprintf(stderr, "%s (BATCH a whole number from 1)\n", usage_line);
+  if (npos != 3) {
+    fprintf(stderr, "%s\n", usage_line);
     return 2;
   }
   if (strcmp(pos[0], "llvm") != 0 && strcmp(pos[0], "cuda") != 0) {
     fprintf(stderr, "tunehub remeasure: unknown framework '%s'; valid frameworks: llvm, cuda\n", pos[0]);
     return 2;
+  }
+  if (!tc_zoo_find(pos[1])) {
+    fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks:", pos[1]);
+    for (size_t i = 0; i < tc_zoo_count(); i++) fprintf(stderr, "%s %s", i ? "," : "", tc_zoo_at(i)->name);
+    fputc('\n', stderr);
+    return 2;
+  }
+  if (th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
+    fprintf(stderr, "tunehub remeasure: invalid batch '%s'; the batch is a whole number from 1 to 4096\n",
+            pos[2]);
+    return 2;
+  }
+  /* a store to read, never one created here: a mistyped directory is an error, not an empty result */
+  const char *dirs[2] = {data, against};
+  for (int i = 0; i < 2; i++) {
+    char db[4096];
+    if (!dirs[i]) continue;
+    snprintf(db, sizeof db, "%s/tunehub.db", dirs[i]);
+    if (access(db, R_OK) != 0) {
+      fprintf(stderr, "tunehub remeasure: %s holds no store (no readable %s)\n", dirs[i], db);
+      return 1;
+    }
   }
   store_t *st = NULL, *st2 = NULL;
   if (store_open(data, &st) != TH_OK || (against && store_open(against, &st2) != TH_OK)) {
@@ -109,11 +132,20 @@ static int cmd_remeasure(int argc, char **argv) {
   char err[512] = "";
   tune_remeasure_opts o = {.st = st, .against = st2, .framework = pos[0], .network = pos[1],
                            .batch = (int)batch, .rounds = (int)rounds};
-  th_status rc = tune_remeasure(&o, stdout, err, sizeof err);
+  int rows = 0;
+  th_status rc = tune_remeasure(&o, stdout, &rows, err, sizeof err);
   store_close(st2);
   store_close(st);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub remeasure: %s\n", err);
+    return 1;
+  }
+  if (rows == 0) {
+    fprintf(stderr,
+            "tunehub remeasure: no task of %s at batch %lld has a stored record in %s%s%s (tune it first: "
+            "tunehub tune %s %s %lld --data DIR)\n",
+            pos[1], (long long)batch, data, against ? " and " : "", against ? against : "", pos[0], pos[1],
+            (long long)batch);
     return 1;
   }
   return 0;

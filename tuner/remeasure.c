@@ -123,7 +123,8 @@ static int tune__rm_task(const tune__rm *x, const tc_task *task, tune_task *t) {
          tune_task_init(t, &task->wl, &x->tgt, task->count) == TH_OK;
 }
 
-th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, char *err, size_t n) {
+th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, int *rows, char *err, size_t n) {
+  if (rows) *rows = 0;
   if (!o || !o->st || !o->framework || !o->network || !out) return TH_ERR_INVALID;
   int rounds = o->rounds > 0 ? o->rounds : 1;
   tune__rm x;
@@ -151,14 +152,24 @@ th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, char *err, siz
     double med[2];
     rc = tune__rm_time(&x, t, cfgs, k, rounds, i, med);
     if (rc != TH_OK) break;
+    int wrote = 0;
     if (o->against) {
-      if (med[0] > 0 && med[1] > 0)
+      if ((wrote = med[0] > 0 && med[1] > 0))
         fprintf(out, "%s,\"%s\",%d,%.9g,%.9g,%d\n", o->network, t->key, t->weight, med[0], med[1],
                 strcmp(best[0].config, best[1].config) == 0);
-    } else if (med[0] > 0) {
+    } else if ((wrote = med[0] > 0)) {
       fprintf(out, "%s,\"%s\",%.9g,%.9g\n", o->network, t->key, best[0].cost_mean_s, med[0]);
     }
     fflush(out);
+    if (wrote) {
+      if (rows) (*rows)++;
+      if (o->against)
+        fprintf(stderr, "remeasure: [%d/%d] %s: %.4f ms against %.4f ms\n", i + 1, nt, t->key, med[0] * 1e3,
+                med[1] * 1e3);
+      else
+        fprintf(stderr, "remeasure: [%d/%d] %s: %.4f ms (recorded %.4f ms)\n", i + 1, nt, t->key,
+                med[0] * 1e3, best[0].cost_mean_s * 1e3);
+    }
   }
   if (rc != TH_OK && err[0] == '\0') snprintf(err, n, "remeasure failed: %s", th_status_str(rc));
   free(t);

@@ -22,7 +22,9 @@ typedef struct tune_remeasure_opts {
  *   without against: network,workload,recorded_s,isolated_s (the time st recorded, and the one measured now);
  *   with against:    network,workload,weight,st_s,against_s,same (both stores' best configs, measured now in
  *                    alternating order; same = 1 when the two configs are one).
- * A task whose config no longer builds or runs is skipped with a note on stderr. */
-th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, char *err, size_t n);
+ * A task whose config no longer builds or runs is skipped with a note on stderr, and each task timed prints a
+ * progress line there ("remeasure: [i/n] workload: times"). *rows (may be NULL) receives the lines written;
+ * 0 means neither store holds a record of the network's tasks at this batch. */
+th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, int *rows, char *err, size_t n);
 
 #endif
