@@ -31,6 +31,12 @@ typedef enum tune_stage {
 static const char *const tune__stage_names[] = {"start task", "build reference", "reference", "select",
                                                "build",      "measure",         "update",    "done"};
 
+typedef struct tune_built {
+  char config[1024]; /* tc_config_str */
+  char so[TUNE_PATH_MAX];
+  char fn[TUNE_FN_MAX];
+} tune_built;
+
 struct tune_session {
   store_t *st;
   tc_target target;
@@ -60,11 +66,17 @@ struct tune_session {
   char (*msgs)[160];
   tune_result *res;
   char ref_so[TUNE_PATH_MAX];
+  /* the current task's built candidates (trials and the reference), kept until the task ends so that its
+   * verification times them from the same libraries instead of building its configs again */
+  tune_built *kept;
+  int nkept, capkept;
   double t0;
   int64_t trials_run; /* measured in this session (for the ETA) */
   double time_run;    /* seconds spent on them */
   char err[512];
 };
+
+static void tune__kept_clear(tune_session_t *s);
 
 void tune_options_default(tune_options *o) {
   memset(o, 0, sizeof *o);
@@ -220,6 +232,8 @@ void tune_session_free(tune_session_t *s) {
   if (!s) return;
   tune_search_free(s->search);
   tune_measurer_free(s->measurer);
+  tune__kept_clear(s);
+  free(s->kept);
   if (s->own_work_dir) tune__rm_tree(s->work_dir);
   free(s->tasks);
   free(s->prog);
@@ -289,6 +303,39 @@ static void tune__record(const tune_session_t *s, const tune_task *t, const tc_c
 static void tune__unlink_batch(const tune_session_t *s) {
   for (int i = 0; i < s->n; i++)
     if (s->so_paths[i][0] && (i == 0 || strcmp(s->so_paths[i], s->so_paths[i - 1]) != 0)) unlink(s->so_paths[i]);
+}
+
+/* Remembers a built candidate of the current task (its library stays on disk until tune__kept_clear). */
+static void tune__keep(tune_session_t *s, const tc_config *cfg, const char *so, const char *fn) {
+  if (s->nkept == s->capkept) {
+    int cap = s->capkept ? s->capkept * 2 : 64;
+    tune_built *k = realloc(s->kept, sizeof *k * (size_t)cap);
+    if (!k) {
+      unlink(so); /* not kept: verification builds it again if it needs it */
+      return;
+    }
+    s->kept = k;
+    s->capkept = cap;
+  }
+  tune_built *b = &s->kept[s->nkept++];
+  tc_config_str(&s->tasks[s->cur].space, cfg, b->config, sizeof b->config);
+  snprintf(b->so, sizeof b->so, "%s", so);
+  snprintf(b->fn, sizeof b->fn, "%s", fn);
+}
+
+static const tune_built *tune__kept_find(const tune_session_t *s, const tc_config *cfg) {
+  char text[1024];
+  tc_config_str(&s->tasks[s->cur].space, cfg, text, sizeof text);
+  for (int i = 0; i < s->nkept; i++)
+    if (strcmp(s->kept[i].config, text) == 0 && access(s->kept[i].so, R_OK) == 0) return &s->kept[i];
+  return NULL;
+}
+
+/* Deletes the kept libraries (several candidates share one; the reference is not among them). */
+static void tune__kept_clear(tune_session_t *s) {
+  for (int i = 0; i < s->nkept; i++)
+    if (i == 0 || strcmp(s->kept[i].so, s->kept[i - 1].so) != 0) unlink(s->kept[i].so);
+  s->nkept = 0;
 }
 
 static int tune__verifies(const tune_session_t *s) {
@@ -584,6 +631,7 @@ static int tune__load_cb(void *ctx, const store_record *r) {
 }
 
 static th_status tune__task_start(tune_session_t *s) {
+  tune__kept_clear(s); /* the previous task's libraries */
   if (s->cur >= s->ntasks) {
     s->stage = TUNE_STAGE_DONE;
     return TH_OK;
@@ -688,6 +736,7 @@ static th_status tune__ref_build(tune_session_t *s) {
   }
   snprintf(s->ref_so, sizeof s->ref_so, "%s", so[0]);
   snprintf(s->fn_names[0], TUNE_FN_MAX, "%s", fn[0]);
+  tune__keep(s, &t->fallback, so[0], fn[0]);
   s->stage = TUNE_STAGE_REF_SET;
   return TH_OK;
 }
@@ -724,7 +773,46 @@ static th_status tune__select(tune_session_t *s) {
 }
 
 /* Compiles the batch's next candidates: all that are left, or build_limit of them. */
+/* The verification batch: configs this task already built (its trials, the reference) are timed from those
+ * libraries; only the others (records of an earlier run, transferred ones) are compiled, in one stage. */
+static th_status tune__build_verify(tune_session_t *s) {
+  char tag[32];
+  int miss[TUNE_VERIFY_MAX + 1], nmiss = 0;
+  tc_config cfgs[TUNE_VERIFY_MAX + 1];
+  char so[TUNE_VERIFY_MAX + 1][TUNE_PATH_MAX], fn[TUNE_VERIFY_MAX + 1][TUNE_FN_MAX], msg[TUNE_VERIFY_MAX + 1][160];
+  int ec[TUNE_VERIFY_MAX + 1];
+  for (int i = 0; i < s->n; i++) {
+    const tune_built *k = tune__kept_find(s, &s->cfgs[i]);
+    if (k) {
+      snprintf(s->so_paths[i], TUNE_PATH_MAX, "%s", k->so);
+      snprintf(s->fn_names[i], TUNE_FN_MAX, "%s", k->fn);
+      s->err_class[i] = TUNE_ERR_NONE;
+      s->msgs[i][0] = '\0';
+    } else {
+      cfgs[nmiss] = s->cfgs[i];
+      miss[nmiss++] = i;
+    }
+  }
+  if (nmiss > 0) {
+    snprintf(tag, sizeof tag, "t%d_b%d", s->cur, s->batch_serial++);
+    th_status rc = tune_task_build(&s->tasks[s->cur], cfgs, nmiss, s->o.build_threads, s->o.build_timeout_s,
+                                   s->work_dir, tag, so, fn, ec, msg);
+    if (rc != TH_OK) return tune__fail(s, rc, "build: %s%s", th_status_str(rc), NULL);
+    for (int j = 0; j < nmiss; j++) {
+      int i = miss[j];
+      memcpy(s->so_paths[i], so[j], TUNE_PATH_MAX);
+      memcpy(s->fn_names[i], fn[j], TUNE_FN_MAX);
+      s->err_class[i] = ec[j];
+      memcpy(s->msgs[i], msg[j], sizeof s->msgs[i]);
+    }
+  }
+  s->built = s->n;
+  s->stage = TUNE_STAGE_MEASURE;
+  return TH_OK;
+}
+
 static th_status tune__build(tune_session_t *s) {
+  if (s->verifying && !s->cuda) return tune__build_verify(s);
   char tag[32];
   int b = s->built, take = s->n - b;
   if (s->build_limit > 0 && take > s->build_limit) take = s->build_limit;
@@ -765,7 +853,11 @@ static th_status tune__measure(tune_session_t *s) {
     th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, r);
     if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
   }
-  tune__unlink_batch(s);
+  if (s->cuda)
+    tune__unlink_batch(s);
+  else
+    for (int i = 0; i < s->n; i++)
+      if (s->so_paths[i][0]) tune__keep(s, &s->cfgs[i], s->so_paths[i], s->fn_names[i]);
   s->time_run += th_now_mono() - t0;
   s->stage = TUNE_STAGE_UPDATE;
   return TH_OK;

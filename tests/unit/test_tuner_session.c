@@ -3,11 +3,13 @@
  * lookup returns tuned / transferred / fallback configs, transfer seeds a new workload with the best config
  * of a tuned one, the stage machine reports the right resources, and the CLI rejects bad input by naming
  * the valid values. */
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -727,5 +729,67 @@ TH_TEST(session_verifies_best_configs) {
   free(c);
   store_close(st);
   rmdir_r(dir);
+  return 0;
+}
+
+/* Every config compiled by the build children, counted across fork through an O_APPEND file. */
+static int g_build_log = -1;
+static void count_build_hook(const tc_config *c) {
+  (void)c;
+  if (g_build_log >= 0 && write(g_build_log, "x", 1) != 1) abort();
+}
+
+static long builds_with_verify(int verify_top, int *nverify) {
+  char dir[256], logp[300];
+  tmpdir(dir, sizeof dir);
+  snprintf(logp, sizeof logp, "%s/builds.log", dir);
+  g_build_log = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  CHECK(g_build_log >= 0);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wl = conv(16, 14, 32, 3, 1);
+  tune_options o;
+  quick_opts(&o, "random", 16);
+  o.seed = 5;
+  o.verify_top = verify_top;
+  tune_session_t *s = NULL;
+  tune_build_fault_hook = count_build_hook;
+  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_build_fault_hook = NULL;
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_STR(p.tasks[0].state, "done");
+  if (verify_top > 0) CHECK(p.tasks[0].verified_gflops > 0);
+  tune_session_free(s);
+  tc_target host;
+  CHECK(tc_target_host(&host) == TH_OK);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  verify_ctx *c = calloc(1, sizeof *c);
+  c->key = t.key;
+  CHECK(store_record_each(st, t.template_name, t.target_str, verify_cb, c) == TH_OK);
+  *nverify = c->nverify;
+  free(c);
+  store_close(st);
+  close(g_build_log);
+  g_build_log = -1;
+  struct stat sb;
+  CHECK(stat(logp, &sb) == 0);
+  rmdir_r(dir);
+  return (long)sb.st_size;
+}
+
+/* Verification at a task's end times its top configs and the fallback from the libraries the task already
+ * built (its trials, the reference): with the same seed, a session that verifies compiles no more configs
+ * than one that does not. */
+TH_TEST(verification_reuses_trial_libraries) {
+  int nv0 = 0, nv3 = 0;
+  long without = builds_with_verify(0, &nv0);
+  long with = builds_with_verify(TUNE_VERIFY_TOP, &nv3);
+  CHECK_EQ_INT(nv0, 0);
+  CHECK(nv3 >= 2); /* the fastest configs and the fallback were re-timed */
+  CHECK(without >= 8);
+  CHECK_EQ_INT((int)with, (int)without);
   return 0;
 }
