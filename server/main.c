@@ -114,11 +114,8 @@ static int cmd_remeasure(int argc, char **argv) {
   /* a store to read, never one created here: a mistyped directory is an error, not an empty result */
   const char *dirs[2] = {data, against};
   for (int i = 0; i < 2; i++) {
-    char db[4096];
-    if (!dirs[i]) continue;
-    snprintf(db, sizeof db, "%s/tunehub.db", dirs[i]);
-    if (access(db, R_OK) != 0) {
-      fprintf(stderr, "tunehub remeasure: %s holds no store (no readable %s)\n", dirs[i], db);
+    if (dirs[i] && !store_exists(dirs[i])) {
+      fprintf(stderr, "tunehub remeasure: %s holds no store (no readable tunehub.db)\n", dirs[i]);
       return 1;
     }
   }

@@ -129,6 +129,16 @@ static th_status store__migrate(store_t *st) {
   return rc;
 }
 
+static void store__db_path(const char *data_dir, char *out, size_t n) {
+  snprintf(out, n, "%s/tunehub.db", data_dir);
+}
+
+int store_exists(const char *data_dir) {
+  char dbpath[1200];
+  store__db_path(data_dir, dbpath, sizeof dbpath);
+  return access(dbpath, R_OK) == 0;
+}
+
 th_status store_open(const char *data_dir, store_t **out) {
   store_t *st = calloc(1, sizeof *st);
   if (!st) return TH_ERR_NOMEM;
@@ -145,7 +155,7 @@ th_status store_open(const char *data_dir, store_t **out) {
     goto fail_alloc;
   }
   char dbpath[1200];
-  snprintf(dbpath, sizeof dbpath, "%s/tunehub.db", data_dir);
+  store__db_path(data_dir, dbpath, sizeof dbpath);
   if (sqlite3_open_v2(dbpath, &st->db,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
       SQLITE_OK) {

@@ -16,6 +16,8 @@ typedef struct store store_t;
 
 /* Opens (creating as needed) data_dir/tunehub.db and data_dir/artifacts, applies migrations. */
 th_status store_open(const char *data_dir, store_t **out);
+/* 1 when data_dir already holds a readable store (tools that only read one, and must not create one). */
+int store_exists(const char *data_dir);
 /* Closes the handle; accepts NULL. */
 void store_close(store_t *st);
 /* The last error message on this handle for the calling thread; never NULL. store_errmsg(NULL) gives the

@@ -264,7 +264,7 @@ static void tune__worker_task(tune_worker *w, const tune_req *q, tune_rep *rep) 
 #if defined(__x86_64__) || defined(__i386__)
 /* CLFLUSHOPT (CPUID.(EAX=7,ECX=0):EBX bit 23): the same eviction as CLFLUSH, but the flushes of different lines
  * are not ordered with each other, so they overlap; the mfence after the loop orders them before the timed
- * run. On this machine's Zen 4 (a VM) a 2.4 MB weight buffer took 3.8 ms clean and 7.6 ms dirty with CLFLUSH,
+ * run. On a 2-vCPU Intel Xeon VM a 2.4 MB weight buffer took 3.8 ms clean and 7.6 ms dirty with CLFLUSH,
  * 0.18 and 0.20 ms with CLFLUSHOPT, and CLFLUSH was 98% of the worker's own CPU time in a tuning run. */
 static int tune__has_clflushopt(void) {
   static int have = -1;

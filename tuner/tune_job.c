@@ -331,7 +331,7 @@ static const tune_built *tune__kept_find(const tune_session_t *s, const tc_confi
   return NULL;
 }
 
-/* Deletes the kept libraries (several candidates share one; the reference is not among them). */
+/* Deletes the kept libraries: trials (several candidates share one), the reference, verification builds. */
 static void tune__kept_clear(tune_session_t *s) {
   for (int i = 0; i < s->nkept; i++)
     if (i == 0 || strcmp(s->kept[i].so, s->kept[i - 1].so) != 0) unlink(s->kept[i].so);
@@ -461,7 +461,6 @@ static th_status tune__verify_measure(tune_session_t *s) {
     r->cost_mean_s = v[TUNE_VERIFY_ROUNDS / 2];
     r->cost_std_s = sqrt(var);
   }
-  tune__unlink_batch(s);
   s->time_run += th_now_mono() - t0;
   s->stage = TUNE_STAGE_UPDATE;
   return TH_OK;
@@ -772,7 +771,6 @@ static th_status tune__select(tune_session_t *s) {
   return TH_OK;
 }
 
-/* Compiles the batch's next candidates: all that are left, or build_limit of them. */
 /* The verification batch: configs this task already built (its trials, the reference) are timed from those
  * libraries; only the others (records of an earlier run, transferred ones) are compiled, in one stage. */
 static th_status tune__build_verify(tune_session_t *s) {
@@ -804,6 +802,7 @@ static th_status tune__build_verify(tune_session_t *s) {
       memcpy(s->fn_names[i], fn[j], TUNE_FN_MAX);
       s->err_class[i] = ec[j];
       memcpy(s->msgs[i], msg[j], sizeof s->msgs[i]);
+      if (so[j][0]) tune__keep(s, &s->cfgs[i], so[j], fn[j]); /* deleted with the task's others */
     }
   }
   s->built = s->n;
@@ -811,6 +810,7 @@ static th_status tune__build_verify(tune_session_t *s) {
   return TH_OK;
 }
 
+/* Compiles the batch's next candidates: all that are left, or build_limit of them. */
 static th_status tune__build(tune_session_t *s) {
   if (s->verifying && !s->cuda) return tune__build_verify(s);
   char tag[32];
