@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "present.h"
 #include "scheduler.h"
 #include "srv.h"
 #include "th_log.h"
@@ -428,7 +429,16 @@ enum MHD_Result srv_scheduler_route(srv_t *s, srv_request *r) {
   th_buf_init(&b, 4 << 20);
   th_status rc = tune_workers_json(s->workers, &b);
   char *queued = NULL;
-  if (rc == TH_OK && store_jobs_json(s->st, "queued", 100, &queued) != TH_OK) rc = TH_ERR_IO;
+  store_job *jobs = NULL;
+  size_t njobs = 0;
+  if (rc == TH_OK && store_job_list(s->st, "queued", 100, &jobs, &njobs) != TH_OK) rc = TH_ERR_IO;
+  if (rc == TH_OK) {
+    json_t *doc = srv_present_jobs(jobs, njobs);
+    queued = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    if (!queued) rc = TH_ERR_NOMEM;
+  }
+  store_job_list_free(jobs, njobs);
   if (rc == TH_OK && b.len > 0 && b.data[b.len - 1] == '}') {
     b.len--;
     rc = th_buf_appendf(&b, ",\"store_queue\":%s}", queued);

@@ -70,6 +70,15 @@ enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const ch
   return srv_queue(s, r, status, resp);
 }
 
+enum MHD_Result srv_json_doc(srv_t *s, srv_request *r, unsigned int status, json_t *doc) {
+  char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+  json_decref(doc);
+  if (!text) return srv_error(s, r, 500, "out_of_memory", NULL, "out of memory");
+  enum MHD_Result ret = srv_json(s, r, status, text);
+  free(text);
+  return ret;
+}
+
 enum MHD_Result srv_error(srv_t *s, srv_request *r, unsigned int status, const char *code,
                           const char *extra_json, const char *fmt, ...) {
   char msg[2048];

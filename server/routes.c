@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "builder.h"
+#include "present.h"
 #include "srv.h"
 #include "th_log.h"
 #include "th_sha256.h"
@@ -286,19 +287,27 @@ static enum MHD_Result srv__send_file(srv_t *s, srv_request *r, const char *path
 
 /* ---- /models/{fw}/{net}/{batch} ---- */
 
+/* The job document of id (owned), or NULL when the store cannot read it. */
+static json_t *srv__job_doc(srv_t *s, int64_t id) {
+  store_job j;
+  if (store_job_get(s->st, id, &j) != TH_OK) return NULL;
+  json_t *o = srv_present_job(&j);
+  store_job_clear(&j);
+  return o;
+}
+
 static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_key *key, int64_t job_id,
                                         int created) {
-  char *job_json = NULL;
-  store_job_json(s->st, job_id, &job_json);
+  json_t *job = srv__job_doc(s, job_id);
   char loc[64];
-  snprintf(loc, sizeof loc, "/jobs/%lld", (long long)job_id);
+  srv_job_url(job_id, loc, sizeof loc);
   const char *prefer = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Prefer");
   enum MHD_Result ret;
   if (prefer && strstr(prefer, "respond-async")) {
     char *body = NULL;
     json_t *o = json_object();
-    json_t *job = job_json ? json_loads(job_json, 0, NULL) : NULL;
     json_object_set_new(o, "job", job ? job : json_null());
+    job = NULL;
     json_object_set_new(o, "queued", json_boolean(created));
     json_object_set_new(o, "message", json_string("the model is being built; poll the job URL"));
     body = json_dumps(o, JSON_COMPACT);
@@ -311,13 +320,12 @@ static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_ke
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     ret = srv_queue(s, r, 202, resp);
   } else {
-    char extra[4096];
-    snprintf(extra, sizeof extra, "{\"job\":%s}", job_json ? job_json : "null");
     char link[96];
     snprintf(link, sizeof link, "<%s>; rel=\"monitor\"", loc);
     /* build the error body by hand so the extra headers can be added */
-    json_t *err = json_loads(extra, 0, NULL);
-    if (!err) err = json_object();
+    json_t *err = json_object();
+    json_object_set_new(err, "job", job ? job : json_null());
+    job = NULL;
     json_object_set_new(err, "code", json_string("building"));
     json_object_set_new(err, "status", json_integer(503));
     char msg[512];
@@ -339,7 +347,6 @@ static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_ke
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     ret = srv_queue(s, r, 503, resp);
   }
-  free(job_json);
   return ret;
 }
 
@@ -419,7 +426,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     /* a failed build is not retried by a GET (that would loop on a broken network); a cancel seen by a
      * waiting request ends the wait */
     char extra[256], loc[64];
-    snprintf(loc, sizeof loc, "/jobs/%lld", (long long)latest.id);
+    srv_job_url(latest.id, loc, sizeof loc);
     snprintf(extra, sizeof extra, "{\"job\":\"%s\"}", loc);
     int failed = latest.state == STORE_JOB_FAILED;
     enum MHD_Result ret = srv_error(
@@ -601,16 +608,17 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   free(options);
   if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
   if (created) tune_workers_notify(s->workers);
-  char *job_json = NULL;
-  store_job_json(s->st, job_id, &job_json);
-  char body_text[8192];
-  snprintf(body_text, sizeof body_text, "{\"queued\":%s,\"job\":%s}", created ? "true" : "false",
-           job_json ? job_json : "null");
-  free(job_json);
+  json_t *job = srv__job_doc(s, job_id);
+  json_t *doc = json_object();
+  json_object_set_new(doc, "queued", json_boolean(created));
+  json_object_set_new(doc, "job", job ? job : json_null());
+  char *body_text = json_dumps(doc, JSON_COMPACT);
+  json_decref(doc);
+  if (!body_text) return MHD_NO;
   char loc[64];
-  snprintf(loc, sizeof loc, "/jobs/%lld", (long long)job_id);
-  size_t n = strlen(body_text);
-  struct MHD_Response *resp = MHD_create_response_from_buffer(n, body_text, MHD_RESPMEM_MUST_COPY);
+  srv_job_url(job_id, loc, sizeof loc);
+  struct MHD_Response *resp =
+      MHD_create_response_from_buffer(strlen(body_text), body_text, MHD_RESPMEM_MUST_FREE);
   MHD_add_response_header(resp, "Content-Type", "application/json");
   MHD_add_response_header(resp, "Location", loc);
   return srv_queue(s, r, 202, resp);
@@ -670,13 +678,13 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
     return srv_error(s, r, 400, "unknown_network", NULL, "unknown network '%s'; valid networks: %s",
                      net, names);
   }
-  char *json = NULL;
-  th_status rc = store_catalog_json(s->st, fw[0] ? fw : NULL, net[0] ? net : NULL,
-                                    state[0] ? state : NULL, &json);
+  store_catalog_row *rows = NULL;
+  size_t n = 0;
+  th_status rc = store_catalog(s->st, fw[0] ? fw : NULL, net[0] ? net : NULL, state[0] ? state : NULL, &rows, &n);
   if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
-  enum MHD_Result ret = srv_json(s, r, 200, json);
-  free(json);
-  return ret;
+  json_t *doc = srv_present_catalog(rows, n);
+  store_catalog_free(rows, n);
+  return srv_json_doc(s, r, 200, doc);
 }
 
 static enum MHD_Result srv__jobs(srv_t *s, srv_request *r) {
@@ -692,12 +700,13 @@ static enum MHD_Result srv__jobs(srv_t *s, srv_request *r) {
   if (srv_query(r, "limit", limit_s, sizeof limit_s) > 0 &&
       (th_parse_i64(limit_s, &limit) != TH_OK || limit < 1 || limit > 1000))
     return srv_error(s, r, 400, "invalid_limit", NULL, "limit is a whole number from 1 to 1000");
-  char *json = NULL;
-  if (store_jobs_json(s->st, state[0] ? state : NULL, (int)limit, &json) != TH_OK)
+  store_job *jobs = NULL;
+  size_t n = 0;
+  if (store_job_list(s->st, state[0] ? state : NULL, (int)limit, &jobs, &n) != TH_OK)
     return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
-  enum MHD_Result ret = srv_json(s, r, 200, json);
-  free(json);
-  return ret;
+  json_t *doc = srv_present_jobs(jobs, n);
+  store_job_list_free(jobs, n);
+  return srv_json_doc(s, r, 200, doc);
 }
 
 static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int cancel) {
@@ -713,27 +722,28 @@ static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int 
     if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
     srv_job_event(s, id);
   }
-  char *json = NULL;
-  th_status rc = store_job_json(s->st, id, &json);
+  store_job j;
+  th_status rc = store_job_get(s->st, id, &j);
   if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, 404, "job_unknown", NULL, "no job %lld", (long long)id);
   if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
-  enum MHD_Result ret = srv_json(s, r, cancel ? 202 : 200, json);
-  free(json);
-  return ret;
+  json_t *doc = srv_present_job(&j);
+  store_job_clear(&j);
+  return srv_json_doc(s, r, cancel ? 202 : 200, doc);
 }
 
 /* GET .../versions: every published version of a key, for the page's latency-per-version chart. */
 static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *key) {
-  char *json = NULL;
-  th_status rc = store_model_versions_json(s->st, key, &json);
+  store_model *vs = NULL;
+  size_t n = 0;
+  th_status rc = store_model_versions(s->st, key, &vs, &n);
   if (rc == TH_ERR_NOT_FOUND)
     return srv_error(s, r, 404, "not_found", NULL, "no published version of %s/%s/%d; GET /models/%s/%s/%d "
                      "builds it", key->framework, key->network, key->batch, key->framework, key->network,
                      key->batch);
   if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
-  enum MHD_Result ret = srv_json(s, r, 200, json);
-  free(json);
-  return ret;
+  json_t *doc = srv_present_versions(key, vs, n);
+  store_model_list_free(vs, n);
+  return srv_json_doc(s, r, 200, doc);
 }
 
 /* GET .../tuning: best GFLOPS against trials for each tunable task of the network, from the stored records

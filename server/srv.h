@@ -3,6 +3,7 @@
 #ifndef SRV_H
 #define SRV_H
 
+#include <jansson.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -137,6 +138,8 @@ extern const char *const srv_route_names[SRV_ROUTE_COUNT];
 enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct MHD_Response *resp);
 /* Queues a JSON body (copied). */
 enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const char *json);
+/* Queues doc as the JSON body; consumes doc (NULL answers 500). */
+enum MHD_Result srv_json_doc(srv_t *s, srv_request *r, unsigned int status, json_t *doc);
 /* Queues {"error":{"code","message", ...extra}}; extra is a JSON object text merged in, or NULL. */
 enum MHD_Result srv_error(srv_t *s, srv_request *r, unsigned int status, const char *code,
                           const char *extra_json, const char *fmt, ...)

@@ -33,6 +33,18 @@ th_status store__db_fail(store_t *st, const char *what) {
   return code == SQLITE_BUSY || code == SQLITE_LOCKED ? TH_ERR_BUSY : TH_ERR_DB;
 }
 
+void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return arr;
+  size_t ncap = *cap ? *cap * 2 : 16;
+  void *grown = realloc(arr, ncap * elem);
+  if (!grown) {
+    store__fail(st, TH_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  *cap = ncap;
+  return grown;
+}
+
 th_status store__prepare(store_t *st, const char *sql, sqlite3_stmt **out) {
   if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK) return store__db_fail(st, "prepare");
   return TH_OK;

@@ -8,6 +8,7 @@
 #ifndef STORE_H
 #define STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "th_status.h"
@@ -73,16 +74,12 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
 th_status store_model_get(store_t *st, const store_key *key, int tuned_only, store_model *out);
 /* Marks every version of key deleted; TH_ERR_NOT_FOUND when none. */
 th_status store_model_delete(store_t *st, const store_key *key, int *deleted);
-/* Every ready version of key, oldest first, as JSON text (malloc'd; caller frees): {"framework", "network",
- * "batch", "target", "count", "versions": [{version, tuned, digest, so_digest, latency_ms, job, published_at,
- * size, so_size}]}. TH_ERR_NOT_FOUND when none. */
-th_status store_model_versions_json(store_t *st, const store_key *key, char **json);
-
-/* The catalog as JSON text (malloc'd; caller frees): {"models":[...],"count":N}. Each key appears once: its newest
- * ready version (state "ready"), else its live job ("building"), else its last failed job ("failed"). Filters may
- * be NULL. */
-th_status store_catalog_json(store_t *st, const char *framework, const char *network, const char *state,
-                             char **json);
+/* Frees an array of models from store_model_versions (each cleared); accepts NULL. After the call the array is
+ * no longer valid. */
+void store_model_list_free(store_model *models, size_t n);
+/* Every ready version of key, oldest first, into a new array (*out, *n; manifests left NULL): the caller owns it
+ * and frees it with store_model_list_free. TH_ERR_NOT_FOUND when none; nothing is written on an error. */
+th_status store_model_versions(store_t *st, const store_key *key, store_model **out, size_t *n);
 
 /* ---- jobs ---- */
 typedef enum store_job_state {
@@ -94,16 +91,18 @@ typedef enum store_job_state {
 } store_job_state;
 
 const char *store_job_state_str(store_job_state s);
+/* The state named s (store_job_state_str's names); STORE_JOB_FAILED for an unknown name. */
+store_job_state store_job_state_parse(const char *s);
 
 typedef struct store_job {
   int64_t id;
   store_key key;
   char kind[16]; /* "build" or "tune" */
-  char *options; /* owned JSON */
+  char *options; /* owned: the options text the job was queued with (JSON, validated by server/) */
   int priority;
   store_job_state state;
   char stage[32];
-  char *progress; /* owned JSON */
+  char *progress; /* owned: the progress document server/ wrote (JSON text, opaque to the store) */
   char *error;    /* owned, NULL when none */
   int cancel_requested;
   int attempts;
@@ -123,7 +122,7 @@ th_status store_job_claim(store_t *st, const char *worker, store_job *out);
 th_status store_job_get(store_t *st, int64_t id, store_job *out);
 /* The newest job for key (any state); TH_ERR_NOT_FOUND when none. */
 th_status store_job_latest(store_t *st, const store_key *key, store_job *out);
-/* Persists the stage and progress JSON of a running job. */
+/* Persists the stage and the progress document of a running job; a NULL leaves that column as it is. */
 th_status store_job_progress(store_t *st, int64_t id, const char *stage, const char *progress);
 /* Ends a job: state must be succeeded, failed or cancelled. error may be NULL. */
 th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const char *error);
@@ -132,11 +131,46 @@ th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const
 th_status store_job_cancel(store_t *st, int64_t id);
 /* 1 when a cancel was requested for the job. */
 int store_job_cancel_requested(store_t *st, int64_t id);
-/* JSON text of one job or of the list (newest first, at most limit; state filter may be NULL). */
-th_status store_job_json(store_t *st, int64_t id, char **json);
-th_status store_jobs_json(store_t *st, const char *state, int limit, char **json);
+/* The jobs, running first, then queued, then the rest, newest first within each; at most limit (<= 0: 100); state
+ * (a store_job_state_str name) may be NULL. Writes a new array (*out, *n) that the caller owns and frees with
+ * store_job_list_free; nothing is written on an error. */
+th_status store_job_list(store_t *st, const char *state, int limit, store_job **out, size_t *n);
+/* Frees an array from store_job_list (each job cleared); accepts NULL. */
+void store_job_list_free(store_job *jobs, size_t n);
 /* Counts of jobs by state, indexed by store_job_state. */
 th_status store_job_counts(store_t *st, int64_t counts[5]);
+
+/* ---- the catalog: one row per key ---- */
+typedef enum store_catalog_state {
+  STORE_CATALOG_READY = 0, /* a version is published */
+  STORE_CATALOG_BUILDING,  /* none yet; a job is queued or running */
+  STORE_CATALOG_FAILED     /* none; the last job failed */
+} store_catalog_state;
+
+/* "ready", "building", "failed" (the catalog's filter values); never NULL. */
+const char *store_catalog_state_str(store_catalog_state s);
+
+typedef struct store_catalog_row {
+  store_key key;
+  store_catalog_state state;
+  int has_model;     /* model and versions are set only when 1 */
+  store_model model; /* the newest ready version; manifest NULL */
+  int versions;      /* ready versions of the key */
+  int has_job;       /* the job fields are set only when 1 */
+  int64_t job_id;    /* the key's newest job */
+  store_job_state job_state;
+  char job_stage[32];
+  char *job_error; /* owned, NULL when none; freed by store_catalog_free */
+} store_catalog_row;
+
+/* The catalog into a new array (*out, *n), ordered by network, framework, batch. Each key appears once: its newest
+ * ready version (state ready), else its live job (building), else its last failed job (failed); keys whose last
+ * job was cancelled before a publish are left out. Filters may be NULL; state is a store_catalog_state_str name.
+ * The caller owns the array and frees it with store_catalog_free; nothing is written on an error. */
+th_status store_catalog(store_t *st, const char *framework, const char *network, const char *state,
+                        store_catalog_row **out, size_t *n);
+/* Frees a catalog array; accepts NULL. After the call the array is no longer valid. */
+void store_catalog_free(store_catalog_row *rows, size_t n);
 
 /* ---- networks ---- */
 th_status store_network_upsert(store_t *st, const char *name, const char *input_shape_json, double flops,

@@ -23,6 +23,10 @@ th_status store__db_fail(store_t *st, const char *what);
 th_status store__prepare(store_t *st, const char *sql, sqlite3_stmt **out);
 /* Executes one or more statements without results. */
 th_status store__exec(store_t *st, const char *sql);
+/* Room for one more element in a growable array (arr: *cap elements of size elem, n used; NULL when empty):
+ * arr itself, or arr reallocated with *cap doubled from 16. NULL when out of memory: arr is then still valid and
+ * owned by the caller, and the error is recorded. */
+void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem);
 /* A copy of a column as malloc'd text (NULL for SQL NULL). */
 char *store__col_dup(sqlite3_stmt *s, int col);
 /* Copies a text column into a fixed buffer (truncating safely). */

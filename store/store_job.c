@@ -2,7 +2,7 @@
  * that already has a queued or running job fails with a constraint error, and the caller gets the live job
  * instead. Claims are one UPDATE ... RETURNING-free transaction under the store mutex, so two workers never
  * claim the same job. */
-#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +16,7 @@ const char *store_job_state_str(store_job_state s) {
   return (unsigned)s < 5 ? store__job_states[s] : "unknown";
 }
 
-static store_job_state store__job_state_parse(const char *s) {
+store_job_state store_job_state_parse(const char *s) {
   for (int i = 0; i < 5; i++)
     if (s && strcmp(s, store__job_states[i]) == 0) return (store_job_state)i;
   return STORE_JOB_FAILED;
@@ -45,7 +45,7 @@ static void store__job_row(sqlite3_stmt *s, store_job *j) {
   store__col_copy(s, 6, j->kind, sizeof j->kind);
   j->options = store__col_dup(s, 7);
   j->priority = sqlite3_column_int(s, 8);
-  j->state = store__job_state_parse((const char *)sqlite3_column_text(s, 9));
+  j->state = store_job_state_parse((const char *)sqlite3_column_text(s, 9));
   store__col_copy(s, 10, j->stage, sizeof j->stage);
   j->progress = store__col_dup(s, 11);
   j->error = store__col_dup(s, 12);
@@ -147,7 +147,7 @@ th_status store_job_counts(store_t *st, int64_t counts[5]) {
   th_status rc = store__prepare(st, "SELECT state, count(*) FROM jobs GROUP BY state", &s);
   if (rc == TH_OK) {
     while (sqlite3_step(s) == SQLITE_ROW)
-      counts[store__job_state_parse((const char *)sqlite3_column_text(s, 0))] =
+      counts[store_job_state_parse((const char *)sqlite3_column_text(s, 0))] =
           sqlite3_column_int64(s, 1);
   }
   sqlite3_finalize(s);
@@ -290,56 +290,15 @@ int store_job_cancel_requested(store_t *st, int64_t id) {
   return c;
 }
 
-static json_t *store__time_json(double t) {
-  if (t <= 0) return json_null();
-  char iso[32];
-  th_time_iso(t, iso, sizeof iso);
-  return json_string(iso);
+void store_job_list_free(store_job *jobs, size_t n) {
+  if (!jobs) return;
+  for (size_t i = 0; i < n; i++) store_job_clear(&jobs[i]);
+  free(jobs);
 }
 
-static json_t *store__job_to_json(const store_job *j) {
-  json_t *o = json_object();
-  json_object_set_new(o, "id", json_integer(j->id));
-  json_object_set_new(o, "framework", json_string(j->key.framework));
-  json_object_set_new(o, "network", json_string(j->key.network));
-  json_object_set_new(o, "batch", json_integer(j->key.batch));
-  json_object_set_new(o, "target", json_string(j->key.target));
-  json_object_set_new(o, "compiler_version", json_string(j->key.compiler_version));
-  json_object_set_new(o, "kind", json_string(j->kind));
-  json_object_set_new(o, "state", json_string(store_job_state_str(j->state)));
-  json_object_set_new(o, "stage", json_string(j->stage));
-  json_object_set_new(o, "priority", json_integer(j->priority));
-  json_object_set_new(o, "attempts", json_integer(j->attempts));
-  json_object_set_new(o, "cancel_requested", json_boolean(j->cancel_requested));
-  json_t *opt = j->options ? json_loads(j->options, 0, NULL) : NULL;
-  json_object_set_new(o, "options", opt ? opt : json_object());
-  json_t *prog = j->progress ? json_loads(j->progress, 0, NULL) : NULL;
-  json_object_set_new(o, "progress", prog ? prog : json_object());
-  json_object_set_new(o, "error", j->error ? json_string(j->error) : json_null());
-  json_object_set_new(o, "created_at", store__time_json(j->created_at));
-  json_object_set_new(o, "started_at", store__time_json(j->started_at));
-  json_object_set_new(o, "finished_at", store__time_json(j->finished_at));
-  double end = j->finished_at > 0 ? j->finished_at : th_now_wall();
-  json_object_set_new(o, "elapsed_s",
-                      j->started_at > 0 ? json_real(end - j->started_at) : json_null());
-  char url[64];
-  snprintf(url, sizeof url, "/jobs/%lld", (long long)j->id);
-  json_object_set_new(o, "url", json_string(url));
-  return o;
-}
-
-th_status store_job_json(store_t *st, int64_t id, char **json) {
-  store_job j;
-  th_status rc = store_job_get(st, id, &j);
-  if (rc != TH_OK) return store__fail(st, rc, "no job with id %lld", (long long)id);
-  json_t *o = store__job_to_json(&j);
-  store_job_clear(&j);
-  *json = json_dumps(o, JSON_COMPACT);
-  json_decref(o);
-  return *json ? TH_OK : TH_ERR_NOMEM;
-}
-
-th_status store_jobs_json(store_t *st, const char *state, int limit, char **json) {
+th_status store_job_list(store_t *st, const char *state, int limit, store_job **out, size_t *count) {
+  store_job *jobs = NULL;
+  size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st,
@@ -347,26 +306,28 @@ th_status store_jobs_json(store_t *st, const char *state, int limit, char **json
                                 "ORDER BY CASE state WHEN 'running' THEN 0 WHEN 'queued' THEN 1 ELSE 2 "
                                 "END, id DESC LIMIT ?2",
                                 &s);
-  json_t *arr = json_array();
   if (rc == TH_OK) {
     if (state) sqlite3_bind_text(s, 1, state, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(s, 2, limit > 0 ? limit : 100);
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-      store_job j;
-      store__job_row(s, &j);
-      json_array_append_new(arr, store__job_to_json(&j));
-      store_job_clear(&j);
+      void *grown = store__grow(st, jobs, &cap, n, sizeof *jobs);
+      if (!grown) {
+        rc = TH_ERR_NOMEM;
+        break;
+      }
+      jobs = grown;
+      store__job_row(s, &jobs[n++]);
     }
-    if (r != SQLITE_DONE) rc = store__db_fail(st, "list jobs");
+    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "list jobs");
   }
   sqlite3_finalize(s);
   pthread_mutex_unlock(&st->mu);
-  json_t *root = json_object();
-  json_object_set_new(root, "count", json_integer((json_int_t)json_array_size(arr)));
-  json_object_set_new(root, "jobs", arr);
-  *json = rc == TH_OK ? json_dumps(root, JSON_COMPACT) : NULL;
-  json_decref(root);
-  if (rc == TH_OK && !*json) rc = TH_ERR_NOMEM;
-  return rc;
+  if (rc != TH_OK) {
+    store_job_list_free(jobs, n);
+    return rc;
+  }
+  *out = jobs;
+  *count = n;
+  return TH_OK;
 }

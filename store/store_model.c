@@ -1,7 +1,6 @@
 /* Published models and the catalog. A key (framework, network, batch, target, compiler version) has versions
  * 1, 2, ...; each version points at two immutable artifacts (the .tar bundle and the .so alone). Versions are
  * never rewritten: a delete marks rows deleted and the bytes stay addressable by digest. */
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,15 +148,45 @@ th_status store_model_delete(store_t *st, const store_key *key, int *deleted) {
   return rc;
 }
 
-static json_t *store__json_time(double t) {
-  if (t <= 0) return json_null();
-  char iso[32];
-  th_time_iso(t, iso, sizeof iso);
-  return json_string(iso);
+const char *store_catalog_state_str(store_catalog_state s) {
+  static const char *const names[] = {"ready", "building", "failed"};
+  return (unsigned)s < 3 ? names[s] : "unknown";
 }
 
-th_status store_catalog_json(store_t *st, const char *framework, const char *network, const char *state,
-                             char **json) {
+void store_catalog_free(store_catalog_row *rows, size_t n) {
+  if (!rows) return;
+  for (size_t i = 0; i < n; i++) free(rows[i].job_error);
+  free(rows);
+}
+
+void store_model_list_free(store_model *models, size_t n) {
+  if (!models) return;
+  for (size_t i = 0; i < n; i++) store_model_clear(&models[i]);
+  free(models);
+}
+
+/* The columns store__model_row reads, in order (m: models, a/b: the tar's and the .so's artifacts). */
+#define STORE__MODEL_COLS \
+  "m.id, m.version, m.tuned, m.tar_digest, m.so_digest, m.latency_ms, m.job_id, m.created_at, a.size, b.size"
+
+/* A model row from STORE__MODEL_COLS at column c (manifest left NULL). */
+static void store__model_row(sqlite3_stmt *s, int c, const store_key *key, store_model *m) {
+  memset(m, 0, sizeof *m);
+  m->id = sqlite3_column_int64(s, c);
+  m->key = *key;
+  m->version = sqlite3_column_int(s, c + 1);
+  m->tuned = sqlite3_column_int(s, c + 2);
+  store__col_copy(s, c + 3, m->tar_digest, sizeof m->tar_digest);
+  store__col_copy(s, c + 4, m->so_digest, sizeof m->so_digest);
+  m->latency_ms = sqlite3_column_type(s, c + 5) == SQLITE_NULL ? -1 : sqlite3_column_double(s, c + 5);
+  m->job_id = sqlite3_column_int64(s, c + 6);
+  m->created_at = sqlite3_column_double(s, c + 7);
+  m->tar_size = sqlite3_column_int64(s, c + 8);
+  m->so_size = sqlite3_column_int64(s, c + 9);
+}
+
+th_status store_catalog(store_t *st, const char *framework, const char *network, const char *state,
+                        store_catalog_row **out, size_t *count) {
   /* One row per key: the newest ready model, else the newest job. */
   static const char *const sql =
       "WITH keys AS ("
@@ -171,17 +200,17 @@ th_status store_catalog_json(store_t *st, const char *framework, const char *net
       "   (SELECT id FROM jobs j WHERE j.framework = k.framework AND j.network = k.network "
       "     AND j.batch = k.batch AND j.target = k.target AND j.compiler_version = k.compiler_version "
       "     ORDER BY id DESC LIMIT 1) AS job_id FROM keys k) "
-      "SELECT l.framework, l.network, l.batch, l.target, l.compiler_version, m.version, m.tuned, "
-      " m.tar_digest, m.so_digest, m.latency_ms, m.created_at, a.size, b.size, j.id, j.state, j.stage, "
-      " j.error, (SELECT count(*) FROM models v WHERE v.framework = l.framework AND v.network = "
-      "   l.network AND v.batch = l.batch AND v.target = l.target AND v.compiler_version = "
+      "SELECT l.framework, l.network, l.batch, l.target, l.compiler_version, " STORE__MODEL_COLS ", "
+      " j.id, j.state, j.stage, j.error, (SELECT count(*) FROM models v WHERE v.framework = l.framework "
+      "   AND v.network = l.network AND v.batch = l.batch AND v.target = l.target AND v.compiler_version = "
       "   l.compiler_version AND v.state = 'ready') "
       "FROM latest l LEFT JOIN models m ON m.id = l.model_id "
       "LEFT JOIN artifacts a ON a.digest = m.tar_digest LEFT JOIN artifacts b ON b.digest = m.so_digest "
       "LEFT JOIN jobs j ON j.id = l.job_id "
       "WHERE (?1 IS NULL OR l.framework = ?1) AND (?2 IS NULL OR l.network = ?2) "
       "ORDER BY l.network, l.framework, l.batch";
-  json_t *arr = json_array();
+  store_catalog_row *rows = NULL;
+  size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st, sql, &s);
@@ -189,81 +218,68 @@ th_status store_catalog_json(store_t *st, const char *framework, const char *net
     if (framework) sqlite3_bind_text(s, 1, framework, -1, SQLITE_TRANSIENT);
     if (network) sqlite3_bind_text(s, 2, network, -1, SQLITE_TRANSIENT);
     int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+    while (rc == TH_OK && (r = sqlite3_step(s)) == SQLITE_ROW) {
       int has_model = sqlite3_column_type(s, 5) != SQLITE_NULL;
-      const char *jstate = (const char *)sqlite3_column_text(s, 14);
-      const char *row_state;
+      const char *jstate = (const char *)sqlite3_column_text(s, 16);
+      store_catalog_state row_state;
       if (has_model)
-        row_state = "ready";
+        row_state = STORE_CATALOG_READY;
       else if (jstate && (!strcmp(jstate, "queued") || !strcmp(jstate, "running")))
-        row_state = "building";
+        row_state = STORE_CATALOG_BUILDING;
       else if (jstate && !strcmp(jstate, "failed"))
-        row_state = "failed";
+        row_state = STORE_CATALOG_FAILED;
       else
         continue; /* cancelled before anything was published, or deleted */
-      if (state && strcmp(state, row_state) != 0) continue;
-      json_t *o = json_object();
-      json_object_set_new(o, "framework", json_string((const char *)sqlite3_column_text(s, 0)));
-      json_object_set_new(o, "network", json_string((const char *)sqlite3_column_text(s, 1)));
-      json_object_set_new(o, "batch", json_integer(sqlite3_column_int(s, 2)));
-      json_object_set_new(o, "target", json_string((const char *)sqlite3_column_text(s, 3)));
-      json_object_set_new(o, "compiler_version",
-                          json_string((const char *)sqlite3_column_text(s, 4)));
-      json_object_set_new(o, "state", json_string(row_state));
+      if (state && strcmp(state, store_catalog_state_str(row_state)) != 0) continue;
+      void *grown = store__grow(st, rows, &cap, n, sizeof *rows);
+      if (!grown) {
+        rc = TH_ERR_NOMEM;
+        break;
+      }
+      rows = grown;
+      store_catalog_row *o = &rows[n++];
+      memset(o, 0, sizeof *o);
+      store__col_copy(s, 0, o->key.framework, sizeof o->key.framework);
+      store__col_copy(s, 1, o->key.network, sizeof o->key.network);
+      o->key.batch = sqlite3_column_int(s, 2);
+      store__col_copy(s, 3, o->key.target, sizeof o->key.target);
+      store__col_copy(s, 4, o->key.compiler_version, sizeof o->key.compiler_version);
+      o->state = row_state;
+      o->has_model = has_model;
       if (has_model) {
-        char d[80];
-        json_object_set_new(o, "version", json_integer(sqlite3_column_int(s, 5)));
-        json_object_set_new(o, "versions", json_integer(sqlite3_column_int(s, 17)));
-        json_object_set_new(o, "tuned", json_boolean(sqlite3_column_int(s, 6)));
-        snprintf(d, sizeof d, "sha256:%s", (const char *)sqlite3_column_text(s, 7));
-        json_object_set_new(o, "digest", json_string(d));
-        snprintf(d, sizeof d, "sha256:%s", (const char *)sqlite3_column_text(s, 8));
-        json_object_set_new(o, "so_digest", json_string(d));
-        json_object_set_new(o, "latency_ms", sqlite3_column_type(s, 9) == SQLITE_NULL
-                                                 ? json_null()
-                                                 : json_real(sqlite3_column_double(s, 9)));
-        json_object_set_new(o, "published_at", store__json_time(sqlite3_column_double(s, 10)));
-        json_object_set_new(o, "size", json_integer(sqlite3_column_int64(s, 11)));
-        json_object_set_new(o, "so_size", json_integer(sqlite3_column_int64(s, 12)));
+        store__model_row(s, 5, &o->key, &o->model);
+        o->versions = sqlite3_column_int(s, 19);
       }
-      if (sqlite3_column_type(s, 13) != SQLITE_NULL) {
-        json_t *job = json_object();
-        json_object_set_new(job, "id", json_integer(sqlite3_column_int64(s, 13)));
-        json_object_set_new(job, "state", json_string(jstate));
-        json_object_set_new(job, "stage", json_string((const char *)sqlite3_column_text(s, 15)));
-        const char *err = (const char *)sqlite3_column_text(s, 16);
-        json_object_set_new(job, "error", err ? json_string(err) : json_null());
-        json_object_set_new(o, "job", job);
-      } else {
-        json_object_set_new(o, "job", json_null());
+      if (sqlite3_column_type(s, 15) != SQLITE_NULL) {
+        o->has_job = 1;
+        o->job_id = sqlite3_column_int64(s, 15);
+        o->job_state = store_job_state_parse(jstate);
+        store__col_copy(s, 17, o->job_stage, sizeof o->job_stage);
+        if (sqlite3_column_type(s, 18) != SQLITE_NULL && !(o->job_error = store__col_dup(s, 18)))
+          rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
       }
-      json_array_append_new(arr, o);
     }
-    if (r != SQLITE_DONE) rc = store__db_fail(st, "catalog");
+    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "catalog");
   }
   sqlite3_finalize(s);
   pthread_mutex_unlock(&st->mu);
-  if (rc == TH_OK) {
-    json_t *root = json_object();
-    json_object_set_new(root, "count", json_integer((json_int_t)json_array_size(arr)));
-    json_object_set_new(root, "models", arr);
-    *json = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    if (!*json) rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
-  } else {
-    json_decref(arr);
+  if (rc != TH_OK) {
+    store_catalog_free(rows, n);
+    return rc;
   }
-  return rc;
+  *out = rows;
+  *count = n;
+  return TH_OK;
 }
 
-th_status store_model_versions_json(store_t *st, const store_key *key, char **json) {
-  json_t *arr = json_array();
+th_status store_model_versions(store_t *st, const store_key *key, store_model **out, size_t *count) {
+  store_model *vs = NULL;
+  size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(
       st,
-      "SELECT m.version, m.tuned, m.tar_digest, m.so_digest, m.latency_ms, m.job_id, m.created_at, "
-      "a.size, b.size FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
+      "SELECT " STORE__MODEL_COLS " FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
       "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND "
       "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.state = 'ready' "
       "ORDER BY m.version",
@@ -272,41 +288,26 @@ th_status store_model_versions_json(store_t *st, const store_key *key, char **js
     store__bind_key(s, 1, key);
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
-      char d[80];
-      json_t *o = json_object();
-      json_object_set_new(o, "version", json_integer(sqlite3_column_int(s, 0)));
-      json_object_set_new(o, "tuned", json_boolean(sqlite3_column_int(s, 1)));
-      snprintf(d, sizeof d, "sha256:%s", (const char *)sqlite3_column_text(s, 2));
-      json_object_set_new(o, "digest", json_string(d));
-      snprintf(d, sizeof d, "sha256:%s", (const char *)sqlite3_column_text(s, 3));
-      json_object_set_new(o, "so_digest", json_string(d));
-      json_object_set_new(o, "latency_ms", sqlite3_column_type(s, 4) == SQLITE_NULL
-                                               ? json_null()
-                                               : json_real(sqlite3_column_double(s, 4)));
-      json_object_set_new(o, "job", sqlite3_column_type(s, 5) == SQLITE_NULL
-                                        ? json_null()
-                                        : json_integer(sqlite3_column_int64(s, 5)));
-      json_object_set_new(o, "published_at", store__json_time(sqlite3_column_double(s, 6)));
-      json_object_set_new(o, "size", json_integer(sqlite3_column_int64(s, 7)));
-      json_object_set_new(o, "so_size", json_integer(sqlite3_column_int64(s, 8)));
-      json_array_append_new(arr, o);
+      void *grown = store__grow(st, vs, &cap, n, sizeof *vs);
+      if (!grown) {
+        rc = TH_ERR_NOMEM;
+        break;
+      }
+      vs = grown;
+      store__model_row(s, 0, key, &vs[n++]);
     }
-    if (r != SQLITE_DONE) rc = store__db_fail(st, "versions");
+    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "versions");
   }
   sqlite3_finalize(s);
   pthread_mutex_unlock(&st->mu);
-  if (rc == TH_OK && json_array_size(arr) == 0)
+  if (rc == TH_OK && n == 0)
     rc = store__fail(st, TH_ERR_NOT_FOUND, "no published model for %s/%s/%d", key->framework,
                      key->network, key->batch);
-  if (rc == TH_OK) {
-    json_t *root = json_pack("{s:s,s:s,s:i,s:s,s:I,s:o}", "framework", key->framework, "network",
-                             key->network, "batch", key->batch, "target", key->target, "count",
-                             (json_int_t)json_array_size(arr), "versions", arr);
-    *json = root ? json_dumps(root, JSON_COMPACT) : NULL;
-    json_decref(root);
-    if (!*json) rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
-  } else {
-    json_decref(arr);
+  if (rc != TH_OK) {
+    store_model_list_free(vs, n);
+    return rc;
   }
-  return rc;
+  *out = vs;
+  *count = n;
+  return TH_OK;
 }
