@@ -9,7 +9,6 @@
  * stream of a finished job sends the snapshot and `done` at once, and every stream ends after `done`. Streams
  * are capped per client address and in total. */
 #include <arpa/inet.h>
-#include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -121,17 +120,21 @@ static ev_job *ev__slot(srv_events *E, int64_t job) {
   return victim;
 }
 
-void srv_events_on_job(void *ctx, int64_t job_id, tune_event_kind kind, const char *json) {
+void srv_events_on_job(void *ctx, const tune_event *ev) {
   srv_t *s = ctx;
   srv_events *E = s->events;
-  if (!E || !json) return;
+  if (!E) return;
+  int64_t job_id = ev->job_id;
+  tune_event_kind kind = ev->kind;
+  char *json = srv_present_event(ev);
+  if (!json) return;
   pthread_mutex_lock(&E->mu);
   ev_job *j = ev__slot(E, job_id);
   int slot = (int)(++j->seq % EV_RING);
   free(j->ring[slot].data);
   j->ring[slot].id = j->seq;
   j->ring[slot].kind = (int)kind;
-  j->ring[slot].data = strdup(json);
+  j->ring[slot].data = json;
   if (j->count < EV_RING) j->count++;
   j->touched = th_now_mono();
   if (kind == TUNE_EV_PROGRESS) {
@@ -389,10 +392,8 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
     /* finished before this daemon saw its events (or they were evicted): snapshot + done from the store */
     int64_t sid = j ? j->seq + 1 : 1;
     ev__append(st, sid, "progress", job.progress && *job.progress ? job.progress : "{}");
-    json_t *d = json_pack("{s:I,s:s}", "job", (json_int_t)id, "state", store_job_state_str(job.state));
-    json_object_set_new(d, "error", job.error ? json_string(job.error) : json_null());
-    char *dt = json_dumps(d, JSON_COMPACT);
-    json_decref(d);
+    tune_event done = {.kind = TUNE_EV_DONE, .job_id = id, .state = job.state, .error = job.error};
+    char *dt = srv_present_event(&done);
     ev__append(st, sid + 1, "done", dt ? dt : "{}");
     free(dt);
     st->ended = 1;
@@ -425,25 +426,18 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
 }
 
 enum MHD_Result srv_scheduler_route(srv_t *s, srv_request *r) {
-  th_buf b;
-  th_buf_init(&b, 4 << 20);
-  th_status rc = tune_workers_json(s->workers, &b);
-  char *queued = NULL;
+  tune_sched_info info;
+  th_status rc = tune_workers_info(s->workers, &info);
+  if (rc != TH_OK)
+    return srv_error(s, r, 500, "scheduler_error", NULL, "cannot describe the scheduler: %s", th_status_str(rc));
   store_job *jobs = NULL;
   size_t njobs = 0;
-  if (rc == TH_OK && store_job_list(s->st, "queued", 100, &jobs, &njobs) != TH_OK) rc = TH_ERR_IO;
-  if (rc == TH_OK) {
-    json_t *doc = srv_present_jobs(jobs, njobs);
-    queued = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-    json_decref(doc);
-    if (!queued) rc = TH_ERR_NOMEM;
-  }
+  if (store_job_list(s->st, "queued", 100, &jobs, &njobs) != TH_OK) rc = TH_ERR_IO;
+  th_buf b;
+  th_buf_init(&b, 4 << 20);
+  if (rc == TH_OK) rc = srv_present_scheduler(&info, srv_present_jobs(jobs, njobs), &b);
   store_job_list_free(jobs, njobs);
-  if (rc == TH_OK && b.len > 0 && b.data[b.len - 1] == '}') {
-    b.len--;
-    rc = th_buf_appendf(&b, ",\"store_queue\":%s}", queued);
-  }
-  free(queued);
+  tune_sched_info_free(&info);
   if (rc != TH_OK) {
     th_buf_free(&b);
     return srv_error(s, r, 500, "scheduler_error", NULL, "cannot describe the scheduler: %s", th_status_str(rc));

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "present.h"
 #include "scheduler.h"
 #include "srv.h"
 #include "th_log.h"
@@ -388,6 +389,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   so.work_root = work_root;
   so.listener = srv_job_event;
   so.on_event = srv_events_on_job;
+  so.encode_progress = srv_progress_doc;
   so.listener_ctx = s;
   rc = tune_workers_start_opts(s->st, builder, &so, &s->workers);
   if (rc != TH_OK) {

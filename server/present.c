@@ -4,8 +4,11 @@
 #include "present.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "th_util.h"
+#include "tune_job.h"
 
 void srv_job_url(int64_t id, char *out, size_t n) {
   snprintf(out, n, "/jobs/%lld", (long long)id);
@@ -141,4 +144,186 @@ json_t *srv_present_versions(const store_key *key, const store_model *versions, 
   if (!arr) return NULL;
   return json_pack("{s:s,s:s,s:i,s:s,s:I,s:o}", "framework", key->framework, "network", key->network, "batch",
                    key->batch, "target", key->target, "count", (json_int_t)json_array_size(arr), "versions", arr);
+}
+
+json_t *srv_present_curve(const tune_curve *c) {
+  json_t *arr = json_array();
+  for (int i = 0; arr && i < c->ntasks; i++) {
+    const tune_curve_task *t = &c->tasks[i];
+    json_t *pts = json_array();
+    for (int64_t k = 0; pts && k < t->npoints; k++)
+      json_array_append_new(pts, json_pack("[I,f]", (json_int_t)t->points[k].trial, t->points[k].best_gflops));
+    json_t *o = json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:f,s:o}", "task", t->task, "workload", t->workload,
+                          "template", t->template_name, "count", t->count, "gflop", t->gflop, "trials",
+                          (json_int_t)t->trials, "valid", (json_int_t)t->valid, "best_gflops", t->best_gflops,
+                          "curve", pts);
+    if (o) json_array_append_new(arr, o);
+  }
+  if (!arr) return NULL;
+  return json_pack("{s:s,s:i,s:s,s:I,s:o}", "network", c->network, "batch", c->batch, "target", c->target,
+                   "trials", (json_int_t)c->trials, "tasks", arr);
+}
+
+/* v as a JSON string appended to b. */
+static th_status srv__json_str(th_buf *b, const char *v) {
+  th_status rc = th_buf_append(b, "\"", 1);
+  for (const char *c = v; rc == TH_OK && *c; c++) {
+    if (*c == '"' || *c == '\\')
+      rc = th_buf_appendf(b, "\\%c", *c);
+    else if ((unsigned char)*c < 0x20)
+      rc = th_buf_appendf(b, "\\u%04x", (unsigned char)*c);
+    else
+      rc = th_buf_append(b, c, 1);
+  }
+  if (rc == TH_OK) rc = th_buf_append(b, "\"", 1);
+  return rc;
+}
+
+/* The tuning session's fields (no braces) appended to b. */
+static th_status srv__session_fields(const tune_progress *pr, th_buf *b) {
+  th_status rc = th_buf_appendf(b,
+                                "\"tuner\":\"%s\",\"stage\":\"%s\",\"task\":%d,\"ntasks\":%d,"
+                                "\"elapsed_s\":%.1f,\"eta_s\":%.1f,\"trials\":%lld,\"trials_total\":%lld,"
+                                "\"tasks\":[",
+                                pr->tuner, pr->stage, pr->current, pr->ntasks, pr->elapsed_s, pr->eta_s,
+                                (long long)pr->trials_done, (long long)pr->trials_total);
+  for (int i = 0; rc == TH_OK && i < pr->ntasks; i++) {
+    const tune_task_progress *p = &pr->tasks[i];
+    rc = th_buf_appendf(b, "%s{\"workload\":", i ? "," : "");
+    if (rc == TH_OK) rc = srv__json_str(b, p->key);
+    if (rc == TH_OK)
+      rc = th_buf_appendf(b,
+                          ",\"template\":\"%s\",\"weight\":%d,\"gflop\":%.4f,\"trials\":%lld,\"budget\":%lld,"
+                          "\"best_gflops\":%.2f,\"verified_gflops\":%.2f,\"current_gflops\":%.2f,"
+                          "\"best_ms\":%.6g,\"verified_ms\":%.6g,\"errors\":%lld,\"state\":\"%s\"",
+                          p->template_name, p->weight, p->flops * 1e-9, (long long)p->trials, (long long)p->budget,
+                          p->best_gflops, p->verified_gflops, p->current_gflops, p->best_s * 1e3,
+                          p->verified_s * 1e3, (long long)p->errors, p->state);
+    if (rc == TH_OK && p->msg[0]) {
+      rc = th_buf_appendf(b, ",\"error\":");
+      if (rc == TH_OK) rc = srv__json_str(b, p->msg);
+    }
+    if (rc == TH_OK) rc = th_buf_append(b, "}", 1);
+  }
+  if (rc == TH_OK) rc = th_buf_append(b, "]", 1);
+  return rc;
+}
+
+th_status srv_present_progress(const tune_job_progress *p, th_buf *b) {
+  th_status rc = th_buf_append(b, "{", 1);
+  if (!p) return rc == TH_OK ? th_buf_append(b, "}", 1) : rc;
+  const char *sep = "";
+  if (rc == TH_OK && p->session) {
+    rc = srv__session_fields(p->session, b);
+    sep = ",";
+  }
+  if (rc == TH_OK && p->phase) {
+    rc = th_buf_appendf(b, "%s\"phase\":", sep);
+    if (rc == TH_OK) rc = srv__json_str(b, p->phase);
+    sep = ",";
+  }
+  if (rc == TH_OK && p->has_build) {
+    int done = p->build.done, total = p->build.total;
+    json_t *o = json_pack("{s:s,s:i,s:i,s:f}", "stage", p->build.stage ? p->build.stage : "", "done", done,
+                          "total", total, "fraction", total > 0 ? (double)done / total : 0.0);
+    char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    rc = t ? th_buf_appendf(b, "%s\"build\":%s", sep, t) : TH_ERR_NOMEM;
+    free(t);
+    sep = ",";
+  }
+  if (rc == TH_OK && p->tuning) {
+    rc = th_buf_appendf(b, "%s\"tuning\":", sep);
+    if (rc == TH_OK) rc = srv__json_str(b, p->tuning);
+  }
+  if (rc == TH_OK) rc = th_buf_append(b, "}", 1);
+  return rc;
+}
+
+/* b's text as a malloc'd string (b is freed), or NULL when rc failed. */
+static char *srv__buf_text(th_buf *b, th_status rc) {
+  if (rc != TH_OK) {
+    th_buf_free(b);
+    return NULL;
+  }
+  return th_buf_steal(b);
+}
+
+char *srv_progress_doc(void *ctx, const tune_job_progress *p) {
+  (void)ctx;
+  th_buf b;
+  th_buf_init(&b, 4 << 20);
+  return srv__buf_text(&b, srv_present_progress(p, &b));
+}
+
+char *srv_present_event(const tune_event *ev) {
+  json_t *o = NULL;
+  switch (ev->kind) {
+    case TUNE_EV_STAGE:
+      o = json_pack("{s:I,s:s,s:s,s:i,s:i}", "job", (json_int_t)ev->job_id, "stage", ev->stage, "phase", ev->phase,
+                    "task", ev->task, "ntasks", ev->ntasks);
+      break;
+    case TUNE_EV_PROGRESS:
+      return strdup(ev->progress_doc ? ev->progress_doc : "{}");
+    case TUNE_EV_PUBLISHED:
+      o = json_pack("{s:I,s:i,s:b,s:o}", "job", (json_int_t)ev->job_id, "version", ev->version, "tuned",
+                    ev->tuned, "digest", srv__digest(ev->digest));
+      break;
+    case TUNE_EV_DONE:
+      o = json_pack("{s:I,s:s,s:o}", "job", (json_int_t)ev->job_id, "state", store_job_state_str(ev->state),
+                    "error", ev->error ? json_string(ev->error) : json_null());
+      break;
+  }
+  char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+  json_decref(o);
+  return t;
+}
+
+th_status srv_present_scheduler(const tune_sched_info *in, json_t *queue, th_buf *b) {
+  th_status rc = th_buf_appendf(b, "{\"resources\":{\"cpu\":{\"total\":%d,\"busy\":%d},\"devices\":[",
+                                in->cpu_total, in->cpu_busy);
+  for (int i = 0; rc == TH_OK && i < in->ndevices; i++) {
+    if (in->devices[i].busy)
+      rc = th_buf_appendf(b, "%s{\"name\":\"%s\",\"holder\":%lld}", i ? "," : "", in->devices[i].name,
+                          (long long)in->devices[i].holder);
+    else
+      rc = th_buf_appendf(b, "%s{\"name\":\"%s\",\"holder\":null}", i ? "," : "", in->devices[i].name);
+  }
+  if (rc == TH_OK)
+    rc = th_buf_appendf(b, "]},\"admitted\":%d,\"max_jobs\":%d,\"aging_s\":%.1f,\"jobs\":[", in->admitted,
+                        in->max_jobs, in->aging_s);
+  for (int i = 0; rc == TH_OK && i < in->njobs; i++) {
+    const tune_sched_job_info *j = &in->jobs[i];
+    rc = th_buf_appendf(b,
+                        "%s{\"id\":%lld,\"kind\":\"%s\",\"framework\":\"%s\",\"network\":\"%s\",\"batch\":%d,"
+                        "\"priority\":%d,\"state\":\"%s\",\"stages_run\":%lld",
+                        i ? "," : "", (long long)j->id, j->kind, j->key.framework, j->key.network, j->key.batch,
+                        j->priority, j->running ? "running" : "waiting", (long long)j->stages_run);
+    if (rc == TH_OK && j->has_stage)
+      rc = th_buf_appendf(b,
+                          ",\"stage\":\"%s\",\"phase\":\"%s\",\"kind\":\"%s\",\"task\":%d,\"ntasks\":%d,"
+                          "\"device\":\"%s\",\"cpu_slots\":%d,\"%s\":%.3f,\"estimate_s\":%.3f",
+                          tune_sched_stage_str(j->stage_kind), tune_sched_phase_str(j->stage_kind),
+                          tune_sched_kind_str(j->stage_kind), j->task, j->ntasks, j->device, j->cpu_slots,
+                          j->running ? "running_s" : "waiting_s", j->for_s, j->estimate_s);
+    if (rc == TH_OK) rc = th_buf_append(b, "}", 1);
+  }
+  if (rc == TH_OK) rc = th_buf_appendf(b, "],\"waiting\":[");
+  const char *sep = "";
+  for (int i = 0; rc == TH_OK && i < in->njobs; i++) {
+    const tune_sched_job_info *j = &in->jobs[i];
+    if (j->running || !j->has_stage) continue;
+    rc = th_buf_appendf(b, "%s{\"job\":%lld,\"stage\":\"%s\",\"waiting_s\":%.3f}", sep, (long long)j->id,
+                        tune_sched_stage_str(j->stage_kind), j->for_s);
+    sep = ",";
+  }
+  if (rc == TH_OK) rc = th_buf_appendf(b, "],\"estimates\":{");
+  for (int k = 0; rc == TH_OK && k < TUNE_SK_COUNT; k++)
+    rc = th_buf_appendf(b, "%s\"%s\":{\"mean_s\":%.4f,\"samples\":%lld}", k ? "," : "", tune_sched_kind_str(k),
+                        in->estimates.mean_s[k], (long long)in->estimates.samples[k]);
+  char *q = queue ? json_dumps(queue, JSON_COMPACT) : NULL;
+  json_decref(queue);
+  if (rc == TH_OK) rc = q ? th_buf_appendf(b, "},\"store_queue\":%s}", q) : TH_ERR_NOMEM;
+  free(q);
+  return rc;
 }

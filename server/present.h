@@ -9,7 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "scheduler.h"
 #include "store.h"
+#include "th_buf.h"
+#include "tune_report.h"
+#include "worker.h"
 
 /* The URL of job id ("/jobs/17") into out. */
 void srv_job_url(int64_t id, char *out, size_t n);
@@ -23,5 +27,23 @@ json_t *srv_present_jobs(const store_job *jobs, size_t n);
 json_t *srv_present_catalog(const store_catalog_row *rows, size_t n);
 /* {"framework","network","batch","target","count","versions":[{version,tuned,digest,...}]} of key. */
 json_t *srv_present_versions(const store_key *key, const store_model *versions, size_t n);
+
+/* {"network","batch","target","trials","tasks":[{"task","workload","template","count","gflop","trials","valid",
+ * "best_gflops","curve":[[trial, best_gflops_so_far], ...]}]}. */
+json_t *srv_present_curve(const tune_curve *c);
+
+/* A job's progress document, appended to b as JSON text: the tuning session's fields ("tuner", "stage", "task",
+ * "ntasks", "elapsed_s", "eta_s", "trials", "trials_total", "tasks"), then "phase", "build" ({"stage", "done",
+ * "total", "fraction"}) and "tuning" where set; {} for NULL. */
+th_status srv_present_progress(const tune_job_progress *p, th_buf *b);
+/* The same as malloc'd text (the scheduler's progress encoder; ctx unused), or NULL when out of memory. */
+char *srv_progress_doc(void *ctx, const tune_job_progress *p);
+/* The data of an event stream's event, as malloc'd JSON text (NULL when out of memory): stage {"job","stage",
+ * "phase","task","ntasks"}, progress (the progress document, {} when none), published {"job","version","tuned",
+ * "digest"}, done {"job","state","error"}. */
+char *srv_present_event(const tune_event *ev);
+/* The scheduler's state appended to b: {"resources":{"cpu","devices"},"admitted","max_jobs","aging_s","jobs",
+ * "waiting","estimates"}, then "store_queue": queue (a document, e.g. srv_present_jobs', consumed). */
+th_status srv_present_scheduler(const tune_sched_info *in, json_t *queue, th_buf *b);
 
 #endif

@@ -762,13 +762,14 @@ static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *ke
   tc_target t;
   if (tc_target_host(&t) != TH_OK)
     return srv_error(s, r, 500, "target_error", NULL, "cannot read the host CPU target");
-  char *json = NULL, err[512] = "";
-  th_status rc = tune_curve_json(s->st, &t, key->target, key->network, key->batch, (int)max_points, &json, err,
-                                 sizeof err);
+  char err[512] = "";
+  tune_curve c;
+  th_status rc = tune_curve_get(s->st, &t, key->target, key->network, key->batch, (int)max_points, &c, err,
+                                sizeof err);
   if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", err);
-  enum MHD_Result ret = srv_json(s, r, 200, json);
-  free(json);
-  return ret;
+  json_t *doc = srv_present_curve(&c);
+  tune_curve_free(&c);
+  return srv_json_doc(s, r, 200, doc);
 }
 
 static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {

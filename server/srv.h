@@ -164,7 +164,7 @@ th_status srv_events_new(int max_total, int max_per_ip, srv_events **out);
 void srv_events_stop(srv_events *E);
 void srv_events_free(srv_events *E);
 /* The scheduler's typed event listener; ctx is the srv_t. */
-void srv_events_on_job(void *ctx, int64_t job_id, tune_event_kind kind, const char *json);
+void srv_events_on_job(void *ctx, const tune_event *ev);
 /* GET /jobs/{id}/events: a Server-Sent Events stream. */
 enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text);
 /* GET /scheduler: resources, admitted jobs' stages, the queue, the learned estimates. */

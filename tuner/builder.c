@@ -1,7 +1,8 @@
 /* The compiler-backed builder that registry jobs run. A "build" job compiles once with the best configs the
  * store has (tuned, else transferred, else fallback) and publishes. A "tune" job first publishes that quick
- * build as a version within seconds, then runs a tuning session over the network's tasks, persisting its
- * progress, and publishes the tuned build as the next version. The daemon's scheduler drives the staged form
+ * build as a version within seconds, then runs a tuning session over the network's tasks, reporting its
+ * progress as a struct (server/ makes the job's progress document of it), and publishes the tuned build as the
+ * next version. The daemon's scheduler drives the staged form
  * (open/next/step/close), which runs the same job one stage at a time, each stage naming the resource it needs;
  * run() is the same job end to end. */
 #include "builder.h"
@@ -17,7 +18,6 @@
 #include "tc_cuda.h"
 #endif
 #include "target.h"
-#include "th_buf.h"
 #include "th_util.h"
 #include "space.h"
 #include "tune_job.h"
@@ -95,10 +95,38 @@ static int tb__supports(void *self, const char *framework, char *why, size_t n) 
   return 0;
 }
 
+/* The last progress of a tuning session, kept (tasks copied) after the session is freed, so the tuned rebuild
+ * still reports it. */
+typedef struct tb__snapshot {
+  tune_progress p;
+  tune_task_progress *tasks; /* owned */
+  int cap;
+} tb__snapshot;
+
+/* Copies the session's progress into sn; the previous snapshot stays when out of memory. */
+static void tb__snapshot_take(tb__snapshot *sn, const tune_session_t *s) {
+  tune_progress p;
+  tune_session_progress(s, &p);
+  if (p.ntasks > sn->cap) {
+    tune_task_progress *t = realloc(sn->tasks, (size_t)p.ntasks * sizeof *t);
+    if (!t) return;
+    sn->tasks = t;
+    sn->cap = p.ntasks;
+  }
+  if (p.ntasks > 0) memcpy(sn->tasks, p.tasks, (size_t)p.ntasks * sizeof *sn->tasks);
+  sn->p = p;
+  sn->p.tasks = sn->tasks;
+}
+
+/* The snapshot's progress, or NULL when none was taken. */
+static const tune_progress *tb__snapshot_of(const tb__snapshot *sn) {
+  return sn->p.tasks ? &sn->p : NULL;
+}
+
 typedef struct tb__ctx {
   const tune_build_env *env;
-  const char *phase; /* "build" or "rebuild" */
-  const char *base;  /* the tuning session's last progress JSON (rebuild), kept so the job still shows it */
+  const char *phase;           /* "build" or "rebuild" */
+  const tune_progress *base;   /* the tuning session's last progress (rebuild), kept so the job still shows it */
   double last;
 } tb__ctx;
 
@@ -107,18 +135,11 @@ static int tb__progress(void *ctx, const char *stage, int done, int total) {
   double now = th_now_mono();
   if (done == 0 || done == total || now - c->last > 0.5) {
     c->last = now;
-    json_t *o = c->base ? json_loads(c->base, 0, NULL) : NULL;
-    if (!json_is_object(o)) {
-      json_decref(o);
-      o = json_object();
-    }
-    json_object_set_new(o, "phase", json_string(c->phase));
-    json_object_set_new(o, "build", json_pack("{s:s,s:i,s:i,s:f}", "stage", stage, "done", done, "total",
-                                              total, "fraction", total > 0 ? (double)done / total : 0.0));
-    char *json = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    if (json) c->env->progress(c->env->ctx, c->phase, json);
-    free(json);
+    tune_job_progress p = {.session = c->base, .phase = c->phase, .has_build = 1};
+    p.build.stage = stage;
+    p.build.done = done;
+    p.build.total = total;
+    c->env->progress(c->env->ctx, c->phase, &p);
   }
   return c->env->cancelled(c->env->ctx);
 }
@@ -143,7 +164,7 @@ static void tb__manifest_facts(const char *manifest, double *latency_ms, int *tu
 }
 
 static th_status tb__build_publish(const tune_build_env *env, const char *target, const char *tag,
-                                   const char *phase, const char *base_progress, int force_tuned, char *err,
+                                   const char *phase, const tune_progress *base_progress, int force_tuned, char *err,
                                    size_t n) {
   char dir[1200], tar[1300], so[1300];
   snprintf(dir, sizeof dir, "%s/%s", env->work_dir, tag);
@@ -209,6 +230,13 @@ static th_status tb__session(const tune_build_env *env, const char *target, cons
   return rc;
 }
 
+/* Takes the session's progress into sn and reports it. */
+static void tb__report_session(const tune_build_env *env, tb__snapshot *sn, const tune_session_t *s) {
+  tb__snapshot_take(sn, s);
+  tune_job_progress p = {.session = tb__snapshot_of(sn)};
+  env->progress(env->ctx, "tune", &p);
+}
+
 static th_status tb__tune(const tune_build_env *env, const char *target, char *err, size_t n) {
   tune_options o;
   tune_options_default(&o);
@@ -227,8 +255,7 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
     tune_session_free(s);
     return rc;
   }
-  th_buf b;
-  th_buf_init(&b, 1 << 20);
+  tb__snapshot sn = {0};
   double last = 0;
   while (tune_session_next_stage(s) != TUNE_RES_DONE) {
     if (env->cancelled(env->ctx)) tune_session_cancel(s);
@@ -240,17 +267,15 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
     double now = th_now_mono();
     if (now - last > 0.5) {
       last = now;
-      b.len = 0;
-      if (tune_session_progress_json(s, &b) == TH_OK) env->progress(env->ctx, "tune", b.data);
+      tb__report_session(env, &sn, s);
     }
   }
-  b.len = 0;
-  if (rc == TH_OK && tune_session_progress_json(s, &b) == TH_OK) env->progress(env->ctx, "tune", b.data);
+  if (rc == TH_OK) tb__report_session(env, &sn, s);
   int cancelled = tune_session_cancelled(s);
   tune_session_free(s);
   if (rc == TH_OK && (cancelled || env->cancelled(env->ctx))) rc = TH_ERR_CANCELLED;
-  if (rc == TH_OK) rc = tb__build_publish(env, target, "tuned", "rebuild", b.len ? b.data : NULL, 1, err, n);
-  th_buf_free(&b);
+  if (rc == TH_OK) rc = tb__build_publish(env, target, "tuned", "rebuild", tb__snapshot_of(&sn), 1, err, n);
+  free(sn.tasks);
   return rc;
 }
 
@@ -262,11 +287,8 @@ static int tb__cuda_untuned(const tune_build_env *env) {
   if (tune_cuda_device(NULL, 0, NULL, 0, why, sizeof why)) return 0;
   snprintf(msg, sizeof msg,
            "published untuned; tuning waits for a worker with a CUDA device (this server has none: %s)", why);
-  json_t *o = json_pack("{s:s,s:s}", "phase", "untuned", "tuning", msg);
-  char *json = o ? json_dumps(o, JSON_COMPACT) : NULL;
-  json_decref(o);
-  if (json) env->progress(env->ctx, "waiting_for_device", json);
-  free(json);
+  tune_job_progress p = {.phase = "untuned", .tuning = msg};
+  env->progress(env->ctx, "waiting_for_device", &p);
   return 1;
 }
 
@@ -304,7 +326,7 @@ typedef struct tb__job {
   tune_options o;
   char wd[1200];
   tune_session_t *s;
-  th_buf prog; /* the session's last progress JSON */
+  tb__snapshot prog; /* the session's last progress */
   double last;
 } tb__job;
 
@@ -314,11 +336,9 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
   if (!j) return TH_ERR_NOMEM;
   j->env = env;
   j->is_tune = strcmp(env->kind, "tune") == 0;
-  th_buf_init(&j->prog, 1 << 20);
   th_status rc = tune_target_for(env->key->framework, j->target, sizeof j->target);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot determine the %s target", env->key->framework);
-    th_buf_free(&j->prog);
     free(j);
     return rc;
   }
@@ -385,11 +405,11 @@ static int tb__next(void *self, void *job, tune_stage_desc *d) {
 
 static void tb__save_progress(tb__job *j, int force) {
   double now = th_now_mono();
-  j->prog.len = 0;
-  if (tune_session_progress_json(j->s, &j->prog) != TH_OK) return;
   if (force || now - j->last > 0.5) {
     j->last = now;
-    j->env->progress(j->env->ctx, "tune", j->prog.data);
+    tb__report_session(j->env, &j->prog, j->s);
+  } else {
+    tb__snapshot_take(&j->prog, j->s);
   }
 }
 
@@ -440,7 +460,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
         tune_session_free(j->s);
         j->s = NULL;
       }
-      rc = tb__build_publish(env, j->target, "tuned", "rebuild", j->prog.len ? j->prog.data : NULL, 1, err, n);
+      rc = tb__build_publish(env, j->target, "tuned", "rebuild", tb__snapshot_of(&j->prog), 1, err, n);
       if (rc == TH_OK) j->phase = TB_DONE;
       return rc;
     default:
@@ -453,7 +473,7 @@ static void tb__close(void *self, void *job) {
   tb__job *j = job;
   if (!j) return;
   tune_session_free(j->s);
-  th_buf_free(&j->prog);
+  free(j->prog.tasks);
   free(j);
 }
 

@@ -189,17 +189,20 @@ static void tune__rmtree(const char *path) {
 
 /* Typed events go to on_event; the plain listener (long polls, caches) hears the changes that a reader of the
  * job or the models can see: progress, publishes and the end, not every stage start. */
-static void tune__emit(tune_sched *s, int64_t id, tune_event_kind kind, const char *json) {
-  if (s->o.on_event) s->o.on_event(s->o.listener_ctx, id, kind, json);
-  if (s->o.listener && kind != TUNE_EV_STAGE) s->o.listener(s->o.listener_ctx, id);
+static void tune__emit(tune_sched *s, const tune_event *ev) {
+  if (s->o.on_event) s->o.on_event(s->o.listener_ctx, ev);
+  if (s->o.listener && ev->kind != TUNE_EV_STAGE) s->o.listener(s->o.listener_ctx, ev->job_id);
 }
 
 /* env callbacks (run on the stage's thread, without the scheduler lock) */
-static void tune__progress(void *ctx, const char *stage, const char *progress_json) {
+static void tune__progress(void *ctx, const char *stage, const tune_job_progress *p) {
   tune__sjob *j = ctx;
-  store_job_progress(j->s->st, j->job.id, stage, progress_json);
-  if (progress_json) tune__emit(j->s, j->job.id, TUNE_EV_PROGRESS, progress_json);
-  else tune__emit(j->s, j->job.id, TUNE_EV_PROGRESS, "{}");
+  tune_sched *s = j->s;
+  char *doc = p && s->o.encode_progress ? s->o.encode_progress(s->o.listener_ctx, p) : NULL;
+  store_job_progress(s->st, j->job.id, stage, doc);
+  tune_event ev = {.kind = TUNE_EV_PROGRESS, .job_id = j->job.id, .progress = p, .progress_doc = doc};
+  tune__emit(s, &ev);
+  free(doc);
 }
 
 static int tune__cancelled(void *ctx) {
@@ -222,10 +225,9 @@ static th_status tune__publish(void *ctx, const tune_build_output *out, int *ver
   if (rc == TH_OK) {
     TH_LOG(TH_LOG_INFO, "job %lld published %s/%s/%d v%d (sha256:%.12s…)", (long long)j->job.id,
            j->job.key.framework, j->job.key.network, j->job.key.batch, *version, tar_digest);
-    char ev[256];
-    snprintf(ev, sizeof ev, "{\"job\":%lld,\"version\":%d,\"tuned\":%s,\"digest\":\"sha256:%s\"}",
-             (long long)j->job.id, *version, out->tuned ? "true" : "false", tar_digest);
-    tune__emit(j->s, j->job.id, TUNE_EV_PUBLISHED, ev);
+    tune_event ev = {.kind = TUNE_EV_PUBLISHED, .job_id = j->job.id, .version = *version, .tuned = out->tuned,
+                     .digest = tar_digest};
+    tune__emit(j->s, &ev);
   }
   return rc;
 }
@@ -265,40 +267,8 @@ static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *er
     } else
       TH_LOG(TH_LOG_WARN, "job %lld %s: %s", (long long)j->job.id, store_job_state_str((store_job_state)state),
              error ? error : "");
-    char *msg = NULL;
-    if (error) {
-      /* the error as a JSON string */
-      size_t n = strlen(error);
-      msg = malloc(n * 6 + 3);
-      if (msg) {
-        size_t o = 0;
-        msg[o++] = '"';
-        for (size_t i = 0; i < n; i++) {
-          unsigned char ch = (unsigned char)error[i];
-          if (ch == '"' || ch == '\\') {
-            msg[o++] = '\\';
-            msg[o++] = (char)ch;
-          } else if (ch < 0x20) {
-            o += (size_t)snprintf(msg + o, 7, "\\u%04x", ch);
-          } else {
-            msg[o++] = (char)ch;
-          }
-        }
-        msg[o++] = '"';
-        msg[o] = '\0';
-      }
-    }
-    char head[128];
-    snprintf(head, sizeof head, "{\"job\":%lld,\"state\":\"%s\",\"error\":", (long long)j->job.id,
-             store_job_state_str((store_job_state)state));
-    size_t len = strlen(head) + (msg ? strlen(msg) : 4) + 2;
-    char *ev = malloc(len);
-    if (ev) {
-      snprintf(ev, len, "%s%s}", head, msg ? msg : "null");
-      tune__emit(s, j->job.id, TUNE_EV_DONE, ev);
-    }
-    free(ev);
-    free(msg);
+    tune_event ev = {.kind = TUNE_EV_DONE, .job_id = j->job.id, .state = (store_job_state)state, .error = error};
+    tune__emit(s, &ev);
   } else {
     TH_LOG(TH_LOG_INFO, "job %lld interrupted by shutdown; it resumes at the next start", (long long)j->job.id);
   }
@@ -391,7 +361,7 @@ static double tune__estimate(tune_sched *s, const tune__sjob *j) {
   return s->est.mean_s[j->d.kind];
 }
 
-static const char *tune__stage_name(int kind) {
+const char *tune_sched_stage_str(int kind) {
   switch (kind) {
     case TUNE_SK_SELECT: return "select";
     case TUNE_SK_MEASURE: return "measure";
@@ -401,7 +371,7 @@ static const char *tune__stage_name(int kind) {
   }
 }
 
-static const char *tune__phase_name(int kind) {
+const char *tune_sched_phase_str(int kind) {
   switch (kind) {
     case TUNE_SK_QUICK: return "quick";
     case TUNE_SK_REBUILD: return "rebuild";
@@ -450,12 +420,10 @@ static int tune__round(tune_sched *s) {
     s->res.device_free_at[j->device] = now + est;
     s->dev_holder[j->device] = j->job.id;
   }
-  char ev[256];
-  snprintf(ev, sizeof ev, "{\"job\":%lld,\"stage\":\"%s\",\"phase\":\"%s\",\"task\":%d,\"ntasks\":%d}",
-           (long long)j->job.id, tune__stage_name(j->d.kind), tune__phase_name(j->d.kind), j->d.task,
-           j->d.ntasks);
+  tune_event ev = {.kind = TUNE_EV_STAGE, .job_id = j->job.id, .stage = tune_sched_stage_str(j->d.kind),
+                   .phase = tune_sched_phase_str(j->d.kind), .task = j->d.task, .ntasks = j->d.ntasks};
   pthread_mutex_unlock(&s->mu);
-  tune__emit(s, j->job.id, TUNE_EV_STAGE, ev);
+  tune__emit(s, &ev);
   TH_LOG(TH_LOG_DEBUG, "job %lld: %s (cpu %d%s%s)", (long long)j->job.id, tune_sched_kind_str(j->d.kind), grant,
          j->device >= 0 ? ", device " : "", j->device >= 0 ? j->d.device : "");
   j->err[0] = '\0';
@@ -588,53 +556,51 @@ void tune_sched_stop(tune_sched *s) {
   free(s);
 }
 
-th_status tune_sched_json(tune_sched *s, th_buf *b) {
+void tune_sched_info_free(tune_sched_info *i) {
+  if (!i) return;
+  free(i->jobs);
+  i->jobs = NULL;
+  i->njobs = 0;
+}
+
+th_status tune_sched_info_get(tune_sched *s, tune_sched_info *out) {
+  tune_sched_info in;
+  memset(&in, 0, sizeof in);
   pthread_mutex_lock(&s->mu);
   double now = th_now_mono();
-  th_status rc = th_buf_appendf(b, "{\"resources\":{\"cpu\":{\"total\":%d,\"busy\":%d},\"devices\":[",
-                                s->res.cpu_total, s->res.cpu_busy);
-  for (int i = 0; rc == TH_OK && i < s->res.ndevices; i++) {
-    if (s->res.device_busy[i])
-      rc = th_buf_appendf(b, "%s{\"name\":\"%s\",\"holder\":%lld}", i ? "," : "", s->devname[i],
-                          (long long)s->dev_holder[i]);
-    else
-      rc = th_buf_appendf(b, "%s{\"name\":\"%s\",\"holder\":null}", i ? "," : "", s->devname[i]);
+  in.cpu_total = s->res.cpu_total;
+  in.cpu_busy = s->res.cpu_busy;
+  in.ndevices = s->res.ndevices;
+  for (int i = 0; i < s->res.ndevices; i++) {
+    snprintf(in.devices[i].name, sizeof in.devices[i].name, "%s", s->devname[i]);
+    in.devices[i].busy = s->res.device_busy[i];
+    in.devices[i].holder = s->res.device_busy[i] ? s->dev_holder[i] : 0;
   }
-  if (rc == TH_OK)
-    rc = th_buf_appendf(b, "]},\"admitted\":%d,\"max_jobs\":%d,\"aging_s\":%.1f,\"jobs\":[", s->njobs,
-                        s->o.max_jobs, s->o.policy.aging_s);
-  int first = 1;
-  for (tune__sjob *j = s->jobs; rc == TH_OK && j; j = j->next) {
-    rc = th_buf_appendf(b,
-                        "%s{\"id\":%lld,\"kind\":\"%s\",\"framework\":\"%s\",\"network\":\"%s\",\"batch\":%d,"
-                        "\"priority\":%d,\"state\":\"%s\",\"stages_run\":%lld",
-                        first ? "" : ",", (long long)j->job.id, j->job.kind, j->job.key.framework,
-                        j->job.key.network, j->job.key.batch, j->job.priority, j->running ? "running" : "waiting",
-                        (long long)j->stages_run);
-    first = 0;
-    if (rc == TH_OK && j->have_desc)
-      rc = th_buf_appendf(b,
-                          ",\"stage\":\"%s\",\"phase\":\"%s\",\"kind\":\"%s\",\"task\":%d,\"ntasks\":%d,"
-                          "\"device\":\"%s\",\"cpu_slots\":%d,\"%s\":%.3f,\"estimate_s\":%.3f",
-                          tune__stage_name(j->d.kind), tune__phase_name(j->d.kind), tune_sched_kind_str(j->d.kind),
-                          j->d.task, j->d.ntasks, j->d.device, j->running ? j->cpu_grant : 0,
-                          j->running ? "running_s" : "waiting_s",
-                          now - (j->running ? j->started_at : j->ready_at), tune__estimate(s, j));
-    if (rc == TH_OK) rc = th_buf_append(b, "}", 1);
+  in.admitted = s->njobs;
+  in.max_jobs = s->o.max_jobs;
+  in.aging_s = s->o.policy.aging_s;
+  in.estimates = s->est;
+  in.jobs = calloc((size_t)(s->njobs > 0 ? s->njobs : 1), sizeof *in.jobs);
+  for (tune__sjob *j = s->jobs; in.jobs && j; j = j->next) {
+    tune_sched_job_info *o = &in.jobs[in.njobs++];
+    o->id = j->job.id;
+    snprintf(o->kind, sizeof o->kind, "%s", j->job.kind);
+    o->key = j->job.key;
+    o->priority = j->job.priority;
+    o->running = j->running;
+    o->stages_run = j->stages_run;
+    o->has_stage = j->have_desc;
+    if (!j->have_desc) continue;
+    o->stage_kind = j->d.kind;
+    o->task = j->d.task;
+    o->ntasks = j->d.ntasks;
+    snprintf(o->device, sizeof o->device, "%s", j->d.device);
+    o->cpu_slots = j->running ? j->cpu_grant : 0;
+    o->for_s = now - (j->running ? j->started_at : j->ready_at);
+    o->estimate_s = tune__estimate(s, j);
   }
-  if (rc == TH_OK) rc = th_buf_appendf(b, "],\"waiting\":[");
-  first = 1;
-  for (tune__sjob *j = s->jobs; rc == TH_OK && j; j = j->next) {
-    if (j->running || !j->have_desc) continue;
-    rc = th_buf_appendf(b, "%s{\"job\":%lld,\"stage\":\"%s\",\"waiting_s\":%.3f}", first ? "" : ",",
-                        (long long)j->job.id, tune__stage_name(j->d.kind), now - j->ready_at);
-    first = 0;
-  }
-  if (rc == TH_OK) rc = th_buf_appendf(b, "],\"estimates\":{");
-  for (int k = 0; rc == TH_OK && k < TUNE_SK_COUNT; k++)
-    rc = th_buf_appendf(b, "%s\"%s\":{\"mean_s\":%.4f,\"samples\":%lld}", k ? "," : "", tune__kind_names[k],
-                        s->est.mean_s[k], (long long)s->est.samples[k]);
-  if (rc == TH_OK) rc = th_buf_append(b, "}}", 2);
   pthread_mutex_unlock(&s->mu);
-  return rc;
+  if (!in.jobs) return TH_ERR_NOMEM;
+  *out = in;
+  return TH_OK;
 }

@@ -73,6 +73,10 @@ void tune_sched_estimates_init(tune_sched_estimates *e);
 /* Folds one observed duration in (alpha 0.3; the first sample sets the mean). */
 void tune_sched_estimates_add(tune_sched_estimates *e, int kind, double seconds);
 const char *tune_sched_kind_str(int kind);
+/* The stage name a stage kind reports ("select", "build", "measure", "update", "rebuild") and the phase it
+ * belongs to ("quick", "tune", "rebuild", "job"). Never NULL. */
+const char *tune_sched_stage_str(int kind);
+const char *tune_sched_phase_str(int kind);
 
 /* ---- the runtime ---- */
 typedef struct tune_sched tune_sched;
@@ -83,6 +87,7 @@ typedef struct tune_sched_opts {
   const char *work_root;
   tune_listener_fn listener; /* every change of a job (may be NULL) */
   tune_event_fn on_event;    /* stage / progress / published / done (may be NULL) */
+  tune_progress_encoder_fn encode_progress; /* the progress document to persist (NULL: only stages persist) */
   void *listener_ctx;
   tune_sched_policy policy;
 } tune_sched_opts;
@@ -97,7 +102,41 @@ void tune_sched_notify(tune_sched *s);
 void tune_sched_stop(tune_sched *s);
 /* Admitted jobs right now. */
 int tune_sched_admitted(tune_sched *s);
-/* The state as JSON appended to b: {"resources":{...},"jobs":[...],"waiting":[...],"estimates":{...}}. */
-th_status tune_sched_json(tune_sched *s, th_buf *b);
+/* ---- the state, for GET /scheduler ---- */
+typedef struct tune_sched_job_info {
+  int64_t id;
+  char kind[16];
+  store_key key;
+  int priority;
+  int running;        /* 1: a stage runs now; 0: waiting */
+  int64_t stages_run;
+  int has_stage;      /* the fields below describe the running or next stage */
+  int stage_kind;     /* tune_stage_kind */
+  int task, ntasks;
+  char device[16];
+  int cpu_slots;      /* granted while running, else 0 */
+  double for_s;       /* seconds running (running) or waiting (otherwise) */
+  double estimate_s;
+} tune_sched_job_info;
+
+typedef struct tune_sched_info {
+  int cpu_total, cpu_busy;
+  int ndevices;
+  struct {
+    char name[16];
+    int busy;
+    int64_t holder; /* the job measuring on it, when busy */
+  } devices[TUNE_SCHED_MAX_DEVICES];
+  int admitted, max_jobs;
+  double aging_s;
+  tune_sched_job_info *jobs; /* owned; njobs of them, newest admitted first */
+  int njobs;
+  tune_sched_estimates estimates;
+} tune_sched_info;
+
+/* A snapshot of the state into *out (the caller's struct; free its contents with tune_sched_info_free). */
+th_status tune_sched_info_get(tune_sched *s, tune_sched_info *out);
+/* Frees what tune_sched_info_get put in i (not i itself); accepts NULL. */
+void tune_sched_info_free(tune_sched_info *i);
 
 #endif

@@ -926,6 +926,7 @@ th_status tune_session_run_all(tune_session_t *s, void (*cb)(void *ctx, const tu
 
 void tune_session_progress(const tune_session_t *s, tune_progress *out) {
   memset(out, 0, sizeof *out);
+  snprintf(out->tuner, sizeof out->tuner, "%s", s->o.tuner);
   out->ntasks = s->ntasks;
   out->current = s->cur;
   out->stage = tune__stage_names[s->stage];
@@ -943,53 +944,6 @@ void tune_session_progress(const tune_session_t *s, tune_progress *out) {
    * skipped tasks only shorten it. */
   out->eta_s = s->trials_run > 0 ? out->elapsed_s / (double)s->trials_run * (double)left : -1;
   if (s->stage == TUNE_STAGE_DONE) out->eta_s = 0;
-}
-
-static th_status tune__json_str(th_buf *b, const char *v) {
-  th_status rc = th_buf_append(b, "\"", 1);
-  for (const char *c = v; rc == TH_OK && *c; c++) {
-    if (*c == '"' || *c == '\\')
-      rc = th_buf_appendf(b, "\\%c", *c);
-    else if ((unsigned char)*c < 0x20)
-      rc = th_buf_appendf(b, "\\u%04x", (unsigned char)*c);
-    else
-      rc = th_buf_append(b, c, 1);
-  }
-  if (rc == TH_OK) rc = th_buf_append(b, "\"", 1);
-  return rc;
-}
-
-th_status tune_session_progress_json(const tune_session_t *s, th_buf *b) {
-  tune_progress pr;
-  tune_session_progress(s, &pr);
-  th_status rc = th_buf_appendf(b,
-                                "{\"tuner\":\"%s\",\"stage\":\"%s\",\"task\":%d,\"ntasks\":%d,"
-                                "\"elapsed_s\":%.1f,\"eta_s\":%.1f,\"trials\":%lld,\"trials_total\":%lld,"
-                                "\"tasks\":[",
-                                s->o.tuner, pr.stage, pr.current, pr.ntasks, pr.elapsed_s, pr.eta_s,
-                                (long long)pr.trials_done, (long long)pr.trials_total);
-  for (int i = 0; rc == TH_OK && i < pr.ntasks; i++) {
-    const tune_task_progress *p = &pr.tasks[i];
-    rc = th_buf_appendf(b, "%s{\"workload\":", i ? "," : "");
-    if (rc == TH_OK) rc = tune__json_str(b, p->key);
-    if (rc == TH_OK)
-      rc = th_buf_appendf(b,
-                          ",\"template\":\"%s\",\"weight\":%d,\"gflop\":%.4f,\"trials\":%lld,\"budget\":%lld,"
-                          "\"best_gflops\":%.2f,\"verified_gflops\":%.2f,\"current_gflops\":%.2f,"
-                          "\"best_ms\":%.6g,\"verified_ms\":%.6g,\"errors\":%lld,\"state\":\"%s\"",
-                          p->template_name, p->weight, p->flops * 1e-9, (long long)p->trials,
-                          (long long)p->budget, p->best_gflops, p->verified_gflops, p->current_gflops,
-                          p->best_s * 1e3, p->verified_s * 1e3,
-                          (long long)p->errors,
-                          p->state);
-    if (rc == TH_OK && p->msg[0]) {
-      rc = th_buf_appendf(b, ",\"error\":");
-      if (rc == TH_OK) rc = tune__json_str(b, p->msg);
-    }
-    if (rc == TH_OK) rc = th_buf_append(b, "}", 1);
-  }
-  if (rc == TH_OK) rc = th_buf_append(b, "]}", 2);
-  return rc;
 }
 
 /* ---- config lookup for builds ---- */

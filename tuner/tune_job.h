@@ -77,6 +77,7 @@ typedef struct tune_task_progress {
 } tune_task_progress;
 
 typedef struct tune_progress {
+  char tuner[16];     /* the search strategy */
   int ntasks;
   int current;        /* index of the task being tuned; ntasks when finished */
   const char *stage;
@@ -130,8 +131,6 @@ void tune_session_cancel(tune_session_t *s);
 int tune_session_cancelled(const tune_session_t *s);
 
 void tune_session_progress(const tune_session_t *s, tune_progress *out);
-/* The progress as JSON text appended to b. */
-th_status tune_session_progress_json(const tune_session_t *s, th_buf *b);
 
 /* The config a build should use for a workload: the best valid record for (workload, target) -> "tuned";
  * else the config of the nearest tuned workload of the same template that is valid here -> "transferred";

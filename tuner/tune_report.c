@@ -3,16 +3,18 @@
  * jobs, so the curve is the whole history of that workload on that target, in the order it was measured. */
 #include "tune_report.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ops.h"
 #include "tc.h"
 
-/* A curve keeps the points where the best improved, plus the last trial, thinned to at most max points. */
-static json_t *tune__curve(const double *g, int64_t n, int max) {
-  json_t *pts = json_array();
+/* The points of a curve: where the best improved, plus the last trial, thinned to at most about max points.
+ * Writes a malloc'd array (NULL when empty). */
+static th_status tune__curve(const double *g, int64_t n, int max, tune_curve_point **out, int64_t *npoints) {
+  *out = NULL;
+  *npoints = 0;
   double best = 0;
   int64_t kept = 0;
   for (int64_t i = 0; i < n; i++) {
@@ -20,32 +22,51 @@ static json_t *tune__curve(const double *g, int64_t n, int max) {
     if (improved) best = g[i];
     if ((improved || i == n - 1) && best > 0) kept++;
   }
+  if (kept == 0) return TH_OK;
+  tune_curve_point *pts = malloc((size_t)kept * sizeof *pts);
+  if (!pts) return TH_ERR_NOMEM;
   /* keep every k-th improvement when there are too many, always the last point */
   int64_t every = kept > max ? (kept + max - 1) / max : 1;
   best = 0;
-  int64_t seen = 0;
+  int64_t seen = 0, m = 0;
   for (int64_t i = 0; i < n; i++) {
     int improved = g[i] > best;
     if (improved) best = g[i];
     if (!((improved || i == n - 1) && best > 0)) continue;
-    if (seen++ % every == 0 || i == n - 1)
-      json_array_append_new(pts, json_pack("[I,f]", (json_int_t)(i + 1), best));
+    if (seen++ % every == 0 || i == n - 1) pts[m++] = (tune_curve_point){i + 1, best};
   }
-  return pts;
+  *out = pts;
+  *npoints = m;
+  return TH_OK;
 }
 
-th_status tune_curve_json(store_t *st, const tc_target *target, const char *target_str, const char *network,
-                          int batch, int max_points, char **json, char *err, size_t n) {
+void tune_curve_free(tune_curve *c) {
+  if (!c) return;
+  for (int i = 0; i < c->ntasks; i++) free(c->tasks[i].points);
+  free(c->tasks);
+  c->tasks = NULL;
+  c->ntasks = 0;
+}
+
+th_status tune_curve_get(store_t *st, const tc_target *target, const char *target_str, const char *network,
+                         int batch, int max_points, tune_curve *out, char *err, size_t n) {
   tc_task *tasks = NULL;
   int ntasks = 0;
-  *json = NULL;
   th_status rc = tc_network_tasks(network, batch, &tasks, &ntasks);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot list the tasks of %s at batch %d: %s", network, batch, th_status_str(rc));
     return rc;
   }
-  json_t *arr = json_array();
-  int64_t total = 0;
+  tune_curve c;
+  memset(&c, 0, sizeof c);
+  snprintf(c.network, sizeof c.network, "%s", network);
+  c.batch = batch;
+  snprintf(c.target, sizeof c.target, "%s", target_str);
+  c.tasks = calloc((size_t)(ntasks > 0 ? ntasks : 1), sizeof *c.tasks);
+  if (!c.tasks) {
+    snprintf(err, n, "out of memory");
+    rc = TH_ERR_NOMEM;
+  }
   for (int i = 0; rc == TH_OK && i < ntasks; i++) {
     tc_space sp;
     if (tc_op_space(&tasks[i].wl, target, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
@@ -56,32 +77,27 @@ th_status tune_curve_json(store_t *st, const tc_target *target, const char *targ
       snprintf(err, n, "cannot read the records: %s", store_errmsg(st));
       break;
     }
-    double best = 0;
-    int64_t valid = 0;
+    tune_curve_task *t = &c.tasks[c.ntasks++];
+    t->task = i + 1;
+    snprintf(t->workload, sizeof t->workload, "%s", tasks[i].key);
+    snprintf(t->template_name, sizeof t->template_name, "%s", tc_kernel_name(tasks[i].wl.kernel));
+    t->count = tasks[i].count;
+    t->gflop = tasks[i].flops / 1e9;
+    t->trials = cnt;
     for (int64_t k = 0; k < cnt; k++) {
-      if (g[k] > best) best = g[k];
-      if (g[k] > 0) valid++;
+      if (g[k] > t->best_gflops) t->best_gflops = g[k];
+      if (g[k] > 0) t->valid++;
     }
-    total += cnt;
-    json_t *o = json_pack("{s:i,s:s,s:s,s:i,s:f,s:I,s:I,s:f,s:o}", "task", i + 1, "workload", tasks[i].key,
-                          "template", tc_kernel_name(tasks[i].wl.kernel), "count", tasks[i].count, "gflop",
-                          tasks[i].flops / 1e9, "trials", (json_int_t)cnt, "valid", (json_int_t)valid,
-                          "best_gflops", best, "curve", tune__curve(g, cnt, max_points));
+    c.trials += cnt;
+    rc = tune__curve(g, cnt, max_points, &t->points, &t->npoints);
+    if (rc != TH_OK) snprintf(err, n, "out of memory");
     free(g);
-    if (o) json_array_append_new(arr, o);
   }
   free(tasks);
-  if (rc == TH_OK) {
-    json_t *root = json_pack("{s:s,s:i,s:s,s:I,s:o}", "network", network, "batch", batch, "target", target_str,
-                             "trials", (json_int_t)total, "tasks", arr);
-    *json = root ? json_dumps(root, JSON_COMPACT) : NULL;
-    json_decref(root);
-    if (!*json) {
-      snprintf(err, n, "out of memory");
-      rc = TH_ERR_NOMEM;
-    }
-  } else {
-    json_decref(arr);
+  if (rc != TH_OK) {
+    tune_curve_free(&c);
+    return rc;
   }
-  return rc;
+  *out = c;
+  return TH_OK;
 }

@@ -41,6 +41,6 @@ int tune_workers_busy(tune_workers *w) {
   return tune_sched_admitted((tune_sched *)w);
 }
 
-th_status tune_workers_json(tune_workers *w, th_buf *b) {
-  return tune_sched_json((tune_sched *)w, b);
+th_status tune_workers_info(tune_workers *w, tune_sched_info *out) {
+  return tune_sched_info_get((tune_sched *)w, out);
 }

@@ -26,6 +26,21 @@ typedef struct tune_build_output {
   int tuned;
 } tune_build_output;
 
+struct tune_progress; /* tune_job.h */
+
+/* A job's progress as its builder reports it (server/ turns it into the job's progress document). Every pointer
+ * is borrowed for the duration of the call. */
+typedef struct tune_job_progress {
+  const struct tune_progress *session; /* the tuning session's progress, or NULL */
+  const char *phase;                   /* "build", "rebuild", "untuned", or NULL while tuning */
+  int has_build;                       /* build below is set: a bundle build is under way */
+  struct {
+    const char *stage; /* the compiler's stage */
+    int done, total;
+  } build;
+  const char *tuning; /* why tuning does not run (phase "untuned"), or NULL */
+} tune_job_progress;
+
 typedef struct tune_build_env {
   store_t *st;
   int64_t job_id; /* 0 outside a registry job (CLI) */
@@ -34,8 +49,9 @@ typedef struct tune_build_env {
   const char *options;  /* JSON text, never NULL */
   const char *work_dir; /* a fresh directory the builder may use; removed afterwards */
   int cpu_pool;         /* slots in the scheduler's CPU pool (0: no scheduler); a step granted fewer shares it */
-  /* Persists a stage name and progress JSON (either may be NULL). */
-  void (*progress)(void *ctx, const char *stage, const char *progress_json);
+  /* Reports a stage name and the job's progress (either may be NULL; both are borrowed for the call): the runner
+   * persists them and tells its listeners. */
+  void (*progress)(void *ctx, const char *stage, const tune_job_progress *progress);
   /* Nonzero once a cancel was requested; builders check it between stages. */
   int (*cancelled)(void *ctx);
   /* Publishes a new model version; *version receives its number. */
@@ -85,17 +101,36 @@ typedef struct tune_workers tune_workers;
 
 typedef void (*tune_listener_fn)(void *ctx, int64_t job_id);
 
-/* Typed job events (the SSE stream's source). json is the event's data, borrowed for the call. */
+/* Typed job events (the SSE stream's source); server/ presents them. */
 typedef enum tune_event_kind {
-  TUNE_EV_STAGE = 0, /* {"job","stage","phase","task","ntasks"} */
-  TUNE_EV_PROGRESS,  /* the job's progress JSON */
-  TUNE_EV_PUBLISHED, /* {"job","version","tuned","digest"} */
-  TUNE_EV_DONE       /* {"job","state","error"}: the last event of a job */
+  TUNE_EV_STAGE = 0, /* a stage starts: stage, phase, task, ntasks */
+  TUNE_EV_PROGRESS,  /* progress and progress_doc */
+  TUNE_EV_PUBLISHED, /* version, tuned, digest */
+  TUNE_EV_DONE       /* state, error: the last event of a job */
 } tune_event_kind;
-typedef void (*tune_event_fn)(void *ctx, int64_t job_id, tune_event_kind kind, const char *json);
+
+/* One event; the fields of its kind are set, and every pointer is borrowed for the duration of the call. */
+typedef struct tune_event {
+  tune_event_kind kind;
+  int64_t job_id;
+  const char *stage, *phase; /* STAGE: the stage's and its phase's names */
+  int task, ntasks;          /* STAGE: the tuning task, -1 outside tuning */
+  const tune_job_progress *progress; /* PROGRESS: NULL when only the stage changed */
+  const char *progress_doc;  /* PROGRESS: what the runner's progress encoder made of it (persisted), or NULL */
+  int version, tuned;        /* PUBLISHED */
+  const char *digest;        /* PUBLISHED: the bundle's sha256 (hex) */
+  store_job_state state;     /* DONE */
+  const char *error;         /* DONE: NULL when none */
+} tune_event;
+typedef void (*tune_event_fn)(void *ctx, const tune_event *ev);
+
+/* Turns a progress report into the job's progress document (malloc'd text, which the runner persists in the
+ * store, frees, and passes to the event listener as progress_doc), or NULL when out of memory. */
+typedef char *(*tune_progress_encoder_fn)(void *ctx, const tune_job_progress *p);
 
 /* Starts the scheduler over st with builder (both borrowed; they must outlive it), admitting at most n jobs
- * at once, with a CPU pool of online cores. work_root is a directory for per-job scratch space. */
+ * at once, with a CPU pool of online cores. work_root is a directory for per-job scratch space. Without a
+ * progress encoder (tune_workers_start_opts sets one) a job's stage is persisted, its progress document not. */
 th_status tune_workers_start(store_t *st, const tune_builder *builder, int n, const char *work_root,
                              tune_listener_fn listener, void *listener_ctx, tune_workers **out);
 /* Wakes idle workers after a job was queued. Thread-safe. */
@@ -109,7 +144,8 @@ int tune_workers_busy(tune_workers *w);
 struct tune_sched_opts;
 th_status tune_workers_start_opts(store_t *st, const tune_builder *builder, const struct tune_sched_opts *o,
                                   tune_workers **out);
-/* The scheduler state as JSON appended to b (GET /scheduler). */
-th_status tune_workers_json(tune_workers *w, th_buf *b);
+/* The scheduler's state (GET /scheduler) into *out; see tune_sched_info_get. */
+struct tune_sched_info;
+th_status tune_workers_info(tune_workers *w, struct tune_sched_info *out);
 
 #endif

@@ -333,9 +333,11 @@ static th_status fk_step(void *self, void *job, int cpu, char *err, size_t n) {
   }
   f->stages_total++;
   pthread_mutex_unlock(&f->mu);
-  char prog[64];
-  snprintf(prog, sizeof prog, "{\"i\":%d}", j->i);
-  j->env->progress(j->env->ctx, "tune", prog);
+  tune_job_progress prog = {.phase = "tune", .has_build = 1};
+  prog.build.stage = "fake";
+  prog.build.done = j->i;
+  prog.build.total = 1 + 4 * f->rounds;
+  j->env->progress(j->env->ctx, "tune", &prog);
   usleep((useconds_t)(f->stage_s * 1e6));
   pthread_mutex_lock(&f->mu);
   if (is_measure) f->cpu_measures_running--;
@@ -389,14 +391,12 @@ typedef struct ev_log {
   int stage, progress, done;
 } ev_log;
 
-static void on_ev(void *ctx, int64_t id, tune_event_kind kind, const char *json) {
-  (void)id;
-  (void)json;
+static void on_ev(void *ctx, const tune_event *ev) {
   ev_log *l = ctx;
   pthread_mutex_lock(&l->mu);
-  if (kind == TUNE_EV_STAGE) l->stage++;
-  if (kind == TUNE_EV_PROGRESS) l->progress++;
-  if (kind == TUNE_EV_DONE) l->done++;
+  if (ev->kind == TUNE_EV_STAGE) l->stage++;
+  if (ev->kind == TUNE_EV_PROGRESS) l->progress++;
+  if (ev->kind == TUNE_EV_DONE) l->done++;
   pthread_mutex_unlock(&l->mu);
 }
 
@@ -436,11 +436,12 @@ TH_TEST(runtime_interleaves_exclusively) {
   CHECK(max_admitted >= 2);
   CHECK_EQ_INT(f.violations, 0);
   CHECK_EQ_INT(f.stages_total, 3 * (1 + 4 * f.rounds));
-  th_buf jb;
-  th_buf_init(&jb, 1 << 20);
-  CHECK(tune_sched_json(s, &jb) == TH_OK);
-  CHECK(strstr(jb.data, "\"measure\":{\"mean_s\":") != NULL);
-  th_buf_free(&jb);
+  tune_sched_info info;
+  CHECK(tune_sched_info_get(s, &info) == TH_OK);
+  CHECK_STR(tune_sched_kind_str(TUNE_SK_MEASURE), "measure");
+  CHECK(info.estimates.samples[TUNE_SK_MEASURE] > 0 && info.estimates.mean_s[TUNE_SK_MEASURE] > 0);
+  CHECK_EQ_INT(info.cpu_total, 2);
+  tune_sched_info_free(&info);
   tune_sched_stop(s);
   CHECK_EQ_INT(log.done, 3);
   CHECK_EQ_INT(log.stage, 3 * (1 + 4 * f.rounds));

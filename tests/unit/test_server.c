@@ -1,10 +1,15 @@
 /* Unit tests of server/ helpers: percent-decoding that refuses encoded separators, query lookup, and the
- * `serve` flag parser that names the valid forms. The routes themselves are exercised end to end against
+ * `serve` flag parser that names the valid forms, and the JSON documents made of the store's and the tuner's
+ * structs. The routes themselves are exercised end to end against
  * the real daemon in tests/integration/. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "present.h"
 #include "srv.h"
 #include "th_test.h"
+#include "tune_job.h"
 
 TH_TEST(pct_decode_plain_and_escapes) {
   char out[64];
@@ -76,5 +81,75 @@ TH_TEST(config_flags) {
   char *zero_workers[] = {"--workers", "0"};
   CHECK(srv_config_parse(&c, 2, zero_workers, err, sizeof err) == TH_ERR_INVALID);
   CHECK(strstr(err, "1 to 64") != NULL);
+  return 0;
+}
+
+TH_TEST(progress_document) {
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  CHECK(srv_present_progress(NULL, &b) == TH_OK);
+  CHECK_STR(b.data, "{}");
+  /* a concat has no FLOPs: the time says it has a valid config */
+  tune_task_progress t;
+  memset(&t, 0, sizeof t);
+  snprintf(t.key, sizeof t.key, "concat \"a\"");
+  snprintf(t.template_name, sizeof t.template_name, "concat");
+  t.trials = t.budget = 4;
+  t.best_s = 0.0012;
+  t.state = "done";
+  tune_progress pr;
+  memset(&pr, 0, sizeof pr);
+  snprintf(pr.tuner, sizeof pr.tuner, "xgb");
+  pr.ntasks = 1;
+  pr.current = 1;
+  pr.stage = "done";
+  pr.trials_done = pr.trials_total = 4;
+  pr.tasks = &t;
+  tune_job_progress p = {.session = &pr, .phase = "rebuild", .has_build = 1};
+  p.build.stage = "link";
+  p.build.done = 1;
+  p.build.total = 2;
+  b.len = 0;
+  CHECK(srv_present_progress(&p, &b) == TH_OK);
+  fprintf(stderr, "%s\n", b.data);
+  CHECK(strstr(b.data, "{\"tuner\":\"xgb\",\"stage\":\"done\",\"task\":1,\"ntasks\":1,") == b.data);
+  CHECK(strstr(b.data, "\"workload\":\"concat \\\"a\\\"\"") && strstr(b.data, "\"best_ms\":1.2,"));
+  CHECK(strstr(b.data, "],\"phase\":\"rebuild\",\"build\":{\"stage\":\"link\",\"done\":1,\"total\":2,"
+                       "\"fraction\":0.5}}"));
+  tune_job_progress u = {.phase = "untuned", .tuning = "no device"};
+  b.len = 0;
+  CHECK(srv_present_progress(&u, &b) == TH_OK);
+  CHECK_STR(b.data, "{\"phase\":\"untuned\",\"tuning\":\"no device\"}");
+  th_buf_free(&b);
+  return 0;
+}
+
+TH_TEST(job_document_and_events) {
+  store_job j;
+  memset(&j, 0, sizeof j);
+  j.id = 7;
+  snprintf(j.key.framework, sizeof j.key.framework, "llvm");
+  snprintf(j.key.network, sizeof j.key.network, "resnet-18");
+  j.key.batch = 1;
+  j.state = STORE_JOB_RUNNING;
+  j.progress = "{\"phase\":\"build\"}";
+  json_t *o = srv_present_job(&j);
+  char *t = json_dumps(o, JSON_COMPACT);
+  json_decref(o);
+  CHECK(strstr(t, "\"id\":7,\"framework\":\"llvm\"") && strstr(t, "\"url\":\"/jobs/7\""));
+  CHECK(strstr(t, "\"progress\":{\"phase\":\"build\"}") && strstr(t, "\"started_at\":null"));
+  free(t);
+  tune_event pub = {.kind = TUNE_EV_PUBLISHED, .job_id = 7, .version = 2, .tuned = 1, .digest = "ab"};
+  t = srv_present_event(&pub);
+  CHECK_STR(t, "{\"job\":7,\"version\":2,\"tuned\":true,\"digest\":\"sha256:ab\"}");
+  free(t);
+  tune_event done = {.kind = TUNE_EV_DONE, .job_id = 7, .state = STORE_JOB_FAILED, .error = "a \"b\""};
+  t = srv_present_event(&done);
+  CHECK_STR(t, "{\"job\":7,\"state\":\"failed\",\"error\":\"a \\\"b\\\"\"}");
+  free(t);
+  tune_event stage = {.kind = TUNE_EV_STAGE, .job_id = 7, .stage = "measure", .phase = "tune", .task = 0, .ntasks = 3};
+  t = srv_present_event(&stage);
+  CHECK_STR(t, "{\"job\":7,\"stage\":\"measure\",\"phase\":\"tune\",\"task\":0,\"ntasks\":3}");
+  free(t);
   return 0;
 }

@@ -325,13 +325,9 @@ TH_TEST(conv_random) {
   CHECK_STR(p.tasks[0].template_name, tc_kernel_name(TC_KERNEL_CONV2D));
   CHECK(p.tasks[0].best_gflops > 0);
   CHECK(p.tasks[0].best_s > 0 && p.tasks[0].best_s < 1);
-  th_buf b;
-  th_buf_init(&b, 1 << 20);
-  CHECK(tune_session_progress_json(s, &b) == TH_OK);
-  fprintf(stderr, "%s\n", b.data);
-  CHECK(strstr(b.data, "\"tuner\":\"random\"") && strstr(b.data, "\"trials\":6,\"trials_total\":6") &&
-        strstr(b.data, "\"state\":\"done\"") && strstr(b.data, "\"template\":\"conv2d_nchwc\""));
-  th_buf_free(&b);
+  CHECK_STR(p.tuner, "random");
+  CHECK(p.trials_done == 6 && p.trials_total == 6);
+  CHECK_STR(p.tasks[0].template_name, "conv2d_nchwc");
   tune_session_free(s);
 
   char key[512];
@@ -426,11 +422,7 @@ TH_TEST(concat_zero_flops) {
   CHECK_EQ_INT(p.tasks[0].errors, 0);
   CHECK(p.tasks[0].best_gflops == 0);
   CHECK(p.tasks[0].best_s > 0 && p.tasks[0].best_s < 1);
-  th_buf b;
-  th_buf_init(&b, 1 << 20);
-  CHECK(tune_session_progress_json(s, &b) == TH_OK);
-  CHECK(strstr(b.data, "\"best_ms\":0,") == NULL && strstr(b.data, "\"best_ms\":") != NULL);
-  th_buf_free(&b);
+  CHECK(p.tasks[0].best_s * 1e3 > 0); /* the progress document's best_ms (server/present.c) is not 0 */
   tune_session_free(s);
   store_close(st);
   char cmd[300];
@@ -476,15 +468,10 @@ TH_TEST(mobilenet_xgb_build) {
   if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
   CHECK(rc == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
-  th_buf b;
-  th_buf_init(&b, 1 << 20);
-  CHECK(tune_session_progress_json(s, &b) == TH_OK);
-  fprintf(stderr, "%s\n", b.data);
-  CHECK(strstr(b.data, "\"tuner\":\"xgb\"") && strstr(b.data, "\"ntasks\":2") &&
-        strstr(b.data, "\"trials\":8,\"trials_total\":8"));
-  th_buf_free(&b);
   tune_progress p;
   tune_session_progress(s, &p);
+  CHECK_STR(p.tuner, "xgb");
+  CHECK(p.ntasks == 2 && p.trials_done == 8 && p.trials_total == 8);
   char keys[2][512];
   for (int k = 0; k < 2; k++) {
     CHECK_STR(p.tasks[k].state, "done");

@@ -122,12 +122,7 @@ TH_TEST(session_records_resume_lookup) {
   CHECK_STR(p.tasks[0].state, "done");
   CHECK_EQ_INT(p.tasks[0].trials, 24);
   CHECK(p.tasks[0].best_gflops > 0.1);
-  th_buf b;
-  th_buf_init(&b, 1 << 20);
-  CHECK(tune_session_progress_json(s, &b) == TH_OK);
-  CHECK(strstr(b.data, "\"trials\":24") != NULL && strstr(b.data, "\"state\":\"done\"") != NULL);
-  fprintf(stderr, "%s\n", b.data);
-  th_buf_free(&b);
+  CHECK(p.trials_done == 24 && p.trials_total == 24);
   tune_session_free(s);
   store_close(st);
 

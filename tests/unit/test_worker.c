@@ -11,6 +11,7 @@
 #include "store.h"
 #include "th_test.h"
 #include "th_util.h"
+#include "scheduler.h"
 #include "worker.h"
 
 typedef struct test_builder {
@@ -45,9 +46,11 @@ static th_status write_tar(const char *path, const char *name, const char *text)
 static th_status tb_run(void *self, const tune_build_env *env, char *err, size_t n) {
   test_builder *tb = self;
   for (int i = 0; i < tb->slow_steps; i++) {
-    char prog[64];
-    snprintf(prog, sizeof prog, "{\"step\":%d}", i);
-    env->progress(env->ctx, "build", prog);
+    tune_job_progress prog = {.phase = "build", .has_build = 1};
+    prog.build.stage = "step";
+    prog.build.done = i;
+    prog.build.total = tb->slow_steps;
+    env->progress(env->ctx, "build", &prog);
     if (env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
     usleep(50000);
   }
@@ -101,6 +104,14 @@ static void on_event(void *ctx, int64_t id) {
   (*(int *)ctx)++;
 }
 
+/* The progress document the runner persists: the server's encoder in the daemon, a small one here. */
+static char *encode_step(void *ctx, const tune_job_progress *p) {
+  (void)ctx;
+  char doc[64];
+  snprintf(doc, sizeof doc, "{\"step\":%d}", p->build.done);
+  return strdup(doc);
+}
+
 TH_TEST(build_publishes_a_real_tar) {
   store_t *st = open_tmp();
   test_builder tb = {0, 2};
@@ -109,7 +120,14 @@ TH_TEST(build_publishes_a_real_tar) {
   tune_workers *w = NULL;
   char root[1200];
   snprintf(root, sizeof root, "%s/work", store_data_dir(st));
-  CHECK(tune_workers_start(st, &b, 2, root, on_event, &events, &w) == TH_OK);
+  tune_sched_opts o;
+  tune_sched_opts_default(&o);
+  o.max_jobs = 2;
+  o.work_root = root;
+  o.listener = on_event;
+  o.listener_ctx = &events;
+  o.encode_progress = encode_step;
+  CHECK(tune_workers_start_opts(st, &b, &o, &w) == TH_OK);
   store_key k = key_of("llvm", "resnet-18");
   int64_t id;
   int created;
