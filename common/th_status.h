@@ -1,6 +1,8 @@
 /* th_status: the one status enum shared by every tunehub module.
  * The X-macro below is the single source of the codes, their names, their messages and the HTTP status
- * that server/ maps them to. Codes are appended, never renumbered, so logs and records stay readable. */
+ * that server/ maps them to. Codes are appended, never renumbered, so logs and records stay readable.
+ * A missing device answers 501, not 503: this server cannot do it, and retrying will not help (a 503 would keep
+ * `curl -f --retry` pipelines waiting for an hour on a request that cannot succeed). */
 #ifndef TH_STATUS_H
 #define TH_STATUS_H
 
@@ -17,7 +19,7 @@
   X(TH_ERR_BUSY, 8, 429, "busy, try again later")                            \
   X(TH_ERR_CORRUPT, 9, 422, "corrupt or truncated data")                     \
   X(TH_ERR_COMPILE, 10, 500, "compilation failed")                           \
-  X(TH_ERR_NO_DEVICE, 11, 503, "no device")                                  \
+  X(TH_ERR_NO_DEVICE, 11, 501, "no device")                                  \
   X(TH_ERR_CANCELLED, 12, 409, "cancelled")                                  \
   X(TH_ERR_TIMEOUT, 13, 504, "timed out")                                    \
   X(TH_ERR_RUNTIME, 14, 500, "runtime error")                                \

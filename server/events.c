@@ -16,9 +16,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "events.h"
+
 #include "present.h"
+#include "response.h"
 #include "scheduler.h"
-#include "srv.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -327,16 +329,16 @@ static void ev__client_ip(struct MHD_Connection *con, char *ip, size_t n) {
 enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) {
   int64_t id = 0;
   if (th_parse_i64(id_text, &id) != TH_OK || id < 1)
-    return srv_error(s, r, 400, "invalid_job", NULL, "invalid job id '%s'; ids are positive whole numbers", id_text);
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_job", NULL, "invalid job id '%s'; ids are positive whole numbers", id_text);
   store_job job;
   th_status rc = store_job_get(s->st, id, &job);
-  if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, 404, "job_not_found", NULL, "no job %lld", (long long)id);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, TH_ERR_NOT_FOUND, "job_not_found", NULL, "no job %lld", (long long)id);
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   int64_t last = 0;
   const char *lei = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Last-Event-ID");
   if (lei && *lei && (th_parse_i64(lei, &last) != TH_OK || last < 0)) {
     store_job_clear(&job);
-    return srv_error(s, r, 400, "invalid_last_event_id", NULL,
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_last_event_id", NULL,
                      "Last-Event-ID must be an event id (a whole number) from this stream, got '%s'", lei);
   }
   srv_events *E = s->events;
@@ -370,7 +372,6 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
     store_job_clear(&job);
     th_buf_free(&st->out);
     free(st);
-    /* srv_error builds the response; add Retry-After through a small detour */
     char msg[256];
     if (total)
       snprintf(msg, sizeof msg, "too many event streams are open (the limit is %d); retry later", E->max_total);
@@ -378,13 +379,10 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
       snprintf(msg, sizeof msg,
                "this client (%s) already has %d event streams open (the limit is %d per client); close one "
                "or retry later", ip, per_ip, E->max_per_ip);
-    char body[512];
-    snprintf(body, sizeof body, "{\"error\":{\"code\":\"too_many_streams\",\"status\":429,\"message\":\"%s\"}}\n",
-             msg);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "Retry-After", "1");
-    return srv_queue(s, r, 429, resp);
+    unsigned int http = (unsigned int)th_status_http(TH_ERR_BUSY);
+    struct MHD_Response *resp = srv_error_response(http, "too_many_streams", NULL, msg);
+    if (resp) MHD_add_response_header(resp, "Retry-After", "1");
+    return srv_queue(s, r, http, resp);
   }
   th_buf_appendf(&st->out, "retry: 3000\n\n");
   ev_job *j = ev__find(E, id);
@@ -429,7 +427,7 @@ enum MHD_Result srv_scheduler_route(srv_t *s, srv_request *r) {
   tune_sched_info info;
   th_status rc = tune_workers_info(s->workers, &info);
   if (rc != TH_OK)
-    return srv_error(s, r, 500, "scheduler_error", NULL, "cannot describe the scheduler: %s", th_status_str(rc));
+    return srv_error(s, r, rc, "scheduler_error", NULL, "cannot describe the scheduler: %s", th_status_str(rc));
   store_job *jobs = NULL;
   size_t njobs = 0;
   if (store_job_list(s->st, "queued", 100, &jobs, &njobs) != TH_OK) rc = TH_ERR_IO;
@@ -440,7 +438,7 @@ enum MHD_Result srv_scheduler_route(srv_t *s, srv_request *r) {
   tune_sched_info_free(&info);
   if (rc != TH_OK) {
     th_buf_free(&b);
-    return srv_error(s, r, 500, "scheduler_error", NULL, "cannot describe the scheduler: %s", th_status_str(rc));
+    return srv_error(s, r, rc, "scheduler_error", NULL, "cannot describe the scheduler: %s", th_status_str(rc));
   }
   enum MHD_Result ret = srv_json(s, r, 200, b.data);
   th_buf_free(&b);

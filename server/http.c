@@ -1,223 +1,25 @@
-/* The HTTP daemon on libmicrohttpd: start-up and shutdown, the access handler that assembles a request (raw
- * path, query, a capped body) and hands it to the router, response helpers (JSON, errors, metrics) and the
- * long-poll machinery. Long polls suspend the connection (no busy loop); a waker thread resumes it when its job
- * changes or its deadline passes, and every suspended connection is resumed before the daemon stops. */
+/* The HTTP daemon on libmicrohttpd (the top of server/): start-up and shutdown in order (store, recovery, event
+ * streams, scheduler, long-poll waker, listener; and back), and the access handler that assembles a request (raw
+ * path, query, a capped body) and hands it to the router. It reaches the rest of server/ only through routes.h,
+ * events.h, longpoll.h and response.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <fcntl.h>
-#include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "events.h"
+#include "longpoll.h"
 #include "present.h"
+#include "response.h"
+#include "routes.h"
 #include "scheduler.h"
-#include "srv.h"
 #include "th_log.h"
 #include "th_util.h"
-
-const char *const srv_route_names[SRV_ROUTE_COUNT] = {
-    "other",   "model",   "manifest", "catalog",  "blob",    "tune",    "model_delete", "jobs",
-    "job",     "job_cancel", "networks", "targets", "healthz", "readyz", "metrics",      "web",
-    "versions", "tuning", "events", "scheduler"};
-
-/* ---- responses ---- */
-
-static int srv__status_slot(srv_t *s, unsigned int status) {
-  for (int i = 0; i < s->nstatus; i++)
-    if (s->status_codes[i] == (int)status) return i;
-  if (s->nstatus < 16) {
-    s->status_codes[s->nstatus] = (int)status;
-    return s->nstatus++;
-  }
-  return 15;
-}
-
-enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct MHD_Response *resp) {
-  if (!resp) return MHD_NO;
-  MHD_add_response_header(resp, "Server", "tunehub/" TH_VERSION);
-  /* every 429 (queue full, too many streams) tells clients such as curl --retry when to come back */
-  if (status == 429 && !MHD_get_response_header(resp, "Retry-After"))
-    MHD_add_response_header(resp, "Retry-After", "10");
-  pthread_mutex_lock(&s->metrics_mu);
-  s->requests[r->route][srv__status_slot(s, status)]++;
-  pthread_mutex_unlock(&s->metrics_mu);
-  enum MHD_Result ret = MHD_queue_response(r->con, status, resp);
-  MHD_destroy_response(resp);
-  return ret;
-}
-
-void srv_count_bytes(srv_t *s, int64_t n) {
-  pthread_mutex_lock(&s->metrics_mu);
-  s->bytes_served += n;
-  pthread_mutex_unlock(&s->metrics_mu);
-}
-
-enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const char *json) {
-  size_t n = strlen(json);
-  char *body = malloc(n + 1);
-  if (!body) return MHD_NO;
-  memcpy(body, json, n);
-  body[n] = '\n';
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(n + 1, body, MHD_RESPMEM_MUST_FREE);
-  MHD_add_response_header(resp, "Content-Type", "application/json");
-  MHD_add_response_header(resp, "Cache-Control", "no-store");
-  return srv_queue(s, r, status, resp);
-}
-
-enum MHD_Result srv_json_doc(srv_t *s, srv_request *r, unsigned int status, json_t *doc) {
-  char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-  json_decref(doc);
-  if (!text) return srv_error(s, r, 500, "out_of_memory", NULL, "out of memory");
-  enum MHD_Result ret = srv_json(s, r, status, text);
-  free(text);
-  return ret;
-}
-
-enum MHD_Result srv_error(srv_t *s, srv_request *r, unsigned int status, const char *code,
-                          const char *extra_json, const char *fmt, ...) {
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  json_t *err = NULL;
-  if (extra_json) err = json_loads(extra_json, 0, NULL);
-  if (!err) err = json_object();
-  json_object_set_new(err, "code", json_string(code));
-  json_object_set_new(err, "status", json_integer(status));
-  json_object_set_new(err, "message", json_string(msg));
-  json_t *root = json_object();
-  json_object_set_new(root, "error", err);
-  char *text = json_dumps(root, JSON_COMPACT);
-  json_decref(root);
-  enum MHD_Result ret = srv_json(s, r, status, text ? text : "{\"error\":{}}");
-  free(text);
-  return ret;
-}
-
-/* ---- query strings ---- */
-
-static int srv__hex(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-int srv_pct_decode(const char *in, size_t len, char *out, size_t n) {
-  size_t o = 0;
-  for (size_t i = 0; i < len; i++) {
-    char c = in[i];
-    if (c == '%') {
-      if (i + 2 >= len) return -1;
-      int hi = srv__hex(in[i + 1]);
-      int lo = srv__hex(in[i + 2]);
-      if (hi < 0 || lo < 0) return -1;
-      c = (char)(hi << 4 | lo);
-      if (c == '/' || c == '\0' || c == '\\') return -1;
-      i += 2;
-    } else if (c == '+') {
-      c = ' ';
-    }
-    if (o + 1 >= n) return -1;
-    out[o++] = c;
-  }
-  out[o] = '\0';
-  return (int)o;
-}
-
-int srv_query(const srv_request *r, const char *name, char *out, size_t n) {
-  size_t nl = strlen(name);
-  const char *p = r->query;
-  while (*p) {
-    const char *amp = strchr(p, '&');
-    size_t len = amp ? (size_t)(amp - p) : strlen(p);
-    if (len >= nl && strncmp(p, name, nl) == 0 && (len == nl || p[nl] == '=')) {
-      if (len == nl) {
-        if (n) out[0] = '\0';
-        return 1;
-      }
-      return srv_pct_decode(p + nl + 1, len - nl - 1, out, n) < 0 ? -1 : 1;
-    }
-    if (!amp) break;
-    p = amp + 1;
-  }
-  return 0;
-}
-
-/* ---- long polling ---- */
-
-void srv_suspend(srv_t *s, srv_request *r, double seconds, int64_t job_id) {
-  pthread_mutex_lock(&s->wait_mu);
-  if (s->wait_stop || s->nwaiting >= (int)(sizeof s->waiting / sizeof s->waiting[0])) {
-    pthread_mutex_unlock(&s->wait_mu);
-    r->wait_deadline = th_now_mono() - 1; /* no room: answer now as if the wait expired */
-    return;
-  }
-  r->wait_deadline = th_now_mono() + seconds;
-  r->wait_job = job_id;
-  r->suspended = 1;
-  MHD_suspend_connection(r->con);
-  s->waiting[s->nwaiting++] = r;
-  pthread_cond_signal(&s->wait_cv);
-  pthread_mutex_unlock(&s->wait_mu);
-}
-
-/* Resumes waiting[i]; the caller holds wait_mu. */
-static void srv__resume_at(srv_t *s, int i) {
-  srv_request *r = s->waiting[i];
-  s->waiting[i] = s->waiting[--s->nwaiting];
-  /* r->suspended stays set until the access handler runs again: the route that just suspended may not have
-   * returned yet, and must still see it suspended (else it would answer as well) */
-  r->resumed = 1;
-  MHD_resume_connection(r->con);
-}
-
-void srv_job_event(void *ctx, int64_t job_id) {
-  srv_t *s = ctx;
-  pthread_mutex_lock(&s->cache_mu);
-  s->cache_gen++;
-  pthread_mutex_unlock(&s->cache_mu);
-  pthread_mutex_lock(&s->wait_mu);
-  for (int i = s->nwaiting - 1; i >= 0; i--)
-    if (s->waiting[i]->wait_job == job_id) srv__resume_at(s, i);
-  pthread_mutex_unlock(&s->wait_mu);
-}
-
-static void *srv__waker(void *arg) {
-  srv_t *s = arg;
-  pthread_mutex_lock(&s->wait_mu);
-  while (!s->wait_stop) {
-    double now = th_now_mono(), next = now + 1.0;
-    for (int i = s->nwaiting - 1; i >= 0; i--) {
-      if (s->waiting[i]->wait_deadline <= now)
-        srv__resume_at(s, i);
-      else if (s->waiting[i]->wait_deadline < next)
-        next = s->waiting[i]->wait_deadline;
-    }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double wait = next - now;
-    if (wait < 0.01) wait = 0.01;
-    ts.tv_sec += (time_t)wait;
-    ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
-    pthread_cond_timedwait(&s->wait_cv, &s->wait_mu, &ts);
-  }
-  while (s->nwaiting > 0) srv__resume_at(s, s->nwaiting - 1);
-  pthread_mutex_unlock(&s->wait_mu);
-  return NULL;
-}
 
 /* A request from the raw URI: the path (still percent-encoded) and the query string apart. r->con stays
  * NULL until the access handler's first call fills it. */
@@ -262,7 +64,7 @@ static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const 
     r->resumed = 0;
   }
   if (r->body_too_large)
-    return srv_error(s, r, 413, "body_too_large", NULL, "request body exceeds %d bytes",
+    return srv_error(s, r, TH_ERR_TOO_LARGE, "body_too_large", NULL, "request body exceeds %d bytes",
                      SRV_MAX_BODY);
   return srv_route(s, r);
 }
@@ -330,8 +132,6 @@ static th_status srv__read_token(srv_t *s, char *err, size_t n) {
   return TH_OK;
 }
 
-th_status srv__init_catalog(srv_t *s, char *err, size_t n); /* routes.c */
-
 th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **out, char *err,
                     size_t n) {
   srv_t *s = calloc(1, sizeof *s);
@@ -372,7 +172,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   }
   if (requeued || swept)
     TH_LOG(TH_LOG_INFO, "recovered: %d job(s) requeued, %d orphan file(s) swept", requeued, swept);
-  rc = srv__init_catalog(s, err, n);
+  rc = srv_routes_init(s, err, n);
   if (rc != TH_OK) goto fail_store;
 
   char work_root[1200];
@@ -396,12 +196,11 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     snprintf(err, n, "cannot start the scheduler (%d admitted job(s))", c->workers);
     goto fail_store;
   }
-  if (pthread_create(&s->waker, NULL, srv__waker, s) != 0) {
+  rc = srv_longpoll_start(s);
+  if (rc != TH_OK) {
     snprintf(err, n, "cannot start the waker thread");
-    rc = TH_ERR_NOMEM;
     goto fail_workers;
   }
-  s->waker_started = 1;
 
   struct sockaddr_in addr;
   memset(&addr, 0, sizeof addr);
@@ -432,11 +231,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   return TH_OK;
 
 fail_waker:
-  pthread_mutex_lock(&s->wait_mu);
-  s->wait_stop = 1;
-  pthread_cond_signal(&s->wait_cv);
-  pthread_mutex_unlock(&s->wait_mu);
-  pthread_join(s->waker, NULL);
+  srv_longpoll_stop(s);
 fail_workers:
   tune_workers_stop(s->workers);
 fail_store:
@@ -452,11 +247,7 @@ fail_token:
 void srv_stop(srv_t *s) {
   if (!s) return;
   MHD_quiesce_daemon(s->mhd);
-  pthread_mutex_lock(&s->wait_mu);
-  s->wait_stop = 1;
-  pthread_cond_signal(&s->wait_cv);
-  pthread_mutex_unlock(&s->wait_mu);
-  if (s->waker_started) pthread_join(s->waker, NULL); /* resumes every suspended connection */
+  srv_longpoll_stop(s);        /* resumes every suspended connection */
   srv_events_stop(s->events);                         /* ends and resumes every event stream */
   MHD_stop_daemon(s->mhd);
   tune_workers_stop(s->workers);

@@ -1,7 +1,7 @@
 /* Routes of the registry API (see README.md, "HTTP API"). Every path is validated before anything touches the
  * store: a bad framework, network, batch or path gets a 4xx that lists the valid values, and nothing is queued.
- * Model downloads implement ETag/If-None-Match, Range/If-Range and HEAD themselves, because libmicrohttpd does
- * none of them, and send the file zero-copy from its content-addressed path. */
+ * Error statuses come from the th_status table (srv_error); the few that are no th_status's error (405, 414,
+ * a 503 while the store does not answer) and the non-errors (202, 304, 503 while building) are explicit. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -11,9 +11,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "routes.h"
+
 #include "builder.h"
+#include "events.h"
+#include "longpoll.h"
 #include "present.h"
-#include "srv.h"
+#include "request.h"
+#include "response.h"
 #include "th_log.h"
 #include "th_sha256.h"
 #include "target.h"
@@ -25,7 +30,7 @@ static const char *const srv__frameworks[] = {"llvm", "cuda"};
 
 /* ---- start-up: the network list ---- */
 
-th_status srv__init_catalog(srv_t *s, char *err, size_t n) {
+th_status srv_routes_init(srv_t *s, char *err, size_t n) {
   snprintf(s->compiler_version, sizeof s->compiler_version, "%s", TH_VERSION);
   if (tune_target_for("llvm", s->llvm_target, sizeof s->llvm_target) != TH_OK ||
       tune_target_for("cuda", s->cuda_target, sizeof s->cuda_target) != TH_OK) {
@@ -93,7 +98,7 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
   for (size_t i = 0; i < sizeof srv__frameworks / sizeof srv__frameworks[0]; i++)
     if (strcmp(fw, srv__frameworks[i]) == 0) fw_ok = 1;
   if (!fw_ok) {
-    *ret = srv_error(s, r, 404, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
+    *ret = srv_error(s, r, TH_ERR_NOT_FOUND, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
                      "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
     return 0;
   }
@@ -101,7 +106,7 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
     char names[1024];
     srv__names_text(names, sizeof names);
     char *valid = srv__names_json();
-    *ret = srv_error(s, r, 404, "unknown_network", valid, "unknown network '%s'; valid networks: %s",
+    *ret = srv_error(s, r, TH_ERR_NOT_FOUND, "unknown_network", valid, "unknown network '%s'; valid networks: %s",
                      net, names);
     free(valid);
     return 0;
@@ -110,7 +115,7 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
   if (th_parse_i64(batch, &b) != TH_OK || b < 1 || b > s->cfg.max_batch) {
     char extra[128];
     snprintf(extra, sizeof extra, "{\"valid\":{\"min\":1,\"max\":%d}}", s->cfg.max_batch);
-    *ret = srv_error(s, r, 400, "invalid_batch", extra,
+    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_batch", extra,
                      "invalid batch '%s'; the batch is a whole number from 1 to %d", batch,
                      s->cfg.max_batch);
     return 0;
@@ -128,7 +133,7 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
 
 static int srv__authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
   if (!s->have_token) {
-    *ret = srv_error(s, r, 401, "unauthorized", NULL,
+    *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
                      "this route changes the registry and needs a bearer token, but the daemon was "
                      "started without --token-file, so it accepts no changes");
     return 0;
@@ -144,145 +149,12 @@ static int srv__authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
     ok = diff == 0;
   }
   if (!ok) {
-    *ret = srv_error(s, r, 401, "unauthorized", NULL,
+    *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
                      "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the "
                      "token from the daemon's --token-file");
     return 0;
   }
   return 1;
-}
-
-/* ---- file responses: ETag, Range, HEAD ---- */
-
-typedef struct srv__range {
-  int64_t start, len;
-  int partial;
-} srv__range;
-
-/* 0: no usable Range (serve all); 1: one satisfiable range; -1: unsatisfiable. */
-static int srv__parse_range(const char *h, int64_t size, srv__range *out) {
-  if (!h || strncmp(h, "bytes=", 6) != 0) return 0;
-  const char *p = h + 6;
-  if (strchr(p, ',')) return 0; /* multi-range: a plain 200 is allowed */
-  const char *dash = strchr(p, '-');
-  if (!dash) return 0;
-  char a[32] = "", b[32] = "";
-  size_t la = (size_t)(dash - p), lb = strlen(dash + 1);
-  if (la >= sizeof a || lb >= sizeof b) return 0;
-  memcpy(a, p, la);
-  a[la] = '\0';
-  memcpy(b, dash + 1, lb + 1);
-  int64_t x = 0, y = 0;
-  if (la == 0) { /* suffix: last y bytes */
-    if (th_parse_i64(b, &y) != TH_OK || y < 0) return 0;
-    if (y == 0 || size == 0) return -1;
-    if (y > size) y = size;
-    out->start = size - y;
-    out->len = y;
-    return 1;
-  }
-  if (th_parse_i64(a, &x) != TH_OK || x < 0) return 0;
-  if (lb == 0) {
-    y = size - 1;
-  } else if (th_parse_i64(b, &y) != TH_OK || y < x) {
-    return 0;
-  }
-  if (x >= size) return -1;
-  if (y >= size) y = size - 1;
-  out->start = x;
-  out->len = y - x + 1;
-  return 1;
-}
-
-static int srv__etag_matches(const char *header, const char *etag) {
-  if (!header) return 0;
-  if (strcmp(header, "*") == 0) return 1;
-  /* a comma-separated list; weak validators compare equal for If-None-Match */
-  const char *p = header;
-  size_t el = strlen(etag);
-  while (*p) {
-    while (*p == ' ' || *p == ',') p++;
-    if (strncmp(p, "W/", 2) == 0) p += 2;
-    if (strncmp(p, etag, el) == 0 && (p[el] == '\0' || p[el] == ',' || p[el] == ' ')) return 1;
-    const char *c = strchr(p, ',');
-    if (!c) break;
-    p = c + 1;
-  }
-  return 0;
-}
-
-static enum MHD_Result srv__send_file(srv_t *s, srv_request *r, const char *path, int64_t size,
-                                      const char *digest, const char *media_type,
-                                      const char *filename, int immutable, const char *extra_hdrs[][2]) {
-  char etag[80];
-  snprintf(etag, sizeof etag, "\"sha256:%s\"", digest);
-  unsigned char raw[32];
-  char b64[64], digest_hdr[96];
-  th_unhex32(digest, raw);
-  th_base64(raw, 32, b64);
-  snprintf(digest_hdr, sizeof digest_hdr, "sha-256=:%s:", b64);
-  const char *cache = immutable ? "public, max-age=31536000, immutable" : "no-cache";
-
-  const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
-  if (srv__etag_matches(inm, etag)) {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-    MHD_add_response_header(resp, "ETag", etag);
-    MHD_add_response_header(resp, "Cache-Control", cache);
-    return srv_queue(s, r, 304, resp);
-  }
-  srv__range range = {0, size, 0};
-  const char *rh = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Range");
-  const char *if_range = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-Range");
-  if (rh && (!if_range || strcmp(if_range, etag) == 0)) {
-    int pr = srv__parse_range(rh, size, &range);
-    if (pr < 0) {
-      char cr[64];
-      snprintf(cr, sizeof cr, "bytes */%lld", (long long)size);
-      struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-      MHD_add_response_header(resp, "Content-Range", cr);
-      MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-      MHD_add_response_header(resp, "ETag", etag);
-      return srv_queue(s, r, 416, resp);
-    }
-    range.partial = pr == 1;
-    if (!range.partial) {
-      range.start = 0;
-      range.len = size;
-    }
-  }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return srv_error(s, r, 500, "artifact_missing", NULL, "artifact sha256:%s is not readable: %s",
-                     digest, strerror(errno));
-  struct MHD_Response *resp =
-      MHD_create_response_from_fd_at_offset64((uint64_t)range.len, fd, (uint64_t)range.start);
-  if (!resp) {
-    close(fd);
-    return MHD_NO;
-  }
-  char disp[256];
-  snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", filename);
-  MHD_add_response_header(resp, "Content-Type", media_type);
-  MHD_add_response_header(resp, "Content-Disposition", disp);
-  MHD_add_response_header(resp, "ETag", etag);
-  MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-  MHD_add_response_header(resp, "Cache-Control", cache);
-  MHD_add_response_header(resp, "Repr-Digest", digest_hdr);
-  MHD_add_response_header(resp, "Docker-Content-Digest", etag + 1);
-  for (int i = 0; extra_hdrs && extra_hdrs[i][0]; i++)
-    MHD_add_response_header(resp, extra_hdrs[i][0], extra_hdrs[i][1]);
-  unsigned int status = 200;
-  if (range.partial) {
-    char cr[96];
-    snprintf(cr, sizeof cr, "bytes %lld-%lld/%lld", (long long)range.start,
-             (long long)(range.start + range.len - 1), (long long)size);
-    MHD_add_response_header(resp, "Content-Range", cr);
-    status = 206;
-  } else {
-    MHD_add_response_header(resp, "Content-Digest", digest_hdr);
-  }
-  if (strcmp(r->method, "HEAD") != 0) srv_count_bytes(s, range.len);
-  return srv_queue(s, r, status, resp);
 }
 
 /* ---- /models/{fw}/{net}/{batch} ---- */
@@ -322,29 +194,20 @@ static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_ke
   } else {
     char link[96];
     snprintf(link, sizeof link, "<%s>; rel=\"monitor\"", loc);
-    /* build the error body by hand so the extra headers can be added */
-    json_t *err = json_object();
-    json_object_set_new(err, "job", job ? job : json_null());
-    job = NULL;
-    json_object_set_new(err, "code", json_string("building"));
-    json_object_set_new(err, "status", json_integer(503));
     char msg[512];
     snprintf(msg, sizeof msg,
              "%s/%s/%d is not built yet; job %lld is %s. Retry later (curl -f --retry 100 "
              "--retry-max-time 3600 waits for it), or follow the Link header",
              key->framework, key->network, key->batch, (long long)job_id,
              created ? "now queued" : "already in progress");
-    json_object_set_new(err, "message", json_string(msg));
-    json_t *root = json_object();
-    json_object_set_new(root, "error", err);
-    char *body = json_dumps(root, JSON_COMPACT);
-    json_decref(root);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "Retry-After", "5");
-    MHD_add_response_header(resp, "Link", link);
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    /* a 503 that is no error of a th_status: the model is on its way; Retry-After paces curl --retry */
+    json_t *extra = json_pack("{s:o}", "job", job ? job : json_null());
+    struct MHD_Response *resp = srv_error_response(503, "building", extra, msg);
+    job = NULL;
+    if (resp) {
+      MHD_add_response_header(resp, "Retry-After", "5");
+      MHD_add_response_header(resp, "Link", link);
+    }
     ret = srv_queue(s, r, 503, resp);
   }
   return ret;
@@ -354,7 +217,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   int head = strcmp(r->method, "HEAD") == 0;
   char fmt[16] = "tar", tuned_s[8] = "", wait_s[16] = "";
   if (srv_query(r, "format", fmt, sizeof fmt) < 0 || (strcmp(fmt, "tar") && strcmp(fmt, "so")))
-    return srv_error(s, r, 400, "invalid_format", "{\"valid\":[\"tar\",\"so\"]}",
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_format", "{\"valid\":[\"tar\",\"so\"]}",
                      "invalid format '%s'; valid formats: tar (the bundle), so (the model .so alone)",
                      fmt);
   int tuned_only = 0;
@@ -362,13 +225,13 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     if (!strcmp(tuned_s, "1") || !strcmp(tuned_s, "true"))
       tuned_only = 1;
     else if (strcmp(tuned_s, "0") && strcmp(tuned_s, "false"))
-      return srv_error(s, r, 400, "invalid_tuned", "{\"valid\":[\"0\",\"1\"]}",
+      return srv_error(s, r, TH_ERR_INVALID, "invalid_tuned", "{\"valid\":[\"0\",\"1\"]}",
                        "invalid tuned '%s'; valid values: 0, 1", tuned_s);
   }
   int64_t wait = 0;
   if (srv_query(r, "wait", wait_s, sizeof wait_s) != 0 &&
       (th_parse_i64(wait_s, &wait) != TH_OK || wait < 0 || wait > SRV_MAX_WAIT_S))
-    return srv_error(s, r, 400, "invalid_wait", NULL,
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_wait", NULL,
                      "invalid wait '%s'; wait is a whole number of seconds from 0 to %d", wait_s,
                      SRV_MAX_WAIT_S);
 
@@ -388,29 +251,29 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     int64_t size = 0;
     enum MHD_Result ret;
     if (store_artifact_path(s->st, digest, path, sizeof path, &size, NULL, 0) != TH_OK)
-      ret = srv_error(s, r, 500, "artifact_missing", NULL, "%s", store_errmsg(s->st));
+      ret = srv_error(s, r, TH_ERR_IO, "artifact_missing", NULL, "%s", store_errmsg(s->st));
     else
-      ret = srv__send_file(s, r, path, size, digest,
+      ret = srv_send_file(s, r, path, size, digest,
                            so ? "application/x-sharedlib" : "application/x-tar", filename, 0, hdrs);
     store_model_clear(&m);
     return ret;
   }
   if (rc != TH_ERR_NOT_FOUND)
-    return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+    return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
 
   /* a miss */
   if (head) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     MHD_add_response_header(resp, "Cache-Control", "no-store");
-    return srv_queue(s, r, 404, resp);
+    return srv_queue(s, r, (unsigned int)th_status_http(TH_ERR_NOT_FOUND), resp);
   }
   char why[512];
   if (!s->builder->supports(s->builder->self, key->framework, why, sizeof why))
-    return srv_error(s, r, 501, "framework_unavailable", NULL, "%s", why);
+    return srv_error(s, r, TH_ERR_UNSUPPORTED, "framework_unavailable", NULL, "%s", why);
   /* a tuned cuda version needs a device to tune on: say so instead of queueing builds that cannot tune */
   char dwhy[256];
   if (tuned_only && !strcmp(key->framework, "cuda") && !tune_cuda_device(NULL, 0, NULL, 0, dwhy, sizeof dwhy))
-    return srv_error(s, r, 501, "no_device", NULL,
+    return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
                      "no tuned version of %s/%s/%d: tuning cuda needs a worker with a CUDA device, and this "
                      "server has none (%s); GET it without tuned=1 for the untuned build",
                      key->framework, key->network, key->batch, dwhy);
@@ -430,7 +293,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     snprintf(extra, sizeof extra, "{\"job\":\"%s\"}", loc);
     int failed = latest.state == STORE_JOB_FAILED;
     enum MHD_Result ret = srv_error(
-        s, r, failed ? 500 : 409, failed ? "build_failed" : "build_cancelled", extra,
+        s, r, failed ? TH_ERR_COMPILE : TH_ERR_CANCELLED, failed ? "build_failed" : "build_cancelled", extra,
         "the last build of %s/%s/%d %s: %s. Queue it again with POST /models/%s/%s/%d/tune",
         key->framework, key->network, key->batch, failed ? "failed" : "was cancelled",
         latest.error ? latest.error : "unknown error", key->framework, key->network, key->batch);
@@ -441,7 +304,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     store_job_count_queued(s->st, &queued);
     if (queued >= s->cfg.max_queued) {
       if (have_latest) store_job_clear(&latest);
-      return srv_error(s, r, 429, "queue_full", NULL,
+      return srv_error(s, r, TH_ERR_BUSY, "queue_full", NULL,
                        "%lld jobs are queued (the limit is %d); retry later", (long long)queued,
                        s->cfg.max_queued);
     }
@@ -451,7 +314,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     rc = store_job_enqueue(s->st, key, tune ? "tune" : "build", opts, 0, &job_id, &created);
     if (rc != TH_OK) {
       if (have_latest) store_job_clear(&latest);
-      return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+      return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
     }
     if (created) {
       TH_LOG(TH_LOG_INFO, "miss on %s/%s/%d: queued job %lld", key->framework, key->network,
@@ -484,7 +347,7 @@ static enum MHD_Result srv__manifest_send(srv_t *s, srv_request *r, const char *
   const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
   struct MHD_Response *resp;
   unsigned int status = 200;
-  if (srv__etag_matches(inm, etag)) {
+  if (srv_etag_matches(inm, etag)) {
     resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     status = 304;
   } else {
@@ -512,11 +375,11 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
   store_model m;
   th_status rc = store_model_get(s->st, key, 0, &m);
   if (rc == TH_ERR_NOT_FOUND)
-    return srv_error(s, r, 404, "not_built", NULL,
+    return srv_error(s, r, TH_ERR_NOT_FOUND, "not_built", NULL,
                      "%s/%s/%d has no published version yet; GET /models/%s/%s/%d builds it",
                      key->framework, key->network, key->batch, key->framework, key->network,
                      key->batch);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   char etag[80];
   snprintf(etag, sizeof etag, "\"sha256:%s\"", m.tar_digest);
   size_t len = strlen(m.manifest);
@@ -542,14 +405,14 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   if (!srv__authorized(s, r, &ret)) return ret;
   char dwhy[256];
   if (!strcmp(key->framework, "cuda") && !tune_cuda_device(NULL, 0, NULL, 0, dwhy, sizeof dwhy))
-    return srv_error(s, r, 501, "no_device", NULL,
+    return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
                      "tuning cuda needs a worker with a CUDA device, and this server has none (%s); nothing "
                      "was queued", dwhy);
   json_error_t jerr;
   json_t *body = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &jerr) : json_object();
   if (!body || !json_is_object(body)) {
     if (body) json_decref(body);
-    return srv_error(s, r, 400, "invalid_body", NULL,
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_body", NULL,
                      "the body must be a JSON object such as {\"trials\": 64, \"tuner\": \"xgb\"}");
   }
   static const char *const tuners[] = {"xgb", "ga", "random", "grid"};
@@ -582,14 +445,14 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
     if (bad) break;
   }
   if (bad) {
-    enum MHD_Result e = srv_error(s, r, 400, "invalid_option", NULL, "invalid option '%s': %s", bad, msg);
+    enum MHD_Result e = srv_error(s, r, TH_ERR_INVALID, "invalid_option", NULL, "invalid option '%s': %s", bad, msg);
     json_decref(body);
     return e;
   }
   char why[512];
   if (!s->builder->supports(s->builder->self, key->framework, why, sizeof why)) {
     json_decref(body);
-    return srv_error(s, r, 501, "framework_unavailable", NULL, "%s", why);
+    return srv_error(s, r, TH_ERR_UNSUPPORTED, "framework_unavailable", NULL, "%s", why);
   }
   int priority = (int)json_integer_value(json_object_get(body, "priority"));
   char *options = json_dumps(body, JSON_COMPACT);
@@ -601,12 +464,12 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   th_status rc = TH_OK;
   if (queued >= s->cfg.max_queued) {
     free(options);
-    return srv_error(s, r, 429, "queue_full", NULL, "%lld jobs are queued (the limit is %d)",
+    return srv_error(s, r, TH_ERR_BUSY, "queue_full", NULL, "%lld jobs are queued (the limit is %d)",
                      (long long)queued, s->cfg.max_queued);
   }
   rc = store_job_enqueue(s->st, key, "tune", options, priority, &job_id, &created);
   free(options);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   if (created) tune_workers_notify(s->workers);
   json_t *job = srv__job_doc(s, job_id);
   json_t *doc = json_object();
@@ -633,9 +496,9 @@ static enum MHD_Result srv__model_delete(srv_t *s, srv_request *r, const store_k
   s->cache_gen++;
   pthread_mutex_unlock(&s->cache_mu);
   if (rc == TH_ERR_NOT_FOUND)
-    return srv_error(s, r, 404, "not_found", NULL, "%s/%s/%d has no published version",
+    return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "%s/%s/%d has no published version",
                      key->framework, key->network, key->batch);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   char body[128];
   snprintf(body, sizeof body, "{\"deleted_versions\":%d}", n);
   return srv_json(s, r, 200, body);
@@ -645,18 +508,18 @@ static enum MHD_Result srv__model_delete(srv_t *s, srv_request *r, const store_k
 
 static enum MHD_Result srv__blob(srv_t *s, srv_request *r, const char *ref) {
   if (strncmp(ref, "sha256:", 7) != 0 || !th_is_sha256_hex(ref + 7))
-    return srv_error(s, r, 400, "invalid_digest", NULL,
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_digest", NULL,
                      "a blob reference is sha256: followed by 64 lowercase hex digits");
   char path[1400], media[64];
   int64_t size = 0;
   th_status rc = store_artifact_path(s->st, ref + 7, path, sizeof path, &size, media, sizeof media);
   if (rc == TH_ERR_NOT_FOUND)
-    return srv_error(s, r, 404, "blob_unknown", NULL, "no blob %s", ref);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+    return srv_error(s, r, TH_ERR_NOT_FOUND, "blob_unknown", NULL, "no blob %s", ref);
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   char filename[96];
   snprintf(filename, sizeof filename, "%.19s%s", ref + 7,
            strstr(media, "tar") ? ".tar" : strstr(media, "sharedlib") ? ".so" : "");
-  return srv__send_file(s, r, path, size, ref + 7, media, filename, 1, NULL);
+  return srv_send_file(s, r, path, size, ref + 7, media, filename, 1, NULL);
 }
 
 static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
@@ -664,24 +527,24 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
   int hf = srv_query(r, "framework", fw, sizeof fw), hn = srv_query(r, "network", net, sizeof net),
       hs = srv_query(r, "state", state, sizeof state);
   if (hf < 0 || hn < 0 || hs < 0)
-    return srv_error(s, r, 400, "invalid_query", NULL, "malformed query string");
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_query", NULL, "malformed query string");
   if (hf > 0 && fw[0] && strcmp(fw, "llvm") && strcmp(fw, "cuda"))
-    return srv_error(s, r, 400, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
+    return srv_error(s, r, TH_ERR_INVALID, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
                      "unknown framework '%s'; valid frameworks: llvm, cuda", fw);
   if (hs > 0 && state[0] && strcmp(state, "ready") && strcmp(state, "building") &&
       strcmp(state, "failed"))
-    return srv_error(s, r, 400, "invalid_state", "{\"valid\":[\"ready\",\"building\",\"failed\"]}",
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_state", "{\"valid\":[\"ready\",\"building\",\"failed\"]}",
                      "invalid state '%s'; valid states: ready, building, failed", state);
   if (hn > 0 && net[0] && !tc_zoo_find(net)) {
     char names[1024];
     srv__names_text(names, sizeof names);
-    return srv_error(s, r, 400, "unknown_network", NULL, "unknown network '%s'; valid networks: %s",
+    return srv_error(s, r, TH_ERR_INVALID, "unknown_network", NULL, "unknown network '%s'; valid networks: %s",
                      net, names);
   }
   store_catalog_row *rows = NULL;
   size_t n = 0;
   th_status rc = store_catalog(s->st, fw[0] ? fw : NULL, net[0] ? net : NULL, state[0] ? state : NULL, &rows, &n);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *doc = srv_present_catalog(rows, n);
   store_catalog_free(rows, n);
   return srv_json_doc(s, r, 200, doc);
@@ -690,20 +553,20 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
 static enum MHD_Result srv__jobs(srv_t *s, srv_request *r) {
   char state[32] = "", limit_s[16] = "";
   int hs = srv_query(r, "state", state, sizeof state);
-  if (hs < 0) return srv_error(s, r, 400, "invalid_query", NULL, "malformed query string");
+  if (hs < 0) return srv_error(s, r, TH_ERR_INVALID, "invalid_query", NULL, "malformed query string");
   if (hs > 0 && state[0] && strcmp(state, "queued") && strcmp(state, "running") &&
       strcmp(state, "succeeded") && strcmp(state, "failed") && strcmp(state, "cancelled"))
-    return srv_error(s, r, 400, "invalid_state", NULL,
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_state", NULL,
                      "invalid state '%s'; valid states: queued, running, succeeded, failed, cancelled",
                      state);
   int64_t limit = 100;
   if (srv_query(r, "limit", limit_s, sizeof limit_s) > 0 &&
       (th_parse_i64(limit_s, &limit) != TH_OK || limit < 1 || limit > 1000))
-    return srv_error(s, r, 400, "invalid_limit", NULL, "limit is a whole number from 1 to 1000");
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_limit", NULL, "limit is a whole number from 1 to 1000");
   store_job *jobs = NULL;
   size_t n = 0;
-  if (store_job_list(s->st, state[0] ? state : NULL, (int)limit, &jobs, &n) != TH_OK)
-    return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  th_status rc = store_job_list(s->st, state[0] ? state : NULL, (int)limit, &jobs, &n);
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *doc = srv_present_jobs(jobs, n);
   store_job_list_free(jobs, n);
   return srv_json_doc(s, r, 200, doc);
@@ -712,20 +575,20 @@ static enum MHD_Result srv__jobs(srv_t *s, srv_request *r) {
 static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int cancel) {
   int64_t id = 0;
   if (th_parse_i64(id_s, &id) != TH_OK || id < 1)
-    return srv_error(s, r, 400, "invalid_job_id", NULL, "a job id is a positive whole number");
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_job_id", NULL, "a job id is a positive whole number");
   if (cancel) {
     enum MHD_Result ret;
     if (!srv__authorized(s, r, &ret)) return ret;
     th_status rc = store_job_cancel(s->st, id);
-    if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, 404, "job_unknown", NULL, "no job %lld", (long long)id);
-    if (rc == TH_ERR_CONFLICT) return srv_error(s, r, 409, "job_ended", NULL, "%s", store_errmsg(s->st));
-    if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+    if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, TH_ERR_NOT_FOUND, "job_unknown", NULL, "no job %lld", (long long)id);
+    if (rc == TH_ERR_CONFLICT) return srv_error(s, r, rc, "job_ended", NULL, "%s", store_errmsg(s->st));
+    if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
     srv_job_event(s, id);
   }
   store_job j;
   th_status rc = store_job_get(s->st, id, &j);
-  if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, 404, "job_unknown", NULL, "no job %lld", (long long)id);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, TH_ERR_NOT_FOUND, "job_unknown", NULL, "no job %lld", (long long)id);
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *doc = srv_present_job(&j);
   store_job_clear(&j);
   return srv_json_doc(s, r, cancel ? 202 : 200, doc);
@@ -737,10 +600,10 @@ static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *
   size_t n = 0;
   th_status rc = store_model_versions(s->st, key, &vs, &n);
   if (rc == TH_ERR_NOT_FOUND)
-    return srv_error(s, r, 404, "not_found", NULL, "no published version of %s/%s/%d; GET /models/%s/%s/%d "
+    return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "no published version of %s/%s/%d; GET /models/%s/%s/%d "
                      "builds it", key->framework, key->network, key->batch, key->framework, key->network,
                      key->batch);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *doc = srv_present_versions(key, vs, n);
   store_model_list_free(vs, n);
   return srv_json_doc(s, r, 200, doc);
@@ -750,23 +613,23 @@ static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *
  * (shared by every job and network that tuned the same workload on this target). */
 static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *key) {
   if (strcmp(key->framework, "llvm") != 0)
-    return srv_error(s, r, 501, "not_supported", NULL,
+    return srv_error(s, r, TH_ERR_UNSUPPORTED, "not_supported", NULL,
                      "tuning curves are kept for framework llvm; %s has no tuning records on this server",
                      key->framework);
   char pts[16] = "";
   int64_t max_points = 200;
   if (srv_query(r, "points", pts, sizeof pts) > 0 &&
       (th_parse_i64(pts, &max_points) != TH_OK || max_points < 2 || max_points > 5000))
-    return srv_error(s, r, 400, "invalid_points", NULL, "points takes a whole number from 2 to 5000, got '%s'",
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_points", NULL, "points takes a whole number from 2 to 5000, got '%s'",
                      pts);
   tc_target t;
   if (tc_target_host(&t) != TH_OK)
-    return srv_error(s, r, 500, "target_error", NULL, "cannot read the host CPU target");
+    return srv_error(s, r, TH_ERR_INTERNAL, "target_error", NULL, "cannot read the host CPU target");
   char err[512] = "";
   tune_curve c;
   th_status rc = tune_curve_get(s->st, &t, key->target, key->network, key->batch, (int)max_points, &c, err,
                                 sizeof err);
-  if (rc != TH_OK) return srv_error(s, r, 500, "store_error", NULL, "%s", err);
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", err);
   json_t *doc = srv_present_curve(&c);
   tune_curve_free(&c);
   return srv_json_doc(s, r, 200, doc);
@@ -867,14 +730,14 @@ static enum MHD_Result srv__web(srv_t *s, srv_request *r, const char *name) {
           *p == '.' || *p == '-' || *p == '_'))
       type = NULL;
   if (!type || name[0] == '.')
-    return srv_error(s, r, 404, "not_found", NULL, "no such page or route: %s", r->path);
+    return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "no such page or route: %s", r->path);
   char path[1400];
   snprintf(path, sizeof path, "%.1000s/%.128s", s->cfg.web_dir, name);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0) {
     if (fd >= 0) close(fd);
-    return srv_error(s, r, 404, "not_found", NULL, "no such page or route: %s", r->path);
+    return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "no such page or route: %s", r->path);
   }
   struct MHD_Response *resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
   MHD_add_response_header(resp, "Content-Type", type);
@@ -886,16 +749,10 @@ static enum MHD_Result srv__web(srv_t *s, srv_request *r, const char *name) {
 /* ---- the router ---- */
 
 static enum MHD_Result srv__not_allowed(srv_t *s, srv_request *r, const char *allow) {
-  json_t *o = json_pack("{s:{s:s,s:i,s:s}}", "error", "code", "method_not_allowed", "status", 405,
-                        "message", "method not allowed here");
   char msg[2400];
   snprintf(msg, sizeof msg, "%s is not allowed on %s; allowed: %s", r->method, r->path, allow);
-  json_object_set_new(json_object_get(o, "error"), "message", json_string(msg));
-  char *t = json_dumps(o, JSON_COMPACT);
-  json_decref(o);
-  struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(t), t, MHD_RESPMEM_MUST_FREE);
-  MHD_add_response_header(resp, "Content-Type", "application/json");
-  MHD_add_response_header(resp, "Allow", allow);
+  struct MHD_Response *resp = srv_error_response(405, "method_not_allowed", NULL, msg);
+  if (resp) MHD_add_response_header(resp, "Allow", allow);
   return srv_queue(s, r, 405, resp);
 }
 
@@ -908,22 +765,22 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
   char segs[SRV__MAX_SEGS][SRV_MAX_SEGMENT + 1];
   int nseg = 0;
   const char *p = r->path;
-  if (*p != '/') return srv_error(s, r, 400, "invalid_path", NULL, "the path must start with '/'");
+  if (*p != '/') return srv_error(s, r, TH_ERR_INVALID, "invalid_path", NULL, "the path must start with '/'");
   while (*p) {
     while (*p == '/') p++;
     if (!*p) break;
     const char *e = strchr(p, '/');
     size_t len = e ? (size_t)(e - p) : strlen(p);
     if (nseg == SRV__MAX_SEGS)
-      return srv_error(s, r, 404, "not_found", NULL, "no such route: %s", r->path);
+      return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "no such route: %s", r->path);
     if (len > SRV_MAX_SEGMENT)
-      return srv_error(s, r, 414, "segment_too_long", NULL,
+      return srv_error_http(s, r, 414, "segment_too_long", NULL,
                        "a path segment is longer than %d characters", SRV_MAX_SEGMENT);
     if (srv_pct_decode(p, len, segs[nseg], sizeof segs[nseg]) < 0)
-      return srv_error(s, r, 400, "invalid_path", NULL,
+      return srv_error(s, r, TH_ERR_INVALID, "invalid_path", NULL,
                        "malformed path: bad percent-encoding, or an encoded '/', '\\\\' or NUL");
     if (!strcmp(segs[nseg], "..") || !strcmp(segs[nseg], "."))
-      return srv_error(s, r, 400, "invalid_path", NULL, "'.' and '..' are not allowed in paths");
+      return srv_error(s, r, TH_ERR_INVALID, "invalid_path", NULL, "'.' and '..' are not allowed in paths");
     nseg++;
     p += len;
   }
@@ -939,7 +796,7 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       return get ? srv__catalog(s, r) : srv__not_allowed(s, r, "GET, HEAD");
     }
     if (nseg < 4 || nseg > 5)
-      return srv_error(s, r, 404, "not_found", NULL,
+      return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL,
                        "no such route: %s; models are at /models/{framework}/{network}/{batch}",
                        r->path);
     static const struct {
@@ -953,7 +810,7 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     for (size_t i = 0; nseg == 5 && i < sizeof subs / sizeof subs[0]; i++)
       if (!strcmp(segs[4], subs[i].seg)) r->route = subs[i].route;
     if (nseg == 5 && r->route == SRV_ROUTE_MODEL)
-      return srv_error(s, r, 404, "not_found", NULL,
+      return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL,
                        "no such route: %s; valid: .../manifest, .../versions, .../tuning, .../tune", r->path);
     int is_tune = r->route == SRV_ROUTE_TUNE;
     const char *allow = nseg == 4 ? "GET, HEAD, DELETE" : is_tune ? "POST" : "GET, HEAD";
@@ -1011,7 +868,7 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       if (!get) return srv__not_allowed(s, r, allow);
       int64_t counts[5];
       if (store_job_counts(s->st, counts) != TH_OK)
-        return srv_error(s, r, 503, "not_ready", NULL, "the store does not answer: %s",
+        return srv_error_http(s, r, 503, "not_ready", NULL, "the store does not answer: %s",
                          store_errmsg(s->st));
       return srv_json(s, r, 200, "{\"status\":\"ready\"}");
     }
@@ -1026,6 +883,6 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     r->route = SRV_ROUTE_WEB;
     return get ? srv__web(s, r, segs[0]) : srv__not_allowed(s, r, allow);
   }
-  return srv_error(s, r, 404, "not_found", NULL, "no such route: %s", r->path);
+  return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "no such route: %s", r->path);
 #undef SEG
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "present.h"
+#include "request.h"
 #include "srv.h"
 #include "th_test.h"
 #include "tune_job.h"
@@ -151,5 +152,22 @@ TH_TEST(job_document_and_events) {
   t = srv_present_event(&stage);
   CHECK_STR(t, "{\"job\":7,\"stage\":\"measure\",\"phase\":\"tune\",\"task\":0,\"ntasks\":3}");
   free(t);
+  return 0;
+}
+
+/* The routes take their error statuses from the th_status table; these are the mappings they rely on. */
+TH_TEST(error_statuses_from_the_table) {
+  CHECK_EQ_INT(th_status_http(TH_ERR_INVALID), 400);
+  CHECK_EQ_INT(th_status_http(TH_ERR_UNAUTHORIZED), 401);
+  CHECK_EQ_INT(th_status_http(TH_ERR_NOT_FOUND), 404);
+  CHECK_EQ_INT(th_status_http(TH_ERR_CANCELLED), 409);
+  CHECK_EQ_INT(th_status_http(TH_ERR_CONFLICT), 409);
+  CHECK_EQ_INT(th_status_http(TH_ERR_TOO_LARGE), 413);
+  CHECK_EQ_INT(th_status_http(TH_ERR_BUSY), 429);
+  CHECK_EQ_INT(th_status_http(TH_ERR_DB), 500);
+  CHECK_EQ_INT(th_status_http(TH_ERR_COMPILE), 500);
+  CHECK_EQ_INT(th_status_http(TH_ERR_UNSUPPORTED), 501);
+  /* a missing device cannot be retried away: 501, never 503 (curl -f --retry would wait an hour) */
+  CHECK_EQ_INT(th_status_http(TH_ERR_NO_DEVICE), 501);
   return 0;
 }

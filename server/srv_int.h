@@ -1,0 +1,100 @@
+/* The daemon's internal state, shared by the files of server/: the srv_t body, a request in flight and the
+ * metric labels of the routes. Functions are declared in the header of the file that defines them. */
+#ifndef SRV_INT_H
+#define SRV_INT_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "srv.h"
+#include "store.h"
+#include "th_buf.h"
+
+typedef struct srv_events srv_events;
+
+/* A request as the access handler assembled it; owned by libmicrohttpd's connection (freed when it completes). */
+typedef struct srv_request {
+  struct MHD_Connection *con;
+  const char *method;
+  char path[2048];   /* raw (still percent-encoded) path */
+  char query[2048];  /* raw query string, without '?' */
+  th_buf body;
+  int body_too_large;
+  int route;         /* metrics label index */
+  /* long-poll state */
+  int suspended;
+  int resumed; /* a waker resumed it; the next access-handler call routes it again */
+  double wait_deadline; /* monotonic seconds; 0 when not waiting */
+  int64_t wait_job;
+} srv_request;
+
+struct srv {
+  srv_config cfg;
+  store_t *st;
+  tune_workers *workers; /* the load-aware scheduler (tuner/scheduler.h) */
+  srv_events *events;    /* SSE rings and streams (events.c) */
+  const tune_builder *builder;
+  struct MHD_Daemon *mhd;
+  char token[256];
+  int have_token;
+  char *networks_json; /* cached GET /networks body */
+  char llvm_target[256];
+  char cuda_target[256];
+  char compiler_version[32];
+  double started_at;
+  /* suspended long-poll requests */
+  pthread_mutex_t wait_mu;
+  pthread_cond_t wait_cv;
+  srv_request *waiting[1024];
+  int nwaiting;
+  int wait_stop;
+  pthread_t waker;
+  int waker_started;
+  /* metrics */
+  pthread_mutex_t metrics_mu;
+  int64_t requests[32][16]; /* route x status slot */
+  int status_codes[16];
+  int nstatus;
+  int64_t bytes_served;
+  int lock_fd;
+  /* manifest cache: the newest version's manifest per key, valid while cache_gen is unchanged (every job
+   * event and every delete bumps it), so the hot metadata route skips SQLite */
+  pthread_mutex_t cache_mu;
+  uint64_t cache_gen;
+  struct srv_manifest_entry {
+    char key[400];
+    char etag[80];
+    char *manifest;
+    size_t len;
+    uint64_t gen;
+  } cache[64];
+};
+
+/* Metric labels for routes. */
+enum srv_route {
+  SRV_ROUTE_OTHER = 0,
+  SRV_ROUTE_MODEL,
+  SRV_ROUTE_MANIFEST,
+  SRV_ROUTE_CATALOG,
+  SRV_ROUTE_BLOB,
+  SRV_ROUTE_TUNE,
+  SRV_ROUTE_MODEL_DELETE,
+  SRV_ROUTE_JOBS,
+  SRV_ROUTE_JOB,
+  SRV_ROUTE_JOB_CANCEL,
+  SRV_ROUTE_NETWORKS,
+  SRV_ROUTE_TARGETS,
+  SRV_ROUTE_HEALTHZ,
+  SRV_ROUTE_READYZ,
+  SRV_ROUTE_METRICS,
+  SRV_ROUTE_WEB,
+  SRV_ROUTE_VERSIONS,
+  SRV_ROUTE_TUNING,
+  SRV_ROUTE_EVENTS,
+  SRV_ROUTE_SCHEDULER,
+  SRV_ROUTE_COUNT
+};
+extern const char *const srv_route_names[SRV_ROUTE_COUNT];
+
+#endif
