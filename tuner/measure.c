@@ -57,13 +57,6 @@ typedef struct tune_rep {
   char dev_err[256];
 } tune_rep;
 
-const char *tune_error_class_str(int e) {
-  static const char *const names[] = {"ok",          "instantiation", "compile host",
-                                      "compile device", "runtime device", "wrong answer",
-                                      "build timeout", "run timeout",   "unknown"};
-  return e >= 0 && e <= 8 ? names[e] : "unknown";
-}
-
 void tune_measure_opts_default(tune_measure_opts *o) {
   memset(o, 0, sizeof *o);
   o->number = 1;
@@ -324,22 +317,22 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
   tune_result *res = &rep->res;
   res->cost_mean_s = 1e9;
   if (!w->have_task) {
-    res->error_class = TUNE_ERR_UNKNOWN;
+    res->error_class = TC_ERROR_CLASS_UNKNOWN;
     snprintf(res->msg, sizeof res->msg, "no task set");
     return;
   }
   tune_kernel_fn f = tune__worker_sym(w, q->so_path, q->fn, res->msg, sizeof res->msg);
   if (!f) {
-    res->error_class = TUNE_ERR_COMPILE_HOST;
+    res->error_class = TC_ERROR_CLASS_COMPILE_HOST;
     return;
   }
   if (tune__pack(w, &q->pack, res->msg, sizeof res->msg) != 0) {
-    res->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    res->error_class = TC_ERROR_CLASS_RUNTIME_DEVICE;
     return;
   }
   tune__run_checked(w, f); /* also the warm-up call, which is not timed */
   if (!tune__guards_intact(w)) {
-    res->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    res->error_class = TC_ERROR_CLASS_RUNTIME_DEVICE;
     snprintf(res->msg, sizeof res->msg, "kernel wrote past the end of a buffer");
     return;
   }
@@ -350,7 +343,7 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
     for (int64_t j = 0; j < w->layout.nelems[i]; j++) {
       double a = w->bufs[i][j], r = w->ref[i][j];
       if (!(fabs(a - r) <= q->atol * maxref + q->rtol * fabs(r))) { /* NaN fails too */
-        res->error_class = TUNE_ERR_WRONG_ANSWER;
+        res->error_class = TC_ERROR_CLASS_WRONG_ANSWER;
         snprintf(res->msg, sizeof res->msg, "output %d[%lld] = %g, expected %g", i, (long long)j, a, r);
         return;
       }
@@ -397,7 +390,7 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
     if (repeat > 2 && (r == lo || r == hi)) continue;
     sq += (t[r] - mean) * (t[r] - mean);
   }
-  res->error_class = TUNE_ERR_NONE;
+  res->error_class = TC_ERROR_CLASS_NONE;
   res->cost_mean_s = mean;
   res->cost_std_s = n > 1 ? sqrt(sq / (n - 1)) : 0;
   res->number = number;
@@ -406,7 +399,7 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
 static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   tune_result *res = &rep->res;
   res->cost_mean_s = 1e9;
-  res->error_class = TUNE_ERR_INSTANTIATION;
+  res->error_class = TC_ERROR_CLASS_INSTANTIATION;
   tc_cuda_target t;
   char arch[sizeof q->arch + 1];
   memcpy(arch, q->arch, sizeof q->arch);
@@ -436,13 +429,14 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   th_status rc = tc_cuda_measure(&q->wl, &q->cfg, &t, &o, &r);
   free(cubin);
   if (rc != TH_OK) {
-    res->error_class = rc == TH_ERR_INVALID ? TUNE_ERR_INSTANTIATION : TUNE_ERR_RUNTIME_DEVICE;
+    res->error_class =
+        rc == TH_ERR_INVALID ? TC_ERROR_CLASS_INSTANTIATION : TC_ERROR_CLASS_RUNTIME_DEVICE;
     snprintf(res->msg, sizeof res->msg, "%.159s", r.msg[0] ? r.msg : th_status_str(rc));
     return;
   }
   res->error_class = r.error_class;
-  res->cost_mean_s = r.error_class == TC_CUDA_OK ? r.cost_mean_s : 1e9;
-  res->cost_std_s = r.error_class == TC_CUDA_OK ? r.cost_std_s : 0;
+  res->cost_mean_s = r.error_class == TC_ERROR_CLASS_NONE ? r.cost_mean_s : 1e9;
+  res->cost_std_s = r.error_class == TC_ERROR_CLASS_NONE ? r.cost_std_s : 0;
   res->number = r.number;
   snprintf(res->msg, sizeof res->msg, "%.159s", r.msg);
   rep->ok = 1;
@@ -670,7 +664,7 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
                             tune_result *out) {
   memset(out, 0, sizeof *out);
   out->cost_mean_s = 1e9;
-  out->error_class = TUNE_ERR_UNKNOWN;
+  out->error_class = TC_ERROR_CLASS_UNKNOWN;
   if (!m->have_task) {
     snprintf(out->msg, sizeof out->msg, "no task set");
     return TH_ERR_INVALID;
@@ -702,11 +696,11 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
   free(q);
   if (r == 0) {
     *out = rep.res;
-    if (out->error_class != TUNE_ERR_NONE) out->cost_mean_s = 1e9;
+    if (out->error_class != TC_ERROR_CLASS_NONE) out->cost_mean_s = 1e9;
     return TH_OK;
   }
   if (r == 2) {
-    out->error_class = TUNE_ERR_RUN_TIMEOUT;
+    out->error_class = TC_ERROR_CLASS_RUN_TIMEOUT;
     snprintf(out->msg, sizeof out->msg, "timed out after %.1f s", m->opts.timeout_s);
     tune__kill_worker(m, 1);
   } else {
@@ -720,7 +714,7 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
       }
       m->pid = -1;
     }
-    out->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    out->error_class = TC_ERROR_CLASS_RUNTIME_DEVICE;
     if (WIFSIGNALED(status))
       snprintf(out->msg, sizeof out->msg, "worker killed by signal %d (%s)", WTERMSIG(status),
                strsignal(WTERMSIG(status)));
@@ -743,7 +737,7 @@ static th_status tune__ensure_worker(tune_measurer_t *m) {
 static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_result *out) {
   out->cost_mean_s = 1e9;
   if (r == 2) {
-    out->error_class = TUNE_ERR_RUN_TIMEOUT;
+    out->error_class = TC_ERROR_CLASS_RUN_TIMEOUT;
     snprintf(out->msg, sizeof out->msg, "timed out after %.1f s", timeout);
     tune__kill_worker(m, 1);
   } else {
@@ -757,7 +751,7 @@ static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_re
       }
       m->pid = -1;
     }
-    out->error_class = TUNE_ERR_RUNTIME_DEVICE;
+    out->error_class = TC_ERROR_CLASS_RUNTIME_DEVICE;
     if (WIFSIGNALED(status))
       snprintf(out->msg, sizeof out->msg, "worker killed by signal %d (%s)", WTERMSIG(status),
                strsignal(WTERMSIG(status)));
@@ -771,7 +765,7 @@ th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, cons
                                  const char *arch, const char *cubin_path, tune_result *out) {
   memset(out, 0, sizeof *out);
   out->cost_mean_s = 1e9;
-  out->error_class = TUNE_ERR_UNKNOWN;
+  out->error_class = TC_ERROR_CLASS_UNKNOWN;
   if (!m || !wl || !cfg || !arch || strlen(arch) >= sizeof(((tune_req *)0)->arch) ||
       (cubin_path && strlen(cubin_path) >= TUNE_PATH_MAX)) {
     snprintf(out->msg, sizeof out->msg, "invalid arguments");
@@ -799,8 +793,8 @@ th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, cons
     return TH_OK;
   }
   *out = rep.res;
-  if (out->error_class != TUNE_ERR_NONE) out->cost_mean_s = 1e9;
-  if (out->error_class == TUNE_ERR_RUN_TIMEOUT) { /* the context may hold a hung kernel: fresh process */
+  if (out->error_class != TC_ERROR_CLASS_NONE) out->cost_mean_s = 1e9;
+  if (out->error_class == TC_ERROR_CLASS_RUN_TIMEOUT) { /* a hung kernel may hold the context: new process */
     tune__kill_worker(m, 1);
     m->restarts++;
   }

@@ -23,25 +23,11 @@
 
 #include <stdint.h>
 
+#include "error_class.h"
 #include "space.h"
 #include "tc_cuda.h"
 #include "th_status.h"
 #include "workload.h"
-
-/* AutoTVM's error numbers, stored as store_record.error_class. */
-typedef enum tune_error_class {
-  TUNE_ERR_NONE = 0,
-  TUNE_ERR_INSTANTIATION = 1,
-  TUNE_ERR_COMPILE_HOST = 2,
-  TUNE_ERR_COMPILE_DEVICE = 3,
-  TUNE_ERR_RUNTIME_DEVICE = 4,
-  TUNE_ERR_WRONG_ANSWER = 5,
-  TUNE_ERR_BUILD_TIMEOUT = 6,
-  TUNE_ERR_RUN_TIMEOUT = 7,
-  TUNE_ERR_UNKNOWN = 8
-} tune_error_class;
-
-const char *tune_error_class_str(int error_class);
 
 #define TUNE_MAX_BUFS 8
 #define TUNE_PATH_MAX 512
@@ -83,7 +69,7 @@ typedef struct tune_measure_opts {
 void tune_measure_opts_default(tune_measure_opts *o);
 
 typedef struct tune_result {
-  int error_class;   /* tune_error_class */
+  int error_class;   /* tc_error_class (error_class.h), stored as store_record.error_class */
   double cost_mean_s; /* 1e9 when failed */
   double cost_std_s;
   int number;        /* calls per repeat after growth */

@@ -60,7 +60,7 @@ static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config 
       if (x->cuda) {
         rc = tune_measurer_run_cuda(x->m, &t->wl, &all[j + 1], x->ct.arch, so[j + 1][0] ? so[j + 1] : NULL, &res);
       } else if (tune_task_pack(t, &all[j + 1], &p) != TH_OK) {
-        res.error_class = TUNE_ERR_INSTANTIATION;
+        res.error_class = TC_ERROR_CLASS_INSTANTIATION;
         snprintf(res.msg, sizeof res.msg, "no weight packing for this config");
       } else {
         rc = tune_measurer_run(x->m, so[j + 1], fn[j + 1], &p, &res);

@@ -28,7 +28,7 @@ static void tune__cuda_one(const tune_task *t, const tc_config *cfg, const char 
                            char *fn_name, int *err_class, char *msg) {
   char err[2048] = "";
   if (tc_cuda_valid(&t->wl, &t->cuda_target, &t->space, cfg, err, sizeof err) != TH_OK) {
-    *err_class = TUNE_ERR_INSTANTIATION;
+    *err_class = TC_ERROR_CLASS_INSTANTIATION;
     snprintf(msg, 160, "invalid config: %.140s", err[0] ? err : "device limits");
     return;
   }
@@ -39,7 +39,7 @@ static void tune__cuda_one(const tune_task *t, const tc_config *cfg, const char 
   if (rc == TH_OK) rc = tc_cuda_kernel_source(&t->wl, cfg, &t->cuda_target, "th_candidate", &src, &l, err, sizeof err);
   if (rc == TH_OK) rc = th_buf_append(&src, "", 1); /* NUL */
   if (rc != TH_OK) {
-    *err_class = TUNE_ERR_COMPILE_HOST;
+    *err_class = TC_ERROR_CLASS_COMPILE_HOST;
     snprintf(msg, 160, "codegen: %.140s", err[0] ? err : th_status_str(rc));
     th_buf_free(&src);
     return;
@@ -48,7 +48,7 @@ static void tune__cuda_one(const tune_task *t, const tc_config *cfg, const char 
   size_t cubin_len = 0;
   rc = tc_nvrtc_compile(src.data, "candidate.cu", &t->cuda_target, &cubin, &cubin_len, NULL, NULL, err, sizeof err);
   if (rc != TH_OK) {
-    *err_class = TUNE_ERR_COMPILE_DEVICE;
+    *err_class = TC_ERROR_CLASS_COMPILE_DEVICE;
     snprintf(msg, 160, "NVRTC: %.145s", err[0] ? err : th_status_str(rc));
   } else if (th_write_file_atomic(cubin_path, cubin, cubin_len) == TH_OK) {
     snprintf(so_path, TUNE_PATH_MAX, "%s", cubin_path);
@@ -76,7 +76,7 @@ th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int 
     so_paths[i][0] = 0;
     fn_names[i][0] = 0;
     msgs[i][0] = 0;
-    err_class[i] = TUNE_ERR_NONE;
+    err_class[i] = TC_ERROR_CLASS_NONE;
   }
   if (nthreads > n) nthreads = n;
   if (nthreads < 1) return TH_OK;

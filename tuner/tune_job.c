@@ -433,7 +433,7 @@ static th_status tune__verify_measure(tune_session_t *s) {
       if (r->error_class != 0) continue;
       tune_pack pack;
       if (tune_task_pack(t, &s->cfgs[i], &pack) != TH_OK) {
-        r->error_class = TUNE_ERR_INSTANTIATION;
+        r->error_class = TC_ERROR_CLASS_INSTANTIATION;
         snprintf(r->msg, sizeof r->msg, "no weight packing for this config");
         continue;
       }
@@ -784,7 +784,7 @@ static th_status tune__build_verify(tune_session_t *s) {
     if (k) {
       snprintf(s->so_paths[i], TUNE_PATH_MAX, "%s", k->so);
       snprintf(s->fn_names[i], TUNE_FN_MAX, "%s", k->fn);
-      s->err_class[i] = TUNE_ERR_NONE;
+      s->err_class[i] = TC_ERROR_CLASS_NONE;
       s->msgs[i][0] = '\0';
     } else {
       cfgs[nmiss] = s->cfgs[i];
@@ -846,7 +846,7 @@ static th_status tune__measure(tune_session_t *s) {
     }
     tune_pack pack;
     if (tune_task_pack(t, &s->cfgs[i], &pack) != TH_OK) {
-      r->error_class = TUNE_ERR_INSTANTIATION;
+      r->error_class = TC_ERROR_CLASS_INSTANTIATION;
       snprintf(r->msg, sizeof r->msg, "no weight packing for this config");
       continue;
     }

@@ -244,7 +244,7 @@ static void tune__build_local(tune_build_job *j) {
     if (rc == TH_OK) {
       memcpy(j->so_paths[k], so1, sizeof so1);
     } else {
-      j->err_class[k] = TUNE_ERR_COMPILE_HOST;
+      j->err_class[k] = TC_ERROR_CLASS_COMPILE_HOST;
       snprintf(j->msgs[k], 160, "%s", err[0] ? err : th_status_str(rc));
     }
   }
@@ -334,7 +334,7 @@ static void *tune__build_thread(void *arg) {
     if (j->n > 1) r = tune__build_child(&one, j->timeout_s, why, sizeof why);
     if (r == 0) continue;
     j->so_paths[k][0] = 0;
-    j->err_class[k] = r == 2 ? TUNE_ERR_BUILD_TIMEOUT : TUNE_ERR_COMPILE_HOST;
+    j->err_class[k] = r == 2 ? TC_ERROR_CLASS_BUILD_TIMEOUT : TC_ERROR_CLASS_COMPILE_HOST;
     snprintf(j->msgs[k], 160, "%s", why);
   }
   return NULL;
@@ -360,9 +360,9 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
     so_paths[i][0] = 0;
     msgs[i][0] = 0;
     snprintf(fn_names[i], TUNE_FN_MAX, "tune_%s_%d", tag, i);
-    err_class[i] = TUNE_ERR_NONE;
+    err_class[i] = TC_ERROR_CLASS_NONE;
     if (tc_op_valid(&t->wl, &t->target, &t->space, &cfgs[i]) != TH_OK) {
-      err_class[i] = TUNE_ERR_INSTANTIATION;
+      err_class[i] = TC_ERROR_CLASS_INSTANTIATION;
       snprintf(msgs[i], 160, "invalid config for this workload");
       continue;
     }

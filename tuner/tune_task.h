@@ -62,15 +62,18 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
 
 /* Builds n candidates into libraries under dir, using up to nthreads threads (one .so each). Candidate i
  * becomes function fn_names[i] (written, at most TUNE_FN_MAX bytes) in library so_paths[i]; err_class[i] is
- * 0, TUNE_ERR_INSTANTIATION (invalid config, not built) or TUNE_ERR_COMPILE_HOST (msgs[i] says why). When a
+ * 0, TC_ERROR_CLASS_INSTANTIATION (invalid config, not built) or TC_ERROR_CLASS_COMPILE_HOST (msgs[i]
+ * says why). When a
  * library of several candidates fails, its candidates are rebuilt one by one so that only the bad ones
  * fail. tag makes file names unique across batches.
  * Each library is compiled in a forked child process with a deadline of timeout_s (<= 0: the default,
  * TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only that child. When a child
  * passes its deadline or dies, its candidates are built again one per child, and the guilty ones get
- * TUNE_ERR_BUILD_TIMEOUT ("build timed out after N s") or TUNE_ERR_COMPILE_HOST ("the compiler crashed").
- * GPU task: validity (TUNE_ERR_INSTANTIATION), CUDA codegen (TUNE_ERR_COMPILE_HOST) and one NVRTC compile
- * per candidate over nthreads threads (TUNE_ERR_COMPILE_DEVICE), in this process, without a deadline; nothing
+ * TC_ERROR_CLASS_BUILD_TIMEOUT ("build timed out after N s") or TC_ERROR_CLASS_COMPILE_HOST ("the compiler
+ * crashed").
+ * GPU task: validity (TC_ERROR_CLASS_INSTANTIATION), CUDA codegen (TC_ERROR_CLASS_COMPILE_HOST) and one
+ * NVRTC compile per candidate over nthreads threads (TC_ERROR_CLASS_COMPILE_DEVICE), in this process,
+ * without a deadline; nothing
  * is written (so_paths and fn_names come back empty): the measure worker regenerates and times the candidate
  * with tc_cuda_measure. */
 th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,

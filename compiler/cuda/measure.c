@@ -142,7 +142,7 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     rc = TH_ERR_NOMEM;
     goto done;
   }
-  if (kr != TH_OK) TC__FAIL(TC_CUDA_ERR_INSTANTIATION, "%s", err);
+  if (kr != TH_OK) TC__FAIL(TC_ERROR_CLASS_INSTANTIATION, "%s", err);
   double t0 = th_now_mono();
   size_t cubin_len = 0;
   if (!o.cubin)
@@ -153,7 +153,7 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     rc = kr;
     goto done;
   }
-  if (kr != TH_OK) TC__FAIL(TC_CUDA_ERR_COMPILE_DEVICE, "%s", err);
+  if (kr != TH_OK) TC__FAIL(TC_ERROR_CLASS_COMPILE_DEVICE, "%s", err);
 
   tc_cu_result cr = tc__ctx_get(cu);
   have_ctx = tc__ctx != NULL;
@@ -163,9 +163,9 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     goto done;
   }
   cr = cu->ModuleLoadData(&mod, o.cubin ? o.cubin : cubin);
-  if (cr != 0) TC__FAIL(TC_CUDA_ERR_COMPILE_DEVICE, "cuModuleLoadData (%s): %s", t->arch, tc__cu_errstr(cu, cr));
+  if (cr != 0) TC__FAIL(TC_ERROR_CLASS_COMPILE_DEVICE, "cuModuleLoadData (%s): %s", t->arch, tc__cu_errstr(cu, cr));
   cr = cu->ModuleGetFunction(&fn, mod, "th_candidate");
-  if (cr != 0) TC__FAIL(TC_CUDA_ERR_COMPILE_DEVICE, "cuModuleGetFunction: %s", tc__cu_errstr(cu, cr));
+  if (cr != 0) TC__FAIL(TC_ERROR_CLASS_COMPILE_DEVICE, "cuModuleGetFunction: %s", tc__cu_errstr(cu, cr));
 
   /* buffers: seeded inputs, zeroed output */
   uint64_t seed = o.seed ? o.seed : 1;
@@ -182,12 +182,12 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     else tc__fill(host[a], sizes[a], &seed);
     cr = cu->MemAlloc(&dev[a], (size_t)sizes[a] * sizeof(float));
     if (cr == 0) cr = cu->MemcpyHtoD(dev[a], host[a], (size_t)sizes[a] * sizeof(float));
-    if (cr != 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "allocating %lld floats: %s", (long long)sizes[a], tc__cu_errstr(cu, cr));
+    if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "allocating %lld floats: %s", (long long)sizes[a], tc__cu_errstr(cu, cr));
   }
   cr = cu->StreamCreate(&stream, 1);
   if (cr == 0) cr = cu->EventCreate(&ev0, 0);
   if (cr == 0) cr = cu->EventCreate(&ev1, 0);
-  if (cr != 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "stream/events: %s", tc__cu_errstr(cu, cr));
+  if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "stream/events: %s", tc__cu_errstr(cu, cr));
   double deadline = th_now_mono() + o.timeout_s;
 #define TC__LAUNCH()                                                                                       \
   cu->LaunchKernel(fn, (unsigned)l.grid[0], (unsigned)l.grid[1], (unsigned)l.grid[2], (unsigned)l.block[0], \
@@ -196,10 +196,10 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   /* one checked run */
   cr = TC__LAUNCH();
   if (cr == 0) cr = cu->EventRecord(ev1, stream);
-  if (cr != 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "launch: %s", tc__cu_errstr(cu, cr));
+  if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "launch: %s", tc__cu_errstr(cu, cr));
   int w = tc__wait(cu, ev1, deadline, &cr);
-  if (w > 0) TC__FAIL(TC_CUDA_ERR_RUN_TIMEOUT, "the first run did not finish within %.1f s", o.timeout_s);
-  if (w < 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "run: %s", tc__cu_errstr(cu, cr));
+  if (w > 0) TC__FAIL(TC_ERROR_CLASS_RUN_TIMEOUT, "the first run did not finish within %.1f s", o.timeout_s);
+  if (w < 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "run: %s", tc__cu_errstr(cu, cr));
   if (o.check) {
     got = malloc((size_t)sizes[out_slot] * sizeof(float));
     if (!got) {
@@ -207,14 +207,14 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
       goto done;
     }
     cr = cu->MemcpyDtoH(got, dev[out_slot], (size_t)sizes[out_slot] * sizeof(float));
-    if (cr != 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "reading the output: %s", tc__cu_errstr(cu, cr));
-    if (tc__reference(wl, o.seed ? o.seed : 1, host, out_slot, sizes[out_slot]) != TH_OK) TC__FAIL(TC_CUDA_ERR_INSTANTIATION, "no CPU reference for this workload");
+    if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "reading the output: %s", tc__cu_errstr(cu, cr));
+    if (tc__reference(wl, o.seed ? o.seed : 1, host, out_slot, sizes[out_slot]) != TH_OK) TC__FAIL(TC_ERROR_CLASS_INSTANTIATION, "no CPU reference for this workload");
     double maxref = 0, maxrel = 0;
     for (int64_t i = 0; i < sizes[out_slot]; i++) maxref = fmax(maxref, fabs(host[out_slot][i]));
     for (int64_t i = 0; i < sizes[out_slot]; i++) {
       double ref = host[out_slot][i], d = fabs((double)got[i] - ref);
       if (!(d <= o.atol * maxref + o.rtol * fabs(ref)))
-        TC__FAIL(TC_CUDA_ERR_WRONG_ANSWER, "output %lld: got %.8g, reference %.8g", (long long)i, got[i], ref);
+        TC__FAIL(TC_ERROR_CLASS_WRONG_ANSWER, "output %lld: got %.8g, reference %.8g", (long long)i, got[i], ref);
       if (maxref > 0) maxrel = fmax(maxrel, d / maxref);
     }
     r->max_rel_err = maxrel;
@@ -231,13 +231,13 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     cr = cu->EventRecord(ev0, stream);
     for (int k = 0; cr == 0 && k < number; k++) cr = TC__LAUNCH();
     if (cr == 0) cr = cu->EventRecord(ev1, stream);
-    if (cr != 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "launch: %s", tc__cu_errstr(cu, cr));
+    if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "launch: %s", tc__cu_errstr(cu, cr));
     w = tc__wait(cu, ev1, deadline, &cr);
-    if (w > 0) TC__FAIL(TC_CUDA_ERR_RUN_TIMEOUT, "timing ran past %.1f s", o.timeout_s);
-    if (w < 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "run: %s", tc__cu_errstr(cu, cr));
+    if (w > 0) TC__FAIL(TC_ERROR_CLASS_RUN_TIMEOUT, "timing ran past %.1f s", o.timeout_s);
+    if (w < 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "run: %s", tc__cu_errstr(cu, cr));
     float ms = 0;
     cr = cu->EventElapsedTime(&ms, ev0, ev1);
-    if (cr != 0) TC__FAIL(TC_CUDA_ERR_RUNTIME_DEVICE, "cuEventElapsedTime: %s", tc__cu_errstr(cu, cr));
+    if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "cuEventElapsedTime: %s", tc__cu_errstr(cu, cr));
     if (ms < o.min_repeat_ms && number < (1 << 24)) {
       double grow = ms > 0 ? 1.5 * o.min_repeat_ms / ms : 8;
       number = (int)fmin((double)number * fmax(grow, 2.0), (double)(1 << 24));
@@ -257,9 +257,9 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   r->cost_std_s = n > 1 ? sqrt(s2 / (n - 1)) : 0;
   r->number = number;
   r->repeat = o.repeat;
-  r->error_class = TC_CUDA_OK;
+  r->error_class = TC_ERROR_CLASS_NONE;
 done:
-  if (r->error_class != TC_CUDA_OK) r->cost_mean_s = 1e9;
+  if (r->error_class != TC_ERROR_CLASS_NONE) r->cost_mean_s = 1e9;
   if (have_ctx) {
     cu->CtxSetCurrent(tc__ctx);
     if (ev0) cu->EventDestroy(ev0);
@@ -269,7 +269,7 @@ done:
       if (dev[a]) cu->MemFree(dev[a]);
     if (mod) cu->ModuleUnload(mod);
     /* a kernel that faulted or hung leaves the context unusable: a fresh one for the next candidate */
-    if (r->error_class == TC_CUDA_ERR_RUNTIME_DEVICE || r->error_class == TC_CUDA_ERR_RUN_TIMEOUT ||
+    if (r->error_class == TC_ERROR_CLASS_RUNTIME_DEVICE || r->error_class == TC_ERROR_CLASS_RUN_TIMEOUT ||
         rc == TH_ERR_UNSUPPORTED)
       tc__ctx_drop(cu);
   }

@@ -37,7 +37,7 @@ typedef struct tc_cuda_target {
 /* Fills *t for arch "sm_XX" (XX in 70..121; NULL or "" means sm_90). TH_ERR_INVALID otherwise. */
 th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch);
 
-/* ---- templates (templates.c) ---------------------------------------------------------------------- */
+/* ---- templates (templates.c; one file per family in cuda/ops/) ------------------------------------ */
 
 /* Launch facts of one generated kernel, found by the codegen from the IR's bound loops. */
 typedef struct tc_cuda_launch {
@@ -54,6 +54,9 @@ typedef struct tc_cuda_lowered {
   int unroll_explicit; /* 1: the codegen replicates such bodies; 0: it emits #pragma unroll */
 } tc_cuda_lowered;
 
+/* 1 if there is a GPU template for wl: a valid workload of a family with one, in plain NCHW (in_cb ==
+ * out_cb == 1); 0 otherwise. When 1, tc_cuda_space succeeds. */
+int tc_cuda_supports_op(const tc_workload *wl);
 /* Config space of the GPU template for wl (at least one knob). TH_ERR_UNSUPPORTED for a family or layout
  * with no GPU template (layout reorders, channel-blocked tensors). */
 th_status tc_cuda_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *out);

@@ -1,24 +1,15 @@
 /* tc_cuda_measure: times one candidate GPU kernel (workload + config) on the CUDA device, the AutoTVM way,
  * and checks its output against the CPU reference (tc_cuda_ref_kernel). It is the CUDA counterpart of the
  * tuner's measure worker: the caller (the tuner's worker process) passes one candidate at a time. A kernel
- * that hangs cannot be killed inside a CUDA context: after TC_CUDA_ERR_RUN_TIMEOUT the process should be
- * restarted before the next candidate. Not thread-safe against other users of the same CUDA context. */
+ * that hangs cannot be killed inside a CUDA context: after TC_ERROR_CLASS_RUN_TIMEOUT the process should
+ * be restarted before the next candidate. Not thread-safe against other users of the same CUDA context. */
 #ifndef TC_CUDA_MEASURE_H
 #define TC_CUDA_MEASURE_H
 
 #include <stdint.h>
 
+#include "error_class.h"
 #include "tc_cuda.h"
-
-/* Error classes, equal to AutoTVM's (and tuner/measure.h's tune_error_class). */
-enum {
-  TC_CUDA_OK = 0,
-  TC_CUDA_ERR_INSTANTIATION = 1, /* the config is not valid for this workload/device (no compile tried) */
-  TC_CUDA_ERR_COMPILE_DEVICE = 3, /* NVRTC or the driver's module load failed */
-  TC_CUDA_ERR_RUNTIME_DEVICE = 4, /* launch or execution failed */
-  TC_CUDA_ERR_WRONG_ANSWER = 5,   /* output differs from the CPU reference */
-  TC_CUDA_ERR_RUN_TIMEOUT = 7     /* the check or timing ran past timeout_s */
-};
 
 typedef struct tc_cuda_measure_opts {
   int number;        /* launches per repeat before growth; default 1 */
@@ -35,7 +26,7 @@ typedef struct tc_cuda_measure_opts {
 void tc_cuda_measure_opts_default(tc_cuda_measure_opts *o);
 
 typedef struct tc_cuda_measure_result {
-  int error_class;    /* TC_CUDA_* */
+  int error_class;    /* tc_error_class (error_class.h): 0, 1, 3, 4, 5 or 7 */
   double cost_mean_s; /* per launch; 1e9 when failed */
   double cost_std_s;
   double cost_min_s;

@@ -232,6 +232,27 @@ TH_TEST(invalid_configs_rejected) {
   return 0;
 }
 
+/* Every family has a GPU template in plain NCHW, and tc_cuda_supports_op agrees with tc_cuda_space. */
+TH_TEST(supports_op_matches_space) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+  for (int k = 0; k < TC_KERNEL_COUNT; k++) {
+    tc_workload wl = wl_simple((tc_kernel)k, 2, 8, 9, 9, 8, 3, 1, 1);
+    if (k == TC_KERNEL_CONCAT) wl.oc = 16, wl.c_offset = 8, wl.oh = wl.h, wl.ow = wl.w;
+    if (k == TC_KERNEL_LAYOUT || k == TC_KERNEL_CONCAT) wl.kh = wl.kw = 1, wl.pt = wl.pl = wl.pb = wl.pr = 0;
+    tc_space s;
+    th_status rc = tc_cuda_space(&wl, &t, &s);
+    if (rc != TH_OK) fprintf(stderr, "%s: %s\n", tc_kernel_name(wl.kernel), th_status_str(rc));
+    CHECK(rc == TH_OK && tc_cuda_supports_op(&wl) == 1);
+    wl.in_cb = wl.out_cb = 4; /* channel-blocked: no GPU template */
+    CHECK(tc_cuda_supports_op(&wl) == 0 && tc_cuda_space(&wl, &t, &s) != TH_OK);
+  }
+  tc_workload bad = wl_conv(1, 8, 9, 9, 8, 3, 1, 1, 0);
+  bad.oh = 99; /* inconsistent shapes */
+  CHECK(tc_cuda_supports_op(&bad) == 0 && tc_cuda_supports_op(NULL) == 0);
+  return 0;
+}
+
 /* The printed CUDA C carries the GPU constructs the templates asked for. */
 TH_TEST(codegen_constructs) {
   tc_cuda_target t;

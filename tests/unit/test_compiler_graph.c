@@ -9,6 +9,7 @@
 #include "graph.h"
 #include "params.h"
 #include "ref/ref.h"
+#include "test_params_util.h"
 #include "th_test.h"
 #include "zoo.h"
 
@@ -217,6 +218,56 @@ TH_TEST(params_round_trip_and_rejects) {
   th_buf_free(&b);
   tc_graph_free(g);
   tc_graph_free(h);
+  return 0;
+}
+
+/* The reader's edge cases, the same in the compiler and every model .so (runtime/th_params.c): zero
+ * dimensions, the per-tensor cap wherever a zero dimension stands, and a needed tensor given twice. */
+TH_TEST(params_zero_dims_and_duplicates) {
+  char err[256] = "";
+  th_buf b;
+  th_buf_init(&b, (size_t)1 << 30);
+  float v[6] = {1, 2, 3, 4, 5, 6};
+  uint64_t zero[3] = {3, 0, 5}, six[1] = {6};
+  /* a zero dimension: no data, and the next tensor still starts 64-byte aligned */
+  CHECK_EQ_INT(tp_append(&b, 0, "empty", 3, zero, NULL, 0), TH_OK);
+  CHECK_EQ_INT(tp_append(&b, 1, "six", 1, six, v, 6), TH_OK);
+  tc_params_entry es[4];
+  int n = 0;
+  CHECK_EQ_INT(tc_params_parse(b.data, b.len, es, 4, &n, err, sizeof err), TH_OK);
+  CHECK(n == 2 && es[0].numel == 0 && es[0].ndim == 3 && es[0].shape[1] == 0);
+  CHECK(es[1].numel == 6 && es[1].data[5] == 6.0f && ((const char *)es[1].data - b.data) % 64 == 0);
+  /* the 2^40 cap is on the product of the nonzero dimensions, wherever the zero stands */
+  uint64_t big[2][3] = {{0, 1ull << 40, 1ull << 40}, {1ull << 40, 1ull << 40, 0}};
+  for (int k = 0; k < 2; k++) {
+    b.len = 0;
+    CHECK_EQ_INT(tp_append(&b, 0, "big", 3, big[k], NULL, 0), TH_OK);
+    err[0] = 0;
+    CHECK_EQ_INT(tc_params_parse(b.data, b.len, es, 4, &n, err, sizeof err), TH_ERR_CORRUPT);
+    CHECK(strstr(err, "tensor 1 of 1 is truncated or malformed") != NULL);
+  }
+  /* a tensor the network needs, twice: ambiguous (the compiler used to take the last copy, a model .so
+   * the first), so it is rejected, naming it; an extra tensor twice is still ignored */
+  tc_graph *g = NULL, *h = NULL;
+  CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.1", 1, 0, 0, 1, &g, NULL, 0), TH_OK);
+  CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.1", 1, 0, 0, 0, &h, NULL, 0), TH_OK);
+  b.len = 0;
+  CHECK_EQ_INT(tc_params_write(g, &b), TH_OK);
+  CHECK_EQ_INT(tc_params_parse(b.data, b.len, NULL, 0, &n, err, sizeof err), TH_OK);
+  CHECK_EQ_INT(tp_append(&b, (uint32_t)n, "extra", 1, six, v, 6), TH_OK);
+  CHECK_EQ_INT(tp_append(&b, (uint32_t)n + 1, "extra", 1, six, v, 6), TH_OK);
+  CHECK_EQ_INT(tc_params_load(h, b.data, b.len, err, sizeof err), TH_OK);
+  const tc_param *p = &g->params[tc_graph_find_param(g, "classifier.1.bias")];
+  uint64_t dims[8];
+  for (int d = 0; d < p->ndim; d++) dims[d] = (uint64_t)p->shape[d];
+  CHECK_EQ_INT(tp_append(&b, (uint32_t)n + 2, p->name, (uint32_t)p->ndim, dims, p->data, (size_t)p->numel),
+               TH_OK);
+  CHECK_EQ_INT(tc_params_load(h, b.data, b.len, err, sizeof err), TH_ERR_INVALID);
+  fprintf(stderr, "twice: %s\n", err);
+  CHECK(strstr(err, "tensor 'classifier.1.bias' appears twice") != NULL);
+  tc_graph_free(g);
+  tc_graph_free(h);
+  th_buf_free(&b);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "params.h"
 #include "ref/ref.h"
 #include "tc.h"
+#include "test_params_util.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -314,6 +315,21 @@ TH_TEST(model_rejects_bad_params) {
   CHECK_EQ_INT(s.create(pr.data, pr.len, &m), -1);
   fprintf(stderr, "missing: %s\n", s.err());
   CHECK(strstr(s.err(), "missing tensor 'features.0.weight'") != NULL);
+  /* a tensor the network needs, twice (the reader of tc_params_load: runtime/th_params.c) */
+  th_buf pd;
+  th_buf_init(&pd, (size_t)1 << 30);
+  CHECK_EQ_INT(th_buf_append(&pd, pb.data, pb.len), TH_OK);
+  int np = 0;
+  CHECK_EQ_INT(tc_params_parse(pd.data, pd.len, NULL, 0, &np, err, sizeof err), TH_OK);
+  const tc_param *p0 = &g->params[tc_graph_find_param(g, "features.0.weight")];
+  uint64_t dims[8];
+  for (int d = 0; d < p0->ndim; d++) dims[d] = (uint64_t)p0->shape[d];
+  CHECK_EQ_INT(tp_append(&pd, (uint32_t)np, p0->name, (uint32_t)p0->ndim, dims, p0->data, (size_t)p0->numel),
+               TH_OK);
+  CHECK_EQ_INT(s.create(pd.data, pd.len, &m), -1);
+  fprintf(stderr, "twice: %s\n", s.err());
+  CHECK(m == NULL && strstr(s.err(), "tensor 'features.0.weight' appears twice") != NULL);
+  th_buf_free(&pd);
   /* and the right file works */
   CHECK_EQ_INT(s.create(pb.data, pb.len, &m), 0);
   s.free_(m);

@@ -73,47 +73,47 @@ static int run_worker_suite(char *const *argv) {
   tune_result r;
 
   CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
   CHECK(r.cost_mean_s > 0 && r.cost_mean_s < 1e-2);
   CHECK(r.number >= 1);
   double good = r.cost_mean_s;
 
   CHECK(tune_measurer_run(m, so, "slow", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
   CHECK(r.cost_mean_s > good * 3); /* the timing tells kernels apart */
 
   CHECK(tune_measurer_run(m, so, "wrong", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_WRONG_ANSWER);
   CHECK(r.cost_mean_s >= 1e9);
   CHECK(strstr(r.msg, "777") != NULL);
 
   CHECK(tune_measurer_run(m, so, "partial", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_WRONG_ANSWER);
 
   CHECK(tune_measurer_run(m, so, "missing_symbol", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_COMPILE_HOST);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_COMPILE_HOST);
   CHECK_EQ_INT(tune_measurer_restarts(m), 0);
 
   CHECK(tune_measurer_run(m, so, "crash", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_RUNTIME_DEVICE);
   CHECK(strstr(r.msg, "signal") != NULL);
   CHECK_EQ_INT(tune_measurer_restarts(m), 1);
 
   CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK); /* a fresh worker, with the task resent */
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
 
   CHECK(tune_measurer_run(m, so, "hang", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUN_TIMEOUT);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_RUN_TIMEOUT);
   CHECK_EQ_INT(tune_measurer_restarts(m), 2);
 
   CHECK(tune_measurer_run(m, so, "overflow", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_RUNTIME_DEVICE);
 
   CHECK(tune_measurer_run(m, so, "prints", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
 
   CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
   tune_measurer_free(m);
   cleanup(dir);
   return 0;
@@ -145,7 +145,7 @@ TH_TEST(measure_bad_reference) {
   CHECK(tune_measurer_set_task(m, &lay, "/nonexistent.so", "ref", NULL) == TH_ERR_RUNTIME);
   CHECK(tune_measurer_set_task(m, &lay, so, "ref", NULL) == TH_OK);
   CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
   tune_measurer_free(m);
   cleanup(dir);
   return 0;
@@ -169,14 +169,33 @@ TH_TEST(measure_packed_weights) {
   CHECK(tune_measurer_set_task(m, &lay, so, "wplain", &plain) == TH_OK);
   tune_result r;
   CHECK(tune_measurer_run(m, so, "wrev", &rev, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
   CHECK(tune_measurer_run(m, so, "wrev", &plain, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_WRONG_ANSWER);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_WRONG_ANSWER);
   CHECK(tune_measurer_run(m, so, "wplain", &plain, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_NONE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
   CHECK(tune_measurer_run(m, so, "wplain", &bad, &r) == TH_OK);
-  CHECK_EQ_INT(r.error_class, TUNE_ERR_RUNTIME_DEVICE);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_RUNTIME_DEVICE);
   tune_measurer_free(m);
   cleanup(dir);
+  return 0;
+}
+
+/* The error classes are stored in tuning_records.error_class: their numbers never change. */
+TH_TEST(measure_error_class_numbers) {
+  static const char *const text[] = {"ok",           "instantiation", "compile host",
+                                     "compile device", "runtime device", "wrong answer",
+                                     "build timeout",  "run timeout",   "unknown"};
+  CHECK_EQ_INT(TC_ERROR_CLASS_NONE, 0);
+  CHECK_EQ_INT(TC_ERROR_CLASS_INSTANTIATION, 1);
+  CHECK_EQ_INT(TC_ERROR_CLASS_COMPILE_HOST, 2);
+  CHECK_EQ_INT(TC_ERROR_CLASS_COMPILE_DEVICE, 3);
+  CHECK_EQ_INT(TC_ERROR_CLASS_RUNTIME_DEVICE, 4);
+  CHECK_EQ_INT(TC_ERROR_CLASS_WRONG_ANSWER, 5);
+  CHECK_EQ_INT(TC_ERROR_CLASS_BUILD_TIMEOUT, 6);
+  CHECK_EQ_INT(TC_ERROR_CLASS_RUN_TIMEOUT, 7);
+  CHECK_EQ_INT(TC_ERROR_CLASS_UNKNOWN, 8);
+  for (int e = 0; e <= 8; e++) CHECK(strcmp(tc_error_class_str(e), text[e]) == 0);
+  CHECK(strcmp(tc_error_class_str(-1), "unknown") == 0 && strcmp(tc_error_class_str(9), "unknown") == 0);
   return 0;
 }

@@ -452,7 +452,7 @@ static void fault_hook(const tc_config *c) {
 
 static int count_err6(void *ctx, const store_record *r) {
   int *n = ctx;
-  if (r->error_class == TUNE_ERR_BUILD_TIMEOUT) n[0]++;
+  if (r->error_class == TC_ERROR_CLASS_BUILD_TIMEOUT) n[0]++;
   if (r->error_class == 0) n[1]++;
   return 0;
 }
@@ -483,9 +483,9 @@ TH_TEST(build_isolates_hang_and_crash) {
   CHECK(tune_task_build(&t, cfgs, 4, 1, 1.0, dir, "iso", so, fn, ec, msg) == TH_OK);
   fprintf(stderr, "build classes %d %d %d %d: %s / %s\n", ec[0], ec[1], ec[2], ec[3], msg[1], msg[2]);
   CHECK_EQ_INT(ec[0], 0);
-  CHECK_EQ_INT(ec[1], TUNE_ERR_BUILD_TIMEOUT);
+  CHECK_EQ_INT(ec[1], TC_ERROR_CLASS_BUILD_TIMEOUT);
   CHECK(strstr(msg[1], "timed out") != NULL);
-  CHECK_EQ_INT(ec[2], TUNE_ERR_COMPILE_HOST);
+  CHECK_EQ_INT(ec[2], TC_ERROR_CLASS_COMPILE_HOST);
   CHECK(strstr(msg[2], "crashed") != NULL);
   CHECK_EQ_INT(ec[3], 0);
   CHECK(access(so[0], R_OK) == 0 && access(so[3], R_OK) == 0);

@@ -1,13 +1,11 @@
-/* The fixed part of every generated CUDA model.c (appended after the generated tables th__info,
- * th__kernels, th__calls, th__wparams, the th__* sizes and the embedded cubin/PTX symbols): the
- * params.bin reader and batch-norm folding (the same rules as compiler/model/model_rt.c), and a CUDA
- * driver runtime that opens libcuda.so.1 with dlopen at th_model_create (so the .so loads anywhere and a
- * machine without a driver or device gets "no CUDA device"), loads the cubin (or JIT-compiles the PTX when
- * the cubin does not fit the device), uploads the folded weights once, and launches the plan on a stream.
- * Plain C11; embedded into tunehub and never compiled into tunehub itself. */
+/* The fixed part of every generated CUDA model.c (after the generated tables th__info, th__kernels,
+ * th__calls, th__wparams, the th__* sizes and the embedded cubin/PTX symbols, and after th_params and
+ * model/model_rt_common.c, which compiler/embed.cmake puts in front of this file): a CUDA driver runtime
+ * that opens libcuda.so.1 with dlopen at th_model_create (so the .so loads anywhere and a machine without a
+ * driver or device gets "no CUDA device"), loads the cubin (or JIT-compiles the PTX when the cubin does
+ * not fit the device), uploads the folded weights once (the kernels read torch's layout: no packing), and
+ * launches the plan on a stream. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
 #include <dlfcn.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,25 +49,6 @@ struct th_model {
   th__cuptr weights;   /* folded weights and biases, one allocation */
   th__cuptr workspace; /* every intermediate tensor */
 };
-
-static _Thread_local char th__err[512];
-
-const char *th_model_last_error(void) {
-  return th__err;
-}
-
-static int th__fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int th__fail(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(th__err, sizeof th__err, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
-const struct th_model_info *th_model_info(void) {
-  return &th__info;
-}
 
 static const char *th__cuerr(th__cures r) {
   static _Thread_local char buf[48];
@@ -124,147 +103,16 @@ static int th__cu_load(void) {
   return 0;
 }
 
-static uint32_t th__get32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t th__get64(const unsigned char *p) {
-  return (uint64_t)th__get32(p) | (uint64_t)th__get32(p + 4) << 32;
-}
-
-static uint32_t th__crc32(const unsigned char *p, size_t n) {
-  uint32_t table[256], crc = 0xFFFFFFFFu;
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    table[i] = c;
-  }
-  for (size_t i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
-  return ~crc;
-}
-
-struct th__tensor {
-  const char *name;
-  uint32_t name_len, ndim;
-  int64_t shape[8];
-  int64_t numel;
-  const unsigned char *data;
-};
-
-/* Validates params.bin and fills up to max entries; returns the count or -1. */
-static int th__parse(const unsigned char *p, size_t size, struct th__tensor *es, int max) {
-  if (size < 32 || memcmp(p, "THPARAMS", 8) != 0)
-    return th__fail("params.bin: not a tunehub parameter file (bad magic or fewer than 32 bytes)");
-  if (th__get32(p + 8) != 1) return th__fail("params.bin: unsupported version %u", th__get32(p + 8));
-  if (th__get64(p + 16) != size)
-    return th__fail("params.bin: header says %llu bytes but %zu were given (truncated?)",
-                    (unsigned long long)th__get64(p + 16), size);
-  if (th__crc32(p + 32, size - 32) != th__get32(p + 24))
-    return th__fail("params.bin: checksum mismatch (file corrupt)");
-  uint32_t n = th__get32(p + 12);
-  size_t off = 32;
-  for (uint32_t i = 0; i < n; i++) {
-    struct th__tensor e;
-    memset(&e, 0, sizeof e);
-    if (size - off < 4) goto trunc;
-    e.name_len = th__get32(p + off);
-    off += 4;
-    if (e.name_len == 0 || e.name_len > 1024 || size - off < e.name_len + 4u) goto trunc;
-    e.name = (const char *)p + off;
-    off += e.name_len;
-    e.ndim = th__get32(p + off);
-    off += 4;
-    if (e.ndim > 8 || size - off < 8u * e.ndim) goto trunc;
-    e.numel = 1;
-    for (uint32_t d = 0; d < e.ndim; d++) {
-      uint64_t v = th__get64(p + off);
-      off += 8;
-      if (v > (1ull << 40) || (uint64_t)e.numel > (1ull << 40) / (v ? v : 1)) goto trunc;
-      e.shape[d] = (int64_t)v;
-      e.numel *= (int64_t)v;
-    }
-    off += (64 - off % 64) % 64;
-    if (off > size || (uint64_t)(size - off) / 4 < (uint64_t)e.numel) goto trunc;
-    e.data = p + off;
-    off += (size_t)e.numel * 4;
-    if ((int)i < max) es[i] = e;
-    continue;
-  trunc:
-    return th__fail("params.bin: tensor %u of %u is truncated or malformed", i + 1, n);
-  }
-  if (off != size) return th__fail("params.bin: %zu trailing bytes after the last tensor", size - off);
-  return (int)n;
-}
-
-/* The tensor named `name` with `numel` floats copied into a fresh buffer; NULL (error set) if absent or
- * of another shape. */
-static float *th__fetch(const struct th__tensor *es, int n, const char *name, int ndim,
-                        const int64_t *shape) {
-  size_t nl = strlen(name);
-  for (int i = 0; i < n; i++) {
-    if (es[i].name_len != nl || memcmp(es[i].name, name, nl) != 0) continue;
-    int same = (int)es[i].ndim == ndim;
-    for (int d = 0; same && d < ndim; d++) same = es[i].shape[d] == shape[d];
-    if (!same) {
-      char got[128] = "", want[128] = "";
-      size_t a = 0, b = 0;
-      for (uint32_t d = 0; d < es[i].ndim && a < sizeof got; d++)
-        a += (size_t)snprintf(got + a, sizeof got - a, "%s%lld", d ? "x" : "", (long long)es[i].shape[d]);
-      for (int d = 0; d < ndim && b < sizeof want; d++)
-        b += (size_t)snprintf(want + b, sizeof want - b, "%s%lld", d ? "x" : "", (long long)shape[d]);
-      th__fail("params.bin: tensor '%s' has shape [%s], %s expects [%s]", name, got, th__info.network,
-               want);
-      return NULL;
-    }
-    float *out = malloc((size_t)es[i].numel * sizeof(float) + 1);
-    if (!out) {
-      th__fail("out of memory");
-      return NULL;
-    }
-    memcpy(out, es[i].data, (size_t)es[i].numel * sizeof(float));
-    return out;
-  }
-  th__fail("params.bin: missing tensor '%s' (%s expects it)", name, th__info.network);
-  return NULL;
-}
-
-
-static int th__load_weights(float *host, const struct th__tensor *es, int n) {
+static int th__load_weights(float *host, const th_params_tensor *es, int n) {
   for (int i = 0; i < (int)(sizeof th__wparams / sizeof th__wparams[0]); i++) {
     const struct th__wparam *wp = &th__wparams[i];
-    if (!wp->weight) continue;
-    int64_t cshape[1] = {wp->oc};
-    float *w = th__fetch(es, n, wp->weight, wp->ndim, wp->shape), *b = NULL;
-    float *ga = NULL, *be = NULL, *me = NULL, *va = NULL;
-    int ok = w != NULL;
-    if (ok && wp->bias) ok = (b = th__fetch(es, n, wp->bias, 1, cshape)) != NULL;
-    if (ok && wp->gamma) ok = (ga = th__fetch(es, n, wp->gamma, 1, cshape)) != NULL;
-    if (ok && wp->gamma) ok = (be = th__fetch(es, n, wp->beta, 1, cshape)) != NULL;
-    if (ok && wp->gamma) ok = (me = th__fetch(es, n, wp->mean, 1, cshape)) != NULL;
-    if (ok && wp->gamma) ok = (va = th__fetch(es, n, wp->var, 1, cshape)) != NULL;
-    if (ok) {
-      int64_t numel = 1;
-      for (int d = 0; d < wp->ndim; d++) numel *= wp->shape[d];
-      int64_t per = numel / wp->oc;
-      float *bias = wp->boff >= 0 ? host + wp->boff : NULL;
-      for (int o = 0; o < wp->oc; o++) {
-        float s = 1.0f, sh = 0.0f;
-        if (ga) {
-          s = ga[o] / sqrtf(va[o] + wp->eps);
-          sh = be[o] - me[o] * s;
-        }
-        for (int64_t k = 0; k < per; k++) w[o * per + k] *= s;
-        if (bias) bias[o] = (b ? b[o] : 0.0f) * s + sh;
-      }
-      memcpy(host + wp->woff, w, (size_t)numel * sizeof(float)); /* the GPU kernels read torch's layout */
-    }
+    if (!wp->weight) continue; /* the placeholder row of a network without weights */
+    float *w = th__folded_weights(wp, es, n, wp->boff >= 0 ? host + wp->boff : NULL);
+    if (!w) return -1;
+    int64_t numel = 1;
+    for (int d = 0; d < wp->ndim; d++) numel *= wp->shape[d];
+    memcpy(host + wp->woff, w, (size_t)numel * sizeof(float));
     free(w);
-    free(b);
-    free(ga);
-    free(be);
-    free(me);
-    free(va);
-    if (!ok) return -1;
   }
   return 0;
 }
@@ -309,18 +157,14 @@ void th_model_free(struct th_model *m) {
 }
 
 int th_model_create(const void *params, size_t size, struct th_model **out) {
-  th__err[0] = '\0';
-  if (!params || !out) return th__fail("th_model_create: NULL argument");
-  int n = th__parse(params, size, NULL, 0);
+  th_params_tensor *es = NULL;
+  int n = th__create_begin(params, size, out, &es);
   if (n < 0) return -1;
-  struct th__tensor *es = calloc((size_t)n + 1, sizeof *es);
   float *host = calloc((size_t)th__weights_floats + 16, sizeof(float));
-  if (!es || !host) {
+  if (!host) {
     free(es);
-    free(host);
     return th__fail("out of memory");
   }
-  th__parse(params, size, es, n);
   int rc = th__load_weights(host, es, n);
   free(es);
   if (rc == 0) rc = th__cu_load();

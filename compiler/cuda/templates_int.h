@@ -1,0 +1,156 @@
+/* Internal contract between templates.c (dispatch, the device checks every template shares) and the
+ * GPU template families, one file per family in cuda/ops/ as the CPU ones are in ops/. Each family
+ * fills a tc__cuda_op; the helpers here are the pieces several families build on: split knobs, the
+ * launch shape of an element map, the fused epilogue, cooperative shared-memory fetches and tree
+ * reductions. */
+#ifndef TC_CUDA_TEMPLATES_INT_H
+#define TC_CUDA_TEMPLATES_INT_H
+
+#include "ops.h"
+#include "tc_cuda.h"
+
+/* The launch a config implies (what the lowering will bind), checked against the device's limits.
+ */
+typedef struct tc__cuda_shape {
+  int64_t grid[3];
+  int block[3];
+  int64_t shared_bytes;
+  int64_t local_floats; /* per-thread accumulators: the register estimate */
+} tc__cuda_shape;
+
+/* The state of one lowering: the IR, the workload and its argument buffers (NULL where unused). */
+typedef struct tc__cuda_lc {
+  tc_ir *ir;
+  const tc_workload *wl;
+  tc_var *arg[5];
+  const void *ctx; /* a family's own data for its element function (e.g. its window rule) */
+} tc__cuda_lc;
+
+typedef struct tc__cuda_op {
+  tc_kernel kernel;
+  /* The knobs (at least one). The dispatcher has checked the workload and that it is plain NCHW. */
+  th_status (*space)(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+  /* Sets the knobs of c (zeroed, nknobs set) to a good point; the dispatcher falls back to the
+   * first valid point in flat order when this one does not fit the device. */
+  th_status (*fallback)(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                        tc_config *c);
+  /* Fills sh (grid and block preset to 1) with the launch c implies; TH_ERR_INVALID with a reason
+   * in why for a config the template cannot build. The dispatcher checks the shape against the
+   * device. */
+  th_status (*shape)(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                     tc__cuda_shape *sh, char *why, size_t whylen);
+  /* The kernel body for a valid c; NULL only when L->ir has an error. */
+  const tc_stmt *(*lower)(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
+} tc__cuda_op;
+
+extern const tc__cuda_op tc__cuda_op_conv2d, tc__cuda_op_depthwise, tc__cuda_op_dense,
+    tc__cuda_op_maxpool, tc__cuda_op_avgpool, tc__cuda_op_global_avgpool, tc__cuda_op_softmax,
+    tc__cuda_op_eltwise, tc__cuda_op_concat, tc__cuda_op_layout;
+
+/* ---- spaces and configs (templates.c) ---- */
+
+/* TVM's unroll knobs: auto_unroll_max_step {0, 512, 1500}, then, with both, unroll_explicit {0, 1}.
+ */
+th_status tc__cuda_add_unroll(tc_space *s, int with_explicit);
+
+/* Adds a split knob: every ordered factorization of n into `parts` factors whose factor i (i >= 1)
+ * is at most cap[i]; factor 0 (the block) takes the rest. */
+th_status tc__cuda_add_split(tc_space *s, const char *name, int n, int parts, const int *cap);
+/* Adds a one-int knob with values v[0..n). */
+th_status tc__cuda_add_list(tc_space *s, const char *name, tc_knob_kind kind, int n, const int *v);
+/* The value tuple of knob `name` in c (NULL if absent). */
+const int *tc__cuda_val(const tc_space *s, const tc_config *c, const char *name);
+/* Sets knob `name` of c to the value equal to want[0..width) (the first value when none is). */
+void tc__cuda_pick(const tc_space *s, tc_config *c, const char *name, const int *want, int width);
+/* Writes msg to why and returns TH_ERR_INVALID. */
+th_status tc__cuda_why(char *why, size_t n, const char *msg);
+
+/* ---- element maps: one thread per output element, `inner` elements per thread ---- */
+
+/* Knobs threads and inner, then vec {1, 4} and auto_unroll_max_step when asked. */
+th_status tc__cuda_map_space(tc_space *s, int with_vec, int with_unroll);
+/* The knobs of the window families (depthwise, pooling): threads, inner, auto_unroll_max_step. */
+th_status tc__cuda_window_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+/* The launch of a map over the input's elements (eltwise, concat, layout) or the output's (the
+ * window families), a quarter of them with vec 4: tc__cuda_op.shape for those families. */
+th_status tc__cuda_in_map_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                                tc__cuda_shape *sh, char *why, size_t whylen);
+th_status tc__cuda_out_map_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                                 tc__cuda_shape *sh, char *why, size_t whylen);
+/* Their fallback: 256 threads, inner 1, vec 4 when the count allows, auto_unroll_max_step 512. */
+th_status tc__cuda_in_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                   const tc_space *s, tc_config *c);
+th_status tc__cuda_out_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                    const tc_space *s, tc_config *c);
+/* Elements of the map: the input's for copies and eltwise, the output's for the others. */
+int64_t tc__cuda_in_total(const tc_workload *wl);
+int64_t tc__cuda_out_total(const tc_workload *wl);
+
+typedef const tc_stmt *(*tc__cuda_elem_fn)(tc__cuda_lc *L, const tc_expr *idx);
+/* grid.x blocks of `threads` threads, each doing `inner` elements idx = (bx*inner + i)*threads +
+ * tx, the tail guarded; fn builds the body of one element. */
+const tc_stmt *tc__cuda_map(tc__cuda_lc *L, int64_t total, int threads, int inner,
+                            tc__cuda_elem_fn fn);
+/* The map with the config's threads and inner. */
+const tc_stmt *tc__cuda_map_cfg(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
+                                int64_t total, tc__cuda_elem_fn fn);
+
+/* A window reduction per output element (depthwise conv, max and average pooling): acc = init, then
+ * acc = update(acc, x) over the taps inside the input, then out[idx] = epilogue(finish(acc)). */
+typedef struct tc__cuda_pos {
+  tc_var *n, *c, *y, *x; /* the output element */
+  tc_var *ky, *kx;       /* the tap */
+} tc__cuda_pos;
+typedef struct tc__cuda_window {
+  float init;
+  int out_arg;
+  const tc_expr *(*update)(tc__cuda_lc *L, const tc__cuda_pos *p, const tc_expr *acc,
+                           const tc_expr *x);
+  const tc_expr *(*finish)(tc__cuda_lc *L, const tc__cuda_pos *p,
+                           const tc_expr *acc); /* may be NULL */
+} tc__cuda_window;
+/* The map over the output's elements with the config's threads and inner, each reducing its window.
+ */
+const tc_stmt *tc__cuda_window_map(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
+                                   const tc__cuda_window *win);
+
+/* The channel copy of concat (ops/concat.c), which layout transforms reuse with offset 0. */
+th_status tc__cuda_copy_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
+
+/* The table entry of a window family: the window knobs, fallback and launch, and its lowering. */
+#define TC__CUDA_WINDOW_OP(kernel, lower) \
+  { (kernel), tc__cuda_window_space, tc__cuda_out_map_fallback, tc__cuda_out_map_shape, (lower) }
+
+/* ---- lowering helpers ---- */
+
+tc_var *tc__cuda_iv(tc__cuda_lc *L, const char *name);
+tc_var *tc__cuda_local(tc__cuda_lc *L, const char *name);
+const tc_stmt *tc__cuda_for(tc__cuda_lc *L, tc_var *v, int64_t ext, tc_for_kind k,
+                            const tc_stmt *body);
+/* The fused epilogue of value v at output element idx of channel ch: + bias, + residual (families
+ * with weights), then relu/clip. */
+const tc_expr *tc__cuda_epi(tc__cuda_lc *L, const tc_expr *v, const tc_expr *ch,
+                            const tc_expr *idx);
+/* Cooperative load of `count` elements by T threads (linear id lt): for each e < count, body(e). */
+const tc_stmt *tc__cuda_coop(tc__cuda_lc *L, int64_t count, int64_t T, tc_var *lt, tc_var *e,
+                             const tc_stmt *body);
+/* red[base + tx] combined pairwise down to red[base] by `width` (a power of two) threads, max or
+ * sum; every thread of the block reaches every barrier. */
+const tc_stmt *tc__cuda_tree(tc__cuda_lc *L, tc_var *red, const tc_expr *base, tc_var *tx,
+                             int width, int is_max);
+
+/* Lowering shorthand over L->ir, for the template files only. */
+#define I(v) tc_e_int(L->ir, (v))
+#define V(v) tc_e_var(L->ir, (v))
+#define ADD(a, b) tc_e_add(L->ir, (a), (b))
+#define SUB(a, b) tc_e_sub(L->ir, (a), (b))
+#define MUL(a, b) tc_e_mul(L->ir, (a), (b))
+#define DIV(a, b) tc_e_div(L->ir, (a), (b))
+#define MOD(a, b) tc_e_mod(L->ir, (a), (b))
+#define BIN(k, a, b) tc_e_bin(L->ir, (k), (a), (b))
+#define LD(buf, idx) tc_e_load(L->ir, (buf), (idx), 1, 4)
+#define ST(buf, idx, v) tc_s_store(L->ir, (buf), (idx), (v), 4)
+#define FLT(x) tc_e_float(L->ir, (x))
+
+#endif
