@@ -2,7 +2,6 @@
  * object with every distinct kernel -> a generated C plan (model.c: tables of calls and weights, plus the
  * embedded fixed part compiler/model/model_rt.c) -> model.so linked with the runtime -> optional timing
  * -> the bundle (bundle.c). Also tc_network_tasks, the tuner's view of the same lowering. */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <jansson.h>
 #include <math.h>
@@ -324,24 +323,6 @@ static th_status tc__write(const char *dir, const char *name, const void *data, 
   return (w == n && rc == 0) ? TH_OK : TH_ERR_IO;
 }
 
-static void tc__rm_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  char p[4096];
-  while ((e = readdir(d))) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-    unlink(p);
-  }
-  closedir(d);
-  rmdir(dir);
-}
-
-void tc__remove_dir(const char *dir) {
-  tc__rm_dir(dir);
-}
-
 static int tc__cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -624,6 +605,6 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   free(call_kernel);
   free(calls);
   tc_graph_free(g);
-  if (own_dir) tc__rm_dir(dir);
+  if (own_dir) (void)th_rm_rf(dir);
   return rc;
 }

@@ -52,7 +52,5 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
  * runs go through th_model_run_profiled and st->call_ms gets each call's median (st->ncalls of them). */
 th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
                       tc_run_stats *st, char *err, size_t errlen);
-/* Removes a flat directory and its files. */
-void tc__remove_dir(const char *dir);
 
 #endif

@@ -288,7 +288,7 @@ static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, t
   }
   tc_run_stats st;
   if (rc == TH_OK) rc = tc__time_so(so, data[3], len[3], repeat, profile, &st, err, errlen);
-  if (dir[0]) tc__remove_dir(dir);
+  if (dir[0]) (void)th_rm_rf(dir);
   for (int i = 0; i < TC__MAX_FILES; i++) free(data[i]);
   if (rc == TH_OK) {
     st.manifest = manifest;

@@ -220,21 +220,13 @@ th_status tune_session_new_workloads(store_t *st, const tc_target *target, const
   return tune__session_new(st, target, NULL, wls, weights, n, o, NULL, out);
 }
 
-static void tune__rm_tree(const char *dir) {
-  /* Only our own scratch files live here: *.so and the build temporaries next to them. */
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (strchr(dir, '\'') == NULL && system(cmd) != 0) {
-  }
-}
-
 void tune_session_free(tune_session_t *s) {
   if (!s) return;
   tune_search_free(s->search);
   tune_measurer_free(s->measurer);
   tune__kept_clear(s);
   free(s->kept);
-  if (s->own_work_dir) tune__rm_tree(s->work_dir);
+  if (s->own_work_dir) (void)th_rm_rf(s->work_dir);
   free(s->tasks);
   free(s->prog);
   free(s->cfgs);

@@ -583,7 +583,7 @@ th_status tc_cuda_build_bundle(const tc_build_opts *o, const char *out_tar, cons
   free(call_kernel);
   free(calls);
   tc_graph_free(g);
-  if (own_dir) tc__remove_dir(dir);
+  if (own_dir) (void)th_rm_rf(dir);
   return rc;
 #endif
 }

@@ -81,17 +81,6 @@ static int run_capture(char *const *argv, char *out, size_t outlen) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static void rm_rf_tmp(const char *dir) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/th_rt.h", dir);
-  unlink(path);
-  snprintf(path, sizeof path, "%s/th_rt.c", dir);
-  unlink(path);
-  snprintf(path, sizeof path, "%s/th_rt.o", dir);
-  unlink(path);
-  rmdir(dir);
-}
-
 /* argv[0..] = $CC split on spaces ("ccache gcc"), at most 8 words, in buf; returns the count. */
 static size_t cc_argv(char *buf, size_t bufn, char **argv) {
   const char *cc = getenv("CC");
@@ -109,7 +98,7 @@ static pid_t rt_owner;       /* the process that compiled it removes it at exit 
 static atomic_int rt_ready; /* rt_obj is set: read without the lock (a forked child never takes it) */
 
 static void rt_cleanup(void) {
-  if (rt_owner == getpid() && rt_dir[0]) rm_rf_tmp(rt_dir);
+  if (rt_owner == getpid() && rt_dir[0]) (void)th_rm_rf(rt_dir);
 }
 
 th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
@@ -150,14 +139,14 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
     }
     if (rc == TH_OK) {
       unlink(src);
-      if (rt_owner == getpid() && rt_dir[0]) rm_rf_tmp(rt_dir); /* the previous one, if any */
+      if (rt_owner == getpid() && rt_dir[0]) (void)th_rm_rf(rt_dir); /* the previous one, if any */
       if (!rt_owner) atexit(rt_cleanup);
       snprintf(rt_dir, sizeof rt_dir, "%s", dir);
       snprintf(rt_obj, sizeof rt_obj, "%s", obj);
       rt_owner = getpid();
       atomic_store(&rt_ready, 1);
     } else if (made) {
-      rm_rf_tmp(dir);
+      (void)th_rm_rf(dir);
     }
   }
   if (rc == TH_OK) *path = rt_obj;
@@ -204,7 +193,7 @@ th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *
     }
   }
   free(argv);
-  rm_rf_tmp(tmp);
+  (void)th_rm_rf(tmp);
   return rc;
 }
 
