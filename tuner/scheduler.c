@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "th_log.h"
+#include "backend.h"
 #include "th_util.h"
 
 /* ---- the pure decision ---- */
@@ -359,7 +360,10 @@ static int tune__next(tune_sched *s, tune__sjob *j) {
     j->d.kind = TUNE_SK_JOB;
     j->d.cpu_min = -1;
     j->d.cpu_max = -1;
-    snprintf(j->d.device, sizeof j->d.device, "%s", strcmp(j->job.key.framework, "llvm") ? "" : "cpu");
+    /* a whole job holds the CPU when its candidates are timed there */
+    const tc_backend *b = tc_backend_find(j->job.key.framework, NULL, 0);
+    snprintf(j->d.device, sizeof j->d.device, "%s",
+             b && tc_backend_measure_kind(b) == TC_MEASURE_LIBRARY ? "cpu" : "");
     j->d.task = j->d.ntasks = -1;
   }
   j->device = tune__device_index(s, j->d.device);

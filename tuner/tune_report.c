@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend.h"
 #include "ops.h"
-#include "tc.h"
 
 /* A curve keeps the points where the best improved, plus the last trial, thinned to at most max points. */
 static json_t *tune__curve(const double *g, int64_t n, int max) {
@@ -34,12 +34,12 @@ static json_t *tune__curve(const double *g, int64_t n, int max) {
   return pts;
 }
 
-th_status tune_curve_json(store_t *st, const tc_target *target, const char *target_str, const char *network,
+th_status tune_curve_json(store_t *st, const tc_backend_target *target, const char *target_str, const char *network,
                           int batch, int max_points, char **json, char *err, size_t n) {
   tc_task *tasks = NULL;
   int ntasks = 0;
   *json = NULL;
-  th_status rc = tc_network_tasks(network, batch, &tasks, &ntasks);
+  th_status rc = tc_network_tasks(target, network, batch, &tasks, &ntasks);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot list the tasks of %s at batch %d: %s", network, batch, th_status_str(rc));
     return rc;
@@ -48,7 +48,7 @@ th_status tune_curve_json(store_t *st, const tc_target *target, const char *targ
   int64_t total = 0;
   for (int i = 0; rc == TH_OK && i < ntasks; i++) {
     tc_space sp;
-    if (tc_op_space(&tasks[i].wl, target, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
+    if (tc_backend_space(target, &tasks[i].wl, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
     double *g = NULL;
     int64_t cnt = 0;
     rc = store_record_gflops(st, tasks[i].key, target_str, &g, &cnt);

@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "store.h"
-#include "target.h"
+#include "backend.h"
 #include "th_status.h"
 
 /* The tuning curve of network at batch on a target, as JSON text (malloc'd; caller frees):
@@ -15,7 +15,7 @@
  * have an empty curve). target is the compiler target (for the config spaces), target_str the records' target
  * string. A curve keeps the trials where the best improved and the last one, at most about max_points.
  * TH_ERR_NOT_FOUND / TH_ERR_INVALID for an unknown network or a bad batch; err gets a message. */
-th_status tune_curve_json(store_t *st, const tc_target *target, const char *target_str, const char *network,
+th_status tune_curve_json(store_t *st, const tc_backend_target *target, const char *target_str, const char *network,
                           int batch, int max_points, char **json, char *err, size_t n);
 
 #endif
