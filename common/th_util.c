@@ -2,7 +2,9 @@
  * sequence, so a crash leaves either the old file or the complete new one, never a torn one. */
 #include "th_util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <poll.h>
@@ -28,6 +30,30 @@ th_status th_mkdir_p(const char *path) {
   }
   if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return TH_ERR_IO;
   return TH_OK;
+}
+
+th_status th_rm_rf(const char *path) {
+  if (!path || !*path) return TH_ERR_INVALID;
+  struct stat sb;
+  if (lstat(path, &sb) != 0) return errno == ENOENT ? TH_OK : TH_ERR_IO;
+  th_status rc = TH_OK;
+  if (S_ISDIR(sb.st_mode)) {
+    DIR *d = opendir(path);
+    if (!d) rc = TH_ERR_IO;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+      if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+      char p[PATH_MAX];
+      int n = snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+      th_status r = (n < 0 || (size_t)n >= sizeof p) ? TH_ERR_TOO_LARGE : th_rm_rf(p);
+      if (rc == TH_OK) rc = r;
+    }
+    if (d) closedir(d);
+    if (rmdir(path) != 0 && rc == TH_OK) rc = TH_ERR_IO;
+  } else if (unlink(path) != 0 && errno != ENOENT) {
+    rc = TH_ERR_IO;
+  }
+  return rc;
 }
 
 th_status th_read_file(const char *path, size_t max, char **data, size_t *len) {

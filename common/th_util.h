@@ -1,4 +1,4 @@
-/* Small file-system, descriptor and time helpers shared by every module: recursive mkdir, whole-file reads,
+/* Small file-system, descriptor and time helpers shared by every module: recursive mkdir and delete, whole-file reads,
  * durable writes (temp file, fsync, rename, fsync of the directory), whole reads and writes on pipes and
  * sockets, and monotonic/wall clocks. */
 #ifndef TH_UTIL_H
@@ -11,6 +11,12 @@
 
 /* mkdir -p; existing directories are fine. */
 th_status th_mkdir_p(const char *path);
+/* rm -rf: removes path and, when it is a directory, everything below it. A symbolic link is unlinked,
+ * never followed (a link to a directory outside the tree leaves that directory alone). A missing path
+ * is TH_OK. Returns TH_ERR_IO when something could not be removed (the rest is still removed), and
+ * TH_ERR_TOO_LARGE for a path deeper than PATH_MAX. Not safe against another process renaming
+ * directories inside the tree meanwhile. */
+th_status th_rm_rf(const char *path);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated; caller frees). Fails with TH_ERR_TOO_LARGE
  * past max bytes. */
 th_status th_read_file(const char *path, size_t max, char **data, size_t *len);

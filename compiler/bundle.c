@@ -1,16 +1,19 @@
-/* Bundles: the manifest (key, target, shapes, per-layer configs and their source, latency, sha256 and
- * size of every file) and the .tar written with libarchive; and tc_bundle_run, which reads a bundle back
- * with libarchive, trusts nothing in it until every file matches the manifest's digest, then dlopens and
- * times the model. */
+/* Bundles, for every backend: the manifest (key, target, shapes, per-layer configs and their source,
+ * latency, sha256 and size of every file; the backend adds its target object, build facts and per-layer
+ * launch facts) and the .tar written with libarchive; tc__time_so, which dlopens a model .so and times it;
+ * and tc_bundle_run, which reads a bundle back with libarchive, trusts nothing in it until every file matches
+ * the manifest's digest, then dlopens and times the model. */
 #include <archive.h>
 #include <archive_entry.h>
+#include <dlfcn.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "build_int.h"
+#include "backend_int.h"
 #include "ops.h"
 #include "tc_model_embed.h"
 #include "th_sha256.h"
@@ -39,17 +42,15 @@ static json_t *tc__shape(const tc_tensor *t) {
 }
 
 static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int nfiles) {
-  const tc_target *t = bi->target;
+  const tc_backend_target *t = bi->target;
+  const tc_backend *be = t->backend;
   const tc_graph *g = bi->graph;
   json_t *m = json_object();
-  char target[128];
-  snprintf(target, sizeof target, "llvm -mcpu=%s", t->cpu);
   json_object_set_new(m, "format", json_string("tunehub-bundle/1"));
-  json_object_set_new(m, "key", json_pack("{s:s,s:s,s:i,s:s,s:s}", "framework", "llvm", "network",
-                                          bi->network, "batch", bi->batch, "target", target,
+  json_object_set_new(m, "key", json_pack("{s:s,s:s,s:i,s:s,s:s}", "framework", be->name, "network",
+                                          bi->network, "batch", bi->batch, "target", t->str,
                                           "compiler_version", TH_VERSION));
-  json_object_set_new(m, "target", json_pack("{s:s,s:s,s:s,s:i}", "triple", t->triple, "cpu", t->cpu,
-                                             "features", t->features, "simd_lanes", t->simd_lanes));
+  json_object_set_new(m, "target", be->manifest_target(t));
   json_object_set_new(m, "compiler_version", json_string(TH_VERSION));
   json_object_set_new(m, "input", json_pack("{s:s,s:o,s:s,s:s}", "name", "input", "shape",
                                             tc__shape(&g->nodes[0].out), "dtype", "float32", "layout",
@@ -63,6 +64,7 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
   json_object_set_new(m, "num_kernels", json_integer(bi->nkernels));
   json_object_set_new(m, "num_calls", json_integer(bi->ncalls));
   json_object_set_new(m, "build_seconds", json_real(bi->build_seconds));
+  if (be->manifest_build) be->manifest_build(bi->emit, m);
   int counts[3] = {0, 0, 0};
   json_t *layers = json_array();
   for (int i = 0; i < bi->ncalls; i++) {
@@ -75,6 +77,7 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
                           k->source, "flops", tc_workload_flops(&k->wl));
     if (nd->name) json_object_set_new(l, "name", json_string(nd->name));
     json_object_set_new(l, "function", json_string(k->fn));
+    if (be->manifest_layer) be->manifest_layer(bi->emit, bi->call_kernel[i], l);
     json_array_append_new(layers, l);
     counts[strcmp(k->source, "tuned") == 0 ? 0 : strcmp(k->source, "transferred") == 0 ? 1 : 2]++;
   }
@@ -125,14 +128,16 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
     tc__seterr(err, errlen, "cannot read %s", so_path);
     return rc;
   }
-  tc__file files[5] = {
+  tc__file files[6] = {
       {"model.so", so, so_len, 1},
       {"tunehub_model.h", tc_model_src_tunehub_model_h, sizeof tc_model_src_tunehub_model_h - 1, 0},
       {"params.bin", bi->params, bi->params_len, 0},
       {"graph.json", bi->graph_json, bi->graph_json_len, 0},
       {"example.c", tc_model_src_example_c, sizeof tc_model_src_example_c - 1, 0},
+      {bi->emit->extra_name, bi->emit->extra, bi->emit->extra_len, 0},
   };
-  json_t *m = tc__manifest(bi, files, 5);
+  int nfiles = bi->emit->extra_name ? 6 : 5; /* the backend's own file (kernels/kernels.cu) last */
+  json_t *m = tc__manifest(bi, files, nfiles);
   char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
   json_decref(m);
   if (!text) rc = TH_ERR_NOMEM;
@@ -147,7 +152,7 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
       rc = TH_ERR_IO;
     }
     if (rc == TH_OK) rc = tc__tar_entry(a, "manifest.json", text, strlen(text), 0644);
-    for (int i = 0; rc == TH_OK && i < 5; i++)
+    for (int i = 0; rc == TH_OK && i < nfiles; i++)
       rc = tc__tar_entry(a, files[i].name, files[i].data, files[i].len, i == 0 ? 0755 : 0644);
     if (a && archive_write_close(a) != ARCHIVE_OK && rc == TH_OK) rc = TH_ERR_IO;
     if (rc != TH_OK && err && !err[0])
@@ -165,6 +170,114 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
   }
   free(text);
   free(so);
+  return rc;
+}
+
+/* ---- timing a model .so -------------------------------------------------------------------------------- */
+
+static int tc__cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of v[0], v[stride], ... (n values, copied to tmp and sorted there). */
+static double tc__median_strided(double *v, int n, int stride, double *tmp) {
+  for (int i = 0; i < n; i++) tmp[i] = v[(size_t)i * (size_t)stride];
+  qsort(tmp, (size_t)n, sizeof *tmp, tc__cmp_double);
+  return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
+}
+
+th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
+                      tc_run_stats *st, char *err, size_t errlen) {
+  memset(st, 0, sizeof *st);
+  void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    tc__seterr(err, errlen, "cannot load %s: %s", so_path, dlerror());
+    return TH_ERR_RUNTIME;
+  }
+  typedef const struct th_model_info_view {
+    const char *network, *target, *triple, *compiler_version;
+    int batch, input_ndim;
+    int64_t input_shape[4];
+    int output_ndim;
+    int64_t output_shape[4];
+    size_t input_size, output_size, workspace_bytes, weights_bytes;
+    int num_kernels;
+  } *(*info_fn)(void);
+  info_fn info = (info_fn)dlsym(h, "th_model_info");
+  int (*create)(const void *, size_t, void **) =
+      (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
+  int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
+  void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
+  const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
+  int (*runp)(void *, const float *, float *, double *) =
+      (int (*)(void *, const float *, float *, double *))dlsym(h, "th_model_run_profiled");
+  if (!info || !create || !run || !fr || !lasterr) {
+    tc__seterr(err, errlen, "%s does not export the tunehub model ABI", so_path);
+    dlclose(h);
+    return TH_ERR_RUNTIME;
+  }
+  if (profile && !runp) {
+    tc__seterr(err, errlen, "%s has no th_model_run_profiled: per-layer profiles need a CPU (llvm) bundle",
+               so_path);
+    dlclose(h);
+    return TH_ERR_UNSUPPORTED;
+  }
+  void *m = NULL;
+  if (create(params, params_len, &m) != 0) {
+    tc__seterr(err, errlen, "th_model_create: %s", lasterr());
+    dlclose(h);
+    return TH_ERR_RUNTIME;
+  }
+  size_t nin = info()->input_size, nout = info()->output_size;
+  float *x = malloc(nin * sizeof *x), *y = malloc(nout * sizeof *y);
+  double *ts = malloc((size_t)(repeat > 0 ? repeat : 1) * sizeof *ts);
+  int ncalls = profile ? info()->num_kernels : 0;
+  /* calls[r * ncalls + i]: run r's seconds in call i */
+  double *calls = profile ? calloc((size_t)repeat * (size_t)ncalls + 1, sizeof *calls) : NULL;
+  double *call_ms = profile ? calloc((size_t)ncalls + 1, sizeof *call_ms) : NULL;
+  th_status rc = (x && y && ts && (!profile || (calls && call_ms))) ? TH_OK : TH_ERR_NOMEM;
+  for (size_t i = 0; rc == TH_OK && i < nin; i++) x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  for (int r = 0; rc == TH_OK && r < 3; r++) /* warm-up */
+    if (run(m, x, y) != 0) rc = TH_ERR_RUNTIME;
+  for (int r = 0; rc == TH_OK && r < repeat; r++) {
+    double t0 = th_now_mono();
+    if ((profile ? runp(m, x, y, calls + (size_t)r * (size_t)ncalls) : run(m, x, y)) != 0) rc = TH_ERR_RUNTIME;
+    ts[r] = (th_now_mono() - t0) * 1e3;
+  }
+  double *tmp = ncalls ? malloc((size_t)repeat * sizeof *tmp) : NULL;
+  if (ncalls && !tmp) rc = TH_ERR_NOMEM;
+  for (int i = 0; rc == TH_OK && i < ncalls; i++)
+    call_ms[i] = 1e3 * tc__median_strided(calls + i, repeat, ncalls, tmp);
+  free(tmp);
+  free(calls);
+  for (size_t i = 0; rc == TH_OK && i < nout; i++)
+    if (!isfinite(y[i])) {
+      tc__seterr(err, errlen, "the model produced a non-finite output");
+      rc = TH_ERR_WRONG_ANSWER;
+    }
+  if (rc == TH_ERR_RUNTIME) tc__seterr(err, errlen, "th_model_run: %s", lasterr());
+  if (rc == TH_OK) {
+    double s = 0, s2 = 0;
+    for (int r = 0; r < repeat; r++) s += ts[r];
+    double mean = s / repeat;
+    for (int r = 0; r < repeat; r++) s2 += (ts[r] - mean) * (ts[r] - mean);
+    qsort(ts, (size_t)repeat, sizeof *ts, tc__cmp_double);
+    st->mean_ms = mean;
+    st->median_ms = repeat % 2 ? ts[repeat / 2] : 0.5 * (ts[repeat / 2 - 1] + ts[repeat / 2]);
+    st->std_ms = repeat > 1 ? sqrt(s2 / (repeat - 1)) : 0;
+    st->min_ms = ts[0];
+    st->n = repeat;
+    st->ncalls = ncalls;
+    st->call_ms = call_ms;
+    call_ms = NULL;
+  }
+  free(call_ms);
+  free(x);
+  free(y);
+  free(ts);
+  fr(m);
+  dlclose(h);
   return rc;
 }
 
@@ -288,7 +401,7 @@ static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, t
   }
   tc_run_stats st;
   if (rc == TH_OK) rc = tc__time_so(so, data[3], len[3], repeat, profile, &st, err, errlen);
-  if (dir[0]) tc__remove_dir(dir);
+  if (dir[0]) (void)th_rm_rf(dir);
   for (int i = 0; i < TC__MAX_FILES; i++) free(data[i]);
   if (rc == TH_OK) {
     st.manifest = manifest;

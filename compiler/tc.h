@@ -1,5 +1,5 @@
 /* tc: the compiler's public API for the rest of tunehub (tuner, server, CLI). It turns a zoo network into
- * its tunable tasks, and into a bundle: a .tar with model.so (kernels + an ahead-of-time plan + the
+ * a bundle (for a backend of backend.h, which also gives a network's tunable tasks): a .tar with model.so (kernels + an ahead-of-time plan + the
  * runtime), tunehub_model.h, params.bin, graph.json, example.c and manifest.json. It also loads and times
  * a bundle. Everything here is thread-safe for distinct calls; nothing prints or aborts. */
 #ifndef TC_H
@@ -8,23 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend.h"
 #include "space.h"
 #include "th_status.h"
 #include "workload.h"
-
-/* One distinct (template, workload) pair of a network after the graph passes. */
-typedef struct tc_task {
-  tc_workload wl;
-  char key[192];  /* tc_workload_key(wl) */
-  double flops;   /* of one call */
-  int count;      /* calls of this workload in the network */
-} tc_task;
-
-/* The distinct kernels of `network` at `batch` (default input size), in first-use order, after batch-norm
- * folding, epilogue fusion and the layout pass. *tasks is malloc'd (caller frees with free()); *n its
- * length. Families with a trivial space (layout, concat) are included; the tuner may skip them.
- * TH_ERR_NOT_FOUND for an unknown network, TH_ERR_INVALID for a bad batch. */
-th_status tc_network_tasks(const char *network, int batch, tc_task **tasks, int *n);
 
 /* Config lookup: fill *cfg for the workload (a point of `space`) and write "tuned" or "transferred" into
  * source. Return TH_ERR_NOT_FOUND to make the build use the template's fallback. Any other error aborts
@@ -36,7 +23,8 @@ typedef th_status (*tc_config_lookup_fn)(void *ctx, const tc_workload *wl, const
 typedef int (*tc_progress_fn)(void *ctx, const char *stage, int done, int total);
 
 typedef struct tc_build_opts {
-  const char *framework; /* "llvm" (CPU) or "cuda" (GPU; TH_ERR_UNSUPPORTED when built without CUDA) */
+  const char *framework; /* a backend name (tc_backend_find: "llvm" CPU, "cuda" GPU, TH_ERR_UNSUPPORTED
+                            when built without CUDA); TH_ERR_INVALID for another */
   const char *network;   /* a zoo name */
   int batch;             /* 1..4096 */
   const char *work_dir;  /* scratch directory (created); NULL: a fresh temp dir, removed afterwards */

@@ -61,8 +61,9 @@ int cli_build(int argc, char **argv) {
     fprintf(stderr, "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR]\n");
     return 2;
   }
-  if (strcmp(pos[0], "llvm") && strcmp(pos[0], "cuda")) {
-    fprintf(stderr, "tunehub build: unknown framework '%s'; valid frameworks: llvm, cuda\n", pos[0]);
+  char ferr[128];
+  if (!tc_backend_find(pos[0], ferr, sizeof ferr)) {
+    fprintf(stderr, "tunehub build: %s\n", ferr);
     return 2;
   }
   if (!tc_zoo_find(pos[1])) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cli.h"
 #include "remeasure.h"
 #include "srv.h"
@@ -96,8 +97,9 @@ static int cmd_remeasure(int argc, char **argv) {
     fprintf(stderr, "%s\n", usage_line);
     return 2;
   }
-  if (strcmp(pos[0], "llvm") != 0 && strcmp(pos[0], "cuda") != 0) {
-    fprintf(stderr, "tunehub remeasure: unknown framework '%s'; valid frameworks: llvm, cuda\n", pos[0]);
+  char ferr[128];
+  if (!tc_backend_find(pos[0], ferr, sizeof ferr)) {
+    fprintf(stderr, "tunehub remeasure: %s\n", ferr);
     return 2;
   }
   if (!tc_zoo_find(pos[1])) {

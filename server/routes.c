@@ -21,22 +21,34 @@
 #include "response.h"
 #include "th_log.h"
 #include "th_sha256.h"
-#include "target.h"
+#include "backend.h"
 #include "th_util.h"
 #include "tune_report.h"
 #include "zoo.h"
 
-static const char *const srv__frameworks[] = {"llvm", "cuda"};
+/* The index of a framework's backend in tc_backend_at order (s->targets), or -1. */
+static int srv__backend_index(const char *fw) {
+  const tc_backend *b = tc_backend_find(fw, NULL, 0);
+  for (int i = 0; b && tc_backend_at(i); i++)
+    if (tc_backend_at(i) == b) return i;
+  return -1;
+}
+
+/* Whether work on this framework needs a device this server lacks (why gets the reason). */
+static int srv__lacks_device(const char *fw, char *why, size_t n) {
+  const tc_backend *b = tc_backend_find(fw, NULL, 0);
+  return b && tc_backend_measure_kind(b) == TC_MEASURE_DEVICE && !tune_device(b, NULL, 0, NULL, 0, why, n);
+}
 
 /* ---- start-up: the network list ---- */
 
 th_status srv_routes_init(srv_t *s, char *err, size_t n) {
   snprintf(s->compiler_version, sizeof s->compiler_version, "%s", TH_VERSION);
-  if (tune_target_for("llvm", s->llvm_target, sizeof s->llvm_target) != TH_OK ||
-      tune_target_for("cuda", s->cuda_target, sizeof s->cuda_target) != TH_OK) {
-    snprintf(err, n, "cannot determine this machine's targets (LLVM has no native target?)");
-    return TH_ERR_INTERNAL;
-  }
+  for (int i = 0; i < 4 && tc_backend_at(i); i++)
+    if (tune_target_for(tc_backend_name(tc_backend_at(i)), s->targets[i], sizeof s->targets[i]) != TH_OK) {
+      snprintf(err, n, "cannot determine this machine's targets (LLVM has no native target?)");
+      return TH_ERR_INTERNAL;
+    }
   json_t *arr = json_array();
   for (size_t i = 0; i < tc_zoo_count(); i++) {
     const tc_zoo_entry *e = tc_zoo_at(i);
@@ -94,10 +106,8 @@ static void srv__names_text(char *out, size_t n) {
 static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const char *batch,
                     store_key *key, enum MHD_Result *ret) {
   memset(key, 0, sizeof *key);
-  int fw_ok = 0;
-  for (size_t i = 0; i < sizeof srv__frameworks / sizeof srv__frameworks[0]; i++)
-    if (strcmp(fw, srv__frameworks[i]) == 0) fw_ok = 1;
-  if (!fw_ok) {
+  int fw_index = srv__backend_index(fw);
+  if (fw_index < 0 || fw_index >= 4) {
     *ret = srv_error(s, r, TH_ERR_NOT_FOUND, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
                      "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
     return 0;
@@ -123,10 +133,7 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
   snprintf(key->framework, sizeof key->framework, "%.15s", fw);
   snprintf(key->network, sizeof key->network, "%.63s", net);
   key->batch = (int)b;
-  if (strcmp(fw, "llvm") == 0)
-    snprintf(key->target, sizeof key->target, "%s", s->llvm_target);
-  else
-    snprintf(key->target, sizeof key->target, "%s", s->cuda_target);
+  snprintf(key->target, sizeof key->target, "%s", s->targets[fw_index]);
   snprintf(key->compiler_version, sizeof key->compiler_version, "%s", s->compiler_version);
   return 1;
 }
@@ -272,7 +279,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     return srv_error(s, r, TH_ERR_UNSUPPORTED, "framework_unavailable", NULL, "%s", why);
   /* a tuned cuda version needs a device to tune on: say so instead of queueing builds that cannot tune */
   char dwhy[256];
-  if (tuned_only && !strcmp(key->framework, "cuda") && !tune_cuda_device(NULL, 0, NULL, 0, dwhy, sizeof dwhy))
+  if (tuned_only && srv__lacks_device(key->framework, dwhy, sizeof dwhy))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
                      "no tuned version of %s/%s/%d: tuning cuda needs a worker with a CUDA device, and this "
                      "server has none (%s); GET it without tuned=1 for the untuned build",
@@ -404,7 +411,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   enum MHD_Result ret;
   if (!srv__authorized(s, r, &ret)) return ret;
   char dwhy[256];
-  if (!strcmp(key->framework, "cuda") && !tune_cuda_device(NULL, 0, NULL, 0, dwhy, sizeof dwhy))
+  if (srv__lacks_device(key->framework, dwhy, sizeof dwhy))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
                      "tuning cuda needs a worker with a CUDA device, and this server has none (%s); nothing "
                      "was queued", dwhy);
@@ -528,7 +535,7 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
       hs = srv_query(r, "state", state, sizeof state);
   if (hf < 0 || hn < 0 || hs < 0)
     return srv_error(s, r, TH_ERR_INVALID, "invalid_query", NULL, "malformed query string");
-  if (hf > 0 && fw[0] && strcmp(fw, "llvm") && strcmp(fw, "cuda"))
+  if (hf > 0 && fw[0] && !tc_backend_find(fw, NULL, 0))
     return srv_error(s, r, TH_ERR_INVALID, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
                      "unknown framework '%s'; valid frameworks: llvm, cuda", fw);
   if (hs > 0 && state[0] && strcmp(state, "ready") && strcmp(state, "building") &&
@@ -612,7 +619,7 @@ static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *
 /* GET .../tuning: best GFLOPS against trials for each tunable task of the network, from the stored records
  * (shared by every job and network that tuned the same workload on this target). */
 static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *key) {
-  if (strcmp(key->framework, "llvm") != 0)
+  if (tc_backend_find(key->framework, NULL, 0) != tc_backend_default())
     return srv_error(s, r, TH_ERR_UNSUPPORTED, "not_supported", NULL,
                      "tuning curves are kept for framework llvm; %s has no tuning records on this server",
                      key->framework);
@@ -622,8 +629,8 @@ static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *ke
       (th_parse_i64(pts, &max_points) != TH_OK || max_points < 2 || max_points > 5000))
     return srv_error(s, r, TH_ERR_INVALID, "invalid_points", NULL, "points takes a whole number from 2 to 5000, got '%s'",
                      pts);
-  tc_target t;
-  if (tc_target_host(&t) != TH_OK)
+  tc_backend_target t;
+  if (tc_backend_target_init(tc_backend_default(), NULL, &t, NULL, 0) != TH_OK)
     return srv_error(s, r, TH_ERR_INTERNAL, "target_error", NULL, "cannot read the host CPU target");
   char err[512] = "";
   tune_curve c;
@@ -637,33 +644,31 @@ static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *ke
 
 static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   json_t *arr = json_array();
-  json_t *cpu = json_object();
-  json_object_set_new(cpu, "framework", json_string("llvm"));
-  json_object_set_new(cpu, "device", json_string("cpu"));
-  json_object_set_new(cpu, "target", json_string(s->llvm_target));
-  json_object_set_new(cpu, "threads", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
-  char why[512] = "";
-  int ok = s->builder->supports(s->builder->self, "llvm", why, sizeof why);
-  json_object_set_new(cpu, "available", json_boolean(ok));
-  if (!ok) json_object_set_new(cpu, "reason", json_string(why));
-  json_array_append_new(arr, cpu);
-  json_t *gpu = json_object();
-  json_object_set_new(gpu, "framework", json_string("cuda"));
-  json_object_set_new(gpu, "device", json_string("gpu"));
-  json_object_set_new(gpu, "target", json_string(s->cuda_target));
-  why[0] = '\0';
-  ok = s->builder->supports(s->builder->self, "cuda", why, sizeof why);
-  json_object_set_new(gpu, "available", json_boolean(ok));
-  char name[256], arch[16], dwhy[256];
-  int present = tune_cuda_device(name, sizeof name, arch, sizeof arch, dwhy, sizeof dwhy);
-  json_object_set_new(gpu, "device_present", json_boolean(present));
-  if (present) {
-    json_object_set_new(gpu, "device_name", json_string(name));
-    json_object_set_new(gpu, "arch", json_string(arch));
+  for (int i = 0; i < 4 && tc_backend_at(i); i++) {
+    const tc_backend *b = tc_backend_at(i);
+    const char *fw = tc_backend_name(b);
+    int on_device = tc_backend_measure_kind(b) == TC_MEASURE_DEVICE; /* a GPU, else the CPU timed in place */
+    json_t *t = json_object();
+    json_object_set_new(t, "framework", json_string(fw));
+    json_object_set_new(t, "device", json_string(on_device ? "gpu" : "cpu"));
+    json_object_set_new(t, "target", json_string(s->targets[i]));
+    if (!on_device) json_object_set_new(t, "threads", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
+    char why[512] = "";
+    int ok = s->builder->supports(s->builder->self, fw, why, sizeof why);
+    json_object_set_new(t, "available", json_boolean(ok));
+    if (on_device) {
+      char name[256], arch[16], dwhy[256];
+      int present = tune_device(b, name, sizeof name, arch, sizeof arch, dwhy, sizeof dwhy);
+      json_object_set_new(t, "device_present", json_boolean(present));
+      if (present) {
+        json_object_set_new(t, "device_name", json_string(name));
+        json_object_set_new(t, "arch", json_string(arch));
+      }
+      json_object_set_new(t, "tuning", json_boolean(0));
+    }
+    if (on_device ? why[0] != '\0' : !ok) json_object_set_new(t, "reason", json_string(why));
+    json_array_append_new(arr, t);
   }
-  json_object_set_new(gpu, "tuning", json_boolean(0));
-  if (why[0]) json_object_set_new(gpu, "reason", json_string(why));
-  json_array_append_new(arr, gpu);
   json_t *root = json_object();
   json_object_set_new(root, "targets", arr);
   json_object_set_new(root, "compiler_version", json_string(s->compiler_version));

@@ -39,8 +39,7 @@ struct srv {
   char token[256];
   int have_token;
   char *networks_json; /* cached GET /networks body */
-  char llvm_target[256];
-  char cuda_target[256];
+  char targets[4][256]; /* this machine's target string per backend, in tc_backend_at order */
   char compiler_version[32];
   double started_at;
   /* suspended long-poll requests */

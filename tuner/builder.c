@@ -13,86 +13,77 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "tc.h"
-#ifdef TH_HAVE_CUDA
-#include "tc_cuda.h"
-#endif
-#include "target.h"
+#include "th_buf.h"
 #include "th_util.h"
 #include "space.h"
 #include "tune_job.h"
 
-/* The CUDA device of this server, queried once (dlopen of libcuda, cuInit): 1 when present. why gets the reason
- * when not ("no CUDA device: ..." or "built without CUDA"). */
-typedef struct tb__cuda_info {
-  int present;
-  char arch[16];
-  char name[256];
+/* A backend's device on this server, described once per process (for cuda: dlopen of libcuda, cuInit): present
+ * 1 when there is one. why gets the reason when not ("no CUDA device: ..." or "built without CUDA"). */
+typedef struct tb__dev_info {
+  int done, present;
+  tc_device dev;
   char why[256];
-} tb__cuda_info;
+} tb__dev_info;
 
-static tb__cuda_info tb__cuda;
-static pthread_once_t tb__cuda_once = PTHREAD_ONCE_INIT;
+static tb__dev_info tb__devs[4];
+static pthread_mutex_t tb__devs_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void tb__cuda_query(void) {
-#ifdef TH_HAVE_CUDA
-  tc_cuda_device d;
-  if (tc_cuda_device_query(&d, tb__cuda.why, sizeof tb__cuda.why) == TH_OK) {
-    tb__cuda.present = 1;
-    snprintf(tb__cuda.arch, sizeof tb__cuda.arch, "%s", d.arch);
-    snprintf(tb__cuda.name, sizeof tb__cuda.name, "%s", d.name);
-    return;
+int tune_device(const tc_backend *b, char *name, size_t name_n, char *arch, size_t arch_n, char *why,
+                size_t why_n) {
+  int i = 0;
+  while (tc_backend_at(i) && tc_backend_at(i) != b) i++;
+  if (!b || i >= 4 || !tc_backend_at(i)) return 0;
+  pthread_mutex_lock(&tb__devs_mu);
+  tb__dev_info *d = &tb__devs[i];
+  if (!d->done) {
+    d->present = tc_backend_has_device(b, d->why, sizeof d->why) &&
+                 tc_backend_device(b, &d->dev, d->why, sizeof d->why) == TH_OK;
+    if (!d->present) {
+      memset(&d->dev, 0, sizeof d->dev);
+      tc_backend_target t; /* the default build target's arch without a device (sm_90) */
+      const char *a = tc_backend_target_init(b, NULL, &t, NULL, 0) == TH_OK ? strstr(t.str, "-arch=") : NULL;
+      snprintf(d->dev.arch, sizeof d->dev.arch, "%s", a ? a + 6 : "");
+    }
+    d->done = 1;
   }
-  if (!tb__cuda.why[0]) snprintf(tb__cuda.why, sizeof tb__cuda.why, "no CUDA device");
-#else
-  snprintf(tb__cuda.why, sizeof tb__cuda.why,
-           "this tunehub was built without CUDA (NVRTC was not found under /usr/local/cuda at build time)");
-#endif
-  snprintf(tb__cuda.arch, sizeof tb__cuda.arch, "sm_90");
-}
-
-int tune_cuda_device(char *name, size_t name_n, char *arch, size_t arch_n, char *why, size_t why_n) {
-  pthread_once(&tb__cuda_once, tb__cuda_query);
-  if (name) snprintf(name, name_n, "%s", tb__cuda.name);
-  if (arch) snprintf(arch, arch_n, "%s", tb__cuda.arch);
-  if (why) snprintf(why, why_n, "%s", tb__cuda.why);
-  return tb__cuda.present;
+  pthread_mutex_unlock(&tb__devs_mu);
+  if (name) snprintf(name, name_n, "%s", d->dev.name);
+  if (arch) snprintf(arch, arch_n, "%s", d->dev.arch);
+  if (why) snprintf(why, why_n, "%s", d->present ? "" : d->why);
+  return d->present;
 }
 
 th_status tune_target_for(const char *framework, char *out, size_t n) {
-  if (strcmp(framework, "llvm") == 0) {
-    tc_target t;
-    th_status rc = tc_target_host(&t);
-    if (rc != TH_OK) return rc;
-    snprintf(out, n, "llvm -mcpu=%s", t.cpu[0] ? t.cpu : "generic");
-    return TH_OK;
-  }
-  if (strcmp(framework, "cuda") == 0) {
-    /* the device's arch, or sm_90 when this server has none */
-    char arch[16];
-    tune_cuda_device(NULL, 0, arch, sizeof arch, NULL, 0);
-    snprintf(out, n, "cuda -arch=%s", arch);
-    return TH_OK;
-  }
-  return TH_ERR_INVALID;
+  const tc_backend *b = tc_backend_find(framework, NULL, 0);
+  if (!b) return TH_ERR_INVALID;
+  tc_backend_target t;
+  th_status rc = tc_backend_target_init(b, NULL, &t, NULL, 0);
+  if (rc == TH_OK) snprintf(out, n, "%s", t.str);
+  return rc;
 }
 
 static int tb__supports(void *self, const char *framework, char *why, size_t n) {
   (void)self;
-  if (strcmp(framework, "llvm") == 0) return 1;
-  if (strcmp(framework, "cuda") == 0) {
-#ifdef TH_HAVE_CUDA
-    /* builds need only NVRTC; a missing device limits tuning, which the job reports */
-    if (!tune_cuda_device(NULL, 0, NULL, 0, why, n))
-      snprintf(why + strlen(why), n - strlen(why), "; cuda bundles are built (NVRTC) but not timed or tuned here");
-    return 1;
-#else
-    tune_cuda_device(NULL, 0, NULL, 0, why, n);
-    return 0;
-#endif
-  }
-  snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm, cuda", framework);
-  return 0;
+  const tc_backend *b = tc_backend_find(framework, why, n);
+  if (!b) return 0;
+  if (!tc_backend_can_build(b, why, n)) return 0;
+  /* builds need only the compiler; a missing device limits tuning, which the job reports */
+  if (!tune_device(b, NULL, 0, NULL, 0, why, n) && why[0])
+    snprintf(why + strlen(why), n - strlen(why), "; %s bundles are built but not timed or tuned here", framework);
+  return 1;
+}
+
+/* Whether the backend's candidates and bundles are timed on a device this server may lack (cuda). */
+static int tb__on_device(const char *framework) {
+  const tc_backend *b = tc_backend_find(framework, NULL, 0);
+  return b && tc_backend_measure_kind(b) == TC_MEASURE_DEVICE;
+}
+
+static int tb__has_device(const char *framework, char *why, size_t n) {
+  return tune_device(tc_backend_find(framework, NULL, 0), NULL, 0, NULL, 0, why, n);
 }
 
 /* The last progress of a tuning session, kept (tasks copied) after the session is freed, so the tuned rebuild
@@ -183,10 +174,10 @@ static th_status tb__build_publish(const tune_build_env *env, const char *target
   o.progress = tb__progress;
   o.progress_ctx = &pctx;
   /* a cuda bundle is timed only where there is a device; its arch is the one in the key's target */
-  int cuda = strcmp(env->key->framework, "cuda") == 0;
-  const char *arch = cuda ? strstr(target, "-arch=") : NULL;
+  int on_device = tb__on_device(env->key->framework);
+  const char *arch = on_device ? strstr(target, "-arch=") : NULL;
   o.arch = arch ? arch + 6 : NULL;
-  o.measure = !cuda || tune_cuda_device(NULL, 0, NULL, 0, NULL, 0);
+  o.measure = !on_device || tb__has_device(env->key->framework, NULL, 0);
   o.measure_repeat = 10;
   char *manifest = NULL;
   th_status rc = tc_build_bundle(&o, tar, so, &manifest, err, n);
@@ -215,18 +206,17 @@ static void tb__tune_options(const char *json, tune_options *o) {
   json_decref(j);
 }
 
-/* The tuning session for the job's framework: CPU tasks for llvm, GPU tasks on the server's device for cuda. */
+/* The tuning session for the job's framework: CPU tasks for llvm, GPU tasks on the server's device for cuda
+ * (the arch of the key's target). */
 static th_status tb__session(const tune_build_env *env, const char *target, const tune_options *o,
                              tune_session_t **s, char *err, size_t n) {
-  th_status rc;
-  if (strcmp(env->key->framework, "cuda") == 0) {
-    const char *arch = strstr(target, "-arch=");
-    rc = tune_session_new_cuda(env->st, arch ? arch + 6 : NULL, env->key->network, env->key->batch, o, s);
-    if (rc != TH_OK) snprintf(err, n, "cannot start tuning: %s", tune_session_new_errmsg());
-  } else {
-    rc = tune_session_new(env->st, NULL, env->key->network, env->key->batch, o, s);
-    if (rc != TH_OK) snprintf(err, n, "cannot start tuning: %s", th_status_str(rc));
-  }
+  const tc_backend *b = tc_backend_find(env->key->framework, err, n);
+  if (!b) return TH_ERR_INVALID;
+  const char *arch = strstr(target, "-arch=");
+  th_status rc = tune_session_new(env->st, b, arch ? arch + 6 : NULL, env->key->network, env->key->batch, o, s);
+  if (rc != TH_OK)
+    snprintf(err, n, "cannot start tuning: %s", tune_session_new_errmsg()[0] ? tune_session_new_errmsg()
+                                                                              : th_status_str(rc));
   return rc;
 }
 
@@ -282,9 +272,9 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
 /* A cuda tune job on a server without a device stops after its untuned build: the progress says why, plainly.
  * Returns 1 when the job ends there. */
 static int tb__cuda_untuned(const tune_build_env *env) {
-  if (strcmp(env->key->framework, "cuda") != 0) return 0;
+  if (!tb__on_device(env->key->framework)) return 0;
   char why[256], msg[512];
-  if (tune_cuda_device(NULL, 0, NULL, 0, why, sizeof why)) return 0;
+  if (tb__has_device(env->key->framework, why, sizeof why)) return 0;
   snprintf(msg, sizeof msg,
            "published untuned; tuning waits for a worker with a CUDA device (this server has none: %s)", why);
   tune_job_progress p = {.phase = "untuned", .tuning = msg};
@@ -355,7 +345,7 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
 static int tb__next(void *self, void *job, tune_stage_desc *d) {
   (void)self;
   tb__job *j = job;
-  const char *dev = strcmp(j->env->key->framework, "llvm") == 0 ? "cpu" : j->env->key->framework;
+  const char *dev = tb__on_device(j->env->key->framework) ? j->env->key->framework : "cpu";
   memset(d, 0, sizeof *d);
   d->task = d->ntasks = -1;
   if (j->phase == TB_TUNE && j->s) {
@@ -443,7 +433,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
       tune_session_set_build_threads(j->s, cpu_slots > 0 ? cpu_slots : 1);
       /* Granted part of the pool while candidates are timed on the CPU: compile a short slice, so that a
        * job waiting to measure (which needs the whole pool) waits for a slice, not for a whole batch. */
-      tune_session_set_build_limit(j->s, strcmp(env->key->framework, "llvm") == 0 && env->cpu_pool > 0 &&
+      tune_session_set_build_limit(j->s, !tb__on_device(env->key->framework) && env->cpu_pool > 0 &&
                                                  cpu_slots < env->cpu_pool
                                              ? cpu_slots * TB_SLICE_PER_SLOT
                                              : 0);

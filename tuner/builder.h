@@ -4,6 +4,7 @@
 #ifndef TUNE_BUILDER_H
 #define TUNE_BUILDER_H
 
+#include "backend.h"
 #include "worker.h"
 
 /* The process-wide compiler builder (static storage; thread-safe). */
@@ -13,9 +14,10 @@ const tune_builder *tune_builder_compiler(void);
  * "cuda -arch=sm_XX" for cuda. */
 th_status tune_target_for(const char *framework, char *out, size_t n);
 
-/* This server's CUDA device, queried once per process: 1 when present (name and arch filled), else 0 with the
- * reason in why ("no CUDA device: ...", or built without CUDA); arch is then sm_90, the default build arch.
- * Any output may be NULL. Thread-safe. */
-int tune_cuda_device(char *name, size_t name_n, char *arch, size_t arch_n, char *why, size_t why_n);
+/* The device of backend b on this server, described once per process: 1 when present (name and arch filled),
+ * else 0 with the reason in why ("no CUDA device: ...", or built without CUDA); arch is then the default
+ * build arch (sm_90 for cuda). Any output may be NULL. Thread-safe. */
+int tune_device(const tc_backend *b, char *name, size_t name_n, char *arch, size_t arch_n, char *why,
+                size_t why_n);
 
 #endif

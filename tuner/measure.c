@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tc_cuda_measure.h"
+#include "backend.h"
 #include "th_util.h"
 
 #define TUNE_MSG_MAGIC 0x54554e45u /* "TUNE" */
@@ -42,10 +42,10 @@ typedef struct tune_req {
   double rtol, atol;
   char so_path[TUNE_PATH_MAX];
   char fn[TUNE_FN_MAX];
-  /* TUNE_REQ_CUDA */
+  /* TUNE_REQ_CUDA: a candidate timed by its backend; TUNE_REQ_CUDA_DEVICE: the backend's device */
   tc_workload wl;
   tc_config cfg;
-  char arch[16];
+  char target[128]; /* tc_backend_target.str; the backend's name for a device query */
   double timeout_s;
 } tune_req;
 
@@ -53,7 +53,7 @@ typedef struct tune_rep {
   uint32_t magic;
   int32_t ok; /* task: 1 on success */
   tune_result res;
-  tc_cuda_device dev; /* TUNE_REQ_CUDA_DEVICE */
+  tc_device dev; /* TUNE_REQ_CUDA_DEVICE */
   char dev_err[256];
 } tune_rep;
 
@@ -400,16 +400,16 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   tune_result *res = &rep->res;
   res->cost_mean_s = 1e9;
   res->error_class = TC_ERROR_CLASS_INSTANTIATION;
-  tc_cuda_target t;
-  char arch[sizeof q->arch + 1];
-  memcpy(arch, q->arch, sizeof q->arch);
-  arch[sizeof q->arch] = 0;
-  if (tc_cuda_target_init(&t, arch) != TH_OK) {
-    snprintf(res->msg, sizeof res->msg, "bad arch '%.16s'", arch);
+  char target[sizeof q->target + 1];
+  memcpy(target, q->target, sizeof q->target);
+  target[sizeof q->target] = 0;
+  tc_backend_target t;
+  if (tc_backend_target_parse(target, &t) != TH_OK) {
+    snprintf(res->msg, sizeof res->msg, "bad target '%.64s'", target);
     return;
   }
-  tc_cuda_measure_opts o;
-  tc_cuda_measure_opts_default(&o);
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
   if (q->number > 0) o.number = q->number;
   if (q->repeat > 0) o.repeat = q->repeat;
   o.min_repeat_ms = q->min_repeat_ms > 0 ? q->min_repeat_ms : 0;
@@ -418,16 +418,16 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   o.atol = q->atol;
   o.seed = q->seed ? q->seed : 1;
   o.check = 1;
-  char *cubin = NULL; /* the build stage's cubin; without one tc_cuda_measure runs NVRTC */
-  size_t cubin_len = 0;
-  if (q->so_path[0] && th_read_file(q->so_path, (size_t)1 << 28, &cubin, &cubin_len) == TH_OK) {
-    o.cubin = cubin;
-    o.cubin_len = cubin_len;
+  char *image = NULL; /* the build stage's image; without one the backend compiles the candidate */
+  size_t image_len = 0;
+  if (q->so_path[0] && th_read_file(q->so_path, (size_t)1 << 28, &image, &image_len) == TH_OK) {
+    o.image = image;
+    o.image_len = image_len;
   }
-  tc_cuda_measure_result r;
+  tc_measure_result r;
   memset(&r, 0, sizeof r);
-  th_status rc = tc_cuda_measure(&q->wl, &q->cfg, &t, &o, &r);
-  free(cubin);
+  th_status rc = tc_backend_measure(&t, &q->wl, &q->cfg, &o, &r);
+  free(image);
   if (rc != TH_OK) {
     res->error_class =
         rc == TH_ERR_INVALID ? TC_ERROR_CLASS_INSTANTIATION : TC_ERROR_CLASS_RUNTIME_DEVICE;
@@ -440,6 +440,14 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   res->number = r.number;
   snprintf(res->msg, sizeof res->msg, "%.159s", r.msg);
   rep->ok = 1;
+}
+
+static void tune__worker_device(const tune_req *q, tune_rep *rep) {
+  char name[sizeof q->target + 1];
+  memcpy(name, q->target, sizeof q->target);
+  name[sizeof q->target] = 0;
+  const tc_backend *b = tc_backend_find(name, rep->dev_err, sizeof rep->dev_err);
+  rep->ok = b && tc_backend_device(b, &rep->dev, rep->dev_err, sizeof rep->dev_err) == TH_OK;
 }
 
 int tune_measure_worker_main(int in_fd, int out_fd) {
@@ -472,7 +480,7 @@ int tune_measure_worker_main(int in_fd, int out_fd) {
     else if (q->type == TUNE_REQ_CUDA)
       tune__worker_cuda(q, &rep);
     else if (q->type == TUNE_REQ_CUDA_DEVICE)
-      rep.ok = tc_cuda_device_query(&rep.dev, rep.dev_err, sizeof rep.dev_err) == TH_OK;
+      tune__worker_device(q, &rep);
     else
       snprintf(rep.res.msg, sizeof rep.res.msg, "unknown request %u", q->type);
     if (th_write_full(out_fd, &rep, sizeof rep, 1) != 0) {
@@ -761,13 +769,13 @@ static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_re
   m->restarts++;
 }
 
-th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, const tc_config *cfg,
-                                 const char *arch, const char *cubin_path, tune_result *out) {
+th_status tune_measurer_run_device(tune_measurer_t *m, const tc_backend_target *t, const tc_workload *wl,
+                                   const tc_config *cfg, const char *image_path, tune_result *out) {
   memset(out, 0, sizeof *out);
   out->cost_mean_s = 1e9;
   out->error_class = TC_ERROR_CLASS_UNKNOWN;
-  if (!m || !wl || !cfg || !arch || strlen(arch) >= sizeof(((tune_req *)0)->arch) ||
-      (cubin_path && strlen(cubin_path) >= TUNE_PATH_MAX)) {
+  if (!m || !t || !wl || !cfg || strlen(t->str) >= sizeof(((tune_req *)0)->target) ||
+      (image_path && strlen(image_path) >= TUNE_PATH_MAX)) {
     snprintf(out->msg, sizeof out->msg, "invalid arguments");
     return TH_ERR_INVALID;
   }
@@ -781,9 +789,9 @@ th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, cons
   q->timeout_s = m->opts.timeout_s;
   q->wl = *wl;
   q->cfg = *cfg;
-  snprintf(q->arch, sizeof q->arch, "%s", arch);
-  snprintf(q->so_path, sizeof q->so_path, "%s", cubin_path ? cubin_path : "");
-  /* NVRTC and the CPU reference run before the timed part: allow them beyond tc_cuda_measure's own limit. */
+  snprintf(q->target, sizeof q->target, "%s", t->str);
+  snprintf(q->so_path, sizeof q->so_path, "%s", image_path ? image_path : "");
+  /* a compile and the CPU reference run before the timed part: allow them beyond the backend's own limit */
   double limit = m->opts.timeout_s * 2 + 60;
   tune_rep rep;
   int r = tune__roundtrip(m, q, &rep, limit);
@@ -801,14 +809,16 @@ th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, cons
   return TH_OK;
 }
 
-th_status tune_measurer_cuda_device(tune_measurer_t *m, tc_cuda_device *out, char *err, size_t errlen) {
-  if (!m || !out) return TH_ERR_INVALID;
+th_status tune_measurer_device(tune_measurer_t *m, const tc_backend *b, tc_device *out, char *err,
+                               size_t errlen) {
+  if (!m || !b || !out) return TH_ERR_INVALID;
   if (tune__ensure_worker(m) != TH_OK) {
     if (err && errlen) snprintf(err, errlen, "measurement worker: %s", m->err);
     return TH_ERR_IO;
   }
   tune_req *q = tune__new_req(m, TUNE_REQ_CUDA_DEVICE);
   if (!q) return TH_ERR_NOMEM;
+  snprintf(q->target, sizeof q->target, "%s", tc_backend_name(b));
   tune_rep rep;
   int r = tune__roundtrip(m, q, &rep, m->opts.timeout_s + 60);
   free(q);
@@ -820,7 +830,7 @@ th_status tune_measurer_cuda_device(tune_measurer_t *m, tc_cuda_device *out, cha
   }
   if (!rep.ok) {
     rep.dev_err[sizeof rep.dev_err - 1] = 0;
-    if (err && errlen) snprintf(err, errlen, "%s", rep.dev_err[0] ? rep.dev_err : "no CUDA device");
+    if (err && errlen) snprintf(err, errlen, "%s", rep.dev_err[0] ? rep.dev_err : "no device");
     return TH_ERR_UNSUPPORTED;
   }
   *out = rep.dev;

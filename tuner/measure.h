@@ -10,12 +10,13 @@
  * until a repeat lasts min_repeat_ms, an optional cache flush before each repeat, min and max dropped when
  * repeat > 2, score = mean. Kernels use the ABI `void NAME(void *const *args)`.
  *
- * GPU candidates (tune_measurer_run_cuda) travel as workload + config + arch + options and the path of the
- * cubin the build stage compiled: the worker runs tc_cuda_measure (CUDA events, check against the CPU
- * reference; NVRTC only without a cubin) and returns its error class. A CUDA context cannot be recovered from a hung kernel, so after a class 7 (tc_cuda_measure's
- * own timeout or the tuner's) the worker is killed and the next candidate gets a fresh process. The tuner
- * process itself never touches the driver: tune_measurer_cuda_device asks the worker, so a plain fork
- * never inherits an initialised driver.
+ * Candidates of a backend that times them itself (cuda; tune_measurer_run_device) travel as workload + config +
+ * target string + options and the path of the image the build stage compiled: the worker runs
+ * tc_backend_measure (for cuda: CUDA events, check against the CPU reference, NVRTC only without an image) and
+ * returns its error class. A CUDA context cannot be recovered from a hung kernel, so after a class 7 (the
+ * backend's own timeout or the tuner's) the worker is killed and the next candidate gets a fresh process. The
+ * tuner process itself never touches the driver: tune_measurer_device asks the worker, so a plain fork never
+ * inherits an initialised driver.
  *
  * Thread safety: a tune_measurer_t is used by one thread at a time. */
 #ifndef TUNE_MEASURE_H
@@ -25,7 +26,7 @@
 
 #include "error_class.h"
 #include "space.h"
-#include "tc_cuda.h"
+#include "backend.h"
 #include "th_status.h"
 #include "workload.h"
 
@@ -93,15 +94,16 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
  * before any task is set, TH_ERR_IO when the worker cannot be (re)started. */
 th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, const tune_pack *pack,
                             tune_result *out);
-/* Measures one GPU candidate in the worker with tc_cuda_measure (opts: number, repeat, min_repeat_ms,
- * timeout_s, rtol, atol, seed); needs no task. cubin_path: the candidate as the build stage compiled it
- * (NULL: the worker runs NVRTC). Always fills *out; the error class is tc_cuda_measure's.
+/* Measures one candidate of a TC_MEASURE_DEVICE target in the worker with tc_backend_measure (opts: number,
+ * repeat, min_repeat_ms, timeout_s, rtol, atol, seed); needs no task. image_path: the candidate as the build
+ * stage compiled it (NULL: the worker compiles it). Always fills *out; the error class is the backend's.
  * TH_ERR_INVALID for bad arguments, TH_ERR_IO when the worker cannot be (re)started. */
-th_status tune_measurer_run_cuda(tune_measurer_t *m, const tc_workload *wl, const tc_config *cfg,
-                                 const char *arch, const char *cubin_path, tune_result *out);
-/* Asks the worker for device 0 (tc_cuda_device_query there). TH_ERR_UNSUPPORTED with "no CUDA device: ..."
- * in err when it has none; TH_ERR_IO when the worker cannot be reached. */
-th_status tune_measurer_cuda_device(tune_measurer_t *m, tc_cuda_device *out, char *err, size_t errlen);
+th_status tune_measurer_run_device(tune_measurer_t *m, const tc_backend_target *t, const tc_workload *wl,
+                                   const tc_config *cfg, const char *image_path, tune_result *out);
+/* Asks the worker for b's device (tc_backend_device there). TH_ERR_UNSUPPORTED with "no CUDA device: ..." in
+ * err when it has none; TH_ERR_IO when the worker cannot be reached. */
+th_status tune_measurer_device(tune_measurer_t *m, const tc_backend *b, tc_device *out, char *err,
+                               size_t errlen);
 /* How many times the worker was restarted after a crash or hang. */
 int tune_measurer_restarts(const tune_measurer_t *m);
 

@@ -1,5 +1,5 @@
 /* The best stored configs of each task, built again and timed alone (see remeasure.h). Uses the tuner's own
- * pieces: tune_task_build for the library (llvm) or the cubin (cuda), and tune_measurer (fork worker,
+ * pieces: tune_task_build for the library (llvm) or the device image (cuda), and tune_measurer (fork worker,
  * default options: the same repeat, cache flush and output check as a tuning run) for the timing. */
 #include "remeasure.h"
 
@@ -8,15 +8,14 @@
 #include <unistd.h>
 
 #include "measure.h"
-#include "ops.h"
-#include "tc.h"
+#include "backend.h"
+#include "th_util.h"
 #include "tune_space.h"
 #include "tune_task.h"
 
 typedef struct tune__rm {
-  int cuda;
-  tc_target tgt;
-  tc_cuda_target ct;
+  int on_device; /* candidates timed by the backend in the worker */
+  tc_backend_target tgt;
   tune_measurer_t *m;
   char dir[512];
 } tune__rm;
@@ -41,7 +40,7 @@ static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config 
   for (int j = 0; j < k; j++) med[j] = 0;
   tune_layout lay;
   tune_pack ref;
-  if (!x->cuda && (ec[0] || tune_task_layout(t, &lay) != TH_OK || tune_task_pack(t, &all[0], &ref) != TH_OK ||
+  if (!x->on_device && (ec[0] || tune_task_layout(t, &lay) != TH_OK || tune_task_pack(t, &all[0], &ref) != TH_OK ||
                    tune_measurer_set_task(x->m, &lay, so[0], fn[0], &ref) != TH_OK)) {
     fprintf(stderr, "remeasure: %s: reference: %s\n", t->key, ec[0] ? msg[0] : tune_measurer_errmsg(x->m));
     return TH_OK;
@@ -57,8 +56,8 @@ static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config 
       if (bad[j]) continue;
       tune_result res;
       tune_pack p;
-      if (x->cuda) {
-        rc = tune_measurer_run_cuda(x->m, &t->wl, &all[j + 1], x->ct.arch, so[j + 1][0] ? so[j + 1] : NULL, &res);
+      if (x->on_device) {
+        rc = tune_measurer_run_device(x->m, &x->tgt, &t->wl, &all[j + 1], so[j + 1][0] ? so[j + 1] : NULL, &res);
       } else if (tune_task_pack(t, &all[j + 1], &p) != TH_OK) {
         res.error_class = TC_ERROR_CLASS_INSTANTIATION;
         snprintf(res.msg, sizeof res.msg, "no weight packing for this config");
@@ -87,20 +86,16 @@ static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config 
 /* The measurer and the scratch folder for the framework; cuda asks the worker for device 0. */
 static th_status tune__rm_open(tune__rm *x, const char *framework, char *err, size_t n) {
   memset(x, 0, sizeof *x);
-  x->cuda = strcmp(framework, "cuda") == 0;
-  if (!x->cuda && strcmp(framework, "llvm") != 0) {
-    snprintf(err, n, "unknown framework '%s'; valid frameworks: llvm, cuda", framework);
-    return TH_ERR_INVALID;
-  }
+  const tc_backend *b = tc_backend_find(framework, err, n);
+  if (!b) return TH_ERR_INVALID;
+  x->on_device = tc_backend_measure_kind(b) == TC_MEASURE_DEVICE;
   tune_measure_opts mo;
   tune_measure_opts_default(&mo);
-  th_status rc = x->cuda ? TH_OK : tc_target_host(&x->tgt);
-  if (rc == TH_OK) rc = tune_measurer_new(&mo, &x->m);
-  if (rc == TH_OK && x->cuda) {
-    tc_cuda_device dev;
-    rc = tune_measurer_cuda_device(x->m, &dev, err, n);
-    if (rc == TH_OK) rc = tc_cuda_target_init(&x->ct, dev.arch);
-  }
+  th_status rc = tune_measurer_new(&mo, &x->m);
+  tc_device dev;
+  memset(&dev, 0, sizeof dev);
+  if (rc == TH_OK && x->on_device) rc = tune_measurer_device(x->m, b, &dev, err, n); /* the worker's device */
+  if (rc == TH_OK) rc = tc_backend_target_init(b, dev.arch, &x->tgt, err, n);
   const char *tmp = getenv("TMPDIR");
   snprintf(x->dir, sizeof x->dir, "%s/tunehub-remeasure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (rc == TH_OK && !mkdtemp(x->dir)) rc = TH_ERR_IO;
@@ -110,16 +105,13 @@ static th_status tune__rm_open(tune__rm *x, const char *framework, char *err, si
 
 static void tune__rm_close(tune__rm *x) {
   tune_measurer_free(x->m);
-  if (x->dir[0]) rmdir(x->dir); /* each task's files were removed after timing */
+  if (x->dir[0]) (void)th_rm_rf(x->dir);
 }
 
 /* Task i's workload as a tuning task (0 when it has nothing to tune on this framework). */
 static int tune__rm_task(const tune__rm *x, const tc_task *task, tune_task *t) {
   tc_space sp;
-  if (x->cuda)
-    return tc_cuda_space(&task->wl, &x->ct, &sp) == TH_OK && tc_space_size(&sp) >= 2 &&
-           tune_task_init_cuda(t, &task->wl, &x->ct, task->count) == TH_OK;
-  return tc_op_space(&task->wl, &x->tgt, &sp) == TH_OK && tc_space_size(&sp) >= 2 &&
+  return tc_backend_space(&x->tgt, &task->wl, &sp) == TH_OK && tc_space_size(&sp) >= 2 &&
          tune_task_init(t, &task->wl, &x->tgt, task->count) == TH_OK;
 }
 
@@ -132,8 +124,7 @@ th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, int *rows, cha
   tc_task *tasks = NULL;
   int nt = 0;
   if (rc == TH_OK) {
-    rc = x.cuda ? tc_cuda_network_tasks(o->network, o->batch, &tasks, &nt)
-                : tc_network_tasks(o->network, o->batch, &tasks, &nt);
+    rc = tc_network_tasks(&x.tgt, o->network, o->batch, &tasks, &nt);
     if (rc != TH_OK) snprintf(err, n, "unknown network %s or batch %d", o->network, o->batch);
   }
   tune_task *t = rc == TH_OK ? malloc(sizeof *t) : NULL;

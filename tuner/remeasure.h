@@ -12,7 +12,8 @@
 typedef struct tune_remeasure_opts {
   store_t *st;            /* the records whose best configs are timed (borrowed) */
   store_t *against;       /* NULL, or a second store: its best configs are timed beside st's (borrowed) */
-  const char *framework;  /* "llvm" (the host CPU) or "cuda" (device 0; "no CUDA device: ..." without one) */
+  const char *framework;  /* a backend name (tc_backend_find): llvm, the host CPU; cuda, device 0 ("no CUDA
+                             device: ..." without one) */
   const char *network;
   int batch;
   int rounds;             /* interleaved rounds; each config's time is the median over them (default 1) */

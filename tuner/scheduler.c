@@ -3,7 +3,6 @@
  * pool by resource, priority, aging and estimates, and records each job's outcome. */
 #include "scheduler.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "th_log.h"
+#include "backend.h"
 #include "th_util.h"
 
 /* ---- the pure decision ---- */
@@ -168,25 +168,6 @@ void tune_sched_opts_default(tune_sched_opts *o) {
   o->policy.aging_s = 5.0;
 }
 
-static void tune__rmtree(const char *path) {
-  DIR *d = opendir(path);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char p[2048];
-      snprintf(p, sizeof p, "%s/%s", path, e->d_name);
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-        tune__rmtree(p);
-      else
-        unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(path);
-}
-
 /* Typed events go to on_event; the plain listener (long polls, caches) hears the changes that a reader of the
  * job or the models can see: progress, publishes and the end, not every stage start. */
 static void tune__emit(tune_sched *s, const tune_event *ev) {
@@ -248,7 +229,7 @@ static int tune__device_index(tune_sched *s, const char *name) {
 static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *error) {
   if (s->b->close && j->bj) s->b->close(s->b->self, j->bj);
   j->bj = NULL;
-  tune__rmtree(j->dir);
+  (void)th_rm_rf(j->dir);
   if (state >= 0) {
     if (store_job_finish(s->st, j->job.id, (store_job_state)state, error) != TH_OK)
       TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome: %s", (long long)j->job.id, store_errmsg(s->st));
@@ -303,7 +284,7 @@ static void tune__admit(tune_sched *s) {
     j->next = s->jobs;
     s->jobs = j;
     s->njobs++;
-    tune__rmtree(j->dir); /* a previous attempt's leftovers */
+    (void)th_rm_rf(j->dir); /* a previous attempt's leftovers */
     j->env = (tune_build_env){.st = s->st,
                               .job_id = job.id,
                               .key = &j->job.key,
@@ -349,7 +330,10 @@ static int tune__next(tune_sched *s, tune__sjob *j) {
     j->d.kind = TUNE_SK_JOB;
     j->d.cpu_min = -1;
     j->d.cpu_max = -1;
-    snprintf(j->d.device, sizeof j->d.device, "%s", strcmp(j->job.key.framework, "llvm") ? "" : "cpu");
+    /* a whole job holds the CPU when its candidates are timed there */
+    const tc_backend *b = tc_backend_find(j->job.key.framework, NULL, 0);
+    snprintf(j->d.device, sizeof j->d.device, "%s",
+             b && tc_backend_measure_kind(b) == TC_MEASURE_LIBRARY ? "cpu" : "");
     j->d.task = j->d.ntasks = -1;
   }
   j->device = tune__device_index(s, j->d.device);

@@ -132,9 +132,10 @@ int tune_cli_main(int argc, char **argv) {
     tune__usage(stderr);
     return 2;
   }
-  int cuda = strcmp(pos[0], "cuda") == 0;
-  if (strcmp(pos[0], "llvm") != 0 && !cuda) {
-    fprintf(stderr, "tunehub tune: unknown framework '%s' (valid: llvm, cuda)\n", pos[0]);
+  char ferr[128];
+  const tc_backend *be = tc_backend_find(pos[0], ferr, sizeof ferr);
+  if (!be) {
+    fprintf(stderr, "tunehub tune: %s\n", ferr);
     return 2;
   }
   if (!tc_zoo_find(pos[1])) {
@@ -156,21 +157,14 @@ int tune_cli_main(int argc, char **argv) {
     store_close(st);
     return 1;
   }
-  tc_target tgt;
-  rc = tc_target_host(&tgt);
   tune_session_t *s = NULL;
   char tstr[256];
-  if (rc == TH_OK && cuda) {
-    /* the device's arch; without a device this fails with "no CUDA device: ..." */
-    rc = tune_session_new_cuda(st, NULL, pos[1], (int)batch, &o, &s);
-    if (rc == TH_OK) snprintf(tstr, sizeof tstr, "cuda");
-  } else if (rc == TH_OK) {
-    rc = tune_session_new(st, &tgt, pos[1], (int)batch, &o, &s);
-    tune_target_str(&tgt, tstr, sizeof tstr);
-  }
+  /* cuda: the device's arch; without a device this fails with "no CUDA device: ..." */
+  rc = tune_session_new(st, be, NULL, pos[1], (int)batch, &o, &s);
+  if (rc == TH_OK) snprintf(tstr, sizeof tstr, "%s", tune_session_target(s));
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub tune: cannot start tuning %s: %s\n", pos[1],
-            cuda && tune_session_new_errmsg()[0] ? tune_session_new_errmsg() : th_status_str(rc));
+            tune_session_new_errmsg()[0] ? tune_session_new_errmsg() : th_status_str(rc));
     store_close(st);
     return 1;
   }

@@ -1,8 +1,8 @@
-/* The build stage of a cuda tuning session: each candidate of a batch is checked (tc_cuda_valid), printed
- * as CUDA C (tc_cuda_kernel_source) and compiled by NVRTC for the session's arch on the CPU, candidates
- * spread over threads. A candidate that fails here gets its AutoTVM error class without ever reaching the
- * device; the cubin of one that compiles is written to the session's work folder, and the worker process
- * (tc_cuda_measure) loads it, so the measure stage, which holds the device, does no NVRTC work. */
+/* The build stage of a session whose candidates are timed on a device (cuda): each candidate of a batch is
+ * compiled on the CPU by tc_backend_compile (validity, codegen, one device compile), candidates spread over
+ * threads. A candidate that fails here gets its AutoTVM error class without ever reaching the device; the
+ * image of one that compiles is written to the session's work folder, and the worker process
+ * (tc_backend_measure) loads it, so the measure stage, which holds the device, does no compiler work. */
 #include "tune_cuda.h"
 
 #include <pthread.h>
@@ -24,38 +24,24 @@ typedef struct tune_cuda_job {
   char (*msgs)[160];
 } tune_cuda_job;
 
-static void tune__cuda_one(const tune_task *t, const tc_config *cfg, const char *cubin_path, char *so_path,
+static void tune__cuda_one(const tune_task *t, const tc_config *cfg, const char *img_path, char *so_path,
                            char *fn_name, int *err_class, char *msg) {
   char err[2048] = "";
-  if (tc_cuda_valid(&t->wl, &t->cuda_target, &t->space, cfg, err, sizeof err) != TH_OK) {
+  const char *fn = "th_candidate";
+  th_status rc = tc_backend_compile(&t->target, 1, &t->wl, cfg, &fn, img_path, err, sizeof err);
+  if (rc == TH_OK) {
+    snprintf(so_path, TUNE_PATH_MAX, "%s", img_path);
+    snprintf(fn_name, TUNE_FN_MAX, "%s", fn);
+  } else if (rc == TH_ERR_INVALID) {
     *err_class = TC_ERROR_CLASS_INSTANTIATION;
     snprintf(msg, 160, "invalid config: %.140s", err[0] ? err : "device limits");
-    return;
-  }
-  th_buf src;
-  th_buf_init(&src, (size_t)1 << 26);
-  tc_cuda_launch l;
-  th_status rc = tc_cuda_prelude(&src);
-  if (rc == TH_OK) rc = tc_cuda_kernel_source(&t->wl, cfg, &t->cuda_target, "th_candidate", &src, &l, err, sizeof err);
-  if (rc == TH_OK) rc = th_buf_append(&src, "", 1); /* NUL */
-  if (rc != TH_OK) {
-    *err_class = TC_ERROR_CLASS_COMPILE_HOST;
-    snprintf(msg, 160, "codegen: %.140s", err[0] ? err : th_status_str(rc));
-    th_buf_free(&src);
-    return;
-  }
-  char *cubin = NULL;
-  size_t cubin_len = 0;
-  rc = tc_nvrtc_compile(src.data, "candidate.cu", &t->cuda_target, &cubin, &cubin_len, NULL, NULL, err, sizeof err);
-  if (rc != TH_OK) {
+  } else if (rc == TH_ERR_COMPILE) {
     *err_class = TC_ERROR_CLASS_COMPILE_DEVICE;
     snprintf(msg, 160, "NVRTC: %.145s", err[0] ? err : th_status_str(rc));
-  } else if (th_write_file_atomic(cubin_path, cubin, cubin_len) == TH_OK) {
-    snprintf(so_path, TUNE_PATH_MAX, "%s", cubin_path);
-    snprintf(fn_name, TUNE_FN_MAX, "th_candidate");
-  } /* else: no file, and the worker compiles the candidate itself */
-  free(cubin);
-  th_buf_free(&src);
+  } else if (rc != TH_ERR_IO) { /* IO: no file, and the worker compiles the candidate itself */
+    *err_class = TC_ERROR_CLASS_COMPILE_HOST;
+    snprintf(msg, 160, "codegen: %.140s", err[0] ? err : th_status_str(rc));
+  }
 }
 
 static void *tune__cuda_thread(void *arg) {
@@ -71,7 +57,7 @@ static void *tune__cuda_thread(void *arg) {
 th_status tune_cuda_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, const char *dir,
                           const char *tag, char (*so_paths)[TUNE_PATH_MAX], char (*fn_names)[TUNE_FN_MAX],
                           int *err_class, char (*msgs)[160]) {
-  if (!t || !t->cuda || n < 0 || !dir || !tag) return TH_ERR_INVALID;
+  if (!t || !t->on_device || n < 0 || !dir || !tag) return TH_ERR_INVALID;
   for (int i = 0; i < n; i++) {
     so_paths[i][0] = 0;
     fn_names[i][0] = 0;

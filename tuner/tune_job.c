@@ -39,9 +39,8 @@ typedef struct tune_built {
 
 struct tune_session {
   store_t *st;
-  tc_target target;
-  int cuda;                  /* a GPU session: tasks are tune_task_init_cuda's, measured by tc_cuda_measure */
-  tc_cuda_target cuda_target;
+  tc_backend_target target;
+  int on_device; /* candidates are timed by the backend in the worker (tc_backend_measure): cuda */
   tune_options o;
   char work_dir[512];
   int own_work_dir;
@@ -137,8 +136,7 @@ const char *tune_session_new_errmsg(void) {
   return tune__new_err;
 }
 
-static th_status tune__session_new(store_t *st, const tc_target *target, const tc_cuda_target *ct,
-                                   const tc_workload *wls, const int *weights, int n, const tune_options *o,
+static th_status tune__session_new(store_t *st, const tc_backend_target *target, const tc_workload *wls, const int *weights, int n, const tune_options *o,
                                    tune_measurer_t *measurer, tune_session_t **out) {
   if (!st || !wls || n < 1 || !o) {
     tune_measurer_free(measurer);
@@ -159,22 +157,15 @@ static th_status tune__session_new(store_t *st, const tc_target *target, const t
   s->o = *o;
   s->measurer = measurer;
   th_status rc = TH_OK;
-  if (ct) {
-    s->cuda = 1;
-    s->cuda_target = *ct;
-  }
-  if (target)
-    s->target = *target;
-  else if (!ct)
-    rc = tc_target_host(&s->target);
+  s->target = *target;
+  s->on_device = tc_backend_measure_kind(target->backend) == TC_MEASURE_DEVICE;
   if (rc == TH_OK) {
     s->tasks = calloc((size_t)n, sizeof *s->tasks);
     s->prog = calloc((size_t)n, sizeof *s->prog);
     if (!s->tasks || !s->prog) rc = TH_ERR_NOMEM;
   }
   for (int i = 0; rc == TH_OK && i < n; i++) {
-    rc = s->cuda ? tune_task_init_cuda(&s->tasks[i], &wls[i], &s->cuda_target, weights ? weights[i] : 1)
-                 : tune_task_init(&s->tasks[i], &wls[i], &s->target, weights ? weights[i] : 1);
+    rc = tune_task_init(&s->tasks[i], &wls[i], &s->target, weights ? weights[i] : 1);
     if (rc != TH_OK) break;
     tune_task_progress *p = &s->prog[i];
     snprintf(p->key, sizeof p->key, "%s", s->tasks[i].key);
@@ -214,18 +205,9 @@ static th_status tune__session_new(store_t *st, const tc_target *target, const t
   return TH_OK;
 }
 
-th_status tune_session_new_workloads(store_t *st, const tc_target *target, const tc_workload *wls,
-                                     const int *weights, int n, const tune_options *o,
-                                     tune_session_t **out) {
-  return tune__session_new(st, target, NULL, wls, weights, n, o, NULL, out);
-}
 
-static void tune__rm_tree(const char *dir) {
-  /* Only our own scratch files live here: *.so and the build temporaries next to them. */
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  if (strchr(dir, '\'') == NULL && system(cmd) != 0) {
-  }
+const char *tune_session_target(const tune_session_t *s) {
+  return s ? s->target.str : "";
 }
 
 void tune_session_free(tune_session_t *s) {
@@ -234,7 +216,7 @@ void tune_session_free(tune_session_t *s) {
   tune_measurer_free(s->measurer);
   tune__kept_clear(s);
   free(s->kept);
-  if (s->own_work_dir) tune__rm_tree(s->work_dir);
+  if (s->own_work_dir) (void)th_rm_rf(s->work_dir);
   free(s->tasks);
   free(s->prog);
   free(s->cfgs);
@@ -339,7 +321,7 @@ static void tune__kept_clear(tune_session_t *s) {
 }
 
 static int tune__verifies(const tune_session_t *s) {
-  return !s->cuda && s->o.verify_top > 0;
+  return !s->on_device && s->o.verify_top > 0;
 }
 
 typedef struct tune_top_ctx {
@@ -706,8 +688,9 @@ static th_status tune__task_start(tune_session_t *s) {
     return TH_OK;
   }
   p->state = "tuning";
-  /* A GPU candidate is checked against the CPU reference inside tc_cuda_measure: no reference stage. */
-  s->stage = s->cuda ? TUNE_STAGE_SELECT : TUNE_STAGE_REF_BUILD;
+  /* A device candidate is checked against the CPU reference by its backend (tc_backend_measure): no reference
+   * stage. */
+  s->stage = s->on_device ? TUNE_STAGE_SELECT : TUNE_STAGE_REF_BUILD;
   return TH_OK;
 }
 
@@ -812,7 +795,7 @@ static th_status tune__build_verify(tune_session_t *s) {
 
 /* Compiles the batch's next candidates: all that are left, or build_limit of them. */
 static th_status tune__build(tune_session_t *s) {
-  if (s->verifying && !s->cuda) return tune__build_verify(s);
+  if (s->verifying && !s->on_device) return tune__build_verify(s);
   char tag[32];
   int b = s->built, take = s->n - b;
   if (s->build_limit > 0 && take > s->build_limit) take = s->build_limit;
@@ -838,9 +821,9 @@ static th_status tune__measure(tune_session_t *s) {
       snprintf(r->msg, sizeof r->msg, "%s", s->msgs[i]);
       continue;
     }
-    if (s->cuda) {
-      th_status rc = tune_measurer_run_cuda(s->measurer, &t->wl, &s->cfgs[i], s->cuda_target.arch,
-                                            s->so_paths[i][0] ? s->so_paths[i] : NULL, r);
+    if (s->on_device) {
+      th_status rc = tune_measurer_run_device(s->measurer, &s->target, &t->wl, &s->cfgs[i],
+                                              s->so_paths[i][0] ? s->so_paths[i] : NULL, r);
       if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
       continue;
     }
@@ -853,7 +836,7 @@ static th_status tune__measure(tune_session_t *s) {
     th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, r);
     if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
   }
-  if (s->cuda)
+  if (s->on_device)
     tune__unlink_batch(s);
   else
     for (int i = 0; i < s->n; i++)
@@ -950,17 +933,16 @@ void tune_session_progress(const tune_session_t *s, tune_progress *out) {
 typedef struct tune_lookup_ctx {
   const tc_workload *wl;
   const tc_space *space;
-  const tc_target *tgt;
-  const tc_cuda_target *ct; /* non-NULL for a "cuda -arch=..." target */
+  const tc_backend_target *tgt;
   float shape[TUNE_SHAPE_FEATURES];
   const char *key;
   tune_wl_best best[TUNE_MAX_OTHERS]; /* the other workloads of the template */
   int nbest;
 } tune_lookup_ctx;
 
-static th_status tune__lookup_valid(const tc_workload *wl, const tc_target *tgt, const tc_cuda_target *ct,
-                                    const tc_space *space, const tc_config *cfg) {
-  return ct ? tc_cuda_valid(wl, ct, space, cfg, NULL, 0) : tc_op_valid(wl, tgt, space, cfg);
+static th_status tune__lookup_valid(const tc_workload *wl, const tc_backend_target *tgt, const tc_space *space,
+                                    const tc_config *cfg) {
+  return tc_backend_valid(tgt, wl, space, cfg, NULL, 0);
 }
 
 static int tune__lookup_cb(void *ctx, const store_record *r) {
@@ -984,25 +966,16 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   if (rc != TH_OK) return rc;
   /* Records of a target only ever serve that target: "cuda -arch=sm_XX" validates with the GPU templates
    * for that arch, anything else with the host CPU's. */
-  tc_target tgt;
-  tc_cuda_target cuda_tgt, *ct = NULL;
-  memset(&tgt, 0, sizeof tgt);
-  if (strncmp(target, "cuda", 4) == 0 && (target[4] == 0 || target[4] == ' ')) {
-    const char *a = strstr(target, "-arch=");
-    char arch[16] = "";
-    if (a) snprintf(arch, sizeof arch, "%.*s", (int)strcspn(a + 6, " "), a + 6);
-    rc = tc_cuda_target_init(&cuda_tgt, arch);
-    ct = &cuda_tgt;
-  } else {
-    rc = tc_target_host(&tgt);
-  }
+  tc_backend_target tgt;
+  rc = tc_backend_target_parse(target, &tgt);
+  if (rc == TH_ERR_INVALID) rc = tc_backend_target_init(tc_backend_default(), NULL, &tgt, NULL, 0);
   if (rc != TH_OK) return rc;
   store_record best;
   rc = store_record_best(st, key, target, &best);
   if (rc == TH_OK) {
     tc_config c;
     if (tune_config_from_text(space, best.config, &c) == TH_OK &&
-        tune__lookup_valid(wl, &tgt, ct, space, &c) == TH_OK) {
+        tune__lookup_valid(wl, &tgt, space, &c) == TH_OK) {
       *cfg = c;
       snprintf(source, 16, "tuned");
       return TH_OK;
@@ -1015,12 +988,11 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   c->wl = wl;
   c->space = space;
   c->tgt = &tgt;
-  c->ct = ct;
   c->key = key;
   tune_shape_features(key, c->shape);
   rc = store_record_each(st, tc_kernel_name(wl->kernel), target, tune__lookup_cb, c);
   tc_config fb;
-  th_status frc = ct ? tc_cuda_fallback(wl, ct, space, &fb) : tc_op_fallback(wl, &tgt, space, &fb);
+  th_status frc = tc_backend_fallback(&tgt, wl, space, &fb);
   /* the nearest workload (then the fastest) whose applied config is valid here and uses the algorithm the
    * fallback picks for this workload (a Winograd config that won on a 56x56 map loses to the direct path
    * on a 7x7 one with large weights, and the other knobs mean different things per algorithm) */
@@ -1029,7 +1001,7 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   for (int i = 0; rc == TH_OK && frc == TH_OK && !found && i < c->nbest; i++) {
     tc_config x;
     found = c->best[i].cost < 1e18 && tune_config_from_text_nearest(space, c->best[i].config, &x, NULL) == TH_OK &&
-            tune__lookup_valid(wl, &tgt, ct, space, &x) == TH_OK;
+            tune__lookup_valid(wl, &tgt, space, &x) == TH_OK;
     for (int k = 0; found && k < space->nknobs; k++)
       if (space->knobs[k].algo && x.idx[k] != fb.idx[k]) found = 0;
     if (found) *cfg = x;
@@ -1061,54 +1033,28 @@ th_status tune_build_lookup(void *ctx, const tc_workload *wl, const char *worklo
   return TH_OK;
 }
 
-th_status tune_session_new(store_t *st, const tc_target *target, const char *network, int batch,
-                           const tune_options *o, tune_session_t **out) {
-  tc_task *tasks = NULL;
-  int n = 0;
-  th_status rc = tc_network_tasks(network, batch, &tasks, &n);
-  if (rc != TH_OK) return rc;
-  tc_target host;
-  if (!target) {
-    rc = tc_target_host(&host);
-    target = &host;
-  }
-  tc_workload *wls = malloc(sizeof *wls * (size_t)(n > 0 ? n : 1));
-  int *weights = malloc(sizeof *weights * (size_t)(n > 0 ? n : 1));
-  int m = 0;
-  if (!wls || !weights) rc = TH_ERR_NOMEM;
-  for (int i = 0; rc == TH_OK && i < n; i++) {
-    /* Only tunable tasks: a one-point space (layout, concat) has nothing to search. */
-    tc_space sp;
-    if (tc_op_space(&tasks[i].wl, target, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
-    wls[m] = tasks[i].wl;
-    weights[m++] = tasks[i].count;
-  }
-  if (rc == TH_OK && m == 0) rc = TH_ERR_NOT_FOUND;
-  if (rc == TH_OK) rc = tune_session_new_workloads(st, target, wls, weights, m, o, out);
-  free(tasks);
-  free(wls);
-  free(weights);
-  return rc;
-}
-
-/* Starts the measurement worker first and asks it for the device, so the tuner process itself never
- * initialises the driver (a forked worker could not use it). */
-static th_status tune__cuda_prepare(const char *arch, const tune_options *o, tc_cuda_target *ct,
-                                    tune_measurer_t **m) {
+/* The session's target: the host CPU for llvm; for a backend that times candidates on its device, the worker
+ * is started first and asked for the device (the tuner process itself never initialises a driver: a forked
+ * worker could not use it), and arch NULL or "" means the device's. */
+static th_status tune__prepare(const tc_backend *b, const char *arch, const tune_options *o, tc_backend_target *t,
+                               tune_measurer_t **m) {
   tune__new_err[0] = 0;
+  *m = NULL;
   if (!o) return TH_ERR_INVALID;
+  if (!b) b = tc_backend_default();
   char err[256] = "";
-  tc_cuda_device dev;
-  th_status rc = tune_measurer_new(&o->measure, m);
-  if (rc != TH_OK) {
-    snprintf(tune__new_err, sizeof tune__new_err, "cannot start the measurement worker");
-    return rc;
+  th_status rc = TH_OK;
+  tc_device dev;
+  memset(&dev, 0, sizeof dev);
+  if (tc_backend_measure_kind(b) == TC_MEASURE_DEVICE) {
+    rc = tune_measurer_new(&o->measure, m);
+    if (rc != TH_OK) {
+      snprintf(tune__new_err, sizeof tune__new_err, "cannot start the measurement worker");
+      return rc;
+    }
+    rc = tune_measurer_device(*m, b, &dev, err, sizeof err);
   }
-  rc = tune_measurer_cuda_device(*m, &dev, err, sizeof err);
-  if (rc == TH_OK) {
-    rc = tc_cuda_target_init(ct, arch && *arch ? arch : dev.arch);
-    if (rc != TH_OK) snprintf(err, sizeof err, "bad CUDA arch '%.32s' (sm_70 .. sm_121)", arch ? arch : "");
-  }
+  if (rc == TH_OK) rc = tc_backend_target_init(b, arch && *arch ? arch : dev.arch, t, err, sizeof err);
   if (rc != TH_OK) {
     snprintf(tune__new_err, sizeof tune__new_err, "%s", err[0] ? err : th_status_str(rc));
     tune_measurer_free(*m);
@@ -1117,43 +1063,42 @@ static th_status tune__cuda_prepare(const char *arch, const tune_options *o, tc_
   return rc;
 }
 
-th_status tune_session_new_cuda_workloads(store_t *st, const char *arch, const tc_workload *wls,
-                                          const int *weights, int n, const tune_options *o,
-                                          tune_session_t **out) {
+th_status tune_session_new_workloads(store_t *st, const tc_backend *b, const char *arch, const tc_workload *wls,
+                                     const int *weights, int n, const tune_options *o, tune_session_t **out) {
   if (!st || !wls || n < 1 || !o || !out) return TH_ERR_INVALID;
-  tc_cuda_target ct;
+  tc_backend_target t;
   tune_measurer_t *m = NULL;
-  th_status rc = tune__cuda_prepare(arch, o, &ct, &m);
+  th_status rc = tune__prepare(b, arch, o, &t, &m);
   if (rc != TH_OK) return rc;
-  rc = tune__session_new(st, NULL, &ct, wls, weights, n, o, m, out);
+  rc = tune__session_new(st, &t, wls, weights, n, o, m, out);
   if (rc != TH_OK && !tune__new_err[0]) snprintf(tune__new_err, sizeof tune__new_err, "%s", th_status_str(rc));
   return rc;
 }
 
-th_status tune_session_new_cuda(store_t *st, const char *arch, const char *network, int batch,
-                                const tune_options *o, tune_session_t **out) {
+th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, const char *network, int batch,
+                           const tune_options *o, tune_session_t **out) {
   if (!st || !network || batch < 1 || !o || !out) return TH_ERR_INVALID;
-  tc_cuda_target ct;
+  tc_backend_target t;
   tune_measurer_t *m = NULL;
-  th_status rc = tune__cuda_prepare(arch, o, &ct, &m);
+  th_status rc = tune__prepare(b, arch, o, &t, &m);
   if (rc != TH_OK) return rc;
   tc_task *tasks = NULL;
   int n = 0;
-  rc = tc_cuda_network_tasks(network, batch, &tasks, &n);
+  rc = tc_network_tasks(&t, network, batch, &tasks, &n);
   tc_workload *wls = rc == TH_OK ? malloc(sizeof *wls * (size_t)(n > 0 ? n : 1)) : NULL;
   int *weights = rc == TH_OK ? malloc(sizeof *weights * (size_t)(n > 0 ? n : 1)) : NULL;
   int k = 0;
   if (rc == TH_OK && (!wls || !weights)) rc = TH_ERR_NOMEM;
   for (int i = 0; rc == TH_OK && i < n; i++) {
-    /* Only tunable tasks: a GPU template with a one-point space has nothing to search. */
+    /* Only tunable tasks: a one-point space (layout, concat) has nothing to search. */
     tc_space sp;
-    if (tc_cuda_space(&tasks[i].wl, &ct, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
+    if (tc_backend_space(&t, &tasks[i].wl, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
     wls[k] = tasks[i].wl;
     weights[k++] = tasks[i].count;
   }
   if (rc == TH_OK && k == 0) rc = TH_ERR_NOT_FOUND;
   if (rc == TH_OK) {
-    rc = tune__session_new(st, NULL, &ct, wls, weights, k, o, m, out);
+    rc = tune__session_new(st, &t, wls, weights, k, o, m, out);
     m = NULL; /* owned (or freed) by tune__session_new */
   }
   if (rc != TH_OK && !tune__new_err[0])

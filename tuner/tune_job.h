@@ -19,7 +19,7 @@
 #include "measure.h"
 #include "space.h"
 #include "store.h"
-#include "target.h"
+#include "backend.h"
 #include "th_buf.h"
 #include "workload.h"
 
@@ -89,29 +89,24 @@ typedef struct tune_progress {
 
 typedef struct tune_session tune_session_t;
 
-/* A session over explicit workloads (weights = occurrences, may be NULL). st and target are borrowed and
- * must outlive the session (target NULL: the host CPU). */
-th_status tune_session_new_workloads(store_t *st, const tc_target *target, const tc_workload *wls,
-                                     const int *weights, int n, const tune_options *o,
-                                     tune_session_t **out);
-/* A session over a zoo network's tasks (tc_network_tasks). */
-th_status tune_session_new(store_t *st, const tc_target *target, const char *network, int batch,
+/* A session over a zoo network's tasks on backend b (NULL: the host CPU, llvm), tasks with a one-point space
+ * left out (tc_network_tasks). arch: the device's arch for a backend that times candidates on its device
+ * (cuda: "sm_XX"; NULL or "": the device's), ignored otherwise. Such a session compiles candidates on the CPU
+ * (build stage) and measures them with tc_backend_measure in the worker process (measure stage), with no
+ * reference stage (the backend checks against the CPU reference); the worker is started first and queried
+ * for the device: without one, TH_ERR_UNSUPPORTED and tune_session_new_errmsg() says "no CUDA device: ...".
+ * Records use the target's string ("llvm -mcpu=...", "cuda -arch=sm_XX"). st is borrowed and must outlive
+ * the session. */
+th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, const char *network, int batch,
                            const tune_options *o, tune_session_t **out);
-/* A session over a zoo network's GPU tasks (tc_cuda_network_tasks, tasks with a one-point space left out)
- * for arch "sm_XX" (NULL or "": the device's). Candidates are checked and NVRTC-compiled on the CPU (build
- * stage) and measured with tc_cuda_measure in the worker process (measure stage); no reference stage (the
- * check is against the CPU reference). Records use the target "cuda -arch=sm_XX". The worker is started
- * first and queried for the device: without one, TH_ERR_UNSUPPORTED and tune_session_new_errmsg() says
- * "no CUDA device: ...". */
-th_status tune_session_new_cuda(store_t *st, const char *arch, const char *network, int batch,
-                                const tune_options *o, tune_session_t **out);
-/* The same over explicit GPU workloads (NCHW, in_cb == out_cb == 1). */
-th_status tune_session_new_cuda_workloads(store_t *st, const char *arch, const tc_workload *wls,
-                                          const int *weights, int n, const tune_options *o,
-                                          tune_session_t **out);
-/* Why the last tune_session_new_cuda* call on this thread failed (thread-local; "" when it did not). */
+/* The same over explicit workloads (weights = occurrences, may be NULL; NCHW for cuda). */
+th_status tune_session_new_workloads(store_t *st, const tc_backend *b, const char *arch, const tc_workload *wls,
+                                     const int *weights, int n, const tune_options *o, tune_session_t **out);
+/* Why the last tune_session_new* call on this thread failed (thread-local; "" when it did not). */
 const char *tune_session_new_errmsg(void);
 void tune_session_free(tune_session_t *s);
+/* The session's target string ("llvm -mcpu=znver4", "cuda -arch=sm_90"); valid while s lives. */
+const char *tune_session_target(const tune_session_t *s);
 const char *tune_session_errmsg(const tune_session_t *s);
 
 tune_resource tune_session_next_stage(const tune_session_t *s);
@@ -134,8 +129,9 @@ void tune_session_progress(const tune_session_t *s, tune_progress *out);
 
 /* The config a build should use for a workload: the best valid record for (workload, target) -> "tuned";
  * else the config of the nearest tuned workload of the same template that is valid here -> "transferred";
- * else the template's fallback -> "fallback". space must be the workload's space (tc_op_space; tc_cuda_space
- * for a "cuda -arch=sm_XX" target, whose records are validated with the GPU templates for that arch). */
+ * else the template's fallback -> "fallback". space must be the workload's space on the target the string
+ * names (tc_backend_target_parse: "cuda -arch=sm_XX" records are validated with the GPU templates for that
+ * arch, "llvm -mcpu=..." ones with the host CPU's). */
 th_status tune_lookup_config(store_t *st, const char *target, const tc_workload *wl, const tc_space *space,
                              tc_config *cfg, char source[16]);
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "ops.h"
-#include "tc.h"
 
 /* The points of a curve: where the best improved, plus the last trial, thinned to at most about max points.
  * Writes a malloc'd array (NULL when empty). */
@@ -48,11 +48,11 @@ void tune_curve_free(tune_curve *c) {
   c->ntasks = 0;
 }
 
-th_status tune_curve_get(store_t *st, const tc_target *target, const char *target_str, const char *network,
+th_status tune_curve_get(store_t *st, const tc_backend_target *target, const char *target_str, const char *network,
                          int batch, int max_points, tune_curve *out, char *err, size_t n) {
   tc_task *tasks = NULL;
   int ntasks = 0;
-  th_status rc = tc_network_tasks(network, batch, &tasks, &ntasks);
+  th_status rc = tc_network_tasks(target, network, batch, &tasks, &ntasks);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot list the tasks of %s at batch %d: %s", network, batch, th_status_str(rc));
     return rc;
@@ -69,7 +69,7 @@ th_status tune_curve_get(store_t *st, const tc_target *target, const char *targe
   }
   for (int i = 0; rc == TH_OK && i < ntasks; i++) {
     tc_space sp;
-    if (tc_op_space(&tasks[i].wl, target, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
+    if (tc_backend_space(target, &tasks[i].wl, &sp) != TH_OK || tc_space_size(&sp) < 2) continue;
     double *g = NULL;
     int64_t cnt = 0;
     rc = store_record_gflops(st, tasks[i].key, target_str, &g, &cnt);

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "store.h"
-#include "target.h"
+#include "backend.h"
 #include "th_status.h"
 
 /* One point of a curve: the best GFLOPS reached after `trial` trials. */
@@ -43,7 +43,7 @@ typedef struct tune_curve {
  * string. A curve keeps the trials where the best improved and the last one, at most about max_points.
  * TH_ERR_NOT_FOUND / TH_ERR_INVALID for an unknown network or a bad batch; err gets a message. *out is written
  * only on success. */
-th_status tune_curve_get(store_t *st, const tc_target *target, const char *target_str, const char *network,
+th_status tune_curve_get(store_t *st, const tc_backend_target *target, const char *target_str, const char *network,
                          int batch, int max_points, tune_curve *out, char *err, size_t n);
 /* Frees what tune_curve_get put in c (not c itself); accepts NULL. */
 void tune_curve_free(tune_curve *c);

@@ -23,7 +23,7 @@ uint64_t tune_rng_below(tune_rng *r, uint64_t n);
 /* Uniform double in [0, 1). */
 double tune_rng_unit(tune_rng *r);
 
-/* Template validity beyond the declared knob lists (tc_op_valid for a real task). NULL means every config of
+/* Template validity beyond the declared knob lists (tc_backend_valid for a real task). NULL means every config of
  * the space is valid. Must be thread-safe for concurrent readers. */
 typedef int (*tune_valid_fn)(void *ctx, const tc_space *s, const tc_config *c);
 

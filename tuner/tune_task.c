@@ -1,6 +1,6 @@
-/* Tasks: the compiler-facing half of the tuner. Everything here goes through compiler/ops/ops.h,
- * compiler/ir/ir.h and compiler/llvm/tc_llvm.h, so the rest of the tuner stays independent of any
- * template. */
+/* Tasks: the compiler-facing half of the tuner. Everything here goes through the backend interface
+ * (compiler/backend.h), compiler/ops/ops.h (argument slots) and compiler/ir/ir.h (features), so the rest of the
+ * tuner stays independent of any template or code generator. */
 #include "tune_task.h"
 
 #include <ctype.h>
@@ -18,15 +18,10 @@
 
 #include "ir.h"
 #include "ops.h"
-#include "llvm/tc_llvm.h"
 #include "th_buf.h"
 #include "th_util.h"
 #include "tune_cuda.h"
 #include "tune_space.h"
-
-void tune_target_str(const tc_target *t, char *out, size_t n) {
-  snprintf(out, n, "llvm -mcpu=%s", t->cpu[0] ? t->cpu : "generic");
-}
 
 void tune_shape_features(const char *key, float *out) {
   int n = 0;
@@ -58,36 +53,20 @@ void tune_text_knob_features(const tc_space *s, const char *text, float *out) {
   }
 }
 
-th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_target *target, int weight) {
+th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_backend_target *target, int weight) {
+  if (!t || !wl || !target || !target->backend) return TH_ERR_INVALID;
   memset(t, 0, sizeof *t);
   t->wl = *wl;
   t->target = *target;
+  t->on_device = tc_backend_measure_kind(target->backend) == TC_MEASURE_DEVICE;
   t->weight = weight > 0 ? weight : 1;
   th_status rc = tc_workload_check(wl);
   if (rc == TH_OK) rc = tc_workload_key(wl, t->key, sizeof t->key);
-  if (rc == TH_OK) rc = tc_op_space(wl, target, &t->space);
-  if (rc == TH_OK) rc = tc_op_fallback(wl, target, &t->space, &t->fallback);
+  if (rc == TH_OK) rc = tc_backend_space(target, wl, &t->space);
+  if (rc == TH_OK) rc = tc_backend_fallback(target, wl, &t->space, &t->fallback);
   if (rc != TH_OK) return rc;
   snprintf(t->template_name, sizeof t->template_name, "%s", tc_kernel_name(wl->kernel));
-  tune_target_str(target, t->target_str, sizeof t->target_str);
-  t->flops = tc_workload_flops(wl);
-  tune_shape_features(t->key, t->shape);
-  return TH_OK;
-}
-
-th_status tune_task_init_cuda(tune_task *t, const tc_workload *wl, const tc_cuda_target *ct, int weight) {
-  memset(t, 0, sizeof *t);
-  t->wl = *wl;
-  t->cuda = 1;
-  t->cuda_target = *ct;
-  t->weight = weight > 0 ? weight : 1;
-  th_status rc = tc_workload_check(wl);
-  if (rc == TH_OK) rc = tc_workload_key(wl, t->key, sizeof t->key);
-  if (rc == TH_OK) rc = tc_cuda_space(wl, ct, &t->space);
-  if (rc == TH_OK) rc = tc_cuda_fallback(wl, ct, &t->space, &t->fallback);
-  if (rc != TH_OK) return rc;
-  snprintf(t->template_name, sizeof t->template_name, "%s", tc_kernel_name(wl->kernel));
-  snprintf(t->target_str, sizeof t->target_str, "cuda -arch=%s", ct->arch);
+  snprintf(t->target_str, sizeof t->target_str, "%s", target->str);
   t->flops = tc_workload_flops(wl);
   tune_shape_features(t->key, t->shape);
   return TH_OK;
@@ -95,8 +74,7 @@ th_status tune_task_init_cuda(tune_task *t, const tc_workload *wl, const tc_cuda
 
 int tune_task_valid(void *ctx, const tc_space *s, const tc_config *c) {
   const tune_task *t = ctx;
-  if (t->cuda) return tc_cuda_valid(&t->wl, &t->cuda_target, s, c, NULL, 0) == TH_OK;
-  return tc_op_valid(&t->wl, &t->target, s, c) == TH_OK;
+  return tc_backend_valid(&t->target, &t->wl, s, c, NULL, 0) == TH_OK;
 }
 
 int tune_task_feature_count(void) {
@@ -112,15 +90,7 @@ int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *
   if (!a) return -1;
   const tc_stmt *body = NULL;
   int n = 0;
-  th_status rc;
-  if (t->cuda) {
-    tc_cuda_lowered k;
-    memset(&k, 0, sizeof k);
-    rc = tc_cuda_lower(&t->wl, c, &t->cuda_target, a, &k);
-    body = k.body;
-  } else {
-    rc = tc_op_lower(&t->wl, c, &t->target, a, &body);
-  }
+  th_status rc = tc_backend_lower(&t->target, &t->wl, c, a, &body);
   if (rc == TH_OK) rc = tc_ir_features(body, ir, TC_IR_FEATURE_LEN, &n);
   th_arena_free(a);
   if (rc != TH_OK) {
@@ -173,11 +143,11 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
   if (t->wl.kernel != TC_KERNEL_CONV2D && t->wl.kernel != TC_KERNEL_DEPTHWISE &&
       t->wl.kernel != TC_KERNEL_DENSE)
     return TH_OK;
-  size_t n = tc_op_packed_size(&t->wl, c, &t->target);
-  if (n == 0) return TH_ERR_INVALID;
   int p[TC_PACK_NPARAMS];
-  th_status rc = tc_op_pack_params(&t->wl, c, &t->target, p);
+  int64_t n = 0;
+  th_status rc = tc_backend_pack(&t->target, &t->wl, c, p, &n);
   if (rc != TH_OK) return rc;
+  if (n == 0) return TH_ERR_INVALID;
   for (int i = 0; i < TC_PACK_NPARAMS && i < TUNE_PACK_NPARAMS; i++) out->params[TC_ARG_WEIGHTS][i] = p[i];
   out->packed_n[TC_ARG_WEIGHTS] = (int64_t)n;
   return TH_OK;
@@ -209,7 +179,7 @@ static th_status tune__build_lib(const tune_task *t, const tc_config *cfgs, cons
       cs[i] = cfgs[which[i]];
       names[i] = fn_names[which[i]];
     }
-    rc = tc_kernels_build_so(&t->target, n, wls, cs, names, so, err, errlen);
+    rc = tc_backend_compile(&t->target, n, wls, cs, names, so, err, errlen);
   }
   free(wls);
   free(cs);
@@ -345,7 +315,7 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]) {
   if (n <= 0) return TH_OK;
   if (nthreads < 1) nthreads = 1;
-  if (t->cuda) return tune_cuda_build(t, cfgs, n, nthreads, dir, tag, so_paths, fn_names, err_class, msgs);
+  if (t->on_device) return tune_cuda_build(t, cfgs, n, nthreads, dir, tag, so_paths, fn_names, err_class, msgs);
   int *which = malloc(sizeof *which * (size_t)n);
   tune_build_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
   pthread_t *th = calloc((size_t)nthreads, sizeof *th);
@@ -361,7 +331,7 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
     msgs[i][0] = 0;
     snprintf(fn_names[i], TUNE_FN_MAX, "tune_%s_%d", tag, i);
     err_class[i] = TC_ERROR_CLASS_NONE;
-    if (tc_op_valid(&t->wl, &t->target, &t->space, &cfgs[i]) != TH_OK) {
+    if (tc_backend_valid(&t->target, &t->wl, &t->space, &cfgs[i], NULL, 0) != TH_OK) {
       err_class[i] = TC_ERROR_CLASS_INSTANTIATION;
       snprintf(msgs[i], 160, "invalid config for this workload");
       continue;
@@ -370,9 +340,8 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
   }
   /* The runtime object every candidate library links: compiled here once, before the build children fork,
    * so that they find it ready (a failure shows again, per candidate, in the children). */
-  const char *rt_o;
   char rt_err[160];
-  (void)tc_runtime_object(&rt_o, rt_err, sizeof rt_err);
+  (void)tc_backend_prepare(t->target.backend, rt_err, sizeof rt_err);
   int njobs = nvalid < nthreads ? nvalid : nthreads;
   int pos = 0;
   for (int j = 0; j < njobs; j++) {

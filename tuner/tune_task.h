@@ -1,8 +1,9 @@
 /* A tuning task: one (template, workload) pair of a network on one target, with its config space, fallback
  * config, FLOPs and weight (how many times the network runs it). This module binds the generic tuner parts
- * (search, measure) to the compiler: validity through tc_op_valid, features through tc_op_lower +
- * tc_ir_features plus shape features, candidate libraries through tc_kernels_build_so (a batch is split over
- * threads, one .so per thread), and the argument layout and weight packing the measurement worker needs.
+ * (search, measure) to the compiler through its backend interface (backend.h): validity through
+ * tc_backend_valid, features through tc_backend_lower + tc_ir_features plus shape features, candidates through
+ * tc_backend_compile (a batch is split over threads, one .so per thread on the CPU, one image per candidate on
+ * a device), and the argument layout and weight packing the measurement worker needs.
  *
  * Thread safety: a tune_task is read-only after tune_task_init and may be shared by threads. */
 #ifndef TUNE_TASK_H
@@ -12,37 +13,32 @@
 #include <stdint.h>
 
 #include "measure.h"
+#include "backend.h"
 #include "space.h"
-#include "target.h"
-#include "tc_cuda.h"
 #include "workload.h"
 
 #define TUNE_SHAPE_FEATURES 16
 
 typedef struct tune_task {
   tc_workload wl;
-  tc_target target;        /* copied */
+  tc_backend_target target; /* copied */
   char key[512];           /* tc_workload_key */
   char template_name[64];  /* tc_kernel_name */
-  char target_str[256];    /* "llvm -mcpu=<cpu>", the records' target */
+  char target_str[256];    /* target.str: "llvm -mcpu=<cpu>", "cuda -arch=sm_XX", the records' target */
   tc_space space;
   tc_config fallback;
   double flops;
   int weight;              /* occurrences in the network */
   float shape[TUNE_SHAPE_FEATURES]; /* from the workload key, see tune_shape_features */
-  int cuda;                /* 1: a GPU task (tc_cuda_* templates, target_str "cuda -arch=sm_XX") */
-  tc_cuda_target cuda_target; /* when cuda */
+  int on_device;           /* 1: candidates are timed by the backend in the worker (tc_backend_measure) */
 } tune_task;
 
-/* Fills the task for (wl, target): key, space, fallback, FLOPs. TH_ERR_INVALID for a bad workload. */
-th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_target *target, int weight);
-/* Fills a GPU task for (wl, ct): space and fallback from tc_cuda_space / tc_cuda_fallback, target string
- * "cuda -arch=sm_XX". TH_ERR_UNSUPPORTED for a workload with no GPU template. */
-th_status tune_task_init_cuda(tune_task *t, const tc_workload *wl, const tc_cuda_target *ct, int weight);
-/* The records' target string for a target: "llvm -mcpu=<cpu>". */
-void tune_target_str(const tc_target *t, char *out, size_t n);
+/* Fills the task for (wl, target): key, space and fallback of the target's backend, FLOPs, the records'
+ * target string. TH_ERR_INVALID for a bad workload, TH_ERR_UNSUPPORTED for one the backend has no template
+ * for. */
+th_status tune_task_init(tune_task *t, const tc_workload *wl, const tc_backend_target *target, int weight);
 
-/* tune_valid_fn over a task (ctx = const tune_task *): tc_op_valid (tc_cuda_valid for a GPU task). */
+/* tune_valid_fn over a task (ctx = const tune_task *): tc_backend_valid. */
 int tune_task_valid(void *ctx, const tc_space *s, const tc_config *c);
 /* Extra cost-model features (ctx = const tune_task *): TUNE_SHAPE_FEATURES shape features, then
  * TC_IR_FEATURE_LEN loop features of the lowered kernel. */
@@ -69,13 +65,11 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
  * Each library is compiled in a forked child process with a deadline of timeout_s (<= 0: the default,
  * TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only that child. When a child
  * passes its deadline or dies, its candidates are built again one per child, and the guilty ones get
- * TC_ERROR_CLASS_BUILD_TIMEOUT ("build timed out after N s") or TC_ERROR_CLASS_COMPILE_HOST ("the compiler
- * crashed").
- * GPU task: validity (TC_ERROR_CLASS_INSTANTIATION), CUDA codegen (TC_ERROR_CLASS_COMPILE_HOST) and one
- * NVRTC compile per candidate over nthreads threads (TC_ERROR_CLASS_COMPILE_DEVICE), in this process,
- * without a deadline; nothing
- * is written (so_paths and fn_names come back empty): the measure worker regenerates and times the candidate
- * with tc_cuda_measure. */
+ * TC_ERROR_CLASS_BUILD_TIMEOUT ("build timed out after N s") or TC_ERROR_CLASS_COMPILE_HOST ("the compiler crashed").
+ * A task timed on a device (on_device): validity (TC_ERROR_CLASS_INSTANTIATION), codegen (TC_ERROR_CLASS_COMPILE_HOST)
+ * and one device compile per candidate over nthreads threads (TC_ERROR_CLASS_COMPILE_DEVICE), in this process,
+ * without a deadline; candidate i's image goes to dir/tag_i.img, named in so_paths[i] (empty when it could not
+ * be written: the worker then compiles the candidate itself, tc_backend_measure). */
 th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,
                           const char *dir, const char *tag, char (*so_paths)[TUNE_PATH_MAX],
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]);

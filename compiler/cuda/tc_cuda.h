@@ -111,18 +111,6 @@ typedef struct tc_cuda_device {
  * device: ..." in err when there is no driver, no device, or the driver fails to initialise. */
 th_status tc_cuda_device_query(tc_cuda_device *out, char *err, size_t errlen);
 
-/* ---- bundles (build_cuda.c) ----------------------------------------------------------------------- */
-
-struct tc_build_opts;
-/* tc_build_bundle for framework "cuda" (build.c dispatches here). Same contract as tc_build_bundle. */
-th_status tc_cuda_build_bundle(const struct tc_build_opts *o, const char *out_tar, const char *out_so,
-                               char **manifest_json, char *err, size_t errlen);
-
-struct tc_task;
-/* The distinct GPU kernels of network at batch (no layout pass), in first-use order, like
- * tc_network_tasks. *tasks is malloc'd. */
-th_status tc_cuda_network_tasks(const char *network, int batch, struct tc_task **tasks, int *n);
-
 /* ---- reference (ref_kernel.c) --------------------------------------------------------------------- */
 
 /* Plain C loops computing one workload with the GPU ABI (NCHW, torch-layout folded weights): args as for

@@ -1,6 +1,7 @@
 /* The LLVM CPU backend: lowers loop IR kernels into one LLVM module per build, optimises it for the
  * target CPU (LLVMRunPasses "default<O3>") and emits an object file; plus tc_kernels_build_so(), which
- * links such an object with the runtime into a shared library (the tuner's candidates and the tests).
+ * links such an object with the runtime (compiler/link.h) into a shared library (the tuner's candidates,
+ * through tc_backend_compile, and the tests).
  * LLVM errors never abort: they come back as TH_ERR_COMPILE with LLVM's message. A module is not
  * thread-safe, but separate modules may be used from separate threads (each owns its LLVMContext). */
 #ifndef TC_LLVM_H
@@ -9,6 +10,7 @@
 #include <stddef.h>
 
 #include "ir.h"
+#include "link.h"
 #include "space.h"
 #include "target.h"
 #include "workload.h"
@@ -42,19 +44,5 @@ th_status tc_llvm_emit_ir(tc_llvm_module_t *m, char **ir_text);
 th_status tc_kernels_build_so(const tc_target *t, int n, const tc_workload *wls, const tc_config *cfgs,
                               const char *const *fn_names, const char *so_path, char *err,
                               size_t errlen);
-
-/* Links objects and the runtime object (tc_runtime_object) into so_path with $CC. srcs are further C files to
- * compile in (may be NULL/0; th_rt.h is on their include path). Used by tc_kernels_build_so and by the model
- * build. */
-th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *const *srcs,
-                     const char *so_path, char *err, size_t errlen);
-
-/* Writes the runtime's sources (th_rt.h, th_rt.c), embedded in this binary at build time, into dir
- * (which must exist). Callers compile th_rt.c into every model .so. */
-th_status tc_runtime_write_sources(const char *dir);
-/* The runtime (th_rt.c) compiled with $CC -O2 -fPIC once per process into a temporary folder, removed at the
- * process's exit; compiled again if the file went away. *path stays valid until the next call. Thread-safe;
- * call it before fork() so that children find it ready (a child never takes the lock). */
-th_status tc_runtime_object(const char **path, char *err, size_t errlen);
 
 #endif

@@ -138,7 +138,9 @@ int main(int argc, char **argv) {
   if (net) {
     tc_task *tasks = NULL;
     int nt_ = 0;
-    th_status rc = tc_network_tasks(net, (int)strtol(argv[2], NULL, 10), &tasks, &nt_);
+    tc_backend_target bt;
+    th_status rc = tc_backend_target_init(tc_backend_default(), NULL, &bt, NULL, 0);
+    if (rc == TH_OK) rc = tc_network_tasks(&bt, net, (int)strtol(argv[2], NULL, 10), &tasks, &nt_);
     if (rc != TH_OK) {
       fprintf(stderr, "%s: %s\n", net, th_status_str(rc));
       return 1;

@@ -77,17 +77,17 @@ static int run_one(const tc_workload *w, const char *key, const char *tuner, int
   o.transfer = 0;
   tune_session_t *s = NULL;
   int rc = -1;
-  if (tune_session_new_workloads(st, NULL, w, NULL, 1, &o, &s) == TH_OK) {
+  if (tune_session_new_workloads(st, NULL, NULL, w, NULL, 1, &o, &s) == TH_OK) {
     double t0 = th_now_mono();
     if (tune_session_run_all(s, NULL, NULL) == TH_OK) rc = 0;
     *secs = th_now_mono() - t0;
     if (rc != 0) fprintf(stderr, "%s: %s\n", tuner, tune_session_errmsg(s));
   }
   tune_session_free(s);
-  tc_target host;
+  tc_backend_target host;
   char tstr[256];
-  if (rc == 0 && tc_target_host(&host) == TH_OK) {
-    tune_target_str(&host, tstr, sizeof tstr);
+  if (rc == 0 && tc_backend_target_init(tc_backend_default(), NULL, &host, NULL, 0) == TH_OK) {
+    snprintf(tstr, sizeof tstr, "%s", host.str);
     cv->key = key;
     if (store_record_each(st, tc_kernel_name(w->kernel), tstr, curve_cb, cv) != TH_OK) rc = -1;
   }

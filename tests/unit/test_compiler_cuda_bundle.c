@@ -209,7 +209,9 @@ TH_TEST(bad_options) {
   CHECK(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err) == TH_ERR_NOT_FOUND);
   tc_task *tasks = NULL;
   int n = 0;
-  CHECK(tc_cuda_network_tasks("resnet-18", 1, &tasks, &n) == TH_OK);
+  tc_backend_target t;
+  CHECK(tc_backend_target_init(tc_backend_find("cuda", NULL, 0), "sm_90", &t, NULL, 0) == TH_OK);
+  CHECK(tc_network_tasks(&t, "resnet-18", 1, &tasks, &n) == TH_OK);
   CHECK(n > 5);
   for (int i = 0; i < n; i++) CHECK(tasks[i].wl.in_cb == 1 && tasks[i].wl.out_cb == 1);
   free(tasks);

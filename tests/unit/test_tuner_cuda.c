@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "tc.h"
 #include "tc_cuda.h"
 #include "store.h"
@@ -31,6 +32,8 @@
 #include "tune_task.h"
 
 /* ---- NVRTC interposition: the last program's source, per thread ---- */
+#define CUDA tc_backend_find("cuda", NULL, 0)
+
 static _Thread_local char *last_src;
 
 int nvrtcCreateProgram(void **prog, const char *src, const char *name, int nh, const char *const *headers,
@@ -302,7 +305,7 @@ TH_TEST(conv_random) {
   tune_options o;
   quick_opts(&o, "random", 6, 3);
   tune_session_t *s = NULL;
-  th_status rc = tune_session_new_cuda_workloads(st, "sm_80", &wl, NULL, 1, &o, &s);
+  th_status rc = tune_session_new_workloads(st, CUDA, "sm_80", &wl, NULL, 1, &o, &s);
   if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
   CHECK(rc == TH_OK);
   /* start task -> select (no reference stage) -> build (CPU: NVRTC) -> measure (device) -> update */
@@ -365,7 +368,7 @@ TH_TEST(conv_random) {
   /* The output check runs in the worker: an impossible tolerance makes every trial a wrong answer. */
   quick_opts(&o, "random", 2, 2);
   o.measure.rtol = o.measure.atol = -1;
-  CHECK(tune_session_new_cuda_workloads(st, "sm_80", &wl2, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, CUDA, "sm_80", &wl2, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_progress(s, &p);
   CHECK_EQ_INT(p.tasks[0].errors, 2);
@@ -413,7 +416,7 @@ TH_TEST(concat_zero_flops) {
   tune_options o;
   quick_opts(&o, "random", 3, 3);
   tune_session_t *s = NULL;
-  th_status rc = tune_session_new_cuda_workloads(st, "sm_80", &wl, NULL, 1, &o, &s);
+  th_status rc = tune_session_new_workloads(st, CUDA, "sm_80", &wl, NULL, 1, &o, &s);
   if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
   CHECK(rc == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
@@ -442,7 +445,9 @@ TH_TEST(mobilenet_xgb_build) {
   /* Two mobilenet GPU tasks: the cheapest depthwise and the cheapest conv2d (emulation cost). */
   tc_task *tasks = NULL;
   int n = 0;
-  CHECK(tc_cuda_network_tasks("mobilenet", 1, &tasks, &n) == TH_OK);
+  tc_backend_target bt;
+  CHECK(tc_backend_target_init(CUDA, "sm_90", &bt, NULL, 0) == TH_OK);
+  CHECK(tc_network_tasks(&bt, "mobilenet", 1, &tasks, &n) == TH_OK);
   tc_cuda_target t;
   CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
   tc_workload wls[2];
@@ -464,7 +469,7 @@ TH_TEST(mobilenet_xgb_build) {
   tune_options o;
   quick_opts(&o, "xgb", 4, 4);
   tune_session_t *s = NULL;
-  th_status rc = tune_session_new_cuda_workloads(st, "sm_90", wls, weights, 2, &o, &s);
+  th_status rc = tune_session_new_workloads(st, CUDA, "sm_90", wls, weights, 2, &o, &s);
   if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
   CHECK(rc == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
@@ -539,7 +544,7 @@ TH_TEST(no_device) {
   tune_options o;
   quick_opts(&o, "xgb", 4, 4);
   tune_session_t *s = NULL;
-  CHECK(tune_session_new_cuda(st, NULL, "mobilenet", 1, &o, &s) == TH_ERR_UNSUPPORTED);
+  CHECK(tune_session_new(st, CUDA, NULL, "mobilenet", 1, &o, &s) == TH_ERR_UNSUPPORTED);
   CHECK(s == NULL);
   fprintf(stderr, "%s\n", tune_session_new_errmsg());
   CHECK(strncmp(tune_session_new_errmsg(), "no CUDA device: ", 16) == 0);

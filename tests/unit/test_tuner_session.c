@@ -21,6 +21,13 @@
 #include "tune_space.h"
 #include "tune_task.h"
 
+/* The host CPU as the tuner's target (the llvm backend's). */
+static const tc_backend_target *host_target(void) {
+  static tc_backend_target t;
+  if (!t.backend) CHECK(tc_backend_target_init(tc_backend_default(), NULL, &t, NULL, 0) == TH_OK);
+  return &t;
+}
+
 static tc_workload conv(int c, int hw, int oc, int k, int stride) {
   tc_workload w;
   memset(&w, 0, sizeof w);
@@ -99,7 +106,7 @@ TH_TEST(session_records_resume_lookup) {
   tune_options o;
   quick_opts(&o, "xgb", 24);
   tune_session_t *s = NULL;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   /* The stages and their resources, in order. */
   CHECK_EQ_INT(tune_session_next_stage(s), TUNE_RES_NONE); /* start task */
   CHECK(tune_session_run_stage(s) == TH_OK);
@@ -132,7 +139,7 @@ TH_TEST(session_records_resume_lookup) {
   CHECK(tc_workload_key(&wl, key, sizeof key) == TH_OK);
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
-  tune_target_str(&host, tstr, sizeof tstr);
+  snprintf(tstr, sizeof tstr, "%s", host_target()->str);
   int64_t count = 0;
   CHECK(store_record_count(st, key, tstr, &count) == TH_OK);
   CHECK_EQ_INT(count, 24);
@@ -143,7 +150,7 @@ TH_TEST(session_records_resume_lookup) {
   fprintf(stderr, "records: %d, valid %d\n", rc.n, rc.valid);
 
   /* A rerun resumes: the task is at its budget and is skipped; no new records. */
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_progress(s, &p);
   CHECK_STR(p.tasks[0].state, "skipped");
@@ -155,7 +162,7 @@ TH_TEST(session_records_resume_lookup) {
 
   /* A bigger budget tunes only the difference. */
   o.trials = 32;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_free(s);
   CHECK(store_record_count(st, key, tstr, &count) == TH_OK);
@@ -199,7 +206,7 @@ static store_t *open_for_host(const char *dir, tc_target *host, char *tstr, size
   store_t *st = NULL;
   CHECK(store_open(dir, &st) == TH_OK);
   CHECK(tc_target_host(host) == TH_OK);
-  tune_target_str(host, tstr, n);
+  snprintf(tstr, n, "%s", host_target()->str);
   return st;
 }
 
@@ -263,13 +270,13 @@ TH_TEST(session_transfer_seeds_new_task) {
   tune_options o;
   quick_opts(&o, "xgb", 16);
   tune_session_t *s = NULL;
-  CHECK(tune_session_new_workloads(st, NULL, &a, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &a, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_free(s);
   char ka[512], kb[512], tstr[256];
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
-  tune_target_str(&host, tstr, sizeof tstr);
+  snprintf(tstr, sizeof tstr, "%s", host_target()->str);
   CHECK(tc_workload_key(&a, ka, sizeof ka) == TH_OK);
   CHECK(tc_workload_key(&b, kb, sizeof kb) == TH_OK);
   store_record best;
@@ -280,7 +287,7 @@ TH_TEST(session_transfer_seeds_new_task) {
   o.batch = 1;
   o.seed = 99;
   o.verify_top = 0; /* the best record is then that one trial (verification might prefer the fallback) */
-  CHECK(tune_session_new_workloads(st, NULL, &b, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &b, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_free(s);
   tc_space spb;
@@ -395,7 +402,7 @@ TH_TEST(session_every_strategy_small_conv) {
   CHECK(tc_workload_key(&wl, key, sizeof key) == TH_OK);
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
-  tune_target_str(&host, tstr, sizeof tstr);
+  snprintf(tstr, sizeof tstr, "%s", host_target()->str);
   for (int k = 0; k < 4; k++) {
     char dir[256];
     tmpdir(dir, sizeof dir);
@@ -405,7 +412,7 @@ TH_TEST(session_every_strategy_small_conv) {
     quick_opts(&o, kinds[k], 10);
     o.batch = 4;
     tune_session_t *s = NULL;
-    CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+    CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
     CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
     tune_progress p;
     tune_session_progress(s, &p);
@@ -462,7 +469,7 @@ TH_TEST(build_isolates_hang_and_crash) {
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
   tune_task t;
-  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  CHECK(tune_task_init(&t, &wl, host_target(), 1) == TH_OK);
   tc_config cfgs[4];
   cfgs[0] = t.fallback;
   tune_rng rng;
@@ -511,7 +518,7 @@ TH_TEST(build_isolates_hang_and_crash) {
   g_hang_mod = 4;
   tune_build_fault_hook = fault_hook;
   tune_session_t *s = NULL;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_build_fault_hook = NULL;
   tune_progress p;
@@ -542,13 +549,13 @@ TH_TEST(session_first_trial_is_fallback) {
   o.batch = 1;
   o.seed = 5;
   tune_session_t *s = NULL;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_free(s);
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
   tune_task t;
-  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  CHECK(tune_task_init(&t, &wl, host_target(), 1) == TH_OK);
   char fb[1024];
   CHECK(tc_config_str(&t.space, &t.fallback, fb, sizeof fb) == TH_OK);
   store_record r;
@@ -571,7 +578,7 @@ TH_TEST(session_build_limit_slices_batch) {
   quick_opts(&o, "random", 8);
   o.seed = 3;
   tune_session_t *s = NULL;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   tune_session_set_build_threads(s, 1);
   tune_session_set_build_limit(s, 3);
   int builds = 0, measures = 0;
@@ -595,7 +602,7 @@ TH_TEST(session_build_limit_slices_batch) {
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
   tune_task t;
-  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  CHECK(tune_task_init(&t, &wl, host_target(), 1) == TH_OK);
   int64_t nrec = 0;
   CHECK(store_record_count(st, t.key, t.target_str, &nrec) == TH_OK);
   CHECK_EQ_INT((int)nrec, 8);
@@ -650,7 +657,7 @@ TH_TEST(session_verifies_best_configs) {
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
   tune_task t;
-  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  CHECK(tune_task_init(&t, &wl, host_target(), 1) == TH_OK);
   char fb[1024];
   CHECK(tc_config_str(&t.space, &t.fallback, fb, sizeof fb) == TH_OK);
 
@@ -660,7 +667,7 @@ TH_TEST(session_verifies_best_configs) {
   o.seed = 11;
   o.verify_top = 0;
   tune_session_t *s = NULL;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_free(s);
   verify_ctx *c = calloc(1, sizeof *c);
@@ -671,7 +678,7 @@ TH_TEST(session_verifies_best_configs) {
 
   /* The next run finds the budget spent and only verifies. */
   o.verify_top = TUNE_VERIFY_TOP;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_progress p;
   tune_session_progress(s, &p);
@@ -710,7 +717,7 @@ TH_TEST(session_verifies_best_configs) {
   CHECK(fabs(best.gflops - verified_gflops) < 1e-6 * verified_gflops + 1e-9);
 
   /* A rerun skips the verified task, adds nothing, and reports the verified time. */
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_session_progress(s, &p);
   CHECK_STR(p.tasks[0].state, "skipped");
@@ -749,7 +756,7 @@ static long builds_with_verify(int verify_top, int *nverify) {
   o.verify_top = verify_top;
   tune_session_t *s = NULL;
   tune_build_fault_hook = count_build_hook;
-  CHECK(tune_session_new_workloads(st, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
+  CHECK(tune_session_new_workloads(st, NULL, NULL, &wl, NULL, 1, &o, &s) == TH_OK);
   CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
   tune_build_fault_hook = NULL;
   tune_progress p;
@@ -760,7 +767,7 @@ static long builds_with_verify(int verify_top, int *nverify) {
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
   tune_task t;
-  CHECK(tune_task_init(&t, &wl, &host, 1) == TH_OK);
+  CHECK(tune_task_init(&t, &wl, host_target(), 1) == TH_OK);
   verify_ctx *c = calloc(1, sizeof *c);
   c->key = t.key;
   CHECK(store_record_each(st, t.template_name, t.target_str, verify_cb, c) == TH_OK);

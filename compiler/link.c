@@ -1,8 +1,7 @@
-/* Linking kernels into shared libraries: runs the system C compiler ($CC, else "cc") with -shared -O2 -fPIC
- * through fork/exec (no shell, so odd paths are safe), capturing its stderr for the error message. The
- * embedded runtime (th_rt.c) is compiled once per process into a cached object that every link reuses; its
- * header is written next to each link for the extra sources. Also tc_kernels_build_so(), the one-call path
- * the tuner and the tests use. */
+/* Linking model and candidate shared libraries, for every backend: runs the system C compiler ($CC, else
+ * "cc") with -shared -O2 -fPIC through fork/exec (no shell, so odd paths are safe), capturing its stderr for
+ * the error message. The embedded runtime (th_rt.c) is compiled once per process into a cached object that
+ * every link reuses; its header is written next to each link for the extra sources. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -14,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tc_llvm.h"
+#include "link.h"
 #include "tc_runtime_embed.h"
 #include "th_util.h"
 
@@ -81,17 +80,6 @@ static int run_capture(char *const *argv, char *out, size_t outlen) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static void rm_rf_tmp(const char *dir) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/th_rt.h", dir);
-  unlink(path);
-  snprintf(path, sizeof path, "%s/th_rt.c", dir);
-  unlink(path);
-  snprintf(path, sizeof path, "%s/th_rt.o", dir);
-  unlink(path);
-  rmdir(dir);
-}
-
 /* argv[0..] = $CC split on spaces ("ccache gcc"), at most 8 words, in buf; returns the count. */
 static size_t cc_argv(char *buf, size_t bufn, char **argv) {
   const char *cc = getenv("CC");
@@ -109,7 +97,7 @@ static pid_t rt_owner;       /* the process that compiled it removes it at exit 
 static atomic_int rt_ready; /* rt_obj is set: read without the lock (a forked child never takes it) */
 
 static void rt_cleanup(void) {
-  if (rt_owner == getpid() && rt_dir[0]) rm_rf_tmp(rt_dir);
+  if (rt_owner == getpid() && rt_dir[0]) (void)th_rm_rf(rt_dir);
 }
 
 th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
@@ -150,14 +138,14 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
     }
     if (rc == TH_OK) {
       unlink(src);
-      if (rt_owner == getpid() && rt_dir[0]) rm_rf_tmp(rt_dir); /* the previous one, if any */
+      if (rt_owner == getpid() && rt_dir[0]) (void)th_rm_rf(rt_dir); /* the previous one, if any */
       if (!rt_owner) atexit(rt_cleanup);
       snprintf(rt_dir, sizeof rt_dir, "%s", dir);
       snprintf(rt_obj, sizeof rt_obj, "%s", obj);
       rt_owner = getpid();
       atomic_store(&rt_ready, 1);
     } else if (made) {
-      rm_rf_tmp(dir);
+      (void)th_rm_rf(dir);
     }
   }
   if (rc == TH_OK) *path = rt_obj;
@@ -204,34 +192,6 @@ th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *
     }
   }
   free(argv);
-  rm_rf_tmp(tmp);
-  return rc;
-}
-
-th_status tc_kernels_build_so(const tc_target *t, int n, const tc_workload *wls, const tc_config *cfgs,
-                              const char *const *fn_names, const char *so_path, char *err,
-                              size_t errlen) {
-  if (err && errlen) err[0] = '\0';
-  if (!t || n < 0 || (n > 0 && (!wls || !cfgs || !fn_names)) || !so_path) return TH_ERR_INVALID;
-  tc_llvm_module_t *m = NULL;
-  th_status rc = tc_llvm_module_new(t, "kernels", &m);
-  if (rc != TH_OK) set_err(err, errlen, "LLVM has no target for this machine%s%s", NULL, NULL);
-  for (int i = 0; i < n && rc == TH_OK; i++) {
-    rc = tc_llvm_add_kernel(m, fn_names[i], &wls[i], &cfgs[i]);
-    if (rc != TH_OK) set_err(err, errlen, "kernel %s: %s", fn_names[i], tc_llvm_errmsg(m));
-  }
-  char obj[4096];
-  int w = snprintf(obj, sizeof obj, "%s.%ld.o", so_path, (long)getpid());
-  if (rc == TH_OK && (w < 0 || (size_t)w >= sizeof obj)) rc = TH_ERR_TOO_LARGE;
-  if (rc == TH_OK) {
-    rc = tc_llvm_emit_object(m, obj);
-    if (rc != TH_OK) set_err(err, errlen, "codegen: %s%s", tc_llvm_errmsg(m), NULL);
-  }
-  tc_llvm_module_free(m);
-  if (rc == TH_OK) {
-    const char *objs[1] = {obj};
-    rc = tc_link_so(1, objs, 0, NULL, so_path, err, errlen);
-  }
-  unlink(obj);
+  (void)th_rm_rf(tmp);
   return rc;
 }

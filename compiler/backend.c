@@ -1,0 +1,253 @@
+/* The backend registry and the public tc_backend_* entry points, which forward to the vtable of
+ * backend_int.h; plus what the neutral pipeline shares with both backends: the graph passes and lowering of
+ * a network on a target (tc__lowered, also the tuner's tc_network_tasks) and small text helpers. The
+ * framework name is compared here and nowhere else. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_int.h"
+#include "zoo.h"
+
+static const tc_backend *const tc__backends[] = {&tc__backend_llvm, &tc__backend_cuda};
+#define TC__NBACKENDS ((int)(sizeof tc__backends / sizeof tc__backends[0]))
+
+_Static_assert(sizeof(tc__backends) / sizeof(tc__backends[0]) == 2, "update tc_backend_names()");
+
+const char *tc_backend_names(void) {
+  return "llvm, cuda";
+}
+
+const tc_backend *tc_backend_find(const char *framework, char *err, size_t errlen) {
+  for (int i = 0; framework && i < TC__NBACKENDS; i++)
+    if (strcmp(framework, tc__backends[i]->name) == 0) return tc__backends[i];
+  tc__seterr(err, errlen, "unknown framework '%s'; valid frameworks: %s", framework ? framework : "(none)",
+             tc_backend_names());
+  return NULL;
+}
+
+const tc_backend *tc_backend_default(void) {
+  return &tc__backend_llvm;
+}
+
+const tc_backend *tc_backend_at(int i) {
+  return i >= 0 && i < TC__NBACKENDS ? tc__backends[i] : NULL;
+}
+
+const char *tc_backend_name(const tc_backend *b) {
+  return b ? b->name : "";
+}
+
+th_status tc_backend_target_init(const tc_backend *b, const char *arch, tc_backend_target *t, char *err,
+                                 size_t errlen) {
+  if (!b || !t) return TH_ERR_INVALID;
+  tc_backend_target nt;
+  memset(&nt, 0, sizeof nt);
+  nt.backend = b;
+  th_status rc = b->target_init(arch, &nt, err, errlen);
+  if (rc == TH_OK) *t = nt;
+  return rc;
+}
+
+th_status tc_backend_target_parse(const char *target_str, tc_backend_target *t) {
+  if (!target_str || !t) return TH_ERR_INVALID;
+  for (int i = 0; i < TC__NBACKENDS; i++) {
+    const tc_backend *b = tc__backends[i];
+    size_t n = strlen(b->name); /* target strings start with the framework: "cuda -arch=sm_80" */
+    if (strncmp(target_str, b->name, n) != 0 || (target_str[n] != '\0' && target_str[n] != ' ')) continue;
+    tc_backend_target nt;
+    memset(&nt, 0, sizeof nt);
+    nt.backend = b;
+    th_status rc = b->target_parse(target_str, &nt);
+    if (rc == TH_OK) *t = nt;
+    return rc;
+  }
+  return TH_ERR_INVALID;
+}
+
+int tc_backend_has_device(const tc_backend *b, char *why, size_t whylen) {
+  if (why && whylen) why[0] = '\0';
+  return b && b->has_device(why, whylen);
+}
+
+int tc_backend_can_build(const tc_backend *b, char *why, size_t whylen) {
+  if (why && whylen) why[0] = '\0';
+  return b && b->can_build(why, whylen);
+}
+
+th_status tc_backend_device(const tc_backend *b, tc_device *out, char *err, size_t errlen) {
+  if (!b || !out) return TH_ERR_INVALID;
+  return b->device(out, err, errlen);
+}
+
+int tc_backend_supports_op(const tc_backend_target *t, tc_kernel k) {
+  return t && t->backend && k >= 0 && k < TC_KERNEL_COUNT && t->backend->supports_op(k);
+}
+
+th_status tc_backend_space(const tc_backend_target *t, const tc_workload *wl, tc_space *out) {
+  if (!t || !t->backend || !wl || !out) return TH_ERR_INVALID;
+  if (!t->backend->supports_op(wl->kernel)) return TH_ERR_UNSUPPORTED;
+  return t->backend->space(t, wl, out);
+}
+
+th_status tc_backend_fallback(const tc_backend_target *t, const tc_workload *wl, const tc_space *s,
+                              tc_config *out) {
+  if (!t || !t->backend || !wl || !s || !out) return TH_ERR_INVALID;
+  return t->backend->fallback(t, wl, s, out);
+}
+
+th_status tc_backend_valid(const tc_backend_target *t, const tc_workload *wl, const tc_space *s,
+                           const tc_config *cfg, char *why, size_t whylen) {
+  if (!t || !t->backend || !wl || !s || !cfg) return TH_ERR_INVALID;
+  return t->backend->valid(t, wl, s, cfg, why, whylen);
+}
+
+th_status tc_backend_lower(const tc_backend_target *t, const tc_workload *wl, const tc_config *cfg,
+                           th_arena *arena, const tc_stmt **body) {
+  if (!t || !t->backend || !wl || !cfg || !arena || !body) return TH_ERR_INVALID;
+  return t->backend->lower(t, wl, cfg, arena, body);
+}
+
+th_status tc_backend_pack(const tc_backend_target *t, const tc_workload *wl, const tc_config *cfg,
+                          int p[TC_PACK_NPARAMS], int64_t *packed_floats) {
+  if (!t || !t->backend || !wl || !cfg || !p || !packed_floats) return TH_ERR_INVALID;
+  memset(p, 0, sizeof(int) * TC_PACK_NPARAMS);
+  *packed_floats = 0;
+  if (!t->backend->pack) return TH_OK; /* weights stay in torch's layout */
+  tc__kernel k;
+  memset(&k, 0, sizeof k);
+  k.wl = *wl;
+  k.cfg = *cfg;
+  th_status rc = t->backend->pack(t, &k, p);
+  if (rc == TH_OK) rc = t->backend->weight_floats(t, &k, NULL, packed_floats);
+  return rc;
+}
+
+tc_measure_kind tc_backend_measure_kind(const tc_backend *b) {
+  return b ? b->measure_kind : TC_MEASURE_LIBRARY;
+}
+
+th_status tc_backend_prepare(const tc_backend *b, char *err, size_t errlen) {
+  if (!b) return TH_ERR_INVALID;
+  return b->prepare ? b->prepare(err, errlen) : TH_OK;
+}
+
+th_status tc_backend_compile(const tc_backend_target *t, int n, const tc_workload *wls, const tc_config *cfgs,
+                             const char *const *fn_names, const char *path, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (!t || !t->backend || !path || n < 0 || (n > 0 && (!wls || !cfgs || !fn_names))) return TH_ERR_INVALID;
+  return t->backend->compile(t, n, wls, cfgs, fn_names, path, err, errlen);
+}
+
+void tc_measure_opts_default(tc_measure_opts *o) {
+  *o = (tc_measure_opts){.number = 1, .repeat = 10, .timeout_s = 10, .rtol = 1e-4, .atol = 1e-5, .seed = 1,
+                         .check = 1};
+}
+
+th_status tc_backend_measure(const tc_backend_target *t, const tc_workload *wl, const tc_config *cfg,
+                             const tc_measure_opts *o, tc_measure_result *r) {
+  if (!t || !t->backend || !wl || !cfg || !o || !r) return TH_ERR_INVALID;
+  if (!t->backend->measure) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->msg, sizeof r->msg, "%s candidates are timed from their library", t->backend->name);
+    return TH_ERR_UNSUPPORTED;
+  }
+  return t->backend->measure(t, wl, cfg, o, r);
+}
+
+/* ---- the graph on a target --------------------------------------------------------------------------- */
+
+th_status tc__lowered(const tc_backend_target *t, const char *network, int batch, int h, int w, int weights,
+                      tc_graph **gout, tc_call **calls, int *ncalls, int64_t *ws, char *err, size_t errlen) {
+  tc_graph *g = NULL;
+  th_status rc = tc_zoo_build(network, batch, h, w, weights, &g, err, errlen);
+  if (rc != TH_OK) return rc;
+  rc = tc_pass_fold_bn(g);
+  if (rc == TH_OK) rc = tc_pass_fuse(g);
+  if (rc == TH_OK && t->backend->graph_pass) rc = t->backend->graph_pass(t, g);
+  if (rc == TH_OK) rc = tc_pass_plan_memory(g, ws);
+  if (rc == TH_OK) rc = tc_lower(g, calls, ncalls);
+  if (rc != TH_OK) {
+    tc__seterr(err, errlen, "%s: %s", network, g->err[0] ? g->err : th_status_str(rc));
+    tc_graph_free(g);
+    return rc;
+  }
+  *gout = g;
+  return TH_OK;
+}
+
+th_status tc_network_tasks(const tc_backend_target *t, const char *network, int batch, tc_task **tasks,
+                           int *n) {
+  if (!t || !t->backend || !network || !tasks || !n) return TH_ERR_INVALID;
+  tc_graph *g = NULL;
+  tc_call *calls = NULL;
+  int ncalls = 0;
+  int64_t ws = 0;
+  th_status rc = tc__lowered(t, network, batch, 0, 0, 0, &g, &calls, &ncalls, &ws, NULL, 0);
+  if (rc != TH_OK) return rc;
+  tc_task *ts = calloc((size_t)(ncalls ? ncalls : 1), sizeof *ts);
+  int nt = 0;
+  if (!ts) rc = TH_ERR_NOMEM;
+  for (int i = 0; rc == TH_OK && i < ncalls; i++) {
+    char key[192];
+    rc = tc_workload_key(&calls[i].wl, key, sizeof key);
+    if (rc != TH_OK) break;
+    int found = -1;
+    for (int k = 0; k < nt && found < 0; k++)
+      if (strcmp(ts[k].key, key) == 0) found = k;
+    if (found >= 0) {
+      ts[found].count++;
+      continue;
+    }
+    ts[nt].wl = calls[i].wl;
+    memcpy(ts[nt].key, key, sizeof key);
+    ts[nt].flops = tc_workload_flops(&calls[i].wl);
+    ts[nt].count = 1;
+    nt++;
+  }
+  free(calls);
+  tc_graph_free(g);
+  if (rc != TH_OK) {
+    free(ts);
+    return rc;
+  }
+  *tasks = ts;
+  *n = nt;
+  return TH_OK;
+}
+
+/* ---- helpers ------------------------------------------------------------------------------------------ */
+
+void tc__seterr(char *err, size_t errlen, const char *fmt, ...) {
+  if (!err || !errlen) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+}
+
+void tc__cstr(th_buf *b, const char *s) {
+  if (!s) {
+    th_buf_appendf(b, "NULL");
+    return;
+  }
+  th_buf_appendf(b, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') th_buf_appendf(b, "\\%c", *s);
+    else if ((unsigned char)*s < 32) th_buf_appendf(b, "\\%03o", (unsigned char)*s);
+    else th_buf_appendf(b, "%c", *s);
+  }
+  th_buf_appendf(b, "\"");
+}
+
+th_status tc__write(const char *dir, const char *name, const void *data, size_t n, char *path,
+                    size_t pathlen) {
+  int k = snprintf(path, pathlen, "%s/%s", dir, name);
+  if (k < 0 || (size_t)k >= pathlen) return TH_ERR_TOO_LARGE;
+  FILE *f = fopen(path, "wb");
+  if (!f) return TH_ERR_IO;
+  size_t w = fwrite(data, 1, n, f);
+  int rc = fclose(f);
+  return (w == n && rc == 0) ? TH_OK : TH_ERR_IO;
+}
