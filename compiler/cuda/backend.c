@@ -263,32 +263,7 @@ static th_status cuda__compile(const tc_backend_target *t, int n, const tc_workl
 
 static th_status cuda__measure(const tc_backend_target *t, const tc_workload *wl, const tc_config *cfg,
                                const tc_measure_opts *o, tc_measure_result *r) {
-  tc_cuda_measure_opts co;
-  tc_cuda_measure_opts_default(&co);
-  co.number = o->number;
-  co.repeat = o->repeat;
-  co.min_repeat_ms = o->min_repeat_ms;
-  co.timeout_s = o->timeout_s;
-  co.rtol = o->rtol;
-  co.atol = o->atol;
-  co.seed = o->seed;
-  co.check = o->check;
-  co.cubin = o->image;
-  co.cubin_len = o->image_len;
-  tc_cuda_measure_result cr;
-  memset(&cr, 0, sizeof cr);
-  th_status rc = tc_cuda_measure(wl, cfg, GPU(t), &co, &cr);
-  memset(r, 0, sizeof *r);
-  r->error_class = cr.error_class;
-  r->cost_mean_s = cr.cost_mean_s;
-  r->cost_std_s = cr.cost_std_s;
-  r->cost_min_s = cr.cost_min_s;
-  r->number = cr.number;
-  r->repeat = cr.repeat;
-  r->compile_s = cr.compile_s;
-  r->max_rel_err = cr.max_rel_err;
-  snprintf(r->msg, sizeof r->msg, "%s", cr.msg);
-  return rc;
+  return tc_cuda_measure(wl, cfg, GPU(t), o, r);
 }
 
 const tc_backend tc__backend_cuda = {

@@ -13,17 +13,6 @@
 #include "tc_cuda_measure.h"
 #include "th_util.h"
 
-void tc_cuda_measure_opts_default(tc_cuda_measure_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->number = 1;
-  o->repeat = 10;
-  o->timeout_s = 10;
-  o->rtol = 1e-4;
-  o->atol = 1e-5;
-  o->seed = 1;
-  o->check = 1;
-}
-
 static void tc__fill(float *p, int64_t n, uint64_t *s) {
   for (int64_t i = 0; i < n; i++) {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -109,11 +98,11 @@ static int tc__cmp(const void *a, const void *b) {
   } while (0)
 
 th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_cuda_target *t,
-                          const tc_cuda_measure_opts *opts, tc_cuda_measure_result *r) {
+                          const tc_measure_opts *opts, tc_measure_result *r) {
   if (!wl || !cfg || !t || !r) return TH_ERR_INVALID;
-  tc_cuda_measure_opts o;
+  tc_measure_opts o;
   if (opts) o = *opts;
-  else tc_cuda_measure_opts_default(&o);
+  else tc_measure_opts_default(&o);
   if (o.number < 1) o.number = 1;
   if (o.repeat < 1) o.repeat = 1;
   if (o.timeout_s <= 0) o.timeout_s = 10;
@@ -145,7 +134,7 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   if (kr != TH_OK) TC__FAIL(TC_ERROR_CLASS_INSTANTIATION, "%s", err);
   double t0 = th_now_mono();
   size_t cubin_len = 0;
-  if (!o.cubin)
+  if (!o.image)
     kr = tc_nvrtc_compile(src.data, "candidate.cu", t, &cubin, &cubin_len, NULL, NULL, err, sizeof err);
   r->compile_s = th_now_mono() - t0;
   if (kr == TH_ERR_UNSUPPORTED) {
@@ -162,7 +151,7 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     rc = TH_ERR_UNSUPPORTED;
     goto done;
   }
-  cr = cu->ModuleLoadData(&mod, o.cubin ? o.cubin : cubin);
+  cr = cu->ModuleLoadData(&mod, o.image ? o.image : cubin);
   if (cr != 0) TC__FAIL(TC_ERROR_CLASS_COMPILE_DEVICE, "cuModuleLoadData (%s): %s", t->arch, tc__cu_errstr(cu, cr));
   cr = cu->ModuleGetFunction(&fn, mod, "th_candidate");
   if (cr != 0) TC__FAIL(TC_ERROR_CLASS_COMPILE_DEVICE, "cuModuleGetFunction: %s", tc__cu_errstr(cu, cr));

@@ -241,11 +241,11 @@ TH_TEST(measure_emulated) {
   CHECK(th_write_file_atomic(path, src.data, src.len) == TH_OK);
   build_emu(dir, emu, sizeof emu);
   CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
-  tc_cuda_measure_opts o;
-  tc_cuda_measure_opts_default(&o);
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
   o.repeat = 5;
   o.min_repeat_ms = 4;
-  tc_cuda_measure_result r;
+  tc_measure_result r;
   CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
   if (r.error_class != TC_ERROR_CLASS_NONE) fprintf(stderr, "class %d: %s\n", r.error_class, r.msg);
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);

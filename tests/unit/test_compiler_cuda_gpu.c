@@ -94,10 +94,10 @@ TH_TEST(templates_vs_reference) {
         tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
         if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
       }
-      tc_cuda_measure_opts o;
-      tc_cuda_measure_opts_default(&o);
+      tc_measure_opts o;
+      tc_measure_opts_default(&o);
       o.repeat = 3;
-      tc_cuda_measure_result r;
+      tc_measure_result r;
       CHECK(tc_cuda_measure(&ws[i], &c, &t, &o, &r) == TH_OK);
       if (r.error_class != TC_ERROR_CLASS_NONE) {
         char key[192], cs[1024];
@@ -133,15 +133,15 @@ TH_TEST(measure_classes) {
     found = tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) != TH_OK;
   }
   CHECK(found);
-  tc_cuda_measure_result r;
+  tc_measure_result r;
   CHECK(tc_cuda_measure(&wl, &c, &t, NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_INSTANTIATION);
   /* an impossible tolerance turns a right answer into class 5 */
   tc_workload sm = wl_make(TC_KERNEL_SOFTMAX, 2, 1000, 1, 1, 1000, 1, 1, 0, 0);
   CHECK(tc_cuda_space(&sm, &t, &s) == TH_OK);
   CHECK(tc_cuda_fallback(&sm, &t, &s, &c) == TH_OK);
-  tc_cuda_measure_opts o;
-  tc_cuda_measure_opts_default(&o);
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
   o.rtol = -1;
   o.atol = -1;
   CHECK(tc_cuda_measure(&sm, &c, &t, &o, &r) == TH_OK);
