@@ -2,9 +2,9 @@
  * store has (tuned, else transferred, else fallback) and publishes. A "tune" job first publishes that quick
  * build as a version within seconds, then runs a tuning session over the network's tasks, reporting its
  * progress as a struct (server/ makes the job's progress document of it), and publishes the tuned build as the
- * next version. The daemon's scheduler drives the staged form
- * (open/next/step/close), which runs the same job one stage at a time, each stage naming the resource it needs;
- * run() is the same job end to end. */
+ * next version when some layer of it is tuned (tb__build_publish says why not otherwise). The daemon's
+ * scheduler drives the staged form (open/next/step/close), which runs the same job one stage at a time, each
+ * stage naming the resource it needs; run() is the same job end to end. */
 #include "builder.h"
 
 #include <jansson.h>
@@ -135,27 +135,35 @@ static int tb__progress(void *ctx, const char *stage, int done, int total) {
   return c->env->cancelled(c->env->ctx);
 }
 
-/* Reads the median latency and whether any layer used a tuned config from the manifest. */
-static void tb__manifest_facts(const char *manifest, double *latency_ms, int *tuned) {
-  *latency_ms = -1;
-  *tuned = 0;
+/* Reads the median latency (< 0 when not timed) and the manifest's "tuned" (some layer runs a config tuned for
+ * its own workload; compiler/bundle.c decides it from the layers' sources). The version's flag is taken from
+ * here and nowhere else, so that the store, X-Tunehub-Tuned, ?tuned=1, /versions and the published event say
+ * what the manifest says. TH_ERR_INTERNAL when the manifest is not JSON or has no boolean "tuned". */
+static th_status tb__manifest_facts(const char *manifest, double *latency_ms, int *tuned) {
   json_t *m = json_loads(manifest, 0, NULL);
-  if (!m) return;
+  json_t *t = m ? json_object_get(m, "tuned") : NULL;
+  if (!json_is_boolean(t)) {
+    json_decref(m);
+    return TH_ERR_INTERNAL;
+  }
   json_t *lat = json_object_get(m, "latency_ms");
   json_t *med = lat ? json_object_get(lat, "median") : NULL;
-  if (json_is_number(med)) *latency_ms = json_number_value(med);
-  json_t *layers = json_object_get(m, "layers");
-  size_t i;
-  json_t *l;
-  json_array_foreach(layers, i, l) {
-    const char *src = json_string_value(json_object_get(l, "source"));
-    if (src && strcmp(src, "tuned") == 0) *tuned = 1;
-  }
+  *latency_ms = json_is_number(med) ? json_number_value(med) : -1;
+  *tuned = json_is_true(t);
   json_decref(m);
+  return TH_OK;
 }
 
+/* Builds the bundle with the store's best configs and publishes it, tuned or not as its manifest says.
+ * need_tuned is set for the tuned rebuild, which publishes only when some layer is tuned. After a tuning
+ * session whose every trial failed the store has nothing new to apply, so the rebuild is the quick build
+ * again, configs and all: the job then fails (TH_ERR_COMPILE, why in err) and publishes no second version.
+ * A pipeline that GETs ?tuned=1 (&wait=S) wants a tuned bundle or a clear no: a failed job ends its wait with
+ * the message, and a GET never queues a failed key again (POST .../tune does). Had the job published an
+ * untuned version and succeeded, each such GET would find no tuned version and no failure, queue the same
+ * tuning again and add one more identical version per round until its wait ran out. */
 static th_status tb__build_publish(const tune_build_env *env, const char *target, const char *tag,
-                                   const char *phase, const tune_progress *base_progress, int force_tuned, char *err,
+                                   const char *phase, const tune_progress *base_progress, int need_tuned, char *err,
                                    size_t n) {
   char dir[1200], tar[1300], so[1300];
   snprintf(dir, sizeof dir, "%s/%s", env->work_dir, tag);
@@ -184,11 +192,20 @@ static th_status tb__build_publish(const tune_build_env *env, const char *target
   if (rc != TH_OK) return rc;
   double latency = -1;
   int tuned = 0;
-  tb__manifest_facts(manifest, &latency, &tuned);
-  tune_build_output out = {tar, so, manifest, latency, tuned || force_tuned};
-  int version = 0;
-  rc = env->publish(env->ctx, &out, &version);
-  if (rc != TH_OK) snprintf(err, n, "cannot publish the bundle: %s", store_errmsg(env->st));
+  rc = tb__manifest_facts(manifest, &latency, &tuned);
+  if (rc != TH_OK) {
+    snprintf(err, n, "the %s build's manifest has no tuned flag", tag);
+  } else if (need_tuned && !tuned) {
+    rc = TH_ERR_COMPILE;
+    snprintf(err, n,
+             "tuning found no working config (every trial failed), so no layer is tuned: the rebuild equals the "
+             "untuned version already published, and no tuned version was published");
+  } else {
+    tune_build_output out = {tar, so, manifest, latency, tuned};
+    int version = 0;
+    rc = env->publish(env->ctx, &out, &version);
+    if (rc != TH_OK) snprintf(err, n, "cannot publish the bundle: %s", store_errmsg(env->st));
+  }
   free(manifest);
   return rc;
 }

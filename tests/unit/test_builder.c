@@ -1,0 +1,177 @@
+/* Unit tests of the compiler builder (tuner/builder.c) that registry jobs run, driven through its staged form
+ * (open/next/step/close) as the scheduler drives it, with a real store and real squeezenet builds: a version's
+ * tuned flag is its manifest's (some layer has a tuned config) and a tuning job whose every trial failed does
+ * not publish its fallback rebuild as tuned. */
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "builder.h"
+#include "measure.h"
+#include "store.h"
+#include "th_test.h"
+#include "th_util.h"
+#include "tune_task.h"
+#include "worker.h"
+
+/* The builder's tuning session execs "/proc/self/exe measure-worker" for its measurement worker, as the daemon
+ * does: this executable answers that name with the worker's loop (and exits without the harness's PASS line).
+ * Not a TH_TEST, so ctest does not list it. */
+static int measure_worker_entry(void) {
+  exit(tune_measure_worker_main(0, 1));
+}
+__attribute__((constructor)) static void register_measure_worker(void) {
+  th_test_register("measure-worker", measure_worker_entry);
+}
+
+typedef struct test_env {
+  store_t *st;
+  store_key key;
+  int64_t job_id;
+  int published, last_tuned;
+} test_env;
+
+/* Whether any layer of the manifest says source "tuned": the definition the manifest's own "tuned" uses. */
+static int manifest_has_tuned_layer(const char *manifest) {
+  json_t *m = json_loads(manifest, 0, NULL);
+  CHECK(m != NULL);
+  int tuned = 0;
+  size_t i;
+  json_t *l;
+  json_array_foreach(json_object_get(m, "layers"), i, l) {
+    const char *src = json_string_value(json_object_get(l, "source"));
+    if (src && !strcmp(src, "tuned")) tuned = 1;
+  }
+  json_t *flag = json_object_get(m, "tuned");
+  if (flag) CHECK_EQ_INT(json_is_true(flag), tuned);
+  json_decref(m);
+  return tuned;
+}
+
+static void on_progress(void *ctx, const char *stage, const tune_job_progress *p) {
+  (void)ctx, (void)stage, (void)p;
+}
+
+static int never_cancelled(void *ctx) {
+  (void)ctx;
+  return 0;
+}
+
+/* Publishes as the scheduler does (artifacts, then the version row with the builder's tuned flag), checking
+ * first that the flag is the manifest's. */
+static th_status on_publish(void *ctx, const tune_build_output *out, int *version) {
+  test_env *t = ctx;
+  CHECK_EQ_INT(out->tuned, manifest_has_tuned_layer(out->manifest));
+  char tar[65], so[65];
+  th_status rc = store_artifact_put(t->st, out->tar_path, "application/x-tar", tar, NULL);
+  if (rc == TH_OK) rc = store_artifact_put(t->st, out->so_path, "application/x-sharedlib", so, NULL);
+  if (rc == TH_OK)
+    rc = store_model_publish(t->st, &t->key, out->tuned, tar, so, out->manifest, out->latency_ms, t->job_id,
+                             version);
+  if (rc == TH_OK) {
+    t->published++;
+    t->last_tuned = out->tuned;
+  }
+  return rc;
+}
+
+static store_t *open_tmp(char *dir, size_t n) {
+  snprintf(dir, n, "/tmp/th_builder_XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  return st;
+}
+
+static store_key squeezenet_key(void) {
+  store_key k;
+  memset(&k, 0, sizeof k);
+  snprintf(k.framework, sizeof k.framework, "llvm");
+  snprintf(k.network, sizeof k.network, "squeezenet_v1.1");
+  k.batch = 1;
+  CHECK(tune_target_for("llvm", k.target, sizeof k.target) == TH_OK);
+  snprintf(k.compiler_version, sizeof k.compiler_version, "test");
+  return k;
+}
+
+/* Publishes a stand-in version of job_id (as if the job had published it before a kill -9), with one layer
+ * whose source is tuned when tuned is set. */
+static void publish_stand_in(store_t *st, const store_key *k, int tuned, int64_t job_id, const char *dir) {
+  char path[1200], digest[65];
+  snprintf(path, sizeof path, "%s/stand-in-%lld-%d", dir, (long long)job_id, tuned);
+  CHECK(th_write_file_atomic(path, path, strlen(path)) == TH_OK);
+  CHECK(store_artifact_put(st, path, "application/octet-stream", digest, NULL) == TH_OK);
+  char manifest[200];
+  snprintf(manifest, sizeof manifest, "{\"tuned\":%s,\"layers\":[{\"name\":\"conv1\",\"source\":\"%s\"}]}",
+           tuned ? "true" : "false", tuned ? "tuned" : "fallback");
+  int version = 0;
+  CHECK(store_model_publish(st, k, tuned, digest, digest, manifest, 1.0, job_id, &version) == TH_OK);
+}
+
+static void env_init(tune_build_env *env, test_env *t, const char *kind, const char *options, const char *wd) {
+  memset(env, 0, sizeof *env);
+  env->st = t->st;
+  env->job_id = t->job_id;
+  env->key = &t->key;
+  env->kind = kind;
+  env->options = options;
+  env->work_dir = wd;
+  env->progress = on_progress;
+  env->cancelled = never_cancelled;
+  env->publish = on_publish;
+  env->ctx = t;
+}
+
+static void crash_every_build(const tc_config *c) {
+  (void)c;
+  raise(SIGSEGV);
+}
+
+/* A tuning job whose every trial fails (each candidate's build crashes) has no tuned layer in its rebuild:
+ * that rebuild is not published (least of all as tuned) and the job fails saying why, so a GET ?tuned=1
+ * answers that failure instead of a fallback build labelled tuned. The job resumes after its quick build (a
+ * stand-in version), which spares the test one network build. */
+TH_TEST(builder_all_trials_failed_publishes_no_tuned) {
+  char dir[256];
+  test_env t = {0};
+  t.st = open_tmp(dir, sizeof dir);
+  t.key = squeezenet_key();
+  t.job_id = 1;
+  publish_stand_in(t.st, &t.key, 0, 1, dir);
+  char wd[300];
+  snprintf(wd, sizeof wd, "%s/work", dir);
+  CHECK(th_mkdir_p(wd) == TH_OK);
+  tune_build_env env;
+  env_init(&env, &t, "tune", "{\"trials\":1,\"tuner\":\"random\"}", wd);
+  tune_build_fault_hook = crash_every_build;
+  const tune_builder *b = tune_builder_compiler();
+  void *job = NULL;
+  char err[512] = "";
+  CHECK(b->open(b->self, &env, &job, err, sizeof err) == TH_OK);
+  tune_stage_desc d;
+  th_status rc = TH_OK;
+  int stages = 0, rebuilt = 0;
+  while (rc == TH_OK && b->next(b->self, job, &d)) {
+    rebuilt |= d.kind == TUNE_SK_REBUILD;
+    rc = b->step(b->self, job, 1, err, sizeof err);
+    stages++;
+  }
+  b->close(b->self, job);
+  tune_build_fault_hook = NULL;
+  fprintf(stderr, "%d stages, rc %s: %s\n", stages, th_status_name(rc), err);
+  CHECK(rebuilt);
+  CHECK_EQ_INT(t.published, 0);
+  CHECK(rc != TH_OK && rc != TH_ERR_CANCELLED);
+  CHECK(strstr(err, "no layer is tuned") != NULL);
+  store_model m;
+  CHECK(store_model_get(t.st, &t.key, 1, &m) == TH_ERR_NOT_FOUND);
+  CHECK(store_model_get(t.st, &t.key, 0, &m) == TH_OK);
+  CHECK_EQ_INT(m.version, 1);
+  store_model_clear(&m);
+  store_close(t.st);
+  th_rm_rf(dir);
+  return 0;
+}
