@@ -337,6 +337,29 @@ typedef struct tb__job {
   double last;
 } tb__job;
 
+/* The number of versions of the key that this job published: for a tuning job 1 after its quick build, 2 after
+ * its tuned rebuild; for a build job 1. A restarted job resumes from this, its own progress. Whether the newest
+ * version is tuned says where its configs came from, not what this job did: a quick build is tuned wherever
+ * older jobs stored records for the network's workloads, and its job has tuned nothing yet. */
+static th_status tb__published_by_job(const tune_build_env *env, int *count, char *err, size_t n) {
+  store_model *vs = NULL;
+  size_t nv = 0;
+  th_status rc = store_model_versions(env->st, env->key, &vs, &nv);
+  if (rc == TH_ERR_NOT_FOUND) {
+    *count = 0;
+    return TH_OK;
+  }
+  if (rc != TH_OK) {
+    snprintf(err, n, "cannot read the versions this job published: %s", store_errmsg(env->st));
+    return rc;
+  }
+  int c = 0;
+  for (size_t i = 0; i < nv; i++) c += vs[i].job_id == env->job_id;
+  store_model_list_free(vs, nv);
+  *count = c;
+  return TH_OK;
+}
+
 static th_status tb__open(void *self, const tune_build_env *env, void **out, char *err, size_t n) {
   (void)self;
   tb__job *j = calloc(1, sizeof *j);
@@ -349,12 +372,18 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
     free(j);
     return rc;
   }
-  /* Resume after a restart: a version this job already published is not built again. */
-  store_model m;
-  if (env->job_id > 0 && store_model_get(env->st, env->key, 0, &m) == TH_OK) {
-    if (m.job_id == env->job_id) j->phase = m.tuned || !j->is_tune || tb__cuda_untuned(env) ? TB_DONE : TB_TUNE;
-    store_model_clear(&m);
+  /* Resume after a restart: a version this job already published is not built again, and a tuning job
+   * that published only its quick build tunes (the session resumes from the stored records). */
+  int published = 0;
+  if (env->job_id > 0) rc = tb__published_by_job(env, &published, err, n);
+  if (rc != TH_OK) {
+    free(j);
+    return rc;
   }
+  if (published >= 2 || (published == 1 && (!j->is_tune || tb__cuda_untuned(env))))
+    j->phase = TB_DONE;
+  else if (published == 1)
+    j->phase = TB_TUNE;
   *out = j;
   return TH_OK;
 }

@@ -1,7 +1,8 @@
 /* Unit tests of the compiler builder (tuner/builder.c) that registry jobs run, driven through its staged form
  * (open/next/step/close) as the scheduler drives it, with a real store and real squeezenet builds: a version's
  * tuned flag is its manifest's (some layer has a tuned config) and a tuning job whose every trial failed does
- * not publish its fallback rebuild as tuned. */
+ * not publish its fallback rebuild as tuned; a job resumed after a kill -9 decides what is left from what it
+ * published itself, not from the sources of its quick build. */
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -123,6 +124,51 @@ static void env_init(tune_build_env *env, test_env *t, const char *kind, const c
   env->cancelled = never_cancelled;
   env->publish = on_publish;
   env->ctx = t;
+}
+
+/* The kind of the job's first stage after open, or -1 when open finds nothing left to do. */
+static int first_stage(const tune_build_env *env) {
+  const tune_builder *b = tune_builder_compiler();
+  void *job = NULL;
+  char err[512] = "";
+  CHECK(b->open(b->self, env, &job, err, sizeof err) == TH_OK);
+  tune_stage_desc d;
+  int kind = b->next(b->self, job, &d) ? d.kind : -1;
+  b->close(b->self, job);
+  return kind;
+}
+
+/* A tuning job killed after its quick build resumes with tuning, even when that quick build was tuned
+ * throughout from records that older jobs stored; once it has published its tuned rebuild it is done. */
+TH_TEST(builder_resume_finishes_tuning) {
+  char dir[256];
+  test_env t = {0};
+  t.st = open_tmp(dir, sizeof dir);
+  t.key = squeezenet_key();
+  /* an older job's versions: they say nothing about the jobs that follow */
+  publish_stand_in(t.st, &t.key, 0, 1, dir);
+  publish_stand_in(t.st, &t.key, 1, 1, dir);
+  tune_build_env env;
+  t.job_id = 2;
+  env_init(&env, &t, "tune", "{}", dir);
+  /* nothing of its own yet: the quick build */
+  CHECK_EQ_INT(first_stage(&env), TUNE_SK_QUICK);
+  /* killed after its quick build, which the older records made tuned: the tuning session starts */
+  publish_stand_in(t.st, &t.key, 1, 2, dir);
+  CHECK_EQ_INT(first_stage(&env), TUNE_SK_SELECT);
+  /* killed after its tuned rebuild: nothing is left */
+  publish_stand_in(t.st, &t.key, 1, 2, dir);
+  CHECK_EQ_INT(first_stage(&env), -1);
+  /* a build job is done after its one version, tuned or not */
+  t.job_id = 3;
+  env_init(&env, &t, "build", "{}", dir);
+  CHECK_EQ_INT(first_stage(&env), TUNE_SK_QUICK);
+  publish_stand_in(t.st, &t.key, 0, 3, dir);
+  CHECK_EQ_INT(first_stage(&env), -1);
+  CHECK_EQ_INT(t.published, 0); /* open and next publish nothing */
+  store_close(t.st);
+  th_rm_rf(dir);
+  return 0;
 }
 
 static void crash_every_build(const tc_config *c) {
