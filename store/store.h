@@ -28,7 +28,9 @@ const char *store_errmsg(store_t *st);
 const char *store_data_dir(store_t *st);
 
 /* Daemon start-up recovery: requeues jobs left 'running' by a dead process and removes artifact files and temp
- * files that no row references (a crash between rename and insert). Writes the counts when non-NULL. Only the
+ * files that no row references (a crash between rename and insert). Writes the counts when non-NULL, on success
+ * only. A file is removed only when the database answers that no row has its digest: any database error stops
+ * the sweep and is returned (TH_ERR_BUSY, TH_ERR_DB), with every remaining artifact left in place. Only the
  * process that owns the data directory (the daemon) may call this. */
 th_status store_recover(store_t *st, int *requeued, int *swept);
 
