@@ -139,7 +139,8 @@ int store_job_cancel_requested(store_t *st, int64_t id);
 th_status store_job_list(store_t *st, const char *state, int limit, store_job **out, size_t *n);
 /* Frees an array from store_job_list (each job cleared); accepts NULL. */
 void store_job_list_free(store_job *jobs, size_t n);
-/* Counts of jobs by state, indexed by store_job_state. */
+/* Counts of jobs by state, indexed by store_job_state. Any database error while reading them, part-way
+ * included, is returned (TH_ERR_DB, TH_ERR_BUSY) and counts is then left as it was. */
 th_status store_job_counts(store_t *st, int64_t counts[5]);
 
 /* ---- the catalog: one row per key ---- */

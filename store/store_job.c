@@ -141,17 +141,20 @@ th_status store_job_count_queued(store_t *st, int64_t *n) {
 }
 
 th_status store_job_counts(store_t *st, int64_t counts[5]) {
-  memset(counts, 0, 5 * sizeof counts[0]);
+  int64_t c[5] = {0};
   pthread_mutex_lock(&st->mu);
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st, "SELECT state, count(*) FROM jobs GROUP BY state", &s);
   if (rc == TH_OK) {
-    while (sqlite3_step(s) == SQLITE_ROW)
-      counts[store_job_state_parse((const char *)sqlite3_column_text(s, 0))] =
-          sqlite3_column_int64(s, 1);
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW)
+      c[store_job_state_parse((const char *)sqlite3_column_text(s, 0))] = sqlite3_column_int64(s, 1);
+    /* a step that fails part-way must not pass for "no more jobs": /readyz would call a failing store ready */
+    if (r != SQLITE_DONE) rc = store__db_fail(st, "count jobs");
   }
   sqlite3_finalize(s);
   pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK) memcpy(counts, c, sizeof c);
   return rc;
 }
 

@@ -454,3 +454,31 @@ TH_TEST(recover_keeps_artifacts_when_db_fails) {
   return 0;
 }
 
+/* ---- issue 22, defect 6: job counts (behind /readyz) report a failing store ---- */
+
+TH_TEST(job_counts_report_db_errors) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  int64_t id;
+  int created;
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
+  int64_t counts[5];
+  CHECK(store_job_counts(st, counts) == TH_OK);
+  CHECK_EQ_INT(counts[STORE_JOB_QUEUED], 1);
+  store_close(st);
+  corrupt_btree(d, "jobs_state"); /* the index the count reads */
+  CHECK(store_open(d, &st) == TH_OK);
+  int64_t before[5] = {7, 7, 7, 7, 7};
+  memcpy(counts, before, sizeof counts);
+  CHECK(store_job_counts(st, counts) == TH_ERR_DB);
+  CHECK(strstr(store_errmsg(st), "count jobs") != NULL);
+  CHECK(memcmp(counts, before, sizeof counts) == 0); /* not zeros passed off as an answer */
+  int64_t queued = -1;
+  CHECK(store_job_count_queued(st, &queued) == TH_ERR_DB);
+  CHECK_EQ_INT(queued, -1);
+  store_close(st);
+  return 0;
+}
+
