@@ -113,10 +113,18 @@ typedef struct store_job {
 
 void store_job_clear(store_job *j);
 
-/* Queues a job for key unless one is already queued or running (single-flight, enforced by a partial unique
- * index). Writes the live job's id and *created = 1 when this call created it. */
+/* Queues a job for key unless one is already queued or running (single-flight). Writes the live job's id and
+ * *created = 1 when this call created it. No limit on the queue: store_job_enqueue_limited with max_queued 0. */
 th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind, const char *options,
                             int priority, int64_t *job_id, int *created);
+/* store_job_enqueue with a bound on the queue (the daemon's --max-queued): when key has no live job and
+ * max_queued > 0 jobs or more are queued, nothing is queued and it returns TH_ERR_BUSY ("N jobs are queued (the
+ * limit is M)" on the handle). A key that already has a live job gets that job (TH_OK, *created = 0) even when
+ * the queue is full. The look-up, the count and the insert are one write transaction, so threads and processes
+ * racing for the last place never queue more than max_queued; a count that fails is an error (TH_ERR_DB or
+ * TH_ERR_BUSY for a locked database), never "under the limit". Out-params are written on TH_OK only. */
+th_status store_job_enqueue_limited(store_t *st, const store_key *key, const char *kind, const char *options,
+                                    int priority, int64_t max_queued, int64_t *job_id, int *created);
 /* Number of queued jobs. */
 th_status store_job_count_queued(store_t *st, int64_t *n);
 /* Claims the oldest highest-priority queued job: it becomes running. TH_ERR_NOT_FOUND when none. */

@@ -1,7 +1,7 @@
-/* Unit tests of store/: migrations, single-flight under 8 threads, atomic artifact writes and orphan sweeping
- * (which a failing database must never turn into deletes), requeue on restart, claims, cancel, models and
- * records. Faults are injected below SQLite (a corrupted b-tree page). Each case makes its own temporary data
- * directory. */
+/* Unit tests of store/: migrations, single-flight under 8 threads, the queue limit under 16 threads, atomic
+ * artifact writes and orphan sweeping (which a failing database must never turn into deletes), requeue on
+ * restart, claims, cancel, models and records. Faults are injected below SQLite (a corrupted b-tree page). Each
+ * case makes its own temporary data directory. */
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -478,6 +478,99 @@ TH_TEST(job_counts_report_db_errors) {
   int64_t queued = -1;
   CHECK(store_job_count_queued(st, &queued) == TH_ERR_DB);
   CHECK_EQ_INT(queued, -1);
+  store_close(st);
+  return 0;
+}
+
+/* ---- issue 22, defect 5: the queue limit is one atomic step ---- */
+
+#define LIMIT_THREADS 16
+#define LIMIT_MAX 4
+
+typedef struct {
+  store_t *st;
+  pthread_barrier_t *go;
+  int round, index;
+  th_status rc;
+  int created;
+} limit_arg;
+
+static void *limit_thread(void *p) {
+  limit_arg *a = p;
+  char net[64];
+  snprintf(net, sizeof net, "net-%d-%d", a->round, a->index);
+  store_key k = key_of(net, 1);
+  int64_t id = 0;
+  pthread_barrier_wait(a->go);
+  a->rc = store_job_enqueue_limited(a->st, &k, "build", "{}", 0, LIMIT_MAX, &id, &a->created);
+  return NULL;
+}
+
+TH_TEST(queue_limit_holds_under_16_threads) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  for (int round = 0; round < 20; round++) {
+    pthread_barrier_t go;
+    CHECK(pthread_barrier_init(&go, NULL, LIMIT_THREADS) == 0);
+    pthread_t t[LIMIT_THREADS];
+    limit_arg a[LIMIT_THREADS];
+    for (int i = 0; i < LIMIT_THREADS; i++) {
+      a[i] = (limit_arg){.st = st, .go = &go, .round = round, .index = i, .rc = TH_ERR_INTERNAL};
+      CHECK(pthread_create(&t[i], NULL, limit_thread, &a[i]) == 0);
+    }
+    int created = 0, full = 0;
+    for (int i = 0; i < LIMIT_THREADS; i++) {
+      pthread_join(t[i], NULL);
+      CHECK(a[i].rc == TH_OK || a[i].rc == TH_ERR_BUSY);
+      created += a[i].rc == TH_OK && a[i].created;
+      full += a[i].rc == TH_ERR_BUSY;
+    }
+    pthread_barrier_destroy(&go);
+    int64_t queued = 0;
+    CHECK(store_job_count_queued(st, &queued) == TH_OK);
+    if (queued != LIMIT_MAX) fprintf(stderr, "round %d: %lld queued\n", round, (long long)queued);
+    CHECK_EQ_INT(queued, LIMIT_MAX); /* never more than the limit, and the limit is reached */
+    CHECK_EQ_INT(created, LIMIT_MAX);
+    CHECK_EQ_INT(full, LIMIT_THREADS - LIMIT_MAX);
+    /* empty the queue for the next round */
+    store_job *jobs = NULL;
+    size_t n = 0;
+    CHECK(store_job_list(st, "queued", 100, &jobs, &n) == TH_OK);
+    for (size_t i = 0; i < n; i++) CHECK(store_job_cancel(st, jobs[i].id) == TH_OK);
+    store_job_list_free(jobs, n);
+  }
+  /* a full queue still answers a key that has a live job with that job */
+  store_key k = key_of("live", 1), other = key_of("other", 1);
+  int64_t live = 0, id = 0;
+  int created = 0;
+  CHECK(store_job_enqueue_limited(st, &k, "build", "{}", 0, 1, &live, &created) == TH_OK && created == 1);
+  CHECK(store_job_enqueue_limited(st, &other, "build", "{}", 0, 1, &id, &created) == TH_ERR_BUSY);
+  CHECK(strstr(store_errmsg(st), "1 jobs are queued (the limit is 1)") != NULL);
+  CHECK(store_job_enqueue_limited(st, &k, "build", "{}", 0, 1, &id, &created) == TH_OK);
+  CHECK(id == live && created == 0);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(queue_limit_count_error_is_an_error) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_close(st);
+  corrupt_btree(d, "jobs_state"); /* the count fails; the live-job look-up (jobs_live_key) still works */
+  CHECK(store_open(d, &st) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  int64_t id = -1;
+  int created = -1;
+  CHECK(store_job_enqueue_limited(st, &k, "build", "{}", 0, 8, &id, &created) == TH_ERR_DB);
+  CHECK(strstr(store_errmsg(st), "count queued jobs") != NULL);
+  CHECK(id == -1 && created == -1);
+  store_close(st);
+  /* nothing was queued: the look-up by key reads jobs_live_key, which is intact */
+  CHECK(store_open(d, &st) == TH_OK);
+  store_job j;
+  CHECK(store_job_latest(st, &k, &j) == TH_ERR_NOT_FOUND);
   store_close(st);
   return 0;
 }
