@@ -1,6 +1,11 @@
 /* The SQLite store: opening, migrations by PRAGMA user_version, error handling and start-up recovery. One
  * connection in WAL mode serves the whole process, guarded by a mutex; metadata calls are short, so the lock is
- * never held across slow work (artifact copies happen before the lock is taken). */
+ * never held across slow work (artifact copies happen before the lock is taken).
+ *
+ * What survives a power loss: the connection runs synchronous = NORMAL, under which WAL mode stays consistent
+ * but may lose the last commits (jobs queued, progress, tuning records, deletes) to a power loss or an OS crash,
+ * never to a crash of the process. A publish (store_model_publish) commits with synchronous = FULL, so a version
+ * that was reported published survives a power loss, together with everything committed before it. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -176,6 +181,7 @@ th_status store_open(const char *data_dir, store_t **out) {
     goto fail_db;
   }
   sqlite3_busy_timeout(st->db, 15000);
+  /* synchronous = NORMAL: see the note at the top of this file for what a power loss takes away */
   /* Switching a new database to WAL and migrating it can report "database is locked" without waiting
    * when several processes open it at once (SQLite skips the busy handler to avoid deadlock there), so
    * those steps are retried for up to about 15 s. */

@@ -1,7 +1,7 @@
-/* Unit tests of store/: migrations, single-flight under 8 threads, the queue limit under 16 threads, atomic
- * artifact writes and orphan sweeping (which a failing database must never turn into deletes), requeue on
- * restart, claims, cancel, models and records. Faults are injected below SQLite (a corrupted b-tree page). Each
- * case makes its own temporary data directory. */
+/* Unit tests of store/: migrations, single-flight under 8 threads, the queue limit under 16 threads, atomic and
+ * durable artifact writes and orphan sweeping, requeue on restart, claims, cancel, models and records. Faults
+ * are injected below SQLite (a corrupted b-tree page) and fsync calls are observed by interposing on fsync and
+ * fdatasync. Each case makes its own temporary data directory. */
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
@@ -405,6 +405,53 @@ static store_t *store_with_artifact(char **dir, const char *text, char digest[65
 }
 
 /* fsync and fdatasync as seen by the store and by SQLite: this executable's definitions interpose on libc's for
+ * every caller in the process (libsqlite3 included), and while sync_recording is set they note the path of each
+ * file or directory synced. */
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static int sync_recording;
+static char sync_paths[64][PATH_MAX];
+static int sync_n;
+
+static void sync_note(int fd) {
+  pthread_mutex_lock(&sync_mu);
+  if (sync_recording && sync_n < 64) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, sync_paths[sync_n], PATH_MAX - 1);
+    sync_paths[sync_n][n > 0 ? n : 0] = '\0';
+    sync_n++;
+  }
+  pthread_mutex_unlock(&sync_mu);
+}
+
+int fsync(int fd) {
+  sync_note(fd);
+  return (int)syscall(SYS_fsync, fd);
+}
+
+int fdatasync(int fd) {
+  sync_note(fd);
+  return (int)syscall(SYS_fdatasync, fd);
+}
+
+static void sync_record(int on) {
+  pthread_mutex_lock(&sync_mu);
+  sync_recording = on;
+  if (on) sync_n = 0;
+  pthread_mutex_unlock(&sync_mu);
+}
+
+/* 1 when a recorded sync was of exactly path (a path with symlinks resolved, as /proc shows it). */
+static int synced(const char *path) {
+  char real[PATH_MAX];
+  if (!realpath(path, real)) return 0;
+  for (int i = 0; i < sync_n; i++)
+    if (!strcmp(sync_paths[i], real)) return 1;
+  return 0;
+}
+
+/* Corrupts the b-tree named name (a table or an index) in the database of a closed store: its root page gets an
+ * invalid page type, so every later statement that reads it fails with SQLITE_CORRUPT, as a bad disk block
  * would make it. The page is found with a connection of its own, which checkpoints the WAL into the file. */
 static void corrupt_btree(const char *dir, const char *name) {
   char db[400];
@@ -575,3 +622,65 @@ TH_TEST(queue_limit_count_error_is_an_error) {
   return 0;
 }
 
+/* ---- issue 22, defect 8: durability of publish ---- */
+
+TH_TEST(artifact_put_replaces_corrupt_same_size_file) {
+  char *d, digest[65];
+  store_t *st = store_with_artifact(&d, "the right bytes", digest);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", d);
+  char path[1400];
+  CHECK(store_artifact_path(st, digest, path, sizeof path, NULL, NULL, 0) == TH_OK);
+  /* a torn or corrupted file of the same size at the artifact's path */
+  CHECK(chmod(path, 0644) == 0);
+  write_file(path, "the wrong bytes");
+  CHECK(store_artifact_put(st, src, "application/x-tar", digest, NULL) == TH_OK);
+  char *text = NULL;
+  CHECK(th_read_file(path, 100, &text, NULL) == TH_OK);
+  CHECK_STR(text, "the right bytes");
+  free(text);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(artifact_put_syncs_new_shard_dir) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", d);
+  write_file(src, "abc"); /* sha256 ba7816bf...: shard artifacts/ba/, new */
+  char digest[65];
+  sync_record(1);
+  CHECK(store_artifact_put(st, src, "application/octet-stream", digest, NULL) == TH_OK);
+  sync_record(0);
+  char shard[400], artifacts[400];
+  snprintf(artifacts, sizeof artifacts, "%s/artifacts", d);
+  snprintf(shard, sizeof shard, "%s/artifacts/ba", d);
+  CHECK(synced(shard));     /* the rename's entry */
+  CHECK(synced(artifacts)); /* the new shard's entry */
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(publish_commit_is_synced) {
+  char *d, td[65];
+  store_t *st = store_with_artifact(&d, "tar-bytes", td);
+  store_key k = key_of("resnet-18", 1);
+  int v = 0;
+  char wal[400];
+  snprintf(wal, sizeof wal, "%s/tunehub.db-wal", d);
+  sync_record(1);
+  CHECK(store_model_publish(st, &k, 0, td, td, "{}", 1.0, 0, &v) == TH_OK);
+  sync_record(0);
+  CHECK(synced(wal)); /* synchronous = FULL: the commit is on disk when the publish returns */
+  /* the frequent writes stay at NORMAL: no sync of the WAL at their commit */
+  sync_record(1);
+  int64_t id;
+  int created;
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
+  sync_record(0);
+  CHECK(!synced(wal));
+  store_close(st);
+  return 0;
+}
