@@ -307,21 +307,16 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     store_job_clear(&latest);
     return ret;
   } else {
-    int64_t queued = 0;
-    store_job_count_queued(s->st, &queued);
-    if (queued >= s->cfg.max_queued) {
-      if (have_latest) store_job_clear(&latest);
-      return srv_error(s, r, TH_ERR_BUSY, "queue_full", NULL,
-                       "%lld jobs are queued (the limit is %d); retry later", (long long)queued,
-                       s->cfg.max_queued);
-    }
     int tune = tuned_only || s->cfg.miss_tunes;
     char opts[64] = "{}";
     if (tune && s->cfg.miss_trials > 0) snprintf(opts, sizeof opts, "{\"trials\":%d}", s->cfg.miss_trials);
-    rc = store_job_enqueue(s->st, key, tune ? "tune" : "build", opts, 0, &job_id, &created);
+    /* the store counts and queues in one transaction: a full queue is TH_ERR_BUSY (429) */
+    rc = store_job_enqueue_limited(s->st, key, tune ? "tune" : "build", opts, 0, s->cfg.max_queued, &job_id,
+                                   &created);
     if (rc != TH_OK) {
       if (have_latest) store_job_clear(&latest);
-      return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+      return srv_error(s, r, rc, rc == TH_ERR_BUSY ? "queue_full" : "store_error", NULL, "%s",
+                       store_errmsg(s->st));
     }
     if (created) {
       TH_LOG(TH_LOG_INFO, "miss on %s/%s/%d: queued job %lld", key->framework, key->network,
@@ -464,19 +459,14 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   int priority = (int)json_integer_value(json_object_get(body, "priority"));
   char *options = json_dumps(body, JSON_COMPACT);
   json_decref(body);
-  int64_t queued = 0;
-  store_job_count_queued(s->st, &queued);
   int64_t job_id = 0;
   int created = 0;
-  th_status rc = TH_OK;
-  if (queued >= s->cfg.max_queued) {
-    free(options);
-    return srv_error(s, r, TH_ERR_BUSY, "queue_full", NULL, "%lld jobs are queued (the limit is %d)",
-                     (long long)queued, s->cfg.max_queued);
-  }
-  rc = store_job_enqueue(s->st, key, "tune", options, priority, &job_id, &created);
+  th_status rc = store_job_enqueue_limited(s->st, key, "tune", options, priority, s->cfg.max_queued, &job_id,
+                                           &created);
   free(options);
-  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+  if (rc != TH_OK)
+    return srv_error(s, r, rc, rc == TH_ERR_BUSY ? "queue_full" : "store_error", NULL, "%s",
+                     store_errmsg(s->st));
   if (created) tune_workers_notify(s->workers);
   json_t *job = srv__job_doc(s, job_id);
   json_t *doc = json_object();

@@ -1,6 +1,11 @@
 /* The SQLite store: opening, migrations by PRAGMA user_version, error handling and start-up recovery. One
  * connection in WAL mode serves the whole process, guarded by a mutex; metadata calls are short, so the lock is
- * never held across slow work (artifact copies happen before the lock is taken). */
+ * never held across slow work (artifact copies happen before the lock is taken).
+ *
+ * What survives a power loss: the connection runs synchronous = NORMAL, under which WAL mode stays consistent
+ * but may lose the last commits (jobs queued, progress, tuning records, deletes) to a power loss or an OS crash,
+ * never to a crash of the process. A publish (store_model_publish) commits with synchronous = FULL, so a version
+ * that was reported published survives a power loss, together with everything committed before it. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -176,6 +181,7 @@ th_status store_open(const char *data_dir, store_t **out) {
     goto fail_db;
   }
   sqlite3_busy_timeout(st->db, 15000);
+  /* synchronous = NORMAL: see the note at the top of this file for what a power loss takes away */
   /* Switching a new database to WAL and migrating it can report "database is locked" without waiting
    * when several processes open it at once (SQLite skips the busy handler to avoid deadlock there), so
    * those steps are retried for up to about 15 s. */
@@ -207,32 +213,36 @@ void store_close(store_t *st) {
   free(st);
 }
 
-/* Removes files in dir that are not known artifacts; dir is artifacts/<ab>. */
-static int store__sweep_dir(store_t *st, const char *dir, int check_rows) {
+/* Removes files in dir that are not known artifacts and adds their number to *swept; dir is tmp/ (check_rows 0:
+ * everything goes) or artifacts/<ab>. Only SQLITE_DONE, "no row", lets an artifact file go: any other answer of
+ * the database (busy, I/O error, corruption) stops the sweep with that error, because deleting a published
+ * artifact on a failing lookup would break every version that references it. */
+static th_status store__sweep_dir(store_t *st, const char *dir, int check_rows, int *swept) {
   DIR *d = opendir(dir);
-  if (!d) return 0;
-  int swept = 0;
-  struct dirent *e;
+  if (!d) return TH_OK; /* nothing to sweep (a shard can be removed by hand) */
   sqlite3_stmt *s = NULL;
-  if (check_rows && store__prepare(st, "SELECT 1 FROM artifacts WHERE digest = ?", &s) != TH_OK) {
-    closedir(d);
-    return 0;
-  }
-  while ((e = readdir(d)) != NULL) {
+  th_status rc = TH_OK;
+  if (check_rows) rc = store__prepare(st, "SELECT 1 FROM artifacts WHERE digest = ?", &s);
+  struct dirent *e;
+  while (rc == TH_OK && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
     char path[2400];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    int known = 0;
     if (check_rows && th_is_sha256_hex(e->d_name)) {
       sqlite3_reset(s);
       sqlite3_bind_text(s, 1, e->d_name, -1, SQLITE_TRANSIENT);
-      known = sqlite3_step(s) == SQLITE_ROW;
+      int r = sqlite3_step(s);
+      if (r == SQLITE_ROW) continue;
+      if (r != SQLITE_DONE) {
+        rc = store__db_fail(st, "orphan sweep: look up an artifact");
+        break;
+      }
     }
-    if (!known && unlink(path) == 0) swept++;
+    if (unlink(path) == 0) (*swept)++;
   }
   sqlite3_finalize(s);
   closedir(d);
-  return swept;
+  return rc;
 }
 
 th_status store_recover(store_t *st, int *requeued, int *swept) {
@@ -247,22 +257,23 @@ th_status store_recover(store_t *st, int *requeued, int *swept) {
                      "worker = NULL WHERE state = 'running'");
   int req = rc == TH_OK ? sqlite3_changes(st->db) : 0;
   int sw = 0;
+  if (rc == TH_OK) rc = store__sweep_dir(st, st->tmp_dir, 0, &sw);
   if (rc == TH_OK) {
-    sw += store__sweep_dir(st, st->tmp_dir, 0);
     DIR *d = opendir(st->artifacts_dir);
     if (d) {
       struct dirent *e;
-      while ((e = readdir(d)) != NULL) {
+      while (rc == TH_OK && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
         char sub[1400];
         snprintf(sub, sizeof sub, "%s/%s", st->artifacts_dir, e->d_name);
-        sw += store__sweep_dir(st, sub, 1);
+        rc = store__sweep_dir(st, sub, 1, &sw);
       }
       closedir(d);
     }
   }
   pthread_mutex_unlock(&st->mu);
+  if (rc != TH_OK) return rc;
   if (requeued) *requeued = req;
   if (swept) *swept = sw;
-  return rc;
+  return TH_OK;
 }

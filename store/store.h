@@ -28,7 +28,9 @@ const char *store_errmsg(store_t *st);
 const char *store_data_dir(store_t *st);
 
 /* Daemon start-up recovery: requeues jobs left 'running' by a dead process and removes artifact files and temp
- * files that no row references (a crash between rename and insert). Writes the counts when non-NULL. Only the
+ * files that no row references (a crash between rename and insert). Writes the counts when non-NULL, on success
+ * only. A file is removed only when the database answers that no row has its digest: any database error stops
+ * the sweep and is returned (TH_ERR_BUSY, TH_ERR_DB), with every remaining artifact left in place. Only the
  * process that owns the data directory (the daemon) may call this. */
 th_status store_recover(store_t *st, int *requeued, int *swept);
 
@@ -111,10 +113,18 @@ typedef struct store_job {
 
 void store_job_clear(store_job *j);
 
-/* Queues a job for key unless one is already queued or running (single-flight, enforced by a partial unique
- * index). Writes the live job's id and *created = 1 when this call created it. */
+/* Queues a job for key unless one is already queued or running (single-flight). Writes the live job's id and
+ * *created = 1 when this call created it. No limit on the queue: store_job_enqueue_limited with max_queued 0. */
 th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind, const char *options,
                             int priority, int64_t *job_id, int *created);
+/* store_job_enqueue with a bound on the queue (the daemon's --max-queued): when key has no live job and
+ * max_queued > 0 jobs or more are queued, nothing is queued and it returns TH_ERR_BUSY ("N jobs are queued (the
+ * limit is M)" on the handle). A key that already has a live job gets that job (TH_OK, *created = 0) even when
+ * the queue is full. The look-up, the count and the insert are one write transaction, so threads and processes
+ * racing for the last place never queue more than max_queued; a count that fails is an error (TH_ERR_DB or
+ * TH_ERR_BUSY for a locked database), never "under the limit". Out-params are written on TH_OK only. */
+th_status store_job_enqueue_limited(store_t *st, const store_key *key, const char *kind, const char *options,
+                                    int priority, int64_t max_queued, int64_t *job_id, int *created);
 /* Number of queued jobs. */
 th_status store_job_count_queued(store_t *st, int64_t *n);
 /* Claims the oldest highest-priority queued job: it becomes running. TH_ERR_NOT_FOUND when none. */
@@ -137,7 +147,8 @@ int store_job_cancel_requested(store_t *st, int64_t id);
 th_status store_job_list(store_t *st, const char *state, int limit, store_job **out, size_t *n);
 /* Frees an array from store_job_list (each job cleared); accepts NULL. */
 void store_job_list_free(store_job *jobs, size_t n);
-/* Counts of jobs by state, indexed by store_job_state. */
+/* Counts of jobs by state, indexed by store_job_state. Any database error while reading them, part-way
+ * included, is returned (TH_ERR_DB, TH_ERR_BUSY) and counts is then left as it was. */
 th_status store_job_counts(store_t *st, int64_t counts[5]);
 
 /* ---- the catalog: one row per key ---- */

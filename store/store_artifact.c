@@ -1,6 +1,8 @@
 /* Content-addressed artifact files. A put hashes the source, copies it to data/tmp, fsyncs, renames it to
- * artifacts/<ab>/<sha256>, fsyncs the directory and only then inserts the row, so a crash at any point leaves
- * either no row or a row with its complete file; files without rows are swept by store_recover(). */
+ * artifacts/<ab>/<sha256>, fsyncs the shard directory and artifacts/ (which holds a new shard's entry) and only
+ * then inserts the row, so a crash or a power loss at any point leaves either no row or a row with its complete
+ * file; files without rows are swept by store_recover(). A file already at the path is trusted only when its
+ * bytes hash to its name. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -58,9 +60,17 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
   snprintf(final_path, sizeof final_path, "%s/%s", dir, hex);
   snprintf(tmp, sizeof tmp, "%s/%s.%ld", st->tmp_dir, hex, (long)getpid());
   struct stat sb;
-  int have_file = stat(final_path, &sb) == 0 && sb.st_size == sz;
+  int have_file = 0;
+  if (stat(final_path, &sb) == 0 && sb.st_size == sz) {
+    /* the right size is not the right bytes: a torn write or a corrupted disk block would otherwise be served
+     * under this digest forever. A file that does not hash to its name is replaced below. */
+    char have_hex[65];
+    int64_t have_sz = 0;
+    have_file = th_sha256_file(final_path, have_hex, &have_sz) == TH_OK && have_sz == sz &&
+                strcmp(have_hex, hex) == 0;
+  }
   if (!have_file) {
-    if (th_mkdir_p(dir) != TH_OK)
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
       return store__fail(st, TH_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
     if (store__copy_fsync(src, tmp) != TH_OK) {
       unlink(tmp);
@@ -70,8 +80,10 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
       unlink(tmp);
       return store__fail(st, TH_ERR_IO, "cannot rename into %s: %s", final_path, strerror(errno));
     }
-    if (th_fsync_parent(final_path) != TH_OK)
-      return store__fail(st, TH_ERR_IO, "cannot fsync %s", dir);
+    /* the rename lives in the shard directory, and a new shard's own entry in artifacts/: both are synced,
+     * every time, since a shard made by a put that died before its sync looks the same as a durable one */
+    if (th_fsync_parent(final_path) != TH_OK || th_fsync_parent(dir) != TH_OK)
+      return store__fail(st, TH_ERR_IO, "cannot fsync %s or its parent: %s", dir, strerror(errno));
   }
   pthread_mutex_lock(&st->mu);
   sqlite3_stmt *s = NULL;

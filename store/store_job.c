@@ -1,7 +1,7 @@
-/* The persistent job queue. Single-flight comes from the partial unique index jobs_live_key: an insert for a key
- * that already has a queued or running job fails with a constraint error, and the caller gets the live job
- * instead. Claims are one UPDATE ... RETURNING-free transaction under the store mutex, so two workers never
- * claim the same job. */
+/* The persistent job queue. Single-flight: an enqueue looks up the key's live (queued or running) job and inserts
+ * only when there is none, in one IMMEDIATE transaction that also counts the queue against its limit; the
+ * partial unique index jobs_live_key backs this up in the schema. Claims are one UPDATE ... RETURNING-free
+ * transaction under the store mutex, so two workers never claim the same job. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,17 +87,41 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
 #define STORE__KEY_WHERE \
   "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5"
 
-th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind, const char *options,
-                            int priority, int64_t *job_id, int *created) {
-  pthread_mutex_lock(&st->mu);
+/* Ends the transaction a write began: COMMIT when rc is TH_OK, else (or when the commit fails) ROLLBACK, keeping
+ * the first error's message. */
+static th_status store__tx_end(store_t *st, th_status rc) {
+  if (rc == TH_OK) rc = store__exec(st, "COMMIT");
+  if (rc != TH_OK) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  return rc;
+}
+
+/* The INSERT of a new queued job, inside the caller's transaction; when max_queued > 0 it first counts the queued
+ * jobs in the same transaction, so the count and the insert see the same queue. */
+static th_status store__job_insert(store_t *st, const store_key *key, const char *kind, const char *options,
+                                   int priority, int64_t max_queued, int64_t *id) {
   sqlite3_stmt *s = NULL;
-  th_status rc = store__prepare(st,
-                                "INSERT INTO jobs (framework, network, batch, target, compiler_version, "
-                                "kind, options, priority, state, created_at) VALUES "
-                                "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
-                                &s);
-  int made = 0;
-  int64_t id = 0;
+  th_status rc = TH_OK;
+  if (max_queued > 0) {
+    rc = store__prepare(st, "SELECT count(*) FROM jobs WHERE state = 'queued'", &s);
+    if (rc == TH_OK) {
+      if (sqlite3_step(s) != SQLITE_ROW) {
+        rc = store__db_fail(st, "count queued jobs");
+      } else {
+        int64_t queued = sqlite3_column_int64(s, 0);
+        if (queued >= max_queued)
+          rc = store__fail(st, TH_ERR_BUSY, "%lld jobs are queued (the limit is %lld); retry later",
+                           (long long)queued, (long long)max_queued);
+      }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+  }
+  if (rc == TH_OK)
+    rc = store__prepare(st,
+                        "INSERT INTO jobs (framework, network, batch, target, compiler_version, "
+                        "kind, options, priority, state, created_at) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                        &s);
   if (rc == TH_OK) {
     sqlite3_bind_text(s, 1, key->framework, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(s, 2, key->network, -1, SQLITE_TRANSIENT);
@@ -108,22 +132,35 @@ th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind,
     sqlite3_bind_text(s, 7, options ? options : "{}", -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(s, 8, priority);
     sqlite3_bind_double(s, 9, th_now_wall());
-    int r = sqlite3_step(s);
-    if (r == SQLITE_DONE) {
-      made = 1;
-      id = sqlite3_last_insert_rowid(st->db);
-    } else if (sqlite3_extended_errcode(st->db) != SQLITE_CONSTRAINT_UNIQUE) {
+    if (sqlite3_step(s) == SQLITE_DONE)
+      *id = sqlite3_last_insert_rowid(st->db);
+    else
       rc = store__db_fail(st, "enqueue job");
-    }
   }
   sqlite3_finalize(s);
-  if (rc == TH_OK && !made) {
-    store_job j;
-    rc = store__job_select(st, STORE__KEY_WHERE " AND state IN ('queued', 'running')", 0, key, &j);
+  return rc;
+}
+
+th_status store_job_enqueue_limited(store_t *st, const store_key *key, const char *kind, const char *options,
+                                    int priority, int64_t max_queued, int64_t *job_id, int *created) {
+  pthread_mutex_lock(&st->mu);
+  /* One IMMEDIATE transaction holds the write lock from the look-up of the live job through the count to the
+   * insert: neither another thread nor another process can queue in between, so the limit and single-flight
+   * hold together. */
+  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  int made = 0;
+  int64_t id = 0;
+  if (rc == TH_OK) {
+    store_job live;
+    rc = store__job_select(st, STORE__KEY_WHERE " AND state IN ('queued', 'running')", 0, key, &live);
     if (rc == TH_OK) {
-      id = j.id;
-      store_job_clear(&j);
+      id = live.id;
+      store_job_clear(&live);
+    } else if (rc == TH_ERR_NOT_FOUND) {
+      rc = store__job_insert(st, key, kind, options, priority, max_queued, &id);
+      made = rc == TH_OK;
     }
+    rc = store__tx_end(st, rc);
   }
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK) {
@@ -131,6 +168,11 @@ th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind,
     if (created) *created = made;
   }
   return rc;
+}
+
+th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind, const char *options,
+                            int priority, int64_t *job_id, int *created) {
+  return store_job_enqueue_limited(st, key, kind, options, priority, 0, job_id, created);
 }
 
 th_status store_job_count_queued(store_t *st, int64_t *n) {
@@ -141,17 +183,20 @@ th_status store_job_count_queued(store_t *st, int64_t *n) {
 }
 
 th_status store_job_counts(store_t *st, int64_t counts[5]) {
-  memset(counts, 0, 5 * sizeof counts[0]);
+  int64_t c[5] = {0};
   pthread_mutex_lock(&st->mu);
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st, "SELECT state, count(*) FROM jobs GROUP BY state", &s);
   if (rc == TH_OK) {
-    while (sqlite3_step(s) == SQLITE_ROW)
-      counts[store_job_state_parse((const char *)sqlite3_column_text(s, 0))] =
-          sqlite3_column_int64(s, 1);
+    int r;
+    while ((r = sqlite3_step(s)) == SQLITE_ROW)
+      c[store_job_state_parse((const char *)sqlite3_column_text(s, 0))] = sqlite3_column_int64(s, 1);
+    /* a step that fails part-way must not pass for "no more jobs": /readyz would call a failing store ready */
+    if (r != SQLITE_DONE) rc = store__db_fail(st, "count jobs");
   }
   sqlite3_finalize(s);
   pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK) memcpy(counts, c, sizeof c);
   return rc;
 }
 

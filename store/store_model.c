@@ -25,7 +25,11 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
                               const char *so_digest, const char *manifest, double latency_ms,
                               int64_t job_id, int *version) {
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  /* A publish is the one write a client is told is done (the version is served from then on), so its commit
+   * is made durable: synchronous FULL syncs the WAL at COMMIT, and with it every earlier frame, the rows of
+   * its artifacts included. The connection goes back to NORMAL for the frequent writes (progress, records). */
+  th_status rc = store__exec(st, "PRAGMA synchronous = FULL");
+  if (rc == TH_OK) rc = store__exec(st, "BEGIN IMMEDIATE");
   sqlite3_stmt *s = NULL;
   int next = 1;
   if (rc == TH_OK)
@@ -69,8 +73,9 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
   sqlite3_finalize(s);
   if (rc == TH_OK)
     rc = store__exec(st, "COMMIT");
-  else
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != TH_OK) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  /* a failure here leaves the connection at FULL: slower, never less safe */
+  sqlite3_exec(st->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && version) *version = next;
   return rc;

@@ -187,6 +187,30 @@ case_endpoints() {
   grep -q "another tunehub daemon" "$TMP/second.log" || fail "no clear message: $(cat "$TMP/second.log")"
 }
 
+# --max-queued: a miss beyond the limit answers 429 queue_full with Retry-After, and the queue never holds more
+# than the limit (one worker builds one key; the misses on other batches come faster than builds end)
+case_queue_full() {
+  start_daemon --workers 1 --max-queued 1
+  local full=0 code
+  for b in 1 2 3 4 5 6; do
+    code=$(curl -sS -o "$TMP/body" -D "$TMP/headers" -w '%{http_code}' -H 'Prefer: respond-async' \
+      "$BASE/models/llvm/$NET/$b") || true
+    case "$code" in
+      202 | 503) ;;
+      429)
+        full=$((full + 1))
+        body_has '"code":"queue_full"'
+        body_has 'the limit is 1'
+        [[ -n "$(header Retry-After)" ]] || fail "429 without Retry-After"
+        ;;
+      *) fail "miss on batch $b -> $code: $(head -c 300 "$TMP/body")" ;;
+    esac
+    expect_status 200 "$BASE/jobs?state=queued"
+    jq -e '.count <= 1' "$TMP/body" >/dev/null || fail "more than the limit queued: $(head -c 300 "$TMP/body")"
+  done
+  ((full >= 3)) || fail "only $full of 6 misses were refused with the limit at 1"
+}
+
 # the default miss policy: v1 (quick build) within seconds, then tuning, then the tuned v2
 case_miss_tunes() {
   start_daemon --on-miss tune --miss-trials 2

@@ -1,10 +1,16 @@
-/* Unit tests of store/: migrations, single-flight under 8 threads, atomic artifact writes and orphan sweeping,
- * requeue on restart, claims, cancel, models and records. Each case makes its own temporary data directory. */
+/* Unit tests of store/: migrations, single-flight under 8 threads, the queue limit under 16 threads, atomic and
+ * durable artifact writes and orphan sweeping, requeue on restart, claims, cancel, models and records. Faults
+ * are injected below SQLite (a corrupted b-tree page) and fsync calls are observed by interposing on fsync and
+ * fdatasync. Each case makes its own temporary data directory. */
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -380,6 +386,301 @@ TH_TEST(records_best_and_persist) {
   free(g);
   CHECK(store_record_gflops(st, "conv2d_nchwc n1 c64", "other", &g, &cnt) == TH_OK);
   CHECK(cnt == 0 && g == NULL);
+  store_close(st);
+  return 0;
+}
+
+/* ---- fault injection and observation ---- */
+
+/* A store in a new temporary directory (*dir) holding one artifact with the bytes text (*digest). */
+static store_t *store_with_artifact(char **dir, const char *text, char digest[65]) {
+  *dir = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(*dir, &st) == TH_OK);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", *dir);
+  write_file(src, text);
+  CHECK(store_artifact_put(st, src, "application/x-tar", digest, NULL) == TH_OK);
+  return st;
+}
+
+/* fsync and fdatasync as seen by the store and by SQLite: this executable's definitions interpose on libc's for
+ * every caller in the process (libsqlite3 included), and while sync_recording is set they note the path of each
+ * file or directory synced. */
+static pthread_mutex_t sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static int sync_recording;
+static char sync_paths[64][PATH_MAX];
+static int sync_n;
+
+static void sync_note(int fd) {
+  pthread_mutex_lock(&sync_mu);
+  if (sync_recording && sync_n < 64) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, sync_paths[sync_n], PATH_MAX - 1);
+    sync_paths[sync_n][n > 0 ? n : 0] = '\0';
+    sync_n++;
+  }
+  pthread_mutex_unlock(&sync_mu);
+}
+
+int fsync(int fd) {
+  sync_note(fd);
+  return (int)syscall(SYS_fsync, fd);
+}
+
+int fdatasync(int fd) {
+  sync_note(fd);
+  return (int)syscall(SYS_fdatasync, fd);
+}
+
+static void sync_record(int on) {
+  pthread_mutex_lock(&sync_mu);
+  sync_recording = on;
+  if (on) sync_n = 0;
+  pthread_mutex_unlock(&sync_mu);
+}
+
+/* 1 when a recorded sync was of exactly path (a path with symlinks resolved, as /proc shows it). */
+static int synced(const char *path) {
+  char real[PATH_MAX];
+  if (!realpath(path, real)) return 0;
+  for (int i = 0; i < sync_n; i++)
+    if (!strcmp(sync_paths[i], real)) return 1;
+  return 0;
+}
+
+/* Corrupts the b-tree named name (a table or an index) in the database of a closed store: its root page gets an
+ * invalid page type, so every later statement that reads it fails with SQLITE_CORRUPT, as a bad disk block
+ * would make it. The page is found with a connection of its own, which checkpoints the WAL into the file. */
+static void corrupt_btree(const char *dir, const char *name) {
+  char db[400];
+  snprintf(db, sizeof db, "%s/tunehub.db", dir);
+  sqlite3 *h = NULL;
+  CHECK(sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+  CHECK(sqlite3_exec(h, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_stmt *s = NULL;
+  CHECK(sqlite3_prepare_v2(h,
+                           "SELECT rootpage, (SELECT page_size FROM pragma_page_size) FROM sqlite_master "
+                           "WHERE name = ?",
+                           -1, &s, NULL) == SQLITE_OK);
+  sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+  CHECK(sqlite3_step(s) == SQLITE_ROW);
+  int64_t root = sqlite3_column_int64(s, 0), page = sqlite3_column_int64(s, 1);
+  sqlite3_finalize(s);
+  CHECK(sqlite3_close(h) == SQLITE_OK);
+  CHECK(root > 1 && page >= 512);
+  int fd = open(db, O_WRONLY);
+  CHECK(fd >= 0);
+  CHECK(pwrite(fd, "\xff", 1, (off_t)((root - 1) * page)) == 1);
+  close(fd);
+}
+
+/* ---- issue 22, defect 4: the orphan sweep never deletes on a database error ---- */
+
+TH_TEST(recover_keeps_artifacts_when_db_fails) {
+  char *d, digest[65];
+  store_t *st = store_with_artifact(&d, "published bytes", digest);
+  char published[1400];
+  CHECK(store_artifact_path(st, digest, published, sizeof published, NULL, NULL, 0) == TH_OK);
+  store_close(st);
+  /* the artifacts' digest index now fails every look-up, as a bad block under it would */
+  corrupt_btree(d, "sqlite_autoindex_artifacts_1");
+  CHECK(store_open(d, &st) == TH_OK);
+  int requeued = -1, swept = -1;
+  th_status rc = store_recover(st, &requeued, &swept);
+  CHECK(rc == TH_ERR_DB);
+  CHECK(strstr(store_errmsg(st), "orphan sweep") != NULL);
+  CHECK(requeued == -1 && swept == -1); /* nothing written on an error */
+  CHECK(access(published, R_OK) == 0); /* the published artifact is still there */
+  char *text = NULL;
+  CHECK(th_read_file(published, 100, &text, NULL) == TH_OK);
+  CHECK_STR(text, "published bytes");
+  free(text);
+  store_close(st);
+  return 0;
+}
+
+/* ---- issue 22, defect 6: job counts (behind /readyz) report a failing store ---- */
+
+TH_TEST(job_counts_report_db_errors) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  int64_t id;
+  int created;
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
+  int64_t counts[5];
+  CHECK(store_job_counts(st, counts) == TH_OK);
+  CHECK_EQ_INT(counts[STORE_JOB_QUEUED], 1);
+  store_close(st);
+  corrupt_btree(d, "jobs_state"); /* the index the count reads */
+  CHECK(store_open(d, &st) == TH_OK);
+  int64_t before[5] = {7, 7, 7, 7, 7};
+  memcpy(counts, before, sizeof counts);
+  CHECK(store_job_counts(st, counts) == TH_ERR_DB);
+  CHECK(strstr(store_errmsg(st), "count jobs") != NULL);
+  CHECK(memcmp(counts, before, sizeof counts) == 0); /* not zeros passed off as an answer */
+  int64_t queued = -1;
+  CHECK(store_job_count_queued(st, &queued) == TH_ERR_DB);
+  CHECK_EQ_INT(queued, -1);
+  store_close(st);
+  return 0;
+}
+
+/* ---- issue 22, defect 5: the queue limit is one atomic step ---- */
+
+#define LIMIT_THREADS 16
+#define LIMIT_MAX 4
+
+typedef struct {
+  store_t *st;
+  pthread_barrier_t *go;
+  int round, index;
+  th_status rc;
+  int created;
+} limit_arg;
+
+static void *limit_thread(void *p) {
+  limit_arg *a = p;
+  char net[64];
+  snprintf(net, sizeof net, "net-%d-%d", a->round, a->index);
+  store_key k = key_of(net, 1);
+  int64_t id = 0;
+  pthread_barrier_wait(a->go);
+  a->rc = store_job_enqueue_limited(a->st, &k, "build", "{}", 0, LIMIT_MAX, &id, &a->created);
+  return NULL;
+}
+
+TH_TEST(queue_limit_holds_under_16_threads) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  for (int round = 0; round < 20; round++) {
+    pthread_barrier_t go;
+    CHECK(pthread_barrier_init(&go, NULL, LIMIT_THREADS) == 0);
+    pthread_t t[LIMIT_THREADS];
+    limit_arg a[LIMIT_THREADS];
+    for (int i = 0; i < LIMIT_THREADS; i++) {
+      a[i] = (limit_arg){.st = st, .go = &go, .round = round, .index = i, .rc = TH_ERR_INTERNAL};
+      CHECK(pthread_create(&t[i], NULL, limit_thread, &a[i]) == 0);
+    }
+    int created = 0, full = 0;
+    for (int i = 0; i < LIMIT_THREADS; i++) {
+      pthread_join(t[i], NULL);
+      CHECK(a[i].rc == TH_OK || a[i].rc == TH_ERR_BUSY);
+      created += a[i].rc == TH_OK && a[i].created;
+      full += a[i].rc == TH_ERR_BUSY;
+    }
+    pthread_barrier_destroy(&go);
+    int64_t queued = 0;
+    CHECK(store_job_count_queued(st, &queued) == TH_OK);
+    if (queued != LIMIT_MAX) fprintf(stderr, "round %d: %lld queued\n", round, (long long)queued);
+    CHECK_EQ_INT(queued, LIMIT_MAX); /* never more than the limit, and the limit is reached */
+    CHECK_EQ_INT(created, LIMIT_MAX);
+    CHECK_EQ_INT(full, LIMIT_THREADS - LIMIT_MAX);
+    /* empty the queue for the next round */
+    store_job *jobs = NULL;
+    size_t n = 0;
+    CHECK(store_job_list(st, "queued", 100, &jobs, &n) == TH_OK);
+    for (size_t i = 0; i < n; i++) CHECK(store_job_cancel(st, jobs[i].id) == TH_OK);
+    store_job_list_free(jobs, n);
+  }
+  /* a full queue still answers a key that has a live job with that job */
+  store_key k = key_of("live", 1), other = key_of("other", 1);
+  int64_t live = 0, id = 0;
+  int created = 0;
+  CHECK(store_job_enqueue_limited(st, &k, "build", "{}", 0, 1, &live, &created) == TH_OK && created == 1);
+  CHECK(store_job_enqueue_limited(st, &other, "build", "{}", 0, 1, &id, &created) == TH_ERR_BUSY);
+  CHECK(strstr(store_errmsg(st), "1 jobs are queued (the limit is 1)") != NULL);
+  CHECK(store_job_enqueue_limited(st, &k, "build", "{}", 0, 1, &id, &created) == TH_OK);
+  CHECK(id == live && created == 0);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(queue_limit_count_error_is_an_error) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_close(st);
+  corrupt_btree(d, "jobs_state"); /* the count fails; the live-job look-up (jobs_live_key) still works */
+  CHECK(store_open(d, &st) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  int64_t id = -1;
+  int created = -1;
+  CHECK(store_job_enqueue_limited(st, &k, "build", "{}", 0, 8, &id, &created) == TH_ERR_DB);
+  CHECK(strstr(store_errmsg(st), "count queued jobs") != NULL);
+  CHECK(id == -1 && created == -1);
+  store_close(st);
+  /* nothing was queued: the look-up by key reads jobs_live_key, which is intact */
+  CHECK(store_open(d, &st) == TH_OK);
+  store_job j;
+  CHECK(store_job_latest(st, &k, &j) == TH_ERR_NOT_FOUND);
+  store_close(st);
+  return 0;
+}
+
+/* ---- issue 22, defect 8: durability of publish ---- */
+
+TH_TEST(artifact_put_replaces_corrupt_same_size_file) {
+  char *d, digest[65];
+  store_t *st = store_with_artifact(&d, "the right bytes", digest);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", d);
+  char path[1400];
+  CHECK(store_artifact_path(st, digest, path, sizeof path, NULL, NULL, 0) == TH_OK);
+  /* a torn or corrupted file of the same size at the artifact's path */
+  CHECK(chmod(path, 0644) == 0);
+  write_file(path, "the wrong bytes");
+  CHECK(store_artifact_put(st, src, "application/x-tar", digest, NULL) == TH_OK);
+  char *text = NULL;
+  CHECK(th_read_file(path, 100, &text, NULL) == TH_OK);
+  CHECK_STR(text, "the right bytes");
+  free(text);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(artifact_put_syncs_new_shard_dir) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", d);
+  write_file(src, "abc"); /* sha256 ba7816bf...: shard artifacts/ba/, new */
+  char digest[65];
+  sync_record(1);
+  CHECK(store_artifact_put(st, src, "application/octet-stream", digest, NULL) == TH_OK);
+  sync_record(0);
+  char shard[400], artifacts[400];
+  snprintf(artifacts, sizeof artifacts, "%s/artifacts", d);
+  snprintf(shard, sizeof shard, "%s/artifacts/ba", d);
+  CHECK(synced(shard));     /* the rename's entry */
+  CHECK(synced(artifacts)); /* the new shard's entry */
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(publish_commit_is_synced) {
+  char *d, td[65];
+  store_t *st = store_with_artifact(&d, "tar-bytes", td);
+  store_key k = key_of("resnet-18", 1);
+  int v = 0;
+  char wal[400];
+  snprintf(wal, sizeof wal, "%s/tunehub.db-wal", d);
+  sync_record(1);
+  CHECK(store_model_publish(st, &k, 0, td, td, "{}", 1.0, 0, &v) == TH_OK);
+  sync_record(0);
+  CHECK(synced(wal)); /* synchronous = FULL: the commit is on disk when the publish returns */
+  /* the frequent writes stay at NORMAL: no sync of the WAL at their commit */
+  sync_record(1);
+  int64_t id;
+  int created;
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
+  sync_record(0);
+  CHECK(!synced(wal));
   store_close(st);
   return 0;
 }
