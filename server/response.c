@@ -183,8 +183,9 @@ int srv_etag_matches(const char *header, const char *etag) {
 enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_t size, const char *digest,
                               const char *media_type, const char *filename, int immutable,
                               const char *extra_hdrs[][2]) {
-  char etag[80];
-  snprintf(etag, sizeof etag, "\"sha256:%s\"", digest);
+  char docker_digest[80], etag[84];
+  snprintf(docker_digest, sizeof docker_digest, "sha256:%s", digest);
+  snprintf(etag, sizeof etag, "\"%s\"", docker_digest);
   unsigned char raw[32];
   char b64[64], digest_hdr[96];
   th_unhex32(digest, raw);
@@ -237,7 +238,7 @@ enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_
   MHD_add_response_header(resp, "Accept-Ranges", "bytes");
   MHD_add_response_header(resp, "Cache-Control", cache);
   MHD_add_response_header(resp, "Repr-Digest", digest_hdr);
-  MHD_add_response_header(resp, "Docker-Content-Digest", etag + 1);
+  MHD_add_response_header(resp, "Docker-Content-Digest", docker_digest);
   for (int i = 0; extra_hdrs && extra_hdrs[i][0]; i++)
     MHD_add_response_header(resp, extra_hdrs[i][0], extra_hdrs[i][1]);
   unsigned int status = 200;
