@@ -271,6 +271,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   /* a miss */
   if (head) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     return srv_queue(s, r, (unsigned int)th_status_http(TH_ERR_NOT_FOUND), resp);
   }
@@ -359,8 +360,9 @@ static enum MHD_Result srv__manifest_send(srv_t *s, srv_request *r, const char *
     status = 304;
   } else {
     resp = MHD_create_response_from_buffer(len, (void *)manifest, MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (resp) MHD_add_response_header(resp, "Content-Type", "application/json");
   }
+  if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "ETag", etag);
   MHD_add_response_header(resp, "Cache-Control", "no-cache");
   return srv_queue(s, r, status, resp);
@@ -487,8 +489,8 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   if (!body_text) return MHD_NO;
   char loc[64];
   srv_job_url(job_id, loc, sizeof loc);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(strlen(body_text), body_text, MHD_RESPMEM_MUST_FREE);
+  struct MHD_Response *resp = srv_response_buffer(body_text, strlen(body_text));
+  if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Content-Type", "application/json");
   MHD_add_response_header(resp, "Location", loc);
   return srv_queue(s, r, 202, resp);
@@ -713,8 +715,8 @@ static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
                  "# TYPE tunehub_uptime_seconds gauge\ntunehub_uptime_seconds %.0f\n",
                  tune_workers_busy(s->workers), th_now_wall() - s->started_at);
   size_t len = b.len;
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(len, th_buf_steal(&b), MHD_RESPMEM_MUST_FREE);
+  struct MHD_Response *resp = srv_response_buffer(th_buf_steal(&b), len);
+  if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
   return srv_queue(s, r, 200, resp);
 }
@@ -744,7 +746,8 @@ static enum MHD_Result srv__web(srv_t *s, srv_request *r, const char *name) {
     if (fd >= 0) close(fd);
     return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "no such page or route: %s", r->path);
   }
-  struct MHD_Response *resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
+  struct MHD_Response *resp = srv_response_fd(fd, 0, (uint64_t)sb.st_size);
+  if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Content-Type", type);
   MHD_add_response_header(resp, "Cache-Control", "no-cache");
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
