@@ -73,6 +73,13 @@ static struct MHD_Response *srv__json_text_response(char *text, size_t n) {
   return resp;
 }
 
+struct MHD_Response *srv_json_response(json_t *doc) {
+  char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+  json_decref(doc);
+  /* json_dumps leaves room for its NUL, which becomes the newline */
+  return text ? srv__json_text_response(text, strlen(text)) : NULL;
+}
+
 enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const char *json) {
   size_t n = strlen(json);
   char *body = malloc(n + 1);
@@ -82,12 +89,9 @@ enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const ch
 }
 
 enum MHD_Result srv_json_doc(srv_t *s, srv_request *r, unsigned int status, json_t *doc) {
-  char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-  json_decref(doc);
-  if (!text) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
-  enum MHD_Result ret = srv_json(s, r, status, text);
-  free(text);
-  return ret;
+  struct MHD_Response *resp = srv_json_response(doc);
+  if (!resp) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
+  return srv_queue(s, r, status, resp);
 }
 
 struct MHD_Response *srv_error_response(unsigned int http, const char *code, json_t *extra, const char *msg) {
@@ -96,11 +100,7 @@ struct MHD_Response *srv_error_response(unsigned int http, const char *code, jso
   json_object_set_new(err, "code", json_string(code));
   json_object_set_new(err, "status", json_integer(http));
   json_object_set_new(err, "message", json_string(msg));
-  json_t *root = json_pack("{s:o}", "error", err);
-  char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-  json_decref(root);
-  /* json_dumps leaves room for its NUL, which becomes the newline */
-  return text ? srv__json_text_response(text, strlen(text)) : NULL;
+  return srv_json_response(json_pack("{s:o}", "error", err));
 }
 
 static enum MHD_Result srv__error_v(srv_t *s, srv_request *r, unsigned int http, const char *code,

@@ -183,20 +183,15 @@ static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_ke
   const char *prefer = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Prefer");
   enum MHD_Result ret;
   if (prefer && strstr(prefer, "respond-async")) {
-    char *body = NULL;
     json_t *o = json_object();
     json_object_set_new(o, "job", job ? job : json_null());
     job = NULL;
     json_object_set_new(o, "queued", json_boolean(created));
     json_object_set_new(o, "message", json_string("the model is being built; poll the job URL"));
-    body = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
+    struct MHD_Response *resp = srv_json_response(o);
+    if (!resp) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
     MHD_add_response_header(resp, "Location", loc);
     MHD_add_response_header(resp, "Preference-Applied", "respond-async");
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
     ret = srv_queue(s, r, 202, resp);
   } else {
     char link[96];
@@ -466,6 +461,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   int priority = (int)json_integer_value(json_object_get(body, "priority"));
   char *options = json_dumps(body, JSON_COMPACT);
   json_decref(body);
+  if (!options) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
   int64_t queued = 0;
   store_job_count_queued(s->st, &queued);
   int64_t job_id = 0;
@@ -484,14 +480,10 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   json_t *doc = json_object();
   json_object_set_new(doc, "queued", json_boolean(created));
   json_object_set_new(doc, "job", job ? job : json_null());
-  char *body_text = json_dumps(doc, JSON_COMPACT);
-  json_decref(doc);
-  if (!body_text) return MHD_NO;
+  struct MHD_Response *resp = srv_json_response(doc);
+  if (!resp) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
   char loc[64];
   srv_job_url(job_id, loc, sizeof loc);
-  struct MHD_Response *resp = srv_response_buffer(body_text, strlen(body_text));
-  if (!resp) return MHD_NO;
-  MHD_add_response_header(resp, "Content-Type", "application/json");
   MHD_add_response_header(resp, "Location", loc);
   return srv_queue(s, r, 202, resp);
 }
@@ -674,11 +666,7 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   json_t *root = json_object();
   json_object_set_new(root, "targets", arr);
   json_object_set_new(root, "compiler_version", json_string(s->compiler_version));
-  char *t = json_dumps(root, JSON_COMPACT);
-  json_decref(root);
-  enum MHD_Result ret = srv_json(s, r, 200, t ? t : "{}");
-  free(t);
-  return ret;
+  return srv_json_doc(s, r, 200, root);
 }
 
 static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {

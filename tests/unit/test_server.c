@@ -1,6 +1,6 @@
 /* Unit tests of server/ helpers: percent-decoding that refuses encoded separators, query lookup, and the
  * `serve` flag parser that names the valid forms, the JSON documents made of the store's and the tuner's
- * structs, and the response helpers when libmicrohttpd cannot allocate (fault injection). The routes
+ * structs, and the response helpers when libmicrohttpd or jansson cannot allocate (fault injection). The routes
  * themselves are exercised end to end against the real daemon in tests/integration/. */
 #include <dlfcn.h>
 #include <errno.h>
@@ -28,6 +28,12 @@ struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer,
   if (th__mhd_fails) return NULL;
   if (!real) *(void **)&real = dlsym(RTLD_NEXT, "MHD_create_response_from_buffer");
   return real ? real(size, buffer, mode) : NULL;
+}
+
+/* Fault injection for jansson (json_set_alloc_funcs): allocations fail while th__json_fails is set. */
+static int th__json_fails;
+static void *th__json_malloc(size_t n) {
+  return th__json_fails ? NULL : malloc(n);
 }
 
 /* Heap bytes in use (glibc's arena and mmapped chunks), to see that a failure path frees what it was given.
@@ -223,6 +229,25 @@ TH_TEST(json_reply_when_the_response_cannot_be_made) {
   CHECK(srv_error_response(500, "out_of_memory", NULL, json) == NULL);
   CHECK(th__heap_in_use() < before + sizeof json / 2);
   th__mhd_fails = 0;
+  return 0;
+}
+
+/* srv_json_response (the 202 bodies of the routes, every error) when json_dumps returns NULL: a NULL response,
+ * never a body made of strlen(NULL); the document is consumed either way. */
+TH_TEST(json_response_when_json_dumps_fails) {
+  json_set_alloc_funcs(th__json_malloc, free);
+  json_t *doc = json_pack("{s:s,s:b}", "message", "the model is being built", "queued", 1);
+  CHECK(doc != NULL);
+  struct MHD_Response *resp = srv_json_response(json_incref(doc));
+  CHECK(resp != NULL);
+  CHECK_STR(MHD_get_response_header(resp, "Content-Type"), "application/json");
+  CHECK_STR(MHD_get_response_header(resp, "Cache-Control"), "no-store");
+  MHD_destroy_response(resp);
+  th__json_fails = 1;
+  CHECK(srv_json_response(doc) == NULL);
+  CHECK(srv_error_response(500, "out_of_memory", NULL, "out of memory") == NULL);
+  th__json_fails = 0;
+  CHECK(srv_json_response(NULL) == NULL);
   return 0;
 }
 
