@@ -34,6 +34,12 @@ case_bad_inputs() {
   expect_status 400 "$BASE/models/llvm/resnet-18%2f1/1"
   expect_status 400 "$BASE/models/llvm/resnet-18/1%00"
   expect_status 414 "$BASE/models/llvm/$(printf 'a%.0s' $(seq 1 300))/1"
+  # a path or query longer than the server keeps (2047 bytes) is refused whole, never cut and then served
+  expect_status 200 "$BASE/healthz?pad=$(printf 'x%.0s' $(seq 1 2043))"
+  expect_status 414 "$BASE/healthz?pad=$(printf 'x%.0s' $(seq 1 2044))"
+  body_has '"code":"uri_too_long"'; body_has '"status":414'
+  [[ "$(header Content-Type)" == application/json ]] || fail "414 type $(header Content-Type)"
+  expect_status 414 "$BASE$(printf '/%.0s' $(seq 1 2100))healthz"; body_has '"code":"uri_too_long"'
   expect_status 405 -X POST "$BASE/models/llvm/resnet-18/1"
   [[ "$(header Allow)" == "GET, HEAD, DELETE" ]] || fail "Allow header: $(header Allow)"
   expect_status 405 -X PUT "$BASE/healthz"
