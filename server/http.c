@@ -21,9 +21,10 @@
 #include "th_log.h"
 #include "th_util.h"
 
-/* A request from the raw URI: the path (still percent-encoded) and the query string apart. r->con stays
- * NULL until the access handler's first call fills it. A path or query that does not fit marks the request
- * uri_too_long: a cut one could name another resource, or drop a parameter the client sent. */
+/* A request from the raw URI: the path (still percent-encoded) and the query string apart. r->con
+ * stays NULL until the access handler's first call fills it. A path or query that does not fit
+ * marks the request uri_too_long: a cut one could name another resource, or drop a parameter the
+ * client sent. */
 static srv_request *srv__request_new(const char *uri) {
   srv_request *r = calloc(1, sizeof *r);
   if (!r) return NULL;
@@ -68,8 +69,8 @@ static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const 
     r->resumed = 0;
   }
   if (r->uri_too_long)
-    return srv_error_http(s, r, 414, "uri_too_long", NULL, "the request path or query is longer than %zu bytes",
-                          sizeof r->path - 1);
+    return srv_error_http(s, r, 414, "uri_too_long", NULL,
+                          "the request path or query is longer than %zu bytes", sizeof r->path - 1);
   if (r->body_too_large)
     return srv_error(s, r, TH_ERR_TOO_LARGE, "body_too_large", NULL, "request body exceeds %d bytes",
                      SRV_MAX_BODY);

@@ -63,7 +63,8 @@ struct MHD_Response *srv_response_fd(int fd, uint64_t offset, uint64_t n) {
   return resp;
 }
 
-/* text (malloc'd; transferred) holds n characters and room for one more: the body is the text and a newline. */
+/* text (malloc'd; transferred) holds n characters and room for one more: the body is the text and a
+ * newline. */
 static struct MHD_Response *srv__json_text_response(char *text, size_t n) {
   text[n] = '\n';
   struct MHD_Response *resp = srv_response_buffer(text, n + 1);

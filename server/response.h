@@ -17,14 +17,15 @@ enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct 
 /* Adds n to the artifact bytes served (/metrics). */
 void srv_count_bytes(srv_t *s, int64_t n);
 
-/* A response over body (malloc'd, n bytes; transferred: the response frees it, or this function does when
- * libmicrohttpd cannot make the response, and returns NULL). */
+/* A response over body (malloc'd, n bytes; transferred: the response frees it, or this function
+ * does when libmicrohttpd cannot make the response, and returns NULL). */
 struct MHD_Response *srv_response_buffer(void *body, size_t n);
-/* A response over the n bytes of fd from offset (fd transferred: the response closes it, or this function does
- * when libmicrohttpd cannot make the response, and returns NULL). */
+/* A response over the n bytes of fd from offset (fd transferred: the response closes it, or this
+ * function does when libmicrohttpd cannot make the response, and returns NULL). */
 struct MHD_Response *srv_response_fd(int fd, uint64_t offset, uint64_t n);
-/* doc (consumed) as an application/json, no-store response: its text and a newline. For routes that add headers
- * before srv_queue; NULL when out of memory (doc NULL, json_dumps or libmicrohttpd failing). */
+/* doc (consumed) as an application/json, no-store response: its text and a newline. For routes that
+ * add headers before srv_queue; NULL when out of memory (doc NULL, json_dumps or libmicrohttpd
+ * failing). */
 struct MHD_Response *srv_json_response(json_t *doc);
 
 /* Queues json (borrowed; copied) and a newline as an application/json body. */
