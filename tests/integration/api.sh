@@ -14,7 +14,8 @@ digest_headers() {
   b64=$(openssl dgst -sha256 -binary "$1" | base64 -w0)
   [[ "$(header Content-Digest)" == "sha-256=:$b64:" ]] ||
     fail "Content-Digest '$(header Content-Digest)', want 'sha-256=:$b64:'"
-  [[ "$(header Repr-Digest)" == "sha-256=:$b64:" ]] || fail "Repr-Digest '$(header Repr-Digest)', want 'sha-256=:$b64:'"
+  [[ "$(header Repr-Digest)" == "sha-256=:$b64:" ]] ||
+    fail "Repr-Digest '$(header Repr-Digest)', want 'sha-256=:$b64:'"
   [[ "$(header Docker-Content-Digest)" == "sha256:$hex" ]] ||
     fail "Docker-Content-Digest '$(header Docker-Content-Digest)', want 'sha256:$hex'"
 }
