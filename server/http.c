@@ -21,18 +21,23 @@
 #include "th_log.h"
 #include "th_util.h"
 
-/* A request from the raw URI: the path (still percent-encoded) and the query string apart. r->con stays
- * NULL until the access handler's first call fills it. */
+/* A request from the raw URI: the path (still percent-encoded) and the query string apart. r->con
+ * stays NULL until the access handler's first call fills it. A path or query that does not fit
+ * marks the request uri_too_long: a cut one could name another resource, or drop a parameter the
+ * client sent. */
 static srv_request *srv__request_new(const char *uri) {
   srv_request *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   th_buf_init(&r->body, SRV_MAX_BODY);
   const char *q = strchr(uri, '?');
   size_t plen = q ? (size_t)(q - uri) : strlen(uri);
-  if (plen >= sizeof r->path) plen = sizeof r->path - 1;
+  if (plen >= sizeof r->path || (q && strlen(q + 1) >= sizeof r->query)) {
+    r->uri_too_long = 1;
+    return r;
+  }
   memcpy(r->path, uri, plen);
   r->path[plen] = '\0';
-  if (q) snprintf(r->query, sizeof r->query, "%s", q + 1);
+  if (q) memcpy(r->query, q + 1, strlen(q + 1) + 1);
   return r;
 }
 
@@ -63,6 +68,9 @@ static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const 
     r->suspended = 0;
     r->resumed = 0;
   }
+  if (r->uri_too_long)
+    return srv_error_http(s, r, 414, "uri_too_long", NULL,
+                          "the request path or query is longer than %zu bytes", sizeof r->path - 1);
   if (r->body_too_large)
     return srv_error(s, r, TH_ERR_TOO_LARGE, "body_too_large", NULL, "request body exceeds %d bytes",
                      SRV_MAX_BODY);

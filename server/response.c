@@ -51,26 +51,48 @@ void srv_count_bytes(srv_t *s, int64_t n) {
   pthread_mutex_unlock(&s->metrics_mu);
 }
 
+struct MHD_Response *srv_response_buffer(void *body, size_t n) {
+  struct MHD_Response *resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
+  if (!resp) free(body); /* libmicrohttpd took it only if it made the response */
+  return resp;
+}
+
+struct MHD_Response *srv_response_fd(int fd, uint64_t offset, uint64_t n) {
+  struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(n, fd, offset);
+  if (!resp) close(fd);
+  return resp;
+}
+
+/* text (malloc'd; transferred) holds n characters and room for one more: the body is the text and a
+ * newline. */
+static struct MHD_Response *srv__json_text_response(char *text, size_t n) {
+  text[n] = '\n';
+  struct MHD_Response *resp = srv_response_buffer(text, n + 1);
+  if (!resp) return NULL;
+  MHD_add_response_header(resp, "Content-Type", "application/json");
+  MHD_add_response_header(resp, "Cache-Control", "no-store");
+  return resp;
+}
+
+struct MHD_Response *srv_json_response(json_t *doc) {
+  char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+  json_decref(doc);
+  /* json_dumps leaves room for its NUL, which becomes the newline */
+  return text ? srv__json_text_response(text, strlen(text)) : NULL;
+}
+
 enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const char *json) {
   size_t n = strlen(json);
   char *body = malloc(n + 1);
   if (!body) return MHD_NO;
   memcpy(body, json, n);
-  body[n] = '\n';
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(n + 1, body, MHD_RESPMEM_MUST_FREE);
-  MHD_add_response_header(resp, "Content-Type", "application/json");
-  MHD_add_response_header(resp, "Cache-Control", "no-store");
-  return srv_queue(s, r, status, resp);
+  return srv_queue(s, r, status, srv__json_text_response(body, n));
 }
 
 enum MHD_Result srv_json_doc(srv_t *s, srv_request *r, unsigned int status, json_t *doc) {
-  char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-  json_decref(doc);
-  if (!text) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
-  enum MHD_Result ret = srv_json(s, r, status, text);
-  free(text);
-  return ret;
+  struct MHD_Response *resp = srv_json_response(doc);
+  if (!resp) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
+  return srv_queue(s, r, status, resp);
 }
 
 struct MHD_Response *srv_error_response(unsigned int http, const char *code, json_t *extra, const char *msg) {
@@ -79,20 +101,7 @@ struct MHD_Response *srv_error_response(unsigned int http, const char *code, jso
   json_object_set_new(err, "code", json_string(code));
   json_object_set_new(err, "status", json_integer(http));
   json_object_set_new(err, "message", json_string(msg));
-  json_t *root = json_pack("{s:o}", "error", err);
-  char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
-  json_decref(root);
-  if (!text) return NULL;
-  size_t n = strlen(text);
-  text[n] = '\n'; /* json_dumps leaves room for its NUL: the body is the text and a newline */
-  struct MHD_Response *resp = MHD_create_response_from_buffer(n + 1, text, MHD_RESPMEM_MUST_FREE);
-  if (!resp) {
-    free(text);
-    return NULL;
-  }
-  MHD_add_response_header(resp, "Content-Type", "application/json");
-  MHD_add_response_header(resp, "Cache-Control", "no-store");
-  return resp;
+  return srv_json_response(json_pack("{s:o}", "error", err));
 }
 
 static enum MHD_Result srv__error_v(srv_t *s, srv_request *r, unsigned int http, const char *code,
@@ -183,8 +192,9 @@ int srv_etag_matches(const char *header, const char *etag) {
 enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_t size, const char *digest,
                               const char *media_type, const char *filename, int immutable,
                               const char *extra_hdrs[][2]) {
-  char etag[80];
-  snprintf(etag, sizeof etag, "\"sha256:%s\"", digest);
+  char docker_digest[80], etag[84];
+  snprintf(docker_digest, sizeof docker_digest, "sha256:%s", digest);
+  snprintf(etag, sizeof etag, "\"%s\"", docker_digest);
   unsigned char raw[32];
   char b64[64], digest_hdr[96];
   th_unhex32(digest, raw);
@@ -195,6 +205,7 @@ enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_
   const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
   if (srv_etag_matches(inm, etag)) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
     MHD_add_response_header(resp, "ETag", etag);
     MHD_add_response_header(resp, "Cache-Control", cache);
     return srv_queue(s, r, 304, resp);
@@ -208,6 +219,7 @@ enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_
       char cr[64];
       snprintf(cr, sizeof cr, "bytes */%lld", (long long)size);
       struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+      if (!resp) return MHD_NO;
       MHD_add_response_header(resp, "Content-Range", cr);
       MHD_add_response_header(resp, "Accept-Ranges", "bytes");
       MHD_add_response_header(resp, "ETag", etag);
@@ -223,12 +235,8 @@ enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_
   if (fd < 0)
     return srv_error(s, r, TH_ERR_IO, "artifact_missing", NULL, "artifact sha256:%s is not readable: %s",
                      digest, strerror(errno));
-  struct MHD_Response *resp =
-      MHD_create_response_from_fd_at_offset64((uint64_t)range.len, fd, (uint64_t)range.start);
-  if (!resp) {
-    close(fd);
-    return MHD_NO;
-  }
+  struct MHD_Response *resp = srv_response_fd(fd, (uint64_t)range.start, (uint64_t)range.len);
+  if (!resp) return MHD_NO;
   char disp[256];
   snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", filename);
   MHD_add_response_header(resp, "Content-Type", media_type);
@@ -237,7 +245,7 @@ enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_
   MHD_add_response_header(resp, "Accept-Ranges", "bytes");
   MHD_add_response_header(resp, "Cache-Control", cache);
   MHD_add_response_header(resp, "Repr-Digest", digest_hdr);
-  MHD_add_response_header(resp, "Docker-Content-Digest", etag + 1);
+  MHD_add_response_header(resp, "Docker-Content-Digest", docker_digest);
   for (int i = 0; extra_hdrs && extra_hdrs[i][0]; i++)
     MHD_add_response_header(resp, extra_hdrs[i][0], extra_hdrs[i][1]);
   unsigned int status = 200;

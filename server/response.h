@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <microhttpd.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "srv_int.h"
@@ -15,6 +16,17 @@
 enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct MHD_Response *resp);
 /* Adds n to the artifact bytes served (/metrics). */
 void srv_count_bytes(srv_t *s, int64_t n);
+
+/* A response over body (malloc'd, n bytes; transferred: the response frees it, or this function
+ * does when libmicrohttpd cannot make the response, and returns NULL). */
+struct MHD_Response *srv_response_buffer(void *body, size_t n);
+/* A response over the n bytes of fd from offset (fd transferred: the response closes it, or this
+ * function does when libmicrohttpd cannot make the response, and returns NULL). */
+struct MHD_Response *srv_response_fd(int fd, uint64_t offset, uint64_t n);
+/* doc (consumed) as an application/json, no-store response: its text and a newline. For routes that
+ * add headers before srv_queue; NULL when out of memory (doc NULL, json_dumps or libmicrohttpd
+ * failing). */
+struct MHD_Response *srv_json_response(json_t *doc);
 
 /* Queues json (borrowed; copied) and a newline as an application/json body. */
 enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const char *json);

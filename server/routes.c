@@ -183,20 +183,15 @@ static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_ke
   const char *prefer = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Prefer");
   enum MHD_Result ret;
   if (prefer && strstr(prefer, "respond-async")) {
-    char *body = NULL;
     json_t *o = json_object();
     json_object_set_new(o, "job", job ? job : json_null());
     job = NULL;
     json_object_set_new(o, "queued", json_boolean(created));
     json_object_set_new(o, "message", json_string("the model is being built; poll the job URL"));
-    body = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
+    struct MHD_Response *resp = srv_json_response(o);
+    if (!resp) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
     MHD_add_response_header(resp, "Location", loc);
     MHD_add_response_header(resp, "Preference-Applied", "respond-async");
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
     ret = srv_queue(s, r, 202, resp);
   } else {
     char link[96];
@@ -271,6 +266,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   /* a miss */
   if (head) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     return srv_queue(s, r, (unsigned int)th_status_http(TH_ERR_NOT_FOUND), resp);
   }
@@ -354,8 +350,9 @@ static enum MHD_Result srv__manifest_send(srv_t *s, srv_request *r, const char *
     status = 304;
   } else {
     resp = MHD_create_response_from_buffer(len, (void *)manifest, MHD_RESPMEM_MUST_COPY);
-    MHD_add_response_header(resp, "Content-Type", "application/json");
+    if (resp) MHD_add_response_header(resp, "Content-Type", "application/json");
   }
+  if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "ETag", etag);
   MHD_add_response_header(resp, "Cache-Control", "no-cache");
   return srv_queue(s, r, status, resp);
@@ -459,6 +456,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   int priority = (int)json_integer_value(json_object_get(body, "priority"));
   char *options = json_dumps(body, JSON_COMPACT);
   json_decref(body);
+  if (!options) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
   int64_t job_id = 0;
   int created = 0;
   th_status rc = store_job_enqueue_limited(s->st, key, "tune", options, priority, s->cfg.max_queued, &job_id,
@@ -472,14 +470,10 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   json_t *doc = json_object();
   json_object_set_new(doc, "queued", json_boolean(created));
   json_object_set_new(doc, "job", job ? job : json_null());
-  char *body_text = json_dumps(doc, JSON_COMPACT);
-  json_decref(doc);
-  if (!body_text) return MHD_NO;
+  struct MHD_Response *resp = srv_json_response(doc);
+  if (!resp) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
   char loc[64];
   srv_job_url(job_id, loc, sizeof loc);
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(strlen(body_text), body_text, MHD_RESPMEM_MUST_FREE);
-  MHD_add_response_header(resp, "Content-Type", "application/json");
   MHD_add_response_header(resp, "Location", loc);
   return srv_queue(s, r, 202, resp);
 }
@@ -662,11 +656,7 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   json_t *root = json_object();
   json_object_set_new(root, "targets", arr);
   json_object_set_new(root, "compiler_version", json_string(s->compiler_version));
-  char *t = json_dumps(root, JSON_COMPACT);
-  json_decref(root);
-  enum MHD_Result ret = srv_json(s, r, 200, t ? t : "{}");
-  free(t);
-  return ret;
+  return srv_json_doc(s, r, 200, root);
 }
 
 static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
@@ -703,8 +693,8 @@ static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
                  "# TYPE tunehub_uptime_seconds gauge\ntunehub_uptime_seconds %.0f\n",
                  tune_workers_busy(s->workers), th_now_wall() - s->started_at);
   size_t len = b.len;
-  struct MHD_Response *resp =
-      MHD_create_response_from_buffer(len, th_buf_steal(&b), MHD_RESPMEM_MUST_FREE);
+  struct MHD_Response *resp = srv_response_buffer(th_buf_steal(&b), len);
+  if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4");
   return srv_queue(s, r, 200, resp);
 }
@@ -734,7 +724,8 @@ static enum MHD_Result srv__web(srv_t *s, srv_request *r, const char *name) {
     if (fd >= 0) close(fd);
     return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL, "no such page or route: %s", r->path);
   }
-  struct MHD_Response *resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
+  struct MHD_Response *resp = srv_response_fd(fd, 0, (uint64_t)sb.st_size);
+  if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Content-Type", type);
   MHD_add_response_header(resp, "Cache-Control", "no-cache");
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");

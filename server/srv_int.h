@@ -21,6 +21,7 @@ typedef struct srv_request {
   char query[2048];  /* raw query string, without '?' */
   th_buf body;
   int body_too_large;
+  int uri_too_long;  /* the path or the query did not fit: answered 414, never routed */
   int route;         /* metrics label index */
   /* long-poll state */
   int suspended;

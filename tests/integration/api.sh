@@ -6,6 +6,20 @@ source "$here/lib.sh"
 NET=${TH_IT_NETWORK:-squeezenet_v1.1}
 M="/models/llvm/$NET/1"
 
+# digest_headers FILE: the last response's digest headers name FILE's exact bytes: Content-Digest and
+# Repr-Digest in RFC 9530 form (sha-256=:<base64>:), Docker-Content-Digest as sha256:<hex> with nothing after.
+digest_headers() {
+  local hex b64
+  hex=$(sha256sum "$1" | cut -d' ' -f1)
+  b64=$(openssl dgst -sha256 -binary "$1" | base64 -w0)
+  [[ "$(header Content-Digest)" == "sha-256=:$b64:" ]] ||
+    fail "Content-Digest '$(header Content-Digest)', want 'sha-256=:$b64:'"
+  [[ "$(header Repr-Digest)" == "sha-256=:$b64:" ]] ||
+    fail "Repr-Digest '$(header Repr-Digest)', want 'sha-256=:$b64:'"
+  [[ "$(header Docker-Content-Digest)" == "sha256:$hex" ]] ||
+    fail "Docker-Content-Digest '$(header Docker-Content-Digest)', want 'sha256:$hex'"
+}
+
 case_bad_inputs() {
   echo "s3cret-token-123" >"$TMP/token"
   start_daemon --token-file "$TMP/token"
@@ -21,6 +35,12 @@ case_bad_inputs() {
   expect_status 400 "$BASE/models/llvm/resnet-18%2f1/1"
   expect_status 400 "$BASE/models/llvm/resnet-18/1%00"
   expect_status 414 "$BASE/models/llvm/$(printf 'a%.0s' $(seq 1 300))/1"
+  # a path or query longer than the server keeps (2047 bytes) is refused whole, never cut and then served
+  expect_status 200 "$BASE/healthz?pad=$(printf 'x%.0s' $(seq 1 2043))"
+  expect_status 414 "$BASE/healthz?pad=$(printf 'x%.0s' $(seq 1 2044))"
+  body_has '"code":"uri_too_long"'; body_has '"status":414'
+  [[ "$(header Content-Type)" == application/json ]] || fail "414 type $(header Content-Type)"
+  expect_status 414 "$BASE$(printf '/%.0s' $(seq 1 2100))healthz"; body_has '"code":"uri_too_long"'
   expect_status 405 -X POST "$BASE/models/llvm/resnet-18/1"
   [[ "$(header Allow)" == "GET, HEAD, DELETE" ]] || fail "Allow header: $(header Allow)"
   expect_status 405 -X PUT "$BASE/healthz"
@@ -67,7 +87,7 @@ case_miss_then_hit() {
   [[ "$etag" == "\"sha256:$digest\"" ]] || fail "ETag $etag does not match the body's sha256 $digest"
   [[ "$(header Content-Type)" == application/x-tar ]] || fail "type $(header Content-Type)"
   [[ "$(header Content-Disposition)" == *"${NET}_llvm_b1_v1.tar"* ]] || fail "disposition"
-  [[ "$(header Content-Digest)" == sha-256=:* ]] || fail "no Content-Digest"
+  digest_headers "$TMP/body"
   # (list to a file first: grep -q closing the pipe early would fail tar under pipefail)
   tar -tf "$TMP/body" >"$TMP/list"
   grep -q '^model.so$' "$TMP/list" || fail "the bundle has no model.so"
@@ -79,6 +99,13 @@ case_miss_then_hit() {
   expect_status 200 "$BASE/blobs/sha256:$digest"
   [[ "$(header Cache-Control)" == *immutable* ]] || fail "blob not immutable"
   [[ "$(sha256sum "$TMP/body" | cut -d' ' -f1)" == "$digest" ]] || fail "blob bytes differ"
+  digest_headers "$TMP/body"
+  # HEAD names the digest too (what an OCI client checks before pulling)
+  cp "$TMP/body" "$TMP/blob"
+  expect_status 200 -I "$BASE/blobs/sha256:$digest"
+  [[ "$(header Docker-Content-Digest)" == "sha256:$digest" ]] ||
+    fail "HEAD Docker-Content-Digest '$(header Docker-Content-Digest)'"
+  digest_headers "$TMP/blob"
   expect_status 200 "$BASE/models?state=ready"
   jq -e ".count == 1 and .models[0].digest == \"sha256:$digest\"" "$TMP/body" >/dev/null || fail "catalog"
   expect_status 200 "$BASE/jobs/$job"; body_has '"state":"succeeded"'

@@ -1,16 +1,53 @@
-/* Unit tests of server/ helpers: percent-decoding that refuses encoded separators, query lookup, and the
- * `serve` flag parser that names the valid forms, and the JSON documents made of the store's and the tuner's
- * structs. The routes themselves are exercised end to end against
- * the real daemon in tests/integration/. */
+/* Unit tests of server/ helpers: percent-decoding that refuses encoded separators, query lookup,
+ * and the `serve` flag parser that names the valid forms, the JSON documents made of the store's
+ * and the tuner's structs, and the response helpers when libmicrohttpd or jansson cannot allocate
+ * (fault injection). The routes themselves are exercised end to end against the real daemon in
+ * tests/integration/. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "present.h"
 #include "request.h"
+#include "response.h"
 #include "srv.h"
 #include "th_test.h"
 #include "tune_job.h"
+
+/* Fault injection for libmicrohttpd: this definition interposes on the library's (the executable's
+ * symbol wins for the server code linked into it) and forwards to it, except while th__mhd_fails is
+ * set, when a buffer response cannot be made, as when libmicrohttpd is out of memory. */
+static int th__mhd_fails;
+struct MHD_Response *MHD_create_response_from_buffer(size_t size, void *buffer,
+                                                     enum MHD_ResponseMemoryMode mode) {
+  static struct MHD_Response *(*real)(size_t, void *, enum MHD_ResponseMemoryMode);
+  if (th__mhd_fails) return NULL;
+  if (!real) *(void **)&real = dlsym(RTLD_NEXT, "MHD_create_response_from_buffer");
+  return real ? real(size, buffer, mode) : NULL;
+}
+
+/* Fault injection for jansson (json_set_alloc_funcs): its allocations fail while th__json_fails is
+ * set. */
+static int th__json_fails;
+static void *th__json_malloc(size_t n) {
+  return th__json_fails ? NULL : malloc(n);
+}
+
+/* Heap bytes in use (glibc's arena and mmapped chunks), to see that a failure path frees what it
+ * was given. Elsewhere it reads 0, and the sanitizer build's leak checker does the job. */
+static size_t th__heap_in_use(void) {
+#ifdef __GLIBC__
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd;
+#else
+  return 0;
+#endif
+}
 
 TH_TEST(pct_decode_plain_and_escapes) {
   char out[64];
@@ -169,5 +206,69 @@ TH_TEST(error_statuses_from_the_table) {
   CHECK_EQ_INT(th_status_http(TH_ERR_UNSUPPORTED), 501);
   /* a missing device cannot be retried away: 501, never 503 (curl -f --retry would wait an hour) */
   CHECK_EQ_INT(th_status_http(TH_ERR_NO_DEVICE), 501);
+  return 0;
+}
+
+/* srv_json when libmicrohttpd cannot make the response: no header is added to the missing one
+ * (libmicrohttpd would crash), the copied body is freed, and the connection is refused (MHD_NO). */
+TH_TEST(json_reply_when_the_response_cannot_be_made) {
+  /* srv_queue refuses a NULL response before it looks at the server or the request */
+  static srv_t s;
+  static srv_request r;
+  char json[4096];
+  memset(json, 'x', sizeof json - 1);
+  json[0] = json[sizeof json - 2] = '"';
+  json[sizeof json - 1] = '\0';
+  /* A body left behind shows as 4 KiB more in use. Small blocks that jansson frees may stay in
+   * glibc's per-thread cache, which mallinfo2 counts as in use, hence the margin. */
+  th__mhd_fails = 1;
+  size_t before = th__heap_in_use();
+  CHECK_EQ_INT(srv_json(&s, &r, 200, json), MHD_NO);
+  CHECK(th__heap_in_use() < before + sizeof json / 2);
+  /* the same through the document and error paths, which share the body's response */
+  json_t *doc = json_pack("{s:s}", "message", json);
+  CHECK(doc != NULL);
+  CHECK_EQ_INT(srv_json_doc(&s, &r, 200, doc), MHD_NO);
+  CHECK(srv_error_response(500, "out_of_memory", NULL, json) == NULL);
+  CHECK(th__heap_in_use() < before + sizeof json / 2);
+  th__mhd_fails = 0;
+  return 0;
+}
+
+/* srv_json_response (the 202 bodies of the routes, every error) when json_dumps returns NULL: a
+ * NULL response, never a body made of strlen(NULL); the document is consumed either way. */
+TH_TEST(json_response_when_json_dumps_fails) {
+  json_set_alloc_funcs(th__json_malloc, free);
+  json_t *doc = json_pack("{s:s,s:b}", "message", "the model is being built", "queued", 1);
+  CHECK(doc != NULL);
+  struct MHD_Response *resp = srv_json_response(json_incref(doc));
+  CHECK(resp != NULL);
+  CHECK_STR(MHD_get_response_header(resp, "Content-Type"), "application/json");
+  CHECK_STR(MHD_get_response_header(resp, "Cache-Control"), "no-store");
+  MHD_destroy_response(resp);
+  th__json_fails = 1;
+  CHECK(srv_json_response(doc) == NULL);
+  CHECK(srv_error_response(500, "out_of_memory", NULL, "out of memory") == NULL);
+  th__json_fails = 0;
+  CHECK(srv_json_response(NULL) == NULL);
+  return 0;
+}
+
+/* srv_response_fd owns the fd it is given: the response closes it, and so does a failure to make
+ * one (an offset past what a file can have is refused by libmicrohttpd itself). */
+TH_TEST(file_response_owns_the_fd) {
+  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  CHECK(fd >= 0);
+  CHECK(srv_response_fd(fd, (uint64_t)INT64_MAX, 1) == NULL);
+  errno = 0;
+  CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
+  fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  CHECK(fd >= 0);
+  struct MHD_Response *resp = srv_response_fd(fd, 0, 0);
+  CHECK(resp != NULL);
+  CHECK(fcntl(fd, F_GETFD) != -1);
+  MHD_destroy_response(resp);
+  errno = 0;
+  CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
   return 0;
 }
