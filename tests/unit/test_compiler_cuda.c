@@ -296,16 +296,38 @@ TH_TEST(codegen_constructs) {
   return 0;
 }
 
+/* What the environment says, asked of the driver directly (not through compiler/cuda/): how many devices
+ * libcuda.so.1 reports, 0 when it is missing, lacks the entry points or fails cuInit. The fake libcuda of
+ * compiler_cuda_emu reports one. */
+static int driver_device_count(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return 0;
+  int (*init)(unsigned) = NULL;
+  int (*count)(int *) = NULL;
+  *(void **)&init = dlsym(h, "cuInit");
+  *(void **)&count = dlsym(h, "cuDeviceGetCount");
+  int n = 0;
+  if (!init || !count || init(0) != 0 || count(&n) != 0) n = 0;
+  dlclose(h);
+  return n;
+}
+
+/* The query must match the environment: a device where the driver reports one (its name and sm_XY arch
+ * filled in), else TH_ERR_UNSUPPORTED with a "no CUDA device" message; either wrong status fails. */
 TH_TEST(device_query) {
+  int expect = driver_device_count();
   tc_cuda_device d;
   char err[512] = "";
   th_status rc = tc_cuda_device_query(&d, err, sizeof err);
-  if (rc == TH_OK) {
+  fprintf(stderr, "driver reports %d device(s); query: %s %s\n", expect, th_status_str(rc), err);
+  if (expect > 0) {
+    CHECK(rc == TH_OK);
     fprintf(stderr, "device: %s %s, %lld MiB\n", d.name, d.arch, (long long)(d.total_mem >> 20));
-    CHECK(strncmp(d.arch, "sm_", 3) == 0 && d.total_mem > 0);
+    CHECK(d.name[0] != '\0');
+    CHECK(strncmp(d.arch, "sm_", 3) == 0 && d.arch[3] >= '1' && d.arch[3] <= '9');
+    CHECK(d.major > 0 && d.total_mem > 0 && d.multiprocessors > 0);
     return 0;
   }
-  fprintf(stderr, "%s\n", err);
   CHECK(rc == TH_ERR_UNSUPPORTED);
   CHECK(strstr(err, "no CUDA device") != NULL);
   return 0;
