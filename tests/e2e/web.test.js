@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /* End-to-end test of the catalog page (web/) against the real daemon, in headless Chromium.
-   Exit 0 pass, 1 fail (a missing tunehub binary too: the same build makes it), 77 skip (no chromium, no
-   node_modules).
+   Exit 0 pass, 1 fail (a missing tunehub binary too: the same build makes it), 77 skip (no
+   chromium, no node_modules).
    Env: TUNEHUB (the binary), E2E_ARTIFACTS (screenshots; default build/e2e-artifacts),
         CHROMIUM (default /usr/bin/chromium), E2E_HEADED=1 to watch. */
 'use strict';
@@ -18,9 +18,12 @@ const ARTIFACTS = path.resolve(process.env.E2E_ARTIFACTS || path.join(ROOT, 'bui
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 
 function skip(why) { console.log('SKIP: ' + why); process.exit(77); }
-// The binary comes from the build that registered this test: missing means that build is broken, not that
-// this host lacks an optional tool, so it fails (and before the skips, so that no host hides it).
-if (!fs.existsSync(TUNEHUB)) { console.log('FAIL: tunehub binary ' + TUNEHUB + ' is missing'); process.exit(1); }
+// The binary comes from the build that registered this test: missing means that build is broken,
+// not that this host lacks an optional tool, so it fails (before the skips: no host hides it).
+if (!fs.existsSync(TUNEHUB)) {
+  console.log('FAIL: tunehub binary ' + TUNEHUB + ' is missing');
+  process.exit(1);
+}
 if (!fs.existsSync(CHROMIUM)) skip(CHROMIUM + ' is missing (apt-get install -y chromium)');
 let chromium;
 try { ({ chromium } = require('playwright-core')); }

@@ -277,10 +277,12 @@ case_miss_tunes() {
 case_cuda_untuned() {
   start_daemon --on-miss tune
   expect_status 200 "$BASE/targets"
-  # Each branch is checked against the build and the host, not against what the daemon says of itself:
-  # TH_WITH_CUDA (from ctest) is whether this build has NVRTC, nvidia-smi whether the host has a GPU.
+  # Each branch is checked against the build and the host, not against what the daemon says of
+  # itself: TH_WITH_CUDA (from ctest) is whether this build has NVRTC, nvidia-smi whether the host
+  # has a GPU.
   if ! jq -e '.targets[] | select(.framework == "cuda") | .available' "$TMP/body" >/dev/null; then
-    [[ "${TH_WITH_CUDA:-}" == 0 ]] || fail "cuda is not available in a build with CUDA: $(head -c 400 "$TMP/body")"
+    [[ "${TH_WITH_CUDA:-}" == 0 ]] \
+      || fail "cuda is not available in a build with CUDA: $(head -c 400 "$TMP/body")"
     expect_status 501 "$BASE/models/cuda/squeezenet_v1.1/1"; body_has 'without CUDA'
     return 0
   fi
@@ -288,10 +290,11 @@ case_cuda_untuned() {
   present=$(jq -r '.targets[] | select(.framework == "cuda") | .device_present' "$TMP/body")
   host=false
   nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && host=true
-  [[ "$present" == "$host" ]] || fail "GET /targets says device_present $present, nvidia-smi says $host"
+  [[ "$present" == "$host" ]] \
+    || fail "GET /targets says device_present $present, nvidia-smi says $host"
   if [[ "$present" == true ]]; then
-    # The device path (a tuned cuda build) is the gpu label's (compiler_cuda_gpu, tuner_cuda): skipped here,
-    # visibly, rather than passed without checking anything.
+    # The device path (a tuned cuda build) is the gpu label's (compiler_cuda_gpu, tuner_cuda):
+    # skipped here, visibly, rather than passed without checking anything.
     echo "SKIP: a CUDA device is present; this case checks the device-less path"
     exit 77
   fi

@@ -35,10 +35,12 @@ sample_scheduler() {
 
 records_of() { sqlite3 "$DATA/tunehub.db" "SELECT count(*) FROM tuning_records WHERE job_id = $1"; }
 
-# trials_per_task JOB: "workload|target<TAB>trials" per task (verification re-timings are not trials)
+# trials_per_task JOB: "workload|target<TAB>trials" per task (verification re-timings are not
+# trials)
 trials_per_task() {
-  sqlite3 -separator $'\t' "$DATA/tunehub.db" "SELECT workload_key || '|' || target, count(*) FROM tuning_records
-    WHERE job_id = $1 AND tuner <> 'verify' GROUP BY workload_key, target ORDER BY 1"
+  sqlite3 -separator $'\t' "$DATA/tunehub.db" "SELECT workload_key || '|' || target, count(*)
+    FROM tuning_records WHERE job_id = $1 AND tuner <> 'verify'
+    GROUP BY workload_key, target ORDER BY 1"
 }
 
 case_interleave_sse() {
@@ -138,14 +140,16 @@ case_kill9_tuning() {
   expect_status 200 "$BASE/models/llvm/squeezenet_v1.1/1/versions"
   jq -e '.count == 2 and .versions[0].tuned == false and .versions[1].tuned == true' "$TMP/body" >/dev/null \
     || fail "versions: $(head -c 400 "$TMP/body")"
-  # The trials stored before the kill were not run again (README: the session skips them; only the batch in
-  # flight is redone): no task holds more trials than its budget of 3, no task tried one config twice, and a
-  # task that had its 3 before the kill got no trial after the restart.
+  # The trials stored before the kill were not run again (README: the session skips them; only the
+  # batch in flight is redone): no task holds more trials than its budget of 3, no task tried one
+  # config twice, and a task that had its 3 before the kill got no trial after the restart.
   trials_per_task "$job" >"$TMP/trials_after"
   over=$(awk -F'\t' '$2 > 3' "$TMP/trials_after")
-  [[ -z "$over" ]] || fail "tasks with more trials than the budget of 3 (re-run after the restart): $over"
+  [[ -z "$over" ]] \
+    || fail "tasks with more trials than the budget of 3 (re-run after the restart): $over"
   dup=$(sqlite3 "$DATA/tunehub.db" "SELECT workload_key, config, count(*) FROM tuning_records
-    WHERE job_id = $job AND tuner <> 'verify' GROUP BY workload_key, target, config HAVING count(*) > 1")
+    WHERE job_id = $job AND tuner <> 'verify' GROUP BY workload_key, target, config
+    HAVING count(*) > 1")
   [[ -z "$dup" ]] || fail "configs tried twice in one task: $dup"
   while IFS=$'\t' read -r task n; do
     [[ "$n" -lt 3 ]] && continue
@@ -153,7 +157,8 @@ case_kill9_tuning() {
     [[ "$now" == "$n" ]] || fail "task $task had its $n trials before the kill and $now after"
   done <"$TMP/trials_before"
   final=$(records_of "$job")
-  [[ "$final" -gt "$before" ]] || fail "the resumed job stored nothing: $before records before, $final after"
+  [[ "$final" -gt "$before" ]] \
+    || fail "the resumed job stored nothing: $before records before, $final after"
   echo "records: before kill $before ($(wc -l <"$TMP/trials_before") tasks begun), after $final" \
     "($(wc -l <"$TMP/trials_after") tasks)"
 }

@@ -29,10 +29,11 @@ if(TH_HAVE_CUDA)
   endforeach()
 endif()
 
-# The device query once more with the fake libcuda first on the path: the branch where the driver reports a
-# device runs on a host without one too (compiler_cuda.device_query checks whatever this host has).
+# The device query once more with the fake libcuda first on the path: the branch where the driver
+# reports a device runs on a host without one too (compiler_cuda.device_query checks this host).
 if(TH_HAVE_CUDA)
   add_test(NAME compiler_cuda.device_query_fake COMMAND test_compiler_cuda device_query)
-  set_tests_properties(compiler_cuda.device_query_fake PROPERTIES LABELS unit TIMEOUT 60 ENVIRONMENT_MODIFICATION
+  set_tests_properties(compiler_cuda.device_query_fake PROPERTIES LABELS unit TIMEOUT 60
+                       ENVIRONMENT_MODIFICATION
                        "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
 endif()

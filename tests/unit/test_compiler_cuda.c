@@ -296,9 +296,9 @@ TH_TEST(codegen_constructs) {
   return 0;
 }
 
-/* What the environment says, asked of the driver directly (not through compiler/cuda/): how many devices
- * libcuda.so.1 reports, 0 when it is missing, lacks the entry points or fails cuInit. The fake libcuda of
- * compiler_cuda_emu reports one. */
+/* What the environment says, asked of the driver directly (not through compiler/cuda/): how many
+ * devices libcuda.so.1 reports, 0 when it is missing, lacks the entry points or fails cuInit. The
+ * fake libcuda of compiler_cuda_emu reports one. */
 static int driver_device_count(void) {
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) return 0;
@@ -312,8 +312,9 @@ static int driver_device_count(void) {
   return n;
 }
 
-/* The query must match the environment: a device where the driver reports one (its name and sm_XY arch
- * filled in), else TH_ERR_UNSUPPORTED with a "no CUDA device" message; either wrong status fails. */
+/* The query must match the environment: a device where the driver reports one (its name and sm_XY
+ * arch filled in), else TH_ERR_UNSUPPORTED with a "no CUDA device" message; either wrong status
+ * fails. */
 TH_TEST(device_query) {
   int expect = driver_device_count();
   tc_cuda_device d;
