@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backend_int.h"
+#include "model/tunehub_model.h"
 #include "ops.h"
 #include "tc_model_embed.h"
 #include "th_sha256.h"
@@ -195,15 +196,7 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     tc__seterr(err, errlen, "cannot load %s: %s", so_path, dlerror());
     return TH_ERR_RUNTIME;
   }
-  typedef const struct th_model_info_view {
-    const char *network, *target, *triple, *compiler_version;
-    int batch, input_ndim;
-    int64_t input_shape[4];
-    int output_ndim;
-    int64_t output_shape[4];
-    size_t input_size, output_size, workspace_bytes, weights_bytes;
-    int num_kernels;
-  } *(*info_fn)(void);
+  typedef const struct th_model_info *(*info_fn)(void);
   info_fn info = (info_fn)dlsym(h, "th_model_info");
   int (*create)(const void *, size_t, void **) =
       (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");

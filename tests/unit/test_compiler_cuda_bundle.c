@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/tunehub_model.h"
 #include "tc.h"
 #include "tc_cuda.h"
 #include "th_sha256.h"
@@ -23,16 +24,6 @@
 #define NFILES 7
 static const char *const names[NFILES] = {"manifest.json", "model.so", "tunehub_model.h", "params.bin",
                                           "graph.json", "example.c", "kernels/kernels.cu"};
-
-typedef struct info_view {
-  const char *network, *target, *triple, *compiler_version;
-  int batch, input_ndim;
-  int64_t input_shape[4];
-  int output_ndim;
-  int64_t output_shape[4];
-  size_t input_size, output_size, workspace_bytes, weights_bytes;
-  int num_kernels;
-} info_view;
 
 /* Builds and checks one bundle. params (may be NULL: seeded weights) is a params.bin to ship; on return
  * *params_out (if not NULL) holds the bundle's params.bin (malloc'd). */
@@ -126,7 +117,7 @@ static void check_bundle(const char *net, int batch, const char *params, size_t 
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!h) fprintf(stderr, "dlopen: %s\n", dlerror());
   CHECK(h != NULL);
-  const info_view *(*info)(void) = (const info_view *(*)(void))dlsym(h, "th_model_info");
+  const struct th_model_info *(*info)(void) = (const struct th_model_info *(*)(void))dlsym(h, "th_model_info");
   int (*create)(const void *, size_t, void **) = (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
   void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
   const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
