@@ -32,6 +32,17 @@ th_status th_mkdir_p(const char *path) {
   return TH_OK;
 }
 
+th_status th_mkdtemp(const char *prefix, char *out, size_t n) {
+  if (!prefix || !*prefix || !out) return TH_ERR_INVALID;
+  const char *tmp = getenv("TMPDIR");
+  char dir[PATH_MAX];
+  int w = snprintf(dir, sizeof dir, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
+  if (w < 0 || (size_t)w >= sizeof dir || (size_t)w >= n) return TH_ERR_TOO_LARGE;
+  if (!mkdtemp(dir)) return TH_ERR_IO;
+  memcpy(out, dir, (size_t)w + 1);
+  return TH_OK;
+}
+
 th_status th_rm_rf(const char *path) {
   if (!path || !*path) return TH_ERR_INVALID;
   struct stat sb;

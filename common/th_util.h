@@ -11,6 +11,11 @@
 
 /* mkdir -p; existing directories are fine. */
 th_status th_mkdir_p(const char *path);
+/* Makes a fresh private directory $TMPDIR/<prefix>-XXXXXX (/tmp when TMPDIR is unset or empty) and writes
+ * its path to out (n bytes). TH_ERR_TOO_LARGE when the path does not fit, TH_ERR_INVALID for an empty
+ * prefix, TH_ERR_IO when mkdtemp fails (errno says why). out is written only on success. The caller owns the
+ * directory (th_rm_rf). */
+th_status th_mkdtemp(const char *prefix, char *out, size_t n);
 /* rm -rf: removes path and, when it is a directory, everything below it. A symbolic link is unlinked,
  * never followed (a link to a directory outside the tree leaves that directory alone). A missing path
  * is TH_OK. Returns TH_ERR_IO when something could not be removed (the rest is still removed), and

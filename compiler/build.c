@@ -229,9 +229,7 @@ static th_status tc__work_dir(const tc_build_opts *o, char *dir, size_t n, int *
     snprintf(dir, n, "%s", o->work_dir);
     rc = th_mkdir_p(dir);
   } else {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, n, "%s/tunehub-build-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    rc = mkdtemp(dir) ? TH_OK : TH_ERR_IO;
+    rc = th_mkdtemp("tunehub-build", dir, n);
     *own_dir = rc == TH_OK;
   }
   if (rc != TH_OK) tc__seterr(err, errlen, "cannot create the work directory %s", dir);

@@ -376,9 +376,7 @@ static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, t
   json_decref(m);
   char dir[1024] = "";
   if (rc == TH_OK) {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/tunehub-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
+    if (th_mkdtemp("tunehub-run", dir, sizeof dir) != TH_OK) {
       dir[0] = '\0';
       tc__seterr(err, errlen, "cannot create a temporary directory");
       rc = TH_ERR_IO;

@@ -108,10 +108,8 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
   pthread_mutex_lock(&rt_mu);
   th_status rc = TH_OK;
   if (!atomic_load(&rt_ready) || access(rt_obj, R_OK) != 0) { /* first use, or the file went away */
-    const char *tmp = getenv("TMPDIR");
     char dir[4096], src[4200], obj[4200], inc[4200], ccbuf[512];
-    snprintf(dir, sizeof dir, "%s/tunehub-rt-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int made = mkdtemp(dir) != NULL;
+    int made = th_mkdtemp("tunehub-rt", dir, sizeof dir) == TH_OK;
     if (!made) {
       set_err(err, errlen, "cannot create a temporary folder for the runtime: %s%s", strerror(errno), NULL);
       rc = TH_ERR_IO;

@@ -96,9 +96,7 @@ static th_status tune__rm_open(tune__rm *x, const char *framework, char *err, si
   memset(&dev, 0, sizeof dev);
   if (rc == TH_OK && x->on_device) rc = tune_measurer_device(x->m, b, &dev, err, n); /* the worker's device */
   if (rc == TH_OK) rc = tc_backend_target_init(b, dev.arch, &x->tgt, err, n);
-  const char *tmp = getenv("TMPDIR");
-  snprintf(x->dir, sizeof x->dir, "%s/tunehub-remeasure-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (rc == TH_OK && !mkdtemp(x->dir)) rc = TH_ERR_IO;
+  if (rc == TH_OK) rc = th_mkdtemp("tunehub-remeasure", x->dir, sizeof x->dir);
   if (rc != TH_OK) x->dir[0] = 0;
   return rc;
 }

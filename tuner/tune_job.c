@@ -186,12 +186,8 @@ static th_status tune__session_new(store_t *st, const tc_backend_target *target,
       snprintf(s->work_dir, sizeof s->work_dir, "%s", o->work_dir);
       rc = th_mkdir_p(s->work_dir);
     } else {
-      const char *tmp = getenv("TMPDIR");
-      snprintf(s->work_dir, sizeof s->work_dir, "%s/tunehub-tune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-      if (!mkdtemp(s->work_dir))
-        rc = TH_ERR_IO;
-      else
-        s->own_work_dir = 1;
+      rc = th_mkdtemp("tunehub-tune", s->work_dir, sizeof s->work_dir);
+      s->own_work_dir = rc == TH_OK;
     }
   }
   if (rc == TH_OK && !s->measurer) rc = tune_measurer_new(&s->o.measure, &s->measurer);

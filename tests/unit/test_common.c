@@ -1,5 +1,5 @@
-/* Unit tests of common/: th_rm_rf (nested trees, a missing path, a symbolic link to a directory that must be
- * unlinked and not followed), SHA-256 against the FIPS 180-2 vectors, and th_buf's hard cap. Each case works in
+/* Unit tests of common/: th_mkdtemp (under $TMPDIR, unique, 0700, too long, failing), th_rm_rf
+ * (nested trees, a missing path, a symbolic link to a directory that must be unlinked and not followed), SHA-256 against the FIPS 180-2 vectors, and th_buf's hard cap. Each case works in
  * its own temporary directory. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +30,31 @@ static void touch(const char *dir, const char *name) {
 static int exists(const char *path) {
   struct stat sb;
   return lstat(path, &sb) == 0;
+}
+
+TH_TEST(mkdtemp_under_tmpdir) {
+  char *base = tmpdir(), out[4096];
+  CHECK(setenv("TMPDIR", base, 1) == 0);
+  CHECK(th_mkdtemp("tunehub-x", out, sizeof out) == TH_OK);
+  size_t bl = strlen(base);
+  CHECK(strncmp(out, base, bl) == 0 && strncmp(out + bl, "/tunehub-x-", 11) == 0);
+  CHECK(strlen(out) == bl + 11 + 6 && strstr(out, "XXXXXX") == NULL);
+  struct stat sb;
+  CHECK(stat(out, &sb) == 0 && S_ISDIR(sb.st_mode) && (sb.st_mode & 0777) == 0700);
+  char again[4096];
+  CHECK(th_mkdtemp("tunehub-x", again, sizeof again) == TH_OK && strcmp(again, out) != 0);
+  char small[8] = "keep";
+  CHECK(th_mkdtemp("tunehub-x", small, sizeof small) == TH_ERR_TOO_LARGE && strcmp(small, "keep") == 0);
+  CHECK(th_mkdtemp("", out, sizeof out) == TH_ERR_INVALID);
+  CHECK(setenv("TMPDIR", "/nonexistent-th-dir", 1) == 0);
+  CHECK(th_mkdtemp("tunehub-x", small, sizeof small) == TH_ERR_TOO_LARGE);
+  char none[4096] = "";
+  CHECK(th_mkdtemp("tunehub-x", none, sizeof none) == TH_ERR_IO && none[0] == '\0');
+  CHECK(setenv("TMPDIR", "", 1) == 0);
+  CHECK(th_mkdtemp("tunehub-x", out, sizeof out) == TH_OK && strncmp(out, "/tmp/tunehub-x-", 15) == 0);
+  CHECK(th_rm_rf(out) == TH_OK && th_rm_rf(base) == TH_OK);
+  free(base);
+  return 0;
 }
 
 TH_TEST(rm_rf_nested) {
