@@ -94,7 +94,8 @@ static th_status cuda__target_parse(const char *target_str, tc_backend_target *t
 /* ---- template table: templates.c ---------------------------------------------------------------------- */
 
 static int cuda__supports_op(tc_kernel k) {
-  return k != TC_KERNEL_LAYOUT; /* GPU tensors stay NCHW: nothing to reorder */
+  /* GPU tensors stay NCHW: nothing to reorder */
+  return k != TC_KERNEL_LAYOUT && tc_cuda_has_template(k);
 }
 
 static th_status cuda__space(const tc_backend_target *t, const tc_workload *wl, tc_space *out) {

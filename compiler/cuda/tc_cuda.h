@@ -54,6 +54,8 @@ typedef struct tc_cuda_lowered {
   int unroll_explicit; /* 1: the codegen replicates such bodies; 0: it emits #pragma unroll */
 } tc_cuda_lowered;
 
+/* Nonzero when family k has a GPU template. */
+int tc_cuda_has_template(tc_kernel k);
 /* 1 if there is a GPU template for wl: a valid workload of a family with one, in plain NCHW (in_cb ==
  * out_cb == 1); 0 otherwise. When 1, tc_cuda_space succeeds. */
 int tc_cuda_supports_op(const tc_workload *wl);

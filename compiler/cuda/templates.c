@@ -14,8 +14,10 @@
 static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_conv2d,  &tc__cuda_op_depthwise,      &tc__cuda_op_dense,   &tc__cuda_op_maxpool,
     &tc__cuda_op_avgpool, &tc__cuda_op_global_avgpool, &tc__cuda_op_softmax, &tc__cuda_op_eltwise,
-    &tc__cuda_op_concat,  &tc__cuda_op_layout};
-_Static_assert(TC_KERNEL_COUNT == 10,
+    &tc__cuda_op_concat,  &tc__cuda_op_layout,
+    NULL /* batch_matmul */, NULL /* layer_norm */, NULL /* softmax_rows */, NULL /* unary */,
+    NULL /* embedding */, NULL /* copy */, NULL /* binary */};
+_Static_assert(TC_KERNEL_COUNT == 17,
                "add the new kernel family's GPU template to ops[] (or NULL)");
 
 /* The template of wl's family, or NULL when there is none for it or for its layout. */
@@ -23,6 +25,10 @@ static const tc__cuda_op *tc__cuda_op_of(const tc_workload *wl) {
   if (wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return NULL;
   if (wl->in_cb != 1 || wl->out_cb != 1) return NULL; /* no NCHWc on GPU */
   return ops[wl->kernel];
+}
+
+int tc_cuda_has_template(tc_kernel k) {
+  return k >= 0 && k < TC_KERNEL_COUNT && ops[k] != NULL;
 }
 
 int tc_cuda_supports_op(const tc_workload *wl) {

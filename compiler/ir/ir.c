@@ -286,6 +286,55 @@ const tc_expr *tc_e_exp(tc_ir *ir, const tc_expr *a) {
   return e;
 }
 
+/* A float constant of a's type (broadcast for vectors). */
+static const tc_expr *fconst(tc_ir *ir, const tc_expr *a, double v) {
+  const tc_expr *c = tc_e_float(ir, v);
+  return a->type.lanes > 1 ? tc_e_broadcast(ir, c, a->type.lanes) : c;
+}
+
+const tc_expr *tc_e_erf(tc_ir *ir, const tc_expr *a) {
+  if (!a) return NULL;
+  if (a->type.code != TC_TYPE_FLOAT) {
+    set_err(ir, TH_ERR_INTERNAL);
+    return NULL;
+  }
+  /* erf(|x|) = 1 - (a1 t + a2 t^2 + a3 t^3 + a4 t^4 + a5 t^5) e^(-x^2), t = 1 / (1 + p |x|) */
+  const tc_expr *ax = tc_e_max(ir, a, tc_e_sub(ir, fconst(ir, a, 0.0), a));
+  const tc_expr *t = tc_e_div(ir, fconst(ir, a, 1.0), tc_e_fma(ir, fconst(ir, a, 0.3275911), ax, fconst(ir, a, 1.0)));
+  const tc_expr *poly = fconst(ir, a, 1.061405429);
+  poly = tc_e_fma(ir, poly, t, fconst(ir, a, -1.453152027));
+  poly = tc_e_fma(ir, poly, t, fconst(ir, a, 1.421413741));
+  poly = tc_e_fma(ir, poly, t, fconst(ir, a, -0.284496736));
+  poly = tc_e_fma(ir, poly, t, fconst(ir, a, 0.254829592));
+  poly = tc_e_mul(ir, poly, t);
+  const tc_expr *e = tc_e_exp(ir, tc_e_sub(ir, fconst(ir, a, 0.0), tc_e_mul(ir, ax, ax)));
+  const tc_expr *r = tc_e_sub(ir, fconst(ir, a, 1.0), tc_e_mul(ir, poly, e));
+  const tc_expr *neg = tc_e_bin(ir, TC_EXPR_LT, a, fconst(ir, a, 0.0));
+  return tc_e_select(ir, neg, tc_e_sub(ir, fconst(ir, a, 0.0), r), r);
+}
+
+const tc_expr *tc_e_tanh(tc_ir *ir, const tc_expr *a) {
+  if (!a) return NULL;
+  if (a->type.code != TC_TYPE_FLOAT) {
+    set_err(ir, TH_ERR_INTERNAL);
+    return NULL;
+  }
+  /* tanh(|x|) = 1 - 2 / (e^(2|x|) + 1): e^(2|x|) overflows to inf for large |x| and gives exactly 1 */
+  const tc_expr *ax = tc_e_max(ir, a, tc_e_sub(ir, fconst(ir, a, 0.0), a));
+  const tc_expr *e = tc_e_exp(ir, tc_e_add(ir, ax, ax));
+  const tc_expr *r =
+      tc_e_sub(ir, fconst(ir, a, 1.0), tc_e_div(ir, fconst(ir, a, 2.0), tc_e_add(ir, e, fconst(ir, a, 1.0))));
+  const tc_expr *neg = tc_e_bin(ir, TC_EXPR_LT, a, fconst(ir, a, 0.0));
+  return tc_e_select(ir, neg, tc_e_sub(ir, fconst(ir, a, 0.0), r), r);
+}
+
+const tc_expr *tc_e_gelu(tc_ir *ir, const tc_expr *a) {
+  if (!a) return NULL;
+  const tc_expr *half = tc_e_mul(ir, a, fconst(ir, a, 0.5));
+  const tc_expr *erf = tc_e_erf(ir, tc_e_mul(ir, a, fconst(ir, a, 0.70710678118654752440)));
+  return tc_e_fma(ir, half, erf, half);
+}
+
 static tc_stmt *new_stmt(tc_ir *ir, tc_stmt_kind k) {
   tc_stmt *s = alloc(ir, sizeof *s);
   if (s) s->kind = k;

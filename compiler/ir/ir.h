@@ -164,6 +164,12 @@ const tc_expr *tc_e_load(tc_ir *ir, const tc_var *buf, const tc_expr *index, int
 const tc_expr *tc_e_fma(tc_ir *ir, const tc_expr *a, const tc_expr *b, const tc_expr *c);
 const tc_expr *tc_e_cast(tc_ir *ir, tc_type to, const tc_expr *a);
 const tc_expr *tc_e_exp(tc_ir *ir, const tc_expr *a);
+/* Composite float expressions built from the primitives above, so that every backend computes them the
+ * same way and vectorises them: erf (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7), tanh (through exp,
+ * exact limits +-1 for large |x|), and gelu x * 0.5 * (1 + erf(x / sqrt 2)), torch's default. */
+const tc_expr *tc_e_erf(tc_ir *ir, const tc_expr *a);
+const tc_expr *tc_e_tanh(tc_ir *ir, const tc_expr *a);
+const tc_expr *tc_e_gelu(tc_ir *ir, const tc_expr *a);
 
 /* Statements. */
 const tc_stmt *tc_s_for(tc_ir *ir, const tc_var *v, const tc_expr *min, const tc_expr *extent,

@@ -65,8 +65,7 @@ static th_status llvm__device(tc_device *out, char *err, size_t errlen) {
 /* ---- template table: ops/ (ops_int.h has one entry per family) ---------------------------------------- */
 
 static int llvm__supports_op(tc_kernel k) {
-  (void)k;
-  return 1;
+  return tc_op_has_template(k);
 }
 
 static th_status llvm__space(const tc_backend_target *t, const tc_workload *wl, tc_space *out) {

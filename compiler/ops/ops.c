@@ -8,25 +8,38 @@
 #include "ops_int.h"
 #include "th_rt.h"
 
+/* A family without a CPU template yet is NULL: its workloads then have no space (TH_ERR_UNSUPPORTED). */
 static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_conv2d,  &tc__op_depthwise,      &tc__op_dense,   &tc__op_maxpool,
     &tc__op_avgpool, &tc__op_global_avgpool, &tc__op_softmax, &tc__op_eltwise,
-    &tc__op_concat,  &tc__op_layout};
+    &tc__op_concat,  &tc__op_layout,
+    NULL /* batch_matmul */, NULL /* layer_norm */, NULL /* softmax_rows */, NULL /* unary */,
+    NULL /* embedding */, NULL /* copy */, NULL /* binary */};
 static const char *const names[TC_KERNEL_COUNT] = {
     "conv2d_nchwc", "depthwise_nchwc", "dense_pack", "max_pool_nchwc", "avg_pool_nchwc",
-    "global_avg_pool_nchwc", "softmax", "eltwise_add", "concat_nchwc", "layout_transform"};
-_Static_assert(TC_KERNEL_COUNT == 10, "add the new kernel family to ops[] and names[]");
+    "global_avg_pool_nchwc", "softmax", "eltwise_add", "concat_nchwc", "layout_transform",
+    "batch_matmul", "layer_norm", "softmax_rows", "unary", "embedding", "copy", "binary"};
+_Static_assert(TC_KERNEL_COUNT == 17, "add the new kernel family to ops[] and names[]");
 
 const char *tc_kernel_name(tc_kernel k) {
   return (k >= 0 && k < TC_KERNEL_COUNT) ? names[k] : "unknown";
+}
+
+int tc_op_has_template(tc_kernel k) {
+  return k >= 0 && k < TC_KERNEL_COUNT && ops[k] != NULL;
 }
 
 int tc_op_nargs(tc_kernel k) {
   switch (k) {
     case TC_KERNEL_CONV2D:
     case TC_KERNEL_DEPTHWISE:
-    case TC_KERNEL_DENSE: return 5;
-    case TC_KERNEL_ELTWISE: return 3;
+    case TC_KERNEL_DENSE:
+    case TC_KERNEL_LAYER_NORM: return 5;
+    case TC_KERNEL_ELTWISE:
+    case TC_KERNEL_BATCH_MATMUL:
+    case TC_KERNEL_SOFTMAX_ROWS:
+    case TC_KERNEL_EMBEDDING:
+    case TC_KERNEL_BINARY: return 3;
     default: return 2;
   }
 }
@@ -47,6 +60,63 @@ static int out_dim(int in, int k, int s, int p0, int p1) {
   return (in + p0 + p1 - k) / s + 1;
 }
 
+/* The shape rules of the tensor families (plain layouts, see ops.h). */
+static th_status tc__tensor_check(const tc_workload *w) {
+  if (w->in_cb != 1 || w->out_cb != 1) return TH_ERR_INVALID;
+  int epi_ok = 0;
+  switch (w->kernel) {
+    case TC_KERNEL_BATCH_MATMUL:
+      if (w->w != 1 || w->ow != 1 || w->h != w->oh || (w->trans_a & ~1) || (w->trans_b & ~1) ||
+          !isfinite(w->alpha))
+        return TH_ERR_INVALID;
+      if ((int64_t)w->n * w->h * w->c > (int64_t)1 << 31 || (int64_t)w->n * w->c * w->oc > (int64_t)1 << 31)
+        return TH_ERR_TOO_LARGE;
+      break;
+    case TC_KERNEL_LAYER_NORM:
+      if (w->c != w->oc || w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || !(w->alpha > 0) ||
+          !isfinite(w->alpha))
+        return TH_ERR_INVALID;
+      epi_ok = TC_EPI_RESIDUAL;
+      break;
+    case TC_KERNEL_SOFTMAX_ROWS:
+      if (w->c != w->oc || w->h != w->oh || w->w != w->ow || !isfinite(w->alpha)) return TH_ERR_INVALID;
+      epi_ok = TC_EPI_MASK;
+      break;
+    case TC_KERNEL_UNARY:
+      if (w->c != 1 || w->h != 1 || w->w != 1 || w->oc != 1 || w->oh != 1 || w->ow != 1 || w->op < 0 ||
+          w->op >= TC_UNARY_COUNT || !isfinite(w->alpha) || !isfinite(w->beta))
+        return TH_ERR_INVALID;
+      break;
+    case TC_KERNEL_EMBEDDING:
+      if (w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1) return TH_ERR_INVALID;
+      if ((int64_t)w->c * w->oc > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
+      break;
+    case TC_KERNEL_COPY:
+    case TC_KERNEL_BINARY: {
+      if (w->c != 1 || w->h != 1 || w->w != 1 || w->oc != 1 || w->oh != 1 || w->ow != 1 || w->n != 1 ||
+          w->ndim < 1 || w->ndim > TC_WL_DIMS)
+        return TH_ERR_INVALID;
+      if (w->kernel == TC_KERNEL_BINARY && (w->op < 0 || w->op >= TC_BINARY_COUNT || w->aoff || w->boff))
+        return TH_ERR_INVALID;
+      if (w->aoff < 0 || w->boff < 0) return TH_ERR_INVALID;
+      int64_t total = 1, amax = w->aoff, bmax = w->boff;
+      for (int d = 0; d < w->ndim; d++) {
+        if (w->shape[d] < 1 || w->astride[d] < 0 || w->bstride[d] < 0) return TH_ERR_INVALID;
+        total *= w->shape[d];
+        amax += (int64_t)(w->shape[d] - 1) * w->astride[d];
+        bmax += (int64_t)(w->shape[d] - 1) * w->bstride[d];
+        if (total > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
+      }
+      if (amax >= (int64_t)1 << 31 || bmax >= (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
+      for (int d = w->ndim; d < TC_WL_DIMS; d++)
+        if (w->shape[d] || w->astride[d] || w->bstride[d]) return TH_ERR_INVALID;
+      break;
+    }
+    default: return TH_ERR_INVALID;
+  }
+  return (w->epilogue & ~epi_ok) ? TH_ERR_INVALID : TH_OK;
+}
+
 th_status tc_workload_check(const tc_workload *wl) {
   if (!wl || wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return TH_ERR_INVALID;
   const tc_workload *w = wl;
@@ -57,7 +127,16 @@ th_status tc_workload_check(const tc_workload *wl) {
     return TH_ERR_TOO_LARGE;
   if (!is_block(w->in_cb) || !is_block(w->out_cb) || w->c % w->in_cb || w->oc % w->out_cb)
     return TH_ERR_INVALID;
-  if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP)) return TH_ERR_INVALID;
+  if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH |
+                      TC_EPI_MASK))
+    return TH_ERR_INVALID;
+  if (w->kernel >= TC_KERNEL_BATCH_MATMUL) return tc__tensor_check(w);
+  if (w->epilogue & (TC_EPI_GELU | TC_EPI_TANH | TC_EPI_MASK)) {
+    if (w->kernel != TC_KERNEL_DENSE || (w->epilogue & TC_EPI_MASK)) return TH_ERR_INVALID;
+    if ((w->epilogue & TC_EPI_GELU) && (w->epilogue & (TC_EPI_TANH | TC_EPI_RELU | TC_EPI_CLIP)))
+      return TH_ERR_INVALID;
+    if ((w->epilogue & TC_EPI_TANH) && (w->epilogue & (TC_EPI_RELU | TC_EPI_CLIP))) return TH_ERR_INVALID;
+  }
   if ((w->epilogue & TC_EPI_CLIP) && !(w->clip_min <= w->clip_max)) return TH_ERR_INVALID;
   switch (w->kernel) {
     case TC_KERNEL_CONV2D:
@@ -131,6 +210,45 @@ th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
     w = snprintf(out + used, n - used, " off%d", wl->c_offset);
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
   }
+  if (wl->kernel >= TC_KERNEL_BATCH_MATMUL) {
+    /* the tensor families' own fields, each only where the family reads it */
+    w = 0;
+    if (wl->kernel == TC_KERNEL_UNARY || wl->kernel == TC_KERNEL_BINARY)
+      w = snprintf(out + used, n - used, " op%d", wl->op);
+    else if (wl->kernel == TC_KERNEL_BATCH_MATMUL)
+      w = snprintf(out + used, n - used, " t%d,%d", wl->trans_a, wl->trans_b);
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+    used += (size_t)w;
+    w = 0;
+    if (wl->kernel == TC_KERNEL_BATCH_MATMUL || wl->kernel == TC_KERNEL_SOFTMAX_ROWS ||
+        wl->kernel == TC_KERNEL_LAYER_NORM || (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_AFFINE))
+      w = snprintf(out + used, n - used, " a%.9g", (double)wl->alpha);
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+    used += (size_t)w;
+    if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_AFFINE) {
+      w = snprintf(out + used, n - used, " b%.9g", (double)wl->beta);
+      if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+      used += (size_t)w;
+    }
+    if (wl->kernel == TC_KERNEL_COPY || wl->kernel == TC_KERNEL_BINARY) {
+      const int *v[3] = {wl->shape, wl->astride, wl->bstride};
+      const char *tag[3] = {" d", " sa", " sb"};
+      for (int q = 0; q < 3; q++) {
+        w = snprintf(out + used, n - used, "%s", tag[q]);
+        if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+        used += (size_t)w;
+        for (int d = 0; d < wl->ndim; d++) {
+          w = snprintf(out + used, n - used, "%s%d", d ? "," : "", v[q][d]);
+          if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+          used += (size_t)w;
+        }
+      }
+      if (wl->kernel == TC_KERNEL_COPY) {
+        w = snprintf(out + used, n - used, " o%d,%d", wl->aoff, wl->boff);
+        if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+      }
+    }
+  }
   return TH_OK;
 }
 
@@ -146,6 +264,15 @@ double tc_workload_flops(const tc_workload *wl) {
     case TC_KERNEL_GLOBAL_AVGPOOL: return (double)wl->n * wl->c * wl->h * wl->w;
     case TC_KERNEL_SOFTMAX: return 3.0 * wl->n * (double)wl->c * wl->h * wl->w;
     case TC_KERNEL_ELTWISE: return out;
+    case TC_KERNEL_BATCH_MATMUL: return 2.0 * wl->n * (double)wl->h * wl->c * wl->oc;
+    case TC_KERNEL_LAYER_NORM: return 8.0 * wl->n * (double)wl->c;
+    case TC_KERNEL_SOFTMAX_ROWS: return 5.0 * wl->n * (double)wl->c * wl->h * wl->w;
+    case TC_KERNEL_UNARY: return wl->n;
+    case TC_KERNEL_BINARY: {
+      double e = 1;
+      for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) e *= wl->shape[d];
+      return e;
+    }
     default: return 0;
   }
 }
@@ -207,6 +334,8 @@ const tc_expr *tc__epilogue(tc_ir *ir, const tc_workload *wl, const tc_expr *v, 
     v = tc_e_max(ir, v, tc_e_broadcast(ir, tc_e_float(ir, wl->clip_min), lanes));
     v = tc_e_min(ir, v, tc_e_broadcast(ir, tc_e_float(ir, wl->clip_max), lanes));
   }
+  if (wl->epilogue & TC_EPI_GELU) v = tc_e_gelu(ir, v);
+  if (wl->epilogue & TC_EPI_TANH) v = tc_e_tanh(ir, v);
   return v;
 }
 
@@ -256,6 +385,7 @@ th_status tc_op_space(const tc_workload *wl, const tc_target *t, tc_space *out) 
   if (!wl || !t || !out) return TH_ERR_INVALID;
   th_status rc = tc_workload_check(wl);
   if (rc != TH_OK) return rc;
+  if (!ops[wl->kernel]) return TH_ERR_UNSUPPORTED;
   tc_space s;
   memset(&s, 0, sizeof s);
   rc = ops[wl->kernel]->space(wl, t, &s);
@@ -271,6 +401,7 @@ th_status tc_op_valid(const tc_workload *wl, const tc_target *t, const tc_space 
   if (rc != TH_OK) return rc;
   if (tc_space_index(s, cfg) < 0) return TH_ERR_INVALID;
   const tc__op *op = ops[wl->kernel];
+  if (!op) return TH_ERR_UNSUPPORTED;
   return op->valid ? op->valid(wl, t, s, cfg) : TH_OK;
 }
 
@@ -281,6 +412,7 @@ th_status tc_op_fallback(const tc_workload *wl, const tc_target *t, const tc_spa
   tc_config c;
   memset(&c, 0, sizeof c);
   c.nknobs = s->nknobs;
+  if (!ops[wl->kernel]) return TH_ERR_UNSUPPORTED;
   rc = ops[wl->kernel]->fallback(wl, t, s, &c);
   if (rc == TH_OK) rc = tc_op_valid(wl, t, s, &c);
   if (rc == TH_OK) *out = c;

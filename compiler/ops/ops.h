@@ -25,6 +25,29 @@
  *               [n,oc,h,w] (block out_cb); oh, ow = h, w.
  *   layout:     in [n,c,h,w] block in_cb -> out, same tensor, block out_cb (oc = c).
  *
+ * Tensor kernels (plain row-major tensors, in_cb = out_cb = 1; unused shape fields are 1):
+ *   dense:        also [..., k] inputs of any rank: n is the product of the leading dims (rows), c = k,
+ *                 oc = m; epilogues bias, residual ([n, m]), relu, clip, gelu, tanh.
+ *   batch_matmul: {a, b, out}: out[i, M, N] = alpha * a[i] . b[i] for i < n, with M = h = oh, K = c,
+ *                 N = oc (w = ow = 1); a is [n, M, K] ([n, K, M] when trans_a), b is [n, K, N] ([n, N, K]
+ *                 when trans_b). No epilogue.
+ *   layer_norm:   {in, gamma, beta, residual_or_NULL, out} (slots 0..4): n rows of c (= oc) floats;
+ *                 x = in (+ residual with TC_EPI_RESIDUAL), out = (x - mean) / sqrt(var + eps) * gamma
+ *                 + beta, biased variance, eps = alpha. gamma and beta are [c] floats.
+ *   softmax_rows: {in, mask_or_NULL, out}: rows [n, c, h] of length w (oc, oh, ow equal c, h, w);
+ *                 out = softmax over w of (alpha * in + mask[row / (c*h), :]) where the mask is [n, w]
+ *                 floats, added with TC_EPI_MASK only.
+ *   unary:        {in, out}: n elements (c = h = w = 1): TC_UNARY_GELU (erf form), TANH, CAST_I64 (the
+ *                 input holds int64 values), AFFINE (in * alpha + beta).
+ *   embedding:    {indices, table, out}: n int64 indices, table [c, oc] floats (c rows), out [n, oc];
+ *                 an index outside [0, c) gives a row of zeros and never reads outside the table (the
+ *                 model runtime rejects such graph inputs before running, with an error).
+ *   copy:         {in, out}: for every index (i_0 .. i_ndim-1) of shape[0..ndim), out[boff + sum i_d *
+ *                 bstride[d]] = in[aoff + sum i_d * astride[d]] (element strides): transpose, slice, expand
+ *                 (stride 0) and the parts of a concat along any axis are all copies.
+ *   binary:       {a, b, out}: out (contiguous, shape[0..ndim)) = a op b with element strides astride
+ *                 and bstride per output dimension (0 broadcasts); op is TC_BINARY_*.
+ *
  * Packed weights. tc_op_packed_size() gives the packed size in floats (0: the kernel takes no weights);
  * tc_op_pack_params() gives the ints that th_rt_pack_weights() (runtime/th_rt.h) needs, so a model .so
  * packs its weights once at load with no compiler at hand; tc_op_pack() does the same in-process. */
@@ -43,6 +66,9 @@
 enum { TC_ARG_IN = 0, TC_ARG_WEIGHTS = 1, TC_ARG_BIAS = 2, TC_ARG_RESIDUAL = 3, TC_ARG_OUT = 4 };
 enum { TC_ARG_SIMPLE_IN = 0, TC_ARG_SIMPLE_OUT = 1 };          /* pools, softmax, layout, concat */
 enum { TC_ARG_ELT_A = 0, TC_ARG_ELT_B = 1, TC_ARG_ELT_OUT = 2 }; /* eltwise */
+
+/* Nonzero when the family has a CPU template (every family will; a new one may land on one backend first). */
+int tc_op_has_template(tc_kernel k);
 
 /* The number of pointers in the kernel's args array for this family (5, 2 or 3). */
 int tc_op_nargs(tc_kernel k);

@@ -20,6 +20,14 @@ typedef enum tc_kernel {
   TC_KERNEL_ELTWISE,       /* binary add (+ epilogue) of two same-shape tensors */
   TC_KERNEL_CONCAT,        /* channel concat */
   TC_KERNEL_LAYOUT,        /* NCHW[a]c <-> NCHW[b]c reorder */
+  /* tensor kernels (transformers, imported graphs): plain row-major layouts, see ops.h for each ABI */
+  TC_KERNEL_BATCH_MATMUL,  /* [n, M, K] x [n, K, N] (either operand transposed) -> [n, M, N], times alpha */
+  TC_KERNEL_LAYER_NORM,    /* over the last axis (c) of n rows, gamma/beta, eps = alpha; optional residual */
+  TC_KERNEL_SOFTMAX_ROWS,  /* softmax(alpha * x + mask) over w, rows [n, c, h]; mask [n, w] (TC_EPI_MASK) */
+  TC_KERNEL_UNARY,         /* element-wise TC_UNARY_* over n elements (gelu, tanh, cast, affine) */
+  TC_KERNEL_EMBEDDING,     /* gather rows of a [c, oc] table by n int64 indices */
+  TC_KERNEL_COPY,          /* strided copy over an ndim-D space: transpose, slice, expand, concat parts */
+  TC_KERNEL_BINARY,        /* broadcast element-wise TC_BINARY_* over an ndim-D space */
   TC_KERNEL_COUNT
 } tc_kernel;
 
@@ -29,7 +37,24 @@ enum {
   TC_EPI_RESIDUAL = 1 << 1, /* adds a tensor of the output's shape and layout */
   TC_EPI_RELU = 1 << 2,
   TC_EPI_CLIP = 1 << 3, /* clamp to [clip_min, clip_max], e.g. relu6 */
+  TC_EPI_GELU = 1 << 4, /* x * 0.5 * (1 + erf(x / sqrt(2))), torch's default gelu (dense) */
+  TC_EPI_TANH = 1 << 5, /* tanh (dense; bert's pooler) */
+  TC_EPI_MASK = 1 << 6, /* softmax_rows: adds the additive mask before normalising */
 };
+
+/* TC_KERNEL_UNARY's operation (tc_workload.op). */
+enum {
+  TC_UNARY_GELU = 0,   /* erf form */
+  TC_UNARY_TANH,
+  TC_UNARY_CAST_I64,   /* int64 input -> float32 output (exact below 2^24) */
+  TC_UNARY_AFFINE,     /* x * alpha + beta */
+  TC_UNARY_COUNT
+};
+
+/* TC_KERNEL_BINARY's operation (tc_workload.op). */
+enum { TC_BINARY_ADD = 0, TC_BINARY_MUL, TC_BINARY_SUB, TC_BINARY_DIV, TC_BINARY_COUNT };
+
+#define TC_WL_DIMS 6
 
 typedef struct tc_workload {
   tc_kernel kernel;
@@ -45,6 +70,15 @@ typedef struct tc_workload {
   float clip_min, clip_max;
   int count_include_pad; /* avg pooling */
   int c_offset;          /* concat: channel offset of this input inside the output */
+  /* tensor kernels (zero for the CNN families above; see ops.h for which family reads what) */
+  int op;                     /* UNARY: TC_UNARY_*; BINARY: TC_BINARY_* */
+  int trans_a, trans_b;       /* BATCH_MATMUL: operand stored transposed ([n, K, M] / [n, N, K]) */
+  float alpha, beta;          /* BATCH_MATMUL, SOFTMAX_ROWS: scale; LAYER_NORM: eps; UNARY affine */
+  int ndim;                   /* COPY, BINARY: rank of the iteration space, 1..TC_WL_DIMS */
+  int shape[TC_WL_DIMS];      /* COPY, BINARY: the iteration space (the output's shape for BINARY) */
+  int astride[TC_WL_DIMS];    /* COPY: the input's element strides; BINARY: a's (0 broadcasts) */
+  int bstride[TC_WL_DIMS];    /* COPY: the output's element strides; BINARY: b's (0 broadcasts) */
+  int aoff, boff;             /* COPY: element offsets of the first input and output element */
 } tc_workload;
 
 /* A canonical, stable text key for records, e.g. "conv2d_nchwc n1 c64 h56 w56 oc64 k3x3 s1x1 p1,1,1,1
