@@ -636,6 +636,65 @@ TH_TEST(dense_epilogues) {
   return 0;
 }
 
+/* ---- batch_matmul ---- */
+
+static tc_workload bmm_wl(int n, int m, int k, int nn, int trans_a, int trans_b, float alpha) {
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_BATCH_MATMUL;
+  wl.n = n, wl.h = wl.oh = m, wl.c = k, wl.oc = nn, wl.w = wl.ow = 1;
+  wl.in_cb = wl.out_cb = 1;
+  wl.trans_a = trans_a, wl.trans_b = trans_b, wl.alpha = alpha;
+  return wl;
+}
+
+static void ref_bmm(const tc_workload *wl, const float *a, const float *b, float *out) {
+  int M = wl->h, K = wl->c, N = wl->oc;
+  for (int i = 0; i < wl->n; i++)
+    for (int r = 0; r < M; r++)
+      for (int j = 0; j < N; j++) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) {
+          float x = wl->trans_a ? a[((size_t)i * K + k) * M + r] : a[((size_t)i * M + r) * K + k];
+          float y = wl->trans_b ? b[((size_t)i * N + j) * K + k] : b[((size_t)i * K + k) * N + j];
+          acc += (double)x * y;
+        }
+        out[((size_t)i * M + r) * N + j] = (float)(wl->alpha * acc);
+      }
+}
+
+static int run_bmm(const tc_workload *wl, const tc_config *cfg, kfn f) {
+  (void)cfg;
+  size_t asz = (size_t)wl->n * wl->h * wl->c, bsz = (size_t)wl->n * wl->c * wl->oc;
+  size_t osz = (size_t)wl->n * wl->h * wl->oc;
+  float *a = rand_buf(asz), *b = rand_buf(bsz), *ref = rand_buf(osz), *out = rand_buf(osz);
+  ref_bmm(wl, a, b, ref);
+  void *args[3] = {a, b, out};
+  f((void *const *)args);
+  int ok = compare("batch_matmul", out, ref, osz);
+  free(a), free(b), free(ref), free(out);
+  return ok;
+}
+
+static void check_bmm(const tc_workload *wls, int nwl, int per) {
+  check_gemm(wls, nwl, per, run_bmm);
+}
+
+/* Attention's products (Q.K^T with trans_b at 197 and 128 tokens, attn.V) and edge shapes: both trans
+ * flags, rows 1, 3, 129, k not a multiple of the vector, n ragged (a copied, zero-padded B) or long k (B
+ * copied in k blocks), alpha != 1; then AVX2-width kernels on an AVX-512 machine. */
+TH_TEST(batch_matmul_differential) {
+  init_target();
+  tc_workload wls[] = {
+      bmm_wl(2, 197, 64, 197, 0, 1, 0.125f), bmm_wl(3, 128, 64, 128, 0, 1, 0.125f),
+      bmm_wl(2, 197, 197, 64, 0, 0, 1.0f),   bmm_wl(2, 129, 67, 37, 1, 1, -0.5f),
+      bmm_wl(1, 1, 3, 16, 1, 0, 2.0f),       bmm_wl(2, 3, 3072, 40, 0, 0, 1.0f),
+      bmm_wl(3, 37, 130, 1000, 0, 0, 0.25f), bmm_wl(1, 128, 128, 64, 1, 0, 1.0f),
+  };
+  both_widths(check_bmm, wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
 /* ---- the simple families: pools, softmax, eltwise, concat, layout ---- */
 
 static void ref_pool(const tc_workload *wl, const float *in, float *out) {
