@@ -125,6 +125,13 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out) {
       out->nelems[0] = out->nelems[1] = out->nelems[2] = in;
       out->is_output[2] = 1;
       break;
+    case TC_KERNEL_BATCH_MATMUL: /* {a, b, out}: n x [M, K], [K, N] (either transposed), [M, N] */
+      out->nbufs = 3;
+      out->nelems[0] = (int64_t)w->n * w->h * w->c;
+      out->nelems[1] = (int64_t)w->n * w->c * w->oc;
+      out->nelems[2] = (int64_t)w->n * w->h * w->oc;
+      out->is_output[2] = 1;
+      break;
     case TC_KERNEL_COUNT:
       return TH_ERR_INVALID;
     default:
