@@ -1,12 +1,15 @@
-/* GEMM benchmark of the dense template (scripts/bench/gemm.sh runs it): the transformers' four
- * linear shapes (k x n = 768x768, 768x2304, 768x3072, 3072x768) at m = 128, 197, 1280, 1970 rows,
- * with a bias epilogue, for the fallback config and a one-knob-at-a-time sweep around it.
+/* GEMM benchmark of the dense and batch_matmul templates (scripts/bench/gemm.sh runs it): the
+ * transformers' four linear shapes (k x n = 768x768, 768x2304, 768x3072, 3072x768, bias epilogue)
+ * at m = 128, 197, 1280, 1970 rows, and their attention products (Q.K^T and attn.V, 12 or 120 heads
+ * of 128 or 197 tokens), for the fallback config and a one-knob-at-a-time sweep around it.
  *   gemm_bench build DIR   compiles every case into DIR/gemm.so and lists them in DIR/cases.txt
- *                          ("index m k n nknobs idx... |label|config" per line)
+ *                          ("index SHAPE nknobs idx... |label|config" per line, SHAPE as below)
  *   gemm_bench run DIR     one round: times every case (median of the calls in about TH_BENCH_S
- * seconds, default 0.15) and prints "case INDEX MS" per line GEMM_SHAPES="m,k,n;m,k,n..." replaces
- * the shape list; GEMM_SWEEP=0 builds the fallback only. Threads: TH_NUM_THREADS (gemm.sh sets 2).
- * The rounds are interleaved with PyTorch's by gemm.sh, which takes the medians. */
+ *                          seconds, default 0.15) and prints "case INDEX MS" per line
+ * GEMM_SHAPES="SHAPE;SHAPE..." replaces the shape list: "m,k,n" is a dense layer, "b,m,k,n,ta,tb" a
+ * batch_matmul of b matrices (ta, tb: trans_a, trans_b; alpha 0.125). GEMM_SWEEP=0 builds the
+ * fallback only. Threads: TH_NUM_THREADS (gemm.sh sets 2). gemm.sh interleaves the rounds with
+ * PyTorch's and takes the medians. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,21 +23,48 @@
 
 typedef void (*kfn)(void *const *);
 
+/* A shape: 3 ints (dense m, k, n) or 6 (batch_matmul b, m, k, n, trans_a, trans_b). */
+typedef struct shape {
+  int v[6], nv;
+} shape;
+
+static tc_workload shape_wl(const shape *sh) {
+  tc_workload w;
+  memset(&w, 0, sizeof w);
+  w.w = w.ow = w.in_cb = w.out_cb = 1;
+  if (sh->nv == 3) {
+    w.kernel = TC_KERNEL_DENSE;
+    w.n = sh->v[0], w.c = sh->v[1], w.oc = sh->v[2];
+    w.h = w.oh = w.kh = w.kw = w.sh = w.sw = 1;
+    w.epilogue = TC_EPI_BIAS;
+  } else {
+    w.kernel = TC_KERNEL_BATCH_MATMUL;
+    w.n = sh->v[0], w.h = w.oh = sh->v[1], w.c = sh->v[2], w.oc = sh->v[3];
+    w.trans_a = sh->v[4], w.trans_b = sh->v[5], w.alpha = 0.125f;
+  }
+  return w;
+}
+
 typedef struct bcase {
+  shape sh;
   tc_workload wl;
   tc_config cfg;
   char label[48];
 } bcase;
 
-static tc_workload dense_wl(int m, int k, int n) {
-  tc_workload w;
-  memset(&w, 0, sizeof w);
-  w.kernel = TC_KERNEL_DENSE;
-  w.n = m, w.c = k, w.oc = n;
-  w.h = w.w = w.oh = w.ow = w.kh = w.kw = w.sh = w.sw = 1;
-  w.in_cb = w.out_cb = 1;
-  w.epilogue = TC_EPI_BIAS;
-  return w;
+/* Reads "a,b,c[,d,e,f]" at *p into sh; 0 at the end or on a malformed shape. */
+static int parse_shape(const char **p, shape *sh) {
+  while (**p == ';' || **p == ' ') (*p)++;
+  sh->nv = 0;
+  for (int used = 0; sh->nv < 6 && sscanf(*p, "%d%n", &sh->v[sh->nv], &used) == 1; sh->nv++) {
+    *p += used;
+    if (**p != ',') {
+      sh->nv++;
+      break;
+    }
+    (*p)++;
+  }
+  return sh->nv == 3 || sh->nv == 6;
 }
 
 /* Sets knob `name` of c to the value whose ints start with v[0..nv); 0 if there is none. */
@@ -51,12 +81,12 @@ static int set_knob(const tc_space *s, tc_config *c, const char *name, const int
   return 0;
 }
 
-static int add_case(bcase *cs, int n, const tc_workload *wl, const tc_target *t, const tc_space *s,
-                    const tc_config *c, const char *label) {
+static int add_case(bcase *cs, int n, const shape *sh, const tc_workload *wl, const tc_target *t,
+                    const tc_space *s, const tc_config *c, const char *label) {
   if (n >= MAX_CASES || tc_op_valid(wl, t, s, c) != TH_OK) return n;
-  for (int i = n - 1; i >= 0 && cs[i].wl.n == wl->n && cs[i].wl.c == wl->c && cs[i].wl.oc == wl->oc;
-       i--)
+  for (int i = n - 1; i >= 0 && memcmp(&cs[i].wl, wl, sizeof *wl) == 0; i--)
     if (memcmp(&cs[i].cfg, c, sizeof *c) == 0) return n; /* already there */
+  cs[n].sh = *sh;
   cs[n].wl = *wl;
   cs[n].cfg = *c;
   snprintf(cs[n].label, sizeof cs[n].label, "%s", label);
@@ -64,11 +94,12 @@ static int add_case(bcase *cs, int n, const tc_workload *wl, const tc_target *t,
 }
 
 /* The fallback, then each knob moved alone. */
-static int sweep(bcase *cs, int n, const tc_workload *wl, const tc_target *t, int full) {
+static int sweep(bcase *cs, int n, const shape *sh, const tc_target *t, int full) {
+  tc_workload wl_ = shape_wl(sh), *wl = &wl_;
   tc_space s;
   tc_config fb;
   if (tc_op_space(wl, t, &s) != TH_OK || tc_op_fallback(wl, t, &s, &fb) != TH_OK) return n;
-  n = add_case(cs, n, wl, t, &s, &fb, "fallback");
+  n = add_case(cs, n, sh, wl, t, &s, &fb, "fallback");
   if (!full) return n;
   static const int tiles32[][2] = {{12, 2}, {14, 2}, {6, 4}, {8, 3}, {9, 3}, {5, 4}, {4, 4}};
   static const int tiles16[][2] = {{6, 2}, {4, 3}, {5, 2}, {3, 3}};
@@ -79,18 +110,18 @@ static int sweep(bcase *cs, int n, const tc_workload *wl, const tc_target *t, in
     char lab[48];
     snprintf(lab, sizeof lab, "tile %dx%d", tl[0], tl[1]);
     if (set_knob(&s, &c, "tile_m", &tl[0], 1) && set_knob(&s, &c, "tile_n", &tl[1], 1))
-      n = add_case(cs, n, wl, t, &s, &c, lab);
+      n = add_case(cs, n, sh, wl, t, &s, &c, lab);
   }
   static const int kcs[] = {128, 256, 384, 512, 768, 1024};
   for (int i = 0; i < 6; i++) {
     tc_config c = fb;
     char lab[48];
     snprintf(lab, sizeof lab, "kc %d", kcs[i]);
-    if (set_knob(&s, &c, "tile_k", &kcs[i], 1)) n = add_case(cs, n, wl, t, &s, &c, lab);
+    if (set_knob(&s, &c, "tile_k", &kcs[i], 1)) n = add_case(cs, n, sh, wl, t, &s, &c, lab);
   }
   {
     tc_config c = fb;
-    if (set_knob(&s, &c, "tile_k", &wl->c, 1)) n = add_case(cs, n, wl, t, &s, &c, "kc all");
+    if (set_knob(&s, &c, "tile_k", &wl->c, 1)) n = add_case(cs, n, sh, wl, t, &s, &c, "kc all");
   }
   static const int splits[][2] = {{1, 8}, {2, 4}, {4, 2}, {2, 8}, {1, 16}, {4, 4}, {2, 12}, {8, 2}};
   for (int i = 0; i < 8; i++) {
@@ -99,7 +130,7 @@ static int sweep(bcase *cs, int n, const tc_workload *wl, const tc_target *t, in
     snprintf(lab, sizeof lab, "split %dx%d", splits[i][0], splits[i][1]);
     if (set_knob(&s, &c, "row_blocks", &splits[i][0], 1) &&
         set_knob(&s, &c, "col_blocks", &splits[i][1], 1))
-      n = add_case(cs, n, wl, t, &s, &c, lab);
+      n = add_case(cs, n, sh, wl, t, &s, &c, lab);
   }
   const char *flips[] = {"order", "pack_a"};
   for (int i = 0; i < 2; i++) {
@@ -109,7 +140,7 @@ static int sweep(bcase *cs, int n, const tc_workload *wl, const tc_target *t, in
     c.idx[k] = 1 - c.idx[k];
     char lab[48];
     snprintf(lab, sizeof lab, "%s %d", flips[i], c.idx[k]);
-    n = add_case(cs, n, wl, t, &s, &c, lab);
+    n = add_case(cs, n, sh, wl, t, &s, &c, lab);
   }
   return n;
 }
@@ -117,25 +148,17 @@ static int sweep(bcase *cs, int n, const tc_workload *wl, const tc_target *t, in
 static int build(const char *dir, const tc_target *t) {
   bcase *cs = calloc(MAX_CASES, sizeof *cs);
   int n = 0, full = !getenv("GEMM_SWEEP") || strcmp(getenv("GEMM_SWEEP"), "0") != 0;
+  /* the dense shapes at 128, 197, 1280, 1970 rows; Q.K^T and attn.V of 12 and 120 heads */
   const char *spec = getenv("GEMM_SHAPES");
-  if (spec && *spec) {
-    for (const char *p = spec; *p;) {
-      int m, k, nn, used = 0;
-      if (sscanf(p, "%d,%d,%d%n", &m, &k, &nn, &used) != 3) break;
-      tc_workload wl = dense_wl(m, k, nn);
-      n = sweep(cs, n, &wl, t, full);
-      p += used;
-      while (*p == ';' || *p == ' ') p++;
-    }
-  } else {
-    static const int ms[] = {128, 197, 1280, 1970},
-                     kn[][2] = {{768, 768}, {768, 2304}, {768, 3072}, {3072, 768}};
-    for (int i = 0; i < 4; i++)
-      for (int j = 0; j < 4; j++) {
-        tc_workload wl = dense_wl(ms[i], kn[j][0], kn[j][1]);
-        n = sweep(cs, n, &wl, t, full);
-      }
-  }
+  if (!spec || !*spec)
+    spec =
+        "128,768,768;128,768,2304;128,768,3072;128,3072,768;197,768,768;197,768,2304;197,768,3072;"
+        "197,3072,768;1280,768,768;1280,768,2304;1280,768,3072;1280,3072,768;1970,768,768;"
+        "1970,768,2304;1970,768,3072;1970,3072,768;12,128,64,128,0,1;12,128,128,64,0,0;"
+        "12,197,64,197,0,1;12,197,197,64,0,0;120,128,64,128,0,1;120,128,128,64,0,0;"
+        "120,197,64,197,0,1;120,197,197,64,0,0";
+  shape sh;
+  for (const char *p = spec; parse_shape(&p, &sh);) n = sweep(cs, n, &sh, t, full);
   tc_workload *wls = calloc((size_t)n, sizeof *wls);
   tc_config *cfgs = calloc((size_t)n, sizeof *cfgs);
   char **names = calloc((size_t)n, sizeof *names);
@@ -152,7 +175,9 @@ static int build(const char *dir, const tc_target *t) {
     char cstr[512];
     tc_op_space(&cs[i].wl, t, &s);
     tc_config_str(&s, &cs[i].cfg, cstr, sizeof cstr);
-    fprintf(f, "%d %d %d %d %d", i, cs[i].wl.n, cs[i].wl.c, cs[i].wl.oc, cs[i].cfg.nknobs);
+    fprintf(f, "%d ", i);
+    for (int k = 0; k < cs[i].sh.nv; k++) fprintf(f, "%s%d", k ? "," : "", cs[i].sh.v[k]);
+    fprintf(f, " %d", cs[i].cfg.nknobs);
     for (int k = 0; k < cs[i].cfg.nknobs; k++) fprintf(f, " %d", cs[i].cfg.idx[k]);
     fprintf(f, " |%s|%s\n", cs[i].label, cstr);
   }
@@ -189,36 +214,44 @@ static int run(const char *dir, const tc_target *t) {
   double budget = bs ? strtod(bs, NULL) : 0.15;
   char line[1024];
   while (fgets(line, sizeof line, f)) {
-    int i, m, k, n, used = 0;
+    int i, used = 0;
     tc_config c;
     memset(&c, 0, sizeof c);
-    if (sscanf(line, "%d %d %d %d %d%n", &i, &m, &k, &n, &c.nknobs, &used) != 5 ||
-        c.nknobs > TC_MAX_KNOBS)
-      continue;
+    if (sscanf(line, "%d%n", &i, &used) != 1) continue;
     const char *p = line + used;
+    shape sh;
+    if (!parse_shape(&p, &sh) || sscanf(p, "%d%n", &c.nknobs, &used) != 1 ||
+        c.nknobs > TC_MAX_KNOBS)
+      return 1;
+    p += used;
     for (int j = 0; j < c.nknobs; j++) {
-      int u = 0;
-      if (sscanf(p, "%d%n", &c.idx[j], &u) != 1) return 1;
-      p += u;
+      if (sscanf(p, "%d%n", &c.idx[j], &used) != 1) return 1;
+      p += used;
     }
-    tc_workload wl = dense_wl(m, k, n);
+    tc_workload wl = shape_wl(&sh);
     tc_space s;
     if (tc_op_space(&wl, t, &s) != TH_OK || tc_op_valid(&wl, t, &s, &c) != TH_OK) {
       fprintf(stderr, "case %d: not a valid config of this build's space\n", i);
       return 1;
     }
-    size_t psz = tc_op_packed_size(&wl, &c, t);
-    float *in = malloc((size_t)m * k * 4), *w = malloc((size_t)n * k * 4), *pw = malloc(psz * 4);
-    float *bias = malloc((size_t)n * 4), *out = malloc((size_t)m * n * 4);
-    for (size_t j = 0; j < (size_t)m * k; j++) in[j] = (float)(j % 13) * 0.01f;
-    for (size_t j = 0; j < (size_t)n * k; j++) w[j] = (float)(j % 7) * 0.01f;
-    for (int j = 0; j < n; j++) bias[j] = 0.5f;
-    tc_op_pack(&wl, &c, t, w, pw);
+    /* inputs: dense {in, packed W, bias, -, out}; batch_matmul {a, b, out} */
+    int dense = wl.kernel == TC_KERNEL_DENSE;
+    size_t na = dense ? (size_t)wl.n * wl.c : (size_t)wl.n * wl.h * wl.c;
+    size_t nb = dense ? (size_t)wl.oc * wl.c : (size_t)wl.n * wl.c * wl.oc;
+    size_t no = dense ? (size_t)wl.n * wl.oc : (size_t)wl.n * wl.h * wl.oc;
+    size_t psz = dense ? tc_op_packed_size(&wl, &c, t) : 0;
+    float *in = malloc(na * 4), *w = malloc(nb * 4), *pw = malloc(psz * 4 + 4);
+    float *bias = malloc((size_t)wl.oc * 4), *out = malloc(no * 4);
+    for (size_t j = 0; j < na; j++) in[j] = (float)(j % 13) * 0.01f;
+    for (size_t j = 0; j < nb; j++) w[j] = (float)(j % 7) * 0.01f;
+    for (int j = 0; j < wl.oc; j++) bias[j] = 0.5f;
+    if (dense) tc_op_pack(&wl, &c, t, w, pw);
     char name[16];
     snprintf(name, sizeof name, "k%d", i);
     kfn fn;
     *(void **)&fn = dlsym(h, name);
-    void *args[5] = {in, pw, bias, NULL, out};
+    void *dargs[5] = {in, pw, bias, NULL, out}, *bargs[3] = {in, w, out};
+    void **args = dense ? dargs : bargs;
     fn((void *const *)args);
     static double times[4096];
     double t0 = th_now_mono();
