@@ -1,0 +1,234 @@
+/* The tensor kernel families of issue 20 (layer_norm, softmax_rows, unary, embedding, copy, binary, and
+ * dense's gelu/tanh epilogues): the naive oracle tc_ref_kernel on tiny cases computed by hand, so that the
+ * oracle the template tests trust is itself checked against numbers a reader can verify. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ops.h"
+#include "ref/ref_kernel.h"
+#include "th_test.h"
+
+/* A tensor workload with every unused shape field 1 (ops.h: "unused shape fields are 1"). */
+static tc_workload tensor_wl(tc_kernel k, int n, int c, int h, int w) {
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = k;
+  wl.n = n;
+  wl.c = wl.oc = c;
+  wl.h = wl.oh = h;
+  wl.w = wl.ow = w;
+  wl.in_cb = wl.out_cb = 1;
+  wl.kh = wl.kw = wl.sh = wl.sw = 1;
+  return wl;
+}
+
+/* A copy or binary workload over shape[0..ndim) with the given strides. */
+static tc_workload strided_wl(tc_kernel k, int ndim, const int *shape, const int *as, const int *bs) {
+  tc_workload wl = tensor_wl(k, 1, 1, 1, 1);
+  wl.ndim = ndim;
+  for (int d = 0; d < ndim; d++) {
+    wl.shape[d] = shape[d];
+    wl.astride[d] = as[d];
+    wl.bstride[d] = bs[d];
+  }
+  return wl;
+}
+
+static void expect(const float *got, const float *want, int n, double tol) {
+  for (int i = 0; i < n; i++) {
+    if (!(fabs((double)got[i] - want[i]) <= tol)) {
+      fprintf(stderr, "element %d: got %.9g want %.9g\n", i, got[i], want[i]);
+      CHECK(0);
+    }
+  }
+}
+
+TH_TEST(ref_batch_matmul) {
+  /* two 2x2 products; the second batch is the identity times b */
+  float a[8] = {1, 2, 3, 4, 1, 0, 0, 1}, b[8] = {5, 6, 7, 8, 1, 2, 3, 4}, out[8];
+  tc_workload wl = tensor_wl(TC_KERNEL_BATCH_MATMUL, 2, 2, 2, 1);
+  wl.alpha = 0.5f;
+  void *args[3] = {a, b, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){9.5f, 11, 21.5f, 25, 0.5f, 1, 1.5f, 2}, 8, 0);
+  /* a stored [K, M] and b stored [N, K]: a^T . b^T */
+  wl.trans_a = wl.trans_b = 1;
+  wl.alpha = 1;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  /* a^T = [[1,3],[2,4]], b^T = [[5,7],[6,8]] */
+  expect(out, (float[]){23, 31, 34, 46, 1, 3, 2, 4}, 8, 0);
+  /* M = 1, K = 3, N = 2 (a non-square case) */
+  tc_workload r = tensor_wl(TC_KERNEL_BATCH_MATMUL, 1, 3, 1, 1);
+  r.oc = 2;
+  r.alpha = 1;
+  float ra[3] = {1, 2, 3}, rb[6] = {1, 0, 0, 1, 1, 1}, ro[2];
+  void *rargs[3] = {ra, rb, ro};
+  CHECK_EQ_INT(tc_ref_kernel(&r, rargs), TH_OK);
+  expect(ro, (float[]){4, 5}, 2, 0);
+  return 0;
+}
+
+TH_TEST(ref_layer_norm) {
+  /* [1, 2, 3]: mean 2, biased variance 2/3, so (x - mean) / sqrt(2/3 + eps) = -+1.2247357 */
+  float in[6] = {1, 2, 3, 5, 5, 5}, gamma[3] = {1, 2, 1}, beta[3] = {0, 0, 1}, out[6];
+  tc_workload wl = tensor_wl(TC_KERNEL_LAYER_NORM, 2, 3, 1, 1);
+  wl.alpha = 1e-5f;
+  void *args[5] = {in, gamma, beta, NULL, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  double s = 1.0 / sqrt(2.0 / 3.0 + 1e-5);
+  /* a constant row normalises to beta */
+  expect(out, (float[]){(float)-s, 0, (float)(1 + s), 0, 0, 1}, 6, 1e-6);
+  /* the residual is added first: [0, 1, 2] + [1, 1, 1] is the first row again */
+  float in2[6] = {0, 1, 2, 4, 4, 4}, res[6] = {1, 1, 1, 1, 1, 1};
+  wl.epilogue = TC_EPI_RESIDUAL;
+  void *args2[5] = {in2, gamma, beta, res, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args2), TH_OK);
+  expect(out, (float[]){(float)-s, 0, (float)(1 + s), 0, 0, 1}, 6, 1e-6);
+  args2[3] = NULL; /* the residual slot is read */
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args2), TH_ERR_INVALID);
+  return 0;
+}
+
+TH_TEST(ref_softmax_rows) {
+  /* rows [n=2, c=1, h=2] of w=3; alpha 2 halves nothing away: softmax(2 * [0, ln3/2, -inf-ish]) */
+  float l3 = (float)(log(3.0) / 2);
+  float in[12] = {0, l3, 0, 0, 0, 0, 1, 2, 3, 0, l3, 0};
+  float mask[6] = {0, 0, -3.4e38f, -3.4e38f, -3.4e38f, -3.4e38f}, out[12];
+  tc_workload wl = tensor_wl(TC_KERNEL_SOFTMAX_ROWS, 2, 1, 2, 3);
+  wl.alpha = 2;
+  void *args[3] = {in, NULL, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  double e2 = exp(2.0), e4 = exp(4.0), e6 = exp(6.0), z = e2 + e4 + e6;
+  expect(out, (float[]){0.2f, 0.6f, 0.2f, 1 / 3.f, 1 / 3.f, 1 / 3.f, (float)(e2 / z), (float)(e4 / z),
+                        (float)(e6 / z), 0.2f, 0.6f, 0.2f},
+         12, 1e-6);
+  /* the mask: batch 0 masks its last position, batch 1 masks everything (uniform, as torch, no NaN) */
+  wl.epilogue = TC_EPI_MASK;
+  args[1] = mask;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  float t = 1 / 3.f;
+  expect(out, (float[]){0.25f, 0.75f, 0, 0.5f, 0.5f, 0, t, t, t, t, t, t}, 12, 1e-6);
+  args[1] = NULL;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_ERR_INVALID);
+  return 0;
+}
+
+TH_TEST(ref_unary) {
+  float x[4] = {1, -1, 0, 0.5f}, out[4];
+  tc_workload wl = tensor_wl(TC_KERNEL_UNARY, 4, 1, 1, 1);
+  void *args[2] = {x, out};
+  wl.op = TC_UNARY_GELU; /* torch.nn.functional.gelu: 0.8413447, -0.1586553, 0, 0.3457312 */
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.8413447f, -0.1586553f, 0, 0.3457312f}, 4, 1e-7);
+  wl.op = TC_UNARY_TANH;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.7615942f, -0.7615942f, 0, 0.4621172f}, 4, 1e-7);
+  wl.op = TC_UNARY_AFFINE;
+  wl.alpha = 2;
+  wl.beta = 1;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){3, -1, 1, 2}, 4, 0);
+  int64_t ids[4] = {-3, 1 << 20, 7, 0};
+  wl.op = TC_UNARY_CAST_I64;
+  args[0] = ids;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){-3, 1 << 20, 7, 0}, 4, 0);
+  return 0;
+}
+
+TH_TEST(ref_embedding) {
+  /* a [3, 2] table; index -1 and 3 are outside [0, 3): rows of zeros */
+  float table[6] = {1, 2, 3, 4, 5, 6}, out[8];
+  int64_t idx[4] = {2, -1, 3, 0};
+  tc_workload wl = tensor_wl(TC_KERNEL_EMBEDDING, 4, 3, 1, 1);
+  wl.oc = 2;
+  void *args[3] = {idx, table, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){5, 6, 0, 0, 0, 0, 1, 2}, 8, 0);
+  return 0;
+}
+
+TH_TEST(ref_copy) {
+  float in[6] = {0, 1, 2, 3, 4, 5}, out[6];
+  /* transpose [2, 3] -> [3, 2]: out[j * 2 + i] = in[i * 3 + j] */
+  tc_workload wl = strided_wl(TC_KERNEL_COPY, 2, (int[]){2, 3}, (int[]){3, 1}, (int[]){1, 2});
+  void *args[2] = {in, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0, 3, 1, 4, 2, 5}, 6, 0);
+  /* slice in[1..3) into out[4..6) (the offsets), leaving the rest alone */
+  wl = strided_wl(TC_KERNEL_COPY, 1, (int[]){2}, (int[]){1}, (int[]){1});
+  wl.aoff = 1;
+  wl.boff = 4;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0, 3, 1, 4, 1, 2}, 6, 0);
+  /* expand [3] -> [2, 3] (stride 0 on the input) */
+  wl = strided_wl(TC_KERNEL_COPY, 2, (int[]){2, 3}, (int[]){0, 1}, (int[]){3, 1});
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0, 1, 2, 0, 1, 2}, 6, 0);
+  return 0;
+}
+
+TH_TEST(ref_binary) {
+  float a[6] = {1, 2, 3, 4, 5, 6}, b[3] = {10, 20, 40}, out[6];
+  /* [2, 3] + [3] broadcast along axis 0 */
+  tc_workload wl = strided_wl(TC_KERNEL_BINARY, 2, (int[]){2, 3}, (int[]){3, 1}, (int[]){0, 1});
+  void *args[3] = {a, b, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){11, 22, 43, 14, 25, 46}, 6, 0);
+  wl.op = TC_BINARY_MUL;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){10, 40, 120, 40, 100, 240}, 6, 0);
+  /* a [2, 1] broadcast along axis 1 minus b [3]; then divided */
+  wl = strided_wl(TC_KERNEL_BINARY, 2, (int[]){2, 3}, (int[]){1, 0}, (int[]){0, 1});
+  wl.op = TC_BINARY_SUB;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){-9, -19, -39, -8, -18, -38}, 6, 0);
+  wl.op = TC_BINARY_DIV;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.1f, 0.05f, 0.025f, 0.2f, 0.1f, 0.05f}, 6, 1e-8);
+  return 0;
+}
+
+TH_TEST(ref_dense_epilogues) {
+  /* [2, 2] . [2, 2]^T (torch's [oc, c] weights) + bias */
+  float in[4] = {1, 2, 3, 4}, wt[4] = {1, 0, 1, -1}, bias[2] = {0, 0.5f}, res[4] = {1, 1, 1, 1}, out[4];
+  tc_workload wl = tensor_wl(TC_KERNEL_DENSE, 2, 2, 1, 1);
+  void *args[5] = {in, wt, bias, res, out};
+  wl.epilogue = TC_EPI_BIAS; /* rows: [1, -1 + 0.5], [3, -1 + 0.5] */
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){1, -0.5f, 3, -0.5f}, 4, 0);
+  wl.epilogue = TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){2, 0.5f, 4, 0.5f}, 4, 0);
+  wl.epilogue = TC_EPI_CLIP;
+  wl.clip_min = -0.25f;
+  wl.clip_max = 2;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){1, -0.25f, 2, -0.25f}, 4, 0);
+  wl.epilogue = TC_EPI_BIAS | TC_EPI_GELU; /* gelu(1), gelu(-0.5), gelu(3), gelu(-0.5) */
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.8413447f, -0.1542687f, 2.9959502f, -0.1542687f}, 4, 1e-7);
+  wl.epilogue = TC_EPI_TANH;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.7615942f, -0.7615942f, 0.9950548f, -0.7615942f}, 4, 1e-7);
+  return 0;
+}
+
+TH_TEST(ref_rejects) {
+  float x[4] = {0};
+  void *args[5] = {x, x, x, x, x};
+  tc_workload conv = tensor_wl(TC_KERNEL_GLOBAL_AVGPOOL, 1, 2, 1, 1);
+  conv.oh = conv.ow = 1;
+  CHECK_EQ_INT(tc_ref_kernel(&conv, args), TH_ERR_UNSUPPORTED);
+  tc_workload wl = tensor_wl(TC_KERNEL_UNARY, 4, 1, 1, 1);
+  CHECK_EQ_INT(tc_ref_kernel(NULL, args), TH_ERR_INVALID);
+  CHECK_EQ_INT(tc_ref_kernel(&wl, NULL), TH_ERR_INVALID);
+  wl.op = TC_UNARY_COUNT; /* tc_workload_check says no */
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_ERR_INVALID);
+  wl = tensor_wl(TC_KERNEL_DENSE, 1, 2, 1, 1);
+  wl.epilogue = TC_EPI_BIAS;
+  args[TC_ARG_BIAS] = NULL;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_ERR_INVALID);
+  return 0;
+}
