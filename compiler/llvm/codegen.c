@@ -257,11 +257,13 @@ static LLVMValueRef gen_expr(cg_fn *f, const tc_expr *e) {
       if (e->type.code == TC_TYPE_FLOAT)
         return LLVMBuildSIToFP(f->b, a, ty_of(f->m, e->type), "");
       return LLVMBuildFPToSI(f->b, a, ty_of(f->m, e->type), "");
-    case TC_EXPR_EXP: {
+    case TC_EXPR_EXP:
+    case TC_EXPR_SQRT: {
       LLVMTypeRef t = ty_of(f->m, e->type);
-      LLVMValueRef fn = intrinsic(f, "llvm.exp", t);
+      const char *name = e->kind == TC_EXPR_EXP ? "llvm.exp" : "llvm.sqrt";
+      LLVMValueRef fn = intrinsic(f, name, t);
       if (!fn) {
-        fail(f, TH_ERR_COMPILE, "no llvm.exp");
+        fail(f, TH_ERR_COMPILE, name);
         return NULL;
       }
       return LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, &a, 1, "");

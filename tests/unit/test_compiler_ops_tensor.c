@@ -1,13 +1,10 @@
 /* The tensor kernel families of issue 20 (layer_norm, softmax_rows, unary, embedding, copy, binary, and
  * dense's gelu/tanh epilogues): the naive oracle tc_ref_kernel on tiny cases computed by hand, so that the
- * oracle the template tests trust is itself checked against numbers a reader can verify. */
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-#include "ops.h"
+ * oracle the template tests trust is itself checked against numbers a reader can verify; the loop IR
+ * pieces the templates need (int64 buffers, sqrt) through the LLVM backend. */
+#include "link.h"
 #include "ref/ref_kernel.h"
-#include "th_test.h"
+#include "test_ops_util.h"
 
 /* A tensor workload with every unused shape field 1 (ops.h: "unused shape fields are 1"). */
 static tc_workload tensor_wl(tc_kernel k, int n, int c, int h, int w) {
@@ -230,5 +227,70 @@ TH_TEST(ref_rejects) {
   wl.epilogue = TC_EPI_BIAS;
   args[TC_ARG_BIAS] = NULL;
   CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_ERR_INVALID);
+  return 0;
+}
+
+/* ---- loop IR pieces through LLVM ---- */
+
+/* Compiles one hand-built kernel body as "k0" into a library and opens it. */
+static void build_stmt(lib *L, const tc_stmt *body) {
+  tc_llvm_module_t *m = NULL;
+  CHECK_EQ_INT(tc_llvm_module_new(&target, "t", &m), TH_OK);
+  CHECK_EQ_INT(tc_llvm_add_stmt(m, "k0", body), TH_OK);
+  char obj[300], err[4096] = "";
+  snprintf(L->path, sizeof L->path, "/tmp/tc_ops_tensor_%ld.so", (long)getpid());
+  snprintf(obj, sizeof obj, "%s.o", L->path);
+  CHECK_EQ_INT(tc_llvm_emit_object(m, obj), TH_OK);
+  tc_llvm_module_free(m);
+  const char *objs[1] = {obj};
+  th_status rc = tc_link_so(1, objs, 0, NULL, L->path, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "link: %s\n", err);
+  CHECK_EQ_INT(rc, TH_OK);
+  unlink(obj);
+  L->h = dlopen(L->path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(L->h);
+}
+
+/* A buffer of int64 elements loads as 64-bit integers (vectors and scalars) and casts to float; sqrt is
+ * a primitive (vector and scalar). out1 = float(ids), out2 = sqrt(x), 8-lane vectors then a scalar. */
+TH_TEST(llvm_int64_buffer_and_sqrt) {
+  init_target();
+  th_arena *a = th_arena_new(1 << 16);
+  tc_ir ir;
+  tc_ir_init(&ir, a);
+  tc_var *ids = tc_var_buffer(&ir, "ids", tc_type_int(), 0), *x = tc_var_buffer(&ir, "x", tc_type_f32(1), 1);
+  tc_var *o1 = tc_var_buffer(&ir, "o1", tc_type_f32(1), 2), *o2 = tc_var_buffer(&ir, "o2", tc_type_f32(1), 3);
+  tc_var *i = tc_var_new(&ir, "i", tc_type_int());
+  const tc_expr *v = tc_e_mul(&ir, tc_e_var(&ir, i), tc_e_int(&ir, 8)), *last = tc_e_int(&ir, 16);
+  const tc_stmt *vec[2] = {
+      tc_s_store(&ir, o1, v, tc_e_cast(&ir, tc_type_f32(8), tc_e_load(&ir, ids, v, 8, 8)), 4),
+      tc_s_store(&ir, o2, v, tc_e_sqrt(&ir, tc_e_load(&ir, x, v, 8, 4)), 4)};
+  const tc_stmt *all[3] = {
+      tc_s_for(&ir, i, tc_e_int(&ir, 0), tc_e_int(&ir, 2), TC_FOR_SERIAL, tc_s_seq(&ir, 2, vec)),
+      tc_s_store(&ir, o1, last, tc_e_cast(&ir, tc_type_f32(1), tc_e_load(&ir, ids, last, 1, 8)), 4),
+      tc_s_store(&ir, o2, last, tc_e_sqrt(&ir, tc_e_load(&ir, x, last, 1, 4)), 4)};
+  const tc_stmt *body = tc_s_seq(&ir, 3, all);
+  CHECK(body && ir.err == TH_OK);
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  CHECK_EQ_INT(tc_ir_print(body, &b), TH_OK);
+  CHECK(strstr(b.data, "sqrt(x["));
+  th_buf_free(&b);
+  lib L;
+  build_stmt(&L, body);
+  int64_t in_ids[17];
+  float in_x[17], out1[17], out2[17], want1[17], want2[17];
+  for (int k = 0; k < 17; k++) {
+    in_ids[k] = (k % 3 == 0 ? -1 : 1) * ((int64_t)k << (2 * k)); /* up to 2^36: beyond int32 */
+    in_x[k] = (float)k * 0.75f;
+    want1[k] = (float)in_ids[k];
+    want2[k] = sqrtf(in_x[k]);
+  }
+  void *args[4] = {in_ids, in_x, out1, out2};
+  sym(&L, 0)((void *const *)args);
+  expect(out1, want1, 17, 0);
+  expect(out2, want2, 17, 0);
+  unload(&L);
+  th_arena_free(a);
   return 0;
 }
