@@ -21,6 +21,8 @@ typedef struct tc__op {
 
 extern const tc__op tc__op_conv2d, tc__op_depthwise, tc__op_dense, tc__op_maxpool, tc__op_avgpool,
     tc__op_global_avgpool, tc__op_softmax, tc__op_eltwise, tc__op_concat, tc__op_layout;
+/* the tensor families (issue 20) */
+extern const tc__op tc__op_layer_norm;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
 const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);
@@ -49,6 +51,64 @@ const tc_stmt *tc__ow_tiles(tc_ir *ir, int ow, int rw, int sw, int pl, int kw, i
 
 /* Builds the fused parallel loop over `n` tasks; decompose the task var with div/mod in the body. */
 const tc_stmt *tc__parallel(tc_ir *ir, const tc_var *task, int64_t n, const tc_stmt *body);
+
+/* ---- shared by the tensor templates (tensor.c) ---- */
+
+/* A knob `name` of 1, 2 or 4 vectors per step (unrolled copies, or independent accumulators), keeping the
+ * counts whose step fits in a run of len elements (1 always). */
+th_status tc__vec_knob(tc_space *s, const char *name, int64_t len, int vl);
+/* The knob "rows": rows per parallel task, the powers of two below rows, then rows (one task: the kernel
+ * runs on the calling thread). */
+th_status tc__rows_knob(tc_space *s, int64_t rows);
+/* The fallback's index into "rows" for rows of row_cost work units each (about an element's load, op and
+ * store): one task when the whole is small, else the fewest rows per task that make a task worth it. */
+int tc__rows_fallback(const tc_space *s, int64_t rows, double row_cost);
+/* A parallel loop over tasks of r rows (the last may be shorter), binding `row` around body for each. */
+const tc_stmt *tc__row_tasks(tc_ir *ir, int64_t rows, int64_t r, const tc_var *row, const tc_stmt *body);
+
+/* Builds the body of a vector loop at element offset i (lanes: vl, or 1 in the scalar tail). slot is the
+ * step's copy in [0, unroll) for vectors (the leftover vectors count on from 0), -1 in the tail. */
+typedef const tc_stmt *(*tc__vec_fn)(tc_ir *ir, void *ctx, const tc_expr *i, int lanes, int slot);
+/* fn over [0, len): a loop of steps of `unroll` vectors of vl lanes (the copies unrolled), the whole
+ * vectors left over at constant offsets, then a scalar tail loop. */
+const tc_stmt *tc__vec_loop(tc_ir *ir, int64_t len, int vl, int unroll, tc__vec_fn fn, void *ctx);
+
+/* A row reduction kept in registers: n vector accumulators of vl lanes and a scalar one for the tail,
+ * combined with op (TC_EXPR_ADD or TC_EXPR_MAX) from init. tc__red_alloc wraps the code that uses them;
+ * tc__red_init (re)starts them; tc__red_step folds x (vl lanes for a slot >= 0, scalar for -1) into an
+ * accumulator (get/put for other updates, e.g. an FMA); tc__red_let combines them, as a tree, into the
+ * scalar `out` bound around body. */
+typedef struct tc__red {
+  tc_var *vec, *tail, *spill;
+  int n, vl;
+  tc_expr_kind op;
+  double init;
+} tc__red;
+void tc__red_new(tc_ir *ir, tc__red *r, int n, int vl, tc_expr_kind op, double init);
+const tc_stmt *tc__red_alloc(tc_ir *ir, const tc__red *r, const tc_stmt *body);
+const tc_stmt *tc__red_init(tc_ir *ir, const tc__red *r);
+const tc_expr *tc__red_get(tc_ir *ir, const tc__red *r, int slot);
+const tc_stmt *tc__red_put(tc_ir *ir, const tc__red *r, int slot, const tc_expr *v);
+const tc_stmt *tc__red_step(tc_ir *ir, const tc__red *r, int slot, const tc_expr *x);
+const tc_stmt *tc__red_let(tc_ir *ir, const tc__red *r, const tc_var *out, const tc_stmt *body);
+
+/* The iteration space of copy and binary with extent-1 dims dropped and neighbours merged where both
+ * sides run on contiguously (the outer stride is the inner stride times the inner extent), at least one
+ * dim: `rows` outer rows (every dim but the last) of `len` elements. as/bs are the a and b strides (for
+ * copy, b is the output). Binary's output stays contiguous under this: row r starts at r * len. */
+typedef struct tc__strided {
+  int nd;
+  int64_t shape[TC_WL_DIMS], as[TC_WL_DIMS], bs[TC_WL_DIMS];
+  int64_t rows, len;
+} tc__strided;
+void tc__strided_init(const tc_workload *wl, tc__strided *s);
+/* The element offsets (without aoff/boff) on the a and b sides of the first element of outer row `row`. */
+void tc__strided_offsets(tc_ir *ir, const tc__strided *s, const tc_expr *row, const tc_expr **a,
+                         const tc_expr **b);
+/* lanes elements of buf from base + i * stride: a vector load (stride 1), a broadcast scalar (stride 0)
+ * or a gather. */
+const tc_expr *tc__strided_load(tc_ir *ir, const tc_var *buf, const tc_expr *base, int64_t stride,
+                                const tc_expr *i, int lanes);
 
 /* Simple integer helpers. */
 const tc_expr *tc__c(tc_ir *ir, int64_t v);

@@ -1,7 +1,7 @@
-/* The tensor kernel families of issue 20 (layer_norm, softmax_rows, unary, embedding, copy, binary, and
- * dense's gelu/tanh epilogues): the naive oracle tc_ref_kernel on tiny cases computed by hand, so that the
- * oracle the template tests trust is itself checked against numbers a reader can verify; the loop IR
- * pieces the templates need (int64 buffers, sqrt) through the LLVM backend. */
+/* The tensor kernel families of issue 20 (layer_norm, softmax_rows, unary, embedding, copy, binary,
+ * and dense's gelu/tanh epilogues): the naive oracle tc_ref_kernel on tiny cases computed by hand,
+ * so that the oracle the template tests trust is itself checked against numbers a reader can
+ * verify; the loop IR pieces the templates need (int64 buffers, sqrt) through the LLVM backend. */
 #include "link.h"
 #include "ref/ref_kernel.h"
 #include "test_ops_util.h"
@@ -21,7 +21,8 @@ static tc_workload tensor_wl(tc_kernel k, int n, int c, int h, int w) {
 }
 
 /* A copy or binary workload over shape[0..ndim) with the given strides. */
-static tc_workload strided_wl(tc_kernel k, int ndim, const int *shape, const int *as, const int *bs) {
+static tc_workload strided_wl(tc_kernel k, int ndim, const int *shape, const int *as,
+                              const int *bs) {
   tc_workload wl = tensor_wl(k, 1, 1, 1, 1);
   wl.ndim = ndim;
   for (int d = 0; d < ndim; d++) {
@@ -97,10 +98,11 @@ TH_TEST(ref_softmax_rows) {
   void *args[3] = {in, NULL, out};
   CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
   double e2 = exp(2.0), e4 = exp(4.0), e6 = exp(6.0), z = e2 + e4 + e6;
-  expect(out, (float[]){0.2f, 0.6f, 0.2f, 1 / 3.f, 1 / 3.f, 1 / 3.f, (float)(e2 / z), (float)(e4 / z),
-                        (float)(e6 / z), 0.2f, 0.6f, 0.2f},
+  expect(out,
+         (float[]){0.2f, 0.6f, 0.2f, 1 / 3.f, 1 / 3.f, 1 / 3.f, (float)(e2 / z), (float)(e4 / z),
+                   (float)(e6 / z), 0.2f, 0.6f, 0.2f},
          12, 1e-6);
-  /* the mask: batch 0 masks its last position, batch 1 masks everything (uniform, as torch, no NaN) */
+  /* the mask: batch 0 masks its last position, batch 1 all of them (uniform as in torch, no NaN) */
   wl.epilogue = TC_EPI_MASK;
   args[1] = mask;
   CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
@@ -189,7 +191,8 @@ TH_TEST(ref_binary) {
 
 TH_TEST(ref_dense_epilogues) {
   /* [2, 2] . [2, 2]^T (torch's [oc, c] weights) + bias */
-  float in[4] = {1, 2, 3, 4}, wt[4] = {1, 0, 1, -1}, bias[2] = {0, 0.5f}, res[4] = {1, 1, 1, 1}, out[4];
+  float in[4] = {1, 2, 3, 4}, wt[4] = {1, 0, 1, -1}, bias[2] = {0, 0.5f}, res[4] = {1, 1, 1, 1},
+        out[4];
   tc_workload wl = tensor_wl(TC_KERNEL_DENSE, 2, 2, 1, 1);
   void *args[5] = {in, wt, bias, res, out};
   wl.epilogue = TC_EPI_BIAS; /* rows: [1, -1 + 0.5], [3, -1 + 0.5] */
@@ -230,6 +233,186 @@ TH_TEST(ref_rejects) {
   return 0;
 }
 
+/* ---- templates through LLVM against tc_ref_kernel ---- */
+
+/* The argument slots of a tensor workload: elements and element size of each, and which is the
+ * output. */
+typedef struct slots {
+  int n, out;
+  size_t count[5], size[5];
+} slots;
+
+static size_t span(const tc_workload *wl, const int *stride, int off) {
+  size_t last = (size_t)off;
+  for (int d = 0; d < wl->ndim; d++) last += (size_t)(wl->shape[d] - 1) * (size_t)stride[d];
+  return last + 1;
+}
+
+static slots arg_slots(const tc_workload *wl) {
+  slots a;
+  memset(&a, 0, sizeof a);
+  a.n = tc_op_nargs(wl->kernel);
+  a.out = a.n - 1;
+  size_t rows = (size_t)wl->n * wl->c * wl->h * wl->w;
+  for (int i = 0; i < 5; i++) a.size[i] = sizeof(float);
+  switch (wl->kernel) {
+    case TC_KERNEL_LAYER_NORM:
+      a.count[0] = a.count[3] = a.count[4] = rows;
+      a.count[1] = a.count[2] = (size_t)wl->c;
+      break;
+    case TC_KERNEL_SOFTMAX_ROWS:
+      a.count[0] = a.count[2] = rows;
+      a.count[1] = (size_t)wl->n * wl->w;
+      break;
+    case TC_KERNEL_UNARY:
+      a.count[0] = a.count[1] = (size_t)wl->n;
+      if (wl->op == TC_UNARY_CAST_I64) a.size[0] = sizeof(int64_t);
+      break;
+    case TC_KERNEL_EMBEDDING:
+      a.count[0] = (size_t)wl->n;
+      a.size[0] = sizeof(int64_t);
+      a.count[1] = (size_t)wl->c * wl->oc;
+      a.count[2] = (size_t)wl->n * wl->oc;
+      break;
+    case TC_KERNEL_COPY:
+      a.count[0] = span(wl, wl->astride, wl->aoff);
+      a.count[1] = span(wl, wl->bstride, wl->boff);
+      break;
+    case TC_KERNEL_BINARY:
+      a.count[0] = span(wl, wl->astride, 0);
+      a.count[1] = span(wl, wl->bstride, 0);
+      a.count[2] = 1;
+      for (int d = 0; d < wl->ndim; d++) a.count[2] *= (size_t)wl->shape[d];
+      break;
+    default:
+      CHECK(0);
+  }
+  return a;
+}
+
+/* Inputs that reach each family's edges: a mean far from zero for layer norm, padded positions
+ * (-3.4e38) and a fully masked batch for softmax masks, gelu/tanh tails, int64 values beyond 2^24,
+ * indices outside the table, divisors away from zero. */
+static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count) {
+  float *f = p;
+  int64_t *q = p;
+  for (size_t i = 0; i < count; i++) f[i] = frand();
+  if (wl->kernel == TC_KERNEL_LAYER_NORM && (slot == 0 || slot == 3))
+    for (size_t i = 0; i < count; i++) f[i] = 4.0f + 3.0f * f[i];
+  if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 0)
+    for (size_t i = 0; i < count; i++) f[i] *= 8.0f;
+  if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 1)
+    for (size_t i = 0; i < count; i++) {
+      int masked = (int)(i / (size_t)wl->w) == 1 || irand(4) == 0; /* batch 1 fully masked */
+      f[i] = masked ? -3.4e38f : 0.0f;
+    }
+  if (wl->kernel == TC_KERNEL_UNARY && wl->op != TC_UNARY_CAST_I64)
+    for (size_t i = 0; i < count && slot == 0; i++) f[i] *= 7.0f;
+  if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64 && slot == 0)
+    for (size_t i = 0; i < count; i++)
+      q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) << (irand(3) * 5);
+  if (wl->kernel == TC_KERNEL_EMBEDDING && slot == 0)
+    for (size_t i = 0; i < count; i++) q[i] = i == 0 ? wl->c : i == 1 ? -1 : irand(wl->c + 4) - 2;
+  if (wl->kernel == TC_KERNEL_BINARY && slot == 1 && wl->op == TC_BINARY_DIV)
+    for (size_t i = 0; i < count; i++) f[i] += f[i] < 0 ? -0.5f : 0.5f;
+}
+
+/* Builds every (workload, config) into one library, runs each with random inputs (the output buffer
+ * starts with the same random values for the kernel and the reference: a copy must leave the rest
+ * alone) and compares with tc_ref_kernel at the 1e-4 tolerance of every template. */
+static void check_tensor_list(const tc_workload *wls, const tc_config *cfgs, int n) {
+  lib L;
+  build(&L, n, wls, cfgs);
+  for (int q = 0; q < n; q++) {
+    const tc_workload *wl = &wls[q];
+    slots a = arg_slots(wl);
+    /* the residual or mask slot stays NULL without its epilogue: the kernel must not read it */
+    int unused = wl->kernel == TC_KERNEL_LAYER_NORM && !(wl->epilogue & TC_EPI_RESIDUAL) ? 3
+                 : wl->kernel == TC_KERNEL_SOFTMAX_ROWS && !(wl->epilogue & TC_EPI_MASK) ? 1
+                                                                                         : -1;
+    void *args[5] = {0}, *rargs[5] = {0};
+    for (int i = 0; i < a.n; i++) {
+      if (i == unused) continue;
+      args[i] = malloc(a.count[i] * a.size[i] + 64);
+      CHECK(args[i]);
+      fill_slot(wl, i, args[i], a.count[i] * a.size[i] / sizeof(float));
+      rargs[i] = args[i];
+    }
+    size_t osz = a.count[a.out];
+    float *ref = malloc(osz * sizeof *ref);
+    CHECK(ref);
+    memcpy(ref, args[a.out], osz * sizeof *ref);
+    rargs[a.out] = ref;
+    CHECK_EQ_INT(tc_ref_kernel(wl, rargs), TH_OK);
+    sym(&L, q)((void *const *)args);
+    tc_space s;
+    char key[512], cfg[1024];
+    CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
+    tc_workload_key(wl, key, sizeof key);
+    tc_config_str(&s, &cfgs[q], cfg, sizeof cfg);
+    if (!compare(key, args[a.out], ref, osz)) {
+      fprintf(stderr, "lanes %d config %s\n", target.simd_lanes, cfg);
+      CHECK(0);
+    }
+    for (int i = 0; i < a.n; i++) free(args[i]);
+    free(ref);
+  }
+  unload(&L);
+}
+
+/* Each workload with its fallback, every value of every knob around it, and random valid configs;
+ * on the host's vectors and, on an AVX-512 host, again with 8-lane (AVX2-width) kernels. */
+static void check_tensor(const tc_workload *wls, int nwl) {
+  for (int pass = 0; pass < 2; pass++) {
+    enum { MAXN = 256 };
+    tc_workload *all_wl = calloc(MAXN, sizeof *all_wl);
+    tc_config *all_cfg = calloc(MAXN, sizeof *all_cfg);
+    CHECK(all_wl && all_cfg);
+    int n = 0;
+    for (int i = 0; i < nwl; i++) {
+      tc_config cfgs[48], extra[4];
+      tc_space s;
+      CHECK_EQ_INT(tc_op_space(&wls[i], &target, &s), TH_OK);
+      int k = axis_configs(&wls[i], cfgs, 40), m = sample_configs(&wls[i], extra, 4);
+      for (int j = 1; j < m; j++) { /* extra[0] is the fallback again */
+        int dup = 0;
+        for (int e = 0; e < k; e++)
+          dup |= tc_space_index(&s, &cfgs[e]) == tc_space_index(&s, &extra[j]);
+        if (!dup) cfgs[k++] = extra[j];
+      }
+      for (int j = 0; j < k; j++) {
+        CHECK(n < MAXN);
+        all_wl[n] = wls[i];
+        all_cfg[n++] = cfgs[j];
+      }
+    }
+    check_tensor_list(all_wl, all_cfg, n);
+    free(all_wl);
+    free(all_cfg);
+    if (target.simd_lanes != 16) break;
+    target.simd_lanes = 8;
+    target.nregs = 16;
+  }
+  init_target();
+}
+
+static tc_workload layer_norm_wl(int rows, int c, int residual) {
+  tc_workload wl = tensor_wl(TC_KERNEL_LAYER_NORM, rows, c, 1, 1);
+  wl.alpha = residual ? 1e-12f : 1e-5f; /* BERT's and ViT's eps */
+  wl.epilogue = residual ? TC_EPI_RESIDUAL : 0;
+  return wl;
+}
+
+TH_TEST(layer_norm_differential) {
+  init_target();
+  tc_workload wls[] = {layer_norm_wl(4, 768, 1), layer_norm_wl(197, 64, 0),
+                       layer_norm_wl(5, 129, 1), layer_norm_wl(1, 3, 0),
+                       layer_norm_wl(7, 1, 1),   layer_norm_wl(3, 40, 0),
+                       layer_norm_wl(33, 197, 1)};
+  check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
 /* ---- loop IR pieces through LLVM ---- */
 
 /* Compiles one hand-built kernel body as "k0" into a library and opens it. */
@@ -251,15 +434,18 @@ static void build_stmt(lib *L, const tc_stmt *body) {
   CHECK(L->h);
 }
 
-/* A buffer of int64 elements loads as 64-bit integers (vectors and scalars) and casts to float; sqrt is
- * a primitive (vector and scalar). out1 = float(ids), out2 = sqrt(x), 8-lane vectors then a scalar. */
+/* A buffer of int64 elements loads as 64-bit integers (vectors and scalars) and casts to float;
+ * sqrt is a primitive (vector and scalar). out1 = float(ids), out2 = sqrt(x), 8-lane vectors then a
+ * scalar. */
 TH_TEST(llvm_int64_buffer_and_sqrt) {
   init_target();
   th_arena *a = th_arena_new(1 << 16);
   tc_ir ir;
   tc_ir_init(&ir, a);
-  tc_var *ids = tc_var_buffer(&ir, "ids", tc_type_int(), 0), *x = tc_var_buffer(&ir, "x", tc_type_f32(1), 1);
-  tc_var *o1 = tc_var_buffer(&ir, "o1", tc_type_f32(1), 2), *o2 = tc_var_buffer(&ir, "o2", tc_type_f32(1), 3);
+  tc_var *ids = tc_var_buffer(&ir, "ids", tc_type_int(), 0),
+         *x = tc_var_buffer(&ir, "x", tc_type_f32(1), 1);
+  tc_var *o1 = tc_var_buffer(&ir, "o1", tc_type_f32(1), 2),
+         *o2 = tc_var_buffer(&ir, "o2", tc_type_f32(1), 3);
   tc_var *i = tc_var_new(&ir, "i", tc_type_int());
   const tc_expr *v = tc_e_mul(&ir, tc_e_var(&ir, i), tc_e_int(&ir, 8)), *last = tc_e_int(&ir, 16);
   const tc_stmt *vec[2] = {
