@@ -413,6 +413,25 @@ TH_TEST(layer_norm_differential) {
   return 0;
 }
 
+static tc_workload softmax_wl(int n, int heads, int rows, int w, float alpha, int mask) {
+  tc_workload wl = tensor_wl(TC_KERNEL_SOFTMAX_ROWS, n, heads, rows, w);
+  wl.alpha = alpha;
+  wl.epilogue = mask ? TC_EPI_MASK : 0;
+  return wl;
+}
+
+/* BERT's masked attention and ViT's 197-wide rows, one-element rows, a single row, rows of exactly one
+ * vector; the masks pad random positions and all of batch 1 (fill_slot). */
+TH_TEST(softmax_rows_differential) {
+  init_target();
+  tc_workload wls[] = {softmax_wl(2, 12, 128, 128, 0.125f, 1), softmax_wl(1, 2, 197, 197, 0.125f, 0),
+                       softmax_wl(2, 3, 4, 1, 1.0f, 1),        softmax_wl(1, 1, 1, 129, 1.0f, 0),
+                       softmax_wl(3, 2, 5, 3, 0.5f, 1),        softmax_wl(2, 1, 1, 16, 2.0f, 1),
+                       softmax_wl(2, 1, 3, 35, 1.0f, 1)};
+  check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
 /* ---- loop IR pieces through LLVM ---- */
 
 /* Compiles one hand-built kernel body as "k0" into a library and opens it. */
