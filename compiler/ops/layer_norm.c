@@ -40,20 +40,6 @@ static const tc_stmt *ln_step(tc_ir *ir, void *p, const tc_expr *i, int lanes, i
   return tc_s_store(ir, c->out, at, y, 4);
 }
 
-static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  th_status rc = tc__rows_knob(s, wl->n);
-  if (rc == TH_OK) rc = tc__vec_knob(s, "accs", wl->c, t->simd_lanes);
-  return rc;
-}
-
-static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s,
-                          tc_config *c) {
-  (void)t;
-  c->idx[0] = tc__rows_fallback(s, wl->n, 3.0 * wl->c);
-  c->idx[1] = s->knobs[1].nvalues - 1; /* the most accumulators the row has vectors for */
-  return TH_OK;
-}
-
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s,
                        const tc_config *c, tc_ir *ir, const tc_stmt **out) {
   int vl = t->simd_lanes, accs = tc__knob(s, c, "accs")[0];
@@ -92,4 +78,5 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   return ir->err;
 }
 
-const tc__op tc__op_layer_norm = {TC_KERNEL_LAYER_NORM, space, fallback, NULL, lower, NULL};
+const tc__op tc__op_layer_norm = {
+    TC_KERNEL_LAYER_NORM, tc__tensor_space, tc__tensor_fallback, NULL, lower, NULL};

@@ -22,7 +22,7 @@ typedef struct tc__op {
 extern const tc__op tc__op_conv2d, tc__op_depthwise, tc__op_dense, tc__op_maxpool, tc__op_avgpool,
     tc__op_global_avgpool, tc__op_softmax, tc__op_eltwise, tc__op_concat, tc__op_layout;
 /* the tensor families (issue 20) */
-extern const tc__op tc__op_layer_norm, tc__op_softmax_rows;
+extern const tc__op tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
 const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);
@@ -54,17 +54,24 @@ const tc_stmt *tc__parallel(tc_ir *ir, const tc_var *task, int64_t n, const tc_s
 
 /* ---- shared by the tensor templates (tensor.c) ---- */
 
-/* A knob `name` of 1, 2 or 4 vectors per step (unrolled copies, or independent accumulators), keeping the
- * counts whose step fits in a run of len elements (1 always). */
-th_status tc__vec_knob(tc_space *s, const char *name, int64_t len, int vl);
-/* The knob "rows": rows per parallel task, the powers of two below rows, then rows (one task: the kernel
- * runs on the calling thread). */
-th_status tc__rows_knob(tc_space *s, int64_t rows);
-/* The fallback's index into "rows" for rows of row_cost work units each (about an element's load, op and
- * store): one task when the whole is small, else the fewest rows per task that make a task worth it. */
-int tc__rows_fallback(const tc_space *s, int64_t rows, double row_cost);
+/* The tensor templates' space and fallback (tc__op slots): knob 0 is the units (rows, or pieces of
+ * runs) per parallel task, "rows" or "pieces", whose last value puts all units in one task, which runs
+ * on the calling thread; knob 1 is 1, 2 or 4 vectors per loop step ("accs" for the reductions' vector
+ * accumulators, "unroll" for the others). The fallback runs small work on one thread and gives a task
+ * enough work to be worth handing out. What each family's units and runs are is in tensor.c. */
+th_status tc__tensor_space(const tc_workload *wl, const tc_target *t, tc_space *s);
+th_status tc__tensor_fallback(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                              tc_config *c);
 /* A parallel loop over tasks of r rows (the last may be shorter), binding `row` around body for each. */
 const tc_stmt *tc__row_tasks(tc_ir *ir, int64_t rows, int64_t r, const tc_var *row, const tc_stmt *body);
+
+/* Builds one piece: n (a constant) elements of run `row` from element `off` of the run. */
+typedef const tc_stmt *(*tc__piece_fn)(tc_ir *ir, void *ctx, const tc_expr *row, const tc_expr *off,
+                                       int64_t n);
+/* rows runs of len elements, cut into pieces of at most 4096 elements (the last of a run shorter), r
+ * pieces per parallel task ("pieces", knob 0): fn builds each. */
+const tc_stmt *tc__pieces(tc_ir *ir, int64_t rows, int64_t len, int64_t r, tc__piece_fn fn,
+                          void *ctx);
 
 /* Builds the body of a vector loop at element offset i (lanes: vl, or 1 in the scalar tail). slot is the
  * step's copy in [0, unroll) for vectors (the leftover vectors count on from 0), -1 in the tail. */

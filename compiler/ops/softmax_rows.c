@@ -46,20 +46,6 @@ static int64_t nrows(const tc_workload *wl) {
   return (int64_t)wl->n * wl->c * wl->h;
 }
 
-static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  th_status rc = tc__rows_knob(s, nrows(wl));
-  if (rc == TH_OK) rc = tc__vec_knob(s, "accs", wl->w, t->simd_lanes);
-  return rc;
-}
-
-static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s,
-                          tc_config *c) {
-  (void)t;
-  c->idx[0] = tc__rows_fallback(s, nrows(wl), 6.0 * wl->w); /* three passes, one exp */
-  c->idx[1] = s->knobs[1].nvalues - 1;
-  return TH_OK;
-}
-
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s,
                        const tc_config *c, tc_ir *ir, const tc_stmt **out) {
   int vl = t->simd_lanes, accs = tc__knob(s, c, "accs")[0];
@@ -96,4 +82,5 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   return ir->err;
 }
 
-const tc__op tc__op_softmax_rows = {TC_KERNEL_SOFTMAX_ROWS, space, fallback, NULL, lower, NULL};
+const tc__op tc__op_softmax_rows = {
+    TC_KERNEL_SOFTMAX_ROWS, tc__tensor_space, tc__tensor_fallback, NULL, lower, NULL};

@@ -11,27 +11,78 @@
  * calling thread: waking the pool costs more. Above it, a task gets at least TASK_WORK. */
 #define SERIAL_WORK 16384.0
 #define TASK_WORK 4096.0
+/* Runs longer than this are cut into pieces of it, so that one long run still spreads over threads.
+ */
+#define PIECE 4096
 
-th_status tc__vec_knob(tc_space *s, const char *name, int64_t len, int vl) {
-  int vals[3], n = 0;
-  for (int u = 1; u <= 4; u *= 2)
-    if (u == 1 || (int64_t)u * vl <= len) vals[n++] = u;
-  return tc_space_add(s, name, TC_KNOB_ANNOTATE, 1, n, vals);
+/* What a family's knobs range over: knob 0, `tasks`, the units (rows or pieces of runs) per
+ * parallel task, over `units` units of unit_cost work each; knob 1, `vec`, 1, 2 or 4 vectors per
+ * step (unrolled copies, or independent accumulators) over runs of vec_len (0: not vectorised, 1
+ * only), where the fallback takes value index vec_pref or the largest there is. */
+typedef struct shape {
+  const char *tasks;
+  int64_t units;
+  double unit_cost;
+  const char *vec;
+  int64_t vec_len;
+  int vec_pref;
+} shape;
+
+static int64_t piece_len(int64_t len) {
+  return len < PIECE ? len : PIECE;
 }
 
-th_status tc__rows_knob(tc_space *s, int64_t rows) {
+/* rows runs of len elements each costing elem_cost, as pieces */
+static shape pieces(int64_t rows, int64_t len, double elem_cost, int64_t vec_len) {
+  int64_t p = piece_len(len);
+  shape sh = {"pieces", rows * ((len + p - 1) / p), (double)p * elem_cost, "unroll", vec_len, 1};
+  return sh;
+}
+
+static shape shape_of(const tc_workload *wl) {
+  tc__strided st;
+  switch (wl->kernel) {
+    case TC_KERNEL_LAYER_NORM:
+      return (shape){"rows", wl->n, 3.0 * wl->c, "accs", wl->c, 2};
+    case TC_KERNEL_SOFTMAX_ROWS: /* three passes and an exp */
+      return (shape){"rows", (int64_t)wl->n * wl->c * wl->h, 6.0 * wl->w, "accs", wl->w, 2};
+    case TC_KERNEL_UNARY: { /* gelu and tanh cost about an exp */
+      double cost = wl->op == TC_UNARY_GELU ? 8.0 : wl->op == TC_UNARY_TANH ? 6.0 : 1.0;
+      return pieces(1, wl->n, cost, wl->n);
+    }
+    case TC_KERNEL_EMBEDDING:
+      return pieces(wl->n, wl->oc, 1.0, wl->oc);
+    default: /* copy, binary: vectors where the output side runs on contiguously */
+      tc__strided_init(wl, &st);
+      return pieces(st.rows, st.len, 1.0,
+                    st.bs[st.nd - 1] == 1 || wl->kernel == TC_KERNEL_BINARY ? st.len : 0);
+  }
+}
+
+th_status tc__tensor_space(const tc_workload *wl, const tc_target *t, tc_space *s) {
+  shape sh = shape_of(wl);
   int vals[TC_MAX_KNOB_VALUES], n = 0;
-  for (int64_t r = 1; r < rows && n < TC_MAX_KNOB_VALUES - 1; r *= 2) vals[n++] = (int)r;
-  vals[n++] = (int)rows;
-  return tc_space_add(s, "rows", TC_KNOB_SPLIT, 1, n, vals);
+  for (int64_t r = 1; r < sh.units && n < TC_MAX_KNOB_VALUES - 1; r *= 2) vals[n++] = (int)r;
+  vals[n++] = (int)sh.units;
+  th_status rc = tc_space_add(s, sh.tasks, TC_KNOB_SPLIT, 1, n, vals);
+  n = 0;
+  for (int u = 1; u <= 4; u *= 2)
+    if (u == 1 || (int64_t)u * t->simd_lanes <= sh.vec_len) vals[n++] = u;
+  if (rc == TH_OK) rc = tc_space_add(s, sh.vec, TC_KNOB_ANNOTATE, 1, n, vals);
+  return rc;
 }
 
-int tc__rows_fallback(const tc_space *s, int64_t rows, double row_cost) {
-  const tc_knob *k = &s->knobs[tc_space_knob(s, "rows")];
-  if ((double)rows * row_cost < SERIAL_WORK) return k->nvalues - 1;
-  for (int i = 0; i < k->nvalues; i++)
-    if (k->values[i][0] * row_cost >= TASK_WORK) return i;
-  return k->nvalues - 1;
+th_status tc__tensor_fallback(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                              tc_config *c) {
+  (void)t;
+  shape sh = shape_of(wl);
+  const tc_knob *k = &s->knobs[0];
+  c->idx[0] = k->nvalues - 1; /* one task: small work stays on the calling thread */
+  if ((double)sh.units * sh.unit_cost >= SERIAL_WORK)
+    for (int i = k->nvalues - 1; i >= 0 && k->values[i][0] * sh.unit_cost >= TASK_WORK; i--)
+      c->idx[0] = i;
+  c->idx[1] = sh.vec_pref < s->knobs[1].nvalues ? sh.vec_pref : s->knobs[1].nvalues - 1;
+  return TH_OK;
 }
 
 const tc_stmt *tc__row_tasks(tc_ir *ir, int64_t rows, int64_t r, const tc_var *row,
@@ -45,6 +96,22 @@ const tc_stmt *tc__row_tasks(tc_ir *ir, int64_t rows, int64_t r, const tc_var *r
   const tc_stmt *loop = tc_s_for(ir, rr, tc__c(ir, 0), ext, TC_FOR_SERIAL,
                                  tc_s_let(ir, row, tc_e_add(ir, first, tc__v(ir, rr)), body));
   return tc__parallel(ir, task, (rows + r - 1) / r, loop);
+}
+
+const tc_stmt *tc__pieces(tc_ir *ir, int64_t rows, int64_t len, int64_t r, tc__piece_fn fn,
+                          void *ctx) {
+  int64_t p = piece_len(len), np = (len + p - 1) / p;
+  tc_var *u = tc_var_new(ir, "unit", tc_type_int());
+  const tc_expr *ue = tc__v(ir, u);
+  const tc_expr *row = np > 1 ? tc_e_div(ir, ue, tc__c(ir, np)) : ue;
+  const tc_expr *k = np > 1 ? tc_e_mod(ir, ue, tc__c(ir, np)) : tc__c(ir, 0);
+  const tc_expr *off = tc_e_mul(ir, k, tc__c(ir, p));
+  const tc_stmt *body = fn(ir, ctx, row, off, p);
+  if (len %
+      p) /* the last piece of a run is shorter: its own code, so every extent stays a constant */
+    body = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, k, tc__c(ir, np - 1)), body,
+                   fn(ir, ctx, row, off, len - (np - 1) * p));
+  return tc__row_tasks(ir, rows * np, r, u, body);
 }
 
 const tc_stmt *tc__vec_loop(tc_ir *ir, int64_t len, int vl, int unroll, tc__vec_fn fn, void *ctx) {

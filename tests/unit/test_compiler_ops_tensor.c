@@ -293,10 +293,10 @@ static slots arg_slots(const tc_workload *wl) {
 /* Inputs that reach each family's edges: a mean far from zero for layer norm, padded positions
  * (-3.4e38) and a fully masked batch for softmax masks, gelu/tanh tails, int64 values beyond 2^24,
  * indices outside the table, divisors away from zero. */
-static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count) {
+static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, size_t size) {
   float *f = p;
   int64_t *q = p;
-  for (size_t i = 0; i < count; i++) f[i] = frand();
+  for (size_t i = 0; i < count && size == sizeof(float); i++) f[i] = frand();
   if (wl->kernel == TC_KERNEL_LAYER_NORM && (slot == 0 || slot == 3))
     for (size_t i = 0; i < count; i++) f[i] = 4.0f + 3.0f * f[i];
   if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 0)
@@ -335,7 +335,7 @@ static void check_tensor_list(const tc_workload *wls, const tc_config *cfgs, int
       if (i == unused) continue;
       args[i] = malloc(a.count[i] * a.size[i] + 64);
       CHECK(args[i]);
-      fill_slot(wl, i, args[i], a.count[i] * a.size[i] / sizeof(float));
+      fill_slot(wl, i, args[i], a.count[i], a.size[i]);
       rargs[i] = args[i];
     }
     size_t osz = a.count[a.out];
@@ -428,6 +428,27 @@ TH_TEST(softmax_rows_differential) {
                        softmax_wl(2, 3, 4, 1, 1.0f, 1),        softmax_wl(1, 1, 1, 129, 1.0f, 0),
                        softmax_wl(3, 2, 5, 3, 0.5f, 1),        softmax_wl(2, 1, 1, 16, 2.0f, 1),
                        softmax_wl(2, 1, 3, 35, 1.0f, 1)};
+  check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
+static tc_workload unary_wl(int op, int n) {
+  tc_workload wl = tensor_wl(TC_KERNEL_UNARY, n, 1, 1, 1);
+  wl.op = op;
+  wl.alpha = 0.5f;
+  wl.beta = -2.0f;
+  return wl;
+}
+
+/* BERT's ffn gelu (128 x 3072) and small and odd sizes of each op; inputs over [-7, 7] (gelu's and
+ * tanh's tails), int64 values up to 2^39. */
+TH_TEST(unary_differential) {
+  init_target();
+  tc_workload wls[] = {unary_wl(TC_UNARY_GELU, 128 * 3072), unary_wl(TC_UNARY_GELU, 197),
+                       unary_wl(TC_UNARY_GELU, 1),          unary_wl(TC_UNARY_TANH, 768),
+                       unary_wl(TC_UNARY_TANH, 3),          unary_wl(TC_UNARY_CAST_I64, 128),
+                       unary_wl(TC_UNARY_CAST_I64, 33),     unary_wl(TC_UNARY_CAST_I64, 1),
+                       unary_wl(TC_UNARY_AFFINE, 129),      unary_wl(TC_UNARY_AFFINE, 100003)};
   check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
   return 0;
 }
