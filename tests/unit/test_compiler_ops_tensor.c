@@ -453,6 +453,24 @@ TH_TEST(unary_differential) {
   return 0;
 }
 
+static tc_workload embedding_wl(int n, int rows, int dim) {
+  tc_workload wl = tensor_wl(TC_KERNEL_EMBEDDING, n, rows, 1, 1);
+  wl.oc = dim;
+  return wl;
+}
+
+/* BERT's position and token-type tables (a shorter word table), odd widths, width 1 and rows longer
+ * than a piece; indices 0 and 1 are c and -1, the others in [-2, c + 2) (fill_slot). */
+TH_TEST(embedding_differential) {
+  init_target();
+  tc_workload wls[] = {embedding_wl(128, 1000, 768), embedding_wl(128, 512, 768),
+                       embedding_wl(128, 2, 768),    embedding_wl(5, 7, 3),
+                       embedding_wl(1, 3, 1),        embedding_wl(33, 10, 129),
+                       embedding_wl(3, 4, 5000)};
+  check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
 /* ---- loop IR pieces through LLVM ---- */
 
 /* Compiles one hand-built kernel body as "k0" into a library and opens it. */
