@@ -22,7 +22,8 @@ typedef struct tc__op {
 extern const tc__op tc__op_conv2d, tc__op_depthwise, tc__op_dense, tc__op_maxpool, tc__op_avgpool,
     tc__op_global_avgpool, tc__op_softmax, tc__op_eltwise, tc__op_concat, tc__op_layout;
 /* the tensor families (issue 20) */
-extern const tc__op tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary, tc__op_embedding;
+extern const tc__op tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary, tc__op_embedding,
+    tc__op_copy, tc__op_binary;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
 const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);
@@ -109,9 +110,9 @@ typedef struct tc__strided {
   int64_t rows, len;
 } tc__strided;
 void tc__strided_init(const tc_workload *wl, tc__strided *s);
-/* The element offsets (without aoff/boff) on the a and b sides of the first element of outer row `row`. */
-void tc__strided_offsets(tc_ir *ir, const tc__strided *s, const tc_expr *row, const tc_expr **a,
-                         const tc_expr **b);
+/* The element offsets (without aoff/boff) on the a and b sides of element `off` of outer row `row`. */
+void tc__strided_offsets(tc_ir *ir, const tc__strided *s, const tc_expr *row, const tc_expr *off,
+                         const tc_expr **a, const tc_expr **b);
 /* lanes elements of buf from base + i * stride: a vector load (stride 1), a broadcast scalar (stride 0)
  * or a gather. */
 const tc_expr *tc__strided_load(tc_ir *ir, const tc_var *buf, const tc_expr *base, int64_t stride,

@@ -225,12 +225,13 @@ void tc__strided_init(const tc_workload *wl, tc__strided *s) {
   for (int d = 0; d < s->nd - 1; d++) s->rows *= s->shape[d];
 }
 
-void tc__strided_offsets(tc_ir *ir, const tc__strided *s, const tc_expr *row, const tc_expr **a,
-                         const tc_expr **b) {
+void tc__strided_offsets(tc_ir *ir, const tc__strided *s, const tc_expr *row, const tc_expr *off,
+                         const tc_expr **a, const tc_expr **b) {
   const tc_expr *rem = row;
-  *a = tc__c(ir, 0);
-  *b = tc__c(ir, 0);
-  for (int d = s->nd - 2; d >= 0; d--) {
+  int last = s->nd - 1;
+  *a = tc_e_mul(ir, off, tc__c(ir, s->as[last]));
+  *b = tc_e_mul(ir, off, tc__c(ir, s->bs[last]));
+  for (int d = last - 1; d >= 0; d--) {
     const tc_expr *i = d > 0 ? tc_e_mod(ir, rem, tc__c(ir, s->shape[d])) : rem;
     *a = tc_e_add(ir, *a, tc_e_mul(ir, i, tc__c(ir, s->as[d])));
     *b = tc_e_add(ir, *b, tc_e_mul(ir, i, tc__c(ir, s->bs[d])));

@@ -471,6 +471,95 @@ TH_TEST(embedding_differential) {
   return 0;
 }
 
+/* Row-major element strides of shape[0..nd) into st. */
+static void contiguous(int nd, const int *shape, int *st) {
+  for (int d = nd - 1, m = 1; d >= 0; m *= shape[d], d--) st[d] = m;
+}
+
+/* The copy of a contiguous tensor in_shape[0..nd) into its permutation out dim d = in dim perm[d]
+ * (contiguous too), iterated in the output's order (unit-stride output: vectors, gathered input) or
+ * in the input's (strided output: element by element). */
+static tc_workload permute_wl(int nd, const int *in_shape, const int *perm, int out_order) {
+  int in_st[TC_WL_DIMS], out_shape[TC_WL_DIMS], out_st[TC_WL_DIMS], as[TC_WL_DIMS], bs[TC_WL_DIMS];
+  contiguous(nd, in_shape, in_st);
+  for (int d = 0; d < nd; d++) out_shape[d] = in_shape[perm[d]];
+  contiguous(nd, out_shape, out_st);
+  for (int d = 0; d < nd; d++) {
+    as[d] = out_order ? in_st[perm[d]] : in_st[d];
+    bs[d] = out_st[d];
+  }
+  if (!out_order) /* in the input's order: input dim e goes to the output dim d with perm[d] == e */
+    for (int d = 0; d < nd; d++) bs[perm[d]] = out_st[d];
+  return strided_wl(TC_KERNEL_COPY, nd, out_order ? out_shape : in_shape, as, bs);
+}
+
+/* Attention's head split and merge ([B, L, H, D] <-> [B, H, L, D]), k's transpose (a gathered input),
+ * 6-D permutations in both iteration orders, a slice, an expand, a concat part, a long contiguous run
+ * (ViT's patches after the class token), one element, a stride-0 inner dim, odd and width-1 dims. */
+TH_TEST(copy_differential) {
+  init_target();
+  enum { N = 16 };
+  tc_workload w[N];
+  int n = 0;
+  w[n++] = permute_wl(4, (int[]){2, 5, 3, 16}, (int[]){0, 2, 1, 3}, 1); /* split heads */
+  w[n++] = permute_wl(4, (int[]){2, 3, 5, 16}, (int[]){0, 2, 1, 3}, 1); /* merge heads */
+  w[n++] = permute_wl(4, (int[]){1, 2, 19, 64}, (int[]){0, 1, 3, 2}, 1); /* k^T */
+  w[n++] = permute_wl(6, (int[]){2, 3, 1, 4, 5, 3}, (int[]){5, 3, 0, 4, 2, 1}, 1);
+  w[n++] = permute_wl(6, (int[]){2, 3, 1, 4, 5, 3}, (int[]){5, 3, 0, 4, 2, 1}, 0);
+  w[n++] = permute_wl(6, (int[]){3, 2, 2, 3, 2, 17}, (int[]){1, 0, 3, 2, 4, 5}, 1);
+  w[n++] = permute_wl(3, (int[]){3, 1, 129}, (int[]){2, 1, 0}, 0);
+  w[n++] = permute_wl(3, (int[]){3, 1, 129}, (int[]){1, 0, 2}, 1);
+  /* in [4, 10, 7] [1:3, 2:9, :] */
+  w[n] = strided_wl(TC_KERNEL_COPY, 3, (int[]){2, 7, 7}, (int[]){70, 7, 1}, (int[]){49, 7, 1});
+  w[n++].aoff = 70 + 2 * 7;
+  w[n++] = strided_wl(TC_KERNEL_COPY, 3, (int[]){3, 4, 5}, (int[]){5, 0, 1}, (int[]){20, 5, 1});
+  /* [2, 3, 8] into channels [4, 7) of [2, 7, 8] */
+  w[n] = strided_wl(TC_KERNEL_COPY, 3, (int[]){2, 3, 8}, (int[]){24, 8, 1}, (int[]){56, 8, 1});
+  w[n++].boff = 4 * 8;
+  w[n] = strided_wl(TC_KERNEL_COPY, 3, (int[]){1, 197, 768}, (int[]){0, 768, 1}, (int[]){0, 768, 1});
+  w[n++].boff = 768;
+  w[n++] = strided_wl(TC_KERNEL_COPY, 1, (int[]){1}, (int[]){1}, (int[]){1});
+  w[n++] = strided_wl(TC_KERNEL_COPY, 2, (int[]){4, 33}, (int[]){1, 0}, (int[]){33, 1});
+  w[n++] = strided_wl(TC_KERNEL_COPY, 2, (int[]){5, 1}, (int[]){1, 1}, (int[]){1, 1});
+  CHECK(n <= N);
+  check_tensor(w, n);
+  return 0;
+}
+
+static tc_workload binary_wl(int op, int nd, const int *shape, const int *as, const int *bs) {
+  tc_workload wl = strided_wl(TC_KERNEL_BINARY, nd, shape, as, bs);
+  wl.op = op;
+  return wl;
+}
+
+/* Broadcasts of b along each axis of a 6-D space (and of a scalar), both operands broadcast, a
+ * transposed (gathered) operand, ViT's position-embedding add, one element; every op. */
+TH_TEST(binary_differential) {
+  init_target();
+  enum { N = 20 };
+  tc_workload w[N];
+  int n = 0;
+  int sh6[6] = {2, 3, 2, 3, 2, 5}, st6[6];
+  contiguous(6, sh6, st6);
+  for (int k = 0; k < 6; k++) {
+    int bs[6];
+    memcpy(bs, st6, sizeof bs);
+    bs[k] = 0;
+    w[n++] = binary_wl(k % TC_BINARY_COUNT, 6, sh6, st6, bs);
+  }
+  w[n++] = binary_wl(TC_BINARY_ADD, 3, (int[]){2, 5, 33}, (int[]){165, 33, 1}, (int[]){0, 0, 1});
+  w[n++] = binary_wl(TC_BINARY_MUL, 3, (int[]){2, 5, 33}, (int[]){165, 33, 1}, (int[]){5, 1, 0});
+  w[n++] = binary_wl(TC_BINARY_SUB, 3, (int[]){4, 6, 7}, (int[]){7, 0, 1}, (int[]){0, 7, 1});
+  w[n++] = binary_wl(TC_BINARY_DIV, 1, (int[]){100}, (int[]){0}, (int[]){1});
+  w[n++] = binary_wl(TC_BINARY_DIV, 2, (int[]){3, 4}, (int[]){1, 3}, (int[]){4, 1});
+  w[n++] = binary_wl(TC_BINARY_ADD, 3, (int[]){1, 197, 768}, (int[]){0, 768, 1}, (int[]){0, 768, 1});
+  w[n++] = binary_wl(TC_BINARY_MUL, 1, (int[]){1}, (int[]){1}, (int[]){1});
+  w[n++] = binary_wl(TC_BINARY_SUB, 2, (int[]){129, 3}, (int[]){3, 1}, (int[]){1, 0});
+  CHECK(n <= N);
+  check_tensor(w, n);
+  return 0;
+}
+
 /* ---- loop IR pieces through LLVM ---- */
 
 /* Compiles one hand-built kernel body as "k0" into a library and opens it. */
