@@ -7,33 +7,7 @@
 #include "link.h"
 #include "ref/ref_kernel.h"
 #include "test_ops_util.h"
-
-/* A tensor workload with every unused shape field 1 (ops.h: "unused shape fields are 1"). */
-static tc_workload tensor_wl(tc_kernel k, int n, int c, int h, int w) {
-  tc_workload wl;
-  memset(&wl, 0, sizeof wl);
-  wl.kernel = k;
-  wl.n = n;
-  wl.c = wl.oc = c;
-  wl.h = wl.oh = h;
-  wl.w = wl.ow = w;
-  wl.in_cb = wl.out_cb = 1;
-  wl.kh = wl.kw = wl.sh = wl.sw = 1;
-  return wl;
-}
-
-/* A copy or binary workload over shape[0..ndim) with the given strides. */
-static tc_workload strided_wl(tc_kernel k, int ndim, const int *shape, const int *as,
-                              const int *bs) {
-  tc_workload wl = tensor_wl(k, 1, 1, 1, 1);
-  wl.ndim = ndim;
-  for (int d = 0; d < ndim; d++) {
-    wl.shape[d] = shape[d];
-    wl.astride[d] = as[d];
-    wl.bstride[d] = bs[d];
-  }
-  return wl;
-}
+#include "test_tensor_wl.h"
 
 static void expect(const float *got, const float *want, int n, double tol) {
   for (int i = 0; i < n; i++) {
