@@ -540,6 +540,51 @@ TH_TEST(binary_differential) {
   return 0;
 }
 
+/* Each family's space (knob 0 units per task, knob 1 vectors per step; flat indices round-trip), its
+ * fallback (one task on the calling thread for small work, a parallel loop for large work), no packed
+ * weights, and loop features of the lowered kernel. */
+TH_TEST(tensor_spaces_and_fallbacks) {
+  init_target();
+  tc_workload small[6] = {layer_norm_wl(2, 768, 1), softmax_wl(1, 1, 4, 128, 1.0f, 1),
+                          unary_wl(TC_UNARY_GELU, 1000), embedding_wl(4, 10, 768),
+                          permute_wl(3, (int[]){4, 8, 16}, (int[]){1, 0, 2}, 1),
+                          binary_wl(TC_BINARY_ADD, 1, (int[]){5000}, (int[]){1}, (int[]){0})};
+  tc_workload large[6] = {layer_norm_wl(128, 768, 1), softmax_wl(1, 12, 128, 128, 0.125f, 1),
+                          unary_wl(TC_UNARY_GELU, 128 * 3072), embedding_wl(128, 512, 768),
+                          permute_wl(4, (int[]){1, 128, 12, 64}, (int[]){0, 2, 1, 3}, 1),
+                          binary_wl(TC_BINARY_ADD, 1, (int[]){197 * 768}, (int[]){1}, (int[]){1})};
+  for (int q = 0; q < 12; q++) {
+    const tc_workload *wl = q < 6 ? &small[q] : &large[q - 6];
+    CHECK(tc_op_has_template(wl->kernel));
+    tc_space s;
+    tc_config fb;
+    CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
+    CHECK_EQ_INT(s.nknobs, 2);
+    CHECK(strcmp(s.knobs[0].name, "rows") == 0 || strcmp(s.knobs[0].name, "pieces") == 0);
+    for (int64_t i = 0; i < tc_space_size(&s); i++) {
+      tc_config c;
+      tc_space_get(&s, i, &c);
+      CHECK_EQ_INT(tc_space_index(&s, &c), i);
+      CHECK_EQ_INT(tc_op_valid(wl, &target, &s, &c), TH_OK);
+    }
+    CHECK_EQ_INT(tc_op_fallback(wl, &target, &s, &fb), TH_OK);
+    CHECK_EQ_INT(tc_op_packed_size(wl, &fb, &target), 0);
+    th_buf b;
+    th_buf_init(&b, 1 << 24);
+    CHECK_EQ_INT(tc_op_print(wl, &fb, &target, &b), TH_OK);
+    CHECK((strstr(b.data, "parallel") != NULL) == (q >= 6));
+    th_buf_free(&b);
+    th_arena *a = th_arena_new(1 << 16);
+    const tc_stmt *body = NULL;
+    float f[TC_IR_FEATURE_LEN];
+    int len = 0;
+    CHECK_EQ_INT(tc_op_lower(wl, &fb, &target, a, &body), TH_OK);
+    CHECK_EQ_INT(tc_ir_features(body, f, TC_IR_FEATURE_LEN, &len), TH_OK);
+    th_arena_free(a);
+  }
+  return 0;
+}
+
 /* ---- loop IR pieces through LLVM ---- */
 
 /* Compiles one hand-built kernel body as "k0" into a library and opens it. */
