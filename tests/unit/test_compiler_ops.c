@@ -2,6 +2,7 @@
  * shared library (fallback config + random valid configs, fixed seed) on edge shapes (odd sizes, stride 2,
  * padding, 1x1, the 7x7/2 stem, 3-channel NCHW input, channel blocks 16/8/4/1, every epilogue) and
  * compared against naive NCHW C loops written here. Also: space round trips, invalid configs, features. */
+#include "ref/ref_kernel.h"
 #include "test_ops_util.h"
 #include "th_rt.h"
 
@@ -446,6 +447,10 @@ static int run_dense(const tc_workload *wl, const tc_config *cfg, kfn f) {
                    (wl->epilogue & TC_EPI_RESIDUAL) ? res : NULL, out};
   f((void *const *)args);
   int ok = compare("dense", out, ref, osz);
+  /* and against the shared oracle, which takes torch's unpacked weights */
+  void *rargs[5] = {in, wt, args[2], args[3], ref};
+  CHECK_EQ_INT(tc_ref_kernel(wl, rargs), TH_OK);
+  ok = ok && compare("dense vs tc_ref_kernel", out, ref, osz);
   free(in), free(wt), free(bias), free(res), free(ref), free(out), free(packed);
   return ok;
 }
@@ -541,6 +546,9 @@ static int run_bmm(const tc_workload *wl, const tc_config *cfg, kfn f) {
   void *args[3] = {a, b, out};
   f((void *const *)args);
   int ok = compare("batch_matmul", out, ref, osz);
+  void *rargs[3] = {a, b, ref};
+  CHECK_EQ_INT(tc_ref_kernel(wl, rargs), TH_OK);
+  ok = ok && compare("batch_matmul vs tc_ref_kernel", out, ref, osz);
   free(a), free(b), free(ref), free(out);
   return ok;
 }
