@@ -25,13 +25,14 @@ static int pack_b(const tc_workload *wl, const tc_target *t) {
 }
 
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  return tc__gemm_space(s, t, wl->h, wl->oc, wl->c);
+  return tc__gemm_space(s, t, wl->h, wl->oc, wl->c, !wl->trans_a);
 }
 
 static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s,
                        const tc_config *c) {
   int mr, nv, kc, ncb;
-  th_status rc = tc__gemm_valid(s, c, t, wl->h, wl->oc, wl->c, &mr, &nv, &kc, NULL, &ncb, NULL);
+  th_status rc =
+      tc__gemm_valid(s, c, t, wl->h, wl->oc, wl->c, &mr, &nv, &kc, NULL, &ncb, NULL, NULL);
   if (rc != TH_OK) return rc;
   tc__gemm g;
   tc__gemm_shape(&g, wl->h, wl->oc, t->simd_lanes, mr, nv);
@@ -54,7 +55,8 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
   for (int i = 0; i < s->knobs[kcb].nvalues; i++) {
     tc_config d = *c;
     d.idx[kcb] = i;
-    if (tc__gemm_valid(s, &d, t, wl->h, wl->oc, wl->c, NULL, NULL, NULL, NULL, NULL, NULL) != TH_OK)
+    if (tc__gemm_valid(s, &d, t, wl->h, wl->oc, wl->c, NULL, NULL, NULL, NULL, NULL, NULL, NULL) !=
+        TH_OK)
       break;
     c->idx[kcb] = i;
     if ((fits = valid(wl, t, s, c) == TH_OK)) break;
@@ -66,9 +68,9 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
   return fits ? TH_OK : TH_ERR_INTERNAL;
 }
 
-static const tc_stmt *a_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0,
-                             const tc_expr *k0, const tc_expr *kext, tc__gemm_a *a) {
-  (void)rows, (void)kext;
+static void a_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0, const tc_expr *k0,
+                   tc__gemm_a *a) {
+  (void)rows;
   const bmm_ctx *x = g->ctx;
   const tc_workload *wl = x->wl;
   int M = wl->h, K = wl->c;
@@ -83,7 +85,6 @@ static const tc_stmt *a_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_ex
     a->rs = K;
     a->ks = 1;
   }
-  return NULL;
 }
 
 static const tc_expr *b_at(tc_ir *ir, const tc__gemm *g, const tc_expr *p, const tc_expr *k0) {
@@ -147,9 +148,9 @@ static const tc_expr *epi(tc_ir *ir, const tc__gemm *g, const tc_expr *v, const 
 
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s,
                        const tc_config *c, tc_ir *ir, const tc_stmt **out) {
-  int mr, nv, kc, nrb, ncb, order;
-  if (valid(wl, t, s, c) != TH_OK ||
-      tc__gemm_valid(s, c, t, wl->h, wl->oc, wl->c, &mr, &nv, &kc, &nrb, &ncb, &order) != TH_OK)
+  int mr, nv, kc, nrb, ncb, order, pack_a;
+  if (valid(wl, t, s, c) != TH_OK || tc__gemm_valid(s, c, t, wl->h, wl->oc, wl->c, &mr, &nv, &kc,
+                                                    &nrb, &ncb, &order, &pack_a) != TH_OK)
     return TH_ERR_INVALID;
   if (kc > wl->c) kc = wl->c;
   bmm_ctx x;
@@ -166,6 +167,7 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   tc__gemm_init(&g, wl->h, wl->oc, t->simd_lanes, mr, nv, bbuf ? bbuf : x.b, bbuf ? bn : wl->oc,
                 tc_var_buffer(ir, "out", tc_type_f32(1), 2), &ops, &x);
   int ppb = (g.np + ncb - 1) / ncb; /* the most panels a block has */
+  g.pack_a = pack_a;
   *out = tc__gemm_parallel(ir, &g, wl->n, nrb, ncb, order, wl->c, kc, bbuf, (int64_t)kc * ppb * bn);
   return ir->err;
 }

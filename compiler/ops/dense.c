@@ -11,30 +11,18 @@
 #include "gemm_int.h"
 #include "th_rt.h"
 
-/* Stack bytes of a copied A tile (ld x mr floats), so a kernel runs on any thread's stack. */
-#define PACK_A_MAX_BYTES (64 * 1024)
-
 typedef struct dense_ctx {
   const tc_workload *wl;
-  const tc_var *in, *bias, *res, *abuf;
-  int ld; /* row stride of abuf, 0 without pack_a */
+  const tc_var *in, *bias, *res;
 } dense_ctx;
 
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  th_status rc = tc__gemm_space(s, t, wl->n, wl->oc, wl->c);
-  int pack[2] = {0, 1};
-  if (rc == TH_OK) rc = tc_space_add(s, "pack_a", TC_KNOB_ANNOTATE, 1, 2, pack);
-  return rc;
+  return tc__gemm_space(s, t, wl->n, wl->oc, wl->c, 1);
 }
 
 static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s,
                        const tc_config *c) {
-  int mr, kc;
-  th_status rc = tc__gemm_valid(s, c, t, wl->n, wl->oc, wl->c, &mr, NULL, &kc, NULL, NULL, NULL);
-  const int *pa = tc__knob(s, c, "pack_a");
-  if (rc != TH_OK || !pa) return TH_ERR_INVALID;
-  if (pa[0] && (double)tc__gemm_ld(kc) * mr * 4 > PACK_A_MAX_BYTES) return TH_ERR_INVALID;
-  return TH_OK;
+  return tc__gemm_valid(s, c, t, wl->n, wl->oc, wl->c, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 /* Nonzero when `rows` rows of k floats, read in place, would put more than 6 of the tile's rows in
@@ -68,17 +56,14 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
   return TH_OK;
 }
 
-static const tc_stmt *a_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0,
-                             const tc_expr *k0, const tc_expr *kext, tc__gemm_a *a) {
+static void a_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0, const tc_expr *k0,
+                   tc__gemm_a *a) {
+  (void)rows;
   const dense_ctx *x = g->ctx;
-  int k = x->wl->c;
-  const tc_expr *s0 = tc_e_add(ir, tc_e_mul(ir, r0, tc__c(ir, k)), k0);
-  if (x->ld) return tc__gemm_copy_rows(ir, g->vl, x->in, s0, k, x->abuf, x->ld, rows, kext, a);
   a->buf = x->in;
-  a->a0 = s0;
-  a->rs = k;
+  a->a0 = tc_e_add(ir, tc_e_mul(ir, r0, tc__c(ir, x->wl->c)), k0);
+  a->rs = x->wl->c;
   a->ks = 1;
-  return NULL;
 }
 
 static const tc_expr *b_at(tc_ir *ir, const tc__gemm *g, const tc_expr *p, const tc_expr *k0) {
@@ -98,27 +83,20 @@ static const tc_expr *epi(tc_ir *ir, const tc__gemm *g, const tc_expr *v, const 
 
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s,
                        const tc_config *c, tc_ir *ir, const tc_stmt **out) {
-  int mr, nv, kc, nrb, ncb, order;
-  if (tc__gemm_valid(s, c, t, wl->n, wl->oc, wl->c, &mr, &nv, &kc, &nrb, &ncb, &order) != TH_OK)
+  int mr, nv, kc, nrb, ncb, order, pack_a;
+  if (tc__gemm_valid(s, c, t, wl->n, wl->oc, wl->c, &mr, &nv, &kc, &nrb, &ncb, &order, &pack_a) !=
+      TH_OK)
     return TH_ERR_INVALID;
-  if (kc > wl->c) kc = wl->c;
-  dense_ctx x;
-  memset(&x, 0, sizeof x);
-  x.wl = wl;
-  x.in = tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_IN);
-  x.bias = tc_var_buffer(ir, "bias", tc_type_f32(1), TC_ARG_BIAS);
-  x.res = tc_var_buffer(ir, "res", tc_type_f32(1), TC_ARG_RESIDUAL);
-  tc_var *abuf = NULL;
-  if (tc__knob(s, c, "pack_a")[0]) {
-    x.abuf = abuf = tc_var_buffer(ir, "apack", tc_type_f32(1), -1);
-    x.ld = tc__gemm_ld(kc);
-  }
+  dense_ctx x = {wl, tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_IN),
+                 tc_var_buffer(ir, "bias", tc_type_f32(1), TC_ARG_BIAS),
+                 tc_var_buffer(ir, "res", tc_type_f32(1), TC_ARG_RESIDUAL)};
   static const tc__gemm_ops ops = {NULL, a_tile, b_at, c_at, epi};
   tc__gemm g;
   tc__gemm_init(&g, wl->n, wl->oc, t->simd_lanes, mr, nv,
                 tc_var_buffer(ir, "w", tc_type_f32(1), TC_ARG_WEIGHTS), (int64_t)nv * t->simd_lanes,
                 tc_var_buffer(ir, "out", tc_type_f32(1), TC_ARG_OUT), &ops, &x);
-  *out = tc__gemm_parallel(ir, &g, 1, nrb, ncb, order, wl->c, kc, abuf, (int64_t)x.ld * mr);
+  g.pack_a = pack_a;
+  *out = tc__gemm_parallel(ir, &g, 1, nrb, ncb, order, wl->c, kc, NULL, 0);
   return ir->err;
 }
 

@@ -127,6 +127,33 @@ static const tc_stmt *tile(tc_ir *ir, const tc__gemm *g, const tc__gemm_a *a, in
   return tc_s_allocate(ir, acc, (int64_t)rows * nv, TC_SCOPE_LOCAL, body);
 }
 
+/* Copies the rows x kext of a row tile's A (rows along k: a->ks == 1) into g->abuf with row stride
+ * g->ald, vectors then single floats, and points *a at the copy. */
+static const tc_stmt *copy_rows(tc_ir *ir, const tc__gemm *g, tc__gemm_a *a, int rows,
+                                const tc_expr *kext) {
+  int vl = g->vl;
+  tc_var *r = tc_var_new(ir, "cr", tc_type_int()), *j = tc_var_new(ir, "cv", tc_type_int());
+  tc_var *j2 = tc_var_new(ir, "cs", tc_type_int());
+  const tc_expr *re = tc__v(ir, r);
+  const tc_expr *srow = tc_e_add(ir, a->a0, tc_e_mul(ir, re, tc__c(ir, a->rs)));
+  const tc_expr *drow = tc_e_mul(ir, re, tc__c(ir, g->ald));
+  const tc_expr *nvec = tc_e_div(ir, kext, tc__c(ir, vl)), *kv = tc_e_mul(ir, nvec, tc__c(ir, vl));
+  const tc_expr *jo = tc_e_mul(ir, tc__v(ir, j), tc__c(ir, vl));
+  const tc_expr *j2e = tc__v(ir, j2);
+  const tc_stmt *s[2] = {
+      tc_s_for(ir, j, tc__c(ir, 0), nvec, TC_FOR_SERIAL,
+               tc_s_store(ir, g->abuf, tc_e_add(ir, drow, jo),
+                          tc_e_load(ir, a->buf, tc_e_add(ir, srow, jo), vl, 4), 4)),
+      tc_s_for(ir, j2, kv, tc_e_sub(ir, kext, kv), TC_FOR_SERIAL,
+               tc_s_store(ir, g->abuf, tc_e_add(ir, drow, j2e),
+                          tc_e_load(ir, a->buf, tc_e_add(ir, srow, j2e), 1, 4), 4))};
+  a->buf = g->abuf;
+  a->a0 = tc__c(ir, 0);
+  a->rs = g->ald;
+  a->ks = 1;
+  return tc_s_for(ir, r, tc__c(ir, 0), tc__c(ir, rows), TC_FOR_SERIAL, tc_s_seq(ir, 2, s));
+}
+
 /* One row tile of `rows` rows at r0 in one k block: a_tile, then the full panels of [p_lo, p_hi)
  * and the partial last panel when the range holds it. */
 static const tc_stmt *row_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0,
@@ -135,7 +162,8 @@ static const tc_stmt *row_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_
   const tc_expr *p_lo = g->p_lo, *p_hi = g->p_hi;
   tc__gemm_a a;
   memset(&a, 0, sizeof a);
-  const tc_stmt *pro = g->ops->a_tile(ir, g, rows, r0, k0, kext, &a);
+  g->ops->a_tile(ir, g, rows, r0, k0, &a);
+  const tc_stmt *pro = g->abuf ? copy_rows(ir, g, &a, rows, kext) : NULL;
   const tc_expr *crow = g->ops->c_at(ir, g, r0);
   int bn = g->nv * g->vl;
   tc_stmt_list l = {0};
@@ -223,39 +251,19 @@ const tc_stmt *tc__gemm_parallel(tc_ir *ir, tc__gemm *g, int nmat, int nrb, int 
   const tc_expr *cbv =
       order ? tc_e_mod(ir, blk, tc__c(ir, ncb)) : tc_e_div(ir, blk, tc__c(ir, nrb));
   g->mat = tc__v(ir, mat);
+  if (g->pack_a) {
+    g->abuf = tc_var_buffer(ir, "apack", tc_type_f32(1), -1);
+    g->ald = tc__gemm_ld(kc < k ? kc : k);
+  }
   g->p_lo = block_edge(ir, cbe, 0, g->np, ncb);
   g->p_hi = block_edge(ir, cbe, 1, g->np, ncb);
   const tc_stmt *body = tc__gemm_loops(ir, g, k, kc, block_edge(ir, rbe, 0, g->nt, nrb),
                                        block_edge(ir, rbe, 1, g->nt, nrb));
   if (scratch) body = tc_s_allocate(ir, scratch, scratch_floats, TC_SCOPE_LOCAL, body);
+  if (g->abuf) body = tc_s_allocate(ir, g->abuf, (int64_t)g->ald * g->mr, TC_SCOPE_LOCAL, body);
   body = tc_s_let(ir, mat, nmat > 1 ? tc_e_div(ir, tk, tc__c(ir, per)) : tc__c(ir, 0),
                   tc_s_let(ir, rb, rbv, tc_s_let(ir, cb, cbv, body)));
   return tc__parallel(ir, task, nmat * per, body);
-}
-
-const tc_stmt *tc__gemm_copy_rows(tc_ir *ir, int vl, const tc_var *src, const tc_expr *s0,
-                                  int64_t lds, const tc_var *dst, int64_t ldd, int rows,
-                                  const tc_expr *kext, tc__gemm_a *a) {
-  tc_var *r = tc_var_new(ir, "cr", tc_type_int()), *j = tc_var_new(ir, "cv", tc_type_int());
-  tc_var *j2 = tc_var_new(ir, "cs", tc_type_int());
-  const tc_expr *re = tc__v(ir, r);
-  const tc_expr *srow = tc_e_add(ir, s0, tc_e_mul(ir, re, tc__c(ir, lds)));
-  const tc_expr *drow = tc_e_mul(ir, re, tc__c(ir, ldd));
-  const tc_expr *nvec = tc_e_div(ir, kext, tc__c(ir, vl)), *kv = tc_e_mul(ir, nvec, tc__c(ir, vl));
-  const tc_expr *jo = tc_e_mul(ir, tc__v(ir, j), tc__c(ir, vl));
-  const tc_expr *j2e = tc__v(ir, j2);
-  const tc_stmt *s[2] = {
-      tc_s_for(ir, j, tc__c(ir, 0), nvec, TC_FOR_SERIAL,
-               tc_s_store(ir, dst, tc_e_add(ir, drow, jo),
-                          tc_e_load(ir, src, tc_e_add(ir, srow, jo), vl, 4), 4)),
-      tc_s_for(ir, j2, kv, tc_e_sub(ir, kext, kv), TC_FOR_SERIAL,
-               tc_s_store(ir, dst, tc_e_add(ir, drow, j2e),
-                          tc_e_load(ir, src, tc_e_add(ir, srow, j2e), 1, 4), 4))};
-  a->buf = dst;
-  a->a0 = tc__c(ir, 0);
-  a->rs = ldd;
-  a->ks = 1;
-  return tc_s_for(ir, r, tc__c(ir, 0), tc__c(ir, rows), TC_FOR_SERIAL, tc_s_seq(ir, 2, s));
 }
 
 int tc__gemm_ld(int kc) {
@@ -273,8 +281,11 @@ static const int kcs[] = {64, 128, 192, 256, 320, 384, 512, 768, 1024};
 #define NKCS ((int)(sizeof kcs / sizeof kcs[0]))
 #define MAX_MR 24
 #define MAX_NV 8
+/* Stack bytes of a copied A tile (ld x mr floats), so that a kernel runs on any thread's stack. */
+#define PACK_A_MAX_BYTES (64 * 1024)
 
-th_status tc__gemm_space(tc_space *s, const tc_target *t, int m, int n, int k) {
+th_status tc__gemm_space(tc_space *s, const tc_target *t, int m, int n, int k,
+                         int rows_contiguous) {
   int vals[TC_MAX_KNOB_VALUES * 2], cnt = 0;
   int nvec = (n + t->simd_lanes - 1) / t->simd_lanes;
   for (int nv = 1; nv <= MAX_NV && nv <= nvec; nv++, cnt++) {
@@ -301,29 +312,34 @@ th_status tc__gemm_space(tc_space *s, const tc_target *t, int m, int n, int k) {
   cnt = 0;
   for (int i = 0; i < NBLOCKS && blocks[i] <= nvec; i++) vals[cnt++] = blocks[i];
   if (rc == TH_OK) rc = tc_space_add(s, "col_blocks", TC_KNOB_OTHER, 1, cnt, vals);
-  int order[2] = {0, 1};
+  int order[2] = {0, 1}, pack[2] = {0, 1};
   if (rc == TH_OK) rc = tc_space_add(s, "order", TC_KNOB_REORDER, 1, 2, order);
+  if (rc == TH_OK)
+    rc = tc_space_add(s, "pack_a", TC_KNOB_ANNOTATE, 1, rows_contiguous ? 2 : 1, pack);
   return rc;
 }
 
 th_status tc__gemm_valid(const tc_space *s, const tc_config *c, const tc_target *t, int m, int n,
-                         int k, int *mr, int *nv, int *kc, int *nrb, int *ncb, int *order) {
-  (void)k;
+                         int k, int *mr, int *nv, int *kc, int *nrb, int *ncb, int *order,
+                         int *pack_a) {
   const int *tn = tc__knob(s, c, "tile_n"), *tm = tc__knob(s, c, "tile_m"),
             *tk = tc__knob(s, c, "tile_k");
   const int *rb = tc__knob(s, c, "row_blocks"), *cb = tc__knob(s, c, "col_blocks");
-  const int *od = tc__knob(s, c, "order");
-  if (!tn || !tm || !tk || !rb || !cb || !od) return TH_ERR_INVALID;
+  const int *od = tc__knob(s, c, "order"), *pa = tc__knob(s, c, "pack_a");
+  if (!tn || !tm || !tk || !rb || !cb || !od || !pa) return TH_ERR_INVALID;
   if (tm[1] * tn[1] + tn[1] + 1 > t->nregs) return TH_ERR_INVALID;
   tc__gemm g;
   tc__gemm_shape(&g, m, n, t->simd_lanes, tm[1], tn[1]);
   if (rb[0] > g.nt || cb[0] > g.np) return TH_ERR_INVALID;
+  if (pa[0] && (double)tc__gemm_ld(tk[1] < k ? tk[1] : k) * tm[1] * 4 > PACK_A_MAX_BYTES)
+    return TH_ERR_INVALID;
   if (mr) *mr = tm[1];
   if (nv) *nv = tn[1];
-  if (kc) *kc = tk[1];
+  if (kc) *kc = tk[1] < k ? tk[1] : k;
   if (nrb) *nrb = rb[0];
   if (ncb) *ncb = cb[0];
   if (order) *order = od[0];
+  if (pack_a) *pack_a = pa[0];
   return TH_OK;
 }
 

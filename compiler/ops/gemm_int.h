@@ -28,10 +28,10 @@ typedef struct tc__gemm_ops {
    * block of B. */
   const tc_stmt *(*k_prologue)(tc_ir *ir, const tc__gemm *g, const tc_expr *k0,
                                const tc_expr *kext);
-  /* The A operand of a row tile of `rows` rows at row r0 in the k block [k0, k0 + kext); may return
-   * statements to run first (copying A's rows), or NULL for none. */
-  const tc_stmt *(*a_tile)(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0,
-                           const tc_expr *k0, const tc_expr *kext, tc__gemm_a *a);
+  /* The A operand of a row tile of `rows` rows at row r0 in the k block [k0, k0 + kext) where it
+   * lies (with pack_a, the rows are then copied: a->ks must be 1). */
+  void (*a_tile)(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0, const tc_expr *k0,
+                 tc__gemm_a *a);
   /* Index in B of (k0, first column of panel p). */
   const tc_expr *(*b_at)(tc_ir *ir, const tc__gemm *g, const tc_expr *p, const tc_expr *k0);
   /* Index in C of (r0, column 0). */
@@ -51,7 +51,11 @@ struct tc__gemm {
   int64_t
       b_ks; /* B: vector v of k row k at b_at(p, k0) + k*b_ks + v*vl; C rows are n floats apart */
   const tc__gemm_ops *ops;
-  void *ctx; /* the template's, for the callbacks */
+  void *ctx;  /* the template's, for the callbacks */
+  int pack_a; /* copy each row tile's A rows into a stack buffer (tc__gemm_parallel sets abuf, ald)
+               */
+  const tc_var *abuf;
+  int ald;
   /* Set by tc__gemm_parallel for the callbacks: the task's matrix (batch_matmul) and panels. */
   const tc_expr *mat, *p_lo, *p_hi;
 };
@@ -75,12 +79,6 @@ const tc_stmt *tc__gemm_loops(tc_ir *ir, const tc__gemm *g, int k, int kc, const
 const tc_stmt *tc__gemm_parallel(tc_ir *ir, tc__gemm *g, int nmat, int nrb, int ncb, int order,
                                  int k, int kc, const tc_var *scratch, int64_t scratch_floats);
 
-/* Copies rows x kext of a row-major matrix (element (r, k) at src[s0 + r*lds + k]) into dst with
- * row stride ldd, vectors of vl lanes then single floats, and sets *a to read it. */
-const tc_stmt *tc__gemm_copy_rows(tc_ir *ir, int vl, const tc_var *src, const tc_expr *s0,
-                                  int64_t lds, const tc_var *dst, int64_t ldd, int rows,
-                                  const tc_expr *kext, tc__gemm_a *a);
-
 /* A stride for a stack copy of rows of kc floats: whole vectors plus one cache line, so the rows of
  * a tile fall in different L1 sets whatever kc is (a row stride of a multiple of 4 KiB, such as k =
  * 3072, puts every row of the tile in one set and thrashes it). */
@@ -90,12 +88,15 @@ int tc__gemm_ld(int kc);
  * [blocks, kc] (the whole k first), row_blocks and col_blocks (the parallel split of C into blocks
  * of whole row tiles and panels), order (0: consecutive tasks take the row blocks of one column
  * block, so threads working at the same time read the same B; 1: the column blocks of one row
- * block). */
-th_status tc__gemm_space(tc_space *s, const tc_target *t, int m, int n, int k);
-/* Register and split rules of those knobs: mr*nv + nv + 1 <= nregs, at most one row tile per row
- * block and one panel per column block. Reads them into the out parameters (any may be NULL). */
+ * block), pack_a (copy each row tile's A rows, in vectors, to a stack buffer of stride
+ * tc__gemm_ld(kc); offered when rows_contiguous, i.e. A's rows are contiguous along k). */
+th_status tc__gemm_space(tc_space *s, const tc_target *t, int m, int n, int k, int rows_contiguous);
+/* Register, split and stack rules of those knobs: mr*nv + nv + 1 <= nregs, at most one row tile per
+ * row block and one panel per column block, a copy of A within 64 KiB. Reads them into the out
+ * parameters (any may be NULL). */
 th_status tc__gemm_valid(const tc_space *s, const tc_config *c, const tc_target *t, int m, int n,
-                         int k, int *mr, int *nv, int *kc, int *nrb, int *ncb, int *order);
+                         int k, int *mr, int *nv, int *kc, int *nrb, int *ncb, int *order,
+                         int *pack_a);
 /* Up to this many rows (the CNN heads' batches) the fallback takes one row tile if the registers
  * allow it (each row tile streams all of B), the whole k at once and a task per row tile and panel,
  * as the dense template before the packed GEMM did. */
