@@ -54,10 +54,10 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
   json_object_set_new(m, "target", be->manifest_target(t));
   json_object_set_new(m, "compiler_version", json_string(TH_VERSION));
   json_object_set_new(m, "input", json_pack("{s:s,s:o,s:s,s:s}", "name", "input", "shape",
-                                            tc__shape(&g->nodes[0].out), "dtype", "float32", "layout",
+                                            tc__shape(&g->nodes[g->inputs[0]].out), "dtype", "float32", "layout",
                                             "NCHW"));
   json_object_set_new(m, "output", json_pack("{s:s,s:o,s:s}", "name", "output", "shape",
-                                             tc__shape(&g->nodes[g->output].out), "dtype", "float32"));
+                                             tc__shape(&g->nodes[g->outputs[0]].out), "dtype", "float32"));
   json_object_set_new(m, "flops", json_real(tc_graph_flops(g)));
   json_object_set_new(m, "params", json_integer(tc_graph_param_count(g)));
   json_object_set_new(m, "workspace_bytes", json_integer(bi->workspace_bytes));

@@ -2,12 +2,17 @@
  * network, an ahead-of-time plan that calls them in order over one workspace, and a small runtime (thread
  * pool: TH_NUM_THREADS, default all cores). It needs nothing else from tunehub.
  *
- *   th_model_info()      static facts: network, target, batch, input and output shapes.
+ *   th_model_info()      static facts: network, target, batch, input and output shapes; every named input
+ *                        and output with its dtype and shape (inputs, outputs).
  *   th_model_create()    checks params.bin (magic, version, size, CRC-32, every tensor's name and shape),
  *                        folds batch norms, packs the weights once into one allocation and allocates the
  *                        workspace. The params buffer may be freed afterwards. Returns 0, or -1 with
  *                        th_model_last_error() saying why; *out is written only on success.
- *   th_model_run()       input: batch x C x H x W floats (NCHW); output: the output shape's floats.
+ *   th_model_run_io()    any network: inputs[i] points at inputs[i].count elements of inputs[i].dtype, in
+ *                        th_model_info's order; outputs likewise. An int64 index input outside its
+ *                        embedding's range is an error (-1), checked before anything runs.
+ *   th_model_run()       networks with one float32 input and one float32 output (the CNNs, vit): input
+ *                        batch x C x H x W floats (NCHW); output: the output shape's floats. Others: -1.
  *                        One model must not run on two threads at once; create one model per thread.
  *   th_model_run_profiled() the same, timing each kernel call (CPU bundles; `tunehub run --profile`).
  *   th_model_free()      accepts NULL.
@@ -25,6 +30,16 @@
 extern "C" {
 #endif
 
+enum th_dtype { TH_DTYPE_F32 = 0, TH_DTYPE_I64 = 1 };
+
+struct th_tensor_desc {
+  const char *name; /* "input", "input_ids", "last_hidden_state", ... */
+  int dtype;        /* enum th_dtype */
+  int ndim;
+  int64_t shape[6];
+  size_t count;     /* elements */
+};
+
 struct th_model_info {
   const char *network;          /* "resnet-18" */
   const char *target;           /* "llvm -mcpu=<cpu>" */
@@ -40,6 +55,12 @@ struct th_model_info {
   size_t workspace_bytes;
   size_t weights_bytes;
   int num_kernels;              /* kernel calls per run */
+  /* every input and output (appended: the fields above keep their offsets). For a network with one
+   * float32 input and output, inputs[0] and outputs[0] repeat input_shape and output_shape. */
+  int num_inputs;
+  const struct th_tensor_desc *inputs;
+  int num_outputs;
+  const struct th_tensor_desc *outputs;
 };
 
 struct th_model;
@@ -47,6 +68,7 @@ struct th_model;
 const struct th_model_info *th_model_info(void);
 int th_model_create(const void *params, size_t size, struct th_model **out);
 int th_model_run(struct th_model *m, const float *input, float *output);
+int th_model_run_io(struct th_model *m, const void *const *inputs, void *const *outputs);
 /* CPU bundles only: th_model_run that also adds each kernel call's wall time in seconds to
  * call_seconds[i], i < num_kernels (the manifest's layers, by index). Timing costs two clock reads per
  * call. */

@@ -32,7 +32,7 @@ static int *tc__uses(const tc_graph *g) {
     if (g->nodes[i].dead) continue;
     for (int k = 0; k < g->nodes[i].ninputs; k++) u[g->nodes[i].inputs[k]]++;
   }
-  if (g->output >= 0) u[g->output]++;
+  for (int k = 0; k < g->noutputs; k++) u[g->outputs[k]]++;
   return u;
 }
 
@@ -43,7 +43,8 @@ static void tc__replace(tc_graph *g, int from, int to) {
     for (int k = 0; k < g->nodes[i].ninputs; k++)
       if (g->nodes[i].inputs[k] == from) g->nodes[i].inputs[k] = to;
   }
-  if (g->output == from) g->output = to;
+  for (int k = 0; k < g->noutputs; k++)
+    if (g->outputs[k] == from) g->outputs[k] = to;
   g->nodes[from].dead = 1;
 }
 
@@ -165,7 +166,10 @@ static int tc__insert(tc_graph *g, int pos, const tc_node *proto) {
     for (int k = 0; k < g->nodes[i].ninputs; k++)
       if (g->nodes[i].inputs[k] >= pos) g->nodes[i].inputs[k]++;
   }
-  if (g->output >= pos) g->output++;
+  for (int k = 0; k < g->noutputs; k++)
+    if (g->outputs[k] >= pos) g->outputs[k]++;
+  for (int k = 0; k < g->ninputs; k++)
+    if (g->inputs[k] >= pos) g->inputs[k]++;
   return pos;
 }
 
@@ -197,7 +201,8 @@ th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
       for (int j = i + 2; j < g->nnodes; j++)
         for (int k = 0; k < g->nodes[j].ninputs; k++)
           if (g->nodes[j].inputs[k] == i) g->nodes[j].inputs[k] = i + 1;
-      if (g->output == i) g->output = i + 1;
+      for (int k = 0; k < g->noutputs; k++)
+        if (g->outputs[k] == i) g->outputs[k] = i + 1;
       i++;
     } else if (nd->op == TC_OP_FLATTEN) {
       int x = nd->inputs[0];
@@ -242,7 +247,8 @@ th_status tc_pass_plan_memory(tc_graph *g, int64_t *workspace) {
       if (last[s] < i) last[s] = i;
     }
   }
-  last[tc_graph_storage(g, g->output)] = n; /* copied out after the last kernel */
+  for (int k = 0; k < g->noutputs; k++)
+    last[tc_graph_storage(g, g->outputs[k])] = n; /* copied out after the last kernel */
   int nfree = 0, nlive = 0;
   int64_t top = 0;
   for (int i = 0; i < n; i++) {

@@ -38,7 +38,10 @@ th_status tc_node_effective_params(const tc_graph *g, const tc_node *nd, float *
 int tc_node_has_bias(const tc_node *nd);
 
 /* One kernel call of the lowered plan. */
-enum { TC_SPACE_NULL = 0, TC_SPACE_WORK = 1, TC_SPACE_WEIGHTS = 2, TC_SPACE_BIAS = 3 };
+/* TC_SPACE_CONST: arg_off is the id of a parameter read as a plain tensor (layer-norm gamma, an
+ * embedding table, a position embedding); the build copies each such parameter once into the weights
+ * blob and the generated plan names it as TC_SPACE_WEIGHTS, so model runtimes see only spaces 0..3. */
+enum { TC_SPACE_NULL = 0, TC_SPACE_WORK = 1, TC_SPACE_WEIGHTS = 2, TC_SPACE_BIAS = 3, TC_SPACE_CONST = 4 };
 typedef struct tc_call {
   tc_workload wl;
   int node;   /* the graph node it implements */

@@ -173,7 +173,7 @@ static void net_vs_ref(const char *net, int batch) {
   th_buf params;
   th_buf_init(&params, (size_t)4 << 30);
   CHECK(tc_params_write(g, &params) == TH_OK);
-  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->output].out);
+  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->outputs[0]].out);
   float *x = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *y = malloc((size_t)nout * 4),
         *y2 = malloc((size_t)nout * 4);
   CHECK(x && ref && y && y2);
