@@ -44,8 +44,16 @@ typedef struct tc__net {
   tc__io in[TC__MAX_IO], out[TC__MAX_IO];
 } tc__net;
 
+/* The case's folder (one case per process). A failed CHECK exits: atexit removes it then too, since a
+ * transformer's leaves hundreds of MB behind. */
+static char tc__dir[PATH_MAX];
+
+static void tc__remove_dir(void) {
+  if (tc__dir[0] && th_rm_rf(tc__dir) != TH_OK) fprintf(stderr, "could not remove %s\n", tc__dir);
+  tc__dir[0] = 0;
+}
+
 typedef struct tc__case {
-  char dir[PATH_MAX];
   char *params;
   size_t params_len;
   void *in[TC__MAX_IO], *want[TC__MAX_IO], *got[TC__MAX_IO];
@@ -96,32 +104,33 @@ static int tc__gen(const tc__net *n, tc__case *c) {
     fprintf(stderr, "SKIP: /usr/bin/python3 cannot import torch/torchvision\n");
     return TH_SKIP;
   }
-  CHECK_EQ_INT(th_mkdtemp("tc_conf", c->dir, sizeof c->dir), TH_OK);
+  CHECK_EQ_INT(th_mkdtemp("tc_conf", tc__dir, sizeof tc__dir), TH_OK);
+  CHECK(atexit(tc__remove_dir) == 0);
   char cmd[3 * PATH_MAX];
   int len = snprintf(
       cmd, sizeof cmd,
       "/usr/bin/python3 %s/tests/unit/conformance_torch.py %s %d %d %s && "
       "/usr/bin/python3 %s/scripts/torch2params.py %s/state.pt %s/params.bin && rm %s/state.pt",
-      TH_SRC_DIR, n->net, n->batch, n->py_size, c->dir, TH_SRC_DIR, c->dir, c->dir, c->dir);
+      TH_SRC_DIR, n->net, n->batch, n->py_size, tc__dir, TH_SRC_DIR, tc__dir, tc__dir, tc__dir);
   CHECK(len > 0 && (size_t)len < sizeof cmd);
   CHECK(system(cmd) == 0);
   char path[PATH_MAX + 16];
-  snprintf(path, sizeof path, "%s/params.bin", c->dir);
+  snprintf(path, sizeof path, "%s/params.bin", tc__dir);
   CHECK_EQ_INT(th_read_file(path, (size_t)1 << 31, &c->params, &c->params_len), TH_OK);
   for (int i = 0; i < n->n_in; i++) {
     const tc__io *io = &n->in[i];
-    tc__read_exact(c->dir, io->file, io->rows * io->cols * io->elem, &c->in[i]);
+    tc__read_exact(tc__dir, io->file, io->rows * io->cols * io->elem, &c->in[i]);
   }
   for (int i = 0; i < n->n_out; i++) {
     const tc__io *io = &n->out[i];
-    tc__read_exact(c->dir, io->file, io->rows * io->cols * io->elem, &c->want[i]);
+    tc__read_exact(tc__dir, io->file, io->rows * io->cols * io->elem, &c->want[i]);
     CHECK((c->got[i] = malloc(io->rows * io->cols * io->elem)) != NULL);
   }
   return 0;
 }
 
 static void tc__case_free(tc__case *c) {
-  if (c->dir[0] && th_rm_rf(c->dir) != TH_OK) fprintf(stderr, "could not remove %s\n", c->dir);
+  tc__remove_dir();
   free(c->params);
   for (int i = 0; i < TC__MAX_IO; i++) {
     free(c->in[i]);
@@ -213,7 +222,7 @@ TH_TEST(ref_inception_v3) { return tc__ref_case("inception_v3", 1, 107); }
  * dlopen handle. */
 static void *tc__so_open(const tc__net *n, const tc__case *c) {
   char so[PATH_MAX + 16], err[1024] = "";
-  snprintf(so, sizeof so, "%s/model.so", c->dir);
+  snprintf(so, sizeof so, "%s/model.so", tc__dir);
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = "llvm";
