@@ -100,12 +100,70 @@ int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *
   return 0;
 }
 
+/* Elements from 0 to the last one a strided operand reaches (copy, binary). */
+static int64_t tune__span(const tc_workload *w, const int *stride, int off) {
+  int64_t last = off;
+  for (int d = 0; d < w->ndim && d < TC_WL_DIMS; d++) last += (int64_t)(w->shape[d] - 1) * stride[d];
+  return last + 1;
+}
+
+/* The tensor families (ops.h), in floats: an int64 buffer (embedding's indices, the cast's input)
+ * counts two, and takes random bits (any index outside the table gives zeros, any int64 a finite
+ * float). A copy that leaves part of its output alone (a concat part, an offset, a strided output) has
+ * its output treated as an input: the worker poisons outputs with NaN and wants them all written, so
+ * such a copy is timed without the check across candidates. */
+static void tune__tensor_layout(const tc_workload *w, tune_layout *out) {
+  int64_t rows = (int64_t)w->n * w->c * w->h * w->w, numel = 1;
+  for (int d = 0; d < w->ndim && d < TC_WL_DIMS; d++) numel *= w->shape[d];
+  out->nbufs = tc_op_nargs(w->kernel);
+  out->is_output[out->nbufs - 1] = 1;
+  int64_t *n = out->nelems;
+  switch (w->kernel) {
+    case TC_KERNEL_LAYER_NORM:
+      n[0] = n[4] = rows;
+      n[1] = n[2] = w->c;
+      n[3] = (w->epilogue & TC_EPI_RESIDUAL) ? rows : 0;
+      break;
+    case TC_KERNEL_SOFTMAX_ROWS:
+      n[0] = n[2] = rows;
+      n[1] = (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
+      break;
+    case TC_KERNEL_UNARY:
+      n[0] = w->op == TC_UNARY_CAST_I64 ? 2 * (int64_t)w->n : w->n;
+      n[1] = w->n;
+      break;
+    case TC_KERNEL_EMBEDDING:
+      n[0] = 2 * (int64_t)w->n;
+      n[1] = (int64_t)w->c * w->oc;
+      n[2] = (int64_t)w->n * w->oc;
+      break;
+    case TC_KERNEL_COPY:
+      n[0] = tune__span(w, w->astride, w->aoff);
+      n[1] = tune__span(w, w->bstride, w->boff);
+      out->is_output[1] = w->boff == 0 && n[1] == numel;
+      break;
+    default: /* binary */
+      n[0] = tune__span(w, w->astride, 0);
+      n[1] = tune__span(w, w->bstride, 0);
+      n[2] = numel;
+      break;
+  }
+}
+
 th_status tune_task_layout(const tune_task *t, tune_layout *out) {
   const tc_workload *w = &t->wl;
   memset(out, 0, sizeof *out);
   int64_t in = (int64_t)w->n * w->c * w->h * w->w;
   int64_t o = (int64_t)w->n * w->oc * w->oh * w->ow;
   switch (w->kernel) {
+    case TC_KERNEL_LAYER_NORM:
+    case TC_KERNEL_SOFTMAX_ROWS:
+    case TC_KERNEL_UNARY:
+    case TC_KERNEL_EMBEDDING:
+    case TC_KERNEL_COPY:
+    case TC_KERNEL_BINARY:
+      tune__tensor_layout(w, out);
+      break;
     case TC_KERNEL_CONV2D:
     case TC_KERNEL_DEPTHWISE:
     case TC_KERNEL_DENSE:
