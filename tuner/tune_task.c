@@ -100,6 +100,23 @@ int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *
   return 0;
 }
 
+/* Elements a strided operand spans: the offset of its last element plus one (stride 0 broadcasts).
+ */
+static int64_t tune__extent(int ndim, const int *shape, const int *stride, int off) {
+  int64_t e = (int64_t)off + 1;
+  for (int d = 0; d < ndim && d < TC_WL_DIMS; d++) {
+    if (shape[d] <= 0) return 0;
+    e += (int64_t)(shape[d] - 1) * (stride[d] < 0 ? -(int64_t)stride[d] : stride[d]);
+  }
+  return e;
+}
+
+static int64_t tune__volume(int ndim, const int *shape) {
+  int64_t v = 1;
+  for (int d = 0; d < ndim && d < TC_WL_DIMS; d++) v *= shape[d];
+  return v;
+}
+
 th_status tune_task_layout(const tune_task *t, tune_layout *out) {
   const tc_workload *w = &t->wl;
   memset(out, 0, sizeof *out);
@@ -125,9 +142,62 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out) {
       out->nelems[0] = out->nelems[1] = out->nelems[2] = in;
       out->is_output[2] = 1;
       break;
+    case TC_KERNEL_BATCH_MATMUL: /* {a [n, M, K], b [n, K, N], out [n, M, N]}: M = h, K = c, N = oc
+                                  */
+      out->nbufs = 3;
+      out->nelems[0] = (int64_t)w->n * w->h * w->c;
+      out->nelems[1] = (int64_t)w->n * w->c * w->oc;
+      out->nelems[2] = (int64_t)w->n * w->h * w->oc;
+      out->is_output[2] = 1;
+      break;
+    case TC_KERNEL_LAYER_NORM: /* {in, gamma, beta, residual or NULL, out}: n rows of c */
+      out->nbufs = 5;
+      out->nelems[0] = out->nelems[4] = (int64_t)w->n * w->c;
+      out->nelems[1] = out->nelems[2] = w->c;
+      out->nelems[3] = (w->epilogue & TC_EPI_RESIDUAL) ? (int64_t)w->n * w->c : 0;
+      out->is_output[4] = 1;
+      break;
+    case TC_KERNEL_SOFTMAX_ROWS: /* {in, mask [n, w] or NULL, out}: rows [n, c, h] of w */
+      out->nbufs = 3;
+      out->nelems[0] = out->nelems[2] = in;
+      out->nelems[1] = (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
+      out->is_output[2] = 1;
+      break;
+    case TC_KERNEL_UNARY: /* {in, out}: n elements; a cast reads int64 */
+      out->nbufs = 2;
+      out->nelems[0] = out->nelems[1] = w->n;
+      if (w->op == TC_UNARY_CAST_I64) out->elem_bytes[0] = 8; /* small integers: [0, 100) */
+      out->is_output[1] = 1;
+      break;
+    case TC_KERNEL_EMBEDDING: /* {indices [n] int64 in [0, c), table [c, oc], out [n, oc]} */
+      out->nbufs = 3;
+      out->nelems[0] = w->n;
+      out->elem_bytes[0] = 8;
+      out->index_limit[0] = w->c;
+      out->nelems[1] = (int64_t)w->c * w->oc;
+      out->nelems[2] = (int64_t)w->n * w->oc;
+      out->is_output[2] = 1;
+      break;
+    case TC_KERNEL_COPY: { /* {in, out}: the extents of the strided spaces */
+      out->nbufs = 2;
+      out->nelems[0] = tune__extent(w->ndim, w->shape, w->astride, w->aoff);
+      out->nelems[1] = tune__extent(w->ndim, w->shape, w->bstride, w->boff);
+      out->is_output[1] = 1;
+      /* one part of a concat (or a slice's gaps): the rest of the output stays unwritten */
+      out->partial[1] = w->boff != 0 || out->nelems[1] != tune__volume(w->ndim, w->shape);
+      break;
+    }
+    case TC_KERNEL_BINARY: /* {a, b, out}: out contiguous over shape, a and b strided (0 broadcasts)
+                            */
+      out->nbufs = 3;
+      out->nelems[0] = tune__extent(w->ndim, w->shape, w->astride, 0);
+      out->nelems[1] = tune__extent(w->ndim, w->shape, w->bstride, 0);
+      out->nelems[2] = tune__volume(w->ndim, w->shape);
+      out->is_output[2] = 1;
+      break;
     case TC_KERNEL_COUNT:
       return TH_ERR_INVALID;
-    default:
+    default: /* pools, softmax, layout, concat: {in, out} */
       out->nbufs = 2;
       out->nelems[0] = in;
       out->nelems[1] = o;
@@ -140,6 +210,8 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out) {
 
 th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out) {
   memset(out, 0, sizeof *out);
+  /* only conv, depthwise and dense pack their weights; the tensor families read plain buffers
+   * (layer norm's gamma and beta, an embedding's table) */
   if (t->wl.kernel != TC_KERNEL_CONV2D && t->wl.kernel != TC_KERNEL_DEPTHWISE &&
       t->wl.kernel != TC_KERNEL_DENSE)
     return TH_OK;
