@@ -156,6 +156,98 @@ static th_status tc__plan_weights(const tc_backend_target *t, const tc_graph *g,
   return rc;
 }
 
+/* A tensor's description row (struct th_tensor_desc) for th__inputs / th__outputs. */
+static void tc__desc(th_buf *b, const char *name, const tc_tensor *t) {
+  th_buf_appendf(b, "  {");
+  tc__cstr(b, name);
+  th_buf_appendf(b, ", %d, %d, {", t->dtype, t->ndim);
+  for (int d = 0; d < TC_MAX_DIMS; d++)
+    th_buf_appendf(b, "%s%d", d ? ", " : "", d < t->ndim ? t->shape[d] : 0);
+  th_buf_appendf(b, "}, %lld},\n", (long long)tc_tensor_numel(t));
+}
+
+/* The legacy 4-D shape fields of th_model_info: ndim 0 (and zeros) for a tensor of more than 4
+ * dims. */
+static void tc__legacy_shape(th_buf *b, const tc_tensor *t) {
+  int nd = t->ndim <= 4 ? t->ndim : 0;
+  th_buf_appendf(b, "%d, {", nd);
+  tc__dims(b, 4, t->shape, nd);
+  th_buf_appendf(b, "}");
+}
+
+/* The network input whose elements node id holds unchanged (through reshapes, flattens and
+ * dropouts), or -1 when it is computed. */
+static int tc__source_input(const tc_graph *g, int id) {
+  for (int hops = 0; id >= 0 && hops <= g->nnodes; hops++) {
+    const tc_node *nd = &g->nodes[id];
+    if (nd->op == TC_OP_INPUT) {
+      for (int k = 0; k < g->ninputs; k++)
+        if (g->inputs[k] == id) return k;
+      return -1;
+    }
+    if (nd->op != TC_OP_RESHAPE && nd->op != TC_OP_FLATTEN && nd->op != TC_OP_DROPOUT) return -1;
+    id = nd->inputs[0];
+  }
+  return -1;
+}
+
+/* th__consts: every parameter a call reads as a plain tensor (TC_SPACE_CONST), once, copied raw
+ * into the weights blob from *woff on (64-byte aligned); const_off[param id] gets its offset in
+ * floats (-1: none). th__index_checks: the embedding calls whose indices are a network input, with
+ * the table's rows. */
+static th_status tc__plan_consts(const tc_graph *g, const tc_call *calls, int ncalls,
+                                 int64_t *const_off, int64_t *woff, th_buf *b) {
+  th_buf_appendf(
+      b,
+      "/* parameters that kernels read as plain row-major tensors, copied raw into the weights at "
+      "off (floats) */\nstatic const struct th__const {\n  const char *name;\n  int ndim;\n"
+      "  int64_t shape[6];\n  int64_t off;\n} th__consts[] = {\n");
+  int n = 0;
+  th_status rc = TH_OK;
+  for (int p = 0; p < g->nparams; p++) const_off[p] = -1;
+  for (int i = 0; rc == TH_OK && i < ncalls; i++)
+    for (int a = 0; a < calls[i].nargs && a < 5; a++) {
+      if (calls[i].arg_space[a] != TC_SPACE_CONST) continue;
+      int p = calls[i].arg_param[a];
+      if (p < 0 || p >= g->nparams) return TH_ERR_INTERNAL;
+      if (const_off[p] >= 0) continue;
+      const tc_param *pr = &g->params[p];
+      const_off[p] = *woff;
+      *woff += (pr->numel + 15) / 16 * 16;
+      th_buf_appendf(b, "  {");
+      tc__cstr(b, pr->name);
+      th_buf_appendf(b, ", %d, {", pr->ndim);
+      for (int d = 0; d < 6; d++)
+        th_buf_appendf(b, "%s%lld", d ? ", " : "", d < pr->ndim ? (long long)pr->shape[d] : 0LL);
+      rc = th_buf_appendf(b, "}, %lld},\n", (long long)const_off[p]);
+      n++;
+    }
+  if (n == 0) th_buf_appendf(b, "  {NULL, 0, {0}, -1},\n");
+  th_buf_appendf(b, "};\nstatic const int th__nconsts = %d;\n\n", n);
+  th_buf_appendf(
+      b,
+      "/* int64 network inputs that index an embedding table: checked before every run */\n"
+      "static const struct th__index_check {\n  int input;\n  int64_t rows;\n  const char *table;\n"
+      "} th__index_checks[] = {\n");
+  int nc = 0;
+  for (int i = 0; rc == TH_OK && i < ncalls; i++) {
+    const tc_call *c = &calls[i];
+    if (c->wl.kernel != TC_KERNEL_EMBEDDING) continue;
+    const tc_node *nd = &g->nodes[c->node];
+    int in = tc__source_input(g, nd->inputs[0]);
+    if (in < 0) continue;
+    const char *table = nd->name;
+    if (!table && c->arg_space[1] == TC_SPACE_CONST) table = g->params[c->arg_param[1]].name;
+    th_buf_appendf(b, "  {%d, %lld, ", in, (long long)c->wl.c);
+    tc__cstr(b, table ? table : "embedding");
+    rc = th_buf_appendf(b, "},\n");
+    nc++;
+  }
+  if (nc == 0) th_buf_appendf(b, "  {-1, 0, NULL},\n");
+  if (rc == TH_OK) rc = th_buf_appendf(b, "};\nstatic const int th__nindex_checks = %d;\n\n", nc);
+  return rc;
+}
+
 static th_status tc__plan(const tc_backend_target *t, const tc__emit *e, const tc_graph *g, const tc_call *calls,
                           int ncalls, const tc__kernel *ks, int nk, const int *call_kernel, int64_t ws,
                           const char *dir, int64_t *weights_floats, th_buf *b) {
@@ -166,28 +258,57 @@ static th_status tc__plan(const tc_backend_target *t, const tc__emit *e, const t
   th_buf_appendf(b, "#include <stdint.h>\n%s#include \"tunehub_model.h\"\n\n", be->plan_includes);
   int64_t *wo = calloc((size_t)(ncalls ? ncalls : 1), sizeof *wo);
   int64_t *bo = calloc((size_t)(ncalls ? ncalls : 1), sizeof *bo);
-  th_buf wp;
+  int64_t *co = calloc((size_t)(g->nparams ? g->nparams : 1), sizeof *co);
+  th_buf wp, cp;
   th_buf_init(&wp, (size_t)64 << 20);
+  th_buf_init(&cp, (size_t)16 << 20);
   int64_t woff = 0;
-  th_status rc = (wo && bo) ? TH_OK : TH_ERR_NOMEM;
+  th_status rc = (wo && bo && co) ? TH_OK : TH_ERR_NOMEM;
+  /* every input and output has workspace storage of its own, or aliases some (the memory plan) */
+  for (int k = 0; rc == TH_OK && k < g->ninputs; k++)
+    if (g->nodes[g->inputs[k]].out.offset < 0) rc = TH_ERR_INTERNAL;
+  for (int k = 0; rc == TH_OK && k < g->noutputs; k++)
+    if (g->nodes[g->outputs[k]].out.offset < 0) rc = TH_ERR_INTERNAL;
   if (rc == TH_OK) rc = tc__plan_weights(t, g, calls, ncalls, ks, call_kernel, wo, bo, &woff, &wp);
+  if (rc == TH_OK) rc = tc__plan_consts(g, calls, ncalls, co, &woff, &cp);
+  /* every input and output, in the network's order */
+  th_buf_appendf(b, "static const struct th_tensor_desc th__inputs[] = {\n");
+  for (int k = 0; k < g->ninputs; k++)
+    tc__desc(b, g->nodes[g->inputs[k]].name, &g->nodes[g->inputs[k]].out);
+  th_buf_appendf(b, "};\nstatic const struct th_tensor_desc th__outputs[] = {\n");
+  for (int k = 0; k < g->noutputs; k++)
+    tc__desc(b, g->output_names[k], &g->nodes[g->outputs[k]].out);
+  th_buf_appendf(b, "};\n\n");
   th_buf_appendf(b, "static const struct th_model_info th__info = {\n  ");
   tc__cstr(b, g->network);
   th_buf_appendf(b, ", ");
   tc__cstr(b, t->str);
   th_buf_appendf(b, ", ");
   tc__cstr(b, t->triple);
-  th_buf_appendf(b, ", \"%s\", %d,\n  %d, {", TH_VERSION, g->batch, in->ndim);
-  tc__dims(b, 4, in->shape, in->ndim);
-  th_buf_appendf(b, "}, %d, {", out->ndim);
-  tc__dims(b, 4, out->shape, out->ndim);
-  int64_t in_off = g->nodes[g->inputs[0]].out.offset, out_off = g->nodes[tc_graph_storage(g, g->outputs[0])].out.offset;
-  th_buf_appendf(b, "},\n  %lld, %lld, %lld, %lld, %d};\n\n", (long long)tc_tensor_numel(in),
-                 (long long)tc_tensor_numel(out), (long long)ws * 4, (long long)woff * 4, ncalls);
+  th_buf_appendf(b, ", \"%s\", %d,\n  ", TH_VERSION, g->batch);
+  tc__legacy_shape(b, in);
+  th_buf_appendf(b, ", ");
+  tc__legacy_shape(b, out);
+  th_buf_appendf(b, ",\n  %lld, %lld, %lld, %lld, %d,\n  %d, th__inputs, %d, th__outputs};\n\n",
+                 (long long)tc_tensor_numel(in), (long long)tc_tensor_numel(out), (long long)ws * 4,
+                 (long long)woff * 4, ncalls, g->ninputs, g->noutputs);
   th_buf_appendf(b, "static const int64_t th__workspace_floats = %lld, th__weights_floats = %lld;\n",
                  (long long)ws, (long long)woff);
-  th_buf_appendf(b, "static const int64_t th__in_off = %lld, th__out_off = %lld;\n\n", (long long)in_off,
-                 (long long)out_off);
+  th_buf_appendf(b,
+                 "/* th__info's inputs and outputs in the workspace: offset (floats) and bytes */\n"
+                 "static const struct th__io {\n  int64_t off;\n  size_t bytes;\n} th__in[] = {\n");
+  for (int k = 0; k < g->ninputs; k++) {
+    const tc_node *nd = &g->nodes[g->inputs[k]];
+    th_buf_appendf(b, "  {%lld, %lld},\n", (long long)nd->out.offset,
+                   (long long)tc_tensor_bytes(&nd->out));
+  }
+  th_buf_appendf(b, "}, th__out[] = {\n");
+  /* an output's own offset: an alias's is its base's plus the view's (passes.h) */
+  for (int k = 0; k < g->noutputs; k++)
+    th_buf_appendf(b, "  {%lld, %lld},\n", (long long)g->nodes[g->outputs[k]].out.offset,
+                   (long long)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  th_buf_appendf(b, "};\n\n");
+  if (rc == TH_OK) rc = th_buf_append(b, cp.data, cp.len);
   if (rc == TH_OK) rc = be->plan_kernels(t, ks, nk, e, b);
   th_buf_appendf(b, "static const struct th__call {\n  %s\n  int nargs;\n  int space[5];\n  int64_t off[5];\n"
                     "} th__calls[] = {\n",
@@ -196,7 +317,11 @@ static th_status tc__plan(const tc_backend_target *t, const tc__emit *e, const t
     const tc_call *c = &calls[i];
     if (be->call_by_index) th_buf_appendf(b, "  {%d, %d, {", call_kernel[i], c->nargs);
     else th_buf_appendf(b, "  {%s, %d, {", ks[call_kernel[i]].fn, c->nargs);
-    for (int a = 0; a < 5; a++) th_buf_appendf(b, "%s%d", a ? ", " : "", a < c->nargs ? c->arg_space[a] : 0);
+    /* a parameter read as a tensor lives in the weights blob: runtimes see spaces 0..3 only */
+    for (int a = 0; a < 5; a++) {
+      int sp = a < c->nargs ? c->arg_space[a] : 0;
+      th_buf_appendf(b, "%s%d", a ? ", " : "", sp == TC_SPACE_CONST ? TC_SPACE_WEIGHTS : sp);
+    }
     th_buf_appendf(b, "}, {");
     for (int a = 0; a < 5; a++) {
       int64_t off = 0;
@@ -204,6 +329,8 @@ static th_status tc__plan(const tc_backend_target *t, const tc__emit *e, const t
         if (c->arg_space[a] == TC_SPACE_WORK) off = c->arg_off[a];
         else if (c->arg_space[a] == TC_SPACE_WEIGHTS) off = wo[i];
         else if (c->arg_space[a] == TC_SPACE_BIAS) off = bo[i];
+        else if (c->arg_space[a] == TC_SPACE_CONST)
+          off = co[c->arg_param[a]] + c->arg_off[a];
       }
       th_buf_appendf(b, "%s%lld", a ? ", " : "", (long long)off);
     }
@@ -213,8 +340,10 @@ static th_status tc__plan(const tc_backend_target *t, const tc__emit *e, const t
   if (rc == TH_OK) rc = th_buf_append(b, wp.data, wp.len);
   if (rc == TH_OK) rc = be->plan_runtime(t, dir, b);
   th_buf_free(&wp);
+  th_buf_free(&cp);
   free(wo);
   free(bo);
+  free(co);
   if (rc == TH_OK) *weights_floats = woff;
   return rc;
 }

@@ -1,10 +1,11 @@
-/* CUDA bundles end to end without a GPU: a network's cuda bundle (model.so with its launch plan, weight
- * folding and upload, the driver runtime) runs against a fake libcuda.so.1 (test_compiler_cuda_fakecu.c,
- * found through LD_LIBRARY_PATH set by ctest) whose cuLaunchKernel executes the bundle's own
- * kernels/kernels.cu compiled for the CPU with an emulation header (blocks in turn, CUDA threads as
- * coroutines switching at __syncthreads, statics for __shared__). The output must match the reference
- * interpreter within 1e-4 of the largest output, through th_model_run and th_model_run_device. Small
- * inputs keep the emulation fast. Skips (77) when the fake driver is not the one dlopen finds. */
+/* CUDA bundles end to end without a GPU: a network's cuda bundle (model.so with its launch plan,
+ * weight folding and upload, the driver runtime) runs against a fake libcuda.so.1
+ * (test_compiler_cuda_fakecu.c, found through LD_LIBRARY_PATH set by ctest) whose cuLaunchKernel
+ * executes the bundle's own kernels/kernels.cu compiled for the CPU with an emulation header
+ * (blocks in turn, CUDA threads as coroutines switching at __syncthreads, statics for __shared__).
+ * The output must match the reference interpreter within 1e-4 of the largest output, through
+ * th_model_run, th_model_run_io and th_model_run_device. Small inputs keep the emulation fast.
+ * Skips (77) when the fake driver is not the one dlopen finds. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -159,9 +160,11 @@ static int emu_net(const char *net, int batch, int hw) {
   int (*create)(const void *, size_t, void **) = (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
   int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
   int (*rund)(void *, const void *, void *, void *) = (int (*)(void *, const void *, void *, void *))dlsym(h, "th_model_run_device");
+  int (*runio)(void *, const void *const *, void *const *) =
+      (int (*)(void *, const void *const *, void *const *))dlsym(h, "th_model_run_io");
   void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
   const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
-  CHECK(create && run && rund && fr && lasterr);
+  CHECK(create && run && rund && runio && fr && lasterr);
   void *m = NULL;
   if (create(params.data, params.len, &m) != 0) fprintf(stderr, "create: %s\n", lasterr());
   CHECK(m != NULL);
@@ -178,6 +181,15 @@ static int emu_net(const char *net, int batch, int hw) {
   /* device pointers: with the fake driver device memory is host memory */
   CHECK(rund(m, x, y2, NULL) == 0);
   CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+  /* th_model_run_io: the same host copies, per tensor */
+  memset(y2, 0, (size_t)nout * 4);
+  const void *ins[1] = {x};
+  void *outs[1] = {y2};
+  if (runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", lasterr());
+  CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+  const void *nulls[1] = {NULL};
+  CHECK(runio(m, nulls, outs) == -1);
+  CHECK(strstr(lasterr(), "inputs[0] (input) is NULL") != NULL);
   fr(m);
   dlclose(h);
   free(x);
