@@ -1,152 +1,129 @@
-/* Dense (fully connected) with packed weights: out[n, m] = in[n, k] . W[m, k]^T. W is packed into
- * panels [ceil(m/bn)][k][bn] (bn = MV vectors), so each k step loads MV contiguous weight vectors and
- * FMAs them with NR broadcast input scalars into NR*MV accumulators. Panels x row tiles run in parallel;
- * the last, partial panel stores lane by lane. */
+/* Dense (fully connected, and the transformers' linear layers) as a packed GEMM: out[m, n] = in[m,
+ * k] . W[n, k]^T (+ the fused epilogue), m rows of any leading shape. W is packed once at load into
+ * panels [ceil(n/bn)][k][bn] (TH_RT_PACK_DENSE, bn = nv vectors, the last panel zero-padded), so
+ * the micro-kernel of gemm.c reads nv contiguous weight vectors per k step. A task is one block of
+ * row tiles x one block of panels (row_blocks x col_blocks, in `order`); within it the reduction
+ * runs in k blocks of kc (partial sums through out), and each row tile's A rows may first be copied
+ * into a stack buffer whose row stride is not a multiple of 4 KiB (pack_a), so the tile's rows do
+ * not fight over one L1 set when k is a multiple of 1024 (bert's and vit's 3072 -> 768). */
 #include <string.h>
 
-#include "ops_int.h"
+#include "gemm_int.h"
 #include "th_rt.h"
 
+/* Stack bytes of a copied A tile (ld x mr floats), so a kernel runs on any thread's stack. */
+#define PACK_A_MAX_BYTES (64 * 1024)
+
+typedef struct dense_ctx {
+  const tc_workload *wl;
+  const tc_var *in, *bias, *res, *abuf;
+  int ld; /* row stride of abuf, 0 without pack_a */
+} dense_ctx;
+
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  int vals[TC_MAX_KNOB_VALUES * 2], k = 0;
-  int nvec = (wl->oc + t->simd_lanes - 1) / t->simd_lanes;
-  for (int mv = 1; mv <= 6 && mv <= nvec; mv++, k++) {
-    vals[2 * k] = (nvec + mv - 1) / mv;
-    vals[2 * k + 1] = mv;
-  }
-  th_status rc = tc_space_add(s, "tile_x", TC_KNOB_SPLIT, 2, k, vals);
-  k = 0;
-  for (int nr = 1; nr <= wl->n && nr <= 8; nr++)
-    if (wl->n % nr == 0) {
-      vals[2 * k] = wl->n / nr;
-      vals[2 * k + 1] = nr;
-      k++;
-    }
-  if (rc == TH_OK) rc = tc_space_add(s, "tile_y", TC_KNOB_SPLIT, 2, k, vals);
+  th_status rc = tc__gemm_space(s, t, wl->n, wl->oc, wl->c);
+  int pack[2] = {0, 1};
+  if (rc == TH_OK) rc = tc_space_add(s, "pack_a", TC_KNOB_ANNOTATE, 1, 2, pack);
   return rc;
 }
 
-static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c) {
-  (void)wl;
-  const int *x = tc__knob(s, c, "tile_x"), *y = tc__knob(s, c, "tile_y");
-  if (!x || !y) return TH_ERR_INVALID;
-  return x[1] * y[1] + x[1] + 1 <= t->nregs ? TH_OK : TH_ERR_INVALID;
+static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                       const tc_config *c) {
+  int mr, kc;
+  th_status rc = tc__gemm_valid(s, c, t, wl->n, wl->oc, wl->c, &mr, NULL, &kc, NULL, NULL, NULL);
+  const int *pa = tc__knob(s, c, "pack_a");
+  if (rc != TH_OK || !pa) return TH_ERR_INVALID;
+  if (pa[0] && (double)tc__gemm_ld(kc) * mr * 4 > PACK_A_MAX_BYTES) return TH_ERR_INVALID;
+  return TH_OK;
 }
 
-static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
-  (void)wl;
-  int kx = tc_space_knob(s, "tile_x"), ky = tc_space_knob(s, "tile_y");
-  double best = -1;
-  for (int i = 0; i < s->knobs[kx].nvalues; i++)
-    for (int j = 0; j < s->knobs[ky].nvalues; j++) {
-      int mv = s->knobs[kx].values[i][1], nr = s->knobs[ky].values[j][1];
-      if (mv > 4 || mv * nr + mv + 1 > t->nregs) continue;
-      double score = mv * nr - 0.1 * mv;
-      if (score > best) {
-        best = score;
-        c->idx[kx] = i;
-        c->idx[ky] = j;
-      }
-    }
-  return best < 0 ? TH_ERR_INTERNAL : TH_OK;
+/* Nonzero when `rows` rows of k floats, read in place, would put more than 4 of the tile's rows in
+ * one set of a 4 KiB-way L1 (the usual 32-48 KiB, 8-12 ways): the tile's A lines then evict each
+ * other every k step. k = 4096 with 10 rows (vgg's head at batch 10) measured 0.6x of 5-row tiles;
+ * 3072 -> 768 with 14-row tiles 0.85x of the copied rows. */
+static int rows_conflict(int k, int rows) {
+  int hits[64] = {0};
+  for (int r = 0; r < rows; r++)
+    if (++hits[(int)(((int64_t)r * k * 4 % 4096) / 64)] > 4) return 1;
+  return 0;
 }
 
-static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
-                       tc_ir *ir, const tc_stmt **out) {
-  int vl = t->simd_lanes, mv = tc__knob(s, c, "tile_x")[1], nr = tc__knob(s, c, "tile_y")[1];
-  int bn = vl * mv, m = wl->oc, k = wl->c;
-  int np = (m + bn - 1) / bn, nrt = wl->n / nr;
-  tc_type vt = tc_type_f32(vl);
-  const tc_var *in = tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_IN);
-  const tc_var *wt = tc_var_buffer(ir, "w", tc_type_f32(1), TC_ARG_WEIGHTS);
-  const tc_var *bias = tc_var_buffer(ir, "bias", tc_type_f32(1), TC_ARG_BIAS);
-  const tc_var *res = tc_var_buffer(ir, "res", tc_type_f32(1), TC_ARG_RESIDUAL);
-  const tc_var *o = tc_var_buffer(ir, "out", tc_type_f32(1), TC_ARG_OUT);
-  tc_var *acc = tc_var_buffer(ir, "acc", vt, -1), *wreg = tc_var_buffer(ir, "wreg", vt, -1);
-  tc_var *task = tc_var_new(ir, "task", tc_type_int()), *p = tc_var_new(ir, "p", tc_type_int());
-  tc_var *r0 = tc_var_new(ir, "r0", tc_type_int());
-  const tc_expr *pe = tc__v(ir, p), *r0e = tc__v(ir, r0);
-  /* init */
-  tc_var *i = tc_var_new(ir, "i", tc_type_int());
-  const tc_stmt *init = tc_s_for(ir, i, tc__c(ir, 0), tc__c(ir, nr * mv), TC_FOR_UNROLLED,
-                                 tc_s_store(ir, acc, tc__v(ir, i),
-                                            tc_e_broadcast(ir, tc_e_float(ir, 0.0), vl), 64));
-  /* k loop */
-  tc_var *kk = tc_var_new(ir, "k", tc_type_int()), *v = tc_var_new(ir, "v", tc_type_int());
-  tc_var *r = tc_var_new(ir, "r", tc_type_int()), *v2 = tc_var_new(ir, "v", tc_type_int());
-  tc_var *xb = tc_var_new(ir, "xb", vt);
-  const tc_expr *wb = tc_e_mul(ir, tc_e_add(ir, tc_e_mul(ir, pe, tc__c(ir, k)), tc__v(ir, kk)),
-                               tc__c(ir, bn));
-  const tc_stmt *ldw = tc_s_for(
-      ir, v, tc__c(ir, 0), tc__c(ir, mv), TC_FOR_UNROLLED,
-      tc_s_store(ir, wreg, tc__v(ir, v),
-                 tc_e_load(ir, wt, tc_e_add(ir, wb, tc_e_mul(ir, tc__v(ir, v), tc__c(ir, vl))), vl, 4),
-                 64));
-  const tc_expr *ai = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, r), tc__c(ir, mv)), tc__v(ir, v2));
-  const tc_expr *xs = tc_e_load(
-      ir, in, tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, r0e, tc__v(ir, r)), tc__c(ir, k)), tc__v(ir, kk)), 1,
-      4);
-  const tc_stmt *fmas = tc_s_for(
-      ir, r, tc__c(ir, 0), tc__c(ir, nr), TC_FOR_UNROLLED,
-      tc_s_let(ir, xb, tc_e_broadcast(ir, xs, vl),
-               tc_s_for(ir, v2, tc__c(ir, 0), tc__c(ir, mv), TC_FOR_UNROLLED,
-                        tc_s_store(ir, acc, ai,
-                                   tc_e_fma(ir, tc_e_var(ir, xb), tc_e_load(ir, wreg, tc__v(ir, v2), 1, 64),
-                                            tc_e_load(ir, acc, ai, 1, 64)),
-                                   64))));
-  const tc_stmt *kb[2] = {ldw, fmas};
-  const tc_stmt *kloop = tc_s_allocate(
-      ir, wreg, mv, TC_SCOPE_LOCAL,
-      tc_s_for(ir, kk, tc__c(ir, 0), tc__c(ir, k), TC_FOR_SERIAL, tc_s_seq(ir, 2, kb)));
-  /* vector epilogue */
-  tc_var *r3 = tc_var_new(ir, "r", tc_type_int()), *v3 = tc_var_new(ir, "v", tc_type_int());
-  const tc_expr *col = tc_e_add(ir, tc_e_mul(ir, pe, tc__c(ir, bn)), tc_e_mul(ir, tc__v(ir, v3), tc__c(ir, vl)));
-  const tc_expr *oidx = tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, r0e, tc__v(ir, r3)), tc__c(ir, m)), col);
-  const tc_expr *ai3 = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, r3), tc__c(ir, mv)), tc__v(ir, v3));
-  const tc_stmt *vepi = tc_s_for(
-      ir, r3, tc__c(ir, 0), tc__c(ir, nr), TC_FOR_UNROLLED,
-      tc_s_for(ir, v3, tc__c(ir, 0), tc__c(ir, mv), TC_FOR_UNROLLED,
-               tc_s_store(ir, o, oidx,
-                          tc__epilogue(ir, wl, tc_e_load(ir, acc, ai3, 1, 64), bias, col, res, oidx), 4)));
-  const tc_stmt *epi = vepi;
-  if (m % bn) {
-    /* The last panel: spill the accumulators and store the columns that exist. */
-    tc_var *tmp = tc_var_buffer(ir, "tmp", tc_type_f32(1), -1);
-    tc_var *q = tc_var_new(ir, "q", tc_type_int()), *l = tc_var_new(ir, "l", tc_type_int());
-    tc_var *rr = tc_var_new(ir, "r", tc_type_int());
-    const tc_stmt *spill = tc_s_for(
-        ir, q, tc__c(ir, 0), tc__c(ir, nr * mv), TC_FOR_UNROLLED,
-        tc_s_store(ir, tmp, tc_e_mul(ir, tc__v(ir, q), tc__c(ir, vl)), tc_e_load(ir, acc, tc__v(ir, q), 1, 64),
-                   64));
-    const tc_expr *c2 = tc_e_add(ir, tc__c(ir, (int64_t)(np - 1) * bn), tc__v(ir, l));
-    const tc_expr *oi2 = tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, r0e, tc__v(ir, rr)), tc__c(ir, m)), c2);
-    /* acc element (r, v) lane j sits at tmp[(r*mv + v)*vl + j] = tmp[r*mv*vl + l]. */
-    const tc_expr *ti = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, rr), tc__c(ir, mv * vl)), tc__v(ir, l));
-    const tc_stmt *lanes = tc_s_for(
-        ir, rr, tc__c(ir, 0), tc__c(ir, nr), TC_FOR_SERIAL,
-        tc_s_for(ir, l, tc__c(ir, 0), tc__c(ir, m - (np - 1) * bn), TC_FOR_SERIAL,
-                 tc_s_store(ir, o, oi2, tc__epilogue(ir, wl, tc_e_load(ir, tmp, ti, 1, 4), bias, c2, res, oi2),
-                            4)));
-    const tc_stmt *tail[2] = {spill, lanes};
-    const tc_stmt *tail_s = tc_s_allocate(ir, tmp, (int64_t)nr * mv * vl, TC_SCOPE_LOCAL, tc_s_seq(ir, 2, tail));
-    epi = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, pe, tc__c(ir, np - 1)), vepi, tail_s);
+static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                          tc_config *c) {
+  th_status rc = tc__gemm_fallback(s, c, t, wl->n, wl->oc, wl->c);
+  int kp = tc_space_knob(s, "pack_a"), kk = tc_space_knob(s, "tile_k");
+  if (rc != TH_OK || kp < 0 || kk < 0) return TH_ERR_INTERNAL;
+  /* copy A's rows where the GEMM is blocked (the copy is shared by a block of panels) or where they
+   * would conflict in L1; a copy too big for the stack takes the largest k block that fits */
+  int mr = tc__knob(s, c, "tile_m")[1];
+  c->idx[kp] = tc__knob(s, c, "tile_k")[1] < wl->c || rows_conflict(wl->c, mr < wl->n ? mr : wl->n);
+  int kc0 = c->idx[kk];
+  for (int i = s->knobs[kk].nvalues - 1; c->idx[kp] && i >= 1 && valid(wl, t, s, c) != TH_OK; i--)
+    c->idx[kk] = i;
+  if (valid(wl, t, s, c) != TH_OK) c->idx[kp] = 0, c->idx[kk] = kc0;
+  return TH_OK;
+}
+
+static const tc_stmt *a_tile(tc_ir *ir, const tc__gemm *g, int rows, const tc_expr *r0,
+                             const tc_expr *k0, const tc_expr *kext, tc__gemm_a *a) {
+  const dense_ctx *x = g->ctx;
+  int k = x->wl->c;
+  const tc_expr *s0 = tc_e_add(ir, tc_e_mul(ir, r0, tc__c(ir, k)), k0);
+  if (x->ld) return tc__gemm_copy_rows(ir, g->vl, x->in, s0, k, x->abuf, x->ld, rows, kext, a);
+  a->buf = x->in;
+  a->a0 = s0;
+  a->rs = k;
+  a->ks = 1;
+  return NULL;
+}
+
+static const tc_expr *b_at(tc_ir *ir, const tc__gemm *g, const tc_expr *p, const tc_expr *k0) {
+  const dense_ctx *x = g->ctx;
+  return tc_e_mul(ir, tc_e_add(ir, tc_e_mul(ir, p, tc__c(ir, x->wl->c)), k0), tc__c(ir, g->b_ks));
+}
+
+static const tc_expr *c_at(tc_ir *ir, const tc__gemm *g, const tc_expr *r0) {
+  return tc_e_mul(ir, r0, tc__c(ir, g->n));
+}
+
+static const tc_expr *epi(tc_ir *ir, const tc__gemm *g, const tc_expr *v, const tc_expr *col,
+                          const tc_expr *cidx) {
+  const dense_ctx *x = g->ctx;
+  return tc__epilogue(ir, x->wl, v, x->bias, col, x->res, cidx);
+}
+
+static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                       const tc_config *c, tc_ir *ir, const tc_stmt **out) {
+  int mr, nv, kc, nrb, ncb, order;
+  if (tc__gemm_valid(s, c, t, wl->n, wl->oc, wl->c, &mr, &nv, &kc, &nrb, &ncb, &order) != TH_OK)
+    return TH_ERR_INVALID;
+  if (kc > wl->c) kc = wl->c;
+  dense_ctx x;
+  memset(&x, 0, sizeof x);
+  x.wl = wl;
+  x.in = tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_IN);
+  x.bias = tc_var_buffer(ir, "bias", tc_type_f32(1), TC_ARG_BIAS);
+  x.res = tc_var_buffer(ir, "res", tc_type_f32(1), TC_ARG_RESIDUAL);
+  tc_var *abuf = NULL;
+  if (tc__knob(s, c, "pack_a")[0]) {
+    x.abuf = abuf = tc_var_buffer(ir, "apack", tc_type_f32(1), -1);
+    x.ld = tc__gemm_ld(kc);
   }
-  const tc_stmt *all[3] = {init, kloop, epi};
-  const tc_stmt *panel = tc_s_allocate(ir, acc, (int64_t)nr * mv, TC_SCOPE_LOCAL, tc_s_seq(ir, 3, all));
-  const tc_expr *tk = tc__v(ir, task);
-  const tc_stmt *body =
-      tc_s_let(ir, p, tc_e_mod(ir, tk, tc__c(ir, np)),
-               tc_s_let(ir, r0, tc_e_mul(ir, tc_e_div(ir, tk, tc__c(ir, np)), tc__c(ir, nr)), panel));
-  *out = tc__parallel(ir, task, (int64_t)np * nrt, body);
+  static const tc__gemm_ops ops = {NULL, a_tile, b_at, c_at, epi};
+  tc__gemm g;
+  tc__gemm_init(&g, wl->n, wl->oc, t->simd_lanes, mr, nv,
+                tc_var_buffer(ir, "w", tc_type_f32(1), TC_ARG_WEIGHTS), (int64_t)nv * t->simd_lanes,
+                tc_var_buffer(ir, "out", tc_type_f32(1), TC_ARG_OUT), &ops, &x);
+  *out = tc__gemm_parallel(ir, &g, 1, nrb, ncb, order, wl->c, kc, abuf, (int64_t)x.ld * mr);
   return ir->err;
 }
 
-static th_status pack(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
-                      int p[TC_PACK_NPARAMS]) {
+static th_status pack(const tc_workload *wl, const tc_target *t, const tc_space *s,
+                      const tc_config *c, int p[TC_PACK_NPARAMS]) {
   p[0] = TH_RT_PACK_DENSE;
   p[1] = wl->oc;
   p[2] = wl->c;
-  p[3] = tc__knob(s, c, "tile_x")[1] * t->simd_lanes;
+  p[3] = tc__knob(s, c, "tile_n")[1] * t->simd_lanes;
   return TH_OK;
 }
 

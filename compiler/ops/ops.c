@@ -13,7 +13,7 @@ static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_conv2d,  &tc__op_depthwise,      &tc__op_dense,   &tc__op_maxpool,
     &tc__op_avgpool, &tc__op_global_avgpool, &tc__op_softmax, &tc__op_eltwise,
     &tc__op_concat,  &tc__op_layout,
-    NULL /* batch_matmul */,
+    &tc__op_batch_matmul,
     &tc__op_layer_norm, &tc__op_softmax_rows, &tc__op_unary, &tc__op_embedding, &tc__op_copy,
     &tc__op_binary};
 static const char *const names[TC_KERNEL_COUNT] = {

@@ -22,8 +22,8 @@ typedef struct tc__op {
 extern const tc__op tc__op_conv2d, tc__op_depthwise, tc__op_dense, tc__op_maxpool, tc__op_avgpool,
     tc__op_global_avgpool, tc__op_softmax, tc__op_eltwise, tc__op_concat, tc__op_layout;
 /* the tensor families (issue 20) */
-extern const tc__op tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary, tc__op_embedding,
-    tc__op_copy, tc__op_binary;
+extern const tc__op tc__op_batch_matmul, tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary,
+    tc__op_embedding, tc__op_copy, tc__op_binary;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
 const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);

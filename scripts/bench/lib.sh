@@ -1,5 +1,6 @@
-# Shared parts of the end-to-end benchmarks (models.sh, tune.sh; scheduler.sh uses the median helpers),
-# sourced after HERE, ROOT, OUT, TUNEHUB and THREADS are set: the prerequisites (torch, onnxruntime-node,
+# Shared parts of the end-to-end benchmarks (models.sh, tune.sh; scheduler.sh uses the median helpers; the
+# kernel-level kernels.sh and gemm.sh link against the compiler with bench_link_compiler, which needs ROOT
+# and BUILD), sourced after HERE, ROOT, OUT, TUNEHUB and THREADS are set: the prerequisites (torch, onnxruntime-node,
 # sqlite3), the FP32 FMA peak of this machine,
 # and one timing function per system. Every function logs to stderr and prints its result on stdout.
 # This machine's speed drifts by up to 1.6x within minutes, so the scripts time the systems in interleaved
@@ -7,6 +8,23 @@
 # system and of the per-round ratios: a drift then moves both sides of a ratio alike.
 PY=/usr/bin/python3
 blog() { echo "[$(basename "$0") $(date +%H:%M:%S)] $*" >&2; }
+
+# bench_link_compiler SRC EXE: builds th_compiler in $BUILD (Release) and links the C program SRC against it
+# (and LLVM, and NVRTC when CMake found it) into EXE; for the kernel-level benchmarks (kernels.sh, gemm.sh).
+bench_link_compiler() {
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  make -C "$BUILD" th_compiler th_common -j2 >/dev/null
+  local llvm_config nvrtc
+  llvm_config=$(command -v llvm-config-16 || command -v llvm-config)
+  # The library holds the CUDA backend when CMake found NVRTC; link it then.
+  nvrtc=$(sed -n 's/^CUDA_NVRTC_LIBRARY:FILEPATH=//p' "$BUILD/CMakeCache.txt")
+  case "$nvrtc" in ""|*NOTFOUND) nvrtc= ;; esac
+  ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -I"$ROOT/common" -I"$ROOT/compiler" -I"$ROOT/compiler/ops" \
+    -I"$ROOT/compiler/ir" -I"$ROOT/compiler/runtime" -I"$ROOT/compiler/llvm" \
+    "$1" "$BUILD/compiler/libth_compiler.a" "$BUILD/common/libth_common.a" \
+    -L"$($llvm_config --libdir)" -lLLVM-16 $nvrtc $(pkg-config --libs jansson libarchive) -lpthread -ldl -lm \
+    -o "$2"
+}
 
 # Installs what the peers need; sets HAVE_ORT=1 when onnxruntime-node loads.
 bench_prereqs() {

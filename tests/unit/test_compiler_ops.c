@@ -2,6 +2,7 @@
  * shared library (fallback config + random valid configs, fixed seed) on edge shapes (odd sizes, stride 2,
  * padding, 1x1, the 7x7/2 stem, 3-channel NCHW input, channel blocks 16/8/4/1, every epilogue) and
  * compared against naive NCHW C loops written here. Also: space round trips, invalid configs, features. */
+#include "ref/ref_kernel.h"
 #include "test_ops_util.h"
 #include "th_rt.h"
 
@@ -30,6 +31,8 @@ static float epi(const tc_workload *wl, float v, const float *bias, int oc, cons
   if (wl->epilogue & TC_EPI_RESIDUAL) v += res[i];
   if (wl->epilogue & TC_EPI_RELU) v = v > 0 ? v : 0;
   if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
+  if (wl->epilogue & TC_EPI_GELU) v = (float)(0.5 * v * (1.0 + erf(v / sqrt(2.0))));
+  if (wl->epilogue & TC_EPI_TANH) v = tanhf(v);
   return v;
 }
 
@@ -354,47 +357,218 @@ TH_TEST(depthwise_differential) {
 
 /* ---- dense ---- */
 
-TH_TEST(dense_differential) {
-  init_target();
-  int shapes[][4] = {{1, 37, 29, TC_EPI_BIAS}, {3, 64, 1000, TC_EPI_BIAS | TC_EPI_RELU},
-                     {2, 16, 16, TC_EPI_RESIDUAL}, {4, 130, 40, TC_EPI_BIAS | TC_EPI_CLIP | TC_EPI_RESIDUAL}};
-  tc_workload wls[4];
-  for (int i = 0; i < 4; i++) {
-    wls[i] = conv_wl(TC_KERNEL_DENSE, shapes[i][0], shapes[i][1], 1, 1, shapes[i][2], 1, 1, 1, 0, 1, 1,
-                     shapes[i][3]);
+static void ref_dense(const tc_workload *wl, const float *in, const float *wt, const float *bias,
+                      const float *res, float *out) {
+  int N = wl->n, K = wl->c, M = wl->oc;
+  for (int b = 0; b < N; b++)
+    for (int m = 0; m < M; m++) {
+      double acc = 0;
+      for (int k = 0; k < K; k++) acc += (double)in[(size_t)b * K + k] * wt[(size_t)m * K + k];
+      out[(size_t)b * M + m] = epi(wl, (float)acc, bias, m, res, (size_t)b * M + m);
+    }
+}
+
+/* Sets knob `name` of c to its value index v (negative: from the end) when the space has it. */
+static void set_idx(const tc_space *s, tc_config *c, const char *name, int v) {
+  int k = tc_space_knob(s, name);
+  if (k < 0) return;
+  int nv = s->knobs[k].nvalues;
+  c->idx[k] = v >= 0 ? (v < nv ? v : nv - 1) : nv + v;
+}
+
+/* The GEMM templates' corners beside the fallback: the smallest k block (partial sums through the output,
+ * a short last block) with the most row and column blocks in the other order, with and without the copy
+ * of A (dense), and a one-row register tile. Added when valid. */
+static int gemm_corners(const tc_workload *wl, tc_config *cfgs, int n, int max) {
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
+  for (int variant = 0; variant < 3 && n < max; variant++) {
+    tc_config c = cfgs[0];
+    set_idx(&s, &c, "tile_k", variant == 2 ? 0 : 1);
+    set_idx(&s, &c, "order", 1);
+    set_idx(&s, &c, "pack_a", variant == 0);
+    if (variant == 2) set_idx(&s, &c, "tile_m", 0);
+    /* the most blocks that are valid */
+    int krb = tc_space_knob(&s, "row_blocks"), kcb = tc_space_knob(&s, "col_blocks");
+    for (int i = s.knobs[krb].nvalues - 1; i >= 0; i--) {
+      c.idx[krb] = i;
+      if (tc_op_valid(wl, &target, &s, &c) == TH_OK) break;
+    }
+    for (int i = s.knobs[kcb].nvalues - 1; i >= 0; i--) {
+      c.idx[kcb] = i;
+      if (tc_op_valid(wl, &target, &s, &c) == TH_OK) break;
+    }
+    if (tc_op_valid(wl, &target, &s, &c) == TH_OK) cfgs[n++] = c;
   }
-  tc_workload all_wl[64];
-  tc_config all_cfg[64];
+  return n;
+}
+
+/* Runs kernel f of (wl, cfg) on random data against its reference; 1 when they match. */
+typedef int (*gemm_run_fn)(const tc_workload *wl, const tc_config *cfg, kfn f);
+
+/* GEMM workloads x (fallback, corners, `per` random valid configs), built into one library and run. */
+static void check_gemm(const tc_workload *wls, int nwl, int per, gemm_run_fn run) {
+  enum { MAXN = 160, PER = 32 };
+  tc_workload *all_wl = calloc(MAXN, sizeof *all_wl);
+  tc_config *all_cfg = calloc(MAXN, sizeof *all_cfg), cfgs[PER];
   int n = 0;
-  for (int i = 0; i < 4; i++) {
-    tc_config cfgs[8];
-    int k = sample_configs(&wls[i], cfgs, 4);
-    for (int j = 0; j < k; j++) {
+  CHECK(all_wl && all_cfg);
+  for (int i = 0; i < nwl; i++)
+    for (int j = 0, k = gemm_corners(&wls[i], cfgs, sample_configs(&wls[i], cfgs, 1 + per), PER);
+         j < k; j++) {
+      CHECK(n < MAXN);
       all_wl[n] = wls[i];
       all_cfg[n++] = cfgs[j];
     }
-  }
   lib L;
   build(&L, n, all_wl, all_cfg);
-  for (int q = 0; q < n; q++) {
-    const tc_workload *wl = &all_wl[q];
-    int N = wl->n, K = wl->c, M = wl->oc;
-    float *in = rand_buf((size_t)N * K), *wt = rand_buf((size_t)M * K), *bias = rand_buf((size_t)M);
-    float *res = rand_buf((size_t)N * M), *ref = rand_buf((size_t)N * M), *out = rand_buf((size_t)N * M);
-    for (int b = 0; b < N; b++)
-      for (int m = 0; m < M; m++) {
-        double acc = 0;
-        for (int k = 0; k < K; k++) acc += (double)in[b * K + k] * wt[(size_t)m * K + k];
-        ref[b * M + m] = epi(wl, (float)acc, bias, m, res, (size_t)b * M + m);
-      }
-    float *packed = rand_buf(tc_op_packed_size(wl, &all_cfg[q], &target));
-    CHECK_EQ_INT(tc_op_pack(wl, &all_cfg[q], &target, wt, packed), TH_OK);
-    void *args[5] = {in, packed, bias, res, out};
-    sym(&L, q)((void *const *)args);
-    CHECK(compare("dense", out, ref, (size_t)N * M));
-    free(in), free(wt), free(bias), free(res), free(ref), free(out), free(packed);
-  }
+  for (int q = 0; q < n; q++)
+    if (!run(&all_wl[q], &all_cfg[q], sym(&L, q))) {
+      tc_space s;
+      char key[512], cfg[1024];
+      CHECK_EQ_INT(tc_op_space(&all_wl[q], &target, &s), TH_OK);
+      tc_workload_key(&all_wl[q], key, sizeof key);
+      tc_config_str(&s, &all_cfg[q], cfg, sizeof cfg);
+      fprintf(stderr, "%s (%d lanes) config %s\n", key, target.simd_lanes, cfg);
+      CHECK(0);
+    }
   unload(&L);
+  free(all_wl), free(all_cfg);
+}
+
+static int run_dense(const tc_workload *wl, const tc_config *cfg, kfn f) {
+  size_t isz = (size_t)wl->n * wl->c, osz = (size_t)wl->n * wl->oc;
+  float *in = rand_buf(isz), *wt = rand_buf((size_t)wl->oc * wl->c), *bias = rand_buf((size_t)wl->oc);
+  float *res = rand_buf(osz), *ref = rand_buf(osz), *out = rand_buf(osz);
+  float *packed = rand_buf(tc_op_packed_size(wl, cfg, &target));
+  CHECK_EQ_INT(tc_op_pack(wl, cfg, &target, wt, packed), TH_OK);
+  ref_dense(wl, in, wt, bias, res, ref);
+  void *args[5] = {in, packed, (wl->epilogue & TC_EPI_BIAS) ? bias : NULL,
+                   (wl->epilogue & TC_EPI_RESIDUAL) ? res : NULL, out};
+  f((void *const *)args);
+  int ok = compare("dense", out, ref, osz);
+  /* and against the shared oracle, which takes torch's unpacked weights */
+  void *rargs[5] = {in, wt, args[2], args[3], ref};
+  CHECK_EQ_INT(tc_ref_kernel(wl, rargs), TH_OK);
+  ok = ok && compare("dense vs tc_ref_kernel", out, ref, osz);
+  free(in), free(wt), free(bias), free(res), free(ref), free(out), free(packed);
+  return ok;
+}
+
+static void check_dense(const tc_workload *wls, int nwl, int per) {
+  check_gemm(wls, nwl, per, run_dense);
+}
+
+/* check(wls, nwl, per) with 4 random configs per workload on this target, then with 2 on AVX2-width
+ * kernels (8 lanes, 16 registers) when this is an AVX-512 machine. */
+static void both_widths(void (*check)(const tc_workload *, int, int), const tc_workload *wls, int nwl) {
+  check(wls, nwl, 4);
+  if (target.simd_lanes == 16) {
+    target.simd_lanes = 8;
+    target.nregs = 16;
+    check(wls, nwl, 2);
+    init_target();
+  }
+}
+
+static tc_workload dense_wl(int rows, int k, int n, int epilogue) {
+  return conv_wl(TC_KERNEL_DENSE, rows, k, 1, 1, n, 1, 1, 1, 0, 1, 1, epilogue);
+}
+
+/* Rows 1, 2, 3, 10, 128, 129, 197 (one row tile, balanced tiles of two heights); k not a multiple of the
+ * vector (67, 130) and long (3072, in k blocks); n not a multiple of the vector (37, 40, 1000) or of the
+ * panel; the transformers' epilogues. On an AVX-512 machine a second pass runs AVX2-width kernels. */
+TH_TEST(dense_differential) {
+  init_target();
+  tc_workload wls[] = {
+      dense_wl(1, 67, 37, TC_EPI_BIAS | TC_EPI_GELU),
+      dense_wl(3, 3072, 1000, TC_EPI_BIAS | TC_EPI_RELU),
+      dense_wl(2, 16, 16, TC_EPI_RESIDUAL),
+      dense_wl(10, 512, 200, TC_EPI_BIAS),
+      dense_wl(128, 130, 1000, TC_EPI_BIAS | TC_EPI_CLIP | TC_EPI_RESIDUAL),
+      dense_wl(129, 3072, 40, TC_EPI_BIAS | TC_EPI_TANH),
+      dense_wl(197, 768, 96, TC_EPI_BIAS | TC_EPI_RESIDUAL),
+      dense_wl(197, 67, 37, TC_EPI_RESIDUAL | TC_EPI_TANH),
+  };
+  wls[4].clip_min = -0.5f, wls[4].clip_max = 0.7f;
+  both_widths(check_dense, wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
+/* Every dense epilogue: bias x residual x (none, relu, clip, relu + clip, gelu, tanh), fallback configs,
+ * on a shape with a partial panel and a partial vector. */
+TH_TEST(dense_epilogues) {
+  init_target();
+  static const int act[6] = {0,           TC_EPI_RELU, TC_EPI_CLIP, TC_EPI_RELU | TC_EPI_CLIP,
+                             TC_EPI_GELU, TC_EPI_TANH};
+  tc_workload wls[24];
+  for (int i = 0; i < 24; i++) {
+    wls[i] = dense_wl(5, 45, 77, (i & 1 ? TC_EPI_BIAS : 0) | (i & 2 ? TC_EPI_RESIDUAL : 0) | act[i / 4]);
+    wls[i].clip_min = -0.25f, wls[i].clip_max = 0.5f;
+  }
+  check_dense(wls, 24, 0);
+  return 0;
+}
+
+/* ---- batch_matmul ---- */
+
+static tc_workload bmm_wl(int n, int m, int k, int nn, int trans_a, int trans_b, float alpha) {
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_BATCH_MATMUL;
+  wl.n = n, wl.h = wl.oh = m, wl.c = k, wl.oc = nn, wl.w = wl.ow = 1;
+  wl.in_cb = wl.out_cb = 1;
+  wl.trans_a = trans_a, wl.trans_b = trans_b, wl.alpha = alpha;
+  return wl;
+}
+
+static void ref_bmm(const tc_workload *wl, const float *a, const float *b, float *out) {
+  int M = wl->h, K = wl->c, N = wl->oc;
+  for (int i = 0; i < wl->n; i++)
+    for (int r = 0; r < M; r++)
+      for (int j = 0; j < N; j++) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) {
+          float x = wl->trans_a ? a[((size_t)i * K + k) * M + r] : a[((size_t)i * M + r) * K + k];
+          float y = wl->trans_b ? b[((size_t)i * N + j) * K + k] : b[((size_t)i * K + k) * N + j];
+          acc += (double)x * y;
+        }
+        out[((size_t)i * M + r) * N + j] = (float)(wl->alpha * acc);
+      }
+}
+
+static int run_bmm(const tc_workload *wl, const tc_config *cfg, kfn f) {
+  (void)cfg;
+  size_t asz = (size_t)wl->n * wl->h * wl->c, bsz = (size_t)wl->n * wl->c * wl->oc;
+  size_t osz = (size_t)wl->n * wl->h * wl->oc;
+  float *a = rand_buf(asz), *b = rand_buf(bsz), *ref = rand_buf(osz), *out = rand_buf(osz);
+  ref_bmm(wl, a, b, ref);
+  void *args[3] = {a, b, out};
+  f((void *const *)args);
+  int ok = compare("batch_matmul", out, ref, osz);
+  void *rargs[3] = {a, b, ref};
+  CHECK_EQ_INT(tc_ref_kernel(wl, rargs), TH_OK);
+  ok = ok && compare("batch_matmul vs tc_ref_kernel", out, ref, osz);
+  free(a), free(b), free(ref), free(out);
+  return ok;
+}
+
+static void check_bmm(const tc_workload *wls, int nwl, int per) {
+  check_gemm(wls, nwl, per, run_bmm);
+}
+
+/* Attention's products (Q.K^T with trans_b at 197 and 128 tokens, attn.V) and edge shapes: both trans
+ * flags, rows 1, 3, 129, k not a multiple of the vector, n ragged (a copied, zero-padded B) or long k (B
+ * copied in k blocks), alpha != 1; then AVX2-width kernels on an AVX-512 machine. */
+TH_TEST(batch_matmul_differential) {
+  init_target();
+  tc_workload wls[] = {
+      bmm_wl(2, 197, 64, 197, 0, 1, 0.125f), bmm_wl(3, 128, 64, 128, 0, 1, 0.125f),
+      bmm_wl(2, 197, 197, 64, 0, 0, 1.0f),   bmm_wl(2, 129, 67, 37, 1, 1, -0.5f),
+      bmm_wl(1, 1, 3, 16, 1, 0, 2.0f),       bmm_wl(2, 3, 3072, 40, 0, 0, 1.0f),
+      bmm_wl(3, 37, 130, 1000, 0, 0, 0.25f), bmm_wl(1, 128, 128, 64, 1, 0, 1.0f),
+  };
+  both_widths(check_bmm, wls, (int)(sizeof wls / sizeof wls[0]));
   return 0;
 }
 

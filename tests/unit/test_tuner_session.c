@@ -437,6 +437,60 @@ TH_TEST(session_every_strategy_small_conv) {
   return 0;
 }
 
+typedef struct gemm_rec_ctx {
+  const char *key;
+  int trials, failed;
+} gemm_rec_ctx;
+
+static int gemm_rec_cb(void *ctx, const store_record *r) {
+  gemm_rec_ctx *c = ctx;
+  if (strcmp(r->workload_key, c->key) != 0 || strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) return 0;
+  c->trials++;
+  if (r->error_class != 0) {
+    fprintf(stderr, "%s: class %d config %s\n", c->key, r->error_class, r->config);
+    c->failed++;
+  }
+  return 0;
+}
+
+/* The GEMM families through the whole tuner: random dense (packed weights, a gelu epilogue) and
+ * batch_matmul (Q.K^T: three buffers, B transposed) configs are built, timed and checked against the
+ * fallback's output; every valid config computes the same function, so no trial fails. */
+TH_TEST(session_tunes_gemm_families) {
+  tc_workload wls[2];
+  memset(wls, 0, sizeof wls);
+  wls[0].kernel = TC_KERNEL_DENSE;
+  wls[0].n = 37, wls[0].c = 96, wls[0].oc = 72;
+  wls[0].epilogue = TC_EPI_BIAS | TC_EPI_GELU;
+  wls[1].kernel = TC_KERNEL_BATCH_MATMUL;
+  wls[1].n = 3, wls[1].h = wls[1].oh = 29, wls[1].c = 64, wls[1].oc = 29;
+  wls[1].trans_b = 1, wls[1].alpha = 0.125f;
+  wls[0].h = wls[0].oh = wls[0].kh = wls[0].kw = wls[0].sh = wls[0].sw = 1;
+  for (int i = 0; i < 2; i++) wls[i].w = wls[i].ow = wls[i].in_cb = wls[i].out_cb = 1;
+  char dir[256], tstr[256];
+  tmpdir(dir, sizeof dir);
+  snprintf(tstr, sizeof tstr, "%s", host_target()->str);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tune_options o;
+  quick_opts(&o, "random", 8);
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, NULL, wls, NULL, 2, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_free(s);
+  for (int i = 0; i < 2; i++) {
+    char key[512];
+    CHECK(tc_workload_key(&wls[i], key, sizeof key) == TH_OK);
+    gemm_rec_ctx c = {.key = key};
+    CHECK(store_record_each(st, tc_kernel_name(wls[i].kernel), tstr, gemm_rec_cb, &c) == TH_OK);
+    CHECK_EQ_INT(c.trials, 8);
+    CHECK_EQ_INT(c.failed, 0);
+  }
+  store_close(st);
+  rmdir_r(dir);
+  return 0;
+}
+
 /* Build isolation: the fault hook (run in the build child) hangs on one candidate and crashes on another;
  * only those two fail, as class 6 and class 2, and the others build into usable libraries. A session whose
  * builds hang on a quarter of the space records class 6 trials and still finds a valid best. */
