@@ -42,7 +42,7 @@ static void count_expr(feat_ctx *c, const tc_expr *e, double w) {
       break;
     case TC_EXPR_LOAD:
       c->loads += w;
-      c->bytes_ld += w * 4.0 * lanes;
+      c->bytes_ld += w * (e->type.code == TC_TYPE_INT ? 8.0 : 4.0) * lanes; /* int64 indices */
       break;
     default: break;
   }

@@ -275,15 +275,24 @@ const tc_expr *tc_e_cast(tc_ir *ir, tc_type to, const tc_expr *a) {
   return e;
 }
 
-const tc_expr *tc_e_exp(tc_ir *ir, const tc_expr *a) {
+/* A float -> float primitive of one operand (exp, sqrt). */
+static const tc_expr *float_fn(tc_ir *ir, tc_expr_kind k, const tc_expr *a) {
   if (!a) return NULL;
   if (a->type.code != TC_TYPE_FLOAT) {
     set_err(ir, TH_ERR_INTERNAL);
     return NULL;
   }
-  tc_expr *e = new_expr(ir, TC_EXPR_EXP, a->type);
+  tc_expr *e = new_expr(ir, k, a->type);
   if (e) e->a = a;
   return e;
+}
+
+const tc_expr *tc_e_exp(tc_ir *ir, const tc_expr *a) {
+  return float_fn(ir, TC_EXPR_EXP, a);
+}
+
+const tc_expr *tc_e_sqrt(tc_ir *ir, const tc_expr *a) {
+  return float_fn(ir, TC_EXPR_SQRT, a);
 }
 
 /* A float constant of a's type (broadcast for vectors). */

@@ -94,7 +94,8 @@ th_status tc_ir_print_expr(const tc_expr *e, th_buf *b) {
       if (rc == TH_OK) rc = th_buf_appendf(b, ")");
       return rc;
     case TC_EXPR_EXP:
-      rc = th_buf_appendf(b, "exp(");
+    case TC_EXPR_SQRT:
+      rc = th_buf_appendf(b, "%s(", e->kind == TC_EXPR_EXP ? "exp" : "sqrt");
       if (rc == TH_OK) rc = tc_ir_print_expr(e->a, b);
       if (rc == TH_OK) rc = th_buf_appendf(b, ")");
       return rc;

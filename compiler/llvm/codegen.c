@@ -135,6 +135,73 @@ static LLVMValueRef splat(cg_fn *f, LLVMValueRef v, int lanes) {
 
 static LLVMValueRef gen_expr(cg_fn *f, const tc_expr *e);
 
+/* The scalar constant c shaped like t (itself, or a splat vector of t's lanes). */
+static LLVMValueRef shaped(LLVMTypeRef t, LLVMValueRef c) {
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return c;
+  LLVMValueRef lanes[64];
+  unsigned n = LLVMGetVectorSize(t);
+  for (unsigned i = 0; i < n && i < 64; i++) lanes[i] = c;
+  return LLVMConstVector(lanes, n < 64 ? n : 64);
+}
+
+static LLVMValueRef fconst(cg_fn *f, LLVMTypeRef t, double v) {
+  return shaped(t, LLVMConstReal(LLVMFloatTypeInContext(f->m->ctx), v));
+}
+
+/* A call of the intrinsic `name` overloaded on the type of args[0]. */
+static LLVMValueRef call1(cg_fn *f, const char *name, LLVMValueRef *args, unsigned nargs) {
+  LLVMValueRef fn = intrinsic(f, name, LLVMTypeOf(args[0]));
+  if (!fn) {
+    fail(f, TH_ERR_COMPILE, name);
+    return NULL;
+  }
+  return LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, nargs, "");
+}
+
+/* e^x inline, for vectors and scalars alike (so a value does not depend on whether it falls in a
+ * vector body or a scalar tail): LLVM lowers llvm.exp on a vector to one libm call per lane. Cephes'
+ * expf: x = n ln2 + r with n = rint(x log2 e) and ln2 split in two, e^r by a degree-5 polynomial on
+ * |r| <= ln2/2 (about 1 ulp), times 2^(n/2) and 2^(n - n/2), two normal powers of two, so results
+ * from FLT_MAX down through the subnormals come out right. x is clamped to [-104, 88.8] (0 and inf
+ * beyond it); NaN stays NaN. */
+static LLVMValueRef gen_exp(cg_fn *f, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  int vec = LLVMGetTypeKind(t) == LLVMVectorTypeKind;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(f->m->ctx);
+  LLVMTypeRef it = vec ? LLVMVectorType(i32, LLVMGetVectorSize(t)) : i32;
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef lo = fconst(f, t, -104.0), hi = fconst(f, t, 88.8);
+  LLVMValueRef c = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, x, "");
+  c = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, c, hi, ""), hi, c, "");
+  LLVMValueRef scaled = LLVMBuildFMul(b, c, fconst(f, t, 1.44269504088896341), "");
+  LLVMValueRef n = call1(f, "llvm.rint", &scaled, 1);
+  if (!n) return NULL;
+  LLVMValueRef r1[3] = {n, fconst(f, t, -0.693359375), c};
+  LLVMValueRef r = call1(f, "llvm.fma", r1, 3);
+  LLVMValueRef r2[3] = {n, fconst(f, t, 2.12194440e-4), r};
+  r = r ? call1(f, "llvm.fma", r2, 3) : NULL;
+  static const double poly[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+                                 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+  LLVMValueRef p = fconst(f, t, poly[0]);
+  for (int i = 1; i < 6 && r; i++) {
+    LLVMValueRef args[3] = {p, r, fconst(f, t, poly[i])};
+    p = call1(f, "llvm.fma", args, 3);
+  }
+  if (!r || !p) return NULL;
+  LLVMValueRef y1[3] = {p, LLVMBuildFMul(b, r, r, ""), LLVMBuildFAdd(b, r, fconst(f, t, 1.0), "")};
+  LLVMValueRef y = call1(f, "llvm.fma", y1, 3);
+  if (!y) return NULL;
+  /* 2^k as the float with exponent bits k + 127, for k = n >> 1 and n - k */
+  LLVMValueRef ni = LLVMBuildFPToSI(b, n, it, ""), bias = shaped(it, LLVMConstInt(i32, 127, 0));
+  LLVMValueRef sh = shaped(it, LLVMConstInt(i32, 23, 0));
+  LLVMValueRef k1 = LLVMBuildAShr(b, ni, shaped(it, LLVMConstInt(i32, 1, 0)), "");
+  LLVMValueRef k2 = LLVMBuildSub(b, ni, k1, "");
+  LLVMValueRef p1 = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildAdd(b, k1, bias, ""), sh, ""), t, "");
+  LLVMValueRef p2 = LLVMBuildBitCast(b, LLVMBuildShl(b, LLVMBuildAdd(b, k2, bias, ""), sh, ""), t, "");
+  LLVMValueRef e = LLVMBuildFMul(b, LLVMBuildFMul(b, y, p1, ""), p2, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, e, "exp");
+}
+
 static LLVMValueRef buf_ptr(cg_fn *f, const tc_var *buf) {
   if (buf->id < 0 || buf->id >= f->nvals || !f->vals[buf->id]) {
     fail(f, TH_ERR_INTERNAL, "buffer used outside its scope");
@@ -244,28 +311,15 @@ static LLVMValueRef gen_expr(cg_fn *f, const tc_expr *e) {
     }
     case TC_EXPR_LOAD: return gen_load(f, e);
     case TC_EXPR_FMA: {
-      LLVMTypeRef t = ty_of(f->m, e->type);
-      LLVMValueRef fn = intrinsic(f, "llvm.fma", t);
-      if (!fn) {
-        fail(f, TH_ERR_COMPILE, "no llvm.fma");
-        return NULL;
-      }
       LLVMValueRef args[3] = {a, b, c};
-      return LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 3, "");
+      return call1(f, "llvm.fma", args, 3);
     }
     case TC_EXPR_CAST:
       if (e->type.code == TC_TYPE_FLOAT)
         return LLVMBuildSIToFP(f->b, a, ty_of(f->m, e->type), "");
       return LLVMBuildFPToSI(f->b, a, ty_of(f->m, e->type), "");
-    case TC_EXPR_EXP: {
-      LLVMTypeRef t = ty_of(f->m, e->type);
-      LLVMValueRef fn = intrinsic(f, "llvm.exp", t);
-      if (!fn) {
-        fail(f, TH_ERR_COMPILE, "no llvm.exp");
-        return NULL;
-      }
-      return LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, &a, 1, "");
-    }
+    case TC_EXPR_EXP: return gen_exp(f, a);
+    case TC_EXPR_SQRT: return call1(f, "llvm.sqrt", &a, 1);
     default: fail(f, TH_ERR_INTERNAL, "unknown expression kind"); return NULL;
   }
 }

@@ -13,8 +13,9 @@ static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_conv2d,  &tc__op_depthwise,      &tc__op_dense,   &tc__op_maxpool,
     &tc__op_avgpool, &tc__op_global_avgpool, &tc__op_softmax, &tc__op_eltwise,
     &tc__op_concat,  &tc__op_layout,
-    NULL /* batch_matmul */, NULL /* layer_norm */, NULL /* softmax_rows */, NULL /* unary */,
-    NULL /* embedding */, NULL /* copy */, NULL /* binary */};
+    NULL /* batch_matmul */,
+    &tc__op_layer_norm, &tc__op_softmax_rows, &tc__op_unary, &tc__op_embedding, &tc__op_copy,
+    &tc__op_binary};
 static const char *const names[TC_KERNEL_COUNT] = {
     "conv2d_nchwc", "depthwise_nchwc", "dense_pack", "max_pool_nchwc", "avg_pool_nchwc",
     "global_avg_pool_nchwc", "softmax", "eltwise_add", "concat_nchwc", "layout_transform",

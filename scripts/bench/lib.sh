@@ -68,11 +68,12 @@ bench_torch() {
   fi
 }
 
-# bench_ort ONNX BATCH SIZE REPEAT -> median ms, or "-"
+# bench_ort ONNX BATCH SIZE REPEAT -> median ms, or "-" (SIZE "-": every input's shape from the model)
 bench_ort() {
-  local out log=${1%.onnx}.ort.log
+  local out log=${1%.onnx}.ort.log shape=
   if [ "$HAVE_ORT" != 1 ] || [ ! -s "$1" ]; then echo -; return; fi
-  if out=$(cd "$HERE" && node models_ort.js "$1" "$THREADS" "$4" "$2,3,$3,$3" 2>"$log"); then
+  [ "$3" = - ] || shape="$2,3,$3,$3"
+  if out=$(cd "$HERE" && node models_ort.js "$1" "$THREADS" "$4" $shape 2>"$log"); then
     cat "$log" >&2
     echo "$out" | sed -n 's/^median_ms=//p'
   else

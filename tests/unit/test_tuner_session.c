@@ -14,6 +14,7 @@
 
 #include "ops.h"
 #include "store.h"
+#include "test_tensor_wl.h"
 #include "th_buf.h"
 #include "th_test.h"
 #include "tune_cli.h"
@@ -793,5 +794,54 @@ TH_TEST(verification_reuses_trial_libraries) {
   CHECK(nv3 >= 2); /* the fastest configs and the fallback were re-timed */
   CHECK(without >= 8);
   CHECK_EQ_INT((int)with, (int)without);
+  return 0;
+}
+
+/* The tensor families tune end to end on the CPU: tune_task_layout sizes their arguments as the kernels
+ * touch them (the worker's guard bytes catch a write past a buffer, its NaN-poisoned outputs an element
+ * left unwritten), int64 inputs included, and a copy into part of its output is timed too. */
+TH_TEST(session_tunes_tensor_families) {
+  char dir[256];
+  tmpdir(dir, sizeof dir);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  tc_workload wls[8];
+  int n = 0;
+  wls[n] = tensor_wl(TC_KERNEL_LAYER_NORM, 64, 129, 1, 1);
+  wls[n].alpha = 1e-5f;
+  wls[n++].epilogue = TC_EPI_RESIDUAL;
+  wls[n] = tensor_wl(TC_KERNEL_SOFTMAX_ROWS, 2, 3, 33, 35);
+  wls[n].alpha = 0.125f;
+  wls[n++].epilogue = TC_EPI_MASK;
+  wls[n] = tensor_wl(TC_KERNEL_UNARY, 9000, 1, 1, 1);
+  wls[n++].op = TC_UNARY_CAST_I64;
+  wls[n] = tensor_wl(TC_KERNEL_UNARY, 9000, 1, 1, 1);
+  wls[n++].op = TC_UNARY_GELU;
+  wls[n] = tensor_wl(TC_KERNEL_EMBEDDING, 40, 50, 1, 1);
+  wls[n++].oc = 65;
+  /* [3, 5, 16] -> [5, 3, 16], and [3, 16] into rows 2..5 of a [6, 16] output */
+  wls[n++] = strided_wl(TC_KERNEL_COPY, 3, (int[]){5, 3, 16}, (int[]){16, 80, 1}, (int[]){48, 16, 1});
+  wls[n] = strided_wl(TC_KERNEL_COPY, 2, (int[]){3, 16}, (int[]){16, 1}, (int[]){16, 1});
+  wls[n++].boff = 32;
+  wls[n] = strided_wl(TC_KERNEL_BINARY, 2, (int[]){70, 129}, (int[]){129, 1}, (int[]){0, 1});
+  wls[n++].op = TC_BINARY_SUB;
+  tune_options o;
+  quick_opts(&o, "random", 3);
+  o.batch = 3;
+  tune_session_t *s = NULL;
+  CHECK(tune_session_new_workloads(st, NULL, NULL, wls, NULL, n, &o, &s) == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  CHECK_EQ_INT(p.ntasks, n);
+  for (int i = 0; i < n; i++) {
+    fprintf(stderr, "%s: %s, %lld trials, %lld errors, best %.3g s %s\n", p.tasks[i].key, p.tasks[i].state,
+            (long long)p.tasks[i].trials, (long long)p.tasks[i].errors, p.tasks[i].best_s, p.tasks[i].msg);
+    CHECK(p.tasks[i].best_s > 0);
+    CHECK_EQ_INT(p.tasks[i].errors, 0);
+  }
+  tune_session_free(s);
+  store_close(st);
+  rmdir_r(dir);
   return 0;
 }

@@ -1,0 +1,172 @@
+/* The naive oracle of single kernel calls (ref_kernel.h): one plain loop nest per tensor family, read
+ * straight off the ABI in ops.h, so that a template that disagrees with it is the one to suspect. Speed
+ * does not matter here beyond the tests' sizes (a BERT layer's shapes run in well under a second). */
+#include "ref_kernel.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ops.h"
+
+static float tc__ref_epi(const tc_workload *wl, double v, const float *bias, int col, const float *res,
+                         int64_t idx) {
+  if (wl->epilogue & TC_EPI_BIAS) v += bias[col];
+  if (wl->epilogue & TC_EPI_RESIDUAL) v += res[idx];
+  if (wl->epilogue & TC_EPI_RELU) v = v > 0 ? v : 0;
+  if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
+  if (wl->epilogue & TC_EPI_GELU) v = v * 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+  if (wl->epilogue & TC_EPI_TANH) return tanhf((float)v);
+  return (float)v;
+}
+
+static void tc__ref_dense(const tc_workload *wl, const float *in, const float *wt, const float *bias,
+                          const float *res, float *out) {
+  int K = wl->c, M = wl->oc;
+  for (int64_t r = 0; r < wl->n; r++)
+    for (int m = 0; m < M; m++) {
+      double acc = 0;
+      for (int k = 0; k < K; k++) acc += (double)in[r * K + k] * wt[(int64_t)m * K + k];
+      out[r * M + m] = tc__ref_epi(wl, acc, bias, m, res, r * M + m);
+    }
+}
+
+static void tc__ref_batch_matmul(const tc_workload *wl, const float *a, const float *b, float *out) {
+  int64_t M = wl->h, K = wl->c, N = wl->oc;
+  for (int64_t i = 0; i < wl->n; i++) {
+    const float *ai = a + i * M * K, *bi = b + i * K * N;
+    for (int64_t y = 0; y < M; y++)
+      for (int64_t x = 0; x < N; x++) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; k++) {
+          double av = wl->trans_a ? ai[k * M + y] : ai[y * K + k];
+          double bv = wl->trans_b ? bi[x * K + k] : bi[k * N + x];
+          acc += av * bv;
+        }
+        out[(i * M + y) * N + x] = (float)(wl->alpha * acc);
+      }
+  }
+}
+
+static void tc__ref_layer_norm(const tc_workload *wl, const float *in, const float *gamma, const float *beta,
+                               const float *res, float *out) {
+  int64_t C = wl->c;
+  for (int64_t r = 0; r < wl->n; r++) {
+    float *o = out + r * C;
+    /* x goes through the output row, in float as torch adds the residual */
+    for (int64_t j = 0; j < C; j++) o[j] = (wl->epilogue & TC_EPI_RESIDUAL) ? in[r * C + j] + res[r * C + j]
+                                                                          : in[r * C + j];
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < C; j++) mean += o[j];
+    mean /= (double)C;
+    for (int64_t j = 0; j < C; j++) var += (o[j] - mean) * (o[j] - mean);
+    var /= (double)C;
+    double inv = 1.0 / sqrt(var + (double)wl->alpha);
+    for (int64_t j = 0; j < C; j++) o[j] = (float)((o[j] - mean) * inv * gamma[j] + beta[j]);
+  }
+}
+
+static void tc__ref_softmax_rows(const tc_workload *wl, const float *in, const float *mask, float *out) {
+  int64_t W = wl->w, rows = (int64_t)wl->n * wl->c * wl->h, per_n = (int64_t)wl->c * wl->h;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *m = (wl->epilogue & TC_EPI_MASK) ? mask + (r / per_n) * W : NULL;
+    float *o = out + r * W;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < W; j++) {
+      float v = wl->alpha * in[r * W + j];
+      if (m) v += m[j];
+      o[j] = v;
+      mx = v > mx ? v : mx;
+    }
+    for (int64_t j = 0; j < W; j++) sum += exp(o[j] - mx);
+    for (int64_t j = 0; j < W; j++) o[j] = (float)(exp(o[j] - mx) / sum);
+  }
+}
+
+static void tc__ref_unary(const tc_workload *wl, const void *in, float *out) {
+  const float *x = in;
+  for (int64_t i = 0; i < wl->n; i++) {
+    switch (wl->op) {
+      case TC_UNARY_GELU: out[i] = (float)(x[i] * 0.5 * (1.0 + erf(x[i] * 0.70710678118654752440))); break;
+      case TC_UNARY_TANH: out[i] = tanhf(x[i]); break;
+      case TC_UNARY_CAST_I64: out[i] = (float)((const int64_t *)in)[i]; break;
+      default: out[i] = x[i] * wl->alpha + wl->beta; break; /* TC_UNARY_AFFINE */
+    }
+  }
+}
+
+static void tc__ref_embedding(const tc_workload *wl, const int64_t *idx, const float *table, float *out) {
+  int64_t D = wl->oc;
+  for (int64_t i = 0; i < wl->n; i++) {
+    if (idx[i] >= 0 && idx[i] < wl->c)
+      memcpy(out + i * D, table + idx[i] * D, (size_t)D * sizeof *out);
+    else
+      for (int64_t j = 0; j < D; j++) out[i * D + j] = 0.0f;
+  }
+}
+
+/* Copy and binary: an odometer over shape[0..ndim), the last axis fastest. */
+static void tc__ref_strided(const tc_workload *wl, const float *a, const float *b, float *out) {
+  int copy = wl->kernel == TC_KERNEL_COPY;
+  int64_t total = 1;
+  for (int d = 0; d < wl->ndim; d++) total *= wl->shape[d];
+  int i[TC_WL_DIMS] = {0};
+  for (int64_t e = 0; e < total; e++) {
+    int64_t ai = copy ? wl->aoff : 0, bi = copy ? wl->boff : 0;
+    for (int d = 0; d < wl->ndim; d++) {
+      ai += (int64_t)i[d] * wl->astride[d];
+      bi += (int64_t)i[d] * wl->bstride[d];
+    }
+    if (copy) {
+      out[bi] = a[ai];
+    } else {
+      float x = a[ai], y = b[bi];
+      out[e] = wl->op == TC_BINARY_ADD ? x + y : wl->op == TC_BINARY_MUL ? x * y
+               : wl->op == TC_BINARY_SUB ? x - y : x / y;
+    }
+    for (int d = wl->ndim - 1; d >= 0 && ++i[d] == wl->shape[d]; d--) i[d] = 0;
+  }
+}
+
+th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
+  if (!wl || !args || tc_workload_check(wl) != TH_OK) return TH_ERR_INVALID;
+  int epi = wl->epilogue;
+  switch (wl->kernel) {
+    case TC_KERNEL_DENSE:
+      if (!args[TC_ARG_IN] || !args[TC_ARG_WEIGHTS] || !args[TC_ARG_OUT] ||
+          ((epi & TC_EPI_BIAS) && !args[TC_ARG_BIAS]) || ((epi & TC_EPI_RESIDUAL) && !args[TC_ARG_RESIDUAL]))
+        return TH_ERR_INVALID;
+      tc__ref_dense(wl, args[TC_ARG_IN], args[TC_ARG_WEIGHTS], args[TC_ARG_BIAS], args[TC_ARG_RESIDUAL],
+                    args[TC_ARG_OUT]);
+      return TH_OK;
+    case TC_KERNEL_LAYER_NORM:
+      if (!args[0] || !args[1] || !args[2] || !args[4] || ((epi & TC_EPI_RESIDUAL) && !args[3]))
+        return TH_ERR_INVALID;
+      tc__ref_layer_norm(wl, args[0], args[1], args[2], args[3], args[4]);
+      return TH_OK;
+    case TC_KERNEL_SOFTMAX_ROWS:
+      if (!args[0] || !args[2] || ((epi & TC_EPI_MASK) && !args[1])) return TH_ERR_INVALID;
+      tc__ref_softmax_rows(wl, args[0], args[1], args[2]);
+      return TH_OK;
+    case TC_KERNEL_BATCH_MATMUL:
+    case TC_KERNEL_EMBEDDING:
+    case TC_KERNEL_BINARY:
+      if (!args[0] || !args[1] || !args[2]) return TH_ERR_INVALID;
+      if (wl->kernel == TC_KERNEL_BATCH_MATMUL)
+        tc__ref_batch_matmul(wl, args[0], args[1], args[2]);
+      else if (wl->kernel == TC_KERNEL_EMBEDDING)
+        tc__ref_embedding(wl, args[0], args[1], args[2]);
+      else
+        tc__ref_strided(wl, args[0], args[1], args[2]);
+      return TH_OK;
+    case TC_KERNEL_UNARY:
+    case TC_KERNEL_COPY:
+      if (!args[0] || !args[1]) return TH_ERR_INVALID;
+      if (wl->kernel == TC_KERNEL_UNARY)
+        tc__ref_unary(wl, args[0], args[1]);
+      else
+        tc__ref_strided(wl, args[0], NULL, args[1]);
+      return TH_OK;
+    default: return TH_ERR_UNSUPPORTED;
+  }
+}

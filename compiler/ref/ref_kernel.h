@@ -1,0 +1,23 @@
+/* tc_ref_kernel: the naive oracle of one kernel call in the CPU kernel ABI of ops.h, for the tensor
+ * families (batch_matmul, layer_norm, softmax_rows, unary, embedding, copy, binary) and dense with every
+ * epilogue. Templates (CPU and CUDA) and the graph reference interpreter are checked against it, so it is
+ * written for obvious correctness: plain loops over plain row-major tensors, double accumulation. */
+#ifndef TC_REF_KERNEL_H
+#define TC_REF_KERNEL_H
+
+#include "th_status.h"
+#include "workload.h"
+
+/* Runs the kernel `wl` on args, laid out as the kernel ABI of ops.h ("Tensor kernels") says, except
+ * that dense takes torch's unpacked weights [oc, c] in slot TC_ARG_WEIGHTS (not the packed panels).
+ * The args are borrowed; every slot the workload reads must be non-NULL (bias only with TC_EPI_BIAS,
+ * residual only with TC_EPI_RESIDUAL, mask only with TC_EPI_MASK). Epilogues apply in the order of
+ * workload.h: + bias, + residual, relu, clip, gelu (erf form, libm's erf), tanh.
+ * Precision: sums (matmul, layer-norm statistics, softmax) accumulate in double; element-wise arithmetic
+ * that torch does in float32 (binary ops, alpha * x + mask, the residual add) is done in float, so a fully
+ * masked softmax row (mask -3.4e38) comes out uniform as in torch.
+ * Returns TH_OK, TH_ERR_INVALID (NULL wl or args, a missing slot, a workload tc_workload_check rejects),
+ * TH_ERR_UNSUPPORTED for the other families (conv, pools, ...). Thread-safe; writes only the output. */
+th_status tc_ref_kernel(const tc_workload *wl, void *const *args);
+
+#endif
