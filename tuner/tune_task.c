@@ -100,8 +100,8 @@ int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *
   return 0;
 }
 
-/* Elements a strided operand spans: the offset of its last element plus one (stride 0 broadcasts).
- */
+/* Elements a strided operand spans: the offset of its last element plus one (a stride 0
+ * broadcasts). */
 static int64_t tune__extent(int ndim, const int *shape, const int *stride, int off) {
   int64_t e = (int64_t)off + 1;
   for (int d = 0; d < ndim && d < TC_WL_DIMS; d++) {
