@@ -43,7 +43,7 @@ static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space
 
 static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s,
                           tc_config *c) {
-  th_status rc = tc__gemm_fallback(s, c, t, wl->h, wl->oc, wl->c);
+  th_status rc = tc__gemm_fallback(s, c, t, wl->h, wl->oc, wl->c, 0);
   if (rc != TH_OK) return rc;
   /* n matrices already make tasks: one row block each unless there are too few of them; then a
    * copied B block too big for the stack takes more column blocks, then smaller k blocks */

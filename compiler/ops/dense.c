@@ -37,26 +37,30 @@ static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space
   return TH_OK;
 }
 
-/* Nonzero when `rows` rows of k floats, read in place, would put more than 4 of the tile's rows in
+/* Nonzero when `rows` rows of k floats, read in place, would put more than 6 of the tile's rows in
  * one set of a 4 KiB-way L1 (the usual 32-48 KiB, 8-12 ways): the tile's A lines then evict each
- * other every k step. k = 4096 with 10 rows (vgg's head at batch 10) measured 0.6x of 5-row tiles;
- * 3072 -> 768 with 14-row tiles 0.85x of the copied rows. */
+ * other every k step. 14-row tiles of k = 3072 ran 0.7-0.85x of the copied rows. */
 static int rows_conflict(int k, int rows) {
   int hits[64] = {0};
   for (int r = 0; r < rows; r++)
-    if (++hits[(int)(((int64_t)r * k * 4 % 4096) / 64)] > 4) return 1;
+    if (++hits[(int)(((int64_t)r * k * 4 % 4096) / 64)] > 6) return 1;
   return 0;
 }
 
 static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s,
                           tc_config *c) {
-  th_status rc = tc__gemm_fallback(s, c, t, wl->n, wl->oc, wl->c);
+  /* A few rows are read in place, in tiles small enough not to conflict in L1: 10 rows of k = 2048
+   * ran 1.2x faster as 2 tiles of 5 than as one copied tile of 10 (2 threads). */
+  int mr_max = 0;
+  if (wl->n <= TC__GEMM_FEW_ROWS)
+    for (mr_max = 24; mr_max > 1 && rows_conflict(wl->c, mr_max);) mr_max--;
+  th_status rc = tc__gemm_fallback(s, c, t, wl->n, wl->oc, wl->c, mr_max);
   int kp = tc_space_knob(s, "pack_a"), kk = tc_space_knob(s, "tile_k");
   if (rc != TH_OK || kp < 0 || kk < 0) return TH_ERR_INTERNAL;
-  /* copy A's rows where the GEMM is blocked (the copy is shared by a block of panels) or where they
-   * would conflict in L1; a copy too big for the stack takes the largest k block that fits */
+  /* more rows copy a tile's rows where they would conflict (elsewhere the copy only costs, 2-5% at
+   * k = 768); a copy too big for the stack takes the largest k block that fits */
   int mr = tc__knob(s, c, "tile_m")[1];
-  c->idx[kp] = tc__knob(s, c, "tile_k")[1] < wl->c || rows_conflict(wl->c, mr < wl->n ? mr : wl->n);
+  c->idx[kp] = wl->n > TC__GEMM_FEW_ROWS && rows_conflict(wl->c, mr);
   int kc0 = c->idx[kk];
   for (int i = s->knobs[kk].nvalues - 1; c->idx[kp] && i >= 1 && valid(wl, t, s, c) != TH_OK; i--)
     c->idx[kk] = i;

@@ -167,11 +167,15 @@ static const tc_stmt *row_tiles(tc_ir *ir, const tc__gemm *g, const tc_expr *t_l
   tc_var *t = tc_var_new(ir, "rt", tc_type_int()), *r0 = tc_var_new(ir, "r0", tc_type_int());
   const tc_expr *te = tc__v(ir, t);
   const tc_stmt *body = row_tile(ir, g, g->q, tc__v(ir, r0), k0, kext, first, last);
-  if (g->big) /* the first big tiles have one row more */
-    body = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_LT, te, tc__c(ir, g->big)),
+  /* The big tiles (one row more) are spread evenly: tile t starts at t*q + t*big/nt, so every block
+   * of consecutive tiles (a row block) gets its share of them. */
+  const tc_expr *bigs = tc_e_div(ir, tc_e_mul(ir, te, tc__c(ir, g->big)), tc__c(ir, g->nt));
+  const tc_expr *bigs1 = tc_e_div(
+      ir, tc_e_mul(ir, tc_e_add(ir, te, tc__c(ir, 1)), tc__c(ir, g->big)), tc__c(ir, g->nt));
+  if (g->big)
+    body = tc_s_if(ir, tc_e_bin(ir, TC_EXPR_GT, bigs1, bigs),
                    row_tile(ir, g, g->q + 1, tc__v(ir, r0), k0, kext, first, last), body);
-  const tc_expr *r0v =
-      tc_e_add(ir, tc_e_mul(ir, te, tc__c(ir, g->q)), tc_e_min(ir, te, tc__c(ir, g->big)));
+  const tc_expr *r0v = tc_e_add(ir, tc_e_mul(ir, te, tc__c(ir, g->q)), bigs);
   return tc_s_for(ir, t, t_lo, tc_e_sub(ir, t_hi, t_lo), TC_FOR_SERIAL,
                   tc_s_let(ir, r0, r0v, body));
 }
@@ -346,17 +350,16 @@ static double tile_eff(int m, int n, int vl, int mr, int nv) {
   return ((double)m * n / vl / 2.0) / cyc;
 }
 
-/* The largest k block the fallback takes when there are several row tiles: the A rows of a tile (12
- * x 384 floats, 18 KiB) stay in L1. */
-#define KC_PREF 384
+/* The largest k block the fallback takes when there are more than a few rows. On the transformers'
+ * shapes (znver4, 2 threads) 384 to 1024 came within a few % of each other and 128 was 15-20%
+ * slower: the k steps between C round trips matter more than the A tile staying in L1 (on L2 it is
+ * 2 bytes a cycle). */
+#define KC_PREF 768
 /* Cache budgets of one task's blocks: its B per k block (kc x its columns) is read by every row
  * tile, and its C block (rows x columns) is read and written once per k block; both should stay in
- * L2. */
-#define B_BLOCK_BYTES (256 * 1024)
+ * L2 (1 MiB or more on AVX-512 parts). */
+#define B_BLOCK_BYTES (512 * 1024)
 #define C_BLOCK_BYTES (256 * 1024)
-/* Up to this many rows (the CNN heads' batches) the fallback reads A in place, takes the whole k at
- * once and makes a task of every row tile and panel, as the template before the packed GEMM did. */
-#define FEW_ROWS 16
 /* Tasks the fallback aims at (4 per thread on 2 threads), so guided chunks even out the threads. */
 #define TASKS_PREF 8
 
@@ -372,7 +375,7 @@ static int block_index(const tc_space *s, int k, int want, int most) {
 }
 
 th_status tc__gemm_fallback(const tc_space *s, tc_config *c, const tc_target *t, int m, int n,
-                            int k) {
+                            int k, int mr_max) {
   int kn = tc_space_knob(s, "tile_n"), km = tc_space_knob(s, "tile_m"),
       kk = tc_space_knob(s, "tile_k");
   int krb = tc_space_knob(s, "row_blocks"), kcb = tc_space_knob(s, "col_blocks"),
@@ -382,12 +385,12 @@ th_status tc__gemm_fallback(const tc_space *s, tc_config *c, const tc_target *t,
    * vectors, so that a few rows (the CNN heads) still split into many panels. A few rows take as
    * few row tiles as possible first: each row tile streams the whole B, which is then too big to
    * stay in cache. */
-  int few = m <= FEW_ROWS;
+  int few = m <= TC__GEMM_FEW_ROWS;
   double best = -1e30;
   for (int i = 0; i < s->knobs[kn].nvalues; i++)
     for (int j = 0; j < s->knobs[km].nvalues; j++) {
       int nv = s->knobs[kn].values[i][1], mr = s->knobs[km].values[j][1];
-      if (nv > 4 || mr * nv + nv + 1 > t->nregs) continue;
+      if (nv > 4 || mr * nv + nv + 1 > t->nregs || (mr_max > 0 && mr > mr_max)) continue;
       double score =
           tile_eff(m, n, t->simd_lanes, mr, nv) + 0.001 * mr - (few ? (m + mr - 1) / mr : 0);
       if (score > best) best = score, c->idx[kn] = i, c->idx[km] = j;

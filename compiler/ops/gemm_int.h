@@ -1,6 +1,6 @@
 /* The register-tiled GEMM shared by dense (packed weights) and batch_matmul (activations): C[m, n]
- * (+)= A[m, k] . B[k, n], with C in row tiles of at most mr rows (balanced: the first `big` tiles
- * have q + 1 rows, the others q, so 197 rows are 17 tiles of 11-12 rows rather than 16 x 12 + 5)
+ * (+)= A[m, k] . B[k, n], with C in row tiles of at most mr rows (balanced: `big` tiles, spread
+ * evenly, have q + 1 rows, the others q, so 197 rows are 17 tiles of 11-12 rows, not 16 x 12 + 5)
  * and column panels of nv vectors. The micro-kernel keeps rows x nv vector accumulators for a whole
  * k block, loads nv B vectors per k step (B vectors are contiguous and the caller pads B to whole
  * vectors) and broadcasts one A scalar per row. The last panel may have fewer vectors (nvt) and a
@@ -44,7 +44,7 @@ typedef struct tc__gemm_ops {
 struct tc__gemm {
   int vl, mr, nv;         /* lanes; register tile of at most mr rows x nv vectors */
   int m, n;               /* rows and columns of C */
-  int nt, q, big;         /* row tiles: the first big have q + 1 rows, the others q */
+  int nt, q, big;         /* row tiles: big of them (spread evenly) have q + 1 rows, the others q */
   int np, npf, nvt, tail; /* panels of nv*vl columns; full panels; the last panel's vectors, and the
                              lanes of its last vector that are inside C */
   const tc_var *b, *c;
@@ -96,9 +96,14 @@ th_status tc__gemm_space(tc_space *s, const tc_target *t, int m, int n, int k);
  * block and one panel per column block. Reads them into the out parameters (any may be NULL). */
 th_status tc__gemm_valid(const tc_space *s, const tc_config *c, const tc_target *t, int m, int n,
                          int k, int *mr, int *nv, int *kc, int *nrb, int *ncb, int *order);
+/* Up to this many rows (the CNN heads' batches) the fallback takes one row tile if the registers
+ * allow it (each row tile streams all of B), the whole k at once and a task per row tile and panel,
+ * as the dense template before the packed GEMM did. */
+#define TC__GEMM_FEW_ROWS 16
+
 /* Sets the shared knobs of c: the register tile (mr, nv), kc and the split (see gemm.c for the
  * rules). */
 th_status tc__gemm_fallback(const tc_space *s, tc_config *c, const tc_target *t, int m, int n,
-                            int k);
+                            int k, int mr_max);
 
 #endif
