@@ -118,7 +118,15 @@ th_status tc_cuda_device_query(tc_cuda_device *out, char *err, size_t errlen);
 /* Plain C loops computing one workload with the GPU ABI (NCHW, torch-layout folded weights): args as for
  * the kernel (host pointers). The oracle of measurement and of the GPU template tests. */
 th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args);
-/* Element counts of each argument slot of wl (0 for an unused slot), up to 5. */
+/* Element counts of each argument slot of wl (0 for an unused slot, which the kernel never reads:
+ * no bias, no residual, no mask), up to 5. */
 void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]);
+/* Bytes per element of slot's buffer: 8 for int64 (embedding's indices, the input of an int64
+ * cast), else 4 (float). */
+int tc_cuda_arg_elem_bytes(const tc_workload *wl, int slot);
+/* Seeded int64 inputs for such a slot: embedding indices over the table's rows with one in 16 just
+ * outside them (-1 or c); cast inputs in [-1000, 1000] with one in 16 beyond 32 bits (+-2^40).
+ * *seed advances. */
+void tc_cuda_fill_i64(const tc_workload *wl, int64_t *p, int64_t n, uint64_t *seed);
 
 #endif

@@ -12,11 +12,12 @@
 #include "templates_int.h"
 
 static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
-    &tc__cuda_op_conv2d,  &tc__cuda_op_depthwise,      &tc__cuda_op_dense,   &tc__cuda_op_maxpool,
-    &tc__cuda_op_avgpool, &tc__cuda_op_global_avgpool, &tc__cuda_op_softmax, &tc__cuda_op_eltwise,
-    &tc__cuda_op_concat,  &tc__cuda_op_layout,
-    NULL /* batch_matmul */, NULL /* layer_norm */, NULL /* softmax_rows */, NULL /* unary */,
-    NULL /* embedding */, NULL /* copy */, NULL /* binary */};
+    &tc__cuda_op_conv2d,       &tc__cuda_op_depthwise,    &tc__cuda_op_dense,
+    &tc__cuda_op_maxpool,      &tc__cuda_op_avgpool,      &tc__cuda_op_global_avgpool,
+    &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
+    &tc__cuda_op_layout,       NULL /* batch_matmul */,   NULL /* layer_norm */,
+    NULL /* softmax_rows */,   NULL /* unary */,          NULL /* embedding */,
+    NULL /* copy */,           NULL /* binary */};
 _Static_assert(TC_KERNEL_COUNT == 17,
                "add the new kernel family's GPU template to ops[] (or NULL)");
 
@@ -219,8 +220,8 @@ th_status tc__cuda_out_map_shape(const tc_workload *wl, const tc_space *s, const
   return tc__cuda_map_shape(s, c, tc__cuda_out_total(wl), sh, why, whylen);
 }
 
-static void tc__cuda_map_fallback(const tc_space *s, tc_config *c, int64_t total) {
-  int th = 256, in = 1, un = 512, vec = total % 4 == 0 ? 4 : 1;
+void tc__cuda_map_pick(const tc_space *s, tc_config *c, int vec4) {
+  int th = 256, in = 1, un = 512, vec = vec4 ? 4 : 1;
   tc__cuda_pick(s, c, "threads", &th, 1);
   tc__cuda_pick(s, c, "inner", &in, 1);
   tc__cuda_pick(s, c, "vec", &vec, 1);
@@ -230,14 +231,14 @@ static void tc__cuda_map_fallback(const tc_space *s, tc_config *c, int64_t total
 th_status tc__cuda_in_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                    const tc_space *s, tc_config *c) {
   (void)t;
-  tc__cuda_map_fallback(s, c, tc__cuda_in_total(wl));
+  tc__cuda_map_pick(s, c, tc__cuda_in_total(wl) % 4 == 0);
   return TH_OK;
 }
 
 th_status tc__cuda_out_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                     const tc_space *s, tc_config *c) {
   (void)t;
-  tc__cuda_map_fallback(s, c, tc__cuda_out_total(wl));
+  tc__cuda_map_pick(s, c, tc__cuda_out_total(wl) % 4 == 0);
   return TH_OK;
 }
 
@@ -333,7 +334,8 @@ const tc_stmt *tc__cuda_for(tc__cuda_lc *L, tc_var *v, int64_t ext, tc_for_kind 
 const tc_expr *tc__cuda_epi(tc__cuda_lc *L, const tc_expr *v, const tc_expr *ch,
                             const tc_expr *idx) {
   const tc_workload *wl = L->wl;
-  if (tc_op_nargs(wl->kernel) == 5) { /* the families with weights have bias and residual slots */
+  if (wl->kernel == TC_KERNEL_CONV2D || wl->kernel == TC_KERNEL_DEPTHWISE ||
+      wl->kernel == TC_KERNEL_DENSE) { /* the families with weights have bias and residual slots */
     if ((wl->epilogue & TC_EPI_BIAS) && L->arg[TC_ARG_BIAS])
       v = ADD(v, LD(L->arg[TC_ARG_BIAS], ch));
     if ((wl->epilogue & TC_EPI_RESIDUAL) && L->arg[TC_ARG_RESIDUAL])
@@ -384,11 +386,12 @@ th_status tc_cuda_lower(const tc_workload *wl, const tc_config *cfg, const tc_cu
   tc__cuda_lc Ls = {&ir, wl, {0}, NULL}, *L = &Ls;
   int nargs = tc_op_nargs(wl->kernel);
   static const char *names[5] = {"in", "w", "bias", "res", "out"};
-  for (int a = 0; a < nargs; a++)
-    L->arg[a] = tc_var_buffer(&ir, nargs == 5 ? names[a] : "arg", tc_type_f32(1), a);
-  if (nargs == 5) {
-    if (!(wl->epilogue & TC_EPI_BIAS)) L->arg[TC_ARG_BIAS] = NULL;
-    if (!(wl->epilogue & TC_EPI_RESIDUAL)) L->arg[TC_ARG_RESIDUAL] = NULL;
+  int64_t sizes[5];
+  tc_cuda_arg_sizes(wl, sizes);
+  /* a slot the workload leaves NULL (no bias, no mask, ...) has no buffer; int64 slots are ints */
+  for (int a = 0; a < nargs; a++) {
+    tc_type elem = tc_cuda_arg_elem_bytes(wl, a) == 8 ? tc_type_int() : tc_type_f32(1);
+    if (sizes[a]) L->arg[a] = tc_var_buffer(&ir, nargs == 5 ? names[a] : "arg", elem, a);
   }
   memset(out, 0, sizeof *out);
   out->unroll_max_step = tc_config_int(&s, cfg, "auto_unroll_max_step", 0);

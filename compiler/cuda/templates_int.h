@@ -77,6 +77,8 @@ th_status tc__cuda_in_map_shape(const tc_workload *wl, const tc_space *s, const 
                                 tc__cuda_shape *sh, char *why, size_t whylen);
 th_status tc__cuda_out_map_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
                                  tc__cuda_shape *sh, char *why, size_t whylen);
+/* The map's knobs at 256 threads, inner 1, vec 4 when vec4, auto_unroll_max_step 512. */
+void tc__cuda_map_pick(const tc_space *s, tc_config *c, int vec4);
 /* Their fallback: 256 threads, inner 1, vec 4 when the count allows, auto_unroll_max_step 512. */
 th_status tc__cuda_in_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                    const tc_space *s, tc_config *c);

@@ -358,14 +358,20 @@ typedef struct emu_kernel {
   tc_cuda_launch l;
 } emu_kernel;
 
+/* The launcher: th_call<k> passes the argument array to kernel k (an integer buffer's parameter is
+ * a `long long *`, so each pointer converts to what the kernel takes). */
 static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
-  th_buf_appendf(b, "typedef void (*th_fn)(float **);\nstruct th_targ { th_fn fn; float **a; unsigned x, y, z; };\n"
-                    "static void *th_thread(void *p) { th_targ *t = (th_targ *)p; threadIdx.x = t->x; "
-                    "threadIdx.y = t->y; threadIdx.z = t->z; t->fn(t->a); return 0; }\n");
+  th_buf_appendf(
+      b,
+      "typedef void (*th_fn)(float **);\nstruct th_targ { th_fn fn; float **a; unsigned x, y, z; "
+      "};\n"
+      "struct th_arg { void *p; template <class T> operator T *() const { return (T *)p; } };\n"
+      "static void *th_thread(void *p) { th_targ *t = (th_targ *)p; threadIdx.x = t->x; "
+      "threadIdx.y = t->y; threadIdx.z = t->z; t->fn(t->a); return 0; }\n");
   for (int k = 0; k < nk; k++) {
     int n = tc_op_nargs(ks[k].wl.kernel);
     th_buf_appendf(b, "static void th_call%d(float **a) { k%d(", k, k);
-    for (int i = 0; i < n; i++) th_buf_appendf(b, "%sa[%d]", i ? ", " : "", i);
+    for (int i = 0; i < n; i++) th_buf_appendf(b, "%sth_arg{a[%d]}", i ? ", " : "", i);
     th_buf_appendf(b, "); }\n");
   }
   th_buf_appendf(b, "static th_fn th_fns[] = {");
@@ -391,9 +397,147 @@ static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
                     "  return 0;\n}\n");
 }
 
-TH_TEST(emulated_templates) {
+/* Seeded inputs of slot i: floats in [-4, 4), int64 indices or cast values (tc_cuda_fill_i64);
+ * softmax masks pad the second half of batch element 0's positions (-10000, the last one -inf) and
+ * mask all of element 1's (-3.4e38, torch's finfo.min: the row comes out uniform). */
+static void emu_fill(const tc_workload *wl, int slot, void *buf, int64_t n, uint64_t *s) {
+  if (tc_cuda_arg_elem_bytes(wl, slot) == 8) {
+    tc_cuda_fill_i64(wl, buf, n, s);
+    return;
+  }
+  float *f = buf;
+  for (int64_t e = 0; e < n; e++) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    f[e] = (float)((double)(*s >> 40) / (double)(1ull << 24) * 2.0 - 1.0) * 4.0f;
+  }
+  if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 1) {
+    for (int j = wl->w / 2; j < wl->w; j++) f[j] = j == wl->w - 1 && j > 0 ? -INFINITY : -10000.0f;
+    for (int j = 0; wl->n > 1 && j < wl->w; j++) f[wl->w + j] = -3.4028235e38f;
+  }
+}
+
+/* A library of emulated kernels: every workload at its fallback and per - 1 random valid configs,
+ * printed as CUDA C into one translation unit and compiled for the CPU with the emulation header. */
+typedef struct emu_lib {
+  emu_kernel *ks;
+  int nk;
+  void *h;
+  int (*run)(int, float **, const long long *, const int *);
+  char dir[64], cpp[128], so[128];
+} emu_lib;
+
+static void emu_build(emu_lib *e, const tc_workload *ws, int nw, int per, uint64_t seed) {
+  memset(e, 0, sizeof *e);
   tc_cuda_target t;
   CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+  e->ks = calloc((size_t)(nw * per), sizeof *e->ks);
+  CHECK(e->ks != NULL);
+  th_buf src;
+  th_buf_init(&src, (size_t)64 << 20);
+  th_buf_appendf(&src, "%s", emu_header);
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  for (int i = 0; i < nw; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
+    int64_t size = tc_space_size(&s);
+    for (int done = 0, tries = 0; done < per && tries < 5000; tries++) {
+      if (done > 0) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
+        if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+      }
+      char fn[16], err[512] = "";
+      snprintf(fn, sizeof fn, "k%d", e->nk);
+      e->ks[e->nk].wl = ws[i];
+      th_status rc =
+          tc_cuda_kernel_source(&ws[i], &c, &t, fn, &src, &e->ks[e->nk].l, err, sizeof err);
+      if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+      CHECK(rc == TH_OK);
+      e->nk++;
+      done++;
+    }
+  }
+  emu_launcher(&src, e->nk, e->ks);
+  snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-XXXXXX");
+  CHECK(mkdtemp(e->dir) != NULL);
+  char cmd[512];
+  snprintf(e->cpp, sizeof e->cpp, "%s/k.cpp", e->dir);
+  snprintf(e->so, sizeof e->so, "%s/k.so", e->dir);
+  CHECK(th_write_file_atomic(e->cpp, src.data, src.len) == TH_OK);
+  snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -fPIC -shared -o %s %s -lpthread", e->so,
+           e->cpp);
+  CHECK(system(cmd) == 0);
+  e->h = dlopen(e->so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(e->h != NULL);
+  *(void **)&e->run = dlsym(e->h, "th_emu_run");
+  CHECK(e->run != NULL);
+  th_buf_free(&src);
+}
+
+static void emu_free(emu_lib *e) {
+  dlclose(e->h);
+  unlink(e->cpp);
+  unlink(e->so);
+  rmdir(e->dir);
+  free(e->ks);
+}
+
+/* Runs kernel k of e on the argument buffers a (its launch shape). */
+static void emu_launch(const emu_lib *e, int k, float **a) {
+  long long grid[3] = {e->ks[k].l.grid[0], e->ks[k].l.grid[1], e->ks[k].l.grid[2]};
+  CHECK(e->run(k, a, grid, e->ks[k].l.block) == 0);
+}
+
+/* Every kernel of emu_build(ws, ...) on seeded inputs (emu_fill) against tc_cuda_ref_kernel: every
+ * output within 1e-4 relative (plus 1e-5 of the largest output). Returns the number of kernels. */
+static int emu_check(const char *label, const tc_workload *ws, int nw, int per, uint64_t seed) {
+  emu_lib e;
+  emu_build(&e, ws, nw, per, seed);
+  for (int k = 0; k < e.nk; k++) {
+    const tc_workload *wl = &e.ks[k].wl;
+    int64_t sizes[5];
+    tc_cuda_arg_sizes(wl, sizes);
+    int nargs = tc_op_nargs(wl->kernel), out = nargs - 1;
+    float *a[5] = {0}, *ref[5] = {0};
+    uint64_t s2 = 99 + (uint64_t)k;
+    for (int i = 0; i < nargs; i++) {
+      if (!sizes[i]) continue;
+      size_t bytes = (size_t)(sizes[i] + 4) * (size_t)tc_cuda_arg_elem_bytes(wl, i);
+      a[i] = calloc(1, bytes);
+      ref[i] = calloc(1, bytes);
+      CHECK(a[i] && ref[i]);
+      if (i == out) continue;
+      emu_fill(wl, i, a[i], sizes[i], &s2);
+      memcpy(ref[i], a[i], bytes);
+    }
+    emu_launch(&e, k, a);
+    CHECK(tc_cuda_ref_kernel(wl, ref) == TH_OK);
+    double maxref = 0;
+    for (int64_t i = 0; i < sizes[out]; i++) maxref = fmax(maxref, fabs(ref[out][i]));
+    for (int64_t i = 0; i < sizes[out]; i++) {
+      if (!(fabs((double)a[out][i] - ref[out][i]) <= 1e-5 * maxref + 1e-4 * fabs(ref[out][i]))) {
+        char key[256];
+        tc_workload_key(wl, key, sizeof key);
+        fprintf(stderr, "%s: kernel k%d (%s): element %lld: %.8g vs reference %.8g\n", label, k,
+                key, (long long)i, a[out][i], ref[out][i]);
+        CHECK(0);
+      }
+    }
+    for (int i = 0; i < 5; i++) {
+      free(a[i]);
+      free(ref[i]);
+    }
+  }
+  fprintf(stderr, "%s: %d kernels of %d workloads ran emulated and matched the reference\n", label,
+          e.nk, nw);
+  int nk = e.nk;
+  emu_free(&e);
+  return nk;
+}
+
+TH_TEST(emulated_templates) {
   tc_workload ws[] = {
       wl_conv(1, 3, 15, 15, 8, 7, 2, 3, TC_EPI_BIAS | TC_EPI_RELU),
       wl_conv(2, 5, 9, 7, 6, 3, 2, 1, TC_EPI_BIAS | TC_EPI_RESIDUAL),
@@ -423,91 +567,6 @@ TH_TEST(emulated_templates) {
   ws[14].epilogue = TC_EPI_CLIP;
   ws[17].c_offset = 3;
   int nw = (int)(sizeof ws / sizeof ws[0]);
-  enum { PER = 4 };
-  emu_kernel ks[sizeof ws / sizeof ws[0] * PER];
-  th_buf src;
-  th_buf_init(&src, (size_t)64 << 20);
-  th_buf_appendf(&src, "%s", emu_header);
-  CHECK(tc_cuda_prelude(&src) == TH_OK);
-  int nk = 0;
-  uint64_t seed = 777;
-  for (int i = 0; i < nw; i++) {
-    tc_space s;
-    tc_config c;
-    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
-    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
-    int64_t size = tc_space_size(&s);
-    for (int done = 0, tries = 0; done < PER && tries < 5000; tries++) {
-      if (done > 0) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
-        if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
-      }
-      char fn[16], err[512] = "";
-      snprintf(fn, sizeof fn, "k%d", nk);
-      ks[nk].wl = ws[i];
-      th_status rc = tc_cuda_kernel_source(&ws[i], &c, &t, fn, &src, &ks[nk].l, err, sizeof err);
-      if (rc != TH_OK) fprintf(stderr, "%s\n", err);
-      CHECK(rc == TH_OK);
-      nk++;
-      done++;
-    }
-  }
-  emu_launcher(&src, nk, ks);
-  char dir[] = "/tmp/tc-cuda-emu-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  char cpp[128], so[128], cmd[512];
-  snprintf(cpp, sizeof cpp, "%s/k.cpp", dir);
-  snprintf(so, sizeof so, "%s/k.so", dir);
-  CHECK(th_write_file_atomic(cpp, src.data, src.len) == TH_OK);
-  snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -fPIC -shared -o %s %s -lpthread", so, cpp);
-  CHECK(system(cmd) == 0);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
-  int (*run)(int, float **, const long long *, const int *) =
-      (int (*)(int, float **, const long long *, const int *))dlsym(h, "th_emu_run");
-  CHECK(run != NULL);
-  for (int k = 0; k < nk; k++) {
-    const tc_workload *wl = &ks[k].wl;
-    int64_t sizes[5];
-    tc_cuda_arg_sizes(wl, sizes);
-    int nargs = tc_op_nargs(wl->kernel), out = nargs - 1;
-    float *a[5] = {0}, *ref[5] = {0};
-    uint64_t s2 = 99 + (uint64_t)k;
-    for (int i = 0; i < nargs; i++) {
-      if (!sizes[i]) continue;
-      a[i] = calloc((size_t)sizes[i] + 4, sizeof(float));
-      ref[i] = calloc((size_t)sizes[i] + 4, sizeof(float));
-      CHECK(a[i] && ref[i]);
-      for (int64_t e = 0; i != out && e < sizes[i]; e++) {
-        s2 = s2 * 6364136223846793005ull + 1442695040888963407ull;
-        a[i][e] = ref[i][e] = (float)((double)(s2 >> 40) / (double)(1ull << 24) * 2.0 - 1.0) * 4.0f;
-      }
-    }
-    long long grid[3] = {ks[k].l.grid[0], ks[k].l.grid[1], ks[k].l.grid[2]};
-    CHECK(run(k, a, grid, ks[k].l.block) == 0);
-    CHECK(tc_cuda_ref_kernel(wl, ref) == TH_OK);
-    double maxref = 0;
-    for (int64_t e = 0; e < sizes[out]; e++) maxref = fmax(maxref, fabs(ref[out][e]));
-    for (int64_t e = 0; e < sizes[out]; e++) {
-      if (fabs((double)a[out][e] - ref[out][e]) > 1e-5 * maxref + 1e-4 * fabs(ref[out][e])) {
-        char key[192];
-        tc_workload_key(wl, key, sizeof key);
-        fprintf(stderr, "kernel k%d (%s): element %lld: %.8g vs reference %.8g\n", k, key, (long long)e,
-                a[out][e], ref[out][e]);
-        CHECK(0);
-      }
-    }
-    for (int i = 0; i < 5; i++) {
-      free(a[i]);
-      free(ref[i]);
-    }
-  }
-  fprintf(stderr, "%d kernels of %d workloads ran emulated and matched the reference\n", nk, nw);
-  dlclose(h);
-  unlink(cpp);
-  unlink(so);
-  rmdir(dir);
-  th_buf_free(&src);
+  CHECK(emu_check("cnn", ws, nw, 4, 777) == nw * 4);
   return 0;
 }

@@ -89,7 +89,10 @@ static void build_emu(const char *dir, char *so, size_t solen) {
   th_buf_init(&calls, 1 << 20);
   th_buf_appendf(&names, "static const char *th_names[] = {");
   th_buf_appendf(&calls, "static th_fn th_calls[] = {");
-  th_buf_appendf(&b, "typedef void (*th_fn)(float **);\n");
+  th_buf_appendf(
+      &b,
+      "typedef void (*th_fn)(float **);\n"
+      "struct th_arg { void *p; template <class T> operator T *() const { return (T *)p; } };\n");
   for (const char *p = cu; (p = strstr(p, "__launch_bounds__(")) != NULL; p++) {
     const char *q = strchr(p, ')') + 2, *e = strchr(q, '(');
     char fn[64];
@@ -97,7 +100,8 @@ static void build_emu(const char *dir, char *so, size_t solen) {
     int nargs = 0;
     for (const char *r = e; *r && *r != ')'; r++) nargs += *r == '*';
     th_buf_appendf(&b, "static void th_call_%s(float **a) { %s(", fn, fn);
-    for (int i = 0; i < nargs; i++) th_buf_appendf(&b, "%sa[%d]", i ? ", " : "", i);
+    for (int i = 0; i < nargs; i++)
+      th_buf_appendf(&b, "%sth_arg{a[%d]}", i ? ", " : "", i); /* long long * too */
     th_buf_appendf(&b, "); }\n");
     th_buf_appendf(&names, "\"%s\", ", fn);
     th_buf_appendf(&calls, "th_call_%s, ", fn);
