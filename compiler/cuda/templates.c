@@ -2,9 +2,9 @@
  * (one file per family, listed in ops[] below), the device checks every config passes (threads,
  * grid, shared memory, registers, 32-bit indexing), the fallback search, the lowering entry point,
  * and the helpers several families share: split knobs, element maps, window reductions, cooperative
- * fetches into shared memory and tree reductions. Epilogues (bias, residual, relu, clip) are fused
- * into the store of every producing kernel. Splits use exact factors, so conv tiles need no bounds
- * guards; the other families guard their tails. */
+ * fetches into shared memory and tree reductions. Epilogues (bias, residual, relu, clip, gelu,
+ * tanh) are fused into the store of every producing kernel. Splits use exact factors, so conv tiles
+ * need no bounds guards; the other families guard their tails. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,7 +15,7 @@ static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_conv2d,       &tc__cuda_op_depthwise,    &tc__cuda_op_dense,
     &tc__cuda_op_maxpool,      &tc__cuda_op_avgpool,      &tc__cuda_op_global_avgpool,
     &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
-    &tc__cuda_op_layout,       NULL /* batch_matmul */,   NULL /* layer_norm */,
+    &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, NULL /* layer_norm */,
     NULL /* softmax_rows */,   NULL /* unary */,          NULL /* embedding */,
     NULL /* copy */,           NULL /* binary */};
 _Static_assert(TC_KERNEL_COUNT == 17,
@@ -344,6 +344,8 @@ const tc_expr *tc__cuda_epi(tc__cuda_lc *L, const tc_expr *v, const tc_expr *ch,
   if (wl->epilogue & TC_EPI_RELU) v = tc_e_max(L->ir, v, FLT(0.0));
   if (wl->epilogue & TC_EPI_CLIP)
     v = tc_e_min(L->ir, tc_e_max(L->ir, v, FLT(wl->clip_min)), FLT(wl->clip_max));
+  if (wl->epilogue & TC_EPI_GELU) v = tc_e_gelu(L->ir, v);
+  if (wl->epilogue & TC_EPI_TANH) v = tc_e_tanh(L->ir, v);
   return v;
 }
 

@@ -45,7 +45,9 @@ typedef struct tc__cuda_op {
 
 extern const tc__cuda_op tc__cuda_op_conv2d, tc__cuda_op_depthwise, tc__cuda_op_dense,
     tc__cuda_op_maxpool, tc__cuda_op_avgpool, tc__cuda_op_global_avgpool, tc__cuda_op_softmax,
-    tc__cuda_op_eltwise, tc__cuda_op_concat, tc__cuda_op_layout;
+    tc__cuda_op_eltwise, tc__cuda_op_concat, tc__cuda_op_layout, tc__cuda_op_batch_matmul,
+    tc__cuda_op_layer_norm, tc__cuda_op_softmax_rows, tc__cuda_op_unary, tc__cuda_op_embedding,
+    tc__cuda_op_copy, tc__cuda_op_binary;
 
 /* ---- spaces and configs (templates.c) ---- */
 
@@ -123,6 +125,18 @@ const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_c
 /* The table entry of a window family: the window knobs, fallback and launch, and its lowering. */
 #define TC__CUDA_WINDOW_OP(kernel, lower) \
   { (kernel), tc__cuda_window_space, tc__cuda_out_map_fallback, tc__cuda_out_map_shape, (lower) }
+
+/* ---- the shared-memory tiled GEMM (ops/gemm.c) of dense (batch >= 32) and batch_matmul ---- */
+
+/* Knobs tile_y (threads, rows per thread), tile_x (threads, columns per thread), tile_k and the
+ * unroll pair. */
+th_status tc__cuda_gemm_space(tc_space *s);
+th_status tc__cuda_gemm_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                              tc__cuda_shape *sh, char *why, size_t whylen);
+/* The valid tiles scored for reuse, 256 threads, little padding and enough blocks for two waves. */
+th_status tc__cuda_gemm_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                                 tc_config *c);
+const tc_stmt *tc__cuda_gemm_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
 
 /* ---- lowering helpers ---- */
 

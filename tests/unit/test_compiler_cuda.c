@@ -13,6 +13,7 @@
 
 #include "ops.h"
 #include "tc_cuda.h"
+#include "test_tensor_wl.h"
 #include "th_test.h"
 #include "th_util.h"
 
@@ -569,4 +570,33 @@ TH_TEST(emulated_templates) {
   int nw = (int)(sizeof ws / sizeof ws[0]);
   CHECK(emu_check("cnn", ws, nw, 4, 777) == nw * 4);
   return 0;
+}
+
+/* ---- the tensor families (issue 20) ---- */
+
+static int nvrtc_tensor(tc_kernel k) {
+  tc_workload w[TW_EDGE_MAX];
+  int n = tw_edge_set(k, w);
+  CHECK(compile_family(tc_kernel_name(k), w, n, 8) >= n * 9);
+  return 0;
+}
+
+static int emulated_tensor(tc_kernel k) {
+  tc_workload w[TW_EDGE_MAX];
+  int n = tw_edge_set(k, w);
+  CHECK(emu_check(tc_kernel_name(k), w, n, 5, 4242 + (uint64_t)k) == n * 5);
+  return 0;
+}
+
+TH_TEST(nvrtc_batch_matmul) {
+  return nvrtc_tensor(TC_KERNEL_BATCH_MATMUL);
+}
+TH_TEST(nvrtc_dense_tensor) {
+  return nvrtc_tensor(TC_KERNEL_DENSE);
+}
+TH_TEST(emulated_batch_matmul) {
+  return emulated_tensor(TC_KERNEL_BATCH_MATMUL);
+}
+TH_TEST(emulated_dense_tensor) {
+  return emulated_tensor(TC_KERNEL_DENSE);
 }
