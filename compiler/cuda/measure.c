@@ -111,6 +111,11 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   const tc_cu *cu = NULL;
   th_status rc = tc__cu_get(&cu, r->msg, sizeof r->msg);
   if (rc != TH_OK) return rc;
+  /* the candidate is checked against this device's own limits when it is the target's arch */
+  tc_cuda_target dt = *t;
+  tc_cuda_device gpu;
+  if (tc_cuda_device_query(&gpu, NULL, 0) == TH_OK) tc_cuda_target_use_device(&dt, &gpu);
+  t = &dt;
 
   int nargs = tc_op_nargs(wl->kernel), out_slot = nargs - 1;
   int64_t sizes[5];

@@ -6,6 +6,7 @@
  * tanh) are fused into the store of every producing kernel. Splits use exact factors, so conv tiles
  * need no bounds guards; the other families guard their tails. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -99,7 +100,16 @@ void tc__cuda_pick(const tc_space *s, tc_config *c, const char *name, const int 
 }
 
 th_status tc__cuda_why(char *why, size_t n, const char *msg) {
-  if (why && n) snprintf(why, n, "%s", msg);
+  return tc__cuda_whyf(why, n, "%s", msg);
+}
+
+th_status tc__cuda_whyf(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
   return TH_ERR_INVALID;
 }
 
@@ -136,22 +146,44 @@ th_status tc_cuda_valid(const tc_workload *wl, const tc_cuda_target *t, const tc
   if (!op) return tc__cuda_why(why, whylen, "no GPU template for this family");
   th_status rc = op->shape(wl, s, cfg, &sh, why, whylen);
   if (rc != TH_OK) return rc;
-  int64_t threads = (int64_t)sh.block[0] * sh.block[1] * sh.block[2];
+  return tc__cuda_fits(&sh, t, why, whylen);
+}
+
+th_status tc__cuda_fits(const tc__cuda_shape *sh, const tc_cuda_target *t, char *why,
+                        size_t whylen) {
+  int64_t threads = (int64_t)sh->block[0] * sh->block[1] * sh->block[2];
+  const char *from = t->limits_from[0] ? t->limits_from : t->arch;
   if (threads > t->max_threads)
-    return tc__cuda_why(why, whylen, "more than 1024 threads per block");
+    return tc__cuda_whyf(why, whylen, "%lld threads per block over the limit of %d (%s)",
+                         (long long)threads, t->max_threads, from);
+  static const char axis[3] = {'x', 'y', 'z'};
   for (int a = 0; a < 3; a++) {
-    if (sh.block[a] > t->max_block[a])
-      return tc__cuda_why(why, whylen, "threads per block dimension over the limit");
-    if (sh.grid[a] > t->max_grid[a] || sh.grid[a] < 1)
-      return tc__cuda_why(why, whylen, "grid dimension over the limit");
+    if (sh->block[a] > t->max_block[a])
+      return tc__cuda_whyf(why, whylen,
+                           "%d threads in block dimension %c over the limit of %d (%s)",
+                           sh->block[a], axis[a], t->max_block[a], from);
+    if (sh->grid[a] > t->max_grid[a] || sh->grid[a] < 1)
+      return tc__cuda_whyf(why, whylen, "grid dimension %c of %lld blocks outside 1..%lld (%s)",
+                           axis[a], (long long)sh->grid[a], (long long)t->max_grid[a], from);
   }
-  if (sh.shared_bytes > t->max_shared_bytes)
-    return tc__cuda_why(why, whylen, "static shared memory over 48 KiB");
-  int64_t regs = sh.local_floats + 32; /* accumulators + addressing and staging */
+  /* templates use static __shared__ arrays: capped per block (48 KiB) and by a multiprocessor */
+  int shared_cap =
+      t->max_shared_bytes < t->max_shared_per_sm ? t->max_shared_bytes : t->max_shared_per_sm;
+  if (sh->shared_bytes > shared_cap)
+    return tc__cuda_whyf(
+        why, whylen, "static shared memory of %lld bytes per block over the limit of %d bytes (%s)",
+        (long long)sh->shared_bytes, shared_cap, from);
+  int64_t regs = sh->local_floats + 32; /* accumulators + addressing and staging */
   if (regs > t->max_regs_per_thread)
-    return tc__cuda_why(why, whylen, "register estimate over 255 per thread");
-  if (regs * threads > t->max_regs_per_block)
-    return tc__cuda_why(why, whylen, "register estimate over 64K per block");
+    return tc__cuda_whyf(why, whylen,
+                         "register estimate of %lld per thread over the limit of %d (%s)",
+                         (long long)regs, t->max_regs_per_thread, from);
+  int reg_cap =
+      t->max_regs_per_block < t->max_regs_per_sm ? t->max_regs_per_block : t->max_regs_per_sm;
+  if (regs * threads > reg_cap)
+    return tc__cuda_whyf(why, whylen,
+                         "register estimate of %lld per block over the limit of %d (%s)",
+                         (long long)(regs * threads), reg_cap, from);
   return TH_OK;
 }
 

@@ -66,6 +66,12 @@ const int *tc__cuda_val(const tc_space *s, const tc_config *c, const char *name)
 void tc__cuda_pick(const tc_space *s, tc_config *c, const char *name, const int *want, int width);
 /* Writes msg to why and returns TH_ERR_INVALID. */
 th_status tc__cuda_why(char *why, size_t n, const char *msg);
+th_status tc__cuda_whyf(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* TH_OK if a launch of shape sh fits t's limits (threads, grid, static shared memory, the register
+ * estimate); TH_ERR_INVALID with the amount, the limit and where it comes from in why otherwise. */
+th_status tc__cuda_fits(const tc__cuda_shape *sh, const tc_cuda_target *t, char *why,
+                        size_t whylen);
 
 /* ---- element maps: one thread per output element, `inner` elements per thread ---- */
 

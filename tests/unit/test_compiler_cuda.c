@@ -329,6 +329,16 @@ TH_TEST(device_query) {
     CHECK(d.name[0] != '\0');
     CHECK(strncmp(d.arch, "sm_", 3) == 0 && d.arch[3] >= '1' && d.arch[3] <= '9');
     CHECK(d.major > 0 && d.total_mem > 0 && d.multiprocessors > 0);
+    /* its limits, which a target for its arch takes over */
+    fprintf(stderr,
+            "limits: %d threads, %d bytes of shared memory per block (%d opt-in, %d per SM)\n",
+            d.max_threads, d.max_shared_bytes, d.max_shared_optin, d.max_shared_per_sm);
+    CHECK(d.max_threads >= 1024 && d.max_shared_bytes >= 48 * 1024 &&
+          d.max_regs_per_block >= 65536);
+    tc_cuda_target t;
+    CHECK(tc_cuda_target_init(&t, d.arch) == TH_OK);
+    tc_cuda_target_use_device(&t, &d);
+    CHECK(t.max_shared_bytes == d.max_shared_bytes && strncmp(t.limits_from, "device ", 7) == 0);
     return 0;
   }
   CHECK(rc == TH_ERR_UNSUPPORTED);
@@ -599,4 +609,127 @@ TH_TEST(emulated_batch_matmul) {
 }
 TH_TEST(emulated_dense_tensor) {
   return emulated_tensor(TC_KERNEL_DENSE);
+}
+
+/* ---- device limits before NVRTC ---- */
+
+/* Sets the GEMM knobs of c to a BM x BN tile of 16 x 16 threads (BM / 16 rows, BN / 16 columns each)
+ * staging tk at a time. */
+static void gemm_tiles(const tc_space *s, tc_config *c, int bm, int bn, int tk) {
+  const char *names[3] = {"tile_y", "tile_x", "tile_k"};
+  int want[3][2] = {{16, bm / 16}, {16, bn / 16}, {tk, 0}};
+  for (int n = 0; n < 3; n++) {
+    int k = tc_space_knob(s, names[n]), w = s->knobs[k].width;
+    c->idx[k] = -1;
+    for (int v = 0; v < s->knobs[k].nvalues; v++)
+      if (memcmp(s->knobs[k].values[v], want[n], (size_t)w * sizeof(int)) == 0) c->idx[k] = v;
+    CHECK(c->idx[k] >= 0);
+  }
+}
+
+/* The seed thesis's ViT failed on an RTX 2080 Ti (sm_75) in ptxas: "function uses too much shared
+ * data". The naive choice for ViT's MLP GEMM, the largest tiles at the deepest k (128 x 128 x 64),
+ * stages 66048 bytes: tc_cuda_valid rejects it for sm_75 naming the bytes and the limit, the
+ * lowering refuses it so no source reaches NVRTC, and tc_cuda_fallback picks a config that fits.
+ * With the limit lifted by hand the same config reaches NVRTC, and ptxas refuses it as it refused
+ * the thesis's kernel. */
+TH_TEST(limits_shared_over_sm75) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_75") == TH_OK);
+  CHECK(t.max_shared_bytes == 48 * 1024 && t.max_shared_optin == 64 * 1024 &&
+        t.max_shared_per_sm == 64 * 1024);
+  CHECK(t.max_threads_per_sm == 1024 && t.max_regs_per_thread == 255 &&
+        t.max_regs_per_block == 65536);
+  CHECK(strcmp(t.limits_from, "sm_75 table") == 0);
+  tc_workload wl = tw_dense(10 * 197, 768, 3072, TC_EPI_BIAS | TC_EPI_GELU);
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK); /* all knobs set; then the naive tiles */
+  gemm_tiles(&s, &c, 128, 128, 64);
+  char why[256] = "";
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, why, sizeof why) == TH_ERR_INVALID);
+  fprintf(stderr, "naive config: %s\n", why);
+  CHECK(strstr(
+      why,
+      "static shared memory of 66048 bytes per block over the limit of 49152 bytes (sm_75 table)"));
+  th_buf src;
+  th_buf_init(&src, (size_t)64 << 20);
+  tc_cuda_launch l;
+  char err[512] = "";
+  CHECK(tc_cuda_kernel_source(&wl, &c, &t, "naive", &src, &l, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "66048") && strstr(err, "49152") && src.len == 0); /* nothing for NVRTC */
+  /* the fallback fits sm_75 and NVRTC (ptxas) takes it */
+  tc_config fb;
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &fb) == TH_OK);
+  CHECK(tc_cuda_valid(&wl, &t, &s, &fb, NULL, 0) == TH_OK);
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  CHECK(tc_cuda_kernel_source(&wl, &fb, &t, "fallback", &src, &l, err, sizeof err) == TH_OK);
+  CHECK(l.shared_bytes <= t.max_shared_bytes);
+  char cs[512];
+  tc_config_str(&s, &fb, cs, sizeof cs);
+  fprintf(stderr, "fallback %s: %d bytes of shared memory, %d threads\n", cs, l.shared_bytes,
+          l.block[0] * l.block[1] * l.block[2]);
+  char log[8192] = "";
+  CHECK(tc_nvrtc_compile(src.data, "fallback.cu", &t, NULL, NULL, NULL, NULL, log, sizeof log) ==
+        TH_OK);
+  /* the rejected config, printed past a lifted limit, is what ptxas refuses */
+  tc_cuda_target lifted = t;
+  lifted.max_shared_bytes = lifted.max_shared_per_sm = 1 << 20;
+  src.len = 0;
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  CHECK(tc_cuda_kernel_source(&wl, &c, &lifted, "naive", &src, &l, err, sizeof err) == TH_OK);
+  CHECK(l.shared_bytes == 66048);
+  CHECK(tc_nvrtc_compile(src.data, "naive.cu", &t, NULL, NULL, NULL, NULL, log, sizeof log) ==
+        TH_ERR_COMPILE);
+  fprintf(stderr, "NVRTC on the naive config: %.300s\n", log);
+  CHECK(strstr(log, "too much shared data") != NULL);
+  th_buf_free(&src);
+  return 0;
+}
+
+/* Limits come from the device when the target is its arch (values the driver reports replace the
+ * table's, 0 keeps them), not for another arch; an arch without a table row gets the smallest
+ * values. */
+TH_TEST(limits_from_device) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_86") == TH_OK);
+  CHECK(t.max_shared_optin == 99 * 1024 && t.max_shared_per_sm == 100 * 1024 &&
+        t.max_threads_per_sm == 1536);
+  tc_workload wl = tw_dense(256, 512, 512, TC_EPI_BIAS);
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
+  gemm_tiles(&s, &c, 128, 128, 32); /* 33024 bytes, 256 threads */
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) == TH_OK);
+  tc_cuda_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "a smaller GPU");
+  snprintf(d.arch, sizeof d.arch, "sm_90");
+  d.max_shared_bytes = 32 * 1024;
+  d.max_threads = 128;
+  tc_cuda_target_use_device(&t, &d); /* another arch: nothing changes */
+  CHECK(t.max_shared_bytes == 48 * 1024 && strcmp(t.limits_from, "sm_86 table") == 0);
+  snprintf(d.arch, sizeof d.arch, "sm_86");
+  tc_cuda_target_use_device(&t, &d);
+  CHECK(t.max_shared_bytes == 32 * 1024 && t.max_threads == 128 &&
+        t.max_shared_per_sm == 100 * 1024);
+  CHECK(strcmp(t.limits_from, "device a smaller GPU") == 0);
+  char why[256] = "";
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, why, sizeof why) == TH_ERR_INVALID);
+  CHECK(strstr(why, "256 threads per block over the limit of 128 (device a smaller GPU)") != NULL);
+  d.max_threads = 1024;
+  tc_cuda_target_use_device(&t, &d);
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, why, sizeof why) == TH_ERR_INVALID);
+  CHECK(strstr(why, "33024 bytes per block over the limit of 32768 bytes (device a smaller GPU)") !=
+        NULL);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK &&
+        tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) == TH_OK);
+  /* no table row: the smallest documented limits */
+  CHECK(tc_cuda_target_init(&t, "sm_87") == TH_OK);
+  CHECK(t.max_shared_optin == 64 * 1024 && t.max_shared_per_sm == 64 * 1024 &&
+        t.max_threads_per_sm == 1024);
+  CHECK(strcmp(t.limits_from, "sm_87: smallest of the table") == 0);
+  return 0;
 }
