@@ -2,9 +2,10 @@
  * (one file per family, listed in ops[] below), the device checks every config passes (threads,
  * grid, shared memory, registers, 32-bit indexing), the fallback search, the lowering entry point,
  * and the helpers several families share: split knobs, element maps, window reductions, cooperative
- * fetches into shared memory and tree reductions. Epilogues (bias, residual, relu, clip, gelu,
- * tanh) are fused into the store of every producing kernel. Splits use exact factors, so conv tiles
- * need no bounds guards; the other families guard their tails. */
+ * fetches into shared memory, tree reductions and row kernels (rows of a tensor reduced by a group
+ * of threads each). Epilogues (bias, residual, relu, clip, gelu, tanh) are fused into the store of
+ * every producing kernel. Splits use exact factors, so conv tiles need no bounds guards; the other
+ * families guard their tails. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,8 +17,8 @@ static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_conv2d,       &tc__cuda_op_depthwise,    &tc__cuda_op_dense,
     &tc__cuda_op_maxpool,      &tc__cuda_op_avgpool,      &tc__cuda_op_global_avgpool,
     &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
-    &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, NULL /* layer_norm */,
-    NULL /* softmax_rows */,   NULL /* unary */,          NULL /* embedding */,
+    &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, &tc__cuda_op_layer_norm,
+    &tc__cuda_op_softmax_rows, NULL /* unary */,          NULL /* embedding */,
     NULL /* copy */,           NULL /* binary */};
 _Static_assert(TC_KERNEL_COUNT == 17,
                "add the new kernel family's GPU template to ops[] (or NULL)");
@@ -345,6 +346,115 @@ const tc_stmt *tc__cuda_window_map(tc__cuda_lc *L, const tc_space *s, const tc_c
                                    const tc__cuda_window *win) {
   L->ctx = win;
   return tc__cuda_map_cfg(L, s, c, tc__cuda_out_total(L->wl), tc__cuda_window_elem);
+}
+
+/* ---- row kernels
+ * ------------------------------------------------------------------------------------- */
+
+/* the rows and their length: layer_norm's n rows of c, softmax_rows' n*c*h rows of w */
+static int64_t tc__cuda_rows(const tc_workload *wl) {
+  return wl->kernel == TC_KERNEL_LAYER_NORM ? wl->n : (int64_t)wl->n * wl->c * wl->h;
+}
+
+static int64_t tc__cuda_row_len(const tc_workload *wl) {
+  return wl->kernel == TC_KERNEL_LAYER_NORM ? wl->c : wl->w;
+}
+
+th_status tc__cuda_row_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
+  (void)wl;
+  (void)t;
+  static const int threads[] = {32, 64, 128, 256, 512, 1024}, rows[] = {1, 2, 4, 8};
+  th_status rc = tc__cuda_add_list(s, "threads", TC_KNOB_SPLIT, 6, threads);
+  if (rc == TH_OK) rc = tc__cuda_add_list(s, "rows_per_block", TC_KNOB_SPLIT, 4, rows);
+  return rc;
+}
+
+/* elements per thread held in registers at most; longer rows are read again in each pass */
+#define TC__CUDA_STASH 16
+
+th_status tc__cuda_row_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                             tc__cuda_shape *sh, char *why, size_t whylen) {
+  int64_t rows = tc__cuda_rows(wl), len = tc__cuda_row_len(wl);
+  const int *th = tc__cuda_val(s, c, "threads"), *ty = tc__cuda_val(s, c, "rows_per_block");
+  if (!th || !ty) return tc__cuda_why(why, whylen, "missing knob");
+  if (th[0] > 32 && th[0] / 2 >= len)
+    return tc__cuda_why(why, whylen, "more than twice as many threads as the row has elements");
+  int64_t per = (len + th[0] - 1) / th[0];
+  sh->block[0] = th[0];
+  sh->block[1] = ty[0];
+  sh->grid[0] = (rows + ty[0] - 1) / ty[0];
+  sh->shared_bytes = 4LL * th[0] * ty[0];
+  sh->local_floats = (per <= TC__CUDA_STASH ? per : 0) + 2;
+  return TH_OK;
+}
+
+th_status tc__cuda_row_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                                tc_config *c) {
+  (void)t;
+  int th = 32; /* about 8 elements per thread, and blocks of at least 128 threads */
+  while (th < 1024 && (int64_t)th * 8 < tc__cuda_row_len(wl)) th *= 2;
+  int ty = th >= 128 ? 1 : 128 / th;
+  tc__cuda_pick(s, c, "threads", &th, 1);
+  tc__cuda_pick(s, c, "rows_per_block", &ty, 1);
+  return TH_OK;
+}
+
+void tc__cuda_row_init(tc__cuda_lc *L, tc__cuda_row *R, const tc_space *s, const tc_config *c,
+                       tc__cuda_row_value value) {
+  memset(R, 0, sizeof *R);
+  R->rows = tc__cuda_rows(L->wl);
+  R->len = tc__cuda_row_len(L->wl);
+  R->tx = tc_config_int(s, c, "threads", 32);
+  R->ty = tc_config_int(s, c, "rows_per_block", 1);
+  R->per = (R->len + R->tx - 1) / R->tx;
+  R->stash = R->per <= TC__CUDA_STASH;
+  R->value = value;
+  R->bx = tc__cuda_iv(L, "bx");
+  R->tx_v = tc__cuda_iv(L, "tx");
+  R->ty_v = tc__cuda_iv(L, "ty");
+  R->row = tc__cuda_iv(L, "row");
+  R->red = tc_var_buffer(L->ir, "red", tc_type_f32(1), -1);
+  R->vals = tc__cuda_local(L, "vals");
+}
+
+const tc_stmt *tc__cuda_row_pass(tc__cuda_lc *L, const tc__cuda_row *R, int first,
+                                 tc__cuda_row_fn fn) {
+  tc_var *q = tc__cuda_iv(L, "q"), *x = tc_var_new(L->ir, "x", tc_type_f32(1));
+  const tc_expr *pos = ADD(MUL(V(q), I(R->tx)), V(R->tx_v));
+  const tc_expr *xv = R->stash && !first ? LD(R->vals, V(q)) : R->value(L, R, pos);
+  const tc_stmt *body = fn(L, R, pos, V(q), V(x));
+  if (R->stash && first)
+    body = tc_s_seq(L->ir, 2, (const tc_stmt *const[]){ST(R->vals, V(q), V(x)), body});
+  body = tc_s_let(L->ir, x, xv, body);
+  const tc_expr *ok = NULL, *in_row = BIN(TC_EXPR_LT, pos, I(R->len));
+  if (R->rows % R->ty)
+    ok = BIN(TC_EXPR_LT, V(R->row), I(R->rows)); /* the last block's extra rows */
+  if (R->len % R->tx) ok = ok ? BIN(TC_EXPR_AND, in_row, ok) : in_row;
+  if (ok) body = tc_s_if(L->ir, ok, body, NULL);
+  /* stashed values are registers only when their indices are constants: the loop is unrolled */
+  return tc__cuda_for(L, q, R->per, R->stash ? TC_FOR_UNROLLED : TC_FOR_SERIAL, body);
+}
+
+const tc_stmt *tc__cuda_row_allreduce(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                      int is_max, tc_var *result, const tc_stmt *rest) {
+  const tc_expr *base = MUL(V(R->ty_v), I(R->tx));
+  /* every thread has read the result before red is reused */
+  const tc_stmt *after[2] = {tc_s_sync(L->ir), rest};
+  const tc_stmt *items[4] = {ST(R->red, ADD(base, V(R->tx_v)), LD(acc, I(0))), tc_s_sync(L->ir),
+                             tc__cuda_tree(L, R->red, base, R->tx_v, R->tx, is_max),
+                             tc_s_let(L->ir, result, LD(R->red, base), tc_s_seq(L->ir, 2, after))};
+  return tc_s_seq(L->ir, 4, items);
+}
+
+const tc_stmt *tc__cuda_row_kernel(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                   const tc_stmt *body) {
+  body = tc_s_allocate(L->ir, acc, 1, TC_SCOPE_LOCAL, body);
+  if (R->stash) body = tc_s_allocate(L->ir, R->vals, R->per, TC_SCOPE_LOCAL, body);
+  body = tc_s_let(L->ir, R->row, ADD(MUL(V(R->bx), I(R->ty)), V(R->ty_v)), body);
+  body = tc_s_allocate(L->ir, R->red, (int64_t)R->tx * R->ty, TC_SCOPE_SHARED, body);
+  body = tc__cuda_for(L, R->tx_v, R->tx, TC_FOR_GPU_THREAD_X, body);
+  body = tc__cuda_for(L, R->ty_v, R->ty, TC_FOR_GPU_THREAD_Y, body);
+  return tc__cuda_for(L, R->bx, (R->rows + R->ty - 1) / R->ty, TC_FOR_GPU_BLOCK_X, body);
 }
 
 /* ---- lowering helpers

@@ -124,6 +124,48 @@ typedef struct tc__cuda_window {
 const tc_stmt *tc__cuda_window_map(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
                                    const tc__cuda_window *win);
 
+/* ---- row kernels (layer_norm, softmax_rows): `rows` rows of `len` elements, rows_per_block (ty)
+ * rows per block and `threads` (tx, a power of two) threads per row; a thread's elements are pos =
+ * q*tx + tx for q < per; they stay in registers between passes when per <= 16 (stash), else each
+ * pass reads them again. Every thread reaches every barrier, rows past the end included (they only
+ * skip their elements). ---- */
+
+typedef struct tc__cuda_row tc__cuda_row;
+/* The element at pos of row R->row, read from memory (first pass, or every pass without stash). */
+typedef const tc_expr *(*tc__cuda_row_value)(tc__cuda_lc *L, const tc__cuda_row *R,
+                                             const tc_expr *pos);
+/* One element's work in a pass: x is the element, q its index among the thread's values. */
+typedef const tc_stmt *(*tc__cuda_row_fn)(tc__cuda_lc *L, const tc__cuda_row *R, const tc_expr *pos,
+                                          const tc_expr *q, const tc_expr *x);
+struct tc__cuda_row {
+  int64_t rows, len, per;
+  int tx, ty, stash;
+  tc_var *bx, *tx_v, *ty_v, *row; /* row = bx * ty + ty_v */
+  tc_var *red;                    /* shared [ty][tx] for the reductions */
+  tc_var *vals;                   /* local [per]: the stash */
+  tc__cuda_row_value value;
+};
+/* The row families' tc__cuda_op entries (layer_norm: n rows of c; softmax_rows: n*c*h rows of w):
+ * knobs threads {32 .. 1024} and rows_per_block {1, 2, 4, 8}; the launch, ceil(rows / ty) blocks of
+ * tx x ty threads (far more threads than elements: invalid); the fallback, about 8 elements per
+ * thread and blocks of at least 128 threads. */
+th_status tc__cuda_row_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+th_status tc__cuda_row_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                             tc__cuda_shape *sh, char *why, size_t whylen);
+th_status tc__cuda_row_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                                tc_config *c);
+void tc__cuda_row_init(tc__cuda_lc *L, tc__cuda_row *R, const tc_space *s, const tc_config *c,
+                       tc__cuda_row_value value);
+/* fn over the thread's elements of its row; the first pass reads them (and stashes them). */
+const tc_stmt *tc__cuda_row_pass(tc__cuda_lc *L, const tc__cuda_row *R, int first,
+                                 tc__cuda_row_fn fn);
+/* acc[0] of every thread of the row combined (max or sum) into `result`, bound around rest. */
+const tc_stmt *tc__cuda_row_allreduce(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                      int is_max, tc_var *result, const tc_stmt *rest);
+/* The kernel around body: the launch loops, red, the stash and acc (a local float). */
+const tc_stmt *tc__cuda_row_kernel(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                   const tc_stmt *body);
+
 /* The channel copy of concat (ops/concat.c), which layout transforms reuse with offset 0. */
 th_status tc__cuda_copy_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
 const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);

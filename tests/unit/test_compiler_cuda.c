@@ -604,11 +604,61 @@ TH_TEST(nvrtc_batch_matmul) {
 TH_TEST(nvrtc_dense_tensor) {
   return nvrtc_tensor(TC_KERNEL_DENSE);
 }
+TH_TEST(nvrtc_layer_norm) {
+  return nvrtc_tensor(TC_KERNEL_LAYER_NORM);
+}
+TH_TEST(nvrtc_softmax_rows) {
+  return nvrtc_tensor(TC_KERNEL_SOFTMAX_ROWS);
+}
 TH_TEST(emulated_batch_matmul) {
   return emulated_tensor(TC_KERNEL_BATCH_MATMUL);
 }
 TH_TEST(emulated_dense_tensor) {
   return emulated_tensor(TC_KERNEL_DENSE);
+}
+TH_TEST(emulated_layer_norm) {
+  return emulated_tensor(TC_KERNEL_LAYER_NORM);
+}
+TH_TEST(emulated_softmax_rows) {
+  return emulated_tensor(TC_KERNEL_SOFTMAX_ROWS);
+}
+
+/* Rows masked with -inf everywhere (where torch's softmax gives NaN) come out uniform, never NaN;
+ * rows with some -inf positions give them 0 and match the reference. */
+TH_TEST(emulated_softmax_rows_inf_mask) {
+  tc_workload w[2] = {tw_smr(2, 2, 3, 7, 1, 0.5f), tw_smr(2, 1, 2, 100, 1, 1.0f)};
+  emu_lib e;
+  emu_build(&e, w, 2, 4, 31337);
+  for (int k = 0; k < e.nk; k++) {
+    const tc_workload *wl = &e.ks[k].wl;
+    int64_t sizes[5], W = wl->w, per_n = (int64_t)wl->c * wl->h * W;
+    tc_cuda_arg_sizes(wl, sizes);
+    float *in = calloc((size_t)sizes[0], 4), *mask = calloc((size_t)sizes[1], 4),
+          *out = calloc((size_t)sizes[2], 4);
+    float *ref = calloc((size_t)sizes[2], 4);
+    CHECK(in && mask && out && ref);
+    uint64_t s = 5;
+    emu_fill(wl, 0, in, sizes[0], &s);
+    for (int64_t j = 0; j < W; j++) mask[j] = -INFINITY; /* element 0: all masked */
+    for (int64_t j = 0; j < W; j++) mask[W + j] = j % 3 ? 0.0f : -INFINITY; /* element 1: some */
+    float *a[3] = {in, mask, out}, *r[3] = {in, mask, ref};
+    emu_launch(&e, k, a);
+    CHECK(tc_cuda_ref_kernel(wl, r) == TH_OK);
+    for (int64_t i = 0; i < sizes[2]; i++) {
+      double want = i < per_n ? 1.0 / (double)W : ref[i];
+      if (!(fabs(out[i] - want) <= 1e-6 + 1e-4 * fabs(want))) {
+        fprintf(stderr, "kernel k%d: element %lld: %.8g, want %.8g\n", k, (long long)i, out[i],
+                want);
+        CHECK(0);
+      }
+    }
+    free(in);
+    free(mask);
+    free(out);
+    free(ref);
+  }
+  emu_free(&e);
+  return 0;
 }
 
 /* ---- device limits before NVRTC ---- */
