@@ -18,7 +18,7 @@ static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_maxpool,      &tc__cuda_op_avgpool,      &tc__cuda_op_global_avgpool,
     &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
     &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, &tc__cuda_op_layer_norm,
-    &tc__cuda_op_softmax_rows, NULL /* unary */,          NULL /* embedding */,
+    &tc__cuda_op_softmax_rows, &tc__cuda_op_unary,        &tc__cuda_op_embedding,
     NULL /* copy */,           NULL /* binary */};
 _Static_assert(TC_KERNEL_COUNT == 17,
                "add the new kernel family's GPU template to ops[] (or NULL)");

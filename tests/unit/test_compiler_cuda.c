@@ -610,6 +610,12 @@ TH_TEST(nvrtc_layer_norm) {
 TH_TEST(nvrtc_softmax_rows) {
   return nvrtc_tensor(TC_KERNEL_SOFTMAX_ROWS);
 }
+TH_TEST(nvrtc_unary) {
+  return nvrtc_tensor(TC_KERNEL_UNARY);
+}
+TH_TEST(nvrtc_embedding) {
+  return nvrtc_tensor(TC_KERNEL_EMBEDDING);
+}
 TH_TEST(emulated_batch_matmul) {
   return emulated_tensor(TC_KERNEL_BATCH_MATMUL);
 }
@@ -621,6 +627,12 @@ TH_TEST(emulated_layer_norm) {
 }
 TH_TEST(emulated_softmax_rows) {
   return emulated_tensor(TC_KERNEL_SOFTMAX_ROWS);
+}
+TH_TEST(emulated_unary) {
+  return emulated_tensor(TC_KERNEL_UNARY);
+}
+TH_TEST(emulated_embedding) {
+  return emulated_tensor(TC_KERNEL_EMBEDDING);
 }
 
 /* Rows masked with -inf everywhere (where torch's softmax gives NaN) come out uniform, never NaN;
