@@ -2,10 +2,10 @@
  * (one file per family, listed in ops[] below), the device checks every config passes (threads,
  * grid, shared memory, registers, 32-bit indexing), the fallback search, the lowering entry point,
  * and the helpers several families share: split knobs, element maps, window reductions, cooperative
- * fetches into shared memory, tree reductions and row kernels (rows of a tensor reduced by a group
- * of threads each). Epilogues (bias, residual, relu, clip, gelu, tanh) are fused into the store of
- * every producing kernel. Splits use exact factors, so conv tiles need no bounds guards; the other
- * families guard their tails. */
+ * fetches into shared memory, tree reductions, row kernels (rows of a tensor reduced by a group of
+ * threads each) and strided index spaces (copy, broadcast). Epilogues (bias, residual, relu, clip,
+ * gelu, tanh) are fused into the store of every producing kernel. Splits use exact factors, so conv
+ * tiles need no bounds guards; the other families guard their tails. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,7 +19,7 @@ static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
     &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, &tc__cuda_op_layer_norm,
     &tc__cuda_op_softmax_rows, &tc__cuda_op_unary,        &tc__cuda_op_embedding,
-    NULL /* copy */,           NULL /* binary */};
+    &tc__cuda_op_copy,         &tc__cuda_op_binary};
 _Static_assert(TC_KERNEL_COUNT == 17,
                "add the new kernel family's GPU template to ops[] (or NULL)");
 
@@ -455,6 +455,126 @@ const tc_stmt *tc__cuda_row_kernel(tc__cuda_lc *L, const tc__cuda_row *R, tc_var
   body = tc__cuda_for(L, R->tx_v, R->tx, TC_FOR_GPU_THREAD_X, body);
   body = tc__cuda_for(L, R->ty_v, R->ty, TC_FOR_GPU_THREAD_Y, body);
   return tc__cuda_for(L, R->bx, (R->rows + R->ty - 1) / R->ty, TC_FOR_GPU_BLOCK_X, body);
+}
+
+/* ---- strided index spaces
+ * ---------------------------------------------------------------------------- */
+
+void tc__cuda_dims_init(tc__cuda_dims *d, const tc_workload *wl) {
+  memset(d, 0, sizeof *d);
+  int64_t out[TC_WL_DIMS], acc = 1;
+  for (int k = wl->ndim - 1; k >= 0; k--) { /* binary's output is contiguous */
+    out[k] = acc;
+    acc *= wl->shape[k];
+  }
+  d->nops = wl->kernel == TC_KERNEL_BINARY ? 3 : 2;
+  d->off[0] = wl->aoff;
+  d->off[1] = wl->boff;
+  d->total = acc;
+  for (int k = 0; k < wl->ndim; k++) {
+    if (wl->shape[k] == 1) continue; /* contributes nothing */
+    int64_t st[3] = {wl->astride[k], wl->bstride[k], out[k]};
+    int j = d->nd - 1, merge = j >= 0;
+    /* dimension k folds into the previous kept one when every operand steps over it contiguously */
+    for (int o = 0; merge && o < d->nops; o++) merge = d->stride[o][j] == st[o] * wl->shape[k];
+    if (merge) {
+      d->shape[j] *= wl->shape[k];
+      for (int o = 0; o < d->nops; o++) d->stride[o][j] = st[o];
+      continue;
+    }
+    d->shape[d->nd] = wl->shape[k];
+    for (int o = 0; o < d->nops; o++) d->stride[o][d->nd] = st[o];
+    d->nd++;
+  }
+}
+
+int tc__cuda_dims_vec4(const tc__cuda_dims *d) {
+  if (d->nd == 0 || d->shape[d->nd - 1] % 4) return 0;
+  int in = d->nd - 1;
+  for (int o = 0; o < d->nops; o++) {
+    int out = o == d->nops - 1;
+    if (d->stride[o][in] == 0 && !out) continue; /* broadcast along the run: one scalar, 4 lanes */
+    if (d->stride[o][in] != 1 || d->off[o] % 4) return 0;
+    for (int k = 0; k < in; k++)
+      if (d->stride[o][k] % 4) return 0; /* 16-byte aligned vectors */
+  }
+  return 1;
+}
+
+const tc_stmt *tc__cuda_dims_offsets(tc__cuda_lc *L, const tc__cuda_dims *d, const tc_expr *idx,
+                                     tc_var *const *offs, const tc_stmt *body) {
+  tc_var *digit[TC_WL_DIMS];
+  const tc_expr *off[3];
+  for (int o = 0; o < d->nops; o++) off[o] = I(d->off[o]);
+  for (int k = 0; k < d->nd; k++) {
+    digit[k] = tc__cuda_iv(L, "i");
+    for (int o = 0; o < d->nops; o++)
+      if (d->stride[o][k]) off[o] = ADD(off[o], MUL(V(digit[k]), I(d->stride[o][k])));
+  }
+  for (int o = d->nops - 1; o >= 0; o--) body = tc_s_let(L->ir, offs[o], off[o], body);
+  int64_t inner = 1;
+  for (int k = d->nd - 1; k >= 0; k--) {
+    const tc_expr *e = inner > 1 ? DIV(idx, I(inner)) : idx;
+    if (k > 0) e = MOD(e, I(d->shape[k])); /* the outermost digit is below its extent already */
+    body = tc_s_let(L->ir, digit[k], e, body);
+    inner *= d->shape[k];
+  }
+  return body;
+}
+
+th_status tc__cuda_strided_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
+  (void)wl;
+  (void)t;
+  return tc__cuda_map_space(s, 1, 0);
+}
+
+th_status tc__cuda_strided_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                                 tc__cuda_shape *sh, char *why, size_t whylen) {
+  tc__cuda_dims d;
+  tc__cuda_dims_init(&d, wl);
+  if (tc_config_int(s, c, "vec", 1) == 4 && !tc__cuda_dims_vec4(&d))
+    return tc__cuda_why(why, whylen, "float4 needs a contiguous, aligned innermost run of 4");
+  return tc__cuda_map_shape(s, c, d.total, sh, why, whylen);
+}
+
+th_status tc__cuda_strided_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                    const tc_space *s, tc_config *c) {
+  (void)t;
+  tc__cuda_dims d;
+  tc__cuda_dims_init(&d, wl);
+  tc__cuda_map_pick(s, c, tc__cuda_dims_vec4(&d));
+  return TH_OK;
+}
+
+const tc_expr *tc__cuda_strided_load(tc__cuda_lc *L, const tc__cuda_dims *d, int o, tc_var *buf,
+                                     const tc_expr *off, int vec) {
+  if (vec == 1) return LD(buf, off);
+  if (d->stride[o][d->nd - 1] == 0) return tc_e_broadcast(L->ir, LD(buf, off), 4);
+  return tc_e_load(L->ir, buf, off, 4, 16);
+}
+
+/* the state of one strided lowering, in L->ctx while the map builds its element */
+typedef struct tc__cuda_strided {
+  tc__cuda_dims d;
+  tc__cuda_strided_fn fn;
+  int vec;
+} tc__cuda_strided;
+
+static const tc_stmt *tc__cuda_strided_elem(tc__cuda_lc *L, const tc_expr *idx) {
+  const tc__cuda_strided *x = L->ctx;
+  tc_var *offs[3] = {tc__cuda_iv(L, "oa"), tc__cuda_iv(L, "ob"), tc__cuda_iv(L, "oc")};
+  const tc_stmt *body = x->fn(L, &x->d, offs, x->vec);
+  return tc__cuda_dims_offsets(L, &x->d, x->vec == 4 ? MUL(idx, I(4)) : idx, offs, body);
+}
+
+const tc_stmt *tc__cuda_strided_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
+                                      tc__cuda_strided_fn fn) {
+  tc__cuda_strided x;
+  tc__cuda_dims_init(&x.d, L->wl);
+  x.fn = fn;
+  x.vec = tc_config_int(s, c, "vec", 1);
+  L->ctx = &x;
+  return tc__cuda_map_cfg(L, s, c, x.d.total / x.vec, tc__cuda_strided_elem);
 }
 
 /* ---- lowering helpers

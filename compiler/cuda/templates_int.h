@@ -166,6 +166,41 @@ const tc_stmt *tc__cuda_row_allreduce(tc__cuda_lc *L, const tc__cuda_row *R, tc_
 const tc_stmt *tc__cuda_row_kernel(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
                                    const tc_stmt *body);
 
+/* ---- strided index spaces (copy, binary): the workload's ndim-D space with dimensions of extent 1
+ * dropped and neighbours that every operand steps over contiguously merged (a transpose of [b, s,
+ * h, d] keeps d as one run). Operands: copy {in, out}, binary {a, b, out} (out contiguous). ---- */
+
+typedef struct tc__cuda_dims {
+  int nd, nops;
+  int64_t total; /* elements of the space */
+  int64_t shape[TC_WL_DIMS];
+  int64_t stride[3][TC_WL_DIMS];
+  int64_t off[3];
+} tc__cuda_dims;
+void tc__cuda_dims_init(tc__cuda_dims *d, const tc_workload *wl);
+/* 1 when float4 runs fit: an innermost extent multiple of 4 that every operand reads contiguously
+ * from 16-byte aligned positions, or an input broadcasts along it (stride 0). */
+int tc__cuda_dims_vec4(const tc__cuda_dims *d);
+/* The element offsets of flat index idx in every operand bound to offs[0..nops) around body. */
+const tc_stmt *tc__cuda_dims_offsets(tc__cuda_lc *L, const tc__cuda_dims *d, const tc_expr *idx,
+                                     tc_var *const *offs, const tc_stmt *body);
+
+/* The strided element map (copy, binary): threads, inner, vec (4 only where tc__cuda_dims_vec4). */
+th_status tc__cuda_strided_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+th_status tc__cuda_strided_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                                 tc__cuda_shape *sh, char *why, size_t whylen);
+th_status tc__cuda_strided_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                    const tc_space *s, tc_config *c);
+/* Operand o's vec lanes at off: a float4 load, or one scalar broadcast where it has stride 0 along
+ * the innermost run. */
+const tc_expr *tc__cuda_strided_load(tc__cuda_lc *L, const tc__cuda_dims *d, int o, tc_var *buf,
+                                     const tc_expr *off, int vec);
+/* One element (vec lanes) of the family, given every operand's offset. */
+typedef const tc_stmt *(*tc__cuda_strided_fn)(tc__cuda_lc *L, const tc__cuda_dims *d,
+                                              tc_var *const *offs, int vec);
+const tc_stmt *tc__cuda_strided_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
+                                      tc__cuda_strided_fn fn);
+
 /* The channel copy of concat (ops/concat.c), which layout transforms reuse with offset 0. */
 th_status tc__cuda_copy_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
 const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);

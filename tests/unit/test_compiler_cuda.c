@@ -616,6 +616,12 @@ TH_TEST(nvrtc_unary) {
 TH_TEST(nvrtc_embedding) {
   return nvrtc_tensor(TC_KERNEL_EMBEDDING);
 }
+TH_TEST(nvrtc_copy) {
+  return nvrtc_tensor(TC_KERNEL_COPY);
+}
+TH_TEST(nvrtc_binary) {
+  return nvrtc_tensor(TC_KERNEL_BINARY);
+}
 TH_TEST(emulated_batch_matmul) {
   return emulated_tensor(TC_KERNEL_BATCH_MATMUL);
 }
@@ -633,6 +639,12 @@ TH_TEST(emulated_unary) {
 }
 TH_TEST(emulated_embedding) {
   return emulated_tensor(TC_KERNEL_EMBEDDING);
+}
+TH_TEST(emulated_copy) {
+  return emulated_tensor(TC_KERNEL_COPY);
+}
+TH_TEST(emulated_binary) {
+  return emulated_tensor(TC_KERNEL_BINARY);
 }
 
 /* Rows masked with -inf everywhere (where torch's softmax gives NaN) come out uniform, never NaN;
