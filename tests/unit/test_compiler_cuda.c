@@ -807,3 +807,61 @@ TH_TEST(limits_from_device) {
   CHECK(strcmp(t.limits_from, "sm_87: smallest of the table") == 0);
   return 0;
 }
+
+/* Every kernel of ViT-B/16 (batch 1, 10, 256) and BERT-base (batch 1, 5, 10, 15) gets a fallback
+ * that fits sm_75 and sm_90 and prints; those of the smallest and largest batch compile with NVRTC
+ * for both (ptxas applies the real limits there). */
+TH_TEST(limits_transformer_fallbacks) {
+  static const int vit[] = {1, 10, 256}, bert[] = {1, 5, 10, 15};
+  const char *archs[2] = {"sm_75", "sm_90"};
+  for (int a = 0; a < 2; a++) {
+    tc_cuda_target t;
+    CHECK(tc_cuda_target_init(&t, archs[a]) == TH_OK);
+    th_buf src;
+    th_buf_init(&src, (size_t)256 << 20);
+    CHECK(tc_cuda_prelude(&src) == TH_OK);
+    int nk = 0, compiled = 0, max_shared = 0;
+    for (int net = 0; net < 2; net++)
+      for (int bi = 0; bi < (net ? 4 : 3); bi++) {
+        int b = net ? bert[bi] : vit[bi], last = bi == (net ? 3 : 2);
+        tc_workload w[TW_MAX];
+        int n = net ? tw_bert(b, w) : tw_vit(b, w);
+        CHECK(n <= TW_MAX);
+        for (int i = 0; i < n; i++) {
+          tc_space s;
+          tc_config c;
+          char why[256] = "", key[256], fn[32], err[512] = "";
+          tc_workload_key(&w[i], key, sizeof key);
+          th_status rc = tc_cuda_space(&w[i], &t, &s);
+          if (rc == TH_OK) rc = tc_cuda_fallback(&w[i], &t, &s, &c);
+          if (rc == TH_OK) rc = tc_cuda_valid(&w[i], &t, &s, &c, why, sizeof why);
+          if (rc != TH_OK) fprintf(stderr, "%s %s: %s %s\n", archs[a], key, th_status_str(rc), why);
+          CHECK(rc == TH_OK);
+          th_buf one;
+          th_buf_init(&one, (size_t)64 << 20);
+          tc_cuda_launch l;
+          snprintf(fn, sizeof fn, "k%d", nk++);
+          CHECK(tc_cuda_kernel_source(&w[i], &c, &t, fn, &one, &l, err, sizeof err) == TH_OK);
+          CHECK(l.shared_bytes <= t.max_shared_bytes &&
+                l.block[0] * l.block[1] * l.block[2] <= t.max_threads);
+          if (l.shared_bytes > max_shared) max_shared = l.shared_bytes;
+          if (bi == 0 || last) {
+            CHECK(th_buf_append(&src, one.data, one.len) == TH_OK);
+            compiled++;
+          }
+          th_buf_free(&one);
+        }
+      }
+    char log[8192] = "";
+    double t0 = th_now_mono();
+    th_status rc =
+        tc_nvrtc_compile(src.data, "transformers.cu", &t, NULL, NULL, NULL, NULL, log, sizeof log);
+    if (rc != TH_OK) fprintf(stderr, "%s\n", log);
+    CHECK(rc == TH_OK);
+    fprintf(stderr,
+            "%s: %d fallbacks fit (at most %d bytes of shared memory); %d compiled in %.1f s\n",
+            archs[a], nk, max_shared, compiled, th_now_mono() - t0);
+    th_buf_free(&src);
+  }
+  return 0;
+}

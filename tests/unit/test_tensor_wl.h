@@ -1,5 +1,8 @@
 /* Workloads of the tensor kernel families (ops.h, "Tensor kernels") for the CUDA template tests
- * (test_compiler_cuda.c): one builder per family, and each family's edge shapes. */
+ * (test_compiler_cuda.c, test_compiler_cuda_gpu.c): one builder per family, and every kernel of a
+ * ViT-B/16 (torchvision, 224x224: 197 tokens) and a BERT-base (sequence 128) encoder at a given
+ * batch, with the shapes, transposes, masks and epilogues those networks run, and each family's
+ * edge shapes. */
 #ifndef TEST_TENSOR_WL_H
 #define TEST_TENSOR_WL_H
 
@@ -80,6 +83,78 @@ static inline tc_workload tw_binary(int op, int nd, const int *shape, const int 
   return wl;
 }
 
+/* The encoder's attention: the heads split out of the fused qkv projection [b, S, 3, 12, 64] into
+ * [b*12, S, 64] (q, k, v at offsets 0, 768, 1536), Q.K^T / 8, softmax (mask [b, S] or none), P.V
+ * and the heads merged back to [b, S, 768]. */
+static inline int tw__attention(int b, int S, int mask, tc_workload *w) {
+  int n = 0, sh[4] = {b, 12, S, 64}, qkv[4] = {S * 2304, 64, 2304, 1},
+      heads[4] = {12 * S * 64, S * 64, 64, 1};
+  int merged[4] = {S * 768, 64, 768, 1};
+  for (int part = 0; part < 3; part++) w[n++] = tw_copy(4, sh, qkv, heads, part * 768, 0);
+  w[n++] = tw_bmm(b * 12, S, 64, S, 0, 1, 0.125f);
+  w[n++] = tw_smr(b, 12, S, S, mask, 1.0f);
+  w[n++] = tw_bmm(b * 12, S, S, 64, 0, 0, 1.0f);
+  w[n++] = tw_copy(4, sh, heads, merged, 0, 0);
+  return n;
+}
+
+/* Every kernel of ViT-B/16 at batch b (at most TW_MAX). */
+static inline int tw_vit(int b, tc_workload *w) {
+  const int S = 197, D = 768, T = b * S;
+  int n = 0;
+  tc_workload conv = tw_base(TC_KERNEL_CONV2D); /* the 16x16 patch embedding */
+  conv.n = b, conv.c = 3, conv.h = conv.w = 224, conv.oc = D, conv.oh = conv.ow = 14;
+  conv.kh = conv.kw = conv.sh = conv.sw = 16, conv.epilogue = TC_EPI_BIAS;
+  w[n++] = conv;
+  int ps[3] = {b, 196, D}, pin[3] = {D * 196, 1, 196},
+      pout[3] = {S * D, D, 1}; /* [b,768,196] -> tokens 1.. */
+  w[n++] = tw_copy(3, ps, pin, pout, 0, D);
+  int cs[2] = {b, D}, cin[2] = {0, 1}, cout[2] = {S * D, 1}; /* the class token, expanded */
+  w[n++] = tw_copy(2, cs, cin, cout, 0, 0);
+  int es[2] = {b, S * D}, ea[2] = {S * D, 1},
+      eb[2] = {0, 1}; /* + the position embedding, broadcast */
+  w[n++] = tw_binary(TC_BINARY_ADD, 2, es, ea, eb);
+  w[n++] = tw_ln(T, D, 0, 1e-6f);
+  w[n++] = tw_dense(T, D, 3 * D, TC_EPI_BIAS);
+  n += tw__attention(b, S, 0, w + n);
+  w[n++] = tw_dense(T, D, D, TC_EPI_BIAS | TC_EPI_RESIDUAL);
+  w[n++] = tw_dense(T, D, 4 * D, TC_EPI_BIAS | TC_EPI_GELU);
+  w[n++] = tw_dense(T, 4 * D, D, TC_EPI_BIAS | TC_EPI_RESIDUAL);
+  int ks[2] = {b, D}, kin[2] = {S * D, 1},
+      kout[2] = {D, 1}; /* the class token out of the final norm */
+  w[n++] = tw_copy(2, ks, kin, kout, 0, 0);
+  w[n++] = tw_dense(b, D, 1000, TC_EPI_BIAS);
+  return n;
+}
+
+/* Every kernel of BERT-base at batch b, sequence 128 (pooler with tanh, a 2-way classifier; at most
+ * TW_MAX). */
+static inline int tw_bert(int b, tc_workload *w) {
+  const int S = 128, D = 768, T = b * S;
+  int n = 0;
+  w[n++] = tw_emb(T, 30522, D); /* words, positions, token types */
+  w[n++] = tw_emb(T, 512, D);
+  w[n++] = tw_emb(T, 2, D);
+  int es[1] = {T * D}, e1[1] = {1};
+  w[n++] = tw_binary(TC_BINARY_ADD, 1, es, e1, e1);
+  w[n++] = tw_ln(T, D, 0, 1e-12f);
+  w[n++] = tw_unary(T, TC_UNARY_CAST_I64, 0, 0); /* the attention mask: (mask - 1) * 10000 */
+  w[n++] = tw_unary(T, TC_UNARY_AFFINE, 10000.0f, -10000.0f);
+  w[n++] = tw_dense(T, D, 3 * D, TC_EPI_BIAS);
+  n += tw__attention(b, S, 1, w + n);
+  w[n++] = tw_dense(T, D, D, TC_EPI_BIAS);
+  w[n++] = tw_ln(T, D, 1, 1e-12f); /* LayerNorm(x + attention) */
+  w[n++] = tw_dense(T, D, 4 * D, TC_EPI_BIAS | TC_EPI_GELU);
+  w[n++] = tw_dense(T, 4 * D, D, TC_EPI_BIAS | TC_EPI_RESIDUAL);
+  w[n++] = tw_ln(T, D, 0, 1e-12f);
+  int ks[2] = {b, D}, kin[2] = {S * D, 1}, kout[2] = {D, 1}; /* the [CLS] token */
+  w[n++] = tw_copy(2, ks, kin, kout, 0, 0);
+  w[n++] = tw_dense(b, D, D, TC_EPI_BIAS | TC_EPI_TANH);
+  w[n++] = tw_dense(b, D, 2, TC_EPI_BIAS);
+  return n;
+}
+
+#define TW_MAX 32 /* kernels of either network */
 #define TW_EDGE_MAX 8
 
 /* Edge shapes of family k (at most TW_EDGE_MAX; for dense, its transformer epilogues and row
