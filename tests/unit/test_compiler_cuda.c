@@ -13,7 +13,7 @@
 
 #include "ops.h"
 #include "tc_cuda.h"
-#include "test_tensor_wl.h"
+#include "test_cuda_tensor_wl.h"
 #include "th_test.h"
 #include "th_util.h"
 

@@ -19,7 +19,7 @@
 #include "tc.h"
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
-#include "test_tensor_wl.h"
+#include "test_cuda_tensor_wl.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -143,7 +143,7 @@ static void device_target(tc_cuda_target *t) {
   tc_cuda_target_use_device(t, &d);
 }
 
-/* The tensor families' templates on their edge shapes (test_tensor_wl.h), at the fallback and 4
+/* The tensor families' templates on their edge shapes (test_cuda_tensor_wl.h), at the fallback and 4
  * random valid configs each. */
 TH_TEST(tensor_templates_vs_reference) {
   if (!have_device()) return 77;

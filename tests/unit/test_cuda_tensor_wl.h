@@ -3,8 +3,8 @@
  * ViT-B/16 (torchvision, 224x224: 197 tokens) and a BERT-base (sequence 128) encoder at a given
  * batch, with the shapes, transposes, masks and epilogues those networks run, and each family's
  * edge shapes. */
-#ifndef TEST_TENSOR_WL_H
-#define TEST_TENSOR_WL_H
+#ifndef TEST_CUDA_TENSOR_WL_H
+#define TEST_CUDA_TENSOR_WL_H
 
 #include <string.h>
 
