@@ -42,6 +42,16 @@ static json_t *tc__shape(const tc_tensor *t) {
   return a;
 }
 
+/* {name, dtype, shape} of a network input or output (a 4-D float32 input also says its layout,
+ * NCHW). */
+static json_t *tc__tensor_json(const char *name, const tc_tensor *t, int is_input) {
+  json_t *o = json_pack("{s:s,s:s,s:o}", "name", name ? name : "", "dtype", tc_dtype_name(t->dtype),
+                        "shape", tc__shape(t));
+  if (o && is_input && t->ndim == 4 && t->dtype == TC_DTYPE_F32)
+    json_object_set_new(o, "layout", json_string("NCHW"));
+  return o;
+}
+
 static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int nfiles) {
   const tc_backend_target *t = bi->target;
   const tc_backend *be = t->backend;
@@ -53,11 +63,20 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
                                           "compiler_version", TH_VERSION));
   json_object_set_new(m, "target", be->manifest_target(t));
   json_object_set_new(m, "compiler_version", json_string(TH_VERSION));
-  json_object_set_new(m, "input", json_pack("{s:s,s:o,s:s,s:s}", "name", "input", "shape",
-                                            tc__shape(&g->nodes[0].out), "dtype", "float32", "layout",
-                                            "NCHW"));
-  json_object_set_new(m, "output", json_pack("{s:s,s:o,s:s}", "name", "output", "shape",
-                                             tc__shape(&g->nodes[g->output].out), "dtype", "float32"));
+  /* "input" and "output": the first ones, for consumers older than "inputs" and "outputs" */
+  json_object_set_new(m, "input",
+                      tc__tensor_json(g->nodes[g->inputs[0]].name, &g->nodes[g->inputs[0]].out, 1));
+  json_object_set_new(m, "output",
+                      tc__tensor_json(g->output_names[0], &g->nodes[g->outputs[0]].out, 0));
+  json_t *ins = json_array(), *outs = json_array();
+  for (int k = 0; k < g->ninputs; k++)
+    json_array_append_new(
+        ins, tc__tensor_json(g->nodes[g->inputs[k]].name, &g->nodes[g->inputs[k]].out, 1));
+  for (int k = 0; k < g->noutputs; k++)
+    json_array_append_new(outs,
+                          tc__tensor_json(g->output_names[k], &g->nodes[g->outputs[k]].out, 0));
+  json_object_set_new(m, "inputs", ins);
+  json_object_set_new(m, "outputs", outs);
   json_object_set_new(m, "flops", json_real(tc_graph_flops(g)));
   json_object_set_new(m, "params", json_integer(tc_graph_param_count(g)));
   json_object_set_new(m, "workspace_bytes", json_integer(bi->workspace_bytes));
@@ -188,6 +207,26 @@ static double tc__median_strided(double *v, int n, int stride, double *tmp) {
   return n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2]);
 }
 
+/* The inputs tunehub times a model with (and example.c runs it on): float32 a fixed pattern in
+ * [-0.5, 0.5), int64 i % 2, which every embedding table accepts (token types, masks, vocabularies).
+ */
+static void tc__fill_input(const struct th_tensor_desc *d, void *buf) {
+  if (d->dtype == TH_DTYPE_I64) {
+    int64_t *x = buf;
+    for (size_t i = 0; i < d->count; i++) x[i] = (int64_t)(i % 2);
+  } else {
+    float *x = buf;
+    for (size_t i = 0; i < d->count; i++) x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  }
+}
+
+static size_t tc__desc_bytes(const struct th_tensor_desc *d) {
+  return d->count * (d->dtype == TH_DTYPE_I64 ? sizeof(int64_t) : sizeof(float));
+}
+
+typedef int (*tc__run_io_fn)(void *, const void *const *, void *const *);
+typedef int (*tc__run_io_prof_fn)(void *, const void *const *, void *const *, double *);
+
 th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
                       tc_run_stats *st, char *err, size_t errlen) {
   memset(st, 0, sizeof *st);
@@ -200,18 +239,18 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
   info_fn info = (info_fn)dlsym(h, "th_model_info");
   int (*create)(const void *, size_t, void **) =
       (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
-  int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
+  tc__run_io_fn run = (tc__run_io_fn)dlsym(h, "th_model_run_io");
   void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
   const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
-  int (*runp)(void *, const float *, float *, double *) =
-      (int (*)(void *, const float *, float *, double *))dlsym(h, "th_model_run_profiled");
+  tc__run_io_prof_fn runp = (tc__run_io_prof_fn)dlsym(h, "th_model_run_io_profiled");
   if (!info || !create || !run || !fr || !lasterr) {
-    tc__seterr(err, errlen, "%s does not export the tunehub model ABI", so_path);
+    tc__seterr(err, errlen, "%s does not export the tunehub model ABI (th_model_run_io)", so_path);
     dlclose(h);
     return TH_ERR_RUNTIME;
   }
   if (profile && !runp) {
-    tc__seterr(err, errlen, "%s has no th_model_run_profiled: per-layer profiles need a CPU (llvm) bundle",
+    tc__seterr(err, errlen,
+               "%s has no th_model_run_io_profiled: per-layer profiles need a CPU (llvm) bundle",
                so_path);
     dlclose(h);
     return TH_ERR_UNSUPPORTED;
@@ -222,20 +261,36 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     dlclose(h);
     return TH_ERR_RUNTIME;
   }
-  size_t nin = info()->input_size, nout = info()->output_size;
-  float *x = malloc(nin * sizeof *x), *y = malloc(nout * sizeof *y);
+  const struct th_model_info *mi = info();
+  int nin = mi->num_inputs, nout = mi->num_outputs;
+  const void *ins[8] = {0};
+  void *outs[8] = {0};
   double *ts = malloc((size_t)(repeat > 0 ? repeat : 1) * sizeof *ts);
-  int ncalls = profile ? info()->num_kernels : 0;
+  int ncalls = profile ? mi->num_kernels : 0;
   /* calls[r * ncalls + i]: run r's seconds in call i */
   double *calls = profile ? calloc((size_t)repeat * (size_t)ncalls + 1, sizeof *calls) : NULL;
   double *call_ms = profile ? calloc((size_t)ncalls + 1, sizeof *call_ms) : NULL;
-  th_status rc = (x && y && ts && (!profile || (calls && call_ms))) ? TH_OK : TH_ERR_NOMEM;
-  for (size_t i = 0; rc == TH_OK && i < nin; i++) x[i] = (float)((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+  th_status rc = (ts && (!profile || (calls && call_ms))) ? TH_OK : TH_ERR_NOMEM;
+  if (rc == TH_OK && (nin < 1 || nin > 8 || nout < 1 || nout > 8)) {
+    tc__seterr(err, errlen, "%s declares %d inputs and %d outputs (1..8 each)", so_path, nin, nout);
+    rc = TH_ERR_RUNTIME;
+  }
+  for (int k = 0; rc == TH_OK && k < nin; k++) {
+    void *x = malloc(tc__desc_bytes(&mi->inputs[k]) + 1);
+    if (!x)
+      rc = TH_ERR_NOMEM;
+    else
+      tc__fill_input(&mi->inputs[k], x);
+    ins[k] = x;
+  }
+  for (int k = 0; rc == TH_OK && k < nout; k++)
+    if (!(outs[k] = malloc(tc__desc_bytes(&mi->outputs[k]) + 1))) rc = TH_ERR_NOMEM;
   for (int r = 0; rc == TH_OK && r < 3; r++) /* warm-up */
-    if (run(m, x, y) != 0) rc = TH_ERR_RUNTIME;
+    if (run(m, ins, outs) != 0) rc = TH_ERR_RUNTIME;
   for (int r = 0; rc == TH_OK && r < repeat; r++) {
     double t0 = th_now_mono();
-    if ((profile ? runp(m, x, y, calls + (size_t)r * (size_t)ncalls) : run(m, x, y)) != 0) rc = TH_ERR_RUNTIME;
+    if ((profile ? runp(m, ins, outs, calls + (size_t)r * (size_t)ncalls) : run(m, ins, outs)) != 0)
+      rc = TH_ERR_RUNTIME;
     ts[r] = (th_now_mono() - t0) * 1e3;
   }
   double *tmp = ncalls ? malloc((size_t)repeat * sizeof *tmp) : NULL;
@@ -244,12 +299,17 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     call_ms[i] = 1e3 * tc__median_strided(calls + i, repeat, ncalls, tmp);
   free(tmp);
   free(calls);
-  for (size_t i = 0; rc == TH_OK && i < nout; i++)
-    if (!isfinite(y[i])) {
-      tc__seterr(err, errlen, "the model produced a non-finite output");
-      rc = TH_ERR_WRONG_ANSWER;
-    }
-  if (rc == TH_ERR_RUNTIME) tc__seterr(err, errlen, "th_model_run: %s", lasterr());
+  for (int k = 0; rc == TH_OK && k < nout; k++) {
+    if (mi->outputs[k].dtype != TH_DTYPE_F32) continue;
+    const float *y = outs[k];
+    for (size_t i = 0; rc == TH_OK && i < mi->outputs[k].count; i++)
+      if (!isfinite(y[i])) {
+        tc__seterr(err, errlen, "the model produced a non-finite output (%s)", mi->outputs[k].name);
+        rc = TH_ERR_WRONG_ANSWER;
+      }
+  }
+  if (rc == TH_ERR_RUNTIME && !(err && err[0]))
+    tc__seterr(err, errlen, "th_model_run_io: %s", lasterr());
   if (rc == TH_OK) {
     double s = 0, s2 = 0;
     for (int r = 0; r < repeat; r++) s += ts[r];
@@ -266,8 +326,10 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     call_ms = NULL;
   }
   free(call_ms);
-  free(x);
-  free(y);
+  for (int k = 0; k < 8; k++) {
+    free((void *)ins[k]);
+    free(outs[k]);
+  }
   free(ts);
   fr(m);
   dlclose(h);

@@ -14,10 +14,19 @@
 static const char *const tc__op_names[] = {
     "input",  "conv2d",  "batch_norm",          "relu",    "clip",    "add",     "max_pool",
     "avg_pool", "global_avg_pool", "adaptive_avg_pool", "concat", "flatten", "dense", "dropout",
-    "softmax", "layout_transform",
+    "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
+    "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
 };
-_Static_assert(TC_OP_COUNT == 16, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 31, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
+
+size_t tc_dtype_size(int dtype) {
+  return dtype == TC_DTYPE_F32 ? 4 : dtype == TC_DTYPE_I64 ? 8 : 0;
+}
+
+const char *tc_dtype_name(int dtype) {
+  return dtype == TC_DTYPE_F32 ? "float32" : dtype == TC_DTYPE_I64 ? "int64" : "unknown";
+}
 
 const char *tc_op_name(tc_op op) {
   if ((int)op < 0 || op >= TC_OP_COUNT) return "unknown";
@@ -45,7 +54,6 @@ tc_graph *tc_graph_new(const char *network, int batch) {
   g->network = th_arena_strdup(g->arena, network ? network : "graph");
   if (!g->network) goto fail_name;
   g->batch = batch;
-  g->output = -1;
   return g;
 fail_name:
   th_arena_free(g->arena);
@@ -66,6 +74,10 @@ int64_t tc_tensor_numel(const tc_tensor *t) {
   int64_t n = 1;
   for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
   return n;
+}
+
+int64_t tc_tensor_bytes(const tc_tensor *t) {
+  return tc_tensor_numel(t) * (int64_t)tc_dtype_size(t->dtype);
 }
 
 static int tc__node(tc_graph *g, tc_op op, const char *name, int n, const int *inputs) {
@@ -100,8 +112,10 @@ static int tc__node(tc_graph *g, tc_op op, const char *name, int n, const int *i
   nd->weight = nd->bias = nd->gamma = nd->beta = nd->mean = nd->var = -1;
   nd->out.cb = 1;
   nd->out.offset = -1;
+  nd->out.dtype = TC_DTYPE_F32;
   nd->groups = 1;
-  g->output = id;
+  nd->alpha = 1.0f;
+  nd->step = 1;
   return id;
 }
 
@@ -162,22 +176,82 @@ static const tc_tensor *tc__in(tc_graph *g, int x) {
 }
 
 int tc_graph_input(tc_graph *g, int c, int h, int w) {
-  int id = tc__node(g, TC_OP_INPUT, "input", 0, NULL);
+  int shape[4] = {g->batch, c, h, w};
+  int id = tc_graph_input_tensor(g, "input", TC_DTYPE_F32, 4, shape);
   if (id < 0) return -1;
-  if (c <= 0 || h <= 0 || w <= 0 || g->batch <= 0) {
-    tc__err(g, "input: bad shape %dx%dx%dx%d", g->batch, c, h, w);
-    return -1;
-  }
-  tc_tensor *t = &g->nodes[id].out;
-  t->ndim = 4;
-  t->shape[0] = g->batch;
-  t->shape[1] = c;
-  t->shape[2] = h;
-  t->shape[3] = w;
   g->in_c = c;
   g->in_h = h;
   g->in_w = w;
   return id;
+}
+
+/* "[2, 3, 4]" into buf. */
+static const char *tc__shape_str(const tc_tensor *t, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int d = 0; d < t->ndim && k < n; d++) k += (size_t)snprintf(buf + k, n - k, "%s%d", d ? ", " : "", t->shape[d]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+  return buf;
+}
+
+int tc_graph_input_tensor(tc_graph *g, const char *name, int dtype, int ndim, const int *shape) {
+  if (g->err[0]) return -1;
+  if (!name || !name[0] || g->ninputs >= TC_MAX_IO || tc_dtype_size(dtype) == 0 || ndim < 1 ||
+      ndim > TC_MAX_DIMS) {
+    tc__err(g, "input %s: bad name, dtype, rank or too many inputs", name ? name : "(null)");
+    return -1;
+  }
+  for (int i = 0; i < g->ninputs; i++)
+    if (strcmp(g->nodes[g->inputs[i]].name, name) == 0) {
+      tc__err(g, "input %s: declared twice", name);
+      return -1;
+    }
+  int64_t numel = 1;
+  for (int d = 0; d < ndim; d++) {
+    numel *= shape[d] > 0 ? shape[d] : 0;
+    if (shape[d] <= 0 || numel > (int64_t)1 << 31) {
+      tc__err(g, "input %s: bad shape (dimension %d is %d)", name, d, shape[d]);
+      return -1;
+    }
+  }
+  int id = tc__node(g, TC_OP_INPUT, name, 0, NULL);
+  if (id < 0) return -1;
+  tc_tensor *t = &g->nodes[id].out;
+  t->ndim = ndim;
+  t->dtype = dtype;
+  for (int d = 0; d < ndim; d++) t->shape[d] = shape[d];
+  g->inputs[g->ninputs++] = id;
+  return id;
+}
+
+int tc_graph_output(tc_graph *g, const char *name, int x) {
+  if (g->err[0]) return -1;
+  if (x < 0 || x >= g->nnodes || !name || !name[0] || g->noutputs >= TC_MAX_IO) {
+    tc__err(g, "output %s: bad node %d or too many outputs", name ? name : "(null)", x);
+    return -1;
+  }
+  for (int i = 0; i < g->noutputs; i++)
+    if (strcmp(g->output_names[i], name) == 0) {
+      tc__err(g, "output %s: declared twice", name);
+      return -1;
+    }
+  const char *nm = th_arena_strdup(g->arena, name);
+  if (!nm) {
+    tc__err(g, "out of memory");
+    return -1;
+  }
+  g->output_names[g->noutputs] = nm;
+  g->outputs[g->noutputs++] = x;
+  return x;
+}
+
+th_status tc_graph_finish(tc_graph *g) {
+  if (g->err[0]) return TH_ERR_INVALID;
+  if (g->ninputs == 0 || g->nnodes == 0) {
+    tc__err(g, "the graph has no input");
+    return TH_ERR_INVALID;
+  }
+  if (g->noutputs == 0 && tc_graph_output(g, "output", g->nnodes - 1) < 0) return TH_ERR_INVALID;
+  return TH_OK;
 }
 
 static int tc__need4(tc_graph *g, int x, const char *what) {
@@ -285,18 +359,61 @@ int tc_graph_softmax(tc_graph *g, int x) {
   return tc__unary(g, TC_OP_SOFTMAX, x);
 }
 
-int tc_graph_add(tc_graph *g, int a, int b) {
+/* numpy broadcasting of a and b's shapes into *out (dtype float32); 0 with an error naming both. */
+static int tc__broadcast(tc_graph *g, const char *what, const tc_tensor *ta, const tc_tensor *tb, tc_tensor *out) {
+  char sa[96], sb[96];
+  if (ta->dtype != TC_DTYPE_F32 || tb->dtype != TC_DTYPE_F32) {
+    tc__err(g, "%s: operands must be float32 (got %s and %s)", what, tc_dtype_name(ta->dtype),
+            tc_dtype_name(tb->dtype));
+    return 0;
+  }
+  memset(out, 0, sizeof *out);
+  out->ndim = ta->ndim > tb->ndim ? ta->ndim : tb->ndim;
+  out->cb = 1;
+  out->offset = -1;
+  for (int d = 0; d < out->ndim; d++) {
+    int ia = d - (out->ndim - ta->ndim), ib = d - (out->ndim - tb->ndim);
+    int da = ia >= 0 ? ta->shape[ia] : 1, db = ib >= 0 ? tb->shape[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      tc__err(g, "%s: shapes %s and %s do not broadcast (dimension %d: %d vs %d)", what,
+              tc__shape_str(ta, sa, sizeof sa), tc__shape_str(tb, sb, sizeof sb), d, da, db);
+      return 0;
+    }
+    out->shape[d] = da == 1 ? db : da;
+  }
+  return 1;
+}
+
+static int tc__binary(tc_graph *g, tc_op op, int a, int b) {
   const tc_tensor *ta = tc__in(g, a), *tb = tc__in(g, b);
-  if (g->err[0] || !ta || !tb) return -1;
-  if (ta->ndim != tb->ndim || memcmp(ta->shape, tb->shape, sizeof ta->shape) != 0) {
-    tc__err(g, "add: shapes of nodes %d and %d differ", a, b);
+  if (g->err[0]) return -1;
+  if (!ta || !tb) {
+    tc__err(g, "%s: bad input node", tc_op_name(op));
     return -1;
   }
+  tc_tensor out;
+  if (!tc__broadcast(g, tc_op_name(op), ta, tb, &out)) return -1;
   int xs[2] = {a, b};
-  int id = tc__node(g, TC_OP_ADD, NULL, 2, xs);
+  int id = tc__node(g, op, NULL, 2, xs);
   if (id < 0) return -1;
-  g->nodes[id].out = g->nodes[a].out;
+  g->nodes[id].out = out;
   return id;
+}
+
+int tc_graph_add(tc_graph *g, int a, int b) {
+  return tc__binary(g, TC_OP_ADD, a, b);
+}
+
+int tc_graph_mul(tc_graph *g, int a, int b) {
+  return tc__binary(g, TC_OP_MUL, a, b);
+}
+
+int tc_graph_sub(tc_graph *g, int a, int b) {
+  return tc__binary(g, TC_OP_SUB, a, b);
+}
+
+int tc_graph_div(tc_graph *g, int a, int b) {
+  return tc__binary(g, TC_OP_DIV, a, b);
 }
 
 static int tc__pool(tc_graph *g, tc_op op, int x, int k, int s, int p, int ceil_mode) {
@@ -393,6 +510,7 @@ int tc_graph_concat(tc_graph *g, int n, const int *xs) {
   if (id < 0) return -1;
   g->nodes[id].out = g->nodes[xs[0]].out;
   g->nodes[id].out.shape[1] = c;
+  g->nodes[id].axis = 1;
   return id;
 }
 
@@ -411,31 +529,363 @@ int tc_graph_flatten(tc_graph *g, int x) {
 }
 
 int tc_graph_dense(tc_graph *g, const char *name, int x, int units, int bias) {
-  const tc_tensor *t = tc__in(g, x);
-  if (g->err[0] || !t) return -1;
-  if (t->ndim != 2 || units <= 0) {
-    tc__err(g, "%s: dense needs a 2-D input (flatten first)", name);
+  char wn[256], bn[256];
+  int k1 = snprintf(wn, sizeof wn, "%s%sweight", name ? name : "", name && name[0] ? "." : "");
+  int k2 = snprintf(bn, sizeof bn, "%s%sbias", name ? name : "", name && name[0] ? "." : "");
+  if (k1 < 0 || (size_t)k1 >= sizeof wn || k2 < 0 || (size_t)k2 >= sizeof bn) {
+    tc__err(g, "parameter name too long: %s", name);
     return -1;
   }
-  int k = t->shape[1];
+  return tc_graph_dense_named(g, name, x, units, wn, bias ? bn : NULL);
+}
+
+int tc_graph_dense_named(tc_graph *g, const char *name, int x, int units, const char *weight_name,
+                         const char *bias_name) {
+  const tc_tensor *t = tc__in(g, x);
+  if (g->err[0] || !t) return -1;
+  char s[96];
+  if (t->ndim < 2 || t->cb != 1 || t->dtype != TC_DTYPE_F32 || units <= 0) {
+    tc__err(g, "%s: dense needs a float32 input of rank >= 2 (flatten a map first), got %s %s", name,
+            tc_dtype_name(t->dtype), tc__shape_str(t, s, sizeof s));
+    return -1;
+  }
+  tc_tensor out = *t;
+  int k = t->shape[t->ndim - 1];
   int id = tc__node(g, TC_OP_DENSE, name, 1, &x);
   if (id < 0) return -1;
   int64_t ws[2] = {units, k};
-  int w = tc__named_param(g, name, "weight", 2, ws, TC_INIT_DENSE_WEIGHT, k);
+  int w = tc_graph_param(g, weight_name, 2, ws, TC_INIT_DENSE_WEIGHT, k);
   int b = -1;
-  if (bias) {
+  if (bias_name) {
     int64_t bs[1] = {units};
-    b = tc__named_param(g, name, "bias", 1, bs, TC_INIT_BIAS, k);
+    b = tc_graph_param(g, bias_name, 1, bs, TC_INIT_BIAS, k);
   }
-  if (w < 0 || (bias && b < 0)) return -1;
+  if (w < 0 || (bias_name && b < 0)) return -1;
   tc_node *nd = &g->nodes[id];
   nd->oc = units;
   nd->weight = w;
   nd->bias = b;
-  nd->out.ndim = 2;
-  nd->out.shape[0] = g->nodes[x].out.shape[0];
-  nd->out.shape[1] = units;
+  out.shape[out.ndim - 1] = units;
+  out.offset = -1;
+  nd->out = out;
   return id;
+}
+
+/* ---- tensor ops ---------------------------------------------------------------------------------------- */
+
+/* The input tensor of a tensor op: a valid node, float32 unless any_dtype. */
+static const tc_tensor *tc__tin(tc_graph *g, int x, const char *what, int any_dtype) {
+  if (g->err[0]) return NULL;
+  const tc_tensor *t = tc__in(g, x);
+  if (!t) {
+    tc__err(g, "%s: bad input node %d", what, x);
+    return NULL;
+  }
+  if (!any_dtype && t->dtype != TC_DTYPE_F32) {
+    tc__err(g, "%s: input must be float32, got %s", what, tc_dtype_name(t->dtype));
+    return NULL;
+  }
+  return t;
+}
+
+/* A new node of op on inputs xs whose output is *out. */
+static int tc__tnode(tc_graph *g, tc_op op, const char *name, int n, const int *xs, const tc_tensor *out) {
+  int id = tc__node(g, op, name, n, xs);
+  if (id < 0) return -1;
+  g->nodes[id].out = *out;
+  g->nodes[id].out.cb = 1;
+  g->nodes[id].out.offset = -1;
+  return id;
+}
+
+int tc_graph_const(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in) {
+  if (g->err[0]) return -1;
+  if (ndim < 1 || ndim > TC_MAX_DIMS) {
+    tc__err(g, "const %s: rank %d is outside 1..%d", name, ndim, TC_MAX_DIMS);
+    return -1;
+  }
+  tc_tensor out;
+  memset(&out, 0, sizeof out);
+  out.ndim = ndim;
+  for (int d = 0; d < ndim; d++) {
+    if (shape[d] < 1 || shape[d] > INT32_MAX) {
+      tc__err(g, "const %s: bad dimension %d", name, d);
+      return -1;
+    }
+    out.shape[d] = (int)shape[d];
+  }
+  int p = tc_graph_param(g, name, ndim, shape, init, fan_in);
+  if (p < 0) return -1;
+  int id = tc__tnode(g, TC_OP_CONST, name, 0, NULL, &out);
+  if (id >= 0) g->nodes[id].weight = p;
+  return id;
+}
+
+int tc_graph_matmul(tc_graph *g, int a, int b, int trans_a, int trans_b, float alpha) {
+  const tc_tensor *ta = tc__tin(g, a, "matmul", 0), *tb = tc__tin(g, b, "matmul", 0);
+  if (!ta || !tb) return -1;
+  char sa[96], sb[96];
+  int r = ta->ndim;
+  int ok = r >= 2 && tb->ndim == r;
+  for (int d = 0; ok && d < r - 2; d++) ok = ta->shape[d] == tb->shape[d];
+  int m = ok ? ta->shape[r - (trans_a ? 1 : 2)] : 0, ka = ok ? ta->shape[r - (trans_a ? 2 : 1)] : 0;
+  int kb = ok ? tb->shape[r - (trans_b ? 1 : 2)] : 0, n = ok ? tb->shape[r - (trans_b ? 2 : 1)] : 0;
+  if (!ok || ka != kb) {
+    tc__err(g, "matmul: shapes %s%s and %s%s do not fit (equal ranks >= 2, equal leading dims, equal K)",
+            tc__shape_str(ta, sa, sizeof sa), trans_a ? "^T" : "", tc__shape_str(tb, sb, sizeof sb),
+            trans_b ? "^T" : "");
+    return -1;
+  }
+  tc_tensor out = *ta;
+  out.shape[r - 2] = m;
+  out.shape[r - 1] = n;
+  int xs[2] = {a, b};
+  int id = tc__tnode(g, TC_OP_MATMUL, NULL, 2, xs, &out);
+  if (id < 0) return -1;
+  g->nodes[id].trans_a = trans_a != 0;
+  g->nodes[id].trans_b = trans_b != 0;
+  g->nodes[id].alpha = alpha;
+  return id;
+}
+
+int tc_graph_layer_norm(tc_graph *g, const char *name, int x, float eps) {
+  const tc_tensor *t = tc__tin(g, x, "layer_norm", 0);
+  if (!t) return -1;
+  if (!(eps > 0)) {
+    tc__err(g, "%s: eps must be positive", name);
+    return -1;
+  }
+  tc_tensor out = *t;
+  int64_t ps[1] = {t->shape[t->ndim - 1]};
+  int id = tc__tnode(g, TC_OP_LAYER_NORM, name, 1, &x, &out);
+  if (id < 0) return -1;
+  int ga = tc__named_param(g, name, "weight", 1, ps, TC_INIT_GAMMA, 0);
+  int be = tc__named_param(g, name, "bias", 1, ps, TC_INIT_BETA, 0);
+  if (ga < 0 || be < 0) return -1;
+  g->nodes[id].gamma = ga;
+  g->nodes[id].beta = be;
+  g->nodes[id].eps = eps;
+  return id;
+}
+
+static int tc__tunary(tc_graph *g, tc_op op, int x) {
+  const tc_tensor *t = tc__tin(g, x, tc_op_name(op), 0);
+  if (!t) return -1;
+  tc_tensor out = *t;
+  return tc__tnode(g, op, NULL, 1, &x, &out);
+}
+
+int tc_graph_gelu(tc_graph *g, int x) {
+  return tc__tunary(g, TC_OP_GELU, x);
+}
+
+int tc_graph_tanh(tc_graph *g, int x) {
+  return tc__tunary(g, TC_OP_TANH, x);
+}
+
+int tc_graph_affine(tc_graph *g, int x, float alpha, float shift) {
+  int id = tc__tunary(g, TC_OP_AFFINE, x);
+  if (id < 0) return -1;
+  g->nodes[id].alpha = alpha;
+  g->nodes[id].shift = shift;
+  return id;
+}
+
+int tc_graph_cast(tc_graph *g, int x, int dtype) {
+  const tc_tensor *t = tc__tin(g, x, "cast", 1);
+  if (!t) return -1;
+  if (dtype != TC_DTYPE_F32 || t->dtype != TC_DTYPE_I64) {
+    tc__err(g, "cast: only int64 -> float32 is supported (asked %s -> %s)", tc_dtype_name(t->dtype),
+            tc_dtype_name(dtype));
+    return -1;
+  }
+  tc_tensor out = *t;
+  out.dtype = TC_DTYPE_F32;
+  return tc__tnode(g, TC_OP_CAST, NULL, 1, &x, &out);
+}
+
+int tc_graph_embedding(tc_graph *g, const char *name, int idx, int num, int dim) {
+  const tc_tensor *t = tc__tin(g, idx, name, 1);
+  if (!t) return -1;
+  if (t->dtype != TC_DTYPE_I64 || t->ndim >= TC_MAX_DIMS || num < 1 || dim < 1) {
+    tc__err(g, "%s: embedding needs int64 indices of rank < %d and a positive table size (got %s)", name,
+            TC_MAX_DIMS, tc_dtype_name(t->dtype));
+    return -1;
+  }
+  tc_tensor out = *t;
+  out.dtype = TC_DTYPE_F32;
+  out.shape[out.ndim++] = dim;
+  int id = tc__tnode(g, TC_OP_EMBEDDING, name, 1, &idx, &out);
+  if (id < 0) return -1;
+  int64_t ws[2] = {num, dim};
+  int w = tc__named_param(g, name, "weight", 2, ws, TC_INIT_EMBED, dim);
+  if (w < 0) return -1;
+  g->nodes[id].weight = w;
+  g->nodes[id].oc = dim;
+  return id;
+}
+
+int tc_graph_reshape(tc_graph *g, int x, int ndim, const int *shape) {
+  const tc_tensor *t = tc__tin(g, x, "reshape", 1);
+  if (!t) return -1;
+  char s[96];
+  int64_t numel = tc_tensor_numel(t), known = 1;
+  int infer = -1;
+  tc_tensor out = *t;
+  out.ndim = ndim;
+  int ok = ndim >= 1 && ndim <= TC_MAX_DIMS;
+  for (int d = 0; ok && d < ndim; d++) {
+    if (shape[d] == -1 && infer < 0) infer = d;
+    else if (shape[d] >= 1) known *= shape[d];
+    else ok = 0;
+    out.shape[d] = shape[d];
+  }
+  if (ok && infer >= 0) {
+    ok = known > 0 && numel % known == 0;
+    if (ok) out.shape[infer] = (int)(numel / known);
+  }
+  if (!ok || tc_tensor_numel(&out) != numel) {
+    tc__err(g, "reshape: cannot view %s (%lld elements) as the asked %d-D shape", tc__shape_str(t, s, sizeof s),
+            (long long)numel, ndim);
+    return -1;
+  }
+  return tc__tnode(g, TC_OP_RESHAPE, NULL, 1, &x, &out);
+}
+
+int tc_graph_transpose(tc_graph *g, int x, const int *perm) {
+  const tc_tensor *t = tc__tin(g, x, "transpose", 0);
+  if (!t) return -1;
+  int seen[TC_MAX_DIMS] = {0};
+  tc_tensor out = *t;
+  for (int d = 0; d < t->ndim; d++) {
+    if (perm[d] < 0 || perm[d] >= t->ndim || seen[perm[d]]++) {
+      tc__err(g, "transpose: perm is not a permutation of 0..%d", t->ndim - 1);
+      return -1;
+    }
+    out.shape[d] = t->shape[perm[d]];
+  }
+  int id = tc__tnode(g, TC_OP_TRANSPOSE, NULL, 1, &x, &out);
+  if (id >= 0)
+    for (int d = 0; d < t->ndim; d++) g->nodes[id].perm[d] = perm[d];
+  return id;
+}
+
+int tc_graph_slice(tc_graph *g, int x, int axis, int begin, int end, int step) {
+  const tc_tensor *t = tc__tin(g, x, "slice", 0);
+  if (!t) return -1;
+  if (axis < 0) axis += t->ndim;
+  if (axis < 0 || axis >= t->ndim || step < 1) {
+    tc__err(g, "slice: axis %d or step %d out of range for a %d-D tensor", axis, step, t->ndim);
+    return -1;
+  }
+  int len = t->shape[axis];
+  if (begin < 0) begin += len;
+  if (end < 0) end += len;
+  begin = begin < 0 ? 0 : begin > len ? len : begin;
+  end = end < 0 ? 0 : end > len ? len : end;
+  if (end <= begin) {
+    tc__err(g, "slice: empty range [%d, %d) along axis %d of length %d", begin, end, axis, len);
+    return -1;
+  }
+  tc_tensor out = *t;
+  out.shape[axis] = (end - begin + step - 1) / step;
+  int id = tc__tnode(g, TC_OP_SLICE, NULL, 1, &x, &out);
+  if (id < 0) return -1;
+  tc_node *nd = &g->nodes[id];
+  nd->axis = axis;
+  nd->begin = begin;
+  nd->end = end;
+  nd->step = step;
+  return id;
+}
+
+int tc_graph_select(tc_graph *g, int x, int axis, int index) {
+  const tc_tensor *t = tc__tin(g, x, "select", 0);
+  if (!t) return -1;
+  if (axis < 0) axis += t->ndim;
+  if (t->ndim < 2 || axis < 0 || axis >= t->ndim || index < -t->shape[axis] || index >= t->shape[axis]) {
+    tc__err(g, "select: index %d along axis %d is out of range", index, axis);
+    return -1;
+  }
+  if (index < 0) index += t->shape[axis];
+  int s = tc_graph_slice(g, x, axis, index, index + 1, 1);
+  if (s < 0) return -1;
+  int shape[TC_MAX_DIMS], k = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (d != axis) shape[k++] = g->nodes[x].out.shape[d];
+  return tc_graph_reshape(g, s, k, shape);
+}
+
+int tc_graph_concat_axis(tc_graph *g, int n, const int *xs, int axis) {
+  if (g->err[0]) return -1;
+  if (n < 1 || n > TC_MAX_INPUTS) {
+    tc__err(g, "concat: %d inputs (1..%d)", n, TC_MAX_INPUTS);
+    return -1;
+  }
+  const tc_tensor *t0 = tc__tin(g, xs[0], "concat", 0);
+  if (!t0) return -1;
+  if (axis < 0) axis += t0->ndim;
+  if (axis < 0 || axis >= t0->ndim) {
+    tc__err(g, "concat: axis out of range for a %d-D tensor", t0->ndim);
+    return -1;
+  }
+  tc_tensor out = *t0;
+  out.shape[axis] = 0;
+  for (int i = 0; i < n; i++) {
+    const tc_tensor *t = tc__tin(g, xs[i], "concat", 0);
+    if (!t) return -1;
+    char s0[96], s1[96];
+    int ok = t->ndim == t0->ndim;
+    for (int d = 0; ok && d < t->ndim; d++) ok = d == axis || t->shape[d] == t0->shape[d];
+    if (!ok) {
+      tc__err(g, "concat: input %d has shape %s, which does not fit %s along axis %d", i,
+              tc__shape_str(t, s1, sizeof s1), tc__shape_str(t0, s0, sizeof s0), axis);
+      return -1;
+    }
+    out.shape[axis] += t->shape[axis];
+  }
+  int id = tc__tnode(g, TC_OP_CONCAT, NULL, n, xs, &out);
+  if (id >= 0) g->nodes[id].axis = axis;
+  return id;
+}
+
+int tc_graph_softmax_ex(tc_graph *g, int x, float alpha, int mask) {
+  const tc_tensor *t = tc__tin(g, x, "softmax", 0);
+  if (!t) return -1;
+  int xs[2] = {x, mask};
+  if (mask >= 0) {
+    const tc_tensor *tm = tc__tin(g, mask, "softmax mask", 0);
+    tc_tensor bc;
+    if (!tm || !tc__broadcast(g, "softmax mask", t, tm, &bc)) return -1;
+    char s0[96], s1[96];
+    if (bc.ndim != t->ndim || memcmp(bc.shape, t->shape, sizeof bc.shape) != 0) {
+      tc__err(g, "softmax: mask %s must broadcast to the input %s", tc__shape_str(tm, s1, sizeof s1),
+              tc__shape_str(t, s0, sizeof s0));
+      return -1;
+    }
+  }
+  tc_tensor out = *t;
+  int id = tc__tnode(g, TC_OP_SOFTMAX, NULL, mask >= 0 ? 2 : 1, xs, &out);
+  if (id >= 0) g->nodes[id].alpha = alpha;
+  return id;
+}
+
+int tc_graph_expand(tc_graph *g, int x, int ndim, const int *shape) {
+  const tc_tensor *t = tc__tin(g, x, "expand", 0);
+  if (!t) return -1;
+  tc_tensor want, bc;
+  memset(&want, 0, sizeof want);
+  want.ndim = ndim;
+  for (int d = 0; d < ndim && d < TC_MAX_DIMS; d++) want.shape[d] = shape[d];
+  if (ndim < t->ndim || ndim > TC_MAX_DIMS || !tc__broadcast(g, "expand", t, &want, &bc)) {
+    if (!g->err[0]) tc__err(g, "expand: rank %d is below the input's %d or above %d", ndim, t->ndim, TC_MAX_DIMS);
+    return -1;
+  }
+  if (memcmp(bc.shape, want.shape, sizeof bc.shape) != 0) {
+    tc__err(g, "expand: the input does not broadcast to the asked shape");
+    return -1;
+  }
+  return tc__tnode(g, TC_OP_EXPAND, NULL, 1, &x, &bc);
 }
 
 int64_t tc_graph_param_count(const tc_graph *g) {
@@ -454,7 +904,11 @@ double tc_graph_flops(const tc_graph *g) {
       int c = g->nodes[nd->inputs[0]].out.shape[1];
       f += 2.0 * (double)tc_tensor_numel(&nd->out) * (c / nd->groups) * nd->kh * nd->kw;
     } else if (nd->op == TC_OP_DENSE) {
-      f += 2.0 * (double)tc_tensor_numel(&nd->out) * g->nodes[nd->inputs[0]].out.shape[1];
+      const tc_tensor *in = &g->nodes[nd->inputs[0]].out;
+      f += 2.0 * (double)tc_tensor_numel(&nd->out) * in->shape[in->ndim - 1];
+    } else if (nd->op == TC_OP_MATMUL) {
+      const tc_tensor *a = &g->nodes[nd->inputs[0]].out;
+      f += 2.0 * (double)tc_tensor_numel(&nd->out) * a->shape[a->ndim - (nd->trans_a ? 2 : 1)];
     }
   }
   return f;
@@ -481,7 +935,18 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
   }
   json_object_set_new(root, "network", json_string(g->network));
   json_object_set_new(root, "batch", json_integer(g->batch));
-  json_object_set_new(root, "output", json_integer(g->output));
+  json_t *ins = json_array(), *outs = json_array();
+  for (int i = 0; i < g->ninputs; i++) {
+    const tc_tensor *t = &g->nodes[g->inputs[i]].out;
+    json_t *sh = json_array();
+    for (int k = 0; k < t->ndim; k++) json_array_append_new(sh, json_integer(t->shape[k]));
+    json_array_append_new(ins, json_pack("{s:s,s:i,s:s,s:o}", "name", g->nodes[g->inputs[i]].name, "node",
+                                         g->inputs[i], "dtype", tc_dtype_name(t->dtype), "shape", sh));
+  }
+  for (int i = 0; i < g->noutputs; i++)
+    json_array_append_new(outs, json_pack("{s:s,s:i}", "name", g->output_names[i], "node", g->outputs[i]));
+  json_object_set_new(root, "inputs", ins);
+  json_object_set_new(root, "outputs", outs);
   for (int i = 0; i < g->nnodes; i++) {
     const tc_node *nd = &g->nodes[i];
     if (nd->dead) continue;
@@ -495,6 +960,19 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
     json_object_set_new(o, "inputs", in);
     json_object_set_new(o, "shape", sh);
     json_object_set_new(o, "channel_block", json_integer(nd->out.cb));
+    if (nd->out.dtype != TC_DTYPE_F32) json_object_set_new(o, "dtype", json_string(tc_dtype_name(nd->out.dtype)));
+    if (nd->op == TC_OP_TRANSPOSE) {
+      json_t *pm = json_array();
+      for (int k = 0; k < nd->out.ndim; k++) json_array_append_new(pm, json_integer(nd->perm[k]));
+      json_object_set_new(o, "perm", pm);
+    }
+    if (nd->op == TC_OP_SLICE)
+      json_object_set_new(o, "slice", json_pack("{s:i,s:i,s:i,s:i}", "axis", nd->axis, "begin", nd->begin, "end",
+                                                nd->end, "step", nd->step));
+    if (nd->op == TC_OP_CONCAT) json_object_set_new(o, "axis", json_integer(nd->axis));
+    if (nd->op == TC_OP_MATMUL)
+      json_object_set_new(o, "matmul", json_pack("{s:b,s:b,s:f}", "trans_a", nd->trans_a, "trans_b", nd->trans_b,
+                                                 "alpha", (double)nd->alpha));
     if (nd->out.offset >= 0) json_object_set_new(o, "offset", json_integer(nd->out.offset));
     if (nd->op == TC_OP_CONV2D || nd->op == TC_OP_MAX_POOL || nd->op == TC_OP_AVG_POOL) {
       json_object_set_new(o, "kernel", json_pack("[i,i]", nd->kh, nd->kw));
@@ -508,6 +986,8 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
       if (nd->epilogue & TC_EPI_RESIDUAL) json_array_append_new(epi, json_string("residual"));
       if (nd->epilogue & TC_EPI_RELU) json_array_append_new(epi, json_string("relu"));
       if (nd->epilogue & TC_EPI_CLIP) json_array_append_new(epi, json_string("clip"));
+      if (nd->epilogue & TC_EPI_GELU) json_array_append_new(epi, json_string("gelu"));
+      if (nd->epilogue & TC_EPI_TANH) json_array_append_new(epi, json_string("tanh"));
       json_object_set_new(o, "epilogue", epi);
     }
     if (nd->weight >= 0) json_object_set_new(o, "weight", json_string(g->params[nd->weight].name));

@@ -1,8 +1,11 @@
 /* tc_graph: the compiler's graph IR. A graph is a list of nodes in topological order (every node's inputs
- * come before it), each producing one float32 tensor of up to 4 dimensions (NCHW, optionally channel-blocked
- * NCHW[cb]c after the layout pass), plus a table of named parameters (torchvision names) whose data may be
- * absent when only shapes are needed (task extraction, FLOP counts). Strings and parameter data live in the
- * graph's arena; the node and parameter tables are owned by the graph and freed by tc_graph_free. */
+ * come before it), each producing one tensor of up to 6 dimensions with a dtype (float32 or int64; CNN maps
+ * are NCHW, optionally channel-blocked NCHW[cb]c after the layout pass), plus a table of named parameters
+ * (torchvision / Hugging Face names) whose data may be absent when only shapes are needed (task extraction,
+ * FLOP counts). A network has named inputs (INPUT nodes, in order) and named outputs (any nodes, in order).
+ * Every builder infers its output's shape and records a clear error for a shape that does not fit. Strings
+ * and parameter data live in the graph's arena; the node and parameter tables are owned by the graph and
+ * freed by tc_graph_free. */
 #ifndef TC_GRAPH_H
 #define TC_GRAPH_H
 
@@ -12,8 +15,16 @@
 #include "th_buf.h"
 #include "th_status.h"
 
-#define TC_MAX_DIMS 4
-#define TC_MAX_INPUTS 8
+#define TC_MAX_DIMS 6
+#define TC_MAX_INPUTS 8 /* per node */
+#define TC_MAX_IO 8     /* network inputs, and outputs */
+
+/* Element types; the values equal tunehub_model.h's TH_DTYPE_*. */
+typedef enum tc_dtype { TC_DTYPE_F32 = 0, TC_DTYPE_I64 = 1 } tc_dtype;
+/* 4 or 8; 0 for an unknown dtype. */
+size_t tc_dtype_size(int dtype);
+/* "float32", "int64"; "unknown" otherwise. */
+const char *tc_dtype_name(int dtype);
 
 typedef enum tc_op {
   TC_OP_INPUT = 0,
@@ -26,12 +37,31 @@ typedef enum tc_op {
   TC_OP_AVG_POOL,        /* count_include_pad as in torch */
   TC_OP_GLOBAL_AVG_POOL, /* adaptive average pool to 1x1 */
   TC_OP_ADAPTIVE_AVG_POOL, /* adaptive average pool to (oh, ow), torch's bin rule */
-  TC_OP_CONCAT,          /* along channels */
+  TC_OP_CONCAT,          /* along `axis` (1, the channels, for CNN maps) */
   TC_OP_FLATTEN,         /* [n, c, h, w] -> [n, c*h*w] */
-  TC_OP_DENSE,           /* [n, k] x weight[m, k]^T (+ bias) -> [n, m] */
+  TC_OP_DENSE,           /* [..., k] x weight[m, k]^T (+ bias) -> [..., m] */
   TC_OP_DROPOUT,         /* identity at inference */
-  TC_OP_SOFTMAX,         /* over the last axis */
+  TC_OP_SOFTMAX,         /* over the last axis, of alpha * x (+ inputs[1], an additive mask that
+                            broadcasts to x, when ninputs == 2) */
   TC_OP_LAYOUT,          /* reorder NCHW[in cb]c -> NCHW[out cb]c; inserted by the layout pass */
+  /* tensor ops (any rank up to TC_MAX_DIMS, plain row-major layout) */
+  TC_OP_CONST,           /* a parameter used as a tensor (class token, position embedding): weight */
+  TC_OP_MATMUL,          /* a [..., M, K] x b [..., K, N] -> [..., M, N], times alpha; trans_a/trans_b
+                            mean the operand is stored [..., K, M] / [..., N, K]; equal leading dims */
+  TC_OP_LAYER_NORM,      /* over the last axis: gamma, beta params, eps; after fusion inputs[1] is a
+                            residual added before normalising (epilogue TC_EPI_RESIDUAL) */
+  TC_OP_GELU,            /* erf form, torch's default */
+  TC_OP_TANH,
+  TC_OP_EMBEDDING,       /* int64 indices [...] -> [..., dim]: rows of weight [num, dim] */
+  TC_OP_RESHAPE,         /* the same elements in a new shape (row-major): an alias, no kernel */
+  TC_OP_TRANSPOSE,       /* output dim d is input dim perm[d] */
+  TC_OP_SLICE,           /* along axis: elements begin, begin + step, ... < end (step >= 1) */
+  TC_OP_MUL,             /* broadcast multiply (numpy rules); ADD also broadcasts */
+  TC_OP_SUB,             /* broadcast a - b */
+  TC_OP_DIV,             /* broadcast a / b */
+  TC_OP_CAST,            /* to float32 (from int64) */
+  TC_OP_AFFINE,          /* x * alpha + shift, scalars (turns a 0/1 mask into an additive one) */
+  TC_OP_EXPAND,          /* broadcast to a larger shape (numpy rules) */
   TC_OP_COUNT
 } tc_op;
 
@@ -52,13 +82,15 @@ typedef struct tc_param {
 } tc_param;
 
 enum { TC_INIT_WEIGHT = 0, TC_INIT_BIAS, TC_INIT_GAMMA, TC_INIT_BETA, TC_INIT_MEAN, TC_INIT_VAR,
-       TC_INIT_DENSE_WEIGHT };
+       TC_INIT_DENSE_WEIGHT, TC_INIT_EMBED /* embeddings, class token, positions: uniform(+-0.1) */ };
 
 typedef struct tc_tensor {
   int ndim;
-  int shape[TC_MAX_DIMS]; /* logical NCHW shape (or [n, k] after flatten) */
-  int cb;                 /* channel block of the layout: 1 = plain NCHW */
-  int64_t offset;         /* workspace offset in floats after memory planning; -1 before */
+  int shape[TC_MAX_DIMS]; /* logical shape: NCHW for CNN maps (or [n, k] after flatten) */
+  int dtype;              /* TC_DTYPE_*; float32 unless an op says otherwise */
+  int cb;                 /* channel block of the layout: 1 = plain NCHW / row-major */
+  int64_t offset;         /* workspace offset in floats (4-byte units; an int64 element takes two) after
+                             memory planning; -1 before */
 } tc_tensor;
 
 typedef struct tc_node {
@@ -76,6 +108,11 @@ typedef struct tc_node {
   int weight, bias;         /* param ids or -1 */
   int gamma, beta, mean, var; /* batch norm param ids */
   int dead;                 /* removed by a pass; skipped everywhere */
+  /* tensor op attributes */
+  int perm[TC_MAX_DIMS];    /* transpose */
+  int axis, begin, end, step; /* slice (axis also concat) */
+  int trans_a, trans_b;     /* matmul */
+  float alpha, shift;       /* matmul and softmax scale (1 when unset); affine x * alpha + shift */
 } tc_node;
 
 typedef struct tc_graph {
@@ -86,7 +123,9 @@ typedef struct tc_graph {
   tc_node *nodes; /* owned */
   int nparams, param_cap;
   tc_param *params; /* owned table; data in the arena */
-  int output;       /* node id of the graph output */
+  int ninputs, inputs[TC_MAX_IO];   /* INPUT node ids, in the network's order */
+  int noutputs, outputs[TC_MAX_IO]; /* output node ids, in order (passes keep them current) */
+  const char *output_names[TC_MAX_IO]; /* arena strings */
   int has_data;     /* parameters carry data */
   char err[256];    /* the first builder or pass error */
 } tc_graph;
@@ -99,12 +138,22 @@ void tc_graph_free(tc_graph *g);
 /* Builders. Each returns the new node id, or -1 on a shape error or out of memory (the graph is then
  * unusable; tc_graph_error() says why). Inputs are node ids. Parameters are declared by name and get data
  * only when the graph is later filled (tc_zoo_fill or tc_graph_load_params). */
+/* The CNN input "input": float32 [batch, c, h, w]. */
 int tc_graph_input(tc_graph *g, int c, int h, int w);
+/* A named input of any dtype and shape (shape[0] is usually the batch). */
+int tc_graph_input_tensor(tc_graph *g, const char *name, int dtype, int ndim, const int *shape);
+/* Appends node x to the network's outputs under `name`; returns x, or -1 (too many, bad id, duplicate
+ * name). A graph without any output gets its last node as "output" from tc_graph_finish. */
+int tc_graph_output(tc_graph *g, const char *name, int x);
+/* Checks that the graph has inputs and outputs (naming its last node "output" when none was declared).
+ * Builders call it last. TH_OK, or TH_ERR_INVALID with tc_graph_error set. */
+th_status tc_graph_finish(tc_graph *g);
 int tc_graph_conv(tc_graph *g, const char *name, int x, int oc, int kh, int kw, int sh, int sw, int ph,
                   int pw, int groups, int bias);
 int tc_graph_bn(tc_graph *g, const char *name, int x, float eps);
 int tc_graph_relu(tc_graph *g, int x);
 int tc_graph_clip(tc_graph *g, int x, float lo, float hi);
+/* Broadcast add (numpy rules); CNN residuals have equal shapes. */
 int tc_graph_add(tc_graph *g, int a, int b);
 int tc_graph_max_pool(tc_graph *g, int x, int k, int s, int p, int ceil_mode);
 int tc_graph_avg_pool(tc_graph *g, int x, int k, int s, int p, int count_include_pad);
@@ -112,9 +161,41 @@ int tc_graph_global_avg_pool(tc_graph *g, int x);
 int tc_graph_adaptive_avg_pool(tc_graph *g, int x, int oh, int ow);
 int tc_graph_concat(tc_graph *g, int n, const int *xs);
 int tc_graph_flatten(tc_graph *g, int x);
+/* Dense over the last axis of any rank: parameters "<name>.weight" [units, k] and "<name>.bias". */
 int tc_graph_dense(tc_graph *g, const char *name, int x, int units, int bias);
+/* The same with explicit parameter names (bias_name NULL: no bias), e.g. torch's in_proj_weight. */
+int tc_graph_dense_named(tc_graph *g, const char *name, int x, int units, const char *weight_name,
+                         const char *bias_name);
 int tc_graph_dropout(tc_graph *g, int x);
 int tc_graph_softmax(tc_graph *g, int x);
+
+/* Tensor ops. Shapes follow torch; each returns the node id or -1 with a clear error. */
+/* A parameter of the given shape used as a tensor (init: TC_INIT_*). */
+int tc_graph_const(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
+int tc_graph_matmul(tc_graph *g, int a, int b, int trans_a, int trans_b, float alpha);
+/* Layer norm over the last axis: parameters "<name>.weight" and "<name>.bias" [last dim]. */
+int tc_graph_layer_norm(tc_graph *g, const char *name, int x, float eps);
+int tc_graph_gelu(tc_graph *g, int x);
+int tc_graph_tanh(tc_graph *g, int x);
+/* Gathers rows of "<name>.weight" [num, dim] by the int64 tensor idx: [...] -> [..., dim]. */
+int tc_graph_embedding(tc_graph *g, const char *name, int idx, int num, int dim);
+/* One entry of shape may be -1 (inferred). */
+int tc_graph_reshape(tc_graph *g, int x, int ndim, const int *shape);
+int tc_graph_transpose(tc_graph *g, int x, const int *perm);
+/* Negative axis counts from the end; begin/end are clamped to the axis as in Python; step >= 1. */
+int tc_graph_slice(tc_graph *g, int x, int axis, int begin, int end, int step);
+/* x[..., index, ...] along axis, which disappears (a slice of one and a reshape). */
+int tc_graph_select(tc_graph *g, int x, int axis, int index);
+/* Concat along any axis; all other dims equal. */
+int tc_graph_concat_axis(tc_graph *g, int n, const int *xs, int axis);
+int tc_graph_mul(tc_graph *g, int a, int b);
+int tc_graph_sub(tc_graph *g, int a, int b);
+int tc_graph_div(tc_graph *g, int a, int b);
+/* softmax(alpha * x + mask) over the last axis; mask -1 for none, else a float tensor that broadcasts. */
+int tc_graph_softmax_ex(tc_graph *g, int x, float alpha, int mask);
+int tc_graph_cast(tc_graph *g, int x, int dtype);
+int tc_graph_affine(tc_graph *g, int x, float alpha, float shift);
+int tc_graph_expand(tc_graph *g, int x, int ndim, const int *shape);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Finds a parameter by name; -1 when absent. */
@@ -124,10 +205,12 @@ const char *tc_graph_error(const tc_graph *g);
 
 /* Elements of a node's output tensor. */
 int64_t tc_tensor_numel(const tc_tensor *t);
+/* Bytes of a tensor: numel x the dtype's size. */
+int64_t tc_tensor_bytes(const tc_tensor *t);
 /* Trainable parameters (running statistics excluded), counted from shapes, of the parameters in use. */
 int64_t tc_graph_param_count(const tc_graph *g);
-/* FLOPs of one inference: 2 per multiply-add of conv and dense layers (the convention torchvision and
- * AutoTVM report as "GFLOPs" x 2), other ops excluded. */
+/* FLOPs of one inference: 2 per multiply-add of conv, dense and matmul nodes (the convention torchvision
+ * and AutoTVM report as "GFLOPs" x 2), other ops excluded. */
 double tc_graph_flops(const tc_graph *g);
 /* Allocates (arena) data for every parameter that has none. TH_ERR_NOMEM. */
 th_status tc_graph_alloc_params(tc_graph *g);

@@ -61,9 +61,9 @@ typedef struct tc_run_stats {
  * truncated bundle gives TH_ERR_CORRUPT with a clear message; TH_ERR_RUNTIME for a model that fails to
  * load or run. The temp dir is removed. */
 th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen);
-/* tc_bundle_run that also times every kernel call (th_model_run_profiled) and returns each call's median
- * and the manifest in *out; free them with tc_run_stats_free. A bundle whose model.so lacks the profiled
- * entry point (CUDA bundles) gives TH_ERR_UNSUPPORTED. */
+/* tc_bundle_run that also times every kernel call (th_model_run_io_profiled) and returns each
+ * call's median and the manifest in *out; free them with tc_run_stats_free. A bundle whose model.so
+ * lacks the profiled entry point (CUDA bundles) gives TH_ERR_UNSUPPORTED. */
 th_status tc_bundle_profile(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen);
 void tc_run_stats_free(tc_run_stats *s);
 

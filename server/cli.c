@@ -11,11 +11,12 @@
 
 #include "builder.h"
 #include "measure.h"
+#include "present.h"
+#include "space.h"
 #include "store.h"
 #include "tc.h"
 #include "th_util.h"
 #include "tune_cli.h"
-#include "space.h"
 #include "tune_job.h"
 #include "zoo.h"
 
@@ -180,17 +181,47 @@ int cli_tune(int argc, char **argv) {
   return tune_cli_main(argc, argv);
 }
 
+/* "[batch, 3, 224, 224]" from a GET /networks shape. */
+static void cli__shape(const json_t *shape, char *out, size_t n) {
+  size_t used = 0, i;
+  json_t *v;
+  out[0] = '\0';
+  json_array_foreach(shape, i, v) {
+    int w = json_is_string(v)
+                ? snprintf(out + used, n - used, "%s%s", i ? ", " : "[", json_string_value(v))
+                : snprintf(out + used, n - used, "%s%lld", i ? ", " : "[",
+                           (long long)json_integer_value(v));
+    if (w < 0 || (size_t)w >= n - used) return;
+    used += (size_t)w;
+  }
+  snprintf(out + used, n - used, "%s]", used ? "" : "[");
+}
+
 int cli_networks(void) {
-  printf("%-16s %-18s %10s %12s  %s\n", "network", "input", "GFLOPs", "params", "description");
+  printf("%-16s %10s %12s  %s\n", "network", "GFLOPs", "params", "description");
   for (size_t i = 0; i < tc_zoo_count(); i++) {
     const tc_zoo_entry *e = tc_zoo_at(i);
-    double flops = 0;
-    int64_t params = 0;
-    tc_zoo_info(e->name, 1, &flops, &params);
-    char shape[32];
-    snprintf(shape, sizeof shape, "1x%dx%dx%d", e->c, e->h, e->w);
-    printf("%-16s %-18s %10.2f %12lld  %s\n", e->name, shape, flops / 1e9, (long long)params,
-           e->description);
+    json_t *o = NULL;
+    if (srv_present_network(e->name, &o) != TH_OK) {
+      fprintf(stderr, "tunehub networks: cannot describe %s\n", e->name);
+      return 1;
+    }
+    printf("%-16s %10.2f %12lld  %s\n", e->name,
+           json_number_value(json_object_get(o, "flops")) / 1e9,
+           (long long)json_integer_value(json_object_get(o, "params")), e->description);
+    const char *keys[2] = {"inputs", "outputs"};
+    for (int k = 0; k < 2; k++) {
+      size_t j;
+      json_t *io;
+      json_array_foreach(json_object_get(o, keys[k]), j, io) {
+        char shape[128];
+        cli__shape(json_object_get(io, "shape"), shape, sizeof shape);
+        printf("  %-6s %-20s %-8s %s\n", k ? "output" : "input",
+               json_string_value(json_object_get(io, "name")),
+               json_string_value(json_object_get(io, "dtype")), shape);
+      }
+    }
+    json_decref(o);
   }
   return 0;
 }

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph.h"
 #include "th_util.h"
 #include "tune_job.h"
+#include "zoo.h"
 
 void srv_job_url(int64_t id, char *out, size_t n) {
   snprintf(out, n, "/jobs/%lld", (long long)id);
@@ -326,4 +328,95 @@ th_status srv_present_scheduler(const tune_sched_info *in, json_t *queue, th_buf
   if (rc == TH_OK) rc = q ? th_buf_appendf(b, "},\"store_queue\":%s}", q) : TH_ERR_NOMEM;
   free(q);
   return rc;
+}
+
+/* {"name","dtype","shape"} of a network input or output: dims that differ between the graphs built
+ * at batch 1 (t1) and 2 (t2) are "batch". */
+static json_t *srv__io(const char *name, const tc_tensor *t1, const tc_tensor *t2) {
+  json_t *shape = json_array();
+  for (int d = 0; d < t1->ndim; d++)
+    json_array_append_new(shape, t2->ndim == t1->ndim && t2->shape[d] != t1->shape[d]
+                                     ? json_string("batch")
+                                     : json_integer(t1->shape[d]));
+  return json_pack("{s:s,s:s,s:o}", "name", name ? name : "", "dtype", tc_dtype_name(t1->dtype),
+                   "shape", shape);
+}
+
+/* A copy of a shape with its "batch" dims set to batch. */
+static json_t *srv__shape_at(const json_t *shape, int batch) {
+  json_t *a = json_array();
+  size_t i;
+  json_t *v;
+  json_array_foreach(shape, i, v)
+      json_array_append_new(a, json_is_string(v) ? json_integer(batch) : json_copy(v));
+  return a;
+}
+
+static void srv__entry_at(json_t *e, int batch) {
+  const char *keys[2] = {"inputs", "outputs"};
+  for (int k = 0; k < 2; k++) {
+    size_t i;
+    json_t *io;
+    json_array_foreach(json_object_get(e, keys[k]), i, io) {
+      json_t *shape = json_object_get(io, "shape");
+      if (shape) json_object_set_new(io, "shape", srv__shape_at(shape, batch));
+    }
+  }
+  json_t *first = json_object_get(json_array_get(json_object_get(e, "inputs"), 0), "shape");
+  if (first) json_object_set_new(e, "input", json_copy(first));
+}
+
+void srv_present_networks_at(json_t *doc, int batch) {
+  json_t *nets = json_object_get(doc, "networks");
+  if (!nets) {
+    srv__entry_at(doc, batch);
+    return;
+  }
+  size_t i;
+  json_t *e;
+  json_array_foreach(nets, i, e) srv__entry_at(e, batch);
+}
+
+th_status srv_present_network(const char *name, json_t **out) {
+  const tc_zoo_entry *e = tc_zoo_find(name);
+  if (!e) return TH_ERR_NOT_FOUND;
+  tc_graph *g1 = NULL, *g2 = NULL;
+  th_status rc = tc_zoo_build(name, 1, 0, 0, 0, &g1, NULL, 0);
+  if (rc == TH_OK) rc = tc_zoo_build(name, 2, 0, 0, 0, &g2, NULL, 0);
+  if (rc == TH_OK && (g1->ninputs != g2->ninputs || g1->noutputs != g2->noutputs))
+    rc = TH_ERR_INTERNAL;
+  json_t *o = NULL, *ins = NULL, *outs = NULL;
+  if (rc == TH_OK) {
+    o = json_object();
+    ins = json_array();
+    outs = json_array();
+    if (!o || !ins || !outs) rc = TH_ERR_NOMEM;
+  }
+  for (int k = 0; rc == TH_OK && k < g1->ninputs; k++)
+    json_array_append_new(ins, srv__io(g1->nodes[g1->inputs[k]].name, &g1->nodes[g1->inputs[k]].out,
+                                       &g2->nodes[g2->inputs[k]].out));
+  for (int k = 0; rc == TH_OK && k < g1->noutputs; k++)
+    json_array_append_new(outs, srv__io(g1->output_names[k], &g1->nodes[g1->outputs[k]].out,
+                                        &g2->nodes[g2->outputs[k]].out));
+  if (rc == TH_OK) {
+    json_object_set_new(o, "name", json_string(e->name));
+    json_object_set_new(o, "description", json_string(e->description));
+    json_t *first = json_object_get(json_array_get(ins, 0), "shape");
+    json_object_set_new(o, "input", first ? srv__shape_at(first, 1) : json_array());
+    json_object_set_new(o, "inputs", ins);
+    json_object_set_new(o, "outputs", outs);
+    ins = outs = NULL;
+    json_object_set_new(o, "flops", json_real(tc_graph_flops(g1)));
+    json_object_set_new(o, "params", json_integer(tc_graph_param_count(g1)));
+  }
+  json_decref(ins);
+  json_decref(outs);
+  tc_graph_free(g1);
+  tc_graph_free(g2);
+  if (rc != TH_OK) {
+    json_decref(o);
+    return rc;
+  }
+  *out = o;
+  return TH_OK;
 }

@@ -46,4 +46,14 @@ char *srv_present_event(const tune_event *ev);
  * "waiting","estimates"}, then "store_queue": queue (a document, e.g. srv_present_jobs', consumed). */
 th_status srv_present_scheduler(const tune_sched_info *in, json_t *queue, th_buf *b);
 
+/* A zoo network's GET /networks entry, {"name", "description", "input", "inputs": [{"name", "dtype",
+ * "shape"}], "outputs": [...], "flops", "params"}, at the default input size. In shapes a dimension
+ * that follows the batch is the string "batch" (found by building the graph at batch 1 and 2,
+ * without weights); "input" is the first input's shape at batch 1. FLOPs and parameters are at
+ * batch 1. TH_ERR_NOT_FOUND for an unknown name, TH_ERR_NOMEM; *out is written only on success. */
+th_status srv_present_network(const char *name, json_t **out);
+/* Replaces every "batch" dimension in a GET /networks document (one entry or {"networks":[...]})
+ * with batch, in place, and sets each entry's "input" to its first input's shape at that batch. */
+void srv_present_networks_at(json_t *doc, int batch);
+
 #endif

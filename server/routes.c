@@ -52,24 +52,18 @@ th_status srv_routes_init(srv_t *s, char *err, size_t n) {
   json_t *arr = json_array();
   for (size_t i = 0; i < tc_zoo_count(); i++) {
     const tc_zoo_entry *e = tc_zoo_at(i);
-    double flops = 0;
-    int64_t params = 0;
-    if (tc_zoo_info(e->name, 1, &flops, &params) != TH_OK) {
+    json_t *o = NULL;
+    if (srv_present_network(e->name, &o) != TH_OK) {
       snprintf(err, n, "cannot describe network %s", e->name);
       json_decref(arr);
       return TH_ERR_INTERNAL;
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(e->name));
-    json_object_set_new(o, "description", json_string(e->description));
-    json_t *shape = json_pack("[iiii]", 1, e->c, e->h, e->w);
-    json_object_set_new(o, "input", json_incref(shape));
-    json_object_set_new(o, "flops", json_real(flops));
-    json_object_set_new(o, "params", json_integer(params));
     json_array_append_new(arr, o);
-    char *shape_text = json_dumps(shape, JSON_COMPACT);
-    json_decref(shape);
-    if (shape_text) store_network_upsert(s->st, e->name, shape_text, flops, params);
+    char *shape_text = json_dumps(json_object_get(o, "input"), JSON_COMPACT);
+    if (shape_text)
+      store_network_upsert(s->st, e->name, shape_text,
+                           json_number_value(json_object_get(o, "flops")),
+                           (int64_t)json_integer_value(json_object_get(o, "params")));
     free(shape_text);
   }
   json_t *root = json_object();
@@ -78,6 +72,24 @@ th_status srv_routes_init(srv_t *s, char *err, size_t n) {
   s->networks_json = json_dumps(root, JSON_COMPACT);
   json_decref(root);
   return s->networks_json ? TH_OK : TH_ERR_NOMEM;
+}
+
+/* GET /networks[?batch=N]: the cached list, with "batch" dims as the number when one is given. */
+static enum MHD_Result srv__networks(srv_t *s, srv_request *r) {
+  char b[32] = "";
+  int q = srv_query(r, "batch", b, sizeof b);
+  if (q == 0) return srv_json(s, r, 200, s->networks_json);
+  int64_t batch = 0;
+  if (q < 0 || th_parse_i64(b, &batch) != TH_OK || batch < 1 || batch > s->cfg.max_batch) {
+    char extra[96];
+    snprintf(extra, sizeof extra, "{\"valid\":{\"min\":1,\"max\":%d}}", s->cfg.max_batch);
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_batch", extra,
+                     "invalid batch '%s'; the batch is a whole number from 1 to %d", b,
+                     s->cfg.max_batch);
+  }
+  json_t *doc = json_loads(s->networks_json, 0, NULL);
+  if (doc) srv_present_networks_at(doc, (int)batch);
+  return srv_json_doc(s, r, 200, doc);
 }
 
 /* ---- validation ---- */
@@ -839,7 +851,7 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     const char *allow = "GET, HEAD";
     if (SEG(0, "networks")) {
       r->route = SRV_ROUTE_NETWORKS;
-      return get ? srv_json(s, r, 200, s->networks_json) : srv__not_allowed(s, r, allow);
+      return get ? srv__networks(s, r) : srv__not_allowed(s, r, allow);
     }
     if (SEG(0, "targets")) {
       r->route = SRV_ROUTE_TARGETS;

@@ -36,15 +36,23 @@
 
 #define TUNE_PACK_NPARAMS 8
 
-/* The argument list of a task's kernels: args[i] points at a float buffer of nelems[i] elements (NULL when
- * nelems[i] is 0); output buffers are checked against the reference and the others are inputs, filled with
- * seeded random values. A weight buffer whose layout depends on the config is marked packed: nelems is then
- * its unpacked (torch layout) size, and each candidate brings its pack parameters (tune_pack). */
+/* The argument list of a task's kernels: args[i] points at a buffer of nelems[i] elements (NULL
+ * when nelems[i] is 0), float32 unless elem_bytes[i] is 8 (int64: embedding indices, a cast's
+ * input); output buffers (float32 only) are checked against the reference and the others are
+ * inputs, filled with seeded random values: floats in [-1, 1), int64 values in [0, index_limit[i])
+ * (the rows of an embedding table; 0 means [0, 100)). Outputs are poisoned with NaN before each
+ * run, so an element a kernel never writes is caught; a partial output (a copy that writes one part
+ * of a concat) is zeroed instead, since the reference leaves the rest unwritten too. A weight
+ * buffer whose layout depends on the config is marked packed: nelems is then its unpacked (torch
+ * layout) size, and each candidate brings its pack parameters (tune_pack). */
 typedef struct tune_layout {
   int nbufs;
   int64_t nelems[TUNE_MAX_BUFS];
   int is_output[TUNE_MAX_BUFS];
   int packed[TUNE_MAX_BUFS];
+  int elem_bytes[TUNE_MAX_BUFS];      /* 0 or 4: float32; 8: int64 */
+  int64_t index_limit[TUNE_MAX_BUFS]; /* int64 inputs: values in [0, index_limit) */
+  int partial[TUNE_MAX_BUFS]; /* outputs written only in part: zeroed, not NaN, before a run */
 } tune_layout;
 
 /* Per-candidate packing of the packed buffers: the worker calls th_rt_pack_weights(params, raw, dst) found

@@ -100,59 +100,21 @@ int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *
   return 0;
 }
 
-/* Elements from 0 to the last one a strided operand reaches (copy, binary). */
-static int64_t tune__span(const tc_workload *w, const int *stride, int off) {
-  int64_t last = off;
-  for (int d = 0; d < w->ndim && d < TC_WL_DIMS; d++) last += (int64_t)(w->shape[d] - 1) * stride[d];
-  return last + 1;
+/* Elements a strided operand spans: the offset of its last element plus one (a stride 0
+ * broadcasts). */
+static int64_t tune__extent(int ndim, const int *shape, const int *stride, int off) {
+  int64_t e = (int64_t)off + 1;
+  for (int d = 0; d < ndim && d < TC_WL_DIMS; d++) {
+    if (shape[d] <= 0) return 0;
+    e += (int64_t)(shape[d] - 1) * (stride[d] < 0 ? -(int64_t)stride[d] : stride[d]);
+  }
+  return e;
 }
 
-/* The tensor families (ops.h), in floats: an int64 buffer (embedding's indices, the cast's input)
- * counts two, and takes random bits (any index outside the table gives zeros, any int64 a finite
- * float). A copy that leaves part of its output alone (a concat part, an offset, a strided output) has
- * its output treated as an input: the worker poisons outputs with NaN and wants them all written, so
- * such a copy is timed without the check across candidates. */
-static void tune__tensor_layout(const tc_workload *w, tune_layout *out) {
-  int64_t rows = (int64_t)w->n * w->c * w->h * w->w, numel = 1;
-  for (int d = 0; d < w->ndim && d < TC_WL_DIMS; d++) numel *= w->shape[d];
-  out->nbufs = tc_op_nargs(w->kernel);
-  out->is_output[out->nbufs - 1] = 1;
-  int64_t *n = out->nelems;
-  switch (w->kernel) {
-    case TC_KERNEL_BATCH_MATMUL: /* n x [M, K], [K, N] (either transposed), [M, N] */
-      n[0] = (int64_t)w->n * w->h * w->c;
-      n[1] = (int64_t)w->n * w->c * w->oc;
-      n[2] = (int64_t)w->n * w->h * w->oc;
-      break;
-    case TC_KERNEL_LAYER_NORM:
-      n[0] = n[4] = rows;
-      n[1] = n[2] = w->c;
-      n[3] = (w->epilogue & TC_EPI_RESIDUAL) ? rows : 0;
-      break;
-    case TC_KERNEL_SOFTMAX_ROWS:
-      n[0] = n[2] = rows;
-      n[1] = (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
-      break;
-    case TC_KERNEL_UNARY:
-      n[0] = w->op == TC_UNARY_CAST_I64 ? 2 * (int64_t)w->n : w->n;
-      n[1] = w->n;
-      break;
-    case TC_KERNEL_EMBEDDING:
-      n[0] = 2 * (int64_t)w->n;
-      n[1] = (int64_t)w->c * w->oc;
-      n[2] = (int64_t)w->n * w->oc;
-      break;
-    case TC_KERNEL_COPY:
-      n[0] = tune__span(w, w->astride, w->aoff);
-      n[1] = tune__span(w, w->bstride, w->boff);
-      out->is_output[1] = w->boff == 0 && n[1] == numel;
-      break;
-    default: /* binary */
-      n[0] = tune__span(w, w->astride, 0);
-      n[1] = tune__span(w, w->bstride, 0);
-      n[2] = numel;
-      break;
-  }
+static int64_t tune__volume(int ndim, const int *shape) {
+  int64_t v = 1;
+  for (int d = 0; d < ndim && d < TC_WL_DIMS; d++) v *= shape[d];
+  return v;
 }
 
 th_status tune_task_layout(const tune_task *t, tune_layout *out) {
@@ -161,15 +123,6 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out) {
   int64_t in = (int64_t)w->n * w->c * w->h * w->w;
   int64_t o = (int64_t)w->n * w->oc * w->oh * w->ow;
   switch (w->kernel) {
-    case TC_KERNEL_BATCH_MATMUL:
-    case TC_KERNEL_LAYER_NORM:
-    case TC_KERNEL_SOFTMAX_ROWS:
-    case TC_KERNEL_UNARY:
-    case TC_KERNEL_EMBEDDING:
-    case TC_KERNEL_COPY:
-    case TC_KERNEL_BINARY:
-      tune__tensor_layout(w, out);
-      break;
     case TC_KERNEL_CONV2D:
     case TC_KERNEL_DEPTHWISE:
     case TC_KERNEL_DENSE:
@@ -189,9 +142,62 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out) {
       out->nelems[0] = out->nelems[1] = out->nelems[2] = in;
       out->is_output[2] = 1;
       break;
+    case TC_KERNEL_BATCH_MATMUL: /* {a [n, M, K], b [n, K, N], out [n, M, N]}: M = h, K = c, N = oc
+                                  */
+      out->nbufs = 3;
+      out->nelems[0] = (int64_t)w->n * w->h * w->c;
+      out->nelems[1] = (int64_t)w->n * w->c * w->oc;
+      out->nelems[2] = (int64_t)w->n * w->h * w->oc;
+      out->is_output[2] = 1;
+      break;
+    case TC_KERNEL_LAYER_NORM: /* {in, gamma, beta, residual or NULL, out}: n rows of c */
+      out->nbufs = 5;
+      out->nelems[0] = out->nelems[4] = (int64_t)w->n * w->c;
+      out->nelems[1] = out->nelems[2] = w->c;
+      out->nelems[3] = (w->epilogue & TC_EPI_RESIDUAL) ? (int64_t)w->n * w->c : 0;
+      out->is_output[4] = 1;
+      break;
+    case TC_KERNEL_SOFTMAX_ROWS: /* {in, mask [n, w] or NULL, out}: rows [n, c, h] of w */
+      out->nbufs = 3;
+      out->nelems[0] = out->nelems[2] = in;
+      out->nelems[1] = (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
+      out->is_output[2] = 1;
+      break;
+    case TC_KERNEL_UNARY: /* {in, out}: n elements; a cast reads int64 */
+      out->nbufs = 2;
+      out->nelems[0] = out->nelems[1] = w->n;
+      if (w->op == TC_UNARY_CAST_I64) out->elem_bytes[0] = 8; /* small integers: [0, 100) */
+      out->is_output[1] = 1;
+      break;
+    case TC_KERNEL_EMBEDDING: /* {indices [n] int64 in [0, c), table [c, oc], out [n, oc]} */
+      out->nbufs = 3;
+      out->nelems[0] = w->n;
+      out->elem_bytes[0] = 8;
+      out->index_limit[0] = w->c;
+      out->nelems[1] = (int64_t)w->c * w->oc;
+      out->nelems[2] = (int64_t)w->n * w->oc;
+      out->is_output[2] = 1;
+      break;
+    case TC_KERNEL_COPY: { /* {in, out}: the extents of the strided spaces */
+      out->nbufs = 2;
+      out->nelems[0] = tune__extent(w->ndim, w->shape, w->astride, w->aoff);
+      out->nelems[1] = tune__extent(w->ndim, w->shape, w->bstride, w->boff);
+      out->is_output[1] = 1;
+      /* one part of a concat (or a slice's gaps): the rest of the output stays unwritten */
+      out->partial[1] = w->boff != 0 || out->nelems[1] != tune__volume(w->ndim, w->shape);
+      break;
+    }
+    case TC_KERNEL_BINARY: /* {a, b, out}: out contiguous over shape, a and b strided (0 broadcasts)
+                            */
+      out->nbufs = 3;
+      out->nelems[0] = tune__extent(w->ndim, w->shape, w->astride, 0);
+      out->nelems[1] = tune__extent(w->ndim, w->shape, w->bstride, 0);
+      out->nelems[2] = tune__volume(w->ndim, w->shape);
+      out->is_output[2] = 1;
+      break;
     case TC_KERNEL_COUNT:
       return TH_ERR_INVALID;
-    default:
+    default: /* pools, softmax, layout, concat: {in, out} */
       out->nbufs = 2;
       out->nelems[0] = in;
       out->nelems[1] = o;
@@ -204,6 +210,8 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out) {
 
 th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out) {
   memset(out, 0, sizeof *out);
+  /* only conv, depthwise and dense pack their weights; the tensor families read plain buffers
+   * (layer norm's gamma and beta, an embedding's table) */
   if (t->wl.kernel != TC_KERNEL_CONV2D && t->wl.kernel != TC_KERNEL_DEPTHWISE &&
       t->wl.kernel != TC_KERNEL_DENSE)
     return TH_OK;

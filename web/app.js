@@ -376,8 +376,10 @@
     add('SIMD lanes', pick(man, 'target.simd_lanes'));
     const shape = (v) => Array.isArray(v) ? v.join('×') : v;
     const io = (o) => o && typeof o === 'object' && !Array.isArray(o) ? [shape(o.shape), o.dtype, o.layout].filter(Boolean).join(' ') : shape(o);
-    add('Input', io(pick(man, 'input')));
-    add('Output', io(pick(man, 'output')));
+    // every input and output ("inputs"/"outputs"; older bundles have only "input"/"output")
+    const ios = (v, one) => Array.isArray(v) && v.length ? v.map(o => [o.name, io(o)].filter(Boolean).join(' ')).join(', ') : io(pick(man, one));
+    add(Array.isArray(pick(man, 'inputs')) && pick(man, 'inputs').length > 1 ? 'Inputs' : 'Input', ios(pick(man, 'inputs'), 'input'));
+    add(Array.isArray(pick(man, 'outputs')) && pick(man, 'outputs').length > 1 ? 'Outputs' : 'Output', ios(pick(man, 'outputs'), 'output'));
     const fl = pick(man, 'flops');
     add('FLOPs', typeof fl === 'number' ? fmtGflop(fl) : fl);
     const pr = pick(man, 'params');
@@ -1048,7 +1050,7 @@
     if (!data.networks) { sel.replaceChildren(h('option', { value: '' }, 'networks unavailable')); return; }
     const cur = sel.value;
     sel.replaceChildren(h('option', { value: '' }, 'choose a network…'),
-      ...data.networks.map(n => h('option', { value: n.name }, n.name + (n.input ? ' — input ' + n.input.join('×') : '') + (typeof n.flops === 'number' ? ', ' + fmtGflop(n.flops) : ''))));
+      ...data.networks.map(n => h('option', { value: n.name }, n.name + (netInputs(n) ? ' — ' + netInputs(n) : '') + (typeof n.flops === 'number' ? ', ' + fmtGflop(n.flops) : ''))));
     if (cur) sel.value = cur;
     dl.replaceChildren(...data.networks.map(n => h('option', { value: n.name })));
     networkHint();
@@ -1066,9 +1068,18 @@
     const t = data.targets && Array.isArray(data.targets.targets) ? data.targets.targets.find(x => x.framework === $('#b-framework').value) : null;
     $('#b-framework-hint').textContent = t ? (t.available === false ? 'Not available here' + (t.reason ? ': ' + t.reason : '') : (t.device || '') + (t.target ? ' — ' + t.target : '')) : '';
   }
+  // a network's inputs as "input_ids int64[batch×128], ..." (GET /networks "inputs"; older servers: "input")
+  function ioText(t) {
+    return t && Array.isArray(t.shape) ? [t.name, (t.dtype || '') + '[' + t.shape.join('×') + ']'].filter(Boolean).join(' ') : '';
+  }
+  function netInputs(n) {
+    if (n && Array.isArray(n.inputs) && n.inputs.length) return (n.inputs.length > 1 ? 'inputs ' : 'input ') + n.inputs.map(ioText).join(', ');
+    return n && Array.isArray(n.input) ? 'input ' + n.input.join('×') : '';
+  }
   function networkHint() {
     const n = data.networks && data.networks.find(x => x.name === $('#b-network').value);
-    $('#b-network-hint').textContent = n ? [n.description, n.input ? 'input ' + n.input.join('×') : null, fmtGflop(n.flops),
+    const outs = n && Array.isArray(n.outputs) && n.outputs.length ? (n.outputs.length > 1 ? 'outputs ' : 'output ') + n.outputs.map(ioText).join(', ') : null;
+    $('#b-network-hint').textContent = n ? [n.description, netInputs(n) || null, outs, fmtGflop(n.flops),
       typeof n.params === 'number' ? (n.params / 1e6).toFixed(1) + 'M params' : null].filter(Boolean).join(' · ') : '';
   }
   function validateBatch() {

@@ -29,6 +29,7 @@ static struct {
   char why[256];
 } cuda__dev;
 static pthread_once_t cuda__dev_once = PTHREAD_ONCE_INIT;
+static _Atomic int cuda__dev_done; /* 1 once cuda__dev is filled in */
 
 static void cuda__dev_query(void) {
 #ifdef TH_HAVE_CUDA
@@ -38,6 +39,7 @@ static void cuda__dev_query(void) {
   snprintf(cuda__dev.why, sizeof cuda__dev.why,
            "this tunehub was built without CUDA (NVRTC was not found under /usr/local/cuda at build time)");
 #endif
+  cuda__dev_done = 1;
 }
 
 static int cuda__has_device(char *why, size_t whylen) {
@@ -79,6 +81,10 @@ static th_status cuda__target_init(const char *arch, tc_backend_target *t, char 
     tc__seterr(err, errlen, "unknown CUDA arch '%s' (want sm_70 .. sm_121)", arch);
     return TH_ERR_INVALID;
   }
+  /* the device's own limits for its arch, when this process has asked for the device already: a
+   * named arch must not cuInit here (the tuner forks its workers after setting up targets, and a
+   * child cannot use CUDA that its parent initialised); tc_cuda_measure applies them itself */
+  if (cuda__dev_done && cuda__dev.present) tc_cuda_target_use_device(g, &cuda__dev.dev);
   snprintf(t->str, sizeof t->str, "cuda -arch=%.16s", g->arch);
   snprintf(t->triple, sizeof t->triple, "nvptx64-nvidia-cuda");
   return TH_OK;

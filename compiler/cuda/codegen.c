@@ -1,11 +1,13 @@
-/* The CUDA C printer: loop IR -> one `extern "C" __global__` function. Loops bound to GPU axes become
- * `const int v = min + blockIdx.x;` (their extents become the launch grid/block, checked to agree when an
- * axis is bound more than once), SHARED allocations become `__shared__` arrays, SYNC `__syncthreads()`,
- * 4-lane loads/stores with 16-byte alignment become float4 accesses, and serial loop nests with constant
- * extents whose iteration count is at most the config's auto_unroll_max_step are unrolled, either with
- * `#pragma unroll` or, with unroll_explicit, by replicating the body (at most 64 iterations; cooperative
- * fetch loops, whose variable is named "fetch*", are never auto-unrolled). Indices are printed as 32-bit int
- * (the templates reject workloads whose tensors exceed 2^31 elements). */
+/* The CUDA C printer: loop IR -> one `extern "C" __global__` function. Loops bound to GPU axes
+ * become `const int v = min + blockIdx.x;` (their extents become the launch grid/block, checked to
+ * agree when an axis is bound more than once), SHARED allocations become `__shared__` arrays, SYNC
+ * `__syncthreads()`, 4-lane loads/stores with 16-byte alignment become float4 accesses, and serial
+ * loop nests with constant extents whose iteration count is at most the config's
+ * auto_unroll_max_step are unrolled, either with `#pragma unroll` or, with unroll_explicit, by
+ * replicating the body (at most 64 iterations; cooperative fetch loops, whose variable is named
+ * "fetch*", are never auto-unrolled). Indices are printed as 32-bit int (the templates reject
+ * workloads whose tensors exceed 2^31 elements); an argument buffer of integers (the int64 indices
+ * of embedding, the input of an int64 cast) is a `long long *` parameter. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@ typedef struct cg {
   const tc_cuda_lowered *k;
   tc_cuda_launch *l;
   int bound[6]; /* per axis (block xyz, thread xyz): extent, 0 = unbound */
+  int int_param[8]; /* 1: argument slot i is a buffer of 64-bit integers (long long *) */
   int64_t local_floats;
   int64_t shared_bytes;
   th_status rc;
@@ -37,6 +40,7 @@ static void cg_indent(cg *c) {
 }
 
 static void cg_var(cg *c, const tc_var *v) {
+  if (v->param >= 0 && v->param < 8 && v->elem.code == TC_TYPE_INT) c->int_param[v->param] = 1;
   if (v->param >= 0) th_buf_appendf(c->b, "a%d", v->param);
   else th_buf_appendf(c->b, "%s_%d", v->name ? v->name : "v", v->id);
 }
@@ -171,11 +175,12 @@ static void cg_expr(cg *c, const tc_expr *e) {
       th_buf_appendf(c->b, "))");
       break;
     case TC_EXPR_EXP:
+    case TC_EXPR_SQRT:
       if (e->type.lanes != 1) {
-        cg_fail(c, TH_ERR_UNSUPPORTED, "vector exp", NULL);
+        cg_fail(c, TH_ERR_UNSUPPORTED, "vector exp or sqrt", NULL);
         return;
       }
-      th_buf_appendf(c->b, "expf(");
+      th_buf_appendf(c->b, e->kind == TC_EXPR_EXP ? "expf(" : "sqrtf(");
       cg_expr(c, e->a);
       th_buf_appendf(c->b, ")");
       break;
@@ -480,7 +485,8 @@ th_status tc_cuda_codegen(const tc_cuda_lowered *k, const char *fn, int nargs, t
     launch->local_floats = (int)c.local_floats;
     int threads = launch->block[0] * launch->block[1] * launch->block[2];
     th_buf_appendf(src, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", threads, fn);
-    for (int a = 0; a < nargs; a++) th_buf_appendf(src, "%sfloat *a%d", a ? ", " : "", a);
+    for (int a = 0; a < nargs; a++)
+      th_buf_appendf(src, "%s%s *a%d", a ? ", " : "", c.int_param[a] ? "long long" : "float", a);
     th_buf_appendf(src, ") {\n");
     rc = th_buf_append(src, body.data, body.len);
     if (rc == TH_OK) rc = th_buf_appendf(src, "}\n\n");

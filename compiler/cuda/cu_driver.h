@@ -52,6 +52,16 @@ th_status tc__cu_get(const tc_cu **out, char *err, size_t errlen);
 /* The driver's name for a CUresult ("CUDA_ERROR_..." text) or "error N". */
 const char *tc__cu_errstr(const tc_cu *cu, tc_cu_result r);
 
+/* CUdevice_attribute values (cuda.h) */
+#define TC_CU_ATTR_MAX_THREADS_PER_BLOCK 1
+#define TC_CU_ATTR_MAX_BLOCK_DIM_X 2 /* Y, Z follow */
+#define TC_CU_ATTR_MAX_GRID_DIM_X 5  /* Y, Z follow */
+#define TC_CU_ATTR_MAX_SHARED_PER_BLOCK 8
+#define TC_CU_ATTR_MAX_REGS_PER_BLOCK 12
+#define TC_CU_ATTR_MAX_THREADS_PER_SM 39
+#define TC_CU_ATTR_MAX_SHARED_PER_SM 81
+#define TC_CU_ATTR_MAX_REGS_PER_SM 82
+#define TC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN 97
 #define TC_CU_ATTR_CC_MAJOR 75
 #define TC_CU_ATTR_CC_MINOR 76
 #define TC_CU_ATTR_SM_COUNT 16

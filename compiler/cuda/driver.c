@@ -113,6 +113,27 @@ th_status tc_cuda_device_query(tc_cuda_device *out, char *err, size_t errlen) {
     if (err && errlen) snprintf(err, errlen, "no CUDA device: querying device 0 failed (%s)", tc__cu_errstr(cu, r));
     return TH_ERR_UNSUPPORTED;
   }
+  /* the limits: an attribute this driver does not know stays 0 (the arch table's value is used) */
+  struct {
+    int *dst, attr;
+  } lim[] = {
+      {&out->max_threads, TC_CU_ATTR_MAX_THREADS_PER_BLOCK},
+      {&out->max_block[0], TC_CU_ATTR_MAX_BLOCK_DIM_X},
+      {&out->max_block[1], TC_CU_ATTR_MAX_BLOCK_DIM_X + 1},
+      {&out->max_block[2], TC_CU_ATTR_MAX_BLOCK_DIM_X + 2},
+      {&out->max_grid[0], TC_CU_ATTR_MAX_GRID_DIM_X},
+      {&out->max_grid[1], TC_CU_ATTR_MAX_GRID_DIM_X + 1},
+      {&out->max_grid[2], TC_CU_ATTR_MAX_GRID_DIM_X + 2},
+      {&out->max_shared_bytes, TC_CU_ATTR_MAX_SHARED_PER_BLOCK},
+      {&out->max_shared_optin, TC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN},
+      {&out->max_shared_per_sm, TC_CU_ATTR_MAX_SHARED_PER_SM},
+      {&out->max_regs_per_block, TC_CU_ATTR_MAX_REGS_PER_BLOCK},
+      {&out->max_regs_per_sm, TC_CU_ATTR_MAX_REGS_PER_SM},
+      {&out->max_threads_per_sm, TC_CU_ATTR_MAX_THREADS_PER_SM},
+  };
+  for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+    if (cu->DeviceGetAttribute(lim[i].dst, lim[i].attr, dev) != 0 || *lim[i].dst < 0)
+      *lim[i].dst = 0;
   out->name[sizeof out->name - 1] = '\0';
   out->total_mem = (int64_t)mem;
   snprintf(out->arch, sizeof out->arch, "sm_%d%d", out->major, out->minor);

@@ -111,6 +111,11 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   const tc_cu *cu = NULL;
   th_status rc = tc__cu_get(&cu, r->msg, sizeof r->msg);
   if (rc != TH_OK) return rc;
+  /* the candidate is checked against this device's own limits when it is the target's arch */
+  tc_cuda_target dt = *t;
+  tc_cuda_device gpu;
+  if (tc_cuda_device_query(&gpu, NULL, 0) == TH_OK) tc_cuda_target_use_device(&dt, &gpu);
+  t = &dt;
 
   int nargs = tc_op_nargs(wl->kernel), out_slot = nargs - 1;
   int64_t sizes[5];
@@ -158,19 +163,23 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
 
   /* buffers: seeded inputs, zeroed output */
   uint64_t seed = o.seed ? o.seed : 1;
-  void *params[5];
+  void *params[5] = {0}; /* past nargs: NULL (the fake driver reads up to the first NULL) */
   for (int a = 0; a < nargs; a++) {
     params[a] = &dev[a];
     if (sizes[a] == 0) continue;
-    host[a] = malloc((size_t)sizes[a] * sizeof(float));
+    size_t bytes = (size_t)sizes[a] * (size_t)tc_cuda_arg_elem_bytes(wl, a);
+    host[a] = malloc(bytes);
     if (!host[a]) {
       rc = TH_ERR_NOMEM;
       goto done;
     }
-    if (a == out_slot) memset(host[a], 0, (size_t)sizes[a] * sizeof(float));
+    if (a == out_slot)
+      memset(host[a], 0, bytes);
+    else if (tc_cuda_arg_elem_bytes(wl, a) == 8)
+      tc_cuda_fill_i64(wl, (int64_t *)host[a], sizes[a], &seed);
     else tc__fill(host[a], sizes[a], &seed);
-    cr = cu->MemAlloc(&dev[a], (size_t)sizes[a] * sizeof(float));
-    if (cr == 0) cr = cu->MemcpyHtoD(dev[a], host[a], (size_t)sizes[a] * sizeof(float));
+    cr = cu->MemAlloc(&dev[a], bytes);
+    if (cr == 0) cr = cu->MemcpyHtoD(dev[a], host[a], bytes);
     if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "allocating %lld floats: %s", (long long)sizes[a], tc__cu_errstr(cu, cr));
   }
   cr = cu->StreamCreate(&stream, 1);

@@ -1,7 +1,8 @@
-/* NVRTC wrapper and GPU target limits: one translation unit (all kernels of a network, or one template's
- * sample) -> one nvrtcCompileProgram call for sm_XX, which yields both the cubin and the PTX (the PTX is
- * kept as the JIT fallback for newer GPUs). Compile errors carry the NVRTC log. Without CUDA at build
- * time (TH_HAVE_CUDA undefined) the compiler reports TH_ERR_UNSUPPORTED "built without CUDA". */
+/* NVRTC wrapper and GPU target limits (the arch table, or the device's own): one translation unit
+ * (all kernels of a network, or one template's sample) -> one nvrtcCompileProgram call for sm_XX,
+ * which yields both the cubin and the PTX (the PTX is kept as the JIT fallback for newer GPUs).
+ * Compile errors carry the NVRTC log. Without CUDA at build time (TH_HAVE_CUDA undefined) the
+ * compiler reports TH_ERR_UNSUPPORTED "built without CUDA". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,23 @@
 #ifdef TH_HAVE_CUDA
 #include <nvrtc.h>
 #endif
+
+/* The documented limits per compute capability (CUDA C++ Programming Guide, "Technical
+ * Specifications per Compute Capability"; opt-in shared memory also in each architecture's tuning
+ * guide). Static __shared__ is capped at 48 KiB per block on every one of them; more needs dynamic
+ * shared memory and the opt-in attribute. Registers: 64K 32-bit registers per block and per
+ * multiprocessor, 255 per thread. */
+static const struct tc__arch_limits {
+  int sm;
+  int shared_optin, shared_per_sm, threads_per_sm;
+} tc__arch_table[] = {
+    {70, 96 * 1024, 96 * 1024, 2048},   /* V100 */
+    {75, 64 * 1024, 64 * 1024, 1024},   /* T4, RTX 20xx */
+    {80, 163 * 1024, 164 * 1024, 2048}, /* A100 */
+    {86, 99 * 1024, 100 * 1024, 1536},  /* RTX 30xx, A40 */
+    {89, 99 * 1024, 100 * 1024, 1536},  /* L4, L40, RTX 40xx */
+    {90, 227 * 1024, 228 * 1024, 2048}, /* H100, H200 */
+};
 
 th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch) {
   if (!t) return TH_ERR_INVALID;
@@ -37,7 +55,46 @@ th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch) {
   t->max_shared_bytes = 48 * 1024;
   t->max_regs_per_block = 65536;
   t->max_regs_per_thread = 255;
+  t->max_regs_per_sm = 65536;
+  /* an arch without a row (sm_72, sm_87, sm_100, sm_120, ...): the smallest documented values */
+  int n = (int)(sizeof tc__arch_table / sizeof tc__arch_table[0]), row = -1;
+  t->max_shared_optin = t->max_shared_per_sm = t->max_threads_per_sm = INT32_MAX;
+  for (int i = 0; i < n; i++) {
+    const struct tc__arch_limits *a = &tc__arch_table[i];
+    if (a->sm == sm) row = i;
+    if (a->shared_optin < t->max_shared_optin) t->max_shared_optin = a->shared_optin;
+    if (a->shared_per_sm < t->max_shared_per_sm) t->max_shared_per_sm = a->shared_per_sm;
+    if (a->threads_per_sm < t->max_threads_per_sm) t->max_threads_per_sm = a->threads_per_sm;
+  }
+  if (row >= 0) {
+    t->max_shared_optin = tc__arch_table[row].shared_optin;
+    t->max_shared_per_sm = tc__arch_table[row].shared_per_sm;
+    t->max_threads_per_sm = tc__arch_table[row].threads_per_sm;
+  }
+  snprintf(t->limits_from, sizeof t->limits_from,
+           row >= 0 ? "%s table" : "%s: smallest of the table", t->arch);
   return TH_OK;
+}
+
+/* v replaces *dst when the driver reported it */
+static void tc__limit(int *dst, int v) {
+  if (v > 0) *dst = v;
+}
+
+void tc_cuda_target_use_device(tc_cuda_target *t, const tc_cuda_device *d) {
+  if (!t || !d || strcmp(t->arch, d->arch) != 0) return;
+  tc__limit(&t->max_threads, d->max_threads);
+  for (int a = 0; a < 3; a++) {
+    tc__limit(&t->max_block[a], d->max_block[a]);
+    if (d->max_grid[a] > 0) t->max_grid[a] = d->max_grid[a];
+  }
+  tc__limit(&t->max_shared_bytes, d->max_shared_bytes);
+  tc__limit(&t->max_shared_optin, d->max_shared_optin);
+  tc__limit(&t->max_shared_per_sm, d->max_shared_per_sm);
+  tc__limit(&t->max_regs_per_block, d->max_regs_per_block);
+  tc__limit(&t->max_regs_per_sm, d->max_regs_per_sm);
+  tc__limit(&t->max_threads_per_sm, d->max_threads_per_sm);
+  snprintf(t->limits_from, sizeof t->limits_from, "device %.60s", d->name);
 }
 
 #ifdef TH_HAVE_CUDA

@@ -1,6 +1,10 @@
 /* The CPU oracle of the GPU templates: one workload computed with plain loops in the GPU ABI (NCHW,
- * torch-layout weights with batch norm folded, bias [oc], fused epilogue). Used by the CUDA measurement
- * (tc_cuda_measure) and the GPU template tests. Double accumulation, so it is the more exact side. */
+ * torch-layout weights with batch norm folded, bias [oc], fused epilogue). Used by the CUDA
+ * measurement (tc_cuda_measure) and the GPU template tests. Double accumulation, so it is the more
+ * exact side. Dense and the tensor families (whose GPU ABI is the CPU one) go to tc_ref_kernel
+ * (ref/ref_kernel.c). */
+#include "ref/ref_kernel.h"
+
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -30,10 +34,62 @@ void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]) {
       sizes[0] = in;
       sizes[1] = (int64_t)wl->n * wl->oc * wl->h * wl->w;
       break;
+    case TC_KERNEL_BATCH_MATMUL:
+      sizes[0] = (int64_t)wl->n * wl->h * wl->c;
+      sizes[1] = (int64_t)wl->n * wl->c * wl->oc;
+      sizes[2] = (int64_t)wl->n * wl->h * wl->oc;
+      break;
+    case TC_KERNEL_LAYER_NORM:
+      sizes[0] = sizes[4] = (int64_t)wl->n * wl->c;
+      sizes[1] = sizes[2] = wl->c;
+      sizes[3] = (wl->epilogue & TC_EPI_RESIDUAL) ? sizes[0] : 0;
+      break;
+    case TC_KERNEL_SOFTMAX_ROWS:
+      sizes[0] = sizes[2] = in;
+      sizes[1] = (wl->epilogue & TC_EPI_MASK) ? (int64_t)wl->n * wl->w : 0;
+      break;
+    case TC_KERNEL_EMBEDDING:
+      sizes[0] = wl->n;
+      sizes[1] = (int64_t)wl->c * wl->oc;
+      sizes[2] = (int64_t)wl->n * wl->oc;
+      break;
+    case TC_KERNEL_COPY:
+    case TC_KERNEL_BINARY: {
+      /* one past the last element each operand touches; binary's output is contiguous */
+      int64_t a = 1 + wl->aoff, b = 1 + wl->boff, o = 1;
+      for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) {
+        a += (int64_t)(wl->shape[d] - 1) * wl->astride[d];
+        b += (int64_t)(wl->shape[d] - 1) * wl->bstride[d];
+        o *= wl->shape[d];
+      }
+      sizes[0] = a;
+      sizes[1] = b;
+      if (wl->kernel == TC_KERNEL_BINARY) sizes[2] = o;
+      break;
+    }
     default:
       sizes[0] = in;
       sizes[1] = wl->kernel == TC_KERNEL_SOFTMAX || wl->kernel == TC_KERNEL_LAYOUT ? in : out;
       break;
+  }
+}
+
+int tc_cuda_arg_elem_bytes(const tc_workload *wl, int slot) {
+  int i64 = slot == 0 && (wl->kernel == TC_KERNEL_EMBEDDING ||
+                          (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64));
+  return i64 ? 8 : 4;
+}
+
+void tc_cuda_fill_i64(const tc_workload *wl, int64_t *p, int64_t n, uint64_t *seed) {
+  int emb = wl->kernel == TC_KERNEL_EMBEDDING;
+  int64_t lo = emb ? 0 : -1000, span = emb ? wl->c : 2001;
+  for (int64_t i = 0; i < n; i++) {
+    *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = *seed >> 33;
+    p[i] = lo + (int64_t)(r % (uint64_t)span);
+    int64_t sign = (r >> 24) % 2 ? -1 : 1;
+    if ((r >> 20) % 16 == 0) /* one in 16 just outside the table, or beyond 32 bits */
+      p[i] = emb ? (sign < 0 ? -1 : wl->c) : sign * (((int64_t)1 << 40) + (int64_t)(r % 4096));
   }
 }
 
@@ -87,14 +143,6 @@ th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args) {
             }
       return TH_OK;
     }
-    case TC_KERNEL_DENSE:
-      for (int n = 0; n < N; n++)
-        for (int m = 0; m < F; m++) {
-          double acc = 0;
-          for (int k = 0; k < C; k++) acc += (double)in[(int64_t)n * C + k] * args[TC_ARG_WEIGHTS][(int64_t)m * C + k];
-          args[TC_ARG_OUT][(int64_t)n * F + m] = tc__epi(wl, acc, m, (int64_t)n * F + m, args);
-        }
-      return TH_OK;
     case TC_KERNEL_GLOBAL_AVGPOOL:
       for (int64_t r = 0; r < (int64_t)N * C; r++) {
         double acc = 0;
@@ -126,6 +174,7 @@ th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args) {
     case TC_KERNEL_LAYOUT:
       memcpy(args[1], in, (size_t)N * C * H * W * sizeof(float));
       return TH_OK;
-    default: return TH_ERR_UNSUPPORTED;
+    default: /* dense (torch weights on the GPU too), the tensor families: the CPU ABI's oracle */
+      return tc_ref_kernel(wl, (void *const *)args);
   }
 }

@@ -22,19 +22,29 @@
 #include "th_status.h"
 #include "workload.h"
 
-/* The GPU a kernel is compiled for. Limits are the CUDA ones for sm_70 and later. */
+/* The GPU a kernel is compiled for and the limits every kernel is checked against before NVRTC runs
+ * (tc_cuda_valid). They come from the arch table in nvrtc.c (the CUDA C++ Programming Guide's
+ * "Technical Specifications per Compute Capability" for sm_70, 75, 80, 86, 89 and 90; an arch
+ * without a row gets the smallest value of every column), or from the device itself when the target
+ * is the arch of the device this process has (tc_cuda_target_use_device). */
 typedef struct tc_cuda_target {
-  char arch[16];          /* "sm_90" */
-  int sm;                 /* 90 */
-  int max_threads;        /* per block: 1024 */
-  int max_block[3];       /* per dimension: 1024, 1024, 64 */
-  int64_t max_grid[3];    /* 2^31-1, 65535, 65535 */
-  int max_shared_bytes;   /* static shared memory per block: 48 KiB */
-  int max_regs_per_block; /* 65536 */
+  char arch[16];           /* "sm_90" */
+  int sm;                  /* 90 */
+  int max_threads;         /* per block: 1024 */
+  int max_block[3];        /* per dimension: 1024, 1024, 64 */
+  int64_t max_grid[3];     /* 2^31-1, 65535, 65535 */
+  int max_shared_bytes;    /* static __shared__ per block, what the templates use: 48 KiB on all */
+  int max_shared_optin;    /* per block with dynamic shared memory and the opt-in attribute */
+  int max_shared_per_sm;   /* a block's shared memory must also fit one multiprocessor */
+  int max_regs_per_block;  /* 65536 */
   int max_regs_per_thread; /* 255 */
+  int max_regs_per_sm;     /* 65536 */
+  int max_threads_per_sm;  /* 1024 (sm_75) .. 2048 */
+  char limits_from[80];    /* where the limits come from: "sm_75 table" or "device <name>" */
 } tc_cuda_target;
 
-/* Fills *t for arch "sm_XX" (XX in 70..121; NULL or "" means sm_90). TH_ERR_INVALID otherwise. */
+/* Fills *t for arch "sm_XX" (XX in 70..121; NULL or "" means sm_90) with the arch table's limits.
+ * TH_ERR_INVALID otherwise. */
 th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch);
 
 /* ---- templates (templates.c; one file per family in cuda/ops/) ------------------------------------ */
@@ -107,18 +117,40 @@ typedef struct tc_cuda_device {
   int multiprocessors;
   int64_t total_mem;
   int driver_version; /* e.g. 13000 */
+  /* its limits as the driver reports them (cuDeviceGetAttribute); 0 where it reported none */
+  int max_threads; /* per block */
+  int max_block[3];
+  int max_grid[3];
+  int max_shared_bytes; /* static shared memory per block */
+  int max_shared_optin; /* per block with the opt-in attribute */
+  int max_shared_per_sm;
+  int max_regs_per_block;
+  int max_regs_per_sm;
+  int max_threads_per_sm;
 } tc_cuda_device;
 
 /* Opens libcuda.so.1 with dlopen, cuInit, and describes device 0. TH_ERR_UNSUPPORTED with "no CUDA
  * device: ..." in err when there is no driver, no device, or the driver fails to initialise. */
 th_status tc_cuda_device_query(tc_cuda_device *out, char *err, size_t errlen);
+/* When t is for d's arch, replaces t's limits with those d reported (a limit d lacks, 0, keeps the
+ * table's value) and names the device in t->limits_from; a target for another arch (a build for
+ * another GPU) keeps its table limits. Registers per thread (255) are not a device attribute. */
+void tc_cuda_target_use_device(tc_cuda_target *t, const tc_cuda_device *d);
 
 /* ---- reference (ref_kernel.c) --------------------------------------------------------------------- */
 
 /* Plain C loops computing one workload with the GPU ABI (NCHW, torch-layout folded weights): args as for
  * the kernel (host pointers). The oracle of measurement and of the GPU template tests. */
 th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args);
-/* Element counts of each argument slot of wl (0 for an unused slot), up to 5. */
+/* Element counts of each argument slot of wl (0 for an unused slot, which the kernel never reads:
+ * no bias, no residual, no mask), up to 5. */
 void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]);
+/* Bytes per element of slot's buffer: 8 for int64 (embedding's indices, the input of an int64
+ * cast), else 4 (float). */
+int tc_cuda_arg_elem_bytes(const tc_workload *wl, int slot);
+/* Seeded int64 inputs for such a slot: embedding indices over the table's rows with one in 16 just
+ * outside them (-1 or c); cast inputs in [-1000, 1000] with one in 16 beyond 32 bits (+-2^40).
+ * *seed advances. */
+void tc_cuda_fill_i64(const tc_workload *wl, int64_t *p, int64_t n, uint64_t *seed);
 
 #endif

@@ -2,21 +2,24 @@
  * (one file per family, listed in ops[] below), the device checks every config passes (threads,
  * grid, shared memory, registers, 32-bit indexing), the fallback search, the lowering entry point,
  * and the helpers several families share: split knobs, element maps, window reductions, cooperative
- * fetches into shared memory and tree reductions. Epilogues (bias, residual, relu, clip) are fused
- * into the store of every producing kernel. Splits use exact factors, so conv tiles need no bounds
- * guards; the other families guard their tails. */
+ * fetches into shared memory, tree reductions, row kernels (rows of a tensor reduced by a group of
+ * threads each) and strided index spaces (copy, broadcast). Epilogues (bias, residual, relu, clip,
+ * gelu, tanh) are fused into the store of every producing kernel. Splits use exact factors, so conv
+ * tiles need no bounds guards; the other families guard their tails. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "templates_int.h"
 
 static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
-    &tc__cuda_op_conv2d,  &tc__cuda_op_depthwise,      &tc__cuda_op_dense,   &tc__cuda_op_maxpool,
-    &tc__cuda_op_avgpool, &tc__cuda_op_global_avgpool, &tc__cuda_op_softmax, &tc__cuda_op_eltwise,
-    &tc__cuda_op_concat,  &tc__cuda_op_layout,
-    NULL /* batch_matmul */, NULL /* layer_norm */, NULL /* softmax_rows */, NULL /* unary */,
-    NULL /* embedding */, NULL /* copy */, NULL /* binary */};
+    &tc__cuda_op_conv2d,       &tc__cuda_op_depthwise,    &tc__cuda_op_dense,
+    &tc__cuda_op_maxpool,      &tc__cuda_op_avgpool,      &tc__cuda_op_global_avgpool,
+    &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
+    &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, &tc__cuda_op_layer_norm,
+    &tc__cuda_op_softmax_rows, &tc__cuda_op_unary,        &tc__cuda_op_embedding,
+    &tc__cuda_op_copy,         &tc__cuda_op_binary};
 _Static_assert(TC_KERNEL_COUNT == 17,
                "add the new kernel family's GPU template to ops[] (or NULL)");
 
@@ -98,7 +101,16 @@ void tc__cuda_pick(const tc_space *s, tc_config *c, const char *name, const int 
 }
 
 th_status tc__cuda_why(char *why, size_t n, const char *msg) {
-  if (why && n) snprintf(why, n, "%s", msg);
+  return tc__cuda_whyf(why, n, "%s", msg);
+}
+
+th_status tc__cuda_whyf(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
   return TH_ERR_INVALID;
 }
 
@@ -135,22 +147,44 @@ th_status tc_cuda_valid(const tc_workload *wl, const tc_cuda_target *t, const tc
   if (!op) return tc__cuda_why(why, whylen, "no GPU template for this family");
   th_status rc = op->shape(wl, s, cfg, &sh, why, whylen);
   if (rc != TH_OK) return rc;
-  int64_t threads = (int64_t)sh.block[0] * sh.block[1] * sh.block[2];
+  return tc__cuda_fits(&sh, t, why, whylen);
+}
+
+th_status tc__cuda_fits(const tc__cuda_shape *sh, const tc_cuda_target *t, char *why,
+                        size_t whylen) {
+  int64_t threads = (int64_t)sh->block[0] * sh->block[1] * sh->block[2];
+  const char *from = t->limits_from[0] ? t->limits_from : t->arch;
   if (threads > t->max_threads)
-    return tc__cuda_why(why, whylen, "more than 1024 threads per block");
+    return tc__cuda_whyf(why, whylen, "%lld threads per block over the limit of %d (%s)",
+                         (long long)threads, t->max_threads, from);
+  static const char axis[3] = {'x', 'y', 'z'};
   for (int a = 0; a < 3; a++) {
-    if (sh.block[a] > t->max_block[a])
-      return tc__cuda_why(why, whylen, "threads per block dimension over the limit");
-    if (sh.grid[a] > t->max_grid[a] || sh.grid[a] < 1)
-      return tc__cuda_why(why, whylen, "grid dimension over the limit");
+    if (sh->block[a] > t->max_block[a])
+      return tc__cuda_whyf(why, whylen,
+                           "%d threads in block dimension %c over the limit of %d (%s)",
+                           sh->block[a], axis[a], t->max_block[a], from);
+    if (sh->grid[a] > t->max_grid[a] || sh->grid[a] < 1)
+      return tc__cuda_whyf(why, whylen, "grid dimension %c of %lld blocks outside 1..%lld (%s)",
+                           axis[a], (long long)sh->grid[a], (long long)t->max_grid[a], from);
   }
-  if (sh.shared_bytes > t->max_shared_bytes)
-    return tc__cuda_why(why, whylen, "static shared memory over 48 KiB");
-  int64_t regs = sh.local_floats + 32; /* accumulators + addressing and staging */
+  /* templates use static __shared__ arrays: capped per block (48 KiB) and by a multiprocessor */
+  int shared_cap =
+      t->max_shared_bytes < t->max_shared_per_sm ? t->max_shared_bytes : t->max_shared_per_sm;
+  if (sh->shared_bytes > shared_cap)
+    return tc__cuda_whyf(
+        why, whylen, "static shared memory of %lld bytes per block over the limit of %d bytes (%s)",
+        (long long)sh->shared_bytes, shared_cap, from);
+  int64_t regs = sh->local_floats + 32; /* accumulators + addressing and staging */
   if (regs > t->max_regs_per_thread)
-    return tc__cuda_why(why, whylen, "register estimate over 255 per thread");
-  if (regs * threads > t->max_regs_per_block)
-    return tc__cuda_why(why, whylen, "register estimate over 64K per block");
+    return tc__cuda_whyf(why, whylen,
+                         "register estimate of %lld per thread over the limit of %d (%s)",
+                         (long long)regs, t->max_regs_per_thread, from);
+  int reg_cap =
+      t->max_regs_per_block < t->max_regs_per_sm ? t->max_regs_per_block : t->max_regs_per_sm;
+  if (regs * threads > reg_cap)
+    return tc__cuda_whyf(why, whylen,
+                         "register estimate of %lld per block over the limit of %d (%s)",
+                         (long long)(regs * threads), reg_cap, from);
   return TH_OK;
 }
 
@@ -219,8 +253,8 @@ th_status tc__cuda_out_map_shape(const tc_workload *wl, const tc_space *s, const
   return tc__cuda_map_shape(s, c, tc__cuda_out_total(wl), sh, why, whylen);
 }
 
-static void tc__cuda_map_fallback(const tc_space *s, tc_config *c, int64_t total) {
-  int th = 256, in = 1, un = 512, vec = total % 4 == 0 ? 4 : 1;
+void tc__cuda_map_pick(const tc_space *s, tc_config *c, int vec4) {
+  int th = 256, in = 1, un = 512, vec = vec4 ? 4 : 1;
   tc__cuda_pick(s, c, "threads", &th, 1);
   tc__cuda_pick(s, c, "inner", &in, 1);
   tc__cuda_pick(s, c, "vec", &vec, 1);
@@ -230,14 +264,14 @@ static void tc__cuda_map_fallback(const tc_space *s, tc_config *c, int64_t total
 th_status tc__cuda_in_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                    const tc_space *s, tc_config *c) {
   (void)t;
-  tc__cuda_map_fallback(s, c, tc__cuda_in_total(wl));
+  tc__cuda_map_pick(s, c, tc__cuda_in_total(wl) % 4 == 0);
   return TH_OK;
 }
 
 th_status tc__cuda_out_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                     const tc_space *s, tc_config *c) {
   (void)t;
-  tc__cuda_map_fallback(s, c, tc__cuda_out_total(wl));
+  tc__cuda_map_pick(s, c, tc__cuda_out_total(wl) % 4 == 0);
   return TH_OK;
 }
 
@@ -314,6 +348,235 @@ const tc_stmt *tc__cuda_window_map(tc__cuda_lc *L, const tc_space *s, const tc_c
   return tc__cuda_map_cfg(L, s, c, tc__cuda_out_total(L->wl), tc__cuda_window_elem);
 }
 
+/* ---- row kernels
+ * ------------------------------------------------------------------------------------- */
+
+/* the rows and their length: layer_norm's n rows of c, softmax_rows' n*c*h rows of w */
+static int64_t tc__cuda_rows(const tc_workload *wl) {
+  return wl->kernel == TC_KERNEL_LAYER_NORM ? wl->n : (int64_t)wl->n * wl->c * wl->h;
+}
+
+static int64_t tc__cuda_row_len(const tc_workload *wl) {
+  return wl->kernel == TC_KERNEL_LAYER_NORM ? wl->c : wl->w;
+}
+
+th_status tc__cuda_row_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
+  (void)wl;
+  (void)t;
+  static const int threads[] = {32, 64, 128, 256, 512, 1024}, rows[] = {1, 2, 4, 8};
+  th_status rc = tc__cuda_add_list(s, "threads", TC_KNOB_SPLIT, 6, threads);
+  if (rc == TH_OK) rc = tc__cuda_add_list(s, "rows_per_block", TC_KNOB_SPLIT, 4, rows);
+  return rc;
+}
+
+/* elements per thread held in registers at most; longer rows are read again in each pass */
+#define TC__CUDA_STASH 16
+
+th_status tc__cuda_row_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                             tc__cuda_shape *sh, char *why, size_t whylen) {
+  int64_t rows = tc__cuda_rows(wl), len = tc__cuda_row_len(wl);
+  const int *th = tc__cuda_val(s, c, "threads"), *ty = tc__cuda_val(s, c, "rows_per_block");
+  if (!th || !ty) return tc__cuda_why(why, whylen, "missing knob");
+  if (th[0] > 32 && th[0] / 2 >= len)
+    return tc__cuda_why(why, whylen, "more than twice as many threads as the row has elements");
+  int64_t per = (len + th[0] - 1) / th[0];
+  sh->block[0] = th[0];
+  sh->block[1] = ty[0];
+  sh->grid[0] = (rows + ty[0] - 1) / ty[0];
+  sh->shared_bytes = 4LL * th[0] * ty[0];
+  sh->local_floats = (per <= TC__CUDA_STASH ? per : 0) + 2;
+  return TH_OK;
+}
+
+th_status tc__cuda_row_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                                tc_config *c) {
+  (void)t;
+  int th = 32; /* about 8 elements per thread, and blocks of at least 128 threads */
+  while (th < 1024 && (int64_t)th * 8 < tc__cuda_row_len(wl)) th *= 2;
+  int ty = th >= 128 ? 1 : 128 / th;
+  tc__cuda_pick(s, c, "threads", &th, 1);
+  tc__cuda_pick(s, c, "rows_per_block", &ty, 1);
+  return TH_OK;
+}
+
+void tc__cuda_row_init(tc__cuda_lc *L, tc__cuda_row *R, const tc_space *s, const tc_config *c,
+                       tc__cuda_row_value value) {
+  memset(R, 0, sizeof *R);
+  R->rows = tc__cuda_rows(L->wl);
+  R->len = tc__cuda_row_len(L->wl);
+  R->tx = tc_config_int(s, c, "threads", 32);
+  R->ty = tc_config_int(s, c, "rows_per_block", 1);
+  R->per = (R->len + R->tx - 1) / R->tx;
+  R->stash = R->per <= TC__CUDA_STASH;
+  R->value = value;
+  R->bx = tc__cuda_iv(L, "bx");
+  R->tx_v = tc__cuda_iv(L, "tx");
+  R->ty_v = tc__cuda_iv(L, "ty");
+  R->row = tc__cuda_iv(L, "row");
+  R->red = tc_var_buffer(L->ir, "red", tc_type_f32(1), -1);
+  R->vals = tc__cuda_local(L, "vals");
+}
+
+const tc_stmt *tc__cuda_row_pass(tc__cuda_lc *L, const tc__cuda_row *R, int first,
+                                 tc__cuda_row_fn fn) {
+  tc_var *q = tc__cuda_iv(L, "q"), *x = tc_var_new(L->ir, "x", tc_type_f32(1));
+  const tc_expr *pos = ADD(MUL(V(q), I(R->tx)), V(R->tx_v));
+  const tc_expr *xv = R->stash && !first ? LD(R->vals, V(q)) : R->value(L, R, pos);
+  const tc_stmt *body = fn(L, R, pos, V(q), V(x));
+  if (R->stash && first)
+    body = tc_s_seq(L->ir, 2, (const tc_stmt *const[]){ST(R->vals, V(q), V(x)), body});
+  body = tc_s_let(L->ir, x, xv, body);
+  const tc_expr *ok = NULL, *in_row = BIN(TC_EXPR_LT, pos, I(R->len));
+  if (R->rows % R->ty)
+    ok = BIN(TC_EXPR_LT, V(R->row), I(R->rows)); /* the last block's extra rows */
+  if (R->len % R->tx) ok = ok ? BIN(TC_EXPR_AND, in_row, ok) : in_row;
+  if (ok) body = tc_s_if(L->ir, ok, body, NULL);
+  /* stashed values are registers only when their indices are constants: the loop is unrolled */
+  return tc__cuda_for(L, q, R->per, R->stash ? TC_FOR_UNROLLED : TC_FOR_SERIAL, body);
+}
+
+const tc_stmt *tc__cuda_row_allreduce(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                      int is_max, tc_var *result, const tc_stmt *rest) {
+  const tc_expr *base = MUL(V(R->ty_v), I(R->tx));
+  /* every thread has read the result before red is reused */
+  const tc_stmt *after[2] = {tc_s_sync(L->ir), rest};
+  const tc_stmt *items[4] = {ST(R->red, ADD(base, V(R->tx_v)), LD(acc, I(0))), tc_s_sync(L->ir),
+                             tc__cuda_tree(L, R->red, base, R->tx_v, R->tx, is_max),
+                             tc_s_let(L->ir, result, LD(R->red, base), tc_s_seq(L->ir, 2, after))};
+  return tc_s_seq(L->ir, 4, items);
+}
+
+const tc_stmt *tc__cuda_row_kernel(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                   const tc_stmt *body) {
+  body = tc_s_allocate(L->ir, acc, 1, TC_SCOPE_LOCAL, body);
+  if (R->stash) body = tc_s_allocate(L->ir, R->vals, R->per, TC_SCOPE_LOCAL, body);
+  body = tc_s_let(L->ir, R->row, ADD(MUL(V(R->bx), I(R->ty)), V(R->ty_v)), body);
+  body = tc_s_allocate(L->ir, R->red, (int64_t)R->tx * R->ty, TC_SCOPE_SHARED, body);
+  body = tc__cuda_for(L, R->tx_v, R->tx, TC_FOR_GPU_THREAD_X, body);
+  body = tc__cuda_for(L, R->ty_v, R->ty, TC_FOR_GPU_THREAD_Y, body);
+  return tc__cuda_for(L, R->bx, (R->rows + R->ty - 1) / R->ty, TC_FOR_GPU_BLOCK_X, body);
+}
+
+/* ---- strided index spaces
+ * ---------------------------------------------------------------------------- */
+
+void tc__cuda_dims_init(tc__cuda_dims *d, const tc_workload *wl) {
+  memset(d, 0, sizeof *d);
+  int64_t out[TC_WL_DIMS], acc = 1;
+  for (int k = wl->ndim - 1; k >= 0; k--) { /* binary's output is contiguous */
+    out[k] = acc;
+    acc *= wl->shape[k];
+  }
+  d->nops = wl->kernel == TC_KERNEL_BINARY ? 3 : 2;
+  d->off[0] = wl->aoff;
+  d->off[1] = wl->boff;
+  d->total = acc;
+  for (int k = 0; k < wl->ndim; k++) {
+    if (wl->shape[k] == 1) continue; /* contributes nothing */
+    int64_t st[3] = {wl->astride[k], wl->bstride[k], out[k]};
+    int j = d->nd - 1, merge = j >= 0;
+    /* dimension k folds into the previous kept one when every operand steps over it contiguously */
+    for (int o = 0; merge && o < d->nops; o++) merge = d->stride[o][j] == st[o] * wl->shape[k];
+    if (merge) {
+      d->shape[j] *= wl->shape[k];
+      for (int o = 0; o < d->nops; o++) d->stride[o][j] = st[o];
+      continue;
+    }
+    d->shape[d->nd] = wl->shape[k];
+    for (int o = 0; o < d->nops; o++) d->stride[o][d->nd] = st[o];
+    d->nd++;
+  }
+}
+
+int tc__cuda_dims_vec4(const tc__cuda_dims *d) {
+  if (d->nd == 0 || d->shape[d->nd - 1] % 4) return 0;
+  int in = d->nd - 1;
+  for (int o = 0; o < d->nops; o++) {
+    int out = o == d->nops - 1;
+    if (d->stride[o][in] == 0 && !out) continue; /* broadcast along the run: one scalar, 4 lanes */
+    if (d->stride[o][in] != 1 || d->off[o] % 4) return 0;
+    for (int k = 0; k < in; k++)
+      if (d->stride[o][k] % 4) return 0; /* 16-byte aligned vectors */
+  }
+  return 1;
+}
+
+const tc_stmt *tc__cuda_dims_offsets(tc__cuda_lc *L, const tc__cuda_dims *d, const tc_expr *idx,
+                                     tc_var *const *offs, const tc_stmt *body) {
+  tc_var *digit[TC_WL_DIMS];
+  const tc_expr *off[3];
+  for (int o = 0; o < d->nops; o++) off[o] = I(d->off[o]);
+  for (int k = 0; k < d->nd; k++) {
+    digit[k] = tc__cuda_iv(L, "i");
+    for (int o = 0; o < d->nops; o++)
+      if (d->stride[o][k]) off[o] = ADD(off[o], MUL(V(digit[k]), I(d->stride[o][k])));
+  }
+  for (int o = d->nops - 1; o >= 0; o--) body = tc_s_let(L->ir, offs[o], off[o], body);
+  int64_t inner = 1;
+  for (int k = d->nd - 1; k >= 0; k--) {
+    const tc_expr *e = inner > 1 ? DIV(idx, I(inner)) : idx;
+    if (k > 0) e = MOD(e, I(d->shape[k])); /* the outermost digit is below its extent already */
+    body = tc_s_let(L->ir, digit[k], e, body);
+    inner *= d->shape[k];
+  }
+  return body;
+}
+
+th_status tc__cuda_strided_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
+  (void)wl;
+  (void)t;
+  return tc__cuda_map_space(s, 1, 0);
+}
+
+th_status tc__cuda_strided_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                                 tc__cuda_shape *sh, char *why, size_t whylen) {
+  tc__cuda_dims d;
+  tc__cuda_dims_init(&d, wl);
+  if (tc_config_int(s, c, "vec", 1) == 4 && !tc__cuda_dims_vec4(&d))
+    return tc__cuda_why(why, whylen, "float4 needs a contiguous, aligned innermost run of 4");
+  return tc__cuda_map_shape(s, c, d.total, sh, why, whylen);
+}
+
+th_status tc__cuda_strided_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                    const tc_space *s, tc_config *c) {
+  (void)t;
+  tc__cuda_dims d;
+  tc__cuda_dims_init(&d, wl);
+  tc__cuda_map_pick(s, c, tc__cuda_dims_vec4(&d));
+  return TH_OK;
+}
+
+const tc_expr *tc__cuda_strided_load(tc__cuda_lc *L, const tc__cuda_dims *d, int o, tc_var *buf,
+                                     const tc_expr *off, int vec) {
+  if (vec == 1) return LD(buf, off);
+  if (d->stride[o][d->nd - 1] == 0) return tc_e_broadcast(L->ir, LD(buf, off), 4);
+  return tc_e_load(L->ir, buf, off, 4, 16);
+}
+
+/* the state of one strided lowering, in L->ctx while the map builds its element */
+typedef struct tc__cuda_strided {
+  tc__cuda_dims d;
+  tc__cuda_strided_fn fn;
+  int vec;
+} tc__cuda_strided;
+
+static const tc_stmt *tc__cuda_strided_elem(tc__cuda_lc *L, const tc_expr *idx) {
+  const tc__cuda_strided *x = L->ctx;
+  tc_var *offs[3] = {tc__cuda_iv(L, "oa"), tc__cuda_iv(L, "ob"), tc__cuda_iv(L, "oc")};
+  const tc_stmt *body = x->fn(L, &x->d, offs, x->vec);
+  return tc__cuda_dims_offsets(L, &x->d, x->vec == 4 ? MUL(idx, I(4)) : idx, offs, body);
+}
+
+const tc_stmt *tc__cuda_strided_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
+                                      tc__cuda_strided_fn fn) {
+  tc__cuda_strided x;
+  tc__cuda_dims_init(&x.d, L->wl);
+  x.fn = fn;
+  x.vec = tc_config_int(s, c, "vec", 1);
+  L->ctx = &x;
+  return tc__cuda_map_cfg(L, s, c, x.d.total / x.vec, tc__cuda_strided_elem);
+}
+
 /* ---- lowering helpers
  * -------------------------------------------------------------------------------- */
 
@@ -333,7 +596,8 @@ const tc_stmt *tc__cuda_for(tc__cuda_lc *L, tc_var *v, int64_t ext, tc_for_kind 
 const tc_expr *tc__cuda_epi(tc__cuda_lc *L, const tc_expr *v, const tc_expr *ch,
                             const tc_expr *idx) {
   const tc_workload *wl = L->wl;
-  if (tc_op_nargs(wl->kernel) == 5) { /* the families with weights have bias and residual slots */
+  if (wl->kernel == TC_KERNEL_CONV2D || wl->kernel == TC_KERNEL_DEPTHWISE ||
+      wl->kernel == TC_KERNEL_DENSE) { /* the families with weights have bias and residual slots */
     if ((wl->epilogue & TC_EPI_BIAS) && L->arg[TC_ARG_BIAS])
       v = ADD(v, LD(L->arg[TC_ARG_BIAS], ch));
     if ((wl->epilogue & TC_EPI_RESIDUAL) && L->arg[TC_ARG_RESIDUAL])
@@ -342,6 +606,8 @@ const tc_expr *tc__cuda_epi(tc__cuda_lc *L, const tc_expr *v, const tc_expr *ch,
   if (wl->epilogue & TC_EPI_RELU) v = tc_e_max(L->ir, v, FLT(0.0));
   if (wl->epilogue & TC_EPI_CLIP)
     v = tc_e_min(L->ir, tc_e_max(L->ir, v, FLT(wl->clip_min)), FLT(wl->clip_max));
+  if (wl->epilogue & TC_EPI_GELU) v = tc_e_gelu(L->ir, v);
+  if (wl->epilogue & TC_EPI_TANH) v = tc_e_tanh(L->ir, v);
   return v;
 }
 
@@ -384,11 +650,12 @@ th_status tc_cuda_lower(const tc_workload *wl, const tc_config *cfg, const tc_cu
   tc__cuda_lc Ls = {&ir, wl, {0}, NULL}, *L = &Ls;
   int nargs = tc_op_nargs(wl->kernel);
   static const char *names[5] = {"in", "w", "bias", "res", "out"};
-  for (int a = 0; a < nargs; a++)
-    L->arg[a] = tc_var_buffer(&ir, nargs == 5 ? names[a] : "arg", tc_type_f32(1), a);
-  if (nargs == 5) {
-    if (!(wl->epilogue & TC_EPI_BIAS)) L->arg[TC_ARG_BIAS] = NULL;
-    if (!(wl->epilogue & TC_EPI_RESIDUAL)) L->arg[TC_ARG_RESIDUAL] = NULL;
+  int64_t sizes[5];
+  tc_cuda_arg_sizes(wl, sizes);
+  /* a slot the workload leaves NULL (no bias, no mask, ...) has no buffer; int64 slots are ints */
+  for (int a = 0; a < nargs; a++) {
+    tc_type elem = tc_cuda_arg_elem_bytes(wl, a) == 8 ? tc_type_int() : tc_type_f32(1);
+    if (sizes[a]) L->arg[a] = tc_var_buffer(&ir, nargs == 5 ? names[a] : "arg", elem, a);
   }
   memset(out, 0, sizeof *out);
   out->unroll_max_step = tc_config_int(&s, cfg, "auto_unroll_max_step", 0);

@@ -45,7 +45,9 @@ typedef struct tc__cuda_op {
 
 extern const tc__cuda_op tc__cuda_op_conv2d, tc__cuda_op_depthwise, tc__cuda_op_dense,
     tc__cuda_op_maxpool, tc__cuda_op_avgpool, tc__cuda_op_global_avgpool, tc__cuda_op_softmax,
-    tc__cuda_op_eltwise, tc__cuda_op_concat, tc__cuda_op_layout;
+    tc__cuda_op_eltwise, tc__cuda_op_concat, tc__cuda_op_layout, tc__cuda_op_batch_matmul,
+    tc__cuda_op_layer_norm, tc__cuda_op_softmax_rows, tc__cuda_op_unary, tc__cuda_op_embedding,
+    tc__cuda_op_copy, tc__cuda_op_binary;
 
 /* ---- spaces and configs (templates.c) ---- */
 
@@ -64,6 +66,12 @@ const int *tc__cuda_val(const tc_space *s, const tc_config *c, const char *name)
 void tc__cuda_pick(const tc_space *s, tc_config *c, const char *name, const int *want, int width);
 /* Writes msg to why and returns TH_ERR_INVALID. */
 th_status tc__cuda_why(char *why, size_t n, const char *msg);
+th_status tc__cuda_whyf(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* TH_OK if a launch of shape sh fits t's limits (threads, grid, static shared memory, the register
+ * estimate); TH_ERR_INVALID with the amount, the limit and where it comes from in why otherwise. */
+th_status tc__cuda_fits(const tc__cuda_shape *sh, const tc_cuda_target *t, char *why,
+                        size_t whylen);
 
 /* ---- element maps: one thread per output element, `inner` elements per thread ---- */
 
@@ -77,6 +85,8 @@ th_status tc__cuda_in_map_shape(const tc_workload *wl, const tc_space *s, const 
                                 tc__cuda_shape *sh, char *why, size_t whylen);
 th_status tc__cuda_out_map_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
                                  tc__cuda_shape *sh, char *why, size_t whylen);
+/* The map's knobs at 256 threads, inner 1, vec 4 when vec4, auto_unroll_max_step 512. */
+void tc__cuda_map_pick(const tc_space *s, tc_config *c, int vec4);
 /* Their fallback: 256 threads, inner 1, vec 4 when the count allows, auto_unroll_max_step 512. */
 th_status tc__cuda_in_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                    const tc_space *s, tc_config *c);
@@ -114,6 +124,83 @@ typedef struct tc__cuda_window {
 const tc_stmt *tc__cuda_window_map(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
                                    const tc__cuda_window *win);
 
+/* ---- row kernels (layer_norm, softmax_rows): `rows` rows of `len` elements, rows_per_block (ty)
+ * rows per block and `threads` (tx, a power of two) threads per row; a thread's elements are pos =
+ * q*tx + tx for q < per; they stay in registers between passes when per <= 16 (stash), else each
+ * pass reads them again. Every thread reaches every barrier, rows past the end included (they only
+ * skip their elements). ---- */
+
+typedef struct tc__cuda_row tc__cuda_row;
+/* The element at pos of row R->row, read from memory (first pass, or every pass without stash). */
+typedef const tc_expr *(*tc__cuda_row_value)(tc__cuda_lc *L, const tc__cuda_row *R,
+                                             const tc_expr *pos);
+/* One element's work in a pass: x is the element, q its index among the thread's values. */
+typedef const tc_stmt *(*tc__cuda_row_fn)(tc__cuda_lc *L, const tc__cuda_row *R, const tc_expr *pos,
+                                          const tc_expr *q, const tc_expr *x);
+struct tc__cuda_row {
+  int64_t rows, len, per;
+  int tx, ty, stash;
+  tc_var *bx, *tx_v, *ty_v, *row; /* row = bx * ty + ty_v */
+  tc_var *red;                    /* shared [ty][tx] for the reductions */
+  tc_var *vals;                   /* local [per]: the stash */
+  tc__cuda_row_value value;
+};
+/* The row families' tc__cuda_op entries (layer_norm: n rows of c; softmax_rows: n*c*h rows of w):
+ * knobs threads {32 .. 1024} and rows_per_block {1, 2, 4, 8}; the launch, ceil(rows / ty) blocks of
+ * tx x ty threads (far more threads than elements: invalid); the fallback, about 8 elements per
+ * thread and blocks of at least 128 threads. */
+th_status tc__cuda_row_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+th_status tc__cuda_row_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                             tc__cuda_shape *sh, char *why, size_t whylen);
+th_status tc__cuda_row_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                                tc_config *c);
+void tc__cuda_row_init(tc__cuda_lc *L, tc__cuda_row *R, const tc_space *s, const tc_config *c,
+                       tc__cuda_row_value value);
+/* fn over the thread's elements of its row; the first pass reads them (and stashes them). */
+const tc_stmt *tc__cuda_row_pass(tc__cuda_lc *L, const tc__cuda_row *R, int first,
+                                 tc__cuda_row_fn fn);
+/* acc[0] of every thread of the row combined (max or sum) into `result`, bound around rest. */
+const tc_stmt *tc__cuda_row_allreduce(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                      int is_max, tc_var *result, const tc_stmt *rest);
+/* The kernel around body: the launch loops, red, the stash and acc (a local float). */
+const tc_stmt *tc__cuda_row_kernel(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
+                                   const tc_stmt *body);
+
+/* ---- strided index spaces (copy, binary): the workload's ndim-D space with dimensions of extent 1
+ * dropped and neighbours that every operand steps over contiguously merged (a transpose of [b, s,
+ * h, d] keeps d as one run). Operands: copy {in, out}, binary {a, b, out} (out contiguous). ---- */
+
+typedef struct tc__cuda_dims {
+  int nd, nops;
+  int64_t total; /* elements of the space */
+  int64_t shape[TC_WL_DIMS];
+  int64_t stride[3][TC_WL_DIMS];
+  int64_t off[3];
+} tc__cuda_dims;
+void tc__cuda_dims_init(tc__cuda_dims *d, const tc_workload *wl);
+/* 1 when float4 runs fit: an innermost extent multiple of 4 that every operand reads contiguously
+ * from 16-byte aligned positions, or an input broadcasts along it (stride 0). */
+int tc__cuda_dims_vec4(const tc__cuda_dims *d);
+/* The element offsets of flat index idx in every operand bound to offs[0..nops) around body. */
+const tc_stmt *tc__cuda_dims_offsets(tc__cuda_lc *L, const tc__cuda_dims *d, const tc_expr *idx,
+                                     tc_var *const *offs, const tc_stmt *body);
+
+/* The strided element map (copy, binary): threads, inner, vec (4 only where tc__cuda_dims_vec4). */
+th_status tc__cuda_strided_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+th_status tc__cuda_strided_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                                 tc__cuda_shape *sh, char *why, size_t whylen);
+th_status tc__cuda_strided_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                    const tc_space *s, tc_config *c);
+/* Operand o's vec lanes at off: a float4 load, or one scalar broadcast where it has stride 0 along
+ * the innermost run. */
+const tc_expr *tc__cuda_strided_load(tc__cuda_lc *L, const tc__cuda_dims *d, int o, tc_var *buf,
+                                     const tc_expr *off, int vec);
+/* One element (vec lanes) of the family, given every operand's offset. */
+typedef const tc_stmt *(*tc__cuda_strided_fn)(tc__cuda_lc *L, const tc__cuda_dims *d,
+                                              tc_var *const *offs, int vec);
+const tc_stmt *tc__cuda_strided_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c,
+                                      tc__cuda_strided_fn fn);
+
 /* The channel copy of concat (ops/concat.c), which layout transforms reuse with offset 0. */
 th_status tc__cuda_copy_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
 const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
@@ -121,6 +208,18 @@ const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_c
 /* The table entry of a window family: the window knobs, fallback and launch, and its lowering. */
 #define TC__CUDA_WINDOW_OP(kernel, lower) \
   { (kernel), tc__cuda_window_space, tc__cuda_out_map_fallback, tc__cuda_out_map_shape, (lower) }
+
+/* ---- the shared-memory tiled GEMM (ops/gemm.c) of dense (batch >= 32) and batch_matmul ---- */
+
+/* Knobs tile_y (threads, rows per thread), tile_x (threads, columns per thread), tile_k and the
+ * unroll pair. */
+th_status tc__cuda_gemm_space(tc_space *s);
+th_status tc__cuda_gemm_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                              tc__cuda_shape *sh, char *why, size_t whylen);
+/* The valid tiles scored for reuse, 256 threads, little padding and enough blocks for two waves. */
+th_status tc__cuda_gemm_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                                 tc_config *c);
+const tc_stmt *tc__cuda_gemm_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
 
 /* ---- lowering helpers ---- */
 

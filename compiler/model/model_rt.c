@@ -1,7 +1,9 @@
-/* The fixed part of every generated CPU model.c (after the generated tables th__info, th__calls,
- * th__wparams and the th__* sizes, and after th_params and model_rt_common.c, which compiler/embed.cmake
- * puts in front of this file): weight packing and the plan interpreter that calls the kernels in order
- * over one workspace. Plain C11; it is embedded into tunehub and never compiled into tunehub itself. */
+/* The fixed part of every generated CPU model.c (after the generated tables th__info,
+ * th__in/th__out, th__consts, th__index_checks, th__calls, th__wparams and the th__* sizes, and
+ * after th_params and model_rt_common.c, which compiler/embed.cmake puts in front of this file):
+ * weight packing and the plan interpreter that copies the inputs into the workspace, calls the
+ * kernels in order and copies the outputs out. Plain C11; it is embedded into tunehub and never
+ * compiled into tunehub itself. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,6 +44,7 @@ int th_model_create(const void *params, size_t size, struct th_model **out) {
     memset(m->weights, 0, wbytes);
     memset(m->workspace, 0, wsbytes);
     rc = th__load_weights(m, es, n);
+    if (rc == 0) rc = th__load_consts(m->weights, es, n);
   }
   free(es);
   if (rc != 0) {
@@ -58,10 +61,12 @@ static double th__now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The plan interpreter; call_seconds, when not NULL, gets each call's wall time added. */
-static int th__run(struct th_model *m, const float *input, float *output, double *call_seconds) {
-  if (!m || !input || !output) return th__fail("th_model_run: NULL argument");
-  memcpy(m->workspace + th__in_off, input, th__info.input_size * sizeof(float));
+/* The plan interpreter over checked arguments; call_seconds, when not NULL, gets each call's wall
+ * time added. */
+static int th__run(struct th_model *m, const void *const *inputs, void *const *outputs,
+                   double *call_seconds) {
+  for (int k = 0; k < th__info.num_inputs; k++)
+    memcpy(m->workspace + th__in[k].off, inputs[k], th__in[k].bytes);
   for (int i = 0; i < (int)(sizeof th__calls / sizeof th__calls[0]); i++) {
     const struct th__call *c = &th__calls[i];
     void *args[5] = {0, 0, 0, 0, 0};
@@ -77,17 +82,40 @@ static int th__run(struct th_model *m, const float *input, float *output, double
     c->fn(args);
     if (call_seconds) call_seconds[i] += th__now() - t0;
   }
-  memcpy(output, m->workspace + th__out_off, th__info.output_size * sizeof(float));
+  for (int k = 0; k < th__info.num_outputs; k++)
+    memcpy(outputs[k], m->workspace + th__out[k].off, th__out[k].bytes);
   return 0;
 }
 
+/* th_model_run's path: one float32 input and output. */
+static int th__run_single(struct th_model *m, const float *input, float *output,
+                          double *call_seconds, const char *fn) {
+  if (!m || !input || !output) return th__fail("%s: NULL argument", fn);
+  if (th__check_single(fn) != 0) return -1;
+  const void *ins[1] = {input};
+  void *outs[1] = {output};
+  return th__run(m, ins, outs, call_seconds);
+}
+
 int th_model_run(struct th_model *m, const float *input, float *output) {
-  return th__run(m, input, output, NULL);
+  return th__run_single(m, input, output, NULL, "th_model_run");
 }
 
 int th_model_run_profiled(struct th_model *m, const float *input, float *output, double *call_seconds) {
   if (!call_seconds) return th__fail("th_model_run_profiled: NULL call_seconds");
-  return th__run(m, input, output, call_seconds);
+  return th__run_single(m, input, output, call_seconds, "th_model_run_profiled");
+}
+
+int th_model_run_io(struct th_model *m, const void *const *inputs, void *const *outputs) {
+  if (th__check_io(m, inputs, outputs) != 0) return -1;
+  return th__run(m, inputs, outputs, NULL);
+}
+
+int th_model_run_io_profiled(struct th_model *m, const void *const *inputs, void *const *outputs,
+                             double *call_seconds) {
+  if (!call_seconds) return th__fail("th_model_run_io_profiled: NULL call_seconds");
+  if (th__check_io(m, inputs, outputs) != 0) return -1;
+  return th__run(m, inputs, outputs, call_seconds);
 }
 
 void th_model_free(struct th_model *m) {

@@ -1,10 +1,13 @@
 /* The part of every model .so that both backends share, between th_params (the params.bin reader,
  * in front of it) and the backend's own runtime (model_rt.c, cuda/rt/model_rt_cuda.c, after it):
- * the thread's last error, th_model_info, reading params.bin into a tensor list, and fetching one
- * layer's weights with its bias and batch norm folded in. Like the files around it, it is text that
- * compiler/embed.cmake joins into the runtime part of every generated model.c, after the generated
- * tables (th__info, th__wparams with the fields weight, bias, gamma, beta, mean, var, eps, oc,
- * ndim, shape). */
+ * the thread's last error, th_model_info, reading params.bin into a tensor list, fetching one
+ * layer's weights with its bias and batch norm folded in, copying the parameters kernels read as
+ * plain tensors, and the checks of th_model_run_io's arguments (embedding indices against their
+ * tables). Like the files around it, it is text that compiler/embed.cmake joins into the runtime
+ * part of every generated model.c, after the generated tables (th__info with
+ * th__inputs/th__outputs, th__in/th__out, th__consts/th__nconsts,
+ * th__index_checks/th__nindex_checks, th__wparams with the fields weight, bias, gamma, beta, mean,
+ * var, eps, oc, ndim, shape). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,4 +92,77 @@ static float *th__folded_weights(const struct th__wparam *wp, const th_params_te
     return NULL;
   }
   return w;
+}
+
+/* Copies every parameter that kernels read as a plain tensor (th__consts: layer-norm gamma and
+ * beta, embedding tables, position embeddings) raw into the weights blob. 0, or -1 with the error
+ * naming the missing or misshapen tensor. */
+static int th__load_consts(float *blob, const th_params_tensor *es, int n) {
+  for (int i = 0; i < th__nconsts; i++) {
+    const struct th__const *c = &th__consts[i];
+    const th_params_tensor *e = th_params_find(es, n, c->name, c->ndim, c->shape, th__info.network,
+                                               th__err, sizeof th__err);
+    if (!e) return -1;
+    memcpy(blob + c->off, e->data, (size_t)e->numel * sizeof(float));
+  }
+  return 0;
+}
+
+/* "[0][37]": the position of flat element i in a tensor of the given shape. */
+static void th__position(char *out, size_t n, int ndim, const int64_t *shape, size_t i) {
+  size_t idx[6] = {0, 0, 0, 0, 0, 0};
+  for (int d = ndim - 1; d >= 0; d--) {
+    size_t dim = shape[d] > 0 ? (size_t)shape[d] : 1;
+    idx[d] = i % dim;
+    i /= dim;
+  }
+  size_t used = 0;
+  out[0] = '\0';
+  for (int d = 0; d < ndim && used < n; d++) {
+    int w = snprintf(out + used, n - used, "[%zu]", idx[d]);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+}
+
+/* th_model_run_io's checks, before anything runs: no NULL pointers, and every int64 input that
+ * indexes an embedding table within [0, rows). 0, or -1 with the error set. */
+static int th__check_io(const void *m, const void *const *inputs, void *const *outputs) {
+  th__err[0] = '\0';
+  if (!m || !inputs || !outputs) return th__fail("th_model_run_io: NULL argument");
+  for (int k = 0; k < th__info.num_inputs; k++)
+    if (!inputs[k])
+      return th__fail("th_model_run_io: inputs[%d] (%s) is NULL", k, th__info.inputs[k].name);
+  for (int k = 0; k < th__info.num_outputs; k++)
+    if (!outputs[k])
+      return th__fail("th_model_run_io: outputs[%d] (%s) is NULL", k, th__info.outputs[k].name);
+  for (int c = 0; c < th__nindex_checks; c++) {
+    const struct th__index_check *ic = &th__index_checks[c];
+    const struct th_tensor_desc *d = &th__info.inputs[ic->input];
+    const unsigned char *p = inputs[ic->input];
+    for (size_t i = 0; i < d->count; i++) {
+      int64_t v;
+      memcpy(&v, p + i * sizeof v, sizeof v); /* the caller's buffer need not be aligned */
+      if (v >= 0 && v < ic->rows) continue;
+      char pos[96];
+      th__position(pos, sizeof pos, d->ndim, d->shape, i);
+      return th__fail("%s%s = %lld is outside [0, %lld) (%s)", d->name, pos, (long long)v,
+                      (long long)ic->rows, ic->table);
+    }
+  }
+  return 0;
+}
+
+/* th_model_run and th_model_run_profiled take one float32 input and output: 0 when the network has
+ * exactly those, else -1 with a message that points to th_model_run_io. */
+static int th__check_single(const char *fn) {
+  int ok = th__info.num_inputs == 1 && th__info.num_outputs == 1 &&
+           th__info.inputs[0].dtype == TH_DTYPE_F32 && th__info.outputs[0].dtype == TH_DTYPE_F32;
+  if (ok) return 0;
+  return th__fail(
+      "%s: %s has %d input%s and %d output%s (the first input '%s' is %s); "
+      "use th_model_run_io, which takes every input and output",
+      fn, th__info.network, th__info.num_inputs, th__info.num_inputs == 1 ? "" : "s",
+      th__info.num_outputs, th__info.num_outputs == 1 ? "" : "s", th__info.inputs[0].name,
+      th__info.inputs[0].dtype == TH_DTYPE_I64 ? "int64" : "float32");
 }

@@ -14,7 +14,34 @@
 static float tc__act(float v, int epi, float lo, float hi) {
   if (epi & TC_EPI_RELU) v = v > 0 ? v : 0;
   if (epi & TC_EPI_CLIP) v = v < lo ? lo : (v > hi ? hi : v);
+  if (epi & TC_EPI_GELU) v = (float)(0.5 * v * (1.0 + erf(v / sqrt(2.0))));
+  if (epi & TC_EPI_TANH) v = tanhf(v);
   return v;
+}
+
+/* Row-major element strides of t (a size-1 dimension gets stride 0 when bcast, so that it broadcasts),
+ * right-aligned to rank `rank`: dimensions t lacks get stride 0. */
+static void tc__strides(const tc_tensor *t, int rank, int bcast, int64_t *st) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    int k = d - (rank - t->ndim);
+    if (k < 0) {
+      st[d] = 0;
+      continue;
+    }
+    st[d] = (bcast && t->shape[k] == 1) ? 0 : s;
+    s *= t->shape[k];
+  }
+}
+
+/* The input element offset of each output element for a strided map over out's shape. */
+static int64_t tc__offset_of(const tc_tensor *out, const int64_t *st, int64_t flat) {
+  int64_t off = 0;
+  for (int d = out->ndim - 1; d >= 0; d--) {
+    off += (flat % out->shape[d]) * st[d];
+    flat /= out->shape[d];
+  }
+  return off;
 }
 
 static void tc__conv(const tc_graph *g, const tc_node *nd, const float *in, const float *res,
@@ -68,10 +95,11 @@ static void tc__conv(const tc_graph *g, const tc_node *nd, const float *in, cons
 static void tc__dense(const tc_graph *g, const tc_node *nd, const float *in, const float *res,
                       float *out) {
   const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
-  int N = ti->shape[0], K = ti->shape[1], M = nd->out.shape[1];
+  int K = ti->shape[ti->ndim - 1], M = nd->out.shape[nd->out.ndim - 1];
+  int64_t N = tc_tensor_numel(ti) / K;
   const float *wt = g->params[nd->weight].data;
   const float *bias = nd->bias >= 0 ? g->params[nd->bias].data : NULL;
-  for (int n = 0; n < N; n++) {
+  for (int64_t n = 0; n < N; n++) {
     for (int m = 0; m < M; m++) {
       const float *x = in + (size_t)n * K, *w = wt + (size_t)m * K;
       double acc = 0;
@@ -168,9 +196,13 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
         out[k] = tc__act(in0[k], TC_EPI_CLIP, nd->clip_min, nd->clip_max);
       return TH_OK;
     case TC_OP_ADD: {
+      int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];
+      tc__strides(&g->nodes[nd->inputs[0]].out, nd->out.ndim, 1, sa);
+      tc__strides(&g->nodes[nd->inputs[1]].out, nd->out.ndim, 1, sb);
       const float *b = buf[nd->inputs[1]];
       for (int64_t k = 0; k < numel; k++)
-        out[k] = tc__act(in0[k] + b[k], nd->epilogue, nd->clip_min, nd->clip_max);
+        out[k] = tc__act(in0[tc__offset_of(&nd->out, sa, k)] + b[tc__offset_of(&nd->out, sb, k)], nd->epilogue,
+                         nd->clip_min, nd->clip_max);
       return TH_OK;
     }
     case TC_OP_MAX_POOL:
@@ -187,14 +219,17 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
     }
     case TC_OP_ADAPTIVE_AVG_POOL: tc__adaptive(g, nd, in0, out); return TH_OK;
     case TC_OP_CONCAT: {
-      int N = nd->out.shape[0], C = nd->out.shape[1];
-      size_t HW = (size_t)nd->out.shape[2] * nd->out.shape[3];
-      for (int n = 0; n < N; n++) {
-        int off = 0;
+      /* [outer, axis, inner] blocks: each input's rows of the axis go after the previous inputs' */
+      int64_t outer = 1, inner = 1;
+      for (int d = 0; d < nd->axis; d++) outer *= nd->out.shape[d];
+      for (int d = nd->axis + 1; d < nd->out.ndim; d++) inner *= nd->out.shape[d];
+      int64_t C = nd->out.shape[nd->axis];
+      for (int64_t n = 0; n < outer; n++) {
+        int64_t off = 0;
         for (int i = 0; i < nd->ninputs; i++) {
-          int ci = g->nodes[nd->inputs[i]].out.shape[1];
-          memcpy(out + ((size_t)n * C + off) * HW, buf[nd->inputs[i]] + (size_t)n * ci * HW,
-                 (size_t)ci * HW * sizeof(float));
+          int64_t ci = g->nodes[nd->inputs[i]].out.shape[nd->axis];
+          memcpy(out + (n * C + off) * inner, buf[nd->inputs[i]] + n * ci * inner,
+                 (size_t)(ci * inner) * sizeof(float));
           off += ci;
         }
       }
@@ -204,16 +239,131 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
     case TC_OP_DROPOUT:
     case TC_OP_LAYOUT: memcpy(out, in0, (size_t)numel * sizeof(float)); return TH_OK;
     case TC_OP_SOFTMAX: {
+      /* softmax(alpha * x + mask) over the last axis; the mask broadcasts */
       int last = nd->out.shape[nd->out.ndim - 1];
-      int64_t rows = numel / last;
+      int64_t rows = numel / last, sm[TC_MAX_DIMS];
+      const float *mask = nd->ninputs > 1 ? buf[nd->inputs[1]] : NULL;
+      if (mask) tc__strides(&g->nodes[nd->inputs[1]].out, nd->out.ndim, 1, sm);
       for (int64_t r = 0; r < rows; r++) {
         const float *x = in0 + r * last;
         float *y = out + r * last;
         float mx = -FLT_MAX;
-        for (int k = 0; k < last; k++) mx = x[k] > mx ? x[k] : mx;
+        for (int k = 0; k < last; k++) {
+          y[k] = x[k] * nd->alpha + (mask ? mask[tc__offset_of(&nd->out, sm, r * last + k)] : 0.0f);
+          mx = y[k] > mx ? y[k] : mx;
+        }
         double s = 0;
-        for (int k = 0; k < last; k++) s += (y[k] = expf(x[k] - mx));
+        for (int k = 0; k < last; k++) s += (y[k] = expf(y[k] - mx));
         for (int k = 0; k < last; k++) y[k] = (float)(y[k] / s);
+      }
+      return TH_OK;
+    }
+    case TC_OP_CONST:
+      memcpy(out, g->params[nd->weight].data, (size_t)numel * sizeof(float));
+      return TH_OK;
+    case TC_OP_RESHAPE:
+    case TC_OP_EXPAND:
+    case TC_OP_TRANSPOSE:
+    case TC_OP_SLICE: {
+      /* every view is a strided gather: st[d] is the input stride of output dimension d */
+      const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+      int64_t st[TC_MAX_DIMS], in_st[TC_MAX_DIMS], base = 0;
+      size_t es = tc_dtype_size(nd->out.dtype);
+      if (nd->op == TC_OP_RESHAPE) {
+        memcpy(out, in0, (size_t)numel * es);
+        return TH_OK;
+      }
+      tc__strides(ti, ti->ndim, 0, in_st);
+      if (nd->op == TC_OP_EXPAND) {
+        tc__strides(ti, nd->out.ndim, 1, st);
+      } else if (nd->op == TC_OP_TRANSPOSE) {
+        for (int d = 0; d < nd->out.ndim; d++) st[d] = in_st[nd->perm[d]];
+      } else {
+        memcpy(st, in_st, sizeof st);
+        st[nd->axis] *= nd->step;
+        base = nd->begin * in_st[nd->axis];
+      }
+      for (int64_t k = 0; k < numel; k++)
+        memcpy((char *)out + k * es, (const char *)in0 + (base + tc__offset_of(&nd->out, st, k)) * es, es);
+      return TH_OK;
+    }
+    case TC_OP_MUL:
+    case TC_OP_SUB:
+    case TC_OP_DIV: {
+      int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];
+      tc__strides(&g->nodes[nd->inputs[0]].out, nd->out.ndim, 1, sa);
+      tc__strides(&g->nodes[nd->inputs[1]].out, nd->out.ndim, 1, sb);
+      const float *b = buf[nd->inputs[1]];
+      for (int64_t k = 0; k < numel; k++) {
+        float x = in0[tc__offset_of(&nd->out, sa, k)], y = b[tc__offset_of(&nd->out, sb, k)];
+        out[k] = nd->op == TC_OP_MUL ? x * y : nd->op == TC_OP_SUB ? x - y : x / y;
+      }
+      return TH_OK;
+    }
+    case TC_OP_MATMUL: {
+      const tc_tensor *ta = &g->nodes[nd->inputs[0]].out;
+      int r = ta->ndim, M = nd->out.shape[r - 2], N = nd->out.shape[r - 1];
+      int K = ta->shape[r - (nd->trans_a ? 2 : 1)];
+      int64_t batch = numel / ((int64_t)M * N);
+      const float *b = buf[nd->inputs[1]];
+      for (int64_t i = 0; i < batch; i++) {
+        const float *A = in0 + i * M * K, *B = b + i * K * N;
+        for (int m = 0; m < M; m++)
+          for (int n = 0; n < N; n++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++)
+              acc += (double)A[nd->trans_a ? (size_t)k * M + m : (size_t)m * K + k] *
+                     B[nd->trans_b ? (size_t)n * K + k : (size_t)k * N + n];
+            out[(i * M + m) * N + n] = (float)(acc * nd->alpha);
+          }
+      }
+      return TH_OK;
+    }
+    case TC_OP_LAYER_NORM: {
+      int C = nd->out.shape[nd->out.ndim - 1];
+      const float *ga = g->params[nd->gamma].data, *be = g->params[nd->beta].data;
+      const float *res = nd->ninputs > 1 ? buf[nd->inputs[1]] : NULL;
+      for (int64_t r = 0; r < numel / C; r++) {
+        const float *x = in0 + r * C, *rx = res ? res + r * C : NULL;
+        double mean = 0, var = 0;
+        for (int c = 0; c < C; c++) mean += x[c] + (rx ? rx[c] : 0.0f);
+        mean /= C;
+        for (int c = 0; c < C; c++) {
+          double d = (double)(x[c] + (rx ? rx[c] : 0.0f)) - mean;
+          var += d * d;
+        }
+        double inv = 1.0 / sqrt(var / C + nd->eps);
+        for (int c = 0; c < C; c++)
+          out[r * C + c] = (float)(((double)(x[c] + (rx ? rx[c] : 0.0f)) - mean) * inv * ga[c] + be[c]);
+      }
+      return TH_OK;
+    }
+    case TC_OP_GELU:
+      for (int64_t k = 0; k < numel; k++) out[k] = tc__act(in0[k], TC_EPI_GELU, 0, 0);
+      return TH_OK;
+    case TC_OP_TANH:
+      for (int64_t k = 0; k < numel; k++) out[k] = tanhf(in0[k]);
+      return TH_OK;
+    case TC_OP_AFFINE:
+      for (int64_t k = 0; k < numel; k++) out[k] = in0[k] * nd->alpha + nd->shift;
+      return TH_OK;
+    case TC_OP_CAST: {
+      const int64_t *ix = (const int64_t *)(const void *)in0;
+      for (int64_t k = 0; k < numel; k++) out[k] = (float)ix[k];
+      return TH_OK;
+    }
+    case TC_OP_EMBEDDING: {
+      const int64_t *ix = (const int64_t *)(const void *)in0;
+      const tc_param *w = &g->params[nd->weight];
+      int D = (int)w->shape[1];
+      int64_t V = w->shape[0];
+      for (int64_t k = 0; k < numel / D; k++) {
+        if (ix[k] < 0 || ix[k] >= V) {
+          snprintf(err, errlen, "reference: %s: index %lld at position %lld is outside [0, %lld)",
+                   nd->name ? nd->name : "embedding", (long long)ix[k], (long long)k, (long long)V);
+          return TH_ERR_INVALID;
+        }
+        memcpy(out + k * D, w->data + ix[k] * D, (size_t)D * sizeof(float));
       }
       return TH_OK;
     }
@@ -223,13 +373,14 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
   return TH_ERR_INVALID;
 }
 
-th_status tc_ref_run(const tc_graph *g, const float *input, float *output, char *err, size_t errlen) {
+th_status tc_ref_run_io(const tc_graph *g, const void *const *inputs, void *const *outputs, char *err,
+                        size_t errlen) {
   char dummy[8];
   if (!err) {
     err = dummy;
     errlen = sizeof dummy;
   }
-  if (!g || !input || !output || g->output < 0) {
+  if (!g || !inputs || !outputs || g->ninputs < 1 || g->noutputs < 1) {
     snprintf(err, errlen, "reference: bad arguments");
     return TH_ERR_INVALID;
   }
@@ -244,28 +395,44 @@ th_status tc_ref_run(const tc_graph *g, const float *input, float *output, char 
       }
     }
   }
-  /* last use of each node, so buffers are freed as soon as possible */
+  /* last use of each node, so buffers are freed as soon as possible; outputs live to the end */
   size_t nn = g->nnodes > 0 ? (size_t)g->nnodes : 1;
   int *last = malloc(nn * sizeof *last);
   float **buf = calloc(nn, sizeof *buf);
   th_status rc = (last && buf) ? TH_OK : TH_ERR_NOMEM;
-  for (int i = 0; rc == TH_OK && i < g->nnodes; i++) last[i] = i == g->output ? g->nnodes : i;
+  int top = 0;
+  for (int i = 0; rc == TH_OK && i < g->nnodes; i++) last[i] = i;
+  for (int k = 0; rc == TH_OK && k < g->noutputs; k++) {
+    last[g->outputs[k]] = g->nnodes;
+    if (g->outputs[k] > top) top = g->outputs[k];
+  }
   for (int i = 0; rc == TH_OK && i < g->nnodes; i++) {
     if (g->nodes[i].dead) continue;
     for (int k = 0; k < g->nodes[i].ninputs; k++)
       if (last[g->nodes[i].inputs[k]] < i) last[g->nodes[i].inputs[k]] = i;
   }
-  for (int i = 0; rc == TH_OK && i <= g->output; i++) {
+  for (int i = 0; rc == TH_OK && i <= top; i++) {
     const tc_node *nd = &g->nodes[i];
     if (nd->dead) continue;
-    int64_t numel = tc_tensor_numel(&nd->out);
-    buf[i] = malloc((size_t)numel * sizeof(float));
+    int64_t bytes = tc_tensor_bytes(&nd->out);
+    buf[i] = malloc((size_t)bytes + 8);
     if (!buf[i]) {
       rc = TH_ERR_NOMEM;
       break;
     }
-    if (nd->op == TC_OP_INPUT) memcpy(buf[i], input, (size_t)numel * sizeof(float));
-    else rc = tc__run_node(g, nd, buf, buf[i], err, errlen);
+    if (nd->op == TC_OP_INPUT) {
+      int slot = -1;
+      for (int k = 0; k < g->ninputs; k++)
+        if (g->inputs[k] == i) slot = k;
+      if (slot < 0) {
+        snprintf(err, errlen, "reference: input node %d is not a network input", i);
+        rc = TH_ERR_INVALID;
+        break;
+      }
+      memcpy(buf[i], inputs[slot], (size_t)bytes);
+    } else {
+      rc = tc__run_node(g, nd, buf, buf[i], err, errlen);
+    }
     for (int k = 0; rc == TH_OK && k < nd->ninputs; k++) {
       int j = nd->inputs[k];
       if (last[j] == i && buf[j]) {
@@ -274,11 +441,27 @@ th_status tc_ref_run(const tc_graph *g, const float *input, float *output, char 
       }
     }
   }
-  if (rc == TH_OK)
-    memcpy(output, buf[g->output], (size_t)tc_tensor_numel(&g->nodes[g->output].out) * sizeof(float));
+  for (int k = 0; rc == TH_OK && k < g->noutputs; k++)
+    memcpy(outputs[k], buf[g->outputs[k]], (size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
   if (rc == TH_ERR_NOMEM) snprintf(err, errlen, "reference: out of memory");
   for (int i = 0; buf && i < g->nnodes; i++) free(buf[i]);
   free(buf);
   free(last);
   return rc;
+}
+
+th_status tc_ref_run(const tc_graph *g, const float *input, float *output, char *err, size_t errlen) {
+  char dummy[8];
+  if (!err) {
+    err = dummy;
+    errlen = sizeof dummy;
+  }
+  if (!g || !input || !output || g->ninputs != 1 || g->noutputs != 1 ||
+      g->nodes[g->inputs[0]].out.dtype != TC_DTYPE_F32 || g->nodes[g->outputs[0]].out.dtype != TC_DTYPE_F32) {
+    snprintf(err, errlen, "reference: tc_ref_run takes one float32 input and output (use tc_ref_run_io)");
+    return TH_ERR_INVALID;
+  }
+  const void *ins[1] = {input};
+  void *outs[1] = {output};
+  return tc_ref_run_io(g, ins, outs, err, errlen);
 }

@@ -14,5 +14,9 @@
  * freed at their last use. TH_ERR_INVALID (missing data, unsupported node; err says which), TH_ERR_NOMEM.
  * Thread-safe for distinct graphs; g is not modified. */
 th_status tc_ref_run(const tc_graph *g, const float *input, float *output, char *err, size_t errlen);
+/* Any network: inputs[i] holds the numel of g->inputs[i]'s tensor in its dtype, outputs[i] receives
+ * g->outputs[i]'s. An embedding index out of range is TH_ERR_INVALID naming the input and the index. */
+th_status tc_ref_run_io(const tc_graph *g, const void *const *inputs, void *const *outputs, char *err,
+                        size_t errlen);
 
 #endif

@@ -346,6 +346,123 @@ static int tc__inception_v3(tc_graph *g, int x, int variant) {
   return tc_graph_dense(g, "fc", x, 1000, 1);
 }
 
+/* ---- transformers ----------------------------------------------------------------------------------- */
+
+/* Multi-head attention over q, k, v [B, heads, S, dh]: softmax(alpha * q.k^T + mask) . v, heads merged
+ * back to [B, S, heads * dh]. mask is -1 or a float tensor that broadcasts to [B, heads, S, S]. */
+static int tc__attention(tc_graph *g, int q, int k, int v, float alpha, int mask) {
+  int B = g->batch, H = g->nodes[q].out.shape[1], S = g->nodes[q].out.shape[2], dh = g->nodes[q].out.shape[3];
+  int att = tc_graph_matmul(g, q, k, 0, 1, 1.0f);
+  att = tc_graph_softmax_ex(g, att, alpha, mask);
+  att = tc_graph_dropout(g, att);
+  int o = tc_graph_matmul(g, att, v, 0, 0, 1.0f);
+  static const int merge[4] = {0, 2, 1, 3};
+  o = tc_graph_transpose(g, o, merge);
+  int shape[3] = {B, S, H * dh};
+  return tc_graph_reshape(g, o, 3, shape);
+}
+
+/* [B, S, H * dh] -> [B, H, S, dh] */
+static int tc__heads(tc_graph *g, int x, int heads) {
+  const tc_tensor *t = &g->nodes[x].out;
+  int shape[4] = {t->shape[0], t->shape[1], heads, t->shape[2] / heads};
+  static const int split[4] = {0, 2, 1, 3};
+  return tc_graph_transpose(g, tc_graph_reshape(g, x, 4, shape), split);
+}
+
+/* torchvision's vit_b_16 (ViT-B/16): 16x16 patches of a 224x224 image, a class token, learned positions,
+ * 12 pre-norm encoder layers (nn.MultiheadAttention with one fused in_proj for q, k and v), the class
+ * token's final layer norm into the head. */
+static int tc__vit(tc_graph *g, int x, int variant) {
+  (void)variant;
+  enum { D = 768, HEADS = 12, LAYERS = 12, FFN = 3072, PATCH = 16 };
+  char a[160], b[160], c[160], nm[192];
+  int B = g->batch, n = g->in_h / PATCH, S = n * n + 1;
+  if (g->in_h != 224 || g->in_w != 224) {
+    snprintf(g->err, sizeof g->err, "vit: the input must be 224x224 (encoder.pos_embedding has 197 positions)");
+    return -1;
+  }
+  x = tc_graph_conv(g, "conv_proj", x, D, PATCH, PATCH, PATCH, PATCH, 0, 0, 1, 1);
+  int flat[3] = {B, D, n * n};
+  static const int to_seq[3] = {0, 2, 1};
+  x = tc_graph_transpose(g, tc_graph_reshape(g, x, 3, flat), to_seq); /* [B, 196, 768] */
+  int64_t cls_shape[3] = {1, 1, D}, pos_shape[3] = {1, S, D};
+  int cls_b[3] = {B, 1, D};
+  int xs[2] = {tc_graph_expand(g, tc_graph_const(g, "class_token", 3, cls_shape, TC_INIT_EMBED, D), 3, cls_b), x};
+  x = tc_graph_concat_axis(g, 2, xs, 1);
+  x = tc_graph_add(g, x, tc_graph_const(g, "encoder.pos_embedding", 3, pos_shape, TC_INIT_EMBED, D));
+  x = tc_graph_dropout(g, x);
+  for (int l = 0; l < LAYERS; l++) {
+    const char *p = tc__nm(a, sizeof a, "encoder.layers.encoder_layer_%d", l);
+    int y = tc_graph_layer_norm(g, tc__nm(b, sizeof b, "%s.ln_1", p), x, 1e-6f);
+    tc__nm(b, sizeof b, "%s.self_attention.in_proj_weight", p);
+    tc__nm(c, sizeof c, "%s.self_attention.in_proj_bias", p);
+    y = tc_graph_dense_named(g, tc__nm(nm, sizeof nm, "%s.self_attention.in_proj", p), y, 3 * D, b, c);
+    int qkv_shape[5] = {B, S, 3, HEADS, D / HEADS};
+    static const int qkv_perm[5] = {2, 0, 3, 1, 4}; /* [3, B, heads, S, 64] */
+    y = tc_graph_transpose(g, tc_graph_reshape(g, y, 5, qkv_shape), qkv_perm);
+    int q = tc_graph_select(g, y, 0, 0), k = tc_graph_select(g, y, 0, 1), v = tc_graph_select(g, y, 0, 2);
+    y = tc__attention(g, q, k, v, 0.125f, -1);
+    y = tc_graph_dense(g, tc__nm(b, sizeof b, "%s.self_attention.out_proj", p), y, D, 1);
+    x = tc_graph_add(g, x, tc_graph_dropout(g, y));
+    y = tc_graph_layer_norm(g, tc__nm(b, sizeof b, "%s.ln_2", p), x, 1e-6f);
+    y = tc_graph_gelu(g, tc_graph_dense(g, tc__nm(b, sizeof b, "%s.mlp.0", p), y, FFN, 1));
+    y = tc_graph_dense(g, tc__nm(b, sizeof b, "%s.mlp.3", p), tc_graph_dropout(g, y), D, 1);
+    x = tc_graph_add(g, x, tc_graph_dropout(g, y));
+  }
+  x = tc_graph_layer_norm(g, "encoder.ln", x, 1e-6f);
+  x = tc_graph_select(g, x, 1, 0); /* the class token */
+  return tc_graph_dense(g, "heads.head", x, 1000, 1);
+}
+
+/* bert-base (Hugging Face BertModel): word + token type + position embeddings, 12 post-norm encoder
+ * layers with the attention mask (1 - mask) * finfo(float32).min added to the scores, and the pooler
+ * tanh(dense(first token)). The sequence length is g->in_h (128 by default). Declares its own inputs
+ * input_ids, token_type_ids, attention_mask (int64 [batch, S]) and outputs last_hidden_state and
+ * pooler_output. */
+static int tc__bert(tc_graph *g, int x, int variant) {
+  (void)x;
+  (void)variant;
+  enum { D = 768, HEADS = 12, LAYERS = 12, FFN = 3072, VOCAB = 30522, POSITIONS = 512, TYPES = 2 };
+  char a[160], b[160];
+  int B = g->batch, S = g->in_h;
+  if (S < 1 || S > POSITIONS) {
+    snprintf(g->err, sizeof g->err, "bert: the sequence length %d is outside 1..%d", S, POSITIONS);
+    return -1;
+  }
+  int ishape[2] = {B, S};
+  int ids = tc_graph_input_tensor(g, "input_ids", TC_DTYPE_I64, 2, ishape);
+  int types = tc_graph_input_tensor(g, "token_type_ids", TC_DTYPE_I64, 2, ishape);
+  int mask = tc_graph_input_tensor(g, "attention_mask", TC_DTYPE_I64, 2, ishape);
+  x = tc_graph_embedding(g, "embeddings.word_embeddings", ids, VOCAB, D);
+  x = tc_graph_add(g, x, tc_graph_embedding(g, "embeddings.token_type_embeddings", types, TYPES, D));
+  int64_t pshape[2] = {POSITIONS, D};
+  int pos = tc_graph_const(g, "embeddings.position_embeddings.weight", 2, pshape, TC_INIT_EMBED, D);
+  x = tc_graph_add(g, x, tc_graph_slice(g, pos, 0, 0, S, 1));
+  x = tc_graph_dropout(g, tc_graph_layer_norm(g, "embeddings.LayerNorm", x, 1e-12f));
+  /* (1 - mask) * min as mask * -min + min: exactly 0 where the mask is 1 */
+  int mshape[4] = {B, 1, 1, S};
+  int madd = tc_graph_affine(g, tc_graph_cast(g, mask, TC_DTYPE_F32), 3.40282347e38f, -3.40282347e38f);
+  madd = tc_graph_reshape(g, madd, 4, mshape);
+  for (int l = 0; l < LAYERS; l++) {
+    const char *p = tc__nm(a, sizeof a, "encoder.layer.%d", l);
+    int q = tc__heads(g, tc_graph_dense(g, tc__nm(b, sizeof b, "%s.attention.self.query", p), x, D, 1), HEADS);
+    int k = tc__heads(g, tc_graph_dense(g, tc__nm(b, sizeof b, "%s.attention.self.key", p), x, D, 1), HEADS);
+    int v = tc__heads(g, tc_graph_dense(g, tc__nm(b, sizeof b, "%s.attention.self.value", p), x, D, 1), HEADS);
+    int y = tc__attention(g, q, k, v, 0.125f, madd);
+    y = tc_graph_dense(g, tc__nm(b, sizeof b, "%s.attention.output.dense", p), y, D, 1);
+    int h = tc_graph_add(g, tc_graph_dropout(g, y), x);
+    h = tc_graph_layer_norm(g, tc__nm(b, sizeof b, "%s.attention.output.LayerNorm", p), h, 1e-12f);
+    y = tc_graph_gelu(g, tc_graph_dense(g, tc__nm(b, sizeof b, "%s.intermediate.dense", p), h, FFN, 1));
+    y = tc_graph_dense(g, tc__nm(b, sizeof b, "%s.output.dense", p), y, D, 1);
+    x = tc_graph_add(g, tc_graph_dropout(g, y), h);
+    x = tc_graph_layer_norm(g, tc__nm(b, sizeof b, "%s.output.LayerNorm", p), x, 1e-12f);
+  }
+  if (tc_graph_output(g, "last_hidden_state", x) < 0) return -1;
+  int pooled = tc_graph_tanh(g, tc_graph_dense(g, "pooler.dense", tc_graph_select(g, x, 1, 0), D, 1));
+  return tc_graph_output(g, "pooler_output", pooled);
+}
+
 /* ---- registry --------------------------------------------------------------------------------------- */
 
 static const tc__zoo_def tc__zoo[] = {
@@ -368,6 +485,9 @@ static const tc__zoo_def tc__zoo[] = {
      1},
     {{"inception_v3", 3, 299, 299, 75, "Inception v3 (torchvision, no aux logits), 23.8M params"},
      tc__inception_v3, 0},
+    {{"vit", 3, 224, 224, 224, "ViT-B/16 (torchvision vit_b_16), 224x224, 86.6M params"}, tc__vit, 0},
+    /* c = 0: the builder declares its own inputs; h is the sequence length, w is unused (1) */
+    {{"bert", 0, 128, 1, 1, "bert-base (Hugging Face BertModel), sequence 128, 109.5M params"}, tc__bert, 0},
 };
 
 size_t tc_zoo_count(void) {
@@ -461,14 +581,21 @@ th_status tc_zoo_build(const char *name, int batch, int h, int w, int weights, t
   }
   tc_graph *g = tc_graph_new(name, batch);
   if (!g) return TH_ERR_NOMEM;
-  int x = tc_graph_input(g, d->e.c, h, w);
+  int x = -1;
+  if (d->e.c > 0) {
+    x = tc_graph_input(g, d->e.c, h, w);
+  } else {
+    g->in_h = h; /* the builder's own inputs: h is its sequence length */
+    g->in_w = w;
+  }
   x = d->build(g, x, d->variant);
+  if (x >= 0 && g->noutputs == 0) x = tc_graph_output(g, "output", x);
+  if (x >= 0 && tc_graph_finish(g) != TH_OK) x = -1;
   th_status rc = TH_OK;
   if (x < 0) {
     if (err) snprintf(err, errlen, "%s: %s", name, g->err[0] ? g->err : "build failed");
     rc = strstr(g->err, "out of memory") ? TH_ERR_NOMEM : TH_ERR_INVALID;
   }
-  if (rc == TH_OK) g->output = x;
   if (rc == TH_OK && weights) {
     rc = tc_zoo_fill(g);
     if (rc != TH_OK && err) snprintf(err, errlen, "%s: out of memory generating weights", name);

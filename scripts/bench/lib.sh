@@ -34,6 +34,12 @@ bench_prereqs() {
     blog "installing python3-torch python3-torchvision"
     $sudo apt-get update && $sudo apt-get install -y python3-torch python3-torchvision
   fi
+  # Debian's python3-torch calls whatever libblas.so.3 is selected for its linear layers: the reference
+  # BLAS alone made bert take 10.6 s a run instead of about 0.5 s, so give PyTorch OpenBLAS as a user has
+  if [ ! -e /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 ]; then
+    blog "installing libopenblas0-pthread (PyTorch's BLAS)"
+    $sudo apt-get install -y libopenblas0-pthread
+  fi
   if ! command -v sqlite3 >/dev/null; then
     blog "installing sqlite3"
     $sudo apt-get install -y sqlite3
@@ -86,11 +92,12 @@ bench_torch() {
   fi
 }
 
-# bench_ort ONNX BATCH SIZE REPEAT -> median ms, or "-"
+# bench_ort ONNX BATCH SIZE REPEAT -> median ms, or "-" (SIZE "-": every input's shape from the model)
 bench_ort() {
-  local out log=${1%.onnx}.ort.log
+  local out log=${1%.onnx}.ort.log shape=
   if [ "$HAVE_ORT" != 1 ] || [ ! -s "$1" ]; then echo -; return; fi
-  if out=$(cd "$HERE" && node models_ort.js "$1" "$THREADS" "$4" "$2,3,$3,$3" 2>"$log"); then
+  [ "$3" = - ] || shape="$2,3,$3,$3"
+  if out=$(cd "$HERE" && node models_ort.js "$1" "$THREADS" "$4" $shape 2>"$log"); then
     cat "$log" >&2
     echo "$out" | sed -n 's/^median_ms=//p'
   else

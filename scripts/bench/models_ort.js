@@ -1,5 +1,8 @@
-// ONNX Runtime (onnxruntime-node) baseline for scripts/bench/models.sh.
+// ONNX Runtime (onnxruntime-node) baseline for scripts/bench/models.sh and transformers.sh.
 // usage: node models_ort.js MODEL.onnx THREADS REPEAT [N,C,H,W]   -> prints "median_ms=X"
+// Every input of the model is fed: float32 inputs with uniform(-1, 1), int64 inputs (token ids, token
+// types, attention masks) with 1, which is valid for every embedding and attends to every position. The
+// optional shape replaces the first input's shape (CNN exports); other shapes come from the model.
 'use strict';
 const ort = require('onnxruntime-node');
 
@@ -11,14 +14,20 @@ async function main() {
     graphOptimizationLevel: 'all',
     executionProviders: ['cpu'],
   });
-  const name = session.inputNames[0];
-  const meta = session.inputMetadata && session.inputMetadata[0];
-  const dims = shapeArg ? shapeArg.split(',').map(Number) : meta && meta.shape ? meta.shape.map(Number) : null;
-  if (!dims || dims.some((d) => !Number.isFinite(d) || d <= 0)) throw new Error(`cannot read static input shape of ${file}`);
-  const n = dims.reduce((a, b) => a * b, 1);
-  const data = new Float32Array(n);
-  for (let i = 0; i < n; i++) data[i] = Math.random() * 2 - 1;
-  const feeds = { [name]: new ort.Tensor('float32', data, dims) };
+  const feeds = {};
+  session.inputNames.forEach((name, k) => {
+    const meta = session.inputMetadata && session.inputMetadata[k];
+    const dims = k === 0 && shapeArg ? shapeArg.split(',').map(Number) : meta && meta.shape ? meta.shape.map(Number) : null;
+    if (!dims || dims.some((d) => !Number.isFinite(d) || d <= 0)) throw new Error(`cannot read the static shape of input ${name} of ${file}`);
+    const n = dims.reduce((a, b) => a * b, 1);
+    if (meta && meta.type === 'int64') {
+      feeds[name] = new ort.Tensor('int64', new BigInt64Array(n).fill(1n), dims);
+    } else {
+      const data = new Float32Array(n);
+      for (let i = 0; i < n; i++) data[i] = Math.random() * 2 - 1;
+      feeds[name] = new ort.Tensor('float32', data, dims);
+    }
+  });
   for (let i = 0; i < 3; i++) await session.run(feeds);
   const times = [];
   for (let i = 0; i < Number(repeat); i++) {

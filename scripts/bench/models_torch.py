@@ -1,9 +1,11 @@
 """PyTorch baseline for scripts/bench/models.sh.
 
 usage: /usr/bin/python3 models_torch.py NET BATCH THREADS REPEAT ONNX_OUT
-Builds the torchvision model with random weights, times REPEAT forward passes after a warm-up
-(eval, no_grad, torch.set_num_threads(THREADS)), prints "median_ms=X", and exports ONNX (opset 13) to ONNX_OUT
-unless that file exists already (the benchmarks call it once per round).
+Builds the torchvision model with random weights (vit: vit_b_16; bert: the BertModel-named encoder of
+tests/unit/conformance_torch.py at sequence 128, fed three int64 inputs of ones), times REPEAT forward
+passes after a warm-up (eval, no_grad, torch.set_num_threads(THREADS)), prints "median_ms=X", and exports
+ONNX (opset 13; 14 for the transformers) to ONNX_OUT unless that file exists already (the benchmarks call it
+once per round).
 """
 import os
 import statistics
@@ -14,7 +16,16 @@ import torch
 import torchvision.models as tvm
 
 
+SEQ = 128
+
+
 def build(net):
+    if net == "vit":
+        return tvm.vit_b_16(weights=None), 224
+    if net == "bert":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "unit"))
+        import conformance_torch  # the torch twin of tunehub's zoo bert, with BertModel's parameter names
+        return conformance_torch.BertModel(), SEQ
     if net == "inception_v3":
         return tvm.inception_v3(weights=None, aux_logits=False, init_weights=False), 299
     ctor = {
@@ -35,17 +46,24 @@ def main():
     torch.manual_seed(0)
     model, size = build(net)
     model.eval()
-    x = torch.randn(batch, 3, size, size)
+    if net == "bert":
+        ones = torch.ones(batch, size, dtype=torch.long)
+        x = (ones, ones.clone(), ones.clone())
+        names, outs, opset = ["input_ids", "token_type_ids", "attention_mask"], ["last_hidden_state", "pooler_output"], 14
+    else:
+        x = (torch.randn(batch, 3, size, size),)
+        names, outs, opset = ["input"], ["output"], 14 if net == "vit" else 13
     with torch.no_grad():
         for _ in range(3):
-            model(x)
+            model(*x)
         times = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            model(x)
+            model(*x)
             times.append((time.perf_counter() - t0) * 1e3)
-        if not (os.path.exists(onnx_out) and os.path.getsize(onnx_out) > 0):
-            torch.onnx.export(model, x, onnx_out, opset_version=13, input_names=["input"], output_names=["output"])
+    if not (os.path.exists(onnx_out) and os.path.getsize(onnx_out) > 0):
+        # outside no_grad: there nn.MultiheadAttention (vit) takes its fused fast path, which has no ONNX export
+        torch.onnx.export(model, x, onnx_out, opset_version=opset, input_names=names, output_names=outs)
     print(f"torch {net} b{batch}: {repeat} runs, median {statistics.median(times):.3f} ms, min {min(times):.3f} ms",
           file=sys.stderr)
     print(f"median_ms={statistics.median(times):.3f}")

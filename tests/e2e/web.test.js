@@ -206,6 +206,10 @@ async function main() {
   await page.waitForSelector('#b-network option[value="mobilenet"]', { state: 'attached' });
   await page.selectOption('#b-network', 'mobilenet');
   check(/GFLOPs/.test(await page.textContent('#b-network-hint')), 'the network hint shows GFLOPs');
+  await page.selectOption('#b-network', 'bert');
+  check((await page.textContent('#b-network-hint')).includes('input_ids int64[batch×128], token_type_ids int64'),
+    'the network hint lists bert\'s inputs with their dtypes and shapes');
+  await page.selectOption('#b-network', 'mobilenet');
   await page.fill('#b-batch', '0');
   await page.click('#b-submit');
   check((await page.textContent('#b-batch-err')).length > 0, 'batch 0 is refused by the client check');

@@ -204,6 +204,17 @@ case_endpoints() {
   jq -e '.networks | map(.name) | index("resnet-18") != null' "$TMP/body" >/dev/null || fail "networks"
   jq -e '.networks[] | select(.name=="resnet-18") | .params == 11689512' "$TMP/body" >/dev/null \
     || fail "resnet-18 params"
+  # every input and output with name, dtype and shape; the batch is "batch", or the number ?batch= gives
+  jq -e '.networks[] | select(.name=="bert") | [.inputs[] | "\(.name) \(.dtype) \(.shape)"]
+    == ["input_ids int64 [\"batch\",128]", "token_type_ids int64 [\"batch\",128]",
+        "attention_mask int64 [\"batch\",128]"]' "$TMP/body" >/dev/null || fail "bert inputs"
+  jq -e '.networks[] | select(.name=="resnet-18") | .inputs == [{"name": "input", "dtype": "float32",
+    "shape": ["batch", 3, 224, 224]}] and .input == [1, 3, 224, 224]' "$TMP/body" >/dev/null \
+    || fail "resnet-18 inputs"
+  expect_status 200 "$BASE/networks?batch=8"
+  jq -e '.networks[] | select(.name=="bert") | .outputs[0].shape == [8, 128, 768]
+    and .outputs[1].shape == [8, 768] and .input == [8, 128]' "$TMP/body" >/dev/null || fail "?batch=8"
+  expect_status 400 "$BASE/networks?batch=0"; body_has '"code":"invalid_batch"'
   expect_status 200 "$BASE/targets"
   jq -e '.targets[0].framework == "llvm" and (.targets[0].target | startswith("llvm -mcpu="))' \
     "$TMP/body" >/dev/null || fail "targets"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of the command line against real stores (no daemon): `tunehub tune` into a temp data dir,
-# then `tunehub remeasure` on it, alone and against a second store, and its errors on bad input.
+# then `tunehub remeasure` on it, alone and against a second store, and its errors on bad input; `tunehub
+# build`, `run` (and --profile) on a CNN bundle, and `tunehub networks`.
 # Usage: cli.sh CASE, with TUNEHUB set to the binary.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -58,6 +59,29 @@ for r in csv.reader(open(sys.argv[1])):
     assert len(r) == 6, r
     assert int(r[2]) >= 1 and float(r[3]) > 0 and float(r[4]) > 0 and r[5] == "1", r
 PY
+}
+
+# `tunehub run` times a CNN bundle through th_model_run_io (and --profile per layer), and `tunehub networks`
+# lists every input and output with its dtype and shape
+case_run() {
+  local net=squeezenet_v1.1
+  "$TUNEHUB" build llvm "$net" 1 -o "$TMP/b.tar" --data "$DATA" >"$TMP/build.log" 2>&1 ||
+    { tail -20 "$TMP/build.log"; fail "build"; }
+  "$TUNEHUB" run "$TMP/b.tar" --repeat 3 >"$TMP/run.out" 2>&1 || fail "run: $(cat "$TMP/run.out")"
+  grep -q "b.tar: 3 runs: mean [0-9.]* ms, median [0-9.]* ms" "$TMP/run.out" || fail "run: $(cat "$TMP/run.out")"
+  "$TUNEHUB" run "$TMP/b.tar" --repeat 3 --profile >"$TMP/prof.out" 2>&1 || fail "profile: $(cat "$TMP/prof.out")"
+  grep -q "^sum of layer medians [0-9.]* ms; run median [0-9.]* ms (3 runs)" "$TMP/prof.out" ||
+    fail "profile: $(tail -3 "$TMP/prof.out")"
+  tar -xOf "$TMP/b.tar" manifest.json >"$TMP/manifest.json"
+  jq -e '.inputs == [{"name": "input", "dtype": "float32", "shape": [1, 3, 224, 224], "layout": "NCHW"}]
+    and .outputs == [{"name": "output", "dtype": "float32", "shape": [1, 1000]}]
+    and .input.name == "input" and .output.shape == [1, 1000]' "$TMP/manifest.json" >/dev/null ||
+    fail "manifest inputs/outputs: $(jq -c '{input, inputs, output, outputs}' "$TMP/manifest.json")"
+  "$TUNEHUB" networks >"$TMP/networks.out" || fail "networks"
+  grep -Eq "^  input +input_ids +int64 +\[batch, 128\]$" "$TMP/networks.out" || fail "networks: no input_ids"
+  grep -Eq "^  output +last_hidden_state +float32 +\[batch, 128, 768\]$" "$TMP/networks.out" ||
+    fail "networks: no last_hidden_state"
+  grep -Eq "^  input +input +float32 +\[batch, 3, 224, 224\]$" "$TMP/networks.out" || fail "networks: no CNN input"
 }
 
 "case_$1"

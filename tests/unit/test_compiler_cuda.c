@@ -13,6 +13,7 @@
 
 #include "ops.h"
 #include "tc_cuda.h"
+#include "test_cuda_tensor_wl.h"
 #include "th_test.h"
 #include "th_util.h"
 
@@ -328,6 +329,16 @@ TH_TEST(device_query) {
     CHECK(d.name[0] != '\0');
     CHECK(strncmp(d.arch, "sm_", 3) == 0 && d.arch[3] >= '1' && d.arch[3] <= '9');
     CHECK(d.major > 0 && d.total_mem > 0 && d.multiprocessors > 0);
+    /* its limits, which a target for its arch takes over */
+    fprintf(stderr,
+            "limits: %d threads, %d bytes of shared memory per block (%d opt-in, %d per SM)\n",
+            d.max_threads, d.max_shared_bytes, d.max_shared_optin, d.max_shared_per_sm);
+    CHECK(d.max_threads >= 1024 && d.max_shared_bytes >= 48 * 1024 &&
+          d.max_regs_per_block >= 65536);
+    tc_cuda_target t;
+    CHECK(tc_cuda_target_init(&t, d.arch) == TH_OK);
+    tc_cuda_target_use_device(&t, &d);
+    CHECK(t.max_shared_bytes == d.max_shared_bytes && strncmp(t.limits_from, "device ", 7) == 0);
     return 0;
   }
   CHECK(rc == TH_ERR_UNSUPPORTED);
@@ -358,14 +369,20 @@ typedef struct emu_kernel {
   tc_cuda_launch l;
 } emu_kernel;
 
+/* The launcher: th_call<k> passes the argument array to kernel k (an integer buffer's parameter is
+ * a `long long *`, so each pointer converts to what the kernel takes). */
 static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
-  th_buf_appendf(b, "typedef void (*th_fn)(float **);\nstruct th_targ { th_fn fn; float **a; unsigned x, y, z; };\n"
-                    "static void *th_thread(void *p) { th_targ *t = (th_targ *)p; threadIdx.x = t->x; "
-                    "threadIdx.y = t->y; threadIdx.z = t->z; t->fn(t->a); return 0; }\n");
+  th_buf_appendf(
+      b,
+      "typedef void (*th_fn)(float **);\nstruct th_targ { th_fn fn; float **a; unsigned x, y, z; "
+      "};\n"
+      "struct th_arg { void *p; template <class T> operator T *() const { return (T *)p; } };\n"
+      "static void *th_thread(void *p) { th_targ *t = (th_targ *)p; threadIdx.x = t->x; "
+      "threadIdx.y = t->y; threadIdx.z = t->z; t->fn(t->a); return 0; }\n");
   for (int k = 0; k < nk; k++) {
     int n = tc_op_nargs(ks[k].wl.kernel);
     th_buf_appendf(b, "static void th_call%d(float **a) { k%d(", k, k);
-    for (int i = 0; i < n; i++) th_buf_appendf(b, "%sa[%d]", i ? ", " : "", i);
+    for (int i = 0; i < n; i++) th_buf_appendf(b, "%sth_arg{a[%d]}", i ? ", " : "", i);
     th_buf_appendf(b, "); }\n");
   }
   th_buf_appendf(b, "static th_fn th_fns[] = {");
@@ -391,9 +408,147 @@ static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
                     "  return 0;\n}\n");
 }
 
-TH_TEST(emulated_templates) {
+/* Seeded inputs of slot i: floats in [-4, 4), int64 indices or cast values (tc_cuda_fill_i64);
+ * softmax masks pad the second half of batch element 0's positions (-10000, the last one -inf) and
+ * mask all of element 1's (-3.4e38, torch's finfo.min: the row comes out uniform). */
+static void emu_fill(const tc_workload *wl, int slot, void *buf, int64_t n, uint64_t *s) {
+  if (tc_cuda_arg_elem_bytes(wl, slot) == 8) {
+    tc_cuda_fill_i64(wl, buf, n, s);
+    return;
+  }
+  float *f = buf;
+  for (int64_t e = 0; e < n; e++) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    f[e] = (float)((double)(*s >> 40) / (double)(1ull << 24) * 2.0 - 1.0) * 4.0f;
+  }
+  if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 1) {
+    for (int j = wl->w / 2; j < wl->w; j++) f[j] = j == wl->w - 1 && j > 0 ? -INFINITY : -10000.0f;
+    for (int j = 0; wl->n > 1 && j < wl->w; j++) f[wl->w + j] = -3.4028235e38f;
+  }
+}
+
+/* A library of emulated kernels: every workload at its fallback and per - 1 random valid configs,
+ * printed as CUDA C into one translation unit and compiled for the CPU with the emulation header. */
+typedef struct emu_lib {
+  emu_kernel *ks;
+  int nk;
+  void *h;
+  int (*run)(int, float **, const long long *, const int *);
+  char dir[64], cpp[128], so[128];
+} emu_lib;
+
+static void emu_build(emu_lib *e, const tc_workload *ws, int nw, int per, uint64_t seed) {
+  memset(e, 0, sizeof *e);
   tc_cuda_target t;
   CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+  e->ks = calloc((size_t)(nw * per), sizeof *e->ks);
+  CHECK(e->ks != NULL);
+  th_buf src;
+  th_buf_init(&src, (size_t)64 << 20);
+  th_buf_appendf(&src, "%s", emu_header);
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  for (int i = 0; i < nw; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
+    int64_t size = tc_space_size(&s);
+    for (int done = 0, tries = 0; done < per && tries < 5000; tries++) {
+      if (done > 0) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
+        if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+      }
+      char fn[16], err[512] = "";
+      snprintf(fn, sizeof fn, "k%d", e->nk);
+      e->ks[e->nk].wl = ws[i];
+      th_status rc =
+          tc_cuda_kernel_source(&ws[i], &c, &t, fn, &src, &e->ks[e->nk].l, err, sizeof err);
+      if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+      CHECK(rc == TH_OK);
+      e->nk++;
+      done++;
+    }
+  }
+  emu_launcher(&src, e->nk, e->ks);
+  snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-XXXXXX");
+  CHECK(mkdtemp(e->dir) != NULL);
+  char cmd[512];
+  snprintf(e->cpp, sizeof e->cpp, "%s/k.cpp", e->dir);
+  snprintf(e->so, sizeof e->so, "%s/k.so", e->dir);
+  CHECK(th_write_file_atomic(e->cpp, src.data, src.len) == TH_OK);
+  snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -fPIC -shared -o %s %s -lpthread", e->so,
+           e->cpp);
+  CHECK(system(cmd) == 0);
+  e->h = dlopen(e->so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(e->h != NULL);
+  *(void **)&e->run = dlsym(e->h, "th_emu_run");
+  CHECK(e->run != NULL);
+  th_buf_free(&src);
+}
+
+static void emu_free(emu_lib *e) {
+  dlclose(e->h);
+  unlink(e->cpp);
+  unlink(e->so);
+  rmdir(e->dir);
+  free(e->ks);
+}
+
+/* Runs kernel k of e on the argument buffers a (its launch shape). */
+static void emu_launch(const emu_lib *e, int k, float **a) {
+  long long grid[3] = {e->ks[k].l.grid[0], e->ks[k].l.grid[1], e->ks[k].l.grid[2]};
+  CHECK(e->run(k, a, grid, e->ks[k].l.block) == 0);
+}
+
+/* Every kernel of emu_build(ws, ...) on seeded inputs (emu_fill) against tc_cuda_ref_kernel: every
+ * output within 1e-4 relative (plus 1e-5 of the largest output). Returns the number of kernels. */
+static int emu_check(const char *label, const tc_workload *ws, int nw, int per, uint64_t seed) {
+  emu_lib e;
+  emu_build(&e, ws, nw, per, seed);
+  for (int k = 0; k < e.nk; k++) {
+    const tc_workload *wl = &e.ks[k].wl;
+    int64_t sizes[5];
+    tc_cuda_arg_sizes(wl, sizes);
+    int nargs = tc_op_nargs(wl->kernel), out = nargs - 1;
+    float *a[5] = {0}, *ref[5] = {0};
+    uint64_t s2 = 99 + (uint64_t)k;
+    for (int i = 0; i < nargs; i++) {
+      if (!sizes[i]) continue;
+      size_t bytes = (size_t)(sizes[i] + 4) * (size_t)tc_cuda_arg_elem_bytes(wl, i);
+      a[i] = calloc(1, bytes);
+      ref[i] = calloc(1, bytes);
+      CHECK(a[i] && ref[i]);
+      if (i == out) continue;
+      emu_fill(wl, i, a[i], sizes[i], &s2);
+      memcpy(ref[i], a[i], bytes);
+    }
+    emu_launch(&e, k, a);
+    CHECK(tc_cuda_ref_kernel(wl, ref) == TH_OK);
+    double maxref = 0;
+    for (int64_t i = 0; i < sizes[out]; i++) maxref = fmax(maxref, fabs(ref[out][i]));
+    for (int64_t i = 0; i < sizes[out]; i++) {
+      if (!(fabs((double)a[out][i] - ref[out][i]) <= 1e-5 * maxref + 1e-4 * fabs(ref[out][i]))) {
+        char key[256];
+        tc_workload_key(wl, key, sizeof key);
+        fprintf(stderr, "%s: kernel k%d (%s): element %lld: %.8g vs reference %.8g\n", label, k,
+                key, (long long)i, a[out][i], ref[out][i]);
+        CHECK(0);
+      }
+    }
+    for (int i = 0; i < 5; i++) {
+      free(a[i]);
+      free(ref[i]);
+    }
+  }
+  fprintf(stderr, "%s: %d kernels of %d workloads ran emulated and matched the reference\n", label,
+          e.nk, nw);
+  int nk = e.nk;
+  emu_free(&e);
+  return nk;
+}
+
+TH_TEST(emulated_templates) {
   tc_workload ws[] = {
       wl_conv(1, 3, 15, 15, 8, 7, 2, 3, TC_EPI_BIAS | TC_EPI_RELU),
       wl_conv(2, 5, 9, 7, 6, 3, 2, 1, TC_EPI_BIAS | TC_EPI_RESIDUAL),
@@ -423,91 +578,290 @@ TH_TEST(emulated_templates) {
   ws[14].epilogue = TC_EPI_CLIP;
   ws[17].c_offset = 3;
   int nw = (int)(sizeof ws / sizeof ws[0]);
-  enum { PER = 4 };
-  emu_kernel ks[sizeof ws / sizeof ws[0] * PER];
-  th_buf src;
-  th_buf_init(&src, (size_t)64 << 20);
-  th_buf_appendf(&src, "%s", emu_header);
-  CHECK(tc_cuda_prelude(&src) == TH_OK);
-  int nk = 0;
-  uint64_t seed = 777;
-  for (int i = 0; i < nw; i++) {
-    tc_space s;
-    tc_config c;
-    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
-    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
-    int64_t size = tc_space_size(&s);
-    for (int done = 0, tries = 0; done < PER && tries < 5000; tries++) {
-      if (done > 0) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
-        if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
-      }
-      char fn[16], err[512] = "";
-      snprintf(fn, sizeof fn, "k%d", nk);
-      ks[nk].wl = ws[i];
-      th_status rc = tc_cuda_kernel_source(&ws[i], &c, &t, fn, &src, &ks[nk].l, err, sizeof err);
-      if (rc != TH_OK) fprintf(stderr, "%s\n", err);
-      CHECK(rc == TH_OK);
-      nk++;
-      done++;
-    }
-  }
-  emu_launcher(&src, nk, ks);
-  char dir[] = "/tmp/tc-cuda-emu-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  char cpp[128], so[128], cmd[512];
-  snprintf(cpp, sizeof cpp, "%s/k.cpp", dir);
-  snprintf(so, sizeof so, "%s/k.so", dir);
-  CHECK(th_write_file_atomic(cpp, src.data, src.len) == TH_OK);
-  snprintf(cmd, sizeof cmd, "c++ -std=c++17 -O1 -w -fPIC -shared -o %s %s -lpthread", so, cpp);
-  CHECK(system(cmd) == 0);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
-  int (*run)(int, float **, const long long *, const int *) =
-      (int (*)(int, float **, const long long *, const int *))dlsym(h, "th_emu_run");
-  CHECK(run != NULL);
-  for (int k = 0; k < nk; k++) {
-    const tc_workload *wl = &ks[k].wl;
-    int64_t sizes[5];
+  CHECK(emu_check("cnn", ws, nw, 4, 777) == nw * 4);
+  return 0;
+}
+
+/* ---- the tensor families (issue 20) ---- */
+
+static int nvrtc_tensor(tc_kernel k) {
+  tc_workload w[TW_EDGE_MAX];
+  int n = tw_edge_set(k, w);
+  CHECK(compile_family(tc_kernel_name(k), w, n, 8) >= n * 9);
+  return 0;
+}
+
+static int emulated_tensor(tc_kernel k) {
+  tc_workload w[TW_EDGE_MAX];
+  int n = tw_edge_set(k, w);
+  CHECK(emu_check(tc_kernel_name(k), w, n, 5, 4242 + (uint64_t)k) == n * 5);
+  return 0;
+}
+
+TH_TEST(nvrtc_batch_matmul) {
+  return nvrtc_tensor(TC_KERNEL_BATCH_MATMUL);
+}
+TH_TEST(nvrtc_dense_tensor) {
+  return nvrtc_tensor(TC_KERNEL_DENSE);
+}
+TH_TEST(nvrtc_layer_norm) {
+  return nvrtc_tensor(TC_KERNEL_LAYER_NORM);
+}
+TH_TEST(nvrtc_softmax_rows) {
+  return nvrtc_tensor(TC_KERNEL_SOFTMAX_ROWS);
+}
+TH_TEST(nvrtc_unary) {
+  return nvrtc_tensor(TC_KERNEL_UNARY);
+}
+TH_TEST(nvrtc_embedding) {
+  return nvrtc_tensor(TC_KERNEL_EMBEDDING);
+}
+TH_TEST(nvrtc_copy) {
+  return nvrtc_tensor(TC_KERNEL_COPY);
+}
+TH_TEST(nvrtc_binary) {
+  return nvrtc_tensor(TC_KERNEL_BINARY);
+}
+TH_TEST(emulated_batch_matmul) {
+  return emulated_tensor(TC_KERNEL_BATCH_MATMUL);
+}
+TH_TEST(emulated_dense_tensor) {
+  return emulated_tensor(TC_KERNEL_DENSE);
+}
+TH_TEST(emulated_layer_norm) {
+  return emulated_tensor(TC_KERNEL_LAYER_NORM);
+}
+TH_TEST(emulated_softmax_rows) {
+  return emulated_tensor(TC_KERNEL_SOFTMAX_ROWS);
+}
+TH_TEST(emulated_unary) {
+  return emulated_tensor(TC_KERNEL_UNARY);
+}
+TH_TEST(emulated_embedding) {
+  return emulated_tensor(TC_KERNEL_EMBEDDING);
+}
+TH_TEST(emulated_copy) {
+  return emulated_tensor(TC_KERNEL_COPY);
+}
+TH_TEST(emulated_binary) {
+  return emulated_tensor(TC_KERNEL_BINARY);
+}
+
+/* Rows masked with -inf everywhere (where torch's softmax gives NaN) come out uniform, never NaN;
+ * rows with some -inf positions give them 0 and match the reference. */
+TH_TEST(emulated_softmax_rows_inf_mask) {
+  tc_workload w[2] = {tw_smr(2, 2, 3, 7, 1, 0.5f), tw_smr(2, 1, 2, 100, 1, 1.0f)};
+  emu_lib e;
+  emu_build(&e, w, 2, 4, 31337);
+  for (int k = 0; k < e.nk; k++) {
+    const tc_workload *wl = &e.ks[k].wl;
+    int64_t sizes[5], W = wl->w, per_n = (int64_t)wl->c * wl->h * W;
     tc_cuda_arg_sizes(wl, sizes);
-    int nargs = tc_op_nargs(wl->kernel), out = nargs - 1;
-    float *a[5] = {0}, *ref[5] = {0};
-    uint64_t s2 = 99 + (uint64_t)k;
-    for (int i = 0; i < nargs; i++) {
-      if (!sizes[i]) continue;
-      a[i] = calloc((size_t)sizes[i] + 4, sizeof(float));
-      ref[i] = calloc((size_t)sizes[i] + 4, sizeof(float));
-      CHECK(a[i] && ref[i]);
-      for (int64_t e = 0; i != out && e < sizes[i]; e++) {
-        s2 = s2 * 6364136223846793005ull + 1442695040888963407ull;
-        a[i][e] = ref[i][e] = (float)((double)(s2 >> 40) / (double)(1ull << 24) * 2.0 - 1.0) * 4.0f;
-      }
-    }
-    long long grid[3] = {ks[k].l.grid[0], ks[k].l.grid[1], ks[k].l.grid[2]};
-    CHECK(run(k, a, grid, ks[k].l.block) == 0);
-    CHECK(tc_cuda_ref_kernel(wl, ref) == TH_OK);
-    double maxref = 0;
-    for (int64_t e = 0; e < sizes[out]; e++) maxref = fmax(maxref, fabs(ref[out][e]));
-    for (int64_t e = 0; e < sizes[out]; e++) {
-      if (fabs((double)a[out][e] - ref[out][e]) > 1e-5 * maxref + 1e-4 * fabs(ref[out][e])) {
-        char key[192];
-        tc_workload_key(wl, key, sizeof key);
-        fprintf(stderr, "kernel k%d (%s): element %lld: %.8g vs reference %.8g\n", k, key, (long long)e,
-                a[out][e], ref[out][e]);
+    float *in = calloc((size_t)sizes[0], 4), *mask = calloc((size_t)sizes[1], 4),
+          *out = calloc((size_t)sizes[2], 4);
+    float *ref = calloc((size_t)sizes[2], 4);
+    CHECK(in && mask && out && ref);
+    uint64_t s = 5;
+    emu_fill(wl, 0, in, sizes[0], &s);
+    for (int64_t j = 0; j < W; j++) mask[j] = -INFINITY; /* element 0: all masked */
+    for (int64_t j = 0; j < W; j++) mask[W + j] = j % 3 ? 0.0f : -INFINITY; /* element 1: some */
+    float *a[3] = {in, mask, out}, *r[3] = {in, mask, ref};
+    emu_launch(&e, k, a);
+    CHECK(tc_cuda_ref_kernel(wl, r) == TH_OK);
+    for (int64_t i = 0; i < sizes[2]; i++) {
+      double want = i < per_n ? 1.0 / (double)W : ref[i];
+      if (!(fabs(out[i] - want) <= 1e-6 + 1e-4 * fabs(want))) {
+        fprintf(stderr, "kernel k%d: element %lld: %.8g, want %.8g\n", k, (long long)i, out[i],
+                want);
         CHECK(0);
       }
     }
-    for (int i = 0; i < 5; i++) {
-      free(a[i]);
-      free(ref[i]);
-    }
+    free(in);
+    free(mask);
+    free(out);
+    free(ref);
   }
-  fprintf(stderr, "%d kernels of %d workloads ran emulated and matched the reference\n", nk, nw);
-  dlclose(h);
-  unlink(cpp);
-  unlink(so);
-  rmdir(dir);
+  emu_free(&e);
+  return 0;
+}
+
+/* ---- device limits before NVRTC ---- */
+
+/* Sets the GEMM knobs of c to a BM x BN tile of 16 x 16 threads (BM / 16 rows, BN / 16 columns each)
+ * staging tk at a time. */
+static void gemm_tiles(const tc_space *s, tc_config *c, int bm, int bn, int tk) {
+  const char *names[3] = {"tile_y", "tile_x", "tile_k"};
+  int want[3][2] = {{16, bm / 16}, {16, bn / 16}, {tk, 0}};
+  for (int n = 0; n < 3; n++) {
+    int k = tc_space_knob(s, names[n]), w = s->knobs[k].width;
+    c->idx[k] = -1;
+    for (int v = 0; v < s->knobs[k].nvalues; v++)
+      if (memcmp(s->knobs[k].values[v], want[n], (size_t)w * sizeof(int)) == 0) c->idx[k] = v;
+    CHECK(c->idx[k] >= 0);
+  }
+}
+
+/* The seed thesis's ViT failed on an RTX 2080 Ti (sm_75) in ptxas: "function uses too much shared
+ * data". The naive choice for ViT's MLP GEMM, the largest tiles at the deepest k (128 x 128 x 64),
+ * stages 66048 bytes: tc_cuda_valid rejects it for sm_75 naming the bytes and the limit, the
+ * lowering refuses it so no source reaches NVRTC, and tc_cuda_fallback picks a config that fits.
+ * With the limit lifted by hand the same config reaches NVRTC, and ptxas refuses it as it refused
+ * the thesis's kernel. */
+TH_TEST(limits_shared_over_sm75) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_75") == TH_OK);
+  CHECK(t.max_shared_bytes == 48 * 1024 && t.max_shared_optin == 64 * 1024 &&
+        t.max_shared_per_sm == 64 * 1024);
+  CHECK(t.max_threads_per_sm == 1024 && t.max_regs_per_thread == 255 &&
+        t.max_regs_per_block == 65536);
+  CHECK(strcmp(t.limits_from, "sm_75 table") == 0);
+  tc_workload wl = tw_dense(10 * 197, 768, 3072, TC_EPI_BIAS | TC_EPI_GELU);
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK); /* all knobs set; then the naive tiles */
+  gemm_tiles(&s, &c, 128, 128, 64);
+  char why[256] = "";
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, why, sizeof why) == TH_ERR_INVALID);
+  fprintf(stderr, "naive config: %s\n", why);
+  CHECK(strstr(
+      why,
+      "static shared memory of 66048 bytes per block over the limit of 49152 bytes (sm_75 table)"));
+  th_buf src;
+  th_buf_init(&src, (size_t)64 << 20);
+  tc_cuda_launch l;
+  char err[512] = "";
+  CHECK(tc_cuda_kernel_source(&wl, &c, &t, "naive", &src, &l, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "66048") && strstr(err, "49152") && src.len == 0); /* nothing for NVRTC */
+  /* the fallback fits sm_75 and NVRTC (ptxas) takes it */
+  tc_config fb;
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &fb) == TH_OK);
+  CHECK(tc_cuda_valid(&wl, &t, &s, &fb, NULL, 0) == TH_OK);
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  CHECK(tc_cuda_kernel_source(&wl, &fb, &t, "fallback", &src, &l, err, sizeof err) == TH_OK);
+  CHECK(l.shared_bytes <= t.max_shared_bytes);
+  char cs[512];
+  tc_config_str(&s, &fb, cs, sizeof cs);
+  fprintf(stderr, "fallback %s: %d bytes of shared memory, %d threads\n", cs, l.shared_bytes,
+          l.block[0] * l.block[1] * l.block[2]);
+  char log[8192] = "";
+  CHECK(tc_nvrtc_compile(src.data, "fallback.cu", &t, NULL, NULL, NULL, NULL, log, sizeof log) ==
+        TH_OK);
+  /* the rejected config, printed past a lifted limit, is what ptxas refuses */
+  tc_cuda_target lifted = t;
+  lifted.max_shared_bytes = lifted.max_shared_per_sm = 1 << 20;
+  src.len = 0;
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  CHECK(tc_cuda_kernel_source(&wl, &c, &lifted, "naive", &src, &l, err, sizeof err) == TH_OK);
+  CHECK(l.shared_bytes == 66048);
+  CHECK(tc_nvrtc_compile(src.data, "naive.cu", &t, NULL, NULL, NULL, NULL, log, sizeof log) ==
+        TH_ERR_COMPILE);
+  fprintf(stderr, "NVRTC on the naive config: %.300s\n", log);
+  CHECK(strstr(log, "too much shared data") != NULL);
   th_buf_free(&src);
+  return 0;
+}
+
+/* Limits come from the device when the target is its arch (values the driver reports replace the
+ * table's, 0 keeps them), not for another arch; an arch without a table row gets the smallest
+ * values. */
+TH_TEST(limits_from_device) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_86") == TH_OK);
+  CHECK(t.max_shared_optin == 99 * 1024 && t.max_shared_per_sm == 100 * 1024 &&
+        t.max_threads_per_sm == 1536);
+  tc_workload wl = tw_dense(256, 512, 512, TC_EPI_BIAS);
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
+  gemm_tiles(&s, &c, 128, 128, 32); /* 33024 bytes, 256 threads */
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) == TH_OK);
+  tc_cuda_device d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.name, sizeof d.name, "a smaller GPU");
+  snprintf(d.arch, sizeof d.arch, "sm_90");
+  d.max_shared_bytes = 32 * 1024;
+  d.max_threads = 128;
+  tc_cuda_target_use_device(&t, &d); /* another arch: nothing changes */
+  CHECK(t.max_shared_bytes == 48 * 1024 && strcmp(t.limits_from, "sm_86 table") == 0);
+  snprintf(d.arch, sizeof d.arch, "sm_86");
+  tc_cuda_target_use_device(&t, &d);
+  CHECK(t.max_shared_bytes == 32 * 1024 && t.max_threads == 128 &&
+        t.max_shared_per_sm == 100 * 1024);
+  CHECK(strcmp(t.limits_from, "device a smaller GPU") == 0);
+  char why[256] = "";
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, why, sizeof why) == TH_ERR_INVALID);
+  CHECK(strstr(why, "256 threads per block over the limit of 128 (device a smaller GPU)") != NULL);
+  d.max_threads = 1024;
+  tc_cuda_target_use_device(&t, &d);
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, why, sizeof why) == TH_ERR_INVALID);
+  CHECK(strstr(why, "33024 bytes per block over the limit of 32768 bytes (device a smaller GPU)") !=
+        NULL);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK &&
+        tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) == TH_OK);
+  /* no table row: the smallest documented limits */
+  CHECK(tc_cuda_target_init(&t, "sm_87") == TH_OK);
+  CHECK(t.max_shared_optin == 64 * 1024 && t.max_shared_per_sm == 64 * 1024 &&
+        t.max_threads_per_sm == 1024);
+  CHECK(strcmp(t.limits_from, "sm_87: smallest of the table") == 0);
+  return 0;
+}
+
+/* Every kernel of ViT-B/16 (batch 1, 10, 256) and BERT-base (batch 1, 5, 10, 15) gets a fallback
+ * that fits sm_75 and sm_90 and prints; those of the smallest and largest batch compile with NVRTC
+ * for both (ptxas applies the real limits there). */
+TH_TEST(limits_transformer_fallbacks) {
+  static const int vit[] = {1, 10, 256}, bert[] = {1, 5, 10, 15};
+  const char *archs[2] = {"sm_75", "sm_90"};
+  for (int a = 0; a < 2; a++) {
+    tc_cuda_target t;
+    CHECK(tc_cuda_target_init(&t, archs[a]) == TH_OK);
+    th_buf src;
+    th_buf_init(&src, (size_t)256 << 20);
+    CHECK(tc_cuda_prelude(&src) == TH_OK);
+    int nk = 0, compiled = 0, max_shared = 0;
+    for (int net = 0; net < 2; net++)
+      for (int bi = 0; bi < (net ? 4 : 3); bi++) {
+        int b = net ? bert[bi] : vit[bi], last = bi == (net ? 3 : 2);
+        tc_workload w[TW_MAX];
+        int n = net ? tw_bert(b, w) : tw_vit(b, w);
+        CHECK(n <= TW_MAX);
+        for (int i = 0; i < n; i++) {
+          tc_space s;
+          tc_config c;
+          char why[256] = "", key[256], fn[32], err[512] = "";
+          tc_workload_key(&w[i], key, sizeof key);
+          th_status rc = tc_cuda_space(&w[i], &t, &s);
+          if (rc == TH_OK) rc = tc_cuda_fallback(&w[i], &t, &s, &c);
+          if (rc == TH_OK) rc = tc_cuda_valid(&w[i], &t, &s, &c, why, sizeof why);
+          if (rc != TH_OK) fprintf(stderr, "%s %s: %s %s\n", archs[a], key, th_status_str(rc), why);
+          CHECK(rc == TH_OK);
+          th_buf one;
+          th_buf_init(&one, (size_t)64 << 20);
+          tc_cuda_launch l;
+          snprintf(fn, sizeof fn, "k%d", nk++);
+          CHECK(tc_cuda_kernel_source(&w[i], &c, &t, fn, &one, &l, err, sizeof err) == TH_OK);
+          CHECK(l.shared_bytes <= t.max_shared_bytes &&
+                l.block[0] * l.block[1] * l.block[2] <= t.max_threads);
+          if (l.shared_bytes > max_shared) max_shared = l.shared_bytes;
+          if (bi == 0 || last) {
+            CHECK(th_buf_append(&src, one.data, one.len) == TH_OK);
+            compiled++;
+          }
+          th_buf_free(&one);
+        }
+      }
+    char log[8192] = "";
+    double t0 = th_now_mono();
+    th_status rc =
+        tc_nvrtc_compile(src.data, "transformers.cu", &t, NULL, NULL, NULL, NULL, log, sizeof log);
+    if (rc != TH_OK) fprintf(stderr, "%s\n", log);
+    CHECK(rc == TH_OK);
+    fprintf(stderr,
+            "%s: %d fallbacks fit (at most %d bytes of shared memory); %d compiled in %.1f s\n",
+            archs[a], nk, max_shared, compiled, th_now_mono() - t0);
+    th_buf_free(&src);
+  }
   return 0;
 }

@@ -122,8 +122,24 @@ static void check_bundle(const char *net, int batch, const char *params, size_t 
   void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
   const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
   CHECK(info && create && fr && lasterr && dlsym(h, "th_model_run") && dlsym(h, "th_model_run_device"));
+  CHECK(dlsym(h, "th_model_run_io") != NULL);
   CHECK(strncmp(info()->target, "cuda -arch=sm_90", 16) == 0);
   CHECK_EQ_INT(info()->batch, batch);
+  /* the inputs and outputs tables repeat the legacy fields for a CNN (and the manifest lists them)
+   */
+  CHECK_EQ_INT(info()->num_inputs, 1);
+  CHECK_EQ_INT(info()->num_outputs, 1);
+  CHECK_STR(info()->inputs[0].name, "input");
+  CHECK_EQ_INT(info()->inputs[0].dtype, TH_DTYPE_F32);
+  CHECK_EQ_INT(info()->inputs[0].ndim, info()->input_ndim);
+  for (int d = 0; d < info()->input_ndim; d++)
+    CHECK_EQ_INT(info()->inputs[0].shape[d], info()->input_shape[d]);
+  CHECK_EQ_INT(info()->inputs[0].count, info()->input_size);
+  CHECK_EQ_INT(info()->outputs[0].count, info()->output_size);
+  CHECK_STR(
+      json_string_value(json_object_get(json_array_get(json_object_get(m, "inputs"), 0), "name")),
+      "input");
+  CHECK_EQ_INT(json_array_size(json_object_get(m, "outputs")), 1);
   CHECK_EQ_INT(info()->num_kernels, ncalls);
   tc_cuda_device dev;
   if (tc_cuda_device_query(&dev, NULL, 0) == TH_OK) {

@@ -1,10 +1,11 @@
-/* CUDA bundles end to end without a GPU: a network's cuda bundle (model.so with its launch plan, weight
- * folding and upload, the driver runtime) runs against a fake libcuda.so.1 (test_compiler_cuda_fakecu.c,
- * found through LD_LIBRARY_PATH set by ctest) whose cuLaunchKernel executes the bundle's own
- * kernels/kernels.cu compiled for the CPU with an emulation header (blocks in turn, CUDA threads as
- * coroutines switching at __syncthreads, statics for __shared__). The output must match the reference
- * interpreter within 1e-4 of the largest output, through th_model_run and th_model_run_device. Small
- * inputs keep the emulation fast. Skips (77) when the fake driver is not the one dlopen finds. */
+/* CUDA bundles end to end without a GPU: a network's cuda bundle (model.so with its launch plan,
+ * weight folding and upload, the driver runtime) runs against a fake libcuda.so.1
+ * (test_compiler_cuda_fakecu.c, found through LD_LIBRARY_PATH set by ctest) whose cuLaunchKernel
+ * executes the bundle's own kernels/kernels.cu compiled for the CPU with an emulation header
+ * (blocks in turn, CUDA threads as coroutines switching at __syncthreads, statics for __shared__).
+ * The output must match the reference interpreter within 1e-4 of the largest output, through
+ * th_model_run, th_model_run_io and th_model_run_device. Small inputs keep the emulation fast.
+ * Skips (77) when the fake driver is not the one dlopen finds. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -89,7 +90,10 @@ static void build_emu(const char *dir, char *so, size_t solen) {
   th_buf_init(&calls, 1 << 20);
   th_buf_appendf(&names, "static const char *th_names[] = {");
   th_buf_appendf(&calls, "static th_fn th_calls[] = {");
-  th_buf_appendf(&b, "typedef void (*th_fn)(float **);\n");
+  th_buf_appendf(
+      &b,
+      "typedef void (*th_fn)(float **);\n"
+      "struct th_arg { void *p; template <class T> operator T *() const { return (T *)p; } };\n");
   for (const char *p = cu; (p = strstr(p, "__launch_bounds__(")) != NULL; p++) {
     const char *q = strchr(p, ')') + 2, *e = strchr(q, '(');
     char fn[64];
@@ -97,7 +101,8 @@ static void build_emu(const char *dir, char *so, size_t solen) {
     int nargs = 0;
     for (const char *r = e; *r && *r != ')'; r++) nargs += *r == '*';
     th_buf_appendf(&b, "static void th_call_%s(float **a) { %s(", fn, fn);
-    for (int i = 0; i < nargs; i++) th_buf_appendf(&b, "%sa[%d]", i ? ", " : "", i);
+    for (int i = 0; i < nargs; i++)
+      th_buf_appendf(&b, "%sth_arg{a[%d]}", i ? ", " : "", i); /* long long * too */
     th_buf_appendf(&b, "); }\n");
     th_buf_appendf(&names, "\"%s\", ", fn);
     th_buf_appendf(&calls, "th_call_%s, ", fn);
@@ -148,7 +153,7 @@ static int emu_net(const char *net, int batch, int hw) {
   th_buf params;
   th_buf_init(&params, (size_t)4 << 30);
   CHECK(tc_params_write(g, &params) == TH_OK);
-  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->output].out);
+  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->outputs[0]].out);
   float *x = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *y = calloc((size_t)nout, 4),
         *y2 = calloc((size_t)nout, 4);
   CHECK(x && ref && y && y2);
@@ -159,9 +164,11 @@ static int emu_net(const char *net, int batch, int hw) {
   int (*create)(const void *, size_t, void **) = (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
   int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
   int (*rund)(void *, const void *, void *, void *) = (int (*)(void *, const void *, void *, void *))dlsym(h, "th_model_run_device");
+  int (*runio)(void *, const void *const *, void *const *) =
+      (int (*)(void *, const void *const *, void *const *))dlsym(h, "th_model_run_io");
   void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
   const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
-  CHECK(create && run && rund && fr && lasterr);
+  CHECK(create && run && rund && runio && fr && lasterr);
   void *m = NULL;
   if (create(params.data, params.len, &m) != 0) fprintf(stderr, "create: %s\n", lasterr());
   CHECK(m != NULL);
@@ -178,6 +185,15 @@ static int emu_net(const char *net, int batch, int hw) {
   /* device pointers: with the fake driver device memory is host memory */
   CHECK(rund(m, x, y2, NULL) == 0);
   CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+  /* th_model_run_io: the same host copies, per tensor */
+  memset(y2, 0, (size_t)nout * 4);
+  const void *ins[1] = {x};
+  void *outs[1] = {y2};
+  if (runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", lasterr());
+  CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+  const void *nulls[1] = {NULL};
+  CHECK(runio(m, nulls, outs) == -1);
+  CHECK(strstr(lasterr(), "inputs[0] (input) is NULL") != NULL);
   fr(m);
   dlclose(h);
   free(x);
@@ -204,17 +220,54 @@ TH_TEST(mobilenet_v2) { return emu_net("mobilenet-v2", 1, 32); }
 TH_TEST(squeezenet_v1_1) { return emu_net("squeezenet_v1.1", 1, 48); }
 TH_TEST(mobilenet) { return emu_net("mobilenet", 1, 32); }
 
+/* The fake driver's device, or 0 (the case skips) when another libcuda is the one found. */
+static int fake_device(tc_cuda_device *d) {
+  char err[4096] = "";
+  if (tc_cuda_device_query(d, err, sizeof err) != TH_OK ||
+      strcmp(d->name, "tunehub CPU emulator") != 0) {
+    fprintf(stderr, "skipped: the fake CUDA driver is not on LD_LIBRARY_PATH\n");
+    return 0;
+  }
+  return 1;
+}
+
+/* wl's space and fallback config into s and c, written as the kernel th_candidate into a new folder
+ * dir (a mkdtemp template), and the fake driver pointed at its emulation library (path in emu). */
+static void emu_candidate(const tc_workload *wl, const tc_cuda_target *t, tc_space *s, tc_config *c,
+                          char *dir, char *emu, size_t emulen) {
+  CHECK(tc_cuda_space(wl, t, s) == TH_OK);
+  CHECK(tc_cuda_fallback(wl, t, s, c) == TH_OK);
+  CHECK(mkdtemp(dir) != NULL);
+  th_buf src;
+  th_buf_init(&src, 1 << 24);
+  tc_cuda_launch l;
+  char err[1024] = "", path[512];
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  CHECK(tc_cuda_kernel_source(wl, c, t, "th_candidate", &src, &l, err, sizeof err) == TH_OK);
+  snprintf(path, sizeof path, "%s/kernels.cu", dir);
+  CHECK(th_write_file_atomic(path, src.data, src.len) == TH_OK);
+  build_emu(dir, emu, emulen);
+  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+  th_buf_free(&src);
+}
+
+static void emu_cleanup(const char *dir) {
+  static const char *files[] = {"kernels.cu", "emu.cpp", "emu.so"};
+  char p[600];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+}
+
 /* tc_cuda_measure through the fake driver: the candidate's CUDA C runs emulated and is checked against the
  * CPU reference (class 0); an impossible tolerance gives class 5; a config over the device limits gives
  * class 1 without compiling. The fake's events report 1 ms per launch, so the timing arithmetic (number
  * grown until a repeat lasts min_repeat_ms, cost per launch) is checked exactly. */
 TH_TEST(measure_emulated) {
   tc_cuda_device d;
-  char err[4096] = "";
-  if (tc_cuda_device_query(&d, err, sizeof err) != TH_OK || strcmp(d.name, "tunehub CPU emulator") != 0) {
-    fprintf(stderr, "skipped: the fake CUDA driver is not on LD_LIBRARY_PATH\n");
-    return 77;
-  }
+  if (!fake_device(&d)) return 77;
   tc_cuda_target t;
   CHECK(tc_cuda_target_init(&t, d.arch) == TH_OK);
   tc_workload wl;
@@ -227,20 +280,8 @@ TH_TEST(measure_emulated) {
   wl.epilogue = TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU;
   tc_space s;
   tc_config c;
-  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
-  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
-  char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  th_buf src;
-  th_buf_init(&src, 1 << 24);
-  tc_cuda_launch l;
-  CHECK(tc_cuda_prelude(&src) == TH_OK);
-  CHECK(tc_cuda_kernel_source(&wl, &c, &t, "th_candidate", &src, &l, err, sizeof err) == TH_OK);
-  char path[512], emu[512];
-  snprintf(path, sizeof path, "%s/kernels.cu", dir);
-  CHECK(th_write_file_atomic(path, src.data, src.len) == TH_OK);
-  build_emu(dir, emu, sizeof emu);
-  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+  char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512];
+  emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
   tc_measure_opts o;
   tc_measure_opts_default(&o);
   o.repeat = 5;
@@ -272,11 +313,32 @@ TH_TEST(measure_emulated) {
   CHECK(tc_cuda_measure(&big, &c, &t, &o, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_INSTANTIATION);
   CHECK(r.compile_s == 0);
-  th_buf_free(&src);
-  unlink(path);
-  unlink(emu);
-  snprintf(path, sizeof path, "%s/emu.cpp", dir);
-  unlink(path);
-  rmdir(dir);
+  emu_cleanup(dir);
+  return 0;
+}
+
+/* An embedding through tc_cuda_measure and the fake driver: the int64 index buffer (seeded rows and
+ * indices just outside the table) goes to the kernel's `long long *` and the check against
+ * tc_ref_kernel passes; the target carries the limits the (fake) device reports. */
+TH_TEST(measure_emulated_embedding) {
+  tc_cuda_device d;
+  if (!fake_device(&d)) return 77;
+  CHECK(d.max_shared_bytes == 48 * 1024 && d.max_threads == 1024);
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, d.arch) == TH_OK);
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_EMBEDDING;
+  wl.n = 300, wl.c = 50, wl.oc = 12, wl.h = wl.w = wl.oh = wl.ow = 1;
+  wl.in_cb = wl.out_cb = 1;
+  tc_space s;
+  tc_config c;
+  char dir[] = "/tmp/tc-cuda-emu-emb-XXXXXX", emu[512];
+  emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
+  tc_measure_result r;
+  CHECK(tc_cuda_measure(&wl, &c, &t, NULL, &r) == TH_OK);
+  if (r.error_class != TC_ERROR_CLASS_NONE) fprintf(stderr, "class %d: %s\n", r.error_class, r.msg);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  emu_cleanup(dir);
   return 0;
 }

@@ -23,8 +23,17 @@ CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
 CUresult cuDeviceGet(int *d, int i) { *d = i; return i == 0 ? 0 : 101; }
 CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; snprintf(s, (size_t)n, "tunehub CPU emulator"); return 0; }
 CUresult cuDeviceGetAttribute(int *v, int a, int d) {
+  /* an sm_90 part with 1 SM, and the limits tunehub queries (cuda.h's attribute numbers) */
+  static const int attrs[][2] = {
+      {75, 9}, {76, 0}, {16, 1},                    /* compute capability, SMs */
+      {1, 1024}, {2, 1024}, {3, 1024}, {4, 64},     /* threads per block, block x, y, z */
+      {5, 2147483647}, {6, 65535}, {7, 65535},      /* grid x, y, z */
+      {8, 48 * 1024}, {97, 227 * 1024}, {81, 228 * 1024}, /* shared: static, opt-in, per SM */
+      {12, 65536}, {82, 65536}, {39, 2048}};        /* registers per block, per SM; threads per SM */
   (void)d;
-  *v = a == 75 ? 9 : a == 76 ? 0 : a == 16 ? 1 : 0;
+  *v = 0;
+  for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+    if (attrs[i][0] == a) *v = attrs[i][1];
   return 0;
 }
 CUresult cuDeviceTotalMem_v2(size_t *m, int d) { (void)d; *m = (size_t)1 << 32; return 0; }

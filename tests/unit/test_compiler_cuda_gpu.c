@@ -19,6 +19,7 @@
 #include "tc.h"
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
+#include "test_cuda_tensor_wl.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -115,6 +116,91 @@ TH_TEST(templates_vs_reference) {
   return 0;
 }
 
+/* One candidate through tc_cuda_measure (NVRTC, the device, the check against tc_cuda_ref_kernel at
+ * relative 1e-4); any error class fails with the workload, the config and the message. */
+static void measure_ok(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
+                       const tc_config *c) {
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
+  o.repeat = 3;
+  tc_measure_result r;
+  CHECK(tc_cuda_measure(wl, c, t, &o, &r) == TH_OK);
+  if (r.error_class != TC_ERROR_CLASS_NONE) {
+    char key[256], cs[1024];
+    tc_workload_key(wl, key, sizeof key);
+    tc_config_str(s, c, cs, sizeof cs);
+    fprintf(stderr, "%s config %s: class %d: %s\n", key, cs, r.error_class, r.msg);
+  }
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  CHECK(r.cost_mean_s > 0 && r.cost_mean_s < 1);
+}
+
+/* The target of the device, with the device's own limits. */
+static void device_target(tc_cuda_target *t) {
+  tc_cuda_device d;
+  CHECK(tc_cuda_device_query(&d, NULL, 0) == TH_OK);
+  CHECK(tc_cuda_target_init(t, d.arch) == TH_OK);
+  tc_cuda_target_use_device(t, &d);
+}
+
+/* The tensor families' templates on their edge shapes (test_cuda_tensor_wl.h), at the fallback and 4
+ * random valid configs each. */
+TH_TEST(tensor_templates_vs_reference) {
+  if (!have_device()) return 77;
+  tc_cuda_target t;
+  device_target(&t);
+  static const tc_kernel ks[] = {TC_KERNEL_BATCH_MATMUL, TC_KERNEL_DENSE, TC_KERNEL_LAYER_NORM,
+                                 TC_KERNEL_SOFTMAX_ROWS, TC_KERNEL_UNARY, TC_KERNEL_EMBEDDING,
+                                 TC_KERNEL_COPY,         TC_KERNEL_BINARY};
+  uint64_t seed = 2024;
+  int total = 0;
+  for (size_t f = 0; f < sizeof ks / sizeof ks[0]; f++) {
+    tc_workload w[TW_EDGE_MAX];
+    int n = tw_edge_set(ks[f], w);
+    for (int i = 0; i < n; i++) {
+      tc_space s;
+      tc_config c;
+      CHECK(tc_cuda_space(&w[i], &t, &s) == TH_OK);
+      CHECK(tc_cuda_fallback(&w[i], &t, &s, &c) == TH_OK);
+      int64_t size = tc_space_size(&s);
+      for (int done = 0, tries = 0; done < 5 && tries < 2000; tries++) {
+        if (done > 0) {
+          seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+          tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
+          if (tc_cuda_valid(&w[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+        }
+        measure_ok(&w[i], &t, &s, &c);
+        done++;
+        total++;
+      }
+    }
+  }
+  fprintf(stderr, "%d tensor candidates matched the CPU reference\n", total);
+  return 0;
+}
+
+/* Every kernel of ViT-B/16 and BERT-base at batch 1 at its fallback, on the device's own limits. */
+TH_TEST(transformer_fallbacks_vs_reference) {
+  if (!have_device()) return 77;
+  tc_cuda_target t;
+  device_target(&t);
+  fprintf(stderr, "limits from %s: %d bytes of static shared memory per block\n", t.limits_from,
+          t.max_shared_bytes);
+  for (int net = 0; net < 2; net++) {
+    tc_workload w[TW_MAX];
+    int n = net ? tw_bert(1, w) : tw_vit(1, w);
+    for (int i = 0; i < n; i++) {
+      tc_space s;
+      tc_config c;
+      CHECK(tc_cuda_space(&w[i], &t, &s) == TH_OK);
+      CHECK(tc_cuda_fallback(&w[i], &t, &s, &c) == TH_OK);
+      measure_ok(&w[i], &t, &s, &c);
+    }
+    fprintf(stderr, "%s: %d kernels matched the CPU reference\n", net ? "bert" : "vit", n);
+  }
+  return 0;
+}
+
 /* A wrong candidate is reported as such: the measurement's check is live. */
 TH_TEST(measure_classes) {
   if (!have_device()) return 77;
@@ -173,7 +259,7 @@ static void net_vs_ref(const char *net, int batch) {
   th_buf params;
   th_buf_init(&params, (size_t)4 << 30);
   CHECK(tc_params_write(g, &params) == TH_OK);
-  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->output].out);
+  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->outputs[0]].out);
   float *x = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *y = malloc((size_t)nout * 4),
         *y2 = malloc((size_t)nout * 4);
   CHECK(x && ref && y && y2);

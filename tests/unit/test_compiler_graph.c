@@ -28,13 +28,17 @@ static const struct {
     {"vgg-19", 143667240, 19.63},        {"mobilenet", 4231976, 0.569},
     {"mobilenet-v2", 3504872, 0.30},     {"squeezenet_v1.0", 1248424, 0.82},
     {"squeezenet_v1.1", 1235496, 0.35},  {"inception_v3", 23834568, 5.71},
+    /* vit_b_16: torchvision's 17.56 GFLOPS; bert-base (BertModel with pooler) at sequence 128: the
+     * multiply-adds of its dense and matmul layers, 12 x 128 x (4 x 768^2 + 2 x 768 x 3072 + 2 x 128 x 768)
+     * + 768^2 */
+    {"vit", 86567656, 17.56},            {"bert", 109482240, 11.174},
 };
 
 TH_TEST(zoo_registry) {
-  CHECK_EQ_INT(tc_zoo_count(), 14);
+  CHECK_EQ_INT(tc_zoo_count(), 16);
   for (size_t i = 0; i < tc_zoo_count(); i++) {
     const tc_zoo_entry *e = tc_zoo_at(i);
-    CHECK(e && e->name && e->description && e->c == 3 && e->h >= 224);
+    CHECK(e && e->name && e->description && ((e->c == 3 && e->h >= 224) || strcmp(e->name, "bert") == 0));
     CHECK(tc_zoo_find(e->name) == e);
   }
   CHECK(tc_zoo_at(tc_zoo_count()) == NULL);
@@ -76,7 +80,22 @@ TH_TEST(zoo_builds_batch_1_and_2) {
       th_status rc = tc_zoo_build(e->name, b, 0, 0, 0, &g, err, sizeof err);
       if (rc != TH_OK) fprintf(stderr, "%s: %s\n", e->name, err);
       CHECK_EQ_INT(rc, TH_OK);
-      const tc_tensor *o = &g->nodes[g->output].out;
+      const tc_tensor *o = &g->nodes[g->outputs[0]].out;
+      if (strcmp(e->name, "bert") == 0) {
+        /* three int64 [b, 128] inputs; last_hidden_state [b, 128, 768], pooler_output [b, 768] */
+        CHECK_EQ_INT(g->ninputs, 3);
+        CHECK_EQ_INT(g->noutputs, 2);
+        CHECK(strcmp(g->nodes[g->inputs[2]].name, "attention_mask") == 0);
+        CHECK_EQ_INT(g->nodes[g->inputs[0]].out.dtype, TC_DTYPE_I64);
+        CHECK(strcmp(g->output_names[0], "last_hidden_state") == 0);
+        CHECK(o->ndim == 3 && o->shape[0] == b && o->shape[1] == 128 && o->shape[2] == 768);
+        const tc_tensor *po = &g->nodes[g->outputs[1]].out;
+        CHECK(po->ndim == 2 && po->shape[0] == b && po->shape[1] == 768);
+        tc_graph_free(g);
+        continue;
+      }
+      CHECK_EQ_INT(g->ninputs, 1);
+      CHECK_EQ_INT(g->noutputs, 1);
       CHECK_EQ_INT(o->ndim, 2);
       CHECK_EQ_INT(o->shape[0], b);
       CHECK_EQ_INT(o->shape[1], 1000);
@@ -111,10 +130,36 @@ static float *tc__input(int64_t n, uint64_t seed) {
   return x;
 }
 
-/* Every network runs in the reference interpreter at a small size and gives finite, non-constant logits. */
+/* Every network runs in the reference interpreter at a small size and gives finite, non-constant logits
+ * (bert at sequence 16, with a padded mask, checked on both outputs). */
 TH_TEST(ref_all_networks_finite) {
   for (size_t i = 0; i < tc_zoo_count(); i++) {
     const tc_zoo_entry *e = tc_zoo_at(i);
+    if (strcmp(e->name, "bert") == 0) {
+      tc_graph *g = NULL;
+      CHECK_EQ_INT(tc_zoo_build(e->name, 2, 16, 1, 1, &g, NULL, 0), TH_OK);
+      int64_t ids[32], types[32], mask[32];
+      for (int k = 0; k < 32; k++) {
+        ids[k] = (k * 7919) % 30522;
+        types[k] = k % 16 >= 8;
+        mask[k] = k < 16 || k % 16 < 10;
+      }
+      float *hs = malloc(32 * 768 * sizeof *hs), pooled[2 * 768];
+      const void *ins[3] = {ids, types, mask};
+      void *outs[2] = {hs, pooled};
+      char err[256];
+      CHECK_EQ_INT(tc_ref_run_io(g, ins, outs, err, sizeof err), TH_OK);
+      for (int k = 0; k < 32 * 768; k++) CHECK(isfinite(hs[k]));
+      for (int k = 0; k < 2 * 768; k++) CHECK(isfinite(pooled[k]) && fabsf(pooled[k]) <= 1.0f);
+      CHECK(hs[0] != hs[1] && pooled[0] != pooled[1] && pooled[0] != pooled[768]);
+      ids[5] = 30522; /* out of range: an error naming the index, not a crash */
+      CHECK_EQ_INT(tc_ref_run_io(g, ins, outs, err, sizeof err), TH_ERR_INVALID);
+      CHECK(strstr(err, "30522") != NULL);
+      fprintf(stderr, "%-16s seq 16: hidden[0] %g, pooled[0] %g\n", e->name, hs[0], pooled[0]);
+      free(hs);
+      tc_graph_free(g);
+      continue;
+    }
     int hw = e->min_hw > 64 ? e->min_hw : 64;
     if (strncmp(e->name, "vgg", 3) == 0) hw = 32;
     tc_graph *g = NULL;
@@ -143,6 +188,9 @@ TH_TEST(ref_conv_by_hand) {
   x = tc_graph_conv(g, "c", x, 1, 3, 3, 1, 1, 1, 1, 1, 1);
   x = tc_graph_relu(g, x);
   CHECK(x >= 0);
+  CHECK_EQ_INT(tc_graph_finish(g), TH_OK);
+  CHECK_EQ_INT(g->noutputs, 1);
+  CHECK_EQ_INT(g->outputs[0], x);
   CHECK_EQ_INT(tc_graph_alloc_params(g), TH_OK);
   float *w = g->params[tc_graph_find_param(g, "c.weight")].data;
   for (int k = 0; k < 9; k++) w[k] = (float)(k + 1); /* 1..9 */
@@ -167,13 +215,14 @@ TH_TEST(ref_pools_by_hand) {
   int a = tc_graph_avg_pool(g, x, 3, 1, 1, 1);
   int a2 = tc_graph_avg_pool(g, x, 3, 1, 1, 0);
   float in[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, out[9];
-  g->output = m;
+  g->noutputs = 1;
+  g->outputs[0] = m;
   CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
   CHECK(out[0] == 5 && out[1] == 6 && out[2] == 8 && out[3] == 9);
-  g->output = a;
+  g->outputs[0] = a;
   CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
   CHECK(fabsf(out[0] - 12.0f / 9) < 1e-6f && fabsf(out[4] - 5.0f) < 1e-6f);
-  g->output = a2;
+  g->outputs[0] = a2;
   CHECK_EQ_INT(tc_ref_run(g, in, out, NULL, 0), TH_OK);
   CHECK(fabsf(out[0] - 3.0f) < 1e-6f);
   tc_graph_free(g);
@@ -280,35 +329,8 @@ static int tc__count_ops(const tc_graph *g, tc_op op) {
   return n;
 }
 
-/* Any two tensors whose lifetimes overlap must not share workspace bytes. */
-static void tc__check_plan(const tc_graph *g, int64_t ws) {
-  int n = g->nnodes;
-  int *first = malloc((size_t)n * sizeof *first), *last = malloc((size_t)n * sizeof *last);
-  for (int i = 0; i < n; i++) first[i] = last[i] = i;
-  for (int i = 0; i < n; i++) {
-    if (g->nodes[i].dead) continue;
-    for (int k = 0; k < g->nodes[i].ninputs; k++) {
-      int s = tc_graph_storage(g, g->nodes[i].inputs[k]);
-      if (last[s] < i) last[s] = i;
-    }
-  }
-  last[tc_graph_storage(g, g->output)] = n;
-  for (int a = 0; a < n; a++) {
-    const tc_node *na = &g->nodes[a];
-    if (na->dead || na->op == TC_OP_FLATTEN) continue;
-    CHECK(na->out.offset >= 0 && na->out.offset + tc_tensor_numel(&na->out) <= ws);
-    for (int b = a + 1; b < n; b++) {
-      const tc_node *nb = &g->nodes[b];
-      if (nb->dead || nb->op == TC_OP_FLATTEN) continue;
-      if (first[b] > last[a]) continue; /* a is dead before b is written */
-      int64_t a0 = na->out.offset, a1 = a0 + tc_tensor_numel(&na->out);
-      int64_t b0 = nb->out.offset, b1 = b0 + tc_tensor_numel(&nb->out);
-      CHECK(a1 <= b0 || b1 <= a0);
-    }
-  }
-  free(first);
-  free(last);
-}
+/* The plan's invariants (test_compiler_passes.c): no two live tensors share workspace bytes. */
+void tc__test_check_plan(const tc_graph *g, int64_t ws);
 
 static double tc__max_rel(const float *a, const float *b, int64_t n) {
   double mx = 0, d = 0;
@@ -338,7 +360,7 @@ static void tc__passes_preserve(const char *net, int batch, int hw) {
   CHECK(tc__max_rel(y1, y0, nout) < 1e-5);
   CHECK_EQ_INT(tc_pass_layout(g, 16), TH_OK);
   CHECK_EQ_INT(tc_pass_plan_memory(g, &ws), TH_OK);
-  tc__check_plan(g, ws);
+  tc__test_check_plan(g, ws);
   CHECK_EQ_INT(tc_ref_run(g, x, y1, err, sizeof err), TH_OK);
   CHECK(tc__max_rel(y1, y0, nout) < 1e-5);
   tc_call *calls = NULL;
@@ -416,6 +438,67 @@ TH_TEST(passes_resnet18_structure) {
   CHECK_EQ_INT(calls[18].wl.out_cb, 1);
   free(calls);
   tc_graph_free(v);
+  tc_graph_free(g);
+  return 0;
+}
+
+/* The tensor ops in the reference interpreter, by hand: a small graph with named typed inputs and two
+ * outputs. */
+TH_TEST(ref_tensor_ops_by_hand) {
+  int as[3] = {1, 2, 3}, ms[1] = {4};
+  tc_graph *g = tc_graph_new("t", 1);
+  int a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 3, as);
+  int d = tc_graph_sub(g, a, tc_graph_select(g, a, 1, 0)); /* [1, 2, 3] - [1, 3] broadcasts */
+  CHECK(d >= 0 && tc_graph_add(g, d, tc_graph_slice(g, a, 2, 0, 2, 1)) < 0); /* [1, 2, 3] + [1, 2, 2]: no */
+  CHECK(strstr(tc_graph_error(g), "[1, 2, 3]") && strstr(tc_graph_error(g), "[1, 2, 2]"));
+  tc_graph_free(g);
+
+  g = tc_graph_new("t", 1);
+  a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 3, as);
+  int bt = tc_graph_transpose(g, a, (const int[]){0, 2, 1}); /* [1, 3, 2] */
+  int mm = tc_graph_matmul(g, a, bt, 0, 0, 0.5f);           /* 0.5 * a . a^T, [1, 2, 2] */
+  int mm2 = tc_graph_matmul(g, a, a, 0, 1, 0.5f);           /* the same through trans_b */
+  int sl = tc_graph_slice(g, a, -1, 0, 3, 2);               /* columns 0 and 2: [1, 2, 2] */
+  int cat = tc_graph_concat_axis(g, 2, (const int[]){mm, sl}, 2); /* [1, 2, 4] */
+  int m = tc_graph_input_tensor(g, "mask", TC_DTYPE_F32, 1, ms);
+  int sm = tc_graph_softmax_ex(g, cat, 2.0f, m);
+  d = tc_graph_sub(g, mm, mm2); /* zeros */
+  int row = tc_graph_select(g, a, 1, 1);                    /* [1, 3]: 4 5 6 */
+  int ln = tc_graph_layer_norm(g, "ln", tc_graph_expand(g, row, 2, (const int[]){2, 3}), 1e-5f);
+  CHECK(sm >= 0 && ln >= 0);
+  CHECK(tc_graph_output(g, "softmax", sm) >= 0 && tc_graph_output(g, "diff", d) >= 0);
+  CHECK(tc_graph_output(g, "ln", ln) >= 0);
+  CHECK_EQ_INT(tc_graph_finish(g), TH_OK);
+  CHECK_EQ_INT(tc_graph_alloc_params(g), TH_OK);
+  float *ga = g->params[tc_graph_find_param(g, "ln.weight")].data;
+  float *be = g->params[tc_graph_find_param(g, "ln.bias")].data;
+  for (int k = 0; k < 3; k++) ga[k] = (float)(k + 1), be[k] = 0.5f;
+  float x[6] = {1, 2, 3, 4, 5, 6}, mask[4] = {0, 0, -3.4e38f, 0};
+  float o_sm[8], o_d[4], o_ln[6];
+  const void *ins[2] = {x, mask};
+  void *outs[3] = {o_sm, o_d, o_ln};
+  char err[256];
+  CHECK_EQ_INT(tc_ref_run_io(g, ins, outs, err, sizeof err), TH_OK);
+  /* 0.5 * a.a^T = [[7, 16], [16, 38.5]]; slice = [[1, 3], [4, 6]]; row 0 of cat = [7, 16, 1, 3] masked at
+   * column 2, times 2: softmax of [14, 32, -inf, 6] */
+  double z = exp(14 - 32) + 1 + exp(6 - 32);
+  CHECK(fabs(o_sm[0] - exp(14 - 32) / z) < 1e-6 && fabs(o_sm[1] - 1 / z) < 1e-6 && o_sm[2] == 0.0f);
+  for (int k = 0; k < 4; k++) CHECK(o_d[k] == 0.0f);
+  /* layer norm of [4, 5, 6]: (x - 5) / sqrt(2/3 + 1e-5) * [1, 2, 3] + 0.5 */
+  double inv = 1 / sqrt(2.0 / 3 + 1e-5);
+  CHECK(fabs(o_ln[0] - (-inv + 0.5)) < 1e-5 && fabs(o_ln[1] - 0.5) < 1e-6 && fabs(o_ln[5] - (3 * inv + 0.5)) < 1e-5);
+  CHECK(tc_ref_run(g, x, o_sm, err, sizeof err) == TH_ERR_INVALID); /* two inputs: tc_ref_run_io */
+
+  /* shape errors name the shapes */
+  CHECK(tc_graph_matmul(g, a, a, 0, 0, 1.0f) < 0 && strstr(tc_graph_error(g), "matmul"));
+  tc_graph_free(g);
+  g = tc_graph_new("t", 1);
+  a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 3, as);
+  CHECK(tc_graph_reshape(g, a, 2, (const int[]){4, -1}) < 0 && strstr(tc_graph_error(g), "[1, 2, 3]"));
+  tc_graph_free(g);
+  g = tc_graph_new("t", 1);
+  int ix = tc_graph_input_tensor(g, "ids", TC_DTYPE_I64, 2, (const int[]){1, 4});
+  CHECK(tc_graph_layer_norm(g, "ln", ix, 1e-5f) < 0 && strstr(tc_graph_error(g), "int64"));
   tc_graph_free(g);
   return 0;
 }

@@ -89,7 +89,7 @@ static void tc__model_vs_ref(const char *net, int batch, int hw) {
   th_buf_init(&pb, (size_t)1 << 31);
   CHECK_EQ_INT(tc_params_write(g, &pb), TH_OK);
   int64_t nin = (int64_t)batch * 3 * hw * hw;
-  int64_t nout = tc_tensor_numel(&g->nodes[g->output].out);
+  int64_t nout = tc_tensor_numel(&g->nodes[g->outputs[0]].out);
   float *x = tc__input(nin, 5), *want = malloc((size_t)nout * 4), *got = malloc((size_t)nout * 4);
   CHECK_EQ_INT(tc_ref_run(g, x, want, err, sizeof err), TH_OK);
   tc__so s;

@@ -286,7 +286,7 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
     for (size_t i = 0; i < count && slot == 0; i++) f[i] *= 7.0f;
   if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64 && slot == 0)
     for (size_t i = 0; i < count; i++)
-      q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) << (irand(3) * 5);
+      q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) * ((int64_t)1 << (irand(3) * 5));
   if (wl->kernel == TC_KERNEL_EMBEDDING && slot == 0)
     for (size_t i = 0; i < count; i++) q[i] = i == 0 ? wl->c : i == 1 ? -1 : irand(wl->c + 4) - 2;
   if (wl->kernel == TC_KERNEL_BINARY && slot == 1 && wl->op == TC_BINARY_DIV)

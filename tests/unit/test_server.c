@@ -272,3 +272,62 @@ TH_TEST(file_response_owns_the_fd) {
   CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF);
   return 0;
 }
+
+/* GET /networks: every input and output of every zoo network with its name, dtype and shape, the
+ * batch as "batch" (or the number ?batch= gives); bert has three int64 inputs and two outputs. */
+TH_TEST(networks_list_inputs_and_outputs) {
+  json_t *o = NULL;
+  CHECK(srv_present_network("bert", &o) == TH_OK);
+  char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+  fprintf(stderr, "%s\n", text);
+  free(text);
+  json_t *ins = json_object_get(o, "inputs"), *outs = json_object_get(o, "outputs");
+  CHECK_EQ_INT(json_array_size(ins), 3);
+  const char *names[3] = {"input_ids", "token_type_ids", "attention_mask"};
+  for (int k = 0; k < 3; k++) {
+    json_t *io = json_array_get(ins, (size_t)k);
+    CHECK_STR(json_string_value(json_object_get(io, "name")), names[k]);
+    CHECK_STR(json_string_value(json_object_get(io, "dtype")), "int64");
+    json_t *shape = json_object_get(io, "shape");
+    CHECK_EQ_INT(json_array_size(shape), 2);
+    CHECK_STR(json_string_value(json_array_get(shape, 0)), "batch");
+    CHECK_EQ_INT(json_integer_value(json_array_get(shape, 1)), 128);
+  }
+  CHECK_EQ_INT(json_array_size(outs), 2);
+  json_t *lh = json_array_get(outs, 0), *po = json_array_get(outs, 1);
+  CHECK_STR(json_string_value(json_object_get(lh, "name")), "last_hidden_state");
+  CHECK_STR(json_string_value(json_object_get(lh, "dtype")), "float32");
+  CHECK_EQ_INT(json_array_size(json_object_get(lh, "shape")), 3);
+  CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(lh, "shape"), 2)), 768);
+  CHECK_STR(json_string_value(json_object_get(po, "name")), "pooler_output");
+  CHECK_EQ_INT(json_array_size(json_object_get(po, "shape")), 2);
+  /* "input" (older clients): the first input at batch 1 */
+  CHECK_EQ_INT(json_array_size(json_object_get(o, "input")), 2);
+  CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(o, "input"), 0)), 1);
+  CHECK(json_integer_value(json_object_get(o, "params")) == 109482240);
+  /* ?batch=4 */
+  srv_present_networks_at(o, 4);
+  CHECK_EQ_INT(
+      json_integer_value(json_array_get(json_object_get(json_array_get(ins, 2), "shape"), 0)), 4);
+  CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(lh, "shape"), 0)), 4);
+  CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(lh, "shape"), 1)), 128);
+  CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(o, "input"), 0)), 4);
+  json_decref(o);
+  /* a CNN: one float32 input [batch, 3, 224, 224] and "input" as before */
+  CHECK(srv_present_network("resnet-18", &o) == TH_OK);
+  json_t *in = json_array_get(json_object_get(o, "inputs"), 0);
+  CHECK_EQ_INT(json_array_size(json_object_get(o, "inputs")), 1);
+  CHECK_STR(json_string_value(json_object_get(in, "name")), "input");
+  CHECK_STR(json_string_value(json_object_get(in, "dtype")), "float32");
+  CHECK_STR(json_string_value(json_array_get(json_object_get(in, "shape"), 0)), "batch");
+  CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(in, "shape"), 3)), 224);
+  json_t *input = json_object_get(o, "input");
+  CHECK(json_array_size(input) == 4 && json_integer_value(json_array_get(input, 0)) == 1 &&
+        json_integer_value(json_array_get(input, 1)) == 3);
+  CHECK_STR(
+      json_string_value(json_object_get(json_array_get(json_object_get(o, "outputs"), 0), "name")),
+      "output");
+  json_decref(o);
+  CHECK(srv_present_network("resnet-9000", &o) == TH_ERR_NOT_FOUND);
+  return 0;
+}

@@ -859,8 +859,13 @@ TH_TEST(session_tunes_tensor_families) {
   tmpdir(dir, sizeof dir);
   store_t *st = NULL;
   CHECK(store_open(dir, &st) == TH_OK);
-  tc_workload wls[8];
+  tc_workload wls[9];
   int n = 0;
+  /* bert's additive mask, x * 3.4e38 - 3.4e38: -inf for the worker's negative inputs is the right answer */
+  wls[n] = tensor_wl(TC_KERNEL_UNARY, 256, 1, 1, 1);
+  wls[n].op = TC_UNARY_AFFINE;
+  wls[n].alpha = 3.40282347e38f;
+  wls[n++].beta = -3.40282347e38f;
   wls[n] = tensor_wl(TC_KERNEL_LAYER_NORM, 64, 129, 1, 1);
   wls[n].alpha = 1e-5f;
   wls[n++].epilogue = TC_EPI_RESIDUAL;

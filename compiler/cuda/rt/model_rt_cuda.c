@@ -1,10 +1,12 @@
-/* The fixed part of every generated CUDA model.c (after the generated tables th__info, th__kernels,
- * th__calls, th__wparams, the th__* sizes and the embedded cubin/PTX symbols, and after th_params and
- * model/model_rt_common.c, which compiler/embed.cmake puts in front of this file): a CUDA driver runtime
- * that opens libcuda.so.1 with dlopen at th_model_create (so the .so loads anywhere and a machine without a
- * driver or device gets "no CUDA device"), loads the cubin (or JIT-compiles the PTX when the cubin does
- * not fit the device), uploads the folded weights once (the kernels read torch's layout: no packing), and
- * launches the plan on a stream. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
+/* The fixed part of every generated CUDA model.c (after the generated tables th__info,
+ * th__in/th__out, th__consts, th__index_checks, th__kernels, th__calls, th__wparams, the th__*
+ * sizes and the embedded cubin/PTX symbols, and after th_params and model/model_rt_common.c, which
+ * compiler/embed.cmake puts in front of this file): a CUDA driver runtime that opens libcuda.so.1
+ * with dlopen at th_model_create (so the .so loads anywhere and a machine without a driver or
+ * device gets "no CUDA device"), loads the cubin (or JIT-compiles the PTX when the cubin does not
+ * fit the device), uploads the folded weights and the plain-tensor parameters once (the kernels
+ * read torch's layout: no packing), and launches the plan on a stream, copying each host input in
+ * and each output out. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,6 +168,7 @@ int th_model_create(const void *params, size_t size, struct th_model **out) {
     return th__fail("out of memory");
   }
   int rc = th__load_weights(host, es, n);
+  if (rc == 0) rc = th__load_consts(host, es, n);
   free(es);
   if (rc == 0) rc = th__cu_load();
   struct th_model *m = NULL;
@@ -204,24 +207,49 @@ static int th__launch(struct th_model *m, th__cuh stream) {
 
 int th_model_run_device(struct th_model *m, const void *d_input, void *d_output, void *stream) {
   if (!m || !d_input || !d_output) return th__fail("th_model_run_device: NULL argument");
+  if (th__check_single("th_model_run_device") != 0) return -1;
   th__cuh s = stream ? (th__cuh)stream : m->stream;
   TH__CU(th__cu.CtxSetCurrent(m->ctx), "cuCtxSetCurrent");
-  TH__CU(th__cu.MemcpyDtoDAsync(m->workspace + (th__cuptr)th__in_off * sizeof(float), (th__cuptr)(uintptr_t)d_input,
-                                th__info.input_size * sizeof(float), s), "copying the input");
+  TH__CU(th__cu.MemcpyDtoDAsync(m->workspace + (th__cuptr)th__in[0].off * sizeof(float),
+                                (th__cuptr)(uintptr_t)d_input, th__in[0].bytes, s),
+         "copying the input");
   if (th__launch(m, s) != 0) return -1;
-  TH__CU(th__cu.MemcpyDtoDAsync((th__cuptr)(uintptr_t)d_output, m->workspace + (th__cuptr)th__out_off * sizeof(float),
-                                th__info.output_size * sizeof(float), s), "copying the output");
+  TH__CU(th__cu.MemcpyDtoDAsync((th__cuptr)(uintptr_t)d_output,
+                                m->workspace + (th__cuptr)th__out[0].off * sizeof(float),
+                                th__out[0].bytes, s),
+         "copying the output");
+  return 0;
+}
+
+/* Host inputs in (one copy per tensor), the plan, host outputs out, on the model's stream. */
+static int th__run_host(struct th_model *m, const void *const *inputs, void *const *outputs) {
+  TH__CU(th__cu.CtxSetCurrent(m->ctx), "cuCtxSetCurrent");
+  th__cures r = 0;
+  for (int k = 0; r == 0 && k < th__info.num_inputs; k++)
+    if ((r = th__cu.MemcpyHtoDAsync(m->workspace + (th__cuptr)th__in[k].off * sizeof(float),
+                                    inputs[k], th__in[k].bytes, m->stream)) != 0)
+      return th__fail("%s: copying input '%s' to the device (%s)", th__info.network,
+                      th__info.inputs[k].name, th__cuerr(r));
+  if (th__launch(m, m->stream) != 0) return -1;
+  for (int k = 0; k < th__info.num_outputs; k++)
+    if ((r = th__cu.MemcpyDtoHAsync(outputs[k],
+                                    m->workspace + (th__cuptr)th__out[k].off * sizeof(float),
+                                    th__out[k].bytes, m->stream)) != 0)
+      return th__fail("%s: copying output '%s' from the device (%s)", th__info.network,
+                      th__info.outputs[k].name, th__cuerr(r));
+  TH__CU(th__cu.StreamSynchronize(m->stream), "running the model");
   return 0;
 }
 
 int th_model_run(struct th_model *m, const float *input, float *output) {
   if (!m || !input || !output) return th__fail("th_model_run: NULL argument");
-  TH__CU(th__cu.CtxSetCurrent(m->ctx), "cuCtxSetCurrent");
-  TH__CU(th__cu.MemcpyHtoDAsync(m->workspace + (th__cuptr)th__in_off * sizeof(float), input,
-                                th__info.input_size * sizeof(float), m->stream), "copying the input");
-  if (th__launch(m, m->stream) != 0) return -1;
-  TH__CU(th__cu.MemcpyDtoHAsync(output, m->workspace + (th__cuptr)th__out_off * sizeof(float),
-                                th__info.output_size * sizeof(float), m->stream), "copying the output");
-  TH__CU(th__cu.StreamSynchronize(m->stream), "running the model");
-  return 0;
+  if (th__check_single("th_model_run") != 0) return -1;
+  const void *ins[1] = {input};
+  void *outs[1] = {output};
+  return th__run_host(m, ins, outs);
+}
+
+int th_model_run_io(struct th_model *m, const void *const *inputs, void *const *outputs) {
+  if (th__check_io(m, inputs, outputs) != 0) return -1;
+  return th__run_host(m, inputs, outputs);
 }

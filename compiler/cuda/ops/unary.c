@@ -1,0 +1,37 @@
+/* GPU unary (n elements, TC_UNARY_*): an element map, `inner` elements per thread. gelu and tanh
+ * are the IR's composites built from exp (tc_e_gelu, tc_e_tanh), as on the CPU; the int64 cast
+ * reads a `long long` buffer (codegen.c types integer arguments so); affine is x * alpha + beta. */
+#include "templates_int.h"
+
+static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
+  (void)wl;
+  (void)t;
+  return tc__cuda_map_space(s, 0, 0);
+}
+
+static const tc_stmt *elem(tc__cuda_lc *L, const tc_expr *idx) {
+  const tc_workload *wl = L->wl;
+  const tc_expr *x = LD(L->arg[TC_ARG_SIMPLE_IN], idx), *y = x;
+  switch (wl->op) {
+    case TC_UNARY_GELU:
+      y = tc_e_gelu(L->ir, x);
+      break;
+    case TC_UNARY_TANH:
+      y = tc_e_tanh(L->ir, x);
+      break;
+    case TC_UNARY_CAST_I64:
+      y = tc_e_cast(L->ir, tc_type_f32(1), x);
+      break;
+    default:
+      y = tc_e_fma(L->ir, x, FLT(wl->alpha), FLT(wl->beta));
+      break;
+  }
+  return ST(L->arg[TC_ARG_SIMPLE_OUT], idx, y);
+}
+
+static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c) {
+  return tc__cuda_map_cfg(L, s, c, L->wl->n, elem);
+}
+
+const tc__cuda_op tc__cuda_op_unary = {TC_KERNEL_UNARY, space, tc__cuda_in_map_fallback,
+                                       tc__cuda_in_map_shape, lower};
