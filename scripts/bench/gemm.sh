@@ -3,11 +3,12 @@
 # shapes (k x n = 768x768, 768x2304, 768x3072, 3072x768) at m = 128, 197, 1280, 1970 rows (bert and vit
 # at batch 1 and 10) and its batch_matmul on their attention products (Q.K^T, attn.V; 12 and 120 heads),
 # for the fallback config and the best of a one-knob-at-a-time sweep around it, next to PyTorch
-# (torch.nn.functional.linear, torch.matmul) on the same shapes and the FP32 FMA peak (fma_peak.c), all on
-# --threads threads. The systems run in --rounds interleaved rounds (fma_peak, tunehub, torch once each per
-# round; a median of the calls in ~0.15 s per case) and the table quotes medians over rounds, and the median
-# of the per-round torch/tunehub time ratios (see lib.sh). The 1-minute load average before each round is
-# printed: other tenants' load skews every column.
+# (torch.nn.functional.linear, torch.matmul on OpenBLAS, in its faster threading; see gemm_torch.py) on
+# the same shapes and the FP32 FMA peak (fma_peak.c), all on --threads threads. The systems run in
+# --rounds interleaved rounds (fma_peak, tunehub, torch once each per round; a median of the calls in
+# ~0.15 s per case) and the table quotes medians over rounds, and the median of the per-round
+# torch/tunehub time ratios (see lib.sh). The 1-minute load average before each round is printed: other
+# tenants' load skews every column.
 #
 # usage: scripts/bench/gemm.sh [--rounds 5] [--threads 2] [--shapes "m,k,n;b,m,k,n,ta,tb;..."] [--no-sweep]
 # Needs /usr/bin/python3 with torch. Writes scripts/bench/out/gemm/ (kernels, per-round results, table.txt).
@@ -26,7 +27,7 @@ while [ $# -gt 0 ]; do
     --threads) THREADS=$2; shift 2 ;;
     --shapes) SHAPES=$2; shift 2 ;;
     --no-sweep) SWEEP=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "gemm.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
