@@ -12,7 +12,10 @@ import statistics
 import sys
 import time
 
-import torch
+# before torch loads OpenMP: its threads spin between regions and fought OpenBLAS's pool for the 2 cores
+# (bert b1 under load: 2084 ms spinning, 330 ms passive), so PyTorch gets its faster setting
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import torch  # noqa: E402
 import torchvision.models as tvm
 
 
