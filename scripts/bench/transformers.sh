@@ -40,12 +40,6 @@ source "$HERE/lib.sh"
 bench_prereqs
 bench_peak
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2];
-  else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }'; }
-share() { awk -v g="$1" -v ms="$2" -v p="$PEAK2" 'BEGIN { if (ms == "-" || ms == 0) print "-";
-  else printf "%.1f", 100 * g / (ms / 1000) / p }'; }
-
 CSV=$OUT/transformers.csv
 echo "network,batch,gflop,fallback_ms,tuned_ms,torch_ms,ort_ms,fallback_over_ort,tuned_over_ort,tuned_over_torch,fallback_pk,tuned_pk,torch_pk,ort_pk,peak_2t_gflops" > "$CSV"
 for NET in $NETWORKS; do
@@ -66,7 +60,7 @@ for NET in $NETWORKS; do
       fi
     fi
     G=$(tar -xOf "$OUT/$TAG.fallback.tar" manifest.json | "$PY" -c 'import json, sys; print("%.2f" % (json.load(sys.stdin)["flops"] / 1e9))')
-    : > "$OUT/$TAG.rounds"
+    FS=; TS=; PS=; OS=
     for R in $(seq 1 "$ROUNDS"); do
       blog "$TAG: round $R/$ROUNDS"
       F=$(bench_tunehub_run "$OUT/$TAG.fallback.tar" "$REPEAT")
@@ -74,12 +68,10 @@ for NET in $NETWORKS; do
       [ "$HAVE_TUNED" = 1 ] && T=$(bench_tunehub_run "$OUT/$TAG.tuned.tar" "$REPEAT")
       P=$(bench_torch "$NET" "$B" "$REPEAT" "$OUT/$TAG.onnx")
       O=$(bench_ort "$OUT/$TAG.onnx" "$B" - "$REPEAT")
-      echo "$F $T $P $O" >> "$OUT/$TAG.rounds"
+      FS="$FS $F"; TS="$TS $T"; PS="$PS $P"; OS="$OS $O"
     done
-    col() { awk -v c="$1" '{ print $c }' "$OUT/$TAG.rounds" | grep -v '^-$' | median; }
-    rcol() { awk -v a="$1" -v b="$2" '$a != "-" && $b != "-" && $b > 0 { print $a / $b }' "$OUT/$TAG.rounds" | median; }
-    FM=$(col 1) TM=$(col 2) PM=$(col 3) OM=$(col 4)
-    echo "$NET,$B,$G,$FM,$TM,$PM,$OM,$(rcol 1 4),$(rcol 2 4),$(rcol 2 3),$(share "$G" "$FM"),$(share "$G" "$TM"),$(share "$G" "$PM"),$(share "$G" "$OM"),$PEAK2" >> "$CSV"
+    FM=$(bench_median $FS) TM=$(bench_median $TS) PM=$(bench_median $PS) OM=$(bench_median $OS)
+    echo "$NET,$B,$G,$FM,$TM,$PM,$OM,$(bench_round_ratios "$FS" "$OS"),$(bench_round_ratios "$TS" "$OS"),$(bench_round_ratios "$TS" "$PS"),$(bench_share "$G" "$FM"),$(bench_share "$G" "$TM"),$(bench_share "$G" "$PM"),$(bench_share "$G" "$OM"),$PEAK2" >> "$CSV"
   done
 done
 
