@@ -16,6 +16,7 @@
 #include "builder.h"
 #include "events.h"
 #include "longpoll.h"
+#include "oci.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"
@@ -117,37 +118,54 @@ static void srv__names_text(char *out, size_t n) {
 /* Resolves (framework, network, batch) text into a key; on bad input queues the 4xx and returns 0. */
 static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const char *batch,
                     store_key *key, enum MHD_Result *ret) {
-  memset(key, 0, sizeof *key);
+  int64_t b = 0;
+  int batch_ok = th_parse_i64(batch, &b) == TH_OK && b >= 1 && b <= s->cfg.max_batch;
+  char why[1200];
+  th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, key, why, sizeof why);
+  if (rc != TH_OK && srv__backend_index(fw) < 0) {
+    *ret = srv_error(s, r, rc, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}", "%s", why);
+    return 0;
+  }
+  if (rc != TH_OK) {
+    char *valid = srv__names_json();
+    *ret = srv_error(s, r, rc, "unknown_network", valid, "%s", why);
+    free(valid);
+    return 0;
+  }
+  if (!batch_ok) {
+    char extra[128];
+    snprintf(extra, sizeof extra, "{\"valid\":{\"min\":1,\"max\":%d}}", s->cfg.max_batch);
+    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_batch", extra,
+                     "invalid batch '%s'; the batch is a whole number from 1 to %d", batch, s->cfg.max_batch);
+    return 0;
+  }
+  return 1;
+}
+
+th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, store_key *key, char *why,
+                        size_t n) {
   int fw_index = srv__backend_index(fw);
   if (fw_index < 0 || fw_index >= 4) {
-    *ret = srv_error(s, r, TH_ERR_NOT_FOUND, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
-                     "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
-    return 0;
+    snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
+    return TH_ERR_NOT_FOUND;
   }
   if (!tc_zoo_find(net)) {
     char names[1024];
     srv__names_text(names, sizeof names);
-    char *valid = srv__names_json();
-    *ret = srv_error(s, r, TH_ERR_NOT_FOUND, "unknown_network", valid, "unknown network '%s'; valid networks: %s",
-                     net, names);
-    free(valid);
-    return 0;
+    snprintf(why, n, "unknown network '%s'; valid networks: %s", net, names);
+    return TH_ERR_NOT_FOUND;
   }
-  int64_t b = 0;
-  if (th_parse_i64(batch, &b) != TH_OK || b < 1 || b > s->cfg.max_batch) {
-    char extra[128];
-    snprintf(extra, sizeof extra, "{\"valid\":{\"min\":1,\"max\":%d}}", s->cfg.max_batch);
-    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_batch", extra,
-                     "invalid batch '%s'; the batch is a whole number from 1 to %d", batch,
-                     s->cfg.max_batch);
-    return 0;
+  if (batch < 1 || batch > s->cfg.max_batch) {
+    snprintf(why, n, "invalid batch %d; the batch is a whole number from 1 to %d", batch, s->cfg.max_batch);
+    return TH_ERR_INVALID;
   }
+  memset(key, 0, sizeof *key);
   snprintf(key->framework, sizeof key->framework, "%.15s", fw);
   snprintf(key->network, sizeof key->network, "%.63s", net);
-  key->batch = (int)b;
+  key->batch = batch;
   snprintf(key->target, sizeof key->target, "%s", s->targets[fw_index]);
   snprintf(key->compiler_version, sizeof key->compiler_version, "%s", s->compiler_version);
-  return 1;
+  return TH_OK;
 }
 
 static int srv__authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
@@ -227,6 +245,52 @@ static enum MHD_Result srv__job_pending(srv_t *s, srv_request *r, const store_ke
   return ret;
 }
 
+th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int waiting, int64_t *job_id,
+                         int *created, char *why, size_t n) {
+  *created = 0;
+  if (!s->builder->supports(s->builder->self, key->framework, why, n)) return TH_ERR_UNSUPPORTED;
+  /* a tuned cuda version needs a device to tune on: say so instead of queueing builds that cannot tune */
+  char dwhy[256];
+  if (tuned_only && srv__lacks_device(key->framework, dwhy, sizeof dwhy)) {
+    snprintf(why, n,
+             "no tuned version of %s/%s/%d: tuning cuda needs a worker with a CUDA device, and this server has "
+             "none (%s); GET it without tuned=1 for the untuned build",
+             key->framework, key->network, key->batch, dwhy);
+    return TH_ERR_NO_DEVICE;
+  }
+  store_job latest;
+  int have_latest = store_job_latest(s->st, key, &latest) == TH_OK;
+  th_status rc = TH_OK;
+  if (have_latest && (latest.state == STORE_JOB_QUEUED || latest.state == STORE_JOB_RUNNING)) {
+    *job_id = latest.id;
+  } else if (have_latest && (latest.state == STORE_JOB_FAILED || (latest.state == STORE_JOB_CANCELLED && waiting))) {
+    /* a failed build is not retried by a GET (that would loop on a broken network); a cancel seen by a
+     * waiting request ends the wait */
+    int failed = latest.state == STORE_JOB_FAILED;
+    snprintf(why, n, "the last build of %s/%s/%d %s: %s. Queue it again with POST /models/%s/%s/%d/tune",
+             key->framework, key->network, key->batch, failed ? "failed" : "was cancelled",
+             latest.error ? latest.error : "unknown error", key->framework, key->network, key->batch);
+    *job_id = latest.id;
+    rc = failed ? TH_ERR_COMPILE : TH_ERR_CANCELLED;
+  } else {
+    int tune = tuned_only || s->cfg.miss_tunes;
+    char opts[64] = "{}";
+    if (tune && s->cfg.miss_trials > 0) snprintf(opts, sizeof opts, "{\"trials\":%d}", s->cfg.miss_trials);
+    /* the store counts and queues in one transaction: a full queue is TH_ERR_BUSY (429) */
+    rc = store_job_enqueue_limited(s->st, key, tune ? "tune" : "build", opts, 0, s->cfg.max_queued, job_id,
+                                   created);
+    if (rc != TH_OK) {
+      snprintf(why, n, "%s", store_errmsg(s->st));
+    } else if (*created) {
+      TH_LOG(TH_LOG_INFO, "miss on %s/%s/%d: queued job %lld", key->framework, key->network, key->batch,
+             (long long)*job_id);
+      tune_workers_notify(s->workers);
+    }
+  }
+  if (have_latest) store_job_clear(&latest);
+  return rc;
+}
+
 static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key *key) {
   int head = strcmp(r->method, "HEAD") == 0;
   char fmt[16] = "tar", tuned_s[8] = "", wait_s[16] = "";
@@ -283,56 +347,22 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     return srv_queue(s, r, (unsigned int)th_status_http(TH_ERR_NOT_FOUND), resp);
   }
   char why[512];
-  if (!s->builder->supports(s->builder->self, key->framework, why, sizeof why))
-    return srv_error(s, r, TH_ERR_UNSUPPORTED, "framework_unavailable", NULL, "%s", why);
-  /* a tuned cuda version needs a device to tune on: say so instead of queueing builds that cannot tune */
-  char dwhy[256];
-  if (tuned_only && srv__lacks_device(key->framework, dwhy, sizeof dwhy))
-    return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
-                     "no tuned version of %s/%s/%d: tuning cuda needs a worker with a CUDA device, and this "
-                     "server has none (%s); GET it without tuned=1 for the untuned build",
-                     key->framework, key->network, key->batch, dwhy);
-
-  store_job latest;
-  int have_latest = store_job_latest(s->st, key, &latest) == TH_OK;
   int64_t job_id = 0;
   int created = 0;
-  if (have_latest && (latest.state == STORE_JOB_QUEUED || latest.state == STORE_JOB_RUNNING)) {
-    job_id = latest.id;
-  } else if (have_latest && (latest.state == STORE_JOB_FAILED ||
-                              (latest.state == STORE_JOB_CANCELLED && r->wait_deadline))) {
-    /* a failed build is not retried by a GET (that would loop on a broken network); a cancel seen by a
-     * waiting request ends the wait */
+  rc = srv_model_miss(s, key, tuned_only, r->wait_deadline != 0, &job_id, &created, why, sizeof why);
+  if (rc == TH_ERR_COMPILE || rc == TH_ERR_CANCELLED) {
     char extra[256], loc[64];
-    srv_job_url(latest.id, loc, sizeof loc);
+    srv_job_url(job_id, loc, sizeof loc);
     snprintf(extra, sizeof extra, "{\"job\":\"%s\"}", loc);
-    int failed = latest.state == STORE_JOB_FAILED;
-    enum MHD_Result ret = srv_error(
-        s, r, failed ? TH_ERR_COMPILE : TH_ERR_CANCELLED, failed ? "build_failed" : "build_cancelled", extra,
-        "the last build of %s/%s/%d %s: %s. Queue it again with POST /models/%s/%s/%d/tune",
-        key->framework, key->network, key->batch, failed ? "failed" : "was cancelled",
-        latest.error ? latest.error : "unknown error", key->framework, key->network, key->batch);
-    store_job_clear(&latest);
-    return ret;
-  } else {
-    int tune = tuned_only || s->cfg.miss_tunes;
-    char opts[64] = "{}";
-    if (tune && s->cfg.miss_trials > 0) snprintf(opts, sizeof opts, "{\"trials\":%d}", s->cfg.miss_trials);
-    /* the store counts and queues in one transaction: a full queue is TH_ERR_BUSY (429) */
-    rc = store_job_enqueue_limited(s->st, key, tune ? "tune" : "build", opts, 0, s->cfg.max_queued, &job_id,
-                                   &created);
-    if (rc != TH_OK) {
-      if (have_latest) store_job_clear(&latest);
-      return srv_error(s, r, rc, rc == TH_ERR_BUSY ? "queue_full" : "store_error", NULL, "%s",
-                       store_errmsg(s->st));
-    }
-    if (created) {
-      TH_LOG(TH_LOG_INFO, "miss on %s/%s/%d: queued job %lld", key->framework, key->network,
-             key->batch, (long long)job_id);
-      tune_workers_notify(s->workers);
-    }
+    return srv_error(s, r, rc, rc == TH_ERR_COMPILE ? "build_failed" : "build_cancelled", extra, "%s", why);
   }
-  if (have_latest) store_job_clear(&latest);
+  if (rc != TH_OK)
+    return srv_error(s, r, rc,
+                     rc == TH_ERR_UNSUPPORTED ? "framework_unavailable"
+                     : rc == TH_ERR_NO_DEVICE ? "no_device"
+                     : rc == TH_ERR_BUSY      ? "queue_full"
+                                              : "store_error",
+                     NULL, "%s", why);
 
   if (wait > 0) {
     double now = th_now_mono();
@@ -759,6 +789,8 @@ static enum MHD_Result srv__not_allowed(srv_t *s, srv_request *r, const char *al
 enum MHD_Result srv_route(srv_t *s, srv_request *r) {
   const char *m = r->method;
   int get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+  /* the OCI distribution API answers its own errors (oci.c) */
+  if (!strncmp(r->path, "/v2", 3) && (r->path[3] == '\0' || r->path[3] == '/')) return srv_oci_route(s, r);
   /* split and decode the path; reject traversal and encoded separators before routing */
   char segs[SRV__MAX_SEGS][SRV_MAX_SEGMENT + 1];
   int nseg = 0;

@@ -11,6 +11,17 @@
 /* Start-up: this machine's targets, the compiler version, the network list (cached for GET /networks and
  * upserted into the store). On failure writes a message into err. */
 th_status srv_routes_init(srv_t *s, char *err, size_t n);
+/* The key of (fw, net, batch) on this server's target for fw, or TH_ERR_NOT_FOUND (unknown framework or
+ * network) / TH_ERR_INVALID (batch outside 1..--max-batch) with the reason and the valid values in why. */
+th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, store_key *key, char *why,
+                        size_t n);
+/* The miss path of a model GET: queues the key's build (a tune with tuned_only or --miss-tunes) unless a job
+ * is live (single-flight; --max-queued). TH_OK: *job_id is the live job, *created 1 when this call queued it.
+ * Else why says why: TH_ERR_UNSUPPORTED (framework unavailable), TH_ERR_NO_DEVICE (tuned_only, no device),
+ * TH_ERR_COMPILE / TH_ERR_CANCELLED (the last build failed, or was cancelled while `waiting`; *job_id is
+ * it), TH_ERR_BUSY (the queue is full), a store error. */
+th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int waiting, int64_t *job_id,
+                         int *created, char *why, size_t n);
 /* Routes a complete request (method, path, query and body read) and queues its response. */
 enum MHD_Result srv_route(srv_t *s, srv_request *r);
 

@@ -93,6 +93,7 @@ enum srv_route {
   SRV_ROUTE_TUNING,
   SRV_ROUTE_EVENTS,
   SRV_ROUTE_SCHEDULER,
+  SRV_ROUTE_OCI,
   SRV_ROUTE_COUNT
 };
 extern const char *const srv_route_names[SRV_ROUTE_COUNT];

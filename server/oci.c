@@ -1,0 +1,496 @@
+/* oci: the read side of the OCI distribution API (distribution-spec v1.1) over the registry, so that standard
+ * tools (skopeo, crane, container builds' COPY --from) pull tunehub bundles. Every published version is an OCI
+ * image: repository <framework>/<network>, tags b<batch> (the newest version) and b<batch>-v<version> (one
+ * version). Its manifest has one layer, application/vnd.oci.image.layer.v1.tar, whose bytes are exactly the
+ * bundle .tar (so the layer digest is the bundle's digest, served by /blobs/ too), and a minimal image config
+ * (os linux, the host's architecture, the layer as its diff id); tunehub's own facts go into annotations.
+ *
+ * Nothing here is stored: a version's config and manifest are generated from its row, deterministically (the
+ * same bytes on every call, sorted keys), and a request by digest regenerates the repository's versions and
+ * matches. A tag of a key with no published version is a miss as on /models/: the job is queued (HEAD never
+ * queues) and the answer is an OCI error with Retry-After, never a half-built manifest. Errors use OCI's body
+ * {"errors": [{"code", "message", "detail"}]} and codes. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "oci.h"
+
+#include "present.h"
+#include "request.h"
+#include "response.h"
+#include "routes.h"
+#include "th_sha256.h"
+#include "th_util.h"
+
+#define OCI_MANIFEST_TYPE "application/vnd.oci.image.manifest.v1+json"
+#define OCI_CONFIG_TYPE "application/vnd.oci.image.config.v1+json"
+#define OCI_LAYER_TYPE "application/vnd.oci.image.layer.v1.tar"
+
+#if defined(__x86_64__)
+#define OCI_ARCH "amd64"
+#elif defined(__aarch64__)
+#define OCI_ARCH "arm64"
+#else
+#define OCI_ARCH "unknown"
+#endif
+
+/* ---- answers ---- */
+
+static enum MHD_Result oci__queue(srv_t *s, srv_request *r, unsigned int status, struct MHD_Response *resp) {
+  if (resp) MHD_add_response_header(resp, "Docker-Distribution-API-Version", "registry/2.0");
+  return srv_queue(s, r, status, resp);
+}
+
+static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status, const char *code,
+                                  json_t *detail, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status, const char *code,
+                                  json_t *detail, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_t *e = json_pack("{s:s, s:s}", "code", code, "message", msg);
+  if (e && detail) json_object_set_new(e, "detail", detail);
+  else if (detail) json_decref(detail);
+  json_t *doc = e ? json_pack("{s:[o]}", "errors", e) : NULL;
+  struct MHD_Response *resp = srv_json_response(doc);
+  if (!resp) return MHD_NO;
+  return oci__queue(s, r, status, resp);
+}
+
+/* A generated document (manifest or config): body text with its digest, media type and ETag. */
+static enum MHD_Result oci__send_doc(srv_t *s, srv_request *r, const char *text, const char *digest_hex,
+                                     const char *media_type) {
+  char etag[80], dcd[80];
+  snprintf(etag, sizeof etag, "\"sha256:%s\"", digest_hex);
+  snprintf(dcd, sizeof dcd, "sha256:%s", digest_hex);
+  const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
+  int not_modified = srv_etag_matches(inm, etag);
+  size_t len = strlen(text);
+  struct MHD_Response *resp;
+  /* libmicrohttpd answers HEAD with the headers of the full response (its Content-Length) and no body */
+  if (not_modified)
+    resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+  else
+    resp = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+  if (!resp) return MHD_NO;
+  MHD_add_response_header(resp, "Content-Type", media_type);
+  MHD_add_response_header(resp, "Docker-Content-Digest", dcd);
+  MHD_add_response_header(resp, "ETag", etag);
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  return oci__queue(s, r, not_modified ? 304 : 200, resp);
+}
+
+/* ---- the image of one version ---- */
+
+typedef struct oci_image {
+  char *config; /* text */
+  char config_digest[65];
+  char *manifest; /* text */
+  char manifest_digest[65];
+} oci_image;
+
+static void oci__image_free(oci_image *im) {
+  free(im->config);
+  free(im->manifest);
+  memset(im, 0, sizeof *im);
+}
+
+static void oci__digest(const char *text, char hex[65]) {
+  th_sha256 h;
+  unsigned char d[32];
+  th_sha256_init(&h);
+  th_sha256_update(&h, text, strlen(text));
+  th_sha256_final(&h, d);
+  th_hex(d, 32, hex);
+}
+
+static void oci__rfc3339(double t, char *out, size_t n) {
+  time_t sec = (time_t)t;
+  struct tm tm;
+  gmtime_r(&sec, &tm);
+  strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Generates m's config and manifest (m's manifest text, when loaded, is not needed: the row says enough). */
+static th_status oci__image(const store_model *m, oci_image *im) {
+  memset(im, 0, sizeof *im);
+  char layer[80], created[32], batch[16], version[16], latency[32], title[200];
+  snprintf(layer, sizeof layer, "sha256:%s", m->tar_digest);
+  oci__rfc3339(m->created_at, created, sizeof created);
+  snprintf(batch, sizeof batch, "%d", m->key.batch);
+  snprintf(version, sizeof version, "%d", m->version);
+  if (m->latency_ms >= 0)
+    snprintf(latency, sizeof latency, "%.4f", m->latency_ms);
+  else
+    snprintf(latency, sizeof latency, "unmeasured");
+  snprintf(title, sizeof title, "%s_%s_b%d_v%d.tar", m->key.network, m->key.framework, m->key.batch, m->version);
+  json_t *annotations = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "org.opencontainers.image.created", created,
+      "org.opencontainers.image.title", title, "org.opencontainers.image.version", version,
+      "dev.tunehub.framework", m->key.framework, "dev.tunehub.network", m->key.network, "dev.tunehub.batch",
+      batch, "dev.tunehub.target", m->key.target, "dev.tunehub.compiler_version", m->key.compiler_version,
+      "dev.tunehub.tuned", m->tuned ? "true" : "false", "dev.tunehub.latency_ms", latency);
+  json_t *config = json_pack("{s:s, s:s, s:s, s:{s:s, s:[s]}, s:{s:O}}", "created", created, "architecture",
+                             OCI_ARCH, "os", "linux", "rootfs", "type", "layers", "diff_ids", layer, "config",
+                             "Labels", annotations);
+  im->config = config ? json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(config);
+  if (!im->config) {
+    json_decref(annotations);
+    return TH_ERR_NOMEM;
+  }
+  oci__digest(im->config, im->config_digest);
+  char cdig[80];
+  snprintf(cdig, sizeof cdig, "sha256:%s", im->config_digest);
+  json_t *man = json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I, s:{s:s}}], s:o}", "schemaVersion", 2,
+                          "mediaType", OCI_MANIFEST_TYPE, "config", "mediaType", OCI_CONFIG_TYPE, "digest", cdig,
+                          "size", (json_int_t)strlen(im->config), "layers", "mediaType", OCI_LAYER_TYPE,
+                          "digest", layer, "size", (json_int_t)m->tar_size, "annotations",
+                          "org.opencontainers.image.title", title, "annotations", annotations);
+  im->manifest = man ? json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(man);
+  if (!im->manifest) {
+    oci__image_free(im);
+    return TH_ERR_NOMEM;
+  }
+  oci__digest(im->manifest, im->manifest_digest);
+  return TH_OK;
+}
+
+/* ---- names ---- */
+
+/* A tag as the spec allows it: [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}. */
+static int oci__tag_valid(const char *t) {
+  size_t n = strlen(t);
+  if (n == 0 || n > 128 || t[0] == '.' || t[0] == '-') return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = t[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+          c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+/* "b<batch>" (version 0: the newest) or "b<batch>-v<version>"; 0 when t is neither. */
+static int oci__tag_parse(const char *t, int *batch, int *version) {
+  if (t[0] != 'b') return 0;
+  char *end = NULL;
+  long b = strtol(t + 1, &end, 10);
+  if (end == t + 1 || b < 1 || b > 1000000 || t[1] == '0' || t[1] == '+' || t[1] == '-') return 0;
+  *batch = (int)b;
+  *version = 0;
+  if (*end == '\0') return 1;
+  if (end[0] != '-' || end[1] != 'v' || end[2] < '1' || end[2] > '9') return 0;
+  const char *vs = end + 2;
+  long v = strtol(vs, &end, 10);
+  if (*end != '\0' || v < 1 || v > 1000000000) return 0;
+  *version = (int)v;
+  return 1;
+}
+
+/* Every ready version of every batch of repository fw/net (tags and lookups by digest), oldest first per
+ * key, keys ordered by batch. *out malloc'd (free with store_model_list_free); *n may be 0. */
+static th_status oci__repo_versions(srv_t *s, const char *fw, const char *net, store_model **out, size_t *n) {
+  store_catalog_row *rows = NULL;
+  size_t nrows = 0;
+  th_status rc = store_catalog(s->st, fw, net, "ready", &rows, &nrows);
+  if (rc != TH_OK) return rc;
+  store_model *all = NULL;
+  size_t total = 0;
+  for (size_t i = 0; rc == TH_OK && i < nrows; i++) {
+    if (!rows[i].has_model) continue;
+    store_model *vs = NULL;
+    size_t nv = 0;
+    th_status vr = store_model_versions(s->st, &rows[i].key, &vs, &nv);
+    if (vr == TH_ERR_NOT_FOUND) continue;
+    if (vr != TH_OK) {
+      rc = vr;
+      break;
+    }
+    store_model *grown = realloc(all, (total + nv) * sizeof *grown);
+    if (!grown) {
+      store_model_list_free(vs, nv);
+      rc = TH_ERR_NOMEM;
+      break;
+    }
+    all = grown;
+    memcpy(all + total, vs, nv * sizeof *vs); /* ownership of each model's strings moves with it */
+    total += nv;
+    free(vs);
+  }
+  store_catalog_free(rows, nrows);
+  if (rc != TH_OK) {
+    store_model_list_free(all, total);
+    return rc;
+  }
+  *out = all;
+  *n = total;
+  return TH_OK;
+}
+
+/* ---- routes ---- */
+
+static enum MHD_Result oci__catalog(srv_t *s, srv_request *r) {
+  store_catalog_row *rows = NULL;
+  size_t n = 0;
+  th_status rc = store_catalog(s->st, NULL, NULL, "ready", &rows, &n);
+  if (rc != TH_OK)
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+  json_t *repos = json_array();
+  char last[128] = "";
+  for (size_t i = 0; i < n; i++) {
+    if (!rows[i].has_model) continue;
+    char name[128];
+    snprintf(name, sizeof name, "%s/%s", rows[i].key.framework, rows[i].key.network);
+    int seen = 0;
+    for (size_t k = 0; k < json_array_size(repos) && !seen; k++)
+      seen = strcmp(json_string_value(json_array_get(repos, k)), name) == 0;
+    if (!seen) json_array_append_new(repos, json_string(name));
+  }
+  store_catalog_free(rows, n);
+  /* lexical order, then the spec's pagination: ?n=N&last=NAME */
+  size_t count = json_array_size(repos);
+  const char **names = calloc(count ? count : 1, sizeof *names);
+  for (size_t i = 0; names && i < count; i++) names[i] = json_string_value(json_array_get(repos, i));
+  for (size_t i = 1; names && i < count; i++)
+    for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+      const char *t = names[j];
+      names[j] = names[j - 1];
+      names[j - 1] = t;
+    }
+  char n_s[16] = "";
+  int64_t limit = -1;
+  if (srv_query(r, "n", n_s, sizeof n_s) > 0 && (th_parse_i64(n_s, &limit) != TH_OK || limit < 0 || limit > 10000)) {
+    free(names);
+    json_decref(repos);
+    return oci__error(s, r, 400, "PAGINATION_NUMBER_INVALID", NULL, "n is a whole number from 0 to 10000");
+  }
+  srv_query(r, "last", last, sizeof last);
+  json_t *page = json_array();
+  for (size_t i = 0; names && i < count; i++) {
+    if (last[0] && strcmp(names[i], last) <= 0) continue;
+    if (limit >= 0 && (int64_t)json_array_size(page) >= limit) break;
+    json_array_append_new(page, json_string(names[i]));
+  }
+  free(names);
+  json_decref(repos);
+  struct MHD_Response *resp = srv_json_response(json_pack("{s:o}", "repositories", page));
+  if (!resp) return MHD_NO;
+  return oci__queue(s, r, 200, resp);
+}
+
+static enum MHD_Result oci__tags(srv_t *s, srv_request *r, const char *fw, const char *net) {
+  store_model *vs = NULL;
+  size_t n = 0;
+  th_status rc = oci__repo_versions(s, fw, net, &vs, &n);
+  if (rc != TH_OK)
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+  json_t *tags = json_array();
+  for (size_t i = 0; i < n; i++) {
+    char t[48];
+    /* the newest version of a key is its last one: b<batch> once per key */
+    if (i + 1 == n || vs[i + 1].key.batch != vs[i].key.batch) {
+      snprintf(t, sizeof t, "b%d", vs[i].key.batch);
+      json_array_append_new(tags, json_string(t));
+    }
+    snprintf(t, sizeof t, "b%d-v%d", vs[i].key.batch, vs[i].version);
+    json_array_append_new(tags, json_string(t));
+  }
+  store_model_list_free(vs, n);
+  char name[128];
+  snprintf(name, sizeof name, "%s/%s", fw, net);
+  struct MHD_Response *resp = srv_json_response(json_pack("{s:s, s:o}", "name", name, "tags", tags));
+  if (!resp) return MHD_NO;
+  return oci__queue(s, r, 200, resp);
+}
+
+/* The image of the version a digest names (its manifest or its config, by which), among the repository's. */
+static th_status oci__by_digest(srv_t *s, const char *fw, const char *net, const char *hex, int config,
+                                oci_image *out, store_model *layer_of) {
+  store_model *vs = NULL;
+  size_t n = 0;
+  th_status rc = oci__repo_versions(s, fw, net, &vs, &n);
+  if (rc != TH_OK) return rc;
+  rc = TH_ERR_NOT_FOUND;
+  for (size_t i = n; rc == TH_ERR_NOT_FOUND && i-- > 0;) {
+    if (layer_of && strcmp(vs[i].tar_digest, hex) == 0) {
+      *layer_of = vs[i];
+      memset(&vs[i], 0, sizeof vs[i]);
+      return store_model_list_free(vs, n), TH_OK;
+    }
+    oci_image im;
+    th_status ir = oci__image(&vs[i], &im);
+    if (ir != TH_OK) {
+      rc = ir;
+      break;
+    }
+    if (strcmp(config ? im.config_digest : im.manifest_digest, hex) == 0) {
+      *out = im;
+      rc = TH_OK;
+    } else {
+      oci__image_free(&im);
+    }
+  }
+  store_model_list_free(vs, n);
+  return rc;
+}
+
+static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, const char *net,
+                                     const char *ref) {
+  int head = strcmp(r->method, "HEAD") == 0;
+  oci_image im;
+  th_status rc;
+  if (strncmp(ref, "sha256:", 7) == 0 || strchr(ref, ':')) {
+    if (strncmp(ref, "sha256:", 7) != 0 || !th_is_sha256_hex(ref + 7))
+      return oci__error(s, r, 400, "DIGEST_INVALID", NULL,
+                        "invalid digest '%s': a digest is sha256: followed by 64 lowercase hex digits", ref);
+    rc = oci__by_digest(s, fw, net, ref + 7, 0, &im, NULL);
+    if (rc == TH_ERR_NOT_FOUND)
+      return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "no manifest %s in %s/%s", ref, fw, net);
+  } else {
+    int batch = 0, version = 0;
+    if (!oci__tag_valid(ref))
+      return oci__error(s, r, 400, "MANIFEST_INVALID", NULL,
+                        "invalid tag '%s': a tag is [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}", ref);
+    if (!oci__tag_parse(ref, &batch, &version))
+      return oci__error(s, r, 404, "MANIFEST_UNKNOWN", json_pack("{s:[s,s]}", "valid", "b<batch>", "b<batch>-v<version>"),
+                        "unknown tag '%s' in %s/%s; tags are b<batch> (the newest version) and b<batch>-v<version>",
+                        ref, fw, net);
+    store_key key;
+    char why[512];
+    rc = srv_model_key(s, fw, net, batch, &key, why, sizeof why);
+    if (rc != TH_OK) return oci__error(s, r, rc == TH_ERR_INVALID ? 400 : 404,
+                                       rc == TH_ERR_INVALID ? "MANIFEST_INVALID" : "NAME_UNKNOWN", NULL, "%s", why);
+    store_model m;
+    memset(&m, 0, sizeof m);
+    if (version == 0) {
+      rc = store_model_get(s->st, &key, 0, &m);
+    } else {
+      store_model *vs = NULL;
+      size_t n = 0;
+      rc = store_model_versions(s->st, &key, &vs, &n);
+      if (rc == TH_OK) {
+        rc = TH_ERR_NOT_FOUND;
+        for (size_t i = 0; i < n; i++)
+          if (vs[i].version == version) {
+            m = vs[i];
+            memset(&vs[i], 0, sizeof vs[i]);
+            rc = TH_OK;
+          }
+        store_model_list_free(vs, n);
+      }
+      if (rc == TH_ERR_NOT_FOUND)
+        return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "%s/%s has no version %d of batch %d", fw, net,
+                          version, batch);
+    }
+    if (rc == TH_ERR_NOT_FOUND) {
+      /* a miss: queue the build as GET /models/ does (HEAD never queues) */
+      if (head) return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "%s/%s:%s is not built yet", fw, net, ref);
+      int64_t job_id = 0;
+      int created = 0;
+      rc = srv_model_miss(s, &key, 0, 0, &job_id, &created, why, sizeof why);
+      if (rc == TH_ERR_BUSY) return oci__error(s, r, 429, "TOOMANYREQUESTS", NULL, "%s", why);
+      if (rc != TH_OK && rc != TH_ERR_COMPILE && rc != TH_ERR_CANCELLED)
+        return oci__error(s, r, 503, "UNAVAILABLE", NULL, "%s", why);
+      char loc[64];
+      srv_job_url(job_id, loc, sizeof loc);
+      if (rc != TH_OK)
+        return oci__error(s, r, 404, "MANIFEST_UNKNOWN", json_pack("{s:s}", "job", loc), "%s", why);
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "%s/%s:%s is not built yet; job %lld is %s. Retry later (Retry-After), or follow %s", fw, net, ref,
+               (long long)job_id, created ? "now queued" : "already in progress", loc);
+      json_t *e = json_pack("{s:s, s:s, s:{s:s, s:b}}", "code", "MANIFEST_UNKNOWN", "message", msg, "detail",
+                            "job", loc, "queued", created);
+      struct MHD_Response *resp = srv_json_response(e ? json_pack("{s:[o]}", "errors", e) : NULL);
+      if (!resp) return MHD_NO;
+      MHD_add_response_header(resp, "Retry-After", "5");
+      return oci__queue(s, r, 503, resp);
+    }
+    if (rc != TH_OK)
+      return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+    rc = oci__image(&m, &im);
+    store_model_clear(&m);
+  }
+  if (rc != TH_OK)
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+  enum MHD_Result ret = oci__send_doc(s, r, im.manifest, im.manifest_digest, OCI_MANIFEST_TYPE);
+  oci__image_free(&im);
+  return ret;
+}
+
+static enum MHD_Result oci__blob(srv_t *s, srv_request *r, const char *fw, const char *net, const char *ref) {
+  if (strncmp(ref, "sha256:", 7) != 0 || !th_is_sha256_hex(ref + 7))
+    return oci__error(s, r, 400, "DIGEST_INVALID", NULL,
+                      "invalid digest '%s': a digest is sha256: followed by 64 lowercase hex digits", ref);
+  oci_image im;
+  store_model layer;
+  memset(&layer, 0, sizeof layer);
+  th_status rc = oci__by_digest(s, fw, net, ref + 7, 1, &im, &layer);
+  if (rc == TH_ERR_NOT_FOUND)
+    return oci__error(s, r, 404, "BLOB_UNKNOWN", NULL, "no blob %s in %s/%s", ref, fw, net);
+  if (rc != TH_OK)
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+  if (!layer.tar_digest[0]) { /* the config */
+    enum MHD_Result ret = oci__send_doc(s, r, im.config, im.config_digest, OCI_CONFIG_TYPE);
+    oci__image_free(&im);
+    return ret;
+  }
+  char path[1400], filename[200];
+  int64_t size = 0;
+  rc = store_artifact_path(s->st, layer.tar_digest, path, sizeof path, &size, NULL, 0);
+  snprintf(filename, sizeof filename, "%s_%s_b%d_v%d.tar", layer.key.network, layer.key.framework,
+           layer.key.batch, layer.version);
+  store_model_clear(&layer);
+  if (rc != TH_OK) return oci__error(s, r, 404, "BLOB_UNKNOWN", NULL, "blob %s is missing from the store", ref);
+  const char *hdrs[][2] = {{"Docker-Distribution-API-Version", "registry/2.0"}, {NULL, NULL}};
+  return srv_send_file(s, r, path, size, ref + 7, OCI_LAYER_TYPE, filename, 1, hdrs);
+}
+
+enum MHD_Result srv_oci_route(srv_t *s, srv_request *r) {
+  r->route = SRV_ROUTE_OCI;
+  const char *p = r->path + 3; /* after "/v2" */
+  int get = !strcmp(r->method, "GET") || !strcmp(r->method, "HEAD");
+  if (!get)
+    return oci__error(s, r, 405, "UNSUPPORTED", NULL,
+                      "%s is not supported: this registry is read-only over OCI (GET and HEAD); tunehub publishes "
+                      "its own builds", r->method);
+  if (!strcmp(p, "") || !strcmp(p, "/")) {
+    struct MHD_Response *resp = srv_json_response(json_object());
+    if (!resp) return MHD_NO;
+    return oci__queue(s, r, 200, resp);
+  }
+  if (!strcmp(p, "/_catalog")) return oci__catalog(s, r);
+  /* /<fw>/<net>/(manifests|blobs)/<ref> or /<fw>/<net>/tags/list; names and refs never need decoding */
+  char fw[32], net[96], kind[16], ref[160], extra[8];
+  int n = 0;
+  size_t len = strlen(p);
+  if (len > 300 || strchr(p, '%'))
+    return oci__error(s, r, 404, "NAME_UNKNOWN", NULL, "no such repository: %s", r->path);
+  if (sscanf(p, "/%31[^/]/%95[^/]/%15[^/]/%159[^/]%7s%n", fw, net, kind, ref, extra, &n) != 4) {
+    return oci__error(s, r, 404, "NAME_UNKNOWN", json_pack("{s:s}", "repositories", "<framework>/<network>"),
+                      "no such repository or route: %s; repositories are <framework>/<network>, e.g. "
+                      "/v2/llvm/resnet-18/manifests/b1",
+                      r->path);
+  }
+  if (!strcmp(ref, "..") || !strcmp(ref, ".") || strstr(ref, ".."))
+    return oci__error(s, r, 400, !strcmp(kind, "blobs") ? "DIGEST_INVALID" : "MANIFEST_INVALID", NULL,
+                      "'%s' is not a valid reference", ref);
+  store_key key;
+  char why[512];
+  th_status rc = srv_model_key(s, fw, net, 1, &key, why, sizeof why);
+  if (rc != TH_OK) return oci__error(s, r, 404, "NAME_UNKNOWN", NULL, "%s", why);
+  if (!strcmp(kind, "manifests")) return oci__manifest(s, r, fw, net, ref);
+  if (!strcmp(kind, "blobs")) return oci__blob(s, r, fw, net, ref);
+  if (!strcmp(kind, "tags") && !strcmp(ref, "list")) return oci__tags(s, r, fw, net);
+  return oci__error(s, r, 404, "NAME_UNKNOWN", NULL,
+                    "no such route: %s; valid: /v2/<repo>/manifests/<ref>, /v2/<repo>/blobs/<digest>, "
+                    "/v2/<repo>/tags/list, /v2/_catalog",
+                    r->path);
+}
