@@ -34,6 +34,9 @@ static int srv__status_slot(srv_t *s, unsigned int status) {
 enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct MHD_Response *resp) {
   if (!resp) return MHD_NO;
   MHD_add_response_header(resp, "Server", "tunehub/" TH_VERSION);
+  /* no body of ours is ever to be sniffed into another type (a JSON error rendered as HTML, say) */
+  if (!MHD_get_response_header(resp, "X-Content-Type-Options"))
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
   /* every 429 (queue full, too many streams) tells clients such as curl --retry when to come back */
   if (status == 429 && !MHD_get_response_header(resp, "Retry-After"))
     MHD_add_response_header(resp, "Retry-After", "10");

@@ -220,6 +220,14 @@ case_endpoints() {
     "$TMP/body" >/dev/null || fail "targets"
   expect_status 200 "$BASE/models"; body_has '"count":0'
   expect_status 200 "$BASE/metrics"; body_has 'tunehub_uptime_seconds'
+  # no response may be sniffed into another type; the page runs only its own files (CSP)
+  [[ "$(header X-Content-Type-Options)" == nosniff ]] || fail "/metrics without nosniff"
+  expect_status 404 "$BASE/models/llvm/nope/1"
+  [[ "$(header X-Content-Type-Options)" == nosniff ]] || fail "an error without nosniff"
+  expect_status 200 "$BASE/"
+  csp=$(header Content-Security-Policy)
+  [[ "$csp" == *"script-src 'self'"* && "$csp" == *"default-src 'none'"* && "$csp" != *unsafe-inline* ]] \
+    || fail "the page's Content-Security-Policy: '$csp'"
   # a second daemon on the same data directory is refused
   "$TUNEHUB" serve --listen 127.0.0.1:$(free_port) --data "$DATA" >"$TMP/second.log" 2>&1 && fail "second daemon ran"
   grep -q "another tunehub daemon" "$TMP/second.log" || fail "no clear message: $(cat "$TMP/second.log")"
