@@ -71,6 +71,11 @@ int tc_backend_has_device(const tc_backend *b, char *why, size_t whylen) {
   return b && b->has_device(why, whylen);
 }
 
+int tc_backend_target_runs_here(const tc_backend_target *t, char *why, size_t whylen) {
+  if (why && whylen) why[0] = '\0';
+  return t && t->backend && (!t->backend->runs_here || t->backend->runs_here(t, why, whylen));
+}
+
 int tc_backend_can_build(const tc_backend *b, char *why, size_t whylen) {
   if (why && whylen) why[0] = '\0';
   return b && b->can_build(why, whylen);

@@ -49,17 +49,21 @@ const tc_backend *tc_backend_at(int i);
 /* "llvm, cuda": the valid names, for messages. */
 const char *tc_backend_names(void);
 
-/* Fills *t with the target of b on this machine. arch: cuda only, "sm_XX", or NULL/"" for the device's
- * (sm_90 without a device); ignored by llvm (the host CPU). TH_ERR_INVALID for a bad arch, TH_ERR_COMPILE
- * if LLVM has no target for the host; err gets a message. */
+/* Fills *t with the target of b that arch names. cuda: "sm_XX", or NULL/"" for the device's (sm_90 without
+ * a device). llvm: an x86-64 CPU name LLVM knows, "x86-64-v2".."x86-64-v4", or NULL/""/"native" for the host
+ * CPU (target.h, tc_target_named). TH_ERR_INVALID / TH_ERR_NOT_FOUND for a bad arch (err lists the valid
+ * ones), TH_ERR_COMPILE if LLVM has no target for the host; err gets a message. */
 th_status tc_backend_target_init(const tc_backend *b, const char *arch, tc_backend_target *t, char *err,
                                  size_t errlen);
-/* The target that a records' target string names ("llvm -mcpu=..." is the host CPU; "cuda -arch=sm_XX"
- * that arch). TH_ERR_INVALID for a string no backend owns. */
+/* The target that a records' target string names ("llvm -mcpu=NAME" that CPU, the host's own name the host;
+ * "cuda -arch=sm_XX" that arch). TH_ERR_INVALID for a string no backend owns. */
 th_status tc_backend_target_parse(const char *target_str, tc_backend_target *t);
 /* Whether b can run code on this machine: always 1 for llvm; for cuda, whether a device answers (queried
  * once per process). why gets the reason when not ("no CUDA device: ...", "built without CUDA"). */
 int tc_backend_has_device(const tc_backend *b, char *why, size_t whylen);
+/* Whether this machine can run code built for t (llvm: its CPU has every feature t's kernels use; cuda: 1,
+ * the device is tc_backend_has_device's question). why gets the missing features when not. */
+int tc_backend_target_runs_here(const tc_backend_target *t, char *why, size_t whylen);
 /* Whether b can build bundles in this binary (cuda needs NVRTC at build time). why as above. */
 int tc_backend_can_build(const tc_backend *b, char *why, size_t whylen);
 

@@ -50,6 +50,8 @@ struct tc_backend {
   int (*has_device)(char *why, size_t whylen);
   int (*can_build)(char *why, size_t whylen);
   th_status (*device)(tc_device *out, char *err, size_t errlen);
+  /* whether this machine can run t's code (its CPU has the features t was compiled for); NULL: yes */
+  int (*runs_here)(const tc_backend_target *t, char *why, size_t whylen);
 
   /* template table */
   int (*supports_op)(tc_kernel k);
@@ -125,6 +127,7 @@ typedef struct tc__bundle_in {
   int ncalls;
   const int *call_kernel;
   int measured;
+  const char *unmeasured_why; /* when not measured because this machine cannot run the target, or NULL */
   tc_run_stats stats;
   double build_seconds;
   int64_t workspace_bytes, weights_bytes;

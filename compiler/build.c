@@ -453,7 +453,11 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   /* measure */
   tc_run_stats st;
   memset(&st, 0, sizeof st);
-  if (rc == TH_OK && o->measure) {
+  /* a target this machine cannot run (another CPU's features) is published untimed, and says why */
+  int measure = o->measure;
+  char unmeasured[512] = "";
+  if (measure && !tc_backend_target_runs_here(&t, unmeasured, sizeof unmeasured)) measure = 0;
+  if (rc == TH_OK && measure) {
     if (tc__progress(o, "measure", 0, 1)) rc = TH_ERR_CANCELLED;
     if (rc == TH_OK)
       rc = tc__time_so(so, params.data, params.len, o->measure_repeat > 0 ? o->measure_repeat : 20, 0, &st,
@@ -479,7 +483,8 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     bi.kernels = ks;
     bi.call_kernel = call_kernel;
     bi.calls = calls;
-    bi.measured = o->measure;
+    bi.measured = measure;
+    bi.unmeasured_why = unmeasured[0] ? unmeasured : NULL;
     bi.stats = st;
     bi.build_seconds = t_build;
     bi.workspace_bytes = ws * 4;

@@ -112,6 +112,7 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
                                                    "min", bi->stats.min_ms, "n", bi->stats.n));
   else
     json_object_set_new(m, "latency_ms", json_null());
+  if (bi->unmeasured_why) json_object_set_new(m, "unmeasured", json_string(bi->unmeasured_why));
   json_t *fs = json_object();
   for (int i = 0; i < nfiles; i++) {
     char hex[65];

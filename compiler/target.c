@@ -1,5 +1,6 @@
-/* Host target detection through LLVM: the triple, the CPU name and feature string that the backend
- * passes to its TargetMachine, and the vector width / register count that templates size tiles by. */
+/* Targets: the host through LLVM, or a CPU a client names (cross-compilation): the triple, the CPU name and
+ * feature string that the backend passes to its TargetMachine, and the vector width / register count that
+ * templates size tiles by. */
 #include "target.h"
 
 #include <llvm-c/Core.h>
@@ -47,6 +48,103 @@ th_status tc_target_init(tc_target *t, const char *cpu, const char *features) {
   return TH_OK;
 }
 
+/* The features a model .so checks with CPUID before it runs (model/model_rt.c knows how to test each), in
+ * this order. They are the ones that change the code LLVM emits for our kernels: vector width and FMA first,
+ * and the bit-manipulation and conversion extensions LLVM may use in scalar code. */
+static const char *const tc__checked[] = {"sse4.2",   "popcnt",   "avx",      "avx2",     "fma",
+                                          "f16c",     "bmi",      "bmi2",     "lzcnt",    "movbe",
+                                          "avx512f",  "avx512bw", "avx512dq", "avx512vl", "avx512cd",
+                                          "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
+
+/* LLVM 16's x86-64 CPU names (llc-16 -march=x86-64 -mcpu=help) with the checked features each implies, as
+ * clang-16 -march=NAME defines them; scripts/gen_cpu_table.sh regenerates the table. */
+static const struct {
+  const char *name, *features;
+} tc__cpus[] = {
+    {"alderlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
+    {"amdfam10", "popcnt,lzcnt"},
+    {"athlon-fx", ""},
+    {"athlon64", ""},
+    {"athlon64-sse3", ""},
+    {"atom", "movbe"},
+    {"barcelona", "popcnt,lzcnt"},
+    {"bdver1", "sse4.2,popcnt,avx,lzcnt"},
+    {"bdver2", "sse4.2,popcnt,avx,fma,f16c,bmi,lzcnt"},
+    {"bdver3", "sse4.2,popcnt,avx,fma,f16c,bmi,lzcnt"},
+    {"bdver4", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"bonnell", "movbe"},
+    {"broadwell", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"btver1", "popcnt,lzcnt"},
+    {"btver2", "sse4.2,popcnt,avx,f16c,bmi,lzcnt,movbe"},
+    {"cannonlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
+    {"cascadelake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
+    {"cooperlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16"},
+    {"core-avx-i", "sse4.2,popcnt,avx,f16c"},
+    {"core-avx2", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"core2", ""},
+    {"corei7", "sse4.2,popcnt"},
+    {"corei7-avx", "sse4.2,popcnt,avx"},
+    {"emeraldrapids", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16,avx512fp16,avxvnni"},
+    {"goldmont", "sse4.2,popcnt,movbe"},
+    {"goldmont-plus", "sse4.2,popcnt,movbe"},
+    {"grandridge", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
+    {"graniterapids", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16,avx512fp16,avxvnni"},
+    {"haswell", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"icelake-client", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
+    {"icelake-server", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
+    {"ivybridge", "sse4.2,popcnt,avx,f16c"},
+    {"k8", ""},
+    {"k8-sse3", ""},
+    {"knl", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512cd"},
+    {"knm", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512cd"},
+    {"meteorlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
+    {"nehalem", "sse4.2,popcnt"},
+    {"nocona", ""},
+    {"opteron", ""},
+    {"opteron-sse3", ""},
+    {"penryn", ""},
+    {"raptorlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
+    {"rocketlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
+    {"sandybridge", "sse4.2,popcnt,avx"},
+    {"sapphirerapids", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16,avx512fp16,avxvnni"},
+    {"sierraforest", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
+    {"silvermont", "sse4.2,popcnt,movbe"},
+    {"skx", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
+    {"skylake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"skylake-avx512", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
+    {"slm", "sse4.2,popcnt,movbe"},
+    {"tigerlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
+    {"tremont", "sse4.2,popcnt,movbe"},
+    {"westmere", "sse4.2,popcnt"},
+    {"x86-64", ""},
+    {"x86-64-v2", "sse4.2,popcnt"},
+    {"x86-64-v3", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"x86-64-v4", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
+    {"znver1", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"znver2", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"znver3", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
+    {"znver4", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16"},
+};
+
+size_t tc_target_cpu_count(void) {
+  return sizeof tc__cpus / sizeof tc__cpus[0];
+}
+
+const char *tc_target_cpu_at(size_t i) {
+  return i < tc_target_cpu_count() ? tc__cpus[i].name : NULL;
+}
+
+void tc_target_required(const tc_target *t, char *out, size_t n) {
+  size_t used = 0;
+  if (n) out[0] = '\0';
+  for (size_t i = 0; i < sizeof tc__checked / sizeof tc__checked[0]; i++) {
+    if (!has_feature(t->features, tc__checked[i])) continue;
+    int w = snprintf(out + used, n - used, "%s%s", used ? "," : "", tc__checked[i]);
+    if (w < 0 || (size_t)w >= n - used) break;
+    used += (size_t)w;
+  }
+}
+
 th_status tc_target_host(tc_target *t) {
   if (!t) return TH_ERR_INVALID;
   char *cpu = LLVMGetHostCPUName();
@@ -55,4 +153,43 @@ th_status tc_target_host(tc_target *t) {
   if (cpu) LLVMDisposeMessage(cpu);
   if (features) LLVMDisposeMessage(features);
   return rc;
+}
+
+th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errlen) {
+  if (!t) return TH_ERR_INVALID;
+  if (err && errlen) err[0] = '\0';
+  tc_target host;
+  th_status rc = tc_target_host(&host);
+  if (rc != TH_OK) {
+    if (err && errlen) snprintf(err, errlen, "LLVM has no target for this machine");
+    return rc;
+  }
+  if (!name || !*name || !strcmp(name, "native") || !strcmp(name, host.cpu)) {
+    *t = host;
+    return TH_OK;
+  }
+  for (size_t i = 0; i < tc_target_cpu_count(); i++) {
+    if (strcmp(tc__cpus[i].name, name) != 0) continue;
+    char features[512] = "";
+    size_t used = 0;
+    for (const char *p = tc__cpus[i].features; *p;) {
+      const char *end = strchr(p, ',');
+      size_t len = end ? (size_t)(end - p) : strlen(p);
+      int w = snprintf(features + used, sizeof features - used, "%s+%.*s", used ? "," : "", (int)len, p);
+      if (w > 0 && (size_t)w < sizeof features - used) used += (size_t)w;
+      p = end ? end + 1 : p + len;
+    }
+    rc = tc_target_init(t, name, features);
+    if (rc == TH_OK) snprintf(t->triple, sizeof t->triple, "%s", host.triple);
+    return rc;
+  }
+  if (err && errlen) {
+    size_t used = (size_t)snprintf(err, errlen, "unknown CPU target '%s'; valid: native", name);
+    for (size_t i = 0; i < tc_target_cpu_count() && used < errlen; i++) {
+      int w = snprintf(err + used, errlen - used, ", %s", tc__cpus[i].name);
+      if (w < 0) break;
+      used += (size_t)w;
+    }
+  }
+  return TH_ERR_NOT_FOUND;
 }

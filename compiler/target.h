@@ -4,6 +4,8 @@
 #ifndef TC_TARGET_H
 #define TC_TARGET_H
 
+#include <stddef.h>
+
 #include "th_status.h"
 
 typedef struct tc_target {
@@ -20,5 +22,18 @@ th_status tc_target_host(tc_target *t);
 /* A target with the host's triple but the given CPU name and features; simd_lanes/nregs are derived from
  * the features. Used by tests to force AVX2 code on an AVX-512 machine. */
 th_status tc_target_init(tc_target *t, const char *cpu, const char *features);
+
+/* The target a client names (cross-compilation): "native" (or NULL, "", or the host's own CPU name, so that
+ * one machine asked two ways is one target) is tc_target_host; an x86-64 CPU name LLVM 16 knows
+ * ("skylake-avx512", "znver3", ...) or a micro-architecture level ("x86-64-v2", "x86-64-v3", "x86-64-v4")
+ * gets the features that CPU implies. TH_ERR_NOT_FOUND with the valid names in err for another name. */
+th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errlen);
+/* The CPU names tc_target_named knows besides "native", in LLVM's order: count, and the i-th (NULL past the
+ * end). */
+size_t tc_target_cpu_count(void);
+const char *tc_target_cpu_at(size_t i);
+/* The features of t that a model .so checks on the CPU it is loaded on (CPUID), comma-separated in a fixed
+ * order ("sse4.2,popcnt,avx,avx2,fma,..."; "" for a baseline x86-64 target), into out. */
+void tc_target_required(const tc_target *t, char *out, size_t n);
 
 #endif

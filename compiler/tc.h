@@ -37,7 +37,8 @@ typedef struct tc_build_opts {
   int input_h, input_w; /* 0: the network's default input size (tests use smaller ones) */
   const void *params;   /* optional params.bin bytes to ship (borrowed); NULL: seeded zoo weights */
   size_t params_len;
-  const char *arch; /* cuda only: "sm_XX"; NULL: the device's arch (tc_cuda_device_query), else sm_90 */
+  const char *arch; /* the target (backend.h, tc_backend_target_init): cuda "sm_XX" (NULL: the device's arch,
+                       else sm_90); llvm a CPU name or x86-64-vN (NULL or "native": the host CPU) */
 } tc_build_opts;
 
 /* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so is

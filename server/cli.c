@@ -39,16 +39,18 @@ static int cli__progress(void *ctx, const char *stage, int done, int total) {
 int cli_build(int argc, char **argv) {
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
-  const char *out = NULL, *so = NULL, *data = "./data";
+  const char *out = NULL, *so = NULL, *data = "./data", *target_name = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
+    else if (!strcmp(argv[i], "--target") && i + 1 < argc)
+      target_name = argv[++i];
     else if (!strcmp(argv[i], "--so") && i + 1 < argc)
       so = argv[++i];
     else if (!strcmp(argv[i], "--data") && i + 1 < argc)
       data = argv[++i];
     else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR\n",
+      fprintf(stderr, "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR --target NAME\n",
               argv[i]);
       return 2;
     } else if (npos < 3)
@@ -59,7 +61,8 @@ int cli_build(int argc, char **argv) {
     }
   }
   if (npos != 3 || (!out && !so)) {
-    fprintf(stderr, "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR]\n");
+    fprintf(stderr, "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] "
+                    "[--target NAME]\n");
     return 2;
   }
   char ferr[128];
@@ -84,14 +87,23 @@ int cli_build(int argc, char **argv) {
     fprintf(stderr, "tunehub build: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
     return 1;
   }
+  /* the target: the host's by default; --target NAME cross-compiles (a CPU name, x86-64-vN, sm_XX) */
   char target[256];
-  tune_target_for(pos[0], target, sizeof target);
+  tc_backend_target bt;
+  char terr[2048] = "";
+  if (tc_backend_target_init(tc_backend_find(pos[0], NULL, 0), target_name, &bt, terr, sizeof terr) != TH_OK) {
+    fprintf(stderr, "tunehub build: %s\n", terr);
+    store_close(st);
+    return 2;
+  }
+  snprintf(target, sizeof target, "%s", bt.str);
   tune_build_lookup_ctx lctx = {st, target};
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = pos[0];
   o.network = pos[1];
   o.batch = (int)batch;
+  o.arch = target_name;
   o.lookup = tune_build_lookup;
   o.lookup_ctx = &lctx;
   o.progress = cli__progress;

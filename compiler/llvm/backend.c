@@ -26,20 +26,47 @@ static void llvm__fill(tc_backend_target *t, const tc_target *cpu) {
 }
 
 static th_status llvm__target_init(const char *arch, tc_backend_target *t, char *err, size_t errlen) {
-  (void)arch; /* always the host CPU: kernels built during tuning must match the deployed ones */
+  /* arch: the CPU a client deploys to (tc_target_named: "native", a CPU name or an x86-64-vN level) */
   tc_target cpu;
-  th_status rc = tc_target_host(&cpu);
-  if (rc != TH_OK) {
-    tc__seterr(err, errlen, "LLVM has no target for this machine");
-    return rc;
-  }
+  th_status rc = tc_target_named(&cpu, arch, err, errlen);
+  if (rc != TH_OK) return rc;
   llvm__fill(t, &cpu);
   return TH_OK;
 }
 
 static th_status llvm__target_parse(const char *target_str, tc_backend_target *t) {
-  (void)target_str; /* records name the CPU they were tuned on; they are applied on this host */
-  return llvm__target_init(NULL, t, NULL, 0);
+  /* "llvm -mcpu=NAME": records and jobs name the CPU they were built for; the host's own name is the host */
+  const char *p = strstr(target_str, "-mcpu=");
+  char name[64] = "";
+  if (p) snprintf(name, sizeof name, "%.*s", (int)strcspn(p + 6, " "), p + 6);
+  return llvm__target_init(name, t, NULL, 0);
+}
+
+static int llvm__runs_here(const tc_backend_target *t, char *why, size_t whylen) {
+  tc_target host;
+  if (tc_target_host(&host) != TH_OK) return 0;
+  char need[512], have[512], missing[512] = "";
+  tc_target_required(CPU(t), need, sizeof need);
+  tc_target_required(&host, have, sizeof have);
+  size_t used = 0;
+  for (const char *p = need; *p;) {
+    size_t len = strcspn(p, ",");
+    int found = 0;
+    for (const char *q = have; *q && !found;) {
+      size_t ql = strcspn(q, ",");
+      found = ql == len && strncmp(p, q, len) == 0;
+      q += ql + (q[ql] == ',');
+    }
+    if (!found) {
+      int w = snprintf(missing + used, sizeof missing - used, "%s%.*s", used ? ", " : "", (int)len, p);
+      if (w > 0 && (size_t)w < sizeof missing - used) used += (size_t)w;
+    }
+    p += len + (p[len] == ',');
+  }
+  if (used && why && whylen)
+    snprintf(why, whylen, "this machine's CPU (%s) lacks %s, which code built for %s needs", host.cpu, missing,
+             CPU(t)->cpu);
+  return used == 0;
 }
 
 static int llvm__yes(char *why, size_t whylen) {
@@ -162,9 +189,13 @@ static void llvm__emit_free(tc__emit *e) {
 
 static th_status llvm__plan_kernels(const tc_backend_target *t, const tc__kernel *ks, int nk, const tc__emit *e,
                                     th_buf *b) {
-  (void)t, (void)e;
+  (void)e;
   for (int k = 0; k < nk; k++) th_buf_appendf(b, "void %s(void *const *args);\n", ks[k].fn);
-  return th_buf_appendf(b, "\n");
+  /* the CPU features the kernels were compiled for: th_model_create checks them with CPUID (model_rt.c) */
+  char need[512];
+  tc_target_required(CPU(t), need, sizeof need);
+  return th_buf_appendf(b, "\nstatic const char th__cpu_target[] = \"%s\";\nstatic const char th__cpu_needs[] = \"%s\";\n\n",
+                        CPU(t)->cpu, need);
 }
 
 static th_status llvm__weight_floats(const tc_backend_target *t, const tc__kernel *k, const tc_param *w,
@@ -185,8 +216,15 @@ static th_status llvm__plan_runtime(const tc_backend_target *t, const char *dir,
 
 static json_t *llvm__manifest_target(const tc_backend_target *t) {
   const tc_target *c = CPU(t);
-  return json_pack("{s:s,s:s,s:s,s:i}", "triple", c->triple, "cpu", c->cpu, "features", c->features,
-                   "simd_lanes", c->simd_lanes);
+  char need[512], host_name[256] = "";
+  tc_target_required(c, need, sizeof need);
+  tc_target host;
+  if (tc_target_host(&host) != TH_OK) snprintf(host.cpu, sizeof host.cpu, "unknown");
+  gethostname(host_name, sizeof host_name - 1);
+  /* required_features: what th_model_create checks on the CPU it runs on; built_on: the host that compiled */
+  return json_pack("{s:s,s:s,s:s,s:s,s:i,s:{s:s,s:s}}", "triple", c->triple, "cpu", c->cpu, "features",
+                   c->features, "required_features", need, "simd_lanes", c->simd_lanes, "built_on", "hostname",
+                   host_name, "cpu", host.cpu);
 }
 
 /* ---- candidates --------------------------------------------------------------------------------------- */
@@ -235,6 +273,7 @@ const tc_backend tc__backend_llvm = {
     .has_device = llvm__yes,
     .can_build = llvm__yes,
     .device = llvm__device,
+    .runs_here = llvm__runs_here,
     .supports_op = llvm__supports_op,
     .space = llvm__space,
     .fallback = llvm__fallback,

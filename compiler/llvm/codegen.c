@@ -39,6 +39,13 @@ typedef struct cg_fn {
   th_status rc;
 } cg_fn;
 
+/* The fused multiply-add: exact llvm.fma where the target has FMA hardware; llvm.fmuladd elsewhere (a target
+ * without it, x86-64-v2 say, would otherwise call the fmaf library function per element). */
+static const char *cg__fma(const cg_fn *f) {
+  const char *p = strstr(f->m->t.features, "+fma");
+  return p && (p[4] == ',' || p[4] == '\0') ? "llvm.fma" : "llvm.fmuladd";
+}
+
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_ok;
 
@@ -177,19 +184,19 @@ static LLVMValueRef gen_exp(cg_fn *f, LLVMValueRef x) {
   LLVMValueRef n = call1(f, "llvm.rint", &scaled, 1);
   if (!n) return NULL;
   LLVMValueRef r1[3] = {n, fconst(f, t, -0.693359375), c};
-  LLVMValueRef r = call1(f, "llvm.fma", r1, 3);
+  LLVMValueRef r = call1(f, cg__fma(f), r1, 3);
   LLVMValueRef r2[3] = {n, fconst(f, t, 2.12194440e-4), r};
-  r = r ? call1(f, "llvm.fma", r2, 3) : NULL;
+  r = r ? call1(f, cg__fma(f), r2, 3) : NULL;
   static const double poly[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
                                  4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
   LLVMValueRef p = fconst(f, t, poly[0]);
   for (int i = 1; i < 6 && r; i++) {
     LLVMValueRef args[3] = {p, r, fconst(f, t, poly[i])};
-    p = call1(f, "llvm.fma", args, 3);
+    p = call1(f, cg__fma(f), args, 3);
   }
   if (!r || !p) return NULL;
   LLVMValueRef y1[3] = {p, LLVMBuildFMul(b, r, r, ""), LLVMBuildFAdd(b, r, fconst(f, t, 1.0), "")};
-  LLVMValueRef y = call1(f, "llvm.fma", y1, 3);
+  LLVMValueRef y = call1(f, cg__fma(f), y1, 3);
   if (!y) return NULL;
   /* 2^k as the float with exponent bits k + 127, for k = n >> 1 and n - k */
   LLVMValueRef ni = LLVMBuildFPToSI(b, n, it, ""), bias = shaped(it, LLVMConstInt(i32, 127, 0));
@@ -312,7 +319,7 @@ static LLVMValueRef gen_expr(cg_fn *f, const tc_expr *e) {
     case TC_EXPR_LOAD: return gen_load(f, e);
     case TC_EXPR_FMA: {
       LLVMValueRef args[3] = {a, b, c};
-      return call1(f, "llvm.fma", args, 3);
+      return call1(f, cg__fma(f), args, 3);
     }
     case TC_EXPR_CAST:
       if (e->type.code == TC_TYPE_FLOAT)

@@ -59,8 +59,56 @@ static void tc__rmrf(const char *dir) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* The kernel's name (/proc/cpuinfo flags) of one of the features a manifest's target requires: the test's
+ * own view of this CPU, independent of the CPUID code in the model .so. */
+static const char *tc__linux_flag(const char *f) {
+  static const char *const map[][2] = {{"sse4.2", "sse4_2"},         {"lzcnt", "abm"},
+                                       {"bmi", "bmi1"},              {"avx512vnni", "avx512_vnni"},
+                                       {"avx512bf16", "avx512_bf16"}, {"avx512fp16", "avx512_fp16"},
+                                       {"avxvnni", "avx_vnni"}};
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(map[i][0], f)) return map[i][1];
+  return f;
+}
+
+/* The required features (comma list) that /proc/cpuinfo does not list for this CPU, into missing. */
+static void tc__host_lacks(const char *required, char *missing, size_t n) {
+  /* /proc files have no size: read until EOF (the first CPU's flags line is enough) */
+  FILE *fp = fopen("/proc/cpuinfo", "r");
+  CHECK(fp != NULL);
+  size_t cap = (size_t)1 << 20;
+  char *info = calloc(1, cap);
+  size_t len = fread(info, 1, cap - 1, fp);
+  fclose(fp);
+  info[len] = '\0';
+  char *flags = strstr(info, "\nflags");
+  char *eol = flags ? strchr(flags + 1, '\n') : NULL;
+  if (eol) *eol = '\0';
+  missing[0] = '\0';
+  for (const char *p = required; flags && *p;) {
+    size_t l = strcspn(p, ",");
+    char f[32], pat[40];
+    snprintf(f, sizeof f, "%.*s", (int)l, p);
+    snprintf(pat, sizeof pat, " %s", tc__linux_flag(f));
+    const char *q = strstr(flags, pat);
+    if (!q || (q[strlen(pat)] != ' ' && q[strlen(pat)] != '\0'))
+      snprintf(missing + strlen(missing), n - strlen(missing), "%s%s", missing[0] ? "," : "", f);
+    p += l + (p[l] == ',');
+  }
+  CHECK(flags != NULL);
+  free(info);
+}
+
+static void tc__model_check(const char *net, int batch, int hw, const char *arch);
+
 /* Builds net at batch x hw x hw, runs it, compares with the reference. */
 static void tc__model_vs_ref(const char *net, int batch, int hw) {
+  tc__model_check(net, batch, hw, NULL);
+}
+
+/* The same for the CPU target arch (NULL: the host's): a target this CPU can run matches the reference; one
+ * it cannot run is refused by th_model_create naming every feature /proc/cpuinfo lacks. */
+static void tc__model_check(const char *net, int batch, int hw, const char *arch) {
   char dir[64], tar[128], so[128], err[1024] = "";
   tc__tmpdir(dir, sizeof dir);
   snprintf(tar, sizeof tar, "%s/b.tar", dir);
@@ -71,6 +119,7 @@ static void tc__model_vs_ref(const char *net, int batch, int hw) {
   o.network = net;
   o.batch = batch;
   o.input_h = o.input_w = hw;
+  o.arch = arch;
   double t0 = th_now_mono();
   char *manifest = NULL;
   th_status rc = tc_build_bundle(&o, tar, so, &manifest, err, sizeof err);
@@ -82,6 +131,34 @@ static void tc__model_vs_ref(const char *net, int batch, int hw) {
   CHECK(mj != NULL);
   int nk = (int)json_integer_value(json_object_get(mj, "num_kernels"));
   int nc = (int)json_integer_value(json_object_get(mj, "num_calls"));
+  const char *cpu = json_string_value(json_object_get(json_object_get(mj, "target"), "cpu"));
+  const char *req = json_string_value(json_object_get(json_object_get(mj, "target"), "required_features"));
+  CHECK(cpu && req);
+  if (arch) CHECK(!strcmp(cpu, arch) || !strcmp(arch, "native"));
+  char missing[512];
+  tc__host_lacks(req, missing, sizeof missing);
+  if (missing[0]) { /* built for a CPU this one is not: refused, never a SIGILL */
+    tc__so s;
+    tc__so_open(&s, so);
+    void *m = NULL;
+    CHECK(s.create("", 0, &m) != 0 && m == NULL); /* the CPU is checked before params.bin */
+    fprintf(stderr, "%-16s for %-16s refused: %s\n", net, cpu, s.err());
+    CHECK(strstr(s.err(), "lacks") != NULL);
+    for (const char *p = missing; *p;) {
+      size_t l = strcspn(p, ",");
+      char f[40];
+      snprintf(f, sizeof f, "%.*s", (int)l, p);
+      CHECK(strstr(s.err(), f) != NULL);
+      p += l + (p[l] == ',');
+    }
+    /* and the build said why it is untimed */
+    CHECK(json_is_null(json_object_get(mj, "latency_ms")) || !json_object_get(mj, "latency_ms"));
+    dlclose(s.h);
+    json_decref(mj);
+    free(manifest);
+    tc__rmrf(dir);
+    return;
+  }
   json_decref(mj);
   tc_graph *g = NULL;
   CHECK_EQ_INT(tc_zoo_build(net, batch, hw, hw, 1, &g, err, sizeof err), TH_OK);
@@ -106,8 +183,9 @@ static void tc__model_vs_ref(const char *net, int batch, int hw) {
     mx = fmax(mx, fabs(want[i]));
     diff = fmax(diff, fabs(got[i] - want[i]));
   }
-  fprintf(stderr, "%-16s b%d %3dx%-3d build %6.2f s, run %8.2f ms, %d kernels, %d calls, max |ref| %.4g, "
-          "max diff %.3g (rel %.3g)\n", net, batch, hw, hw, tb, trun * 1e3, nk, nc, mx, diff, diff / mx);
+  fprintf(stderr, "%-16s b%d %3dx%-3d %s build %6.2f s, run %8.2f ms, %d kernels, %d calls, max |ref| %.4g, "
+          "max diff %.3g (rel %.3g)\n", net, batch, hw, hw, arch ? arch : "native", tb, trun * 1e3, nk, nc, mx,
+          diff, diff / mx);
   CHECK(diff <= 1e-4 * mx);
   s.free_(m);
   dlclose(s.h);
@@ -136,6 +214,30 @@ TH_TEST(mobilenet_v2) { tc__model_vs_ref("mobilenet-v2", 1, 224); tc__model_vs_r
 TH_TEST(squeezenet_v1_0) { tc__model_vs_ref("squeezenet_v1.0", 1, 224); tc__model_vs_ref("squeezenet_v1.0", 2, 64); return 0; }
 TH_TEST(squeezenet_v1_1) { tc__model_vs_ref("squeezenet_v1.1", 1, 224); tc__model_vs_ref("squeezenet_v1.1", 2, 64); return 0; }
 TH_TEST(inception_v3) { tc__model_vs_ref("inception_v3", 1, 299); tc__model_vs_ref("inception_v3", 2, 75); return 0; }
+
+/* Cross-compiled targets (issue 23): the three x86-64 levels and CPUs other than the host's. Each builds;
+ * those this CPU can run match the reference, the others are refused with the missing features named. Two
+ * other CPUs, so that both an AVX2 and an AVX-512 host have at least one that it cannot run. */
+static void tc__targets(const char *net, int hw) {
+  static const char *const archs[] = {"x86-64-v2", "x86-64-v3", "x86-64-v4", "sapphirerapids", "haswell"};
+  for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++) tc__model_check(net, 1, hw, archs[i]);
+}
+TH_TEST(targets_resnet_18) { tc__targets("resnet-18", 64); return 0; }
+TH_TEST(targets_mobilenet_v2) { tc__targets("mobilenet-v2", 64); return 0; }
+
+TH_TEST(targets_unknown_name_lists_the_valid_ones) {
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "llvm";
+  o.network = "resnet-18";
+  o.batch = 1;
+  o.arch = "pentium9";
+  char err[4096] = "";
+  CHECK_EQ_INT(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err), TH_ERR_NOT_FOUND);
+  CHECK(strstr(err, "unknown CPU target 'pentium9'") && strstr(err, "x86-64-v3") && strstr(err, "znver4") &&
+        strstr(err, "native"));
+  return 0;
+}
 
 /* ---- bundles ---------------------------------------------------------------------------------------- */
 
