@@ -6,9 +6,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,7 +45,9 @@ static void set_err(char *err, size_t errlen, const char *fmt, const char *a, co
 /* Runs argv, capturing stderr+stdout (truncated) into out. Returns the exit status or -1. */
 static int run_capture(char *const *argv, char *out, size_t outlen) {
   int fds[2];
-  if (pipe(fds) != 0) return -1;
+  /* close-on-exec: a child that another thread forks meanwhile must not hold the pipe (its EOF would wait) */
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
@@ -51,10 +55,11 @@ static int run_capture(char *const *argv, char *out, size_t outlen) {
     return -1;
   }
   if (pid == 0) {
-    dup2(fds[1], 1);
+    /* the compiler dies with the process that started it: a killed daemon leaves nothing running */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    dup2(fds[1], 1); /* dup2 clears close-on-exec on 1 and 2 */
     dup2(fds[1], 2);
-    close(fds[0]);
-    close(fds[1]);
     execvp(argv[0], argv);
     _exit(127);
   }

@@ -171,6 +171,46 @@ case_kill9_resume() {
   [[ -z "$(ls -A "$DATA/tmp")" ]] || fail "temp files left behind"
 }
 
+# every process the daemon starts (build children, the compiler it links with, measurement workers) dies
+# with it: after a kill -9 in the middle of building and tuning, none of them is still running 1.5 s later
+descendants() { # PID: its descendants as "pid:starttime" (start time tells a reused pid apart)
+  local kids k
+  kids=$(cat /proc/"$1"/task/*/children 2>/dev/null) || return 0
+  for k in $kids; do
+    echo "$k:$(awk '{print $22}' /proc/"$k"/stat 2>/dev/null)"
+    descendants "$k"
+  done
+}
+case_kill9_no_orphans() {
+  # vgg-16: its quick build links a large model (cc runs for seconds) and its tuning builds big candidates
+  start_daemon --on-miss tune --miss-trials 64
+  expect_status 503 "$BASE/models/llvm/vgg-16/1"
+  : >"$TMP/seen"
+  local most=0 n
+  for _ in $(seq 1 600); do # until tuning runs with build children, at most 60 s
+    descendants "$PID" >>"$TMP/seen"
+    n=$(descendants "$PID" | wc -l)
+    ((n > most)) && most=$n
+    ((n >= 3)) && break
+    sleep 0.1
+  done
+  ((most >= 1)) || fail "the daemon never started a child: nothing to check"
+  kill -9 "$PID"
+  wait "$PID" 2>/dev/null || true
+  PID=""
+  sleep 1.5
+  local alive=0
+  while IFS=: read -r p start; do
+    [[ -n "$p" && "$(awk '{print $22}' /proc/"$p"/stat 2>/dev/null)" == "$start" ]] || continue
+    # a zombie (state Z) has stopped; only its exit status waits for a reaper that is not the daemon
+    [[ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" == Z ]] && continue
+    echo "still running: $p $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)"
+    alive=$((alive + 1))
+  done < <(sort -u "$TMP/seen")
+  echo "children seen: $(sort -u "$TMP/seen" | wc -l) (at most $most at once); alive 1.5 s after kill -9: $alive"
+  ((alive == 0)) || fail "$alive children outlived the daemon"
+}
+
 case_cancel_and_delete() {
   echo "s3cret-token-123" >"$TMP/token"
   start_daemon --token-file "$TMP/token"
