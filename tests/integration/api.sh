@@ -177,7 +177,7 @@ descendants() { # PID: its descendants as "pid:starttime" (start time tells a re
   local kids k
   kids=$(cat /proc/"$1"/task/*/children 2>/dev/null) || return 0
   for k in $kids; do
-    echo "$k:$(awk '{print $22}' /proc/"$k"/stat 2>/dev/null)"
+    echo "$k:$(awk '{print $22}' /proc/"$k"/stat 2>/dev/null):$(cat /proc/"$k"/comm 2>/dev/null)"
     descendants "$k"
   done
 }
@@ -200,11 +200,12 @@ case_kill9_no_orphans() {
   PID=""
   sleep 1.5
   local alive=0
-  while IFS=: read -r p start; do
-    [[ -n "$p" && "$(awk '{print $22}' /proc/"$p"/stat 2>/dev/null)" == "$start" ]] || continue
+  while IFS=: read -r p start comm; do
+    # (a child seen only as it exited has no start time: it is gone)
+    [[ -n "$p" && -n "$start" && "$(awk '{print $22}' /proc/"$p"/stat 2>/dev/null)" == "$start" ]] || continue
     # a zombie (state Z) has stopped; only its exit status waits for a reaper that is not the daemon
     [[ "$(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)" == Z ]] && continue
-    echo "still running: $p $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)"
+    echo "still running: $p ($comm, state $(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)) $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)"
     alive=$((alive + 1))
   done < <(sort -u "$TMP/seen")
   echo "children seen: $(sort -u "$TMP/seen" | wc -l) (at most $most at once); alive 1.5 s after kill -9: $alive"
