@@ -1,0 +1,8 @@
+# The ONNX importer (compiler/import/): models built in C with protoc-c's structs (onnx_build.c,
+# onnx_models.c), imported and run by the reference interpreter against the graph builders or naive loops,
+# and every malformed or unsupported input the contract names.
+th_unit_test(compiler_onnx SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_models.c
+             LIBS th_compiler TIMEOUT 300)
+target_include_directories(test_compiler_onnx PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)
