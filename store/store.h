@@ -230,7 +230,8 @@ typedef struct store_network_upload {
 /* What a store_network_put or store_network_delete changed. */
 typedef struct store_network_change {
   int changed;   /* put: 0 nothing (the same file and shapes), 1 a new network, 2 a new version of it */
-  int models;    /* delete: the versions marked deleted */
+  int models;    /* the model versions marked deleted: delete, every one of the network; put, the replaced
+                    revision's (stale bundles: no longer served, their blobs stay addressable) */
   int64_t *jobs; /* owned (free()): the queued or running jobs of the replaced or deleted revision that were
                     cancelled (queued ones end at once, running ones between stages); NULL when none */
   size_t njobs;
@@ -238,8 +239,9 @@ typedef struct store_network_change {
 
 /* Stores an uploaded network under up->name. The file becomes an artifact (temp file, fsync, rename, then the
  * row, as store_artifact_put) and the row is written in one transaction with its consequences: other content
- * under an existing name is the next version, whose old revision's live jobs are cancelled (its bundles stay in
- * the store but no longer match the network's digest) and whose old file goes once nothing references it.
+ * under an existing name is the next version: the old revision's live jobs are cancelled, its published versions
+ * marked deleted (a bundle of it published later never matches the network's digest either), and its file goes
+ * once nothing references it.
  * *out (may be NULL; clear it with store_network_clear) gets the network as stored, *change (may be NULL; free
  * its jobs) what changed. TH_ERR_CONFLICT when the name is a zoo network's, TH_ERR_INVALID for a bad name,
  * TH_ERR_IO, TH_ERR_DB, TH_ERR_BUSY. Out-params are written on TH_OK only. */

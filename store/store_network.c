@@ -318,6 +318,21 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
         snprintf(reason, sizeof reason, "cancelled: network '%s' was replaced by version %d", up->name,
                  cur.version + 1);
         rc = store__network_cancel_jobs(st, up->name, cur.digest, reason, &ch.jobs, &ch.njobs);
+        /* the old revision's bundles are stale: no longer served (deleted, as DELETE /models marks them; their
+         * blobs stay addressable) */
+        sqlite3_stmt *s = NULL;
+        if (rc == TH_OK)
+          rc = store__prepare(st, "UPDATE models SET state = 'deleted' WHERE network = ? AND net_digest = ? AND "
+                                  "state = 'ready'", &s);
+        if (rc == TH_OK) {
+          sqlite3_bind_text(s, 1, up->name, -1, SQLITE_TRANSIENT);
+          sqlite3_bind_text(s, 2, cur.digest, -1, SQLITE_TRANSIENT);
+          if (sqlite3_step(s) != SQLITE_DONE)
+            rc = store__db_fail(st, "retire the old version's models");
+          else
+            ch.models = sqlite3_changes(st->db);
+        }
+        sqlite3_finalize(s);
         if (rc == TH_OK && strcmp(cur.onnx_digest, hex) != 0) {
           memcpy(old_file, cur.onnx_digest, sizeof old_file);
           rc = store__onnx_release(st, old_file, &old_gone);

@@ -912,12 +912,14 @@ TH_TEST(network_revision_keys_models) {
   store_network_change ch;
   CHECK(store_network_put(st, &up2, &n2, &ch) == TH_OK);
   CHECK(ch.changed == 2 && n2.version == 2 && strcmp(n2.digest, n1.digest) != 0);
+  CHECK_EQ_INT(ch.models, 1); /* the old revision's version, retired */
+  store_model m;
+  CHECK(store_model_get(st, &k1, 0, &m) == TH_ERR_NOT_FOUND);
   CHECK_STR(n2.onnx_digest, n1.onnx_digest);
   CHECK_STR(n2.shapes, "input:Nx3x8x8");
   CHECK(file_exists(n2.onnx_path)); /* the bytes are still the network's */
   store_key k2 = k1;
   snprintf(k2.net_digest, sizeof k2.net_digest, "%s", n2.digest);
-  store_model m;
   CHECK(store_model_get(st, &k2, 0, &m) == TH_ERR_NOT_FOUND);
   /* a job of the old revision that publishes afterwards is never the current one, nor in the catalog */
   CHECK(store_model_publish(st, &k1, 0, td, td, "{}", 1.0, 0, &v) == TH_OK && v == 2);
