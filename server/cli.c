@@ -18,6 +18,7 @@
 #include "th_util.h"
 #include "tune_cli.h"
 #include "tune_job.h"
+#include "tune_net.h"
 #include "zoo.h"
 
 const tune_builder *cli_default_builder(const char *data_dir) {
@@ -67,16 +68,19 @@ int cli_build(int argc, char **argv) {
     fprintf(stderr, "tunehub build: %s\n", ferr);
     return 2;
   }
-  if (!tc_zoo_find(pos[1])) {
-    fprintf(stderr, "tunehub build: unknown network '%s'; valid networks:", pos[1]);
-    for (size_t i = 0; i < tc_zoo_count(); i++) fprintf(stderr, " %s", tc_zoo_at(i)->name);
-    fputc('\n', stderr);
-    return 2;
-  }
   int64_t batch = 0;
   if (th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
     fprintf(stderr, "tunehub build: invalid batch '%s'; the batch is a whole number from 1 to 4096\n",
             pos[2]);
+    return 2;
+  }
+  /* an uploaded network is named in the store it was imported into; a zoo network needs none to be named */
+  char err[2048] = "";
+  tune_net net;
+  if (!tc_zoo_find(pos[1]) && !store_exists(data)) {
+    tune_net_names(NULL, err, sizeof err);
+    fprintf(stderr, "tunehub build: unknown network '%s' (%s has no store); valid networks: %s\n", pos[1], data,
+            err);
     return 2;
   }
   store_t *st = NULL;
@@ -84,23 +88,31 @@ int cli_build(int argc, char **argv) {
     fprintf(stderr, "tunehub build: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
     return 1;
   }
+  th_status rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub build: %s\n", err);
+    store_close(st);
+    return rc == TH_ERR_NOT_FOUND ? 2 : 1;
+  }
   char target[256];
   tune_target_for(pos[0], target, sizeof target);
   tune_build_lookup_ctx lctx = {st, target};
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = pos[0];
-  o.network = pos[1];
+  o.network = net.src.name;
+  o.onnx_path = net.src.onnx_path;
+  o.onnx_shapes = net.src.shapes;
   o.batch = (int)batch;
   o.lookup = tune_build_lookup;
   o.lookup_ctx = &lctx;
   o.progress = cli__progress;
   o.measure = 1;
-  char err[2048] = "";
   char *manifest = NULL;
   double t0 = th_now_mono();
   fprintf(stderr, "building %s/%s/%lld for %s\n", pos[0], pos[1], (long long)batch, target);
-  th_status rc = tc_build_bundle(&o, out, so, &manifest, err, sizeof err);
+  rc = tc_build_bundle(&o, out, so, &manifest, err, sizeof err);
+  tune_net_free(&net);
   store_close(st);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub build: %s (%s)\n", err[0] ? err : th_status_str(rc), th_status_name(rc));

@@ -13,6 +13,7 @@
 #include "srv.h"
 #include "th_log.h"
 #include "th_util.h"
+#include "tune_net.h"
 #include "zoo.h"
 
 static void usage(FILE *f) {
@@ -102,10 +103,11 @@ static int cmd_remeasure(int argc, char **argv) {
     fprintf(stderr, "tunehub remeasure: %s\n", ferr);
     return 2;
   }
-  if (!tc_zoo_find(pos[1])) {
-    fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks:", pos[1]);
-    for (size_t i = 0; i < tc_zoo_count(); i++) fprintf(stderr, "%s %s", i ? "," : "", tc_zoo_at(i)->name);
-    fputc('\n', stderr);
+  /* an uploaded network is known only to a store; without one, the zoo's names are the valid ones */
+  if (!tc_zoo_find(pos[1]) && !store_exists(data)) {
+    char names[2048];
+    tune_net_names(NULL, names, sizeof names);
+    fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks: %s\n", pos[1], names);
     return 2;
   }
   if (th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
@@ -128,11 +130,20 @@ static int cmd_remeasure(int argc, char **argv) {
     store_close(st);
     return 1;
   }
-  char err[512] = "";
+  char err[2048] = "";
+  tune_net net;
+  th_status rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub remeasure: %s\n", err);
+    store_close(st2);
+    store_close(st);
+    return rc == TH_ERR_NOT_FOUND ? 2 : 1;
+  }
+  tune_net_free(&net);
   tune_remeasure_opts o = {.st = st, .against = st2, .framework = pos[0], .network = pos[1],
                            .batch = (int)batch, .rounds = (int)rounds};
   int rows = 0;
-  th_status rc = tune_remeasure(&o, stdout, &rows, err, sizeof err);
+  rc = tune_remeasure(&o, stdout, &rows, err, sizeof err);
   store_close(st2);
   store_close(st);
   if (rc != TH_OK) {

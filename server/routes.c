@@ -23,6 +23,7 @@
 #include "th_sha256.h"
 #include "backend.h"
 #include "th_util.h"
+#include "tune_net.h"
 #include "tune_report.h"
 #include "zoo.h"
 
@@ -628,10 +629,13 @@ static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *ke
   tc_backend_target t;
   if (tc_backend_target_init(tc_backend_default(), NULL, &t, NULL, 0) != TH_OK)
     return srv_error(s, r, TH_ERR_INTERNAL, "target_error", NULL, "cannot read the host CPU target");
-  char err[512] = "";
+  char err[2048] = "";
+  tune_net net;
+  th_status rc = tune_net_resolve(s->st, key->network, key->net_digest, &net, err, sizeof err);
+  if (rc != TH_OK) return srv_error(s, r, rc, rc == TH_ERR_NOT_FOUND ? "unknown_network" : "store_error", NULL, "%s", err);
   tune_curve c;
-  th_status rc = tune_curve_get(s->st, &t, key->target, key->network, key->batch, (int)max_points, &c, err,
-                                sizeof err);
+  rc = tune_curve_get(s->st, &t, key->target, &net.src, key->batch, (int)max_points, &c, err, sizeof err);
+  tune_net_free(&net);
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", err);
   json_t *doc = srv_present_curve(&c);
   tune_curve_free(&c);
