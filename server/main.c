@@ -22,14 +22,16 @@ static void usage(FILE *f) {
           "usage:\n"
           "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
-          "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8]\n"
+          "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
           "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--against DIR] [--rounds N]\n"
           "                                                    time each task's best stored config alone\n"
-          "  tunehub networks            list the model zoo\n"
+          "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"
+          "  tunehub import MODEL.onnx --name NAME [--data ./data] [--shapes S]\n"
+          "                                                    store a network of your own (ONNX)\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
           TH_VERSION);
@@ -171,7 +173,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "build")) return cli_build(argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
-  if (!strcmp(cmd, "networks")) return cli_networks();
+  if (!strcmp(cmd, "networks")) return cli_networks(argc - 2, argv + 2);
+  if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
@@ -183,6 +186,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
-                  "remeasure, version, help\n", cmd);
+                  "import, remeasure, version, help\n", cmd);
   return 2;
 }
