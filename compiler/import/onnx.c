@@ -509,76 +509,72 @@ static th_status tc__ox_sort(tc__ox *x) {
 
 /* ---- inputs ------------------------------------------------------------------------------------------ */
 
-/* Finds NAME in opts->shapes ("NAME:DxDxD,NAME2:DxD"): its dims (the first may be N, returned as 0).
- * Returns the rank, 0 when absent, -1 for a malformed string (message in x). Names run to the last ':'. */
+/* Parses one entry [s, end) of opts->shapes, "NAME:DxDxD" (names run to the last ':'; the first D may be
+ * N, returned as 0): its rank, or -1 for a malformed entry (message in x). */
+static int tc__ox_shape_entry(tc__ox *x, const char *s, const char *end, size_t *namelen, int64_t *dims) {
+  const char *colon = NULL;
+  for (const char *p = s; p < end; p++)
+    if (*p == ':') colon = p;
+  int rank = 0;
+  const char *p = colon ? colon + 1 : end;
+  if (!colon || colon == s || p == end) goto bad;
+  while (p < end) {
+    int64_t v = 0;
+    if (*p == 'N' && rank == 0) {
+      p++;
+    } else {
+      if (*p < '0' || *p > '9') goto bad;
+      while (p < end && *p >= '0' && *p <= '9') {
+        v = v * 10 + (*p++ - '0');
+        if (v > TC_ONNX_MAX_DIM) goto bad;
+      }
+      if (v < 1) goto bad;
+    }
+    if (rank == TC__OX_RANK) goto bad;
+    dims[rank++] = v;
+    if (p < end && (*p != 'x' || p + 1 == end)) goto bad;
+    if (p < end) p++;
+  }
+  *namelen = (size_t)(colon - s);
+  return rank;
+bad:
+  tc__ox_fail(x, TH_ERR_INVALID,
+              "bad shapes string '%.200s': entries are NAME:DxDxD, positive dimensions up to %lld (the first may be "
+              "N), separated by commas",
+              x->opts->shapes, (long long)TC_ONNX_MAX_DIM);
+  return -1;
+}
+
+/* The dims opts->shapes gives input `name`: the rank, 0 when it gives none, -1 for a malformed string. */
 static int tc__ox_shape_of(tc__ox *x, const char *name, int64_t *dims) {
-  const char *s = x->opts->shapes;
-  if (!s) return 0;
-  while (*s) {
+  for (const char *s = x->opts->shapes; s && *s;) {
     const char *end = strchr(s, ',');
     if (!end) end = s + strlen(s);
-    const char *colon = NULL;
-    for (const char *p = s; p < end; p++)
-      if (*p == ':') colon = p;
-    if (!colon || colon == s || colon + 1 == end) {
-      tc__ox_fail(x, TH_ERR_INVALID, "bad shapes string '%.200s': each entry is NAME:DxDxD", x->opts->shapes);
-      return -1;
-    }
-    int rank = 0;
-    int64_t tmp[TC__OX_RANK];
-    const char *p = colon + 1;
-    while (p < end) {
-      int64_t v = 0;
-      if (*p == 'N' && rank == 0) {
-        p++;
-      } else {
-        if (*p < '0' || *p > '9') goto bad;
-        while (p < end && *p >= '0' && *p <= '9') {
-          v = v * 10 + (*p++ - '0');
-          if (v > TC_ONNX_MAX_DIM) goto bad;
-        }
-        if (v < 1) goto bad;
-      }
-      if (rank == TC__OX_RANK) goto bad;
-      tmp[rank++] = v;
-      if (p < end && *p != 'x') goto bad;
-      if (p < end && ++p == end) goto bad; /* a trailing 'x' */
-    }
-    if (rank == 0) goto bad;
-    if ((size_t)(colon - s) == strlen(name) && memcmp(s, name, strlen(name)) == 0) {
-      memcpy(dims, tmp, (size_t)rank * sizeof *dims);
-      return rank;
-    }
+    size_t nl;
+    int rank = tc__ox_shape_entry(x, s, end, &nl, dims);
+    if (rank < 0) return -1;
+    if (nl == strlen(name) && memcmp(s, name, nl) == 0) return rank;
     s = *end ? end + 1 : end;
-    continue;
-  bad:
-    tc__ox_fail(x, TH_ERR_INVALID,
-                "bad shapes string '%.200s': dimensions are positive integers up to %lld separated by 'x' "
-                "(the first may be N)",
-                x->opts->shapes, (long long)TC_ONNX_MAX_DIM);
-    return -1;
   }
   return 0;
 }
 
-/* Every name in opts->shapes must be a graph input. */
+/* opts->shapes is well formed and names only graph inputs. */
 static th_status tc__ox_check_shapes(tc__ox *x) {
-  const char *s = x->opts->shapes;
-  while (s && *s) {
+  for (const char *s = x->opts->shapes; s && *s;) {
     const char *end = strchr(s, ',');
     if (!end) end = s + strlen(s);
-    const char *colon = NULL;
-    for (const char *p = s; p < end; p++)
-      if (*p == ':') colon = p;
-    if (!colon) return tc__ox_fail(x, TH_ERR_INVALID, "bad shapes string '%.200s': each entry is NAME:DxDxD", x->opts->shapes);
+    size_t nl;
+    int64_t dims[TC__OX_RANK];
+    if (tc__ox_shape_entry(x, s, end, &nl, dims) < 0) return TH_ERR_INVALID;
     int found = 0;
     for (size_t i = 0; i < x->gp->n_input && !found; i++) {
       const char *nm = tc__ox_s(x->gp->input[i]->name);
-      found = strlen(nm) == (size_t)(colon - s) && memcmp(nm, s, (size_t)(colon - s)) == 0 && !tc__ox_is_init(x, nm);
+      found = strlen(nm) == nl && memcmp(nm, s, nl) == 0 && !tc__ox_is_init(x, nm);
     }
     if (!found)
       return tc__ox_fail(x, TH_ERR_INVALID, "shapes names '%.*s', which is not an input of the graph",
-                         (int)(colon - s > 100 ? 100 : colon - s), s);
+                         (int)(nl > 100 ? 100 : nl), s);
     s = *end ? end + 1 : end;
   }
   return TH_OK;
@@ -694,6 +690,8 @@ static th_status tc__ox_node(tc__ox *x, int k) {
 /* "unsupported ONNX operators: Resize (node 'up1', opset 13), ..." into err. */
 static void tc__ox_list_unsupported(tc__ox *x) {
   if (!x->err || x->errlen == 0) return;
+  char also[512] = "";
+  if (x->failed) snprintf(also, sizeof also, "; the import also failed: %s", x->err);
   char *e = x->err;
   size_t len = x->errlen, k = (size_t)snprintf(e, len, "unsupported ONNX operators: ");
   int i = 0;
@@ -707,7 +705,8 @@ static void tc__ox_list_unsupported(tc__ox *x) {
     if (k + (size_t)w + 32 >= len && i + 1 < x->nunsup) break; /* keep room for the count of the rest */
     k += (size_t)snprintf(e + k, len - k, "%s", item);
   }
-  if (i < x->nunsup && k < len) snprintf(e + k, len - k, " and %d more", x->nunsup - i);
+  if (i < x->nunsup && k < len) k += (size_t)snprintf(e + k, len - k, " and %d more", x->nunsup - i);
+  if (k < len) snprintf(e + k, len - k, "%s", also);
 }
 
 /* ---- finishing ----------------------------------------------------------------------------------------- */

@@ -196,3 +196,264 @@ TH_TEST(rejects_truncated_and_garbage) {
   free(p);
   return 0;
 }
+
+/* x [N, 4, 6] -> Relu -> y, to be broken by each test. */
+static tb *tt_tiny(int64_t opset) {
+  tb *b = tb_new(opset);
+  int64_t d[3] = {-1, 4, 6};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, d);
+  tb_node(b, "Relu", "relu", "x", "y");
+  tb_output(b, "y");
+  return b;
+}
+
+#define TT_PACK_FAIL(b, rc, ...)                                                   \
+  do {                                                                             \
+    size_t tt_len;                                                                 \
+    uint8_t *tt_p = tb_pack((b), &tt_len);                                         \
+    TT_FAIL(tt_p, tt_len, (rc), __VA_ARGS__);                                      \
+    free(tt_p);                                                                    \
+    tb_free(b);                                                                    \
+  } while (0)
+
+TH_TEST(rejects_opsets_and_domains) {
+  TT_PACK_FAIL(tt_tiny(6), TH_ERR_INVALID, "opset 6 of the default domain is outside the supported 7..17");
+  TT_PACK_FAIL(tt_tiny(18), TH_ERR_INVALID, "opset 18", "7..17");
+  TT_PACK_FAIL(tt_tiny(0), TH_ERR_INVALID, "no opset of the default domain");
+  tb *b = tt_tiny(13);
+  Onnx__NodeProto *n = tb_node(b, "FusedGemm", "fg", "y", "z");
+  n->domain = (char *)"com.microsoft";
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "domain 'com.microsoft'", "fg");
+  /* ai.onnx spelled out is the default domain */
+  b = tt_tiny(13);
+  tb_model(b)->opset_import[0]->domain = (char *)"ai.onnx";
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph_free(tt_ok(p, len, 1, NULL));
+  free(p);
+  tb_free(b);
+  b = tt_tiny(13);
+  tb_model(b)->ir_version = 2;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "ir_version 2 is below 3");
+  b = tt_tiny(13);
+  tb_model(b)->graph = NULL;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "no graph");
+  return 0;
+}
+
+TH_TEST(rejects_bad_structure) {
+  /* a cycle: y = Relu(w), w = Relu(y) feeding the output; nodes may come in any order, the cycle never sorts */
+  tb *b = tt_tiny(13);
+  tb_node(b, "Add", "a1", "y,w", "v");
+  tb_node(b, "Relu", "cyc", "v", "w");
+  tb_output(b, "w");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "cycle through", "node '");
+  b = tt_tiny(13);
+  tb_node(b, "Add", "adder", "y,nowhere", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "node 'adder'", "'nowhere' is dangling");
+  b = tt_tiny(13);
+  tb_node(b, "Relu", "again", "x", "y");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "duplicate output name", "'y'");
+  b = tt_tiny(13);
+  tb_output(b, "missing");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "graph output 'missing' is not produced");
+  /* unsorted nodes are fine */
+  b = tb_new(13);
+  int64_t d[2] = {-1, 5};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d);
+  tb_node(b, "Relu", "second", "h", "y");
+  tb_node(b, "Tanh", "first", "x", "h");
+  tb_output(b, "y");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tt_ok(p, len, 2, NULL);
+  CHECK_EQ_INT(g->nnodes, 3);
+  CHECK(g->nodes[1].op == TC_OP_TANH && g->nodes[2].op == TC_OP_RELU);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  return 0;
+}
+
+TH_TEST(rejects_bad_initializers) {
+  tb *b = tt_tiny(13);
+  int64_t dims[1] = {6};
+  float v[6] = {0};
+  Onnx__TensorProto *t = tb_init_f(b, "bias6", 1, dims, v);
+  t->raw_data.len = 20; /* 5 floats for 6 */
+  tb_node(b, "Add", "add", "y,bias6", "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'bias6' holds 20 bytes of data, its dims need 24");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "long6", 1, dims, v);
+  t->dims[0] = 5; /* 24 bytes for 5 floats */
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'long6' holds 24 bytes of data, its dims need 20");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "typed", 1, dims, v);
+  t->has_raw_data = 0;
+  t->raw_data.len = 0;
+  t->n_float_data = 5;
+  t->float_data = v;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'typed' holds 5 values, its dims need 6");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "huge", 1, dims, v);
+  t->dims[0] = (int64_t)1 << 40;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "huge", "dimension 0 is 1099511627776");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "neg", 1, dims, v);
+  t->dims[0] = -3;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "neg", "dimension 0 is -3");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "ext", 1, dims, v);
+  t->has_data_location = 1;
+  t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "'ext' uses external data");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "strings", 1, dims, v);
+  t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "'strings' has element type 8");
+  return 0;
+}
+
+TH_TEST(inputs_batch_and_shapes) {
+  tb *b = tt_tiny(13);
+  int64_t d[4] = {-1, 3, -1, 8};
+  tb_input(b, "img", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d);
+  tb_node(b, "Relu", "r2", "img", "y2");
+  tb_output(b, "y2");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  static const char *const sym[] = {"input 'img': dimension 2 ('d2') is symbolic", "shapes", NULL};
+  CHECK(tt_import(p, len, 2, NULL, 1, NULL, TH_ERR_INVALID, sym) == NULL);
+  tc_graph *g = tt_import(p, len, 2, "img:Nx3x5x8", 1, NULL, TH_OK, NULL);
+  CHECK_EQ_INT(g->ninputs, 2);
+  const tc_tensor *t = &g->nodes[g->inputs[1]].out;
+  CHECK(t->ndim == 4 && t->shape[0] == 2 && t->shape[1] == 3 && t->shape[2] == 5 && t->shape[3] == 8);
+  CHECK_STR(g->output_names[0], "y");
+  CHECK_STR(g->output_names[1], "y2");
+  tc_graph_free(g);
+  g = tt_import(p, len, 4, "x:7x4x6,img:1x3x9x8", 1, NULL, TH_OK, NULL); /* the batch replaces any first D */
+  CHECK_EQ_INT(g->nodes[g->inputs[0]].out.shape[0], 4);
+  CHECK_EQ_INT(g->nodes[g->inputs[1]].out.shape[2], 9);
+  tc_graph_free(g);
+  static const char *const bad[] = {"bad shapes string", NULL};
+  static const char *const shapes[] = {"img:Nx3xx8", "img", "img:0x3x5x8", "img:Nx3x5x8x", ":3", "img:Nx3x5xN"};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    CHECK(tt_import(p, len, 1, shapes[i], 1, NULL, TH_ERR_INVALID, bad) == NULL);
+  static const char *const notin[] = {"'nope', which is not an input", NULL};
+  CHECK(tt_import(p, len, 1, "img:Nx3x5x8,nope:1x2", 1, NULL, TH_ERR_INVALID, notin) == NULL);
+  static const char *const rank[] = {"gives input 'img' 3 dimensions, the file 4", NULL};
+  CHECK(tt_import(p, len, 1, "img:Nx3x5", 1, NULL, TH_ERR_INVALID, rank) == NULL);
+  static const char *const batch[] = {"batch 0 is outside 1..4096", NULL};
+  CHECK(tt_import(p, len, 0, "img:Nx3x5x8", 1, NULL, TH_ERR_INVALID, batch) == NULL);
+  free(p);
+  tb_free(b);
+  /* a huge fixed dimension, an int32 input, an input that is also an initializer (not an input) */
+  b = tb_new(13);
+  int64_t h[2] = {-1, (int64_t)1 << 40};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, h);
+  tb_node(b, "Relu", "r", "x", "y");
+  tb_output(b, "y");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "input 'x': dimension 1 is 1099511627776");
+  b = tb_new(13);
+  int64_t s[2] = {-1, 5};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 2, s);
+  tb_node(b, "Relu", "r", "x", "y");
+  tb_output(b, "y");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "input 'x' has element type 6");
+  b = tb_new(13);
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, s);
+  tb_input(b, "w", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, s + 1);
+  tb_param(b, "w", 1, s + 1, 0);
+  tb_node(b, "Add", "add", "x,w", "y");
+  tb_output(b, "y");
+  p = tb_pack(b, &len);
+  g = tt_ok(p, len, 3, NULL);
+  CHECK_EQ_INT(g->ninputs, 1);
+  CHECK(tc_graph_find_param(g, "w") >= 0);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  return 0;
+}
+
+TH_TEST(reshape_that_fixes_the_batch) {
+  tb *b = tt_tiny(13);
+  static const int64_t shape[2] = {1, 24};
+  tb_const_ints(b, "shape", 2, shape);
+  tb_node(b, "Reshape", "flat", "y,shape", "z");
+  tb_output(b, "z");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph_free(tt_ok(p, len, 1, NULL)); /* the file's batch */
+  static const char *const want[] = {"node 'flat' (Reshape)", "cannot reshape [3, 4, 6] to [1, 24]",
+                                     "the model fixes its batch to 1", "dynamic batch axis", NULL};
+  CHECK(tt_import(p, len, 3, NULL, 1, NULL, TH_ERR_INVALID, want) == NULL);
+  free(p);
+  tb_free(b);
+  return 0;
+}
+
+TH_TEST(lists_every_unsupported_op) {
+  tb *b = tt_tiny(13);
+  tb_node(b, "Resize", "up1", "y", "r");
+  tb_node(b, "LSTM", "lstm", "r", "l");
+  tb_node(b, "Relu", "after", "l", "a"); /* downstream of unsupported nodes: not listed */
+  tb_const_f(b, "three", 3.0f);
+  tb_node(b, "Pow", "cube", "y,three", "c");
+  int64_t d[1] = {2};
+  int64_t w[4] = {4, 4, 1, 1}, dil[2] = {2, 2};
+  tb_param(b, "cw", 4, w, 0);
+  tb_const_ints(b, "ax", 1, d);
+  tb_node(b, "Unsqueeze", "u2", "y,ax", "y4b");
+  Onnx__NodeProto *n = tb_node(b, "Conv", "dil", "y4b,cw", "cv");
+  tb_attr_ints(b, n, "dilations", 2, dil);
+  tb_node(b, "NonZero", "nz", "y", "nzo");
+  tb_output(b, "a");
+  tb_output(b, "c");
+  tb_output(b, "cv");
+  tb_output(b, "nzo");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  static const char *const want[] = {"unsupported ONNX operators: ",
+                                     "Resize (node 'up1', opset 13)",
+                                     "LSTM (node 'lstm', opset 13)",
+                                     "Pow (node 'cube', opset 13: only inside a decomposed layer norm",
+                                     "Conv (node 'dil', opset 13: attribute dilations = 2 (only 1))",
+                                     "NonZero (node 'nz', opset 13)",
+                                     NULL};
+  tc_onnx_opts o = {"t", 1, NULL, 1};
+  tc_graph *g = NULL;
+  char err[2048];
+  CHECK(tc_onnx_import(p, len, &o, &g, NULL, err, sizeof err) == TH_ERR_UNSUPPORTED);
+  fprintf(stderr, "%s\n", err);
+  for (int i = 0; want[i]; i++) CHECK(strstr(err, want[i]) != NULL);
+  CHECK(strstr(err, "after") == NULL);
+  /* after a fatal error the rest of the file is still searched for unknown op types */
+  tb *b2 = tt_tiny(13);
+  tb_node(b2, "Resize", "first", "y", "r1");
+  static const int64_t bad_shape[2] = {7, 7};
+  tb_const_ints(b2, "bs", 2, bad_shape);
+  tb_node(b2, "Reshape", "broken", "y,bs", "r2");
+  tb_node(b2, "Relu", "later", "r2", "r3");
+  tb_node(b2, "GridSample", "last", "r3", "r4");
+  tb_output(b2, "r1");
+  tb_output(b2, "r4");
+  size_t len2;
+  uint8_t *p2 = tb_pack(b2, &len2);
+  CHECK(tc_onnx_import(p2, len2, &o, &g, NULL, err, sizeof err) == TH_ERR_UNSUPPORTED);
+  fprintf(stderr, "%s\n", err);
+  CHECK(strstr(err, "Resize (node 'first'") && strstr(err, "GridSample (node 'last'"));
+  CHECK(strstr(err, "the import also failed: node 'broken' (Reshape): cannot reshape [1, 4, 6] (24 elements) to [7, 7]"));
+  free(p2);
+  tb_free(b2);
+  /* a short buffer keeps the list whole as far as it goes and says how many it left out */
+  char small[120];
+  CHECK(tc_onnx_import(p, len, &o, &g, NULL, small, sizeof small) == TH_ERR_UNSUPPORTED);
+  fprintf(stderr, "%s\n", small);
+  CHECK(strstr(small, "unsupported ONNX operators: Resize (node 'up1', opset 13)") == small);
+  CHECK(strstr(small, "more") != NULL);
+  free(p);
+  tb_free(b);
+  return 0;
+}
