@@ -457,3 +457,163 @@ TH_TEST(lists_every_unsupported_op) {
   tb_free(b);
   return 0;
 }
+
+/* ---- a transformer block against the builders ------------------------------------------------------------- */
+
+/* Parameter gname [N, K] of a builder-made graph from the test models' initializer tname [K, N]. */
+static void tt_param_t(tc_graph *g, const char *gname, const char *tname) {
+  int p = tc_graph_find_param(g, gname);
+  CHECK(p >= 0 && g->params[p].ndim == 2);
+  int64_t N = g->params[p].shape[0], K = g->params[p].shape[1];
+  float *kn = malloc((size_t)(K * N) * sizeof *kn), *nk = malloc((size_t)(K * N) * sizeof *nk);
+  tb_data(tname, K * N, 0, kn);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t n = 0; n < N; n++) nk[n * K + k] = kn[k * N + n];
+  free(kn);
+  g->params[p].data = nk;
+}
+
+/* The network of tb_model_transformer as the zoo builds bert/vit. */
+static tc_graph *tt_transformer_reference(int B) {
+  enum { S = 5, D = 8, H = 2, DH = 4, FF = 16, PMAX = 10 };
+  tc_graph *g = tc_graph_new("ref", B);
+  int xs[3] = {B, S, D}, ms[2] = {B, S};
+  int x = tc_graph_input_tensor(g, "x", TC_DTYPE_F32, 3, xs);
+  int mask = tc_graph_input_tensor(g, "mask", TC_DTYPE_I64, 2, ms);
+  int64_t pd[2] = {PMAX, D}, cd[3] = {1, 1, D};
+  int pos = tc_graph_slice(g, tc_graph_const(g, "pos_table", 2, pd, TC_INIT_EMBED, D), 0, 0, S, 1);
+  int x0 = tc_graph_add(g, x, pos);
+  int h = tc_graph_layer_norm(g, "ln1", x0, 1e-5f);
+  int qkv[3];
+  const char *nm[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; i++) {
+    qkv[i] = tc_graph_dense(g, nm[i], h, D, 1);
+    int hs[4] = {B, S, H, DH};
+    static const int perm[4] = {0, 2, 1, 3};
+    qkv[i] = tc_graph_transpose(g, tc_graph_reshape(g, qkv[i], 4, hs), perm);
+  }
+  int m4[4] = {B, 1, 1, S};
+  int madd = tc_graph_reshape(g, tc_graph_affine(g, tc_graph_cast(g, mask, TC_DTYPE_F32), 10000.0f, -10000.0f), 4, m4);
+  int att = tc_graph_softmax_ex(g, tc_graph_matmul(g, qkv[0], qkv[1], 0, 1, 1.0f), 0.5f, madd);
+  int ctx = tc_graph_matmul(g, att, qkv[2], 0, 0, 1.0f);
+  static const int merge[4] = {0, 2, 1, 3};
+  int flat[3] = {B, S, D};
+  ctx = tc_graph_reshape(g, tc_graph_transpose(g, ctx, merge), 3, flat);
+  int r1 = tc_graph_add(g, x0, tc_graph_dense(g, "o", ctx, D, 1));
+  int f = tc_graph_gelu(g, tc_graph_dense(g, "fc1", tc_graph_layer_norm(g, "ln2", r1, 1e-5f), FF, 1));
+  int y = tc_graph_add(g, r1, tc_graph_dense(g, "fc2", f, D, 1));
+  int cb[3] = {B, 1, D};
+  int parts[2] = {tc_graph_expand(g, tc_graph_const(g, "cls", 3, cd, TC_INIT_EMBED, D), 3, cb), y};
+  int cls = tc_graph_concat_axis(g, 2, parts, 1);
+  CHECK(tc_graph_output(g, "y", y) >= 0 && tc_graph_output(g, "cls_out", cls) >= 0 && tc_graph_finish(g) == TH_OK);
+  tt_param(g, "pos_table", "pos_table", 0);
+  tt_param(g, "cls", "cls", 0);
+  static const char *const lin[6] = {"q", "k", "v", "o", "fc1", "fc2"};
+  for (int i = 0; i < 6; i++) {
+    char a[64], b[64];
+    snprintf(a, sizeof a, "%s.weight", lin[i]);
+    snprintf(b, sizeof b, "%s.weightT", lin[i]);
+    tt_param_t(g, a, b);
+    snprintf(a, sizeof a, "%s.bias", lin[i]);
+    tt_param(g, a, a, 0);
+  }
+  tt_param(g, "ln1.weight", "ln1.weight", 1);
+  tt_param(g, "ln1.bias", "ln1.bias", 0);
+  tt_param(g, "ln2.weight", "ln2.weight", 1);
+  tt_param(g, "ln2.bias", "ln2.bias", 0);
+  g->has_data = 1;
+  return g;
+}
+
+/* Runs g on x (seeded) and a mask with the last `masked` positions of each row 0; outputs malloc'd. */
+static void tt_run_xm(const tc_graph *g, void **outs) {
+  const tc_tensor *tx = &g->nodes[g->inputs[0]].out, *tm = &g->nodes[g->inputs[1]].out;
+  float *x = malloc((size_t)tc_tensor_bytes(tx));
+  int64_t *m = malloc((size_t)tc_tensor_bytes(tm));
+  tb_fill(x, tc_tensor_numel(tx), 11);
+  int S = tm->shape[1];
+  for (int64_t i = 0; i < tc_tensor_numel(tm); i++) m[i] = (i % S) < S - 1 - (i / S) % 2;
+  for (int k = 0; k < g->noutputs; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  const void *ins[2] = {x, m};
+  char err[256];
+  th_status rc = tc_ref_run_io(g, ins, outs, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  free(x);
+  free(m);
+}
+
+TH_TEST(transformer_matches_builders) {
+  static const int64_t opsets[] = {11, 13, 16};
+  for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+    size_t len;
+    uint8_t *p = tb_model_transformer(opsets[i], &len);
+    tc_onnx_info info;
+    tc_graph *g = tt_ok(p, len, 2, &info);
+    fprintf(stderr, "opset %lld: %d nodes, %d folded, %d layer norms, %d gelus -> %d graph nodes\n",
+            (long long)opsets[i], info.nnodes, info.folded, info.fused_layer_norm, info.fused_gelu, g->nnodes);
+    CHECK_EQ_INT(info.fused_layer_norm, 2);
+    CHECK_EQ_INT(info.fused_gelu, 1);
+    CHECK(info.folded >= 30);
+    /* the graph has the zoo's shape: fused ops, no stray arithmetic */
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_LAYER_NORM), 2);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_GELU), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_DENSE), 6);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MATMUL), 2);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_AFFINE), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_SOFTMAX), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_ADD), 3); /* positions and two residuals; biases are in the denses */
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MUL) + tt_count_op(g, TC_OP_DIV) + tt_count_op(g, TC_OP_SUB), 0);
+    for (int k = 0; k < g->nnodes; k++) {
+      const tc_node *nd = &g->nodes[k];
+      if (nd->op == TC_OP_SOFTMAX) CHECK(nd->alpha == 0.5f && nd->ninputs == 2);
+      if (nd->op == TC_OP_MATMUL && nd->trans_b) CHECK(g->nodes[nd->inputs[1]].op == TC_OP_TRANSPOSE);
+    }
+    CHECK(tc_graph_find_param(g, "q.weightT") >= 0 && tc_graph_find_param(g, "ln2.bias") >= 0);
+    CHECK(tc_graph_find_param(g, "pos_table") >= 0 && tc_graph_find_param(g, "cls") >= 0);
+    int qw = tc_graph_find_param(g, "fc1.weightT");
+    CHECK(qw >= 0 && g->params[qw].shape[0] == 16 && g->params[qw].shape[1] == 8); /* transposed to [N, K] */
+    tc_graph *r = tt_transformer_reference(2);
+    CHECK_EQ_INT(tc_graph_param_count(g), tc_graph_param_count(r));
+    void *a[2], *b[2];
+    tt_run_xm(g, a);
+    tt_run_xm(r, b);
+    for (int k = 0; k < 2; k++) {
+      CHECK_STR(g->output_names[k], r->output_names[k]);
+      const tc_tensor *t = &g->nodes[g->outputs[k]].out;
+      CHECK(t->ndim == 3 && t->shape[0] == 2 && t->shape[1] == 5 + k && t->shape[2] == 8);
+      double rel = tt_rel(a[k], b[k], tc_tensor_numel(t));
+      fprintf(stderr, "  %s: max rel diff %.3g\n", g->output_names[k], rel);
+      CHECK(rel <= 1e-5);
+      free(a[k]);
+      free(b[k]);
+    }
+    tt_free_params(r);
+    tc_graph_free(r);
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
+
+/* ---- the fuzzer's seed corpus ------------------------------------------------------------------------------- */
+
+/* Writes the test models to $TC_ONNX_CORPUS (tests/fuzz/ registers this as fuzz.onnx_corpus); 77 without it. */
+TH_TEST(write_corpus) {
+  const char *dir = getenv("TC_ONNX_CORPUS");
+  if (!dir) return TH_SKIP;
+  static const int64_t opsets[] = {9, 11, 13, 17};
+  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer};
+  const char *names[] = {"cnn", "transformer"};
+  for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+    for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+      size_t len;
+      uint8_t *p = models[m](opsets[i], &len);
+      char path[1024];
+      snprintf(path, sizeof path, "%s/%s_opset%lld.onnx", dir, names[m], (long long)opsets[i]);
+      FILE *f = fopen(path, "wb");
+      CHECK(f && fwrite(p, 1, len, f) == len && fclose(f) == 0);
+      free(p);
+    }
+  return 0;
+}
