@@ -125,7 +125,7 @@ static void tb_linear(tb *b, const char *x, const char *name, int64_t K, int64_t
 }
 
 /* Layer norm over the last axis as torch.onnx decomposes it below opset 17; `swap` puts gamma and beta
- * first in their Mul and Add. */
+ * first in their Mul and Add and squares by Mul(d, d) instead of Pow(d, 2). */
 static void tb_layer_norm(tb *b, const char *x, const char *name, int64_t C, int swap, const char *out) {
   char t[12][96], ins[256], gam[96], bet[96];
   static const int64_t last = -1;
@@ -139,8 +139,8 @@ static void tb_layer_norm(tb *b, const char *x, const char *name, int64_t C, int
   snprintf(ins, sizeof ins, "%s,%s", x, t[0]);
   tb_node(b, "Sub", t[1], ins, t[1]);
   tb_const_f(b, t[2], 2.0f);
-  snprintf(ins, sizeof ins, "%s,%s", t[1], t[2]);
-  tb_node(b, "Pow", t[3], ins, t[3]);
+  snprintf(ins, sizeof ins, "%s,%s", t[1], swap ? t[1] : t[2]);
+  tb_node(b, swap ? "Mul" : "Pow", t[3], ins, t[3]);
   n = tb_node(b, "ReduceMean", t[4], t[3], t[4]);
   tb_attr_ints(b, n, "axes", 1, &last);
   tb_const_f(b, t[5], 1e-5f);
@@ -161,7 +161,8 @@ static void tb_layer_norm(tb *b, const char *x, const char *name, int64_t C, int
  *   heads: Reshape to [B, S, 2, 4] by Shape/Gather/Unsqueeze/Concat, Transpose(0, 2, 1, 3)
  *   scores = MatMul(q, Transpose(k, 0 1 3 2)) / 2 + (1 - Cast(Unsqueeze(mask, [1, 2]))) * -10000
  *   ctx = MatMul(Softmax(scores), v) -> Transpose -> Reshape [B, S, -1]; r1 = x0 + Linear(ctx)
- *   y = r1 + Linear(gelu(Linear(LN2(r1))))  (gelu decomposed: x * (erf(x / sqrt2) + 1) * 0.5)
+ *   y = r1 + Linear(gelu(Linear(LN2(r1))))  (gelu decomposed: x * (erf(x / sqrt2) + 1) * 0.5, the
+ *   products in the order (x * p) * 0.5 below opset 13, (0.5 * p) * x below 16, p * (x * 0.5) from 16)
  *   cls_out = Concat(Expand(cls [1, 1, 8], Where(Equal(..)) of torch's expand(B, -1, -1)), y, axis 1)
  * Outputs y [N, 5, 8] and cls_out [N, 6, 8]. Softmax's axis is 3 below opset 13 (the last: the same). */
 uint8_t *tb_model_transformer(int64_t opset, size_t *len) {
@@ -228,9 +229,17 @@ uint8_t *tb_model_transformer(int64_t opset, size_t *len) {
   tb_node(b, "Erf", "g_erf", "g_div", "g_erf");
   tb_const_f(b, "one_g", 1.0f);
   tb_node(b, "Add", "g_add", "g_erf,one_g", "g_add");
-  tb_node(b, "Mul", "g_mul", "f1,g_add", "g_mul");
   tb_const_f(b, "half", 0.5f);
-  tb_node(b, "Mul", "gelu", "g_mul,half", "gelu");
+  if (opset < 13) { /* torch's three orders of 0.5 * x * (1 + erf) */
+    tb_node(b, "Mul", "g_mul", "f1,g_add", "g_mul");
+    tb_node(b, "Mul", "gelu", "g_mul,half", "gelu");
+  } else if (opset < 16) {
+    tb_node(b, "Mul", "g_mul", "half,g_add", "g_mul");
+    tb_node(b, "Mul", "gelu", "g_mul,f1", "gelu");
+  } else {
+    tb_node(b, "Mul", "g_mul", "f1,half", "g_mul");
+    tb_node(b, "Mul", "gelu", "g_add,g_mul", "gelu");
+  }
   tb_linear(b, "gelu", "fc2", FF, D, "f2");
   tb_node(b, "Add", "y", "r1,f2", "y");
   /* torch's cls.expand(B, -1, -1) */
