@@ -266,3 +266,71 @@ uint8_t *tb_model_transformer(int64_t opset, size_t *len) {
   tb_free(b);
   return p;
 }
+
+/* x [N, 6, 4, 5] -> Split(axis 1, [2, 4]) -> a, b (sizes as an attribute below opset 13, an input from 13)
+ *   s = Slice(b, starts [1, -4], ends [INT64_MAX, 4], axes [1, -1], steps [2, 1]) = b[:, 1::2, :, 1:4]
+ *       (attributes and no steps below opset 10: b[:, 1:, :, 1:4])
+ *   a' = Squeeze(Unsqueeze(a, [1]), [1]) -> Slice(axis -1, 0:3) -> Concat(a', s, axis 1) -> [N, C, 4, 3]
+ *   Gather(index 2, axis 2) -> [N, C, 3] -> Transpose(0, 2, 1) -> [N, 3, C]
+ *   Softmax(axis 1): below opset 13 over the flattened [N, 3C], from 13 over axis 1 alone -> "y". */
+uint8_t *tb_model_views(int64_t opset, size_t *len) {
+  tb *b = tb_new(opset);
+  int64_t xd[4] = {-1, 6, 4, 5};
+  static const int64_t split[2] = {2, 4}, one = 1, st[2] = {1, -4}, en[2] = {INT64_MAX, 4}, ax[2] = {1, -1};
+  static const int64_t stp[2] = {2, 1}, zero = 0, three = 3, last = -1, perm[3] = {0, 2, 1};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+  Onnx__NodeProto *n;
+  if (opset < 13) {
+    n = tb_node(b, "Split", "split", "x", "a,b");
+    tb_attr_ints(b, n, "split", 2, split);
+  } else {
+    tb_const_ints(b, "sizes", 2, split);
+    n = tb_node(b, "Split", "split", "x,sizes", "a,b");
+  }
+  tb_attr_i(b, n, "axis", 1);
+  if (opset < 10) {
+    n = tb_node(b, "Slice", "sl", "b", "s");
+    tb_attr_ints(b, n, "starts", 2, st);
+    tb_attr_ints(b, n, "ends", 2, en);
+    tb_attr_ints(b, n, "axes", 2, ax);
+    n = tb_node(b, "Slice", "sl_a", "a2", "a3");
+    tb_attr_ints(b, n, "starts", 1, &zero);
+    tb_attr_ints(b, n, "ends", 1, &three);
+    tb_attr_ints(b, n, "axes", 1, &last);
+  } else {
+    tb_const_ints(b, "st", 2, st);
+    tb_const_ints(b, "en", 2, en);
+    tb_const_ints(b, "ax", 2, ax);
+    tb_const_ints(b, "stp", 2, stp);
+    tb_node(b, "Slice", "sl", "b,st,en,ax,stp", "s");
+    tb_const_ints(b, "z1", 1, &zero);
+    tb_const_ints(b, "t1", 1, &three);
+    tb_const_ints(b, "l1", 1, &last);
+    tb_node(b, "Slice", "sl_a", "a2,z1,t1,l1", "a3");
+  }
+  if (opset < 13) {
+    n = tb_node(b, "Unsqueeze", "unsq", "a", "a1");
+    tb_attr_ints(b, n, "axes", 1, &one);
+    n = tb_node(b, "Squeeze", "sq", "a1", "a2");
+    tb_attr_ints(b, n, "axes", 1, &one);
+  } else {
+    tb_const_ints(b, "one_ax", 1, &one);
+    tb_node(b, "Unsqueeze", "unsq", "a,one_ax", "a1");
+    tb_node(b, "Squeeze", "sq", "a1,one_ax", "a2");
+  }
+  n = tb_node(b, "Concat", "cat", "a3,s", "c");
+  tb_attr_i(b, n, "axis", 1);
+  n = tb_node(b, "Constant", "two", "", "two");
+  int64_t two = 2;
+  tb_attr_t(b, n, "value", tb_tensor_i(b, 0, NULL, &two));
+  n = tb_node(b, "Gather", "sel", "c,two", "g");
+  tb_attr_i(b, n, "axis", 2);
+  n = tb_node(b, "Transpose", "tr", "g", "t");
+  tb_attr_ints(b, n, "perm", 3, perm);
+  n = tb_node(b, "Softmax", "sm", "t", "y");
+  tb_attr_i(b, n, "axis", 1);
+  tb_output(b, "y");
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}

@@ -596,6 +596,57 @@ TH_TEST(transformer_matches_builders) {
   return 0;
 }
 
+/* ---- views across opsets ----------------------------------------------------------------------------------- */
+
+/* tb_model_views as builder calls, with every ONNX index resolved by hand. */
+static tc_graph *tt_views_reference(int B, int64_t opset) {
+  tc_graph *g = tc_graph_new("ref", B);
+  int xs[4] = {B, 6, 4, 5};
+  int x = tc_graph_input_tensor(g, "x", TC_DTYPE_F32, 4, xs);
+  int a = tc_graph_slice(g, x, 1, 0, 2, 1), b = tc_graph_slice(g, x, 1, 2, 6, 1);
+  int s = tc_graph_slice(g, tc_graph_slice(g, b, 1, 1, 4, opset < 10 ? 1 : 2), 3, 1, 4, 1);
+  int parts[2] = {tc_graph_slice(g, a, 3, 0, 3, 1), s};
+  int c = tc_graph_concat_axis(g, 2, parts, 1);
+  int C = g->nodes[c].out.shape[1];
+  static const int p021[3] = {0, 2, 1};
+  int t = tc_graph_transpose(g, tc_graph_select(g, c, 2, 2), p021);
+  int y;
+  if (opset < 13) {
+    int flat[2] = {B, 3 * C}, back[3] = {B, 3, C};
+    y = tc_graph_reshape(g, tc_graph_softmax_ex(g, tc_graph_reshape(g, t, 2, flat), 1.0f, -1), 3, back);
+  } else {
+    y = tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, t, p021), 1.0f, -1), p021);
+  }
+  CHECK(tc_graph_output(g, "y", y) >= 0 && tc_graph_finish(g) == TH_OK);
+  g->has_data = 1;
+  return g;
+}
+
+TH_TEST(views_across_opsets) {
+  static const int64_t opsets[] = {9, 10, 11, 13, 17};
+  for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+    size_t len;
+    uint8_t *p = tb_model_views(opsets[i], &len);
+    tc_onnx_info info;
+    tc_graph *g = tt_ok(p, len, 2, &info), *r = tt_views_reference(2, opsets[i]);
+    const tc_tensor *to = &g->nodes[g->outputs[0]].out, *tr = &r->nodes[r->outputs[0]].out;
+    fprintf(stderr, "opset %lld: y [%d, %d, %d]\n", (long long)opsets[i], to->shape[0], to->shape[1], to->shape[2]);
+    CHECK(to->ndim == 3 && tr->ndim == 3);
+    for (int d = 0; d < 3; d++) CHECK_EQ_INT(to->shape[d], tr->shape[d]);
+    CHECK_EQ_INT(to->shape[2], opsets[i] < 10 ? 5 : 4);
+    float *a = tt_run(g, 5), *b = tt_run(r, 5);
+    double rel = tt_rel(a, b, tc_tensor_numel(to));
+    fprintf(stderr, "  max rel diff %.3g\n", rel);
+    CHECK(rel <= 1e-6);
+    free(a);
+    free(b);
+    tc_graph_free(r);
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
+
 /* ---- the fuzzer's seed corpus ------------------------------------------------------------------------------- */
 
 /* Writes the test models to $TC_ONNX_CORPUS (tests/fuzz/ registers this as fuzz.onnx_corpus); 77 without it. */
@@ -603,8 +654,8 @@ TH_TEST(write_corpus) {
   const char *dir = getenv("TC_ONNX_CORPUS");
   if (!dir) return TH_SKIP;
   static const int64_t opsets[] = {9, 11, 13, 17};
-  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer};
-  const char *names[] = {"cnn", "transformer"};
+  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer, tb_model_views};
+  const char *names[] = {"cnn", "transformer", "views"};
   for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
     for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
       size_t len;
