@@ -108,6 +108,7 @@ static int tc__ox_add(tc__ox *x, const char *s) {
   v->producer = v->init = -1;
   v->node = -1;
   v->c.src = i;
+  v->param = -1;
   x->slots[h] = i;
   return i;
 }
@@ -169,18 +170,10 @@ static th_status tc__ox_ptrack(tc__ox *x) {
   if (need <= x->pcap) return TH_OK;
   int cap = x->pcap ? x->pcap : 64;
   while (cap < need) cap *= 2;
-  int *ps = realloc(x->psrc, (size_t)cap * sizeof *ps);
-  if (ps) x->psrc = ps;
-  unsigned char *pt = realloc(x->ptrans, (size_t)cap);
-  if (pt) x->ptrans = pt;
-  float *sc = realloc(x->pscale, (size_t)cap * sizeof *sc);
-  if (sc) x->pscale = sc;
-  if (!ps || !pt || !sc) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
-  for (int i = x->pcap; i < cap; i++) {
-    x->psrc[i] = -1;
-    x->ptrans[i] = 0;
-    x->pscale[i] = 1.0f;
-  }
+  tc__ox_pinfo *pi = realloc(x->pinfo, (size_t)cap * sizeof *pi);
+  if (!pi) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+  for (int i = x->pcap; i < cap; i++) pi[i] = (tc__ox_pinfo){-1, -1, -1, 0, 1.0f};
+  x->pinfo = pi;
   x->pcap = cap;
   return TH_OK;
 }
@@ -201,20 +194,23 @@ th_status tc__ox_bind_param(tc__ox *x, const Onnx__NodeProto *n, int *slot, cons
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "'%s' has %lld elements, the layer needs %lld", v->name,
                         (long long)c->n, (long long)p->numel);
   int src = c->src;
-  for (int q = 0; q < g->nparams; q++) {
-    if (q == pid || x->psrc[q] != src || x->ptrans[q] != trans || x->pscale[q] != scale) continue;
+  tc__oxv *sv = &x->vals[src];
+  for (int q = sv->param; q >= 0; q = x->pinfo[q].next) {
     const tc_param *o = &g->params[q];
-    if (o->ndim == p->ndim && memcmp(o->shape, p->shape, sizeof o->shape) == 0) {
+    if (q == pid || x->pinfo[q].trans != trans || x->pinfo[q].scale != scale) continue;
+    if (o->ndim == p->ndim && memcmp(o->shape, p->shape, (size_t)o->ndim * sizeof o->shape[0]) == 0) {
       *slot = q; /* the builder's new parameter is left unused and dropped at the end */
       return TH_OK;
     }
   }
-  const char *nm = th_arena_strdup(g->arena, x->vals[src].name);
+  const char *nm = th_arena_strdup(g->arena, sv->name);
   if (!nm) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
   p->name = nm;
-  x->psrc[pid] = src;
-  x->ptrans[pid] = (unsigned char)(trans != 0);
-  x->pscale[pid] = scale;
+  x->pinfo[pid].src = src;
+  x->pinfo[pid].trans = trans != 0;
+  x->pinfo[pid].scale = scale;
+  x->pinfo[pid].next = sv->param;
+  sv->param = pid;
   if (!x->opts->weights || c->n == 0) return TH_OK;
   float *d = th_arena_alloc(g->arena, (size_t)c->n * sizeof(float));
   if (!d) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory copying '%s'", v->name);
@@ -263,6 +259,7 @@ th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id
   th_status rc = tc__ox_bind_node(x, n, NULL, k);
   if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[k].weight, v, 0, 1.0f);
   if (rc != TH_OK) return rc;
+  x->pinfo[x->g->nodes[k].weight].mat = (int)(v - x->vals);
   v->node = k;
   *id = k;
   return TH_OK;
@@ -325,10 +322,10 @@ static th_status tc__ox_check_model(tc__ox *x) {
 
 /* ---- the value table --------------------------------------------------------------------------------- */
 
-static int tc__ox_is_init(const tc__ox *x, const char *s) {
-  for (size_t i = 0; i < x->gp->n_initializer; i++)
-    if (strcmp(tc__ox_s(x->gp->initializer[i]->name), s) == 0) return 1;
-  return 0;
+/* Whether s names an initializer (they enter the name table first). */
+static int tc__ox_is_init(tc__ox *x, const char *s) {
+  const tc__oxv *v = tc__ox_find(x, s);
+  return v && v->init >= 0;
 }
 
 static th_status tc__ox_values(tc__ox *x) {
@@ -390,9 +387,8 @@ static th_status tc__ox_values(tc__ox *x) {
         return tc__ox_nfail(x, n, TH_ERR_INVALID,
                             "input '%.100s' is dangling: no node, graph input or initializer produces it", nm);
       v->uses++;
-      int seen = 0;
-      for (size_t j = 0; j < i; j++) seen |= strcmp(tc__ox_s(n->input[j]), nm) == 0;
-      if (!seen) {
+      if (v->mark != (int)k + 1) { /* each node once per value it reads */
+        v->mark = (int)k + 1;
         v->ncons++;
         ncons++;
       }
@@ -748,7 +744,6 @@ static th_status tc__ox_compact(tc__ox *x) {
     if (pmap[p] < 0) continue;
     pmap[p] = q;
     g->params[q] = g->params[p];
-    if (p < x->pcap && q < x->pcap) x->psrc[q] = x->psrc[p];
     q++;
   }
   g->nparams = q;
@@ -885,9 +880,7 @@ th_status tc_onnx_import(const void *data, size_t len, const tc_onnx_opts *opts,
   }
   if (x) {
     free(x->unsup);
-    free(x->psrc);
-    free(x->ptrans);
-    free(x->pscale);
+    free(x->pinfo);
   }
   free(x);
   th_arena_free(arena);

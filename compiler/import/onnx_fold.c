@@ -194,6 +194,10 @@ static th_status tc__ox_new(tc__ox *x, const Onnx__NodeProto *n, tc__oxc *c, int
     *big = 1;
     return TH_OK;
   }
+  x->fold_total += c->n;
+  if (x->fold_total > TC__OX_FOLD_TOTAL)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "constants computed at import exceed %lld elements in all",
+                        (long long)TC__OX_FOLD_TOTAL);
   return tc__ox_alloc_data(x, c);
 }
 
@@ -800,9 +804,9 @@ th_status tc__ox_fold(tc__ox *x, const Onnx__NodeProto *n, int *done) {
   int f = tc__ox_fold_find(n->op_type);
   if (f < 0) return TH_OK;
   int flags = tc__ox_folds[f].flags;
-  if (n->n_input > 64) return tc__ox_nfail(x, n, TH_ERR_INVALID, "%zu inputs", n->n_input);
-  tc__oxc *in[64];
   int nin = (int)n->n_input;
+  tc__oxc **in = th_arena_alloc(x->arena, (size_t)(nin + 1) * sizeof *in);
+  if (!in) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
   int64_t wn = -1; /* the largest float initializer read, -1 for none */
   for (int i = 0; i < nin; i++) {
     tc__oxv *v = tc__ox_in(x, n, i);

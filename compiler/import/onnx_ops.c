@@ -84,15 +84,13 @@ static int tc__ox_weight(tc__ox *x, const tc__oxv *v, tc__oxv *w, int *trans) {
   if (v->kind != TC__OX_NODE) return 0;
   const tc_node *nd = &x->g->nodes[v->node];
   if (nd->op != TC_OP_TRANSPOSE || nd->out.ndim != 2 || nd->perm[0] != 1) return 0;
-  int c = nd->inputs[0];
-  if (x->g->nodes[c].op != TC_OP_CONST) return 0;
-  for (int i = 0; i < x->nvals; i++)
-    if (x->vals[i].kind == TC__OX_CONST && x->vals[i].node == c && x->vals[i].c.ndim == 2) {
-      *w = x->vals[i];
-      *trans = !*trans;
-      return 1;
-    }
-  return 0;
+  const tc_node *c = &x->g->nodes[nd->inputs[0]];
+  if (c->op != TC_OP_CONST || c->weight < 0 || c->weight >= x->pcap || x->pinfo[c->weight].mat < 0) return 0;
+  const tc__oxv *m = &x->vals[x->pinfo[c->weight].mat];
+  if (m->c.ndim != 2) return 0;
+  *w = *m;
+  *trans = !*trans;
+  return 1;
 }
 
 /* ---- element-wise ------------------------------------------------------------------------------------------ */
