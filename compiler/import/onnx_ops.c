@@ -672,7 +672,7 @@ static th_status tc__ox_c_slice(tc__ox *x, const Onnx__NodeProto *n) {
     if (rg[d].begin == 0 && rg[d].end == dims[d] && rg[d].step == 1) continue;
     if (rg[d].step < 0) return tc__ox_unsupported(x, n, "negative steps");
     if (tc__ox_range_len(&rg[d]) == 0) return tc__ox_unsupported(x, n, "an empty slice");
-    if (rg[d].step > INT_MAX) rg[d].step = INT_MAX;
+    if (rg[d].step > dims[d]) rg[d].step = dims[d]; /* one element either way; keeps the builder's sums small */
     id = tc_graph_slice(x->g, id, d, (int)rg[d].begin, (int)rg[d].end, (int)rg[d].step);
     rc = tc__ox_bind_node(x, n, NULL, id);
     if (rc != TH_OK) return rc;

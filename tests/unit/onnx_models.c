@@ -334,3 +334,53 @@ uint8_t *tb_model_views(int64_t opset, size_t *len) {
   tb_free(b);
   return p;
 }
+
+/* x [N, 2, 5, 6] (opset 13) ->
+ *   y1 = Conv(Pad(x, top 0, left 1, bottom 1, right 0), w3 [3, 2, 3, 3])          (the pad folded in)
+ *   y2 = AveragePool(Pad(x, 1 on every side), 3, stride 2)                        (counts the zeros)
+ *   y3 = MaxPool(x, 2, stride 2, ceil_mode)  y4 = AveragePool(x, 3, pads 1, count_include_pad)
+ *   y5 = BatchNormalization(Gemm(Flatten(x), gw [60, 4], gb [4], alpha 0.5, beta 2))  (2-D batch norm)
+ * Outputs y1..y5. */
+uint8_t *tb_model_cnn_variants(size_t *len) {
+  tb *b = tb_new(13);
+  int64_t xd[4] = {-1, 2, 5, 6}, wd[4] = {3, 2, 3, 3}, gw[2] = {60, 4}, c4 = 4;
+  static const int64_t pad1[8] = {0, 0, 0, 1, 0, 0, 1, 0}, pad2[8] = {0, 0, 1, 1, 0, 0, 1, 1};
+  static const int64_t k3[2] = {3, 3}, k2[2] = {2, 2}, s2[2] = {2, 2}, p1[4] = {1, 1, 1, 1};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+  tb_param(b, "w3", 4, wd, 0);
+  tb_param(b, "gw", 2, gw, 0);
+  tb_param(b, "gb", 1, &c4, 0);
+  tb_param(b, "bn_s", 1, &c4, 1);
+  tb_param(b, "bn_b", 1, &c4, 0);
+  tb_param(b, "bn_m", 1, &c4, 0);
+  tb_param(b, "bn_v", 1, &c4, 1);
+  tb_const_ints(b, "pad1", 8, pad1);
+  tb_const_ints(b, "pad2", 8, pad2);
+  tb_node(b, "Pad", "pad_a", "x,pad1", "xp1");
+  tb_node(b, "Conv", "conv", "xp1,w3", "y1");
+  tb_node(b, "Pad", "pad_b", "x,pad2", "xp2");
+  Onnx__NodeProto *n = tb_node(b, "AveragePool", "avg_a", "xp2", "y2");
+  tb_attr_ints(b, n, "kernel_shape", 2, k3);
+  tb_attr_ints(b, n, "strides", 2, s2);
+  n = tb_node(b, "MaxPool", "max_c", "x", "y3");
+  tb_attr_ints(b, n, "kernel_shape", 2, k2);
+  tb_attr_ints(b, n, "strides", 2, s2);
+  tb_attr_i(b, n, "ceil_mode", 1);
+  n = tb_node(b, "AveragePool", "avg_b", "x", "y4");
+  tb_attr_ints(b, n, "kernel_shape", 2, k3);
+  tb_attr_ints(b, n, "pads", 4, p1);
+  tb_attr_i(b, n, "count_include_pad", 1);
+  tb_node(b, "Flatten", "flat", "x", "f");
+  n = tb_node(b, "Gemm", "gemm", "f,gw,gb", "gm");
+  tb_attr_f(b, n, "alpha", 0.5f);
+  tb_attr_f(b, n, "beta", 2.0f);
+  tb_node(b, "BatchNormalization", "bn", "gm,bn_s,bn_b,bn_m,bn_v", "y5");
+  for (int i = 1; i <= 5; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "y%d", i);
+    tb_output(b, nm);
+  }
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}

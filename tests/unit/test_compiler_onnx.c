@@ -596,6 +596,95 @@ TH_TEST(transformer_matches_builders) {
   return 0;
 }
 
+/* ---- CNN variants against naive loops -------------------------------------------------------------------- */
+
+/* x [C, H, W] at (c, y, x) with zeros outside. */
+static float tt_at(const float *x, int H, int W, int c, int y, int xx) {
+  return y < 0 || y >= H || xx < 0 || xx >= W ? 0.0f : x[((size_t)c * H + y) * W + xx];
+}
+
+TH_TEST(cnn_variants_match_naive_loops) {
+  enum { N = 2, C = 2, H = 5, W = 6 };
+  size_t len;
+  uint8_t *p = tb_model_cnn_variants(&len);
+  tc_graph *g = tt_ok(p, len, N, NULL);
+  CHECK_EQ_INT(g->noutputs, 5);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_CONV2D), 1); /* the pads became the conv's and the pool's */
+  for (int i = 0; i < g->nnodes; i++) { /* the windows as the kernels (ops.c) will check them */
+    const tc_node *nd = &g->nodes[i];
+    if (nd->op == TC_OP_CONV2D) CHECK(nd->pt == 0 && nd->pl == 1 && nd->pb == 1 && nd->pr == 0);
+    if (nd->op == TC_OP_MAX_POOL) CHECK(nd->pt == 0 && nd->pl == 0 && nd->pb == 1 && nd->pr == 0); /* ceil */
+    if (nd->op == TC_OP_AVG_POOL) CHECK(nd->count_include_pad && nd->pt == 1 && nd->pb == 1);
+  }
+  float x[N * C * H * W], w[3 * C * 9], gw[60 * 4], gb[4], s[4], bb[4], m[4], v[4];
+  tb_fill(x, N * C * H * W, 3);
+  tb_data("w3", 3 * C * 9, 0, w);
+  tb_data("gw", 240, 0, gw);
+  tb_data("gb", 4, 0, gb);
+  tb_data("bn_s", 4, 1, s);
+  tb_data("bn_b", 4, 0, bb);
+  tb_data("bn_m", 4, 0, m);
+  tb_data("bn_v", 4, 1, v);
+  void *outs[5];
+  for (int k = 0; k < 5; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  const void *ins[1] = {x};
+  char err[256];
+  CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+  static const int shapes[5][4] = {{N, 3, 4, 5}, {N, C, 3, 3}, {N, C, 3, 3}, {N, C, 5, 6}, {N, 4, 0, 0}};
+  for (int k = 0; k < 5; k++) {
+    const tc_tensor *t = &g->nodes[g->outputs[k]].out;
+    CHECK_EQ_INT(t->ndim, k == 4 ? 2 : 4);
+    for (int d = 0; d < t->ndim; d++) CHECK_EQ_INT(t->shape[d], shapes[k][d]);
+  }
+  double worst = 0;
+  for (int n = 0; n < N; n++) {
+    const float *xn = x + (size_t)n * C * H * W;
+    for (int oc = 0; oc < 3; oc++) /* y1: pads top 0, left 1, bottom 1, right 0 */
+      for (int oy = 0; oy < 4; oy++)
+        for (int ox = 0; ox < 5; ox++) {
+          double acc = 0;
+          for (int c = 0; c < C; c++)
+            for (int ky = 0; ky < 3; ky++)
+              for (int kx = 0; kx < 3; kx++)
+                acc += (double)w[((oc * C + c) * 3 + ky) * 3 + kx] * tt_at(xn, H, W, c, oy + ky, ox + kx - 1);
+          worst = fmax(worst, fabs(acc - ((float *)outs[0])[((n * 3 + oc) * 4 + oy) * 5 + ox]));
+        }
+    for (int c = 0; c < C; c++) {
+      for (int oy = 0; oy < 3; oy++)
+        for (int ox = 0; ox < 3; ox++) {
+          double sum = 0, mx = -1e30;
+          for (int ky = 0; ky < 3; ky++) /* y2: 3x3 stride 2 over the 1-padded map, nine values each */
+            for (int kx = 0; kx < 3; kx++) sum += tt_at(xn, H, W, c, oy * 2 + ky - 1, ox * 2 + kx - 1);
+          for (int ky = 0; ky < 2; ky++) /* y3: 2x2 stride 2, the last window cut by the edge */
+            for (int kx = 0; kx < 2; kx++)
+              if (oy * 2 + ky < H && ox * 2 + kx < W) mx = fmax(mx, tt_at(xn, H, W, c, oy * 2 + ky, ox * 2 + kx));
+          worst = fmax(worst, fabs(sum / 9 - ((float *)outs[1])[((n * C + c) * 3 + oy) * 3 + ox]));
+          worst = fmax(worst, fabs(mx - ((float *)outs[2])[((n * C + c) * 3 + oy) * 3 + ox]));
+        }
+      for (int oy = 0; oy < H; oy++) /* y4: 3x3 stride 1 pads 1, the padding counted */
+        for (int ox = 0; ox < W; ox++) {
+          double sum = 0;
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) sum += tt_at(xn, H, W, c, oy + ky - 1, ox + kx - 1);
+          worst = fmax(worst, fabs(sum / 9 - ((float *)outs[3])[((n * C + c) * H + oy) * W + ox]));
+        }
+    }
+    for (int j = 0; j < 4; j++) { /* y5: bn(0.5 * x . gw + 2 * gb) */
+      double acc = 0;
+      for (int k = 0; k < 60; k++) acc += (double)xn[k] * gw[k * 4 + j];
+      acc = 0.5 * acc + 2.0 * gb[j];
+      acc = (acc - m[j]) / sqrt(v[j] + 1e-5) * s[j] + bb[j];
+      worst = fmax(worst, fabs(acc - ((float *)outs[4])[n * 4 + j]));
+    }
+  }
+  fprintf(stderr, "max abs diff %.3g\n", worst);
+  CHECK(worst <= 1e-5);
+  for (int k = 0; k < 5; k++) free(outs[k]);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
 /* ---- views across opsets ----------------------------------------------------------------------------------- */
 
 /* tb_model_views as builder calls, with every ONNX index resolved by hand. */
