@@ -384,3 +384,52 @@ uint8_t *tb_model_cnn_variants(size_t *len) {
   tb_free(b);
   return p;
 }
+
+/* a [N, 2, 3, 4], b [N, 1, 4, 5] (opset 17) ->
+ *   o_mm = MatMul(a, b) (b's dim 1 broadcast)       o_gs = Slice(Gather(a, [0, 2], axis 2), 1:3 step 1000, axis 3)
+ *   o_cat = Concat(a x 10, axis 3)                  o_sm = Softmax(a, axis 1)
+ *   o_ln = LayerNormalization(a, ln_s, no bias, epsilon 1e-3)
+ *   o_ex = Expand(b, [1, 3, 1, 1])                  o_af = (2 - a) / 4
+ *   o_lin = MatMul(Reshape(a, [0, -1]), Transpose(Wt [6, 24])) (a dense with Wt as it is). */
+uint8_t *tb_model_tensor_variants(size_t *len) {
+  tb *b = tb_new(17);
+  int64_t ad[4] = {-1, 2, 3, 4}, bd[4] = {-1, 1, 4, 5}, c4 = 4, wd[2] = {6, 24};
+  static const int64_t idx[2] = {0, 2}, st = 1, en = 3, ax = 3, big = 1000, shape[4] = {1, 3, 1, 1};
+  static const int64_t rs[2] = {0, -1};
+  tb_input(b, "a", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, ad);
+  tb_input(b, "b", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, bd);
+  tb_param(b, "ln_s", 1, &c4, 1);
+  tb_param(b, "Wt", 2, wd, 0);
+  tb_node(b, "MatMul", "mm", "a,b", "o_mm");
+  tb_const_ints(b, "idx", 2, idx);
+  Onnx__NodeProto *n = tb_node(b, "Gather", "gather", "a,idx", "g");
+  tb_attr_i(b, n, "axis", 2);
+  tb_const_ints(b, "st", 1, &st);
+  tb_const_ints(b, "en", 1, &en);
+  tb_const_ints(b, "ax", 1, &ax);
+  tb_const_ints(b, "big", 1, &big);
+  tb_node(b, "Slice", "slice", "g,st,en,ax,big", "o_gs");
+  n = tb_node(b, "Concat", "cat", "a,a,a,a,a,a,a,a,a,a", "o_cat");
+  tb_attr_i(b, n, "axis", 3);
+  n = tb_node(b, "Softmax", "sm", "a", "o_sm");
+  tb_attr_i(b, n, "axis", 1);
+  n = tb_node(b, "LayerNormalization", "ln", "a,ln_s", "o_ln");
+  tb_attr_f(b, n, "epsilon", 1e-3f);
+  tb_const_ints(b, "shape", 4, shape);
+  tb_node(b, "Expand", "ex", "b,shape", "o_ex");
+  tb_const_f(b, "two", 2.0f);
+  tb_const_f(b, "four", 4.0f);
+  tb_node(b, "Sub", "sub", "two,a", "s");
+  tb_node(b, "Div", "div", "s,four", "o_af");
+  tb_const_ints(b, "rs", 2, rs);
+  tb_node(b, "Reshape", "flat", "a,rs", "af");
+  tb_node(b, "Identity", "id", "af", "af2");
+  tb_node(b, "Dropout", "drop", "af2", "af3");
+  tb_node(b, "Transpose", "wT", "Wt", "W");
+  tb_node(b, "MatMul", "lin", "af3,W", "o_lin");
+  static const char *const outs[] = {"o_mm", "o_gs", "o_cat", "o_sm", "o_ln", "o_ex", "o_af", "o_lin"};
+  for (int i = 0; i < 8; i++) tb_output(b, outs[i]);
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}

@@ -87,6 +87,23 @@ static double tt_rel(const float *a, const float *b, int64_t n) {
   return d / (mx > 0 ? mx : 1);
 }
 
+/* The imported graph g and the reference r have the same outputs (names, shapes) and values a[k] ~ b[k]
+ * within tol relative to the largest magnitude; frees a[k] and b[k]. */
+static void tt_same_outputs(const tc_graph *g, const tc_graph *r, void **a, void **b, double tol) {
+  CHECK_EQ_INT(g->noutputs, r->noutputs);
+  for (int k = 0; k < g->noutputs; k++) {
+    const tc_tensor *t = &g->nodes[g->outputs[k]].out, *tr = &r->nodes[r->outputs[k]].out;
+    CHECK_STR(g->output_names[k], r->output_names[k]);
+    CHECK_EQ_INT(t->ndim, tr->ndim);
+    for (int d = 0; d < t->ndim; d++) CHECK_EQ_INT(t->shape[d], tr->shape[d]);
+    double rel = tt_rel(a[k], b[k], tc_tensor_numel(t));
+    fprintf(stderr, "  %s: max rel diff %.3g\n", g->output_names[k], rel);
+    CHECK(rel <= tol);
+    free(a[k]);
+    free(b[k]);
+  }
+}
+
 static int tt_count_op(const tc_graph *g, tc_op op) {
   int c = 0;
   for (int i = 0; i < g->nnodes; i++) c += g->nodes[i].op == op;
@@ -579,15 +596,10 @@ TH_TEST(transformer_matches_builders) {
     tt_run_xm(g, a);
     tt_run_xm(r, b);
     for (int k = 0; k < 2; k++) {
-      CHECK_STR(g->output_names[k], r->output_names[k]);
       const tc_tensor *t = &g->nodes[g->outputs[k]].out;
       CHECK(t->ndim == 3 && t->shape[0] == 2 && t->shape[1] == 5 + k && t->shape[2] == 8);
-      double rel = tt_rel(a[k], b[k], tc_tensor_numel(t));
-      fprintf(stderr, "  %s: max rel diff %.3g\n", g->output_names[k], rel);
-      CHECK(rel <= 1e-5);
-      free(a[k]);
-      free(b[k]);
     }
+    tt_same_outputs(g, r, a, b, 1e-5);
     tt_free_params(r);
     tc_graph_free(r);
     tc_graph_free(g);
@@ -685,6 +697,76 @@ TH_TEST(cnn_variants_match_naive_loops) {
   return 0;
 }
 
+/* ---- tensor variants against the builders ---------------------------------------------------------------- */
+
+static tc_graph *tt_tensor_variants_reference(int N) {
+  tc_graph *g = tc_graph_new("ref", N);
+  int ad[4] = {N, 2, 3, 4}, bd[4] = {N, 1, 4, 5};
+  int a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 4, ad), b = tc_graph_input_tensor(g, "b", TC_DTYPE_F32, 4, bd);
+  int be[4] = {N, 2, 4, 5}, ex[4] = {N, 3, 4, 5}, flat[2] = {N, 24};
+  static const int swap13[4] = {0, 3, 2, 1};
+  int cat8[8] = {a, a, a, a, a, a, a, a};
+  int c8 = tc_graph_concat_axis(g, 8, cat8, 3);
+  int cat3[3] = {c8, a, a};
+  int outs[8] = {
+      tc_graph_matmul(g, a, tc_graph_expand(g, b, 4, be), 0, 0, 1.0f),
+      tc_graph_slice(g, tc_graph_slice(g, a, 2, 0, 3, 2), 3, 1, 2, 1),
+      tc_graph_concat_axis(g, 3, cat3, 3),
+      tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, a, swap13), 1.0f, -1), swap13),
+      tc_graph_layer_norm(g, "ln", a, 1e-3f),
+      tc_graph_expand(g, b, 4, ex),
+      tc_graph_affine(g, a, -0.25f, 0.5f),
+      tc_graph_dense_named(g, "lin", tc_graph_reshape(g, a, 2, flat), 6, "Wt", NULL),
+  };
+  static const char *const names[] = {"o_mm", "o_gs", "o_cat", "o_sm", "o_ln", "o_ex", "o_af", "o_lin"};
+  for (int i = 0; i < 8; i++) CHECK(tc_graph_output(g, names[i], outs[i]) >= 0);
+  CHECK(tc_graph_finish(g) == TH_OK);
+  tt_param(g, "ln.weight", "ln_s", 1);
+  int pb = tc_graph_find_param(g, "ln.bias");
+  g->params[pb].data = calloc(4, sizeof(float));
+  tt_param(g, "Wt", "Wt", 0);
+  g->has_data = 1;
+  return g;
+}
+
+/* Runs g on inputs a, b filled by seeds 21, 22; outputs malloc'd. */
+static void tt_run2(const tc_graph *g, void **outs) {
+  void *in[2];
+  for (int k = 0; k < 2; k++) {
+    const tc_tensor *t = &g->nodes[g->inputs[k]].out;
+    in[k] = malloc((size_t)tc_tensor_bytes(t));
+    tb_fill(in[k], tc_tensor_numel(t), 21 + (uint64_t)k);
+  }
+  for (int k = 0; k < g->noutputs; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  const void *ins[2] = {in[0], in[1]};
+  char err[256];
+  th_status rc = tc_ref_run_io(g, ins, outs, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  free(in[0]);
+  free(in[1]);
+}
+
+TH_TEST(tensor_variants_match_builders) {
+  size_t len;
+  uint8_t *p = tb_model_tensor_variants(&len);
+  tc_graph *g = tt_ok(p, len, 3, NULL), *r = tt_tensor_variants_reference(3);
+  CHECK_EQ_INT(g->noutputs, 8);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_AFFINE), 1); /* (2 - a) / 4 is one affine */
+  int w = tc_graph_find_param(g, "Wt");
+  CHECK(w >= 0 && g->params[w].shape[0] == 6 && g->params[w].shape[1] == 24); /* the dense reads Wt as it is */
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_DENSE), 1);
+  void *a[8], *b[8];
+  tt_run2(g, a);
+  tt_run2(r, b);
+  tt_same_outputs(g, r, a, b, 1e-6);
+  tt_free_params(r);
+  tc_graph_free(r);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
 /* ---- views across opsets ----------------------------------------------------------------------------------- */
 
 /* tb_model_views as builder calls, with every ONNX index resolved by hand. */
@@ -745,6 +827,16 @@ TH_TEST(write_corpus) {
   static const int64_t opsets[] = {9, 11, 13, 17};
   uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer, tb_model_views};
   const char *names[] = {"cnn", "transformer", "views"};
+  uint8_t *(*const fixed[])(size_t *) = {tb_model_cnn_variants, tb_model_tensor_variants};
+  for (size_t m = 0; m < sizeof fixed / sizeof fixed[0]; m++) {
+    size_t len;
+    uint8_t *p = fixed[m](&len);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/variants%zu.onnx", dir, m);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(p, 1, len, f) == len && fclose(f) == 0);
+    free(p);
+  }
   for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
     for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
       size_t len;
