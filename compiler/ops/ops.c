@@ -221,12 +221,13 @@ th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
     used += (size_t)w;
     w = 0;
+    int ab = wl->kernel == TC_KERNEL_UNARY && (wl->op == TC_UNARY_AFFINE || wl->op == TC_UNARY_HARD_SIGMOID);
     if (wl->kernel == TC_KERNEL_BATCH_MATMUL || wl->kernel == TC_KERNEL_SOFTMAX_ROWS ||
-        wl->kernel == TC_KERNEL_LAYER_NORM || (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_AFFINE))
+        wl->kernel == TC_KERNEL_LAYER_NORM || ab)
       w = snprintf(out + used, n - used, " a%.9g", (double)wl->alpha);
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
     used += (size_t)w;
-    if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_AFFINE) {
+    if (ab) {
       w = snprintf(out + used, n - used, " b%.9g", (double)wl->beta);
       if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
       used += (size_t)w;

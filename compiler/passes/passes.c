@@ -1049,6 +1049,20 @@ static th_status tc__softmax_call(tc_graph *g, const tc__views *vs, tc_call *c, 
   return rc;
 }
 
+/* TC_KERNEL_UNARY's operation for a unary graph op. */
+static int tc__unary_op(tc_op op) {
+  switch (op) {
+    case TC_OP_GELU: return TC_UNARY_GELU;
+    case TC_OP_TANH: return TC_UNARY_TANH;
+    case TC_OP_CAST: return TC_UNARY_CAST_I64;
+    case TC_OP_SIGMOID: return TC_UNARY_SIGMOID;
+    case TC_OP_HARD_SIGMOID: return TC_UNARY_HARD_SIGMOID;
+    case TC_OP_HARD_SWISH: return TC_UNARY_HARD_SWISH;
+    case TC_OP_SILU: return TC_UNARY_SILU;
+    default: return TC_UNARY_AFFINE;
+  }
+}
+
 /* One node's calls (a channel concat of maps and a tensor concat make one per input); *n advances. */
 static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, int *n, int i) {
   tc_node *nd = &g->nodes[i];
@@ -1214,12 +1228,14 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     case TC_OP_TANH:
     case TC_OP_CAST:
     case TC_OP_AFFINE:
+    case TC_OP_SIGMOID:
+    case TC_OP_HARD_SIGMOID:
+    case TC_OP_HARD_SWISH:
+    case TC_OP_SILU:
+      /* element-wise: a channel-blocked map is read and written in its own layout */
       tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc_tensor_numel(&nd->out), 1, 1, 1, 1, 1, 1);
-      c->wl.op = nd->op == TC_OP_GELU   ? TC_UNARY_GELU
-                 : nd->op == TC_OP_TANH ? TC_UNARY_TANH
-                 : nd->op == TC_OP_CAST ? TC_UNARY_CAST_I64
-                                        : TC_UNARY_AFFINE;
-      if (nd->op == TC_OP_AFFINE) {
+      c->wl.op = tc__unary_op(nd->op);
+      if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID) {
         c->wl.alpha = nd->alpha;
         c->wl.beta = nd->shift;
       }
