@@ -35,6 +35,20 @@ const char *tc_op_name(tc_op op) {
   return tc__op_names[op];
 }
 
+int tc_op_activation(tc_op op) {
+  switch (op) {
+    case TC_OP_RELU: return TC_EPI_RELU;
+    case TC_OP_CLIP: return TC_EPI_CLIP;
+    case TC_OP_GELU: return TC_EPI_GELU;
+    case TC_OP_TANH: return TC_EPI_TANH;
+    case TC_OP_SIGMOID: return TC_EPI_SIGMOID;
+    case TC_OP_HARD_SIGMOID: return TC_EPI_HARD_SIGMOID;
+    case TC_OP_HARD_SWISH: return TC_EPI_HARD_SWISH;
+    case TC_OP_SILU: return TC_EPI_SILU;
+    default: return 0;
+  }
+}
+
 static void tc__err(tc_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void tc__err(tc_graph *g, const char *fmt, ...) {
   if (g->err[0]) return;

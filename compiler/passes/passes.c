@@ -76,7 +76,9 @@ th_status tc_pass_fold_bn(tc_graph *g) {
   return TH_OK;
 }
 
-#define TC__ACT (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH)
+/* the activations of imported CNNs: fused into a conv (depthwise too) or dense only */
+#define TC__CNN_ACT (TC_EPI_SIGMOID | TC_EPI_HARD_SIGMOID | TC_EPI_HARD_SWISH | TC_EPI_SILU)
+#define TC__ACT (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH | TC__CNN_ACT)
 
 static int tc__same_shape(const tc_tensor *a, const tc_tensor *b) {
   if (a->ndim != b->ndim) return 0;
@@ -234,18 +236,26 @@ th_status tc_pass_fuse(tc_graph *g) {
       case TC_OP_RELU:
       case TC_OP_CLIP:
       case TC_OP_GELU:
-      case TC_OP_TANH: {
+      case TC_OP_TANH:
+      case TC_OP_SIGMOID:
+      case TC_OP_HARD_SIGMOID:
+      case TC_OP_HARD_SWISH:
+      case TC_OP_SILU: {
         tc_node *p = &g->nodes[x];
+        int flag = tc_op_activation(nd->op);
         int gt = nd->op == TC_OP_GELU || nd->op == TC_OP_TANH; /* dense epilogues only */
-        if (u[x] == 1 && tc__can_take_epilogue(g, p) && (!gt || p->op == TC_OP_DENSE)) {
+        int cnn = (flag & TC__CNN_ACT) != 0;                   /* conv and dense epilogues only */
+        if (u[x] == 1 && tc__can_take_epilogue(g, p) && (!gt || p->op == TC_OP_DENSE) &&
+            (!cnn || p->op != TC_OP_ADD)) {
           if (nd->op == TC_OP_CLIP) {
             p->clip_min = nd->clip_min;
             p->clip_max = nd->clip_max;
           }
-          p->epilogue |= nd->op == TC_OP_RELU   ? TC_EPI_RELU
-                         : nd->op == TC_OP_CLIP ? TC_EPI_CLIP
-                         : nd->op == TC_OP_GELU ? TC_EPI_GELU
-                                                : TC_EPI_TANH;
+          if (nd->op == TC_OP_HARD_SIGMOID) { /* a conv or dense has no use for alpha and shift */
+            p->alpha = nd->alpha;
+            p->shift = nd->shift;
+          }
+          p->epilogue |= flag;
           tc__replace(g, i, x);
         }
         break;
@@ -302,6 +312,10 @@ static int tc__map_of(const tc_graph *g, const int *map, int i) {
     case TC_OP_LAYOUT: return 1;
     case TC_OP_RELU:
     case TC_OP_CLIP:
+    case TC_OP_SIGMOID:
+    case TC_OP_HARD_SIGMOID:
+    case TC_OP_HARD_SWISH:
+    case TC_OP_SILU:
     case TC_OP_DROPOUT: return map[nd->inputs[0]];
     case TC_OP_ADD:
       return map[nd->inputs[0]] && map[nd->inputs[1]] &&
@@ -331,6 +345,10 @@ static int tc__takes_blocked(const tc_graph *g, const int *map, int j, int x) {
     case TC_OP_BATCH_NORM:
     case TC_OP_RELU:
     case TC_OP_CLIP:
+    case TC_OP_SIGMOID: /* element-wise (UNARY): the layout does not matter */
+    case TC_OP_HARD_SIGMOID:
+    case TC_OP_HARD_SWISH:
+    case TC_OP_SILU:
     case TC_OP_DROPOUT:
     case TC_OP_MAX_POOL:
     case TC_OP_AVG_POOL:
@@ -824,6 +842,10 @@ static void tc__wl_epilogue(tc_workload *wl, const tc_node *nd) {
   wl->epilogue = nd->epilogue;
   wl->clip_min = nd->clip_min;
   wl->clip_max = nd->clip_max;
+  if (nd->epilogue & TC_EPI_HARD_SIGMOID) {
+    wl->alpha = nd->alpha;
+    wl->beta = nd->shift;
+  }
 }
 
 /* The conv or pooling window: kernel, strides, padding. */

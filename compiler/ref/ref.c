@@ -29,20 +29,6 @@ static float tc__act(float v, int epi, const tc_node *nd) {
   return v;
 }
 
-/* The epilogue flag of an element-wise activation op; 0 for other ops. */
-static int tc__act_epi(tc_op op) {
-  switch (op) {
-    case TC_OP_RELU: return TC_EPI_RELU;
-    case TC_OP_CLIP: return TC_EPI_CLIP;
-    case TC_OP_GELU: return TC_EPI_GELU;
-    case TC_OP_TANH: return TC_EPI_TANH;
-    case TC_OP_SIGMOID: return TC_EPI_SIGMOID;
-    case TC_OP_HARD_SIGMOID: return TC_EPI_HARD_SIGMOID;
-    case TC_OP_HARD_SWISH: return TC_EPI_HARD_SWISH;
-    case TC_OP_SILU: return TC_EPI_SILU;
-    default: return 0;
-  }
-}
 
 /* Row-major element strides of t (a size-1 dimension gets stride 0 when bcast, so that it broadcasts),
  * right-aligned to rank `rank`: dimensions t lacks get stride 0. */
@@ -221,7 +207,7 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
     case TC_OP_HARD_SIGMOID:
     case TC_OP_HARD_SWISH:
     case TC_OP_SILU:
-      for (int64_t k = 0; k < numel; k++) out[k] = tc__act(in0[k], tc__act_epi(nd->op), nd);
+      for (int64_t k = 0; k < numel; k++) out[k] = tc__act(in0[k], tc_op_activation(nd->op), nd);
       return TH_OK;
     case TC_OP_ADD: {
       int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];

@@ -21,6 +21,10 @@ static float tc__ref_epi(const tc_workload *wl, double v, const float *bias, int
   if (wl->epilogue & TC_EPI_RELU) v = v > 0 ? v : 0;
   if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
   if (wl->epilogue & TC_EPI_GELU) v = v * 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+  if (wl->epilogue & TC_EPI_SIGMOID) v = 1.0 / (1.0 + exp(-v));
+  if (wl->epilogue & TC_EPI_HARD_SIGMOID) v = tc__ref_hard_sigmoid(v, wl->alpha, wl->beta);
+  if (wl->epilogue & TC_EPI_HARD_SWISH) v = v * tc__ref_hard_sigmoid(v, 1.0 / 6.0, 0.5);
+  if (wl->epilogue & TC_EPI_SILU) v = v / (1.0 + exp(-v));
   if (wl->epilogue & TC_EPI_TANH) return tanhf((float)v);
   return (float)v;
 }

@@ -874,6 +874,40 @@ static tc_graph *tc__act_graph(int batch) {
   return g;
 }
 
+/* Its calls: every activation after a conv or dense fused into it (hard sigmoid's alpha and beta in the
+ * workload), the four that cannot fuse as UNARY calls that read the blocked maps as they are (no
+ * reorder around them), each squeeze-excite product a BINARY call. With the layout pass, reorders: the
+ * two operands of each product and the map output (the 3-channel input is read plain). */
+static void tc__check_act_calls(const tc_graph *g, const tc_call *cs, int n, int layout) {
+  CHECK_EQ_INT(n, 26 + (layout ? 5 : 0));
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_BIAS), 9);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_SILU), 2);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_SIGMOID), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_HARD_SWISH), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_HARD_SIGMOID), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_RELU), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DEPTHWISE, TC_EPI_BIAS | TC_EPI_SILU), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DEPTHWISE, TC_EPI_BIAS | TC_EPI_HARD_SWISH), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_BIAS), 4);
+  static const int dense_act[4] = {TC_EPI_SIGMOID, TC_EPI_HARD_SIGMOID, TC_EPI_HARD_SWISH, TC_EPI_SILU};
+  for (int a = 0; a < 4; a++) CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, dense_act[a]), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_UNARY, 0), 4);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_BINARY, 0), 2);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_ELTWISE, 0), 1);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_LAYOUT, 0), layout ? 5 : 0);
+  for (int i = 0; i < n; i++) {
+    const tc_workload *wl = &cs[i].wl;
+    if (wl->epilogue & TC_EPI_HARD_SIGMOID)
+      CHECK(wl->kernel == TC_KERNEL_CONV2D ? wl->alpha == 1.0f / 6.0f && wl->beta == 0.5f
+                                            : wl->alpha == 0.2f && wl->beta == 0.5f);
+    if (wl->kernel == TC_KERNEL_UNARY && layout) /* the map after the pool and c6 (24 channels) */
+      CHECK(g->nodes[cs[i].node].out.cb == 8);
+  }
+  CHECK_EQ_INT(tc__live_ops(g, TC_OP_SIGMOID) + tc__live_ops(g, TC_OP_HARD_SIGMOID) +
+                   tc__live_ops(g, TC_OP_HARD_SWISH) + tc__live_ops(g, TC_OP_SILU),
+               4);
+}
+
 /* The network above at batch 1 and 2, with and without the layout pass: the reference before and after
  * the passes, the executor of the calls, and the calls compiled through LLVM all agree. */
 TH_TEST(passes_activations) {
@@ -891,6 +925,7 @@ TH_TEST(passes_activations) {
       int n = 0;
       fprintf(stderr, "activations: batch %d, layout pass %d\n", batch, layout);
       tc_call *cs = tc__pipeline(g, layout, ins, 1e-6, 1, &n, &ws);
+      tc__check_act_calls(g, cs, n, layout);
       tc__run_compiled(g, cs, n, ws, ins, got);
       tc__same_outputs(g, got, want, 1e-4, "compiled calls");
       tc__outputs_free(want);
