@@ -291,6 +291,19 @@ static int tc__is_cnn_op(tc_op op) {
          op == TC_OP_AVG_POOL || op == TC_OP_GLOBAL_AVG_POOL || op == TC_OP_ADAPTIVE_AVG_POOL;
 }
 
+/* A broadcast multiply of maps that keeps the channel-blocked layout (squeeze-excite's x * gate): the
+ * operands have the output's channels, and each of their other dims is the output's or 1 (a gate [n, c,
+ * 1, 1]). Both then have the output's channel block, and lowering reads them through blocked strides. */
+static int tc__map_mul(const tc_graph *g, const tc_node *nd) {
+  for (int k = 0; k < 2; k++) {
+    const tc_tensor *t = &g->nodes[nd->inputs[k]].out;
+    if (t->ndim != 4 || nd->out.ndim != 4 || t->shape[1] != nd->out.shape[1]) return 0;
+    for (int d = 0; d < 4; d++)
+      if (t->shape[d] != nd->out.shape[d] && t->shape[d] != 1) return 0;
+  }
+  return 1;
+}
+
 /* Whether node i is a CNN feature map (passes.h), given the flags of the nodes before it. */
 static int tc__map_of(const tc_graph *g, const int *map, int i) {
   const tc_node *nd = &g->nodes[i];
@@ -320,6 +333,7 @@ static int tc__map_of(const tc_graph *g, const int *map, int i) {
     case TC_OP_ADD:
       return map[nd->inputs[0]] && map[nd->inputs[1]] &&
              tc__same_shape(&g->nodes[nd->inputs[0]].out, &g->nodes[nd->inputs[1]].out);
+    case TC_OP_MUL: return map[nd->inputs[0]] && map[nd->inputs[1]] && tc__map_mul(g, nd);
     case TC_OP_CONCAT:
       if (nd->axis != 1 || nd->out.ndim != 4) return 0;
       for (int k = 0; k < nd->ninputs; k++)
@@ -356,6 +370,7 @@ static int tc__takes_blocked(const tc_graph *g, const int *map, int j, int x) {
     case TC_OP_ADAPTIVE_AVG_POOL:
     case TC_OP_LAYOUT: return 1;
     case TC_OP_ADD:
+    case TC_OP_MUL:
     case TC_OP_CONCAT: return map[j];
     /* a blocked 1x1 map is already in NCHW order */
     case TC_OP_FLATTEN: return (int64_t)g->nodes[x].out.shape[2] * g->nodes[x].out.shape[3] == 1;
@@ -1002,7 +1017,22 @@ static th_status tc__copy_call(tc_graph *g, tc_call *c, int node, int src_base, 
   return TH_OK;
 }
 
-/* TC_KERNEL_BINARY over the output's shape; operands are read through their (broadcast) views. */
+/* The 5-D space [n, c / cb, h, w, cb] of a product of blocked maps (tc__map_mul; the operands have the
+ * output's c and block cb): its shape, and the element strides of operand t, 0 where it broadcasts. */
+static void tc__blocked_strides(const tc_tensor *t, const tc_tensor *out, int *sh, int64_t *st) {
+  const int *o = out->shape, *s = t->shape;
+  int cb = out->cb;
+  int64_t dims[5] = {s[0], s[1] / cb, s[2], s[3], cb}, full[5] = {o[0], o[1] / cb, o[2], o[3], cb};
+  int64_t stride = 1;
+  for (int d = 4; d >= 0; d--) {
+    sh[d] = (int)full[d];
+    st[d] = dims[d] == 1 && full[d] != 1 ? 0 : stride;
+    stride *= dims[d];
+  }
+}
+
+/* TC_KERNEL_BINARY over the output's shape; operands are read through their (broadcast) views, or, for a
+ * product of channel-blocked maps, through their blocked layouts (the output's too). */
 static th_status tc__binary_call(tc_graph *g, const tc__views *vs, tc_call *c, int i, int op) {
   const tc_node *nd = &g->nodes[i];
   int r = nd->out.ndim, sh[TC_MAX_DIMS];
@@ -1011,10 +1041,21 @@ static th_status tc__binary_call(tc_graph *g, const tc__views *vs, tc_call *c, i
   if (va->bad || vb->bad)
     return tc__fail(g, TH_ERR_INVALID, "node %d (%s) reads a channel-blocked map without a reorder",
                     i, tc_op_name(nd->op));
-  tc__bcast_strides(&g->nodes[nd->inputs[0]].out, va->st, &nd->out, sa);
-  tc__bcast_strides(&g->nodes[nd->inputs[1]].out, vb->st, &nd->out, sb);
-  tc__rowmajor(&nd->out, so);
-  memcpy(sh, nd->out.shape, sizeof sh);
+  if (nd->out.cb > 1) { /* maps (never views), all three in one channel block */
+    const tc_tensor *ta = &g->nodes[nd->inputs[0]].out, *tb = &g->nodes[nd->inputs[1]].out;
+    if (!vs->map[i] || ta->cb != nd->out.cb || tb->cb != nd->out.cb)
+      return tc__fail(g, TH_ERR_INVALID, "node %d (%s): operands in another channel block", i,
+                      tc_op_name(nd->op));
+    r = 5;
+    tc__blocked_strides(ta, &nd->out, sh, sa);
+    tc__blocked_strides(tb, &nd->out, sh, sb);
+    tc__blocked_strides(&nd->out, &nd->out, sh, so);
+  } else {
+    tc__bcast_strides(&g->nodes[nd->inputs[0]].out, va->st, &nd->out, sa);
+    tc__bcast_strides(&g->nodes[nd->inputs[1]].out, vb->st, &nd->out, sb);
+    tc__rowmajor(&nd->out, so);
+    memcpy(sh, nd->out.shape, sizeof sh);
+  }
   int n = tc__merge_dims(r, sh, st, 3);
   if (n > TC_WL_DIMS)
     return tc__fail(g, TH_ERR_UNSUPPORTED, "node %d: binary over %d dimensions", i, n);

@@ -838,8 +838,8 @@ static void tc__run_compiled(const tc_graph *g, const tc_call *cs, int n, int64_
  * times the gate), a projection, conv + hard swish, depthwise stride 2 + hard swish, a squeeze-excite
  * with relu and torch's hard sigmoid (adaptive pool, the gate as the first factor); then activations
  * that cannot fuse (after a max pool, and on a conv output used twice) and a head of dense layers with
- * each activation. Outputs: the logits, the unfused chain (a map) and a dense with ONNX's default hard
- * sigmoid (0.2, 0.5). */
+ * each activation, and a product of two maps of one shape. Outputs: the logits, the unfused chain (a map)
+ * and a dense with ONNX's default hard sigmoid (0.2, 0.5). */
 static tc_graph *tc__act_graph(int batch) {
   tc_graph *g = tc_graph_new("act-net", batch);
   int x = tc_graph_input(g, 3, 20, 20);
@@ -859,7 +859,7 @@ static tc_graph *tc__act_graph(int batch) {
   int u = tc_graph_sigmoid(g, tc_graph_max_pool(g, x, 2, 1, 0, 0));
   u = tc_graph_hard_swish(g, tc_graph_hard_sigmoid(g, u, 0.2f, 0.5f));
   int c6 = tc_graph_conv(g, "c6", u, 24, 1, 1, 1, 1, 0, 0, 1, 1);
-  u = tc_graph_add(g, tc_graph_silu(g, c6), c6);
+  u = tc_graph_mul(g, tc_graph_add(g, tc_graph_silu(g, c6), c6), c6); /* a same-shape product of maps */
   int y = tc_graph_flatten(g, tc_graph_global_avg_pool(g, x));
   y = tc_graph_hard_swish(g, tc_graph_dense(g, "fc1", y, 32, 1));
   int hs = tc_graph_hard_sigmoid(g, tc_graph_dense(g, "fc_hs", y, 8, 1), 0.2f, 0.5f);
@@ -876,10 +876,11 @@ static tc_graph *tc__act_graph(int batch) {
 
 /* Its calls: every activation after a conv or dense fused into it (hard sigmoid's alpha and beta in the
  * workload), the four that cannot fuse as UNARY calls that read the blocked maps as they are (no
- * reorder around them), each squeeze-excite product a BINARY call. With the layout pass, reorders: the
- * two operands of each product and the map output (the 3-channel input is read plain). */
+ * reorder around them), each squeeze-excite product a BINARY call that reads the blocked map and gate
+ * ([n, c / 16 blocks, h * w, 16 lanes], the gate broadcast along h * w). With the layout pass, one
+ * reorder: the map output (the 3-channel input is read plain). */
 static void tc__check_act_calls(const tc_graph *g, const tc_call *cs, int n, int layout) {
-  CHECK_EQ_INT(n, 26 + (layout ? 5 : 0));
+  CHECK_EQ_INT(n, 27 + layout);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_BIAS), 9);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_SILU), 2);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_CONV2D, TC_EPI_SIGMOID), 1);
@@ -892,9 +893,9 @@ static void tc__check_act_calls(const tc_graph *g, const tc_call *cs, int n, int
   static const int dense_act[4] = {TC_EPI_SIGMOID, TC_EPI_HARD_SIGMOID, TC_EPI_HARD_SWISH, TC_EPI_SILU};
   for (int a = 0; a < 4; a++) CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, dense_act[a]), 1);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_UNARY, 0), 4);
-  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_BINARY, 0), 2);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_BINARY, 0), 3);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_ELTWISE, 0), 1);
-  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_LAYOUT, 0), layout ? 5 : 0);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_LAYOUT, 0), layout);
   for (int i = 0; i < n; i++) {
     const tc_workload *wl = &cs[i].wl;
     if (wl->epilogue & TC_EPI_HARD_SIGMOID)
@@ -902,6 +903,18 @@ static void tc__check_act_calls(const tc_graph *g, const tc_call *cs, int n, int
                                             : wl->alpha == 0.2f && wl->beta == 0.5f);
     if (wl->kernel == TC_KERNEL_UNARY && layout) /* the map after the pool and c6 (24 channels) */
       CHECK(g->nodes[cs[i].node].out.cb == 8);
+    if (wl->kernel == TC_KERNEL_BINARY && layout && g->nodes[cs[i].node].out.cb == 8) /* c6 x c6 */
+      CHECK(wl->ndim == 1 && wl->astride[0] == 1 && wl->bstride[0] == 1);
+    else if (wl->kernel == TC_KERNEL_BINARY && layout) { /* [blocks,] h * w, 16 (one block dropped) */
+      const tc_tensor *o = &g->nodes[cs[i].node].out;
+      int d = wl->ndim, hw = o->shape[2] * o->shape[3], blocks = o->shape[0] * o->shape[1] / 16;
+      int gate = wl->astride[d - 2] == 0 ? 0 : 1;
+      const int *st[2] = {wl->astride, wl->bstride};
+      CHECK(o->cb == 16 && d == 2 + (blocks > 1));
+      CHECK(wl->shape[d - 1] == 16 && wl->shape[d - 2] == hw && (d == 2 || wl->shape[0] == blocks));
+      CHECK(st[1 - gate][d - 2] == 16 && st[1 - gate][d - 1] == 1 && (d == 2 || st[1 - gate][0] == hw * 16));
+      CHECK(st[gate][d - 2] == 0 && st[gate][d - 1] == 1 && (d == 2 || st[gate][0] == 16));
+    }
   }
   CHECK_EQ_INT(tc__live_ops(g, TC_OP_SIGMOID) + tc__live_ops(g, TC_OP_HARD_SIGMOID) +
                    tc__live_ops(g, TC_OP_HARD_SWISH) + tc__live_ops(g, TC_OP_SILU),
