@@ -649,9 +649,25 @@ static int tc__ox_known(const char *op) {
   return tc__ox_converter(op) || tc__ox_foldable(op);
 }
 
+/* The opset that introduced op, for the known ops that came after TC_ONNX_OPSET_MIN (a file that uses one
+ * at a lower opset is not valid ONNX for that opset, and its semantics there are undefined). */
+static int64_t tc__ox_since(const char *op) {
+  static const struct {
+    const char *op;
+    int64_t since;
+  } t[] = {{"Expand", 8},       {"Where", 9},     {"ConstantOfShape", 9}, {"Erf", 9},
+           {"Mod", 10},         {"Range", 11},    {"HardSwish", 14},      {"LayerNormalization", 17},
+           {"LessOrEqual", 12}, {"GreaterOrEqual", 12}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (strcmp(t[i].op, op) == 0) return t[i].since;
+  return TC_ONNX_OPSET_MIN;
+}
+
 static th_status tc__ox_node(tc__ox *x, int k) {
   const Onnx__NodeProto *n = x->gp->node[k];
   if (!tc__ox_known(n->op_type)) return tc__ox_unsupported(x, n, "%s", "");
+  if (tc__ox_since(n->op_type) > x->opset)
+    return tc__ox_unsupported(x, n, "not in the default domain before opset %lld", (long long)tc__ox_since(n->op_type));
   for (size_t i = 0; i < n->n_input; i++) {
     tc__oxv *v = tc__ox_find(x, n->input[i]);
     if (!v) continue;

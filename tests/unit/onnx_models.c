@@ -433,3 +433,33 @@ uint8_t *tb_model_tensor_variants(size_t *len) {
   tb_free(b);
   return p;
 }
+
+/* x [N, 4] -> y1 = Sigmoid, y2 = HardSigmoid(alpha 0.3, beta 0.4), y3 = x * Sigmoid(x) (silu),
+ * y4 = HardSigmoid(x, 1/6, 0.5) * x (hard swish, as torch exports it below opset 14), and from opset 14
+ * y5 = HardSwish(x). */
+uint8_t *tb_model_activations(int64_t opset, size_t *len) {
+  tb *b = tb_new(opset);
+  int64_t xd[2] = {-1, 4};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, xd);
+  tb_node(b, "Sigmoid", "sig", "x", "y1");
+  Onnx__NodeProto *n = tb_node(b, "HardSigmoid", "hs", "x", "y2");
+  tb_attr_f(b, n, "alpha", 0.3f);
+  tb_attr_f(b, n, "beta", 0.4f);
+  tb_node(b, "Sigmoid", "sig2", "x", "s2");
+  tb_node(b, "Mul", "silu", "x,s2", "y3");
+  n = tb_node(b, "HardSigmoid", "hs2", "x", "h2");
+  tb_attr_f(b, n, "alpha", 1.0f / 6);
+  tb_node(b, "Mul", "hswish", "h2,x", "y4");
+  for (int i = 1; i <= 4; i++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "y%d", i);
+    tb_output(b, nm);
+  }
+  if (opset >= 14) {
+    tb_node(b, "HardSwish", "hsw", "x", "y5");
+    tb_output(b, "y5");
+  }
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}

@@ -767,6 +767,50 @@ TH_TEST(tensor_variants_match_builders) {
   return 0;
 }
 
+/* ---- activations --------------------------------------------------------------------------------------------- */
+
+static double tt_hsig(double v, double a, double b) {
+  v = a * v + b;
+  return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+TH_TEST(activations_match_formulas) {
+  static const int64_t opsets[] = {13, 14};
+  for (size_t i = 0; i < 2; i++) {
+    size_t len;
+    uint8_t *p = tb_model_activations(opsets[i], &len);
+    tc_graph *g = tt_ok(p, len, 3, NULL);
+    CHECK_EQ_INT(g->noutputs, opsets[i] >= 14 ? 5 : 4);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_SILU), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_HARD_SWISH), opsets[i] >= 14 ? 2 : 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MUL), 0);
+    float x[12];
+    tb_fill(x, 12, 9);
+    for (int k = 0; k < 12; k++) x[k] *= 5; /* past hard sigmoid's corners */
+    void *outs[5];
+    for (int k = 0; k < g->noutputs; k++) outs[k] = malloc(12 * sizeof(float));
+    const void *ins[1] = {x};
+    CHECK(tc_ref_run_io(g, ins, outs, NULL, 0) == TH_OK);
+    double worst = 0;
+    for (int k = 0; k < 12; k++) {
+      double v = x[k], sg = 1 / (1 + exp(-v));
+      double want[5] = {sg, tt_hsig(v, 0.3, 0.4), v * sg, v * tt_hsig(v, 1.0 / 6, 0.5), v * tt_hsig(v, 1.0 / 6, 0.5)};
+      for (int o = 0; o < g->noutputs; o++) worst = fmax(worst, fabs(want[o] - ((float *)outs[o])[k]));
+    }
+    fprintf(stderr, "opset %lld: max abs diff %.3g\n", (long long)opsets[i], worst);
+    CHECK(worst <= 1e-5);
+    for (int k = 0; k < g->noutputs; k++) free(outs[k]);
+    tc_graph_free(g);
+    free(p);
+  }
+  /* HardSwish is not an op before opset 14 */
+  tb *b = tt_tiny(13);
+  tb_node(b, "HardSwish", "hsw", "y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "HardSwish (node 'hsw', opset 13: not in the default domain before opset 14)");
+  return 0;
+}
+
 /* ---- views across opsets ----------------------------------------------------------------------------------- */
 
 /* tb_model_views as builder calls, with every ONNX index resolved by hand. */
