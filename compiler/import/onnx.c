@@ -108,6 +108,7 @@ static int tc__ox_add(tc__ox *x, const char *s) {
   v->producer = v->init = -1;
   v->node = -1;
   v->c.src = i;
+  v->param = -1;
   x->slots[h] = i;
   return i;
 }
@@ -169,18 +170,10 @@ static th_status tc__ox_ptrack(tc__ox *x) {
   if (need <= x->pcap) return TH_OK;
   int cap = x->pcap ? x->pcap : 64;
   while (cap < need) cap *= 2;
-  int *ps = realloc(x->psrc, (size_t)cap * sizeof *ps);
-  if (ps) x->psrc = ps;
-  unsigned char *pt = realloc(x->ptrans, (size_t)cap);
-  if (pt) x->ptrans = pt;
-  float *sc = realloc(x->pscale, (size_t)cap * sizeof *sc);
-  if (sc) x->pscale = sc;
-  if (!ps || !pt || !sc) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
-  for (int i = x->pcap; i < cap; i++) {
-    x->psrc[i] = -1;
-    x->ptrans[i] = 0;
-    x->pscale[i] = 1.0f;
-  }
+  tc__ox_pinfo *pi = realloc(x->pinfo, (size_t)cap * sizeof *pi);
+  if (!pi) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+  for (int i = x->pcap; i < cap; i++) pi[i] = (tc__ox_pinfo){-1, -1, -1, 0, 1.0f};
+  x->pinfo = pi;
   x->pcap = cap;
   return TH_OK;
 }
@@ -201,20 +194,23 @@ th_status tc__ox_bind_param(tc__ox *x, const Onnx__NodeProto *n, int *slot, cons
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "'%s' has %lld elements, the layer needs %lld", v->name,
                         (long long)c->n, (long long)p->numel);
   int src = c->src;
-  for (int q = 0; q < g->nparams; q++) {
-    if (q == pid || x->psrc[q] != src || x->ptrans[q] != trans || x->pscale[q] != scale) continue;
+  tc__oxv *sv = &x->vals[src];
+  for (int q = sv->param; q >= 0; q = x->pinfo[q].next) {
     const tc_param *o = &g->params[q];
-    if (o->ndim == p->ndim && memcmp(o->shape, p->shape, sizeof o->shape) == 0) {
+    if (q == pid || x->pinfo[q].trans != trans || x->pinfo[q].scale != scale) continue;
+    if (o->ndim == p->ndim && memcmp(o->shape, p->shape, (size_t)o->ndim * sizeof o->shape[0]) == 0) {
       *slot = q; /* the builder's new parameter is left unused and dropped at the end */
       return TH_OK;
     }
   }
-  const char *nm = th_arena_strdup(g->arena, x->vals[src].name);
+  const char *nm = th_arena_strdup(g->arena, sv->name);
   if (!nm) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
   p->name = nm;
-  x->psrc[pid] = src;
-  x->ptrans[pid] = (unsigned char)(trans != 0);
-  x->pscale[pid] = scale;
+  x->pinfo[pid].src = src;
+  x->pinfo[pid].trans = trans != 0;
+  x->pinfo[pid].scale = scale;
+  x->pinfo[pid].next = sv->param;
+  sv->param = pid;
   if (!x->opts->weights || c->n == 0) return TH_OK;
   float *d = th_arena_alloc(g->arena, (size_t)c->n * sizeof(float));
   if (!d) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory copying '%s'", v->name);
@@ -263,6 +259,7 @@ th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id
   th_status rc = tc__ox_bind_node(x, n, NULL, k);
   if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[k].weight, v, 0, 1.0f);
   if (rc != TH_OK) return rc;
+  x->pinfo[x->g->nodes[k].weight].mat = (int)(v - x->vals);
   v->node = k;
   *id = k;
   return TH_OK;
@@ -325,10 +322,10 @@ static th_status tc__ox_check_model(tc__ox *x) {
 
 /* ---- the value table --------------------------------------------------------------------------------- */
 
-static int tc__ox_is_init(const tc__ox *x, const char *s) {
-  for (size_t i = 0; i < x->gp->n_initializer; i++)
-    if (strcmp(tc__ox_s(x->gp->initializer[i]->name), s) == 0) return 1;
-  return 0;
+/* Whether s names an initializer (they enter the name table first). */
+static int tc__ox_is_init(tc__ox *x, const char *s) {
+  const tc__oxv *v = tc__ox_find(x, s);
+  return v && v->init >= 0;
 }
 
 static th_status tc__ox_values(tc__ox *x) {
@@ -390,9 +387,8 @@ static th_status tc__ox_values(tc__ox *x) {
         return tc__ox_nfail(x, n, TH_ERR_INVALID,
                             "input '%.100s' is dangling: no node, graph input or initializer produces it", nm);
       v->uses++;
-      int seen = 0;
-      for (size_t j = 0; j < i; j++) seen |= strcmp(tc__ox_s(n->input[j]), nm) == 0;
-      if (!seen) {
+      if (v->mark != (int)k + 1) { /* each node once per value it reads */
+        v->mark = (int)k + 1;
         v->ncons++;
         ncons++;
       }
@@ -509,76 +505,72 @@ static th_status tc__ox_sort(tc__ox *x) {
 
 /* ---- inputs ------------------------------------------------------------------------------------------ */
 
-/* Finds NAME in opts->shapes ("NAME:DxDxD,NAME2:DxD"): its dims (the first may be N, returned as 0).
- * Returns the rank, 0 when absent, -1 for a malformed string (message in x). Names run to the last ':'. */
+/* Parses one entry [s, end) of opts->shapes, "NAME:DxDxD" (names run to the last ':'; the first D may be
+ * N, returned as 0): its rank, or -1 for a malformed entry (message in x). */
+static int tc__ox_shape_entry(tc__ox *x, const char *s, const char *end, size_t *namelen, int64_t *dims) {
+  const char *colon = NULL;
+  for (const char *p = s; p < end; p++)
+    if (*p == ':') colon = p;
+  int rank = 0;
+  const char *p = colon ? colon + 1 : end;
+  if (!colon || colon == s || p == end) goto bad;
+  while (p < end) {
+    int64_t v = 0;
+    if (*p == 'N' && rank == 0) {
+      p++;
+    } else {
+      if (*p < '0' || *p > '9') goto bad;
+      while (p < end && *p >= '0' && *p <= '9') {
+        v = v * 10 + (*p++ - '0');
+        if (v > TC_ONNX_MAX_DIM) goto bad;
+      }
+      if (v < 1) goto bad;
+    }
+    if (rank == TC__OX_RANK) goto bad;
+    dims[rank++] = v;
+    if (p < end && (*p != 'x' || p + 1 == end)) goto bad;
+    if (p < end) p++;
+  }
+  *namelen = (size_t)(colon - s);
+  return rank;
+bad:
+  tc__ox_fail(x, TH_ERR_INVALID,
+              "bad shapes string '%.200s': entries are NAME:DxDxD, positive dimensions up to %lld (the first may be "
+              "N), separated by commas",
+              x->opts->shapes, (long long)TC_ONNX_MAX_DIM);
+  return -1;
+}
+
+/* The dims opts->shapes gives input `name`: the rank, 0 when it gives none, -1 for a malformed string. */
 static int tc__ox_shape_of(tc__ox *x, const char *name, int64_t *dims) {
-  const char *s = x->opts->shapes;
-  if (!s) return 0;
-  while (*s) {
+  for (const char *s = x->opts->shapes; s && *s;) {
     const char *end = strchr(s, ',');
     if (!end) end = s + strlen(s);
-    const char *colon = NULL;
-    for (const char *p = s; p < end; p++)
-      if (*p == ':') colon = p;
-    if (!colon || colon == s || colon + 1 == end) {
-      tc__ox_fail(x, TH_ERR_INVALID, "bad shapes string '%.200s': each entry is NAME:DxDxD", x->opts->shapes);
-      return -1;
-    }
-    int rank = 0;
-    int64_t tmp[TC__OX_RANK];
-    const char *p = colon + 1;
-    while (p < end) {
-      int64_t v = 0;
-      if (*p == 'N' && rank == 0) {
-        p++;
-      } else {
-        if (*p < '0' || *p > '9') goto bad;
-        while (p < end && *p >= '0' && *p <= '9') {
-          v = v * 10 + (*p++ - '0');
-          if (v > TC_ONNX_MAX_DIM) goto bad;
-        }
-        if (v < 1) goto bad;
-      }
-      if (rank == TC__OX_RANK) goto bad;
-      tmp[rank++] = v;
-      if (p < end && *p != 'x') goto bad;
-      if (p < end && ++p == end) goto bad; /* a trailing 'x' */
-    }
-    if (rank == 0) goto bad;
-    if ((size_t)(colon - s) == strlen(name) && memcmp(s, name, strlen(name)) == 0) {
-      memcpy(dims, tmp, (size_t)rank * sizeof *dims);
-      return rank;
-    }
+    size_t nl;
+    int rank = tc__ox_shape_entry(x, s, end, &nl, dims);
+    if (rank < 0) return -1;
+    if (nl == strlen(name) && memcmp(s, name, nl) == 0) return rank;
     s = *end ? end + 1 : end;
-    continue;
-  bad:
-    tc__ox_fail(x, TH_ERR_INVALID,
-                "bad shapes string '%.200s': dimensions are positive integers up to %lld separated by 'x' "
-                "(the first may be N)",
-                x->opts->shapes, (long long)TC_ONNX_MAX_DIM);
-    return -1;
   }
   return 0;
 }
 
-/* Every name in opts->shapes must be a graph input. */
+/* opts->shapes is well formed and names only graph inputs. */
 static th_status tc__ox_check_shapes(tc__ox *x) {
-  const char *s = x->opts->shapes;
-  while (s && *s) {
+  for (const char *s = x->opts->shapes; s && *s;) {
     const char *end = strchr(s, ',');
     if (!end) end = s + strlen(s);
-    const char *colon = NULL;
-    for (const char *p = s; p < end; p++)
-      if (*p == ':') colon = p;
-    if (!colon) return tc__ox_fail(x, TH_ERR_INVALID, "bad shapes string '%.200s': each entry is NAME:DxDxD", x->opts->shapes);
+    size_t nl;
+    int64_t dims[TC__OX_RANK];
+    if (tc__ox_shape_entry(x, s, end, &nl, dims) < 0) return TH_ERR_INVALID;
     int found = 0;
     for (size_t i = 0; i < x->gp->n_input && !found; i++) {
       const char *nm = tc__ox_s(x->gp->input[i]->name);
-      found = strlen(nm) == (size_t)(colon - s) && memcmp(nm, s, (size_t)(colon - s)) == 0 && !tc__ox_is_init(x, nm);
+      found = strlen(nm) == nl && memcmp(nm, s, nl) == 0 && !tc__ox_is_init(x, nm);
     }
     if (!found)
       return tc__ox_fail(x, TH_ERR_INVALID, "shapes names '%.*s', which is not an input of the graph",
-                         (int)(colon - s > 100 ? 100 : colon - s), s);
+                         (int)(nl > 100 ? 100 : nl), s);
     s = *end ? end + 1 : end;
   }
   return TH_OK;
@@ -657,9 +649,25 @@ static int tc__ox_known(const char *op) {
   return tc__ox_converter(op) || tc__ox_foldable(op);
 }
 
+/* The opset that introduced op, for the known ops that came after TC_ONNX_OPSET_MIN (a file that uses one
+ * at a lower opset is not valid ONNX for that opset, and its semantics there are undefined). */
+static int64_t tc__ox_since(const char *op) {
+  static const struct {
+    const char *op;
+    int64_t since;
+  } t[] = {{"Expand", 8},       {"Where", 9},     {"ConstantOfShape", 9}, {"Erf", 9},
+           {"Mod", 10},         {"Range", 11},    {"HardSwish", 14},      {"LayerNormalization", 17},
+           {"LessOrEqual", 12}, {"GreaterOrEqual", 12}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (strcmp(t[i].op, op) == 0) return t[i].since;
+  return TC_ONNX_OPSET_MIN;
+}
+
 static th_status tc__ox_node(tc__ox *x, int k) {
   const Onnx__NodeProto *n = x->gp->node[k];
   if (!tc__ox_known(n->op_type)) return tc__ox_unsupported(x, n, "%s", "");
+  if (tc__ox_since(n->op_type) > x->opset)
+    return tc__ox_unsupported(x, n, "not in the default domain before opset %lld", (long long)tc__ox_since(n->op_type));
   for (size_t i = 0; i < n->n_input; i++) {
     tc__oxv *v = tc__ox_find(x, n->input[i]);
     if (!v) continue;
@@ -694,6 +702,8 @@ static th_status tc__ox_node(tc__ox *x, int k) {
 /* "unsupported ONNX operators: Resize (node 'up1', opset 13), ..." into err. */
 static void tc__ox_list_unsupported(tc__ox *x) {
   if (!x->err || x->errlen == 0) return;
+  char also[512] = "";
+  if (x->failed) snprintf(also, sizeof also, "; the import also failed: %s", x->err);
   char *e = x->err;
   size_t len = x->errlen, k = (size_t)snprintf(e, len, "unsupported ONNX operators: ");
   int i = 0;
@@ -707,7 +717,8 @@ static void tc__ox_list_unsupported(tc__ox *x) {
     if (k + (size_t)w + 32 >= len && i + 1 < x->nunsup) break; /* keep room for the count of the rest */
     k += (size_t)snprintf(e + k, len - k, "%s", item);
   }
-  if (i < x->nunsup && k < len) snprintf(e + k, len - k, " and %d more", x->nunsup - i);
+  if (i < x->nunsup && k < len) k += (size_t)snprintf(e + k, len - k, " and %d more", x->nunsup - i);
+  if (k < len) snprintf(e + k, len - k, "%s", also);
 }
 
 /* ---- finishing ----------------------------------------------------------------------------------------- */
@@ -749,7 +760,6 @@ static th_status tc__ox_compact(tc__ox *x) {
     if (pmap[p] < 0) continue;
     pmap[p] = q;
     g->params[q] = g->params[p];
-    if (p < x->pcap && q < x->pcap) x->psrc[q] = x->psrc[p];
     q++;
   }
   g->nparams = q;
@@ -886,9 +896,7 @@ th_status tc_onnx_import(const void *data, size_t len, const tc_onnx_opts *opts,
   }
   if (x) {
     free(x->unsup);
-    free(x->psrc);
-    free(x->ptrans);
-    free(x->pscale);
+    free(x->pinfo);
   }
   free(x);
   th_arena_free(arena);

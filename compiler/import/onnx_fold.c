@@ -194,6 +194,10 @@ static th_status tc__ox_new(tc__ox *x, const Onnx__NodeProto *n, tc__oxc *c, int
     *big = 1;
     return TH_OK;
   }
+  x->fold_total += c->n;
+  if (x->fold_total > TC__OX_FOLD_TOTAL)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "constants computed at import exceed %lld elements in all",
+                        (long long)TC__OX_FOLD_TOTAL);
   return tc__ox_alloc_data(x, c);
 }
 
@@ -800,9 +804,10 @@ th_status tc__ox_fold(tc__ox *x, const Onnx__NodeProto *n, int *done) {
   int f = tc__ox_fold_find(n->op_type);
   if (f < 0) return TH_OK;
   int flags = tc__ox_folds[f].flags;
-  if (n->n_input > 64) return tc__ox_nfail(x, n, TH_ERR_INVALID, "%zu inputs", n->n_input);
-  tc__oxc *in[64];
   int nin = (int)n->n_input;
+  tc__oxc **in = th_arena_alloc(x->arena, (size_t)(nin + 1) * sizeof *in);
+  if (!in) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+  int64_t wn = -1; /* the largest float initializer read, -1 for none */
   for (int i = 0; i < nin; i++) {
     tc__oxv *v = tc__ox_in(x, n, i);
     in[i] = NULL;
@@ -810,6 +815,7 @@ th_status tc__ox_fold(tc__ox *x, const Onnx__NodeProto *n, int *done) {
     if (v->kind != TC__OX_CONST && !(flags & F_SHAPE && i == 0 && v->kind == TC__OX_NODE)) return TH_OK;
     if (v->kind != TC__OX_CONST) continue;
     if (!(flags & F_VIEW) && v->c.fl && v->c.n > TC__OX_SMALL) return TH_OK; /* a weight: the graph does it */
+    if (v->c.fl && x->vals[v->c.src].init >= 0 && v->c.n > wn) wn = v->c.n;
     in[i] = &v->c;
   }
   if (strcmp(n->op_type, "Constant") != 0 && (nin == 0 || (!in[0] && !(flags & F_SHAPE))))
@@ -817,10 +823,21 @@ th_status tc__ox_fold(tc__ox *x, const Onnx__NodeProto *n, int *done) {
   int big = 0;
   th_status rc = tc__ox_folds[f].fn(x, n, in, nin, &big);
   if (rc != TH_OK || big) return rc;
-  /* a node reported unsupported (a list it needs is computed) is not folded either */
+  /* a node reported unsupported (a list it needs is computed) is not folded either; nor one that would
+   * make a parameter larger than the initializer it comes from (an expanded class token stays a parameter
+   * and an expand, as in the zoo) */
+  int grows = 0;
   for (size_t k = 0; k < n->n_output; k++) {
     tc__oxv *v = tc__ox_out(x, n, (int)k);
     if (v && v->kind == TC__OX_BAD) return TH_OK;
+    grows |= v && wn >= 0 && v->c.fl && v->c.n > wn;
+  }
+  if (grows) {
+    for (size_t k = 0; k < n->n_output; k++) {
+      tc__oxv *v = tc__ox_out(x, n, (int)k);
+      if (v) v->kind = TC__OX_UNSET;
+    }
+    return TH_OK;
   }
   *done = 1;
   return TH_OK;

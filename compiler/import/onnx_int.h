@@ -17,6 +17,8 @@
 
 #define TC__OX_RANK 8                       /* the most dimensions of any tensor in a file we accept */
 #define TC__OX_FOLD_MAX ((int64_t)1 << 20)  /* elements of one tensor computed at import */
+#define TC__OX_FOLD_TOTAL ((int64_t)1 << 26) /* elements computed at import over the whole file: a bomb
+                                                 of small nodes with large constant results stops here */
 #define TC__OX_SMALL 64 /* float initializers up to this many elements fold like constants; larger ones are
                            weights, kept as parameters (never copied through a fold) */
 
@@ -53,6 +55,8 @@ typedef struct tc__oxv {
   int ncons;
   int is_output;
   int node;    /* NODE: its graph node; CONST: the graph node materialising it, or -1; PAD: the input */
+  int param;   /* the first graph parameter made from this value's data (tc__ox_pinfo.next chains), -1 */
+  int mark;    /* scratch for one pass over the nodes */
   tc__oxc c;   /* CONST */
   int pads[4]; /* PAD: top, left, bottom, right */
 } tc__oxv;
@@ -61,6 +65,15 @@ typedef struct tc__ox_unsup {
   const Onnx__NodeProto *node;
   char why[160];   /* "" for an op type the importer does not know */
 } tc__ox_unsup;
+
+/* Where a graph parameter's data comes from. */
+typedef struct tc__ox_pinfo {
+  int src;     /* the value whose data it holds (an initializer), or -1 */
+  int mat;     /* the constant value it materialises (TC_OP_CONST), or -1 */
+  int next;    /* the next parameter made from the same source, or -1 */
+  int trans;   /* the data is the source's 2-D transpose */
+  float scale; /* ... times this */
+} tc__ox_pinfo;
 
 typedef struct tc__ox {
   const Onnx__ModelProto *m;
@@ -78,10 +91,9 @@ typedef struct tc__ox {
   unsigned char *done; /* per file node: converted, or absorbed by a pattern */
   tc__ox_unsup *unsup;
   int nunsup, unsup_cap;
-  int *psrc; /* per graph parameter: the value its data comes from, or -1 */
-  unsigned char *ptrans; /* per graph parameter: data is that value's 2-D transpose */
-  float *pscale;         /* per graph parameter: data is scaled by this */
+  tc__ox_pinfo *pinfo; /* per graph parameter */
   int pcap;
+  int64_t fold_total; /* elements computed by folds so far */
   int file_batch; /* the first dimension of the first input as the file fixes it, or 0 */
   char *err;
   size_t errlen;

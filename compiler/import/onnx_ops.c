@@ -84,25 +84,48 @@ static int tc__ox_weight(tc__ox *x, const tc__oxv *v, tc__oxv *w, int *trans) {
   if (v->kind != TC__OX_NODE) return 0;
   const tc_node *nd = &x->g->nodes[v->node];
   if (nd->op != TC_OP_TRANSPOSE || nd->out.ndim != 2 || nd->perm[0] != 1) return 0;
-  int c = nd->inputs[0];
-  if (x->g->nodes[c].op != TC_OP_CONST) return 0;
-  for (int i = 0; i < x->nvals; i++)
-    if (x->vals[i].kind == TC__OX_CONST && x->vals[i].node == c && x->vals[i].c.ndim == 2) {
-      *w = x->vals[i];
-      *trans = !*trans;
-      return 1;
-    }
-  return 0;
+  const tc_node *c = &x->g->nodes[nd->inputs[0]];
+  if (c->op != TC_OP_CONST || c->weight < 0 || c->weight >= x->pcap || x->pinfo[c->weight].mat < 0) return 0;
+  const tc__oxv *m = &x->vals[x->pinfo[c->weight].mat];
+  if (m->c.ndim != 2) return 0;
+  *w = *m;
+  *trans = !*trans;
+  return 1;
 }
 
 /* ---- element-wise ------------------------------------------------------------------------------------------ */
 
 static th_status tc__ox_c_unary(tc__ox *x, const Onnx__NodeProto *n) {
+  const char *op = n->op_type;
+  float alpha = 0.2f, beta = 0.5f;
   int a;
-  th_status rc = tc__ox_float_in(x, n, 0, &a);
+  th_status rc = TH_OK;
+  if (strcmp(op, "HardSigmoid") == 0) {
+    rc = tc__ox_attr_f(x, n, "alpha", 0.2f, &alpha);
+    if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "beta", 0.5f, &beta);
+  }
+  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
-  int id = strcmp(n->op_type, "Relu") == 0 ? tc_graph_relu(x->g, a) : tc_graph_tanh(x->g, a);
+  int id = strcmp(op, "Relu") == 0      ? tc_graph_relu(x->g, a)
+           : strcmp(op, "Tanh") == 0    ? tc_graph_tanh(x->g, a)
+           : strcmp(op, "Sigmoid") == 0 ? tc_graph_sigmoid(x->g, a)
+           : strcmp(op, "HardSwish") == 0 ? tc_graph_hard_swish(x->g, a)
+                                          : tc_graph_hard_sigmoid(x->g, a, alpha, beta);
   return tc__ox_set_node(x, n, 0, id);
+}
+
+/* x * sigmoid(x) is silu; x * hard_sigmoid(x) with torch's 1/6 and 0.5 is hard swish (torch exports
+ * hardswish so below opset 14). -1 when a * b is neither. */
+static int tc__ox_gated(tc__ox *x, int a, int b) {
+  for (int side = 0; side < 2; side++) {
+    const tc_node *gate = &x->g->nodes[side ? a : b];
+    int other = side ? b : a;
+    if (gate->ninputs != 1 || gate->inputs[0] != other) continue;
+    if (gate->op == TC_OP_SIGMOID) return tc_graph_silu(x->g, other);
+    if (gate->op == TC_OP_HARD_SIGMOID && fabsf(gate->alpha - 1.0f / 6) < 1e-6f && gate->shift == 0.5f)
+      return tc_graph_hard_swish(x->g, other);
+  }
+  return -1;
 }
 
 static th_status tc__ox_c_identity(tc__ox *x, const Onnx__NodeProto *n) {
@@ -167,6 +190,7 @@ static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc != TH_OK || a < 0) return rc;
   rc = tc__ox_float_in(x, n, 1, &b);
   if (rc != TH_OK || b < 0) return rc;
+  if (op == 'M' && (id = tc__ox_gated(x, a, b)) >= 0) return tc__ox_set_node(x, n, 0, id);
   id = op == 'A' ? tc_graph_add(x->g, a, b) : op == 'S' ? tc_graph_sub(x->g, a, b)
      : op == 'M' ? tc_graph_mul(x->g, a, b) : tc_graph_div(x->g, a, b);
   return tc__ox_set_node(x, n, 0, id);
@@ -674,7 +698,7 @@ static th_status tc__ox_c_slice(tc__ox *x, const Onnx__NodeProto *n) {
     if (rg[d].begin == 0 && rg[d].end == dims[d] && rg[d].step == 1) continue;
     if (rg[d].step < 0) return tc__ox_unsupported(x, n, "negative steps");
     if (tc__ox_range_len(&rg[d]) == 0) return tc__ox_unsupported(x, n, "an empty slice");
-    if (rg[d].step > INT_MAX) rg[d].step = INT_MAX;
+    if (rg[d].step > dims[d]) rg[d].step = dims[d]; /* one element either way; keeps the builder's sums small */
     id = tc_graph_slice(x->g, id, d, (int)rg[d].begin, (int)rg[d].end, (int)rg[d].step);
     rc = tc__ox_bind_node(x, n, NULL, id);
     if (rc != TH_OK) return rc;
@@ -892,6 +916,9 @@ static const struct {
     {"BatchNormalization", tc__ox_c_bn},
     {"Relu", tc__ox_c_unary},
     {"Tanh", tc__ox_c_unary},
+    {"Sigmoid", tc__ox_c_unary},
+    {"HardSigmoid", tc__ox_c_unary},
+    {"HardSwish", tc__ox_c_unary},
     {"Clip", tc__ox_c_clip},
     {"Add", tc__ox_c_binary},
     {"Sub", tc__ox_c_binary},

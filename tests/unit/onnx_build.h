@@ -46,5 +46,10 @@ void tb_param(tb *b, const char *name, int ndim, const int64_t *dims, int positi
 
 /* The test models (packed, malloc'd), shared by the unit tests and the fuzzer's corpus. */
 uint8_t *tb_model_cnn(int64_t opset, size_t *len);
+uint8_t *tb_model_transformer(int64_t opset, size_t *len);
+uint8_t *tb_model_views(int64_t opset, size_t *len);
+uint8_t *tb_model_cnn_variants(size_t *len);
+uint8_t *tb_model_tensor_variants(size_t *len);
+uint8_t *tb_model_activations(int64_t opset, size_t *len);
 
 #endif
