@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Integration tests of users' own networks (PUT/GET/DELETE /networks/{name}, `tunehub import`) against the real
 # daemon on 127.0.0.1, with ONNX files made here: a small CNN exported by torch.onnx.export (two seeds: two
-# versions) and hand-written bad files (tests/integration/onnx_models.py). Usage: onnx_api.sh CASE.
+# versions; its bundles are run against torch's output) and hand-written bad files
+# (tests/integration/onnx_models.py). Usage: onnx_api.sh CASE.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 TOKEN="s3cret-token-123"
@@ -101,6 +102,8 @@ case_upload_serve() {
     fail "manifest: $(head -c 600 "$TMP/manifest.json")"
   "$TUNEHUB" run "$TMP/a1.tar" --repeat 3 >"$TMP/run.txt" 2>&1 || { cat "$TMP/run.txt"; fail "tunehub run"; }
   grep -q "3 runs" "$TMP/run.txt" || fail "run: $(cat "$TMP/run.txt")"
+  # and it computes what torch computes with the same weights
+  /usr/bin/python3 "$here/onnx_models.py" check "$TMP/a1.tar" 1 1 || fail "the bundle's output is not torch's"
   expect_status 200 "$BASE/models?network=tiny"
   jq_ok '.count == 1 and .models[0].source == "onnx" and .models[0].state == "ready"'
   # tuning: a tuned version, its curve
@@ -123,9 +126,11 @@ case_upload_serve() {
   expect_status 200 "$BASE/jobs/$job"; jq_ok '.state == "cancelled" or .cancel_requested == true'
   # the next miss builds the new version
   expect_status 200 "$BASE$M/2?wait=300"
-  manifest_of "$TMP/body"
+  cp "$TMP/body" "$TMP/b2.tar"
+  manifest_of "$TMP/b2.tar"
   jq -e ".network_source.sha256 == \"$SHA_B\" and .key.batch == 2" "$TMP/manifest.json" >/dev/null ||
     fail "rebuilt manifest: $(head -c 400 "$TMP/manifest.json")"
+  /usr/bin/python3 "$here/onnx_models.py" check "$TMP/b2.tar" 2 2 || fail "the new version's bundle is not b.onnx's"
   expect_status 200 "$BASE$M/1?wait=300"
   manifest_of "$TMP/body"
   jq -e ".network_source.sha256 == \"$SHA_B\"" "$TMP/manifest.json" >/dev/null || fail "batch 1 not rebuilt"
@@ -231,6 +236,7 @@ case_cli_import() {
   manifest_of "$TMP/cli.tar"
   jq -e ".network_source.sha256 == \"$SHA_A\"" "$TMP/manifest.json" >/dev/null || fail "cli manifest"
   "$TUNEHUB" run "$TMP/cli.tar" --repeat 2 >/dev/null || fail "run the cli bundle"
+  /usr/bin/python3 "$here/onnx_models.py" check "$TMP/cli.tar" 1 1 || fail "the cli bundle's output is not torch's"
   # the daemon on that store serves it
   start_daemon
   expect_status 200 "$BASE/networks/tiny"; jq_ok ".digest == \"sha256:$SHA_A\""

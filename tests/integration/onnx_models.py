@@ -3,6 +3,10 @@
 
   onnx_models.py tiny OUT SEED   a small CNN (conv, batch norm, relu, max pool, flatten, linear) exported by
                                  torch.onnx.export with a dynamic batch axis; another SEED gives other weights
+  onnx_models.py check TAR SEED BATCH
+                                 runs the bundle TAR's model.so (through the C ABI, with its params.bin) on
+                                 random inputs and compares its output with torch's for the same network:
+                                 exits 1 when they differ by more than 1e-4 (relative to the output's scale)
   onnx_models.py bad KIND OUT    a file the importer must refuse, written field by field in protobuf's wire
                                  format (onnx.proto's field numbers): unsupported, opset, initializer, bomb,
                                  cycle, dangling
@@ -11,7 +15,7 @@ import struct
 import sys
 
 
-def tiny(out, seed):
+def tiny_module(seed):
     import torch
     import torch.nn as nn
 
@@ -33,8 +37,46 @@ def tiny(out, seed):
     with torch.no_grad():  # batch-norm statistics that are not the identity
         m.bn.running_mean.uniform_(-0.2, 0.2)
         m.bn.running_var.uniform_(0.5, 1.5)
-    torch.onnx.export(m, torch.randn(1, 3, 8, 8), out, input_names=["input"], output_names=["output"],
-                      dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, opset_version=13)
+    return m
+
+
+def tiny(out, seed):
+    import torch
+
+    torch.onnx.export(tiny_module(seed), torch.randn(1, 3, 8, 8), out, input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": {0: "N"}, "output": {0: "N"}}, opset_version=13)
+
+
+def check(tar, seed, batch):
+    """The bundle's model against torch's module of the same seed."""
+    import ctypes
+    import tarfile
+    import tempfile
+
+    import numpy as np
+    import torch
+
+    with tempfile.TemporaryDirectory() as d:
+        with tarfile.open(tar) as t:
+            t.extractall(d)
+        lib = ctypes.CDLL(d + "/model.so")
+        params = open(d + "/params.bin", "rb").read()
+        model = ctypes.c_void_p()
+        if lib.th_model_create(params, ctypes.c_size_t(len(params)), ctypes.byref(model)) != 0:
+            lib.th_model_last_error.restype = ctypes.c_char_p
+            raise SystemExit("th_model_create: " + lib.th_model_last_error().decode())
+        x = np.random.default_rng(7).uniform(-1, 1, (batch, 3, 8, 8)).astype(np.float32)
+        y = np.zeros((batch, 10), np.float32)
+        fp = ctypes.POINTER(ctypes.c_float)
+        if lib.th_model_run(model, x.ctypes.data_as(fp), y.ctypes.data_as(fp)) != 0:
+            raise SystemExit("th_model_run failed")
+        lib.th_model_free(model)
+    with torch.no_grad():
+        want = tiny_module(seed)(torch.from_numpy(x)).numpy()
+    err = float(np.abs(y - want).max()) / max(1.0, float(np.abs(want).max()))
+    print("max error %.3g (batch %d)" % (err, batch))
+    if not err <= 1e-4:
+        raise SystemExit("the bundle's output differs from torch's: %.3g" % err)
 
 
 # ---- protobuf wire format, enough for onnx.proto's messages ----
@@ -120,6 +162,8 @@ def bad(kind):
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "tiny":
         tiny(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "check":
+        check(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif len(sys.argv) == 4 and sys.argv[1] == "bad":
         with open(sys.argv[3], "wb") as f:
             f.write(bad(sys.argv[2]))
