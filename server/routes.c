@@ -529,7 +529,7 @@ static enum MHD_Result srv__blob(srv_t *s, srv_request *r, const char *ref) {
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   char filename[96];
   snprintf(filename, sizeof filename, "%.19s%s", ref + 7,
-           strstr(media, "tar") ? ".tar" : strstr(media, "sharedlib") ? ".so" : "");
+           strstr(media, "tar") ? ".tar" : strstr(media, "sharedlib") ? ".so" : strstr(media, "onnx") ? ".onnx" : "");
   return srv_send_file(s, r, path, size, ref + 7, media, filename, 1, NULL);
 }
 

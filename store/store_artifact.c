@@ -140,6 +140,7 @@ th_status store_tmp_file(store_t *st, const char *prefix, char *path, size_t n, 
     return store__fail(st, TH_ERR_INVALID, "the temporary file's path does not fit");
   int f = mkostemp(path, O_CLOEXEC);
   if (f < 0) return store__fail(st, TH_ERR_IO, "cannot create a file in %s: %s", st->tmp_dir, strerror(errno));
+  (void)fchmod(f, 0644); /* as a copied artifact's: the file may become one (store_network_put's take) */
   *fd = f;
   return TH_OK;
 }

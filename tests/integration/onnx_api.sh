@@ -78,6 +78,12 @@ case_upload_serve() {
   jq_ok '[.ops[].op_type] as $o | ($o | index("Conv")) != null and ($o | index("Gemm")) != null
          and (.ops | all(.count >= 1)) and .onnx.opset == 13'
   [[ "$(header Location)" == /networks/tiny ]] || fail "Location $(header Location)"
+  # the stored file is a blob like the bundles: addressable by its digest, the same bytes
+  expect_status 200 "$BASE/blobs/sha256:$SHA_A"
+  cmp "$TMP/body" "$TMP/a.onnx" || fail "the blob is not a.onnx"
+  [[ "$(header Content-Type)" == application/onnx && "$(header Content-Disposition)" == *.onnx* ]] ||
+    fail "blob headers: $(header Content-Type), $(header Content-Disposition)"
+  [[ "$(stat -c %a "$DATA/artifacts/${SHA_A:0:2}/$SHA_A")" == 644 ]] || fail "the stored file's mode"
   # the same bytes again change nothing (200), with or without their Content-Digest
   expect_put 200 "$TMP/a.onnx" "${auth[@]}"
   jq_ok '.version == 1 and .created == false'
