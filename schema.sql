@@ -86,3 +86,24 @@ CREATE TABLE tuning_records (
 );
 CREATE INDEX tuning_records_best ON tuning_records (workload_key, target, error_class, cost_mean_s);
 CREATE INDEX tuning_records_template ON tuning_records (template_name, target);
+
+-- migration 2
+-- Users' own networks (uploaded ONNX files) beside the zoo's. An uploaded network's file is an artifact
+-- (content-addressed, media type application/onnx); `digest` names the network's revision: the sha256 of
+-- the file, or, when the upload came with a shapes string, the sha256 of "<file sha256>\n<shapes>". Zoo
+-- networks have source 'zoo' and the digest ''.
+ALTER TABLE networks ADD COLUMN source TEXT NOT NULL DEFAULT 'zoo' CHECK (source IN ('zoo', 'onnx'));
+ALTER TABLE networks ADD COLUMN onnx_digest TEXT REFERENCES artifacts(digest);
+ALTER TABLE networks ADD COLUMN shapes TEXT;            -- the importer's shapes string, when given
+ALTER TABLE networks ADD COLUMN description TEXT;       -- JSON: inputs, outputs, flops, params, ops (uploads)
+ALTER TABLE networks ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE networks ADD COLUMN version INTEGER NOT NULL DEFAULT 1;  -- 1, 2, ... per upload of new content
+ALTER TABLE networks ADD COLUMN created_at REAL;
+-- Models and jobs record the revision of the network they were built from ('' for zoo networks), so that a
+-- bundle built from an older upload is never served as the current one; it is part of a job's key, and
+-- single-flight holds per revision.
+ALTER TABLE models ADD COLUMN net_digest TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN net_digest TEXT NOT NULL DEFAULT '';
+DROP INDEX jobs_live_key;
+CREATE UNIQUE INDEX jobs_live_key ON jobs (framework, network, batch, target, compiler_version, net_digest)
+  WHERE state IN ('queued', 'running');

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "backend_int.h"
-#include "zoo.h"
 
 static const tc_backend *const tc__backends[] = {&tc__backend_llvm, &tc__backend_cuda};
 #define TC__NBACKENDS ((int)(sizeof tc__backends / sizeof tc__backends[0]))
@@ -163,10 +162,10 @@ th_status tc_backend_measure(const tc_backend_target *t, const tc_workload *wl, 
 
 /* ---- the graph on a target --------------------------------------------------------------------------- */
 
-th_status tc__lowered(const tc_backend_target *t, const char *network, int batch, int h, int w, int weights,
+th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batch, int h, int w, int weights,
                       tc_graph **gout, tc_call **calls, int *ncalls, int64_t *ws, char *err, size_t errlen) {
   tc_graph *g = NULL;
-  th_status rc = tc_zoo_build(network, batch, h, w, weights, &g, err, errlen);
+  th_status rc = tc_network_build(net, batch, h, w, weights, &g, err, errlen);
   if (rc != TH_OK) return rc;
   rc = tc_pass_fold_bn(g);
   if (rc == TH_OK) rc = tc_pass_fuse(g);
@@ -174,7 +173,7 @@ th_status tc__lowered(const tc_backend_target *t, const char *network, int batch
   if (rc == TH_OK) rc = tc_pass_plan_memory(g, ws);
   if (rc == TH_OK) rc = tc_lower(g, calls, ncalls);
   if (rc != TH_OK) {
-    tc__seterr(err, errlen, "%s: %s", network, g->err[0] ? g->err : th_status_str(rc));
+    tc__seterr(err, errlen, "%s: %s", net->name, g->err[0] ? g->err : th_status_str(rc));
     tc_graph_free(g);
     return rc;
   }
@@ -182,14 +181,14 @@ th_status tc__lowered(const tc_backend_target *t, const char *network, int batch
   return TH_OK;
 }
 
-th_status tc_network_tasks(const tc_backend_target *t, const char *network, int batch, tc_task **tasks,
+th_status tc_network_tasks(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
                            int *n) {
-  if (!t || !t->backend || !network || !tasks || !n) return TH_ERR_INVALID;
+  if (!t || !t->backend || !net || !net->name || !tasks || !n) return TH_ERR_INVALID;
   tc_graph *g = NULL;
   tc_call *calls = NULL;
   int ncalls = 0;
   int64_t ws = 0;
-  th_status rc = tc__lowered(t, network, batch, 0, 0, 0, &g, &calls, &ncalls, &ws, NULL, 0);
+  th_status rc = tc__lowered(t, net, batch, 0, 0, 0, &g, &calls, &ncalls, &ws, NULL, 0);
   if (rc != TH_OK) return rc;
   tc_task *ts = calloc((size_t)(ncalls ? ncalls : 1), sizeof *ts);
   int nt = 0;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "ir.h"
+#include "network.h"
 #include "ops.h"
 #include "space.h"
 #include "th_status.h"
@@ -99,11 +100,12 @@ typedef struct tc_task {
   int count;     /* calls of this workload in the network */
 } tc_task;
 
-/* The distinct kernels of `network` at `batch` (default input size) on t, in first-use order, after the
- * graph passes of t's backend (the CPU's NCHWc layout pass, none on the GPU). *tasks is malloc'd (caller
- * frees with free()); *n its length. Families with a trivial space (layout, concat) are included; the tuner
- * may skip them. TH_ERR_NOT_FOUND for an unknown network, TH_ERR_INVALID for a bad batch. */
-th_status tc_network_tasks(const tc_backend_target *t, const char *network, int batch, tc_task **tasks,
+/* The distinct kernels of network net (network.h: a zoo name or an uploaded ONNX file) at `batch` (default
+ * input size) on t, in first-use order, after the graph passes of t's backend (the CPU's NCHWc layout pass,
+ * none on the GPU). *tasks is malloc'd (caller frees with free()); *n its length. Families with a trivial
+ * space (layout, concat) are included; the tuner may skip them. TH_ERR_NOT_FOUND for an unknown zoo network,
+ * TH_ERR_INVALID for a bad batch, the importer's errors for an ONNX file (tc_network_build). */
+th_status tc_network_tasks(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
                            int *n);
 
 /* ---- candidates (the tuner) --------------------------------------------------------------------------- */

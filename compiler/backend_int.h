@@ -11,6 +11,7 @@
 
 #include "backend.h"
 #include "graph.h"
+#include "network.h"
 #include "ops.h"
 #include "passes/passes.h"
 #include "space.h"
@@ -110,13 +111,15 @@ void tc__cstr(th_buf *b, const char *s);
 /* Writes data to dir/name (path gets the full name). */
 th_status tc__write(const char *dir, const char *name, const void *data, size_t n, char *path, size_t pathlen);
 /* The graph after the passes of t's backend, lowered to calls (shared by tc_network_tasks and the build). */
-th_status tc__lowered(const tc_backend_target *t, const char *network, int batch, int h, int w, int weights,
+th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batch, int h, int w, int weights,
                       tc_graph **gout, tc_call **calls, int *ncalls, int64_t *ws, char *err, size_t errlen);
 
 /* What bundle.c needs of a finished build. */
 typedef struct tc__bundle_in {
   const char *dir; /* holds model.so */
   const char *network;
+  const char *onnx_sha256; /* an uploaded network's ONNX file (sha256 hex), NULL for a zoo network */
+  const char *onnx_shapes; /* its shapes string, or NULL */
   int batch;
   const tc_backend_target *target;
   const tc__emit *emit;

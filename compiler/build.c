@@ -1,4 +1,4 @@
-/* The model builder, one pipeline for every backend: zoo graph -> graph passes (the backend may add one:
+/* The model builder, one pipeline for every backend: the network's graph (zoo or ONNX) -> graph passes (the backend may add one:
  * the CPU's NCHWc layout) -> kernel calls -> one config per distinct workload (lookup or the backend's
  * fallback) -> the backend emits every kernel (LLVM objects in parallel, or one NVRTC image) -> a generated
  * C plan (model.c: the neutral tables of calls and weights around the backend's kernel declarations and
@@ -15,6 +15,7 @@
 #include "params.h"
 #include "tc.h"
 #include "tc_model_embed.h"
+#include "th_sha256.h"
 #include "th_util.h"
 #include "zoo.h"
 
@@ -379,7 +380,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   }
   const tc_backend *be = tc_backend_find(o->framework, err, errlen);
   if (!be) return TH_ERR_INVALID;
-  if (!tc_zoo_find(o->network)) return tc_zoo_build(o->network, 1, 0, 0, 0, NULL, err, errlen);
+  if (!o->onnx_path && !tc_zoo_find(o->network)) return tc_zoo_build(o->network, 1, 0, 0, 0, NULL, err, errlen);
   if (o->batch < 1 || o->batch > 4096) {
     tc__seterr(err, errlen, "batch %d is outside 1..4096", o->batch);
     return TH_ERR_INVALID;
@@ -399,7 +400,15 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   rc = tc__work_dir(o, dir, sizeof dir, &own_dir, err, errlen);
   if (rc == TH_OK && tc__progress(o, "graph", 0, 1)) rc = TH_ERR_CANCELLED;
 
-  /* graph, weights, passes, lowering */
+  /* graph, weights, passes, lowering; an ONNX network's weights are its initializers, and the manifest names
+   * the file it was built from by its sha256 */
+  tc_netsrc net = {o->network, o->onnx_path, o->onnx_shapes};
+  char onnx_hex[65] = "";
+  if (rc == TH_OK && o->onnx_path) {
+    int64_t onnx_size = 0;
+    rc = th_sha256_file(o->onnx_path, onnx_hex, &onnx_size);
+    if (rc != TH_OK) tc__seterr(err, errlen, "%s: cannot read the ONNX file %s", o->network, o->onnx_path);
+  }
   tc_graph *g = NULL;
   tc_call *calls = NULL;
   int ncalls = 0;
@@ -407,8 +416,8 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   th_buf params;
   th_buf_init(&params, (size_t)4 << 30);
   if (rc == TH_OK)
-    rc = tc__lowered(&t, o->network, o->batch, o->input_h, o->input_w, o->params == NULL, &g, &calls, &ncalls,
-                     &ws, err, errlen);
+    rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, &g, &calls, &ncalls, &ws, err,
+                     errlen);
   if (rc == TH_OK) {
     if (o->params) {
       rc = tc_params_load(g, o->params, o->params_len, err, errlen);
@@ -474,6 +483,8 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     memset(&bi, 0, sizeof bi);
     bi.dir = dir;
     bi.network = o->network;
+    bi.onnx_sha256 = o->onnx_path ? onnx_hex : NULL;
+    bi.onnx_shapes = o->onnx_path ? o->onnx_shapes : NULL;
     bi.batch = o->batch;
     bi.target = &t;
     bi.emit = &em;

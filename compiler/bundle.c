@@ -61,6 +61,13 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
   json_object_set_new(m, "key", json_pack("{s:s,s:s,s:i,s:s,s:s}", "framework", be->name, "network",
                                           bi->network, "batch", bi->batch, "target", t->str,
                                           "compiler_version", TH_VERSION));
+  /* where the graph came from: the zoo's builder, or an uploaded ONNX file named by its bytes */
+  json_t *src = json_pack("{s:s}", "kind", bi->onnx_sha256 ? "onnx" : "zoo");
+  if (bi->onnx_sha256) {
+    json_object_set_new(src, "sha256", json_string(bi->onnx_sha256));
+    json_object_set_new(src, "shapes", bi->onnx_shapes ? json_string(bi->onnx_shapes) : json_null());
+  }
+  json_object_set_new(m, "network_source", src);
   json_object_set_new(m, "target", be->manifest_target(t));
   json_object_set_new(m, "compiler_version", json_string(TH_VERSION));
   /* "input" and "output": the first ones, for consumers older than "inputs" and "outputs" */

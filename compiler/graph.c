@@ -4,6 +4,7 @@
 #include "graph.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +17,9 @@ static const char *const tc__op_names[] = {
     "avg_pool", "global_avg_pool", "adaptive_avg_pool", "concat", "flatten", "dense", "dropout",
     "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
     "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
+    "sigmoid", "hard_sigmoid", "hard_swish", "silu",
 };
-_Static_assert(TC_OP_COUNT == 31, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 35, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
 
 size_t tc_dtype_size(int dtype) {
@@ -31,6 +33,20 @@ const char *tc_dtype_name(int dtype) {
 const char *tc_op_name(tc_op op) {
   if ((int)op < 0 || op >= TC_OP_COUNT) return "unknown";
   return tc__op_names[op];
+}
+
+int tc_op_activation(tc_op op) {
+  switch (op) {
+    case TC_OP_RELU: return TC_EPI_RELU;
+    case TC_OP_CLIP: return TC_EPI_CLIP;
+    case TC_OP_GELU: return TC_EPI_GELU;
+    case TC_OP_TANH: return TC_EPI_TANH;
+    case TC_OP_SIGMOID: return TC_EPI_SIGMOID;
+    case TC_OP_HARD_SIGMOID: return TC_EPI_HARD_SIGMOID;
+    case TC_OP_HARD_SWISH: return TC_EPI_HARD_SWISH;
+    case TC_OP_SILU: return TC_EPI_SILU;
+    default: return 0;
+  }
 }
 
 static void tc__err(tc_graph *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -691,6 +707,30 @@ int tc_graph_affine(tc_graph *g, int x, float alpha, float shift) {
   return id;
 }
 
+int tc_graph_sigmoid(tc_graph *g, int x) {
+  return tc__tunary(g, TC_OP_SIGMOID, x);
+}
+
+int tc_graph_hard_sigmoid(tc_graph *g, int x, float alpha, float beta) {
+  if (!g->err[0] && !(isfinite(alpha) && isfinite(beta))) {
+    tc__err(g, "hard_sigmoid: alpha %g and beta %g must be finite", (double)alpha, (double)beta);
+    return -1;
+  }
+  int id = tc__tunary(g, TC_OP_HARD_SIGMOID, x);
+  if (id < 0) return -1;
+  g->nodes[id].alpha = alpha;
+  g->nodes[id].shift = beta;
+  return id;
+}
+
+int tc_graph_hard_swish(tc_graph *g, int x) {
+  return tc__tunary(g, TC_OP_HARD_SWISH, x);
+}
+
+int tc_graph_silu(tc_graph *g, int x) {
+  return tc__tunary(g, TC_OP_SILU, x);
+}
+
 int tc_graph_cast(tc_graph *g, int x, int dtype) {
   const tc_tensor *t = tc__tin(g, x, "cast", 1);
   if (!t) return -1;
@@ -988,8 +1028,15 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
       if (nd->epilogue & TC_EPI_CLIP) json_array_append_new(epi, json_string("clip"));
       if (nd->epilogue & TC_EPI_GELU) json_array_append_new(epi, json_string("gelu"));
       if (nd->epilogue & TC_EPI_TANH) json_array_append_new(epi, json_string("tanh"));
+      if (nd->epilogue & TC_EPI_SIGMOID) json_array_append_new(epi, json_string("sigmoid"));
+      if (nd->epilogue & TC_EPI_HARD_SIGMOID) json_array_append_new(epi, json_string("hard_sigmoid"));
+      if (nd->epilogue & TC_EPI_HARD_SWISH) json_array_append_new(epi, json_string("hard_swish"));
+      if (nd->epilogue & TC_EPI_SILU) json_array_append_new(epi, json_string("silu"));
       json_object_set_new(o, "epilogue", epi);
     }
+    if (nd->op == TC_OP_HARD_SIGMOID || (nd->epilogue & TC_EPI_HARD_SIGMOID))
+      json_object_set_new(o, "hard_sigmoid", json_pack("{s:f,s:f}", "alpha", (double)nd->alpha, "beta",
+                                                       (double)nd->shift));
     if (nd->weight >= 0) json_object_set_new(o, "weight", json_string(g->params[nd->weight].name));
     json_array_append_new(nodes, o);
   }

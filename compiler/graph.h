@@ -62,11 +62,19 @@ typedef enum tc_op {
   TC_OP_CAST,            /* to float32 (from int64) */
   TC_OP_AFFINE,          /* x * alpha + shift, scalars (turns a 0/1 mask into an additive one) */
   TC_OP_EXPAND,          /* broadcast to a larger shape (numpy rules) */
+  /* activations of imported CNNs (element-wise, any rank; fused into a producing conv or dense) */
+  TC_OP_SIGMOID,         /* 1 / (1 + e^-x) */
+  TC_OP_HARD_SIGMOID,    /* max(0, min(1, alpha * x + shift)): ONNX HardSigmoid's alpha and beta */
+  TC_OP_HARD_SWISH,      /* x * max(0, min(1, x / 6 + 0.5)) */
+  TC_OP_SILU,            /* x * sigmoid(x) (swish) */
   TC_OP_COUNT
 } tc_op;
 
 /* The op's name ("conv2d"); never NULL. */
 const char *tc_op_name(tc_op op);
+/* The TC_EPI_* flag (ops/workload.h) that an element-wise activation op becomes when fused into its
+ * producer (relu, clip, gelu, tanh, sigmoid, hard sigmoid, hard swish, silu); 0 for any other op. */
+int tc_op_activation(tc_op op);
 
 typedef struct tc_param {
   const char *name; /* arena string, torchvision name, e.g. "layer1.0.bn1.running_mean" */
@@ -112,7 +120,8 @@ typedef struct tc_node {
   int perm[TC_MAX_DIMS];    /* transpose */
   int axis, begin, end, step; /* slice (axis also concat) */
   int trans_a, trans_b;     /* matmul */
-  float alpha, shift;       /* matmul and softmax scale (1 when unset); affine x * alpha + shift */
+  float alpha, shift;       /* matmul and softmax scale (1 when unset); affine x * alpha + shift; hard
+                               sigmoid's alpha and beta (also on a conv or dense that fused one) */
 } tc_node;
 
 typedef struct tc_graph {
@@ -196,6 +205,13 @@ int tc_graph_softmax_ex(tc_graph *g, int x, float alpha, int mask);
 int tc_graph_cast(tc_graph *g, int x, int dtype);
 int tc_graph_affine(tc_graph *g, int x, float alpha, float shift);
 int tc_graph_expand(tc_graph *g, int x, int ndim, const int *shape);
+/* Element-wise activations (float32, the input's shape): sigmoid 1 / (1 + e^-x); hard sigmoid
+ * max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid; torch's hardsigmoid is alpha 1/6, beta 0.5;
+ * alpha and beta must be finite); hard swish x * max(0, min(1, x / 6 + 0.5)); silu x * sigmoid(x). */
+int tc_graph_sigmoid(tc_graph *g, int x);
+int tc_graph_hard_sigmoid(tc_graph *g, int x, float alpha, float beta);
+int tc_graph_hard_swish(tc_graph *g, int x);
+int tc_graph_silu(tc_graph *g, int x);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Finds a parameter by name; -1 when absent. */

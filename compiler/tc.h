@@ -1,5 +1,5 @@
-/* tc: the compiler's public API for the rest of tunehub (tuner, server, CLI). It turns a zoo network into
- * a bundle (for a backend of backend.h, which also gives a network's tunable tasks): a .tar with model.so (kernels + an ahead-of-time plan + the
+/* tc: the compiler's public API for the rest of tunehub (tuner, server, CLI). It turns a network (a zoo
+ * network or an uploaded ONNX file, network.h) into a bundle (for a backend of backend.h, which also gives a network's tunable tasks): a .tar with model.so (kernels + an ahead-of-time plan + the
  * runtime), tunehub_model.h, params.bin, graph.json, example.c and manifest.json. It also loads and times
  * a bundle. Everything here is thread-safe for distinct calls; nothing prints or aborts. */
 #ifndef TC_H
@@ -25,7 +25,9 @@ typedef int (*tc_progress_fn)(void *ctx, const char *stage, int done, int total)
 typedef struct tc_build_opts {
   const char *framework; /* a backend name (tc_backend_find: "llvm" CPU, "cuda" GPU, TH_ERR_UNSUPPORTED
                             when built without CUDA); TH_ERR_INVALID for another */
-  const char *network;   /* a zoo name */
+  const char *network;   /* a zoo name, or an uploaded network's name (with onnx_path) */
+  const char *onnx_path;   /* NULL: the zoo network `network`; else the network's ONNX file (network.h) */
+  const char *onnx_shapes; /* with onnx_path: the importer's shapes string, or NULL */
   int batch;             /* 1..4096 */
   const char *work_dir;  /* scratch directory (created); NULL: a fresh temp dir, removed afterwards */
   tc_config_lookup_fn lookup; /* may be NULL: every kernel uses its fallback */
@@ -35,7 +37,8 @@ typedef struct tc_build_opts {
   int measure;        /* nonzero: load the built model, time it and record latency in the manifest */
   int measure_repeat; /* timed runs when measuring; 0 means 20 */
   int input_h, input_w; /* 0: the network's default input size (tests use smaller ones) */
-  const void *params;   /* optional params.bin bytes to ship (borrowed); NULL: seeded zoo weights */
+  const void *params;   /* optional params.bin bytes to ship (borrowed); NULL: seeded zoo weights, or the
+                           ONNX file's initializers */
   size_t params_len;
   const char *arch; /* the target (backend.h, tc_backend_target_init): cuda "sm_XX" (NULL: the device's arch,
                        else sm_90); llvm a CPU name or x86-64-vN (NULL or "native": the host CPU) */

@@ -1,4 +1,4 @@
-/* `tunehub build`, `run`, `tune` and `networks`. build shares the daemon's store (--data) so it applies the
+/* `tunehub build`, `run`, `tune`, `networks` and `import`. build shares the daemon's store (--data) so it applies the
  * same tuning records; run loads and times a bundle exactly as a user's program would (th_model_* through
  * dlopen). Errors name the valid values. */
 #include "cli.h"
@@ -18,6 +18,8 @@
 #include "th_util.h"
 #include "tune_cli.h"
 #include "tune_job.h"
+#include "tune_net.h"
+#include "upload.h"
 #include "zoo.h"
 
 const tune_builder *cli_default_builder(const char *data_dir) {
@@ -70,16 +72,19 @@ int cli_build(int argc, char **argv) {
     fprintf(stderr, "tunehub build: %s\n", ferr);
     return 2;
   }
-  if (!tc_zoo_find(pos[1])) {
-    fprintf(stderr, "tunehub build: unknown network '%s'; valid networks:", pos[1]);
-    for (size_t i = 0; i < tc_zoo_count(); i++) fprintf(stderr, " %s", tc_zoo_at(i)->name);
-    fputc('\n', stderr);
-    return 2;
-  }
   int64_t batch = 0;
   if (th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
     fprintf(stderr, "tunehub build: invalid batch '%s'; the batch is a whole number from 1 to 4096\n",
             pos[2]);
+    return 2;
+  }
+  /* an uploaded network is named in the store it was imported into; a zoo network needs none to be named */
+  char err[2048] = "";
+  tune_net net;
+  if (!tc_zoo_find(pos[1]) && !store_exists(data)) {
+    tune_net_names(NULL, err, sizeof err);
+    fprintf(stderr, "tunehub build: unknown network '%s' (%s has no store); valid networks: %s\n", pos[1], data,
+            err);
     return 2;
   }
   store_t *st = NULL;
@@ -87,12 +92,19 @@ int cli_build(int argc, char **argv) {
     fprintf(stderr, "tunehub build: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
     return 1;
   }
+  th_status rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub build: %s\n", err);
+    store_close(st);
+    return rc == TH_ERR_NOT_FOUND ? 2 : 1;
+  }
   /* the target: the host's by default; --target NAME cross-compiles (a CPU name, x86-64-vN, sm_XX) */
   char target[256];
   tc_backend_target bt;
   char terr[2048] = "";
   if (tc_backend_target_init(tc_backend_find(pos[0], NULL, 0), target_name, &bt, terr, sizeof terr) != TH_OK) {
     fprintf(stderr, "tunehub build: %s\n", terr);
+    tune_net_free(&net);
     store_close(st);
     return 2;
   }
@@ -101,18 +113,20 @@ int cli_build(int argc, char **argv) {
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = pos[0];
-  o.network = pos[1];
+  o.network = net.src.name;
+  o.onnx_path = net.src.onnx_path;
+  o.onnx_shapes = net.src.shapes;
   o.batch = (int)batch;
   o.arch = target_name;
   o.lookup = tune_build_lookup;
   o.lookup_ctx = &lctx;
   o.progress = cli__progress;
   o.measure = 1;
-  char err[2048] = "";
   char *manifest = NULL;
   double t0 = th_now_mono();
   fprintf(stderr, "building %s/%s/%lld for %s\n", pos[0], pos[1], (long long)batch, target);
-  th_status rc = tc_build_bundle(&o, out, so, &manifest, err, sizeof err);
+  rc = tc_build_bundle(&o, out, so, &manifest, err, sizeof err);
+  tune_net_free(&net);
   store_close(st);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub build: %s (%s)\n", err[0] ? err : th_status_str(rc), th_status_name(rc));
@@ -209,7 +223,42 @@ static void cli__shape(const json_t *shape, char *out, size_t n) {
   snprintf(out + used, n - used, "%s]", used ? "" : "[");
 }
 
-int cli_networks(void) {
+/* One network of `tunehub networks`: its line and a line per input and output (o: a GET /networks entry). */
+static void cli__network_lines(const json_t *o) {
+  const char *name = json_string_value(json_object_get(o, "name"));
+  const char *desc = json_string_value(json_object_get(o, "description"));
+  char uploaded[160] = "";
+  if (!desc) { /* an uploaded network says where it came from instead */
+    const char *digest = json_string_value(json_object_get(o, "digest"));
+    snprintf(uploaded, sizeof uploaded, "uploaded ONNX, version %lld, %.19s...",
+             (long long)json_integer_value(json_object_get(o, "version")), digest ? digest : "?");
+    desc = uploaded;
+  }
+  printf("%-16s %10.2f %12lld  %s\n", name ? name : "?", json_number_value(json_object_get(o, "flops")) / 1e9,
+         (long long)json_integer_value(json_object_get(o, "params")), desc);
+  const char *keys[2] = {"inputs", "outputs"};
+  for (int k = 0; k < 2; k++) {
+    size_t j;
+    json_t *io;
+    json_array_foreach(json_object_get(o, keys[k]), j, io) {
+      char shape[128];
+      cli__shape(json_object_get(io, "shape"), shape, sizeof shape);
+      printf("  %-6s %-20s %-8s %s\n", k ? "output" : "input", json_string_value(json_object_get(io, "name")),
+             json_string_value(json_object_get(io, "dtype")), shape);
+    }
+  }
+}
+
+int cli_networks(int argc, char **argv) {
+  const char *data = "./data";
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--data") && i + 1 < argc) {
+      data = argv[++i];
+    } else {
+      fprintf(stderr, "usage: tunehub networks [--data DIR]   (the zoo, and the networks imported into DIR)\n");
+      return 2;
+    }
+  }
   printf("%-16s %10s %12s  %s\n", "network", "GFLOPs", "params", "description");
   for (size_t i = 0; i < tc_zoo_count(); i++) {
     const tc_zoo_entry *e = tc_zoo_at(i);
@@ -218,23 +267,97 @@ int cli_networks(void) {
       fprintf(stderr, "tunehub networks: cannot describe %s\n", e->name);
       return 1;
     }
-    printf("%-16s %10.2f %12lld  %s\n", e->name,
-           json_number_value(json_object_get(o, "flops")) / 1e9,
-           (long long)json_integer_value(json_object_get(o, "params")), e->description);
-    const char *keys[2] = {"inputs", "outputs"};
-    for (int k = 0; k < 2; k++) {
-      size_t j;
-      json_t *io;
-      json_array_foreach(json_object_get(o, keys[k]), j, io) {
-        char shape[128];
-        cli__shape(json_object_get(io, "shape"), shape, sizeof shape);
-        printf("  %-6s %-20s %-8s %s\n", k ? "output" : "input",
-               json_string_value(json_object_get(io, "name")),
-               json_string_value(json_object_get(io, "dtype")), shape);
-      }
-    }
+    cli__network_lines(o);
     json_decref(o);
   }
+  /* the uploaded networks of an existing store (none is created to list nothing) */
+  if (!store_exists(data)) return 0;
+  store_t *st = NULL;
+  store_network *nets = NULL;
+  size_t n = 0;
+  if (store_open(data, &st) != TH_OK || store_network_list(st, "onnx", &nets, &n) != TH_OK) {
+    fprintf(stderr, "tunehub networks: cannot read the networks in %s: %s\n", data,
+            st ? store_errmsg(st) : store_errmsg(NULL));
+    store_close(st);
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    json_t *o = srv_present_uploaded(&nets[i]);
+    if (o) cli__network_lines(o);
+    json_decref(o);
+  }
+  store_network_list_free(nets, n);
+  store_close(st);
+  return 0;
+}
+
+/* `tunehub import model.onnx --name NAME [--data DIR] [--shapes S]`: what PUT /networks/{name} does, into a
+ * store on this machine (the daemon serving it sees the network at its next request). */
+int cli_import(int argc, char **argv) {
+  static const char usage_line[] = "usage: tunehub import MODEL.onnx --name NAME [--data DIR] [--shapes S]";
+  const char *path = NULL, *name = NULL, *data = "./data", *shapes = NULL;
+  for (int i = 0; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--name") && v) {
+      name = argv[++i];
+    } else if (!strcmp(argv[i], "--data") && v) {
+      data = argv[++i];
+    } else if (!strcmp(argv[i], "--shapes") && v) {
+      shapes = argv[++i];
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "tunehub import: unknown or incomplete flag '%s'; valid: --name NAME --data DIR --shapes S\n",
+              argv[i]);
+      return 2;
+    } else if (!path) {
+      path = argv[i];
+    } else {
+      fprintf(stderr, "tunehub import: one file at a time\n%s\n", usage_line);
+      return 2;
+    }
+  }
+  if (!path || !name) {
+    fprintf(stderr, "%s\n", usage_line);
+    return 2;
+  }
+  if (!srv_network_name_ok(name)) {
+    fprintf(stderr, "tunehub import: invalid network name '%s'; a name is %s\n", name, SRV_NETWORK_NAME_RULE);
+    return 2;
+  }
+  if (access(path, R_OK) != 0) {
+    fprintf(stderr, "tunehub import: cannot read %s\n", path);
+    return 1;
+  }
+  store_t *st = NULL;
+  if (store_open(data, &st) != TH_OK) {
+    fprintf(stderr, "tunehub import: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
+    return 1;
+  }
+  char err[2048] = "";
+  json_t *doc = NULL;
+  store_network_change ch;
+  srv_upload_in in = {name, path, 0, NULL, shapes};
+  th_status rc = srv_upload_network(st, &in, &doc, &ch, err, sizeof err);
+  store_close(st);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub import: %s: %s\n", path, err);
+    return rc == TH_ERR_CONFLICT ? 2 : 1;
+  }
+  printf("%s: %s, version %lld, %s\n", name,
+         ch.changed == 0 ? "unchanged (the same file)" : ch.changed == 1 ? "imported" : "imported as a new version",
+         (long long)json_integer_value(json_object_get(doc, "version")),
+         json_string_value(json_object_get(doc, "digest")));
+  if (ch.njobs) printf("  %zu job(s) of the previous version cancelled\n", ch.njobs);
+  free(ch.jobs);
+  printf("%-16s %10s %12s  %s\n", "network", "GFLOPs", "params", "description");
+  cli__network_lines(doc);
+  size_t i;
+  json_t *op;
+  printf("  ops   ");
+  json_array_foreach(json_object_get(doc, "ops"), i, op)
+      printf("%s%s x%lld", i ? ", " : "", json_string_value(json_object_get(op, "op_type")),
+             (long long)json_integer_value(json_object_get(op, "count")));
+  printf("\n");
+  json_decref(doc);
   return 0;
 }
 

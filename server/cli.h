@@ -1,4 +1,4 @@
-/* The command-line face of tunehub (build, run, tune, networks) and the hidden measure-worker entry. Each
+/* The command-line face of tunehub (build, run, tune, networks, import) and the hidden measure-worker entry. Each
  * returns a process exit code: 0 success, 1 failure, 2 bad usage. */
 #ifndef SRV_CLI_H
 #define SRV_CLI_H
@@ -8,7 +8,8 @@
 int cli_build(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_tune(int argc, char **argv);
-int cli_networks(void);
+int cli_networks(int argc, char **argv);
+int cli_import(int argc, char **argv);
 int cli_measure_worker(void);
 /* The builder registry jobs use. */
 const tune_builder *cli_default_builder(const char *data_dir);

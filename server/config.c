@@ -28,6 +28,30 @@ void srv_config_defaults(srv_config *c) {
   c->cpu_slots = 0;
   c->max_streams = 64;
   c->max_streams_per_ip = 8;
+  c->max_upload = (int64_t)2 << 30;
+}
+
+/* A byte count: a whole number with an optional K, M or G (binary: KiB, MiB, GiB), from lo to hi. */
+static th_status srv__bytes_flag(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, char *err,
+                                 size_t n) {
+  char num[32];
+  size_t len = v ? strlen(v) : 0;
+  int shift = 0;
+  if (len > 0 && len < sizeof num) {
+    memcpy(num, v, len + 1);
+    char u = num[len - 1];
+    shift = u == 'K' || u == 'k' ? 10 : u == 'M' || u == 'm' ? 20 : u == 'G' || u == 'g' ? 30 : 0;
+    if (shift) num[len - 1] = '\0';
+  }
+  int64_t x = 0;
+  if (!len || len >= sizeof num || th_parse_i64(num, &x) != TH_OK || x < 1 || x > (hi >> shift) ||
+      (x << shift) < lo) {
+    snprintf(err, n, "%s takes a size in bytes from %lld to %lld, optionally with K, M or G (e.g. 2G), got '%s'",
+             flag, (long long)lo, (long long)hi, v ? v : "");
+    return TH_ERR_INVALID;
+  }
+  *out = x << shift;
+  return TH_OK;
 }
 
 static th_status srv__int_flag(const char *flag, const char *v, int lo, int hi, int *out, char *err,
@@ -96,6 +120,8 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
         return TH_ERR_INVALID;
       }
       c->miss_tunes = !strcmp(v, "tune");
+    } else if (!strcmp(f, "--max-upload")) {
+      rc = srv__bytes_flag(f, v, 1, (int64_t)1 << 40, &c->max_upload, err, n);
     } else if (!strcmp(f, "--miss-trials")) {
       rc = srv__int_flag(f, v, 1, 100000, &c->miss_trials, err, n);
     } else if (!strcmp(f, "--log-level")) {
@@ -107,7 +133,7 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       snprintf(err, n,
                "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --token-file F --workers N "
                "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N --max-batch N --max-queued N --connection-limit N --timeout S --web "
-               "DIR --on-miss tune|build --miss-trials N --log-level L",
+               "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --log-level L",
                f);
       return TH_ERR_INVALID;
     }

@@ -1,7 +1,7 @@
 /* The HTTP daemon on libmicrohttpd (the top of server/): start-up and shutdown in order (store, recovery, event
  * streams, scheduler, long-poll waker, listener; and back), and the access handler that assembles a request (raw
- * path, query, a capped body) and hands it to the router. It reaches the rest of server/ only through routes.h,
- * events.h, longpoll.h and response.h. */
+ * path, query, a capped body, or a network's upload streamed to disk) and hands it to the router. It reaches the
+ * rest of server/ only through routes.h, networks.h, events.h, longpoll.h and response.h. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -14,6 +14,7 @@
 
 #include "events.h"
 #include "longpoll.h"
+#include "networks.h"
 #include "present.h"
 #include "response.h"
 #include "routes.h"
@@ -58,9 +59,15 @@ static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const 
     *con_cls = r;
     return MHD_YES;
   }
-  if (*upload_size) {
-    if (th_buf_append(&r->body, upload_data, *upload_size) != TH_OK) r->body_too_large = 1;
+  if (r->answered) { /* answered at its headers: nothing of the body is wanted */
     *upload_size = 0;
+    return MHD_YES;
+  }
+  if (*upload_size) {
+    size_t n = *upload_size;
+    *upload_size = 0;
+    if (r->upload) return srv_networks_put_data(s, r, upload_data, n);
+    if (th_buf_append(&r->body, upload_data, n) != TH_OK) r->body_too_large = 1;
     return MHD_YES;
   }
   if (r->suspended) {
@@ -97,10 +104,13 @@ static enum MHD_Result srv__access_wrap(void *cls, struct MHD_Connection *con, c
                                         void **con_cls) {
   srv_request *r = *con_cls;
   if (r && !r->con) {
-    /* first call after the URI log callback made the request */
+    /* first call after the URI log callback made the request: the headers are in. An upload of a network
+     * streams to disk from here on (or is refused before its body is read). */
     r->con = con;
     r->method = method;
     (void)url;
+    enum MHD_Result ret = MHD_YES;
+    if (!strcmp(method, "PUT") && srv_networks_put_begin(cls, r, &ret)) return ret;
     return MHD_YES;
   }
   return srv__access(cls, con, url, method, version, upload_data, upload_size, con_cls);
@@ -114,6 +124,7 @@ static void srv__completed(void *cls, struct MHD_Connection *con, void **con_cls
   srv_request *r = *con_cls;
   if (!r) return;
   th_buf_free(&r->body);
+  srv_upload_free(r->upload);
   free(r);
   *con_cls = NULL;
 }

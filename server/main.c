@@ -13,6 +13,7 @@
 #include "srv.h"
 #include "th_log.h"
 #include "th_util.h"
+#include "tune_net.h"
 #include "zoo.h"
 
 static void usage(FILE *f) {
@@ -21,14 +22,16 @@ static void usage(FILE *f) {
           "usage:\n"
           "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
-          "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8]\n"
+          "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
           "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--against DIR] [--rounds N]\n"
           "                                                    time each task's best stored config alone\n"
-          "  tunehub networks            list the model zoo\n"
+          "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"
+          "  tunehub import MODEL.onnx --name NAME [--data ./data] [--shapes S]\n"
+          "                                                    store a network of your own (ONNX)\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
           TH_VERSION);
@@ -102,10 +105,11 @@ static int cmd_remeasure(int argc, char **argv) {
     fprintf(stderr, "tunehub remeasure: %s\n", ferr);
     return 2;
   }
-  if (!tc_zoo_find(pos[1])) {
-    fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks:", pos[1]);
-    for (size_t i = 0; i < tc_zoo_count(); i++) fprintf(stderr, "%s %s", i ? "," : "", tc_zoo_at(i)->name);
-    fputc('\n', stderr);
+  /* an uploaded network is known only to a store; without one, the zoo's names are the valid ones */
+  if (!tc_zoo_find(pos[1]) && !store_exists(data)) {
+    char names[2048];
+    tune_net_names(NULL, names, sizeof names);
+    fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks: %s\n", pos[1], names);
     return 2;
   }
   if (th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
@@ -128,11 +132,20 @@ static int cmd_remeasure(int argc, char **argv) {
     store_close(st);
     return 1;
   }
-  char err[512] = "";
+  char err[2048] = "";
+  tune_net net;
+  th_status rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
+  if (rc != TH_OK) {
+    fprintf(stderr, "tunehub remeasure: %s\n", err);
+    store_close(st2);
+    store_close(st);
+    return rc == TH_ERR_NOT_FOUND ? 2 : 1;
+  }
+  tune_net_free(&net);
   tune_remeasure_opts o = {.st = st, .against = st2, .framework = pos[0], .network = pos[1],
                            .batch = (int)batch, .rounds = (int)rounds};
   int rows = 0;
-  th_status rc = tune_remeasure(&o, stdout, &rows, err, sizeof err);
+  rc = tune_remeasure(&o, stdout, &rows, err, sizeof err);
   store_close(st2);
   store_close(st);
   if (rc != TH_OK) {
@@ -160,7 +173,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "build")) return cli_build(argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
   if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
-  if (!strcmp(cmd, "networks")) return cli_networks();
+  if (!strcmp(cmd, "networks")) return cli_networks(argc - 2, argv + 2);
+  if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
@@ -172,6 +186,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
-                  "remeasure, version, help\n", cmd);
+                  "import, remeasure, version, help\n", cmd);
   return 2;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "onnx.h"
 #include "th_util.h"
 #include "tune_job.h"
 #include "zoo.h"
@@ -40,10 +41,11 @@ static json_t *srv__embedded(const char *text) {
   return v ? v : json_object();
 }
 
-/* The key's five fields into o. */
+/* The key's five fields into o, and the network's source (an uploaded network's keys carry its revision). */
 static void srv__key_fields(json_t *o, const store_key *k) {
   json_object_set_new(o, "framework", json_string(k->framework));
   json_object_set_new(o, "network", json_string(k->network));
+  json_object_set_new(o, "source", json_string(k->net_digest[0] ? "onnx" : "zoo"));
   json_object_set_new(o, "batch", json_integer(k->batch));
   json_object_set_new(o, "target", json_string(k->target));
   json_object_set_new(o, "compiler_version", json_string(k->compiler_version));
@@ -377,40 +379,45 @@ void srv_present_networks_at(json_t *doc, int batch) {
   json_array_foreach(nets, i, e) srv__entry_at(e, batch);
 }
 
+/* "inputs", "outputs" (dims that follow the batch are "batch"), "input" (the first input's shape at batch 1),
+ * "flops" and "params" (at batch 1) of a network from its graphs at batch 1 and 2, into o. */
+static th_status srv__graph_fields(json_t *o, const tc_graph *g1, const tc_graph *g2) {
+  if (g1->ninputs != g2->ninputs || g1->noutputs != g2->noutputs) return TH_ERR_INTERNAL;
+  json_t *ins = json_array(), *outs = json_array();
+  if (!ins || !outs) {
+    json_decref(ins);
+    json_decref(outs);
+    return TH_ERR_NOMEM;
+  }
+  for (int k = 0; k < g1->ninputs; k++)
+    json_array_append_new(ins, srv__io(g1->nodes[g1->inputs[k]].name, &g1->nodes[g1->inputs[k]].out,
+                                       &g2->nodes[g2->inputs[k]].out));
+  for (int k = 0; k < g1->noutputs; k++)
+    json_array_append_new(outs, srv__io(g1->output_names[k], &g1->nodes[g1->outputs[k]].out,
+                                        &g2->nodes[g2->outputs[k]].out));
+  json_t *first = json_object_get(json_array_get(ins, 0), "shape");
+  json_object_set_new(o, "input", first ? srv__shape_at(first, 1) : json_array());
+  json_object_set_new(o, "inputs", ins);
+  json_object_set_new(o, "outputs", outs);
+  json_object_set_new(o, "flops", json_real(tc_graph_flops(g1)));
+  json_object_set_new(o, "params", json_integer(tc_graph_param_count(g1)));
+  return TH_OK;
+}
+
 th_status srv_present_network(const char *name, json_t **out) {
   const tc_zoo_entry *e = tc_zoo_find(name);
   if (!e) return TH_ERR_NOT_FOUND;
   tc_graph *g1 = NULL, *g2 = NULL;
   th_status rc = tc_zoo_build(name, 1, 0, 0, 0, &g1, NULL, 0);
   if (rc == TH_OK) rc = tc_zoo_build(name, 2, 0, 0, 0, &g2, NULL, 0);
-  if (rc == TH_OK && (g1->ninputs != g2->ninputs || g1->noutputs != g2->noutputs))
-    rc = TH_ERR_INTERNAL;
-  json_t *o = NULL, *ins = NULL, *outs = NULL;
-  if (rc == TH_OK) {
-    o = json_object();
-    ins = json_array();
-    outs = json_array();
-    if (!o || !ins || !outs) rc = TH_ERR_NOMEM;
-  }
-  for (int k = 0; rc == TH_OK && k < g1->ninputs; k++)
-    json_array_append_new(ins, srv__io(g1->nodes[g1->inputs[k]].name, &g1->nodes[g1->inputs[k]].out,
-                                       &g2->nodes[g2->inputs[k]].out));
-  for (int k = 0; rc == TH_OK && k < g1->noutputs; k++)
-    json_array_append_new(outs, srv__io(g1->output_names[k], &g1->nodes[g1->outputs[k]].out,
-                                        &g2->nodes[g2->outputs[k]].out));
+  json_t *o = rc == TH_OK ? json_object() : NULL;
+  if (rc == TH_OK && !o) rc = TH_ERR_NOMEM;
   if (rc == TH_OK) {
     json_object_set_new(o, "name", json_string(e->name));
+    json_object_set_new(o, "source", json_string("zoo"));
     json_object_set_new(o, "description", json_string(e->description));
-    json_t *first = json_object_get(json_array_get(ins, 0), "shape");
-    json_object_set_new(o, "input", first ? srv__shape_at(first, 1) : json_array());
-    json_object_set_new(o, "inputs", ins);
-    json_object_set_new(o, "outputs", outs);
-    ins = outs = NULL;
-    json_object_set_new(o, "flops", json_real(tc_graph_flops(g1)));
-    json_object_set_new(o, "params", json_integer(tc_graph_param_count(g1)));
+    rc = srv__graph_fields(o, g1, g2);
   }
-  json_decref(ins);
-  json_decref(outs);
   tc_graph_free(g1);
   tc_graph_free(g2);
   if (rc != TH_OK) {
@@ -419,4 +426,50 @@ th_status srv_present_network(const char *name, json_t **out) {
   }
   *out = o;
   return TH_OK;
+}
+
+th_status srv_present_onnx(const char *name, const tc_graph *g1, const tc_graph *g2, const tc_onnx_info *info,
+                           json_t **out) {
+  json_t *o = json_object(), *ops = json_array();
+  th_status rc = o && ops ? TH_OK : TH_ERR_NOMEM;
+  if (rc == TH_OK) {
+    json_object_set_new(o, "name", json_string(name));
+    json_object_set_new(o, "source", json_string("onnx"));
+    rc = srv__graph_fields(o, g1, g2);
+  }
+  for (int i = 0; rc == TH_OK && i < info->nop_types; i++)
+    json_array_append_new(ops, json_pack("{s:s,s:i}", "op_type", info->op_types[i].name, "count",
+                                         info->op_types[i].count));
+  if (rc == TH_OK) {
+    json_object_set_new(o, "ops", ops);
+    ops = NULL;
+    json_object_set_new(o, "onnx", json_pack("{s:I,s:I,s:s,s:i,s:i,s:I,s:i,s:i,s:i}", "ir_version",
+                                             (json_int_t)info->ir_version, "opset", (json_int_t)info->opset,
+                                             "producer", info->producer, "nodes", info->nnodes, "initializers",
+                                             info->ninitializers, "param_elements",
+                                             (json_int_t)info->param_elements, "folded", info->folded,
+                                             "fused_layer_norm", info->fused_layer_norm, "fused_gelu",
+                                             info->fused_gelu));
+  }
+  json_decref(ops);
+  if (rc != TH_OK) {
+    json_decref(o);
+    return rc;
+  }
+  *out = o;
+  return TH_OK;
+}
+
+json_t *srv_present_uploaded(const store_network *n) {
+  json_t *o = srv__embedded(n->description);
+  if (!o) return NULL;
+  json_object_set_new(o, "name", json_string(n->name));
+  json_object_set_new(o, "source", json_string("onnx"));
+  json_object_set_new(o, "version", json_integer(n->version));
+  json_object_set_new(o, "digest", srv__digest(n->onnx_digest));
+  json_object_set_new(o, "size", json_integer(n->onnx_size));
+  json_object_set_new(o, "shapes", n->shapes ? json_string(n->shapes) : json_null());
+  json_object_set_new(o, "created_at", srv__time(n->created_at));
+  json_object_set_new(o, "updated_at", srv__time(n->updated_at));
+  return o;
 }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "graph.h"
+#include "onnx.h"
 #include "scheduler.h"
 #include "store.h"
 #include "th_buf.h"
@@ -46,12 +48,22 @@ char *srv_present_event(const tune_event *ev);
  * "waiting","estimates"}, then "store_queue": queue (a document, e.g. srv_present_jobs', consumed). */
 th_status srv_present_scheduler(const tune_sched_info *in, json_t *queue, th_buf *b);
 
-/* A zoo network's GET /networks entry, {"name", "description", "input", "inputs": [{"name", "dtype",
- * "shape"}], "outputs": [...], "flops", "params"}, at the default input size. In shapes a dimension
+/* A zoo network's GET /networks entry, {"name", "source": "zoo", "description", "input", "inputs": [{"name",
+ * "dtype", "shape"}], "outputs": [...], "flops", "params"}, at the default input size. In shapes a dimension
  * that follows the batch is the string "batch" (found by building the graph at batch 1 and 2,
  * without weights); "input" is the first input's shape at batch 1. FLOPs and parameters are at
  * batch 1. TH_ERR_NOT_FOUND for an unknown name, TH_ERR_NOMEM; *out is written only on success. */
 th_status srv_present_network(const char *name, json_t **out);
+/* An uploaded network's description as its import found it: {"name", "source": "onnx", "input", "inputs",
+ * "outputs", "flops", "params" (as a zoo entry's, from its graphs at batch 1 and 2), "ops": [{"op_type", "count"}]
+ * (the file's op types in first-seen order), "onnx": {"ir_version", "opset", "producer", "nodes", "initializers",
+ * "param_elements", "folded", "fused_layer_norm", "fused_gelu"}}. TH_ERR_INTERNAL when the graphs disagree on
+ * their inputs or outputs, TH_ERR_NOMEM; *out is written only on success. */
+th_status srv_present_onnx(const char *name, const tc_graph *g1, const tc_graph *g2, const tc_onnx_info *info,
+                           json_t **out);
+/* An uploaded network's GET /networks entry: its stored description with the store's "version", "digest"
+ * ("sha256:" of the ONNX file), "size", "shapes" (null when none), "created_at" and "updated_at". */
+json_t *srv_present_uploaded(const store_network *n);
 /* Replaces every "batch" dimension in a GET /networks document (one entry or {"networks":[...]})
  * with batch, in place, and sets each entry's "input" to its first input's shape at that batch. */
 void srv_present_networks_at(json_t *doc, int batch);

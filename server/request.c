@@ -3,7 +3,11 @@
  * of a path after routing. */
 #include "request.h"
 
+#include <ctype.h>
 #include <string.h>
+#include <strings.h>
+
+#include "th_sha256.h"
 
 static int srv__hex(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -51,4 +55,46 @@ int srv_query(const srv_request *r, const char *name, char *out, size_t n) {
     p = amp + 1;
   }
   return 0;
+}
+
+int srv_content_digest_check(const char *header, const unsigned char sha[32]) {
+  char want[48];
+  th_base64(sha, 32, want);
+  const char *p = header;
+  int found = 0, match = 0;
+  while (p && *p) {
+    while (*p == ' ' || *p == '\t' || *p == ',') p++;
+    if (!*p) break;
+    const char *key = p;
+    while (*p && *p != '=' && *p != ',') p++;
+    if (*p != '=') return -1; /* every member of the dictionary is key=:bytes: */
+    size_t klen = (size_t)(p - key);
+    while (klen && (key[klen - 1] == ' ' || key[klen - 1] == '\t')) klen--;
+    p++;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p != ':') return -1;
+    const char *val = ++p;
+    while (*p && *p != ':') {
+      if (!isalnum((unsigned char)*p) && *p != '+' && *p != '/' && *p != '=') return -1;
+      p++;
+    }
+    if (*p != ':') return -1;
+    size_t vlen = (size_t)(p - val);
+    p++;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == ';') { /* parameters of a member: skipped */
+      while (*p && *p != ',') p++;
+    }
+    if (*p && *p != ',') return -1;
+    if (klen == 7 && strncasecmp(key, "sha-256", 7) == 0) {
+      found = 1;
+      /* standard base64 with its padding; a value without the padding is the same bytes */
+      size_t wlen = strlen(want);
+      while (vlen && val[vlen - 1] == '=') vlen--;
+      while (wlen && want[wlen - 1] == '=') wlen--;
+      match = vlen == wlen && memcmp(val, want, vlen) == 0;
+    }
+  }
+  if (!found) return -2;
+  return match;
 }

@@ -1,5 +1,6 @@
-/* Routes of the registry API (see README.md, "HTTP API"). Every path is validated before anything touches the
- * store: a bad framework, network, batch or path gets a 4xx that lists the valid values, and nothing is queued.
+/* Routes of the registry API (see README.md, "HTTP API"; the /networks routes are networks.c's). Every path is
+ * validated before anything is written to the store (an uploaded network's name is looked up in it): a bad
+ * framework, network, batch or path gets a 4xx that lists the valid values, and nothing is queued.
  * Error statuses come from the th_status table (srv_error); the few that are no th_status's error (405, 414,
  * a 503 while the store does not answer) and the non-errors (202, 304, 503 while building) are explicit. */
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "builder.h"
 #include "events.h"
 #include "longpoll.h"
+#include "networks.h"
 #include "oci.h"
 #include "present.h"
 #include "request.h"
@@ -24,6 +26,7 @@
 #include "th_sha256.h"
 #include "backend.h"
 #include "th_util.h"
+#include "tune_net.h"
 #include "tune_report.h"
 #include "zoo.h"
 
@@ -75,29 +78,18 @@ th_status srv_routes_init(srv_t *s, char *err, size_t n) {
   return s->networks_json ? TH_OK : TH_ERR_NOMEM;
 }
 
-/* GET /networks[?batch=N]: the cached list, with "batch" dims as the number when one is given. */
-static enum MHD_Result srv__networks(srv_t *s, srv_request *r) {
-  char b[32] = "";
-  int q = srv_query(r, "batch", b, sizeof b);
-  if (q == 0) return srv_json(s, r, 200, s->networks_json);
-  int64_t batch = 0;
-  if (q < 0 || th_parse_i64(b, &batch) != TH_OK || batch < 1 || batch > s->cfg.max_batch) {
-    char extra[96];
-    snprintf(extra, sizeof extra, "{\"valid\":{\"min\":1,\"max\":%d}}", s->cfg.max_batch);
-    return srv_error(s, r, TH_ERR_INVALID, "invalid_batch", extra,
-                     "invalid batch '%s'; the batch is a whole number from 1 to %d", b,
-                     s->cfg.max_batch);
-  }
-  json_t *doc = json_loads(s->networks_json, 0, NULL);
-  if (doc) srv_present_networks_at(doc, (int)batch);
-  return srv_json_doc(s, r, 200, doc);
-}
-
 /* ---- validation ---- */
 
-static char *srv__names_json(void) {
+/* {"valid": [every network's name]}: the zoo's, then the uploaded ones. */
+static char *srv__names_json(srv_t *s) {
   json_t *arr = json_array();
   for (size_t i = 0; i < tc_zoo_count(); i++) json_array_append_new(arr, json_string(tc_zoo_at(i)->name));
+  store_network *nets = NULL;
+  size_t n = 0;
+  if (store_network_list(s->st, "onnx", &nets, &n) == TH_OK) {
+    for (size_t i = 0; i < n; i++) json_array_append_new(arr, json_string(nets[i].name));
+    store_network_list_free(nets, n);
+  }
   json_t *o = json_object();
   json_object_set_new(o, "valid", arr);
   char *t = json_dumps(o, JSON_COMPACT);
@@ -105,14 +97,34 @@ static char *srv__names_json(void) {
   return t;
 }
 
-static void srv__names_text(char *out, size_t n) {
-  size_t used = 0;
-  out[0] = '\0';
-  for (size_t i = 0; i < tc_zoo_count() && used + 2 < n; i++) {
-    int w = snprintf(out + used, n - used, "%s%s", i ? ", " : "", tc_zoo_at(i)->name);
-    if (w < 0) break;
-    used += (size_t)w;
-  }
+/* The revision of network net into digest ("" for a zoo network): 1 when net is a zoo or uploaded network, else
+ * 0 with *rc TH_ERR_NOT_FOUND, or the store's error when it cannot say (its message on the handle). */
+static int srv__network_known(srv_t *s, const char *net, char digest[65], th_status *rc) {
+  digest[0] = '\0';
+  *rc = TH_OK;
+  if (tc_zoo_find(net)) return 1;
+  store_network row;
+  *rc = store_network_get(s->st, net, &row);
+  if (*rc != TH_OK) return 0;
+  int onnx = row.onnx;
+  if (onnx) memcpy(digest, row.digest, 65);
+  store_network_clear(&row);
+  if (!onnx) *rc = TH_ERR_NOT_FOUND;
+  return onnx;
+}
+
+/* Queues the 404 (or the store's error) for a network that is neither in the zoo nor uploaded. */
+static enum MHD_Result srv__unknown_network(srv_t *s, srv_request *r, const char *net, th_status rc,
+                                            th_status status) {
+  if (rc != TH_OK && rc != TH_ERR_NOT_FOUND)
+    return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+  char names[2048];
+  tune_net_names(s->st, names, sizeof names);
+  char *valid = srv__names_json(s);
+  enum MHD_Result ret = srv_error(s, r, status, "unknown_network", valid, "unknown network '%s'; valid networks: %s",
+                                  net, names);
+  free(valid);
+  return ret;
 }
 
 /* Resolves (framework, network, batch) text into a key; on bad input queues the 4xx and returns 0. */
@@ -120,16 +132,18 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
                     store_key *key, enum MHD_Result *ret) {
   int64_t b = 0;
   int batch_ok = th_parse_i64(batch, &b) == TH_OK && b >= 1 && b <= s->cfg.max_batch;
-  char why[1200];
+  char why[2400];
   th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, key, why, sizeof why);
   if (rc != TH_OK && srv__backend_index(fw) < 0) {
     *ret = srv_error(s, r, rc, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}", "%s", why);
     return 0;
   }
+  if (rc == TH_ERR_NOT_FOUND) {
+    *ret = srv__unknown_network(s, r, net, rc, TH_ERR_NOT_FOUND);
+    return 0;
+  }
   if (rc != TH_OK) {
-    char *valid = srv__names_json();
-    *ret = srv_error(s, r, rc, "unknown_network", valid, "%s", why);
-    free(valid);
+    *ret = srv_error(s, r, rc, "store_error", NULL, "%s", why);
     return 0;
   }
   if (!batch_ok) {
@@ -149,9 +163,15 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, st
     snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
     return TH_ERR_NOT_FOUND;
   }
-  if (!tc_zoo_find(net)) {
-    char names[1024];
-    srv__names_text(names, sizeof names);
+  char digest[65];
+  th_status nrc;
+  if (!srv__network_known(s, net, digest, &nrc)) {
+    if (nrc != TH_OK && nrc != TH_ERR_NOT_FOUND) {
+      snprintf(why, n, "%s", store_errmsg(s->st));
+      return nrc;
+    }
+    char names[2048];
+    tune_net_names(s->st, names, sizeof names);
     snprintf(why, n, "unknown network '%s'; valid networks: %s", net, names);
     return TH_ERR_NOT_FOUND;
   }
@@ -162,13 +182,14 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, st
   memset(key, 0, sizeof *key);
   snprintf(key->framework, sizeof key->framework, "%.15s", fw);
   snprintf(key->network, sizeof key->network, "%.63s", net);
+  memcpy(key->net_digest, digest, sizeof key->net_digest);
   key->batch = batch;
   snprintf(key->target, sizeof key->target, "%s", s->targets[fw_index]);
   snprintf(key->compiler_version, sizeof key->compiler_version, "%s", s->compiler_version);
   return TH_OK;
 }
 
-static int srv__authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
+int srv_authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
   if (!s->have_token) {
     *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
                      "this route changes the registry and needs a bearer token, but the daemon was "
@@ -402,7 +423,7 @@ static enum MHD_Result srv__manifest_send(srv_t *s, srv_request *r, const char *
 
 static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *key) {
   char ck[400];
-  snprintf(ck, sizeof ck, "%s/%s/%d", key->framework, key->network, key->batch);
+  snprintf(ck, sizeof ck, "%s/%s/%d/%s", key->framework, key->network, key->batch, key->net_digest);
   pthread_mutex_lock(&s->cache_mu);
   struct srv_manifest_entry *e = srv__cache_slot(s, ck);
   if (e->manifest && e->gen == s->cache_gen && strcmp(e->key, ck) == 0) {
@@ -443,7 +464,7 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
 
 static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
-  if (!srv__authorized(s, r, &ret)) return ret;
+  if (!srv_authorized(s, r, &ret)) return ret;
   char dwhy[256];
   if (srv__lacks_device(key->framework, dwhy, sizeof dwhy))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
@@ -522,7 +543,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
 
 static enum MHD_Result srv__model_delete(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
-  if (!srv__authorized(s, r, &ret)) return ret;
+  if (!srv_authorized(s, r, &ret)) return ret;
   int n = 0;
   th_status rc = store_model_delete(s->st, key, &n);
   pthread_mutex_lock(&s->cache_mu);
@@ -551,7 +572,7 @@ static enum MHD_Result srv__blob(srv_t *s, srv_request *r, const char *ref) {
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   char filename[96];
   snprintf(filename, sizeof filename, "%.19s%s", ref + 7,
-           strstr(media, "tar") ? ".tar" : strstr(media, "sharedlib") ? ".so" : "");
+           strstr(media, "tar") ? ".tar" : strstr(media, "sharedlib") ? ".so" : strstr(media, "onnx") ? ".onnx" : "");
   return srv_send_file(s, r, path, size, ref + 7, media, filename, 1, NULL);
 }
 
@@ -568,12 +589,10 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
       strcmp(state, "failed"))
     return srv_error(s, r, TH_ERR_INVALID, "invalid_state", "{\"valid\":[\"ready\",\"building\",\"failed\"]}",
                      "invalid state '%s'; valid states: ready, building, failed", state);
-  if (hn > 0 && net[0] && !tc_zoo_find(net)) {
-    char names[1024];
-    srv__names_text(names, sizeof names);
-    return srv_error(s, r, TH_ERR_INVALID, "unknown_network", NULL, "unknown network '%s'; valid networks: %s",
-                     net, names);
-  }
+  char digest[65];
+  th_status nrc;
+  if (hn > 0 && net[0] && !srv__network_known(s, net, digest, &nrc))
+    return srv__unknown_network(s, r, net, nrc, TH_ERR_INVALID);
   store_catalog_row *rows = NULL;
   size_t n = 0;
   th_status rc = store_catalog(s->st, fw[0] ? fw : NULL, net[0] ? net : NULL, state[0] ? state : NULL, &rows, &n);
@@ -611,7 +630,7 @@ static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int 
     return srv_error(s, r, TH_ERR_INVALID, "invalid_job_id", NULL, "a job id is a positive whole number");
   if (cancel) {
     enum MHD_Result ret;
-    if (!srv__authorized(s, r, &ret)) return ret;
+    if (!srv_authorized(s, r, &ret)) return ret;
     th_status rc = store_job_cancel(s->st, id);
     if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, TH_ERR_NOT_FOUND, "job_unknown", NULL, "no job %lld", (long long)id);
     if (rc == TH_ERR_CONFLICT) return srv_error(s, r, rc, "job_ended", NULL, "%s", store_errmsg(s->st));
@@ -658,10 +677,13 @@ static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *ke
   tc_backend_target t;
   if (tc_backend_target_init(tc_backend_default(), NULL, &t, NULL, 0) != TH_OK)
     return srv_error(s, r, TH_ERR_INTERNAL, "target_error", NULL, "cannot read the host CPU target");
-  char err[512] = "";
+  char err[2048] = "";
+  tune_net net;
+  th_status rc = tune_net_resolve(s->st, key->network, key->net_digest, &net, err, sizeof err);
+  if (rc != TH_OK) return srv_error(s, r, rc, rc == TH_ERR_NOT_FOUND ? "unknown_network" : "store_error", NULL, "%s", err);
   tune_curve c;
-  th_status rc = tune_curve_get(s->st, &t, key->target, key->network, key->batch, (int)max_points, &c, err,
-                                sizeof err);
+  rc = tune_curve_get(s->st, &t, key->target, &net.src, key->batch, (int)max_points, &c, err, sizeof err);
+  tune_net_free(&net);
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", err);
   json_t *doc = srv_present_curve(&c);
   tune_curve_free(&c);
@@ -863,6 +885,10 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     if (r->route == SRV_ROUTE_TUNING) return srv__tuning(s, r, &key);
     return srv__tune(s, r, &key);
   }
+  if (SEG(0, "networks") && nseg == 2) { /* server/networks.c */
+    r->route = SRV_ROUTE_NETWORK;
+    return srv_networks_route(s, r, segs[1]);
+  }
   if (SEG(0, "blobs") && nseg == 2) {
     r->route = SRV_ROUTE_BLOB;
     return get ? srv__blob(s, r, segs[1]) : srv__not_allowed(s, r, "GET, HEAD");
@@ -887,7 +913,7 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     const char *allow = "GET, HEAD";
     if (SEG(0, "networks")) {
       r->route = SRV_ROUTE_NETWORKS;
-      return get ? srv__networks(s, r) : srv__not_allowed(s, r, allow);
+      return get ? srv_networks_list(s, r) : srv__not_allowed(s, r, allow);
     }
     if (SEG(0, "targets")) {
       r->route = SRV_ROUTE_TARGETS;

@@ -22,6 +22,8 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, st
  * it), TH_ERR_BUSY (the queue is full), a store error. */
 th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int waiting, int64_t *job_id,
                          int *created, char *why, size_t n);
+/* 1 when r carries the daemon's bearer token; else queues the 401 (*ret its result) and returns 0. */
+int srv_authorized(srv_t *s, srv_request *r, enum MHD_Result *ret);
 /* Routes a complete request (method, path, query and body read) and queues its response. */
 enum MHD_Result srv_route(srv_t *s, srv_request *r);
 

@@ -6,6 +6,7 @@
 #define SRV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "th_status.h"
 #include "worker.h"
@@ -31,6 +32,7 @@ typedef struct srv_config {
   int miss_trials; /* trials per task for a miss's tuning; 0 = the tuner's default budget */
   int cpu_slots;   /* the scheduler's CPU build pool; 0 = online cores */
   int max_streams, max_streams_per_ip; /* SSE caps */
+  int64_t max_upload; /* bytes of an uploaded ONNX file (PUT /networks/{name}); default 2 GiB */
 } srv_config;
 
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 1 worker, max batch 256, 256 queued jobs,

@@ -12,6 +12,7 @@
 #include "th_buf.h"
 
 typedef struct srv_events srv_events;
+typedef struct srv_upload srv_upload; /* a streamed upload (networks.c) */
 
 /* A request as the access handler assembled it; owned by libmicrohttpd's connection (freed when it completes). */
 typedef struct srv_request {
@@ -21,6 +22,8 @@ typedef struct srv_request {
   char query[2048];  /* raw query string, without '?' */
   th_buf body;
   int body_too_large;
+  srv_upload *upload; /* PUT /networks/{name}: the body streams to a file instead of body (networks.c) */
+  int answered;       /* a response was queued before the body was read: the rest of the request is ignored */
   int uri_too_long;  /* the path or the query did not fit: answered 414, never routed */
   int route;         /* metrics label index */
   /* long-poll state */
@@ -93,6 +96,9 @@ enum srv_route {
   SRV_ROUTE_TUNING,
   SRV_ROUTE_EVENTS,
   SRV_ROUTE_SCHEDULER,
+  SRV_ROUTE_NETWORK,        /* GET /networks/{name} */
+  SRV_ROUTE_NETWORK_PUT,    /* PUT /networks/{name} */
+  SRV_ROUTE_NETWORK_DELETE, /* DELETE /networks/{name} */
   SRV_ROUTE_OCI,
   SRV_ROUTE_COUNT
 };

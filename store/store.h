@@ -41,6 +41,7 @@ typedef struct store_key {
   int batch;
   char target[256];
   char compiler_version[32];
+  char net_digest[65]; /* the network's revision (store_network.digest): "" for a zoo network */
 } store_key;
 
 /* ---- artifacts ---- */
@@ -48,6 +49,11 @@ typedef struct store_key {
  * its digest (hex) and size. Storing the same bytes twice is a no-op. src is left in place. */
 th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
                              int64_t *size);
+/* Creates an empty file in the store's scratch directory (data_dir/tmp, emptied at start-up by store_recover) for
+ * a caller that streams bytes into the store (the server's uploads): *fd is open for writing (the caller closes
+ * it) and path (n >= 1400 bytes) gets its name. The caller unlinks the file, or hands it to store_network_put
+ * with take set. */
+th_status store_tmp_file(store_t *st, const char *prefix, char *path, size_t n, int *fd);
 /* Path of the artifact file for a digest (hex); TH_ERR_NOT_FOUND when unknown. */
 th_status store_artifact_path(store_t *st, const char *digest, char *path, size_t n, int64_t *size,
                               char *media_type, size_t media_n);
@@ -183,9 +189,77 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
 /* Frees a catalog array; accepts NULL. After the call the array is no longer valid. */
 void store_catalog_free(store_catalog_row *rows, size_t n);
 
-/* ---- networks ---- */
+/* ---- networks: the zoo's, and users' uploaded ONNX files ---- */
+/* Records a zoo network (the daemon refreshes every zoo name at start); an uploaded network of the same name is
+ * left as it is. */
 th_status store_network_upsert(store_t *st, const char *name, const char *input_shape_json, double flops,
                                int64_t params);
+
+typedef struct store_network {
+  char name[64];
+  int onnx;               /* 1: an uploaded ONNX file; 0: a zoo network (the fields below are empty) */
+  char digest[65];        /* the revision models and jobs record as store_key.net_digest: the file's sha256, or
+                             with shapes the sha256 of "<file sha256>\n<shapes>"; "" for a zoo network */
+  char onnx_digest[65];   /* sha256 hex of the ONNX file (an artifact, media type application/onnx) */
+  int64_t onnx_size;
+  char onnx_path[1200];   /* the file in the content-addressed store */
+  char *shapes;           /* owned: the importer's shapes string, or NULL */
+  char *description;      /* owned: the JSON text stored with the upload, or NULL */
+  int version;            /* 1, then one more for every upload of other content under the name */
+  double flops;           /* at batch 1 */
+  int64_t params;
+  double created_at, updated_at;
+} store_network;
+
+/* Frees what a store_network owns (not n itself); accepts NULL. */
+void store_network_clear(store_network *n);
+
+typedef struct store_network_upload {
+  const char *name;        /* 1..63 characters (the server checks its naming rule) */
+  const char *path;        /* the ONNX file, already validated by the caller */
+  int take;                /* 1: path comes from store_tmp_file and is renamed into place (gone after TH_OK);
+                              0: it is copied and left in place */
+  const char *sha256;      /* the file's sha256 (hex) when the caller hashed it while writing it; NULL: hashed here */
+  const char *shapes;      /* NULL or "" when none */
+  const char *description; /* JSON text, stored as given (may be NULL) */
+  const char *input_shape; /* JSON text: the first input's shape at batch 1 (as store_network_upsert's) */
+  double flops;            /* at batch 1 */
+  int64_t params;
+} store_network_upload;
+
+/* What a store_network_put or store_network_delete changed. */
+typedef struct store_network_change {
+  int changed;   /* put: 0 nothing (the same file and shapes), 1 a new network, 2 a new version of it */
+  int models;    /* the model versions marked deleted: delete, every one of the network; put, the replaced
+                    revision's (stale bundles: no longer served, their blobs stay addressable) */
+  int64_t *jobs; /* owned (free()): the queued or running jobs of the replaced or deleted revision that were
+                    cancelled (queued ones end at once, running ones between stages); NULL when none */
+  size_t njobs;
+} store_network_change;
+
+/* Stores an uploaded network under up->name. The file becomes an artifact (temp file, fsync, rename, then the
+ * row, as store_artifact_put) and the row is written in one transaction with its consequences: other content
+ * under an existing name is the next version: the old revision's live jobs are cancelled, its published versions
+ * marked deleted (a bundle of it published later never matches the network's digest either), and its file goes
+ * once nothing references it.
+ * *out (may be NULL; clear it with store_network_clear) gets the network as stored, *change (may be NULL; free
+ * its jobs) what changed. TH_ERR_CONFLICT when the name is a zoo network's, TH_ERR_INVALID for a bad name,
+ * TH_ERR_IO, TH_ERR_DB, TH_ERR_BUSY. Out-params are written on TH_OK only. */
+th_status store_network_put(store_t *st, const store_network_upload *up, store_network *out,
+                            store_network_change *change);
+/* The network named name (zoo or uploaded) into *out (clear it with store_network_clear); TH_ERR_NOT_FOUND when
+ * the store has none. */
+th_status store_network_get(store_t *st, const char *name, store_network *out);
+/* The networks whose source is source ("zoo", "onnx", or NULL for both), by name, into a new array (*out, *n)
+ * that the caller frees with store_network_list_free; nothing is written on an error. */
+th_status store_network_list(store_t *st, const char *source, store_network **out, size_t *n);
+/* Frees an array from store_network_list; accepts NULL. */
+void store_network_list_free(store_network *nets, size_t n);
+/* Deletes the uploaded network name: every version of its models (any revision) is marked deleted, its live
+ * jobs are cancelled, its row goes, and its ONNX file too unless another network has the same bytes. *change
+ * (may be NULL; free its jobs) says what went. TH_ERR_NOT_FOUND when no network has the name, TH_ERR_CONFLICT
+ * for a zoo network. */
+th_status store_network_delete(store_t *st, const char *name, store_network_change *change);
 
 /* ---- workloads and tuning records ---- */
 th_status store_workload_upsert(store_t *st, const char *key, const char *template_name, double flops);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,12 +50,16 @@ static th_status store__copy_fsync(const char *src, const char *dst) {
   return rc;
 }
 
-th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
-                             int64_t *size) {
-  char hex[65];
-  int64_t sz = 0;
-  if (th_sha256_file(src, hex, &sz) != TH_OK)
-    return store__fail(st, TH_ERR_IO, "cannot read %s: %s", src, strerror(errno));
+/* fsyncs the file at path (a file written by another handle, before it is renamed into place). */
+static th_status store__fsync_path(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return TH_ERR_IO;
+  th_status rc = fsync(fd) == 0 ? TH_OK : TH_ERR_IO;
+  close(fd);
+  return rc;
+}
+
+th_status store__artifact_place(store_t *st, const char *src, int take, const char *hex, int64_t sz) {
   char dir[1200], final_path[1300], tmp[1300];
   snprintf(dir, sizeof dir, "%s/%.2s", st->artifacts_dir, hex);
   snprintf(final_path, sizeof final_path, "%s/%s", dir, hex);
@@ -69,23 +74,30 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
     have_file = th_sha256_file(final_path, have_hex, &have_sz) == TH_OK && have_sz == sz &&
                 strcmp(have_hex, hex) == 0;
   }
-  if (!have_file) {
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-      return store__fail(st, TH_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
-    if (store__copy_fsync(src, tmp) != TH_OK) {
-      unlink(tmp);
-      return store__fail(st, TH_ERR_IO, "cannot copy %s: %s", src, strerror(errno));
-    }
-    if (rename(tmp, final_path) != 0) {
-      unlink(tmp);
-      return store__fail(st, TH_ERR_IO, "cannot rename into %s: %s", final_path, strerror(errno));
-    }
-    /* the rename lives in the shard directory, and a new shard's own entry in artifacts/: both are synced,
-     * every time, since a shard made by a put that died before its sync looks the same as a durable one */
-    if (th_fsync_parent(final_path) != TH_OK || th_fsync_parent(dir) != TH_OK)
-      return store__fail(st, TH_ERR_IO, "cannot fsync %s or its parent: %s", dir, strerror(errno));
+  if (have_file) {
+    if (take) unlink(src);
+    return TH_OK;
   }
-  pthread_mutex_lock(&st->mu);
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    return store__fail(st, TH_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
+  /* a taken file (store_tmp_file's, in data/tmp like the copy) is renamed as it is, after its bytes are synced */
+  const char *from = take ? src : tmp;
+  if (take ? store__fsync_path(src) != TH_OK : store__copy_fsync(src, tmp) != TH_OK) {
+    if (!take) unlink(tmp);
+    return store__fail(st, TH_ERR_IO, "cannot %s %s: %s", take ? "sync" : "copy", src, strerror(errno));
+  }
+  if (rename(from, final_path) != 0) {
+    if (!take) unlink(tmp);
+    return store__fail(st, TH_ERR_IO, "cannot rename into %s: %s", final_path, strerror(errno));
+  }
+  /* the rename lives in the shard directory, and a new shard's own entry in artifacts/: both are synced, every
+   * time, since a shard made by a put that died before its sync looks the same as a durable one */
+  if (th_fsync_parent(final_path) != TH_OK || th_fsync_parent(dir) != TH_OK)
+    return store__fail(st, TH_ERR_IO, "cannot fsync %s or its parent: %s", dir, strerror(errno));
+  return TH_OK;
+}
+
+th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type) {
   sqlite3_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "INSERT OR IGNORE INTO artifacts (digest, size, media_type, created_at) "
@@ -99,10 +111,37 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
     if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "insert artifact");
   }
   sqlite3_finalize(s);
+  return rc;
+}
+
+void store__artifact_file(store_t *st, const char *hex, char *path, size_t n) {
+  snprintf(path, n, "%s/%.2s/%s", st->artifacts_dir, hex, hex);
+}
+
+th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
+                             int64_t *size) {
+  char hex[65];
+  int64_t sz = 0;
+  if (th_sha256_file(src, hex, &sz) != TH_OK)
+    return store__fail(st, TH_ERR_IO, "cannot read %s: %s", src, strerror(errno));
+  th_status rc = store__artifact_place(st, src, 0, hex, sz);
+  if (rc != TH_OK) return rc;
+  pthread_mutex_lock(&st->mu);
+  rc = store__artifact_row(st, hex, sz, media_type);
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) return rc;
   memcpy(digest, hex, 65);
   if (size) *size = sz;
+  return TH_OK;
+}
+
+th_status store_tmp_file(store_t *st, const char *prefix, char *path, size_t n, int *fd) {
+  if (snprintf(path, n, "%s/%s.XXXXXX", st->tmp_dir, prefix ? prefix : "upload") >= (int)n)
+    return store__fail(st, TH_ERR_INVALID, "the temporary file's path does not fit");
+  int f = mkostemp(path, O_CLOEXEC);
+  if (f < 0) return store__fail(st, TH_ERR_IO, "cannot create a file in %s: %s", st->tmp_dir, strerror(errno));
+  (void)fchmod(f, 0644); /* as a copied artifact's: the file may become one (store_network_put's take) */
+  *fd = f;
   return TH_OK;
 }
 
@@ -119,7 +158,7 @@ th_status store_artifact_path(store_t *st, const char *digest, char *path, size_
     if (r == SQLITE_ROW) {
       if (size) *size = sqlite3_column_int64(s, 0);
       if (media_type) store__col_copy(s, 1, media_type, media_n);
-      snprintf(path, n, "%s/%.2s/%s", st->artifacts_dir, digest, digest);
+      store__artifact_file(st, digest, path, n);
     } else if (r == SQLITE_DONE) {
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no artifact with digest sha256:%s", digest);
     } else {

@@ -27,6 +27,14 @@ th_status store__exec(store_t *st, const char *sql);
  * arr itself, or arr reallocated with *cap doubled from 16. NULL when out of memory: arr is then still valid and
  * owned by the caller, and the error is recorded. */
 void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem);
+/* Puts the file at src at artifacts/<ab>/<hex> (hex its sha256, sz its size), durably, without its row: nothing
+ * when a file that hashes to hex is already there; else src is copied (take 0; src stays) or, after an fsync,
+ * renamed (take 1: src lies in data/tmp, and is gone after TH_OK). Takes no lock. */
+th_status store__artifact_place(store_t *st, const char *src, int take, const char *hex, int64_t sz);
+/* INSERT OR IGNORE of an artifact's row; the caller holds st->mu. */
+th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type);
+/* The path of the artifact file named hex. */
+void store__artifact_file(store_t *st, const char *hex, char *path, size_t n);
 /* A copy of a column as malloc'd text (NULL for SQL NULL). */
 char *store__col_dup(sqlite3_stmt *s, int col);
 /* Copies a text column into a fixed buffer (truncating safely). */

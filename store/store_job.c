@@ -32,7 +32,7 @@ void store_job_clear(store_job *j) {
 
 #define STORE__JOB_COLS                                                                          \
   "id, framework, network, batch, target, compiler_version, kind, options, priority, state, stage, " \
-  "progress, error, cancel_requested, attempts, created_at, started_at, finished_at"
+  "progress, error, cancel_requested, attempts, created_at, started_at, finished_at, net_digest"
 
 static void store__job_row(sqlite3_stmt *s, store_job *j) {
   memset(j, 0, sizeof *j);
@@ -54,6 +54,7 @@ static void store__job_row(sqlite3_stmt *s, store_job *j) {
   j->created_at = sqlite3_column_double(s, 15);
   j->started_at = sqlite3_column_double(s, 16);
   j->finished_at = sqlite3_column_double(s, 17);
+  store__col_copy(s, 18, j->key.net_digest, sizeof j->key.net_digest);
 }
 
 static th_status store__job_select(store_t *st, const char *where, int64_t id, const store_key *k,
@@ -69,6 +70,7 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
       sqlite3_bind_int(s, 3, k->batch);
       sqlite3_bind_text(s, 4, k->target, -1, SQLITE_TRANSIENT);
       sqlite3_bind_text(s, 5, k->compiler_version, -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(s, 6, k->net_digest, -1, SQLITE_TRANSIENT);
     } else {
       sqlite3_bind_int64(s, 1, id);
     }
@@ -85,7 +87,7 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
 }
 
 #define STORE__KEY_WHERE \
-  "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5"
+  "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5 AND net_digest = ?6"
 
 /* Ends the transaction a write began: COMMIT when rc is TH_OK, else (or when the commit fails) ROLLBACK, keeping
  * the first error's message. */
@@ -119,8 +121,8 @@ static th_status store__job_insert(store_t *st, const store_key *key, const char
   if (rc == TH_OK)
     rc = store__prepare(st,
                         "INSERT INTO jobs (framework, network, batch, target, compiler_version, "
-                        "kind, options, priority, state, created_at) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                        "kind, options, priority, state, created_at, net_digest) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
                         &s);
   if (rc == TH_OK) {
     sqlite3_bind_text(s, 1, key->framework, -1, SQLITE_TRANSIENT);
@@ -132,6 +134,7 @@ static th_status store__job_insert(store_t *st, const store_key *key, const char
     sqlite3_bind_text(s, 7, options ? options : "{}", -1, SQLITE_TRANSIENT);
     sqlite3_bind_int(s, 8, priority);
     sqlite3_bind_double(s, 9, th_now_wall());
+    sqlite3_bind_text(s, 10, key->net_digest, -1, SQLITE_TRANSIENT);
     if (sqlite3_step(s) == SQLITE_DONE)
       *id = sqlite3_last_insert_rowid(st->db);
     else

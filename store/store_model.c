@@ -13,12 +13,16 @@ void store_model_clear(store_model *m) {
   m->manifest = NULL;
 }
 
-static void store__bind_key(sqlite3_stmt *s, int first, const store_key *k) {
+/* Binds the key's five name columns from parameter first on, and its network revision (net_digest) after them
+ * when with_digest is set. Version numbers count over the names alone, so that they keep growing when an
+ * uploaded network gets a new revision; every look-up matches the revision too. */
+static void store__bind_key(sqlite3_stmt *s, int first, const store_key *k, int with_digest) {
   sqlite3_bind_text(s, first, k->framework, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s, first + 1, k->network, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(s, first + 2, k->batch);
   sqlite3_bind_text(s, first + 3, k->target, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s, first + 4, k->compiler_version, -1, SQLITE_TRANSIENT);
+  if (with_digest) sqlite3_bind_text(s, first + 5, k->net_digest, -1, SQLITE_TRANSIENT);
 }
 
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
@@ -38,7 +42,7 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
                         "network = ? AND batch = ? AND target = ? AND compiler_version = ?",
                         &s);
   if (rc == TH_OK) {
-    store__bind_key(s, 1, key);
+    store__bind_key(s, 1, key, 0);
     if (sqlite3_step(s) == SQLITE_ROW)
       next = sqlite3_column_int(s, 0);
     else
@@ -49,25 +53,25 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
   if (rc == TH_OK)
     rc = store__prepare(st,
                         "INSERT INTO models (framework, network, batch, target, compiler_version, "
-                        "version, state, tuned, tar_digest, so_digest, manifest, latency_ms, job_id, "
-                        "created_at) VALUES (?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?)",
+                        "net_digest, version, state, tuned, tar_digest, so_digest, manifest, latency_ms, "
+                        "job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?)",
                         &s);
   if (rc == TH_OK) {
-    store__bind_key(s, 1, key);
-    sqlite3_bind_int(s, 6, next);
-    sqlite3_bind_int(s, 7, tuned ? 1 : 0);
-    sqlite3_bind_text(s, 8, tar_digest, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 9, so_digest, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 10, manifest, -1, SQLITE_TRANSIENT);
+    store__bind_key(s, 1, key, 1);
+    sqlite3_bind_int(s, 7, next);
+    sqlite3_bind_int(s, 8, tuned ? 1 : 0);
+    sqlite3_bind_text(s, 9, tar_digest, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 10, so_digest, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 11, manifest, -1, SQLITE_TRANSIENT);
     if (latency_ms >= 0)
-      sqlite3_bind_double(s, 11, latency_ms);
-    else
-      sqlite3_bind_null(s, 11);
-    if (job_id > 0)
-      sqlite3_bind_int64(s, 12, job_id);
+      sqlite3_bind_double(s, 12, latency_ms);
     else
       sqlite3_bind_null(s, 12);
-    sqlite3_bind_double(s, 13, th_now_wall());
+    if (job_id > 0)
+      sqlite3_bind_int64(s, 13, job_id);
+    else
+      sqlite3_bind_null(s, 13);
+    sqlite3_bind_double(s, 14, th_now_wall());
     if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "insert model");
   }
   sqlite3_finalize(s);
@@ -89,12 +93,12 @@ th_status store_model_get(store_t *st, const store_key *key, int tuned_only, sto
       "SELECT m.id, m.version, m.tuned, m.tar_digest, m.so_digest, m.manifest, m.latency_ms, m.job_id, "
       "m.created_at, a.size, b.size FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
       "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND "
-      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.state = 'ready' AND "
-      "(? = 0 OR m.tuned = 1) ORDER BY m.version DESC LIMIT 1",
+      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.net_digest = ? AND m.state = 'ready' "
+      "AND (? = 0 OR m.tuned = 1) ORDER BY m.version DESC LIMIT 1",
       &s);
   if (rc == TH_OK) {
-    store__bind_key(s, 1, key);
-    sqlite3_bind_int(s, 6, tuned_only);
+    store__bind_key(s, 1, key, 1);
+    sqlite3_bind_int(s, 7, tuned_only);
     int r = sqlite3_step(s);
     if (r == SQLITE_ROW) {
       store_model m;
@@ -134,11 +138,11 @@ th_status store_model_delete(store_t *st, const store_key *key, int *deleted) {
   th_status rc = store__prepare(st,
                                 "UPDATE models SET state = 'deleted' WHERE framework = ? AND "
                                 "network = ? AND batch = ? AND target = ? AND compiler_version = ? "
-                                "AND state = 'ready'",
+                                "AND net_digest = ? AND state = 'ready'",
                                 &s);
   int n = 0;
   if (rc == TH_OK) {
-    store__bind_key(s, 1, key);
+    store__bind_key(s, 1, key, 1);
     if (sqlite3_step(s) != SQLITE_DONE)
       rc = store__db_fail(st, "delete model");
     else
@@ -192,23 +196,28 @@ static void store__model_row(sqlite3_stmt *s, int c, const store_key *key, store
 
 th_status store_catalog(store_t *st, const char *framework, const char *network, const char *state,
                         store_catalog_row **out, size_t *count) {
-  /* One row per key: the newest ready model, else the newest job. */
+  /* One row per key: the newest ready model, else the newest job. A key whose network revision is not the
+   * network's current one (an uploaded network replaced or deleted since) is left out. */
   static const char *const sql =
       "WITH keys AS ("
-      "  SELECT framework, network, batch, target, compiler_version FROM models WHERE state = 'ready' "
-      "  UNION SELECT framework, network, batch, target, compiler_version FROM jobs "
+      "  SELECT framework, network, batch, target, compiler_version, net_digest FROM models "
+      "    WHERE state = 'ready' "
+      "  UNION SELECT framework, network, batch, target, compiler_version, net_digest FROM jobs "
       "    WHERE kind IN ('build', 'tune')), "
+      "current AS ("
+      "  SELECT k.* FROM keys k WHERE k.net_digest = coalesce((SELECT n.digest FROM networks n "
+      "    WHERE n.name = k.network AND n.source = 'onnx'), '')), "
       "latest AS ("
       "  SELECT k.*, (SELECT id FROM models m WHERE m.framework = k.framework AND m.network = k.network "
       "     AND m.batch = k.batch AND m.target = k.target AND m.compiler_version = k.compiler_version "
-      "     AND m.state = 'ready' ORDER BY version DESC LIMIT 1) AS model_id, "
+      "     AND m.net_digest = k.net_digest AND m.state = 'ready' ORDER BY version DESC LIMIT 1) AS model_id, "
       "   (SELECT id FROM jobs j WHERE j.framework = k.framework AND j.network = k.network "
       "     AND j.batch = k.batch AND j.target = k.target AND j.compiler_version = k.compiler_version "
-      "     ORDER BY id DESC LIMIT 1) AS job_id FROM keys k) "
+      "     AND j.net_digest = k.net_digest ORDER BY id DESC LIMIT 1) AS job_id FROM current k) "
       "SELECT l.framework, l.network, l.batch, l.target, l.compiler_version, " STORE__MODEL_COLS ", "
       " j.id, j.state, j.stage, j.error, (SELECT count(*) FROM models v WHERE v.framework = l.framework "
       "   AND v.network = l.network AND v.batch = l.batch AND v.target = l.target AND v.compiler_version = "
-      "   l.compiler_version AND v.state = 'ready') "
+      "   l.compiler_version AND v.net_digest = l.net_digest AND v.state = 'ready'), l.net_digest "
       "FROM latest l LEFT JOIN models m ON m.id = l.model_id "
       "LEFT JOIN artifacts a ON a.digest = m.tar_digest LEFT JOIN artifacts b ON b.digest = m.so_digest "
       "LEFT JOIN jobs j ON j.id = l.job_id "
@@ -249,6 +258,7 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
       o->key.batch = sqlite3_column_int(s, 2);
       store__col_copy(s, 3, o->key.target, sizeof o->key.target);
       store__col_copy(s, 4, o->key.compiler_version, sizeof o->key.compiler_version);
+      store__col_copy(s, 20, o->key.net_digest, sizeof o->key.net_digest);
       o->state = row_state;
       o->has_model = has_model;
       if (has_model) {
@@ -286,11 +296,11 @@ th_status store_model_versions(store_t *st, const store_key *key, store_model **
       st,
       "SELECT " STORE__MODEL_COLS " FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
       "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND "
-      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.state = 'ready' "
+      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.net_digest = ? AND m.state = 'ready' "
       "ORDER BY m.version",
       &s);
   if (rc == TH_OK) {
-    store__bind_key(s, 1, key);
+    store__bind_key(s, 1, key, 1);
     int r;
     while ((r = sqlite3_step(s)) == SQLITE_ROW) {
       void *grown = store__grow(st, vs, &cap, n, sizeof *vs);

@@ -1,33 +1,10 @@
-/* Tuning records, workloads and the network list. Every trial the tuner runs is one row; a build asks for the
+/* Tuning records and workloads. Every trial the tuner runs is one row; a build asks for the
  * best valid row per (workload, target), and transfer learning walks the rows of one template. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_int.h"
 #include "th_util.h"
-
-th_status store_network_upsert(store_t *st, const char *name, const char *input_shape_json, double flops,
-                               int64_t params) {
-  pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
-  th_status rc = store__prepare(st,
-                                "INSERT INTO networks (name, input_shape, flops, params, updated_at) "
-                                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET input_shape = "
-                                "excluded.input_shape, flops = excluded.flops, params = excluded.params, "
-                                "updated_at = excluded.updated_at",
-                                &s);
-  if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, input_shape_json, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 3, flops);
-    sqlite3_bind_int64(s, 4, params);
-    sqlite3_bind_double(s, 5, th_now_wall());
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "upsert network");
-  }
-  sqlite3_finalize(s);
-  pthread_mutex_unlock(&st->mu);
-  return rc;
-}
 
 th_status store_workload_upsert(store_t *st, const char *key, const char *template_name, double flops) {
   pthread_mutex_lock(&st->mu);

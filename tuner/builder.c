@@ -19,6 +19,7 @@
 #include "th_util.h"
 #include "space.h"
 #include "tune_job.h"
+#include "tune_net.h"
 
 /* A backend's device on this server, described once per process (for cuda: dlopen of libcuda, cuInit): present
  * 1 when there is one. why gets the reason when not ("no CUDA device: ..." or "built without CUDA"). */
@@ -162,9 +163,9 @@ static th_status tb__manifest_facts(const char *manifest, double *latency_ms, in
  * the message, and a GET never queues a failed key again (POST .../tune does). Had the job published an
  * untuned version and succeeded, each such GET would find no tuned version and no failure, queue the same
  * tuning again and add one more identical version per round until its wait ran out. */
-static th_status tb__build_publish(const tune_build_env *env, const char *target, const char *tag,
-                                   const char *phase, const tune_progress *base_progress, int need_tuned, char *err,
-                                   size_t n) {
+static th_status tb__build_publish(const tune_build_env *env, const tune_net *net, const char *target,
+                                   const char *tag, const char *phase, const tune_progress *base_progress,
+                                   int need_tuned, char *err, size_t n) {
   char dir[1200], tar[1300], so[1300];
   snprintf(dir, sizeof dir, "%s/%s", env->work_dir, tag);
   snprintf(tar, sizeof tar, "%s/%s.tar", env->work_dir, tag);
@@ -174,7 +175,9 @@ static th_status tb__build_publish(const tune_build_env *env, const char *target
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = env->key->framework;
-  o.network = env->key->network;
+  o.network = net->src.name;
+  o.onnx_path = net->src.onnx_path;
+  o.onnx_shapes = net->src.shapes;
   o.batch = env->key->batch;
   o.work_dir = dir;
   o.lookup = tune_build_lookup; /* tuned, transferred or fallback configs, for the key's target */
@@ -225,12 +228,12 @@ static void tb__tune_options(const char *json, tune_options *o) {
 
 /* The tuning session for the job's framework: CPU tasks for llvm, GPU tasks on the server's device for cuda
  * (the arch of the key's target). */
-static th_status tb__session(const tune_build_env *env, const char *target, const tune_options *o,
-                             tune_session_t **s, char *err, size_t n) {
+static th_status tb__session(const tune_build_env *env, const tune_net *net, const char *target,
+                             const tune_options *o, tune_session_t **s, char *err, size_t n) {
   const tc_backend *b = tc_backend_find(env->key->framework, err, n);
   if (!b) return TH_ERR_INVALID;
   const char *arch = strstr(target, "-arch=");
-  th_status rc = tune_session_new(env->st, b, arch ? arch + 6 : NULL, env->key->network, env->key->batch, o, s);
+  th_status rc = tune_session_new(env->st, b, arch ? arch + 6 : NULL, &net->src, env->key->batch, o, s);
   if (rc != TH_OK)
     snprintf(err, n, "cannot start tuning: %s", tune_session_new_errmsg()[0] ? tune_session_new_errmsg()
                                                                               : th_status_str(rc));
@@ -244,7 +247,8 @@ static void tb__report_session(const tune_build_env *env, tb__snapshot *sn, cons
   env->progress(env->ctx, "tune", &p);
 }
 
-static th_status tb__tune(const tune_build_env *env, const char *target, char *err, size_t n) {
+static th_status tb__tune(const tune_build_env *env, const tune_net *net, const char *target, char *err,
+                          size_t n) {
   tune_options o;
   tune_options_default(&o);
   tb__tune_options(env->options, &o);
@@ -257,7 +261,7 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
   o.measure.worker_argv = worker_argv;
   th_status rc = tune_options_check(&o, err, n);
   tune_session_t *s = NULL;
-  if (rc == TH_OK) rc = tb__session(env, target, &o, &s, err, n);
+  if (rc == TH_OK) rc = tb__session(env, net, target, &o, &s, err, n);
   if (rc != TH_OK) {
     tune_session_free(s);
     return rc;
@@ -281,7 +285,7 @@ static th_status tb__tune(const tune_build_env *env, const char *target, char *e
   int cancelled = tune_session_cancelled(s);
   tune_session_free(s);
   if (rc == TH_OK && (cancelled || env->cancelled(env->ctx))) rc = TH_ERR_CANCELLED;
-  if (rc == TH_OK) rc = tb__build_publish(env, target, "tuned", "rebuild", tb__snapshot_of(&sn), 1, err, n);
+  if (rc == TH_OK) rc = tb__build_publish(env, net, target, "tuned", "rebuild", tb__snapshot_of(&sn), 1, err, n);
   free(sn.tasks);
   return rc;
 }
@@ -299,6 +303,12 @@ static int tb__cuda_untuned(const tune_build_env *env) {
   return 1;
 }
 
+/* The job's network, resolved through the store at the revision its key names: a job queued before a new upload
+ * of its network fails here (TH_ERR_CONFLICT) instead of building the new revision under the old one's key. */
+static th_status tb__net(const tune_build_env *env, tune_net *net, char *err, size_t n) {
+  return tune_net_resolve(env->st, env->key->network, env->key->net_digest, net, err, n);
+}
+
 static th_status tb__run(void *self, const tune_build_env *env, char *err, size_t n) {
   (void)self;
   char target[256];
@@ -307,10 +317,14 @@ static th_status tb__run(void *self, const tune_build_env *env, char *err, size_
     snprintf(err, n, "cannot determine the %s target", env->key->framework);
     return rc;
   }
-  rc = tb__build_publish(env, target, "quick", "build", NULL, 0, err, n);
-  if (rc != TH_OK || strcmp(env->kind, "tune") != 0 || tb__cuda_untuned(env)) return rc;
-  if (env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
-  return tb__tune(env, target, err, n);
+  tune_net net;
+  rc = tb__net(env, &net, err, n);
+  if (rc != TH_OK) return rc;
+  rc = tb__build_publish(env, &net, target, "quick", "build", NULL, 0, err, n);
+  if (rc == TH_OK && strcmp(env->kind, "tune") == 0 && !tb__cuda_untuned(env))
+    rc = env->cancelled(env->ctx) ? TH_ERR_CANCELLED : tb__tune(env, &net, target, err, n);
+  tune_net_free(&net);
+  return rc;
 }
 
 /* ---- the staged form the scheduler drives: quick build, then the tuning session's own stages (select,
@@ -327,6 +341,7 @@ enum { TB_QUICK = 0, TB_TUNE, TB_REBUILD, TB_DONE };
 
 typedef struct tb__job {
   const tune_build_env *env;
+  tune_net net; /* resolved once, at open (zeroed until then) */
   char target[256];
   int phase;
   int is_tune;
@@ -372,11 +387,17 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
     free(j);
     return rc;
   }
+  rc = tb__net(env, &j->net, err, n);
+  if (rc != TH_OK) {
+    free(j);
+    return rc;
+  }
   /* Resume after a restart: a version this job already published is not built again, and a tuning job
    * that published only its quick build tunes (the session resumes from the stored records). */
   int published = 0;
   if (env->job_id > 0) rc = tb__published_by_job(env, &published, err, n);
   if (rc != TH_OK) {
+    tune_net_free(&j->net);
     free(j);
     return rc;
   }
@@ -457,7 +478,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
   if (env->cancelled(env->ctx)) return TH_ERR_CANCELLED;
   switch (j->phase) {
     case TB_QUICK:
-      rc = tb__build_publish(env, j->target, "quick", "build", NULL, 0, err, n);
+      rc = tb__build_publish(env, &j->net, j->target, "quick", "build", NULL, 0, err, n);
       if (rc == TH_OK) j->phase = j->is_tune && !tb__cuda_untuned(env) ? TB_TUNE : TB_DONE;
       return rc;
     case TB_TUNE:
@@ -471,7 +492,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
         static char *const worker_argv[] = {"/proc/self/exe", "measure-worker", NULL};
         j->o.measure.worker_argv = worker_argv;
         rc = tune_options_check(&j->o, err, n);
-        if (rc == TH_OK) rc = tb__session(env, j->target, &j->o, &j->s, err, n);
+        if (rc == TH_OK) rc = tb__session(env, &j->net, j->target, &j->o, &j->s, err, n);
         if (rc != TH_OK) return rc;
         tb__save_progress(j, 1);
         return TH_OK;
@@ -496,7 +517,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
         tune_session_free(j->s);
         j->s = NULL;
       }
-      rc = tb__build_publish(env, j->target, "tuned", "rebuild", tb__snapshot_of(&j->prog), 1, err, n);
+      rc = tb__build_publish(env, &j->net, j->target, "tuned", "rebuild", tb__snapshot_of(&j->prog), 1, err, n);
       if (rc == TH_OK) j->phase = TB_DONE;
       return rc;
     default:
@@ -510,6 +531,7 @@ static void tb__close(void *self, void *job) {
   if (!j) return;
   tune_session_free(j->s);
   free(j->prog.tasks);
+  tune_net_free(&j->net);
   free(j);
 }
 

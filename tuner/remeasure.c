@@ -10,6 +10,7 @@
 #include "measure.h"
 #include "backend.h"
 #include "th_util.h"
+#include "tune_net.h"
 #include "tune_space.h"
 #include "tune_task.h"
 
@@ -121,9 +122,13 @@ th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, int *rows, cha
   th_status rc = tune__rm_open(&x, o->framework, err, n);
   tc_task *tasks = NULL;
   int nt = 0;
+  tune_net net;
+  int have_net = 0;
+  if (rc == TH_OK) rc = tune_net_resolve(o->st, o->network, NULL, &net, err, n); /* a zoo or uploaded network */
+  have_net = rc == TH_OK;
   if (rc == TH_OK) {
-    rc = tc_network_tasks(&x.tgt, o->network, o->batch, &tasks, &nt);
-    if (rc != TH_OK) snprintf(err, n, "unknown network %s or batch %d", o->network, o->batch);
+    rc = tc_network_tasks(&x.tgt, &net.src, o->batch, &tasks, &nt);
+    if (rc != TH_OK) snprintf(err, n, "cannot list the tasks of %s at batch %d", o->network, o->batch);
   }
   tune_task *t = rc == TH_OK ? malloc(sizeof *t) : NULL;
   if (rc == TH_OK && !t) rc = TH_ERR_NOMEM;
@@ -163,6 +168,7 @@ th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, int *rows, cha
   if (rc != TH_OK && err[0] == '\0') snprintf(err, n, "remeasure failed: %s", th_status_str(rc));
   free(t);
   free(tasks);
+  if (have_net) tune_net_free(&net);
   tune__rm_close(&x);
   return rc;
 }

@@ -14,7 +14,7 @@ typedef struct tune_remeasure_opts {
   store_t *against;       /* NULL, or a second store: its best configs are timed beside st's (borrowed) */
   const char *framework;  /* a backend name (tc_backend_find): llvm, the host CPU; cuda, device 0 ("no CUDA
                              device: ..." without one) */
-  const char *network;
+  const char *network;    /* a zoo network or one uploaded to st */
   int batch;
   int rounds;             /* interleaved rounds; each config's time is the median over them (default 1) */
 } tune_remeasure_opts;

@@ -11,6 +11,7 @@
 #include "store.h"
 #include "th_util.h"
 #include "tune_job.h"
+#include "tune_net.h"
 #include "tune_task.h"
 #include "zoo.h"
 
@@ -138,33 +139,39 @@ int tune_cli_main(int argc, char **argv) {
     fprintf(stderr, "tunehub tune: %s\n", ferr);
     return 2;
   }
-  if (!tc_zoo_find(pos[1])) {
-    fprintf(stderr, "tunehub tune: unknown network '%s'\n", pos[1]);
-    tune__list_networks(stderr);
-    return 2;
-  }
   int64_t batch;
   if (tune__int_arg("BATCH", pos[2], 1, 4096, &batch) != 0) return 2;
-  char err[256];
+  char err[2048];
   if (tune_options_check(&o, err, sizeof err) != TH_OK) {
     fprintf(stderr, "tunehub tune: %s\n", err);
     return 2;
   }
+  /* a zoo network needs no store to be named; an uploaded one is looked up in the store it was imported into */
+  tune_net net;
+  th_status rc = tc_zoo_find(pos[1]) || store_exists(data) ? TH_OK : TH_ERR_NOT_FOUND;
   store_t *st = NULL;
-  th_status rc = store_open(data, &st);
-  if (rc != TH_OK) {
-    fprintf(stderr, "tunehub tune: cannot open the store in %s: %s\n", data, st ? store_errmsg(st) : th_status_str(rc));
-    store_close(st);
+  if (rc == TH_OK) rc = store_open(data, &st);
+  if (rc != TH_OK && rc != TH_ERR_NOT_FOUND) {
+    fprintf(stderr, "tunehub tune: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
     return 1;
+  }
+  if (rc == TH_OK) rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
+  if (rc != TH_OK) {
+    if (rc != TH_ERR_NOT_FOUND || st) fprintf(stderr, "tunehub tune: %s\n", err);
+    else fprintf(stderr, "tunehub tune: unknown network '%s'\n", pos[1]);
+    if (!st) tune__list_networks(stderr);
+    store_close(st);
+    return rc == TH_ERR_NOT_FOUND ? 2 : 1;
   }
   tune_session_t *s = NULL;
   char tstr[256];
   /* cuda: the device's arch; without a device this fails with "no CUDA device: ..." */
-  rc = tune_session_new(st, be, NULL, pos[1], (int)batch, &o, &s);
+  rc = tune_session_new(st, be, NULL, &net.src, (int)batch, &o, &s);
   if (rc == TH_OK) snprintf(tstr, sizeof tstr, "%s", tune_session_target(s));
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub tune: cannot start tuning %s: %s\n", pos[1],
             tune_session_new_errmsg()[0] ? tune_session_new_errmsg() : th_status_str(rc));
+    tune_net_free(&net);
     store_close(st);
     return 1;
   }
@@ -218,6 +225,7 @@ int tune_cli_main(int argc, char **argv) {
     code = 1;
   }
   tune_session_free(s);
+  tune_net_free(&net);
   store_close(st);
   return code;
 }

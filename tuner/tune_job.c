@@ -1071,16 +1071,16 @@ th_status tune_session_new_workloads(store_t *st, const tc_backend *b, const cha
   return rc;
 }
 
-th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, const char *network, int batch,
+th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, const tc_netsrc *net, int batch,
                            const tune_options *o, tune_session_t **out) {
-  if (!st || !network || batch < 1 || !o || !out) return TH_ERR_INVALID;
+  if (!st || !net || !net->name || batch < 1 || !o || !out) return TH_ERR_INVALID;
   tc_backend_target t;
   tune_measurer_t *m = NULL;
   th_status rc = tune__prepare(b, arch, o, &t, &m);
   if (rc != TH_OK) return rc;
   tc_task *tasks = NULL;
   int n = 0;
-  rc = tc_network_tasks(&t, network, batch, &tasks, &n);
+  rc = tc_network_tasks(&t, net, batch, &tasks, &n);
   tc_workload *wls = rc == TH_OK ? malloc(sizeof *wls * (size_t)(n > 0 ? n : 1)) : NULL;
   int *weights = rc == TH_OK ? malloc(sizeof *weights * (size_t)(n > 0 ? n : 1)) : NULL;
   int k = 0;
@@ -1098,7 +1098,7 @@ th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, c
     m = NULL; /* owned (or freed) by tune__session_new */
   }
   if (rc != TH_OK && !tune__new_err[0])
-    snprintf(tune__new_err, sizeof tune__new_err, "%s: %s", network, th_status_str(rc));
+    snprintf(tune__new_err, sizeof tune__new_err, "%s: %s", net->name, th_status_str(rc));
   tune_measurer_free(m);
   free(tasks);
   free(wls);

@@ -89,7 +89,7 @@ typedef struct tune_progress {
 
 typedef struct tune_session tune_session_t;
 
-/* A session over a zoo network's tasks on backend b (NULL: the host CPU, llvm), tasks with a one-point space
+/* A session over the tasks of network net (a zoo network or an uploaded file: tune_net_resolve) on backend b (NULL: the host CPU, llvm), tasks with a one-point space
  * left out (tc_network_tasks). arch: the device's arch for a backend that times candidates on its device
  * (cuda: "sm_XX"; NULL or "": the device's), ignored otherwise. Such a session compiles candidates on the CPU
  * (build stage) and measures them with tc_backend_measure in the worker process (measure stage), with no
@@ -97,7 +97,7 @@ typedef struct tune_session tune_session_t;
  * for the device: without one, TH_ERR_UNSUPPORTED and tune_session_new_errmsg() says "no CUDA device: ...".
  * Records use the target's string ("llvm -mcpu=...", "cuda -arch=sm_XX"). st is borrowed and must outlive
  * the session. */
-th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, const char *network, int batch,
+th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, const tc_netsrc *net, int batch,
                            const tune_options *o, tune_session_t **out);
 /* The same over explicit workloads (weights = occurrences, may be NULL; NCHW for cuda). */
 th_status tune_session_new_workloads(store_t *st, const tc_backend *b, const char *arch, const tc_workload *wls,

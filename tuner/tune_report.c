@@ -48,18 +48,18 @@ void tune_curve_free(tune_curve *c) {
   c->ntasks = 0;
 }
 
-th_status tune_curve_get(store_t *st, const tc_backend_target *target, const char *target_str, const char *network,
+th_status tune_curve_get(store_t *st, const tc_backend_target *target, const char *target_str, const tc_netsrc *net,
                          int batch, int max_points, tune_curve *out, char *err, size_t n) {
   tc_task *tasks = NULL;
   int ntasks = 0;
-  th_status rc = tc_network_tasks(target, network, batch, &tasks, &ntasks);
+  th_status rc = tc_network_tasks(target, net, batch, &tasks, &ntasks);
   if (rc != TH_OK) {
-    snprintf(err, n, "cannot list the tasks of %s at batch %d: %s", network, batch, th_status_str(rc));
+    snprintf(err, n, "cannot list the tasks of %s at batch %d: %s", net->name, batch, th_status_str(rc));
     return rc;
   }
   tune_curve c;
   memset(&c, 0, sizeof c);
-  snprintf(c.network, sizeof c.network, "%s", network);
+  snprintf(c.network, sizeof c.network, "%s", net->name);
   c.batch = batch;
   snprintf(c.target, sizeof c.target, "%s", target_str);
   c.tasks = calloc((size_t)(ntasks > 0 ? ntasks : 1), sizeof *c.tasks);

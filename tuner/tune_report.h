@@ -37,13 +37,13 @@ typedef struct tune_curve {
   int ntasks;
 } tune_curve;
 
-/* The tuning curves of network at batch on a target into *out (the caller's struct; free its contents with
+/* The tuning curves of network net (tune_net_resolve) at batch on a target into *out (the caller's struct; free its contents with
  * tune_curve_free): for each tunable task, the best GFLOPS against trials, from every record stored for
  * (workload, target). target is the compiler target (for the config spaces), target_str the records' target
  * string. A curve keeps the trials where the best improved and the last one, at most about max_points.
  * TH_ERR_NOT_FOUND / TH_ERR_INVALID for an unknown network or a bad batch; err gets a message. *out is written
  * only on success. */
-th_status tune_curve_get(store_t *st, const tc_backend_target *target, const char *target_str, const char *network,
+th_status tune_curve_get(store_t *st, const tc_backend_target *target, const char *target_str, const tc_netsrc *net,
                          int batch, int max_points, tune_curve *out, char *err, size_t n);
 /* Frees what tune_curve_get put in c (not c itself); accepts NULL. */
 void tune_curve_free(tune_curve *c);

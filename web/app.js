@@ -3,7 +3,8 @@
    Views: the catalog with a model's detail (manifest, downloads, the tuning curve from GET .../tuning and the
    latency per version from GET .../versions, both hand-made SVG), the jobs (per-task progress; live over
    GET /jobs/{id}/events for the running jobs in view, at most MAX_STREAMS, polling /jobs every 2 s where the
-   server has no event stream) and the build form. Mutations (cancel, tune) ask for the bearer token once per tab. */
+   server has no event stream), the networks (the zoo and the uploaded ONNX networks, with the upload form) and
+   the build form. Mutations (cancel, tune, upload, delete) ask for the bearer token once per tab. */
 'use strict';
 (function () {
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -106,7 +107,7 @@
     const p = new URLSearchParams(location.hash.replace(/^#/, ''));
     const st = {};
     for (const k of Object.keys(DEFAULTS)) st[k] = p.get(k) || DEFAULTS[k];
-    if (!['catalog', 'jobs', 'build'].includes(st.view)) st.view = 'catalog';
+    if (!['catalog', 'jobs', 'networks', 'build'].includes(st.view)) st.view = 'catalog';
     if (!['asc', 'desc'].includes(st.dir)) st.dir = 'asc';
     return st;
   }
@@ -149,7 +150,7 @@
   /* ---------- views ---------- */
   function render() {
     const st = readState();
-    for (const v of ['catalog', 'jobs', 'build']) {
+    for (const v of ['catalog', 'jobs', 'networks', 'build']) {
       $('#view-' + v).hidden = st.view !== v;
       const a = $('#nav-' + v);
       if (st.view === v) a.setAttribute('aria-current', 'page'); else a.removeAttribute('aria-current');
@@ -160,6 +161,7 @@
     renderCatalog(st);
     renderDetail(st);
     renderJobs();
+    renderNetworks();
   }
 
   // re-rendering every 2 s must not steal keyboard focus: restore it by data-fid
@@ -222,7 +224,8 @@
       const key = keyOf(m);
       const tr = h('tr', { class: key === st.model ? 'selected' : null, 'data-key': key },
         h('td', { 'data-label': 'Framework' }, m.framework),
-        h('td', { 'data-label': 'Network' }, h('a', { href: hrefFor({ view: 'catalog', model: key }), class: 'model-link', 'data-fid': 'm:' + key }, m.network)),
+        h('td', { 'data-label': 'Network' }, h('a', { href: hrefFor({ view: 'catalog', model: key }), class: 'model-link', 'data-fid': 'm:' + key }, m.network),
+          m.source === 'onnx' ? [' ', h('span', { class: 'pill onnx', title: 'an uploaded ONNX network' }, 'onnx')] : null),
         h('td', { class: 'num', 'data-label': 'Batch' }, m.batch),
         h('td', { 'data-label': 'State' }, h('span', { class: 'pill ' + m.state }, m.state)),
         h('td', { class: 'num', 'data-label': 'Version' }, m.version != null ? 'v' + m.version : '—'),
@@ -1044,6 +1047,119 @@
     r.className = bad ? 'field-error' : '';
   }
 
+  /* ---------- networks: the list, upload, delete ---------- */
+  const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+  function fmtCount(n) {
+    if (typeof n !== 'number') return '—';
+    return n >= 1e6 ? (n / 1e6).toFixed(2) + 'M' : n >= 1e4 ? (n / 1e3).toFixed(1) + 'k' : String(n);
+  }
+  let networksSig = '';
+  async function reloadNetworks() {
+    try { data.networks = (await api('/networks')).body.networks || []; } catch (e) { /* keep the last list */ }
+    networksSig = '';
+    fillNetworks();
+    render();
+  }
+  function renderNetworks() {
+    const body = $('#networks-body');
+    const status = $('#networks-status');
+    if (!data.networks) { body.replaceChildren(); status.textContent = 'Loading the networks…'; return; }
+    const nets = data.networks;
+    const up = nets.filter(n => n.source === 'onnx').length;
+    status.textContent = nets.length + ' networks: ' + (nets.length - up) + ' from the zoo, ' + up + ' uploaded.';
+    const sig = JSON.stringify(nets);
+    if (sig === networksSig) return;
+    networksSig = sig;
+    keepFocus(() => body.replaceChildren(...nets.map(n => {
+      const onnx = n.source === 'onnx';
+      const details = onnx
+        ? ['version ' + n.version, ' · ', h('code', { class: 'digest', title: n.digest }, String(n.digest || '').slice(0, 19) + '…'),
+          typeof n.size === 'number' ? ' · ' + fmtBytes(n.size) : null, n.shapes ? [' · shapes ', h('code', null, n.shapes)] : null,
+          Array.isArray(n.ops) && n.ops.length ? h('div', { class: 'muted small ops' }, n.ops.map(o => o.op_type + ' ×' + o.count).join(', ')) : null]
+        : [n.description || ''];
+      return h('tr', { 'data-name': n.name, 'data-source': n.source || 'zoo' },
+        h('td', { 'data-label': 'Name' }, h('strong', null, n.name)),
+        h('td', { 'data-label': 'Source' }, h('span', { class: 'pill ' + (onnx ? 'onnx' : 'untuned') }, onnx ? 'uploaded (ONNX)' : 'zoo')),
+        h('td', { class: 'io', 'data-label': 'Inputs' }, netInputs(n) || '—'),
+        h('td', { class: 'num', 'data-label': 'GFLOPs' }, typeof n.flops === 'number' ? String(+(n.flops / 1e9).toPrecision(3)) : '—'),
+        h('td', { class: 'num', 'data-label': 'Params' }, fmtCount(n.params)),
+        h('td', { class: 'details', 'data-label': 'Details' }, details),
+        h('td', { 'data-label': 'Actions' }, onnx ? h('button', { type: 'button', class: 'small secondary net-delete', 'data-fid': 'del:' + n.name,
+          'aria-label': 'Delete network ' + n.name, onclick: () => deleteNetwork(n.name) }, 'Delete') : null));
+    })));
+  }
+  // a mutation with the token (asked once per tab, asked again once after a 401)
+  async function withToken(what, call) {
+    let token = sessionStorage.getItem('tunehub.token');
+    if (!token) token = await askToken(what);
+    if (!token) return null;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const r = await call(token);
+        sessionStorage.setItem('tunehub.token', token);
+        return r;
+      } catch (e) {
+        if ((e.status === 401 || e.status === 403) && attempt === 0) {
+          sessionStorage.removeItem('tunehub.token');
+          token = await askToken(what);
+          if (!token) return null;
+          continue;
+        }
+        throw e;
+      }
+    }
+  }
+  async function uploadNetwork(ev) {
+    ev.preventDefault();
+    const out = $('#upload-result');
+    const fileIn = $('#u-file'), nameIn = $('#u-name');
+    const file = fileIn.files && fileIn.files[0];
+    const name = nameIn.value.trim(), shapes = $('#u-shapes').value.trim();
+    const fileMsg = file ? '' : 'Choose an ONNX file.';
+    const zoo = data.networks && data.networks.some(n => n.name === name && n.source !== 'onnx');
+    const nameMsg = !name ? 'Enter a name.' : !NAME_RE.test(name) ? 'Use 1–63 lowercase letters, digits, ".", "_" or "-", starting with a letter or digit.'
+      : zoo ? '"' + name + '" is a zoo network; choose another name.' : '';
+    $('#u-file-err').textContent = fileMsg;
+    $('#u-name-err').textContent = nameMsg;
+    fileIn.setAttribute('aria-invalid', fileMsg ? 'true' : 'false');
+    nameIn.setAttribute('aria-invalid', nameMsg ? 'true' : 'false');
+    if (fileMsg || nameMsg) { (fileMsg ? fileIn : nameIn).focus(); return; }
+    const path = '/networks/' + enc(name) + (shapes ? '?shapes=' + enc(shapes) : '');
+    const btn = $('#u-submit');
+    btn.disabled = true;
+    out.replaceChildren(h('p', { class: 'muted' }, 'Uploading ' + file.name + ' (' + fmtBytes(file.size) + ') and checking it…'));
+    try {
+      const r = await withToken('Upload network', (token) => api(path, { method: 'PUT', body: file,
+        headers: { Authorization: 'Bearer ' + token, Accept: 'application/json', 'Content-Type': 'application/octet-stream' } }));
+      if (!r) { out.replaceChildren(); return; }
+      const n = r.body || {};
+      const what = r.status === 200 ? 'Unchanged (the same file): ' : n.version > 1 ? 'Uploaded as version ' + n.version + ': ' : 'Uploaded: ';
+      out.replaceChildren(h('div', { class: 'ok-box', id: 'upload-ok' }, what, h('strong', null, n.name), ' — ',
+        [netInputs(n), typeof n.flops === 'number' ? +(n.flops / 1e9).toPrecision(3) + ' GFLOPs' : null, fmtCount(n.params) + ' params',
+          Array.isArray(n.ops) ? n.ops.length + ' op types' : null].filter(Boolean).join(' · '),
+        '. ', h('a', { href: hrefFor({ view: 'build' }), id: 'upload-build', onclick: () => { setTimeout(() => { $('#b-network').value = n.name; networkHint(); }, 0); } }, 'Request a build'), '.'));
+      fileIn.value = '';
+      await reloadNetworks();
+    } catch (e) {
+      out.replaceChildren(h('div', { class: 'error-box', id: 'upload-error', role: 'alert' }, e.message));
+    } finally {
+      btn.disabled = false;
+    }
+  }
+  async function deleteNetwork(name) {
+    const out = $('#upload-result');
+    try {
+      const r = await withToken('Delete network', (token) => api('/networks/' + enc(name), { method: 'DELETE',
+        headers: { Authorization: 'Bearer ' + token, Accept: 'application/json' } }));
+      if (!r) return;
+      out.replaceChildren(h('div', { class: 'ok-box', id: 'delete-ok' }, 'Deleted ' + name + ' (' + (r.body.deleted_versions || 0) + ' model versions).'));
+      await reloadNetworks();
+      await loadModels(); render();
+    } catch (e) {
+      out.replaceChildren(h('div', { class: 'error-box', id: 'delete-error', role: 'alert' }, 'Could not delete ' + name + ': ' + e.message));
+    }
+  }
+
   /* ---------- build form ---------- */
   function fillNetworks() {
     const sel = $('#b-network');
@@ -1174,6 +1290,7 @@
   $('#b-framework').addEventListener('change', frameworkHint);
   $('#b-batch').addEventListener('input', validateBatch);
   $('#build-form').addEventListener('submit', submitBuild);
+  $('#upload-form').addEventListener('submit', uploadNetwork);
   window.addEventListener('hashchange', render);
   document.addEventListener('keydown', e => {
     if (e.key === 'Escape' && readState().model && !dialog.open) writeState({ model: '' });

@@ -93,12 +93,21 @@ void tc_cuda_fill_i64(const tc_workload *wl, int64_t *p, int64_t n, uint64_t *se
   }
 }
 
+static double tc__hard_sigmoid(double v, double alpha, double beta) {
+  v = alpha * v + beta;
+  return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
 static float tc__epi(const tc_workload *wl, double v, int ch, int64_t idx, float *const *args) {
   int weighted = wl->kernel == TC_KERNEL_CONV2D || wl->kernel == TC_KERNEL_DEPTHWISE || wl->kernel == TC_KERNEL_DENSE;
   if (weighted && (wl->epilogue & TC_EPI_BIAS) && args[TC_ARG_BIAS]) v += args[TC_ARG_BIAS][ch];
   if (weighted && (wl->epilogue & TC_EPI_RESIDUAL) && args[TC_ARG_RESIDUAL]) v += args[TC_ARG_RESIDUAL][idx];
   if (wl->epilogue & TC_EPI_RELU) v = v > 0 ? v : 0;
   if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
+  if (wl->epilogue & TC_EPI_SIGMOID) v = 1.0 / (1.0 + exp(-v));
+  if (wl->epilogue & TC_EPI_HARD_SIGMOID) v = tc__hard_sigmoid(v, wl->alpha, wl->beta);
+  if (wl->epilogue & TC_EPI_HARD_SWISH) v = v * tc__hard_sigmoid(v, 1.0 / 6.0, 0.5);
+  if (wl->epilogue & TC_EPI_SILU) v = v / (1.0 + exp(-v));
   return (float)v;
 }
 

@@ -608,6 +608,10 @@ const tc_expr *tc__cuda_epi(tc__cuda_lc *L, const tc_expr *v, const tc_expr *ch,
     v = tc_e_min(L->ir, tc_e_max(L->ir, v, FLT(wl->clip_min)), FLT(wl->clip_max));
   if (wl->epilogue & TC_EPI_GELU) v = tc_e_gelu(L->ir, v);
   if (wl->epilogue & TC_EPI_TANH) v = tc_e_tanh(L->ir, v);
+  if (wl->epilogue & TC_EPI_SIGMOID) v = tc_e_sigmoid(L->ir, v);
+  if (wl->epilogue & TC_EPI_HARD_SIGMOID) v = tc_e_hard_sigmoid(L->ir, v, wl->alpha, wl->beta);
+  if (wl->epilogue & TC_EPI_HARD_SWISH) v = tc_e_hard_swish(L->ir, v);
+  if (wl->epilogue & TC_EPI_SILU) v = tc_e_silu(L->ir, v);
   return v;
 }
 

@@ -344,6 +344,41 @@ const tc_expr *tc_e_gelu(tc_ir *ir, const tc_expr *a) {
   return tc_e_fma(ir, half, erf, half);
 }
 
+/* 1 + e^-a, the denominator of sigmoid and silu. */
+static const tc_expr *one_plus_exp_neg(tc_ir *ir, const tc_expr *a) {
+  if (!a) return NULL;
+  if (a->type.code != TC_TYPE_FLOAT) {
+    set_err(ir, TH_ERR_INTERNAL);
+    return NULL;
+  }
+  return tc_e_add(ir, fconst(ir, a, 1.0), tc_e_exp(ir, tc_e_sub(ir, fconst(ir, a, 0.0), a)));
+}
+
+const tc_expr *tc_e_sigmoid(tc_ir *ir, const tc_expr *a) {
+  const tc_expr *d = one_plus_exp_neg(ir, a);
+  return d ? tc_e_div(ir, fconst(ir, a, 1.0), d) : NULL;
+}
+
+const tc_expr *tc_e_silu(tc_ir *ir, const tc_expr *a) {
+  const tc_expr *d = one_plus_exp_neg(ir, a);
+  return d ? tc_e_div(ir, a, d) : NULL;
+}
+
+const tc_expr *tc_e_hard_sigmoid(tc_ir *ir, const tc_expr *a, double alpha, double beta) {
+  if (!a) return NULL;
+  if (a->type.code != TC_TYPE_FLOAT) {
+    set_err(ir, TH_ERR_INTERNAL);
+    return NULL;
+  }
+  const tc_expr *y = tc_e_fma(ir, a, fconst(ir, a, alpha), fconst(ir, a, beta));
+  return tc_e_min(ir, tc_e_max(ir, y, fconst(ir, a, 0.0)), fconst(ir, a, 1.0));
+}
+
+const tc_expr *tc_e_hard_swish(tc_ir *ir, const tc_expr *a) {
+  const tc_expr *h = tc_e_hard_sigmoid(ir, a, 1.0 / 6.0, 0.5);
+  return h ? tc_e_mul(ir, a, h) : NULL;
+}
+
 static tc_stmt *new_stmt(tc_ir *ir, tc_stmt_kind k) {
   tc_stmt *s = alloc(ir, sizeof *s);
   if (s) s->kind = k;

@@ -172,6 +172,13 @@ const tc_expr *tc_e_sqrt(tc_ir *ir, const tc_expr *a);
 const tc_expr *tc_e_erf(tc_ir *ir, const tc_expr *a);
 const tc_expr *tc_e_tanh(tc_ir *ir, const tc_expr *a);
 const tc_expr *tc_e_gelu(tc_ir *ir, const tc_expr *a);
+/* The activations of imported CNNs, likewise: sigmoid 1 / (1 + e^-x), hard sigmoid max(0, min(1,
+ * alpha * x + beta)), hard swish x * hard_sigmoid(x) with alpha 1/6 and beta 1/2, and silu x / (1 +
+ * e^-x) (x * sigmoid(x) with one operation fewer). */
+const tc_expr *tc_e_sigmoid(tc_ir *ir, const tc_expr *a);
+const tc_expr *tc_e_hard_sigmoid(tc_ir *ir, const tc_expr *a, double alpha, double beta);
+const tc_expr *tc_e_hard_swish(tc_ir *ir, const tc_expr *a);
+const tc_expr *tc_e_silu(tc_ir *ir, const tc_expr *a);
 
 /* Statements. */
 const tc_stmt *tc_s_for(tc_ir *ir, const tc_var *v, const tc_expr *min, const tc_expr *extent,

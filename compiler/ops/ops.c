@@ -128,10 +128,18 @@ th_status tc_workload_check(const tc_workload *wl) {
     return TH_ERR_TOO_LARGE;
   if (!is_block(w->in_cb) || !is_block(w->out_cb) || w->c % w->in_cb || w->oc % w->out_cb)
     return TH_ERR_INVALID;
+  const int cnn_act = TC_EPI_SIGMOID | TC_EPI_HARD_SIGMOID | TC_EPI_HARD_SWISH | TC_EPI_SILU;
   if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH |
-                      TC_EPI_MASK))
+                      TC_EPI_MASK | cnn_act))
     return TH_ERR_INVALID;
   if (w->kernel >= TC_KERNEL_BATCH_MATMUL) return tc__tensor_check(w);
+  if (w->epilogue & cnn_act) { /* conv2d, depthwise and dense, alone among the activations */
+    int act = w->epilogue & (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH | cnn_act);
+    if ((w->kernel != TC_KERNEL_CONV2D && w->kernel != TC_KERNEL_DEPTHWISE && w->kernel != TC_KERNEL_DENSE) ||
+        (act & (act - 1)))
+      return TH_ERR_INVALID;
+    if ((w->epilogue & TC_EPI_HARD_SIGMOID) && !(isfinite(w->alpha) && isfinite(w->beta))) return TH_ERR_INVALID;
+  }
   if (w->epilogue & (TC_EPI_GELU | TC_EPI_TANH | TC_EPI_MASK)) {
     if (w->kernel != TC_KERNEL_DENSE || (w->epilogue & TC_EPI_MASK)) return TH_ERR_INVALID;
     if ((w->epilogue & TC_EPI_GELU) && (w->epilogue & (TC_EPI_TANH | TC_EPI_RELU | TC_EPI_CLIP)))
@@ -202,6 +210,11 @@ th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
     used += (size_t)w;
   }
+  if (wl->epilogue & TC_EPI_HARD_SIGMOID) {
+    w = snprintf(out + used, n - used, " hs%.9g,%.9g", (double)wl->alpha, (double)wl->beta);
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+    used += (size_t)w;
+  }
   if (wl->kernel == TC_KERNEL_AVGPOOL) {
     w = snprintf(out + used, n - used, " cip%d", wl->count_include_pad);
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
@@ -221,12 +234,13 @@ th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
     used += (size_t)w;
     w = 0;
+    int ab = wl->kernel == TC_KERNEL_UNARY && (wl->op == TC_UNARY_AFFINE || wl->op == TC_UNARY_HARD_SIGMOID);
     if (wl->kernel == TC_KERNEL_BATCH_MATMUL || wl->kernel == TC_KERNEL_SOFTMAX_ROWS ||
-        wl->kernel == TC_KERNEL_LAYER_NORM || (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_AFFINE))
+        wl->kernel == TC_KERNEL_LAYER_NORM || ab)
       w = snprintf(out + used, n - used, " a%.9g", (double)wl->alpha);
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
     used += (size_t)w;
-    if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_AFFINE) {
+    if (ab) {
       w = snprintf(out + used, n - used, " b%.9g", (double)wl->beta);
       if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
       used += (size_t)w;
@@ -337,6 +351,10 @@ const tc_expr *tc__epilogue(tc_ir *ir, const tc_workload *wl, const tc_expr *v, 
   }
   if (wl->epilogue & TC_EPI_GELU) v = tc_e_gelu(ir, v);
   if (wl->epilogue & TC_EPI_TANH) v = tc_e_tanh(ir, v);
+  if (wl->epilogue & TC_EPI_SIGMOID) v = tc_e_sigmoid(ir, v);
+  if (wl->epilogue & TC_EPI_HARD_SIGMOID) v = tc_e_hard_sigmoid(ir, v, wl->alpha, wl->beta);
+  if (wl->epilogue & TC_EPI_HARD_SWISH) v = tc_e_hard_swish(ir, v);
+  if (wl->epilogue & TC_EPI_SILU) v = tc_e_silu(ir, v);
   return v;
 }
 

@@ -38,7 +38,9 @@
  *                 out = softmax over w of (alpha * in + mask[row / (c*h), :]) where the mask is [n, w]
  *                 floats, added with TC_EPI_MASK only.
  *   unary:        {in, out}: n elements (c = h = w = 1): TC_UNARY_GELU (erf form), TANH, CAST_I64 (the
- *                 input holds int64 values), AFFINE (in * alpha + beta).
+ *                 input holds int64 values), AFFINE (in * alpha + beta), SIGMOID, HARD_SIGMOID
+ *                 (max(0, min(1, in * alpha + beta))), HARD_SWISH, SILU; element-wise, so any layout
+ *                 (a channel-blocked map too) as long as in and out share it.
  *   embedding:    {indices, table, out}: n int64 indices, table [c, oc] floats (c rows), out [n, oc];
  *                 an index outside [0, c) gives a row of zeros and never reads outside the table (the
  *                 model runtime rejects such graph inputs before running, with an error).

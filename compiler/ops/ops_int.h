@@ -39,7 +39,8 @@ const tc_expr *tc__idx_c(tc_ir *ir, const tc_expr *n, const tc_expr *c, const tc
                          const tc_expr *x, int channels, int h, int w, int cb);
 
 /* Applies the workload's epilogue to v (float x lanes): + bias[oc0 .. +lanes] (TC_EPI_BIAS),
- * + residual[ridx .. +lanes] (TC_EPI_RESIDUAL), relu, clip. bias/res may be NULL when unused. */
+ * + residual[ridx .. +lanes] (TC_EPI_RESIDUAL), then the activation (relu, clip, gelu, tanh, sigmoid,
+ * hard sigmoid, hard swish, silu). bias/res may be NULL when unused. */
 const tc_expr *tc__epilogue(tc_ir *ir, const tc_workload *wl, const tc_expr *v, const tc_var *bias,
                             const tc_expr *oc0, const tc_var *res, const tc_expr *ridx);
 

@@ -1,5 +1,6 @@
-/* Element-wise unary kernels over n elements (ops.h): gelu (erf form) and tanh through the
- * composite expressions of ir.h, so the vector and the scalar tail compute the same function; the
+/* Element-wise unary kernels over n elements (ops.h): gelu (erf form), tanh and the CNN activations
+ * (sigmoid, hard sigmoid, hard swish, silu) through the composite expressions of ir.h, so the vector
+ * and the scalar tail compute the same function; the
  * int64 -> float cast (the input buffer holds int64, loaded as 64-bit integer vectors); x * alpha +
  * beta. Pieces of up to 4096 elements run in parallel, each an unrolled vector loop with a scalar
  * tail. Knobs: "pieces" per parallel task and "unroll" vectors per loop step. */
@@ -27,6 +28,18 @@ static const tc_stmt *un_step(tc_ir *ir, void *p, const tc_expr *i, int lanes, i
       break;
     case TC_UNARY_CAST_I64:
       y = tc_e_cast(ir, tc_type_f32(lanes), x);
+      break;
+    case TC_UNARY_SIGMOID:
+      y = tc_e_sigmoid(ir, x);
+      break;
+    case TC_UNARY_HARD_SIGMOID:
+      y = tc_e_hard_sigmoid(ir, x, c->wl->alpha, c->wl->beta);
+      break;
+    case TC_UNARY_HARD_SWISH:
+      y = tc_e_hard_swish(ir, x);
+      break;
+    case TC_UNARY_SILU:
+      y = tc_e_silu(ir, x);
       break;
     default:
       y = tc_e_fma(ir, x, tc_e_broadcast(ir, tc_e_float(ir, c->wl->alpha), lanes),

@@ -40,6 +40,11 @@ enum {
   TC_EPI_GELU = 1 << 4, /* x * 0.5 * (1 + erf(x / sqrt(2))), torch's default gelu (dense) */
   TC_EPI_TANH = 1 << 5, /* tanh (dense; bert's pooler) */
   TC_EPI_MASK = 1 << 6, /* softmax_rows: adds the additive mask before normalising */
+  /* the activations of imported CNNs (conv2d, depthwise and dense only; none with another activation) */
+  TC_EPI_SIGMOID = 1 << 7,      /* 1 / (1 + e^-x) */
+  TC_EPI_HARD_SIGMOID = 1 << 8, /* max(0, min(1, alpha * x + beta)), the workload's alpha and beta */
+  TC_EPI_HARD_SWISH = 1 << 9,   /* x * max(0, min(1, x / 6 + 0.5)) */
+  TC_EPI_SILU = 1 << 10,        /* x * sigmoid(x) */
 };
 
 /* TC_KERNEL_UNARY's operation (tc_workload.op). */
@@ -48,6 +53,10 @@ enum {
   TC_UNARY_TANH,
   TC_UNARY_CAST_I64,   /* int64 input -> float32 output (exact below 2^24) */
   TC_UNARY_AFFINE,     /* x * alpha + beta */
+  TC_UNARY_SIGMOID,    /* 1 / (1 + e^-x) */
+  TC_UNARY_HARD_SIGMOID, /* max(0, min(1, x * alpha + beta)) */
+  TC_UNARY_HARD_SWISH, /* x * max(0, min(1, x / 6 + 0.5)) */
+  TC_UNARY_SILU,       /* x * sigmoid(x) */
   TC_UNARY_COUNT
 };
 
@@ -70,10 +79,12 @@ typedef struct tc_workload {
   float clip_min, clip_max;
   int count_include_pad; /* avg pooling */
   int c_offset;          /* concat: channel offset of this input inside the output */
-  /* tensor kernels (zero for the CNN families above; see ops.h for which family reads what) */
+  /* tensor kernels (zero for the CNN families above but for a hard-sigmoid epilogue's alpha and beta;
+     see ops.h for which family reads what) */
   int op;                     /* UNARY: TC_UNARY_*; BINARY: TC_BINARY_* */
   int trans_a, trans_b;       /* BATCH_MATMUL: operand stored transposed ([n, K, M] / [n, N, K]) */
-  float alpha, beta;          /* BATCH_MATMUL, SOFTMAX_ROWS: scale; LAYER_NORM: eps; UNARY affine */
+  float alpha, beta;          /* BATCH_MATMUL, SOFTMAX_ROWS: scale; LAYER_NORM: eps; UNARY affine and
+                                 hard sigmoid; conv2d, depthwise, dense: TC_EPI_HARD_SIGMOID's */
   int ndim;                   /* COPY, BINARY: rank of the iteration space, 1..TC_WL_DIMS */
   int shape[TC_WL_DIMS];      /* COPY, BINARY: the iteration space (the output's shape for BINARY) */
   int astride[TC_WL_DIMS];    /* COPY: the input's element strides; BINARY: a's (0 broadcasts) */

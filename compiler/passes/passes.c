@@ -76,7 +76,9 @@ th_status tc_pass_fold_bn(tc_graph *g) {
   return TH_OK;
 }
 
-#define TC__ACT (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH)
+/* the activations of imported CNNs: fused into a conv (depthwise too) or dense only */
+#define TC__CNN_ACT (TC_EPI_SIGMOID | TC_EPI_HARD_SIGMOID | TC_EPI_HARD_SWISH | TC_EPI_SILU)
+#define TC__ACT (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH | TC__CNN_ACT)
 
 static int tc__same_shape(const tc_tensor *a, const tc_tensor *b) {
   if (a->ndim != b->ndim) return 0;
@@ -234,18 +236,26 @@ th_status tc_pass_fuse(tc_graph *g) {
       case TC_OP_RELU:
       case TC_OP_CLIP:
       case TC_OP_GELU:
-      case TC_OP_TANH: {
+      case TC_OP_TANH:
+      case TC_OP_SIGMOID:
+      case TC_OP_HARD_SIGMOID:
+      case TC_OP_HARD_SWISH:
+      case TC_OP_SILU: {
         tc_node *p = &g->nodes[x];
+        int flag = tc_op_activation(nd->op);
         int gt = nd->op == TC_OP_GELU || nd->op == TC_OP_TANH; /* dense epilogues only */
-        if (u[x] == 1 && tc__can_take_epilogue(g, p) && (!gt || p->op == TC_OP_DENSE)) {
+        int cnn = (flag & TC__CNN_ACT) != 0;                   /* conv and dense epilogues only */
+        if (u[x] == 1 && tc__can_take_epilogue(g, p) && (!gt || p->op == TC_OP_DENSE) &&
+            (!cnn || p->op != TC_OP_ADD)) {
           if (nd->op == TC_OP_CLIP) {
             p->clip_min = nd->clip_min;
             p->clip_max = nd->clip_max;
           }
-          p->epilogue |= nd->op == TC_OP_RELU   ? TC_EPI_RELU
-                         : nd->op == TC_OP_CLIP ? TC_EPI_CLIP
-                         : nd->op == TC_OP_GELU ? TC_EPI_GELU
-                                                : TC_EPI_TANH;
+          if (nd->op == TC_OP_HARD_SIGMOID) { /* a conv or dense has no use for alpha and shift */
+            p->alpha = nd->alpha;
+            p->shift = nd->shift;
+          }
+          p->epilogue |= flag;
           tc__replace(g, i, x);
         }
         break;
@@ -281,6 +291,19 @@ static int tc__is_cnn_op(tc_op op) {
          op == TC_OP_AVG_POOL || op == TC_OP_GLOBAL_AVG_POOL || op == TC_OP_ADAPTIVE_AVG_POOL;
 }
 
+/* A broadcast multiply of maps that keeps the channel-blocked layout (squeeze-excite's x * gate): the
+ * operands have the output's channels, and each of their other dims is the output's or 1 (a gate [n, c,
+ * 1, 1]). Both then have the output's channel block, and lowering reads them through blocked strides. */
+static int tc__map_mul(const tc_graph *g, const tc_node *nd) {
+  for (int k = 0; k < 2; k++) {
+    const tc_tensor *t = &g->nodes[nd->inputs[k]].out;
+    if (t->ndim != 4 || nd->out.ndim != 4 || t->shape[1] != nd->out.shape[1]) return 0;
+    for (int d = 0; d < 4; d++)
+      if (t->shape[d] != nd->out.shape[d] && t->shape[d] != 1) return 0;
+  }
+  return 1;
+}
+
 /* Whether node i is a CNN feature map (passes.h), given the flags of the nodes before it. */
 static int tc__map_of(const tc_graph *g, const int *map, int i) {
   const tc_node *nd = &g->nodes[i];
@@ -302,10 +325,15 @@ static int tc__map_of(const tc_graph *g, const int *map, int i) {
     case TC_OP_LAYOUT: return 1;
     case TC_OP_RELU:
     case TC_OP_CLIP:
+    case TC_OP_SIGMOID:
+    case TC_OP_HARD_SIGMOID:
+    case TC_OP_HARD_SWISH:
+    case TC_OP_SILU:
     case TC_OP_DROPOUT: return map[nd->inputs[0]];
     case TC_OP_ADD:
       return map[nd->inputs[0]] && map[nd->inputs[1]] &&
              tc__same_shape(&g->nodes[nd->inputs[0]].out, &g->nodes[nd->inputs[1]].out);
+    case TC_OP_MUL: return map[nd->inputs[0]] && map[nd->inputs[1]] && tc__map_mul(g, nd);
     case TC_OP_CONCAT:
       if (nd->axis != 1 || nd->out.ndim != 4) return 0;
       for (int k = 0; k < nd->ninputs; k++)
@@ -331,6 +359,10 @@ static int tc__takes_blocked(const tc_graph *g, const int *map, int j, int x) {
     case TC_OP_BATCH_NORM:
     case TC_OP_RELU:
     case TC_OP_CLIP:
+    case TC_OP_SIGMOID: /* element-wise (UNARY): the layout does not matter */
+    case TC_OP_HARD_SIGMOID:
+    case TC_OP_HARD_SWISH:
+    case TC_OP_SILU:
     case TC_OP_DROPOUT:
     case TC_OP_MAX_POOL:
     case TC_OP_AVG_POOL:
@@ -338,6 +370,7 @@ static int tc__takes_blocked(const tc_graph *g, const int *map, int j, int x) {
     case TC_OP_ADAPTIVE_AVG_POOL:
     case TC_OP_LAYOUT: return 1;
     case TC_OP_ADD:
+    case TC_OP_MUL:
     case TC_OP_CONCAT: return map[j];
     /* a blocked 1x1 map is already in NCHW order */
     case TC_OP_FLATTEN: return (int64_t)g->nodes[x].out.shape[2] * g->nodes[x].out.shape[3] == 1;
@@ -824,6 +857,10 @@ static void tc__wl_epilogue(tc_workload *wl, const tc_node *nd) {
   wl->epilogue = nd->epilogue;
   wl->clip_min = nd->clip_min;
   wl->clip_max = nd->clip_max;
+  if (nd->epilogue & TC_EPI_HARD_SIGMOID) {
+    wl->alpha = nd->alpha;
+    wl->beta = nd->shift;
+  }
 }
 
 /* The conv or pooling window: kernel, strides, padding. */
@@ -980,7 +1017,22 @@ static th_status tc__copy_call(tc_graph *g, tc_call *c, int node, int src_base, 
   return TH_OK;
 }
 
-/* TC_KERNEL_BINARY over the output's shape; operands are read through their (broadcast) views. */
+/* The 5-D space [n, c / cb, h, w, cb] of a product of blocked maps (tc__map_mul; the operands have the
+ * output's c and block cb): its shape, and the element strides of operand t, 0 where it broadcasts. */
+static void tc__blocked_strides(const tc_tensor *t, const tc_tensor *out, int *sh, int64_t *st) {
+  const int *o = out->shape, *s = t->shape;
+  int cb = out->cb;
+  int64_t dims[5] = {s[0], s[1] / cb, s[2], s[3], cb}, full[5] = {o[0], o[1] / cb, o[2], o[3], cb};
+  int64_t stride = 1;
+  for (int d = 4; d >= 0; d--) {
+    sh[d] = (int)full[d];
+    st[d] = dims[d] == 1 && full[d] != 1 ? 0 : stride;
+    stride *= dims[d];
+  }
+}
+
+/* TC_KERNEL_BINARY over the output's shape; operands are read through their (broadcast) views, or, for a
+ * product of channel-blocked maps, through their blocked layouts (the output's too). */
 static th_status tc__binary_call(tc_graph *g, const tc__views *vs, tc_call *c, int i, int op) {
   const tc_node *nd = &g->nodes[i];
   int r = nd->out.ndim, sh[TC_MAX_DIMS];
@@ -989,10 +1041,21 @@ static th_status tc__binary_call(tc_graph *g, const tc__views *vs, tc_call *c, i
   if (va->bad || vb->bad)
     return tc__fail(g, TH_ERR_INVALID, "node %d (%s) reads a channel-blocked map without a reorder",
                     i, tc_op_name(nd->op));
-  tc__bcast_strides(&g->nodes[nd->inputs[0]].out, va->st, &nd->out, sa);
-  tc__bcast_strides(&g->nodes[nd->inputs[1]].out, vb->st, &nd->out, sb);
-  tc__rowmajor(&nd->out, so);
-  memcpy(sh, nd->out.shape, sizeof sh);
+  if (nd->out.cb > 1) { /* maps (never views), all three in one channel block */
+    const tc_tensor *ta = &g->nodes[nd->inputs[0]].out, *tb = &g->nodes[nd->inputs[1]].out;
+    if (!vs->map[i] || ta->cb != nd->out.cb || tb->cb != nd->out.cb)
+      return tc__fail(g, TH_ERR_INVALID, "node %d (%s): operands in another channel block", i,
+                      tc_op_name(nd->op));
+    r = 5;
+    tc__blocked_strides(ta, &nd->out, sh, sa);
+    tc__blocked_strides(tb, &nd->out, sh, sb);
+    tc__blocked_strides(&nd->out, &nd->out, sh, so);
+  } else {
+    tc__bcast_strides(&g->nodes[nd->inputs[0]].out, va->st, &nd->out, sa);
+    tc__bcast_strides(&g->nodes[nd->inputs[1]].out, vb->st, &nd->out, sb);
+    tc__rowmajor(&nd->out, so);
+    memcpy(sh, nd->out.shape, sizeof sh);
+  }
   int n = tc__merge_dims(r, sh, st, 3);
   if (n > TC_WL_DIMS)
     return tc__fail(g, TH_ERR_UNSUPPORTED, "node %d: binary over %d dimensions", i, n);
@@ -1047,6 +1110,20 @@ static th_status tc__softmax_call(tc_graph *g, const tc__views *vs, tc_call *c, 
   }
   tc__arg_work(c, 2, nd->out.offset);
   return rc;
+}
+
+/* TC_KERNEL_UNARY's operation for a unary graph op. */
+static int tc__unary_op(tc_op op) {
+  switch (op) {
+    case TC_OP_GELU: return TC_UNARY_GELU;
+    case TC_OP_TANH: return TC_UNARY_TANH;
+    case TC_OP_CAST: return TC_UNARY_CAST_I64;
+    case TC_OP_SIGMOID: return TC_UNARY_SIGMOID;
+    case TC_OP_HARD_SIGMOID: return TC_UNARY_HARD_SIGMOID;
+    case TC_OP_HARD_SWISH: return TC_UNARY_HARD_SWISH;
+    case TC_OP_SILU: return TC_UNARY_SILU;
+    default: return TC_UNARY_AFFINE;
+  }
 }
 
 /* One node's calls (a channel concat of maps and a tensor concat make one per input); *n advances. */
@@ -1214,12 +1291,14 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     case TC_OP_TANH:
     case TC_OP_CAST:
     case TC_OP_AFFINE:
+    case TC_OP_SIGMOID:
+    case TC_OP_HARD_SIGMOID:
+    case TC_OP_HARD_SWISH:
+    case TC_OP_SILU:
+      /* element-wise: a channel-blocked map is read and written in its own layout */
       tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc_tensor_numel(&nd->out), 1, 1, 1, 1, 1, 1);
-      c->wl.op = nd->op == TC_OP_GELU   ? TC_UNARY_GELU
-                 : nd->op == TC_OP_TANH ? TC_UNARY_TANH
-                 : nd->op == TC_OP_CAST ? TC_UNARY_CAST_I64
-                                        : TC_UNARY_AFFINE;
-      if (nd->op == TC_OP_AFFINE) {
+      c->wl.op = tc__unary_op(nd->op);
+      if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID) {
         c->wl.alpha = nd->alpha;
         c->wl.beta = nd->shift;
       }

@@ -3,14 +3,18 @@
  *             weights w*s and bias (b-mean)*s+beta (s = gamma/sqrt(var+eps)) are computed where the
  *             weights are known (reference interpreter, th_model_create), so params.bin keeps torch names.
  *   fuse:     dropout and identity adaptive pools vanish; relu/clip fold into the producing conv, dense or
- *             same-shape add, gelu/tanh into the producing dense; an add folds into one of its conv or
+ *             same-shape add, gelu/tanh into the producing dense, sigmoid/hard sigmoid/hard swish/silu
+ *             into the producing conv (depthwise too) or dense; an add folds into one of its conv or
  *             dense inputs of the same shape as a residual epilogue (the other operand computed earlier),
  *             else, when it feeds only a layer norm, into that layer norm (inputs[1], TC_EPI_RESIDUAL); a
  *             softmax mask that is not [rows..., 1..., w] against the scores is expanded to their shape.
  *   layout:   CNN feature maps get the channel block tc_channel_block(C); every other tensor stays plain.
  *             A map is the 4-D float32 output of an INPUT that feeds conv/BN/pools, of conv, BN and pools,
- *             relu/clip/dropout of a map, a same-shape add of two maps, a channel (axis 1) concat of maps,
- *             a layout node. Reorders (layout nodes) only at the edges: after a blocked network input, and
+ *             an element-wise activation (relu, clip, sigmoid, hard sigmoid, hard swish, silu) or dropout
+ *             of a map, a same-shape add of two maps, a multiply of two maps with the same channels whose
+ *             other dims broadcast (squeeze-excite's x * gate[n, c, 1, 1]: a BINARY call over the blocked
+ *             layout), a channel (axis 1) concat of maps, a layout node. Reorders (layout nodes) only at
+ *             the edges: after a blocked network input, and
  *             before any other consumer of a blocked map (flatten of a map larger than 1x1, reshape,
  *             transpose, dense, ...) and a blocked graph output.
  *   plan:     liveness-based offsets of every tensor in one workspace (buffers are reused).

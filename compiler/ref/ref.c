@@ -11,13 +11,24 @@
 
 #include "workload.h"
 
-static float tc__act(float v, int epi, float lo, float hi) {
+static float tc__hard_sigmoid(float v, float alpha, float beta) {
+  v = alpha * v + beta;
+  return v < 0 ? 0 : (v > 1 ? 1 : v);
+}
+
+/* The activations of epi, with node nd's clip bounds and hard-sigmoid alpha and beta (shift). */
+static float tc__act(float v, int epi, const tc_node *nd) {
   if (epi & TC_EPI_RELU) v = v > 0 ? v : 0;
-  if (epi & TC_EPI_CLIP) v = v < lo ? lo : (v > hi ? hi : v);
+  if (epi & TC_EPI_CLIP) v = v < nd->clip_min ? nd->clip_min : (v > nd->clip_max ? nd->clip_max : v);
   if (epi & TC_EPI_GELU) v = (float)(0.5 * v * (1.0 + erf(v / sqrt(2.0))));
   if (epi & TC_EPI_TANH) v = tanhf(v);
+  if (epi & TC_EPI_SIGMOID) v = 1.0f / (1.0f + expf(-v));
+  if (epi & TC_EPI_HARD_SIGMOID) v = tc__hard_sigmoid(v, nd->alpha, nd->shift);
+  if (epi & TC_EPI_HARD_SWISH) v = v * tc__hard_sigmoid(v, 1.0f / 6.0f, 0.5f);
+  if (epi & TC_EPI_SILU) v = v / (1.0f + expf(-v));
   return v;
 }
+
 
 /* Row-major element strides of t (a size-1 dimension gets stride 0 when bcast, so that it broadcasts),
  * right-aligned to rank `rank`: dimensions t lacks get stride 0. */
@@ -87,7 +98,7 @@ static void tc__conv(const tc_graph *g, const tc_node *nd, const float *in, cons
       }
       const float *r = res ? res + ((size_t)n * OC + oc) * OH * OW : NULL;
       for (int k = 0; k < OH * OW; k++)
-        o[k] = tc__act(r ? o[k] + r[k] : o[k], nd->epilogue, nd->clip_min, nd->clip_max);
+        o[k] = tc__act(r ? o[k] + r[k] : o[k], nd->epilogue, nd);
     }
   }
 }
@@ -106,7 +117,7 @@ static void tc__dense(const tc_graph *g, const tc_node *nd, const float *in, con
       for (int k = 0; k < K; k++) acc += (double)x[k] * w[k];
       float v = (float)acc + (bias ? bias[m] : 0.0f);
       if (res) v += res[(size_t)n * M + m];
-      out[(size_t)n * M + m] = tc__act(v, nd->epilogue, nd->clip_min, nd->clip_max);
+      out[(size_t)n * M + m] = tc__act(v, nd->epilogue, nd);
     }
   }
 }
@@ -189,11 +200,14 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       return TH_OK;
     }
     case TC_OP_RELU:
-      for (int64_t k = 0; k < numel; k++) out[k] = in0[k] > 0 ? in0[k] : 0;
-      return TH_OK;
     case TC_OP_CLIP:
-      for (int64_t k = 0; k < numel; k++)
-        out[k] = tc__act(in0[k], TC_EPI_CLIP, nd->clip_min, nd->clip_max);
+    case TC_OP_GELU:
+    case TC_OP_TANH:
+    case TC_OP_SIGMOID:
+    case TC_OP_HARD_SIGMOID:
+    case TC_OP_HARD_SWISH:
+    case TC_OP_SILU:
+      for (int64_t k = 0; k < numel; k++) out[k] = tc__act(in0[k], tc_op_activation(nd->op), nd);
       return TH_OK;
     case TC_OP_ADD: {
       int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];
@@ -201,8 +215,8 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       tc__strides(&g->nodes[nd->inputs[1]].out, nd->out.ndim, 1, sb);
       const float *b = buf[nd->inputs[1]];
       for (int64_t k = 0; k < numel; k++)
-        out[k] = tc__act(in0[tc__offset_of(&nd->out, sa, k)] + b[tc__offset_of(&nd->out, sb, k)], nd->epilogue,
-                         nd->clip_min, nd->clip_max);
+        out[k] = tc__act(in0[tc__offset_of(&nd->out, sa, k)] + b[tc__offset_of(&nd->out, sb, k)],
+                         nd->epilogue, nd);
       return TH_OK;
     }
     case TC_OP_MAX_POOL:
@@ -338,12 +352,6 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       }
       return TH_OK;
     }
-    case TC_OP_GELU:
-      for (int64_t k = 0; k < numel; k++) out[k] = tc__act(in0[k], TC_EPI_GELU, 0, 0);
-      return TH_OK;
-    case TC_OP_TANH:
-      for (int64_t k = 0; k < numel; k++) out[k] = tanhf(in0[k]);
-      return TH_OK;
     case TC_OP_AFFINE:
       for (int64_t k = 0; k < numel; k++) out[k] = in0[k] * nd->alpha + nd->shift;
       return TH_OK;

@@ -9,6 +9,11 @@
 
 #include "ops.h"
 
+static double tc__ref_hard_sigmoid(double v, double alpha, double beta) {
+  v = alpha * v + beta;
+  return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
 static float tc__ref_epi(const tc_workload *wl, double v, const float *bias, int col, const float *res,
                          int64_t idx) {
   if (wl->epilogue & TC_EPI_BIAS) v += bias[col];
@@ -16,6 +21,10 @@ static float tc__ref_epi(const tc_workload *wl, double v, const float *bias, int
   if (wl->epilogue & TC_EPI_RELU) v = v > 0 ? v : 0;
   if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
   if (wl->epilogue & TC_EPI_GELU) v = v * 0.5 * (1.0 + erf(v * 0.70710678118654752440));
+  if (wl->epilogue & TC_EPI_SIGMOID) v = 1.0 / (1.0 + exp(-v));
+  if (wl->epilogue & TC_EPI_HARD_SIGMOID) v = tc__ref_hard_sigmoid(v, wl->alpha, wl->beta);
+  if (wl->epilogue & TC_EPI_HARD_SWISH) v = v * tc__ref_hard_sigmoid(v, 1.0 / 6.0, 0.5);
+  if (wl->epilogue & TC_EPI_SILU) v = v / (1.0 + exp(-v));
   if (wl->epilogue & TC_EPI_TANH) return tanhf((float)v);
   return (float)v;
 }
@@ -90,6 +99,10 @@ static void tc__ref_unary(const tc_workload *wl, const void *in, float *out) {
       case TC_UNARY_GELU: out[i] = (float)(x[i] * 0.5 * (1.0 + erf(x[i] * 0.70710678118654752440))); break;
       case TC_UNARY_TANH: out[i] = tanhf(x[i]); break;
       case TC_UNARY_CAST_I64: out[i] = (float)((const int64_t *)in)[i]; break;
+      case TC_UNARY_SIGMOID: out[i] = (float)(1.0 / (1.0 + exp(-(double)x[i]))); break;
+      case TC_UNARY_HARD_SIGMOID: out[i] = (float)tc__ref_hard_sigmoid(x[i], wl->alpha, wl->beta); break;
+      case TC_UNARY_HARD_SWISH: out[i] = (float)(x[i] * tc__ref_hard_sigmoid(x[i], 1.0 / 6.0, 0.5)); break;
+      case TC_UNARY_SILU: out[i] = (float)(x[i] / (1.0 + exp(-(double)x[i]))); break;
       default: out[i] = x[i] * wl->alpha + wl->beta; break; /* TC_UNARY_AFFINE */
     }
   }

@@ -12,7 +12,8 @@
  * that dense takes torch's unpacked weights [oc, c] in slot TC_ARG_WEIGHTS (not the packed panels).
  * The args are borrowed; every slot the workload reads must be non-NULL (bias only with TC_EPI_BIAS,
  * residual only with TC_EPI_RESIDUAL, mask only with TC_EPI_MASK). Epilogues apply in the order of
- * workload.h: + bias, + residual, relu, clip, gelu (erf form, libm's erf), tanh.
+ * workload.h: + bias, + residual, relu, clip, gelu (erf form, libm's erf), tanh, sigmoid, hard sigmoid
+ * (the workload's alpha and beta), hard swish, silu (one activation at most, tc_workload_check says).
  * Precision: sums (matmul, layer-norm statistics, softmax) accumulate in double; element-wise arithmetic
  * that torch does in float32 (binary ops, alpha * x + mask, the residual add) is done in float, so a fully
  * masked softmax row (mask -3.4e38) comes out uniform as in torch.

@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
     int nt_ = 0;
     tc_backend_target bt;
     th_status rc = tc_backend_target_init(tc_backend_default(), NULL, &bt, NULL, 0);
-    if (rc == TH_OK) rc = tc_network_tasks(&bt, net, (int)strtol(argv[2], NULL, 10), &tasks, &nt_);
+    if (rc == TH_OK) rc = tc_network_tasks(&bt, &(tc_netsrc){net, NULL, NULL}, (int)strtol(argv[2], NULL, 10), &tasks, &nt_);
     if (rc != TH_OK) {
       fprintf(stderr, "%s: %s\n", net, th_status_str(rc));
       return 1;

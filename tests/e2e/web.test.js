@@ -344,6 +344,65 @@ async function main() {
   await shot('08d-phone-jobs', pp);
   await phone.close();
 
+  // 7b. networks: an uploaded ONNX network beside the zoo, through the upload form (the token dialog as for tuning)
+  const onnxFile = path.join(tmp, 'tiny.onnx');
+  const ex = spawnSync('/usr/bin/python3', [path.join(ROOT, 'tests', 'integration', 'onnx_models.py'), 'tiny', onnxFile, '1'],
+    { encoding: 'utf8', timeout: 180000 });
+  if (check(ex.status === 0, 'export a small ONNX network with torch' + (ex.status === 0 ? '' : ': ' + (ex.stderr || '').slice(-500)))) {
+    await page.goto(base + '/#view=networks');
+    await page.waitForSelector('#networks-body tr[data-name="resnet-18"][data-source="zoo"]', { timeout: 10000 });
+    check(true, 'the networks view lists the zoo');
+    await page.fill('#u-name', 'Tiny');
+    await page.click('#u-submit');
+    check(/Choose an ONNX file/.test(await page.textContent('#u-file-err')), 'the upload form asks for a file');
+    await page.setInputFiles('#u-file', onnxFile);
+    await page.click('#u-submit');
+    check(/lowercase/.test(await page.textContent('#u-name-err')), 'a bad name is refused by the client check');
+    await page.fill('#u-name', 'tiny');
+    await page.evaluate(() => sessionStorage.removeItem('tunehub.token'));
+    await page.click('#u-submit');
+    await page.waitForSelector('#token-dialog[open]');
+    check(/Upload network/.test(await page.textContent('#token-h')), 'the upload asks for the token in the tuning\'s dialog');
+    await page.fill('#token-input', token);
+    await page.click('#token-ok');
+    await page.waitForSelector('#upload-ok', { timeout: 60000 });
+    check(/Uploaded/.test(await page.textContent('#upload-ok')), 'the upload is stored: ' + (await page.textContent('#upload-ok')).trim());
+    const upRow = '#networks-body tr[data-name="tiny"][data-source="onnx"]';
+    await page.waitForSelector(upRow, { timeout: 10000 });
+    const upText = await page.textContent(upRow);
+    check(/version 1/.test(upText) && /Conv/.test(upText) && /uploaded/i.test(upText), 'the uploaded network has its row: version, ops, source');
+    const apiNet = await (await fetch(base + '/networks/tiny')).json();
+    check(apiNet.source === 'onnx' && apiNet.digest === 'sha256:' + sha256(fs.readFileSync(onnxFile)), 'the API has the same file (by digest)');
+    await shot('10-networks-uploaded');
+    // a file the server refuses: its message as it is, and no row
+    const junk = path.join(tmp, 'junk.onnx');
+    fs.writeFileSync(junk, 'this is not an ONNX model');
+    await page.fill('#u-name', 'junk');
+    await page.setInputFiles('#u-file', junk);
+    await page.click('#u-submit');
+    await page.waitForSelector('#upload-error', { timeout: 30000 });
+    const apiErr = await (await fetch(base + '/networks/junk', { method: 'PUT', body: 'this is not an ONNX model',
+      headers: { Authorization: 'Bearer ' + token } })).json();
+    check((await page.textContent('#upload-error')).trim() === apiErr.error.message, 'a refused file shows the server\'s message');
+    check(await page.$('#networks-body tr[data-name="junk"]') === null, 'a refused file has no row');
+    // the build form offers it, and its model in the catalog is marked as an upload
+    await page.goto(base + '/#view=build');
+    await page.waitForSelector('#b-network option[value="tiny"]', { state: 'attached', timeout: 10000 });
+    check(true, 'the build form offers the uploaded network');
+    const tb = await fetch(base + '/models/llvm/tiny/1?wait=600');
+    await tb.arrayBuffer();
+    check(tb.status === 200, 'the uploaded network builds (HTTP ' + tb.status + ')');
+    await page.goto(base + '/#view=catalog');
+    await page.waitForSelector('#catalog-body tr[data-key="llvm/tiny/1"] .pill.onnx', { timeout: 15000 });
+    check(true, 'its model is in the catalog, marked onnx');
+    // delete from the networks view
+    await page.goto(base + '/#view=networks');
+    await page.click(upRow + ' button.net-delete');
+    await page.waitForSelector('#delete-ok', { timeout: 10000 });
+    await page.waitForFunction(() => !document.querySelector('#networks-body tr[data-name="tiny"]'), null, { timeout: 10000 }).catch(() => null);
+    check(await page.$(upRow) === null && (await fetch(base + '/networks/tiny')).status === 404, 'the delete button removes it');
+  }
+
   // 8. server unreachable: the loaded page polls, sees the failure and says so
   await page.goto(base + '/#view=catalog');
   await page.waitForSelector('#catalog-body tr');

@@ -63,6 +63,15 @@ expect_status() {
   fi
 }
 
+# expect_fail CODE PATTERN cmd...: the command exits with CODE and says PATTERN on stderr
+expect_fail() {
+  local want=$1 pat=$2 got=0
+  shift 2
+  "$@" >"$TMP/out" 2>"$TMP/err" || got=$?
+  [[ $got == "$want" ]] || fail "$* exited $got, not $want: $(head -c 400 "$TMP/err")"
+  grep -q -- "$pat" "$TMP/err" || fail "$*: stderr lacks '$pat': $(head -c 400 "$TMP/err")"
+}
+
 header() {
   grep -i "^$1:" "$TMP/headers" | head -n1 | cut -d' ' -f2- | tr -d '\r'
 }

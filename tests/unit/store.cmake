@@ -1,1 +1,2 @@
 th_unit_test(store SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_store.c LIBS th_store)
+target_compile_definitions(test_store PRIVATE TH_SCHEMA_PATH="${TH_SOURCE_DIR}/schema.sql")

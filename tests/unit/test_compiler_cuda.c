@@ -582,6 +582,44 @@ TH_TEST(emulated_templates) {
   return 0;
 }
 
+/* ---- the activations of imported CNNs (issue 21) ---- */
+
+/* conv2d (3x3, 1x1 with a residual, stride 2), depthwise (3x3, 5x5 stride 2) and dense (one row, 33 rows)
+ * with each of sigmoid, hard sigmoid (ONNX's 0.2, 0.5), hard swish and silu fused, with bias. */
+static int cnn_act_set(tc_workload *w) {
+  static const int acts[4] = {TC_EPI_SIGMOID, TC_EPI_HARD_SIGMOID, TC_EPI_HARD_SWISH, TC_EPI_SILU};
+  int n = 0;
+  for (int a = 0; a < 4; a++) {
+    int e = acts[a] | TC_EPI_BIAS;
+    w[n++] = wl_conv(1, 8, 9, 9, 16, 3, 1, 1, e);
+    w[n++] = wl_conv(2, 16, 6, 7, 24, 1, 1, 0, e | TC_EPI_RESIDUAL);
+    w[n++] = wl_conv(1, 3, 15, 15, 8, 3, 2, 1, e);
+    w[n++] = wl_simple(TC_KERNEL_DEPTHWISE, 1, 24, 10, 10, 24, 3, 1, 1);
+    w[n++] = wl_simple(TC_KERNEL_DEPTHWISE, 2, 7, 11, 9, 7, 5, 2, 2);
+    w[n++] = wl_simple(TC_KERNEL_DENSE, 1, 40, 1, 1, 21, 1, 1, 0);
+    w[n++] = wl_simple(TC_KERNEL_DENSE, 33, 64, 1, 1, 10, 1, 1, 0);
+    for (int k = n - 4; k < n; k++) w[k].epilogue = e;
+    for (int k = n - 7; k < n; k++) w[k].alpha = 0.2f, w[k].beta = 0.5f;
+  }
+  return n;
+}
+
+TH_TEST(nvrtc_cnn_activations) {
+  tc_workload w[28];
+  int n = cnn_act_set(w);
+  CHECK(compile_family("cnn_activations", w, n, 2) >= n * 3);
+  return 0;
+}
+
+/* The same kernels' CUDA C run on the CPU against tc_cuda_ref_kernel: inputs in [-4, 4) reach both
+ * clamps of hard sigmoid and hard swish. */
+TH_TEST(emulated_cnn_activations) {
+  tc_workload w[28];
+  int n = cnn_act_set(w);
+  CHECK(emu_check("cnn_activations", w, n, 3, 2121) == n * 3);
+  return 0;
+}
+
 /* ---- the tensor families (issue 20) ---- */
 
 static int nvrtc_tensor(tc_kernel k) {

@@ -218,7 +218,7 @@ TH_TEST(bad_options) {
   int n = 0;
   tc_backend_target t;
   CHECK(tc_backend_target_init(tc_backend_find("cuda", NULL, 0), "sm_90", &t, NULL, 0) == TH_OK);
-  CHECK(tc_network_tasks(&t, "resnet-18", 1, &tasks, &n) == TH_OK);
+  CHECK(tc_network_tasks(&t, &(tc_netsrc){"resnet-18", NULL, NULL}, 1, &tasks, &n) == TH_OK);
   CHECK(n > 5);
   for (int i = 0; i < n; i++) CHECK(tasks[i].wl.in_cb == 1 && tasks[i].wl.out_cb == 1);
   free(tasks);

@@ -78,9 +78,15 @@ TH_TEST(templates_vs_reference) {
       wl_make(TC_KERNEL_SOFTMAX, 3, 1000, 1, 1, 1000, 1, 1, 0, 0),
       wl_make(TC_KERNEL_SOFTMAX, 2, 7, 1, 1, 7, 1, 1, 0, 0),
       wl_make(TC_KERNEL_CONCAT, 2, 5, 6, 7, 12, 1, 1, 0, 0),
+      /* the activations of imported CNNs (issue 21) */
+      wl_make(TC_KERNEL_CONV2D, 1, 16, 14, 14, 32, 3, 1, 1, TC_EPI_BIAS | TC_EPI_SILU),
+      wl_make(TC_KERNEL_CONV2D, 2, 24, 1, 1, 96, 1, 1, 0, TC_EPI_BIAS | TC_EPI_HARD_SIGMOID),
+      wl_make(TC_KERNEL_DEPTHWISE, 1, 40, 15, 15, 40, 5, 2, 2, TC_EPI_BIAS | TC_EPI_HARD_SWISH),
+      wl_make(TC_KERNEL_DENSE, 2, 128, 1, 1, 40, 1, 1, 0, TC_EPI_BIAS | TC_EPI_SIGMOID),
   };
   ws[10].count_include_pad = 1;
   ws[16].oh = 6, ws[16].ow = 7, ws[16].c_offset = 4;
+  ws[18].alpha = 1.0f / 6.0f, ws[18].beta = 0.5f;
   uint64_t seed = 12345;
   int total = 0;
   for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {

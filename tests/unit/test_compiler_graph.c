@@ -502,3 +502,55 @@ TH_TEST(ref_tensor_ops_by_hand) {
   tc_graph_free(g);
   return 0;
 }
+
+/* The CNN activations (issue 21) in the reference interpreter, by hand: each keeps its input's shape and
+ * name, takes only float32, and computes sigmoid, ONNX HardSigmoid (torch's alpha 1/6, beta 0.5 and
+ * ONNX's default 0.2, 0.5), hard swish and silu; graph.json names them with hard sigmoid's constants. */
+TH_TEST(ref_activations_by_hand) {
+  tc_graph *g = tc_graph_new("act", 1);
+  int a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 2, (const int[]){1, 6});
+  int ys[5] = {tc_graph_sigmoid(g, a), tc_graph_hard_sigmoid(g, a, 1.0f / 6.0f, 0.5f),
+               tc_graph_hard_sigmoid(g, a, 0.2f, 0.5f), tc_graph_hard_swish(g, a), tc_graph_silu(g, a)};
+  const char *names[5] = {"sigmoid", "hard_sigmoid", "hard_sigmoid", "hard_swish", "silu"};
+  for (int k = 0; k < 5; k++) {
+    CHECK(ys[k] >= 0);
+    CHECK(strcmp(tc_op_name(g->nodes[ys[k]].op), names[k]) == 0);
+    CHECK(g->nodes[ys[k]].out.ndim == 2 && g->nodes[ys[k]].out.shape[1] == 6);
+    char nm[8];
+    snprintf(nm, sizeof nm, "y%d", k);
+    CHECK(tc_graph_output(g, nm, ys[k]) >= 0);
+  }
+  CHECK_EQ_INT(tc_graph_finish(g), TH_OK);
+  float x[6] = {-4, -1, 0, 0.5f, 2, 3.5f}, y[5][6];
+  const void *ins[1] = {x};
+  void *outs[5] = {y[0], y[1], y[2], y[3], y[4]};
+  char err[256];
+  CHECK_EQ_INT(tc_ref_run_io(g, ins, outs, err, sizeof err), TH_OK);
+  for (int i = 0; i < 6; i++) {
+    double v = x[i], s = 1 / (1 + exp(-v));
+    double h6 = fmin(1, fmax(0, v / 6 + 0.5)), h5 = fmin(1, fmax(0, 0.2 * v + 0.5));
+    double want[5] = {s, h6, h5, v * h6, v * s};
+    for (int k = 0; k < 5; k++) {
+      if (!(fabs(y[k][i] - want[k]) <= 1e-6)) fprintf(stderr, "%s(%g): %.8g, want %.8g\n", names[k], v, y[k][i], want[k]);
+      CHECK(fabs(y[k][i] - want[k]) <= 1e-6);
+    }
+  }
+  CHECK(y[1][0] == 0.0f && y[2][5] == 1.0f && y[3][0] == 0.0f && y[3][5] == 3.5f); /* clamped ends */
+  th_buf b;
+  th_buf_init(&b, 1 << 20);
+  CHECK_EQ_INT(tc_graph_to_json(g, &b), TH_OK);
+  CHECK(strstr(b.data, "\"op\": \"hard_swish\"") && strstr(b.data, "\"op\": \"silu\""));
+  CHECK(strstr(b.data, "\"alpha\": 0.2") && strstr(b.data, "\"beta\": 0.5"));
+  th_buf_free(&b);
+  tc_graph_free(g);
+
+  g = tc_graph_new("act", 1);
+  int ix = tc_graph_input_tensor(g, "ids", TC_DTYPE_I64, 2, (const int[]){1, 4});
+  CHECK(tc_graph_silu(g, ix) < 0 && strstr(tc_graph_error(g), "int64"));
+  tc_graph_free(g);
+  g = tc_graph_new("act", 1);
+  a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 2, (const int[]){1, 6});
+  CHECK(tc_graph_hard_sigmoid(g, a, NAN, 0.5f) < 0 && strstr(tc_graph_error(g), "finite"));
+  tc_graph_free(g);
+  return 0;
+}

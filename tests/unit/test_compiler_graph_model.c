@@ -480,7 +480,7 @@ TH_TEST(network_tasks) {
   int n = 0;
   tc_backend_target t;
   CHECK_EQ_INT(tc_backend_target_init(tc_backend_find("llvm", NULL, 0), NULL, &t, NULL, 0), TH_OK);
-  CHECK_EQ_INT(tc_network_tasks(&t, "resnet-18", 1, &ts, &n), TH_OK);
+  CHECK_EQ_INT(tc_network_tasks(&t, &(tc_netsrc){"resnet-18", NULL, NULL}, 1, &ts, &n), TH_OK);
   double flops = 0;
   int convs = 0, calls = 0;
   for (int i = 0; i < n; i++) {
@@ -504,6 +504,6 @@ TH_TEST(network_tasks) {
   CHECK(fabs(flops - want) < 1e-3 * want);
   CHECK_EQ_INT(convs, 11); /* AutoTVM's 12 resnet-18 tasks: these 11 conv2d shapes and the dense */
   free(ts);
-  CHECK_EQ_INT(tc_network_tasks(&t, "nope", 1, &ts, &n), TH_ERR_NOT_FOUND);
+  CHECK_EQ_INT(tc_network_tasks(&t, &(tc_netsrc){"nope", NULL, NULL}, 1, &ts, &n), TH_ERR_NOT_FOUND);
   return 0;
 }

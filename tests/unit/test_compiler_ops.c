@@ -33,6 +33,10 @@ static float epi(const tc_workload *wl, float v, const float *bias, int oc, cons
   if (wl->epilogue & TC_EPI_CLIP) v = v < wl->clip_min ? wl->clip_min : v > wl->clip_max ? wl->clip_max : v;
   if (wl->epilogue & TC_EPI_GELU) v = (float)(0.5 * v * (1.0 + erf(v / sqrt(2.0))));
   if (wl->epilogue & TC_EPI_TANH) v = tanhf(v);
+  if (wl->epilogue & TC_EPI_SIGMOID) v = (float)(1 / (1 + exp(-(double)v)));
+  if (wl->epilogue & TC_EPI_HARD_SIGMOID) v = (float)fmin(1, fmax(0, (double)wl->alpha * v + wl->beta));
+  if (wl->epilogue & TC_EPI_HARD_SWISH) v = (float)(v * fmin(1, fmax(0, v / 6.0 + 0.5)));
+  if (wl->epilogue & TC_EPI_SILU) v = (float)(v / (1 + exp(-(double)v)));
   return v;
 }
 
@@ -507,6 +511,88 @@ TH_TEST(dense_epilogues) {
     wls[i].clip_min = -0.25f, wls[i].clip_max = 0.5f;
   }
   check_dense(wls, 24, 0);
+  return 0;
+}
+
+/* ---- the activations of imported CNNs (issue 21) ---- */
+
+static const int cnn_acts[4] = {TC_EPI_SIGMOID, TC_EPI_HARD_SIGMOID, TC_EPI_HARD_SWISH, TC_EPI_SILU};
+
+/* Each of them fused into conv2d (3x3 stride 1 on the Winograd path and direct, 1x1, 3x3 stride 2 with a
+ * 3-channel input), depthwise (3x3, 5x5 stride 2) and dense (one row and five, a partial vector), with
+ * bias and bias + residual: fallback and random configs against the naive loops. Sums of up to 144
+ * products of [-1, 1] values reach both clamps of hard sigmoid (0.2 x + 0.5) and hard swish. */
+TH_TEST(cnn_activation_epilogues) {
+  init_target();
+  enum { NC = 4 * 2 * 4, ND = 4 * 2 * 2, NF = 4 * 2 * 2 };
+  tc_workload conv[NC], dw[ND], fc[NF];
+  int nc = 0, nd = 0, nf = 0;
+  for (int a = 0; a < 4; a++)
+    for (int r = 0; r < 2; r++) {
+      int e = cnn_acts[a] | TC_EPI_BIAS | (r ? TC_EPI_RESIDUAL : 0);
+      conv[nc++] = conv_wl(TC_KERNEL_CONV2D, 1, 16, 12, 12, 16, 3, 3, 1, 1, 16, 16, e);
+      conv[nc++] = conv_wl(TC_KERNEL_CONV2D, 2, 16, 7, 9, 24, 1, 1, 1, 0, 16, 8, e);
+      conv[nc++] = conv_wl(TC_KERNEL_CONV2D, 1, 3, 15, 15, 16, 3, 3, 2, 1, 1, 16, e);
+      conv[nc++] = conv_wl(TC_KERNEL_CONV2D, 1, 8, 6, 5, 12, 3, 3, 1, 1, 8, 4, e);
+      dw[nd++] = conv_wl(TC_KERNEL_DEPTHWISE, 1, 32, 13, 13, 32, 3, 3, 1, 1, 16, 16, e);
+      dw[nd++] = conv_wl(TC_KERNEL_DEPTHWISE, 2, 24, 14, 14, 24, 5, 5, 2, 2, 8, 8, e);
+      fc[nf++] = dense_wl(1, 130, 37, e);
+      fc[nf++] = dense_wl(5, 45, 77, e);
+    }
+  tc_workload *all[3] = {conv, dw, fc};
+  int counts[3] = {NC, ND, NF};
+  for (int f = 0; f < 3; f++)
+    for (int i = 0; i < counts[f]; i++) {
+      all[f][i].alpha = 0.2f; /* ONNX HardSigmoid's defaults */
+      all[f][i].beta = 0.5f;
+    }
+  check_weighted(conv, NC, 2, 0);
+  check_weighted(dw, ND, 2, 1);
+  check_dense(fc, NF, 1);
+  return 0;
+}
+
+/* The workload rules and keys of those epilogues: one activation, on conv2d, depthwise or dense only,
+ * finite alpha and beta for hard sigmoid, which alone puts them in the key; other keys do not change. */
+TH_TEST(cnn_activation_rules_and_keys) {
+  tc_workload c = conv_wl(TC_KERNEL_CONV2D, 1, 16, 12, 12, 16, 3, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU);
+  char key[512];
+  CHECK_EQ_INT(tc_workload_key(&c, key, sizeof key), TH_OK);
+  CHECK(strcmp(key, "conv2d_nchwc n1 c16 h12 w12 oc16 oh12 ow12 k3x3 s1x1 p1,1,1,1 cb16,16 e5") == 0);
+  c.alpha = 0.2f, c.beta = 0.5f; /* not read without a hard sigmoid */
+  CHECK_EQ_INT(tc_workload_key(&c, key, sizeof key), TH_OK);
+  CHECK(strcmp(key, "conv2d_nchwc n1 c16 h12 w12 oc16 oh12 ow12 k3x3 s1x1 p1,1,1,1 cb16,16 e5") == 0);
+  c.epilogue = TC_EPI_BIAS | TC_EPI_HARD_SIGMOID;
+  CHECK_EQ_INT(tc_workload_check(&c), TH_OK);
+  CHECK_EQ_INT(tc_workload_key(&c, key, sizeof key), TH_OK);
+  CHECK(strcmp(key, "conv2d_nchwc n1 c16 h12 w12 oc16 oh12 ow12 k3x3 s1x1 p1,1,1,1 cb16,16 e257 "
+                    "hs0.200000003,0.5") == 0);
+  c.epilogue = TC_EPI_BIAS | TC_EPI_SILU;
+  CHECK_EQ_INT(tc_workload_key(&c, key, sizeof key), TH_OK);
+  CHECK(strstr(key, " e1025") && !strstr(key, "hs"));
+  c.alpha = NAN;
+  CHECK_EQ_INT(tc_workload_check(&c), TH_OK); /* silu reads no alpha */
+  c.epilogue = TC_EPI_HARD_SIGMOID;
+  CHECK_EQ_INT(tc_workload_check(&c), TH_ERR_INVALID);
+  c.alpha = 0.2f;
+  for (int a = 0; a < 4; a++) {
+    int others[5] = {TC_EPI_RELU, TC_EPI_CLIP, TC_EPI_GELU, TC_EPI_TANH, cnn_acts[(a + 1) % 4]};
+    for (int o = 0; o < 5; o++) {
+      c.epilogue = cnn_acts[a] | others[o];
+      CHECK_EQ_INT(tc_workload_check(&c), TH_ERR_INVALID);
+    }
+    tc_workload e = conv_wl(TC_KERNEL_ELTWISE, 1, 16, 4, 4, 16, 1, 1, 1, 0, 16, 16, cnn_acts[a]);
+    e.alpha = 0.2f, e.beta = 0.5f;
+    CHECK_EQ_INT(tc_workload_check(&e), TH_ERR_INVALID);
+    e = conv_wl(TC_KERNEL_MAXPOOL, 1, 16, 4, 4, 16, 2, 2, 2, 0, 16, 16, cnn_acts[a]);
+    CHECK_EQ_INT(tc_workload_check(&e), TH_ERR_INVALID);
+    e = dense_wl(3, 8, 8, cnn_acts[a] | TC_EPI_RESIDUAL);
+    e.alpha = 0.2f, e.beta = 0.5f;
+    CHECK_EQ_INT(tc_workload_check(&e), TH_OK);
+    e = conv_wl(TC_KERNEL_DEPTHWISE, 1, 16, 4, 4, 16, 3, 3, 1, 1, 16, 16, cnn_acts[a]);
+    e.alpha = 0.2f, e.beta = 0.5f;
+    CHECK_EQ_INT(tc_workload_check(&e), TH_OK);
+  }
   return 0;
 }
 

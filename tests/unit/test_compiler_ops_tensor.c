@@ -104,6 +104,28 @@ TH_TEST(ref_unary) {
   wl.beta = 1;
   CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
   expect(out, (float[]){3, -1, 1, 2}, 4, 0);
+  /* torch.sigmoid, nn.Hardsigmoid (alpha 1/6, beta 0.5; and ONNX's default 0.2), nn.Hardswish,
+   * nn.SiLU of 1, -1, 0, 0.5 */
+  wl.op = TC_UNARY_SIGMOID;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.7310586f, 0.2689414f, 0.5f, 0.6224593f}, 4, 1e-7);
+  wl.op = TC_UNARY_HARD_SIGMOID;
+  wl.alpha = 1.0f / 6.0f;
+  wl.beta = 0.5f;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.6666667f, 0.3333333f, 0.5f, 0.5833333f}, 4, 1e-7);
+  wl.alpha = 0.2f;
+  x[0] = 3; /* clamped at 1 */
+  x[1] = -2.5f; /* at 0 exactly */
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){1, 0, 0.5f, 0.6f}, 4, 1e-7);
+  x[0] = 1, x[1] = -1;
+  wl.op = TC_UNARY_HARD_SWISH;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.6666667f, -0.3333333f, 0, 0.2916667f}, 4, 1e-7);
+  wl.op = TC_UNARY_SILU;
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){0.7310586f, -0.2689414f, 0, 0.3112297f}, 4, 1e-7);
   int64_t ids[4] = {-3, 1 << 20, 7, 0};
   wl.op = TC_UNARY_CAST_I64;
   args[0] = ids;
@@ -417,15 +439,22 @@ static tc_workload unary_wl(int op, int n) {
   return wl;
 }
 
-/* BERT's ffn gelu (128 x 3072) and small and odd sizes of each op; inputs over [-7, 7] (gelu's and
- * tanh's tails), int64 values up to 2^39. */
+/* BERT's ffn gelu (128 x 3072), the CNN activations at feature-map sizes, and small and odd sizes of
+ * each op; inputs over [-7, 7] (gelu's and tanh's tails, both clamps of hard sigmoid and hard swish),
+ * int64 values up to 2^39. */
 TH_TEST(unary_differential) {
   init_target();
   tc_workload wls[] = {unary_wl(TC_UNARY_GELU, 128 * 3072), unary_wl(TC_UNARY_GELU, 197),
                        unary_wl(TC_UNARY_GELU, 1),          unary_wl(TC_UNARY_TANH, 768),
                        unary_wl(TC_UNARY_TANH, 3),          unary_wl(TC_UNARY_CAST_I64, 128),
                        unary_wl(TC_UNARY_CAST_I64, 33),     unary_wl(TC_UNARY_CAST_I64, 1),
-                       unary_wl(TC_UNARY_AFFINE, 129),      unary_wl(TC_UNARY_AFFINE, 100003)};
+                       unary_wl(TC_UNARY_AFFINE, 129),      unary_wl(TC_UNARY_AFFINE, 100003),
+                       unary_wl(TC_UNARY_SIGMOID, 112 * 112 * 32), unary_wl(TC_UNARY_SIGMOID, 19),
+                       unary_wl(TC_UNARY_HARD_SIGMOID, 197), unary_wl(TC_UNARY_HARD_SIGMOID, 5),
+                       unary_wl(TC_UNARY_HARD_SWISH, 40 * 28 * 28), unary_wl(TC_UNARY_HARD_SWISH, 1),
+                       unary_wl(TC_UNARY_SILU, 96 * 56 * 56),  unary_wl(TC_UNARY_SILU, 33)};
+  wls[12].alpha = 1.0f / 6.0f; /* torch's hardsigmoid; the other one clamps most inputs (0.5x - 2) */
+  wls[12].beta = 0.5f;
   check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
   return 0;
 }

@@ -155,7 +155,7 @@ static inline int tw_bert(int b, tc_workload *w) {
 }
 
 #define TW_MAX 32 /* kernels of either network */
-#define TW_EDGE_MAX 8
+#define TW_EDGE_MAX 12
 
 /* Edge shapes of family k (at most TW_EDGE_MAX; for dense, its transformer epilogues and row
  * counts): rows that are no multiple of a tile, K no multiple of a vector or of tile_k, single
@@ -202,6 +202,10 @@ static inline int tw_edge_set(tc_kernel k, tc_workload *w) {
       w[n++] = tw_unary(50, TC_UNARY_CAST_I64, 0, 0);
       w[n++] = tw_unary(33, TC_UNARY_AFFINE, 2.5f, -1.0f);
       w[n++] = tw_unary(1, TC_UNARY_AFFINE, 10000.0f, -10000.0f);
+      w[n++] = tw_unary(301, TC_UNARY_SIGMOID, 0, 0);
+      w[n++] = tw_unary(45, TC_UNARY_HARD_SIGMOID, 0.5f, 0.25f); /* clamps inputs outside [-0.5, 1.5] */
+      w[n++] = tw_unary(64, TC_UNARY_HARD_SWISH, 0, 0);
+      w[n++] = tw_unary(7, TC_UNARY_SILU, 0, 0);
       break;
     case TC_KERNEL_EMBEDDING:
       w[n++] = tw_emb(7, 10, 12);

@@ -16,7 +16,9 @@
 #include "request.h"
 #include "response.h"
 #include "srv.h"
+#include "th_sha256.h"
 #include "th_test.h"
+#include "upload.h"
 #include "tune_job.h"
 
 /* Fault injection for libmicrohttpd: this definition interposes on the library's (the executable's
@@ -329,5 +331,70 @@ TH_TEST(networks_list_inputs_and_outputs) {
       "output");
   json_decref(o);
   CHECK(srv_present_network("resnet-9000", &o) == TH_ERR_NOT_FOUND);
+  return 0;
+}
+
+/* --max-upload: bytes, or K, M, G (binary); the default is 2 GiB. */
+TH_TEST(config_max_upload) {
+  srv_config c;
+  srv_config_defaults(&c);
+  CHECK(c.max_upload == (int64_t)2 << 30);
+  char err[512] = "";
+  char *plain[] = {"--max-upload", "4096"};
+  CHECK(srv_config_parse(&c, 2, plain, err, sizeof err) == TH_OK);
+  CHECK(c.max_upload == 4096);
+  char *mib[] = {"--max-upload", "300M"};
+  CHECK(srv_config_parse(&c, 2, mib, err, sizeof err) == TH_OK);
+  CHECK(c.max_upload == (int64_t)300 << 20);
+  char *gib[] = {"--max-upload", "3g"};
+  CHECK(srv_config_parse(&c, 2, gib, err, sizeof err) == TH_OK);
+  CHECK(c.max_upload == (int64_t)3 << 30);
+  const char *bad[] = {"0", "-5", "12X", "G", "", "99999999999999999999", "2048G"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {"--max-upload", (char *)bad[i]};
+    err[0] = '\0';
+    CHECK(srv_config_parse(&c, 2, argv, err, sizeof err) == TH_ERR_INVALID);
+    CHECK(strstr(err, "K, M or G") != NULL);
+  }
+  return 0;
+}
+
+/* The naming rule of uploaded networks: [a-z0-9][a-z0-9._-]{0,62}. */
+TH_TEST(network_name_rule) {
+  const char *good[] = {"a", "tiny", "my-net.v2_b", "0net", "resnet-18", "squeezenet_v1.1",
+                        "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijk"}; /* 63 */
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) CHECK(srv_network_name_ok(good[i]));
+  const char *bad[] = {"", "Tiny", "-net", ".net", "_net", "a b", "a/b", "net%", "ünet", "a:b",
+                       "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijkl"}; /* 64 */
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK(!srv_network_name_ok(bad[i]));
+  CHECK(!srv_network_name_ok(NULL));
+  return 0;
+}
+
+/* Content-Digest (RFC 9530): the sha-256 member is compared; others are skipped; a malformed header or one
+ * without sha-256 is told apart from a mismatch. */
+TH_TEST(content_digest_check) {
+  th_sha256 h;
+  unsigned char sha[32];
+  th_sha256_init(&h);
+  th_sha256_update(&h, "hello", 5);
+  th_sha256_final(&h, sha);
+  char b64[48], hdr[256];
+  th_base64(sha, 32, b64);
+  snprintf(hdr, sizeof hdr, "sha-256=:%s:", b64);
+  CHECK_EQ_INT(srv_content_digest_check(hdr, sha), 1);
+  snprintf(hdr, sizeof hdr, "sha-512=:AAAA:, SHA-256=:%s:", b64);
+  CHECK_EQ_INT(srv_content_digest_check(hdr, sha), 1);
+  size_t l = strlen(b64);
+  while (l && b64[l - 1] == '=') b64[--l] = '\0';
+  snprintf(hdr, sizeof hdr, "sha-256=:%s:;v=1", b64); /* padding left out, a parameter */
+  CHECK_EQ_INT(srv_content_digest_check(hdr, sha), 1);
+  CHECK_EQ_INT(srv_content_digest_check("sha-256=:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=:", sha), 0);
+  CHECK_EQ_INT(srv_content_digest_check("sha-512=:AAAA:", sha), -2);
+  CHECK_EQ_INT(srv_content_digest_check("", sha), -2);
+  CHECK_EQ_INT(srv_content_digest_check("sha-256=abc", sha), -1);
+  CHECK_EQ_INT(srv_content_digest_check("sha-256=:ab$c:", sha), -1);
+  CHECK_EQ_INT(srv_content_digest_check("sha-256", sha), -1);
+  CHECK_EQ_INT(srv_content_digest_check("sha-256=:abc", sha), -1);
   return 0;
 }

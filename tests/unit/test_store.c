@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "th_sha256.h"
 #include "th_test.h"
 #include "th_util.h"
 
@@ -57,7 +58,7 @@ TH_TEST(migrations_apply_once) {
   char path[300], *text = NULL;
   snprintf(path, sizeof path, "%s/v.txt", d);
   CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
-  CHECK(strncmp(text, "1\nwal", 5) == 0);
+  CHECK(strncmp(text, "2\nwal", 5) == 0);
   free(text);
   return 0;
 }
@@ -681,6 +682,283 @@ TH_TEST(publish_commit_is_synced) {
   CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
   sync_record(0);
   CHECK(!synced(wal));
+  store_close(st);
+  return 0;
+}
+
+/* ---- networks (uploaded ONNX files) ---- */
+
+/* The first migration's text from schema.sql (what a tunehub before the networks migration created). */
+static char *schema_v1(void) {
+  char *text = NULL;
+  CHECK(th_read_file(TH_SCHEMA_PATH, 1 << 20, &text, NULL) == TH_OK);
+  char *m2 = strstr(text, "-- migration 2");
+  CHECK(m2 != NULL);
+  *m2 = '\0';
+  return text;
+}
+
+TH_TEST(migration_from_v1_keeps_rows) {
+  char *d = tmpdir();
+  char db[300];
+  snprintf(db, sizeof db, "%s/tunehub.db", d);
+  sqlite3 *h = NULL;
+  CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+  char *v1 = schema_v1();
+  CHECK(sqlite3_exec(h, v1, NULL, NULL, NULL) == SQLITE_OK);
+  free(v1);
+  CHECK(sqlite3_exec(h,
+                     "PRAGMA user_version = 1;"
+                     "INSERT INTO networks VALUES ('resnet-18', '[1,3,224,224]', 1.8e9, 11689512, 1.0);"
+                     "INSERT INTO artifacts VALUES ('aa', 3, 'application/x-tar', 1.0);"
+                     "INSERT INTO models (framework, network, batch, target, compiler_version, version, state, "
+                     "tar_digest, so_digest, manifest, created_at) VALUES ('llvm', 'resnet-18', 1, "
+                     "'llvm -mcpu=test', '0.1.0', 1, 'ready', 'aa', 'aa', '{}', 1.0);"
+                     "INSERT INTO jobs (framework, network, batch, target, compiler_version, state, created_at) "
+                     "VALUES ('llvm', 'vgg-11', 1, 'llvm -mcpu=test', '0.1.0', 'queued', 1.0);",
+                     NULL, NULL, NULL) == SQLITE_OK);
+  sqlite3_close(h);
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  /* the old rows are zoo rows of revision '' */
+  store_key k = key_of("resnet-18", 1);
+  store_model m;
+  CHECK(store_model_get(st, &k, 0, &m) == TH_OK);
+  CHECK_EQ_INT(m.version, 1);
+  store_model_clear(&m);
+  store_network n;
+  CHECK(store_network_get(st, "resnet-18", &n) == TH_OK);
+  CHECK(!n.onnx && n.digest[0] == '\0' && n.version == 1 && n.params == 11689512);
+  store_network_clear(&n);
+  /* single-flight still holds on the queued job, under the new index */
+  store_key kj = key_of("vgg-11", 1);
+  int64_t id = 0;
+  int created = 1;
+  CHECK(store_job_enqueue(st, &kj, "build", "{}", 0, &id, &created) == TH_OK);
+  CHECK(id == 1 && created == 0);
+  store_job j;
+  CHECK(store_job_get(st, 1, &j) == TH_OK);
+  CHECK(j.key.net_digest[0] == '\0');
+  store_job_clear(&j);
+  store_close(st);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "sqlite3 %s 'PRAGMA user_version;' > %s/v.txt", db, d);
+  CHECK(system(cmd) == 0);
+  char path[300], *text = NULL;
+  snprintf(path, sizeof path, "%s/v.txt", d);
+  CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
+  CHECK(strncmp(text, "2\n", 2) == 0);
+  free(text);
+  return 0;
+}
+
+static int file_exists(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0;
+}
+
+/* sha256 hex of a file's bytes. */
+static void sha_of(const char *path, char hex[65]) {
+  int64_t sz;
+  CHECK(th_sha256_file(path, hex, &sz) == TH_OK);
+}
+
+static store_network_upload upload_of(const char *name, const char *path, const char *shapes) {
+  store_network_upload up;
+  memset(&up, 0, sizeof up);
+  up.name = name;
+  up.path = path;
+  up.shapes = shapes;
+  up.description = "{\"ops\":[\"Conv\"]}";
+  up.input_shape = "[1,3,8,8]";
+  up.flops = 1000;
+  up.params = 42;
+  return up;
+}
+
+/* A tar artifact in st for models to point at (its digest into td); d is the store's directory. */
+static void tar_artifact(store_t *st, const char *d, char td[65]) {
+  char tar[300];
+  snprintf(tar, sizeof tar, "%s/x.tar", d);
+  write_file(tar, "tar");
+  CHECK(store_artifact_put(st, tar, "application/x-tar", td, NULL) == TH_OK);
+}
+
+TH_TEST(network_put_versions_and_delete) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(store_network_upsert(st, "resnet-18", "[1,3,224,224]", 1.8e9, 11689512) == TH_OK);
+  char a[300], b[300];
+  snprintf(a, sizeof a, "%s/a.onnx", d);
+  snprintf(b, sizeof b, "%s/b.onnx", d);
+  write_file(a, "onnx-bytes-A");
+  write_file(b, "onnx-bytes-B");
+  char ha[65], hb[65];
+  sha_of(a, ha);
+  sha_of(b, hb);
+  store_network_upload up = upload_of("tiny", a, NULL);
+  store_network n;
+  store_network_change ch;
+  CHECK(store_network_put(st, &up, &n, &ch) == TH_OK);
+  CHECK_EQ_INT(ch.changed, 1);
+  CHECK(ch.njobs == 0 && ch.jobs == NULL);
+  CHECK(n.onnx && n.version == 1 && n.onnx_size == 12 && n.params == 42);
+  CHECK_STR(n.digest, ha); /* no shapes: the revision is the file's digest */
+  CHECK_STR(n.onnx_digest, ha);
+  CHECK_STR(n.description, "{\"ops\":[\"Conv\"]}");
+  CHECK(n.shapes == NULL);
+  char want[1300];
+  snprintf(want, sizeof want, "%s/artifacts/%.2s/%s", d, ha, ha);
+  CHECK_STR(n.onnx_path, want);
+  CHECK(file_exists(want) && file_exists(a)); /* copied, the source stays */
+  store_network_clear(&n);
+  /* the same bytes again change nothing */
+  CHECK(store_network_put(st, &up, &n, &ch) == TH_OK);
+  CHECK(ch.changed == 0 && n.version == 1);
+  store_network_clear(&n);
+  /* a zoo name is refused */
+  store_network_upload zoo = upload_of("resnet-18", a, NULL);
+  CHECK(store_network_put(st, &zoo, NULL, NULL) == TH_ERR_CONFLICT);
+  CHECK(strstr(store_errmsg(st), "zoo") != NULL);
+  /* a job for the first revision, then other bytes: a new version, the job cancelled, the old file gone */
+  store_key k = key_of("tiny", 1);
+  snprintf(k.net_digest, sizeof k.net_digest, "%s", ha);
+  int64_t job = 0;
+  int created = 0;
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &job, &created) == TH_OK);
+  /* the upload is a file the caller streamed into the store's scratch directory: it is taken, not copied */
+  char tmp[1400];
+  int fd = -1;
+  CHECK(store_tmp_file(st, "upload", tmp, sizeof tmp, &fd) == TH_OK);
+  CHECK(write(fd, "onnx-bytes-B", 12) == 12);
+  close(fd);
+  store_network_upload up2 = upload_of("tiny", tmp, NULL);
+  up2.take = 1;
+  up2.sha256 = hb;
+  CHECK(store_network_put(st, &up2, &n, &ch) == TH_OK);
+  CHECK(ch.changed == 2 && n.version == 2);
+  CHECK_STR(n.digest, hb);
+  CHECK(ch.njobs == 1 && ch.jobs[0] == job);
+  free(ch.jobs);
+  CHECK(!file_exists(tmp) && file_exists(n.onnx_path));
+  CHECK(!file_exists(want)); /* no network has the old bytes */
+  char path[1400];
+  CHECK(store_artifact_path(st, ha, path, sizeof path, NULL, NULL, 0) == TH_ERR_NOT_FOUND);
+  store_network_clear(&n);
+  store_job j;
+  CHECK(store_job_get(st, job, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_CANCELLED && strstr(j.error, "replaced by version 2"));
+  store_job_clear(&j);
+  /* the list holds both sources, or one */
+  store_network *list = NULL;
+  size_t cnt = 0;
+  CHECK(store_network_list(st, "onnx", &list, &cnt) == TH_OK);
+  CHECK(cnt == 1 && !strcmp(list[0].name, "tiny"));
+  store_network_list_free(list, cnt);
+  CHECK(store_network_list(st, NULL, &list, &cnt) == TH_OK);
+  CHECK(cnt == 2 && !strcmp(list[0].name, "resnet-18") && !list[0].onnx && list[1].onnx);
+  store_network_list_free(list, cnt);
+  /* the zoo refresh never overwrites an upload of the same name */
+  CHECK(store_network_upsert(st, "tiny", "[1]", 1, 1) == TH_OK);
+  CHECK(store_network_get(st, "tiny", &n) == TH_OK);
+  CHECK(n.onnx && n.params == 42);
+  char file_b[1200];
+  snprintf(file_b, sizeof file_b, "%s", n.onnx_path);
+  store_network_clear(&n);
+  /* delete: its models marked deleted, a running job asked to stop, the row and the file gone */
+  char td[65];
+  tar_artifact(st, d, td);
+  store_key kb = key_of("tiny", 1);
+  snprintf(kb.net_digest, sizeof kb.net_digest, "%s", hb);
+  int v = 0;
+  CHECK(store_model_publish(st, &kb, 0, td, td, "{}", 1.0, 0, &v) == TH_OK);
+  CHECK(store_job_enqueue(st, &kb, "tune", "{}", 0, &job, &created) == TH_OK && created);
+  store_job running;
+  CHECK(store_job_claim(st, "w", &running) == TH_OK && running.id == job);
+  store_job_clear(&running);
+  CHECK(store_network_delete(st, "resnet-18", NULL) == TH_ERR_CONFLICT);
+  CHECK(store_network_delete(st, "tiny", &ch) == TH_OK);
+  CHECK(ch.models == 1 && ch.njobs == 1 && ch.jobs[0] == job);
+  free(ch.jobs);
+  CHECK(store_job_cancel_requested(st, job));
+  store_model m;
+  CHECK(store_model_get(st, &kb, 0, &m) == TH_ERR_NOT_FOUND);
+  CHECK(store_network_get(st, "tiny", &n) == TH_ERR_NOT_FOUND);
+  CHECK(!file_exists(file_b));
+  CHECK(store_network_delete(st, "tiny", NULL) == TH_ERR_NOT_FOUND);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(network_revision_keys_models) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char a[300];
+  snprintf(a, sizeof a, "%s/a.onnx", d);
+  write_file(a, "onnx-A");
+  char td[65];
+  tar_artifact(st, d, td);
+  store_network_upload up = upload_of("net1", a, NULL);
+  store_network n1, n2;
+  CHECK(store_network_put(st, &up, &n1, NULL) == TH_OK);
+  store_key k1 = key_of("net1", 1);
+  snprintf(k1.net_digest, sizeof k1.net_digest, "%s", n1.digest);
+  int v = 0;
+  CHECK(store_model_publish(st, &k1, 0, td, td, "{}", 1.0, 0, &v) == TH_OK && v == 1);
+  /* the same bytes with a shapes string are another revision */
+  store_network_upload up2 = upload_of("net1", a, "input:Nx3x8x8");
+  store_network_change ch;
+  CHECK(store_network_put(st, &up2, &n2, &ch) == TH_OK);
+  CHECK(ch.changed == 2 && n2.version == 2 && strcmp(n2.digest, n1.digest) != 0);
+  CHECK_EQ_INT(ch.models, 1); /* the old revision's version, retired */
+  store_model m;
+  CHECK(store_model_get(st, &k1, 0, &m) == TH_ERR_NOT_FOUND);
+  CHECK_STR(n2.onnx_digest, n1.onnx_digest);
+  CHECK_STR(n2.shapes, "input:Nx3x8x8");
+  CHECK(file_exists(n2.onnx_path)); /* the bytes are still the network's */
+  store_key k2 = k1;
+  snprintf(k2.net_digest, sizeof k2.net_digest, "%s", n2.digest);
+  CHECK(store_model_get(st, &k2, 0, &m) == TH_ERR_NOT_FOUND);
+  /* a job of the old revision that publishes afterwards is never the current one, nor in the catalog */
+  CHECK(store_model_publish(st, &k1, 0, td, td, "{}", 1.0, 0, &v) == TH_OK && v == 2);
+  CHECK(store_model_get(st, &k2, 0, &m) == TH_ERR_NOT_FOUND);
+  store_catalog_row *rows = NULL;
+  size_t n = 0;
+  CHECK(store_catalog(st, NULL, NULL, NULL, &rows, &n) == TH_OK);
+  CHECK_EQ_INT(n, 0);
+  store_catalog_free(rows, n);
+  /* the current revision's build: versions keep counting over the name */
+  CHECK(store_model_publish(st, &k2, 0, td, td, "{}", 1.0, 0, &v) == TH_OK && v == 3);
+  CHECK(store_model_get(st, &k2, 0, &m) == TH_OK && m.version == 3);
+  store_model_clear(&m);
+  CHECK(store_catalog(st, NULL, "net1", NULL, &rows, &n) == TH_OK);
+  CHECK(n == 1 && rows[0].versions == 1 && !strcmp(rows[0].key.net_digest, n2.digest));
+  store_catalog_free(rows, n);
+  store_model *vs = NULL;
+  CHECK(store_model_versions(st, &k2, &vs, &n) == TH_OK);
+  CHECK(n == 1 && vs[0].version == 3);
+  store_model_list_free(vs, n);
+  /* single-flight per revision: a job of each revision may be live at once */
+  int64_t j1 = 0, j2 = 0;
+  int c1 = 0, c2 = 0;
+  CHECK(store_job_enqueue(st, &k1, "build", "{}", 0, &j1, &c1) == TH_OK && c1);
+  CHECK(store_job_enqueue(st, &k2, "build", "{}", 0, &j2, &c2) == TH_OK && c2 && j2 != j1);
+  store_job j;
+  CHECK(store_job_latest(st, &k2, &j) == TH_OK && j.id == j2);
+  CHECK_STR(j.key.net_digest, n2.digest);
+  store_job_clear(&j);
+  store_network_clear(&n1);
+  store_network_clear(&n2);
+  /* two names with the same bytes share the file: deleting one keeps it */
+  store_network_upload up3 = upload_of("net2", a, NULL);
+  CHECK(store_network_put(st, &up3, &n1, NULL) == TH_OK);
+  CHECK(store_network_delete(st, "net1", NULL) == TH_OK);
+  CHECK(file_exists(n1.onnx_path));
+  CHECK(store_network_delete(st, "net2", NULL) == TH_OK);
+  CHECK(!file_exists(n1.onnx_path));
+  store_network_clear(&n1);
   store_close(st);
   return 0;
 }

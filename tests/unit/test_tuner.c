@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "search.h"
 #include "space.h"
 #include "th_test.h"
+#include "tune_net.h"
 #include "tune_space.h"
 
 /* ---- a synthetic conv-like space ---- */
@@ -319,5 +321,54 @@ TH_TEST(strategy_seeds_come_first) {
     CHECK(tc_space_index(&sp, &out[2]) != 500 && tc_space_index(&sp, &out[3]) != 17);
     tune_search_free(s);
   }
+  return 0;
+}
+
+/* A network name becomes the compiler's source through the store: a zoo name without it, an uploaded one as its
+ * file and shapes at the revision a job recorded; a replaced or deleted upload is a conflict for the job. */
+TH_TEST(net_resolve_zoo_and_uploads) {
+  char dir[] = "/tmp/tuner_net_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char err[2048];
+  tune_net net;
+  CHECK(tune_net_resolve(NULL, "resnet-18", NULL, &net, err, sizeof err) == TH_OK);
+  CHECK(net.src.onnx_path == NULL && !strcmp(net.src.name, "resnet-18") && net.digest[0] == '\0');
+  tune_net_free(&net);
+  CHECK(tune_net_resolve(NULL, "resnet-18", "abc", &net, err, sizeof err) == TH_ERR_CONFLICT);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  CHECK(tune_net_resolve(st, "mine", NULL, &net, err, sizeof err) == TH_ERR_NOT_FOUND);
+  CHECK(strstr(err, "unknown network 'mine'") && strstr(err, "resnet-18"));
+  char file[300];
+  snprintf(file, sizeof file, "%s/m.onnx", dir);
+  FILE *f = fopen(file, "w");
+  CHECK(f != NULL);
+  fputs("not checked by the store", f);
+  fclose(f);
+  store_network_upload up = {.name = "mine", .path = file, .shapes = "x:Nx4"};
+  store_network row;
+  CHECK(store_network_put(st, &up, &row, NULL) == TH_OK);
+  CHECK(tune_net_resolve(st, "mine", NULL, &net, err, sizeof err) == TH_OK);
+  CHECK_STR(net.src.name, "mine");
+  CHECK_STR(net.src.onnx_path, row.onnx_path);
+  CHECK_STR(net.src.shapes, "x:Nx4");
+  CHECK_STR(net.digest, row.digest);
+  CHECK(net.src.onnx_path == net.onnx_path && access(net.src.onnx_path, R_OK) == 0);
+  tune_net_free(&net);
+  CHECK(tune_net_resolve(st, "mine", row.digest, &net, err, sizeof err) == TH_OK);
+  tune_net_free(&net);
+  /* the names in messages list uploads after the zoo */
+  tune_net_names(st, err, sizeof err);
+  CHECK(strstr(err, "resnet-18") && strstr(err, ", mine"));
+  /* a new upload replaces the revision a job was queued for */
+  store_network_upload up2 = {.name = "mine", .path = file, .shapes = "x:Nx8"};
+  CHECK(store_network_put(st, &up2, NULL, NULL) == TH_OK);
+  CHECK(tune_net_resolve(st, "mine", row.digest, &net, err, sizeof err) == TH_ERR_CONFLICT);
+  CHECK(strstr(err, "replaced by version 2") != NULL);
+  CHECK(store_network_delete(st, "mine", NULL) == TH_OK);
+  CHECK(tune_net_resolve(st, "mine", row.digest, &net, err, sizeof err) == TH_ERR_CONFLICT);
+  CHECK(strstr(err, "deleted") != NULL);
+  store_network_clear(&row);
+  store_close(st);
   return 0;
 }

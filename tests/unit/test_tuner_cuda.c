@@ -447,7 +447,7 @@ TH_TEST(mobilenet_xgb_build) {
   int n = 0;
   tc_backend_target bt;
   CHECK(tc_backend_target_init(CUDA, "sm_90", &bt, NULL, 0) == TH_OK);
-  CHECK(tc_network_tasks(&bt, "mobilenet", 1, &tasks, &n) == TH_OK);
+  CHECK(tc_network_tasks(&bt, &(tc_netsrc){"mobilenet", NULL, NULL}, 1, &tasks, &n) == TH_OK);
   tc_cuda_target t;
   CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
   tc_workload wls[2];
@@ -544,7 +544,7 @@ TH_TEST(no_device) {
   tune_options o;
   quick_opts(&o, "xgb", 4, 4);
   tune_session_t *s = NULL;
-  CHECK(tune_session_new(st, CUDA, NULL, "mobilenet", 1, &o, &s) == TH_ERR_UNSUPPORTED);
+  CHECK(tune_session_new(st, CUDA, NULL, &(tc_netsrc){"mobilenet", NULL, NULL}, 1, &o, &s) == TH_ERR_UNSUPPORTED);
   CHECK(s == NULL);
   fprintf(stderr, "%s\n", tune_session_new_errmsg());
   CHECK(strncmp(tune_session_new_errmsg(), "no CUDA device: ", 16) == 0);

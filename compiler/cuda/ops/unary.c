@@ -1,5 +1,6 @@
-/* GPU unary (n elements, TC_UNARY_*): an element map, `inner` elements per thread. gelu and tanh
- * are the IR's composites built from exp (tc_e_gelu, tc_e_tanh), as on the CPU; the int64 cast
+/* GPU unary (n elements, TC_UNARY_*): an element map, `inner` elements per thread. gelu, tanh,
+ * sigmoid, hard sigmoid, hard swish and silu are the IR's composites (tc_e_gelu, ...), as on the
+ * CPU; the int64 cast
  * reads a `long long` buffer (codegen.c types integer arguments so); affine is x * alpha + beta. */
 #include "templates_int.h"
 
@@ -21,6 +22,18 @@ static const tc_stmt *elem(tc__cuda_lc *L, const tc_expr *idx) {
       break;
     case TC_UNARY_CAST_I64:
       y = tc_e_cast(L->ir, tc_type_f32(1), x);
+      break;
+    case TC_UNARY_SIGMOID:
+      y = tc_e_sigmoid(L->ir, x);
+      break;
+    case TC_UNARY_HARD_SIGMOID:
+      y = tc_e_hard_sigmoid(L->ir, x, wl->alpha, wl->beta);
+      break;
+    case TC_UNARY_HARD_SWISH:
+      y = tc_e_hard_swish(L->ir, x);
+      break;
+    case TC_UNARY_SILU:
+      y = tc_e_silu(L->ir, x);
       break;
     default:
       y = tc_e_fma(L->ir, x, FLT(wl->alpha), FLT(wl->beta));

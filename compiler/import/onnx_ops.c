@@ -1,0 +1,958 @@
+/* The ONNX importer's converters: one function per op type, mapping a node onto the graph builders
+ * (graph.h) so that an imported network looks like the zoo's (conv/bn/relu/pool/dense for CNNs; dense,
+ * matmul, softmax_ex, layer_norm, gelu, views for transformers) and the same passes and templates apply.
+ * Each converter picks the behaviour of the model's opset where ONNX changed an op, and reports what it
+ * cannot map as unsupported with the reason (the import goes on and lists every such node). Nodes whose
+ * inputs are all constants never get here: onnx_fold.c evaluates them. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_int.h"
+
+/* ---- helpers ------------------------------------------------------------------------------------------ */
+
+static const tc_tensor *tc__ox_t(tc__ox *x, int id) {
+  return &x->g->nodes[id].out;
+}
+
+/* Input k as a graph node (constants materialised): *id = -1 when it was reported unsupported. */
+static th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+  tc__oxv *v = tc__ox_in(x, n, k);
+  *id = -1;
+  if (!v) return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d is missing", k);
+  return tc__ox_tensor(x, n, v, id);
+}
+
+/* A float input node: reports int64 ones (the graph's arithmetic is float32). */
+static th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+  th_status rc = tc__ox_node_in(x, n, k, id);
+  if (rc != TH_OK || *id < 0) return rc;
+  if (tc__ox_t(x, *id)->dtype != TC_DTYPE_F32) {
+    *id = -1;
+    return tc__ox_unsupported(x, n, "input %d is an int64 tensor at run time (only float32 arithmetic)", k);
+  }
+  return TH_OK;
+}
+
+/* x * alpha + shift, merged into a producing affine (bert's mask: (1 - m) * min is one affine). */
+static int tc__ox_affine(tc__ox *x, int id, float alpha, float shift) {
+  const tc_node *nd = &x->g->nodes[id];
+  if (alpha == 1.0f && shift == 0.0f) return id;
+  if (nd->op == TC_OP_AFFINE) return tc_graph_affine(x->g, nd->inputs[0], nd->alpha * alpha, nd->shift * alpha + shift);
+  return tc_graph_affine(x->g, id, alpha, shift);
+}
+
+/* Dims of a graph tensor as int64. */
+static int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
+  const tc_tensor *t = tc__ox_t(x, id);
+  for (int d = 0; d < t->ndim; d++) dims[d] = t->shape[d];
+  return t->ndim;
+}
+
+/* Reshapes node id to dims (no node when they are its own); reports a rank or size the graph cannot hold. */
+static th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims, int r,
+                                     int *out) {
+  const tc_tensor *t = tc__ox_t(x, id);
+  *out = -1;
+  if (r < 1 || r > TC_MAX_DIMS)
+    return tc__ox_unsupported(x, n, "the result has %d dimensions (the graph holds 1..%d)", r, TC_MAX_DIMS);
+  int shape[TC_MAX_DIMS], same = r == t->ndim;
+  for (int d = 0; d < r; d++) {
+    if (dims[d] < 1 || dims[d] > INT_MAX) return tc__ox_unsupported(x, n, "dimension %d is %lld", d, (long long)dims[d]);
+    shape[d] = (int)dims[d];
+    same = same && shape[d] == t->shape[d];
+  }
+  *out = same ? id : tc_graph_reshape(x->g, id, r, shape);
+  return tc__ox_bind_node(x, n, NULL, *out);
+}
+
+/* A float weight behind value v: a constant (leading dims of 1 dropped to make it 2-D when want2d), or the
+ * 2-D transpose of a materialised constant (*trans toggled). Copies the view into *w. */
+static int tc__ox_weight(tc__ox *x, const tc__oxv *v, tc__oxv *w, int *trans) {
+  if (v->kind == TC__OX_CONST && v->c.fl && v->c.ndim >= 2) {
+    for (int d = 0; d < v->c.ndim - 2; d++)
+      if (v->c.dims[d] != 1) return 0;
+    *w = *v;
+    w->c.ndim = 2;
+    w->c.dims[0] = v->c.dims[v->c.ndim - 2];
+    w->c.dims[1] = v->c.dims[v->c.ndim - 1];
+    return 1;
+  }
+  if (v->kind != TC__OX_NODE) return 0;
+  const tc_node *nd = &x->g->nodes[v->node];
+  if (nd->op != TC_OP_TRANSPOSE || nd->out.ndim != 2 || nd->perm[0] != 1) return 0;
+  const tc_node *c = &x->g->nodes[nd->inputs[0]];
+  if (c->op != TC_OP_CONST || c->weight < 0 || c->weight >= x->pcap || x->pinfo[c->weight].mat < 0) return 0;
+  const tc__oxv *m = &x->vals[x->pinfo[c->weight].mat];
+  if (m->c.ndim != 2) return 0;
+  *w = *m;
+  *trans = !*trans;
+  return 1;
+}
+
+/* ---- element-wise ------------------------------------------------------------------------------------------ */
+
+static th_status tc__ox_c_unary(tc__ox *x, const Onnx__NodeProto *n) {
+  const char *op = n->op_type;
+  float alpha = 0.2f, beta = 0.5f;
+  int a;
+  th_status rc = TH_OK;
+  if (strcmp(op, "HardSigmoid") == 0) {
+    rc = tc__ox_attr_f(x, n, "alpha", 0.2f, &alpha);
+    if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "beta", 0.5f, &beta);
+  }
+  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int id = strcmp(op, "Relu") == 0      ? tc_graph_relu(x->g, a)
+           : strcmp(op, "Tanh") == 0    ? tc_graph_tanh(x->g, a)
+           : strcmp(op, "Sigmoid") == 0 ? tc_graph_sigmoid(x->g, a)
+           : strcmp(op, "HardSwish") == 0 ? tc_graph_hard_swish(x->g, a)
+                                          : tc_graph_hard_sigmoid(x->g, a, alpha, beta);
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+/* x * sigmoid(x) is silu; x * hard_sigmoid(x) with torch's 1/6 and 0.5 is hard swish (torch exports
+ * hardswish so below opset 14). -1 when a * b is neither. */
+static int tc__ox_gated(tc__ox *x, int a, int b) {
+  for (int side = 0; side < 2; side++) {
+    const tc_node *gate = &x->g->nodes[side ? a : b];
+    int other = side ? b : a;
+    if (gate->ninputs != 1 || gate->inputs[0] != other) continue;
+    if (gate->op == TC_OP_SIGMOID) return tc_graph_silu(x->g, other);
+    if (gate->op == TC_OP_HARD_SIGMOID && fabsf(gate->alpha - 1.0f / 6) < 1e-6f && gate->shift == 0.5f)
+      return tc_graph_hard_swish(x->g, other);
+  }
+  return -1;
+}
+
+static th_status tc__ox_c_identity(tc__ox *x, const Onnx__NodeProto *n) {
+  int a;
+  th_status rc = TH_OK;
+  if (strcmp(n->op_type, "Dropout") == 0) {
+    tc__oxv *mask = tc__ox_out(x, n, 1), *train = tc__ox_in(x, n, 2);
+    double t = 0;
+    if (mask && mask->uses > 0) return tc__ox_unsupported(x, n, "its mask output is used");
+    if (train && (!tc__ox_scalar(train, &t) || t != 0)) return tc__ox_unsupported(x, n, "training_mode is on");
+  }
+  rc = tc__ox_node_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  return tc__ox_set_node(x, n, 0, a);
+}
+
+static th_status tc__ox_c_clip(tc__ox *x, const Onnx__NodeProto *n) {
+  float lo = -FLT_MAX, hi = FLT_MAX;
+  th_status rc = TH_OK;
+  if (x->opset < 11) {
+    rc = tc__ox_attr_f(x, n, "min", -FLT_MAX, &lo);
+    if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "max", FLT_MAX, &hi);
+  } else {
+    for (int k = 1; k <= 2; k++) {
+      tc__oxv *v = tc__ox_in(x, n, k);
+      double d;
+      if (!v) continue;
+      if (!tc__ox_scalar(v, &d)) return tc__ox_unsupported(x, n, "%s is not a constant scalar", k == 1 ? "min" : "max");
+      if (k == 1) lo = (float)d;
+      else hi = (float)d;
+    }
+  }
+  int a;
+  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int id = lo == 0.0f && hi >= FLT_MAX ? tc_graph_relu(x->g, a) : tc_graph_clip(x->g, a, lo, hi);
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
+  tc__oxv *va = tc__ox_in(x, n, 0), *vb = tc__ox_in(x, n, 1);
+  if (!va || !vb || n->n_input != 2) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs two inputs");
+  char op = n->op_type[0]; /* A(dd), S(ub), M(ul), D(iv) */
+  double s;
+  int id;
+  th_status rc;
+  for (int side = 0; side < 2; side++) {
+    tc__oxv *c = side ? va : vb, *o = side ? vb : va; /* c: a scalar constant, o: the tensor */
+    if (c->kind != TC__OX_CONST || !c->c.fl || !tc__ox_scalar(c, &s) || o->kind != TC__OX_NODE) continue;
+    if (c->c.ndim > tc__ox_t(x, o->node)->ndim) continue; /* it would add dimensions */
+    if (tc__ox_t(x, o->node)->dtype != TC_DTYPE_F32) break;
+    float f = (float)s;
+    if (op == 'A') id = tc__ox_affine(x, o->node, 1.0f, f);
+    else if (op == 'M') id = tc__ox_affine(x, o->node, f, 0.0f);
+    else if (op == 'S') id = side ? tc__ox_affine(x, o->node, -1.0f, f) : tc__ox_affine(x, o->node, 1.0f, -f);
+    else if (side == 0 && s != 0) id = tc__ox_affine(x, o->node, (float)(1.0 / s), 0.0f);
+    else continue; /* c / x: a real division */
+    return tc__ox_set_node(x, n, 0, id);
+  }
+  int a, b;
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  rc = tc__ox_float_in(x, n, 1, &b);
+  if (rc != TH_OK || b < 0) return rc;
+  if (op == 'M' && (id = tc__ox_gated(x, a, b)) >= 0) return tc__ox_set_node(x, n, 0, id);
+  id = op == 'A' ? tc_graph_add(x->g, a, b) : op == 'S' ? tc_graph_sub(x->g, a, b)
+     : op == 'M' ? tc_graph_mul(x->g, a, b) : tc_graph_div(x->g, a, b);
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
+  const char *op = n->op_type;
+  return tc__ox_unsupported(x, n, "%s", strcmp(op, "Erf") == 0 ? "only inside a decomposed gelu"
+                                        : "only inside a decomposed layer norm (or on constants)");
+}
+
+/* ---- CNN ops ----------------------------------------------------------------------------------------------- */
+
+/* A 2-value window attribute (kernel_shape, strides) into out, which keeps its preset values when the
+ * attribute is absent; both must end up in 1..1024. */
+static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out) {
+  int64_t a[8];
+  int cnt;
+  th_status rc = tc__ox_attr_ints(x, n, name, a, 8, &cnt);
+  if (rc != TH_OK) return rc;
+  if (cnt >= 0 && cnt != 2) return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have 2 values (2-D)", name);
+  if (cnt == 2) {
+    out[0] = a[0];
+    out[1] = a[1];
+  }
+  if (out[0] < 1 || out[1] < 1 || out[0] > 1024 || out[1] > 1024)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s %lldx%lld (1..1024)", name, (long long)out[0], (long long)out[1]);
+  return TH_OK;
+}
+
+/* The window attributes of Conv and the pools: kernel (given, or from the attribute), strides, dilations (1
+ * only) and pads; pads of a pending zero Pad on the input are added. *in = the input node. */
+static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, int64_t *s, int64_t *pads,
+                               int *in, int *padded) {
+  tc__oxv *v = tc__ox_in(x, n, 0);
+  *in = -1;
+  *padded = 0;
+  if (!v) return tc__ox_nfail(x, n, TH_ERR_INVALID, "input 0 is missing");
+  int id = -1;
+  if (v->kind == TC__OX_PAD) {
+    id = v->node;
+    *padded = 1;
+  } else {
+    th_status rc = tc__ox_float_in(x, n, 0, &id);
+    if (rc != TH_OK || id < 0) return rc;
+  }
+  const tc_tensor *t = tc__ox_t(x, id);
+  if (t->ndim != 4) return tc__ox_unsupported(x, n, "only 2-D windows over NCHW maps (the input has %d dimensions)", t->ndim);
+  int64_t a[8], hw[2] = {t->shape[2], t->shape[3]};
+  int cnt;
+  th_status rc = tc__ox_attr_ints(x, n, "kernel_shape", a, 8, &cnt);
+  if (rc != TH_OK) return rc;
+  if (cnt >= 0 && k[0] > 0 && cnt == 2 && (a[0] != k[0] || a[1] != k[1]))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape does not fit the weights");
+  s[0] = s[1] = 1;
+  rc = tc__ox_pair(x, n, "kernel_shape", k);
+  if (rc == TH_OK) rc = tc__ox_pair(x, n, "strides", s);
+  if (rc != TH_OK) return rc;
+  rc = tc__ox_attr_ints(x, n, "dilations", a, 8, &cnt);
+  if (rc != TH_OK) return rc;
+  for (int i = 0; i < cnt; i++)
+    if (a[i] != 1) return tc__ox_unsupported(x, n, "attribute dilations = %lld (only 1)", (long long)a[i]);
+  rc = tc__ox_window_pads(x, n, hw, k, s, pads);
+  if (rc != TH_OK) return rc;
+  if (*padded)
+    for (int i = 0; i < 4; i++) pads[i] += v->pads[i];
+  for (int i = 0; i < 4; i++)
+    if (pads[i] >= k[i % 2])
+      return tc__ox_unsupported(x, n, "padding %lld is not smaller than the kernel", (long long)pads[i]);
+  *in = id;
+  return TH_OK;
+}
+
+/* Output size of a window: floor, or torch's ceil mode (the last window starts inside the input). */
+static int64_t tc__ox_out_dim(int64_t size, int64_t k, int64_t s, int64_t p0, int64_t p1, int ceil_mode) {
+  int64_t span = size + p0 + p1 - k;
+  if (span < 0) return 0;
+  int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+  if (ceil_mode && (o - 1) * s >= size + p0) o--;
+  return o;
+}
+
+static void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads, int64_t oh,
+                              int64_t ow) {
+  nd->kh = (int)k[0];
+  nd->kw = (int)k[1];
+  nd->sh = (int)s[0];
+  nd->sw = (int)s[1];
+  nd->pt = (int)pads[0];
+  nd->pl = (int)pads[1];
+  nd->pb = (int)pads[2];
+  nd->pr = (int)pads[3];
+  nd->out.shape[2] = (int)oh;
+  nd->out.shape[3] = (int)ow;
+}
+
+static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
+  tc__oxv *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
+  if (!w) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the weights are missing");
+  if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim != 4)
+    return tc__ox_unsupported(x, n, "weights must be a constant 4-D float tensor (1-D/3-D convolutions are not mapped)");
+  if (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != w->c.dims[0]))
+    return tc__ox_unsupported(x, n, "the bias must be a constant of %lld floats", (long long)w->c.dims[0]);
+  int64_t k[2] = {w->c.dims[2], w->c.dims[3]}, s[2], pads[4], group;
+  int in, padded;
+  th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
+  if (rc != TH_OK || in < 0) return rc;
+  rc = tc__ox_attr_i(x, n, "group", 1, &group);
+  if (rc != TH_OK) return rc;
+  const tc_tensor *t = tc__ox_t(x, in);
+  int64_t oc = w->c.dims[0];
+  if (group < 1 || group > t->shape[1] || w->c.dims[1] * group != t->shape[1] || oc % group != 0 || oc > INT_MAX)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
+                        (long long)oc, (long long)w->c.dims[1], (long long)group, t->shape[1]);
+  int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], 0);
+  int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], 0);
+  if (oh < 1 || ow < 1)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the kernel", t->shape[2], t->shape[3]);
+  char nm[256];
+  int64_t ph = pads[0] > pads[2] ? pads[0] : pads[2], pw = pads[1] > pads[3] ? pads[1] : pads[3];
+  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, (int)oc, (int)k[0], (int)k[1], (int)s[0],
+                         (int)s[1], (int)ph, (int)pw, (int)group, b != NULL);
+  rc = tc__ox_set_node(x, n, 0, id);
+  if (rc != TH_OK) return rc;
+  tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
+  rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
+  if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
+  return rc;
+}
+
+static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
+  int a;
+  float eps;
+  int64_t spatial = 1, training = 0;
+  th_status rc = tc__ox_attr_f(x, n, "epsilon", 1e-5f, &eps);
+  if (rc == TH_OK && x->opset < 9) rc = tc__ox_attr_i(x, n, "spatial", 1, &spatial);
+  if (rc == TH_OK && x->opset >= 14) rc = tc__ox_attr_i(x, n, "training_mode", 0, &training);
+  if (rc != TH_OK) return rc;
+  if (spatial != 1 || training != 0) return tc__ox_unsupported(x, n, "spatial = 0 or training_mode = 1");
+  for (int k = 1; k < (int)n->n_output; k++) {
+    tc__oxv *o = tc__ox_out(x, n, k);
+    if (o && o->uses > 0) return tc__ox_unsupported(x, n, "its training outputs are used");
+  }
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  const tc_tensor *t = tc__ox_t(x, a);
+  if (t->ndim < 2) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input has %d dimensions", t->ndim);
+  tc__oxv *p[4];
+  for (int k = 0; k < 4; k++) {
+    p[k] = tc__ox_in(x, n, k + 1);
+    if (!p[k] || p[k]->kind != TC__OX_CONST || !p[k]->c.fl || p[k]->c.n != t->shape[1])
+      return tc__ox_unsupported(x, n, "scale, bias, mean and var must be constants of %d floats", t->shape[1]);
+  }
+  /* [N, C, ...] other than 4-D runs as [N, C, L, 1] */
+  int64_t dims[TC__OX_RANK] = {0}, four[4];
+  int r = tc__ox_tdims(x, a, dims), in = a;
+  four[0] = dims[0];
+  four[1] = dims[1];
+  four[2] = 1;
+  for (int d = 2; d < r; d++) four[2] *= dims[d];
+  four[3] = 1;
+  if (r != 4) {
+    rc = tc__ox_reshape_node(x, n, a, four, 4, &in);
+    if (rc != TH_OK || in < 0) return rc;
+  }
+  char nm[256];
+  int id = tc_graph_bn(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, eps);
+  rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc != TH_OK) return rc;
+  tc_node *nd = &x->g->nodes[id];
+  int *slots[4] = {&nd->gamma, &nd->beta, &nd->mean, &nd->var};
+  for (int k = 0; rc == TH_OK && k < 4; k++) rc = tc__ox_bind_param(x, n, slots[k], p[k], 0, 1.0f);
+  if (rc == TH_OK && r != 4) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
+  int is_max = strcmp(n->op_type, "MaxPool") == 0;
+  int64_t k[2] = {0, 0}, s[2], pads[4], ceil_mode = 0, cip = 0, own[4] = {0};
+  int in, padded;
+  tc__oxv *idx = tc__ox_out(x, n, 1);
+  if (idx && idx->uses > 0) return tc__ox_unsupported(x, n, "its Indices output is used");
+  if (!tc__ox_attr(n, "kernel_shape")) return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape is missing");
+  th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
+  if (rc != TH_OK || in < 0) return rc;
+  if (x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
+  if (rc == TH_OK && !is_max) rc = tc__ox_attr_i(x, n, "count_include_pad", 0, &cip);
+  if (rc != TH_OK) return rc;
+  if (padded) {
+    if (is_max) return tc__ox_nfail(x, n, TH_ERR_INTERNAL, "a Pad reached a MaxPool");
+    const tc__oxv *v = tc__ox_in(x, n, 0);
+    for (int i = 0; i < 4; i++) own[i] = pads[i] - v->pads[i];
+    if (!cip && (own[0] || own[1] || own[2] || own[3]))
+      return tc__ox_unsupported(x, n, "a zero Pad before an AveragePool that pads without counting the padding");
+    cip = 1; /* the Pad's zeros are elements of the input */
+  }
+  const tc_tensor *t = tc__ox_t(x, in);
+  int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], (int)ceil_mode);
+  int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], (int)ceil_mode);
+  if (oh < 1 || ow < 1)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the window", t->shape[2], t->shape[3]);
+  if (ceil_mode) { /* the last window may run past the padding: extend it at the end (never read) */
+    int64_t eb = (oh - 1) * s[0] + k[0] - t->shape[2] - pads[0], er = (ow - 1) * s[1] + k[1] - t->shape[3] - pads[1];
+    int grows = eb > pads[2] || er > pads[3];
+    if (grows && !is_max && cip)
+      return tc__ox_unsupported(x, n, "ceil_mode with count_include_pad changes the divisor of the last window");
+    if (eb > pads[2]) pads[2] = eb;
+    if (er > pads[3]) pads[3] = er;
+  }
+  int id = is_max ? tc_graph_max_pool(x->g, in, 1, 1, 0, 0) : tc_graph_avg_pool(x->g, in, 1, 1, 0, (int)cip);
+  rc = tc__ox_set_node(x, n, 0, id);
+  if (rc == TH_OK) tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
+  return rc;
+}
+
+static th_status tc__ox_c_global_pool(tc__ox *x, const Onnx__NodeProto *n) {
+  int a;
+  th_status rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  if (tc__ox_t(x, a)->ndim != 4)
+    return tc__ox_unsupported(x, n, "only over NCHW maps (the input has %d dimensions)", tc__ox_t(x, a)->ndim);
+  return tc__ox_set_node(x, n, 0, tc_graph_global_avg_pool(x->g, a));
+}
+
+static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
+  char mode[32];
+  int64_t p[2 * TC__OX_RANK];
+  int cnt;
+  float val = 0.0f;
+  th_status rc = tc__ox_attr_s(x, n, "mode", "constant", mode, sizeof mode);
+  if (rc != TH_OK) return rc;
+  if (strcmp(mode, "constant") != 0) return tc__ox_unsupported(x, n, "mode '%s' (only zero padding)", mode);
+  int before = x->nunsup;
+  if (x->opset < 11) {
+    rc = tc__ox_attr_ints(x, n, "pads", p, 2 * TC__OX_RANK, &cnt);
+    if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "value", 0.0f, &val);
+  } else {
+    double d = 0;
+    rc = tc__ox_const_ints(x, n, 1, p, 2 * TC__OX_RANK, &cnt);
+    tc__oxv *cv = tc__ox_in(x, n, 2);
+    if (rc == TH_OK && cv && !tc__ox_scalar(cv, &d)) return tc__ox_unsupported(x, n, "the pad value is not a constant");
+    val = (float)d;
+  }
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  int a;
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  const tc_tensor *t = tc__ox_t(x, a);
+  if (cnt != 2 * t->ndim) return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values for %d dimensions", cnt, t->ndim);
+  int zero = 1, spatial = t->ndim == 4;
+  for (int i = 0; i < cnt; i++) {
+    if (p[i] < 0) return tc__ox_unsupported(x, n, "negative pads (cropping)");
+    if (p[i] > TC_ONNX_MAX_DIM) return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)p[i]);
+    zero = zero && p[i] == 0;
+    if (i % t->ndim < 2 && p[i] != 0) spatial = 0;
+  }
+  if (zero) return tc__ox_set_node(x, n, 0, a);
+  tc__oxv *o = tc__ox_out(x, n, 0);
+  int c = tc__ox_sole_consumer(x, o);
+  const Onnx__NodeProto *cn = c >= 0 ? x->gp->node[c] : NULL;
+  int fits = cn && (strcmp(cn->op_type, "Conv") == 0 || strcmp(cn->op_type, "AveragePool") == 0) &&
+             tc__ox_in(x, cn, 0) == o && val == 0.0f && spatial;
+  if (!fits)
+    return tc__ox_unsupported(x, n, "only zero padding of H and W right before a Conv or AveragePool is mapped");
+  o->kind = TC__OX_PAD;
+  o->node = a;
+  o->pads[0] = (int)p[2];
+  o->pads[1] = (int)p[3];
+  o->pads[2] = (int)p[6];
+  o->pads[3] = (int)p[7];
+  return TH_OK;
+}
+
+/* ---- linear layers -------------------------------------------------------------------------------------- */
+
+/* A dense layer on node a with weight w ([N, K] after trans) scaled by alpha, and bias b (n == N) scaled by
+ * beta; the parameters keep the initializers' names. */
+static th_status tc__ox_dense(tc__ox *x, const Onnx__NodeProto *n, int a, const tc__oxv *w, int trans, float alpha,
+                              const tc__oxv *b, float beta, int *out) {
+  int64_t N = trans ? w->c.dims[1] : w->c.dims[0], K = trans ? w->c.dims[0] : w->c.dims[1];
+  const tc_tensor *t = tc__ox_t(x, a);
+  *out = -1;
+  if (t->ndim < 2) return tc__ox_unsupported(x, n, "a 1-D input (the graph's dense takes [..., K])");
+  if (K != t->shape[t->ndim - 1] || N > INT_MAX)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "weights [%lld, %lld] do not fit an input of width %d",
+                        (long long)w->c.dims[0], (long long)w->c.dims[1], t->shape[t->ndim - 1]);
+  char nm[256], wn[300], bn[300];
+  tc__ox_gname(x, n, nm, sizeof nm);
+  snprintf(wn, sizeof wn, "%s.weight", nm);
+  snprintf(bn, sizeof bn, "%s.bias", nm);
+  int id = tc_graph_dense_named(x->g, nm, a, (int)N, wn, b ? bn : NULL);
+  th_status rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, trans, alpha);
+  if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, beta);
+  if (rc == TH_OK) *out = id;
+  return rc;
+}
+
+static th_status tc__ox_c_gemm(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t ta, tb;
+  float alpha, beta;
+  th_status rc = tc__ox_attr_i(x, n, "transA", 0, &ta);
+  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "transB", 0, &tb);
+  if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "alpha", 1.0f, &alpha);
+  if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "beta", 1.0f, &beta);
+  if (rc != TH_OK) return rc;
+  tc__oxv *vb = tc__ox_in(x, n, 1), *vc = tc__ox_in(x, n, 2), w;
+  int trans = tb == 0, a;
+  if (!vb) return tc__ox_nfail(x, n, TH_ERR_INVALID, "B is missing");
+  if (!tc__ox_weight(x, vb, &w, &trans) || (vb->kind == TC__OX_CONST && vb->c.ndim != 2))
+    return tc__ox_unsupported(x, n, "B must be a constant 2-D float tensor");
+  int64_t N = trans ? w.c.dims[1] : w.c.dims[0];
+  if (vc && (vc->kind != TC__OX_CONST || !vc->c.fl || vc->c.n != N || (vc->c.ndim == 2 && vc->c.dims[0] != 1) ||
+             vc->c.ndim > 2))
+    return tc__ox_unsupported(x, n, "C must be a constant bias of %lld floats", (long long)N);
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  if (tc__ox_t(x, a)->ndim != 2) return tc__ox_nfail(x, n, TH_ERR_INVALID, "A must be 2-D");
+  if (ta) {
+    static const int swap[2] = {1, 0};
+    a = tc_graph_transpose(x->g, a, swap);
+    rc = tc__ox_bind_node(x, n, NULL, a);
+    if (rc != TH_OK) return rc;
+  }
+  int id;
+  rc = tc__ox_dense(x, n, a, &w, trans, alpha, vc, beta, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+/* The operand under a transpose of its last two dims (*t toggled) and scalar scales (*alpha). */
+static int tc__ox_operand(tc__ox *x, int id, int *t, float *alpha) {
+  for (int step = 0; step < 4; step++) {
+    id = tc__ox_unscale(x, id, alpha);
+    const tc_node *nd = &x->g->nodes[id];
+    int r = nd->out.ndim, swap = nd->op == TC_OP_TRANSPOSE && r >= 2;
+    for (int d = 0; swap && d < r; d++) swap = nd->perm[d] == (d == r - 2 ? r - 1 : d == r - 1 ? r - 2 : d);
+    if (!swap) break;
+    *t = !*t;
+    id = nd->inputs[0];
+  }
+  return id;
+}
+
+/* Activation x activation: leading dims broadcast (reshape + expand), transposes and scales absorbed. */
+static th_status tc__ox_matmul2(tc__ox *x, const Onnx__NodeProto *n) {
+  int ab[2], tr[2] = {0, 0};
+  float alpha = 1.0f;
+  for (int k = 0; k < 2; k++) {
+    th_status rc = tc__ox_float_in(x, n, k, &ab[k]);
+    if (rc != TH_OK || ab[k] < 0) return rc;
+    if (tc__ox_t(x, ab[k])->ndim < 2) return tc__ox_unsupported(x, n, "a 1-D operand");
+  }
+  int64_t da[TC__OX_RANK], db[TC__OX_RANK], lead[TC__OX_RANK];
+  int ra = tc__ox_tdims(x, ab[0], da), rb = tc__ox_tdims(x, ab[1], db), rl;
+  if (!tc__ox_bcast(da, ra - 2, db, rb - 2, lead, &rl))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the operands' batch dimensions do not broadcast");
+  for (int k = 0; k < 2; k++) {
+    int64_t *d = k ? db : da, want[TC__OX_RANK];
+    int r = k ? rb : ra, same = r == rl + 2;
+    for (int i = 0; i < rl; i++) {
+      int j = i - (rl + 2 - r);
+      want[i] = lead[i];
+      same = same && j >= 0 && d[j] == lead[i];
+    }
+    want[rl] = d[r - 2];
+    want[rl + 1] = d[r - 1];
+    if (same) {
+      ab[k] = tc__ox_operand(x, ab[k], &tr[k], &alpha);
+      continue;
+    }
+    int shape[TC_MAX_DIMS];
+    for (int i = 0; i < rl + 2; i++) shape[i] = (int)want[i];
+    int64_t ones[TC__OX_RANK];
+    for (int i = 0; i < rl + 2; i++) ones[i] = i < rl + 2 - r ? 1 : d[i - (rl + 2 - r)];
+    th_status rc = tc__ox_reshape_node(x, n, ab[k], ones, rl + 2, &ab[k]);
+    if (rc != TH_OK || ab[k] < 0) return rc;
+    ab[k] = tc_graph_expand(x->g, ab[k], rl + 2, shape);
+    rc = tc__ox_bind_node(x, n, NULL, ab[k]);
+    if (rc != TH_OK) return rc;
+  }
+  return tc__ox_set_node(x, n, 0, tc_graph_matmul(x->g, ab[0], ab[1], tr[0], tr[1], alpha));
+}
+
+static th_status tc__ox_c_matmul(tc__ox *x, const Onnx__NodeProto *n) {
+  tc__oxv *va = tc__ox_in(x, n, 0), *vb = tc__ox_in(x, n, 1), w;
+  int trans = 1, a;
+  if (!va || !vb) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs two inputs");
+  if (!tc__ox_weight(x, vb, &w, &trans)) return tc__ox_matmul2(x, n);
+  th_status rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  /* MatMul + Add of a constant [N] (torch's Linear on 3-D inputs): the bias of the dense */
+  int64_t N = trans ? w.c.dims[1] : w.c.dims[0];
+  tc__oxv *out = tc__ox_out(x, n, 0), *bias = NULL;
+  int c = tc__ox_sole_consumer(x, out);
+  const Onnx__NodeProto *an = c >= 0 ? x->gp->node[c] : NULL;
+  if (an && strcmp(an->op_type, "Add") == 0 && an->n_input == 2) {
+    tc__oxv *o = tc__ox_in(x, an, 0) == out ? tc__ox_in(x, an, 1) : tc__ox_in(x, an, 0);
+    int ok = o && o != out && o->kind == TC__OX_CONST && o->c.fl && o->c.n == N && o->c.ndim >= 1 &&
+             o->c.ndim <= tc__ox_t(x, a)->ndim && o->c.dims[o->c.ndim - 1] == N;
+    if (ok) bias = o;
+  }
+  int id;
+  rc = tc__ox_dense(x, n, a, &w, trans, 1.0f, bias, 1.0f, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  rc = tc__ox_set_node(x, n, 0, id);
+  if (rc == TH_OK && bias) {
+    x->done[c] = 1;
+    rc = tc__ox_bind_node(x, an, tc__ox_out(x, an, 0), id);
+  }
+  return rc;
+}
+
+/* ---- views ------------------------------------------------------------------------------------------------ */
+
+static th_status tc__ox_c_reshape(tc__ox *x, const Onnx__NodeProto *n) {
+  int a, before = x->nunsup;
+  th_status rc = tc__ox_node_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int64_t in[TC__OX_RANK], out[TC__OX_RANK];
+  int rin = tc__ox_tdims(x, a, in), rout;
+  rc = tc__ox_reshape_dims(x, n, in, rin, out, &rout);
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  const tc_tensor *t = tc__ox_t(x, a);
+  if (strcmp(n->op_type, "Flatten") == 0 && rout == 2 && rin >= 2 && out[0] == in[0] && t->dtype == TC_DTYPE_F32 &&
+      rin == 4)
+    return tc__ox_set_node(x, n, 0, tc_graph_flatten(x->g, a));
+  int id;
+  rc = tc__ox_reshape_node(x, n, a, out, rout, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+static th_status tc__ox_c_transpose(tc__ox *x, const Onnx__NodeProto *n) {
+  int a, perm[TC__OX_RANK];
+  th_status rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int r = tc__ox_t(x, a)->ndim, same = 1;
+  rc = tc__ox_perm(x, n, r, perm);
+  if (rc != TH_OK) return rc;
+  for (int d = 0; d < r; d++) same = same && perm[d] == d;
+  return tc__ox_set_node(x, n, 0, same ? a : tc_graph_transpose(x->g, a, perm));
+}
+
+static th_status tc__ox_c_concat(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t ax;
+  th_status rc = tc__ox_attr_i(x, n, "axis", INT64_MAX, &ax);
+  if (rc != TH_OK) return rc;
+  if (ax == INT64_MAX) return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis is missing");
+  int *ids = th_arena_alloc(x->arena, (n->n_input + 1) * sizeof *ids), m = 0, axis = 0;
+  if (!ids) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < (int)n->n_input; k++) {
+    tc__oxv *v = tc__ox_in(x, n, k);
+    if (!v || (v->kind == TC__OX_CONST && v->c.n == 0)) continue; /* empty pieces add nothing */
+    rc = tc__ox_float_in(x, n, k, &ids[m]);
+    if (rc != TH_OK || ids[m] < 0) return rc;
+    m++;
+  }
+  if (m == 0) return tc__ox_unsupported(x, n, "every input is empty");
+  const tc_tensor *t0 = tc__ox_t(x, ids[0]);
+  rc = tc__ox_axis(x, n, ax, t0->ndim, &axis);
+  if (rc != TH_OK) return rc;
+  int cnn = axis == 1 && t0->ndim == 4, acc = ids[0];
+  for (int i = 1; i < m;) { /* groups of at most TC_MAX_INPUTS, chained */
+    int grp[TC_MAX_INPUTS], c = 0;
+    grp[c++] = acc;
+    while (c < TC_MAX_INPUTS && i < m) grp[c++] = ids[i++];
+    acc = cnn ? tc_graph_concat(x->g, c, grp) : tc_graph_concat_axis(x->g, c, grp, axis);
+    rc = tc__ox_bind_node(x, n, NULL, acc);
+    if (rc != TH_OK) return rc;
+  }
+  return tc__ox_set_node(x, n, 0, acc);
+}
+
+static th_status tc__ox_c_split(tc__ox *x, const Onnx__NodeProto *n) {
+  int a, axis, before = x->nunsup, nout = (int)n->n_output;
+  th_status rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int64_t dims[TC__OX_RANK], sizes[TC__OX_RANK * 8], off = 0;
+  int r = tc__ox_tdims(x, a, dims);
+  rc = tc__ox_split_args(x, n, dims, r, &axis, sizes, nout);
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  for (int k = 0; k < nout; k++) {
+    if (sizes[k] == 0) return tc__ox_unsupported(x, n, "an empty output");
+    int id = sizes[k] == dims[axis] ? a : tc_graph_slice(x->g, a, axis, (int)off, (int)(off + sizes[k]), 1);
+    off += sizes[k];
+    rc = tc__ox_set_node(x, n, k, id);
+    if (rc != TH_OK) return rc;
+  }
+  return TH_OK;
+}
+
+static th_status tc__ox_c_slice(tc__ox *x, const Onnx__NodeProto *n) {
+  int a, before = x->nunsup;
+  th_status rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int64_t dims[TC__OX_RANK];
+  int r = tc__ox_tdims(x, a, dims);
+  tc__ox_range rg[TC__OX_RANK];
+  rc = tc__ox_slice_args(x, n, dims, r, rg);
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  int id = a;
+  for (int d = 0; d < r; d++) {
+    if (rg[d].begin == 0 && rg[d].end == dims[d] && rg[d].step == 1) continue;
+    if (rg[d].step < 0) return tc__ox_unsupported(x, n, "negative steps");
+    if (tc__ox_range_len(&rg[d]) == 0) return tc__ox_unsupported(x, n, "an empty slice");
+    if (rg[d].step > dims[d]) rg[d].step = dims[d]; /* one element either way; keeps the builder's sums small */
+    id = tc_graph_slice(x->g, id, d, (int)rg[d].begin, (int)rg[d].end, (int)rg[d].step);
+    rc = tc__ox_bind_node(x, n, NULL, id);
+    if (rc != TH_OK) return rc;
+  }
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+static th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n) {
+  tc__oxv *vd = tc__ox_in(x, n, 0), *vi = tc__ox_in(x, n, 1);
+  int64_t ax;
+  th_status rc = tc__ox_attr_i(x, n, "axis", 0, &ax);
+  if (rc != TH_OK) return rc;
+  if (!vd || !vi) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs data and indices");
+  char nm[256];
+  tc__ox_gname(x, n, nm, sizeof nm);
+  if (vi->kind == TC__OX_NODE) { /* an embedding: rows of a constant table by runtime int64 indices */
+    const tc_tensor *ti = tc__ox_t(x, vi->node);
+    if (vd->kind != TC__OX_CONST || !vd->c.fl || vd->c.ndim != 2 || (ax != 0 && ax != -2))
+      return tc__ox_unsupported(x, n, "gathers by runtime indices only rows of a constant 2-D table (an embedding)");
+    if (ti->dtype != TC_DTYPE_I64) return tc__ox_unsupported(x, n, "the indices must be int64");
+    if (vd->c.dims[0] > INT_MAX || vd->c.dims[1] > INT_MAX || vd->c.n == 0)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the table is too large or empty");
+    int id = tc_graph_embedding(x->g, nm, vi->node, (int)vd->c.dims[0], (int)vd->c.dims[1]);
+    rc = tc__ox_set_node(x, n, 0, id);
+    if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, vd, 0, 1.0f);
+    return rc;
+  }
+  if (vi->c.fl) return tc__ox_nfail(x, n, TH_ERR_INVALID, "indices must be integers");
+  /* constant indices into a tensor: a slice when they run in even steps */
+  int a;
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int64_t dims[TC__OX_RANK], od[TC__OX_RANK];
+  int r = tc__ox_tdims(x, a, dims), axis;
+  rc = tc__ox_axis(x, n, ax, r, &axis);
+  if (rc != TH_OK) return rc;
+  int64_t len = dims[axis], cnt = vi->c.n, first = 0, step = 1;
+  if (cnt == 0) return tc__ox_unsupported(x, n, "no indices");
+  for (int64_t j = 0; j < cnt; j++) {
+    int64_t v = vi->c.i[j];
+    if (v < -len || v >= len)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "index %lld is out of range for length %lld", (long long)v, (long long)len);
+    v = v < 0 ? v + len : v;
+    if (j == 0) first = v;
+    else if (j == 1) step = v - first;
+    if (j > 0 && (step < 1 || v != first + j * step))
+      return tc__ox_unsupported(x, n, "constant indices that do not run in even increasing steps");
+  }
+  int ro = 0;
+  for (int d = 0; d < axis; d++) od[ro++] = dims[d];
+  for (int d = 0; d < vi->c.ndim && ro < TC__OX_RANK; d++) od[ro++] = vi->c.dims[d];
+  for (int d = axis + 1; d < r && ro < TC__OX_RANK; d++) od[ro++] = dims[d];
+  if (ro != r - 1 + vi->c.ndim) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has too many dimensions");
+  int id = tc_graph_slice(x->g, a, axis, (int)first, (int)(first + (cnt - 1) * step + 1), (int)step);
+  rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, od, ro, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+static th_status tc__ox_c_cast(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t to;
+  int a;
+  th_status rc = tc__ox_attr_i(x, n, "to", 0, &to);
+  if (rc == TH_OK) rc = tc__ox_node_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int dt = tc__ox_t(x, a)->dtype;
+  int f = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
+          to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
+  if ((f && dt == TC_DTYPE_F32) || (to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 && dt == TC_DTYPE_I64))
+    return tc__ox_set_node(x, n, 0, a);
+  if (f && dt == TC_DTYPE_I64) return tc__ox_set_node(x, n, 0, tc_graph_cast(x->g, a, TC_DTYPE_F32));
+  return tc__ox_unsupported(x, n, "a cast of a runtime %s tensor to element type %lld", tc_dtype_name(dt), (long long)to);
+}
+
+static th_status tc__ox_c_expand(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t shape[TC__OX_RANK], dims[TC__OX_RANK], od[TC__OX_RANK];
+  int cnt, a, r, before = x->nunsup;
+  th_status rc = tc__ox_const_ints(x, n, 1, shape, TC__OX_RANK, &cnt);
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  if (cnt < 0) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the shape is missing");
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int ra = tc__ox_tdims(x, a, dims);
+  if (!tc__ox_bcast(dims, ra, shape, cnt, od, &r))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input does not broadcast to the shape");
+  if (r > TC_MAX_DIMS) return tc__ox_unsupported(x, n, "%d dimensions", r);
+  int same = r == ra, s[TC_MAX_DIMS];
+  for (int d = 0; d < r; d++) {
+    same = same && od[d] == dims[d];
+    if (od[d] < 1 || od[d] > INT_MAX) return tc__ox_unsupported(x, n, "dimension %d is %lld", d, (long long)od[d]);
+    s[d] = (int)od[d];
+  }
+  return tc__ox_set_node(x, n, 0, same ? a : tc_graph_expand(x->g, a, r, s));
+}
+
+/* ---- normalisation and reductions ------------------------------------------------------------------------ */
+
+static th_status tc__ox_c_reduce_mean(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t axes[TC__OX_RANK], keep;
+  int cnt, a, before = x->nunsup;
+  th_status rc = tc__ox_list(x, n, "axes", 1, 18, axes, TC__OX_RANK, &cnt);
+  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "keepdims", 1, &keep);
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  const tc_tensor *t = tc__ox_t(x, a);
+  int mask = 0;
+  for (int i = 0; i < cnt; i++) {
+    int d;
+    rc = tc__ox_axis(x, n, axes[i], t->ndim, &d);
+    if (rc != TH_OK) return rc;
+    mask |= 1 << d;
+  }
+  if (t->ndim != 4 || mask != 12)
+    return tc__ox_unsupported(x, n, "only over the spatial axes [2, 3] of a 4-D map, or inside a decomposed layer norm");
+  int id = tc_graph_global_avg_pool(x->g, a);
+  if (!keep) {
+    int64_t nc[2] = {t->shape[0], t->shape[1]};
+    rc = tc__ox_bind_node(x, n, NULL, id);
+    if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, nc, 2, &id);
+    if (rc != TH_OK || id < 0) return rc;
+  }
+  return tc__ox_set_node(x, n, 0, id);
+}
+
+/* softmax over the last axis of node a, with a mask added before it and a scalar scale folded in */
+static int tc__ox_softmax_last(tc__ox *x, int a) {
+  const tc_node *nd = &x->g->nodes[a];
+  int mask = -1;
+  float alpha = 1.0f;
+  if (nd->op == TC_OP_ADD) {
+    for (int side = 0; side < 2; side++) {
+      const tc_tensor *p = tc__ox_t(x, nd->inputs[side]);
+      if (p->ndim == nd->out.ndim && memcmp(p->shape, nd->out.shape, sizeof p->shape) == 0) {
+        mask = nd->inputs[!side];
+        a = nd->inputs[side];
+        break;
+      }
+    }
+  }
+  a = tc__ox_unscale(x, a, &alpha);
+  return tc_graph_softmax_ex(x->g, a, alpha, mask);
+}
+
+static th_status tc__ox_c_softmax(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t ax;
+  int a, axis;
+  th_status rc = tc__ox_attr_i(x, n, "axis", x->opset < 13 ? 1 : -1, &ax);
+  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int64_t dims[TC__OX_RANK];
+  int r = tc__ox_tdims(x, a, dims);
+  rc = tc__ox_axis(x, n, ax, r, &axis);
+  if (rc != TH_OK) return rc;
+  if (axis == r - 1) return tc__ox_set_node(x, n, 0, tc__ox_softmax_last(x, a));
+  int id;
+  if (x->opset < 13) { /* softmax of the input flattened to [prod(dims[:axis]), prod(dims[axis:])] */
+    int64_t two[2] = {1, 1};
+    for (int d = 0; d < r; d++) two[d >= axis] *= dims[d];
+    rc = tc__ox_reshape_node(x, n, a, two, 2, &id);
+    if (rc != TH_OK || id < 0) return rc;
+    id = tc_graph_softmax_ex(x->g, id, 1.0f, -1);
+    rc = tc__ox_bind_node(x, n, NULL, id);
+    if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
+    if (rc != TH_OK || id < 0) return rc;
+    return tc__ox_set_node(x, n, 0, id);
+  }
+  int perm[TC_MAX_DIMS];
+  for (int d = 0; d < r; d++) perm[d] = d;
+  perm[axis] = r - 1;
+  perm[r - 1] = axis; /* a swap is its own inverse */
+  id = tc_graph_transpose(x->g, a, perm);
+  id = tc_graph_softmax_ex(x->g, id, 1.0f, -1);
+  return tc__ox_set_node(x, n, 0, tc_graph_transpose(x->g, id, perm));
+}
+
+static th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t ax;
+  float eps;
+  int a, axis;
+  th_status rc = tc__ox_attr_i(x, n, "axis", -1, &ax);
+  if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "epsilon", 1e-5f, &eps);
+  for (int k = 1; rc == TH_OK && k < (int)n->n_output; k++) {
+    tc__oxv *o = tc__ox_out(x, n, k);
+    if (o && o->uses > 0) return tc__ox_unsupported(x, n, "its Mean or InvStdDev output is used");
+  }
+  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  const tc_tensor *t = tc__ox_t(x, a);
+  rc = tc__ox_axis(x, n, ax, t->ndim, &axis);
+  if (rc != TH_OK) return rc;
+  if (axis != t->ndim - 1) return tc__ox_unsupported(x, n, "only over the last axis");
+  tc__oxv *sc = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
+  int64_t C = t->shape[t->ndim - 1];
+  if (!sc || sc->kind != TC__OX_CONST || !sc->c.fl || sc->c.n != C || (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != C)))
+    return tc__ox_unsupported(x, n, "Scale and B must be constants of %lld floats", (long long)C);
+  if (!(eps > 0)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "epsilon must be positive");
+  char nm[256];
+  int id = tc_graph_layer_norm(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, eps);
+  rc = tc__ox_set_node(x, n, 0, id);
+  if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].gamma, sc, 0, 1.0f);
+  if (rc == TH_OK) rc = b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
+                          : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
+  return rc;
+}
+
+/* ---- the table ------------------------------------------------------------------------------------------ */
+
+static const struct {
+  const char *op;
+  tc__ox_conv_fn fn;
+} tc__ox_convs[] = {
+    {"Conv", tc__ox_c_conv},
+    {"BatchNormalization", tc__ox_c_bn},
+    {"Relu", tc__ox_c_unary},
+    {"Tanh", tc__ox_c_unary},
+    {"Sigmoid", tc__ox_c_unary},
+    {"HardSigmoid", tc__ox_c_unary},
+    {"HardSwish", tc__ox_c_unary},
+    {"Clip", tc__ox_c_clip},
+    {"Add", tc__ox_c_binary},
+    {"Sub", tc__ox_c_binary},
+    {"Mul", tc__ox_c_binary},
+    {"Div", tc__ox_c_binary},
+    {"Pow", tc__ox_c_math},
+    {"Sqrt", tc__ox_c_math},
+    {"Erf", tc__ox_c_math},
+    {"MaxPool", tc__ox_c_pool},
+    {"AveragePool", tc__ox_c_pool},
+    {"GlobalAveragePool", tc__ox_c_global_pool},
+    {"Pad", tc__ox_c_pad},
+    {"Gemm", tc__ox_c_gemm},
+    {"MatMul", tc__ox_c_matmul},
+    {"Flatten", tc__ox_c_reshape},
+    {"Reshape", tc__ox_c_reshape},
+    {"Squeeze", tc__ox_c_reshape},
+    {"Unsqueeze", tc__ox_c_reshape},
+    {"Transpose", tc__ox_c_transpose},
+    {"Concat", tc__ox_c_concat},
+    {"Split", tc__ox_c_split},
+    {"Slice", tc__ox_c_slice},
+    {"Gather", tc__ox_c_gather},
+    {"Cast", tc__ox_c_cast},
+    {"Expand", tc__ox_c_expand},
+    {"ReduceMean", tc__ox_c_reduce_mean},
+    {"Softmax", tc__ox_c_softmax},
+    {"LayerNormalization", tc__ox_c_layer_norm},
+    {"Dropout", tc__ox_c_identity},
+    {"Identity", tc__ox_c_identity},
+};
+
+tc__ox_conv_fn tc__ox_converter(const char *op_type) {
+  for (size_t i = 0; i < sizeof tc__ox_convs / sizeof tc__ox_convs[0]; i++)
+    if (strcmp(tc__ox_convs[i].op, op_type) == 0) return tc__ox_convs[i].fn;
+  return NULL;
+}

@@ -1,0 +1,123 @@
+/* Uploaded networks (see upload.h): the naming rule, the import that validates a file before it is stored, and
+ * the description the registry keeps with it. */
+#include "upload.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "network.h"
+#include "onnx.h"
+#include "present.h"
+#include "space.h"
+#include "zoo.h"
+
+int srv_network_name_ok(const char *name) {
+  size_t n = name ? strlen(name) : 0;
+  if (n < 1 || n > 63) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = name[i];
+    int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) return 0;
+  }
+  return 1;
+}
+
+/* Every task of the network on this server's CPU target has a template: TH_ERR_UNSUPPORTED naming the first
+ * kernel that has none. */
+static th_status srv__upload_tasks(const tc_netsrc *net, char *err, size_t n) {
+  tc_backend_target t;
+  th_status rc = tc_backend_target_init(tc_backend_default(), NULL, &t, err, n);
+  tc_task *tasks = NULL;
+  int nt = 0;
+  if (rc == TH_OK) rc = tc_network_tasks(&t, net, 1, &tasks, &nt);
+  if (rc != TH_OK && err[0] == '\0')
+    snprintf(err, n, "%s: the graph passes refused the imported graph: %s", net->name, th_status_str(rc));
+  for (int i = 0; rc == TH_OK && i < nt; i++) {
+    tc_space sp;
+    if (tc_backend_space(&t, &tasks[i].wl, &sp) != TH_OK) {
+      snprintf(err, n, "%s: no %s template for kernel %s (workload %s)", net->name, tc_backend_name(t.backend),
+               tc_kernel_name(tasks[i].wl.kernel), tasks[i].key);
+      rc = TH_ERR_UNSUPPORTED;
+    }
+  }
+  free(tasks);
+  return rc;
+}
+
+/* The description of the file at path: imported at batch 1 with its weights (which checks every initializer)
+ * and at batch 2 without (the batch dimensions); then, with those graphs freed, its tasks. */
+static th_status srv__upload_describe(const srv_upload_in *in, json_t **doc, char *err, size_t n) {
+  tc_onnx_info *info = calloc(1, sizeof *info);
+  if (!info) return TH_ERR_NOMEM;
+  tc_graph *g1 = NULL, *g2 = NULL;
+  tc_onnx_opts o1 = {.network = in->name, .batch = 1, .shapes = in->shapes, .weights = 1};
+  tc_onnx_opts o2 = {.network = in->name, .batch = 2, .shapes = in->shapes, .weights = 0};
+  th_status rc = tc_onnx_import_file(in->path, &o1, &g1, info, err, n);
+  if (rc == TH_OK) rc = tc_onnx_import_file(in->path, &o2, &g2, NULL, err, n);
+  json_t *d = NULL;
+  if (rc == TH_OK) {
+    rc = srv_present_onnx(in->name, g1, g2, info, &d);
+    if (rc != TH_OK) snprintf(err, n, "cannot describe %s: %s", in->name, th_status_str(rc));
+  }
+  tc_graph_free(g1);
+  tc_graph_free(g2);
+  free(info);
+  if (rc == TH_OK) {
+    tc_netsrc src = {in->name, in->path, in->shapes};
+    rc = srv__upload_tasks(&src, err, n);
+  }
+  if (rc != TH_OK) {
+    json_decref(d);
+    return rc;
+  }
+  *doc = d;
+  return TH_OK;
+}
+
+th_status srv_upload_network(store_t *st, const srv_upload_in *in, json_t **doc, store_network_change *change,
+                             char *err, size_t n) {
+  if (err && n) err[0] = '\0';
+  if (!srv_network_name_ok(in->name)) {
+    snprintf(err, n, "invalid network name '%s'; a name is %s", in->name ? in->name : "", SRV_NETWORK_NAME_RULE);
+    return TH_ERR_INVALID;
+  }
+  if (tc_zoo_find(in->name)) {
+    snprintf(err, n, "'%s' is a zoo network; choose another name for an upload", in->name);
+    return TH_ERR_CONFLICT;
+  }
+  json_t *desc = NULL;
+  th_status rc = srv__upload_describe(in, &desc, err, n);
+  if (rc != TH_OK) return rc;
+  char *text = json_dumps(desc, JSON_COMPACT);
+  char *shape = json_dumps(json_object_get(desc, "input"), JSON_COMPACT);
+  store_network_upload up = {.name = in->name,
+                             .path = in->path,
+                             .take = in->take,
+                             .sha256 = in->sha256,
+                             .shapes = in->shapes,
+                             .description = text,
+                             .input_shape = shape,
+                             .flops = json_number_value(json_object_get(desc, "flops")),
+                             .params = (int64_t)json_integer_value(json_object_get(desc, "params"))};
+  json_decref(desc);
+  store_network row;
+  store_network_change ch;
+  rc = text && shape ? store_network_put(st, &up, &row, &ch) : TH_ERR_NOMEM;
+  free(text);
+  free(shape);
+  if (rc != TH_OK) {
+    snprintf(err, n, "cannot store %s: %s", in->name, rc == TH_ERR_NOMEM ? "out of memory" : store_errmsg(st));
+    return rc;
+  }
+  *doc = srv_present_uploaded(&row);
+  store_network_clear(&row);
+  if (!*doc) {
+    free(ch.jobs);
+    snprintf(err, n, "out of memory");
+    return TH_ERR_NOMEM;
+  }
+  *change = ch;
+  return TH_OK;
+}

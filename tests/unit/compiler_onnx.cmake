@@ -1,0 +1,13 @@
+# The ONNX importer (compiler/import/): models built in C with protoc-c's structs (onnx_build.c,
+# onnx_models.c), imported and run by the reference interpreter against the graph builders or naive loops,
+# and every malformed or unsupported input the contract names.
+th_unit_test(compiler_onnx SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_models.c
+             LIBS th_compiler TIMEOUT 300)
+target_include_directories(test_compiler_onnx PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)
+# Conformance with PyTorch (label conformance, ~30 s: torch.onnx.export of resnet18 and an encoder layer at
+# several opsets); 77 without torch.
+th_unit_test(compiler_onnx_torch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_torch.c
+             LIBS th_compiler LABELS conformance TIMEOUT 300)
+target_compile_definitions(test_compiler_onnx_torch PRIVATE TH_SRC_DIR="${TH_SOURCE_DIR}")

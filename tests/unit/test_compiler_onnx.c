@@ -1,0 +1,895 @@
+/* Tests of the ONNX importer (compiler/import/onnx.h). Models are built in C (onnx_build.h); an imported
+ * graph is run by the reference interpreter and compared with the same network built directly with the
+ * graph builders, or with naive loops, on seeded weights and inputs. Every malformed or unsupported input
+ * the contract names is checked for its status and the words of its message. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "onnx.h"
+#include "onnx_build.h"
+#include "ref/ref.h"
+#include "th_test.h"
+
+/* ---- helpers ------------------------------------------------------------------------------------------ */
+
+/* Imports p at batch with shapes, checking the status; on failure err must contain every string of
+ * `want` (NULL-terminated). Returns the graph on success. */
+static tc_graph *tt_import(const uint8_t *p, size_t len, int batch, const char *shapes, int weights,
+                           tc_onnx_info *info, th_status want_rc, const char *const *want) {
+  tc_onnx_opts o = {"test", batch, shapes, weights};
+  tc_graph *g = NULL;
+  char err[2048] = "";
+  th_status rc = tc_onnx_import(p, len, &o, &g, info, err, sizeof err);
+  if (rc != want_rc) fprintf(stderr, "import: %s (%s), expected %s\n", th_status_name(rc), err, th_status_name(want_rc));
+  CHECK(rc == want_rc);
+  if (rc != TH_OK) {
+    fprintf(stderr, "  error: %s\n", err);
+    CHECK(g == NULL);
+    for (int i = 0; want && want[i]; i++) {
+      if (!strstr(err, want[i])) fprintf(stderr, "  missing '%s'\n", want[i]);
+      CHECK(strstr(err, want[i]) != NULL);
+    }
+  }
+  return g;
+}
+
+static tc_graph *tt_ok(const uint8_t *p, size_t len, int batch, tc_onnx_info *info) {
+  return tt_import(p, len, batch, NULL, 1, info, TH_OK, NULL);
+}
+
+#define TT_FAIL(p, len, rc, ...)                                                   \
+  do {                                                                             \
+    static const char *const tt_want[] = {__VA_ARGS__, NULL};                      \
+    CHECK(tt_import((p), (len), 1, NULL, 1, NULL, (rc), tt_want) == NULL);         \
+  } while (0)
+
+/* Sets the data of parameter `gname` of a builder-made graph to the test models' initializer `tname`. */
+static void tt_param(tc_graph *g, const char *gname, const char *tname, int positive) {
+  int p = tc_graph_find_param(g, gname);
+  if (p < 0) fprintf(stderr, "no parameter %s\n", gname);
+  CHECK(p >= 0);
+  g->params[p].data = malloc((size_t)g->params[p].numel * sizeof(float));
+  tb_data(tname, g->params[p].numel, positive, g->params[p].data);
+}
+
+static void tt_free_params(tc_graph *g) {
+  for (int i = 0; i < g->nparams; i++) free(g->params[i].data);
+}
+
+/* Runs g on one float input of n elements filled by seed; returns the first output (malloc'd). */
+static float *tt_run(const tc_graph *g, uint64_t seed) {
+  const tc_tensor *ti = &g->nodes[g->inputs[0]].out;
+  float *in = malloc((size_t)tc_tensor_numel(ti) * sizeof *in);
+  float *out = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[0]].out));
+  tb_fill(in, tc_tensor_numel(ti), seed);
+  const void *ins[1] = {in};
+  void *outs[1] = {out};
+  char err[256];
+  th_status rc = tc_ref_run_io(g, ins, outs, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  free(in);
+  return out;
+}
+
+/* max |a - b| / max |b| */
+static double tt_rel(const float *a, const float *b, int64_t n) {
+  double mx = 0, d = 0;
+  for (int64_t i = 0; i < n; i++) {
+    if (!isfinite(a[i])) return INFINITY;
+    mx = fmax(mx, fabs(b[i]));
+    d = fmax(d, fabs((double)a[i] - b[i]));
+  }
+  return d / (mx > 0 ? mx : 1);
+}
+
+/* The imported graph g and the reference r have the same outputs (names, shapes) and values a[k] ~ b[k]
+ * within tol relative to the largest magnitude; frees a[k] and b[k]. */
+static void tt_same_outputs(const tc_graph *g, const tc_graph *r, void **a, void **b, double tol) {
+  CHECK_EQ_INT(g->noutputs, r->noutputs);
+  for (int k = 0; k < g->noutputs; k++) {
+    const tc_tensor *t = &g->nodes[g->outputs[k]].out, *tr = &r->nodes[r->outputs[k]].out;
+    CHECK_STR(g->output_names[k], r->output_names[k]);
+    CHECK_EQ_INT(t->ndim, tr->ndim);
+    for (int d = 0; d < t->ndim; d++) CHECK_EQ_INT(t->shape[d], tr->shape[d]);
+    double rel = tt_rel(a[k], b[k], tc_tensor_numel(t));
+    fprintf(stderr, "  %s: max rel diff %.3g\n", g->output_names[k], rel);
+    CHECK(rel <= tol);
+    free(a[k]);
+    free(b[k]);
+  }
+}
+
+static int tt_count_op(const tc_graph *g, tc_op op) {
+  int c = 0;
+  for (int i = 0; i < g->nnodes; i++) c += g->nodes[i].op == op;
+  return c;
+}
+
+static int tt_optype_count(const tc_onnx_info *in, const char *name) {
+  for (int i = 0; i < in->nop_types; i++)
+    if (strcmp(in->op_types[i].name, name) == 0) return in->op_types[i].count;
+  return -1;
+}
+
+/* ---- a CNN against the builders -------------------------------------------------------------------------- */
+
+static tc_graph *tt_cnn_reference(int batch) {
+  tc_graph *g = tc_graph_new("ref", batch);
+  int x = tc_graph_input(g, 3, 8, 8);
+  x = tc_graph_conv(g, "conv1", x, 8, 3, 3, 1, 1, 1, 1, 1, 1);
+  x = tc_graph_relu(g, tc_graph_bn(g, "bn1", x, 1e-5f));
+  int p = tc_graph_max_pool(g, x, 3, 2, 1, 0);
+  x = tc_graph_conv(g, "conv2", p, 8, 3, 3, 1, 1, 1, 1, 1, 0);
+  x = tc_graph_relu(g, tc_graph_add(g, x, p));
+  x = tc_graph_conv(g, "conv3", x, 16, 1, 1, 2, 2, 0, 0, 2, 0);
+  x = tc_graph_clip(g, x, 0.0f, 6.0f);
+  x = tc_graph_flatten(g, tc_graph_global_avg_pool(g, x));
+  x = tc_graph_dense(g, "fc", x, 10, 1);
+  CHECK(x >= 0 && tc_graph_output(g, "logits", x) >= 0 && tc_graph_finish(g) == TH_OK);
+  static const char *const names[] = {"conv1.weight", "conv1.bias", "bn1.weight", "bn1.bias", "bn1.running_mean",
+                                      "bn1.running_var", "conv2.weight", "conv3.weight", "fc.weight", "fc.bias"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    tt_param(g, names[i], names[i], strcmp(names[i], "bn1.weight") == 0 || strcmp(names[i], "bn1.running_var") == 0);
+  g->has_data = 1;
+  return g;
+}
+
+TH_TEST(cnn_matches_builders) {
+  static const int64_t opsets[] = {7, 9, 11, 13, 17};
+  for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+    size_t len;
+    uint8_t *p = tb_model_cnn(opsets[i], &len);
+    tc_onnx_info info;
+    tc_graph *g = tt_ok(p, len, 3, &info);
+    CHECK_EQ_INT(info.opset, opsets[i]);
+    CHECK_EQ_INT(info.ir_version, 8);
+    CHECK_STR(info.producer, "tunehub-test 1");
+    CHECK_EQ_INT(info.ninitializers, 10);
+    CHECK_EQ_INT(tt_optype_count(&info, "Conv"), 3);
+    CHECK_EQ_INT(tt_optype_count(&info, "Relu"), 2);
+    CHECK_STR(info.op_types[0].name, "Conv"); /* first-seen order */
+    CHECK_EQ_INT(info.folded, opsets[i] >= 11 ? 2 : 0); /* the Clip bounds' Constant nodes */
+    CHECK_EQ_INT(g->batch, 3);
+    CHECK_EQ_INT(g->noutputs, 1);
+    CHECK_STR(g->output_names[0], "logits");
+    CHECK_STR(g->nodes[g->inputs[0]].name, "input");
+    CHECK(g->has_data);
+    CHECK_EQ_INT(g->nparams, 10);
+    CHECK(tc_graph_find_param(g, "bn1.running_var") >= 0 && tc_graph_find_param(g, "fc.weight") >= 0);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_CONV2D), 3);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_DENSE), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_CLIP), 1);
+    tc_graph *r = tt_cnn_reference(3);
+    CHECK(fabs(tc_graph_flops(g) - tc_graph_flops(r)) < 1);
+    CHECK_EQ_INT(tc_graph_param_count(g), tc_graph_param_count(r));
+    float *a = tt_run(g, 7), *b = tt_run(r, 7);
+    double rel = tt_rel(a, b, 30);
+    fprintf(stderr, "opset %lld: max rel diff %.3g\n", (long long)opsets[i], rel);
+    CHECK(rel <= 1e-6);
+    free(a);
+    free(b);
+    tt_free_params(r);
+    tc_graph_free(r);
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
+
+TH_TEST(shapes_only_without_weights) {
+  size_t len;
+  uint8_t *p = tb_model_cnn(13, &len);
+  tc_graph *g = tt_import(p, len, 2, NULL, 0, NULL, TH_OK, NULL);
+  CHECK(!g->has_data);
+  for (int i = 0; i < g->nparams; i++) CHECK(g->params[i].data == NULL);
+  CHECK_EQ_INT(g->nodes[g->outputs[0]].out.shape[0], 2);
+  CHECK_EQ_INT(g->nodes[g->outputs[0]].out.shape[1], 10);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
+/* ---- malformed files ---------------------------------------------------------------------------------- */
+
+TH_TEST(rejects_truncated_and_garbage) {
+  size_t len;
+  uint8_t *p = tb_model_cnn(13, &len);
+  for (size_t cut = 1; cut < len; cut += len / 7 + 1) {
+    tc_onnx_opts o = {"t", 1, NULL, 1};
+    tc_graph *g = NULL;
+    char err[512];
+    th_status rc = tc_onnx_import(p, len - cut, &o, &g, NULL, err, sizeof err);
+    CHECK(rc != TH_OK && g == NULL); /* cut anywhere: a parse error or an inconsistent model, never a crash */
+  }
+  TT_FAIL(p, len / 2, TH_ERR_INVALID, "not an ONNX model (protobuf parse failed)");
+  static const uint8_t garbage[] = "\xff\xff\xff\xff this is not protobuf";
+  TT_FAIL(garbage, sizeof garbage, TH_ERR_INVALID, "protobuf parse failed");
+  TT_FAIL((const uint8_t *)"", 0, TH_ERR_INVALID, "ir_version");
+  free(p);
+  return 0;
+}
+
+/* x [N, 4, 6] -> Relu -> y, to be broken by each test. */
+static tb *tt_tiny(int64_t opset) {
+  tb *b = tb_new(opset);
+  int64_t d[3] = {-1, 4, 6};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, d);
+  tb_node(b, "Relu", "relu", "x", "y");
+  tb_output(b, "y");
+  return b;
+}
+
+#define TT_PACK_FAIL(b, rc, ...)                                                   \
+  do {                                                                             \
+    size_t tt_len;                                                                 \
+    uint8_t *tt_p = tb_pack((b), &tt_len);                                         \
+    TT_FAIL(tt_p, tt_len, (rc), __VA_ARGS__);                                      \
+    free(tt_p);                                                                    \
+    tb_free(b);                                                                    \
+  } while (0)
+
+TH_TEST(rejects_opsets_and_domains) {
+  TT_PACK_FAIL(tt_tiny(6), TH_ERR_INVALID, "opset 6 of the default domain is outside the supported 7..17");
+  TT_PACK_FAIL(tt_tiny(18), TH_ERR_INVALID, "opset 18", "7..17");
+  TT_PACK_FAIL(tt_tiny(0), TH_ERR_INVALID, "no opset of the default domain");
+  tb *b = tt_tiny(13);
+  Onnx__NodeProto *n = tb_node(b, "FusedGemm", "fg", "y", "z");
+  n->domain = (char *)"com.microsoft";
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "domain 'com.microsoft'", "fg");
+  /* ai.onnx spelled out is the default domain */
+  b = tt_tiny(13);
+  tb_model(b)->opset_import[0]->domain = (char *)"ai.onnx";
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph_free(tt_ok(p, len, 1, NULL));
+  free(p);
+  tb_free(b);
+  b = tt_tiny(13);
+  tb_model(b)->ir_version = 2;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "ir_version 2 is below 3");
+  b = tt_tiny(13);
+  tb_model(b)->graph = NULL;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "no graph");
+  return 0;
+}
+
+TH_TEST(rejects_bad_structure) {
+  /* a cycle: y = Relu(w), w = Relu(y) feeding the output; nodes may come in any order, the cycle never sorts */
+  tb *b = tt_tiny(13);
+  tb_node(b, "Add", "a1", "y,w", "v");
+  tb_node(b, "Relu", "cyc", "v", "w");
+  tb_output(b, "w");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "cycle through", "node '");
+  b = tt_tiny(13);
+  tb_node(b, "Add", "adder", "y,nowhere", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "node 'adder'", "'nowhere' is dangling");
+  b = tt_tiny(13);
+  tb_node(b, "Relu", "again", "x", "y");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "duplicate output name", "'y'");
+  b = tt_tiny(13);
+  tb_output(b, "missing");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "graph output 'missing' is not produced");
+  /* unsorted nodes are fine */
+  b = tb_new(13);
+  int64_t d[2] = {-1, 5};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, d);
+  tb_node(b, "Relu", "second", "h", "y");
+  tb_node(b, "Tanh", "first", "x", "h");
+  tb_output(b, "y");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tt_ok(p, len, 2, NULL);
+  CHECK_EQ_INT(g->nnodes, 3);
+  CHECK(g->nodes[1].op == TC_OP_TANH && g->nodes[2].op == TC_OP_RELU);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  return 0;
+}
+
+TH_TEST(rejects_bad_initializers) {
+  tb *b = tt_tiny(13);
+  int64_t dims[1] = {6};
+  float v[6] = {0};
+  Onnx__TensorProto *t = tb_init_f(b, "bias6", 1, dims, v);
+  t->raw_data.len = 20; /* 5 floats for 6 */
+  tb_node(b, "Add", "add", "y,bias6", "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'bias6' holds 20 bytes of data, its dims need 24");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "long6", 1, dims, v);
+  t->dims[0] = 5; /* 24 bytes for 5 floats */
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'long6' holds 24 bytes of data, its dims need 20");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "typed", 1, dims, v);
+  t->has_raw_data = 0;
+  t->raw_data.len = 0;
+  t->n_float_data = 5;
+  t->float_data = v;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'typed' holds 5 values, its dims need 6");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "huge", 1, dims, v);
+  t->dims[0] = (int64_t)1 << 40;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "huge", "dimension 0 is 1099511627776");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "neg", 1, dims, v);
+  t->dims[0] = -3;
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "neg", "dimension 0 is -3");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "ext", 1, dims, v);
+  t->has_data_location = 1;
+  t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "'ext' uses external data");
+  b = tt_tiny(13);
+  t = tb_init_f(b, "strings", 1, dims, v);
+  t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__STRING;
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "'strings' has element type 8");
+  return 0;
+}
+
+TH_TEST(inputs_batch_and_shapes) {
+  tb *b = tt_tiny(13);
+  int64_t d[4] = {-1, 3, -1, 8};
+  tb_input(b, "img", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d);
+  tb_node(b, "Relu", "r2", "img", "y2");
+  tb_output(b, "y2");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  static const char *const sym[] = {"input 'img': dimension 2 ('d2') is symbolic", "shapes", NULL};
+  CHECK(tt_import(p, len, 2, NULL, 1, NULL, TH_ERR_INVALID, sym) == NULL);
+  tc_graph *g = tt_import(p, len, 2, "img:Nx3x5x8", 1, NULL, TH_OK, NULL);
+  CHECK_EQ_INT(g->ninputs, 2);
+  const tc_tensor *t = &g->nodes[g->inputs[1]].out;
+  CHECK(t->ndim == 4 && t->shape[0] == 2 && t->shape[1] == 3 && t->shape[2] == 5 && t->shape[3] == 8);
+  CHECK_STR(g->output_names[0], "y");
+  CHECK_STR(g->output_names[1], "y2");
+  tc_graph_free(g);
+  g = tt_import(p, len, 4, "x:7x4x6,img:1x3x9x8", 1, NULL, TH_OK, NULL); /* the batch replaces any first D */
+  CHECK_EQ_INT(g->nodes[g->inputs[0]].out.shape[0], 4);
+  CHECK_EQ_INT(g->nodes[g->inputs[1]].out.shape[2], 9);
+  tc_graph_free(g);
+  static const char *const bad[] = {"bad shapes string", NULL};
+  static const char *const shapes[] = {"img:Nx3xx8", "img", "img:0x3x5x8", "img:Nx3x5x8x", ":3", "img:Nx3x5xN"};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    CHECK(tt_import(p, len, 1, shapes[i], 1, NULL, TH_ERR_INVALID, bad) == NULL);
+  static const char *const notin[] = {"'nope', which is not an input", NULL};
+  CHECK(tt_import(p, len, 1, "img:Nx3x5x8,nope:1x2", 1, NULL, TH_ERR_INVALID, notin) == NULL);
+  static const char *const rank[] = {"gives input 'img' 3 dimensions, the file 4", NULL};
+  CHECK(tt_import(p, len, 1, "img:Nx3x5", 1, NULL, TH_ERR_INVALID, rank) == NULL);
+  static const char *const batch[] = {"batch 0 is outside 1..4096", NULL};
+  CHECK(tt_import(p, len, 0, "img:Nx3x5x8", 1, NULL, TH_ERR_INVALID, batch) == NULL);
+  free(p);
+  tb_free(b);
+  /* a huge fixed dimension, an int32 input, an input that is also an initializer (not an input) */
+  b = tb_new(13);
+  int64_t h[2] = {-1, (int64_t)1 << 40};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, h);
+  tb_node(b, "Relu", "r", "x", "y");
+  tb_output(b, "y");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "input 'x': dimension 1 is 1099511627776");
+  b = tb_new(13);
+  int64_t s[2] = {-1, 5};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__INT32, 2, s);
+  tb_node(b, "Relu", "r", "x", "y");
+  tb_output(b, "y");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "input 'x' has element type 6");
+  b = tb_new(13);
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, s);
+  tb_input(b, "w", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 1, s + 1);
+  tb_param(b, "w", 1, s + 1, 0);
+  tb_node(b, "Add", "add", "x,w", "y");
+  tb_output(b, "y");
+  p = tb_pack(b, &len);
+  g = tt_ok(p, len, 3, NULL);
+  CHECK_EQ_INT(g->ninputs, 1);
+  CHECK(tc_graph_find_param(g, "w") >= 0);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  return 0;
+}
+
+TH_TEST(reshape_that_fixes_the_batch) {
+  tb *b = tt_tiny(13);
+  static const int64_t shape[2] = {1, 24};
+  tb_const_ints(b, "shape", 2, shape);
+  tb_node(b, "Reshape", "flat", "y,shape", "z");
+  tb_output(b, "z");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph_free(tt_ok(p, len, 1, NULL)); /* the file's batch */
+  static const char *const want[] = {"node 'flat' (Reshape)", "cannot reshape [3, 4, 6] to [1, 24]",
+                                     "the model fixes its batch to 1", "dynamic batch axis", NULL};
+  CHECK(tt_import(p, len, 3, NULL, 1, NULL, TH_ERR_INVALID, want) == NULL);
+  free(p);
+  tb_free(b);
+  return 0;
+}
+
+TH_TEST(lists_every_unsupported_op) {
+  tb *b = tt_tiny(13);
+  tb_node(b, "Resize", "up1", "y", "r");
+  tb_node(b, "LSTM", "lstm", "r", "l");
+  tb_node(b, "Relu", "after", "l", "a"); /* downstream of unsupported nodes: not listed */
+  tb_const_f(b, "three", 3.0f);
+  tb_node(b, "Pow", "cube", "y,three", "c");
+  int64_t d[1] = {2};
+  int64_t w[4] = {4, 4, 1, 1}, dil[2] = {2, 2};
+  tb_param(b, "cw", 4, w, 0);
+  tb_const_ints(b, "ax", 1, d);
+  tb_node(b, "Unsqueeze", "u2", "y,ax", "y4b");
+  Onnx__NodeProto *n = tb_node(b, "Conv", "dil", "y4b,cw", "cv");
+  tb_attr_ints(b, n, "dilations", 2, dil);
+  tb_node(b, "NonZero", "nz", "y", "nzo");
+  tb_output(b, "a");
+  tb_output(b, "c");
+  tb_output(b, "cv");
+  tb_output(b, "nzo");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  static const char *const want[] = {"unsupported ONNX operators: ",
+                                     "Resize (node 'up1', opset 13)",
+                                     "LSTM (node 'lstm', opset 13)",
+                                     "Pow (node 'cube', opset 13: only inside a decomposed layer norm",
+                                     "Conv (node 'dil', opset 13: attribute dilations = 2 (only 1))",
+                                     "NonZero (node 'nz', opset 13)",
+                                     NULL};
+  tc_onnx_opts o = {"t", 1, NULL, 1};
+  tc_graph *g = NULL;
+  char err[2048];
+  CHECK(tc_onnx_import(p, len, &o, &g, NULL, err, sizeof err) == TH_ERR_UNSUPPORTED);
+  fprintf(stderr, "%s\n", err);
+  for (int i = 0; want[i]; i++) CHECK(strstr(err, want[i]) != NULL);
+  CHECK(strstr(err, "after") == NULL);
+  /* after a fatal error the rest of the file is still searched for unknown op types */
+  tb *b2 = tt_tiny(13);
+  tb_node(b2, "Resize", "first", "y", "r1");
+  static const int64_t bad_shape[2] = {7, 7};
+  tb_const_ints(b2, "bs", 2, bad_shape);
+  tb_node(b2, "Reshape", "broken", "y,bs", "r2");
+  tb_node(b2, "Relu", "later", "r2", "r3");
+  tb_node(b2, "GridSample", "last", "r3", "r4");
+  tb_output(b2, "r1");
+  tb_output(b2, "r4");
+  size_t len2;
+  uint8_t *p2 = tb_pack(b2, &len2);
+  CHECK(tc_onnx_import(p2, len2, &o, &g, NULL, err, sizeof err) == TH_ERR_UNSUPPORTED);
+  fprintf(stderr, "%s\n", err);
+  CHECK(strstr(err, "Resize (node 'first'") && strstr(err, "GridSample (node 'last'"));
+  CHECK(strstr(err, "the import also failed: node 'broken' (Reshape): cannot reshape [1, 4, 6] (24 elements) to [7, 7]"));
+  free(p2);
+  tb_free(b2);
+  /* a short buffer keeps the list whole as far as it goes and says how many it left out */
+  char small[120];
+  CHECK(tc_onnx_import(p, len, &o, &g, NULL, small, sizeof small) == TH_ERR_UNSUPPORTED);
+  fprintf(stderr, "%s\n", small);
+  CHECK(strstr(small, "unsupported ONNX operators: Resize (node 'up1', opset 13)") == small);
+  CHECK(strstr(small, "more") != NULL);
+  free(p);
+  tb_free(b);
+  return 0;
+}
+
+/* ---- a transformer block against the builders ------------------------------------------------------------- */
+
+/* Parameter gname [N, K] of a builder-made graph from the test models' initializer tname [K, N]. */
+static void tt_param_t(tc_graph *g, const char *gname, const char *tname) {
+  int p = tc_graph_find_param(g, gname);
+  CHECK(p >= 0 && g->params[p].ndim == 2);
+  int64_t N = g->params[p].shape[0], K = g->params[p].shape[1];
+  float *kn = malloc((size_t)(K * N) * sizeof *kn), *nk = malloc((size_t)(K * N) * sizeof *nk);
+  tb_data(tname, K * N, 0, kn);
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t n = 0; n < N; n++) nk[n * K + k] = kn[k * N + n];
+  free(kn);
+  g->params[p].data = nk;
+}
+
+/* The network of tb_model_transformer as the zoo builds bert/vit. */
+static tc_graph *tt_transformer_reference(int B) {
+  enum { S = 5, D = 8, H = 2, DH = 4, FF = 16, PMAX = 10 };
+  tc_graph *g = tc_graph_new("ref", B);
+  int xs[3] = {B, S, D}, ms[2] = {B, S};
+  int x = tc_graph_input_tensor(g, "x", TC_DTYPE_F32, 3, xs);
+  int mask = tc_graph_input_tensor(g, "mask", TC_DTYPE_I64, 2, ms);
+  int64_t pd[2] = {PMAX, D}, cd[3] = {1, 1, D};
+  int pos = tc_graph_slice(g, tc_graph_const(g, "pos_table", 2, pd, TC_INIT_EMBED, D), 0, 0, S, 1);
+  int x0 = tc_graph_add(g, x, pos);
+  int h = tc_graph_layer_norm(g, "ln1", x0, 1e-5f);
+  int qkv[3];
+  const char *nm[3] = {"q", "k", "v"};
+  for (int i = 0; i < 3; i++) {
+    qkv[i] = tc_graph_dense(g, nm[i], h, D, 1);
+    int hs[4] = {B, S, H, DH};
+    static const int perm[4] = {0, 2, 1, 3};
+    qkv[i] = tc_graph_transpose(g, tc_graph_reshape(g, qkv[i], 4, hs), perm);
+  }
+  int m4[4] = {B, 1, 1, S};
+  int madd = tc_graph_reshape(g, tc_graph_affine(g, tc_graph_cast(g, mask, TC_DTYPE_F32), 10000.0f, -10000.0f), 4, m4);
+  int att = tc_graph_softmax_ex(g, tc_graph_matmul(g, qkv[0], qkv[1], 0, 1, 1.0f), 0.5f, madd);
+  int ctx = tc_graph_matmul(g, att, qkv[2], 0, 0, 1.0f);
+  static const int merge[4] = {0, 2, 1, 3};
+  int flat[3] = {B, S, D};
+  ctx = tc_graph_reshape(g, tc_graph_transpose(g, ctx, merge), 3, flat);
+  int r1 = tc_graph_add(g, x0, tc_graph_dense(g, "o", ctx, D, 1));
+  int f = tc_graph_gelu(g, tc_graph_dense(g, "fc1", tc_graph_layer_norm(g, "ln2", r1, 1e-5f), FF, 1));
+  int y = tc_graph_add(g, r1, tc_graph_dense(g, "fc2", f, D, 1));
+  int cb[3] = {B, 1, D};
+  int parts[2] = {tc_graph_expand(g, tc_graph_const(g, "cls", 3, cd, TC_INIT_EMBED, D), 3, cb), y};
+  int cls = tc_graph_concat_axis(g, 2, parts, 1);
+  CHECK(tc_graph_output(g, "y", y) >= 0 && tc_graph_output(g, "cls_out", cls) >= 0 && tc_graph_finish(g) == TH_OK);
+  tt_param(g, "pos_table", "pos_table", 0);
+  tt_param(g, "cls", "cls", 0);
+  static const char *const lin[6] = {"q", "k", "v", "o", "fc1", "fc2"};
+  for (int i = 0; i < 6; i++) {
+    char a[64], b[64];
+    snprintf(a, sizeof a, "%s.weight", lin[i]);
+    snprintf(b, sizeof b, "%s.weightT", lin[i]);
+    tt_param_t(g, a, b);
+    snprintf(a, sizeof a, "%s.bias", lin[i]);
+    tt_param(g, a, a, 0);
+  }
+  tt_param(g, "ln1.weight", "ln1.weight", 1);
+  tt_param(g, "ln1.bias", "ln1.bias", 0);
+  tt_param(g, "ln2.weight", "ln2.weight", 1);
+  tt_param(g, "ln2.bias", "ln2.bias", 0);
+  g->has_data = 1;
+  return g;
+}
+
+/* Runs g on x (seeded) and a mask with the last `masked` positions of each row 0; outputs malloc'd. */
+static void tt_run_xm(const tc_graph *g, void **outs) {
+  const tc_tensor *tx = &g->nodes[g->inputs[0]].out, *tm = &g->nodes[g->inputs[1]].out;
+  float *x = malloc((size_t)tc_tensor_bytes(tx));
+  int64_t *m = malloc((size_t)tc_tensor_bytes(tm));
+  tb_fill(x, tc_tensor_numel(tx), 11);
+  int S = tm->shape[1];
+  for (int64_t i = 0; i < tc_tensor_numel(tm); i++) m[i] = (i % S) < S - 1 - (i / S) % 2;
+  for (int k = 0; k < g->noutputs; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  const void *ins[2] = {x, m};
+  char err[256];
+  th_status rc = tc_ref_run_io(g, ins, outs, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  free(x);
+  free(m);
+}
+
+TH_TEST(transformer_matches_builders) {
+  static const int64_t opsets[] = {11, 13, 16};
+  for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+    size_t len;
+    uint8_t *p = tb_model_transformer(opsets[i], &len);
+    tc_onnx_info info;
+    tc_graph *g = tt_ok(p, len, 2, &info);
+    fprintf(stderr, "opset %lld: %d nodes, %d folded, %d layer norms, %d gelus -> %d graph nodes\n",
+            (long long)opsets[i], info.nnodes, info.folded, info.fused_layer_norm, info.fused_gelu, g->nnodes);
+    CHECK_EQ_INT(info.fused_layer_norm, 2);
+    CHECK_EQ_INT(info.fused_gelu, 1);
+    CHECK(info.folded >= 30);
+    /* the graph has the zoo's shape: fused ops, no stray arithmetic */
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_LAYER_NORM), 2);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_GELU), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_DENSE), 6);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MATMUL), 2);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_AFFINE), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_SOFTMAX), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_ADD), 3); /* positions and two residuals; biases are in the denses */
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MUL) + tt_count_op(g, TC_OP_DIV) + tt_count_op(g, TC_OP_SUB), 0);
+    for (int k = 0; k < g->nnodes; k++) {
+      const tc_node *nd = &g->nodes[k];
+      if (nd->op == TC_OP_SOFTMAX) CHECK(nd->alpha == 0.5f && nd->ninputs == 2);
+      if (nd->op == TC_OP_MATMUL && nd->trans_b) CHECK(g->nodes[nd->inputs[1]].op == TC_OP_TRANSPOSE);
+    }
+    CHECK(tc_graph_find_param(g, "q.weightT") >= 0 && tc_graph_find_param(g, "ln2.bias") >= 0);
+    CHECK(tc_graph_find_param(g, "pos_table") >= 0 && tc_graph_find_param(g, "cls") >= 0);
+    int qw = tc_graph_find_param(g, "fc1.weightT");
+    CHECK(qw >= 0 && g->params[qw].shape[0] == 16 && g->params[qw].shape[1] == 8); /* transposed to [N, K] */
+    tc_graph *r = tt_transformer_reference(2);
+    CHECK_EQ_INT(tc_graph_param_count(g), tc_graph_param_count(r));
+    void *a[2], *b[2];
+    tt_run_xm(g, a);
+    tt_run_xm(r, b);
+    for (int k = 0; k < 2; k++) {
+      const tc_tensor *t = &g->nodes[g->outputs[k]].out;
+      CHECK(t->ndim == 3 && t->shape[0] == 2 && t->shape[1] == 5 + k && t->shape[2] == 8);
+    }
+    tt_same_outputs(g, r, a, b, 1e-5);
+    tt_free_params(r);
+    tc_graph_free(r);
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
+
+/* ---- CNN variants against naive loops -------------------------------------------------------------------- */
+
+/* x [C, H, W] at (c, y, x) with zeros outside. */
+static float tt_at(const float *x, int H, int W, int c, int y, int xx) {
+  return y < 0 || y >= H || xx < 0 || xx >= W ? 0.0f : x[((size_t)c * H + y) * W + xx];
+}
+
+TH_TEST(cnn_variants_match_naive_loops) {
+  enum { N = 2, C = 2, H = 5, W = 6 };
+  size_t len;
+  uint8_t *p = tb_model_cnn_variants(&len);
+  tc_graph *g = tt_ok(p, len, N, NULL);
+  CHECK_EQ_INT(g->noutputs, 5);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_CONV2D), 1); /* the pads became the conv's and the pool's */
+  for (int i = 0; i < g->nnodes; i++) { /* the windows as the kernels (ops.c) will check them */
+    const tc_node *nd = &g->nodes[i];
+    if (nd->op == TC_OP_CONV2D) CHECK(nd->pt == 0 && nd->pl == 1 && nd->pb == 1 && nd->pr == 0);
+    if (nd->op == TC_OP_MAX_POOL) CHECK(nd->pt == 0 && nd->pl == 0 && nd->pb == 1 && nd->pr == 0); /* ceil */
+    if (nd->op == TC_OP_AVG_POOL) CHECK(nd->count_include_pad && nd->pt == 1 && nd->pb == 1);
+  }
+  float x[N * C * H * W], w[3 * C * 9], gw[60 * 4], gb[4], s[4], bb[4], m[4], v[4];
+  tb_fill(x, N * C * H * W, 3);
+  tb_data("w3", 3 * C * 9, 0, w);
+  tb_data("gw", 240, 0, gw);
+  tb_data("gb", 4, 0, gb);
+  tb_data("bn_s", 4, 1, s);
+  tb_data("bn_b", 4, 0, bb);
+  tb_data("bn_m", 4, 0, m);
+  tb_data("bn_v", 4, 1, v);
+  void *outs[5];
+  for (int k = 0; k < 5; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  const void *ins[1] = {x};
+  char err[256];
+  CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+  static const int shapes[5][4] = {{N, 3, 4, 5}, {N, C, 3, 3}, {N, C, 3, 3}, {N, C, 5, 6}, {N, 4, 0, 0}};
+  for (int k = 0; k < 5; k++) {
+    const tc_tensor *t = &g->nodes[g->outputs[k]].out;
+    CHECK_EQ_INT(t->ndim, k == 4 ? 2 : 4);
+    for (int d = 0; d < t->ndim; d++) CHECK_EQ_INT(t->shape[d], shapes[k][d]);
+  }
+  double worst = 0;
+  for (int n = 0; n < N; n++) {
+    const float *xn = x + (size_t)n * C * H * W;
+    for (int oc = 0; oc < 3; oc++) /* y1: pads top 0, left 1, bottom 1, right 0 */
+      for (int oy = 0; oy < 4; oy++)
+        for (int ox = 0; ox < 5; ox++) {
+          double acc = 0;
+          for (int c = 0; c < C; c++)
+            for (int ky = 0; ky < 3; ky++)
+              for (int kx = 0; kx < 3; kx++)
+                acc += (double)w[((oc * C + c) * 3 + ky) * 3 + kx] * tt_at(xn, H, W, c, oy + ky, ox + kx - 1);
+          worst = fmax(worst, fabs(acc - ((float *)outs[0])[((n * 3 + oc) * 4 + oy) * 5 + ox]));
+        }
+    for (int c = 0; c < C; c++) {
+      for (int oy = 0; oy < 3; oy++)
+        for (int ox = 0; ox < 3; ox++) {
+          double sum = 0, mx = -1e30;
+          for (int ky = 0; ky < 3; ky++) /* y2: 3x3 stride 2 over the 1-padded map, nine values each */
+            for (int kx = 0; kx < 3; kx++) sum += tt_at(xn, H, W, c, oy * 2 + ky - 1, ox * 2 + kx - 1);
+          for (int ky = 0; ky < 2; ky++) /* y3: 2x2 stride 2, the last window cut by the edge */
+            for (int kx = 0; kx < 2; kx++)
+              if (oy * 2 + ky < H && ox * 2 + kx < W) mx = fmax(mx, tt_at(xn, H, W, c, oy * 2 + ky, ox * 2 + kx));
+          worst = fmax(worst, fabs(sum / 9 - ((float *)outs[1])[((n * C + c) * 3 + oy) * 3 + ox]));
+          worst = fmax(worst, fabs(mx - ((float *)outs[2])[((n * C + c) * 3 + oy) * 3 + ox]));
+        }
+      for (int oy = 0; oy < H; oy++) /* y4: 3x3 stride 1 pads 1, the padding counted */
+        for (int ox = 0; ox < W; ox++) {
+          double sum = 0;
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) sum += tt_at(xn, H, W, c, oy + ky - 1, ox + kx - 1);
+          worst = fmax(worst, fabs(sum / 9 - ((float *)outs[3])[((n * C + c) * H + oy) * W + ox]));
+        }
+    }
+    for (int j = 0; j < 4; j++) { /* y5: bn(0.5 * x . gw + 2 * gb) */
+      double acc = 0;
+      for (int k = 0; k < 60; k++) acc += (double)xn[k] * gw[k * 4 + j];
+      acc = 0.5 * acc + 2.0 * gb[j];
+      acc = (acc - m[j]) / sqrt(v[j] + 1e-5) * s[j] + bb[j];
+      worst = fmax(worst, fabs(acc - ((float *)outs[4])[n * 4 + j]));
+    }
+  }
+  fprintf(stderr, "max abs diff %.3g\n", worst);
+  CHECK(worst <= 1e-5);
+  for (int k = 0; k < 5; k++) free(outs[k]);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
+/* ---- tensor variants against the builders ---------------------------------------------------------------- */
+
+static tc_graph *tt_tensor_variants_reference(int N) {
+  tc_graph *g = tc_graph_new("ref", N);
+  int ad[4] = {N, 2, 3, 4}, bd[4] = {N, 1, 4, 5};
+  int a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 4, ad), b = tc_graph_input_tensor(g, "b", TC_DTYPE_F32, 4, bd);
+  int be[4] = {N, 2, 4, 5}, ex[4] = {N, 3, 4, 5}, flat[2] = {N, 24};
+  static const int swap13[4] = {0, 3, 2, 1};
+  int cat8[8] = {a, a, a, a, a, a, a, a};
+  int c8 = tc_graph_concat_axis(g, 8, cat8, 3);
+  int cat3[3] = {c8, a, a};
+  int outs[8] = {
+      tc_graph_matmul(g, a, tc_graph_expand(g, b, 4, be), 0, 0, 1.0f),
+      tc_graph_slice(g, tc_graph_slice(g, a, 2, 0, 3, 2), 3, 1, 2, 1),
+      tc_graph_concat_axis(g, 3, cat3, 3),
+      tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, a, swap13), 1.0f, -1), swap13),
+      tc_graph_layer_norm(g, "ln", a, 1e-3f),
+      tc_graph_expand(g, b, 4, ex),
+      tc_graph_affine(g, a, -0.25f, 0.5f),
+      tc_graph_dense_named(g, "lin", tc_graph_reshape(g, a, 2, flat), 6, "Wt", NULL),
+  };
+  static const char *const names[] = {"o_mm", "o_gs", "o_cat", "o_sm", "o_ln", "o_ex", "o_af", "o_lin"};
+  for (int i = 0; i < 8; i++) CHECK(tc_graph_output(g, names[i], outs[i]) >= 0);
+  CHECK(tc_graph_finish(g) == TH_OK);
+  tt_param(g, "ln.weight", "ln_s", 1);
+  int pb = tc_graph_find_param(g, "ln.bias");
+  g->params[pb].data = calloc(4, sizeof(float));
+  tt_param(g, "Wt", "Wt", 0);
+  g->has_data = 1;
+  return g;
+}
+
+/* Runs g on inputs a, b filled by seeds 21, 22; outputs malloc'd. */
+static void tt_run2(const tc_graph *g, void **outs) {
+  void *in[2];
+  for (int k = 0; k < 2; k++) {
+    const tc_tensor *t = &g->nodes[g->inputs[k]].out;
+    in[k] = malloc((size_t)tc_tensor_bytes(t));
+    tb_fill(in[k], tc_tensor_numel(t), 21 + (uint64_t)k);
+  }
+  for (int k = 0; k < g->noutputs; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  const void *ins[2] = {in[0], in[1]};
+  char err[256];
+  th_status rc = tc_ref_run_io(g, ins, outs, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  free(in[0]);
+  free(in[1]);
+}
+
+TH_TEST(tensor_variants_match_builders) {
+  size_t len;
+  uint8_t *p = tb_model_tensor_variants(&len);
+  tc_graph *g = tt_ok(p, len, 3, NULL), *r = tt_tensor_variants_reference(3);
+  CHECK_EQ_INT(g->noutputs, 8);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_AFFINE), 1); /* (2 - a) / 4 is one affine */
+  int w = tc_graph_find_param(g, "Wt");
+  CHECK(w >= 0 && g->params[w].shape[0] == 6 && g->params[w].shape[1] == 24); /* the dense reads Wt as it is */
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_DENSE), 1);
+  void *a[8], *b[8];
+  tt_run2(g, a);
+  tt_run2(r, b);
+  tt_same_outputs(g, r, a, b, 1e-6);
+  tt_free_params(r);
+  tc_graph_free(r);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
+/* ---- activations --------------------------------------------------------------------------------------------- */
+
+static double tt_hsig(double v, double a, double b) {
+  v = a * v + b;
+  return v < 0 ? 0 : v > 1 ? 1 : v;
+}
+
+TH_TEST(activations_match_formulas) {
+  static const int64_t opsets[] = {13, 14};
+  for (size_t i = 0; i < 2; i++) {
+    size_t len;
+    uint8_t *p = tb_model_activations(opsets[i], &len);
+    tc_graph *g = tt_ok(p, len, 3, NULL);
+    CHECK_EQ_INT(g->noutputs, opsets[i] >= 14 ? 5 : 4);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_SILU), 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_HARD_SWISH), opsets[i] >= 14 ? 2 : 1);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MUL), 0);
+    float x[12];
+    tb_fill(x, 12, 9);
+    for (int k = 0; k < 12; k++) x[k] *= 5; /* past hard sigmoid's corners */
+    void *outs[5];
+    for (int k = 0; k < g->noutputs; k++) outs[k] = malloc(12 * sizeof(float));
+    const void *ins[1] = {x};
+    CHECK(tc_ref_run_io(g, ins, outs, NULL, 0) == TH_OK);
+    double worst = 0;
+    for (int k = 0; k < 12; k++) {
+      double v = x[k], sg = 1 / (1 + exp(-v));
+      double want[5] = {sg, tt_hsig(v, 0.3, 0.4), v * sg, v * tt_hsig(v, 1.0 / 6, 0.5), v * tt_hsig(v, 1.0 / 6, 0.5)};
+      for (int o = 0; o < g->noutputs; o++) worst = fmax(worst, fabs(want[o] - ((float *)outs[o])[k]));
+    }
+    fprintf(stderr, "opset %lld: max abs diff %.3g\n", (long long)opsets[i], worst);
+    CHECK(worst <= 1e-5);
+    for (int k = 0; k < g->noutputs; k++) free(outs[k]);
+    tc_graph_free(g);
+    free(p);
+  }
+  /* HardSwish is not an op before opset 14 */
+  tb *b = tt_tiny(13);
+  tb_node(b, "HardSwish", "hsw", "y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "HardSwish (node 'hsw', opset 13: not in the default domain before opset 14)");
+  return 0;
+}
+
+/* ---- views across opsets ----------------------------------------------------------------------------------- */
+
+/* tb_model_views as builder calls, with every ONNX index resolved by hand. */
+static tc_graph *tt_views_reference(int B, int64_t opset) {
+  tc_graph *g = tc_graph_new("ref", B);
+  int xs[4] = {B, 6, 4, 5};
+  int x = tc_graph_input_tensor(g, "x", TC_DTYPE_F32, 4, xs);
+  int a = tc_graph_slice(g, x, 1, 0, 2, 1), b = tc_graph_slice(g, x, 1, 2, 6, 1);
+  int s = tc_graph_slice(g, tc_graph_slice(g, b, 1, 1, 4, opset < 10 ? 1 : 2), 3, 1, 4, 1);
+  int parts[2] = {tc_graph_slice(g, a, 3, 0, 3, 1), s};
+  int c = tc_graph_concat_axis(g, 2, parts, 1);
+  int C = g->nodes[c].out.shape[1];
+  static const int p021[3] = {0, 2, 1};
+  int t = tc_graph_transpose(g, tc_graph_select(g, c, 2, 2), p021);
+  int y;
+  if (opset < 13) {
+    int flat[2] = {B, 3 * C}, back[3] = {B, 3, C};
+    y = tc_graph_reshape(g, tc_graph_softmax_ex(g, tc_graph_reshape(g, t, 2, flat), 1.0f, -1), 3, back);
+  } else {
+    y = tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, t, p021), 1.0f, -1), p021);
+  }
+  CHECK(tc_graph_output(g, "y", y) >= 0 && tc_graph_finish(g) == TH_OK);
+  g->has_data = 1;
+  return g;
+}
+
+TH_TEST(views_across_opsets) {
+  static const int64_t opsets[] = {9, 10, 11, 13, 17};
+  for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+    size_t len;
+    uint8_t *p = tb_model_views(opsets[i], &len);
+    tc_onnx_info info;
+    tc_graph *g = tt_ok(p, len, 2, &info), *r = tt_views_reference(2, opsets[i]);
+    const tc_tensor *to = &g->nodes[g->outputs[0]].out, *tr = &r->nodes[r->outputs[0]].out;
+    fprintf(stderr, "opset %lld: y [%d, %d, %d]\n", (long long)opsets[i], to->shape[0], to->shape[1], to->shape[2]);
+    CHECK(to->ndim == 3 && tr->ndim == 3);
+    for (int d = 0; d < 3; d++) CHECK_EQ_INT(to->shape[d], tr->shape[d]);
+    CHECK_EQ_INT(to->shape[2], opsets[i] < 10 ? 5 : 4);
+    float *a = tt_run(g, 5), *b = tt_run(r, 5);
+    double rel = tt_rel(a, b, tc_tensor_numel(to));
+    fprintf(stderr, "  max rel diff %.3g\n", rel);
+    CHECK(rel <= 1e-6);
+    free(a);
+    free(b);
+    tc_graph_free(r);
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
+
+/* ---- the fuzzer's seed corpus ------------------------------------------------------------------------------- */
+
+/* Writes the test models to $TC_ONNX_CORPUS (tests/fuzz/ registers this as fuzz.onnx_corpus); 77 without it. */
+TH_TEST(write_corpus) {
+  const char *dir = getenv("TC_ONNX_CORPUS");
+  if (!dir) return TH_SKIP;
+  static const int64_t opsets[] = {9, 11, 13, 17};
+  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer, tb_model_views};
+  const char *names[] = {"cnn", "transformer", "views"};
+  uint8_t *(*const fixed[])(size_t *) = {tb_model_cnn_variants, tb_model_tensor_variants};
+  for (size_t m = 0; m < sizeof fixed / sizeof fixed[0]; m++) {
+    size_t len;
+    uint8_t *p = fixed[m](&len);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/variants%zu.onnx", dir, m);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(p, 1, len, f) == len && fclose(f) == 0);
+    free(p);
+  }
+  for (size_t m = 0; m < sizeof models / sizeof models[0]; m++)
+    for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+      size_t len;
+      uint8_t *p = models[m](opsets[i], &len);
+      char path[1024];
+      snprintf(path, sizeof path, "%s/%s_opset%lld.onnx", dir, names[m], (long long)opsets[i]);
+      FILE *f = fopen(path, "wb");
+      CHECK(f && fwrite(p, 1, len, f) == len && fclose(f) == 0);
+      free(p);
+    }
+  return 0;
+}
