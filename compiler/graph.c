@@ -1029,14 +1029,16 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
       if (nd->epilogue & TC_EPI_GELU) json_array_append_new(epi, json_string("gelu"));
       if (nd->epilogue & TC_EPI_TANH) json_array_append_new(epi, json_string("tanh"));
       if (nd->epilogue & TC_EPI_SIGMOID) json_array_append_new(epi, json_string("sigmoid"));
-      if (nd->epilogue & TC_EPI_HARD_SIGMOID) json_array_append_new(epi, json_string("hard_sigmoid"));
+      if (nd->epilogue & TC_EPI_HARD_SIGMOID)
+        json_array_append_new(epi, json_string("hard_sigmoid"));
       if (nd->epilogue & TC_EPI_HARD_SWISH) json_array_append_new(epi, json_string("hard_swish"));
       if (nd->epilogue & TC_EPI_SILU) json_array_append_new(epi, json_string("silu"));
       json_object_set_new(o, "epilogue", epi);
     }
     if (nd->op == TC_OP_HARD_SIGMOID || (nd->epilogue & TC_EPI_HARD_SIGMOID))
-      json_object_set_new(o, "hard_sigmoid", json_pack("{s:f,s:f}", "alpha", (double)nd->alpha, "beta",
-                                                       (double)nd->shift));
+      json_object_set_new(
+          o, "hard_sigmoid",
+          json_pack("{s:f,s:f}", "alpha", (double)nd->alpha, "beta", (double)nd->shift));
     if (nd->weight >= 0) json_object_set_new(o, "weight", json_string(g->params[nd->weight].name));
     json_array_append_new(nodes, o);
   }

@@ -129,16 +129,17 @@ th_status tc_workload_check(const tc_workload *wl) {
   if (!is_block(w->in_cb) || !is_block(w->out_cb) || w->c % w->in_cb || w->oc % w->out_cb)
     return TH_ERR_INVALID;
   const int cnn_act = TC_EPI_SIGMOID | TC_EPI_HARD_SIGMOID | TC_EPI_HARD_SWISH | TC_EPI_SILU;
-  if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH |
-                      TC_EPI_MASK | cnn_act))
+  if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU |
+                      TC_EPI_TANH | TC_EPI_MASK | cnn_act))
     return TH_ERR_INVALID;
   if (w->kernel >= TC_KERNEL_BATCH_MATMUL) return tc__tensor_check(w);
   if (w->epilogue & cnn_act) { /* conv2d, depthwise and dense, alone among the activations */
     int act = w->epilogue & (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH | cnn_act);
-    if ((w->kernel != TC_KERNEL_CONV2D && w->kernel != TC_KERNEL_DEPTHWISE && w->kernel != TC_KERNEL_DENSE) ||
-        (act & (act - 1)))
+    int weighted = w->kernel == TC_KERNEL_CONV2D || w->kernel == TC_KERNEL_DEPTHWISE ||
+                   w->kernel == TC_KERNEL_DENSE;
+    if (!weighted || (act & (act - 1))) return TH_ERR_INVALID;
+    if ((w->epilogue & TC_EPI_HARD_SIGMOID) && !(isfinite(w->alpha) && isfinite(w->beta)))
       return TH_ERR_INVALID;
-    if ((w->epilogue & TC_EPI_HARD_SIGMOID) && !(isfinite(w->alpha) && isfinite(w->beta))) return TH_ERR_INVALID;
   }
   if (w->epilogue & (TC_EPI_GELU | TC_EPI_TANH | TC_EPI_MASK)) {
     if (w->kernel != TC_KERNEL_DENSE || (w->epilogue & TC_EPI_MASK)) return TH_ERR_INVALID;
@@ -234,7 +235,8 @@ th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
     used += (size_t)w;
     w = 0;
-    int ab = wl->kernel == TC_KERNEL_UNARY && (wl->op == TC_UNARY_AFFINE || wl->op == TC_UNARY_HARD_SIGMOID);
+    int ab = wl->kernel == TC_KERNEL_UNARY &&
+             (wl->op == TC_UNARY_AFFINE || wl->op == TC_UNARY_HARD_SIGMOID); /* alpha and beta */
     if (wl->kernel == TC_KERNEL_BATCH_MATMUL || wl->kernel == TC_KERNEL_SOFTMAX_ROWS ||
         wl->kernel == TC_KERNEL_LAYER_NORM || ab)
       w = snprintf(out + used, n - used, " a%.9g", (double)wl->alpha);

@@ -100,8 +100,12 @@ static void tc__ref_unary(const tc_workload *wl, const void *in, float *out) {
       case TC_UNARY_TANH: out[i] = tanhf(x[i]); break;
       case TC_UNARY_CAST_I64: out[i] = (float)((const int64_t *)in)[i]; break;
       case TC_UNARY_SIGMOID: out[i] = (float)(1.0 / (1.0 + exp(-(double)x[i]))); break;
-      case TC_UNARY_HARD_SIGMOID: out[i] = (float)tc__ref_hard_sigmoid(x[i], wl->alpha, wl->beta); break;
-      case TC_UNARY_HARD_SWISH: out[i] = (float)(x[i] * tc__ref_hard_sigmoid(x[i], 1.0 / 6.0, 0.5)); break;
+      case TC_UNARY_HARD_SIGMOID:
+        out[i] = (float)tc__ref_hard_sigmoid(x[i], wl->alpha, wl->beta);
+        break;
+      case TC_UNARY_HARD_SWISH:
+        out[i] = (float)(x[i] * tc__ref_hard_sigmoid(x[i], 1.0 / 6.0, 0.5));
+        break;
       case TC_UNARY_SILU: out[i] = (float)(x[i] / (1.0 + exp(-(double)x[i]))); break;
       default: out[i] = x[i] * wl->alpha + wl->beta; break; /* TC_UNARY_AFFINE */
     }

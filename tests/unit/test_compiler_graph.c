@@ -531,7 +531,8 @@ TH_TEST(ref_activations_by_hand) {
     double h6 = fmin(1, fmax(0, v / 6 + 0.5)), h5 = fmin(1, fmax(0, 0.2 * v + 0.5));
     double want[5] = {s, h6, h5, v * h6, v * s};
     for (int k = 0; k < 5; k++) {
-      if (!(fabs(y[k][i] - want[k]) <= 1e-6)) fprintf(stderr, "%s(%g): %.8g, want %.8g\n", names[k], v, y[k][i], want[k]);
+      if (!(fabs(y[k][i] - want[k]) <= 1e-6))
+        fprintf(stderr, "%s(%g): %.8g, want %.8g\n", names[k], v, y[k][i], want[k]);
       CHECK(fabs(y[k][i] - want[k]) <= 1e-6);
     }
   }

@@ -555,7 +555,8 @@ TH_TEST(cnn_activation_epilogues) {
 /* The workload rules and keys of those epilogues: one activation, on conv2d, depthwise or dense only,
  * finite alpha and beta for hard sigmoid, which alone puts them in the key; other keys do not change. */
 TH_TEST(cnn_activation_rules_and_keys) {
-  tc_workload c = conv_wl(TC_KERNEL_CONV2D, 1, 16, 12, 12, 16, 3, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU);
+  tc_workload c =
+      conv_wl(TC_KERNEL_CONV2D, 1, 16, 12, 12, 16, 3, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU);
   char key[512];
   CHECK_EQ_INT(tc_workload_key(&c, key, sizeof key), TH_OK);
   CHECK(strcmp(key, "conv2d_nchwc n1 c16 h12 w12 oc16 oh12 ow12 k3x3 s1x1 p1,1,1,1 cb16,16 e5") == 0);

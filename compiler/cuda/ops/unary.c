@@ -1,7 +1,7 @@
 /* GPU unary (n elements, TC_UNARY_*): an element map, `inner` elements per thread. gelu, tanh,
  * sigmoid, hard sigmoid, hard swish and silu are the IR's composites (tc_e_gelu, ...), as on the
- * CPU; the int64 cast
- * reads a `long long` buffer (codegen.c types integer arguments so); affine is x * alpha + beta. */
+ * CPU; the int64 cast reads a `long long` buffer (codegen.c types integer arguments so); affine is
+ * x * alpha + beta. */
 #include "templates_int.h"
 
 static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
