@@ -364,7 +364,7 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
                         ref, fw, net);
     store_key key;
     char why[512];
-    rc = srv_model_key(s, fw, net, batch, &key, why, sizeof why);
+    rc = srv_model_key(s, fw, net, batch, NULL, &key, why, sizeof why);
     if (rc != TH_OK) return oci__error(s, r, rc == TH_ERR_INVALID ? 400 : 404,
                                        rc == TH_ERR_INVALID ? "MANIFEST_INVALID" : "NAME_UNKNOWN", NULL, "%s", why);
     store_model m;
@@ -484,7 +484,7 @@ enum MHD_Result srv_oci_route(srv_t *s, srv_request *r) {
                       "'%s' is not a valid reference", ref);
   store_key key;
   char why[512];
-  th_status rc = srv_model_key(s, fw, net, 1, &key, why, sizeof why);
+  th_status rc = srv_model_key(s, fw, net, 1, NULL, &key, why, sizeof why);
   if (rc != TH_OK) return oci__error(s, r, 404, "NAME_UNKNOWN", NULL, "%s", why);
   if (!strcmp(kind, "manifests")) return oci__manifest(s, r, fw, net, ref);
   if (!strcmp(kind, "blobs")) return oci__blob(s, r, fw, net, ref);

@@ -25,6 +25,7 @@
 #include "th_log.h"
 #include "th_sha256.h"
 #include "backend.h"
+#include "target.h"
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_report.h"
@@ -132,14 +133,22 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
                     store_key *key, enum MHD_Result *ret) {
   int64_t b = 0;
   int batch_ok = th_parse_i64(batch, &b) == TH_OK && b >= 1 && b <= s->cfg.max_batch;
-  char why[2400];
-  th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, key, why, sizeof why);
+  char why[2400], target[96] = "";
+  if (srv_query(r, "target", target, sizeof target) < 0) {
+    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_target", NULL, "malformed target in the query string");
+    return 0;
+  }
+  th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, target, key, why, sizeof why);
   if (rc != TH_OK && srv__backend_index(fw) < 0) {
     *ret = srv_error(s, r, rc, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}", "%s", why);
     return 0;
   }
   if (rc == TH_ERR_NOT_FOUND) {
     *ret = srv__unknown_network(s, r, net, rc, TH_ERR_NOT_FOUND);
+    return 0;
+  }
+  if (rc == TH_ERR_UNSUPPORTED) { /* a 400 that lists the valid targets */
+    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_target", NULL, "%s", why);
     return 0;
   }
   if (rc != TH_OK) {
@@ -156,8 +165,8 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
   return 1;
 }
 
-th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, store_key *key, char *why,
-                        size_t n) {
+th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target, store_key *key,
+                        char *why, size_t n) {
   int fw_index = srv__backend_index(fw);
   if (fw_index < 0 || fw_index >= 4) {
     snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
@@ -179,14 +188,37 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, st
     snprintf(why, n, "invalid batch %d; the batch is a whole number from 1 to %d", batch, s->cfg.max_batch);
     return TH_ERR_INVALID;
   }
+  /* the concrete target: this server's own unless the client names another (normalised by the backend) */
+  char concrete[256];
+  snprintf(concrete, sizeof concrete, "%s", s->targets[fw_index]);
+  if (target && *target && strcmp(target, "native") != 0) {
+    tc_backend_target bt;
+    char terr[2048] = "";
+    if (tc_backend_target_init(tc_backend_at(fw_index), target, &bt, terr, sizeof terr) != TH_OK) {
+      snprintf(why, n, "invalid target '%s' for %s: %s", target, fw, terr[0] ? terr : "unknown");
+      return TH_ERR_UNSUPPORTED;
+    }
+    snprintf(concrete, sizeof concrete, "%s", bt.str);
+  }
   memset(key, 0, sizeof *key);
   snprintf(key->framework, sizeof key->framework, "%.15s", fw);
   snprintf(key->network, sizeof key->network, "%.63s", net);
   memcpy(key->net_digest, digest, sizeof key->net_digest);
   key->batch = batch;
-  snprintf(key->target, sizeof key->target, "%s", s->targets[fw_index]);
+  snprintf(key->target, sizeof key->target, "%s", concrete);
   snprintf(key->compiler_version, sizeof key->compiler_version, "%s", s->compiler_version);
   return TH_OK;
+}
+
+int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
+  int fw_index = srv__backend_index(key->framework);
+  if (fw_index < 0 || fw_index >= 4) return 0;
+  if (strcmp(key->target, s->targets[fw_index]) == 0) return 1;
+  snprintf(why, n,
+           "this server measures only its own %s target (%s), not %s: the untuned cross-compiled build is served, "
+           "and tuning waits for a worker with that target",
+           key->framework, s->targets[fw_index], key->target);
+  return 0;
 }
 
 int srv_authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
@@ -270,6 +302,8 @@ th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int wai
                          int *created, char *why, size_t n) {
   *created = 0;
   if (!s->builder->supports(s->builder->self, key->framework, why, n)) return TH_ERR_UNSUPPORTED;
+  /* a tuned version of another machine's target cannot be made here: say so instead of queueing */
+  if (tuned_only && !srv_target_tunable(s, key, why, n)) return TH_ERR_NO_DEVICE;
   /* a tuned cuda version needs a device to tune on: say so instead of queueing builds that cannot tune */
   char dwhy[256];
   if (tuned_only && srv__lacks_device(key->framework, dwhy, sizeof dwhy)) {
@@ -338,7 +372,12 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   th_status rc = store_model_get(s->st, key, tuned_only, &m);
   if (rc == TH_OK) {
     char filename[200], version[16];
-    snprintf(filename, sizeof filename, "%s_%s_b%d_v%d.%s", key->network, key->framework, key->batch,
+    /* a client-chosen target is in the name: resnet-18_llvm-x86-64-v3_b1_v2.tar */
+    char tname[80] = "";
+    int fw_index = srv__backend_index(key->framework);
+    const char *tn = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
+    if (tn) snprintf(tname, sizeof tname, "-%.64s", tn + 1);
+    snprintf(filename, sizeof filename, "%s_%s%s_b%d_v%d.%s", key->network, key->framework, tname, key->batch,
              m.version, fmt);
     snprintf(version, sizeof version, "%d", m.version);
     const char *hdrs[][2] = {{"X-Tunehub-Version", version},
@@ -465,7 +504,9 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
 static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
   if (!srv_authorized(s, r, &ret)) return ret;
-  char dwhy[256];
+  char dwhy[512];
+  if (!srv_target_tunable(s, key, dwhy, sizeof dwhy))
+    return srv_error(s, r, TH_ERR_NO_DEVICE, "target_not_tunable", NULL, "%s; nothing was queued", dwhy);
   if (srv__lacks_device(key->framework, dwhy, sizeof dwhy))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
                      "tuning cuda needs a worker with a CUDA device, and this server has none (%s); nothing "
@@ -599,6 +640,20 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *doc = srv_present_catalog(rows, n);
   store_catalog_free(rows, n);
+  /* ?target=NAME: the models built for that target (a CPU name, x86-64-vN, sm_XX; native: this server's) */
+  char tq[96] = "";
+  if (doc && srv_query(r, "target", tq, sizeof tq) > 0 && tq[0]) {
+    json_t *models = json_object_get(doc, "models");
+    for (size_t i = json_array_size(models); i-- > 0;) {
+      const char *t = json_string_value(json_object_get(json_array_get(models, i), "target"));
+      const char *fwm = json_string_value(json_object_get(json_array_get(models, i), "framework"));
+      int fi = fwm ? srv__backend_index(fwm) : -1;
+      const char *eq = t ? strchr(t, '=') : NULL;
+      int keep = t && (!strcmp(tq, "native") ? fi >= 0 && !strcmp(t, s->targets[fi]) : eq && !strcmp(eq + 1, tq));
+      if (!keep) json_array_remove(models, i);
+    }
+    json_object_set_new(doc, "count", json_integer((json_int_t)json_array_size(models)));
+  }
   return srv_json_doc(s, r, 200, doc);
 }
 
@@ -715,6 +770,21 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
       json_object_set_new(t, "tuning", json_boolean(0));
     }
     if (on_device ? why[0] != '\0' : !ok) json_object_set_new(t, "reason", json_string(why));
+    /* the targets a client may name with ?target= (native is this one), and those this server can tune */
+    json_t *valid = json_array();
+    json_array_append_new(valid, json_string("native"));
+    if (on_device) {
+      static const char *const archs[] = {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"};
+      for (size_t k = 0; k < sizeof archs / sizeof archs[0]; k++) json_array_append_new(valid, json_string(archs[k]));
+    } else {
+      for (size_t k = 0; tc_target_cpu_at(k); k++) json_array_append_new(valid, json_string(tc_target_cpu_at(k)));
+    }
+    json_object_set_new(t, "valid_targets", valid);
+    const char *nat = strchr(s->targets[i], '=');
+    json_object_set_new(t, "native", json_string(nat ? nat + 1 : s->targets[i]));
+    json_object_set_new(t, "tunable_targets", on_device && !json_is_true(json_object_get(t, "device_present"))
+                                                  ? json_array()
+                                                  : json_pack("[s]", s->targets[i]));
     json_array_append_new(arr, t);
   }
   json_t *root = json_object();

@@ -11,10 +11,16 @@
 /* Start-up: this machine's targets, the compiler version, the network list (cached for GET /networks and
  * upserted into the store). On failure writes a message into err. */
 th_status srv_routes_init(srv_t *s, char *err, size_t n);
-/* The key of (fw, net, batch) on this server's target for fw, or TH_ERR_NOT_FOUND (unknown framework or
- * network) / TH_ERR_INVALID (batch outside 1..--max-batch) with the reason and the valid values in why. */
-th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, store_key *key, char *why,
-                        size_t n);
+/* The key of (fw, net, batch) for the target a client names (NULL, "" or "native": this server's own for fw;
+ * else a CPU name or x86-64-vN for llvm, an sm_XX for cuda; the key stores the concrete target, so one machine
+ * asked two ways is one key). TH_ERR_NOT_FOUND (unknown framework or network), TH_ERR_INVALID (batch outside
+ * 1..--max-batch), TH_ERR_UNSUPPORTED (an unknown target), a store error: why gets the reason and the valid
+ * values. */
+th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target, store_key *key,
+                        char *why, size_t n);
+/* Whether this server measures (and so tunes) key's target: its own CPU for llvm, its device for cuda. why
+ * gets the reason when not. */
+int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n);
 /* The miss path of a model GET: queues the key's build (a tune with tuned_only or --miss-tunes) unless a job
  * is live (single-flight; --max-queued). TH_OK: *job_id is the live job, *created 1 when this call queued it.
  * Else why says why: TH_ERR_UNSUPPORTED (framework unavailable), TH_ERR_NO_DEVICE (tuned_only, no device),

@@ -184,10 +184,13 @@ static th_status tb__build_publish(const tune_build_env *env, const tune_net *ne
   o.lookup_ctx = &lctx;
   o.progress = tb__progress;
   o.progress_ctx = &pctx;
-  /* a cuda bundle is timed only where there is a device; its arch is the one in the key's target */
+  /* the key's target names the CPU (-mcpu=) or the GPU arch (-arch=) to build for; a cuda bundle is timed
+   * only where there is a device, an llvm one only where this CPU can run it (tc_build_bundle checks) */
   int on_device = tb__on_device(env->key->framework);
-  const char *arch = on_device ? strstr(target, "-arch=") : NULL;
-  o.arch = arch ? arch + 6 : NULL;
+  const char *arch = strstr(target, on_device ? "-arch=" : "-mcpu=");
+  char archbuf[64] = "";
+  if (arch) snprintf(archbuf, sizeof archbuf, "%.*s", (int)strcspn(arch + 6, " "), arch + 6);
+  o.arch = archbuf[0] ? archbuf : NULL;
   o.measure = !on_device || tb__has_device(env->key->framework, NULL, 0);
   o.measure_repeat = 10;
   char *manifest = NULL;
@@ -290,17 +293,36 @@ static th_status tb__tune(const tune_build_env *env, const tune_net *net, const 
   return rc;
 }
 
-/* A cuda tune job on a server without a device stops after its untuned build: the progress says why, plainly.
- * Returns 1 when the job ends there. */
-static int tb__cuda_untuned(const tune_build_env *env) {
+/* A tune job stops after its untuned build where this server cannot measure its target: a cuda job on a server
+ * without a device, or a target that is not this machine's own (a CPU a client deploys to, another GPU arch).
+ * The progress says why, plainly. Returns 1 when the job ends there. */
+static int tb__untuned(const tune_build_env *env) {
+  char why[256], msg[700], here[256] = "";
+  if (tune_target_for(env->key->framework, here, sizeof here) == TH_OK && env->key->target[0] &&
+      strcmp(here, env->key->target) != 0) {
+    snprintf(msg, sizeof msg,
+             "published untuned; tuning waits for a worker with the target %s (this server measures only %s)",
+             env->key->target, here);
+    tune_job_progress p = {.phase = "untuned", .tuning = msg};
+    env->progress(env->ctx, "waiting_for_target", &p);
+    return 1;
+  }
   if (!tb__on_device(env->key->framework)) return 0;
-  char why[256], msg[512];
   if (tb__has_device(env->key->framework, why, sizeof why)) return 0;
   snprintf(msg, sizeof msg,
            "published untuned; tuning waits for a worker with a CUDA device (this server has none: %s)", why);
   tune_job_progress p = {.phase = "untuned", .tuning = msg};
   env->progress(env->ctx, "waiting_for_device", &p);
   return 1;
+}
+
+/* The target string a job builds for: its key's (a client may have chosen it), else this machine's. */
+static th_status tb__target(const tune_build_env *env, char *out, size_t n) {
+  if (env->key->target[0]) {
+    snprintf(out, n, "%s", env->key->target);
+    return TH_OK;
+  }
+  return tune_target_for(env->key->framework, out, n);
 }
 
 /* The job's network, resolved through the store at the revision its key names: a job queued before a new upload
@@ -312,7 +334,7 @@ static th_status tb__net(const tune_build_env *env, tune_net *net, char *err, si
 static th_status tb__run(void *self, const tune_build_env *env, char *err, size_t n) {
   (void)self;
   char target[256];
-  th_status rc = tune_target_for(env->key->framework, target, sizeof target);
+  th_status rc = tb__target(env, target, sizeof target);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot determine the %s target", env->key->framework);
     return rc;
@@ -321,7 +343,7 @@ static th_status tb__run(void *self, const tune_build_env *env, char *err, size_
   rc = tb__net(env, &net, err, n);
   if (rc != TH_OK) return rc;
   rc = tb__build_publish(env, &net, target, "quick", "build", NULL, 0, err, n);
-  if (rc == TH_OK && strcmp(env->kind, "tune") == 0 && !tb__cuda_untuned(env))
+  if (rc == TH_OK && strcmp(env->kind, "tune") == 0 && !tb__untuned(env))
     rc = env->cancelled(env->ctx) ? TH_ERR_CANCELLED : tb__tune(env, &net, target, err, n);
   tune_net_free(&net);
   return rc;
@@ -381,7 +403,7 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
   if (!j) return TH_ERR_NOMEM;
   j->env = env;
   j->is_tune = strcmp(env->kind, "tune") == 0;
-  th_status rc = tune_target_for(env->key->framework, j->target, sizeof j->target);
+  th_status rc = tb__target(env, j->target, sizeof j->target);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot determine the %s target", env->key->framework);
     free(j);
@@ -401,7 +423,7 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
     free(j);
     return rc;
   }
-  if (published >= 2 || (published == 1 && (!j->is_tune || tb__cuda_untuned(env))))
+  if (published >= 2 || (published == 1 && (!j->is_tune || tb__untuned(env))))
     j->phase = TB_DONE;
   else if (published == 1)
     j->phase = TB_TUNE;
@@ -479,7 +501,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
   switch (j->phase) {
     case TB_QUICK:
       rc = tb__build_publish(env, &j->net, j->target, "quick", "build", NULL, 0, err, n);
-      if (rc == TH_OK) j->phase = j->is_tune && !tb__cuda_untuned(env) ? TB_TUNE : TB_DONE;
+      if (rc == TH_OK) j->phase = j->is_tune && !tb__untuned(env) ? TB_TUNE : TB_DONE;
       return rc;
     case TB_TUNE:
       if (!j->s) {

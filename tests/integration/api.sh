@@ -212,6 +212,55 @@ case_kill9_no_orphans() {
   ((alive == 0)) || fail "$alive children outlived the daemon"
 }
 
+# ?target=: a client names the CPU it deploys to; each target is its own catalog entry with its own bundle;
+# native and the host's own CPU name are one entry; another machine's target is published untuned, with why
+case_targets() {
+  echo "s3cret-token-123" >"$TMP/token"
+  start_daemon --token-file "$TMP/token" --on-miss tune --miss-trials 2
+  auth=(-H 'Authorization: Bearer s3cret-token-123')
+  local jobs0
+  expect_status 400 "$BASE$M?target=pentium9"; body_has '"code":"invalid_target"'; body_has 'x86-64-v3'
+  body_has 'znver4'
+  expect_status 400 "$BASE/models/cuda/$NET/1?target=sm_12"; body_has '"code":"invalid_target"'
+  expect_status 200 "$BASE/jobs"; jobs0=$(jq .count "$TMP/body")
+  [[ "$jobs0" == 0 ]] || fail "a bad target queued a job"
+  expect_status 200 "$BASE/targets"
+  host=$(jq -r '.targets[] | select(.framework=="llvm") | .native' "$TMP/body")
+  jq -e '.targets[] | select(.framework=="llvm") | (.valid_targets | index("x86-64-v3")) and
+    (.tunable_targets | length == 1)' "$TMP/body" >/dev/null || fail "/targets: $(head -c 400 "$TMP/body")"
+  # a cross-compiled build for a target this server does not tune: published untuned, and the job says why
+  expect_status 200 "$BASE$M?target=x86-64-v3&wait=300"
+  v3=$(header ETag)
+  [[ "$(header Content-Disposition)" == *"${NET}_llvm-x86-64-v3_b1_v1.tar"* ]] || fail "name: $(header Content-Disposition)"
+  expect_status 200 "$BASE$M/manifest?target=x86-64-v3"
+  jq -e '.target.cpu == "x86-64-v3" and .tuned == false and (.target.required_features | test("avx2"))' \
+    "$TMP/body" >/dev/null || fail "v3 manifest: $(head -c 400 "$TMP/body")"
+  job=$(curl -s "$BASE/jobs" | jq -r '.jobs[0].id')
+  for _ in $(seq 1 100); do
+    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"succeeded"'* ]] && break
+    sleep 0.2
+  done
+  expect_status 200 "$BASE/jobs/$job"
+  jq -e '.state == "succeeded" and (.progress.tuning | test("waits for a worker with the target llvm -mcpu=x86-64-v3"))' \
+    "$TMP/body" >/dev/null || fail "job: $(head -c 500 "$TMP/body")"
+  # tuning it here is refused with the reason, and nothing is queued
+  expect_status 501 -X POST "${auth[@]}" -d '{}' "$BASE$M/tune?target=x86-64-v3"; body_has 'target_not_tunable'
+  expect_status 501 "$BASE$M?target=x86-64-v3&tuned=1"; body_has 'measures only its own'
+  # native, and the host's own name: one entry, another digest than x86-64-v3's
+  expect_status 200 "$BASE$M?wait=300"
+  native=$(header ETag)
+  [[ "$native" != "$v3" ]] || fail "native and x86-64-v3 served the same bundle"
+  expect_status 200 "$BASE$M?target=$host"
+  [[ "$(header ETag)" == "$native" ]] || fail "?target=$host is not the native entry"
+  expect_status 200 "$BASE/models?network=$NET"
+  jq -e '.count == 2 and ([.models[].target] | sort == (["llvm -mcpu=\($h)", "llvm -mcpu=x86-64-v3"] | sort))' \
+    --arg h "$host" "$TMP/body" >/dev/null || fail "catalog: $(head -c 600 "$TMP/body")"
+  expect_status 200 "$BASE/models?target=x86-64-v3"
+  jq -e '.count == 1 and .models[0].target == "llvm -mcpu=x86-64-v3"' "$TMP/body" >/dev/null || fail "filter"
+  expect_status 200 "$BASE/jobs"
+  [[ "$(jq .count "$TMP/body")" == 2 ]] || fail "want two jobs (v3 and native): $(jq -c '[.jobs[].id]' "$TMP/body")"
+}
+
 case_cancel_and_delete() {
   echo "s3cret-token-123" >"$TMP/token"
   start_daemon --token-file "$TMP/token"
