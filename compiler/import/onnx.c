@@ -135,6 +135,10 @@ th_status tc__ox_bind_node(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int 
     return tc__ox_nfail(x, n, strstr(e, "out of memory") ? TH_ERR_NOMEM : TH_ERR_INVALID, "%s",
                         e[0] ? e : "the graph refused it");
   }
+  int64_t numel = tc_tensor_numel(&x->g->nodes[id].out); /* fits: every input is within the limit */
+  if (numel > TC_ONNX_MAX_ELEMENTS)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has %lld elements (the limit is %lld)", (long long)numel,
+                        (long long)TC_ONNX_MAX_ELEMENTS);
   if (v) {
     v->kind = TC__OX_NODE;
     v->node = id;
@@ -332,7 +336,7 @@ static th_status tc__ox_values(tc__ox *x) {
   const Onnx__GraphProto *gp = x->gp;
   size_t total = gp->n_input + gp->n_initializer;
   for (size_t k = 0; k < gp->n_node; k++) total += gp->node[k]->n_output;
-  if (total > (size_t)1 << 26) return tc__ox_fail(x, TH_ERR_INVALID, "the graph names too many tensors");
+  if (total > (size_t)1 << 21) return tc__ox_fail(x, TH_ERR_INVALID, "the graph names more than 2^21 tensors");
   uint32_t ns = 16;
   while (ns < 2 * total + 1) ns *= 2;
   x->vals = th_arena_alloc(x->arena, (total ? total : 1) * sizeof *x->vals);
@@ -677,6 +681,8 @@ static th_status tc__ox_node(tc__ox *x, int k) {
     }
     if (v->kind == TC__OX_PAD && strcmp(n->op_type, "Conv") != 0 && strcmp(n->op_type, "AveragePool") != 0)
       return tc__ox_nfail(x, n, TH_ERR_INTERNAL, "a pending Pad reached this node");
+    if (v->kind == TC__OX_UNSET)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "input '%.100s' is an output its producer does not define", v->name);
   }
   int done = 0;
   th_status rc = tc__ox_match(x, k, &done);
@@ -817,7 +823,7 @@ static th_status tc__ox_outputs(tc__ox *x) {
     } else if (v->kind == TC__OX_NODE) {
       id = v->node;
     } else {
-      return tc__ox_fail(x, TH_ERR_INTERNAL, "graph output '%.100s' was never computed", nm);
+      return tc__ox_fail(x, TH_ERR_INVALID, "graph output '%.100s' is an output its producer does not define", nm);
     }
     if (tc_graph_output(x->g, nm, id) < 0) return tc__ox_fail(x, TH_ERR_INVALID, "%s", tc_graph_error(x->g));
   }

@@ -818,7 +818,7 @@ th_status tc__ox_fold(tc__ox *x, const Onnx__NodeProto *n, int *done) {
     if (v->c.fl && x->vals[v->c.src].init >= 0 && v->c.n > wn) wn = v->c.n;
     in[i] = &v->c;
   }
-  if (strcmp(n->op_type, "Constant") != 0 && (nin == 0 || (!in[0] && !(flags & F_SHAPE))))
+  if (strcmp(n->op_type, "Constant") != 0 && (nin == 0 || !tc__ox_in(x, n, 0)))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "the first input is missing");
   int big = 0;
   th_status rc = tc__ox_folds[f].fn(x, n, in, nin, &big);

@@ -65,6 +65,7 @@ static th_status tc__ox_layer_norm(tc__ox *x, int k, int *matched) {
     if (strcmp(sn->op_type, "Sub") != 0 || sn->n_input != 2 || tc__ox_in(x, sn, 0) != vx ||
         tc__ox_in(x, sn, 1) != mean || x->done[s])
       return TH_OK;
+    if (!tc__ox_out0(x, s) || tc__ox_out0(x, s)->is_output) return TH_OK;
     subs[nsub++] = s;
   }
   /* the square: Pow(d, 2) or Mul(d, d) of one sub; the Div of the same or the other */

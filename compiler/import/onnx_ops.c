@@ -654,6 +654,10 @@ static th_status tc__ox_c_concat(tc__ox *x, const Onnx__NodeProto *n) {
   const tc_tensor *t0 = tc__ox_t(x, ids[0]);
   rc = tc__ox_axis(x, n, ax, t0->ndim, &axis);
   if (rc != TH_OK) return rc;
+  int64_t along = 0;
+  for (int i = 0; i < m; i++) along += tc__ox_t(x, ids[i])->shape[axis] * (tc__ox_t(x, ids[i])->ndim == t0->ndim);
+  if (along > INT_MAX)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result is %lld long along axis %d", (long long)along, axis);
   int cnn = axis == 1 && t0->ndim == 4, acc = ids[0];
   for (int i = 1; i < m;) { /* groups of at most TC_MAX_INPUTS, chained */
     int grp[TC_MAX_INPUTS], c = 0;
@@ -787,10 +791,14 @@ static th_status tc__ox_c_expand(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input does not broadcast to the shape");
   if (r > TC_MAX_DIMS) return tc__ox_unsupported(x, n, "%d dimensions", r);
   int same = r == ra, s[TC_MAX_DIMS];
+  int64_t numel = 1;
   for (int d = 0; d < r; d++) {
     same = same && od[d] == dims[d];
     if (od[d] < 1 || od[d] > INT_MAX) return tc__ox_unsupported(x, n, "dimension %d is %lld", d, (long long)od[d]);
     s[d] = (int)od[d];
+    numel *= od[d];
+    if (numel > TC_ONNX_MAX_ELEMENTS)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has more than %lld elements", (long long)TC_ONNX_MAX_ELEMENTS);
   }
   return tc__ox_set_node(x, n, 0, same ? a : tc_graph_expand(x->g, a, r, s));
 }

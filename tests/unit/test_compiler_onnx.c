@@ -273,6 +273,17 @@ TH_TEST(rejects_bad_structure) {
   tb_node(b, "Relu", "again", "x", "y");
   TT_PACK_FAIL(b, TH_ERR_INVALID, "duplicate output name", "'y'");
   b = tt_tiny(13);
+  tb_node(b, "Relu", "two", "y", "p,q"); /* Relu defines one output */
+  tb_node(b, "Relu", "use", "q", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "node 'use' (Relu): input 'q' is an output its producer does not define");
+  b = tt_tiny(13);
+  static const int64_t huge[4] = {100000, 100000, 4, 6};
+  tb_const_ints(b, "huge", 4, huge);
+  tb_node(b, "Expand", "bomb", "y,huge", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "node 'bomb' (Expand): the result has more than 2147483648 elements");
+  b = tt_tiny(13);
   tb_output(b, "missing");
   TT_PACK_FAIL(b, TH_ERR_INVALID, "graph output 'missing' is not produced");
   /* unsorted nodes are fine */
