@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph.h"
 #include "onnx.h"
@@ -190,6 +191,38 @@ TH_TEST(shapes_only_without_weights) {
   CHECK_EQ_INT(g->nodes[g->outputs[0]].out.shape[0], 2);
   CHECK_EQ_INT(g->nodes[g->outputs[0]].out.shape[1], 10);
   tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
+TH_TEST(import_file_maps_the_file) {
+  size_t len;
+  uint8_t *p = tb_model_cnn(13, &len);
+  char path[] = "/tmp/tc_onnx_test_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  FILE *f = fdopen(fd, "wb");
+  CHECK(f && fwrite(p, 1, len, f) == len && fclose(f) == 0);
+  tc_onnx_opts o = {"cnn", 2, NULL, 1};
+  tc_graph *g = NULL;
+  tc_onnx_info info;
+  char err[512];
+  CHECK(tc_onnx_import_file(path, &o, &g, &info, err, sizeof err) == TH_OK);
+  CHECK_EQ_INT(g->batch, 2);
+  CHECK_STR(g->network, "cnn");
+  CHECK_EQ_INT(info.ninitializers, 10);
+  CHECK_EQ_INT(info.param_elements, 8 * 27 + 8 + 4 * 8 + 8 * 72 + 16 * 4 + 160 + 10);
+  tc_graph_free(g);
+  g = NULL;
+  CHECK(truncate(path, (off_t)len / 2) == 0);
+  CHECK(tc_onnx_import_file(path, &o, &g, &info, err, sizeof err) == TH_ERR_INVALID && g == NULL);
+  CHECK(strstr(err, "protobuf parse failed") != NULL);
+  CHECK(unlink(path) == 0);
+  CHECK(tc_onnx_import_file(path, &o, &g, &info, err, sizeof err) == TH_ERR_IO && g == NULL);
+  CHECK(strstr(err, path) != NULL && strstr(err, "No such file") != NULL);
+  CHECK(tc_onnx_import_file("/tmp", &o, &g, &info, err, sizeof err) == TH_ERR_IO);
+  CHECK(tc_onnx_import(p, len, NULL, &g, NULL, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(tc_onnx_import(p, len, &o, NULL, NULL, err, sizeof err) == TH_ERR_INVALID);
   free(p);
   return 0;
 }
