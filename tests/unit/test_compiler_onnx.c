@@ -257,13 +257,15 @@ static tb *tt_tiny(int64_t opset) {
   return b;
 }
 
+/* Packs builder b (evaluated once), expects the import to fail so, frees both. */
 #define TT_PACK_FAIL(b, rc, ...)                                                   \
   do {                                                                             \
+    tb *tt_b = (b);                                                                \
     size_t tt_len;                                                                 \
-    uint8_t *tt_p = tb_pack((b), &tt_len);                                         \
+    uint8_t *tt_p = tb_pack(tt_b, &tt_len);                                        \
     TT_FAIL(tt_p, tt_len, (rc), __VA_ARGS__);                                      \
     free(tt_p);                                                                    \
-    tb_free(b);                                                                    \
+    tb_free(tt_b);                                                                 \
   } while (0)
 
 TH_TEST(rejects_opsets_and_domains) {
