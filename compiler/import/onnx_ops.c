@@ -305,6 +305,9 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   if (group < 1 || group > t->shape[1] || w->c.dims[1] * group != t->shape[1] || oc % group != 0 || oc > INT_MAX)
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
                         (long long)oc, (long long)w->c.dims[1], (long long)group, t->shape[1]);
+  if (group != 1 && (group != oc || group != t->shape[1]))
+    return tc__ox_unsupported(x, n, "group %lld: only 1 or depthwise (group = channels = output channels) have kernels",
+                              (long long)group);
   int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], 0);
   int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], 0);
   if (oh < 1 || ow < 1)
@@ -319,6 +322,48 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
   if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
   return rc;
+}
+
+/* Whether tc_pass_fold_bn will fold a batch norm on node a into it: a plain conv (4-D) used by nothing
+ * else. Only such a batch norm stays one (the parameters keep their names for params.bin). */
+static int tc__ox_bn_folds(tc__ox *x, int a) {
+  const tc_node *c = &x->g->nodes[a];
+  if (c->op != TC_OP_CONV2D || c->gamma >= 0 || c->epilogue) return 0;
+  for (int i = a + 1; i < x->g->nnodes; i++)
+    for (int k = 0; k < x->g->nodes[i].ninputs; k++)
+      if (x->g->nodes[i].inputs[k] == a) return 0;
+  return 1;
+}
+
+/* A batch norm that no conv takes in (after a dense, a concat, an add): x * s + t over the channel axis,
+ * with s = gamma / sqrt(var + eps) and t = beta - mean * s computed here as constants "<node>.scale" and
+ * "<node>.shift" [C, 1, ...] (there is no batch-norm kernel of its own). p: scale, bias, mean, var. */
+static th_status tc__ox_bn_affine(tc__ox *x, const Onnx__NodeProto *n, int a, tc__oxv **p, float eps) {
+  const tc_tensor *t = tc__ox_t(x, a);
+  int r = t->ndim, C = t->shape[1], ids[2];
+  int64_t shape[TC_MAX_DIMS];
+  shape[0] = C;
+  for (int d = 1; d < r - 1; d++) shape[d] = 1;
+  char nm[256], pn[300];
+  tc__ox_gname(x, n, nm, sizeof nm);
+  for (int k = 0; k < 2; k++) {
+    snprintf(pn, sizeof pn, "%s.%s", nm, k ? "shift" : "scale");
+    ids[k] = tc_graph_const(x->g, pn, r - 1, shape, TC_INIT_EMBED, 1);
+    th_status rc = tc__ox_bind_node(x, n, NULL, ids[k]);
+    if (rc != TH_OK) return rc;
+    if (!x->opts->weights) continue;
+    tc_param *q = &x->g->params[x->g->nodes[ids[k]].weight];
+    q->data = th_arena_alloc(x->g->arena, (size_t)C * sizeof(float));
+    if (!q->data) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+    for (int c = 0; c < C; c++) {
+      double sc = p[0]->c.f[c] / sqrt((double)p[3]->c.f[c] + eps);
+      q->data[c] = (float)(k ? p[1]->c.f[c] - p[2]->c.f[c] * sc : sc);
+    }
+  }
+  int id = tc_graph_mul(x->g, a, ids[0]);
+  th_status rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc != TH_OK) return rc;
+  return tc__ox_set_node(x, n, 0, tc_graph_add(x->g, id, ids[1]));
 }
 
 static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
@@ -344,28 +389,15 @@ static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
     if (!p[k] || p[k]->kind != TC__OX_CONST || !p[k]->c.fl || p[k]->c.n != t->shape[1])
       return tc__ox_unsupported(x, n, "scale, bias, mean and var must be constants of %d floats", t->shape[1]);
   }
-  /* [N, C, ...] other than 4-D runs as [N, C, L, 1] */
-  int64_t dims[TC__OX_RANK] = {0}, four[4];
-  int r = tc__ox_tdims(x, a, dims), in = a;
-  four[0] = dims[0];
-  four[1] = dims[1];
-  four[2] = 1;
-  for (int d = 2; d < r; d++) four[2] *= dims[d];
-  four[3] = 1;
-  if (r != 4) {
-    rc = tc__ox_reshape_node(x, n, a, four, 4, &in);
-    if (rc != TH_OK || in < 0) return rc;
-  }
+  int sole = tc__ox_sole_consumer(x, tc__ox_in(x, n, 0)); /* later readers of the conv would keep it too */
+  if (sole < 0 || x->gp->node[sole] != n || !tc__ox_bn_folds(x, a)) return tc__ox_bn_affine(x, n, a, p, eps);
   char nm[256];
-  int id = tc_graph_bn(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, eps);
-  rc = tc__ox_bind_node(x, n, NULL, id);
-  if (rc != TH_OK) return rc;
-  tc_node *nd = &x->g->nodes[id];
-  int *slots[4] = {&nd->gamma, &nd->beta, &nd->mean, &nd->var};
+  int id = tc_graph_bn(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, eps);
+  rc = tc__ox_set_node(x, n, 0, id);
+  tc_node *nd = rc == TH_OK ? &x->g->nodes[id] : NULL;
+  int *slots[4] = {nd ? &nd->gamma : NULL, nd ? &nd->beta : NULL, nd ? &nd->mean : NULL, nd ? &nd->var : NULL};
   for (int k = 0; rc == TH_OK && k < 4; k++) rc = tc__ox_bind_param(x, n, slots[k], p[k], 0, 1.0f);
-  if (rc == TH_OK && r != 4) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
-  if (rc != TH_OK || id < 0) return rc;
-  return tc__ox_set_node(x, n, 0, id);
+  return rc;
 }
 
 static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {

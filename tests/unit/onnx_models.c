@@ -6,12 +6,12 @@
 #include <stdio.h>
 
 /* input [N, 3, 8, 8] -> Conv 3x3 p1 (bias) -> BatchNormalization -> Relu -> MaxPool 3 s2 p1 -> Conv 3x3 p1
- * (no bias) + residual -> Relu -> Conv 1x1 s2 group 2 -> Clip(0, 6) (attributes below opset 11, inputs from
- * 11) -> GlobalAveragePool -> Flatten -> Gemm transB (bias) -> "logits" [N, 10]. */
+ * (no bias) + residual -> Relu -> depthwise Conv 3x3 s2 p1 (group 8) -> Clip(0, 6) (attributes below opset 11,
+ * inputs from 11) -> GlobalAveragePool -> Flatten -> Gemm transB (bias) -> "logits" [N, 10]. */
 uint8_t *tb_model_cnn(int64_t opset, size_t *len) {
   tb *b = tb_new(opset);
-  int64_t in[4] = {-1, 3, 8, 8}, w1[4] = {8, 3, 3, 3}, c8[1] = {8}, w2[4] = {8, 8, 3, 3}, w3[4] = {16, 4, 1, 1};
-  int64_t fw[2] = {10, 16}, fb[1] = {10}, one[4] = {1, 1, 1, 1}, k3[2] = {3, 3}, s2[2] = {2, 2}, s1[2] = {1, 1};
+  int64_t in[4] = {-1, 3, 8, 8}, w1[4] = {8, 3, 3, 3}, c8[1] = {8}, w2[4] = {8, 8, 3, 3}, w3[4] = {8, 1, 3, 3};
+  int64_t fw[2] = {10, 8}, fb[1] = {10}, one[4] = {1, 1, 1, 1}, k3[2] = {3, 3}, s2[2] = {2, 2}, s1[2] = {1, 1};
   tb_input(b, "input", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, in);
   tb_param(b, "conv1.weight", 4, w1, 0);
   tb_param(b, "conv1.bias", 1, c8, 0);
@@ -39,8 +39,9 @@ uint8_t *tb_model_cnn(int64_t opset, size_t *len) {
   tb_node(b, "Add", "add", "c2,p1", "a2");
   tb_node(b, "Relu", "relu2", "a2", "r2");
   n = tb_node(b, "Conv", "conv3", "r2,conv3.weight", "c3");
-  tb_attr_i(b, n, "group", 2);
+  tb_attr_i(b, n, "group", 8);
   tb_attr_ints(b, n, "strides", 2, s2);
+  tb_attr_ints(b, n, "pads", 4, one);
   if (opset < 11) {
     n = tb_node(b, "Clip", "clip", "c3", "k3");
     tb_attr_f(b, n, "min", 0.0f);

@@ -12,6 +12,8 @@
 #include "graph.h"
 #include "onnx.h"
 #include "onnx_build.h"
+#include "ops.h"
+#include "passes/passes.h"
 #include "ref/ref.h"
 #include "th_test.h"
 
@@ -127,7 +129,7 @@ static tc_graph *tt_cnn_reference(int batch) {
   int p = tc_graph_max_pool(g, x, 3, 2, 1, 0);
   x = tc_graph_conv(g, "conv2", p, 8, 3, 3, 1, 1, 1, 1, 1, 0);
   x = tc_graph_relu(g, tc_graph_add(g, x, p));
-  x = tc_graph_conv(g, "conv3", x, 16, 1, 1, 2, 2, 0, 0, 2, 0);
+  x = tc_graph_conv(g, "conv3", x, 8, 3, 3, 2, 2, 1, 1, 8, 0);
   x = tc_graph_clip(g, x, 0.0f, 6.0f);
   x = tc_graph_flatten(g, tc_graph_global_avg_pool(g, x));
   x = tc_graph_dense(g, "fc", x, 10, 1);
@@ -211,7 +213,7 @@ TH_TEST(import_file_maps_the_file) {
   CHECK_EQ_INT(g->batch, 2);
   CHECK_STR(g->network, "cnn");
   CHECK_EQ_INT(info.ninitializers, 10);
-  CHECK_EQ_INT(info.param_elements, 8 * 27 + 8 + 4 * 8 + 8 * 72 + 16 * 4 + 160 + 10);
+  CHECK_EQ_INT(info.param_elements, 8 * 27 + 8 + 4 * 8 + 8 * 72 + 8 * 9 + 80 + 10);
   tc_graph_free(g);
   g = NULL;
   CHECK(truncate(path, (off_t)len / 2) == 0);
@@ -471,6 +473,11 @@ TH_TEST(lists_every_unsupported_op) {
   tb_node(b, "Unsqueeze", "u2", "y,ax", "y4b");
   Onnx__NodeProto *n = tb_node(b, "Conv", "dil", "y4b,cw", "cv");
   tb_attr_ints(b, n, "dilations", 2, dil);
+  int64_t gw[4] = {4, 2, 1, 1};
+  tb_param(b, "gw", 4, gw, 0);
+  n = tb_node(b, "Conv", "grouped", "y4b,gw", "gv");
+  tb_attr_i(b, n, "group", 2);
+  tb_output(b, "gv");
   tb_node(b, "NonZero", "nz", "y", "nzo");
   tb_output(b, "a");
   tb_output(b, "c");
@@ -483,6 +490,7 @@ TH_TEST(lists_every_unsupported_op) {
                                      "LSTM (node 'lstm', opset 13)",
                                      "Pow (node 'cube', opset 13: only inside a decomposed layer norm",
                                      "Conv (node 'dil', opset 13: attribute dilations = 2 (only 1))",
+                                     "Conv (node 'grouped', opset 13: group 2: only 1 or depthwise",
                                      "NonZero (node 'nz', opset 13)",
                                      NULL};
   tc_onnx_opts o = {"t", 1, NULL, 1};
@@ -902,6 +910,80 @@ TH_TEST(views_across_opsets) {
     free(a);
     free(b);
     tc_graph_free(r);
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
+
+/* ---- the passes on imported graphs ------------------------------------------------------------------------- */
+
+/* Runs g's reference on seeded inputs (float: tb_fill; int64: i % 2, a valid mask) into outs (malloc'd). */
+static void tt_run_any(const tc_graph *g, void **outs) {
+  void *in[TC_MAX_IO];
+  for (int k = 0; k < g->ninputs; k++) {
+    const tc_tensor *t = &g->nodes[g->inputs[k]].out;
+    in[k] = malloc((size_t)tc_tensor_bytes(t));
+    if (t->dtype == TC_DTYPE_F32) tb_fill(in[k], tc_tensor_numel(t), 40 + (uint64_t)k);
+    else
+      for (int64_t i = 0; i < tc_tensor_numel(t); i++) ((int64_t *)in[k])[i] = i % 2;
+  }
+  for (int k = 0; k < g->noutputs; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  char err[256];
+  th_status rc = tc_ref_run_io(g, (const void *const *)in, outs, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  for (int k = 0; k < g->ninputs; k++) free(in[k]);
+}
+
+/* Every test model imports into a graph that the passes take (fold_bn, fuse, layout, plan) without changing
+ * its outputs and that lowers to valid kernel calls; the transformer to the zoo's fused families. */
+TH_TEST(passes_lower_imported_graphs) {
+  struct {
+    const char *name;
+    uint8_t *(*opset_model)(int64_t, size_t *);
+    uint8_t *(*model)(size_t *);
+    int64_t opset;
+  } ms[] = {{"cnn", tb_model_cnn, NULL, 13},          {"transformer", tb_model_transformer, NULL, 13},
+            {"views", tb_model_views, NULL, 13},      {"activations", tb_model_activations, NULL, 14},
+            {"cnn_variants", NULL, tb_model_cnn_variants, 13}, {"tensor_variants", NULL, tb_model_tensor_variants, 17}};
+  for (size_t m = 0; m < sizeof ms / sizeof ms[0]; m++) {
+    size_t len;
+    uint8_t *p = ms[m].model ? ms[m].model(&len) : ms[m].opset_model(ms[m].opset, &len);
+    tc_graph *g = tt_ok(p, len, 2, NULL);
+    void *y0[TC_MAX_IO], *y1[TC_MAX_IO];
+    tt_run_any(g, y0);
+    int64_t ws = 0;
+    th_status rc = tc_passes_run(g, 16, &ws);
+    if (rc != TH_OK) fprintf(stderr, "%s: passes: %s\n", ms[m].name, g->err);
+    CHECK(rc == TH_OK);
+    tt_run_any(g, y1);
+    fprintf(stderr, "%s: workspace %lld floats\n", ms[m].name, (long long)ws);
+    for (int k = 0; k < g->noutputs; k++) {
+      double rel = tt_rel(y1[k], y0[k], tc_tensor_numel(&g->nodes[g->outputs[k]].out));
+      fprintf(stderr, "  %s: max rel diff after the passes %.3g\n", g->output_names[k], rel);
+      CHECK(rel <= 1e-5);
+      free(y0[k]);
+      free(y1[k]);
+    }
+    tc_call *calls = NULL;
+    int ncalls = 0, fam[TC_KERNEL_COUNT] = {0};
+    rc = tc_lower(g, &calls, &ncalls);
+    if (rc != TH_OK) fprintf(stderr, "%s: lower: %s\n", ms[m].name, g->err);
+    CHECK(rc == TH_OK && ncalls > 0);
+    for (int i = 0; i < ncalls; i++) {
+      CHECK(calls[i].wl.kernel >= 0 && calls[i].wl.kernel < TC_KERNEL_COUNT);
+      CHECK_EQ_INT(tc_workload_check(&calls[i].wl), TH_OK);
+      fam[calls[i].wl.kernel]++;
+    }
+    if (strcmp(ms[m].name, "transformer") == 0) {
+      CHECK_EQ_INT(fam[TC_KERNEL_DENSE], 6);
+      CHECK_EQ_INT(fam[TC_KERNEL_BATCH_MATMUL], 2);
+      CHECK_EQ_INT(fam[TC_KERNEL_LAYER_NORM], 2);
+      CHECK_EQ_INT(fam[TC_KERNEL_SOFTMAX_ROWS], 1);
+    }
+    if (strcmp(ms[m].name, "cnn") == 0) CHECK(fam[TC_KERNEL_CONV2D] == 2 && fam[TC_KERNEL_DEPTHWISE] == 1);
+    free(calls);
     tc_graph_free(g);
     free(p);
   }
