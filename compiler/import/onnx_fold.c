@@ -139,7 +139,7 @@ th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what,
       memcpy(&u, p, es); /* little-endian host (onnx_int.h) */
       switch (type) {
         case T_FLOAT: { float v; memcpy(&v, p, 4); f[k] = v; break; }
-        case T_DOUBLE: { double v; memcpy(&v, p, 8); f[k] = (float)v; break; }
+        case T_DOUBLE: { double v; memcpy(&v, p, 8); f[k] = tc__ox_f32(v); break; }
         case T_FLOAT16: f[k] = tc__ox_half((uint16_t)u); break;
         default: iv[k] = tc__ox_wrap(type, (int64_t)u); break;
       }
@@ -162,7 +162,7 @@ th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what,
   rc = tc__ox_alloc_data(x, c);
   if (rc != TH_OK) return rc;
   for (int64_t k = 0; k < n; k++) {
-    if (type == T_DOUBLE) ((float *)c->f)[k] = (float)t->double_data[k];
+    if (type == T_DOUBLE) ((float *)c->f)[k] = tc__ox_f32(t->double_data[k]);
     else if (type == T_FLOAT16) ((float *)c->f)[k] = tc__ox_half((uint16_t)t->int32_data[k]);
     else if (type == T_UINT32 || type == T_UINT64) ((int64_t *)c->i)[k] = tc__ox_wrap(type, (int64_t)t->uint64_data[k]);
     else ((int64_t *)c->i)[k] = tc__ox_wrap(type, t->int32_data[k]);
@@ -294,7 +294,7 @@ static th_status tc__ox_f_cast(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in
   rc = tc__ox_new(x, n, &o, (int)to, in[0]->ndim, in[0]->dims, big);
   if (rc != TH_OK || *big) return rc;
   for (int64_t k = 0; k < o.n; k++) {
-    if (fl) ((float *)o.f)[k] = (float)tc__ox_getf(in[0], k);
+    if (fl) ((float *)o.f)[k] = tc__ox_f32(tc__ox_getf(in[0], k));
     else ((int64_t *)o.i)[k] = tc__ox_wrap((int)to, in[0]->fl ? tc__ox_f2i(in[0]->f[k]) : in[0]->i[k]);
   }
   tc__ox_set(x, n, 0, &o);
@@ -542,7 +542,7 @@ static th_status tc__ox_f_range(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
     len = cnt > 0 ? (int64_t)cnt : 0;
     rc = tc__ox_new(x, n, &o, in[0]->type, 1, &len, big);
     if (rc != TH_OK || *big) return rc;
-    for (int64_t k = 0; k < len; k++) ((float *)o.f)[k] = (float)(s + (double)k * d);
+    for (int64_t k = 0; k < len; k++) ((float *)o.f)[k] = tc__ox_f32(s + (double)k * d);
   } else {
     int64_t s = in[0]->i[0], l = tc__ox_geti(in[1], 0), d = tc__ox_geti(in[2], 0), span;
     if (d == 0 || __builtin_sub_overflow(l, s, &span))
@@ -679,7 +679,7 @@ static th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
       int64_t ja = tc__ox_off(od, r, sa, k), jb = tc__ox_off(od, r, sb, k);
       if (fl) {
         double v = tc__ox_fop(op, tc__ox_getf(a, ja), tc__ox_getf(b, jb));
-        if (o.fl) ((float *)o.f)[k] = (float)v;
+        if (o.fl) ((float *)o.f)[k] = tc__ox_f32(v);
         else ((int64_t *)o.i)[k] = (int64_t)v;
       } else {
         int64_t v;
@@ -748,7 +748,7 @@ static th_status tc__ox_f_unary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
     else if (strcmp(op, "Exp") == 0) r = exp(v);
     else if (strcmp(op, "Log") == 0) r = log(v);
     else r = v != 0 ? 0 : 1; /* Not of floats */
-    ((float *)o.f)[k] = (float)r;
+    ((float *)o.f)[k] = tc__ox_f32(r);
   }
   tc__ox_set(x, n, 0, &o);
   return TH_OK;

@@ -6,6 +6,7 @@
 #ifndef TC_ONNX_INT_H
 #define TC_ONNX_INT_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "onnx.h"
@@ -21,6 +22,11 @@
                                                  of small nodes with large constant results stops here */
 #define TC__OX_SMALL 64 /* float initializers up to this many elements fold like constants; larger ones are
                            weights, kept as parameters (never copied through a fold) */
+
+/* double -> float without undefined behaviour: out of range is +-infinity, as IEEE rounding would give. */
+static inline float tc__ox_f32(double v) {
+  return v > 3.4028234663852886e38 ? (float)INFINITY : v < -3.4028234663852886e38 ? -(float)INFINITY : (float)v;
+}
 
 /* What an ONNX tensor name stands for during the import. */
 enum {

@@ -154,8 +154,8 @@ static th_status tc__ox_c_clip(tc__ox *x, const Onnx__NodeProto *n) {
       double d;
       if (!v) continue;
       if (!tc__ox_scalar(v, &d)) return tc__ox_unsupported(x, n, "%s is not a constant scalar", k == 1 ? "min" : "max");
-      if (k == 1) lo = (float)d;
-      else hi = (float)d;
+      if (k == 1) lo = tc__ox_f32(d);
+      else hi = tc__ox_f32(d);
     }
   }
   int a;
@@ -177,11 +177,11 @@ static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
     if (c->kind != TC__OX_CONST || !c->c.fl || !tc__ox_scalar(c, &s) || o->kind != TC__OX_NODE) continue;
     if (c->c.ndim > tc__ox_t(x, o->node)->ndim) continue; /* it would add dimensions */
     if (tc__ox_t(x, o->node)->dtype != TC_DTYPE_F32) break;
-    float f = (float)s;
+    float f = tc__ox_f32(s);
     if (op == 'A') id = tc__ox_affine(x, o->node, 1.0f, f);
     else if (op == 'M') id = tc__ox_affine(x, o->node, f, 0.0f);
     else if (op == 'S') id = side ? tc__ox_affine(x, o->node, -1.0f, f) : tc__ox_affine(x, o->node, 1.0f, -f);
-    else if (side == 0 && s != 0) id = tc__ox_affine(x, o->node, (float)(1.0 / s), 0.0f);
+    else if (side == 0 && s != 0) id = tc__ox_affine(x, o->node, tc__ox_f32(1.0 / s), 0.0f);
     else continue; /* c / x: a real division */
     return tc__ox_set_node(x, n, 0, id);
   }
@@ -357,7 +357,7 @@ static th_status tc__ox_bn_affine(tc__ox *x, const Onnx__NodeProto *n, int a, tc
     if (!q->data) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
     for (int c = 0; c < C; c++) {
       double sc = p[0]->c.f[c] / sqrt((double)p[3]->c.f[c] + eps);
-      q->data[c] = (float)(k ? p[1]->c.f[c] - p[2]->c.f[c] * sc : sc);
+      q->data[c] = tc__ox_f32(k ? p[1]->c.f[c] - p[2]->c.f[c] * sc : sc);
     }
   }
   int id = tc_graph_mul(x->g, a, ids[0]);
@@ -465,7 +465,7 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
     rc = tc__ox_const_ints(x, n, 1, p, 2 * TC__OX_RANK, &cnt);
     tc__oxv *cv = tc__ox_in(x, n, 2);
     if (rc == TH_OK && cv && !tc__ox_scalar(cv, &d)) return tc__ox_unsupported(x, n, "the pad value is not a constant");
-    val = (float)d;
+    val = tc__ox_f32(d);
   }
   if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
   int a;
