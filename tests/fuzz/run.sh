@@ -15,7 +15,7 @@ if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
 fi
 echo "seeds: $(ls "$work/seeds" | wc -l) files in $work/seeds"
 status=0
-"$fuzz" -max_total_time="$secs" -timeout=20 -rss_limit_mb=3072 -max_len=262144 -print_final_stats=1 \
+"$fuzz" -dict="$src/tests/fuzz/onnx.dict" -max_total_time="$secs" -timeout=20 -rss_limit_mb=3072 -max_len=262144 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds" || status=$?
 if [ "$status" -ne 0 ] || [ -n "$(ls "$work/artifacts")" ]; then
   echo "fuzz.onnx: FAILED (exit $status); reproducers in $work/artifacts:" >&2
