@@ -464,3 +464,27 @@ uint8_t *tb_model_activations(int64_t opset, size_t *len) {
   tb_free(b);
   return p;
 }
+
+/* ids [N, 4] int64 -> e = Gather(emb [10, 6], ids) (an embedding); first = Gather(e, 0, axis 1) [N, 6];
+ * y = Tanh(Gemm(first, fc [3, 6], transB)) (bert's pooler without bias); outputs e and y (opset 13). */
+uint8_t *tb_model_embedding(size_t *len) {
+  tb *b = tb_new(13);
+  int64_t idd[2] = {-1, 4}, ed[2] = {10, 6}, fd[2] = {3, 6};
+  tb_input(b, "ids", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, idd);
+  tb_param(b, "emb", 2, ed, 0);
+  tb_param(b, "fc", 2, fd, 0);
+  tb_node(b, "Gather", "embed", "emb,ids", "e");
+  Onnx__NodeProto *n = tb_node(b, "Constant", "zero", "", "zero");
+  int64_t zero = 0;
+  tb_attr_t(b, n, "value", tb_tensor_i(b, 0, NULL, &zero));
+  n = tb_node(b, "Gather", "first", "e,zero", "f");
+  tb_attr_i(b, n, "axis", 1);
+  n = tb_node(b, "Gemm", "pool", "f,fc", "p");
+  tb_attr_i(b, n, "transB", 1);
+  tb_node(b, "Tanh", "tanh", "p", "y");
+  tb_output(b, "e");
+  tb_output(b, "y");
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}

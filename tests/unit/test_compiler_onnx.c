@@ -865,6 +865,40 @@ TH_TEST(activations_match_formulas) {
   return 0;
 }
 
+/* ---- embeddings ------------------------------------------------------------------------------------------ */
+
+TH_TEST(embedding_matches_builders) {
+  size_t len;
+  uint8_t *p = tb_model_embedding(&len);
+  tc_graph *g = tt_ok(p, len, 2, NULL);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_EMBEDDING), 1);
+  CHECK(tc_graph_find_param(g, "emb") >= 0 && tc_graph_find_param(g, "fc") >= 0);
+  tc_graph *r = tc_graph_new("ref", 2);
+  int is[2] = {2, 4};
+  int ids = tc_graph_input_tensor(r, "ids", TC_DTYPE_I64, 2, is);
+  int e = tc_graph_embedding(r, "emb", ids, 10, 6);
+  int y = tc_graph_tanh(r, tc_graph_dense_named(r, "pool", tc_graph_select(r, e, 1, 0), 3, "fc", NULL));
+  CHECK(tc_graph_output(r, "e", e) >= 0 && tc_graph_output(r, "y", y) >= 0 && tc_graph_finish(r) == TH_OK);
+  tt_param(r, "emb.weight", "emb", 0);
+  tt_param(r, "fc", "fc", 0);
+  r->has_data = 1;
+  int64_t in[8] = {3, 0, 9, 4, 1, 1, 7, 2};
+  void *a[2], *b[2];
+  for (int k = 0; k < 2; k++) {
+    a[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+    b[k] = malloc((size_t)tc_tensor_bytes(&r->nodes[r->outputs[k]].out));
+  }
+  const void *ins[1] = {in};
+  CHECK(tc_ref_run_io(g, ins, a, NULL, 0) == TH_OK);
+  CHECK(tc_ref_run_io(r, ins, b, NULL, 0) == TH_OK);
+  tt_same_outputs(g, r, a, b, 0);
+  tt_free_params(r);
+  tc_graph_free(r);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
 /* ---- views across opsets ----------------------------------------------------------------------------------- */
 
 /* tb_model_views as builder calls, with every ONNX index resolved by hand. */
@@ -999,7 +1033,7 @@ TH_TEST(write_corpus) {
   static const int64_t opsets[] = {9, 11, 13, 17};
   uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer, tb_model_views};
   const char *names[] = {"cnn", "transformer", "views"};
-  uint8_t *(*const fixed[])(size_t *) = {tb_model_cnn_variants, tb_model_tensor_variants};
+  uint8_t *(*const fixed[])(size_t *) = {tb_model_cnn_variants, tb_model_tensor_variants, tb_model_embedding};
   for (size_t m = 0; m < sizeof fixed / sizeof fixed[0]; m++) {
     size_t len;
     uint8_t *p = fixed[m](&len);
