@@ -341,7 +341,8 @@ uint8_t *tb_model_views(int64_t opset, size_t *len) {
  *   y2 = AveragePool(Pad(x, 1 on every side), 3, stride 2)                        (counts the zeros)
  *   y3 = MaxPool(x, 2, stride 2, ceil_mode)  y4 = AveragePool(x, 3, pads 1, count_include_pad)
  *   y5 = BatchNormalization(Gemm(Flatten(x), gw [60, 4], gb [4], alpha 0.5, beta 2))  (2-D batch norm)
- * Outputs y1..y5. */
+ *   y6 = ReduceMean(x, axes [-1, 2], keepdims 0)                                   (a global average pool)
+ * Outputs y1..y6. */
 uint8_t *tb_model_cnn_variants(size_t *len) {
   tb *b = tb_new(13);
   int64_t xd[4] = {-1, 2, 5, 6}, wd[4] = {3, 2, 3, 3}, gw[2] = {60, 4}, c4 = 4;
@@ -376,7 +377,11 @@ uint8_t *tb_model_cnn_variants(size_t *len) {
   tb_attr_f(b, n, "alpha", 0.5f);
   tb_attr_f(b, n, "beta", 2.0f);
   tb_node(b, "BatchNormalization", "bn", "gm,bn_s,bn_b,bn_m,bn_v", "y5");
-  for (int i = 1; i <= 5; i++) {
+  static const int64_t hw[2] = {-1, 2};
+  n = tb_node(b, "ReduceMean", "spatial_mean", "x", "y6");
+  tb_attr_ints(b, n, "axes", 2, hw);
+  tb_attr_i(b, n, "keepdims", 0);
+  for (int i = 1; i <= 6; i++) {
     char nm[8];
     snprintf(nm, sizeof nm, "y%d", i);
     tb_output(b, nm);

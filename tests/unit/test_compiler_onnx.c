@@ -479,6 +479,12 @@ TH_TEST(lists_every_unsupported_op) {
   tb_attr_i(b, n, "group", 2);
   tb_output(b, "gv");
   tb_node(b, "NonZero", "nz", "y", "nzo");
+  tb_node(b, "Equal", "eq", "y,y", "eqo");
+  tb_output(b, "eqo");
+  static const int64_t ax12[2] = {1, 2};
+  n = tb_node(b, "ReduceMean", "rm", "y", "rmo");
+  tb_attr_ints(b, n, "axes", 2, ax12);
+  tb_output(b, "rmo");
   tb_output(b, "a");
   tb_output(b, "c");
   tb_output(b, "cv");
@@ -492,6 +498,9 @@ TH_TEST(lists_every_unsupported_op) {
                                      "Conv (node 'dil', opset 13: attribute dilations = 2 (only 1))",
                                      "Conv (node 'grouped', opset 13: group 2: only 1 or depthwise",
                                      "NonZero (node 'nz', opset 13)",
+                                     "Equal (node 'eq', opset 13: only folded at import, and it depends on the "
+                                     "runtime tensor 'y')",
+                                     "ReduceMean (node 'rm', opset 13: only over the spatial axes [2, 3] of a 4-D map",
                                      NULL};
   tc_onnx_opts o = {"t", 1, NULL, 1};
   tc_graph *g = NULL;
@@ -674,8 +683,9 @@ TH_TEST(cnn_variants_match_naive_loops) {
   size_t len;
   uint8_t *p = tb_model_cnn_variants(&len);
   tc_graph *g = tt_ok(p, len, N, NULL);
-  CHECK_EQ_INT(g->noutputs, 5);
+  CHECK_EQ_INT(g->noutputs, 6);
   CHECK_EQ_INT(tt_count_op(g, TC_OP_CONV2D), 1); /* the pads became the conv's and the pool's */
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_GLOBAL_AVG_POOL), 1);
   for (int i = 0; i < g->nnodes; i++) { /* the windows as the kernels (ops.c) will check them */
     const tc_node *nd = &g->nodes[i];
     if (nd->op == TC_OP_CONV2D) CHECK(nd->pt == 0 && nd->pl == 1 && nd->pb == 1 && nd->pr == 0);
@@ -691,15 +701,15 @@ TH_TEST(cnn_variants_match_naive_loops) {
   tb_data("bn_b", 4, 0, bb);
   tb_data("bn_m", 4, 0, m);
   tb_data("bn_v", 4, 1, v);
-  void *outs[5];
-  for (int k = 0; k < 5; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  void *outs[6];
+  for (int k = 0; k < 6; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
   const void *ins[1] = {x};
   char err[256];
   CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
-  static const int shapes[5][4] = {{N, 3, 4, 5}, {N, C, 3, 3}, {N, C, 3, 3}, {N, C, 5, 6}, {N, 4, 0, 0}};
-  for (int k = 0; k < 5; k++) {
+  static const int shapes[6][4] = {{N, 3, 4, 5}, {N, C, 3, 3}, {N, C, 3, 3}, {N, C, 5, 6}, {N, 4, 0, 0}, {N, C, 0, 0}};
+  for (int k = 0; k < 6; k++) {
     const tc_tensor *t = &g->nodes[g->outputs[k]].out;
-    CHECK_EQ_INT(t->ndim, k == 4 ? 2 : 4);
+    CHECK_EQ_INT(t->ndim, k >= 4 ? 2 : 4);
     for (int d = 0; d < t->ndim; d++) CHECK_EQ_INT(t->shape[d], shapes[k][d]);
   }
   double worst = 0;
@@ -727,6 +737,9 @@ TH_TEST(cnn_variants_match_naive_loops) {
           worst = fmax(worst, fabs(sum / 9 - ((float *)outs[1])[((n * C + c) * 3 + oy) * 3 + ox]));
           worst = fmax(worst, fabs(mx - ((float *)outs[2])[((n * C + c) * 3 + oy) * 3 + ox]));
         }
+      double mean = 0; /* y6: the mean over H and W */
+      for (int k = 0; k < H * W; k++) mean += xn[c * H * W + k];
+      worst = fmax(worst, fabs(mean / (H * W) - ((float *)outs[5])[n * C + c]));
       for (int oy = 0; oy < H; oy++) /* y4: 3x3 stride 1 pads 1, the padding counted */
         for (int ox = 0; ox < W; ox++) {
           double sum = 0;
@@ -745,7 +758,7 @@ TH_TEST(cnn_variants_match_naive_loops) {
   }
   fprintf(stderr, "max abs diff %.3g\n", worst);
   CHECK(worst <= 1e-5);
-  for (int k = 0; k < 5; k++) free(outs[k]);
+  for (int k = 0; k < 6; k++) free(outs[k]);
   tc_graph_free(g);
   free(p);
   return 0;
