@@ -482,7 +482,7 @@ TH_TEST(lists_every_unsupported_op) {
   tb_node(b, "Equal", "eq", "y,y", "eqo");
   tb_output(b, "eqo");
   static const int64_t ax12[2] = {1, 2};
-  n = tb_node(b, "ReduceMean", "rm", "y", "rmo");
+  n = tb_node(b, "ReduceMean", "rm", "y4b", "rmo"); /* a 4-D map, the wrong axes */
   tb_attr_ints(b, n, "axes", 2, ax12);
   tb_output(b, "rmo");
   tb_output(b, "a");
