@@ -184,6 +184,34 @@ TH_TEST(cnn_matches_builders) {
   return 0;
 }
 
+/* With weights or without, an import builds the same graph (graph.json and the parameter table agree), so
+ * tasks extracted without weights are those of the model built with them. */
+TH_TEST(same_graph_with_and_without_weights) {
+  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer, tb_model_views};
+  for (size_t m = 0; m < 3; m++) {
+    size_t len;
+    uint8_t *p = models[m](13, &len);
+    tc_graph *a = tt_import(p, len, 2, NULL, 1, NULL, TH_OK, NULL), *b = tt_import(p, len, 2, NULL, 0, NULL, TH_OK, NULL);
+    th_buf ja, jb;
+    th_buf_init(&ja, 1 << 24);
+    th_buf_init(&jb, 1 << 24);
+    CHECK(tc_graph_to_json(a, &ja) == TH_OK && tc_graph_to_json(b, &jb) == TH_OK);
+    CHECK(ja.len == jb.len && memcmp(ja.data, jb.data, ja.len) == 0);
+    CHECK_EQ_INT(a->nparams, b->nparams);
+    for (int i = 0; i < a->nparams; i++) {
+      CHECK_STR(a->params[i].name, b->params[i].name);
+      CHECK_EQ_INT(a->params[i].numel, b->params[i].numel);
+      CHECK(a->params[i].data != NULL && b->params[i].data == NULL);
+    }
+    th_buf_free(&ja);
+    th_buf_free(&jb);
+    tc_graph_free(a);
+    tc_graph_free(b);
+    free(p);
+  }
+  return 0;
+}
+
 TH_TEST(shapes_only_without_weights) {
   size_t len;
   uint8_t *p = tb_model_cnn(13, &len);
