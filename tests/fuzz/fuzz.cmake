@@ -20,14 +20,16 @@ endif()
 if(TH_FUZZ AND TH_CLANG16 AND TH_FUZZ_WORKS)
   file(GLOB TH_FUZZ_ONNX_SRC CONFIGURE_DEPENDS ${TH_SOURCE_DIR}/compiler/import/*.c)
   set(TC_ONNX_GEN_DIR ${CMAKE_BINARY_DIR}/compiler/onnx_gen)
-  list(APPEND TH_FUZZ_ONNX_SRC ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_onnx.c ${TH_SOURCE_DIR}/compiler/graph.c
+  list(APPEND TH_FUZZ_ONNX_SRC ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_onnx.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c
+       ${TH_SOURCE_DIR}/compiler/graph.c
        ${TH_SOURCE_DIR}/common/th_buf.c ${TH_SOURCE_DIR}/common/th_status.c ${TC_ONNX_GEN_DIR}/onnx/onnx.pb-c.c)
   set(TH_FUZZ_ONNX ${CMAKE_CURRENT_BINARY_DIR}/fuzz_onnx)
   add_custom_command(OUTPUT ${TH_FUZZ_ONNX}
                      COMMAND ${TH_CLANG16} -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
                              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
                              -I${TH_SOURCE_DIR}/common -I${TH_SOURCE_DIR}/compiler -I${TH_SOURCE_DIR}/compiler/ops
-                             -I${TH_SOURCE_DIR}/compiler/import -I${TC_ONNX_GEN_DIR} ${TH_FUZZ_ONNX_SRC}
+                             -I${TH_SOURCE_DIR}/compiler/import -I${CMAKE_CURRENT_SOURCE_DIR}/unit
+                             -I${TC_ONNX_GEN_DIR} ${TH_FUZZ_ONNX_SRC}
                              -o ${TH_FUZZ_ONNX} -lprotobuf-c -ljansson -lm
                      DEPENDS ${TH_FUZZ_ONNX_SRC} VERBATIM)
   add_custom_target(fuzz_onnx ALL DEPENDS ${TH_FUZZ_ONNX})
