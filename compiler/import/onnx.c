@@ -256,8 +256,9 @@ th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id
   const tc__oxc *c = &v->c;
   if (!c->fl)
     return tc__ox_unsupported(x, n, "the integer constant '%.60s' would be a runtime tensor", v->name);
-  if (c->ndim > TC_MAX_DIMS || c->n == 0)
-    return tc__ox_unsupported(x, n, "constant '%.60s' has %d dimensions or no elements", v->name, c->ndim);
+  if (c->n == 0) return tc__ox_unsupported(x, n, "constant '%.60s' is empty", v->name);
+  if (c->ndim > TC_MAX_DIMS)
+    return tc__ox_unsupported(x, n, "constant '%.60s' has %d dimensions (at most %d)", v->name, c->ndim, TC_MAX_DIMS);
   int64_t one = 1;
   int k = tc_graph_const(x->g, v->name, c->ndim ? c->ndim : 1, c->ndim ? c->dims : &one, TC_INIT_EMBED, 1);
   th_status rc = tc__ox_bind_node(x, n, NULL, k);

@@ -287,9 +287,10 @@ th_status tc__ox_slice_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
     if (step == 0 || step == INT64_MIN) return tc__ox_nfail(x, n, TH_ERR_INVALID, "step %lld", (long long)step);
     if (b < 0) b = b < -len ? -1 - len : b + len; /* keeps INT64_MIN away from the addition */
     if (e < 0) e = e < -len ? -1 - len : e + len;
-    if (step > 0) {
+    if (step > 0 || len == 0) { /* (an empty axis stays empty whatever the step) */
       b = tc__ox_clamp(b, 0, len);
       e = tc__ox_clamp(e, 0, len);
+      if (step < 0) e = b;
     } else {
       b = tc__ox_clamp(b, 0, len - 1);
       e = tc__ox_clamp(e, -1, len - 1);

@@ -348,6 +348,20 @@ TH_TEST(rejects_bad_structure) {
   tb_node(b, "Expand", "bomb", "y,huge", "z");
   tb_output(b, "z");
   TT_PACK_FAIL(b, TH_ERR_INVALID, "node 'bomb' (Expand): the result has more than 2147483648 elements");
+  /* a negative-step Slice of an empty constant is empty (it once read the first element: found by the
+   * fuzzer's grammar mode) */
+  b = tt_tiny(13);
+  int64_t zero = 0;
+  float none[1];
+  tb_init_f(b, "empty", 1, &zero, none);
+  static const int64_t st = -1, en = -100, ax = 0, sp = -1;
+  tb_const_ints(b, "st", 1, &st);
+  tb_const_ints(b, "en", 1, &en);
+  tb_const_ints(b, "ax", 1, &ax);
+  tb_const_ints(b, "sp", 1, &sp);
+  tb_node(b, "Slice", "back", "empty,st,en,ax,sp", "e2");
+  tb_output(b, "e2");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "Slice (node 'back', opset 13: constant 'e2' is empty)");
   b = tt_tiny(13);
   tb_output(b, "missing");
   TT_PACK_FAIL(b, TH_ERR_INVALID, "graph output 'missing' is not produced");
