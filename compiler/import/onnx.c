@@ -689,8 +689,9 @@ static th_status tc__ox_node(tc__ox *x, int k) {
   th_status rc = tc__ox_match(x, k, &done);
   if (rc != TH_OK || done) return rc;
   if (tc__ox_foldable(n->op_type)) {
+    int before = x->nunsup;
     rc = tc__ox_fold(x, n, &done);
-    if (rc != TH_OK) return rc;
+    if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
     if (done) {
       x->info.folded++;
       return TH_OK;
@@ -814,7 +815,7 @@ static th_status tc__ox_outputs(tc__ox *x) {
     int id = -1;
     th_status rc;
     if (v->kind == TC__OX_CONST && !v->c.fl)
-      return tc__ox_fail(x, TH_ERR_UNSUPPORTED, "graph output '%.100s' is an integer constant", nm);
+      return tc__ox_fail(x, TH_ERR_UNSUPPORTED, "graph output '%.100s' is an integer constant (outputs are float)", nm);
     if (v->kind == TC__OX_CONST) {
       const Onnx__NodeProto *pn = v->producer >= 0 ? x->gp->node[v->producer] : NULL;
       static const Onnx__NodeProto fake = {.name = (char *)"(graph output)", .op_type = (char *)"Constant"};

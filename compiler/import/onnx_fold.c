@@ -282,8 +282,8 @@ static th_status tc__ox_f_cast(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in
   int64_t to;
   th_status rc = tc__ox_attr_i(x, n, "to", 0, &to);
   if (rc != TH_OK) return rc;
-  if (tc__ox_esize((int)to) == 0 || to > INT_MAX)
-    return tc__ox_nfail(x, n, TH_ERR_UNSUPPORTED, "cast to element type %lld", (long long)to);
+  if (to < 0 || to > INT_MAX || tc__ox_esize((int)to) == 0)
+    return tc__ox_unsupported(x, n, "a cast to element type %lld", (long long)to);
   int fl = tc__ox_isfloat((int)to);
   tc__oxc o = *in[0];
   if (fl == in[0]->fl && (fl || to == T_INT64 || to == in[0]->type)) { /* the same values: a view */
@@ -593,7 +593,7 @@ static th_status tc__ox_f_constant(tc__ox *x, const Onnx__NodeProto *n, tc__oxc 
     if (fl) o.f = a->floats;
     else o.i = a->ints;
   } else {
-    return tc__ox_nfail(x, n, TH_ERR_UNSUPPORTED, "attribute '%.40s' (only numeric values are supported)", an);
+    return tc__ox_unsupported(x, n, "attribute '%.40s' (only numeric values)", an);
   }
   if (rc == TH_OK) tc__ox_set(x, n, 0, &o);
   return rc;
