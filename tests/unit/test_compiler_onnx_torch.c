@@ -1,8 +1,8 @@
 /* Conformance of the ONNX importer with PyTorch (label conformance): onnx_torch_export.py exports seeded
- * torch models (torchvision's resnet18, nn.TransformerEncoderLayer) with a dynamic batch axis at several
- * opsets, and the imported graph, run by the reference interpreter, must reproduce torch's outputs within
- * 1e-4 of their largest magnitude, at the exported batch (2) and at batch 1 (the first sample). Cases exit
- * 77 when /usr/bin/python3 cannot import torch and torchvision. */
+ * torch models (torchvision's resnet18 and mobilenet_v3_small, nn.TransformerEncoderLayer) with a dynamic
+ * batch axis at several opsets, and the imported graph, run by the reference interpreter, must reproduce
+ * torch's outputs within 1e-4 of their largest magnitude, at the exported batch (2) and at batch 1 (the
+ * first sample). Cases exit 77 when /usr/bin/python3 cannot import torch and torchvision. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -98,6 +98,19 @@ TH_TEST(torch_resnet18) {
   char *dir = tt_export("resnet18", 13);
   tt_check(dir, "resnet18", 0, 0);
   tt_rmdir(dir);
+  return 0;
+}
+
+/* hardswish (HardSwish from opset 14, x * HardSigmoid(x) below), squeeze-excite (HardSigmoid gate times the
+ * map), depthwise convs, Relu, GlobalAveragePool */
+TH_TEST(torch_mobilenet_v3) {
+  if (!tt_have_torch()) return TH_SKIP;
+  static const int opsets[] = {13, 14};
+  for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+    char *dir = tt_export("mobilenet_v3", opsets[i]);
+    tt_check(dir, "mobilenet_v3", 0, 0);
+    tt_rmdir(dir);
+  }
   return 0;
 }
 
