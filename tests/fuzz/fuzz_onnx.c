@@ -1,12 +1,14 @@
-/* libFuzzer target of the ONNX importer, under ASan and UBSan, in two modes picked by the first byte:
- * - raw: any bytes go through tc_onnx_import as a file (the parser, validation and everything after);
- * - grammar (first byte 0xA5): the bytes are a program that builds a well-formed model with the tests'
- *   builder (tests/unit/onnx_build.c) from the ops and attributes the importer knows, with small random
- *   shapes, inputs, attribute values and opsets, so that mutations reach the converters and folds instead
- *   of stopping at the protobuf parser.
- * An import either succeeds, and the graph is then read back (every parameter's data, topological order)
- * so that a wrong size shows as an ASan report, or fails with a message; it never crashes, leaks or hangs.
- * Built by tests/fuzz/fuzz.cmake with clang-16. */
+/* libFuzzer target of the ONNX importer, under ASan and UBSan, in two modes picked by the first
+ * byte:
+ * - raw: any bytes go through tc_onnx_import as a file (the parser, validation and everything
+ * after);
+ * - grammar (first byte 0xA5): the bytes are a program that builds a well-formed model with the
+ * tests' builder (tests/unit/onnx_build.c) from the ops and attributes the importer knows, with
+ * small random shapes, inputs, attribute values and opsets, so that mutations reach the converters
+ * and folds instead of stopping at the protobuf parser. An import either succeeds, and the graph is
+ * then read back (every parameter's data, topological order) so that a wrong size shows as an ASan
+ * report, or fails with a message; it never crashes, leaks or hangs. Built by tests/fuzz/fuzz.cmake
+ * with clang-16. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,20 +27,24 @@ static void fz_import(const uint8_t *data, size_t size) {
   tc_onnx_info info;
   char err[1024];
   if (tc_onnx_import(data, size, &o, &g, &info, err, sizeof err) != TH_OK) {
-    if (g || !memchr(err, '\0', sizeof err) || !err[0]) __builtin_trap(); /* a failure always says why */
+    if (g || !memchr(err, '\0', sizeof err) || !err[0])
+      __builtin_trap(); /* a failure always says why */
     return;
   }
   volatile float sink = 0;
   for (int i = 0; i < g->nparams; i++)
-    for (int64_t k = 0; k < g->params[i].numel; k += 1 + g->params[i].numel / 16) sink += g->params[i].data[k];
+    for (int64_t k = 0; k < g->params[i].numel; k += 1 + g->params[i].numel / 16)
+      sink += g->params[i].data[k];
   for (int i = 0; i < g->nnodes; i++)
     for (int k = 0; k < g->nodes[i].ninputs; k++)
-      if (g->nodes[i].inputs[k] < 0 || g->nodes[i].inputs[k] >= i) __builtin_trap(); /* topological order */
+      if (g->nodes[i].inputs[k] < 0 || g->nodes[i].inputs[k] >= i)
+        __builtin_trap(); /* topological order */
   (void)sink;
   tc_graph_free(g);
 }
 
-/* ---- grammar mode ------------------------------------------------------------------------------------- */
+/* ---- grammar mode
+ * ------------------------------------------------------------------------------------- */
 
 typedef struct fz {
   const uint8_t *p;
@@ -58,19 +64,64 @@ static int64_t fz_int(fz *f) {
 }
 
 static const char *const fz_ops[] = {
-    "Conv",     "BatchNormalization", "Relu",     "Tanh",      "Sigmoid",   "HardSigmoid", "HardSwish",
-    "Clip",     "Add",                "Sub",      "Mul",       "Div",       "Pow",         "Sqrt",
-    "Erf",      "MaxPool",            "AveragePool", "GlobalAveragePool", "Pad", "Gemm", "MatMul",
-    "Flatten",  "Reshape",            "Squeeze",  "Unsqueeze", "Transpose", "Concat",      "Split",
-    "Slice",    "Gather",             "Cast",     "Expand",    "ReduceMean", "Softmax",    "LayerNormalization",
-    "Dropout",  "Identity",           "Shape",    "Size",      "ConstantOfShape", "Range", "Where",
-    "Equal",    "Less",               "Greater",  "Not",       "Neg",       "Min",         "Max",
-    "Mod",      "Constant",
+    "Conv",
+    "BatchNormalization",
+    "Relu",
+    "Tanh",
+    "Sigmoid",
+    "HardSigmoid",
+    "HardSwish",
+    "Clip",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Sqrt",
+    "Erf",
+    "MaxPool",
+    "AveragePool",
+    "GlobalAveragePool",
+    "Pad",
+    "Gemm",
+    "MatMul",
+    "Flatten",
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Concat",
+    "Split",
+    "Slice",
+    "Gather",
+    "Cast",
+    "Expand",
+    "ReduceMean",
+    "Softmax",
+    "LayerNormalization",
+    "Dropout",
+    "Identity",
+    "Shape",
+    "Size",
+    "ConstantOfShape",
+    "Range",
+    "Where",
+    "Equal",
+    "Less",
+    "Greater",
+    "Not",
+    "Neg",
+    "Min",
+    "Max",
+    "Mod",
+    "Constant",
 };
-static const char *const fz_iattrs[] = {"axis", "group", "keepdims", "to", "transA", "transB", "ceil_mode",
-                                        "count_include_pad", "allowzero", "start", "end", "value_int"};
-static const char *const fz_lattrs[] = {"axes", "perm", "kernel_shape", "strides", "pads", "dilations",
-                                        "split", "starts", "ends", "value_ints"};
+static const char *const fz_iattrs[] = {"axis",      "group",  "keepdims",  "to",
+                                        "transA",    "transB", "ceil_mode", "count_include_pad",
+                                        "allowzero", "start",  "end",       "value_int"};
+static const char *const fz_lattrs[] = {"axes", "perm",      "kernel_shape", "strides",
+                                        "pads", "dilations", "split",        "starts",
+                                        "ends", "value_ints"};
 static const char *const fz_fattrs[] = {"epsilon", "alpha", "beta", "min", "max", "value_float"};
 
 static void fz_grammar(const uint8_t *data, size_t size) {
@@ -80,8 +131,10 @@ static void fz_grammar(const uint8_t *data, size_t size) {
   int nv = 0;
   int64_t dims[4] = {-1, 1 + fz_byte(&f) % 4, 1 + fz_byte(&f) % 6, 1 + fz_byte(&f) % 6};
   int rank = 2 + fz_byte(&f) % 3;
-  tb_input(b, "x", fz_byte(&f) % 4 ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
-           rank, dims);
+  tb_input(
+      b, "x",
+      fz_byte(&f) % 4 ? ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT : ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+      rank, dims);
   snprintf(names[nv++], 8, "x");
   int ninit = fz_byte(&f) % 4;
   for (int i = 0; i < ninit && nv < 64; i++) { /* constants: float tensors or int64 vectors */
@@ -107,7 +160,8 @@ static void fz_grammar(const uint8_t *data, size_t size) {
     int nin = fz_byte(&f) % 4, nout = 1 + (fz_byte(&f) % 8 == 0);
     for (int k = 0; k < nin; k++) {
       size_t len = strlen(ins);
-      snprintf(ins + len, sizeof ins - len, "%s%s", k ? "," : "", fz_byte(&f) % 9 ? names[fz_byte(&f) % nv] : "");
+      snprintf(ins + len, sizeof ins - len, "%s%s", k ? "," : "",
+               fz_byte(&f) % 9 ? names[fz_byte(&f) % nv] : "");
     }
     snprintf(outs, sizeof outs, "v%d", nv);
     if (nout == 2) snprintf(outs + strlen(outs), sizeof outs - strlen(outs), ",v%d", nv + 1);
@@ -117,14 +171,17 @@ static void fz_grammar(const uint8_t *data, size_t size) {
     for (int a = 0; a < nattr; a++) {
       int kind = fz_byte(&f) % 3;
       if (kind == 0) {
-        tb_attr_i(b, n, fz_iattrs[fz_byte(&f) % (sizeof fz_iattrs / sizeof fz_iattrs[0])], fz_int(&f));
+        tb_attr_i(b, n, fz_iattrs[fz_byte(&f) % (sizeof fz_iattrs / sizeof fz_iattrs[0])],
+                  fz_int(&f));
       } else if (kind == 1) {
         int64_t v[8];
         int cnt = fz_byte(&f) % 9;
         for (int k = 0; k < cnt; k++) v[k] = fz_int(&f);
-        tb_attr_ints(b, n, fz_lattrs[fz_byte(&f) % (sizeof fz_lattrs / sizeof fz_lattrs[0])], cnt, v);
+        tb_attr_ints(b, n, fz_lattrs[fz_byte(&f) % (sizeof fz_lattrs / sizeof fz_lattrs[0])], cnt,
+                     v);
       } else {
-        tb_attr_f(b, n, fz_fattrs[fz_byte(&f) % (sizeof fz_fattrs / sizeof fz_fattrs[0])], (float)fz_int(&f) * 0.25f);
+        tb_attr_f(b, n, fz_fattrs[fz_byte(&f) % (sizeof fz_fattrs / sizeof fz_fattrs[0])],
+                  (float)fz_int(&f) * 0.25f);
       }
     }
     for (int k = 0; k < nout; k++, nv++) snprintf(names[nv], 8, "v%d", nv);
@@ -139,7 +196,9 @@ static void fz_grammar(const uint8_t *data, size_t size) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size > 0 && data[0] == 0xA5) fz_grammar(data, size);
-  else fz_import(data, size);
+  if (size > 0 && data[0] == 0xA5)
+    fz_grammar(data, size);
+  else
+    fz_import(data, size);
   return 0;
 }
