@@ -1,9 +1,9 @@
-/* The ONNX importer's top level: it parses the file with protoc-c's code, validates what a malicious or
- * broken file could get wrong (opsets, domains, sizes, names, dangling inputs, cycles) before anything is
- * built, orders the nodes (ONNX does not require a sorted graph; constants go first so that patterns see
- * them), runs every node through folding, the pattern matchers and the converters, lists every
- * unsupported op in one error, and finishes the graph: dead nodes and unused parameters dropped, outputs
- * named as in the file, info filled. */
+/* The ONNX importer's top level: it parses the file with protoc-c's code, validates what a
+ * malicious or broken file could get wrong (opsets, domains, sizes, names, dangling inputs, cycles)
+ * before anything is built, orders the nodes (ONNX does not require a sorted graph; constants go
+ * first so that patterns see them), runs every node through folding, the pattern matchers and the
+ * converters, lists every unsupported op in one error, and finishes the graph: dead nodes and
+ * unused parameters dropped, outputs named as in the file, info filled. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -16,7 +16,8 @@
 
 #include "onnx_int.h"
 
-/* ---- errors ------------------------------------------------------------------------------------------ */
+/* ---- errors
+ * ------------------------------------------------------------------------------------------ */
 
 const char *tc__ox_s(const char *s) {
   return s ? s : "";
@@ -79,7 +80,8 @@ th_status tc__ox_unsupported(tc__ox *x, const Onnx__NodeProto *n, const char *fm
   return TH_OK;
 }
 
-/* ---- values ------------------------------------------------------------------------------------------ */
+/* ---- values
+ * ------------------------------------------------------------------------------------------ */
 
 static uint32_t tc__ox_hash(const char *s) {
   uint32_t h = 2166136261u;
@@ -135,6 +137,10 @@ th_status tc__ox_bind_node(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int 
     return tc__ox_nfail(x, n, strstr(e, "out of memory") ? TH_ERR_NOMEM : TH_ERR_INVALID, "%s",
                         e[0] ? e : "the graph refused it");
   }
+  int64_t numel = tc_tensor_numel(&x->g->nodes[id].out); /* fits: every input is within the limit */
+  if (numel > TC_ONNX_MAX_ELEMENTS)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has %lld elements (the limit is %lld)",
+                        (long long)numel, (long long)TC_ONNX_MAX_ELEMENTS);
   if (v) {
     v->kind = TC__OX_NODE;
     v->node = id;
@@ -163,7 +169,8 @@ const char *tc__ox_gname(tc__ox *x, const Onnx__NodeProto *n, char *buf, size_t 
   return buf;
 }
 
-/* ---- parameters -------------------------------------------------------------------------------------- */
+/* ---- parameters
+ * -------------------------------------------------------------------------------------- */
 
 static th_status tc__ox_ptrack(tc__ox *x) {
   int need = x->g->nparams;
@@ -178,8 +185,8 @@ static th_status tc__ox_ptrack(tc__ox *x) {
   return TH_OK;
 }
 
-th_status tc__ox_bind_param(tc__ox *x, const Onnx__NodeProto *n, int *slot, const tc__oxv *v, int trans,
-                            float scale) {
+th_status tc__ox_bind_param(tc__ox *x, const Onnx__NodeProto *n, int *slot, const tc__oxv *v,
+                            int trans, float scale) {
   tc_graph *g = x->g;
   int pid = *slot;
   th_status rc = tc__ox_ptrack(x);
@@ -189,16 +196,19 @@ th_status tc__ox_bind_param(tc__ox *x, const Onnx__NodeProto *n, int *slot, cons
   if (v->kind != TC__OX_CONST || !c->fl)
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "'%s' must be a float tensor", v->name);
   int ok = p->numel == c->n;
-  if (trans) ok = ok && c->ndim == 2 && p->ndim == 2 && p->shape[0] == c->dims[1] && p->shape[1] == c->dims[0];
+  if (trans)
+    ok = ok && c->ndim == 2 && p->ndim == 2 && p->shape[0] == c->dims[1] &&
+         p->shape[1] == c->dims[0];
   if (!ok)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "'%s' has %lld elements, the layer needs %lld", v->name,
-                        (long long)c->n, (long long)p->numel);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "'%s' has %lld elements, the layer needs %lld",
+                        v->name, (long long)c->n, (long long)p->numel);
   int src = c->src;
   tc__oxv *sv = &x->vals[src];
   for (int q = sv->param; q >= 0; q = x->pinfo[q].next) {
     const tc_param *o = &g->params[q];
     if (q == pid || x->pinfo[q].trans != trans || x->pinfo[q].scale != scale) continue;
-    if (o->ndim == p->ndim && memcmp(o->shape, p->shape, (size_t)o->ndim * sizeof o->shape[0]) == 0) {
+    if (o->ndim == p->ndim &&
+        memcmp(o->shape, p->shape, (size_t)o->ndim * sizeof o->shape[0]) == 0) {
       *slot = q; /* the builder's new parameter is left unused and dropped at the end */
       return TH_OK;
     }
@@ -251,11 +261,15 @@ th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id
   }
   const tc__oxc *c = &v->c;
   if (!c->fl)
-    return tc__ox_unsupported(x, n, "the integer constant '%.60s' would be a runtime tensor", v->name);
-  if (c->ndim > TC_MAX_DIMS || c->n == 0)
-    return tc__ox_unsupported(x, n, "constant '%.60s' has %d dimensions or no elements", v->name, c->ndim);
+    return tc__ox_unsupported(x, n, "the integer constant '%.60s' would be a runtime tensor",
+                              v->name);
+  if (c->n == 0) return tc__ox_unsupported(x, n, "constant '%.60s' is empty", v->name);
+  if (c->ndim > TC_MAX_DIMS)
+    return tc__ox_unsupported(x, n, "constant '%.60s' has %d dimensions (at most %d)", v->name,
+                              c->ndim, TC_MAX_DIMS);
   int64_t one = 1;
-  int k = tc_graph_const(x->g, v->name, c->ndim ? c->ndim : 1, c->ndim ? c->dims : &one, TC_INIT_EMBED, 1);
+  int k = tc_graph_const(x->g, v->name, c->ndim ? c->ndim : 1, c->ndim ? c->dims : &one,
+                         TC_INIT_EMBED, 1);
   th_status rc = tc__ox_bind_node(x, n, NULL, k);
   if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[k].weight, v, 0, 1.0f);
   if (rc != TH_OK) return rc;
@@ -265,7 +279,8 @@ th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id
   return TH_OK;
 }
 
-/* ---- validation -------------------------------------------------------------------------------------- */
+/* ---- validation
+ * -------------------------------------------------------------------------------------- */
 
 static int tc__ox_default_domain(const char *d) {
   return !d || !d[0] || strcmp(d, "ai.onnx") == 0;
@@ -274,7 +289,8 @@ static int tc__ox_default_domain(const char *d) {
 static th_status tc__ox_check_model(tc__ox *x) {
   const Onnx__ModelProto *m = x->m;
   if (!m->has_ir_version || m->ir_version < 3)
-    return tc__ox_fail(x, TH_ERR_INVALID, "ir_version %lld is below 3 (or missing): not a supported ONNX model",
+    return tc__ox_fail(x, TH_ERR_INVALID,
+                       "ir_version %lld is below 3 (or missing): not a supported ONNX model",
                        (long long)(m->has_ir_version ? m->ir_version : 0));
   if (!m->graph) return tc__ox_fail(x, TH_ERR_INVALID, "the model has no graph");
   int64_t opset = -1;
@@ -282,27 +298,34 @@ static th_status tc__ox_check_model(tc__ox *x) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
     if (!tc__ox_default_domain(o->domain)) continue;
     if (opset >= 0 && opset != o->version)
-      return tc__ox_fail(x, TH_ERR_INVALID, "the model imports two opsets of the default domain (%lld, %lld)",
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "the model imports two opsets of the default domain (%lld, %lld)",
                          (long long)opset, (long long)o->version);
     opset = o->version;
   }
-  if (opset < 0) return tc__ox_fail(x, TH_ERR_INVALID, "the model imports no opset of the default domain (ai.onnx)");
+  if (opset < 0)
+    return tc__ox_fail(x, TH_ERR_INVALID,
+                       "the model imports no opset of the default domain (ai.onnx)");
   if (opset < TC_ONNX_OPSET_MIN || opset > TC_ONNX_OPSET_MAX)
-    return tc__ox_fail(x, TH_ERR_INVALID, "opset %lld of the default domain is outside the supported %d..%d",
+    return tc__ox_fail(x, TH_ERR_INVALID,
+                       "opset %lld of the default domain is outside the supported %d..%d",
                        (long long)opset, TC_ONNX_OPSET_MIN, TC_ONNX_OPSET_MAX);
   x->opset = opset;
   const Onnx__GraphProto *gp = m->graph;
   if (gp->n_node > TC_ONNX_MAX_NODES)
-    return tc__ox_fail(x, TH_ERR_INVALID, "the graph has %zu nodes (the limit is %d)", gp->n_node, TC_ONNX_MAX_NODES);
+    return tc__ox_fail(x, TH_ERR_INVALID, "the graph has %zu nodes (the limit is %d)", gp->n_node,
+                       TC_ONNX_MAX_NODES);
   if (gp->n_sparse_initializer > 0)
     return tc__ox_fail(x, TH_ERR_UNSUPPORTED, "sparse initializers are not supported");
   tc_onnx_info *in = &x->info;
   for (size_t k = 0; k < gp->n_node; k++) {
     const Onnx__NodeProto *n = gp->node[k];
-    if (!n->op_type || !n->op_type[0]) return tc__ox_fail(x, TH_ERR_INVALID, "node %zu has no op_type", k);
+    if (!n->op_type || !n->op_type[0])
+      return tc__ox_fail(x, TH_ERR_INVALID, "node %zu has no op_type", k);
     if (!tc__ox_default_domain(n->domain))
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "domain '%.60s' is not supported (only ai.onnx opsets %d..%d)",
-                          n->domain, TC_ONNX_OPSET_MIN, TC_ONNX_OPSET_MAX);
+      return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                          "domain '%.60s' is not supported (only ai.onnx opsets %d..%d)", n->domain,
+                          TC_ONNX_OPSET_MIN, TC_ONNX_OPSET_MAX);
     int t = 0;
     while (t < in->nop_types && strcmp(in->op_types[t].name, n->op_type) != 0) t++;
     if (t == in->nop_types && t < TC_ONNX_MAX_OP_TYPES) {
@@ -320,7 +343,8 @@ static th_status tc__ox_check_model(tc__ox *x) {
   return TH_OK;
 }
 
-/* ---- the value table --------------------------------------------------------------------------------- */
+/* ---- the value table
+ * --------------------------------------------------------------------------------- */
 
 /* Whether s names an initializer (they enter the name table first). */
 static int tc__ox_is_init(tc__ox *x, const char *s) {
@@ -332,7 +356,8 @@ static th_status tc__ox_values(tc__ox *x) {
   const Onnx__GraphProto *gp = x->gp;
   size_t total = gp->n_input + gp->n_initializer;
   for (size_t k = 0; k < gp->n_node; k++) total += gp->node[k]->n_output;
-  if (total > (size_t)1 << 26) return tc__ox_fail(x, TH_ERR_INVALID, "the graph names too many tensors");
+  if (total > (size_t)1 << 21)
+    return tc__ox_fail(x, TH_ERR_INVALID, "the graph names more than 2^21 tensors");
   uint32_t ns = 16;
   while (ns < 2 * total + 1) ns *= 2;
   x->vals = th_arena_alloc(x->arena, (total ? total : 1) * sizeof *x->vals);
@@ -345,7 +370,8 @@ static th_status tc__ox_values(tc__ox *x) {
     const Onnx__TensorProto *t = gp->initializer[i];
     const char *nm = tc__ox_s(t->name);
     if (!nm[0] || strlen(nm) > 1024)
-      return tc__ox_fail(x, TH_ERR_INVALID, "initializer %zu has no name or one longer than 1024 bytes", i);
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "initializer %zu has no name or one longer than 1024 bytes", i);
     int vi = tc__ox_add(x, nm);
     if (vi < 0) return tc__ox_fail(x, TH_ERR_INVALID, "initializer '%.100s' appears twice", nm);
     tc__oxv *v = &x->vals[vi];
@@ -361,7 +387,8 @@ static th_status tc__ox_values(tc__ox *x) {
     const char *nm = tc__ox_s(gp->input[i]->name);
     if (!nm[0]) return tc__ox_fail(x, TH_ERR_INVALID, "graph input %zu has no name", i);
     if (tc__ox_is_init(x, nm)) continue; /* old exporters list initializers as inputs too */
-    if (tc__ox_add(x, nm) < 0) return tc__ox_fail(x, TH_ERR_INVALID, "graph input '%.100s' appears twice", nm);
+    if (tc__ox_add(x, nm) < 0)
+      return tc__ox_fail(x, TH_ERR_INVALID, "graph input '%.100s' appears twice", nm);
   }
   for (size_t k = 0; k < gp->n_node; k++) {
     const Onnx__NodeProto *n = gp->node[k];
@@ -370,8 +397,9 @@ static th_status tc__ox_values(tc__ox *x) {
       if (!nm[0]) continue;
       int vi = tc__ox_add(x, nm);
       if (vi < 0)
-        return tc__ox_nfail(x, n, TH_ERR_INVALID, "output '%.100s' has the name of another tensor (duplicate output name)",
-                            nm);
+        return tc__ox_nfail(
+            x, n, TH_ERR_INVALID,
+            "output '%.100s' has the name of another tensor (duplicate output name)", nm);
       x->vals[vi].producer = (int)k;
     }
   }
@@ -384,8 +412,9 @@ static th_status tc__ox_values(tc__ox *x) {
       if (!nm[0]) continue;
       tc__oxv *v = tc__ox_find(x, nm);
       if (!v)
-        return tc__ox_nfail(x, n, TH_ERR_INVALID,
-                            "input '%.100s' is dangling: no node, graph input or initializer produces it", nm);
+        return tc__ox_nfail(
+            x, n, TH_ERR_INVALID,
+            "input '%.100s' is dangling: no node, graph input or initializer produces it", nm);
       v->uses++;
       if (v->mark != (int)k + 1) { /* each node once per value it reads */
         v->mark = (int)k + 1;
@@ -413,11 +442,14 @@ static th_status tc__ox_values(tc__ox *x) {
   }
   if (gp->n_output == 0) return tc__ox_fail(x, TH_ERR_INVALID, "the graph has no outputs");
   if (gp->n_output > TC_MAX_IO)
-    return tc__ox_fail(x, TH_ERR_INVALID, "the graph has %zu outputs (at most %d)", gp->n_output, TC_MAX_IO);
+    return tc__ox_fail(x, TH_ERR_INVALID, "the graph has %zu outputs (at most %d)", gp->n_output,
+                       TC_MAX_IO);
   for (size_t i = 0; i < gp->n_output; i++) {
     const char *nm = tc__ox_s(gp->output[i]->name);
     tc__oxv *v = tc__ox_find(x, nm);
-    if (!v) return tc__ox_fail(x, TH_ERR_INVALID, "graph output '%.100s' is not produced by any node", nm);
+    if (!v)
+      return tc__ox_fail(x, TH_ERR_INVALID, "graph output '%.100s' is not produced by any node",
+                         nm);
     for (size_t j = 0; j < i; j++)
       if (strcmp(tc__ox_s(gp->output[j]->name), nm) == 0)
         return tc__ox_fail(x, TH_ERR_INVALID, "graph output '%.100s' is listed twice", nm);
@@ -427,7 +459,8 @@ static th_status tc__ox_values(tc__ox *x) {
   return TH_OK;
 }
 
-/* ---- evaluation order -------------------------------------------------------------------------------- */
+/* ---- evaluation order
+ * -------------------------------------------------------------------------------- */
 
 /* Kahn's algorithm; among ready nodes those whose inputs are all constants go first, so that every
  * constant the patterns look at is known before the activations around it are converted. */
@@ -435,11 +468,13 @@ static th_status tc__ox_sort(tc__ox *x) {
   const Onnx__GraphProto *gp = x->gp;
   size_t nn = gp->n_node ? gp->n_node : 1;
   int *indeg = th_arena_alloc(x->arena, nn * sizeof *indeg);
-  int *qc = th_arena_alloc(x->arena, nn * sizeof *qc), *qr = th_arena_alloc(x->arena, nn * sizeof *qr);
+  int *qc = th_arena_alloc(x->arena, nn * sizeof *qc),
+      *qr = th_arena_alloc(x->arena, nn * sizeof *qr);
   unsigned char *cst = th_arena_alloc(x->arena, (size_t)(x->nvals ? x->nvals : 1));
   x->order = th_arena_alloc(x->arena, nn * sizeof *x->order);
   x->done = th_arena_alloc(x->arena, nn);
-  if (!indeg || !qc || !qr || !cst || !x->order || !x->done) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+  if (!indeg || !qc || !qr || !cst || !x->order || !x->done)
+    return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
   for (int i = 0; i < x->nvals; i++) {
     cst[i] = x->vals[i].init >= 0;
     if (x->vals[i].producer < 0) continue;
@@ -453,8 +488,10 @@ static th_status tc__ox_sort(tc__ox *x) {
         tc__oxv *v = tc__ox_find(x, gp->node[k]->input[i]);
         if (v && !cst[v - x->vals]) all = 0;
       }
-      if (all) qc[tcn++] = (int)k;
-      else qr[tr++] = (int)k;
+      if (all)
+        qc[tcn++] = (int)k;
+      else
+        qr[tr++] = (int)k;
     }
   while (hc < tcn || hr < tr) {
     int k = hc < tcn ? qc[hc++] : qr[hr++];
@@ -478,14 +515,16 @@ static th_status tc__ox_sort(tc__ox *x) {
           tc__oxv *w = tc__ox_find(x, gp->node[j]->input[i]);
           if (w && !cst[w - x->vals]) jall = 0;
         }
-        if (jall) qc[tcn++] = j;
-        else qr[tr++] = j;
+        if (jall)
+          qc[tcn++] = j;
+        else
+          qr[tr++] = j;
       }
     }
   }
   if ((size_t)cnt == gp->n_node) return TH_OK;
-  /* a node left over is in a cycle or downstream of one: walk back through unsorted producers until the
-   * walk must have entered the cycle */
+  /* a node left over is in a cycle or downstream of one: walk back through unsorted producers until
+   * the walk must have entered the cycle */
   unsigned char *sorted = x->done;
   for (int i = 0; i < cnt; i++) sorted[x->order[i]] = 1;
   int u = 0;
@@ -503,11 +542,13 @@ static th_status tc__ox_sort(tc__ox *x) {
   return tc__ox_nfail(x, gp->node[u], TH_ERR_INVALID, "the graph has a cycle through this node");
 }
 
-/* ---- inputs ------------------------------------------------------------------------------------------ */
+/* ---- inputs
+ * ------------------------------------------------------------------------------------------ */
 
-/* Parses one entry [s, end) of opts->shapes, "NAME:DxDxD" (names run to the last ':'; the first D may be
- * N, returned as 0): its rank, or -1 for a malformed entry (message in x). */
-static int tc__ox_shape_entry(tc__ox *x, const char *s, const char *end, size_t *namelen, int64_t *dims) {
+/* Parses one entry [s, end) of opts->shapes, "NAME:DxDxD" (names run to the last ':'; the first D
+ * may be N, returned as 0): its rank, or -1 for a malformed entry (message in x). */
+static int tc__ox_shape_entry(tc__ox *x, const char *s, const char *end, size_t *namelen,
+                              int64_t *dims) {
   const char *colon = NULL;
   for (const char *p = s; p < end; p++)
     if (*p == ':') colon = p;
@@ -535,13 +576,15 @@ static int tc__ox_shape_entry(tc__ox *x, const char *s, const char *end, size_t 
   return rank;
 bad:
   tc__ox_fail(x, TH_ERR_INVALID,
-              "bad shapes string '%.200s': entries are NAME:DxDxD, positive dimensions up to %lld (the first may be "
+              "bad shapes string '%.200s': entries are NAME:DxDxD, positive dimensions up to %lld "
+              "(the first may be "
               "N), separated by commas",
               x->opts->shapes, (long long)TC_ONNX_MAX_DIM);
   return -1;
 }
 
-/* The dims opts->shapes gives input `name`: the rank, 0 when it gives none, -1 for a malformed string. */
+/* The dims opts->shapes gives input `name`: the rank, 0 when it gives none, -1 for a malformed
+ * string. */
 static int tc__ox_shape_of(tc__ox *x, const char *name, int64_t *dims) {
   for (const char *s = x->opts->shapes; s && *s;) {
     const char *end = strchr(s, ',');
@@ -569,7 +612,8 @@ static th_status tc__ox_check_shapes(tc__ox *x) {
       found = strlen(nm) == nl && memcmp(nm, s, nl) == 0 && !tc__ox_is_init(x, nm);
     }
     if (!found)
-      return tc__ox_fail(x, TH_ERR_INVALID, "shapes names '%.*s', which is not an input of the graph",
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "shapes names '%.*s', which is not an input of the graph",
                          (int)(nl > 100 ? 100 : nl), s);
     s = *end ? end + 1 : end;
   }
@@ -589,41 +633,51 @@ static th_status tc__ox_inputs(tc__ox *x) {
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     int dtype = tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT   ? TC_DTYPE_F32
                 : tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 ? TC_DTYPE_I64
-                                                                          : -1;
+                                                                        : -1;
     if (dtype < 0)
-      return tc__ox_fail(x, TH_ERR_INVALID, "input '%.100s' has element type %d (float32 and int64 are supported)", nm,
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "input '%.100s' has element type %d (float32 and int64 are supported)", nm,
                          (int)tt->elem_type);
     int64_t given[TC__OX_RANK];
     int grank = tc__ox_shape_of(x, nm, given);
     if (grank < 0) return TH_ERR_INVALID;
     int rank = tt->shape ? (int)(tt->shape->n_dim > 64 ? 64 : tt->shape->n_dim) : -1;
     if (rank < 0 && grank == 0)
-      return tc__ox_fail(x, TH_ERR_INVALID, "input '%.100s' has no shape in the file; give it in shapes (NAME:Nx...)", nm);
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "input '%.100s' has no shape in the file; give it in shapes (NAME:Nx...)",
+                         nm);
     if (grank > 0 && rank >= 0 && grank != rank)
-      return tc__ox_fail(x, TH_ERR_INVALID, "shapes gives input '%.100s' %d dimensions, the file %d", nm, grank, rank);
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "shapes gives input '%.100s' %d dimensions, the file %d", nm, grank, rank);
     if (rank < 0) rank = grank;
     if (rank < 1 || rank > TC_MAX_DIMS)
-      return tc__ox_fail(x, TH_ERR_INVALID, "input '%.100s' has %d dimensions (1..%d, the first is the batch)", nm,
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "input '%.100s' has %d dimensions (1..%d, the first is the batch)", nm,
                          rank, TC_MAX_DIMS);
     int shape[TC_MAX_DIMS];
     shape[0] = x->opts->batch;
     for (int d = 0; d < rank; d++) {
-      const Onnx__TensorShapeProto__Dimension *dim = tt->shape && (size_t)d < tt->shape->n_dim ? tt->shape->dim[d] : NULL;
-      int64_t v = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? dim->dim_value : 0;
+      const Onnx__TensorShapeProto__Dimension *dim =
+          tt->shape && (size_t)d < tt->shape->n_dim ? tt->shape->dim[d] : NULL;
+      int64_t v = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+                      ? dim->dim_value
+                      : 0;
       if (v < 0 || v > TC_ONNX_MAX_DIM)
-        return tc__ox_fail(x, TH_ERR_INVALID, "input '%.100s': dimension %d is %lld (0..%lld)", nm, d, (long long)v,
-                           (long long)TC_ONNX_MAX_DIM);
+        return tc__ox_fail(x, TH_ERR_INVALID, "input '%.100s': dimension %d is %lld (0..%lld)", nm,
+                           d, (long long)v, (long long)TC_ONNX_MAX_DIM);
       if (d == 0) {
         if (x->g->ninputs == 0) x->file_batch = (int)v;
         continue;
       }
       if (grank > 0) v = given[d];
       if (v == 0) {
-        const char *param = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
-                                ? tc__ox_s(dim->dim_param)
-                                : "";
+        const char *param =
+            dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
+                ? tc__ox_s(dim->dim_param)
+                : "";
         return tc__ox_fail(x, TH_ERR_INVALID,
-                           "input '%.100s': dimension %d%s%.60s%s is symbolic; fix it with shapes (\"%.100s:Nx...\")",
+                           "input '%.100s': dimension %d%s%.60s%s is symbolic; fix it with shapes "
+                           "(\"%.100s:Nx...\")",
                            nm, d, param[0] ? " ('" : "", param, param[0] ? "')" : "", nm);
       }
       shape[d] = (int)v;
@@ -639,25 +693,35 @@ static th_status tc__ox_inputs(tc__ox *x) {
     v->kind = TC__OX_NODE;
     v->node = id;
   }
-  if (x->g->ninputs == 0) return tc__ox_fail(x, TH_ERR_INVALID, "the graph has no inputs (besides initializers)");
+  if (x->g->ninputs == 0)
+    return tc__ox_fail(x, TH_ERR_INVALID, "the graph has no inputs (besides initializers)");
   return TH_OK;
 }
 
-/* ---- the import loop ----------------------------------------------------------------------------------- */
+/* ---- the import loop
+ * ----------------------------------------------------------------------------------- */
 
 static int tc__ox_known(const char *op) {
   return tc__ox_converter(op) || tc__ox_foldable(op);
 }
 
-/* The opset that introduced op, for the known ops that came after TC_ONNX_OPSET_MIN (a file that uses one
- * at a lower opset is not valid ONNX for that opset, and its semantics there are undefined). */
+/* The opset that introduced op, for the known ops that came after TC_ONNX_OPSET_MIN (a file that
+ * uses one at a lower opset is not valid ONNX for that opset, and its semantics there are
+ * undefined). */
 static int64_t tc__ox_since(const char *op) {
   static const struct {
     const char *op;
     int64_t since;
-  } t[] = {{"Expand", 8},       {"Where", 9},     {"ConstantOfShape", 9}, {"Erf", 9},
-           {"Mod", 10},         {"Range", 11},    {"HardSwish", 14},      {"LayerNormalization", 17},
-           {"LessOrEqual", 12}, {"GreaterOrEqual", 12}};
+  } t[] = {{"Expand", 8},
+           {"Where", 9},
+           {"ConstantOfShape", 9},
+           {"Erf", 9},
+           {"Mod", 10},
+           {"Range", 11},
+           {"HardSwish", 14},
+           {"LayerNormalization", 17},
+           {"LessOrEqual", 12},
+           {"GreaterOrEqual", 12}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (strcmp(t[i].op, op) == 0) return t[i].since;
   return TC_ONNX_OPSET_MIN;
@@ -667,7 +731,8 @@ static th_status tc__ox_node(tc__ox *x, int k) {
   const Onnx__NodeProto *n = x->gp->node[k];
   if (!tc__ox_known(n->op_type)) return tc__ox_unsupported(x, n, "%s", "");
   if (tc__ox_since(n->op_type) > x->opset)
-    return tc__ox_unsupported(x, n, "not in the default domain before opset %lld", (long long)tc__ox_since(n->op_type));
+    return tc__ox_unsupported(x, n, "not in the default domain before opset %lld",
+                              (long long)tc__ox_since(n->op_type));
   for (size_t i = 0; i < n->n_input; i++) {
     tc__oxv *v = tc__ox_find(x, n->input[i]);
     if (!v) continue;
@@ -675,15 +740,20 @@ static th_status tc__ox_node(tc__ox *x, int k) {
       tc__ox_poison(x, n); /* downstream of an unsupported node: it is listed already */
       return TH_OK;
     }
-    if (v->kind == TC__OX_PAD && strcmp(n->op_type, "Conv") != 0 && strcmp(n->op_type, "AveragePool") != 0)
+    if (v->kind == TC__OX_PAD && strcmp(n->op_type, "Conv") != 0 &&
+        strcmp(n->op_type, "AveragePool") != 0)
       return tc__ox_nfail(x, n, TH_ERR_INTERNAL, "a pending Pad reached this node");
+    if (v->kind == TC__OX_UNSET)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                          "input '%.100s' is an output its producer does not define", v->name);
   }
   int done = 0;
   th_status rc = tc__ox_match(x, k, &done);
   if (rc != TH_OK || done) return rc;
   if (tc__ox_foldable(n->op_type)) {
+    int before = x->nunsup;
     rc = tc__ox_fold(x, n, &done);
-    if (rc != TH_OK) return rc;
+    if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
     if (done) {
       x->info.folded++;
       return TH_OK;
@@ -694,7 +764,8 @@ static th_status tc__ox_node(tc__ox *x, int k) {
   for (size_t i = 0; i < n->n_input; i++) {
     tc__oxv *v = tc__ox_find(x, n->input[i]);
     if (v && v->kind != TC__OX_CONST)
-      return tc__ox_unsupported(x, n, "only folded at import, and it depends on the runtime tensor '%.60s'", v->name);
+      return tc__ox_unsupported(
+          x, n, "only folded at import, and it depends on the runtime tensor '%.60s'", v->name);
   }
   return tc__ox_unsupported(x, n, "its constant result is too large to fold");
 }
@@ -711,24 +782,30 @@ static void tc__ox_list_unsupported(tc__ox *x) {
     const tc__ox_unsup *u = &x->unsup[i];
     const Onnx__NodeProto *n = u->node;
     char item[400];
-    int w = snprintf(item, sizeof item, "%s%.48s (node '%.100s', opset %lld%s%s)", i ? ", " : "", n->op_type,
-                     tc__ox_nname(n), (long long)x->opset, u->why[0] ? ": " : "", u->why);
+    int w =
+        snprintf(item, sizeof item, "%s%.48s (node '%.100s', opset %lld%s%s)", i ? ", " : "",
+                 n->op_type, tc__ox_nname(n), (long long)x->opset, u->why[0] ? ": " : "", u->why);
     if (w < 0) break;
-    if (k + (size_t)w + 32 >= len && i + 1 < x->nunsup) break; /* keep room for the count of the rest */
+    if (k + (size_t)w + 32 >= len && i + 1 < x->nunsup)
+      break; /* keep room for the count of the rest */
     k += (size_t)snprintf(e + k, len - k, "%s", item);
   }
-  if (i < x->nunsup && k < len) k += (size_t)snprintf(e + k, len - k, " and %d more", x->nunsup - i);
+  if (i < x->nunsup && k < len)
+    k += (size_t)snprintf(e + k, len - k, " and %d more", x->nunsup - i);
   if (k < len) snprintf(e + k, len - k, "%s", also);
 }
 
-/* ---- finishing ----------------------------------------------------------------------------------------- */
+/* ---- finishing
+ * ----------------------------------------------------------------------------------------- */
 
-/* Drops graph nodes no output needs (ops that patterns and peepholes bypassed) and parameters no node uses,
- * renumbering both; names parameters that share a name (one initializer in two layouts) apart. */
+/* Drops graph nodes no output needs (ops that patterns and peepholes bypassed) and parameters no
+ * node uses, renumbering both; names parameters that share a name (one initializer in two layouts)
+ * apart. */
 static th_status tc__ox_compact(tc__ox *x) {
   tc_graph *g = x->g;
   size_t nn = g->nnodes ? (size_t)g->nnodes : 1, np = g->nparams ? (size_t)g->nparams : 1;
-  int *map = th_arena_alloc(x->arena, nn * sizeof *map), *pmap = th_arena_alloc(x->arena, np * sizeof *pmap);
+  int *map = th_arena_alloc(x->arena, nn * sizeof *map),
+      *pmap = th_arena_alloc(x->arena, np * sizeof *pmap);
   unsigned char *live = th_arena_alloc(x->arena, nn);
   if (!map || !pmap || !live) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
   for (int i = 0; i < g->noutputs; i++) live[g->outputs[i]] = 1;
@@ -769,8 +846,8 @@ static th_status tc__ox_compact(tc__ox *x) {
     for (int k = 0; k < 6; k++)
       if (*ids[k] >= 0) *ids[k] = pmap[*ids[k]];
   }
-  /* parameter names must be unique in params.bin: a later parameter with an earlier one's name gets a
-   * suffix (hash table over names, linear probing) */
+  /* parameter names must be unique in params.bin: a later parameter with an earlier one's name gets
+   * a suffix (hash table over names, linear probing) */
   uint32_t ns = 16;
   while (ns < 2 * (uint32_t)q + 1) ns *= 2;
   int *slot = th_arena_alloc(x->arena, ns * sizeof *slot);
@@ -807,19 +884,23 @@ static th_status tc__ox_outputs(tc__ox *x) {
     int id = -1;
     th_status rc;
     if (v->kind == TC__OX_CONST && !v->c.fl)
-      return tc__ox_fail(x, TH_ERR_UNSUPPORTED, "graph output '%.100s' is an integer constant", nm);
+      return tc__ox_fail(x, TH_ERR_UNSUPPORTED,
+                         "graph output '%.100s' is an integer constant (outputs are float)", nm);
     if (v->kind == TC__OX_CONST) {
       const Onnx__NodeProto *pn = v->producer >= 0 ? x->gp->node[v->producer] : NULL;
-      static const Onnx__NodeProto fake = {.name = (char *)"(graph output)", .op_type = (char *)"Constant"};
+      static const Onnx__NodeProto fake = {.name = (char *)"(graph output)",
+                                           .op_type = (char *)"Constant"};
       rc = tc__ox_tensor(x, pn ? pn : &fake, v, &id);
       if (rc != TH_OK) return rc;
       if (id < 0) continue; /* listed as unsupported */
     } else if (v->kind == TC__OX_NODE) {
       id = v->node;
     } else {
-      return tc__ox_fail(x, TH_ERR_INTERNAL, "graph output '%.100s' was never computed", nm);
+      return tc__ox_fail(x, TH_ERR_INVALID,
+                         "graph output '%.100s' is an output its producer does not define", nm);
     }
-    if (tc_graph_output(x->g, nm, id) < 0) return tc__ox_fail(x, TH_ERR_INVALID, "%s", tc_graph_error(x->g));
+    if (tc_graph_output(x->g, nm, id) < 0)
+      return tc__ox_fail(x, TH_ERR_INVALID, "%s", tc_graph_error(x->g));
   }
   return TH_OK;
 }
@@ -855,7 +936,8 @@ static th_status tc__ox_run(tc__ox *x) {
     return TH_ERR_UNSUPPORTED;
   }
   if (rc == TH_OK) rc = tc__ox_compact(x);
-  if (rc == TH_OK && tc_graph_finish(x->g) != TH_OK) rc = tc__ox_fail(x, TH_ERR_INVALID, "%s", tc_graph_error(x->g));
+  if (rc == TH_OK && tc_graph_finish(x->g) != TH_OK)
+    rc = tc__ox_fail(x, TH_ERR_INVALID, "%s", tc_graph_error(x->g));
   return rc;
 }
 
@@ -904,8 +986,8 @@ th_status tc_onnx_import(const void *data, size_t len, const tc_onnx_opts *opts,
   return rc;
 }
 
-th_status tc_onnx_import_file(const char *path, const tc_onnx_opts *opts, tc_graph **out, tc_onnx_info *info,
-                              char *err, size_t errlen) {
+th_status tc_onnx_import_file(const char *path, const tc_onnx_opts *opts, tc_graph **out,
+                              tc_onnx_info *info, char *err, size_t errlen) {
   if (!path) {
     if (err) snprintf(err, errlen, "tc_onnx_import_file: NULL path");
     return TH_ERR_INVALID;

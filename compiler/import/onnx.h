@@ -14,6 +14,7 @@
  *   ONNX operators: Resize (node 'up1', opset 13), LSTM (node 'lstm', opset 13)"); a malformed file, a
  *   cycle, a dangling input, an initializer whose data does not match its dims, or a size past the limits
  *   below is refused with a message that names the tensor or node.
+ * The ops mapped, the folding rules and the patterns are listed in compiler/README.md ("ONNX import").
  * Nothing here prints, aborts or keeps global state; distinct calls are thread-safe. */
 #ifndef TC_ONNX_H
 #define TC_ONNX_H
@@ -55,7 +56,7 @@ typedef struct tc_onnx_info {
   int64_t param_elements; /* elements over all initializers */
   int nop_types;          /* distinct op types, in first-seen order */
   tc_onnx_optype op_types[TC_ONNX_MAX_OP_TYPES];
-  int folded;             /* nodes evaluated at import (constant shape arithmetic) */
+  int folded;             /* nodes evaluated at import (constant shape arithmetic, Constant nodes) */
   int fused_layer_norm;   /* decomposed layer norms matched into TC_OP_LAYER_NORM */
   int fused_gelu;         /* decomposed gelus matched into TC_OP_GELU */
 } tc_onnx_info;

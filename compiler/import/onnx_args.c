@@ -1,8 +1,9 @@
-/* Node arguments of the ONNX importer: typed attribute access, and the decoding that folding (onnx_fold.c)
- * and conversion (onnx_ops.c) share, so that a constant and a runtime tensor go through the same rules:
- * lists that moved from attributes to inputs at some opset (axes, splits, slice ranges), reshape targets
- * with 0 and -1, permutations, slice clamping, window padding with auto_pad. Every value a file gives is
- * range-checked here before it is used as a size or an index. */
+/* Node arguments of the ONNX importer: typed attribute access, and the decoding that folding
+ * (onnx_fold.c) and conversion (onnx_ops.c) share, so that a constant and a runtime tensor go
+ * through the same rules: lists that moved from attributes to inputs at some opset (axes, splits,
+ * slice ranges), reshape targets with 0 and -1, permutations, slice clamping, window padding with
+ * auto_pad. Every value a file gives is range-checked here before it is used as a size or an index.
+ */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,11 +12,13 @@
 
 const Onnx__AttributeProto *tc__ox_attr(const Onnx__NodeProto *n, const char *name) {
   for (size_t i = 0; i < n->n_attribute; i++)
-    if (n->attribute[i] && n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0) return n->attribute[i];
+    if (n->attribute[i] && n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
+      return n->attribute[i];
   return NULL;
 }
 
-th_status tc__ox_attr_i(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t def, int64_t *out) {
+th_status tc__ox_attr_i(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t def,
+                        int64_t *out) {
   const Onnx__AttributeProto *a = tc__ox_attr(n, name);
   *out = def;
   if (!a) return TH_OK;
@@ -25,7 +28,8 @@ th_status tc__ox_attr_i(tc__ox *x, const Onnx__NodeProto *n, const char *name, i
   return TH_OK;
 }
 
-th_status tc__ox_attr_f(tc__ox *x, const Onnx__NodeProto *n, const char *name, float def, float *out) {
+th_status tc__ox_attr_f(tc__ox *x, const Onnx__NodeProto *n, const char *name, float def,
+                        float *out) {
   const Onnx__AttributeProto *a = tc__ox_attr(n, name);
   *out = def;
   if (!a) return TH_OK;
@@ -39,8 +43,8 @@ th_status tc__ox_attr_f(tc__ox *x, const Onnx__NodeProto *n, const char *name, f
   return TH_OK;
 }
 
-th_status tc__ox_attr_s(tc__ox *x, const Onnx__NodeProto *n, const char *name, const char *def, char *out,
-                        size_t len) {
+th_status tc__ox_attr_s(tc__ox *x, const Onnx__NodeProto *n, const char *name, const char *def,
+                        char *out, size_t len) {
   const Onnx__AttributeProto *a = tc__ox_attr(n, name);
   snprintf(out, len, "%s", def);
   if (!a) return TH_OK;
@@ -49,37 +53,42 @@ th_status tc__ox_attr_s(tc__ox *x, const Onnx__NodeProto *n, const char *name, c
   size_t k = a->s.len < len - 1 ? a->s.len : len - 1;
   if (k) memcpy(out, a->s.data, k);
   out[k] = '\0';
-  if (memchr(out, '\0', k)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute '%s' holds a NUL byte", name);
+  if (memchr(out, '\0', k))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute '%s' holds a NUL byte", name);
   return TH_OK;
 }
 
-th_status tc__ox_attr_ints(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out, int max,
-                           int *count) {
+th_status tc__ox_attr_ints(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out,
+                           int max, int *count) {
   const Onnx__AttributeProto *a = tc__ox_attr(n, name);
   *count = -1;
   if (!a) return TH_OK;
   if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS && !(a->type == 0 && a->n_ints > 0))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute '%s' must be a list of integers", name);
   if (a->n_ints > (size_t)max)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute '%s' has %zu values (at most %d)", name, a->n_ints, max);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute '%s' has %zu values (at most %d)", name,
+                        a->n_ints, max);
   for (size_t i = 0; i < a->n_ints; i++) out[i] = a->ints[i];
   *count = (int)a->n_ints;
   return TH_OK;
 }
 
-th_status tc__ox_const_ints(tc__ox *x, const Onnx__NodeProto *n, int k, int64_t *out, int max, int *count) {
+th_status tc__ox_const_ints(tc__ox *x, const Onnx__NodeProto *n, int k, int64_t *out, int max,
+                            int *count) {
   tc__oxv *v = tc__ox_in(x, n, k);
   *count = -1;
   if (!v) return TH_OK;
   if (v->kind != TC__OX_CONST) {
     *count = -2;
-    return tc__ox_unsupported(x, n, "input %d ('%.60s') must be a constant, it is computed at run time", k, v->name);
+    return tc__ox_unsupported(
+        x, n, "input %d ('%.60s') must be a constant, it is computed at run time", k, v->name);
   }
   if (v->c.fl || v->c.ndim > 1)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d ('%.60s') must be a 1-D integer tensor", k, v->name);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d ('%.60s') must be a 1-D integer tensor", k,
+                        v->name);
   if (v->c.n > max)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d ('%.60s') has %lld values (at most %d)", k, v->name,
-                        (long long)v->c.n, max);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d ('%.60s') has %lld values (at most %d)", k,
+                        v->name, (long long)v->c.n, max);
   for (int64_t i = 0; i < v->c.n; i++) out[i] = v->c.i[i];
   *count = (int)v->c.n;
   return TH_OK;
@@ -96,7 +105,8 @@ th_status tc__ox_list(tc__ox *x, const Onnx__NodeProto *n, const char *attr, int
 th_status tc__ox_axis(tc__ox *x, const Onnx__NodeProto *n, int64_t axis, int rank, int *out) {
   *out = 0;
   if (axis < -rank || axis >= rank)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %lld is out of range for %d dimensions", (long long)axis, rank);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %lld is out of range for %d dimensions",
+                        (long long)axis, rank);
   *out = (int)(axis < 0 ? axis + rank : axis);
   return TH_OK;
 }
@@ -115,18 +125,20 @@ int tc__ox_bcast(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *ou
 
 static int64_t tc__ox_prod(const int64_t *d, int lo, int hi) {
   int64_t p = 1;
-  for (int i = lo; i < hi; i++) p *= d[i]; /* every dim is at most 2^24 and every tensor 2^31 elements */
+  for (int i = lo; i < hi; i++)
+    p *= d[i]; /* every dim is at most 2^24 and every tensor 2^31 elements */
   return p;
 }
 
 static void tc__ox_dims_str(const int64_t *d, int r, char *buf, size_t len) {
   size_t k = (size_t)snprintf(buf, len, "[");
-  for (int i = 0; i < r && k < len; i++) k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)d[i]);
+  for (int i = 0; i < r && k < len; i++)
+    k += (size_t)snprintf(buf + k, len - k, "%s%lld", i ? ", " : "", (long long)d[i]);
   if (k < len) snprintf(buf + k, len - k, "]");
 }
 
-static th_status tc__ox_reshape_to(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in, int rin, int64_t *out,
-                                   int *rout) {
+static th_status tc__ox_reshape_to(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in, int rin,
+                                   int64_t *out, int *rout) {
   int64_t shape[TC__OX_RANK], allowzero = 0;
   int cnt;
   th_status rc = tc__ox_const_ints(x, n, 1, shape, TC__OX_RANK, &cnt);
@@ -138,7 +150,9 @@ static th_status tc__ox_reshape_to(tc__ox *x, const Onnx__NodeProto *n, const in
   for (int d = 0; d < cnt; d++) {
     int64_t v = shape[d];
     if (v == 0 && !allowzero) {
-      if (d >= rin) return tc__ox_nfail(x, n, TH_ERR_INVALID, "shape entry %d is 0 (copy) past the input's rank %d", d, rin);
+      if (d >= rin)
+        return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                            "shape entry %d is 0 (copy) past the input's rank %d", d, rin);
       v = in[d];
     }
     if (v == -1) {
@@ -151,7 +165,8 @@ static th_status tc__ox_reshape_to(tc__ox *x, const Onnx__NodeProto *n, const in
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "shape entry %d is %lld", d, (long long)shape[d]);
     out[d] = v;
     known *= v;
-    if (known > TC_ONNX_MAX_ELEMENTS) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the shape is too large");
+    if (known > TC_ONNX_MAX_ELEMENTS)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the shape is too large");
   }
   if (infer >= 0) {
     if (known == 0 || total % known != 0) goto mismatch;
@@ -166,19 +181,22 @@ mismatch : {
   tc__ox_dims_str(in, rin, si, sizeof si);
   tc__ox_dims_str(shape, cnt, so, sizeof so);
   int b = x->opts->batch;
-  /* a constant that fixes the file's batch: the rest of the shape fits the input once the batch is ours */
+  /* a constant that fixes the file's batch: the rest of the shape fits the input once the batch is
+   * ours */
   if (rin > 0 && cnt > 0 && in[0] == b && shape[0] > 0 && shape[0] != b && infer != 0 &&
       known / shape[0] * b == total)
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
-                        "cannot reshape %s to %s: the model fixes its batch to %lld; export it with a dynamic batch "
+                        "cannot reshape %s to %s: the model fixes its batch to %lld; export it "
+                        "with a dynamic batch "
                         "axis (torch.onnx.export(..., dynamic_axes={'input': {0: 'batch'}}))",
                         si, so, (long long)shape[0]);
-  return tc__ox_nfail(x, n, TH_ERR_INVALID, "cannot reshape %s (%lld elements) to %s", si, (long long)total, so);
+  return tc__ox_nfail(x, n, TH_ERR_INVALID, "cannot reshape %s (%lld elements) to %s", si,
+                      (long long)total, so);
 }
 }
 
-th_status tc__ox_reshape_dims(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in, int rin, int64_t *out,
-                              int *rout) {
+th_status tc__ox_reshape_dims(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in, int rin,
+                              int64_t *out, int *rout) {
   const char *op = n->op_type;
   int64_t axes[TC__OX_RANK];
   int cnt = 0;
@@ -189,7 +207,8 @@ th_status tc__ox_reshape_dims(tc__ox *x, const Onnx__NodeProto *n, const int64_t
     rc = tc__ox_attr_i(x, n, "axis", 1, &axis);
     if (rc != TH_OK) return rc;
     if (axis < -rin || axis > rin)
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %lld is out of range for %d dimensions", (long long)axis, rin);
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %lld is out of range for %d dimensions",
+                          (long long)axis, rin);
     if (axis < 0) axis += rin;
     out[0] = tc__ox_prod(in, 0, (int)axis);
     out[1] = tc__ox_prod(in, (int)axis, rin);
@@ -205,7 +224,8 @@ th_status tc__ox_reshape_dims(tc__ox *x, const Onnx__NodeProto *n, const int64_t
       rc = tc__ox_axis(x, n, axes[i], rin, &a);
       if (rc != TH_OK) return rc;
       if (in[a] != 1)
-        return tc__ox_nfail(x, n, TH_ERR_INVALID, "cannot squeeze axis %d of length %lld", a, (long long)in[a]);
+        return tc__ox_nfail(x, n, TH_ERR_INVALID, "cannot squeeze axis %d of length %lld", a,
+                            (long long)in[a]);
       mark[a] = 1;
     }
     int r = 0;
@@ -217,7 +237,8 @@ th_status tc__ox_reshape_dims(tc__ox *x, const Onnx__NodeProto *n, const int64_t
   /* Unsqueeze */
   if (cnt < 0) return tc__ox_nfail(x, n, TH_ERR_INVALID, "axes are missing");
   int r = rin + cnt;
-  if (r > TC__OX_RANK) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result would have %d dimensions", r);
+  if (r > TC__OX_RANK)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result would have %d dimensions", r);
   for (int i = 0; i < cnt; i++) {
     int a;
     rc = tc__ox_axis(x, n, axes[i], r, &a);
@@ -240,7 +261,8 @@ th_status tc__ox_perm(tc__ox *x, const Onnx__NodeProto *n, int rank, int *perm) 
     return TH_OK;
   }
   int seen[TC__OX_RANK] = {0};
-  if (cnt != rank) return tc__ox_nfail(x, n, TH_ERR_INVALID, "perm has %d entries for %d dimensions", cnt, rank);
+  if (cnt != rank)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "perm has %d entries for %d dimensions", cnt, rank);
   for (int d = 0; d < rank; d++) {
     if (p[d] < 0 || p[d] >= rank || seen[p[d]]++)
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "perm is not a permutation of 0..%d", rank - 1);
@@ -266,12 +288,15 @@ th_status tc__ox_slice_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
     rc = tc__ox_const_ints(x, n, 1, st, TC__OX_RANK, &ns);
     if (rc == TH_OK && ns != -2) rc = tc__ox_const_ints(x, n, 2, en, TC__OX_RANK, &ne);
     if (rc == TH_OK && ns != -2 && ne != -2) rc = tc__ox_const_ints(x, n, 3, ax, TC__OX_RANK, &na);
-    if (rc == TH_OK && ns != -2 && ne != -2 && na != -2) rc = tc__ox_const_ints(x, n, 4, sp, TC__OX_RANK, &nsp);
+    if (rc == TH_OK && ns != -2 && ne != -2 && na != -2)
+      rc = tc__ox_const_ints(x, n, 4, sp, TC__OX_RANK, &nsp);
   }
   if (rc != TH_OK) return rc;
-  if (ns == -2 || ne == -2 || na == -2 || nsp == -2) return TH_OK; /* reported: the caller sees x->nunsup grow */
+  if (ns == -2 || ne == -2 || na == -2 || nsp == -2)
+    return TH_OK; /* reported: the caller sees x->nunsup grow */
   if (ns < 0 || ne != ns || (na >= 0 && na != ns) || (nsp >= 0 && nsp != ns))
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "starts, ends, axes and steps must have the same length");
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "starts, ends, axes and steps must have the same length");
   for (int d = 0; d < rank; d++) {
     r[d].begin = 0;
     r[d].end = dims[d];
@@ -284,12 +309,14 @@ th_status tc__ox_slice_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
     if (rc != TH_OK) return rc;
     if (seen[a]++) return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %d is sliced twice", a);
     int64_t step = nsp >= 0 ? sp[i] : 1, len = dims[a], b = st[i], e = en[i];
-    if (step == 0 || step == INT64_MIN) return tc__ox_nfail(x, n, TH_ERR_INVALID, "step %lld", (long long)step);
+    if (step == 0 || step == INT64_MIN)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "step %lld", (long long)step);
     if (b < 0) b = b < -len ? -1 - len : b + len; /* keeps INT64_MIN away from the addition */
     if (e < 0) e = e < -len ? -1 - len : e + len;
-    if (step > 0) {
+    if (step > 0 || len == 0) { /* (an empty axis stays empty whatever the step) */
       b = tc__ox_clamp(b, 0, len);
       e = tc__ox_clamp(e, 0, len);
+      if (step < 0) e = b;
     } else {
       b = tc__ox_clamp(b, 0, len - 1);
       e = tc__ox_clamp(e, -1, len - 1);
@@ -306,8 +333,8 @@ int64_t tc__ox_range_len(const tc__ox_range *r) {
   return r->begin > r->end ? (r->begin - r->end - 1) / -r->step + 1 : 0;
 }
 
-th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *dims, int rank, int *axis,
-                            int64_t *sizes, int nout) {
+th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *dims, int rank,
+                            int *axis, int64_t *sizes, int nout) {
   int64_t a, sp[TC__OX_RANK * 8];
   int cnt;
   th_status rc = tc__ox_attr_i(x, n, "axis", 0, &a);
@@ -315,27 +342,32 @@ th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
   if (rc == TH_OK) rc = tc__ox_list(x, n, "split", 1, 13, sp, TC__OX_RANK * 8, &cnt);
   if (rc != TH_OK) return rc;
   if (cnt == -2) return TH_OK;
-  if (nout < 1 || nout > TC__OX_RANK * 8) return tc__ox_nfail(x, n, TH_ERR_INVALID, "%d outputs", nout);
+  if (nout < 1 || nout > TC__OX_RANK * 8)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%d outputs", nout);
   int64_t len = dims[*axis], sum = 0;
   if (cnt < 0) {
-    if (len % nout) return tc__ox_nfail(x, n, TH_ERR_INVALID, "length %lld does not split in %d", (long long)len, nout);
+    if (len % nout)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "length %lld does not split in %d", (long long)len,
+                          nout);
     for (int i = 0; i < nout; i++) sizes[i] = len / nout;
     return TH_OK;
   }
-  if (cnt != nout) return tc__ox_nfail(x, n, TH_ERR_INVALID, "split has %d sizes for %d outputs", cnt, nout);
+  if (cnt != nout)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "split has %d sizes for %d outputs", cnt, nout);
   for (int i = 0; i < nout; i++) {
-    if (sp[i] < 0 || sp[i] > len) return tc__ox_nfail(x, n, TH_ERR_INVALID, "split size %lld", (long long)sp[i]);
+    if (sp[i] < 0 || sp[i] > len)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "split size %lld", (long long)sp[i]);
     sizes[i] = sp[i];
     sum += sp[i];
   }
   if (sum != len)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "split sizes add up to %lld, the axis has %lld", (long long)sum,
-                        (long long)len);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "split sizes add up to %lld, the axis has %lld",
+                        (long long)sum, (long long)len);
   return TH_OK;
 }
 
-th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw, const int64_t *k,
-                             const int64_t *s, int64_t *pads) {
+th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw,
+                             const int64_t *k, const int64_t *s, int64_t *pads) {
   char ap[32];
   int64_t p[8];
   int cnt;
@@ -343,7 +375,8 @@ th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t 
   if (rc == TH_OK) rc = tc__ox_attr_ints(x, n, "pads", p, 8, &cnt);
   if (rc != TH_OK) return rc;
   if (strcmp(ap, "NOTSET") == 0) {
-    if (cnt >= 0 && cnt != 4) return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (4 for 2-D)", cnt);
+    if (cnt >= 0 && cnt != 4)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (4 for 2-D)", cnt);
     for (int i = 0; i < 4; i++) {
       pads[i] = cnt < 0 ? 0 : p[i];
       if (pads[i] < 0 || pads[i] > TC_ONNX_MAX_DIM)
@@ -357,7 +390,8 @@ th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t 
     return TH_OK;
   }
   if (strcmp(ap, "SAME_UPPER") != 0 && strcmp(ap, "SAME_LOWER") != 0)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", ap);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", ap);
   for (int d = 0; d < 2; d++) {
     int64_t out = (in_hw[d] + s[d] - 1) / s[d];
     int64_t total = (out - 1) * s[d] + k[d] - in_hw[d];

@@ -1,9 +1,9 @@
-/* Constant tensors of the ONNX importer: decoding initializers and Constant values (every byte count checked
- * against the dims before a byte is read), and evaluating at import every node whose inputs are constants:
- * torch's shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat -> Reshape), mask and expand
- * computations (Equal, Where, ConstantOfShape, Range), casts and small float math. Results are capped at
- * TC__OX_FOLD_MAX elements; weights are never copied through a fold (views of them are zero-copy), so a
- * node computing on a weight is left to the converters. */
+/* Constant tensors of the ONNX importer: decoding initializers and Constant values (every byte
+ * count checked against the dims before a byte is read), and evaluating at import every node whose
+ * inputs are constants: torch's shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat ->
+ * Reshape), mask and expand computations (Equal, Where, ConstantOfShape, Range), casts and small
+ * float math. Results are capped at TC__OX_FOLD_MAX elements; weights are never copied through a
+ * fold (views of them are zero-copy), so a node computing on a weight is left to the converters. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -29,11 +29,24 @@ enum {
 
 static size_t tc__ox_esize(int type) {
   switch (type) {
-    case T_UINT8: case T_INT8: case T_BOOL: return 1;
-    case T_UINT16: case T_INT16: case T_FLOAT16: return 2;
-    case T_FLOAT: case T_INT32: case T_UINT32: return 4;
-    case T_INT64: case T_DOUBLE: case T_UINT64: return 8;
-    default: return 0;
+    case T_UINT8:
+    case T_INT8:
+    case T_BOOL:
+      return 1;
+    case T_UINT16:
+    case T_INT16:
+    case T_FLOAT16:
+      return 2;
+    case T_FLOAT:
+    case T_INT32:
+    case T_UINT32:
+      return 4;
+    case T_INT64:
+    case T_DOUBLE:
+    case T_UINT64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -43,7 +56,9 @@ static int tc__ox_isfloat(int type) {
 
 static float tc__ox_half(uint16_t h) {
   int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 1024), e - 25);
+  float v = e == 0    ? ldexpf((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+                      : ldexpf((float)(m | 1024), e - 25);
   return s ? -v : v;
 }
 
@@ -51,14 +66,22 @@ static float tc__ox_half(uint16_t h) {
 static int64_t tc__ox_wrap(int type, int64_t v) {
   uint64_t u = (uint64_t)v;
   switch (type) {
-    case T_BOOL: return v != 0;
-    case T_UINT8: return (int64_t)(u & 0xff);
-    case T_INT8: return (int64_t)(int8_t)(uint8_t)u;
-    case T_UINT16: return (int64_t)(u & 0xffff);
-    case T_INT16: return (int64_t)(int16_t)(uint16_t)u;
-    case T_UINT32: return (int64_t)(u & 0xffffffffu);
-    case T_INT32: return (int64_t)(int32_t)(uint32_t)u;
-    default: return v;
+    case T_BOOL:
+      return v != 0;
+    case T_UINT8:
+      return (int64_t)(u & 0xff);
+    case T_INT8:
+      return (int64_t)(int8_t)(uint8_t)u;
+    case T_UINT16:
+      return (int64_t)(u & 0xffff);
+    case T_INT16:
+      return (int64_t)(int16_t)(uint16_t)u;
+    case T_UINT32:
+      return (int64_t)(u & 0xffffffffu);
+    case T_INT32:
+      return (int64_t)(int32_t)(uint32_t)u;
+    default:
+      return v;
   }
 }
 
@@ -70,19 +93,22 @@ static int64_t tc__ox_f2i(double v) {
 }
 
 /* Sets c's dims and n, checking them against the limits; fails naming `what`. */
-static th_status tc__ox_shape(tc__ox *x, tc__oxc *c, int ndim, const int64_t *dims, const char *what) {
+static th_status tc__ox_shape(tc__ox *x, tc__oxc *c, int ndim, const int64_t *dims,
+                              const char *what) {
   if (ndim < 0 || ndim > TC__OX_RANK)
-    return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: %d dimensions (at most %d)", what, ndim, TC__OX_RANK);
+    return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: %d dimensions (at most %d)", what, ndim,
+                       TC__OX_RANK);
   c->ndim = ndim;
   c->n = 1;
   for (int d = 0; d < ndim; d++) {
     if (dims[d] < 0 || dims[d] > TC_ONNX_MAX_DIM)
-      return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: dimension %d is %lld (0..%lld)", what, d, (long long)dims[d],
-                         (long long)TC_ONNX_MAX_DIM);
+      return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: dimension %d is %lld (0..%lld)", what, d,
+                         (long long)dims[d], (long long)TC_ONNX_MAX_DIM);
     c->dims[d] = dims[d];
     c->n *= dims[d];
     if (c->n > TC_ONNX_MAX_ELEMENTS)
-      return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: more than %lld elements", what, (long long)TC_ONNX_MAX_ELEMENTS);
+      return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: more than %lld elements", what,
+                         (long long)TC_ONNX_MAX_ELEMENTS);
   }
   return TH_OK;
 }
@@ -91,8 +117,10 @@ static th_status tc__ox_alloc_data(tc__ox *x, tc__oxc *c) {
   size_t bytes = (size_t)(c->n ? c->n : 1) * (c->fl ? sizeof(float) : sizeof(int64_t));
   void *p = th_arena_alloc(x->arena, bytes);
   if (!p) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
-  if (c->fl) c->f = p;
-  else c->i = p;
+  if (c->fl)
+    c->f = p;
+  else
+    c->i = p;
   return TH_OK;
 }
 
@@ -101,16 +129,20 @@ th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what,
   c->src = -1;
   if ((t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) ||
       t->n_external_data > 0)
-    return tc__ox_fail(x, TH_ERR_UNSUPPORTED,
-                       "'%.100s' uses external data (save the model with its weights inside the file)", what);
-  if (t->segment) return tc__ox_fail(x, TH_ERR_UNSUPPORTED, "'%.100s' is a segment of a tensor", what);
+    return tc__ox_fail(
+        x, TH_ERR_UNSUPPORTED,
+        "'%.100s' uses external data (save the model with its weights inside the file)", what);
+  if (t->segment)
+    return tc__ox_fail(x, TH_ERR_UNSUPPORTED, "'%.100s' is a segment of a tensor", what);
   int type = t->has_data_type ? t->data_type : 0;
   size_t es = tc__ox_esize(type);
   if (es == 0)
-    return tc__ox_fail(x, type == 0 ? TH_ERR_INVALID : TH_ERR_UNSUPPORTED, "'%.100s' has element type %d%s", what,
-                       type, type == 0 ? " (undefined)" : " (not a number type the importer reads)");
+    return tc__ox_fail(x, type == 0 ? TH_ERR_INVALID : TH_ERR_UNSUPPORTED,
+                       "'%.100s' has element type %d%s", what, type,
+                       type == 0 ? " (undefined)" : " (not a number type the importer reads)");
   if (t->n_dims > TC__OX_RANK)
-    return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: %zu dimensions (at most %d)", what, t->n_dims, TC__OX_RANK);
+    return tc__ox_fail(x, TH_ERR_INVALID, "%.100s: %zu dimensions (at most %d)", what, t->n_dims,
+                       TC__OX_RANK);
   th_status rc = tc__ox_shape(x, c, (int)t->n_dims, t->dims, what);
   if (rc != TH_OK) return rc;
   c->type = type;
@@ -118,8 +150,8 @@ th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what,
   int64_t n = c->n;
   if (t->has_raw_data || t->raw_data.len > 0) {
     if (t->raw_data.len != (size_t)n * es)
-      return tc__ox_fail(x, TH_ERR_INVALID, "'%.100s' holds %zu bytes of data, its dims need %lld", what,
-                         t->raw_data.len, (long long)n * (long long)es);
+      return tc__ox_fail(x, TH_ERR_INVALID, "'%.100s' holds %zu bytes of data, its dims need %lld",
+                         what, t->raw_data.len, (long long)n * (long long)es);
     const uint8_t *b = t->raw_data.data;
     if (type == T_FLOAT && ((uintptr_t)b % sizeof(float)) == 0) {
       c->f = (const float *)(const void *)b;
@@ -138,19 +170,36 @@ th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what,
       uint64_t u = 0;
       memcpy(&u, p, es); /* little-endian host (onnx_int.h) */
       switch (type) {
-        case T_FLOAT: { float v; memcpy(&v, p, 4); f[k] = v; break; }
-        case T_DOUBLE: { double v; memcpy(&v, p, 8); f[k] = (float)v; break; }
-        case T_FLOAT16: f[k] = tc__ox_half((uint16_t)u); break;
-        default: iv[k] = tc__ox_wrap(type, (int64_t)u); break;
+        case T_FLOAT: {
+          float v;
+          memcpy(&v, p, 4);
+          f[k] = v;
+          break;
+        }
+        case T_DOUBLE: {
+          double v;
+          memcpy(&v, p, 8);
+          f[k] = tc__ox_f32(v);
+          break;
+        }
+        case T_FLOAT16:
+          f[k] = tc__ox_half((uint16_t)u);
+          break;
+        default:
+          iv[k] = tc__ox_wrap(type, (int64_t)u);
+          break;
       }
     }
     return TH_OK;
   }
-  size_t have = type == T_FLOAT ? t->n_float_data : type == T_INT64 ? t->n_int64_data
-              : type == T_DOUBLE ? t->n_double_data : (type == T_UINT32 || type == T_UINT64) ? t->n_uint64_data
-              : t->n_int32_data;
+  size_t have = type == T_FLOAT                          ? t->n_float_data
+                : type == T_INT64                        ? t->n_int64_data
+                : type == T_DOUBLE                       ? t->n_double_data
+                : (type == T_UINT32 || type == T_UINT64) ? t->n_uint64_data
+                                                         : t->n_int32_data;
   if (have != (size_t)n)
-    return tc__ox_fail(x, TH_ERR_INVALID, "'%.100s' holds %zu values, its dims need %lld", what, have, (long long)n);
+    return tc__ox_fail(x, TH_ERR_INVALID, "'%.100s' holds %zu values, its dims need %lld", what,
+                       have, (long long)n);
   if (type == T_FLOAT) {
     c->f = t->float_data;
     return TH_OK;
@@ -162,10 +211,14 @@ th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what,
   rc = tc__ox_alloc_data(x, c);
   if (rc != TH_OK) return rc;
   for (int64_t k = 0; k < n; k++) {
-    if (type == T_DOUBLE) ((float *)c->f)[k] = (float)t->double_data[k];
-    else if (type == T_FLOAT16) ((float *)c->f)[k] = tc__ox_half((uint16_t)t->int32_data[k]);
-    else if (type == T_UINT32 || type == T_UINT64) ((int64_t *)c->i)[k] = tc__ox_wrap(type, (int64_t)t->uint64_data[k]);
-    else ((int64_t *)c->i)[k] = tc__ox_wrap(type, t->int32_data[k]);
+    if (type == T_DOUBLE)
+      ((float *)c->f)[k] = tc__ox_f32(t->double_data[k]);
+    else if (type == T_FLOAT16)
+      ((float *)c->f)[k] = tc__ox_half((uint16_t)t->int32_data[k]);
+    else if (type == T_UINT32 || type == T_UINT64)
+      ((int64_t *)c->i)[k] = tc__ox_wrap(type, (int64_t)t->uint64_data[k]);
+    else
+      ((int64_t *)c->i)[k] = tc__ox_wrap(type, t->int32_data[k]);
   }
   return TH_OK;
 }
@@ -176,10 +229,11 @@ int tc__ox_scalar(const tc__oxv *v, double *out) {
   return 1;
 }
 
-/* ---- results ------------------------------------------------------------------------------------------ */
+/* ---- results
+ * ------------------------------------------------------------------------------------------ */
 
-/* A new constant of the given type and dims, data allocated; *big = 1 (and nothing allocated) when it
- * has more than TC__OX_FOLD_MAX elements. */
+/* A new constant of the given type and dims, data allocated; *big = 1 (and nothing allocated) when
+ * it has more than TC__OX_FOLD_MAX elements. */
 static th_status tc__ox_new(tc__ox *x, const Onnx__NodeProto *n, tc__oxc *c, int type, int ndim,
                             const int64_t *dims, int *big) {
   memset(c, 0, sizeof *c);
@@ -196,7 +250,8 @@ static th_status tc__ox_new(tc__ox *x, const Onnx__NodeProto *n, tc__oxc *c, int
   }
   x->fold_total += c->n;
   if (x->fold_total > TC__OX_FOLD_TOTAL)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "constants computed at import exceed %lld elements in all",
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "constants computed at import exceed %lld elements in all",
                         (long long)TC__OX_FOLD_TOTAL);
   return tc__ox_alloc_data(x, c);
 }
@@ -243,13 +298,16 @@ static void tc__ox_bstrides(const tc__oxc *c, int r, int64_t *st) {
 }
 
 static void tc__ox_copy_el(tc__oxc *o, int64_t k, const tc__oxc *in, int64_t j) {
-  if (o->fl) ((float *)o->f)[k] = in->fl ? in->f[j] : (float)in->i[j];
-  else ((int64_t *)o->i)[k] = in->fl ? tc__ox_f2i(in->f[j]) : in->i[j];
+  if (o->fl)
+    ((float *)o->f)[k] = in->fl ? in->f[j] : (float)in->i[j];
+  else
+    ((int64_t *)o->i)[k] = in->fl ? tc__ox_f2i(in->f[j]) : in->i[j];
 }
 
 /* o[k] = in[base + off(k)] for every k. */
 static void tc__ox_strided(tc__oxc *o, const tc__oxc *in, int64_t base, const int64_t *st) {
-  for (int64_t k = 0; k < o->n; k++) tc__ox_copy_el(o, k, in, base + tc__ox_off(o->dims, o->ndim, st, k));
+  for (int64_t k = 0; k < o->n; k++)
+    tc__ox_copy_el(o, k, in, base + tc__ox_off(o->dims, o->ndim, st, k));
 }
 
 static void tc__ox_strides(const int64_t *dims, int r, int64_t *st) {
@@ -260,11 +318,14 @@ static void tc__ox_strides(const int64_t *dims, int r, int64_t *st) {
   }
 }
 
-/* ---- folds ---------------------------------------------------------------------------------------------- */
+/* ---- folds
+ * ---------------------------------------------------------------------------------------------- */
 
-typedef th_status (*tc__ox_fold_fn)(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big);
+typedef th_status (*tc__ox_fold_fn)(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                    int *big);
 
-static th_status tc__ox_f_identity(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_identity(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                   int *big) {
   (void)nin;
   tc__ox_set(x, n, 0, in[0]);
   if (tc__ox_out(x, n, 1)) { /* Dropout's mask: all true at inference */
@@ -277,13 +338,14 @@ static th_status tc__ox_f_identity(tc__ox *x, const Onnx__NodeProto *n, tc__oxc 
   return TH_OK;
 }
 
-static th_status tc__ox_f_cast(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_cast(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                               int *big) {
   (void)nin;
   int64_t to;
   th_status rc = tc__ox_attr_i(x, n, "to", 0, &to);
   if (rc != TH_OK) return rc;
-  if (tc__ox_esize((int)to) == 0 || to > INT_MAX)
-    return tc__ox_nfail(x, n, TH_ERR_UNSUPPORTED, "cast to element type %lld", (long long)to);
+  if (to < 0 || to > INT_MAX || tc__ox_esize((int)to) == 0)
+    return tc__ox_unsupported(x, n, "a cast to element type %lld", (long long)to);
   int fl = tc__ox_isfloat((int)to);
   tc__oxc o = *in[0];
   if (fl == in[0]->fl && (fl || to == T_INT64 || to == in[0]->type)) { /* the same values: a view */
@@ -294,14 +356,17 @@ static th_status tc__ox_f_cast(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in
   rc = tc__ox_new(x, n, &o, (int)to, in[0]->ndim, in[0]->dims, big);
   if (rc != TH_OK || *big) return rc;
   for (int64_t k = 0; k < o.n; k++) {
-    if (fl) ((float *)o.f)[k] = (float)tc__ox_getf(in[0], k);
-    else ((int64_t *)o.i)[k] = tc__ox_wrap((int)to, in[0]->fl ? tc__ox_f2i(in[0]->f[k]) : in[0]->i[k]);
+    if (fl)
+      ((float *)o.f)[k] = tc__ox_f32(tc__ox_getf(in[0], k));
+    else
+      ((int64_t *)o.i)[k] = tc__ox_wrap((int)to, in[0]->fl ? tc__ox_f2i(in[0]->f[k]) : in[0]->i[k]);
   }
   tc__ox_set(x, n, 0, &o);
   return TH_OK;
 }
 
-static th_status tc__ox_f_shape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_shape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                int *big) {
   (void)in;
   (void)nin;
   int64_t dims[TC__OX_RANK], start = 0, end = INT64_MAX;
@@ -331,7 +396,8 @@ static th_status tc__ox_f_shape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
   return rc;
 }
 
-static th_status tc__ox_f_gather(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_gather(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                 int *big) {
   if (nin < 2 || !in[1]) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs data and indices");
   const tc__oxc *d = in[0], *ix = in[1];
   int64_t a;
@@ -356,8 +422,8 @@ static th_status tc__ox_f_gather(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
   for (int64_t j = 0; j < ix->n; j++) {
     int64_t v = ix->i[j];
     if (v < -len || v >= len)
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "index %lld is out of range for length %lld", (long long)v,
-                          (long long)len);
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "index %lld is out of range for length %lld",
+                          (long long)v, (long long)len);
   }
   int64_t q = 0;
   for (int64_t o1 = 0; o1 < outer; o1++)
@@ -370,7 +436,8 @@ static th_status tc__ox_f_gather(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
 }
 
 /* Reshape, Flatten, Squeeze, Unsqueeze: the same data in new dims (a view of the input). */
-static th_status tc__ox_f_reshape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_reshape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                  int *big) {
   (void)nin;
   (void)big;
   int before = x->nunsup;
@@ -383,7 +450,8 @@ static th_status tc__ox_f_reshape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc *
   return TH_OK;
 }
 
-static th_status tc__ox_f_concat(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_concat(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                 int *big) {
   int64_t a;
   int axis;
   th_status rc = tc__ox_attr_i(x, n, "axis", INT64_MAX, &a);
@@ -421,7 +489,8 @@ static th_status tc__ox_f_concat(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
   return TH_OK;
 }
 
-static th_status tc__ox_f_slice(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_slice(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                int *big) {
   (void)nin;
   const tc__oxc *d = in[0];
   tc__ox_range r[TC__OX_RANK];
@@ -443,7 +512,8 @@ static th_status tc__ox_f_slice(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
   return TH_OK;
 }
 
-static th_status tc__ox_f_split(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_split(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                int *big) {
   (void)nin;
   const tc__oxc *d = in[0];
   int64_t sizes[TC__OX_RANK * 8], ist[TC__OX_RANK], off = 0;
@@ -465,7 +535,8 @@ static th_status tc__ox_f_split(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
   return TH_OK;
 }
 
-static th_status tc__ox_f_transpose(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_transpose(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                    int *big) {
   (void)nin;
   const tc__oxc *d = in[0];
   int perm[TC__OX_RANK];
@@ -485,9 +556,11 @@ static th_status tc__ox_f_transpose(tc__ox *x, const Onnx__NodeProto *n, tc__oxc
   return TH_OK;
 }
 
-static th_status tc__ox_f_expand(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_expand(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                 int *big) {
   if (nin < 2 || !in[1] || in[1]->fl || in[1]->ndim != 1 || in[1]->n > TC__OX_RANK)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the shape must be a 1-D integer tensor of at most %d values", TC__OX_RANK);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "the shape must be a 1-D integer tensor of at most %d values", TC__OX_RANK);
   int64_t od[TC__OX_RANK], st[TC__OX_RANK];
   int r;
   if (!tc__ox_bcast(in[0]->dims, in[0]->ndim, in[1]->i, (int)in[1]->n, od, &r))
@@ -501,11 +574,13 @@ static th_status tc__ox_f_expand(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
   return TH_OK;
 }
 
-static th_status tc__ox_f_constant_of_shape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_constant_of_shape(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in,
+                                            int nin, int *big) {
   (void)nin;
   const tc__oxc *s = in[0];
   if (s->fl || s->ndim != 1 || s->n > TC__OX_RANK)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the shape must be a 1-D integer tensor of at most %d values", TC__OX_RANK);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "the shape must be a 1-D integer tensor of at most %d values", TC__OX_RANK);
   tc__oxc val;
   memset(&val, 0, sizeof val);
   static const float zero = 0.0f;
@@ -518,7 +593,8 @@ static th_status tc__ox_f_constant_of_shape(tc__ox *x, const Onnx__NodeProto *n,
     if (!a->t) return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute 'value' must be a tensor");
     th_status rc = tc__ox_decode(x, a->t, "ConstantOfShape value", &val);
     if (rc != TH_OK) return rc;
-    if (val.n != 1) return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute 'value' must hold one element");
+    if (val.n != 1)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute 'value' must hold one element");
   }
   tc__oxc o;
   th_status rc = tc__ox_new(x, n, &o, val.type, (int)s->n, s->i, big);
@@ -528,7 +604,8 @@ static th_status tc__ox_f_constant_of_shape(tc__ox *x, const Onnx__NodeProto *n,
   return TH_OK;
 }
 
-static th_status tc__ox_f_range(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_range(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                int *big) {
   if (nin < 3 || !in[1] || !in[2] || in[0]->n != 1 || in[1]->n != 1 || in[2]->n != 1)
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "start, limit and delta must be scalars");
   tc__oxc o;
@@ -542,14 +619,15 @@ static th_status tc__ox_f_range(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
     len = cnt > 0 ? (int64_t)cnt : 0;
     rc = tc__ox_new(x, n, &o, in[0]->type, 1, &len, big);
     if (rc != TH_OK || *big) return rc;
-    for (int64_t k = 0; k < len; k++) ((float *)o.f)[k] = (float)(s + (double)k * d);
+    for (int64_t k = 0; k < len; k++) ((float *)o.f)[k] = tc__ox_f32(s + (double)k * d);
   } else {
     int64_t s = in[0]->i[0], l = tc__ox_geti(in[1], 0), d = tc__ox_geti(in[2], 0), span;
     if (d == 0 || __builtin_sub_overflow(l, s, &span))
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "bad range (%lld, %lld, %lld)", (long long)s, (long long)l,
-                          (long long)d);
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "bad range (%lld, %lld, %lld)", (long long)s,
+                          (long long)l, (long long)d);
     len = (d > 0 && span > 0) ? (span - 1) / d + 1 : (d < 0 && span < 0) ? (span + 1) / d + 1 : 0;
-    if (len > TC_ONNX_MAX_ELEMENTS) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the range is too long");
+    if (len > TC_ONNX_MAX_ELEMENTS)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the range is too long");
     rc = tc__ox_new(x, n, &o, in[0]->type, 1, &len, big);
     if (rc != TH_OK || *big) return rc;
     for (int64_t k = 0; k < len; k++) ((int64_t *)o.i)[k] = s + k * d;
@@ -558,7 +636,8 @@ static th_status tc__ox_f_range(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
   return TH_OK;
 }
 
-static th_status tc__ox_f_constant(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_constant(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                   int *big) {
   (void)in;
   (void)nin;
   (void)big;
@@ -590,36 +669,53 @@ static th_status tc__ox_f_constant(tc__ox *x, const Onnx__NodeProto *n, tc__oxc 
     o.fl = fl;
     o.ndim = 1;
     o.dims[0] = o.n = (int64_t)cnt;
-    if (fl) o.f = a->floats;
-    else o.i = a->ints;
+    if (fl)
+      o.f = a->floats;
+    else
+      o.i = a->ints;
   } else {
-    return tc__ox_nfail(x, n, TH_ERR_UNSUPPORTED, "attribute '%.40s' (only numeric values are supported)", an);
+    return tc__ox_unsupported(x, n, "attribute '%.40s' (only numeric values)", an);
   }
   if (rc == TH_OK) tc__ox_set(x, n, 0, &o);
   return rc;
 }
 
-/* ---- element-wise ---------------------------------------------------------------------------------------- */
+/* ---- element-wise
+ * ---------------------------------------------------------------------------------------- */
 
 static int tc__ox_cmp_op(const char *op) {
   return strcmp(op, "Equal") == 0 || strcmp(op, "Less") == 0 || strcmp(op, "Greater") == 0 ||
-         strcmp(op, "LessOrEqual") == 0 || strcmp(op, "GreaterOrEqual") == 0 || strcmp(op, "And") == 0 ||
-         strcmp(op, "Or") == 0 || strcmp(op, "Xor") == 0;
+         strcmp(op, "LessOrEqual") == 0 || strcmp(op, "GreaterOrEqual") == 0 ||
+         strcmp(op, "And") == 0 || strcmp(op, "Or") == 0 || strcmp(op, "Xor") == 0;
 }
 
 static double tc__ox_fop(const char *op, double a, double b) {
   switch (op[0]) {
-    case 'A': return op[1] == 'd' ? a + b : (a != 0 && b != 0);
-    case 'S': return a - b;
-    case 'M': return op[1] == 'u' ? a * b : op[1] == 'a' ? (a > b ? a : b) : op[1] == 'i' ? (a < b ? a : b) : fmod(a, b);
-    case 'D': return a / b;
-    case 'P': return pow(a, b);
-    case 'E': return a == b;
-    case 'O': return a != 0 || b != 0;
-    case 'X': return (a != 0) != (b != 0);
-    case 'L': return op[4] == 'O' ? a <= b : a < b;
-    case 'G': return op[7] == 'O' ? a >= b : a > b;
-    default: return 0;
+    case 'A':
+      return op[1] == 'd' ? a + b : (a != 0 && b != 0);
+    case 'S':
+      return a - b;
+    case 'M':
+      return op[1] == 'u'   ? a * b
+             : op[1] == 'a' ? (a > b ? a : b)
+             : op[1] == 'i' ? (a < b ? a : b)
+                            : fmod(a, b);
+    case 'D':
+      return a / b;
+    case 'P':
+      return pow(a, b);
+    case 'E':
+      return a == b;
+    case 'O':
+      return a != 0 || b != 0;
+    case 'X':
+      return (a != 0) != (b != 0);
+    case 'L':
+      return op[4] == 'O' ? a <= b : a < b;
+    case 'G':
+      return op[7] == 'O' ? a >= b : a > b;
+    default:
+      return 0;
   }
 }
 
@@ -627,12 +723,19 @@ static double tc__ox_fop(const char *op, double a, double b) {
 static int tc__ox_iop(const char *op, int64_t a, int64_t b, int64_t *r) {
   uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
   switch (op[0]) {
-    case 'A': *r = op[1] == 'd' ? (int64_t)(ua + ub) : (a != 0 && b != 0); return 1;
-    case 'S': *r = (int64_t)(ua - ub); return 1;
+    case 'A':
+      *r = op[1] == 'd' ? (int64_t)(ua + ub) : (a != 0 && b != 0);
+      return 1;
+    case 'S':
+      *r = (int64_t)(ua - ub);
+      return 1;
     case 'M':
-      if (op[1] == 'u') *r = (int64_t)(ua * ub);
-      else if (op[1] == 'a') *r = a > b ? a : b;
-      else if (op[1] == 'i') *r = a < b ? a : b;
+      if (op[1] == 'u')
+        *r = (int64_t)(ua * ub);
+      else if (op[1] == 'a')
+        *r = a > b ? a : b;
+      else if (op[1] == 'i')
+        *r = a < b ? a : b;
       else {
         if (b == 0) return 0;
         *r = b == -1 ? 0 : a % b; /* Mod (fmod=0: the sign of the divisor) */
@@ -653,11 +756,14 @@ static int tc__ox_iop(const char *op, int64_t a, int64_t b, int64_t *r) {
       *r = (int64_t)acc;
       return 1;
     }
-    default: *r = (int64_t)tc__ox_fop(op, (double)a, (double)b); return 1;
+    default:
+      *r = (int64_t)tc__ox_fop(op, (double)a, (double)b);
+      return 1;
   }
 }
 
-static th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                 int *big) {
   const char *op = n->op_type;
   if (nin < 2) return tc__ox_f_identity(x, n, in, nin, big); /* Min/Max of one input */
   tc__oxc acc = *in[0];
@@ -679,8 +785,10 @@ static th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
       int64_t ja = tc__ox_off(od, r, sa, k), jb = tc__ox_off(od, r, sb, k);
       if (fl) {
         double v = tc__ox_fop(op, tc__ox_getf(a, ja), tc__ox_getf(b, jb));
-        if (o.fl) ((float *)o.f)[k] = (float)v;
-        else ((int64_t *)o.i)[k] = (int64_t)v;
+        if (o.fl)
+          ((float *)o.f)[k] = tc__ox_f32(v);
+        else
+          ((int64_t *)o.i)[k] = (int64_t)v;
       } else {
         int64_t v;
         if (!tc__ox_iop(op, a->i[ja], b->i[jb], &v))
@@ -694,13 +802,16 @@ static th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
   return TH_OK;
 }
 
-static th_status tc__ox_f_where(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
-  if (nin < 3 || !in[1] || !in[2]) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs condition, X and Y");
+static th_status tc__ox_f_where(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                int *big) {
+  if (nin < 3 || !in[1] || !in[2])
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs condition, X and Y");
   const tc__oxc *c = in[0], *a = in[1], *b = in[2];
   if (a->fl != b->fl) return tc__ox_nfail(x, n, TH_ERR_INVALID, "X and Y have different types");
   int64_t t[TC__OX_RANK], od[TC__OX_RANK], sc[TC__OX_RANK], sa[TC__OX_RANK], sb[TC__OX_RANK];
   int r1, r;
-  if (!tc__ox_bcast(c->dims, c->ndim, a->dims, a->ndim, t, &r1) || !tc__ox_bcast(t, r1, b->dims, b->ndim, od, &r))
+  if (!tc__ox_bcast(c->dims, c->ndim, a->dims, a->ndim, t, &r1) ||
+      !tc__ox_bcast(t, r1, b->dims, b->ndim, od, &r))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "the inputs' shapes do not broadcast");
   tc__oxc o;
   th_status rc = tc__ox_new(x, n, &o, a->type, r, od, big);
@@ -710,83 +821,131 @@ static th_status tc__ox_f_where(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **i
   tc__ox_bstrides(b, r, sb);
   for (int64_t k = 0; k < o.n; k++) {
     int take = tc__ox_getf(c, tc__ox_off(od, r, sc, k)) != 0;
-    if (take) tc__ox_copy_el(&o, k, a, tc__ox_off(od, r, sa, k));
-    else tc__ox_copy_el(&o, k, b, tc__ox_off(od, r, sb, k));
+    if (take)
+      tc__ox_copy_el(&o, k, a, tc__ox_off(od, r, sa, k));
+    else
+      tc__ox_copy_el(&o, k, b, tc__ox_off(od, r, sb, k));
   }
   tc__ox_set(x, n, 0, &o);
   return TH_OK;
 }
 
-static th_status tc__ox_f_unary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big) {
+static th_status tc__ox_f_unary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                                int *big) {
   (void)nin;
   const char *op = n->op_type;
   const tc__oxc *a = in[0];
   int is_not = strcmp(op, "Not") == 0;
-  int keep_int = !a->fl && (is_not || strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0 || strcmp(op, "Relu") == 0);
+  int keep_int = !a->fl && (is_not || strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0 ||
+                            strcmp(op, "Relu") == 0);
   tc__oxc o;
-  th_status rc = tc__ox_new(x, n, &o, keep_int ? a->type : (a->fl ? a->type : T_FLOAT), a->ndim, a->dims, big);
+  th_status rc =
+      tc__ox_new(x, n, &o, keep_int ? a->type : (a->fl ? a->type : T_FLOAT), a->ndim, a->dims, big);
   if (rc != TH_OK || *big) return rc;
   for (int64_t k = 0; k < o.n; k++) {
     if (keep_int) {
       int64_t v = a->i[k];
       uint64_t u = (uint64_t)v;
-      ((int64_t *)o.i)[k] = is_not ? !v : op[0] == 'N' ? (int64_t)(0 - u) : op[0] == 'A' ? (v < 0 ? (int64_t)(0 - u) : v)
-                                                                            : (v > 0 ? v : 0);
+      ((int64_t *)o.i)[k] = is_not         ? !v
+                            : op[0] == 'N' ? (int64_t)(0 - u)
+                            : op[0] == 'A' ? (v < 0 ? (int64_t)(0 - u) : v)
+                                           : (v > 0 ? v : 0);
       continue;
     }
     double v = tc__ox_getf(a, k), r;
-    if (strcmp(op, "Neg") == 0) r = -v;
-    else if (strcmp(op, "Abs") == 0) r = fabs(v);
-    else if (strcmp(op, "Floor") == 0) r = floor(v);
-    else if (strcmp(op, "Ceil") == 0) r = ceil(v);
-    else if (strcmp(op, "Sqrt") == 0) r = sqrt(v);
-    else if (strcmp(op, "Erf") == 0) r = erf(v);
-    else if (strcmp(op, "Relu") == 0) r = v > 0 ? v : 0;
-    else if (strcmp(op, "Tanh") == 0) r = tanh(v);
-    else if (strcmp(op, "Sigmoid") == 0) r = 1.0 / (1.0 + exp(-v));
-    else if (strcmp(op, "Reciprocal") == 0) r = 1.0 / v;
-    else if (strcmp(op, "Exp") == 0) r = exp(v);
-    else if (strcmp(op, "Log") == 0) r = log(v);
-    else r = v != 0 ? 0 : 1; /* Not of floats */
-    ((float *)o.f)[k] = (float)r;
+    if (strcmp(op, "Neg") == 0)
+      r = -v;
+    else if (strcmp(op, "Abs") == 0)
+      r = fabs(v);
+    else if (strcmp(op, "Floor") == 0)
+      r = floor(v);
+    else if (strcmp(op, "Ceil") == 0)
+      r = ceil(v);
+    else if (strcmp(op, "Sqrt") == 0)
+      r = sqrt(v);
+    else if (strcmp(op, "Erf") == 0)
+      r = erf(v);
+    else if (strcmp(op, "Relu") == 0)
+      r = v > 0 ? v : 0;
+    else if (strcmp(op, "Tanh") == 0)
+      r = tanh(v);
+    else if (strcmp(op, "Sigmoid") == 0)
+      r = 1.0 / (1.0 + exp(-v));
+    else if (strcmp(op, "Reciprocal") == 0)
+      r = 1.0 / v;
+    else if (strcmp(op, "Exp") == 0)
+      r = exp(v);
+    else if (strcmp(op, "Log") == 0)
+      r = log(v);
+    else
+      r = v != 0 ? 0 : 1; /* Not of floats */
+    ((float *)o.f)[k] = tc__ox_f32(r);
   }
   tc__ox_set(x, n, 0, &o);
   return TH_OK;
 }
 
-/* ---- the table ------------------------------------------------------------------------------------------ */
+/* ---- the table
+ * ------------------------------------------------------------------------------------------ */
 
-enum { F_VIEW = 1 /* zero-copy: fine on weights */, F_SHAPE = 2 /* reads only its input's shape */ };
+enum {
+  F_VIEW = 1 /* zero-copy: fine on weights */,
+  F_SHAPE = 2 /* reads only its input's shape */
+};
 
 static const struct {
   const char *op;
   tc__ox_fold_fn fn;
   int flags;
 } tc__ox_folds[] = {
-    {"Identity", tc__ox_f_identity, F_VIEW}, {"Dropout", tc__ox_f_identity, F_VIEW},
-    {"Cast", tc__ox_f_cast, 0},             {"Shape", tc__ox_f_shape, F_SHAPE},
-    {"Size", tc__ox_f_shape, F_SHAPE},      {"Gather", tc__ox_f_gather, 0},
-    {"Reshape", tc__ox_f_reshape, F_VIEW},  {"Flatten", tc__ox_f_reshape, F_VIEW},
-    {"Squeeze", tc__ox_f_reshape, F_VIEW},  {"Unsqueeze", tc__ox_f_reshape, F_VIEW},
-    {"Concat", tc__ox_f_concat, 0},         {"Slice", tc__ox_f_slice, 0},
-    {"Split", tc__ox_f_split, 0},           {"Transpose", tc__ox_f_transpose, 0},
-    {"Expand", tc__ox_f_expand, 0},         {"ConstantOfShape", tc__ox_f_constant_of_shape, 0},
-    {"Range", tc__ox_f_range, 0},           {"Constant", tc__ox_f_constant, 0},
-    {"Where", tc__ox_f_where, 0},           {"Add", tc__ox_f_binary, 0},
-    {"Sub", tc__ox_f_binary, 0},            {"Mul", tc__ox_f_binary, 0},
-    {"Div", tc__ox_f_binary, 0},            {"Pow", tc__ox_f_binary, 0},
-    {"Mod", tc__ox_f_binary, 0},            {"Min", tc__ox_f_binary, 0},
-    {"Max", tc__ox_f_binary, 0},            {"Equal", tc__ox_f_binary, 0},
-    {"Less", tc__ox_f_binary, 0},           {"Greater", tc__ox_f_binary, 0},
-    {"LessOrEqual", tc__ox_f_binary, 0},    {"GreaterOrEqual", tc__ox_f_binary, 0},
-    {"And", tc__ox_f_binary, 0},            {"Or", tc__ox_f_binary, 0},
-    {"Xor", tc__ox_f_binary, 0},            {"Not", tc__ox_f_unary, 0},
-    {"Neg", tc__ox_f_unary, 0},             {"Abs", tc__ox_f_unary, 0},
-    {"Floor", tc__ox_f_unary, 0},           {"Ceil", tc__ox_f_unary, 0},
-    {"Sqrt", tc__ox_f_unary, 0},            {"Erf", tc__ox_f_unary, 0},
-    {"Relu", tc__ox_f_unary, 0},            {"Tanh", tc__ox_f_unary, 0},
-    {"Sigmoid", tc__ox_f_unary, 0},         {"Reciprocal", tc__ox_f_unary, 0},
-    {"Exp", tc__ox_f_unary, 0},             {"Log", tc__ox_f_unary, 0},
+    {"Identity", tc__ox_f_identity, F_VIEW},
+    {"Dropout", tc__ox_f_identity, F_VIEW},
+    {"Cast", tc__ox_f_cast, 0},
+    {"Shape", tc__ox_f_shape, F_SHAPE},
+    {"Size", tc__ox_f_shape, F_SHAPE},
+    {"Gather", tc__ox_f_gather, 0},
+    {"Reshape", tc__ox_f_reshape, F_VIEW},
+    {"Flatten", tc__ox_f_reshape, F_VIEW},
+    {"Squeeze", tc__ox_f_reshape, F_VIEW},
+    {"Unsqueeze", tc__ox_f_reshape, F_VIEW},
+    {"Concat", tc__ox_f_concat, 0},
+    {"Slice", tc__ox_f_slice, 0},
+    {"Split", tc__ox_f_split, 0},
+    {"Transpose", tc__ox_f_transpose, 0},
+    {"Expand", tc__ox_f_expand, 0},
+    {"ConstantOfShape", tc__ox_f_constant_of_shape, 0},
+    {"Range", tc__ox_f_range, 0},
+    {"Constant", tc__ox_f_constant, 0},
+    {"Where", tc__ox_f_where, 0},
+    {"Add", tc__ox_f_binary, 0},
+    {"Sub", tc__ox_f_binary, 0},
+    {"Mul", tc__ox_f_binary, 0},
+    {"Div", tc__ox_f_binary, 0},
+    {"Pow", tc__ox_f_binary, 0},
+    {"Mod", tc__ox_f_binary, 0},
+    {"Min", tc__ox_f_binary, 0},
+    {"Max", tc__ox_f_binary, 0},
+    {"Equal", tc__ox_f_binary, 0},
+    {"Less", tc__ox_f_binary, 0},
+    {"Greater", tc__ox_f_binary, 0},
+    {"LessOrEqual", tc__ox_f_binary, 0},
+    {"GreaterOrEqual", tc__ox_f_binary, 0},
+    {"And", tc__ox_f_binary, 0},
+    {"Or", tc__ox_f_binary, 0},
+    {"Xor", tc__ox_f_binary, 0},
+    {"Not", tc__ox_f_unary, 0},
+    {"Neg", tc__ox_f_unary, 0},
+    {"Abs", tc__ox_f_unary, 0},
+    {"Floor", tc__ox_f_unary, 0},
+    {"Ceil", tc__ox_f_unary, 0},
+    {"Sqrt", tc__ox_f_unary, 0},
+    {"Erf", tc__ox_f_unary, 0},
+    {"Relu", tc__ox_f_unary, 0},
+    {"Tanh", tc__ox_f_unary, 0},
+    {"Sigmoid", tc__ox_f_unary, 0},
+    {"Reciprocal", tc__ox_f_unary, 0},
+    {"Exp", tc__ox_f_unary, 0},
+    {"Log", tc__ox_f_unary, 0},
 };
 
 static int tc__ox_fold_find(const char *op) {
@@ -812,20 +971,22 @@ th_status tc__ox_fold(tc__ox *x, const Onnx__NodeProto *n, int *done) {
     tc__oxv *v = tc__ox_in(x, n, i);
     in[i] = NULL;
     if (!v) continue;
-    if (v->kind != TC__OX_CONST && !(flags & F_SHAPE && i == 0 && v->kind == TC__OX_NODE)) return TH_OK;
+    if (v->kind != TC__OX_CONST && !(flags & F_SHAPE && i == 0 && v->kind == TC__OX_NODE))
+      return TH_OK;
     if (v->kind != TC__OX_CONST) continue;
-    if (!(flags & F_VIEW) && v->c.fl && v->c.n > TC__OX_SMALL) return TH_OK; /* a weight: the graph does it */
+    if (!(flags & F_VIEW) && v->c.fl && v->c.n > TC__OX_SMALL)
+      return TH_OK; /* a weight: the graph does it */
     if (v->c.fl && x->vals[v->c.src].init >= 0 && v->c.n > wn) wn = v->c.n;
     in[i] = &v->c;
   }
-  if (strcmp(n->op_type, "Constant") != 0 && (nin == 0 || (!in[0] && !(flags & F_SHAPE))))
+  if (strcmp(n->op_type, "Constant") != 0 && (nin == 0 || !tc__ox_in(x, n, 0)))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "the first input is missing");
   int big = 0;
   th_status rc = tc__ox_folds[f].fn(x, n, in, nin, &big);
   if (rc != TH_OK || big) return rc;
-  /* a node reported unsupported (a list it needs is computed) is not folded either; nor one that would
-   * make a parameter larger than the initializer it comes from (an expanded class token stays a parameter
-   * and an expand, as in the zoo) */
+  /* a node reported unsupported (a list it needs is computed) is not folded either; nor one that
+   * would make a parameter larger than the initializer it comes from (an expanded class token stays
+   * a parameter and an expand, as in the zoo) */
   int grows = 0;
   for (size_t k = 0; k < n->n_output; k++) {
     tc__oxv *v = tc__ox_out(x, n, (int)k);

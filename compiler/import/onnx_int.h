@@ -1,11 +1,13 @@
-/* Internals of the ONNX importer, shared by its files: onnx.c (parsing, validation, evaluation order, the
- * import loop, finishing the graph, info), onnx_args.c (node attributes and the per-opset decoding of axes,
- * shapes, slices and splits that folding and conversion share), onnx_fold.c (constant tensors: decoding
- * and evaluation at import), onnx_ops.c (one converter per op onto the graph builders) and onnx_match.c
- * (decomposed layer norm and gelu, scale and mask absorption). Nothing here is public. */
+/* Internals of the ONNX importer, shared by its files: onnx.c (parsing, validation, evaluation
+ * order, the import loop, finishing the graph, info), onnx_args.c (node attributes and the
+ * per-opset decoding of axes, shapes, slices and splits that folding and conversion share),
+ * onnx_fold.c (constant tensors: decoding and evaluation at import), onnx_ops.c (one converter per
+ * op onto the graph builders) and onnx_match.c (decomposed layer norm and gelu, scale and mask
+ * absorption). Nothing here is public. */
 #ifndef TC_ONNX_INT_H
 #define TC_ONNX_INT_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "onnx.h"
@@ -15,12 +17,22 @@
 #error "raw_data of ONNX tensors is little-endian; this importer reads it in place"
 #endif
 
-#define TC__OX_RANK 8                       /* the most dimensions of any tensor in a file we accept */
-#define TC__OX_FOLD_MAX ((int64_t)1 << 20)  /* elements of one tensor computed at import */
-#define TC__OX_FOLD_TOTAL ((int64_t)1 << 26) /* elements computed at import over the whole file: a bomb
-                                                 of small nodes with large constant results stops here */
-#define TC__OX_SMALL 64 /* float initializers up to this many elements fold like constants; larger ones are
-                           weights, kept as parameters (never copied through a fold) */
+#define TC__OX_RANK 8 /* the most dimensions of any tensor in a file we accept */
+#define TC__OX_FOLD_MAX ((int64_t)1 << 20) /* elements of one tensor computed at import */
+#define TC__OX_FOLD_TOTAL                                                       \
+  ((int64_t)1 << 26) /* elements computed at import over the whole file: a bomb \
+                         of small nodes with large constant results stops here */
+#define TC__OX_SMALL                                                                     \
+  64 /* float initializers up to this many elements fold like constants; larger ones are \
+        weights, kept as parameters (never copied through a fold) */
+
+/* double -> float without undefined behaviour: out of range is +-infinity, as IEEE rounding would
+ * give. */
+static inline float tc__ox_f32(double v) {
+  return v > 3.4028234663852886e38    ? (float)INFINITY
+         : v < -3.4028234663852886e38 ? -(float)INFINITY
+                                      : (float)v;
+}
 
 /* What an ONNX tensor name stands for during the import. */
 enum {
@@ -31,9 +43,9 @@ enum {
   TC__OX_PAD,       /* a zero Pad whose padding the consuming Conv/AveragePool takes over */
 };
 
-/* A constant tensor. Integer and bool types are held as int64, float types (float, double, float16) as
- * float. Data is borrowed from the parsed model where its layout allows (raw little-endian floats and
- * int64s, float_data, int64_data), else owned by the import's arena. */
+/* A constant tensor. Integer and bool types are held as int64, float types (float, double, float16)
+ * as float. Data is borrowed from the parsed model where its layout allows (raw little-endian
+ * floats and int64s, float_data, int64_data), else owned by the import's arena. */
 typedef struct tc__oxc {
   int type; /* ONNX__TENSOR_PROTO__DATA_TYPE__* */
   int fl;   /* float family: data in f; else in i */
@@ -42,7 +54,8 @@ typedef struct tc__oxc {
   int64_t n;
   const float *f;
   const int64_t *i;
-  int src; /* the value whose exact tensor this is (an initializer seen through Identity/Dropout), or self */
+  int src; /* the value whose exact tensor this is (an initializer seen through Identity/Dropout),
+              or self */
 } tc__oxc;
 
 typedef struct tc__oxv {
@@ -51,19 +64,21 @@ typedef struct tc__oxv {
   int producer; /* index of the file's node that produces it, -1 for inputs and initializers */
   int init;     /* initializer index, -1 */
   int uses;     /* node inputs reading it, plus graph outputs */
-  int cons0;    /* consumers: cons[cons0 .. cons0 + ncons) of tc__ox, node indices (once per node) */
+  int cons0; /* consumers: cons[cons0 .. cons0 + ncons) of tc__ox, node indices (once per node) */
   int ncons;
   int is_output;
-  int node;    /* NODE: its graph node; CONST: the graph node materialising it, or -1; PAD: the input */
-  int param;   /* the first graph parameter made from this value's data (tc__ox_pinfo.next chains), -1 */
-  int mark;    /* scratch for one pass over the nodes */
-  tc__oxc c;   /* CONST */
+  int node;  /* NODE: its graph node; CONST: the graph node materialising it, or -1; PAD: the input
+              */
+  int param; /* the first graph parameter made from this value's data (tc__ox_pinfo.next chains), -1
+              */
+  int mark;  /* scratch for one pass over the nodes */
+  tc__oxc c; /* CONST */
   int pads[4]; /* PAD: top, left, bottom, right */
 } tc__oxv;
 
 typedef struct tc__ox_unsup {
   const Onnx__NodeProto *node;
-  char why[160];   /* "" for an op type the importer does not know */
+  char why[160]; /* "" for an op type the importer does not know */
 } tc__ox_unsup;
 
 /* Where a graph parameter's data comes from. */
@@ -86,81 +101,94 @@ typedef struct tc__ox {
   int nvals;
   int *slots; /* name hash table: value index or -1 */
   uint32_t nslots;
-  int *cons; /* consumer lists (see tc__oxv.cons0) */
-  int *order; /* file node indices in evaluation order */
+  int *cons;           /* consumer lists (see tc__oxv.cons0) */
+  int *order;          /* file node indices in evaluation order */
   unsigned char *done; /* per file node: converted, or absorbed by a pattern */
   tc__ox_unsup *unsup;
   int nunsup, unsup_cap;
   tc__ox_pinfo *pinfo; /* per graph parameter */
   int pcap;
   int64_t fold_total; /* elements computed by folds so far */
-  int file_batch; /* the first dimension of the first input as the file fixes it, or 0 */
+  int file_batch;     /* the first dimension of the first input as the file fixes it, or 0 */
   char *err;
   size_t errlen;
   int failed; /* err holds the first fatal error */
   tc_onnx_info info;
 } tc__ox;
 
-/* ---- onnx.c: errors, values, outputs, parameters ---------------------------------------------------- */
+/* ---- onnx.c: errors, values, outputs, parameters
+ * ---------------------------------------------------- */
 
 /* The string or "" (protobuf-c leaves absent strings NULL). */
 const char *tc__ox_s(const char *s);
 /* The node's name, else its first output's, else "?" (for messages). */
 const char *tc__ox_nname(const Onnx__NodeProto *n);
 /* Records the first fatal error (the message is kept only for the first) and returns rc. */
-th_status tc__ox_fail(tc__ox *x, th_status rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+th_status tc__ox_fail(tc__ox *x, th_status rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* The same, prefixed "node 'NAME' (OP): ". */
 th_status tc__ox_nfail(tc__ox *x, const Onnx__NodeProto *n, th_status rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* Lists n as unsupported (why: a reason, "" when the op type is unknown) and marks its outputs bad, so the
- * import goes on and lists every such node. Returns TH_OK, or TH_ERR_NOMEM. */
+/* Lists n as unsupported (why: a reason, "" when the op type is unknown) and marks its outputs bad,
+ * so the import goes on and lists every such node. Returns TH_OK, or TH_ERR_NOMEM. */
 th_status tc__ox_unsupported(tc__ox *x, const Onnx__NodeProto *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The value named s, or NULL. */
 tc__oxv *tc__ox_find(tc__ox *x, const char *s);
-/* Input k of n, or NULL when absent (past the end, or the empty name of an omitted optional input). */
+/* Input k of n, or NULL when absent (past the end, or the empty name of an omitted optional input).
+ */
 tc__oxv *tc__ox_in(tc__ox *x, const Onnx__NodeProto *n, int k);
 /* Output k of n, or NULL when absent or unnamed (an output nobody asked for). */
 tc__oxv *tc__ox_out(tc__ox *x, const Onnx__NodeProto *n, int k);
-/* The file node index of n's single consumer of output k, or -1 (none, several, or a graph output). */
+/* The file node index of n's single consumer of output k, or -1 (none, several, or a graph output).
+ */
 int tc__ox_sole_consumer(tc__ox *x, const tc__oxv *v);
-/* Binds output k of n to graph node id (checking the build: id < 0 fails with the graph's error). */
+/* Binds output k of n to graph node id (checking the build: id < 0 fails with the graph's error).
+ */
 th_status tc__ox_set_node(tc__ox *x, const Onnx__NodeProto *n, int k, int id);
 /* Binds value v to graph node id: the same, for outputs of nodes absorbed by a pattern. */
 th_status tc__ox_bind_node(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int id);
-/* The graph node of value v: a NODE's own, a float CONST materialised as a parameter (TC_OP_CONST, named
- * as the value), or an error (an integer constant, a rank the graph cannot hold). */
+/* The graph node of value v: a NODE's own, a float CONST materialised as a parameter (TC_OP_CONST,
+ * named as the value), or an error (an integer constant, a rank the graph cannot hold). */
 th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id);
 /* The dimensions of a CONST or NODE value; returns its rank. */
 int tc__ox_dims(const tc__ox *x, const tc__oxv *v, int64_t *dims);
-/* Makes graph parameter *slot hold constant v (its data, transposed when trans (2-D), times scale), named
- * as the initializer it comes from. A parameter already made from the same source and form is shared
+/* Makes graph parameter *slot hold constant v (its data, transposed when trans (2-D), times scale),
+ * named as the initializer it comes from. A parameter already made from the same source and form is
+ * shared
  * (*slot then points to it). The builder's shape must match. */
-th_status tc__ox_bind_param(tc__ox *x, const Onnx__NodeProto *n, int *slot, const tc__oxv *v, int trans,
-                            float scale);
-/* Fills parameter pid (made by a builder, e.g. layer-norm gamma without an affine) with value `fill`. */
+th_status tc__ox_bind_param(tc__ox *x, const Onnx__NodeProto *n, int *slot, const tc__oxv *v,
+                            int trans, float scale);
+/* Fills parameter pid (made by a builder, e.g. layer-norm gamma without an affine) with value
+ * `fill`. */
 th_status tc__ox_fill_param(tc__ox *x, int pid, float fill);
-/* A graph-safe name for builders from the node ("" -> its output's), truncated to fit parameter names. */
+/* A graph-safe name for builders from the node ("" -> its output's), truncated to fit parameter
+ * names. */
 const char *tc__ox_gname(tc__ox *x, const Onnx__NodeProto *n, char *buf, size_t len);
 
-/* Helpers that find a node unsupported report it (tc__ox_unsupported) and return TH_OK; the caller sees
- * the list grow and stops converting that node. */
+/* Helpers that find a node unsupported report it (tc__ox_unsupported) and return TH_OK; the caller
+ * sees the list grow and stops converting that node. */
 #define TC__OX_REPORTED(x, before) ((x)->nunsup != (before))
 
-/* ---- onnx_args.c: attributes and shared argument decoding ------------------------------------------- */
+/* ---- onnx_args.c: attributes and shared argument decoding
+ * ------------------------------------------- */
 
 const Onnx__AttributeProto *tc__ox_attr(const Onnx__NodeProto *n, const char *name);
-/* Integer / float / string attributes with a default; a present attribute of the wrong type fails. */
-th_status tc__ox_attr_i(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t def, int64_t *out);
-th_status tc__ox_attr_f(tc__ox *x, const Onnx__NodeProto *n, const char *name, float def, float *out);
-th_status tc__ox_attr_s(tc__ox *x, const Onnx__NodeProto *n, const char *name, const char *def, char *out,
-                        size_t len);
+/* Integer / float / string attributes with a default; a present attribute of the wrong type fails.
+ */
+th_status tc__ox_attr_i(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t def,
+                        int64_t *out);
+th_status tc__ox_attr_f(tc__ox *x, const Onnx__NodeProto *n, const char *name, float def,
+                        float *out);
+th_status tc__ox_attr_s(tc__ox *x, const Onnx__NodeProto *n, const char *name, const char *def,
+                        char *out, size_t len);
 /* An INTS attribute of at most max values: *count = -1 when absent. */
-th_status tc__ox_attr_ints(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out, int max,
-                           int *count);
-/* Integer values of a constant input (1-D or scalar) of at most max values; *count = -1 when the input is
- * absent; a runtime input is unsupported (reported, *count = -2). */
-th_status tc__ox_const_ints(tc__ox *x, const Onnx__NodeProto *n, int k, int64_t *out, int max, int *count);
+th_status tc__ox_attr_ints(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out,
+                           int max, int *count);
+/* Integer values of a constant input (1-D or scalar) of at most max values; *count = -1 when the
+ * input is absent; a runtime input is unsupported (reported, *count = -2). */
+th_status tc__ox_const_ints(tc__ox *x, const Onnx__NodeProto *n, int k, int64_t *out, int max,
+                            int *count);
 /* axes (or another list) taken from attribute `attr` below opset `since`, else from input k. */
 th_status tc__ox_list(tc__ox *x, const Onnx__NodeProto *n, const char *attr, int k, int64_t since,
                       int64_t *out, int max, int *count);
@@ -169,8 +197,8 @@ th_status tc__ox_axis(tc__ox *x, const Onnx__NodeProto *n, int64_t axis, int ran
 /* Numpy broadcast of two shapes; 0 when they do not broadcast. */
 int tc__ox_bcast(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *out, int *rank);
 /* Output dimensions of Reshape/Flatten/Squeeze/Unsqueeze/Transpose for node n on input dims. */
-th_status tc__ox_reshape_dims(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in, int rin, int64_t *out,
-                              int *rout);
+th_status tc__ox_reshape_dims(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in, int rin,
+                              int64_t *out, int *rout);
 /* The permutation of a Transpose of rank `rank`. */
 th_status tc__ox_perm(tc__ox *x, const Onnx__NodeProto *n, int rank, int *perm);
 /* A Slice's normalised ranges per dimension (begin, end, step, as Python/ONNX clamp them). */
@@ -182,37 +210,41 @@ th_status tc__ox_slice_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
 /* Elements of a normalised range. */
 int64_t tc__ox_range_len(const tc__ox_range *r);
 /* A Split's axis and the size of each output. */
-th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *dims, int rank, int *axis,
-                            int64_t *sizes, int nout);
+th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *dims, int rank,
+                            int *axis, int64_t *sizes, int nout);
 /* Padding of a Conv or pool: pads[4] = top, left, bottom, right, from pads/auto_pad. */
-th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw, const int64_t *k,
-                             const int64_t *s, int64_t *pads);
+th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw,
+                             const int64_t *k, const int64_t *s, int64_t *pads);
 
-/* ---- onnx_fold.c: constant tensors -------------------------------------------------------------------- */
+/* ---- onnx_fold.c: constant tensors
+ * -------------------------------------------------------------------- */
 
 /* Decodes tensor t (an initializer or a Constant's value; `what` names it in errors) into c. */
 th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what, tc__oxc *c);
-/* Evaluates node n when its inputs allow (every input constant, the result small enough, no weight copied):
- * *done = 1 with the outputs set to constants, or *done = 0 for the converters to map it. */
+/* Evaluates node n when its inputs allow (every input constant, the result small enough, no weight
+ * copied): *done = 1 with the outputs set to constants, or *done = 0 for the converters to map it.
+ */
 th_status tc__ox_fold(tc__ox *x, const Onnx__NodeProto *n, int *done);
 /* Whether op_type is one that folding knows. */
 int tc__ox_foldable(const char *op_type);
 /* The float value of a one-element constant, or 0 when v is not one. */
 int tc__ox_scalar(const tc__oxv *v, double *out);
 
-/* ---- onnx_ops.c: converters ------------------------------------------------------------------------- */
+/* ---- onnx_ops.c: converters
+ * ------------------------------------------------------------------------- */
 
 typedef th_status (*tc__ox_conv_fn)(tc__ox *x, const Onnx__NodeProto *n);
 /* The converter of op_type, or NULL (unknown to the importer, or only ever folded). */
 tc__ox_conv_fn tc__ox_converter(const char *op_type);
 
-/* ---- onnx_match.c: patterns ------------------------------------------------------------------------- */
+/* ---- onnx_match.c: patterns
+ * ------------------------------------------------------------------------- */
 
-/* Tries the patterns anchored at file node k (decomposed layer norm, erf gelu): *matched = 1 when they
- * built the fused op and marked the nodes they absorbed done. */
+/* Tries the patterns anchored at file node k (decomposed layer norm, erf gelu): *matched = 1 when
+ * they built the fused op and marked the nodes they absorbed done. */
 th_status tc__ox_match(tc__ox *x, int k, int *matched);
-/* Graph peepholes on a node about to be built: the operand under a scalar scale (AFFINE with no shift),
- * *alpha multiplied by its scale; returns the operand's node. */
+/* Graph peepholes on a node about to be built: the operand under a scalar scale (AFFINE with no
+ * shift), *alpha multiplied by its scale; returns the operand's node. */
 int tc__ox_unscale(tc__ox *x, int id, float *alpha);
 
 #endif

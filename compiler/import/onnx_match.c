@@ -1,9 +1,10 @@
-/* Pattern matching of the ONNX importer: exporters decompose layer norm (ReduceMean, Sub, Pow, ReduceMean,
- * Add eps, Sqrt, Div, Mul gamma, Add beta: torch.onnx below opset 17) and erf gelu (Div sqrt2, Erf, Add 1,
- * Mul x, Mul 0.5), which the graph has as single fused ops with fast templates. A pattern is anchored at
- * its first node, which every other node of it follows in the evaluation order, and matches only when its
- * intermediate tensors are read by nothing outside it, so no value is lost by fusing. Constants it needs
- * are known by then: the evaluation order runs constant nodes first. */
+/* Pattern matching of the ONNX importer: exporters decompose layer norm (ReduceMean, Sub, Pow,
+ * ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add beta: torch.onnx below opset 17) and erf gelu (Div
+ * sqrt2, Erf, Add 1, Mul x, Mul 0.5), which the graph has as single fused ops with fast templates.
+ * A pattern is anchored at its first node, which every other node of it follows in the evaluation
+ * order, and matches only when its intermediate tensors are read by nothing outside it, so no value
+ * is lost by fusing. Constants it needs are known by then: the evaluation order runs constant nodes
+ * first. */
 #include <math.h>
 #include <string.h>
 
@@ -16,7 +17,8 @@ static int tc__ox_next(tc__ox *x, const tc__oxv *v, const char *op) {
   return c;
 }
 
-/* The other input of the two-input node k, given one of them (NULL unless exactly two and distinct). */
+/* The other input of the two-input node k, given one of them (NULL unless exactly two and
+ * distinct). */
 static tc__oxv *tc__ox_other(tc__ox *x, int k, const tc__oxv *v) {
   const Onnx__NodeProto *n = x->gp->node[k];
   if (n->n_input != 2) return NULL;
@@ -33,7 +35,8 @@ static int tc__ox_is(const tc__oxv *v, double want, double tol) {
 
 /* A constant of C floats that broadcasts along the last axis only: gamma, beta. */
 static int tc__ox_vec(const tc__oxv *v, int64_t C, int rank) {
-  if (!v || v->kind != TC__OX_CONST || !v->c.fl || v->c.n != C || v->c.ndim < 1 || v->c.ndim > rank) return 0;
+  if (!v || v->kind != TC__OX_CONST || !v->c.fl || v->c.n != C || v->c.ndim < 1 || v->c.ndim > rank)
+    return 0;
   return v->c.dims[v->c.ndim - 1] == C;
 }
 
@@ -41,7 +44,8 @@ static int tc__ox_vec(const tc__oxv *v, int64_t C, int rank) {
 static int tc__ox_mean_last(tc__ox *x, int k, int r) {
   const Onnx__NodeProto *n = x->gp->node[k];
   const Onnx__AttributeProto *a = tc__ox_attr(n, "axes"), *kd = tc__ox_attr(n, "keepdims");
-  if (n->n_input != 1 || !a || a->n_ints != 1 || (a->ints[0] != -1 && a->ints[0] != r - 1)) return 0;
+  if (n->n_input != 1 || !a || a->n_ints != 1 || (a->ints[0] != -1 && a->ints[0] != r - 1))
+    return 0;
   return !kd || kd->i == 1;
 }
 
@@ -49,8 +53,8 @@ static tc__oxv *tc__ox_out0(tc__ox *x, int k) {
   return tc__ox_out(x, x->gp->node[k], 0);
 }
 
-/* mean = ReduceMean(x); d = Sub(x, mean) (once, or twice); Pow(d, 2) or Mul(d, d); ReduceMean; Add eps;
- * Sqrt; Div(d, s); optionally Mul gamma and Add beta. */
+/* mean = ReduceMean(x); d = Sub(x, mean) (once, or twice); Pow(d, 2) or Mul(d, d); ReduceMean; Add
+ * eps; Sqrt; Div(d, s); optionally Mul gamma and Add beta. */
 static th_status tc__ox_layer_norm(tc__ox *x, int k, int *matched) {
   const Onnx__NodeProto *n = x->gp->node[k];
   tc__oxv *vx = tc__ox_in(x, n, 0), *mean = tc__ox_out0(x, k);
@@ -65,6 +69,7 @@ static th_status tc__ox_layer_norm(tc__ox *x, int k, int *matched) {
     if (strcmp(sn->op_type, "Sub") != 0 || sn->n_input != 2 || tc__ox_in(x, sn, 0) != vx ||
         tc__ox_in(x, sn, 1) != mean || x->done[s])
       return TH_OK;
+    if (!tc__ox_out0(x, s) || tc__ox_out0(x, s)->is_output) return TH_OK;
     subs[nsub++] = s;
   }
   /* the square: Pow(d, 2) or Mul(d, d) of one sub; the Div of the same or the other */
@@ -74,8 +79,8 @@ static th_status tc__ox_layer_norm(tc__ox *x, int k, int *matched) {
     for (int c = 0; c < d->ncons; c++) {
       int j = x->cons[d->cons0 + c];
       const Onnx__NodeProto *jn = x->gp->node[j];
-      int is_pow = strcmp(jn->op_type, "Pow") == 0 && jn->n_input == 2 && tc__ox_in(x, jn, 0) == d &&
-                   tc__ox_is(tc__ox_in(x, jn, 1), 2.0, 0);
+      int is_pow = strcmp(jn->op_type, "Pow") == 0 && jn->n_input == 2 &&
+                   tc__ox_in(x, jn, 0) == d && tc__ox_is(tc__ox_in(x, jn, 1), 2.0, 0);
       int is_sq = strcmp(jn->op_type, "Mul") == 0 && jn->n_input == 2 && tc__ox_in(x, jn, 0) == d &&
                   tc__ox_in(x, jn, 1) == d;
       if (is_pow || is_sq) sq = j;
@@ -91,7 +96,9 @@ static th_status tc__ox_layer_norm(tc__ox *x, int k, int *matched) {
   sr = tc__ox_next(x, tc__ox_out0(x, ae), "Sqrt");
   if (sr < 0) return TH_OK;
   dv = tc__ox_next(x, tc__ox_out0(x, sr), "Div");
-  if (dv < 0 || x->gp->node[dv]->n_input != 2 || tc__ox_in(x, x->gp->node[dv], 1) != tc__ox_out0(x, sr)) return TH_OK;
+  if (dv < 0 || x->gp->node[dv]->n_input != 2 ||
+      tc__ox_in(x, x->gp->node[dv], 1) != tc__ox_out0(x, sr))
+    return TH_OK;
   /* every use of the differences is the square or the division */
   tc__oxv *num = tc__ox_in(x, x->gp->node[dv], 0), *sqin = tc__ox_in(x, x->gp->node[sq], 0);
   int sq_uses = strcmp(x->gp->node[sq]->op_type, "Mul") == 0 ? 2 : 1, found_num = 0;
@@ -99,7 +106,8 @@ static th_status tc__ox_layer_norm(tc__ox *x, int k, int *matched) {
     tc__oxv *d = tc__ox_out0(x, subs[i]);
     int is_sq = d == sqin, is_num = d == num;
     found_num |= is_num;
-    if (!(is_sq || is_num) || d->ncons != is_sq + is_num || d->uses != is_sq * sq_uses + is_num) return TH_OK;
+    if (!(is_sq || is_num) || d->ncons != is_sq + is_num || d->uses != is_sq * sq_uses + is_num)
+      return TH_OK;
   }
   if (!found_num) return TH_OK;
   /* the affine: Mul(gamma) then Add(beta), in either operand order */
@@ -125,11 +133,15 @@ static th_status tc__ox_layer_norm(tc__ox *x, int k, int *matched) {
   th_status rc = tc__ox_bind_node(x, n, NULL, id);
   if (rc != TH_OK) return rc;
   tc_node *nd = &x->g->nodes[id];
-  rc = gamma ? tc__ox_bind_param(x, n, &nd->gamma, gamma, 0, 1.0f) : tc__ox_fill_param(x, nd->gamma, 1.0f);
+  rc = gamma ? tc__ox_bind_param(x, n, &nd->gamma, gamma, 0, 1.0f)
+             : tc__ox_fill_param(x, nd->gamma, 1.0f);
   nd = &x->g->nodes[id];
-  if (rc == TH_OK) rc = beta ? tc__ox_bind_param(x, n, &nd->beta, beta, 0, 1.0f) : tc__ox_fill_param(x, nd->beta, 0.0f);
+  if (rc == TH_OK)
+    rc = beta ? tc__ox_bind_param(x, n, &nd->beta, beta, 0, 1.0f)
+              : tc__ox_fill_param(x, nd->beta, 0.0f);
   if (rc != TH_OK) return rc;
-  int all[10] = {k, subs[0], nsub > 1 ? subs[1] : k, sq, rm2, ae, sr, dv, m >= 0 ? m : k, ad >= 0 ? ad : k};
+  int all[10] = {k,  subs[0],        nsub > 1 ? subs[1] : k, sq, rm2, ae, sr,
+                 dv, m >= 0 ? m : k, ad >= 0 ? ad : k};
   for (int i = 0; i < 10; i++) x->done[all[i]] = 1;
   last->kind = TC__OX_NODE;
   last->node = id;
@@ -147,18 +159,21 @@ static int tc__ox_half_of(tc__ox *x, const tc__oxv *h, const tc__oxv *vx) {
   return (a == vx && tc__ox_is(b, 0.5, 1e-6)) || (b == vx && tc__ox_is(a, 0.5, 1e-6));
 }
 
-/* Div(x, sqrt 2) or Mul(x, 1/sqrt 2); Erf; Add 1; then 0.5 * x * that in any of torch's three orders. */
+/* Div(x, sqrt 2) or Mul(x, 1/sqrt 2); Erf; Add 1; then 0.5 * x * that in any of torch's three
+ * orders. */
 static th_status tc__ox_gelu(tc__ox *x, int k, int *matched) {
   const Onnx__NodeProto *n = x->gp->node[k];
   int is_div = strcmp(n->op_type, "Div") == 0;
   if (n->n_input != 2) return TH_OK;
   tc__oxv *vx = tc__ox_in(x, n, 0), *c = tc__ox_in(x, n, 1), *s = tc__ox_out0(x, k);
-  if (!is_div && c && c->kind == TC__OX_NODE && vx && vx->kind == TC__OX_CONST) { /* Mul(1/sqrt2, x) */
+  if (!is_div && c && c->kind == TC__OX_NODE && vx &&
+      vx->kind == TC__OX_CONST) { /* Mul(1/sqrt2, x) */
     tc__oxv *tmp = vx;
     vx = c;
     c = tmp;
   }
-  if (!vx || vx->kind != TC__OX_NODE || x->g->nodes[vx->node].out.dtype != TC_DTYPE_F32) return TH_OK;
+  if (!vx || vx->kind != TC__OX_NODE || x->g->nodes[vx->node].out.dtype != TC_DTYPE_F32)
+    return TH_OK;
   if (!tc__ox_is(c, is_div ? 1.4142135623730951 : 0.7071067811865476, 1e-4)) return TH_OK;
   int e = tc__ox_next(x, s, "Erf");
   int a = e >= 0 ? tc__ox_next(x, tc__ox_out0(x, e), "Add") : -1;

@@ -1,9 +1,10 @@
 /* The ONNX importer's converters: one function per op type, mapping a node onto the graph builders
- * (graph.h) so that an imported network looks like the zoo's (conv/bn/relu/pool/dense for CNNs; dense,
- * matmul, softmax_ex, layer_norm, gelu, views for transformers) and the same passes and templates apply.
- * Each converter picks the behaviour of the model's opset where ONNX changed an op, and reports what it
- * cannot map as unsupported with the reason (the import goes on and lists every such node). Nodes whose
- * inputs are all constants never get here: onnx_fold.c evaluates them. */
+ * (graph.h) so that an imported network looks like the zoo's (conv/bn/relu/pool/dense for CNNs;
+ * dense, matmul, softmax_ex, layer_norm, gelu, views for transformers) and the same passes and
+ * templates apply. Each converter picks the behaviour of the model's opset where ONNX changed an
+ * op, and reports what it cannot map as unsupported with the reason (the import goes on and lists
+ * every such node). Nodes whose inputs are all constants never get here: onnx_fold.c evaluates
+ * them. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -12,7 +13,8 @@
 
 #include "onnx_int.h"
 
-/* ---- helpers ------------------------------------------------------------------------------------------ */
+/* ---- helpers
+ * ------------------------------------------------------------------------------------------ */
 
 static const tc_tensor *tc__ox_t(tc__ox *x, int id) {
   return &x->g->nodes[id].out;
@@ -32,7 +34,8 @@ static th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int
   if (rc != TH_OK || *id < 0) return rc;
   if (tc__ox_t(x, *id)->dtype != TC_DTYPE_F32) {
     *id = -1;
-    return tc__ox_unsupported(x, n, "input %d is an int64 tensor at run time (only float32 arithmetic)", k);
+    return tc__ox_unsupported(
+        x, n, "input %d is an int64 tensor at run time (only float32 arithmetic)", k);
   }
   return TH_OK;
 }
@@ -41,7 +44,8 @@ static th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int
 static int tc__ox_affine(tc__ox *x, int id, float alpha, float shift) {
   const tc_node *nd = &x->g->nodes[id];
   if (alpha == 1.0f && shift == 0.0f) return id;
-  if (nd->op == TC_OP_AFFINE) return tc_graph_affine(x->g, nd->inputs[0], nd->alpha * alpha, nd->shift * alpha + shift);
+  if (nd->op == TC_OP_AFFINE)
+    return tc_graph_affine(x->g, nd->inputs[0], nd->alpha * alpha, nd->shift * alpha + shift);
   return tc_graph_affine(x->g, id, alpha, shift);
 }
 
@@ -52,16 +56,19 @@ static int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
   return t->ndim;
 }
 
-/* Reshapes node id to dims (no node when they are its own); reports a rank or size the graph cannot hold. */
-static th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims, int r,
-                                     int *out) {
+/* Reshapes node id to dims (no node when they are its own); reports a rank or size the graph cannot
+ * hold. */
+static th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id,
+                                     const int64_t *dims, int r, int *out) {
   const tc_tensor *t = tc__ox_t(x, id);
   *out = -1;
   if (r < 1 || r > TC_MAX_DIMS)
-    return tc__ox_unsupported(x, n, "the result has %d dimensions (the graph holds 1..%d)", r, TC_MAX_DIMS);
+    return tc__ox_unsupported(x, n, "the result has %d dimensions (the graph holds 1..%d)", r,
+                              TC_MAX_DIMS);
   int shape[TC_MAX_DIMS], same = r == t->ndim;
   for (int d = 0; d < r; d++) {
-    if (dims[d] < 1 || dims[d] > INT_MAX) return tc__ox_unsupported(x, n, "dimension %d is %lld", d, (long long)dims[d]);
+    if (dims[d] < 1 || dims[d] > INT_MAX)
+      return tc__ox_unsupported(x, n, "dimension %d is %lld", d, (long long)dims[d]);
     shape[d] = (int)dims[d];
     same = same && shape[d] == t->shape[d];
   }
@@ -69,8 +76,8 @@ static th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id
   return tc__ox_bind_node(x, n, NULL, *out);
 }
 
-/* A float weight behind value v: a constant (leading dims of 1 dropped to make it 2-D when want2d), or the
- * 2-D transpose of a materialised constant (*trans toggled). Copies the view into *w. */
+/* A float weight behind value v: a constant (leading dims of 1 dropped to make it 2-D when want2d),
+ * or the 2-D transpose of a materialised constant (*trans toggled). Copies the view into *w. */
 static int tc__ox_weight(tc__ox *x, const tc__oxv *v, tc__oxv *w, int *trans) {
   if (v->kind == TC__OX_CONST && v->c.fl && v->c.ndim >= 2) {
     for (int d = 0; d < v->c.ndim - 2; d++)
@@ -85,7 +92,8 @@ static int tc__ox_weight(tc__ox *x, const tc__oxv *v, tc__oxv *w, int *trans) {
   const tc_node *nd = &x->g->nodes[v->node];
   if (nd->op != TC_OP_TRANSPOSE || nd->out.ndim != 2 || nd->perm[0] != 1) return 0;
   const tc_node *c = &x->g->nodes[nd->inputs[0]];
-  if (c->op != TC_OP_CONST || c->weight < 0 || c->weight >= x->pcap || x->pinfo[c->weight].mat < 0) return 0;
+  if (c->op != TC_OP_CONST || c->weight < 0 || c->weight >= x->pcap || x->pinfo[c->weight].mat < 0)
+    return 0;
   const tc__oxv *m = &x->vals[x->pinfo[c->weight].mat];
   if (m->c.ndim != 2) return 0;
   *w = *m;
@@ -93,7 +101,8 @@ static int tc__ox_weight(tc__ox *x, const tc__oxv *v, tc__oxv *w, int *trans) {
   return 1;
 }
 
-/* ---- element-wise ------------------------------------------------------------------------------------------ */
+/* ---- element-wise
+ * ------------------------------------------------------------------------------------------ */
 
 static th_status tc__ox_c_unary(tc__ox *x, const Onnx__NodeProto *n) {
   const char *op = n->op_type;
@@ -106,9 +115,9 @@ static th_status tc__ox_c_unary(tc__ox *x, const Onnx__NodeProto *n) {
   }
   if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
-  int id = strcmp(op, "Relu") == 0      ? tc_graph_relu(x->g, a)
-           : strcmp(op, "Tanh") == 0    ? tc_graph_tanh(x->g, a)
-           : strcmp(op, "Sigmoid") == 0 ? tc_graph_sigmoid(x->g, a)
+  int id = strcmp(op, "Relu") == 0        ? tc_graph_relu(x->g, a)
+           : strcmp(op, "Tanh") == 0      ? tc_graph_tanh(x->g, a)
+           : strcmp(op, "Sigmoid") == 0   ? tc_graph_sigmoid(x->g, a)
            : strcmp(op, "HardSwish") == 0 ? tc_graph_hard_swish(x->g, a)
                                           : tc_graph_hard_sigmoid(x->g, a, alpha, beta);
   return tc__ox_set_node(x, n, 0, id);
@@ -122,7 +131,8 @@ static int tc__ox_gated(tc__ox *x, int a, int b) {
     int other = side ? b : a;
     if (gate->ninputs != 1 || gate->inputs[0] != other) continue;
     if (gate->op == TC_OP_SIGMOID) return tc_graph_silu(x->g, other);
-    if (gate->op == TC_OP_HARD_SIGMOID && fabsf(gate->alpha - 1.0f / 6) < 1e-6f && gate->shift == 0.5f)
+    if (gate->op == TC_OP_HARD_SIGMOID && fabsf(gate->alpha - 1.0f / 6) < 1e-6f &&
+        gate->shift == 0.5f)
       return tc_graph_hard_swish(x->g, other);
   }
   return -1;
@@ -135,7 +145,8 @@ static th_status tc__ox_c_identity(tc__ox *x, const Onnx__NodeProto *n) {
     tc__oxv *mask = tc__ox_out(x, n, 1), *train = tc__ox_in(x, n, 2);
     double t = 0;
     if (mask && mask->uses > 0) return tc__ox_unsupported(x, n, "its mask output is used");
-    if (train && (!tc__ox_scalar(train, &t) || t != 0)) return tc__ox_unsupported(x, n, "training_mode is on");
+    if (train && (!tc__ox_scalar(train, &t) || t != 0))
+      return tc__ox_unsupported(x, n, "training_mode is on");
   }
   rc = tc__ox_node_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
@@ -153,9 +164,12 @@ static th_status tc__ox_c_clip(tc__ox *x, const Onnx__NodeProto *n) {
       tc__oxv *v = tc__ox_in(x, n, k);
       double d;
       if (!v) continue;
-      if (!tc__ox_scalar(v, &d)) return tc__ox_unsupported(x, n, "%s is not a constant scalar", k == 1 ? "min" : "max");
-      if (k == 1) lo = (float)d;
-      else hi = (float)d;
+      if (!tc__ox_scalar(v, &d))
+        return tc__ox_unsupported(x, n, "%s is not a constant scalar", k == 1 ? "min" : "max");
+      if (k == 1)
+        lo = tc__ox_f32(d);
+      else
+        hi = tc__ox_f32(d);
     }
   }
   int a;
@@ -174,15 +188,21 @@ static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
   th_status rc;
   for (int side = 0; side < 2; side++) {
     tc__oxv *c = side ? va : vb, *o = side ? vb : va; /* c: a scalar constant, o: the tensor */
-    if (c->kind != TC__OX_CONST || !c->c.fl || !tc__ox_scalar(c, &s) || o->kind != TC__OX_NODE) continue;
+    if (c->kind != TC__OX_CONST || !c->c.fl || !tc__ox_scalar(c, &s) || o->kind != TC__OX_NODE)
+      continue;
     if (c->c.ndim > tc__ox_t(x, o->node)->ndim) continue; /* it would add dimensions */
     if (tc__ox_t(x, o->node)->dtype != TC_DTYPE_F32) break;
-    float f = (float)s;
-    if (op == 'A') id = tc__ox_affine(x, o->node, 1.0f, f);
-    else if (op == 'M') id = tc__ox_affine(x, o->node, f, 0.0f);
-    else if (op == 'S') id = side ? tc__ox_affine(x, o->node, -1.0f, f) : tc__ox_affine(x, o->node, 1.0f, -f);
-    else if (side == 0 && s != 0) id = tc__ox_affine(x, o->node, (float)(1.0 / s), 0.0f);
-    else continue; /* c / x: a real division */
+    float f = tc__ox_f32(s);
+    if (op == 'A')
+      id = tc__ox_affine(x, o->node, 1.0f, f);
+    else if (op == 'M')
+      id = tc__ox_affine(x, o->node, f, 0.0f);
+    else if (op == 'S')
+      id = side ? tc__ox_affine(x, o->node, -1.0f, f) : tc__ox_affine(x, o->node, 1.0f, -f);
+    else if (side == 0 && s != 0)
+      id = tc__ox_affine(x, o->node, tc__ox_f32(1.0 / s), 0.0f);
+    else
+      continue; /* c / x: a real division */
     return tc__ox_set_node(x, n, 0, id);
   }
   int a, b;
@@ -191,40 +211,49 @@ static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
   rc = tc__ox_float_in(x, n, 1, &b);
   if (rc != TH_OK || b < 0) return rc;
   if (op == 'M' && (id = tc__ox_gated(x, a, b)) >= 0) return tc__ox_set_node(x, n, 0, id);
-  id = op == 'A' ? tc_graph_add(x->g, a, b) : op == 'S' ? tc_graph_sub(x->g, a, b)
-     : op == 'M' ? tc_graph_mul(x->g, a, b) : tc_graph_div(x->g, a, b);
+  id = op == 'A'   ? tc_graph_add(x->g, a, b)
+       : op == 'S' ? tc_graph_sub(x->g, a, b)
+       : op == 'M' ? tc_graph_mul(x->g, a, b)
+                   : tc_graph_div(x->g, a, b);
   return tc__ox_set_node(x, n, 0, id);
 }
 
 static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
   const char *op = n->op_type;
-  return tc__ox_unsupported(x, n, "%s", strcmp(op, "Erf") == 0 ? "only inside a decomposed gelu"
-                                        : "only inside a decomposed layer norm (or on constants)");
+  return tc__ox_unsupported(x, n, "%s",
+                            strcmp(op, "Erf") == 0
+                                ? "only inside a decomposed gelu"
+                                : "only inside a decomposed layer norm (or on constants)");
 }
 
-/* ---- CNN ops ----------------------------------------------------------------------------------------------- */
+/* ---- CNN ops
+ * -----------------------------------------------------------------------------------------------
+ */
 
-/* A 2-value window attribute (kernel_shape, strides) into out, which keeps its preset values when the
- * attribute is absent; both must end up in 1..1024. */
+/* A 2-value window attribute (kernel_shape, strides) into out, which keeps its preset values when
+ * the attribute is absent; both must end up in 1..1024. */
 static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out) {
   int64_t a[8];
   int cnt;
   th_status rc = tc__ox_attr_ints(x, n, name, a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  if (cnt >= 0 && cnt != 2) return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have 2 values (2-D)", name);
+  if (cnt >= 0 && cnt != 2)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have 2 values (2-D)", name);
   if (cnt == 2) {
     out[0] = a[0];
     out[1] = a[1];
   }
   if (out[0] < 1 || out[1] < 1 || out[0] > 1024 || out[1] > 1024)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s %lldx%lld (1..1024)", name, (long long)out[0], (long long)out[1]);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s %lldx%lld (1..1024)", name, (long long)out[0],
+                        (long long)out[1]);
   return TH_OK;
 }
 
-/* The window attributes of Conv and the pools: kernel (given, or from the attribute), strides, dilations (1
- * only) and pads; pads of a pending zero Pad on the input are added. *in = the input node. */
-static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, int64_t *s, int64_t *pads,
-                               int *in, int *padded) {
+/* The window attributes of Conv and the pools: kernel (given, or from the attribute), strides,
+ * dilations (1 only) and pads; pads of a pending zero Pad on the input are added. *in = the input
+ * node. */
+static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, int64_t *s,
+                               int64_t *pads, int *in, int *padded) {
   tc__oxv *v = tc__ox_in(x, n, 0);
   *in = -1;
   *padded = 0;
@@ -238,7 +267,9 @@ static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, 
     if (rc != TH_OK || id < 0) return rc;
   }
   const tc_tensor *t = tc__ox_t(x, id);
-  if (t->ndim != 4) return tc__ox_unsupported(x, n, "only 2-D windows over NCHW maps (the input has %d dimensions)", t->ndim);
+  if (t->ndim != 4)
+    return tc__ox_unsupported(x, n, "only 2-D windows over NCHW maps (the input has %d dimensions)",
+                              t->ndim);
   int64_t a[8], hw[2] = {t->shape[2], t->shape[3]};
   int cnt;
   th_status rc = tc__ox_attr_ints(x, n, "kernel_shape", a, 8, &cnt);
@@ -252,20 +283,24 @@ static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, 
   rc = tc__ox_attr_ints(x, n, "dilations", a, 8, &cnt);
   if (rc != TH_OK) return rc;
   for (int i = 0; i < cnt; i++)
-    if (a[i] != 1) return tc__ox_unsupported(x, n, "attribute dilations = %lld (only 1)", (long long)a[i]);
+    if (a[i] != 1)
+      return tc__ox_unsupported(x, n, "attribute dilations = %lld (only 1)", (long long)a[i]);
   rc = tc__ox_window_pads(x, n, hw, k, s, pads);
   if (rc != TH_OK) return rc;
   if (*padded)
     for (int i = 0; i < 4; i++) pads[i] += v->pads[i];
   for (int i = 0; i < 4; i++)
     if (pads[i] >= k[i % 2])
-      return tc__ox_unsupported(x, n, "padding %lld is not smaller than the kernel", (long long)pads[i]);
+      return tc__ox_unsupported(x, n, "padding %lld is not smaller than the kernel",
+                                (long long)pads[i]);
   *in = id;
   return TH_OK;
 }
 
-/* Output size of a window: floor, or torch's ceil mode (the last window starts inside the input). */
-static int64_t tc__ox_out_dim(int64_t size, int64_t k, int64_t s, int64_t p0, int64_t p1, int ceil_mode) {
+/* Output size of a window: floor, or torch's ceil mode (the last window starts inside the input).
+ */
+static int64_t tc__ox_out_dim(int64_t size, int64_t k, int64_t s, int64_t p0, int64_t p1,
+                              int ceil_mode) {
   int64_t span = size + p0 + p1 - k;
   if (span < 0) return 0;
   int64_t o = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
@@ -273,8 +308,8 @@ static int64_t tc__ox_out_dim(int64_t size, int64_t k, int64_t s, int64_t p0, in
   return o;
 }
 
-static void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads, int64_t oh,
-                              int64_t ow) {
+static void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads,
+                              int64_t oh, int64_t ow) {
   nd->kh = (int)k[0];
   nd->kw = (int)k[1];
   nd->sh = (int)s[0];
@@ -291,9 +326,11 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   tc__oxv *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   if (!w) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the weights are missing");
   if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim != 4)
-    return tc__ox_unsupported(x, n, "weights must be a constant 4-D float tensor (1-D/3-D convolutions are not mapped)");
+    return tc__ox_unsupported(
+        x, n, "weights must be a constant 4-D float tensor (1-D/3-D convolutions are not mapped)");
   if (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != w->c.dims[0]))
-    return tc__ox_unsupported(x, n, "the bias must be a constant of %lld floats", (long long)w->c.dims[0]);
+    return tc__ox_unsupported(x, n, "the bias must be a constant of %lld floats",
+                              (long long)w->c.dims[0]);
   int64_t k[2] = {w->c.dims[2], w->c.dims[3]}, s[2], pads[4], group;
   int in, padded;
   th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
@@ -302,23 +339,76 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc != TH_OK) return rc;
   const tc_tensor *t = tc__ox_t(x, in);
   int64_t oc = w->c.dims[0];
-  if (group < 1 || group > t->shape[1] || w->c.dims[1] * group != t->shape[1] || oc % group != 0 || oc > INT_MAX)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
+  if (group < 1 || group > t->shape[1] || w->c.dims[1] * group != t->shape[1] || oc % group != 0 ||
+      oc > INT_MAX)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
                         (long long)oc, (long long)w->c.dims[1], (long long)group, t->shape[1]);
+  if (group != 1 && (group != oc || group != t->shape[1]))
+    return tc__ox_unsupported(
+        x, n, "group %lld: only 1 or depthwise (group = channels = output channels) have kernels",
+        (long long)group);
   int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], 0);
   int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], 0);
   if (oh < 1 || ow < 1)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the kernel", t->shape[2], t->shape[3]);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the kernel",
+                        t->shape[2], t->shape[3]);
   char nm[256];
   int64_t ph = pads[0] > pads[2] ? pads[0] : pads[2], pw = pads[1] > pads[3] ? pads[1] : pads[3];
-  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, (int)oc, (int)k[0], (int)k[1], (int)s[0],
-                         (int)s[1], (int)ph, (int)pw, (int)group, b != NULL);
+  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, (int)oc, (int)k[0], (int)k[1],
+                         (int)s[0], (int)s[1], (int)ph, (int)pw, (int)group, b != NULL);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc != TH_OK) return rc;
   tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
   rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
   if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
   return rc;
+}
+
+/* Whether tc_pass_fold_bn will fold a batch norm on node a into it: a plain conv (4-D) used by
+ * nothing else. Only such a batch norm stays one (the parameters keep their names for params.bin).
+ */
+static int tc__ox_bn_folds(tc__ox *x, int a) {
+  const tc_node *c = &x->g->nodes[a];
+  if (c->op != TC_OP_CONV2D || c->gamma >= 0 || c->epilogue) return 0;
+  for (int i = a + 1; i < x->g->nnodes; i++)
+    for (int k = 0; k < x->g->nodes[i].ninputs; k++)
+      if (x->g->nodes[i].inputs[k] == a) return 0;
+  return 1;
+}
+
+/* A batch norm that no conv takes in (after a dense, a concat, an add): x * s + t over the channel
+ * axis, with s = gamma / sqrt(var + eps) and t = beta - mean * s computed here as constants
+ * "<node>.scale" and
+ * "<node>.shift" [C, 1, ...] (there is no batch-norm kernel of its own). p: scale, bias, mean, var.
+ */
+static th_status tc__ox_bn_affine(tc__ox *x, const Onnx__NodeProto *n, int a, tc__oxv **p,
+                                  float eps) {
+  const tc_tensor *t = tc__ox_t(x, a);
+  int r = t->ndim, C = t->shape[1], ids[2];
+  int64_t shape[TC_MAX_DIMS];
+  shape[0] = C;
+  for (int d = 1; d < r - 1; d++) shape[d] = 1;
+  char nm[256], pn[300];
+  tc__ox_gname(x, n, nm, sizeof nm);
+  for (int k = 0; k < 2; k++) {
+    snprintf(pn, sizeof pn, "%s.%s", nm, k ? "shift" : "scale");
+    ids[k] = tc_graph_const(x->g, pn, r - 1, shape, TC_INIT_EMBED, 1);
+    th_status rc = tc__ox_bind_node(x, n, NULL, ids[k]);
+    if (rc != TH_OK) return rc;
+    if (!x->opts->weights) continue;
+    tc_param *q = &x->g->params[x->g->nodes[ids[k]].weight];
+    q->data = th_arena_alloc(x->g->arena, (size_t)C * sizeof(float));
+    if (!q->data) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+    for (int c = 0; c < C; c++) {
+      double sc = p[0]->c.f[c] / sqrt((double)p[3]->c.f[c] + eps);
+      q->data[c] = tc__ox_f32(k ? p[1]->c.f[c] - p[2]->c.f[c] * sc : sc);
+    }
+  }
+  int id = tc_graph_mul(x->g, a, ids[0]);
+  th_status rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc != TH_OK) return rc;
+  return tc__ox_set_node(x, n, 0, tc_graph_add(x->g, id, ids[1]));
 }
 
 static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
@@ -329,7 +419,8 @@ static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc == TH_OK && x->opset < 9) rc = tc__ox_attr_i(x, n, "spatial", 1, &spatial);
   if (rc == TH_OK && x->opset >= 14) rc = tc__ox_attr_i(x, n, "training_mode", 0, &training);
   if (rc != TH_OK) return rc;
-  if (spatial != 1 || training != 0) return tc__ox_unsupported(x, n, "spatial = 0 or training_mode = 1");
+  if (spatial != 1 || training != 0)
+    return tc__ox_unsupported(x, n, "spatial = 0 or training_mode = 1");
   for (int k = 1; k < (int)n->n_output; k++) {
     tc__oxv *o = tc__ox_out(x, n, k);
     if (o && o->uses > 0) return tc__ox_unsupported(x, n, "its training outputs are used");
@@ -337,35 +428,27 @@ static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
   rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
   const tc_tensor *t = tc__ox_t(x, a);
-  if (t->ndim < 2) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input has %d dimensions", t->ndim);
+  if (t->ndim < 2)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input has %d dimensions", t->ndim);
   tc__oxv *p[4];
   for (int k = 0; k < 4; k++) {
     p[k] = tc__ox_in(x, n, k + 1);
     if (!p[k] || p[k]->kind != TC__OX_CONST || !p[k]->c.fl || p[k]->c.n != t->shape[1])
-      return tc__ox_unsupported(x, n, "scale, bias, mean and var must be constants of %d floats", t->shape[1]);
+      return tc__ox_unsupported(x, n, "scale, bias, mean and var must be constants of %d floats",
+                                t->shape[1]);
   }
-  /* [N, C, ...] other than 4-D runs as [N, C, L, 1] */
-  int64_t dims[TC__OX_RANK] = {0}, four[4];
-  int r = tc__ox_tdims(x, a, dims), in = a;
-  four[0] = dims[0];
-  four[1] = dims[1];
-  four[2] = 1;
-  for (int d = 2; d < r; d++) four[2] *= dims[d];
-  four[3] = 1;
-  if (r != 4) {
-    rc = tc__ox_reshape_node(x, n, a, four, 4, &in);
-    if (rc != TH_OK || in < 0) return rc;
-  }
+  int sole =
+      tc__ox_sole_consumer(x, tc__ox_in(x, n, 0)); /* later readers of the conv would keep it too */
+  if (sole < 0 || x->gp->node[sole] != n || !tc__ox_bn_folds(x, a))
+    return tc__ox_bn_affine(x, n, a, p, eps);
   char nm[256];
-  int id = tc_graph_bn(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, eps);
-  rc = tc__ox_bind_node(x, n, NULL, id);
-  if (rc != TH_OK) return rc;
-  tc_node *nd = &x->g->nodes[id];
-  int *slots[4] = {&nd->gamma, &nd->beta, &nd->mean, &nd->var};
+  int id = tc_graph_bn(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, eps);
+  rc = tc__ox_set_node(x, n, 0, id);
+  tc_node *nd = rc == TH_OK ? &x->g->nodes[id] : NULL;
+  int *slots[4] = {nd ? &nd->gamma : NULL, nd ? &nd->beta : NULL, nd ? &nd->mean : NULL,
+                   nd ? &nd->var : NULL};
   for (int k = 0; rc == TH_OK && k < 4; k++) rc = tc__ox_bind_param(x, n, slots[k], p[k], 0, 1.0f);
-  if (rc == TH_OK && r != 4) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
-  if (rc != TH_OK || id < 0) return rc;
-  return tc__ox_set_node(x, n, 0, id);
+  return rc;
 }
 
 static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
@@ -374,7 +457,8 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
   int in, padded;
   tc__oxv *idx = tc__ox_out(x, n, 1);
   if (idx && idx->uses > 0) return tc__ox_unsupported(x, n, "its Indices output is used");
-  if (!tc__ox_attr(n, "kernel_shape")) return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape is missing");
+  if (!tc__ox_attr(n, "kernel_shape"))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape is missing");
   th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
   if (rc != TH_OK || in < 0) return rc;
   if (x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
@@ -385,23 +469,28 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
     const tc__oxv *v = tc__ox_in(x, n, 0);
     for (int i = 0; i < 4; i++) own[i] = pads[i] - v->pads[i];
     if (!cip && (own[0] || own[1] || own[2] || own[3]))
-      return tc__ox_unsupported(x, n, "a zero Pad before an AveragePool that pads without counting the padding");
+      return tc__ox_unsupported(
+          x, n, "a zero Pad before an AveragePool that pads without counting the padding");
     cip = 1; /* the Pad's zeros are elements of the input */
   }
   const tc_tensor *t = tc__ox_t(x, in);
   int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], (int)ceil_mode);
   int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], (int)ceil_mode);
   if (oh < 1 || ow < 1)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the window", t->shape[2], t->shape[3]);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the window",
+                        t->shape[2], t->shape[3]);
   if (ceil_mode) { /* the last window may run past the padding: extend it at the end (never read) */
-    int64_t eb = (oh - 1) * s[0] + k[0] - t->shape[2] - pads[0], er = (ow - 1) * s[1] + k[1] - t->shape[3] - pads[1];
+    int64_t eb = (oh - 1) * s[0] + k[0] - t->shape[2] - pads[0],
+            er = (ow - 1) * s[1] + k[1] - t->shape[3] - pads[1];
     int grows = eb > pads[2] || er > pads[3];
     if (grows && !is_max && cip)
-      return tc__ox_unsupported(x, n, "ceil_mode with count_include_pad changes the divisor of the last window");
+      return tc__ox_unsupported(
+          x, n, "ceil_mode with count_include_pad changes the divisor of the last window");
     if (eb > pads[2]) pads[2] = eb;
     if (er > pads[3]) pads[3] = er;
   }
-  int id = is_max ? tc_graph_max_pool(x->g, in, 1, 1, 0, 0) : tc_graph_avg_pool(x->g, in, 1, 1, 0, (int)cip);
+  int id = is_max ? tc_graph_max_pool(x->g, in, 1, 1, 0, 0)
+                  : tc_graph_avg_pool(x->g, in, 1, 1, 0, (int)cip);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc == TH_OK) tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
   return rc;
@@ -412,7 +501,8 @@ static th_status tc__ox_c_global_pool(tc__ox *x, const Onnx__NodeProto *n) {
   th_status rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
   if (tc__ox_t(x, a)->ndim != 4)
-    return tc__ox_unsupported(x, n, "only over NCHW maps (the input has %d dimensions)", tc__ox_t(x, a)->ndim);
+    return tc__ox_unsupported(x, n, "only over NCHW maps (the input has %d dimensions)",
+                              tc__ox_t(x, a)->ndim);
   return tc__ox_set_node(x, n, 0, tc_graph_global_avg_pool(x->g, a));
 }
 
@@ -423,7 +513,8 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   float val = 0.0f;
   th_status rc = tc__ox_attr_s(x, n, "mode", "constant", mode, sizeof mode);
   if (rc != TH_OK) return rc;
-  if (strcmp(mode, "constant") != 0) return tc__ox_unsupported(x, n, "mode '%s' (only zero padding)", mode);
+  if (strcmp(mode, "constant") != 0)
+    return tc__ox_unsupported(x, n, "mode '%s' (only zero padding)", mode);
   int before = x->nunsup;
   if (x->opset < 11) {
     rc = tc__ox_attr_ints(x, n, "pads", p, 2 * TC__OX_RANK, &cnt);
@@ -432,19 +523,22 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
     double d = 0;
     rc = tc__ox_const_ints(x, n, 1, p, 2 * TC__OX_RANK, &cnt);
     tc__oxv *cv = tc__ox_in(x, n, 2);
-    if (rc == TH_OK && cv && !tc__ox_scalar(cv, &d)) return tc__ox_unsupported(x, n, "the pad value is not a constant");
-    val = (float)d;
+    if (rc == TH_OK && cv && !tc__ox_scalar(cv, &d))
+      return tc__ox_unsupported(x, n, "the pad value is not a constant");
+    val = tc__ox_f32(d);
   }
   if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
   int a;
   rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
   const tc_tensor *t = tc__ox_t(x, a);
-  if (cnt != 2 * t->ndim) return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values for %d dimensions", cnt, t->ndim);
+  if (cnt != 2 * t->ndim)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values for %d dimensions", cnt, t->ndim);
   int zero = 1, spatial = t->ndim == 4;
   for (int i = 0; i < cnt; i++) {
     if (p[i] < 0) return tc__ox_unsupported(x, n, "negative pads (cropping)");
-    if (p[i] > TC_ONNX_MAX_DIM) return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)p[i]);
+    if (p[i] > TC_ONNX_MAX_DIM)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)p[i]);
     zero = zero && p[i] == 0;
     if (i % t->ndim < 2 && p[i] != 0) spatial = 0;
   }
@@ -455,7 +549,8 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   int fits = cn && (strcmp(cn->op_type, "Conv") == 0 || strcmp(cn->op_type, "AveragePool") == 0) &&
              tc__ox_in(x, cn, 0) == o && val == 0.0f && spatial;
   if (!fits)
-    return tc__ox_unsupported(x, n, "only zero padding of H and W right before a Conv or AveragePool is mapped");
+    return tc__ox_unsupported(
+        x, n, "only zero padding of H and W right before a Conv or AveragePool is mapped");
   o->kind = TC__OX_PAD;
   o->node = a;
   o->pads[0] = (int)p[2];
@@ -465,18 +560,21 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   return TH_OK;
 }
 
-/* ---- linear layers -------------------------------------------------------------------------------------- */
+/* ---- linear layers
+ * -------------------------------------------------------------------------------------- */
 
-/* A dense layer on node a with weight w ([N, K] after trans) scaled by alpha, and bias b (n == N) scaled by
- * beta; the parameters keep the initializers' names. */
-static th_status tc__ox_dense(tc__ox *x, const Onnx__NodeProto *n, int a, const tc__oxv *w, int trans, float alpha,
-                              const tc__oxv *b, float beta, int *out) {
+/* A dense layer on node a with weight w ([N, K] after trans) scaled by alpha, and bias b (n == N)
+ * scaled by beta; the parameters keep the initializers' names. */
+static th_status tc__ox_dense(tc__ox *x, const Onnx__NodeProto *n, int a, const tc__oxv *w,
+                              int trans, float alpha, const tc__oxv *b, float beta, int *out) {
   int64_t N = trans ? w->c.dims[1] : w->c.dims[0], K = trans ? w->c.dims[0] : w->c.dims[1];
   const tc_tensor *t = tc__ox_t(x, a);
   *out = -1;
-  if (t->ndim < 2) return tc__ox_unsupported(x, n, "a 1-D input (the graph's dense takes [..., K])");
+  if (t->ndim < 2)
+    return tc__ox_unsupported(x, n, "a 1-D input (the graph's dense takes [..., K])");
   if (K != t->shape[t->ndim - 1] || N > INT_MAX)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "weights [%lld, %lld] do not fit an input of width %d",
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "weights [%lld, %lld] do not fit an input of width %d",
                         (long long)w->c.dims[0], (long long)w->c.dims[1], t->shape[t->ndim - 1]);
   char nm[256], wn[300], bn[300];
   tc__ox_gname(x, n, nm, sizeof nm);
@@ -504,8 +602,8 @@ static th_status tc__ox_c_gemm(tc__ox *x, const Onnx__NodeProto *n) {
   if (!tc__ox_weight(x, vb, &w, &trans) || (vb->kind == TC__OX_CONST && vb->c.ndim != 2))
     return tc__ox_unsupported(x, n, "B must be a constant 2-D float tensor");
   int64_t N = trans ? w.c.dims[1] : w.c.dims[0];
-  if (vc && (vc->kind != TC__OX_CONST || !vc->c.fl || vc->c.n != N || (vc->c.ndim == 2 && vc->c.dims[0] != 1) ||
-             vc->c.ndim > 2))
+  if (vc && (vc->kind != TC__OX_CONST || !vc->c.fl || vc->c.n != N ||
+             (vc->c.ndim == 2 && vc->c.dims[0] != 1) || vc->c.ndim > 2))
     return tc__ox_unsupported(x, n, "C must be a constant bias of %lld floats", (long long)N);
   rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
@@ -528,7 +626,8 @@ static int tc__ox_operand(tc__ox *x, int id, int *t, float *alpha) {
     id = tc__ox_unscale(x, id, alpha);
     const tc_node *nd = &x->g->nodes[id];
     int r = nd->out.ndim, swap = nd->op == TC_OP_TRANSPOSE && r >= 2;
-    for (int d = 0; swap && d < r; d++) swap = nd->perm[d] == (d == r - 2 ? r - 1 : d == r - 1 ? r - 2 : d);
+    for (int d = 0; swap && d < r; d++)
+      swap = nd->perm[d] == (d == r - 2 ? r - 1 : d == r - 1 ? r - 2 : d);
     if (!swap) break;
     *t = !*t;
     id = nd->inputs[0];
@@ -536,7 +635,8 @@ static int tc__ox_operand(tc__ox *x, int id, int *t, float *alpha) {
   return id;
 }
 
-/* Activation x activation: leading dims broadcast (reshape + expand), transposes and scales absorbed. */
+/* Activation x activation: leading dims broadcast (reshape + expand), transposes and scales
+ * absorbed. */
 static th_status tc__ox_matmul2(tc__ox *x, const Onnx__NodeProto *n) {
   int ab[2], tr[2] = {0, 0};
   float alpha = 1.0f;
@@ -605,7 +705,9 @@ static th_status tc__ox_c_matmul(tc__ox *x, const Onnx__NodeProto *n) {
   return rc;
 }
 
-/* ---- views ------------------------------------------------------------------------------------------------ */
+/* ---- views
+ * ------------------------------------------------------------------------------------------------
+ */
 
 static th_status tc__ox_c_reshape(tc__ox *x, const Onnx__NodeProto *n) {
   int a, before = x->nunsup;
@@ -616,8 +718,8 @@ static th_status tc__ox_c_reshape(tc__ox *x, const Onnx__NodeProto *n) {
   rc = tc__ox_reshape_dims(x, n, in, rin, out, &rout);
   if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
   const tc_tensor *t = tc__ox_t(x, a);
-  if (strcmp(n->op_type, "Flatten") == 0 && rout == 2 && rin >= 2 && out[0] == in[0] && t->dtype == TC_DTYPE_F32 &&
-      rin == 4)
+  if (strcmp(n->op_type, "Flatten") == 0 && rout == 2 && rin >= 2 && out[0] == in[0] &&
+      t->dtype == TC_DTYPE_F32 && rin == 4)
     return tc__ox_set_node(x, n, 0, tc_graph_flatten(x->g, a));
   int id;
   rc = tc__ox_reshape_node(x, n, a, out, rout, &id);
@@ -654,6 +756,12 @@ static th_status tc__ox_c_concat(tc__ox *x, const Onnx__NodeProto *n) {
   const tc_tensor *t0 = tc__ox_t(x, ids[0]);
   rc = tc__ox_axis(x, n, ax, t0->ndim, &axis);
   if (rc != TH_OK) return rc;
+  int64_t along = 0;
+  for (int i = 0; i < m; i++)
+    along += tc__ox_t(x, ids[i])->shape[axis] * (tc__ox_t(x, ids[i])->ndim == t0->ndim);
+  if (along > INT_MAX)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result is %lld long along axis %d",
+                        (long long)along, axis);
   int cnn = axis == 1 && t0->ndim == 4, acc = ids[0];
   for (int i = 1; i < m;) { /* groups of at most TC_MAX_INPUTS, chained */
     int grp[TC_MAX_INPUTS], c = 0;
@@ -676,7 +784,9 @@ static th_status tc__ox_c_split(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
   for (int k = 0; k < nout; k++) {
     if (sizes[k] == 0) return tc__ox_unsupported(x, n, "an empty output");
-    int id = sizes[k] == dims[axis] ? a : tc_graph_slice(x->g, a, axis, (int)off, (int)(off + sizes[k]), 1);
+    int id = sizes[k] == dims[axis]
+                 ? a
+                 : tc_graph_slice(x->g, a, axis, (int)off, (int)(off + sizes[k]), 1);
     off += sizes[k];
     rc = tc__ox_set_node(x, n, k, id);
     if (rc != TH_OK) return rc;
@@ -698,7 +808,8 @@ static th_status tc__ox_c_slice(tc__ox *x, const Onnx__NodeProto *n) {
     if (rg[d].begin == 0 && rg[d].end == dims[d] && rg[d].step == 1) continue;
     if (rg[d].step < 0) return tc__ox_unsupported(x, n, "negative steps");
     if (tc__ox_range_len(&rg[d]) == 0) return tc__ox_unsupported(x, n, "an empty slice");
-    if (rg[d].step > dims[d]) rg[d].step = dims[d]; /* one element either way; keeps the builder's sums small */
+    if (rg[d].step > dims[d])
+      rg[d].step = dims[d]; /* one element either way; keeps the builder's sums small */
     id = tc_graph_slice(x->g, id, d, (int)rg[d].begin, (int)rg[d].end, (int)rg[d].step);
     rc = tc__ox_bind_node(x, n, NULL, id);
     if (rc != TH_OK) return rc;
@@ -714,10 +825,12 @@ static th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n) {
   if (!vd || !vi) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs data and indices");
   char nm[256];
   tc__ox_gname(x, n, nm, sizeof nm);
-  if (vi->kind == TC__OX_NODE) { /* an embedding: rows of a constant table by runtime int64 indices */
+  if (vi->kind ==
+      TC__OX_NODE) { /* an embedding: rows of a constant table by runtime int64 indices */
     const tc_tensor *ti = tc__ox_t(x, vi->node);
     if (vd->kind != TC__OX_CONST || !vd->c.fl || vd->c.ndim != 2 || (ax != 0 && ax != -2))
-      return tc__ox_unsupported(x, n, "gathers by runtime indices only rows of a constant 2-D table (an embedding)");
+      return tc__ox_unsupported(
+          x, n, "gathers by runtime indices only rows of a constant 2-D table (an embedding)");
     if (ti->dtype != TC_DTYPE_I64) return tc__ox_unsupported(x, n, "the indices must be int64");
     if (vd->c.dims[0] > INT_MAX || vd->c.dims[1] > INT_MAX || vd->c.n == 0)
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "the table is too large or empty");
@@ -740,10 +853,13 @@ static th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n) {
   for (int64_t j = 0; j < cnt; j++) {
     int64_t v = vi->c.i[j];
     if (v < -len || v >= len)
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "index %lld is out of range for length %lld", (long long)v, (long long)len);
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "index %lld is out of range for length %lld",
+                          (long long)v, (long long)len);
     v = v < 0 ? v + len : v;
-    if (j == 0) first = v;
-    else if (j == 1) step = v - first;
+    if (j == 0)
+      first = v;
+    else if (j == 1)
+      step = v - first;
     if (j > 0 && (step < 1 || v != first + j * step))
       return tc__ox_unsupported(x, n, "constant indices that do not run in even increasing steps");
   }
@@ -751,8 +867,10 @@ static th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n) {
   for (int d = 0; d < axis; d++) od[ro++] = dims[d];
   for (int d = 0; d < vi->c.ndim && ro < TC__OX_RANK; d++) od[ro++] = vi->c.dims[d];
   for (int d = axis + 1; d < r && ro < TC__OX_RANK; d++) od[ro++] = dims[d];
-  if (ro != r - 1 + vi->c.ndim) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has too many dimensions");
-  int id = tc_graph_slice(x->g, a, axis, (int)first, (int)(first + (cnt - 1) * step + 1), (int)step);
+  if (ro != r - 1 + vi->c.ndim)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has too many dimensions");
+  int id =
+      tc_graph_slice(x->g, a, axis, (int)first, (int)(first + (cnt - 1) * step + 1), (int)step);
   rc = tc__ox_bind_node(x, n, NULL, id);
   if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, od, ro, &id);
   if (rc != TH_OK || id < 0) return rc;
@@ -766,12 +884,16 @@ static th_status tc__ox_c_cast(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc == TH_OK) rc = tc__ox_node_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
   int dt = tc__ox_t(x, a)->dtype;
-  int f = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
+  int f = to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
+          to == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
           to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16;
-  if ((f && dt == TC_DTYPE_F32) || (to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 && dt == TC_DTYPE_I64))
+  if ((f && dt == TC_DTYPE_F32) ||
+      (to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 && dt == TC_DTYPE_I64))
     return tc__ox_set_node(x, n, 0, a);
-  if (f && dt == TC_DTYPE_I64) return tc__ox_set_node(x, n, 0, tc_graph_cast(x->g, a, TC_DTYPE_F32));
-  return tc__ox_unsupported(x, n, "a cast of a runtime %s tensor to element type %lld", tc_dtype_name(dt), (long long)to);
+  if (f && dt == TC_DTYPE_I64)
+    return tc__ox_set_node(x, n, 0, tc_graph_cast(x->g, a, TC_DTYPE_F32));
+  return tc__ox_unsupported(x, n, "a cast of a runtime %s tensor to element type %lld",
+                            tc_dtype_name(dt), (long long)to);
 }
 
 static th_status tc__ox_c_expand(tc__ox *x, const Onnx__NodeProto *n) {
@@ -787,15 +909,22 @@ static th_status tc__ox_c_expand(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input does not broadcast to the shape");
   if (r > TC_MAX_DIMS) return tc__ox_unsupported(x, n, "%d dimensions", r);
   int same = r == ra, s[TC_MAX_DIMS];
+  int64_t numel = 1;
   for (int d = 0; d < r; d++) {
     same = same && od[d] == dims[d];
-    if (od[d] < 1 || od[d] > INT_MAX) return tc__ox_unsupported(x, n, "dimension %d is %lld", d, (long long)od[d]);
+    if (od[d] < 1 || od[d] > INT_MAX)
+      return tc__ox_unsupported(x, n, "dimension %d is %lld", d, (long long)od[d]);
     s[d] = (int)od[d];
+    numel *= od[d];
+    if (numel > TC_ONNX_MAX_ELEMENTS)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has more than %lld elements",
+                          (long long)TC_ONNX_MAX_ELEMENTS);
   }
   return tc__ox_set_node(x, n, 0, same ? a : tc_graph_expand(x->g, a, r, s));
 }
 
-/* ---- normalisation and reductions ------------------------------------------------------------------------ */
+/* ---- normalisation and reductions
+ * ------------------------------------------------------------------------ */
 
 static th_status tc__ox_c_reduce_mean(tc__ox *x, const Onnx__NodeProto *n) {
   int64_t axes[TC__OX_RANK], keep;
@@ -814,7 +943,8 @@ static th_status tc__ox_c_reduce_mean(tc__ox *x, const Onnx__NodeProto *n) {
     mask |= 1 << d;
   }
   if (t->ndim != 4 || mask != 12)
-    return tc__ox_unsupported(x, n, "only over the spatial axes [2, 3] of a 4-D map, or inside a decomposed layer norm");
+    return tc__ox_unsupported(
+        x, n, "only over the spatial axes [2, 3] of a 4-D map, or inside a decomposed layer norm");
   int id = tc_graph_global_avg_pool(x->g, a);
   if (!keep) {
     int64_t nc[2] = {t->shape[0], t->shape[1]};
@@ -856,7 +986,8 @@ static th_status tc__ox_c_softmax(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc != TH_OK) return rc;
   if (axis == r - 1) return tc__ox_set_node(x, n, 0, tc__ox_softmax_last(x, a));
   int id;
-  if (x->opset < 13) { /* softmax of the input flattened to [prod(dims[:axis]), prod(dims[axis:])] */
+  if (x->opset <
+      13) { /* softmax of the input flattened to [prod(dims[:axis]), prod(dims[axis:])] */
     int64_t two[2] = {1, 1};
     for (int d = 0; d < r; d++) two[d >= axis] *= dims[d];
     rc = tc__ox_reshape_node(x, n, a, two, 2, &id);
@@ -894,19 +1025,22 @@ static th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
   if (axis != t->ndim - 1) return tc__ox_unsupported(x, n, "only over the last axis");
   tc__oxv *sc = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   int64_t C = t->shape[t->ndim - 1];
-  if (!sc || sc->kind != TC__OX_CONST || !sc->c.fl || sc->c.n != C || (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != C)))
+  if (!sc || sc->kind != TC__OX_CONST || !sc->c.fl || sc->c.n != C ||
+      (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != C)))
     return tc__ox_unsupported(x, n, "Scale and B must be constants of %lld floats", (long long)C);
   if (!(eps > 0)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "epsilon must be positive");
   char nm[256];
   int id = tc_graph_layer_norm(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, eps);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].gamma, sc, 0, 1.0f);
-  if (rc == TH_OK) rc = b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
-                          : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
+  if (rc == TH_OK)
+    rc = b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
+           : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
   return rc;
 }
 
-/* ---- the table ------------------------------------------------------------------------------------------ */
+/* ---- the table
+ * ------------------------------------------------------------------------------------------ */
 
 static const struct {
   const char *op;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # fuzz.onnx: builds a seed corpus (the unit tests' models, written by `test_compiler_onnx write_corpus`,
-# plus a small torch export when /usr/bin/python3 has torch) and runs the libFuzzer target for SECONDS
+# a small torch export when /usr/bin/python3 has torch, and random grammar-mode programs) and runs the libFuzzer target for SECONDS
 # (default 60) on a scratch copy of it. Fails on any crash, leak, sanitizer report or timeout (libFuzzer exits
 # non-zero and leaves crash-*/leak-*/timeout-* files, which are kept in the scratch dir it names).
 # usage: run.sh FUZZ_BINARY TEST_COMPILER_ONNX SRC_DIR [SECONDS]
@@ -13,9 +13,12 @@ if /usr/bin/python3 -c 'import torch' >/dev/null 2>&1; then
   /usr/bin/python3 "$src/tests/unit/onnx_torch_export.py" "$work/seeds" 13 encoder >/dev/null 2>&1 || true
   rm -f "$work/seeds"/*.in "$work/seeds"/*.out "$work/seeds"/*.txt
 fi
+for i in 1 2 3 4 5 6 7 8; do # grammar-mode programs (fuzz_onnx.c): 0xA5 then random bytes
+  { printf '\245'; head -c 256 /dev/urandom; } > "$work/seeds/grammar$i"
+done
 echo "seeds: $(ls "$work/seeds" | wc -l) files in $work/seeds"
 status=0
-"$fuzz" -max_total_time="$secs" -timeout=20 -rss_limit_mb=3072 -max_len=262144 -print_final_stats=1 \
+"$fuzz" -dict="$src/tests/fuzz/onnx.dict" -max_total_time="$secs" -timeout=20 -rss_limit_mb=3072 -max_len=262144 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" "$work/corpus" "$work/seeds" || status=$?
 if [ "$status" -ne 0 ] || [ -n "$(ls "$work/artifacts")" ]; then
   echo "fuzz.onnx: FAILED (exit $status); reproducers in $work/artifacts:" >&2

@@ -6,8 +6,8 @@ th_unit_test(compiler_onnx SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compile
              LIBS th_compiler TIMEOUT 300)
 target_include_directories(test_compiler_onnx PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
-# Conformance with PyTorch (label conformance, ~30 s: torch.onnx.export of resnet18 and an encoder layer at
-# several opsets); 77 without torch.
+# Conformance with PyTorch (label conformance, ~45 s: torch.onnx.export of resnet18, mobilenet_v3_small and an
+# encoder layer at several opsets); 77 without torch.
 th_unit_test(compiler_onnx_torch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_torch.c
              LIBS th_compiler LABELS conformance TIMEOUT 300)
 target_compile_definitions(test_compiler_onnx_torch PRIVATE TH_SRC_DIR="${TH_SOURCE_DIR}")

@@ -1,5 +1,5 @@
-/* The ONNX model builder of onnx_build.h: every allocation goes on a list that tb_free releases, since
- * protoc-c's structs are plain C with arrays of pointers and no owner of their own. */
+/* The ONNX model builder of onnx_build.h: every allocation goes on a list that tb_free releases,
+ * since protoc-c's structs are plain C with arrays of pointers and no owner of their own. */
 #include "onnx_build.h"
 
 #include <stdlib.h>
@@ -121,7 +121,8 @@ void tb_output(tb *b, const char *name) {
   tb_push(b, (void ***)&b->g.output, &b->g.n_output, v);
 }
 
-static Onnx__TensorProto *tb_tensor(tb *b, int type, int ndim, const int64_t *dims, const void *data, size_t es) {
+static Onnx__TensorProto *tb_tensor(tb *b, int type, int ndim, const int64_t *dims,
+                                    const void *data, size_t es) {
   Onnx__TensorProto *t = tb_alloc(b, sizeof *t);
   onnx__tensor_proto__init(t);
   t->has_data_type = 1;
@@ -148,14 +149,16 @@ Onnx__TensorProto *tb_tensor_i(tb *b, int ndim, const int64_t *dims, const int64
   return tb_tensor(b, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, ndim, dims, data, 8);
 }
 
-Onnx__TensorProto *tb_init_f(tb *b, const char *name, int ndim, const int64_t *dims, const float *data) {
+Onnx__TensorProto *tb_init_f(tb *b, const char *name, int ndim, const int64_t *dims,
+                             const float *data) {
   Onnx__TensorProto *t = tb_tensor_f(b, ndim, dims, data);
   t->name = tb_str(b, name);
   tb_push(b, (void ***)&b->g.initializer, &b->g.n_initializer, t);
   return t;
 }
 
-Onnx__TensorProto *tb_init_i(tb *b, const char *name, int ndim, const int64_t *dims, const int64_t *data) {
+Onnx__TensorProto *tb_init_i(tb *b, const char *name, int ndim, const int64_t *dims,
+                             const int64_t *data) {
   Onnx__TensorProto *t = tb_tensor_i(b, ndim, dims, data);
   t->name = tb_str(b, name);
   tb_push(b, (void ***)&b->g.initializer, &b->g.n_initializer, t);
@@ -179,7 +182,8 @@ static void tb_names(tb *b, const char *list, char ***arr, size_t *n) {
   }
 }
 
-Onnx__NodeProto *tb_node(tb *b, const char *op, const char *name, const char *inputs, const char *outputs) {
+Onnx__NodeProto *tb_node(tb *b, const char *op, const char *name, const char *inputs,
+                         const char *outputs) {
   Onnx__NodeProto *n = tb_alloc(b, sizeof *n);
   onnx__node_proto__init(n);
   n->op_type = tb_str(b, op);

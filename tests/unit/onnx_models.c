@@ -1,17 +1,20 @@
-/* The ONNX models of the importer's tests, built with onnx_build.h: each is described next to its builder
- * so that a test can build the same network with the graph builders (or naive loops) and compare. They
- * also seed the fuzzer's corpus (tests/fuzz/). */
-#include "onnx_build.h"
-
+/* The ONNX models of the importer's tests, built with onnx_build.h: each is described next to its
+ * builder so that a test can build the same network with the graph builders (or naive loops) and
+ * compare. They also seed the fuzzer's corpus (tests/fuzz/). */
 #include <stdio.h>
 
-/* input [N, 3, 8, 8] -> Conv 3x3 p1 (bias) -> BatchNormalization -> Relu -> MaxPool 3 s2 p1 -> Conv 3x3 p1
- * (no bias) + residual -> Relu -> Conv 1x1 s2 group 2 -> Clip(0, 6) (attributes below opset 11, inputs from
- * 11) -> GlobalAveragePool -> Flatten -> Gemm transB (bias) -> "logits" [N, 10]. */
+#include "onnx_build.h"
+
+/* input [N, 3, 8, 8] -> Conv 3x3 p1 (bias) -> BatchNormalization -> Relu -> MaxPool 3 s2 p1 -> Conv
+ * 3x3 p1 (no bias) + residual -> Relu -> depthwise Conv 3x3 s2 p1 (group 8) -> Clip(0, 6)
+ * (attributes below opset 11, inputs from 11) -> GlobalAveragePool -> Flatten -> Gemm transB (bias)
+ * -> "logits" [N, 10]. */
 uint8_t *tb_model_cnn(int64_t opset, size_t *len) {
   tb *b = tb_new(opset);
-  int64_t in[4] = {-1, 3, 8, 8}, w1[4] = {8, 3, 3, 3}, c8[1] = {8}, w2[4] = {8, 8, 3, 3}, w3[4] = {16, 4, 1, 1};
-  int64_t fw[2] = {10, 16}, fb[1] = {10}, one[4] = {1, 1, 1, 1}, k3[2] = {3, 3}, s2[2] = {2, 2}, s1[2] = {1, 1};
+  int64_t in[4] = {-1, 3, 8, 8}, w1[4] = {8, 3, 3, 3}, c8[1] = {8}, w2[4] = {8, 8, 3, 3},
+          w3[4] = {8, 1, 3, 3};
+  int64_t fw[2] = {10, 8}, fb[1] = {10}, one[4] = {1, 1, 1, 1}, k3[2] = {3, 3}, s2[2] = {2, 2},
+          s1[2] = {1, 1};
   tb_input(b, "input", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, in);
   tb_param(b, "conv1.weight", 4, w1, 0);
   tb_param(b, "conv1.bias", 1, c8, 0);
@@ -26,7 +29,8 @@ uint8_t *tb_model_cnn(int64_t opset, size_t *len) {
   Onnx__NodeProto *n = tb_node(b, "Conv", "conv1", "input,conv1.weight,conv1.bias", "c1");
   tb_attr_ints(b, n, "pads", 4, one);
   tb_attr_ints(b, n, "kernel_shape", 2, k3);
-  n = tb_node(b, "BatchNormalization", "bn1", "c1,bn1.weight,bn1.bias,bn1.running_mean,bn1.running_var", "b1");
+  n = tb_node(b, "BatchNormalization", "bn1",
+              "c1,bn1.weight,bn1.bias,bn1.running_mean,bn1.running_var", "b1");
   tb_attr_f(b, n, "epsilon", 1e-5f);
   tb_node(b, "Relu", "relu1", "b1", "r1");
   n = tb_node(b, "MaxPool", "pool", "r1", "p1");
@@ -39,8 +43,9 @@ uint8_t *tb_model_cnn(int64_t opset, size_t *len) {
   tb_node(b, "Add", "add", "c2,p1", "a2");
   tb_node(b, "Relu", "relu2", "a2", "r2");
   n = tb_node(b, "Conv", "conv3", "r2,conv3.weight", "c3");
-  tb_attr_i(b, n, "group", 2);
+  tb_attr_i(b, n, "group", 8);
   tb_attr_ints(b, n, "strides", 2, s2);
+  tb_attr_ints(b, n, "pads", 4, one);
   if (opset < 11) {
     n = tb_node(b, "Clip", "clip", "c3", "k3");
     tb_attr_f(b, n, "min", 0.0f);
@@ -60,8 +65,10 @@ uint8_t *tb_model_cnn(int64_t opset, size_t *len) {
   return p;
 }
 
-/* Unsqueeze(in, axes) -> out, with the axes as an attribute below opset 13 and as an input from 13. */
-static void tb_unsqueeze(tb *b, int64_t opset, const char *in, const char *out, int naxes, const int64_t *axes) {
+/* Unsqueeze(in, axes) -> out, with the axes as an attribute below opset 13 and as an input from 13.
+ */
+static void tb_unsqueeze(tb *b, int64_t opset, const char *in, const char *out, int naxes,
+                         const int64_t *axes) {
   char nm[96], ins[200];
   if (opset < 13) {
     Onnx__NodeProto *n = tb_node(b, "Unsqueeze", out, in, out);
@@ -74,9 +81,10 @@ static void tb_unsqueeze(tb *b, int64_t opset, const char *in, const char *out, 
   tb_node(b, "Unsqueeze", out, ins, out);
 }
 
-/* torch's dynamic shape [d0, d1, a, c] of `src` ([B, S, ...]): Shape -> Gather 0/1 -> Unsqueeze -> Concat
- * with constants; c == 0 leaves it out ([B, S, a]). Output "<pfx>_shape". */
-static void tb_dyn_shape(tb *b, int64_t opset, const char *src, const char *pfx, int64_t a, int64_t c) {
+/* torch's dynamic shape [d0, d1, a, c] of `src` ([B, S, ...]): Shape -> Gather 0/1 -> Unsqueeze ->
+ * Concat with constants; c == 0 leaves it out ([B, S, a]). Output "<pfx>_shape". */
+static void tb_dyn_shape(tb *b, int64_t opset, const char *src, const char *pfx, int64_t a,
+                         int64_t c) {
   char s[96], g0[96], g1[96], u0[96], u1[96], ca[96], cc[96], ins[512], idx0[96], idx1[96], out[96];
   static const int64_t zero = 0;
   snprintf(s, sizeof s, "%s_shp", pfx);
@@ -103,14 +111,18 @@ static void tb_dyn_shape(tb *b, int64_t opset, const char *src, const char *pfx,
   tb_const_ints(b, ca, 1, &a);
   tb_const_ints(b, cc, 1, &c);
   snprintf(out, sizeof out, "%s_shape", pfx);
-  if (c) snprintf(ins, sizeof ins, "%s,%s,%s,%s", u0, u1, ca, cc);
-  else snprintf(ins, sizeof ins, "%s,%s,%s", u0, u1, ca);
+  if (c)
+    snprintf(ins, sizeof ins, "%s,%s,%s,%s", u0, u1, ca, cc);
+  else
+    snprintf(ins, sizeof ins, "%s,%s,%s", u0, u1, ca);
   n = tb_node(b, "Concat", out, ins, out);
   tb_attr_i(b, n, "axis", 0);
 }
 
-/* MatMul(x, <name>.weightT [K, N]) then Add(<name>.bias, .) as torch exports a Linear on 3-D inputs. */
-static void tb_linear(tb *b, const char *x, const char *name, int64_t K, int64_t N, const char *out) {
+/* MatMul(x, <name>.weightT [K, N]) then Add(<name>.bias, .) as torch exports a Linear on 3-D
+ * inputs. */
+static void tb_linear(tb *b, const char *x, const char *name, int64_t K, int64_t N,
+                      const char *out) {
   char w[96], bias[96], mm[96], ins[256];
   int64_t wd[2] = {K, N};
   snprintf(w, sizeof w, "%s.weightT", name);
@@ -124,9 +136,10 @@ static void tb_linear(tb *b, const char *x, const char *name, int64_t K, int64_t
   tb_node(b, "Add", out, ins, out);
 }
 
-/* Layer norm over the last axis as torch.onnx decomposes it below opset 17; `swap` puts gamma and beta
- * first in their Mul and Add and squares by Mul(d, d) instead of Pow(d, 2). */
-static void tb_layer_norm(tb *b, const char *x, const char *name, int64_t C, int swap, const char *out) {
+/* Layer norm over the last axis as torch.onnx decomposes it below opset 17; `swap` puts gamma and
+ * beta first in their Mul and Add and squares by Mul(d, d) instead of Pow(d, 2). */
+static void tb_layer_norm(tb *b, const char *x, const char *name, int64_t C, int swap,
+                          const char *out) {
   char t[12][96], ins[256], gam[96], bet[96];
   static const int64_t last = -1;
   for (int i = 0; i < 12; i++) snprintf(t[i], sizeof t[i], "%s_t%d", name, i);
@@ -162,9 +175,10 @@ static void tb_layer_norm(tb *b, const char *x, const char *name, int64_t C, int
  *   scores = MatMul(q, Transpose(k, 0 1 3 2)) / 2 + (1 - Cast(Unsqueeze(mask, [1, 2]))) * -10000
  *   ctx = MatMul(Softmax(scores), v) -> Transpose -> Reshape [B, S, -1]; r1 = x0 + Linear(ctx)
  *   y = r1 + Linear(gelu(Linear(LN2(r1))))  (gelu decomposed: x * (erf(x / sqrt2) + 1) * 0.5, the
- *   products in the order (x * p) * 0.5 below opset 13, (0.5 * p) * x below 16, p * (x * 0.5) from 16)
- *   cls_out = Concat(Expand(cls [1, 1, 8], Where(Equal(..)) of torch's expand(B, -1, -1)), y, axis 1)
- * Outputs y [N, 5, 8] and cls_out [N, 6, 8]. Softmax's axis is 3 below opset 13 (the last: the same). */
+ *   products in the order (x * p) * 0.5 below opset 13, (0.5 * p) * x below 16, p * (x * 0.5) from
+ * 16) cls_out = Concat(Expand(cls [1, 1, 8], Where(Equal(..)) of torch's expand(B, -1, -1)), y,
+ * axis 1) Outputs y [N, 5, 8] and cls_out [N, 6, 8]. Softmax's axis is 3 below opset 13 (the last:
+ * the same). */
 uint8_t *tb_model_transformer(int64_t opset, size_t *len) {
   enum { S = 5, D = 8, H = 2, DH = 4, FF = 16, PMAX = 10 };
   tb *b = tb_new(opset);
@@ -267,16 +281,18 @@ uint8_t *tb_model_transformer(int64_t opset, size_t *len) {
   return p;
 }
 
-/* x [N, 6, 4, 5] -> Split(axis 1, [2, 4]) -> a, b (sizes as an attribute below opset 13, an input from 13)
- *   s = Slice(b, starts [1, -4], ends [INT64_MAX, 4], axes [1, -1], steps [2, 1]) = b[:, 1::2, :, 1:4]
- *       (attributes and no steps below opset 10: b[:, 1:, :, 1:4])
- *   a' = Squeeze(Unsqueeze(a, [1]), [1]) -> Slice(axis -1, 0:3) -> Concat(a', s, axis 1) -> [N, C, 4, 3]
+/* x [N, 6, 4, 5] -> Split(axis 1, [2, 4]) -> a, b (sizes as an attribute below opset 13, an input
+ * from 13) s = Slice(b, starts [1, -4], ends [INT64_MAX, 4], axes [1, -1], steps [2, 1]) = b[:,
+ * 1::2, :, 1:4] (attributes and no steps below opset 10: b[:, 1:, :, 1:4]) a' =
+ * Squeeze(Unsqueeze(a, [1]), [1]) -> Slice(axis -1, 0:3) -> Concat(a', s, axis 1) -> [N, C, 4, 3]
  *   Gather(index 2, axis 2) -> [N, C, 3] -> Transpose(0, 2, 1) -> [N, 3, C]
- *   Softmax(axis 1): below opset 13 over the flattened [N, 3C], from 13 over axis 1 alone -> "y". */
+ *   Softmax(axis 1): below opset 13 over the flattened [N, 3C], from 13 over axis 1 alone -> "y".
+ */
 uint8_t *tb_model_views(int64_t opset, size_t *len) {
   tb *b = tb_new(opset);
   int64_t xd[4] = {-1, 6, 4, 5};
-  static const int64_t split[2] = {2, 4}, one = 1, st[2] = {1, -4}, en[2] = {INT64_MAX, 4}, ax[2] = {1, -1};
+  static const int64_t split[2] = {2, 4}, one = 1, st[2] = {1, -4}, en[2] = {INT64_MAX, 4},
+                       ax[2] = {1, -1};
   static const int64_t stp[2] = {2, 1}, zero = 0, three = 3, last = -1, perm[3] = {0, 2, 1};
   tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
   Onnx__NodeProto *n;
@@ -336,11 +352,12 @@ uint8_t *tb_model_views(int64_t opset, size_t *len) {
 }
 
 /* x [N, 2, 5, 6] (opset 13) ->
- *   y1 = Conv(Pad(x, top 0, left 1, bottom 1, right 0), w3 [3, 2, 3, 3])          (the pad folded in)
- *   y2 = AveragePool(Pad(x, 1 on every side), 3, stride 2)                        (counts the zeros)
- *   y3 = MaxPool(x, 2, stride 2, ceil_mode)  y4 = AveragePool(x, 3, pads 1, count_include_pad)
- *   y5 = BatchNormalization(Gemm(Flatten(x), gw [60, 4], gb [4], alpha 0.5, beta 2))  (2-D batch norm)
- * Outputs y1..y5. */
+ *   y1 = Conv(Pad(x, top 0, left 1, bottom 1, right 0), w3 [3, 2, 3, 3])          (the pad folded
+ * in) y2 = AveragePool(Pad(x, 1 on every side), 3, stride 2)                        (counts the
+ * zeros) y3 = MaxPool(x, 2, stride 2, ceil_mode)  y4 = AveragePool(x, 3, pads 1, count_include_pad)
+ *   y5 = BatchNormalization(Gemm(Flatten(x), gw [60, 4], gb [4], alpha 0.5, beta 2))  (2-D batch
+ * norm) y6 = ReduceMean(x, axes [-1, 2], keepdims 0)                                   (a global
+ * average pool) Outputs y1..y6. */
 uint8_t *tb_model_cnn_variants(size_t *len) {
   tb *b = tb_new(13);
   int64_t xd[4] = {-1, 2, 5, 6}, wd[4] = {3, 2, 3, 3}, gw[2] = {60, 4}, c4 = 4;
@@ -375,7 +392,11 @@ uint8_t *tb_model_cnn_variants(size_t *len) {
   tb_attr_f(b, n, "alpha", 0.5f);
   tb_attr_f(b, n, "beta", 2.0f);
   tb_node(b, "BatchNormalization", "bn", "gm,bn_s,bn_b,bn_m,bn_v", "y5");
-  for (int i = 1; i <= 5; i++) {
+  static const int64_t hw[2] = {-1, 2};
+  n = tb_node(b, "ReduceMean", "spatial_mean", "x", "y6");
+  tb_attr_ints(b, n, "axes", 2, hw);
+  tb_attr_i(b, n, "keepdims", 0);
+  for (int i = 1; i <= 6; i++) {
     char nm[8];
     snprintf(nm, sizeof nm, "y%d", i);
     tb_output(b, nm);
@@ -386,11 +407,10 @@ uint8_t *tb_model_cnn_variants(size_t *len) {
 }
 
 /* a [N, 2, 3, 4], b [N, 1, 4, 5] (opset 17) ->
- *   o_mm = MatMul(a, b) (b's dim 1 broadcast)       o_gs = Slice(Gather(a, [0, 2], axis 2), 1:3 step 1000, axis 3)
- *   o_cat = Concat(a x 10, axis 3)                  o_sm = Softmax(a, axis 1)
- *   o_ln = LayerNormalization(a, ln_s, no bias, epsilon 1e-3)
- *   o_ex = Expand(b, [1, 3, 1, 1])                  o_af = (2 - a) / 4
- *   o_lin = MatMul(Reshape(a, [0, -1]), Transpose(Wt [6, 24])) (a dense with Wt as it is). */
+ *   o_mm = MatMul(a, b) (b's dim 1 broadcast)       o_gs = Slice(Gather(a, [0, 2], axis 2), 1:3
+ * step 1000, axis 3) o_cat = Concat(a x 10, axis 3)                  o_sm = Softmax(a, axis 1) o_ln
+ * = LayerNormalization(a, ln_s, no bias, epsilon 1e-3) o_ex = Expand(b, [1, 3, 1, 1]) o_af = (2 -
+ * a) / 4 o_lin = MatMul(Reshape(a, [0, -1]), Transpose(Wt [6, 24])) (a dense with Wt as it is). */
 uint8_t *tb_model_tensor_variants(size_t *len) {
   tb *b = tb_new(17);
   int64_t ad[4] = {-1, 2, 3, 4}, bd[4] = {-1, 1, 4, 5}, c4 = 4, wd[2] = {6, 24};
@@ -427,7 +447,8 @@ uint8_t *tb_model_tensor_variants(size_t *len) {
   tb_node(b, "Dropout", "drop", "af2", "af3");
   tb_node(b, "Transpose", "wT", "Wt", "W");
   tb_node(b, "MatMul", "lin", "af3,W", "o_lin");
-  static const char *const outs[] = {"o_mm", "o_gs", "o_cat", "o_sm", "o_ln", "o_ex", "o_af", "o_lin"};
+  static const char *const outs[] = {"o_mm", "o_gs", "o_cat", "o_sm",
+                                     "o_ln", "o_ex", "o_af",  "o_lin"};
   for (int i = 0; i < 8; i++) tb_output(b, outs[i]);
   uint8_t *p = tb_pack(b, len);
   tb_free(b);
@@ -435,8 +456,8 @@ uint8_t *tb_model_tensor_variants(size_t *len) {
 }
 
 /* x [N, 4] -> y1 = Sigmoid, y2 = HardSigmoid(alpha 0.3, beta 0.4), y3 = x * Sigmoid(x) (silu),
- * y4 = HardSigmoid(x, 1/6, 0.5) * x (hard swish, as torch exports it below opset 14), and from opset 14
- * y5 = HardSwish(x). */
+ * y4 = HardSigmoid(x, 1/6, 0.5) * x (hard swish, as torch exports it below opset 14), and from
+ * opset 14 y5 = HardSwish(x). */
 uint8_t *tb_model_activations(int64_t opset, size_t *len) {
   tb *b = tb_new(opset);
   int64_t xd[2] = {-1, 4};
@@ -459,6 +480,31 @@ uint8_t *tb_model_activations(int64_t opset, size_t *len) {
     tb_node(b, "HardSwish", "hsw", "x", "y5");
     tb_output(b, "y5");
   }
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}
+
+/* ids [N, 4] int64 -> e = Gather(emb [10, 6], ids) (an embedding); first = Gather(e, 0, axis 1) [N,
+ * 6]; y = Tanh(Gemm(first, fc [3, 6], transB)) (bert's pooler without bias); outputs e and y (opset
+ * 13). */
+uint8_t *tb_model_embedding(size_t *len) {
+  tb *b = tb_new(13);
+  int64_t idd[2] = {-1, 4}, ed[2] = {10, 6}, fd[2] = {3, 6};
+  tb_input(b, "ids", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, idd);
+  tb_param(b, "emb", 2, ed, 0);
+  tb_param(b, "fc", 2, fd, 0);
+  tb_node(b, "Gather", "embed", "emb,ids", "e");
+  Onnx__NodeProto *n = tb_node(b, "Constant", "zero", "", "zero");
+  int64_t zero = 0;
+  tb_attr_t(b, n, "value", tb_tensor_i(b, 0, NULL, &zero));
+  n = tb_node(b, "Gather", "first", "e,zero", "f");
+  tb_attr_i(b, n, "axis", 1);
+  n = tb_node(b, "Gemm", "pool", "f,fc", "p");
+  tb_attr_i(b, n, "transB", 1);
+  tb_node(b, "Tanh", "tanh", "p", "y");
+  tb_output(b, "e");
+  tb_output(b, "y");
   uint8_t *p = tb_pack(b, len);
   tb_free(b);
   return p;

@@ -1,5 +1,6 @@
 """Exports small torch models to ONNX for the importer's conformance test (test_compiler_onnx.c, label
-conformance): torchvision's resnet18 at 64x64 and nn.TransformerEncoderLayer (gelu, batch_first), seeded,
+conformance): torchvision's resnet18 and mobilenet_v3_small at 64x64 and nn.TransformerEncoderLayer (gelu,
+batch_first), seeded,
 with a dynamic batch axis, at the opset given. Writes NAME.onnx, NAME.in (float32 input, raw) and NAME.out
 (float32 output of torch, raw) for a batch of 2, and NAME.txt ("B d1 d2 ..." of the input, then of the
 output). torch.onnx.export needs no onnx package (Debian's torch 1.13)."""
@@ -41,6 +42,15 @@ def main():
                     mod.weight.uniform_(0.5, 1.0)
                     mod.bias.uniform_(-0.1, 0.1)
         export("resnet18", m, torch.randn(2, 3, 64, 64), outdir, opset)
+    if "mobilenet_v3" in which:
+        torch.manual_seed(2)
+        m = torchvision.models.mobilenet_v3_small(weights=None)
+        with torch.no_grad():
+            for mod in m.modules():
+                if isinstance(mod, torch.nn.BatchNorm2d):
+                    mod.running_mean.uniform_(-0.1, 0.1)
+                    mod.running_var.uniform_(0.5, 1.5)
+        export("mobilenet_v3", m, torch.randn(2, 3, 64, 64), outdir, opset)
     if "encoder" in which:
         torch.manual_seed(1)
         layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,

@@ -1,20 +1,25 @@
-/* Tests of the ONNX importer (compiler/import/onnx.h). Models are built in C (onnx_build.h); an imported
- * graph is run by the reference interpreter and compared with the same network built directly with the
- * graph builders, or with naive loops, on seeded weights and inputs. Every malformed or unsupported input
- * the contract names is checked for its status and the words of its message. */
+/* Tests of the ONNX importer (compiler/import/onnx.h). Models are built in C (onnx_build.h); an
+ * imported graph is run by the reference interpreter and compared with the same network built
+ * directly with the graph builders, or with naive loops, on seeded weights and inputs. Every
+ * malformed or unsupported input the contract names is checked for its status and the words of its
+ * message. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph.h"
 #include "onnx.h"
 #include "onnx_build.h"
+#include "ops.h"
+#include "passes/passes.h"
 #include "ref/ref.h"
 #include "th_test.h"
 
-/* ---- helpers ------------------------------------------------------------------------------------------ */
+/* ---- helpers
+ * ------------------------------------------------------------------------------------------ */
 
 /* Imports p at batch with shapes, checking the status; on failure err must contain every string of
  * `want` (NULL-terminated). Returns the graph on success. */
@@ -24,7 +29,9 @@ static tc_graph *tt_import(const uint8_t *p, size_t len, int batch, const char *
   tc_graph *g = NULL;
   char err[2048] = "";
   th_status rc = tc_onnx_import(p, len, &o, &g, info, err, sizeof err);
-  if (rc != want_rc) fprintf(stderr, "import: %s (%s), expected %s\n", th_status_name(rc), err, th_status_name(want_rc));
+  if (rc != want_rc)
+    fprintf(stderr, "import: %s (%s), expected %s\n", th_status_name(rc), err,
+            th_status_name(want_rc));
   CHECK(rc == want_rc);
   if (rc != TH_OK) {
     fprintf(stderr, "  error: %s\n", err);
@@ -41,13 +48,14 @@ static tc_graph *tt_ok(const uint8_t *p, size_t len, int batch, tc_onnx_info *in
   return tt_import(p, len, batch, NULL, 1, info, TH_OK, NULL);
 }
 
-#define TT_FAIL(p, len, rc, ...)                                                   \
-  do {                                                                             \
-    static const char *const tt_want[] = {__VA_ARGS__, NULL};                      \
-    CHECK(tt_import((p), (len), 1, NULL, 1, NULL, (rc), tt_want) == NULL);         \
+#define TT_FAIL(p, len, rc, ...)                                           \
+  do {                                                                     \
+    static const char *const tt_want[] = {__VA_ARGS__, NULL};              \
+    CHECK(tt_import((p), (len), 1, NULL, 1, NULL, (rc), tt_want) == NULL); \
   } while (0)
 
-/* Sets the data of parameter `gname` of a builder-made graph to the test models' initializer `tname`. */
+/* Sets the data of parameter `gname` of a builder-made graph to the test models' initializer
+ * `tname`. */
 static void tt_param(tc_graph *g, const char *gname, const char *tname, int positive) {
   int p = tc_graph_find_param(g, gname);
   if (p < 0) fprintf(stderr, "no parameter %s\n", gname);
@@ -87,8 +95,8 @@ static double tt_rel(const float *a, const float *b, int64_t n) {
   return d / (mx > 0 ? mx : 1);
 }
 
-/* The imported graph g and the reference r have the same outputs (names, shapes) and values a[k] ~ b[k]
- * within tol relative to the largest magnitude; frees a[k] and b[k]. */
+/* The imported graph g and the reference r have the same outputs (names, shapes) and values a[k] ~
+ * b[k] within tol relative to the largest magnitude; frees a[k] and b[k]. */
 static void tt_same_outputs(const tc_graph *g, const tc_graph *r, void **a, void **b, double tol) {
   CHECK_EQ_INT(g->noutputs, r->noutputs);
   for (int k = 0; k < g->noutputs; k++) {
@@ -116,7 +124,8 @@ static int tt_optype_count(const tc_onnx_info *in, const char *name) {
   return -1;
 }
 
-/* ---- a CNN against the builders -------------------------------------------------------------------------- */
+/* ---- a CNN against the builders
+ * -------------------------------------------------------------------------- */
 
 static tc_graph *tt_cnn_reference(int batch) {
   tc_graph *g = tc_graph_new("ref", batch);
@@ -126,15 +135,17 @@ static tc_graph *tt_cnn_reference(int batch) {
   int p = tc_graph_max_pool(g, x, 3, 2, 1, 0);
   x = tc_graph_conv(g, "conv2", p, 8, 3, 3, 1, 1, 1, 1, 1, 0);
   x = tc_graph_relu(g, tc_graph_add(g, x, p));
-  x = tc_graph_conv(g, "conv3", x, 16, 1, 1, 2, 2, 0, 0, 2, 0);
+  x = tc_graph_conv(g, "conv3", x, 8, 3, 3, 2, 2, 1, 1, 8, 0);
   x = tc_graph_clip(g, x, 0.0f, 6.0f);
   x = tc_graph_flatten(g, tc_graph_global_avg_pool(g, x));
   x = tc_graph_dense(g, "fc", x, 10, 1);
   CHECK(x >= 0 && tc_graph_output(g, "logits", x) >= 0 && tc_graph_finish(g) == TH_OK);
-  static const char *const names[] = {"conv1.weight", "conv1.bias", "bn1.weight", "bn1.bias", "bn1.running_mean",
-                                      "bn1.running_var", "conv2.weight", "conv3.weight", "fc.weight", "fc.bias"};
+  static const char *const names[] = {
+      "conv1.weight",    "conv1.bias",   "bn1.weight",   "bn1.bias",  "bn1.running_mean",
+      "bn1.running_var", "conv2.weight", "conv3.weight", "fc.weight", "fc.bias"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-    tt_param(g, names[i], names[i], strcmp(names[i], "bn1.weight") == 0 || strcmp(names[i], "bn1.running_var") == 0);
+    tt_param(g, names[i], names[i],
+             strcmp(names[i], "bn1.weight") == 0 || strcmp(names[i], "bn1.running_var") == 0);
   g->has_data = 1;
   return g;
 }
@@ -152,7 +163,7 @@ TH_TEST(cnn_matches_builders) {
     CHECK_EQ_INT(info.ninitializers, 10);
     CHECK_EQ_INT(tt_optype_count(&info, "Conv"), 3);
     CHECK_EQ_INT(tt_optype_count(&info, "Relu"), 2);
-    CHECK_STR(info.op_types[0].name, "Conv"); /* first-seen order */
+    CHECK_STR(info.op_types[0].name, "Conv");           /* first-seen order */
     CHECK_EQ_INT(info.folded, opsets[i] >= 11 ? 2 : 0); /* the Clip bounds' Constant nodes */
     CHECK_EQ_INT(g->batch, 3);
     CHECK_EQ_INT(g->noutputs, 1);
@@ -160,7 +171,8 @@ TH_TEST(cnn_matches_builders) {
     CHECK_STR(g->nodes[g->inputs[0]].name, "input");
     CHECK(g->has_data);
     CHECK_EQ_INT(g->nparams, 10);
-    CHECK(tc_graph_find_param(g, "bn1.running_var") >= 0 && tc_graph_find_param(g, "fc.weight") >= 0);
+    CHECK(tc_graph_find_param(g, "bn1.running_var") >= 0 &&
+          tc_graph_find_param(g, "fc.weight") >= 0);
     CHECK_EQ_INT(tt_count_op(g, TC_OP_CONV2D), 3);
     CHECK_EQ_INT(tt_count_op(g, TC_OP_DENSE), 1);
     CHECK_EQ_INT(tt_count_op(g, TC_OP_CLIP), 1);
@@ -181,6 +193,36 @@ TH_TEST(cnn_matches_builders) {
   return 0;
 }
 
+/* With weights or without, an import builds the same graph (graph.json and the parameter table
+ * agree), so tasks extracted without weights are those of the model built with them. */
+TH_TEST(same_graph_with_and_without_weights) {
+  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer,
+                                                   tb_model_views};
+  for (size_t m = 0; m < 3; m++) {
+    size_t len;
+    uint8_t *p = models[m](13, &len);
+    tc_graph *a = tt_import(p, len, 2, NULL, 1, NULL, TH_OK, NULL),
+             *b = tt_import(p, len, 2, NULL, 0, NULL, TH_OK, NULL);
+    th_buf ja, jb;
+    th_buf_init(&ja, 1 << 24);
+    th_buf_init(&jb, 1 << 24);
+    CHECK(tc_graph_to_json(a, &ja) == TH_OK && tc_graph_to_json(b, &jb) == TH_OK);
+    CHECK(ja.len == jb.len && memcmp(ja.data, jb.data, ja.len) == 0);
+    CHECK_EQ_INT(a->nparams, b->nparams);
+    for (int i = 0; i < a->nparams; i++) {
+      CHECK_STR(a->params[i].name, b->params[i].name);
+      CHECK_EQ_INT(a->params[i].numel, b->params[i].numel);
+      CHECK(a->params[i].data != NULL && b->params[i].data == NULL);
+    }
+    th_buf_free(&ja);
+    th_buf_free(&jb);
+    tc_graph_free(a);
+    tc_graph_free(b);
+    free(p);
+  }
+  return 0;
+}
+
 TH_TEST(shapes_only_without_weights) {
   size_t len;
   uint8_t *p = tb_model_cnn(13, &len);
@@ -194,7 +236,40 @@ TH_TEST(shapes_only_without_weights) {
   return 0;
 }
 
-/* ---- malformed files ---------------------------------------------------------------------------------- */
+TH_TEST(import_file_maps_the_file) {
+  size_t len;
+  uint8_t *p = tb_model_cnn(13, &len);
+  char path[] = "/tmp/tc_onnx_test_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  FILE *f = fdopen(fd, "wb");
+  CHECK(f && fwrite(p, 1, len, f) == len && fclose(f) == 0);
+  tc_onnx_opts o = {"cnn", 2, NULL, 1};
+  tc_graph *g = NULL;
+  tc_onnx_info info;
+  char err[512];
+  CHECK(tc_onnx_import_file(path, &o, &g, &info, err, sizeof err) == TH_OK);
+  CHECK_EQ_INT(g->batch, 2);
+  CHECK_STR(g->network, "cnn");
+  CHECK_EQ_INT(info.ninitializers, 10);
+  CHECK_EQ_INT(info.param_elements, 8 * 27 + 8 + 4 * 8 + 8 * 72 + 8 * 9 + 80 + 10);
+  tc_graph_free(g);
+  g = NULL;
+  CHECK(truncate(path, (off_t)len / 2) == 0);
+  CHECK(tc_onnx_import_file(path, &o, &g, &info, err, sizeof err) == TH_ERR_INVALID && g == NULL);
+  CHECK(strstr(err, "protobuf parse failed") != NULL);
+  CHECK(unlink(path) == 0);
+  CHECK(tc_onnx_import_file(path, &o, &g, &info, err, sizeof err) == TH_ERR_IO && g == NULL);
+  CHECK(strstr(err, path) != NULL && strstr(err, "No such file") != NULL);
+  CHECK(tc_onnx_import_file("/tmp", &o, &g, &info, err, sizeof err) == TH_ERR_IO);
+  CHECK(tc_onnx_import(p, len, NULL, &g, NULL, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(tc_onnx_import(p, len, &o, NULL, NULL, err, sizeof err) == TH_ERR_INVALID);
+  free(p);
+  return 0;
+}
+
+/* ---- malformed files
+ * ---------------------------------------------------------------------------------- */
 
 TH_TEST(rejects_truncated_and_garbage) {
   size_t len;
@@ -204,7 +279,8 @@ TH_TEST(rejects_truncated_and_garbage) {
     tc_graph *g = NULL;
     char err[512];
     th_status rc = tc_onnx_import(p, len - cut, &o, &g, NULL, err, sizeof err);
-    CHECK(rc != TH_OK && g == NULL); /* cut anywhere: a parse error or an inconsistent model, never a crash */
+    CHECK(rc != TH_OK &&
+          g == NULL); /* cut anywhere: a parse error or an inconsistent model, never a crash */
   }
   TT_FAIL(p, len / 2, TH_ERR_INVALID, "not an ONNX model (protobuf parse failed)");
   static const uint8_t garbage[] = "\xff\xff\xff\xff this is not protobuf";
@@ -224,17 +300,20 @@ static tb *tt_tiny(int64_t opset) {
   return b;
 }
 
-#define TT_PACK_FAIL(b, rc, ...)                                                   \
-  do {                                                                             \
-    size_t tt_len;                                                                 \
-    uint8_t *tt_p = tb_pack((b), &tt_len);                                         \
-    TT_FAIL(tt_p, tt_len, (rc), __VA_ARGS__);                                      \
-    free(tt_p);                                                                    \
-    tb_free(b);                                                                    \
+/* Packs builder b (evaluated once), expects the import to fail so, frees both. */
+#define TT_PACK_FAIL(b, rc, ...)              \
+  do {                                        \
+    tb *tt_b = (b);                           \
+    size_t tt_len;                            \
+    uint8_t *tt_p = tb_pack(tt_b, &tt_len);   \
+    TT_FAIL(tt_p, tt_len, (rc), __VA_ARGS__); \
+    free(tt_p);                               \
+    tb_free(tt_b);                            \
   } while (0)
 
 TH_TEST(rejects_opsets_and_domains) {
-  TT_PACK_FAIL(tt_tiny(6), TH_ERR_INVALID, "opset 6 of the default domain is outside the supported 7..17");
+  TT_PACK_FAIL(tt_tiny(6), TH_ERR_INVALID,
+               "opset 6 of the default domain is outside the supported 7..17");
   TT_PACK_FAIL(tt_tiny(18), TH_ERR_INVALID, "opset 18", "7..17");
   TT_PACK_FAIL(tt_tiny(0), TH_ERR_INVALID, "no opset of the default domain");
   tb *b = tt_tiny(13);
@@ -259,7 +338,8 @@ TH_TEST(rejects_opsets_and_domains) {
 }
 
 TH_TEST(rejects_bad_structure) {
-  /* a cycle: y = Relu(w), w = Relu(y) feeding the output; nodes may come in any order, the cycle never sorts */
+  /* a cycle: y = Relu(w), w = Relu(y) feeding the output; nodes may come in any order, the cycle
+   * never sorts */
   tb *b = tt_tiny(13);
   tb_node(b, "Add", "a1", "y,w", "v");
   tb_node(b, "Relu", "cyc", "v", "w");
@@ -272,6 +352,33 @@ TH_TEST(rejects_bad_structure) {
   b = tt_tiny(13);
   tb_node(b, "Relu", "again", "x", "y");
   TT_PACK_FAIL(b, TH_ERR_INVALID, "duplicate output name", "'y'");
+  b = tt_tiny(13);
+  tb_node(b, "Relu", "two", "y", "p,q"); /* Relu defines one output */
+  tb_node(b, "Relu", "use", "q", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID,
+               "node 'use' (Relu): input 'q' is an output its producer does not define");
+  b = tt_tiny(13);
+  static const int64_t huge[4] = {100000, 100000, 4, 6};
+  tb_const_ints(b, "huge", 4, huge);
+  tb_node(b, "Expand", "bomb", "y,huge", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID,
+               "node 'bomb' (Expand): the result has more than 2147483648 elements");
+  /* a negative-step Slice of an empty constant is empty (it once read the first element: found by
+   * the fuzzer's grammar mode) */
+  b = tt_tiny(13);
+  int64_t zero = 0;
+  float none[1];
+  tb_init_f(b, "empty", 1, &zero, none);
+  static const int64_t st = -1, en = -100, ax = 0, sp = -1;
+  tb_const_ints(b, "st", 1, &st);
+  tb_const_ints(b, "en", 1, &en);
+  tb_const_ints(b, "ax", 1, &ax);
+  tb_const_ints(b, "sp", 1, &sp);
+  tb_node(b, "Slice", "back", "empty,st,en,ax,sp", "e2");
+  tb_output(b, "e2");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "Slice (node 'back', opset 13: constant 'e2' is empty)");
   b = tt_tiny(13);
   tb_output(b, "missing");
   TT_PACK_FAIL(b, TH_ERR_INVALID, "graph output 'missing' is not produced");
@@ -345,16 +452,19 @@ TH_TEST(inputs_batch_and_shapes) {
   tc_graph *g = tt_import(p, len, 2, "img:Nx3x5x8", 1, NULL, TH_OK, NULL);
   CHECK_EQ_INT(g->ninputs, 2);
   const tc_tensor *t = &g->nodes[g->inputs[1]].out;
-  CHECK(t->ndim == 4 && t->shape[0] == 2 && t->shape[1] == 3 && t->shape[2] == 5 && t->shape[3] == 8);
+  CHECK(t->ndim == 4 && t->shape[0] == 2 && t->shape[1] == 3 && t->shape[2] == 5 &&
+        t->shape[3] == 8);
   CHECK_STR(g->output_names[0], "y");
   CHECK_STR(g->output_names[1], "y2");
   tc_graph_free(g);
-  g = tt_import(p, len, 4, "x:7x4x6,img:1x3x9x8", 1, NULL, TH_OK, NULL); /* the batch replaces any first D */
+  g = tt_import(p, len, 4, "x:7x4x6,img:1x3x9x8", 1, NULL, TH_OK,
+                NULL); /* the batch replaces any first D */
   CHECK_EQ_INT(g->nodes[g->inputs[0]].out.shape[0], 4);
   CHECK_EQ_INT(g->nodes[g->inputs[1]].out.shape[2], 9);
   tc_graph_free(g);
   static const char *const bad[] = {"bad shapes string", NULL};
-  static const char *const shapes[] = {"img:Nx3xx8", "img", "img:0x3x5x8", "img:Nx3x5x8x", ":3", "img:Nx3x5xN"};
+  static const char *const shapes[] = {"img:Nx3xx8",   "img", "img:0x3x5x8",
+                                       "img:Nx3x5x8x", ":3",  "img:Nx3x5xN"};
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     CHECK(tt_import(p, len, 1, shapes[i], 1, NULL, TH_ERR_INVALID, bad) == NULL);
   static const char *const notin[] = {"'nope', which is not an input", NULL};
@@ -425,25 +535,46 @@ TH_TEST(lists_every_unsupported_op) {
   tb_node(b, "Unsqueeze", "u2", "y,ax", "y4b");
   Onnx__NodeProto *n = tb_node(b, "Conv", "dil", "y4b,cw", "cv");
   tb_attr_ints(b, n, "dilations", 2, dil);
+  int64_t gw[4] = {4, 2, 1, 1};
+  tb_param(b, "gw", 4, gw, 0);
+  n = tb_node(b, "Conv", "grouped", "y4b,gw", "gv");
+  tb_attr_i(b, n, "group", 2);
+  tb_output(b, "gv");
   tb_node(b, "NonZero", "nz", "y", "nzo");
+  n = tb_node(b, "Cast", "to_str", "ax",
+              "strs"); /* a constant: the fold reports it (no output needs it) */
+  tb_attr_i(b, n, "to", ONNX__TENSOR_PROTO__DATA_TYPE__STRING);
+  tb_node(b, "Equal", "eq", "y,y", "eqo");
+  tb_output(b, "eqo");
+  static const int64_t ax12[2] = {1, 2};
+  n = tb_node(b, "ReduceMean", "rm", "y4b", "rmo"); /* a 4-D map, the wrong axes */
+  tb_attr_ints(b, n, "axes", 2, ax12);
+  tb_output(b, "rmo");
   tb_output(b, "a");
   tb_output(b, "c");
   tb_output(b, "cv");
   tb_output(b, "nzo");
   size_t len;
   uint8_t *p = tb_pack(b, &len);
-  static const char *const want[] = {"unsupported ONNX operators: ",
-                                     "Resize (node 'up1', opset 13)",
-                                     "LSTM (node 'lstm', opset 13)",
-                                     "Pow (node 'cube', opset 13: only inside a decomposed layer norm",
-                                     "Conv (node 'dil', opset 13: attribute dilations = 2 (only 1))",
-                                     "NonZero (node 'nz', opset 13)",
-                                     NULL};
+  static const char *const want[] = {
+      "unsupported ONNX operators: ",
+      "Resize (node 'up1', opset 13)",
+      "LSTM (node 'lstm', opset 13)",
+      "Pow (node 'cube', opset 13: only inside a decomposed layer norm",
+      "Conv (node 'dil', opset 13: attribute dilations = 2 (only 1))",
+      "Conv (node 'grouped', opset 13: group 2: only 1 or depthwise",
+      "NonZero (node 'nz', opset 13)",
+      "Cast (node 'to_str', opset 13: a cast to element type 8)",
+      "Equal (node 'eq', opset 13: only folded at import, and it depends on the "
+      "runtime tensor 'y')",
+      "ReduceMean (node 'rm', opset 13: only over the spatial axes [2, 3] of a 4-D map",
+      NULL};
   tc_onnx_opts o = {"t", 1, NULL, 1};
   tc_graph *g = NULL;
   char err[2048];
-  CHECK(tc_onnx_import(p, len, &o, &g, NULL, err, sizeof err) == TH_ERR_UNSUPPORTED);
-  fprintf(stderr, "%s\n", err);
+  th_status rc = tc_onnx_import(p, len, &o, &g, NULL, err, sizeof err);
+  fprintf(stderr, "%s: %s\n", th_status_name(rc), err);
+  CHECK(rc == TH_ERR_UNSUPPORTED);
   for (int i = 0; want[i]; i++) CHECK(strstr(err, want[i]) != NULL);
   CHECK(strstr(err, "after") == NULL);
   /* after a fatal error the rest of the file is still searched for unknown op types */
@@ -461,21 +592,25 @@ TH_TEST(lists_every_unsupported_op) {
   CHECK(tc_onnx_import(p2, len2, &o, &g, NULL, err, sizeof err) == TH_ERR_UNSUPPORTED);
   fprintf(stderr, "%s\n", err);
   CHECK(strstr(err, "Resize (node 'first'") && strstr(err, "GridSample (node 'last'"));
-  CHECK(strstr(err, "the import also failed: node 'broken' (Reshape): cannot reshape [1, 4, 6] (24 elements) to [7, 7]"));
+  CHECK(strstr(err,
+               "the import also failed: node 'broken' (Reshape): cannot reshape [1, 4, 6] (24 "
+               "elements) to [7, 7]"));
   free(p2);
   tb_free(b2);
   /* a short buffer keeps the list whole as far as it goes and says how many it left out */
   char small[120];
   CHECK(tc_onnx_import(p, len, &o, &g, NULL, small, sizeof small) == TH_ERR_UNSUPPORTED);
   fprintf(stderr, "%s\n", small);
-  CHECK(strstr(small, "unsupported ONNX operators: Resize (node 'up1', opset 13)") == small);
+  CHECK(strstr(small, "unsupported ONNX operators: Cast (node 'to_str', opset 13") ==
+        small); /* constants first */
   CHECK(strstr(small, "more") != NULL);
   free(p);
   tb_free(b);
   return 0;
 }
 
-/* ---- a transformer block against the builders ------------------------------------------------------------- */
+/* ---- a transformer block against the builders
+ * ------------------------------------------------------------- */
 
 /* Parameter gname [N, K] of a builder-made graph from the test models' initializer tname [K, N]. */
 static void tt_param_t(tc_graph *g, const char *gname, const char *tname) {
@@ -510,19 +645,22 @@ static tc_graph *tt_transformer_reference(int B) {
     qkv[i] = tc_graph_transpose(g, tc_graph_reshape(g, qkv[i], 4, hs), perm);
   }
   int m4[4] = {B, 1, 1, S};
-  int madd = tc_graph_reshape(g, tc_graph_affine(g, tc_graph_cast(g, mask, TC_DTYPE_F32), 10000.0f, -10000.0f), 4, m4);
+  int madd = tc_graph_reshape(
+      g, tc_graph_affine(g, tc_graph_cast(g, mask, TC_DTYPE_F32), 10000.0f, -10000.0f), 4, m4);
   int att = tc_graph_softmax_ex(g, tc_graph_matmul(g, qkv[0], qkv[1], 0, 1, 1.0f), 0.5f, madd);
   int ctx = tc_graph_matmul(g, att, qkv[2], 0, 0, 1.0f);
   static const int merge[4] = {0, 2, 1, 3};
   int flat[3] = {B, S, D};
   ctx = tc_graph_reshape(g, tc_graph_transpose(g, ctx, merge), 3, flat);
   int r1 = tc_graph_add(g, x0, tc_graph_dense(g, "o", ctx, D, 1));
-  int f = tc_graph_gelu(g, tc_graph_dense(g, "fc1", tc_graph_layer_norm(g, "ln2", r1, 1e-5f), FF, 1));
+  int f =
+      tc_graph_gelu(g, tc_graph_dense(g, "fc1", tc_graph_layer_norm(g, "ln2", r1, 1e-5f), FF, 1));
   int y = tc_graph_add(g, r1, tc_graph_dense(g, "fc2", f, D, 1));
   int cb[3] = {B, 1, D};
   int parts[2] = {tc_graph_expand(g, tc_graph_const(g, "cls", 3, cd, TC_INIT_EMBED, D), 3, cb), y};
   int cls = tc_graph_concat_axis(g, 2, parts, 1);
-  CHECK(tc_graph_output(g, "y", y) >= 0 && tc_graph_output(g, "cls_out", cls) >= 0 && tc_graph_finish(g) == TH_OK);
+  CHECK(tc_graph_output(g, "y", y) >= 0 && tc_graph_output(g, "cls_out", cls) >= 0 &&
+        tc_graph_finish(g) == TH_OK);
   tt_param(g, "pos_table", "pos_table", 0);
   tt_param(g, "cls", "cls", 0);
   static const char *const lin[6] = {"q", "k", "v", "o", "fc1", "fc2"};
@@ -542,7 +680,8 @@ static tc_graph *tt_transformer_reference(int B) {
   return g;
 }
 
-/* Runs g on x (seeded) and a mask with the last `masked` positions of each row 0; outputs malloc'd. */
+/* Runs g on x (seeded) and a mask with the last `masked` positions of each row 0; outputs malloc'd.
+ */
 static void tt_run_xm(const tc_graph *g, void **outs) {
   const tc_tensor *tx = &g->nodes[g->inputs[0]].out, *tm = &g->nodes[g->inputs[1]].out;
   float *x = malloc((size_t)tc_tensor_bytes(tx));
@@ -550,7 +689,8 @@ static void tt_run_xm(const tc_graph *g, void **outs) {
   tb_fill(x, tc_tensor_numel(tx), 11);
   int S = tm->shape[1];
   for (int64_t i = 0; i < tc_tensor_numel(tm); i++) m[i] = (i % S) < S - 1 - (i / S) % 2;
-  for (int k = 0; k < g->noutputs; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  for (int k = 0; k < g->noutputs; k++)
+    outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
   const void *ins[2] = {x, m};
   char err[256];
   th_status rc = tc_ref_run_io(g, ins, outs, err, sizeof err);
@@ -568,7 +708,8 @@ TH_TEST(transformer_matches_builders) {
     tc_onnx_info info;
     tc_graph *g = tt_ok(p, len, 2, &info);
     fprintf(stderr, "opset %lld: %d nodes, %d folded, %d layer norms, %d gelus -> %d graph nodes\n",
-            (long long)opsets[i], info.nnodes, info.folded, info.fused_layer_norm, info.fused_gelu, g->nnodes);
+            (long long)opsets[i], info.nnodes, info.folded, info.fused_layer_norm, info.fused_gelu,
+            g->nnodes);
     CHECK_EQ_INT(info.fused_layer_norm, 2);
     CHECK_EQ_INT(info.fused_gelu, 1);
     CHECK(info.folded >= 30);
@@ -579,17 +720,21 @@ TH_TEST(transformer_matches_builders) {
     CHECK_EQ_INT(tt_count_op(g, TC_OP_MATMUL), 2);
     CHECK_EQ_INT(tt_count_op(g, TC_OP_AFFINE), 1);
     CHECK_EQ_INT(tt_count_op(g, TC_OP_SOFTMAX), 1);
-    CHECK_EQ_INT(tt_count_op(g, TC_OP_ADD), 3); /* positions and two residuals; biases are in the denses */
-    CHECK_EQ_INT(tt_count_op(g, TC_OP_MUL) + tt_count_op(g, TC_OP_DIV) + tt_count_op(g, TC_OP_SUB), 0);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_ADD),
+                 3); /* positions and two residuals; biases are in the denses */
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MUL) + tt_count_op(g, TC_OP_DIV) + tt_count_op(g, TC_OP_SUB),
+                 0);
     for (int k = 0; k < g->nnodes; k++) {
       const tc_node *nd = &g->nodes[k];
       if (nd->op == TC_OP_SOFTMAX) CHECK(nd->alpha == 0.5f && nd->ninputs == 2);
-      if (nd->op == TC_OP_MATMUL && nd->trans_b) CHECK(g->nodes[nd->inputs[1]].op == TC_OP_TRANSPOSE);
+      if (nd->op == TC_OP_MATMUL && nd->trans_b)
+        CHECK(g->nodes[nd->inputs[1]].op == TC_OP_TRANSPOSE);
     }
     CHECK(tc_graph_find_param(g, "q.weightT") >= 0 && tc_graph_find_param(g, "ln2.bias") >= 0);
     CHECK(tc_graph_find_param(g, "pos_table") >= 0 && tc_graph_find_param(g, "cls") >= 0);
     int qw = tc_graph_find_param(g, "fc1.weightT");
-    CHECK(qw >= 0 && g->params[qw].shape[0] == 16 && g->params[qw].shape[1] == 8); /* transposed to [N, K] */
+    CHECK(qw >= 0 && g->params[qw].shape[0] == 16 &&
+          g->params[qw].shape[1] == 8); /* transposed to [N, K] */
     tc_graph *r = tt_transformer_reference(2);
     CHECK_EQ_INT(tc_graph_param_count(g), tc_graph_param_count(r));
     void *a[2], *b[2];
@@ -608,7 +753,8 @@ TH_TEST(transformer_matches_builders) {
   return 0;
 }
 
-/* ---- CNN variants against naive loops -------------------------------------------------------------------- */
+/* ---- CNN variants against naive loops
+ * -------------------------------------------------------------------- */
 
 /* x [C, H, W] at (c, y, x) with zeros outside. */
 static float tt_at(const float *x, int H, int W, int c, int y, int xx) {
@@ -620,12 +766,14 @@ TH_TEST(cnn_variants_match_naive_loops) {
   size_t len;
   uint8_t *p = tb_model_cnn_variants(&len);
   tc_graph *g = tt_ok(p, len, N, NULL);
-  CHECK_EQ_INT(g->noutputs, 5);
+  CHECK_EQ_INT(g->noutputs, 6);
   CHECK_EQ_INT(tt_count_op(g, TC_OP_CONV2D), 1); /* the pads became the conv's and the pool's */
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_GLOBAL_AVG_POOL), 1);
   for (int i = 0; i < g->nnodes; i++) { /* the windows as the kernels (ops.c) will check them */
     const tc_node *nd = &g->nodes[i];
     if (nd->op == TC_OP_CONV2D) CHECK(nd->pt == 0 && nd->pl == 1 && nd->pb == 1 && nd->pr == 0);
-    if (nd->op == TC_OP_MAX_POOL) CHECK(nd->pt == 0 && nd->pl == 0 && nd->pb == 1 && nd->pr == 0); /* ceil */
+    if (nd->op == TC_OP_MAX_POOL)
+      CHECK(nd->pt == 0 && nd->pl == 0 && nd->pb == 1 && nd->pr == 0); /* ceil */
     if (nd->op == TC_OP_AVG_POOL) CHECK(nd->count_include_pad && nd->pt == 1 && nd->pb == 1);
   }
   float x[N * C * H * W], w[3 * C * 9], gw[60 * 4], gb[4], s[4], bb[4], m[4], v[4];
@@ -637,15 +785,17 @@ TH_TEST(cnn_variants_match_naive_loops) {
   tb_data("bn_b", 4, 0, bb);
   tb_data("bn_m", 4, 0, m);
   tb_data("bn_v", 4, 1, v);
-  void *outs[5];
-  for (int k = 0; k < 5; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  void *outs[6];
+  for (int k = 0; k < 6; k++)
+    outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
   const void *ins[1] = {x};
   char err[256];
   CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
-  static const int shapes[5][4] = {{N, 3, 4, 5}, {N, C, 3, 3}, {N, C, 3, 3}, {N, C, 5, 6}, {N, 4, 0, 0}};
-  for (int k = 0; k < 5; k++) {
+  static const int shapes[6][4] = {{N, 3, 4, 5}, {N, C, 3, 3}, {N, C, 3, 3},
+                                   {N, C, 5, 6}, {N, 4, 0, 0}, {N, C, 0, 0}};
+  for (int k = 0; k < 6; k++) {
     const tc_tensor *t = &g->nodes[g->outputs[k]].out;
-    CHECK_EQ_INT(t->ndim, k == 4 ? 2 : 4);
+    CHECK_EQ_INT(t->ndim, k >= 4 ? 2 : 4);
     for (int d = 0; d < t->ndim; d++) CHECK_EQ_INT(t->shape[d], shapes[k][d]);
   }
   double worst = 0;
@@ -658,21 +808,28 @@ TH_TEST(cnn_variants_match_naive_loops) {
           for (int c = 0; c < C; c++)
             for (int ky = 0; ky < 3; ky++)
               for (int kx = 0; kx < 3; kx++)
-                acc += (double)w[((oc * C + c) * 3 + ky) * 3 + kx] * tt_at(xn, H, W, c, oy + ky, ox + kx - 1);
+                acc += (double)w[((oc * C + c) * 3 + ky) * 3 + kx] *
+                       tt_at(xn, H, W, c, oy + ky, ox + kx - 1);
           worst = fmax(worst, fabs(acc - ((float *)outs[0])[((n * 3 + oc) * 4 + oy) * 5 + ox]));
         }
     for (int c = 0; c < C; c++) {
       for (int oy = 0; oy < 3; oy++)
         for (int ox = 0; ox < 3; ox++) {
           double sum = 0, mx = -1e30;
-          for (int ky = 0; ky < 3; ky++) /* y2: 3x3 stride 2 over the 1-padded map, nine values each */
-            for (int kx = 0; kx < 3; kx++) sum += tt_at(xn, H, W, c, oy * 2 + ky - 1, ox * 2 + kx - 1);
+          for (int ky = 0; ky < 3;
+               ky++) /* y2: 3x3 stride 2 over the 1-padded map, nine values each */
+            for (int kx = 0; kx < 3; kx++)
+              sum += tt_at(xn, H, W, c, oy * 2 + ky - 1, ox * 2 + kx - 1);
           for (int ky = 0; ky < 2; ky++) /* y3: 2x2 stride 2, the last window cut by the edge */
             for (int kx = 0; kx < 2; kx++)
-              if (oy * 2 + ky < H && ox * 2 + kx < W) mx = fmax(mx, tt_at(xn, H, W, c, oy * 2 + ky, ox * 2 + kx));
+              if (oy * 2 + ky < H && ox * 2 + kx < W)
+                mx = fmax(mx, tt_at(xn, H, W, c, oy * 2 + ky, ox * 2 + kx));
           worst = fmax(worst, fabs(sum / 9 - ((float *)outs[1])[((n * C + c) * 3 + oy) * 3 + ox]));
           worst = fmax(worst, fabs(mx - ((float *)outs[2])[((n * C + c) * 3 + oy) * 3 + ox]));
         }
+      double mean = 0; /* y6: the mean over H and W */
+      for (int k = 0; k < H * W; k++) mean += xn[c * H * W + k];
+      worst = fmax(worst, fabs(mean / (H * W) - ((float *)outs[5])[n * C + c]));
       for (int oy = 0; oy < H; oy++) /* y4: 3x3 stride 1 pads 1, the padding counted */
         for (int ox = 0; ox < W; ox++) {
           double sum = 0;
@@ -691,18 +848,20 @@ TH_TEST(cnn_variants_match_naive_loops) {
   }
   fprintf(stderr, "max abs diff %.3g\n", worst);
   CHECK(worst <= 1e-5);
-  for (int k = 0; k < 5; k++) free(outs[k]);
+  for (int k = 0; k < 6; k++) free(outs[k]);
   tc_graph_free(g);
   free(p);
   return 0;
 }
 
-/* ---- tensor variants against the builders ---------------------------------------------------------------- */
+/* ---- tensor variants against the builders
+ * ---------------------------------------------------------------- */
 
 static tc_graph *tt_tensor_variants_reference(int N) {
   tc_graph *g = tc_graph_new("ref", N);
   int ad[4] = {N, 2, 3, 4}, bd[4] = {N, 1, 4, 5};
-  int a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 4, ad), b = tc_graph_input_tensor(g, "b", TC_DTYPE_F32, 4, bd);
+  int a = tc_graph_input_tensor(g, "a", TC_DTYPE_F32, 4, ad),
+      b = tc_graph_input_tensor(g, "b", TC_DTYPE_F32, 4, bd);
   int be[4] = {N, 2, 4, 5}, ex[4] = {N, 3, 4, 5}, flat[2] = {N, 24};
   static const int swap13[4] = {0, 3, 2, 1};
   int cat8[8] = {a, a, a, a, a, a, a, a};
@@ -712,13 +871,15 @@ static tc_graph *tt_tensor_variants_reference(int N) {
       tc_graph_matmul(g, a, tc_graph_expand(g, b, 4, be), 0, 0, 1.0f),
       tc_graph_slice(g, tc_graph_slice(g, a, 2, 0, 3, 2), 3, 1, 2, 1),
       tc_graph_concat_axis(g, 3, cat3, 3),
-      tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, a, swap13), 1.0f, -1), swap13),
+      tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, a, swap13), 1.0f, -1),
+                         swap13),
       tc_graph_layer_norm(g, "ln", a, 1e-3f),
       tc_graph_expand(g, b, 4, ex),
       tc_graph_affine(g, a, -0.25f, 0.5f),
       tc_graph_dense_named(g, "lin", tc_graph_reshape(g, a, 2, flat), 6, "Wt", NULL),
   };
-  static const char *const names[] = {"o_mm", "o_gs", "o_cat", "o_sm", "o_ln", "o_ex", "o_af", "o_lin"};
+  static const char *const names[] = {"o_mm", "o_gs", "o_cat", "o_sm",
+                                      "o_ln", "o_ex", "o_af",  "o_lin"};
   for (int i = 0; i < 8; i++) CHECK(tc_graph_output(g, names[i], outs[i]) >= 0);
   CHECK(tc_graph_finish(g) == TH_OK);
   tt_param(g, "ln.weight", "ln_s", 1);
@@ -737,7 +898,8 @@ static void tt_run2(const tc_graph *g, void **outs) {
     in[k] = malloc((size_t)tc_tensor_bytes(t));
     tb_fill(in[k], tc_tensor_numel(t), 21 + (uint64_t)k);
   }
-  for (int k = 0; k < g->noutputs; k++) outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  for (int k = 0; k < g->noutputs; k++)
+    outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
   const void *ins[2] = {in[0], in[1]};
   char err[256];
   th_status rc = tc_ref_run_io(g, ins, outs, err, sizeof err);
@@ -754,7 +916,8 @@ TH_TEST(tensor_variants_match_builders) {
   CHECK_EQ_INT(g->noutputs, 8);
   CHECK_EQ_INT(tt_count_op(g, TC_OP_AFFINE), 1); /* (2 - a) / 4 is one affine */
   int w = tc_graph_find_param(g, "Wt");
-  CHECK(w >= 0 && g->params[w].shape[0] == 6 && g->params[w].shape[1] == 24); /* the dense reads Wt as it is */
+  CHECK(w >= 0 && g->params[w].shape[0] == 6 &&
+        g->params[w].shape[1] == 24); /* the dense reads Wt as it is */
   CHECK_EQ_INT(tt_count_op(g, TC_OP_DENSE), 1);
   void *a[8], *b[8];
   tt_run2(g, a);
@@ -767,7 +930,8 @@ TH_TEST(tensor_variants_match_builders) {
   return 0;
 }
 
-/* ---- activations --------------------------------------------------------------------------------------------- */
+/* ---- activations
+ * --------------------------------------------------------------------------------------------- */
 
 static double tt_hsig(double v, double a, double b) {
   v = a * v + b;
@@ -794,8 +958,10 @@ TH_TEST(activations_match_formulas) {
     double worst = 0;
     for (int k = 0; k < 12; k++) {
       double v = x[k], sg = 1 / (1 + exp(-v));
-      double want[5] = {sg, tt_hsig(v, 0.3, 0.4), v * sg, v * tt_hsig(v, 1.0 / 6, 0.5), v * tt_hsig(v, 1.0 / 6, 0.5)};
-      for (int o = 0; o < g->noutputs; o++) worst = fmax(worst, fabs(want[o] - ((float *)outs[o])[k]));
+      double want[5] = {sg, tt_hsig(v, 0.3, 0.4), v * sg, v * tt_hsig(v, 1.0 / 6, 0.5),
+                        v * tt_hsig(v, 1.0 / 6, 0.5)};
+      for (int o = 0; o < g->noutputs; o++)
+        worst = fmax(worst, fabs(want[o] - ((float *)outs[o])[k]));
     }
     fprintf(stderr, "opset %lld: max abs diff %.3g\n", (long long)opsets[i], worst);
     CHECK(worst <= 1e-5);
@@ -807,11 +973,50 @@ TH_TEST(activations_match_formulas) {
   tb *b = tt_tiny(13);
   tb_node(b, "HardSwish", "hsw", "y", "z");
   tb_output(b, "z");
-  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "HardSwish (node 'hsw', opset 13: not in the default domain before opset 14)");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED,
+               "HardSwish (node 'hsw', opset 13: not in the default domain before opset 14)");
   return 0;
 }
 
-/* ---- views across opsets ----------------------------------------------------------------------------------- */
+/* ---- embeddings
+ * ------------------------------------------------------------------------------------------ */
+
+TH_TEST(embedding_matches_builders) {
+  size_t len;
+  uint8_t *p = tb_model_embedding(&len);
+  tc_graph *g = tt_ok(p, len, 2, NULL);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_EMBEDDING), 1);
+  CHECK(tc_graph_find_param(g, "emb") >= 0 && tc_graph_find_param(g, "fc") >= 0);
+  tc_graph *r = tc_graph_new("ref", 2);
+  int is[2] = {2, 4};
+  int ids = tc_graph_input_tensor(r, "ids", TC_DTYPE_I64, 2, is);
+  int e = tc_graph_embedding(r, "emb", ids, 10, 6);
+  int y =
+      tc_graph_tanh(r, tc_graph_dense_named(r, "pool", tc_graph_select(r, e, 1, 0), 3, "fc", NULL));
+  CHECK(tc_graph_output(r, "e", e) >= 0 && tc_graph_output(r, "y", y) >= 0 &&
+        tc_graph_finish(r) == TH_OK);
+  tt_param(r, "emb.weight", "emb", 0);
+  tt_param(r, "fc", "fc", 0);
+  r->has_data = 1;
+  int64_t in[8] = {3, 0, 9, 4, 1, 1, 7, 2};
+  void *a[2], *b[2];
+  for (int k = 0; k < 2; k++) {
+    a[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+    b[k] = malloc((size_t)tc_tensor_bytes(&r->nodes[r->outputs[k]].out));
+  }
+  const void *ins[1] = {in};
+  CHECK(tc_ref_run_io(g, ins, a, NULL, 0) == TH_OK);
+  CHECK(tc_ref_run_io(r, ins, b, NULL, 0) == TH_OK);
+  tt_same_outputs(g, r, a, b, 0);
+  tt_free_params(r);
+  tc_graph_free(r);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
+/* ---- views across opsets
+ * ----------------------------------------------------------------------------------- */
 
 /* tb_model_views as builder calls, with every ONNX index resolved by hand. */
 static tc_graph *tt_views_reference(int B, int64_t opset) {
@@ -828,9 +1033,11 @@ static tc_graph *tt_views_reference(int B, int64_t opset) {
   int y;
   if (opset < 13) {
     int flat[2] = {B, 3 * C}, back[3] = {B, 3, C};
-    y = tc_graph_reshape(g, tc_graph_softmax_ex(g, tc_graph_reshape(g, t, 2, flat), 1.0f, -1), 3, back);
+    y = tc_graph_reshape(g, tc_graph_softmax_ex(g, tc_graph_reshape(g, t, 2, flat), 1.0f, -1), 3,
+                         back);
   } else {
-    y = tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, t, p021), 1.0f, -1), p021);
+    y = tc_graph_transpose(g, tc_graph_softmax_ex(g, tc_graph_transpose(g, t, p021), 1.0f, -1),
+                           p021);
   }
   CHECK(tc_graph_output(g, "y", y) >= 0 && tc_graph_finish(g) == TH_OK);
   g->has_data = 1;
@@ -845,7 +1052,8 @@ TH_TEST(views_across_opsets) {
     tc_onnx_info info;
     tc_graph *g = tt_ok(p, len, 2, &info), *r = tt_views_reference(2, opsets[i]);
     const tc_tensor *to = &g->nodes[g->outputs[0]].out, *tr = &r->nodes[r->outputs[0]].out;
-    fprintf(stderr, "opset %lld: y [%d, %d, %d]\n", (long long)opsets[i], to->shape[0], to->shape[1], to->shape[2]);
+    fprintf(stderr, "opset %lld: y [%d, %d, %d]\n", (long long)opsets[i], to->shape[0],
+            to->shape[1], to->shape[2]);
     CHECK(to->ndim == 3 && tr->ndim == 3);
     for (int d = 0; d < 3; d++) CHECK_EQ_INT(to->shape[d], tr->shape[d]);
     CHECK_EQ_INT(to->shape[2], opsets[i] < 10 ? 5 : 4);
@@ -862,16 +1070,103 @@ TH_TEST(views_across_opsets) {
   return 0;
 }
 
-/* ---- the fuzzer's seed corpus ------------------------------------------------------------------------------- */
+/* ---- the passes on imported graphs
+ * ------------------------------------------------------------------------- */
 
-/* Writes the test models to $TC_ONNX_CORPUS (tests/fuzz/ registers this as fuzz.onnx_corpus); 77 without it. */
+/* Runs g's reference on seeded inputs (float: tb_fill; int64: i % 2, a valid mask) into outs
+ * (malloc'd). */
+static void tt_run_any(const tc_graph *g, void **outs) {
+  void *in[TC_MAX_IO];
+  for (int k = 0; k < g->ninputs; k++) {
+    const tc_tensor *t = &g->nodes[g->inputs[k]].out;
+    in[k] = malloc((size_t)tc_tensor_bytes(t));
+    if (t->dtype == TC_DTYPE_F32)
+      tb_fill(in[k], tc_tensor_numel(t), 40 + (uint64_t)k);
+    else
+      for (int64_t i = 0; i < tc_tensor_numel(t); i++) ((int64_t *)in[k])[i] = i % 2;
+  }
+  for (int k = 0; k < g->noutputs; k++)
+    outs[k] = malloc((size_t)tc_tensor_bytes(&g->nodes[g->outputs[k]].out));
+  char err[256];
+  th_status rc = tc_ref_run_io(g, (const void *const *)in, outs, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  for (int k = 0; k < g->ninputs; k++) free(in[k]);
+}
+
+/* Every test model imports into a graph that the passes take (fold_bn, fuse, layout, plan) without
+ * changing its outputs and that lowers to valid kernel calls; the transformer to the zoo's fused
+ * families. */
+TH_TEST(passes_lower_imported_graphs) {
+  struct {
+    const char *name;
+    uint8_t *(*opset_model)(int64_t, size_t *);
+    uint8_t *(*model)(size_t *);
+    int64_t opset;
+  } ms[] = {{"cnn", tb_model_cnn, NULL, 13},
+            {"transformer", tb_model_transformer, NULL, 13},
+            {"views", tb_model_views, NULL, 13},
+            {"activations", tb_model_activations, NULL, 14},
+            {"cnn_variants", NULL, tb_model_cnn_variants, 13},
+            {"tensor_variants", NULL, tb_model_tensor_variants, 17}};
+  for (size_t m = 0; m < sizeof ms / sizeof ms[0]; m++) {
+    size_t len;
+    uint8_t *p = ms[m].model ? ms[m].model(&len) : ms[m].opset_model(ms[m].opset, &len);
+    tc_graph *g = tt_ok(p, len, 2, NULL);
+    void *y0[TC_MAX_IO], *y1[TC_MAX_IO];
+    tt_run_any(g, y0);
+    int64_t ws = 0;
+    th_status rc = tc_passes_run(g, 16, &ws);
+    if (rc != TH_OK) fprintf(stderr, "%s: passes: %s\n", ms[m].name, g->err);
+    CHECK(rc == TH_OK);
+    tt_run_any(g, y1);
+    fprintf(stderr, "%s: workspace %lld floats\n", ms[m].name, (long long)ws);
+    for (int k = 0; k < g->noutputs; k++) {
+      double rel = tt_rel(y1[k], y0[k], tc_tensor_numel(&g->nodes[g->outputs[k]].out));
+      fprintf(stderr, "  %s: max rel diff after the passes %.3g\n", g->output_names[k], rel);
+      CHECK(rel <= 1e-5);
+      free(y0[k]);
+      free(y1[k]);
+    }
+    tc_call *calls = NULL;
+    int ncalls = 0, fam[TC_KERNEL_COUNT] = {0};
+    rc = tc_lower(g, &calls, &ncalls);
+    if (rc != TH_OK) fprintf(stderr, "%s: lower: %s\n", ms[m].name, g->err);
+    CHECK(rc == TH_OK && ncalls > 0);
+    for (int i = 0; i < ncalls; i++) {
+      CHECK(calls[i].wl.kernel >= 0 && calls[i].wl.kernel < TC_KERNEL_COUNT);
+      CHECK_EQ_INT(tc_workload_check(&calls[i].wl), TH_OK);
+      fam[calls[i].wl.kernel]++;
+    }
+    if (strcmp(ms[m].name, "transformer") == 0) {
+      CHECK_EQ_INT(fam[TC_KERNEL_DENSE], 6);
+      CHECK_EQ_INT(fam[TC_KERNEL_BATCH_MATMUL], 2);
+      CHECK_EQ_INT(fam[TC_KERNEL_LAYER_NORM], 2);
+      CHECK_EQ_INT(fam[TC_KERNEL_SOFTMAX_ROWS], 1);
+    }
+    if (strcmp(ms[m].name, "cnn") == 0)
+      CHECK(fam[TC_KERNEL_CONV2D] == 2 && fam[TC_KERNEL_DEPTHWISE] == 1);
+    free(calls);
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
+
+/* ---- the fuzzer's seed corpus
+ * ------------------------------------------------------------------------------- */
+
+/* Writes the test models to $TC_ONNX_CORPUS (tests/fuzz/ registers this as fuzz.onnx_corpus); 77
+ * without it. */
 TH_TEST(write_corpus) {
   const char *dir = getenv("TC_ONNX_CORPUS");
   if (!dir) return TH_SKIP;
   static const int64_t opsets[] = {9, 11, 13, 17};
-  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer, tb_model_views};
+  uint8_t *(*const models[])(int64_t, size_t *) = {tb_model_cnn, tb_model_transformer,
+                                                   tb_model_views};
   const char *names[] = {"cnn", "transformer", "views"};
-  uint8_t *(*const fixed[])(size_t *) = {tb_model_cnn_variants, tb_model_tensor_variants};
+  uint8_t *(*const fixed[])(size_t *) = {tb_model_cnn_variants, tb_model_tensor_variants,
+                                         tb_model_embedding};
   for (size_t m = 0; m < sizeof fixed / sizeof fixed[0]; m++) {
     size_t len;
     uint8_t *p = fixed[m](&len);

@@ -1,8 +1,9 @@
-/* Conformance of the ONNX importer with PyTorch (label conformance): onnx_torch_export.py exports seeded
- * torch models (torchvision's resnet18, nn.TransformerEncoderLayer) with a dynamic batch axis at several
- * opsets, and the imported graph, run by the reference interpreter, must reproduce torch's outputs within
- * 1e-4 of their largest magnitude, at the exported batch (2) and at batch 1 (the first sample). Cases exit
- * 77 when /usr/bin/python3 cannot import torch and torchvision. */
+/* Conformance of the ONNX importer with PyTorch (label conformance): onnx_torch_export.py exports
+ * seeded torch models (torchvision's resnet18 and mobilenet_v3_small, nn.TransformerEncoderLayer)
+ * with a dynamic batch axis at several opsets, and the imported graph, run by the reference
+ * interpreter, must reproduce torch's outputs within 1e-4 of their largest magnitude, at the
+ * exported batch (2) and at batch 1 (the first sample). Cases exit 77 when /usr/bin/python3 cannot
+ * import torch and torchvision. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +37,8 @@ static char *tt_export(const char *which, int opset) {
   char *dir = strdup("/tmp/tc_onnx_torch_XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/onnx_torch_export.py %s %d %s", TH_SRC_DIR, dir, opset, which);
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/tests/unit/onnx_torch_export.py %s %d %s",
+           TH_SRC_DIR, dir, opset, which);
   CHECK(system(cmd) == 0);
   return dir;
 }
@@ -48,7 +50,8 @@ static void tt_rmdir(char *dir) {
   free(dir);
 }
 
-/* Imports DIR/NAME.onnx at batch 2 and 1 and compares with torch's output for the same input rows. */
+/* Imports DIR/NAME.onnx at batch 2 and 1 and compares with torch's output for the same input rows.
+ */
 static void tt_check(const char *dir, const char *name, int fused_ln, int fused_gelu) {
   char path[512];
   size_t n_in, n_out;
@@ -65,8 +68,11 @@ static void tt_check(const char *dir, const char *name, int fused_ln, int fused_
     th_status rc = tc_onnx_import_file(path, &o, &g, &info, err, sizeof err);
     if (rc != TH_OK) fprintf(stderr, "%s: %s\n", path, err);
     CHECK(rc == TH_OK);
-    fprintf(stderr, "%s batch %d: opset %lld, %d nodes (%d folded, %d layer norms, %d gelus) -> %d graph nodes\n", name,
-            batch, (long long)info.opset, info.nnodes, info.folded, info.fused_layer_norm, info.fused_gelu, g->nnodes);
+    fprintf(stderr,
+            "%s batch %d: opset %lld, %d nodes (%d folded, %d layer norms, %d gelus) -> %d graph "
+            "nodes\n",
+            name, batch, (long long)info.opset, info.nnodes, info.folded, info.fused_layer_norm,
+            info.fused_gelu, g->nnodes);
     CHECK_EQ_INT(info.fused_layer_norm, fused_ln);
     CHECK_EQ_INT(info.fused_gelu, fused_gelu);
     const tc_tensor *ti = &g->nodes[g->inputs[0]].out, *to = &g->nodes[g->outputs[0]].out;
@@ -101,12 +107,26 @@ TH_TEST(torch_resnet18) {
   return 0;
 }
 
+/* hardswish (HardSwish from opset 14, x * HardSigmoid(x) below), squeeze-excite (HardSigmoid gate
+ * times the map), depthwise convs, Relu, GlobalAveragePool */
+TH_TEST(torch_mobilenet_v3) {
+  if (!tt_have_torch()) return TH_SKIP;
+  static const int opsets[] = {13, 14};
+  for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
+    char *dir = tt_export("mobilenet_v3", opsets[i]);
+    tt_check(dir, "mobilenet_v3", 0, 0);
+    tt_rmdir(dir);
+  }
+  return 0;
+}
+
 TH_TEST(torch_encoder_layer) {
   if (!tt_have_torch()) return TH_SKIP;
   static const int opsets[] = {11, 13, 17};
   for (size_t i = 0; i < sizeof opsets / sizeof opsets[0]; i++) {
     char *dir = tt_export("encoder", opsets[i]);
-    tt_check(dir, "encoder", opsets[i] < 17 ? 2 : 0, 1); /* opset 17 exports LayerNormalization itself */
+    tt_check(dir, "encoder", opsets[i] < 17 ? 2 : 0,
+             1); /* opset 17 exports LayerNormalization itself */
     tt_rmdir(dir);
   }
   return 0;
