@@ -136,21 +136,7 @@ static void cli__print_profile(const tc_run_stats *s) {
   json_decref(m);
 }
 
-/* "[batch, 3, 224, 224]" from a GET /networks shape. */
-static void cli__shape(const json_t *shape, char *out, size_t n) {
-  size_t used = 0, i;
-  json_t *v;
-  out[0] = '\0';
-  json_array_foreach(shape, i, v) {
-    int w = json_is_string(v)
-                ? snprintf(out + used, n - used, "%s%s", i ? ", " : "[", json_string_value(v))
-                : snprintf(out + used, n - used, "%s%lld", i ? ", " : "[",
-                           (long long)json_integer_value(v));
-    if (w < 0 || (size_t)w >= n - used) return;
-    used += (size_t)w;
-  }
-  snprintf(out + used, n - used, "%s]", used ? "" : "[");
-}
+static void cli__shape(const json_t *shape, char *out, size_t n);
 
 /* The outputs `tunehub run --output-dir` wrote, from the manifest's "outputs". */
 static void cli__print_outputs(const tc_run_stats *s, const char *dir) {
@@ -245,6 +231,22 @@ int cli_run(int argc, char **argv) {
 
 int cli_tune(int argc, char **argv) {
   return tune_cli_main(argc, argv);
+}
+
+/* "[batch, 3, 224, 224]" from a GET /networks shape. */
+static void cli__shape(const json_t *shape, char *out, size_t n) {
+  size_t used = 0, i;
+  json_t *v;
+  out[0] = '\0';
+  json_array_foreach(shape, i, v) {
+    int w = json_is_string(v)
+                ? snprintf(out + used, n - used, "%s%s", i ? ", " : "[", json_string_value(v))
+                : snprintf(out + used, n - used, "%s%lld", i ? ", " : "[",
+                           (long long)json_integer_value(v));
+    if (w < 0 || (size_t)w >= n - used) return;
+    used += (size_t)w;
+  }
+  snprintf(out + used, n - used, "%s]", used ? "" : "[");
 }
 
 int cli_networks(void) {
