@@ -1,16 +1,19 @@
 /* Bundles, for every backend: the manifest (key, target, shapes, per-layer configs and their source,
  * latency, sha256 and size of every file; the backend adds its target object, build facts and per-layer
  * launch facts) and the .tar written with libarchive; tc__time_so, which dlopens a model .so and times it;
- * and tc_bundle_run, which reads a bundle back with libarchive, trusts nothing in it until every file matches
- * the manifest's digest, then dlopens and times the model. */
+ * and tc_bundle_infer (tc_bundle_run), which reads a bundle back with libarchive, trusts nothing in it until
+ * every file matches the manifest's digest, then dlopens the model, runs it on the caller's input files (or
+ * the fill) and times it, and writes its outputs to files. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend_int.h"
@@ -235,9 +238,100 @@ static size_t tc__desc_bytes(const struct th_tensor_desc *d) {
 typedef int (*tc__run_io_fn)(void *, const void *const *, void *const *);
 typedef int (*tc__run_io_prof_fn)(void *, const void *const *, void *const *, double *);
 
-th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
-                      tc_run_stats *st, char *err, size_t errlen) {
+/* "float32 [2, 3, 224, 224]" */
+static void tc__desc_str(const struct th_tensor_desc *d, char *out, size_t n) {
+  size_t used = (size_t)snprintf(out, n, "%s [", d->dtype == TH_DTYPE_I64 ? "int64" : "float32");
+  for (int i = 0; i < d->ndim && used < n; i++)
+    used += (size_t)snprintf(out + used, n - used, "%s%lld", i ? ", " : "", (long long)d->shape[i]);
+  if (used < n) snprintf(out + used, n - used, "]");
+}
+
+/* Fills ins[k] for every input of mi: from the file o names for it (its size checked against the
+ * input's), else with tc__fill_input. ins[k] are malloc'd (the caller frees them, also on failure). */
+static th_status tc__load_inputs(const struct th_model_info *mi, const tc_run_opts *o, const void **ins,
+                                 char *err, size_t errlen) {
+  const char *path[8] = {0};
+  for (int i = 0; i < o->ninputs; i++) {
+    int k = 0;
+    while (k < mi->num_inputs && strcmp(mi->inputs[k].name, o->inputs[i].name) != 0) k++;
+    if (k == mi->num_inputs) {
+      char valid[512] = "";
+      size_t used = 0;
+      for (int j = 0; j < mi->num_inputs && used < sizeof valid; j++) {
+        int w = snprintf(valid + used, sizeof valid - used, "%s%s", j ? ", " : "", mi->inputs[j].name);
+        if (w > 0) used += (size_t)w;
+      }
+      tc__seterr(err, errlen, "the model has no input '%s'; valid inputs: %s", o->inputs[i].name, valid);
+      return TH_ERR_INVALID;
+    }
+    if (path[k]) {
+      tc__seterr(err, errlen, "input '%s' is given twice", o->inputs[i].name);
+      return TH_ERR_INVALID;
+    }
+    path[k] = o->inputs[i].path;
+  }
+  for (int k = 0; k < mi->num_inputs; k++) {
+    const struct th_tensor_desc *d = &mi->inputs[k];
+    size_t want = tc__desc_bytes(d);
+    if (!path[k]) {
+      void *x = malloc(want + 1);
+      if (!x) return TH_ERR_NOMEM;
+      tc__fill_input(d, x);
+      ins[k] = x;
+      continue;
+    }
+    struct stat sb;
+    if (stat(path[k], &sb) != 0) {
+      tc__seterr(err, errlen, "input '%s': cannot read %s: %s", d->name, path[k], strerror(errno));
+      return TH_ERR_IO;
+    }
+    if ((size_t)sb.st_size != want) {
+      char desc[160];
+      tc__desc_str(d, desc, sizeof desc);
+      tc__seterr(err, errlen, "input '%s' (%s at batch %d): expected %zu bytes, but %s has %lld bytes",
+                 d->name, desc, mi->batch, want, path[k], (long long)sb.st_size);
+      return TH_ERR_INVALID;
+    }
+    char *x = NULL;
+    size_t len = 0;
+    th_status rc = th_read_file(path[k], want, &x, &len);
+    if (rc == TH_OK && len != want) rc = TH_ERR_IO; /* the file changed under us */
+    if (rc != TH_OK) {
+      free(x);
+      tc__seterr(err, errlen, "input '%s': cannot read %s (%s)", d->name, path[k], th_status_str(rc));
+      return rc == TH_ERR_NOMEM ? rc : TH_ERR_IO;
+    }
+    ins[k] = x;
+  }
+  return TH_OK;
+}
+
+th_status tc_run_output_path(const char *dir, const char *name, char *path, size_t n) {
+  int w = snprintf(path, n, "%s/%s.bin", dir, name);
+  if (w < 0 || (size_t)w >= n) return TH_ERR_TOO_LARGE;
+  for (char *c = path + strlen(dir) + 1; *c; c++)
+    if (*c == '/') *c = '_';
+  return TH_OK;
+}
+
+static th_status tc__write_outputs(const struct th_model_info *mi, void *const *outs, const char *dir,
+                                   char *err, size_t errlen) {
+  th_status rc = th_mkdir_p(dir);
+  if (rc != TH_OK) tc__seterr(err, errlen, "cannot create the output directory %s", dir);
+  for (int k = 0; rc == TH_OK && k < mi->num_outputs; k++) {
+    char path[4200];
+    rc = tc_run_output_path(dir, mi->outputs[k].name, path, sizeof path);
+    if (rc == TH_OK) rc = th_write_file_atomic(path, outs[k], tc__desc_bytes(&mi->outputs[k]));
+    if (rc != TH_OK) tc__seterr(err, errlen, "cannot write output '%s' to %s", mi->outputs[k].name, dir);
+  }
+  return rc == TH_OK ? TH_OK : TH_ERR_IO;
+}
+
+/* dlopens so_path and runs it as o says (tc_bundle_infer's contract), with the stats in *st. */
+static th_status tc__run_so(const char *so_path, const void *params, size_t params_len, const tc_run_opts *o,
+                            tc_run_stats *st, char *err, size_t errlen) {
   memset(st, 0, sizeof *st);
+  int repeat = o->repeat > 0 ? o->repeat : 20, profile = o->profile;
   void *h = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     tc__seterr(err, errlen, "cannot load %s: %s", so_path, dlerror());
@@ -263,17 +357,12 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     dlclose(h);
     return TH_ERR_UNSUPPORTED;
   }
-  void *m = NULL;
-  if (create(params, params_len, &m) != 0) {
-    tc__seterr(err, errlen, "th_model_create: %s", lasterr());
-    dlclose(h);
-    return TH_ERR_RUNTIME;
-  }
   const struct th_model_info *mi = info();
   int nin = mi->num_inputs, nout = mi->num_outputs;
   const void *ins[8] = {0};
   void *outs[8] = {0};
-  double *ts = malloc((size_t)(repeat > 0 ? repeat : 1) * sizeof *ts);
+  void *m = NULL;
+  double *ts = malloc((size_t)repeat * sizeof *ts);
   int ncalls = profile ? mi->num_kernels : 0;
   /* calls[r * ncalls + i]: run r's seconds in call i */
   double *calls = profile ? calloc((size_t)repeat * (size_t)ncalls + 1, sizeof *calls) : NULL;
@@ -283,17 +372,15 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     tc__seterr(err, errlen, "%s declares %d inputs and %d outputs (1..8 each)", so_path, nin, nout);
     rc = TH_ERR_RUNTIME;
   }
-  for (int k = 0; rc == TH_OK && k < nin; k++) {
-    void *x = malloc(tc__desc_bytes(&mi->inputs[k]) + 1);
-    if (!x)
-      rc = TH_ERR_NOMEM;
-    else
-      tc__fill_input(&mi->inputs[k], x);
-    ins[k] = x;
+  /* the inputs before the model: a wrong file is refused before the weights are packed */
+  if (rc == TH_OK) rc = tc__load_inputs(mi, o, ins, err, errlen);
+  if (rc == TH_OK && create(params, params_len, &m) != 0) {
+    tc__seterr(err, errlen, "th_model_create: %s", lasterr());
+    rc = TH_ERR_RUNTIME;
   }
   for (int k = 0; rc == TH_OK && k < nout; k++)
     if (!(outs[k] = malloc(tc__desc_bytes(&mi->outputs[k]) + 1))) rc = TH_ERR_NOMEM;
-  for (int r = 0; rc == TH_OK && r < 3; r++) /* warm-up */
+  for (int r = 0; rc == TH_OK && r < o->warmup; r++)
     if (run(m, ins, outs) != 0) rc = TH_ERR_RUNTIME;
   for (int r = 0; rc == TH_OK && r < repeat; r++) {
     double t0 = th_now_mono();
@@ -318,6 +405,7 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
   }
   if (rc == TH_ERR_RUNTIME && !(err && err[0]))
     tc__seterr(err, errlen, "th_model_run_io: %s", lasterr());
+  if (rc == TH_OK && o->output_dir) rc = tc__write_outputs(mi, outs, o->output_dir, err, errlen);
   if (rc == TH_OK) {
     double s = 0, s2 = 0;
     for (int r = 0; r < repeat; r++) s += ts[r];
@@ -339,9 +427,25 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
     free(outs[k]);
   }
   free(ts);
-  fr(m);
+  if (m) fr(m);
   dlclose(h);
   return rc;
+}
+
+/* The options of plain timing (tc__time_so, tc_bundle_run, tc_bundle_profile): 3 warm-up runs, the fill. */
+static tc_run_opts tc__timing_opts(int repeat, int profile) {
+  tc_run_opts o;
+  memset(&o, 0, sizeof o);
+  o.repeat = repeat;
+  o.warmup = 3;
+  o.profile = profile;
+  return o;
+}
+
+th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
+                      tc_run_stats *st, char *err, size_t errlen) {
+  tc_run_opts o = tc__timing_opts(repeat, profile);
+  return tc__run_so(so_path, params, params_len, &o, st, err, errlen);
 }
 
 /* ---- reading a bundle back -------------------------------------------------------------------------- */
@@ -351,11 +455,11 @@ th_status tc__time_so(const char *so_path, const void *params, size_t params_len
 static const char *const tc__bundle_names[] = {"manifest.json", "model.so", "tunehub_model.h", "params.bin",
                                                "graph.json", "example.c"};
 
-static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, tc_run_stats *out, char *err,
-                                size_t errlen) {
+th_status tc_bundle_infer(const char *tar_path, const tc_run_opts *o, tc_run_stats *out, char *err,
+                          size_t errlen) {
   if (err && errlen) err[0] = '\0';
-  if (!tar_path || !out) return TH_ERR_INVALID;
-  if (repeat <= 0) repeat = 20;
+  if (!tar_path || !o || !out || o->ninputs < 0 || (o->ninputs && !o->inputs)) return TH_ERR_INVALID;
+  int keep_manifest = o->profile || o->output_dir;
   char *data[TC__MAX_FILES] = {0};
   size_t len[TC__MAX_FILES] = {0};
   struct archive *a = archive_read_new();
@@ -442,7 +546,7 @@ static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, t
     }
   }
   char *manifest = NULL;
-  if (rc == TH_OK && profile && !(manifest = json_dumps(m, JSON_COMPACT))) rc = TH_ERR_NOMEM;
+  if (rc == TH_OK && keep_manifest && !(manifest = json_dumps(m, JSON_COMPACT))) rc = TH_ERR_NOMEM;
   json_decref(m);
   char dir[1024] = "";
   if (rc == TH_OK) {
@@ -461,7 +565,7 @@ static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, t
     if (rc != TH_OK) tc__seterr(err, errlen, "cannot write %s", so);
   }
   tc_run_stats st;
-  if (rc == TH_OK) rc = tc__time_so(so, data[3], len[3], repeat, profile, &st, err, errlen);
+  if (rc == TH_OK) rc = tc__run_so(so, data[3], len[3], o, &st, err, errlen);
   if (dir[0]) (void)th_rm_rf(dir);
   for (int i = 0; i < TC__MAX_FILES; i++) free(data[i]);
   if (rc == TH_OK) {
@@ -474,11 +578,13 @@ static th_status tc__bundle_run(const char *tar_path, int repeat, int profile, t
 }
 
 th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen) {
-  return tc__bundle_run(tar_path, repeat, 0, out, err, errlen);
+  tc_run_opts o = tc__timing_opts(repeat, 0);
+  return tc_bundle_infer(tar_path, &o, out, err, errlen);
 }
 
 th_status tc_bundle_profile(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen) {
-  return tc__bundle_run(tar_path, repeat, 1, out, err, errlen);
+  tc_run_opts o = tc__timing_opts(repeat, 1);
+  return tc_bundle_infer(tar_path, &o, out, err, errlen);
 }
 
 void tc_run_stats_free(tc_run_stats *s) {

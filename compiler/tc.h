@@ -57,7 +57,8 @@ typedef struct tc_run_stats {
   int n;
   int ncalls;      /* tc_bundle_profile: kernel calls per run, one per manifest layer; else 0 */
   double *call_ms; /* tc_bundle_profile: each call's median ms over the runs (malloc'd); else NULL */
-  char *manifest;  /* tc_bundle_profile: the bundle's manifest.json text (malloc'd); else NULL */
+  char *manifest;  /* tc_bundle_profile, tc_bundle_infer writing outputs: the bundle's manifest.json text
+                     (malloc'd); else NULL */
 } tc_run_stats;
 
 /* Extracts the bundle to a temp dir, checks every file's sha256 against the manifest, dlopens model.so,
@@ -70,5 +71,37 @@ th_status tc_bundle_run(const char *tar_path, int repeat, tc_run_stats *out, cha
  * lacks the profiled entry point (CUDA bundles) gives TH_ERR_UNSUPPORTED. */
 th_status tc_bundle_profile(const char *tar_path, int repeat, tc_run_stats *out, char *err, size_t errlen);
 void tc_run_stats_free(tc_run_stats *s);
+
+/* One input of tc_bundle_infer: path names a raw little-endian file of the input's dtype (float32 or
+ * int64, as the manifest's "inputs" say) holding exactly the input's elements at the bundle's batch. */
+typedef struct tc_run_input {
+  const char *name; /* an input of the model (th_model_info's inputs) */
+  const char *path;
+} tc_run_input;
+
+typedef struct tc_run_opts {
+  int repeat;  /* timed runs (0 means 20) */
+  int warmup;  /* untimed runs before them (tc_bundle_run uses 3) */
+  int profile; /* nonzero: as tc_bundle_profile */
+  const tc_run_input *inputs; /* ninputs of them (borrowed), each name at most once; the model's other
+                                 inputs get the fill tc_bundle_run uses (float32 a fixed pattern in
+                                 [-0.5, 0.5), int64 i % 2) */
+  int ninputs;
+  const char *output_dir; /* NULL, or a directory (created) that gets each output of the last run as
+                             tc_run_output_path names it, raw little-endian in the output's dtype */
+} tc_run_opts;
+
+/* tc_bundle_run with the options above: every run feeds the given files' exact bytes. Besides the errors
+ * of tc_bundle_run (and tc_bundle_profile with o->profile): TH_ERR_INVALID for an input name the model
+ * does not have (err lists the valid ones), a name given twice, or a file whose size is not the input's
+ * byte size (err names the input, its dtype and shape, the expected and the actual bytes); TH_ERR_IO for
+ * a file that cannot be read or an output that cannot be written. Nothing is written to output_dir unless
+ * every run succeeded. *out as tc_bundle_run gives it (with the manifest when profiling or writing
+ * outputs); free it with tc_run_stats_free. */
+th_status tc_bundle_infer(const char *tar_path, const tc_run_opts *o, tc_run_stats *out, char *err,
+                          size_t errlen);
+/* The file tc_bundle_infer writes output `name` to: dir/<name>.bin, where a '/' in the name becomes '_'.
+ * TH_ERR_TOO_LARGE when it does not fit in n bytes (path untouched then). */
+th_status tc_run_output_path(const char *dir, const char *name, char *path, size_t n);
 
 #endif

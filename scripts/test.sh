@@ -6,9 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --test
-if [[ -f tests/e2e/package.json ]]; then
-  (cd tests/e2e && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
-fi
+# the browser test's playwright-core and the ONNX conformance tests' onnxruntime-node
+for dir in tests/e2e tests/conformance; do
+  if [[ -f $dir/package.json ]]; then
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
+  fi
+done
 scripts/build.sh -DTH_WERROR=ON
 cd build
 # ctest lists skipped tests (GPU tests without a device) after its summary; repeat the summary line last

@@ -162,20 +162,60 @@ static void cli__print_profile(const tc_run_stats *s) {
   json_decref(m);
 }
 
+static void cli__shape(const json_t *shape, char *out, size_t n);
+
+/* The outputs `tunehub run --output-dir` wrote, from the manifest's "outputs". */
+static void cli__print_outputs(const tc_run_stats *s, const char *dir) {
+  json_t *m = json_loads(s->manifest, 0, NULL);
+  size_t i;
+  json_t *io;
+  json_array_foreach(json_object_get(m, "outputs"), i, io) {
+    const char *name = json_string_value(json_object_get(io, "name"));
+    char shape[128], path[4200];
+    cli__shape(json_object_get(io, "shape"), shape, sizeof shape);
+    if (!name || tc_run_output_path(dir, name, path, sizeof path) != TH_OK) continue;
+    printf("output %s %s %s -> %s\n", name, json_string_value(json_object_get(io, "dtype")), shape, path);
+  }
+  json_decref(m);
+}
+
+#define CLI_MAX_INPUTS 8
+
 int cli_run(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *outdir = NULL;
   int64_t repeat = 20;
-  int profile = 0;
+  int profile = 0, repeat_given = 0;
+  tc_run_input inputs[CLI_MAX_INPUTS];
+  int ninputs = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
       if (th_parse_i64(argv[++i], &repeat) != TH_OK || repeat < 1 || repeat > 100000) {
         fprintf(stderr, "tunehub run: --repeat takes a whole number from 1 to 100000\n");
         return 2;
       }
+      repeat_given = 1;
     } else if (!strcmp(argv[i], "--profile")) {
       profile = 1;
+    } else if (!strcmp(argv[i], "--input") && i + 1 < argc) {
+      char *eq = strchr(argv[++i], '=');
+      if (!eq || eq == argv[i] || !eq[1]) {
+        fprintf(stderr, "tunehub run: --input takes NAME=FILE, not '%s'\n", argv[i]);
+        return 2;
+      }
+      if (ninputs == CLI_MAX_INPUTS) {
+        fprintf(stderr, "tunehub run: at most %d --input\n", CLI_MAX_INPUTS);
+        return 2;
+      }
+      *eq = '\0';
+      inputs[ninputs].name = argv[i];
+      inputs[ninputs++].path = eq + 1;
+    } else if (!strcmp(argv[i], "--output-dir") && i + 1 < argc) {
+      outdir = argv[++i];
     } else if (argv[i][0] == '-') {
-      fprintf(stderr, "tunehub run: unknown flag '%s'; valid: --repeat N, --profile\n", argv[i]);
+      fprintf(stderr,
+              "tunehub run: unknown flag '%s'; valid: --repeat N, --profile, --input NAME=FILE, "
+              "--output-dir DIR\n",
+              argv[i]);
       return 2;
     } else if (!path) {
       path = argv[i];
@@ -185,13 +225,24 @@ int cli_run(int argc, char **argv) {
     }
   }
   if (!path) {
-    fprintf(stderr, "usage: tunehub run BUNDLE.tar [--repeat N] [--profile]\n");
+    fprintf(stderr,
+            "usage: tunehub run BUNDLE.tar [--repeat N] [--profile] [--input NAME=FILE]... "
+            "[--output-dir DIR]\n");
     return 2;
   }
+  /* Running on given data (--input, --output-dir) runs once unless --repeat asks for timing. */
+  int io = ninputs > 0 || outdir;
+  tc_run_opts o;
+  memset(&o, 0, sizeof o);
+  o.repeat = io && !repeat_given ? 1 : (int)repeat;
+  o.warmup = io && !repeat_given ? 0 : 3;
+  o.profile = profile;
+  o.inputs = inputs;
+  o.ninputs = ninputs;
+  o.output_dir = outdir;
   tc_run_stats s;
   char err[2048] = "";
-  th_status rc = profile ? tc_bundle_profile(path, (int)repeat, &s, err, sizeof err)
-                         : tc_bundle_run(path, (int)repeat, &s, err, sizeof err);
+  th_status rc = tc_bundle_infer(path, &o, &s, err, sizeof err);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub run: %s: %s\n", path, err[0] ? err : th_status_str(rc));
     return 1;
@@ -199,6 +250,7 @@ int cli_run(int argc, char **argv) {
   if (profile) cli__print_profile(&s);
   printf("%s: %d runs: mean %.3f ms, median %.3f ms, std %.3f ms, min %.3f ms\n", path, s.n,
          s.mean_ms, s.median_ms, s.std_ms, s.min_ms);
+  if (outdir) cli__print_outputs(&s, outdir);
   tc_run_stats_free(&s);
   return 0;
 }

@@ -27,6 +27,8 @@ static void usage(FILE *f) {
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
+          "                [--input NAME=FILE]... [--output-dir DIR]  run once on raw input files,\n"
+          "                                                    write DIR/<output>.bin\n"
           "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--against DIR] [--rounds N]\n"
           "                                                    time each task's best stored config alone\n"
           "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"

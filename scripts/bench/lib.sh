@@ -26,8 +26,10 @@ bench_link_compiler() {
     -o "$2"
 }
 
-# Installs what the peers need; sets HAVE_ORT=1 when onnxruntime-node loads.
+# bench_prereqs [NODE_DIR]: installs what the peers need; sets HAVE_ORT=1 when onnxruntime-node loads from
+# NODE_DIR (default scripts/bench; onnx.sh uses tests/conformance), installed there by npm when missing.
 bench_prereqs() {
+  local nd=${1:-$HERE}
   [ -x "$TUNEHUB" ] || { echo "$(basename "$0"): $TUNEHUB not built (scripts/build.sh)" >&2; exit 1; }
   local sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   if ! "$PY" -c 'import torch, torchvision' 2>/dev/null; then
@@ -45,16 +47,16 @@ bench_prereqs() {
     $sudo apt-get install -y sqlite3
   fi
   HAVE_ORT=1
-  if [ ! -d "$HERE/node_modules/onnxruntime-node" ]; then
-    blog "npm install --ignore-scripts in scripts/bench"
-    (cd "$HERE" && npm install --ignore-scripts --no-audit --no-fund) || HAVE_ORT=0
+  if [ ! -d "$nd/node_modules/onnxruntime-node" ]; then
+    blog "npm install --ignore-scripts in $nd"
+    (cd "$nd" && npm install --ignore-scripts --no-audit --no-fund) || HAVE_ORT=0
   fi
-  if [ "$HAVE_ORT" = 1 ] && ! (cd "$HERE" && node -e "require('onnxruntime-node')") >/dev/null 2>&1; then
+  if [ "$HAVE_ORT" = 1 ] && ! (cd "$nd" && node -e "require('onnxruntime-node')") >/dev/null 2>&1; then
     blog "onnxruntime-node does not load (binding missing under node_modules/onnxruntime-node/bin?); ORT skipped"
     HAVE_ORT=0
   fi
   blog "torch $("$PY" -c 'import torch; print(torch.__version__)'), onnxruntime-node $( [ "$HAVE_ORT" = 1 ] &&
-    node -p "require('$HERE/node_modules/onnxruntime-node/package.json').version" || echo none)"
+    node -p "require('$nd/node_modules/onnxruntime-node/package.json').version" || echo none)"
 }
 
 # Sets PEAK1 and PEAK2 (GFLOP/s on 1 and 2 threads).

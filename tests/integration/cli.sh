@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of the command line against real stores (no daemon): `tunehub tune` into a temp data dir,
 # then `tunehub remeasure` on it, alone and against a second store, and its errors on bad input; `tunehub
-# build`, `run` (and --profile) on a CNN bundle, and `tunehub networks`.
+# build`, `run` (--profile; --input and --output-dir) on a CNN bundle, and `tunehub networks`.
 # Usage: cli.sh CASE, with TUNEHUB set to the binary.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -53,6 +53,53 @@ for r in csv.reader(open(sys.argv[1])):
 PY
 }
 
+# `tunehub run BUNDLE --input NAME=FILE --output-dir DIR` on a squeezenet bundle (batch 1, 224x224): the fill
+# written to a file gives the same bytes as the fill itself (the file is fed as it is), another input gives
+# another output, twice the same; bad flags, names and sizes are refused with what is valid, writing nothing.
+run_on_files() {
+  local tar=$1
+  /usr/bin/python3 - "$TMP" <<'PY' || fail "writing the input files"
+import sys
+import numpy as np
+n = 3 * 224 * 224
+i = np.arange(n, dtype=np.uint64)
+# bundle.c's fill: float32 ((i * 2654435761) % 1000) / 1000 - 0.5
+fill = ((i * np.uint64(2654435761)) % np.uint64(1000)).astype(np.float32) / np.float32(1000) - np.float32(0.5)
+fill.astype("<f4").tofile(sys.argv[1] + "/fill.bin")
+np.random.default_rng(7).uniform(-1, 1, n).astype("<f4").tofile(sys.argv[1] + "/rand.bin")
+PY
+  "$TUNEHUB" run "$tar" --output-dir "$TMP/o_fill" >"$TMP/o.out" 2>&1 || fail "run --output-dir: $(cat "$TMP/o.out")"
+  grep -q "b.tar: 1 runs: mean" "$TMP/o.out" || fail "run --output-dir runs once: $(cat "$TMP/o.out")"
+  grep -qx "output output float32 \[1, 1000\] -> $TMP/o_fill/output.bin" "$TMP/o.out" ||
+    fail "run --output-dir: $(cat "$TMP/o.out")"
+  [[ $(stat -c %s "$TMP/o_fill/output.bin") == 4000 ]] || fail "output.bin is not 1000 floats"
+  "$TUNEHUB" run "$tar" --input "input=$TMP/fill.bin" --output-dir "$TMP/o_same" >"$TMP/o.out" 2>&1 ||
+    fail "run --input: $(cat "$TMP/o.out")"
+  cmp "$TMP/o_fill/output.bin" "$TMP/o_same/output.bin" || fail "the fill from a file gives another output"
+  for k in 1 2; do
+    "$TUNEHUB" run "$tar" --input "input=$TMP/rand.bin" --output-dir "$TMP/o_rand$k" --repeat 2 >"$TMP/o.out" 2>&1 ||
+      fail "run --input rand: $(cat "$TMP/o.out")"
+  done
+  grep -q "b.tar: 2 runs: mean" "$TMP/o.out" || fail "--repeat 2 with --input: $(cat "$TMP/o.out")"
+  cmp "$TMP/o_rand1/output.bin" "$TMP/o_rand2/output.bin" || fail "two runs on one input differ"
+  /usr/bin/python3 - "$TMP/o_fill/output.bin" "$TMP/o_rand1/output.bin" <<'PY' || fail "the input file changed nothing"
+import sys
+import numpy as np
+a, b = (np.fromfile(f, "<f4") for f in sys.argv[1:])
+d, m = float(np.abs(a - b).max()), float(np.abs(a).max())
+print("fill vs random input: outputs differ by up to %.3g (max |y| %.3g)" % (d, m))
+sys.exit(0 if d > 1e-2 * m > 0 else 1)
+PY
+  expect_fail 2 "takes NAME=FILE, not 'input'" "$TUNEHUB" run "$tar" --input input
+  expect_fail 2 "takes NAME=FILE, not '=x'" "$TUNEHUB" run "$tar" --input =x
+  expect_fail 1 "has no input 'image'; valid inputs: input$" "$TUNEHUB" run "$tar" --input "image=$TMP/fill.bin" \
+    --output-dir "$TMP/o_bad"
+  head -c 100 "$TMP/fill.bin" >"$TMP/short.bin"
+  expect_fail 1 "input 'input' (float32 \[1, 3, 224, 224\] at batch 1): expected 602112 bytes, but $TMP/short.bin has 100 bytes" \
+    "$TUNEHUB" run "$tar" --input "input=$TMP/short.bin" --output-dir "$TMP/o_bad"
+  [[ ! -e "$TMP/o_bad" ]] || fail "a refused run created its output directory"
+}
+
 # `tunehub run` times a CNN bundle through th_model_run_io (and --profile per layer), and `tunehub networks`
 # lists every input and output with its dtype and shape
 case_run() {
@@ -69,6 +116,7 @@ case_run() {
     and .outputs == [{"name": "output", "dtype": "float32", "shape": [1, 1000]}]
     and .input.name == "input" and .output.shape == [1, 1000]' "$TMP/manifest.json" >/dev/null ||
     fail "manifest inputs/outputs: $(jq -c '{input, inputs, output, outputs}' "$TMP/manifest.json")"
+  run_on_files "$TMP/b.tar"
   "$TUNEHUB" networks >"$TMP/networks.out" || fail "networks"
   grep -Eq "^  input +input_ids +int64 +\[batch, 128\]$" "$TMP/networks.out" || fail "networks: no input_ids"
   grep -Eq "^  output +last_hidden_state +float32 +\[batch, 128, 768\]$" "$TMP/networks.out" ||

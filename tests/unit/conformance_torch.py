@@ -67,8 +67,9 @@ def write(out, name, t, dtype):
     t.detach().contiguous().numpy().astype(dtype).tofile("%s/%s.bin" % (out, name))
 
 
-def cnn(name, batch, size, out, g):
-    model = BUILDERS[name]()
+def randomize_cnn(model, g):
+    """Gives every BatchNorm2d random running statistics and affine parameters (so that folding is
+    exercised) and every linear and convolution bias random values."""
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, torch.nn.BatchNorm2d):
@@ -79,6 +80,11 @@ def cnn(name, batch, size, out, g):
                 m.bias.copy_((torch.rand(c, generator=g) - 0.5) * 0.2)
             elif isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)) and m.bias is not None:
                 m.bias.copy_((torch.rand(m.bias.shape, generator=g) - 0.5) * 0.2)
+
+
+def cnn(name, batch, size, out, g):
+    model = BUILDERS[name]()
+    randomize_cnn(model, g)
     model.eval()
     x = torch.rand(batch, 3, size, size, generator=g) * 2 - 1
     with torch.no_grad():
@@ -246,15 +252,14 @@ class BertModel(torch.nn.Module):
         return h, self.pooler(h)
 
 
-def bert(batch, size, out, g):
-    if not 1 <= size <= POSITIONS:
-        raise Fail("bert takes 1..%d positions, not %d" % (POSITIONS, size))
+def seeded_bert(g):
+    """A BertModel in eval mode with BERT's initialiser (normal, std 0.02) for embeddings and dense
+    weights; biases and layer-norm parameters away from 0 and 1, so that a dropped bias or a swapped
+    gamma/beta shows."""
     model = BertModel()
     count = sum(p.numel() for p in model.parameters())
     if count != BERT_BASE_PARAMS:
         raise Fail("the torch bert has %d parameters, BertModel %d" % (count, BERT_BASE_PARAMS))
-    # BERT's initialiser (normal, std 0.02) for embeddings and dense weights; biases and layer-norm
-    # parameters away from 0 and 1, so that a dropped bias or a swapped gamma/beta shows.
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, (torch.nn.Linear, torch.nn.Embedding)):
@@ -264,7 +269,13 @@ def bert(batch, size, out, g):
             if isinstance(m, torch.nn.LayerNorm):
                 m.weight.copy_(uniform(m.weight.shape, 0.8, 1.2, g))
                 m.bias.copy_(uniform(m.bias.shape, -0.1, 0.1, g))
-    model.eval()
+    return model.eval()
+
+
+def bert_inputs(batch, size, g):
+    """input_ids (random, with both ends of the embedding table), token_type_ids (a split that differs
+    between rows) and attention_mask (odd rows pad their last 40 positions, size // 3 when size <= 80),
+    int64 [batch, size] each."""
     ids = torch.randint(0, VOCAB, (batch, size), generator=g)
     ids[0, 0] = 0  # both ends of the embedding table
     ids[batch - 1, size - 1] = VOCAB - 1
@@ -273,6 +284,15 @@ def bert(batch, size, out, g):
     pad = 40 if size > 80 else size // 3
     mask = torch.ones(batch, size, dtype=torch.long)
     mask[1::2, size - pad:] = 0
+    return ids, types, mask
+
+
+def bert(batch, size, out, g):
+    if not 1 <= size <= POSITIONS:
+        raise Fail("bert takes 1..%d positions, not %d" % (POSITIONS, size))
+    model = seeded_bert(g)
+    ids, types, mask = bert_inputs(batch, size, g)
+    pad = int((mask == 0).sum(dim=1).max())
     with torch.no_grad():
         hidden, pooled = model(ids, types, mask)
         unmasked, _ = model(ids, types, torch.ones_like(mask))

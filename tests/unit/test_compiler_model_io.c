@@ -1,9 +1,9 @@
 /* The model .so's named inputs and outputs (issue 20): th_model_info's inputs/outputs tables and
  * the legacy fields, th_model_run_io against th_model_run and the reference interpreter, the index
  * checks that refuse an out-of-range embedding index before anything runs, th_model_run pointing
- * networks with several inputs to th_model_run_io, the manifest's "inputs"/"outputs", example.c and
- * tc_bundle_run
- * (`tunehub run`) on every kind of network. The transformer cases need the tensor kernel templates:
+ * networks with several inputs to th_model_run_io, the manifest's "inputs"/"outputs", example.c,
+ * tc_bundle_run (`tunehub run`) on every kind of network and tc_bundle_infer (`tunehub run --input
+ * --output-dir`) on files. The transformer cases need the tensor kernel templates:
  * they skip (77) when the build says a family has no template. */
 #include <dlfcn.h>
 #include <jansson.h>
@@ -113,6 +113,45 @@ static void bundle_runs(const char *dir, int repeat) {
   if (rc != TH_OK) fprintf(stderr, "run: %s\n", err);
   CHECK_EQ_INT(rc, TH_OK);
   CHECK(st.n == repeat && st.median_ms > 0);
+}
+
+/* tc_bundle_infer on dir/b.tar with the given input files, writing into dir/<outdir>; the status. */
+static th_status bundle_infer(const char *dir, const tc_run_input *in, int nin, const char *outdir,
+                              char *err, size_t errlen) {
+  char tar[1100], out[1100];
+  snprintf(tar, sizeof tar, "%s/b.tar", dir);
+  snprintf(out, sizeof out, "%s/%s", dir, outdir);
+  tc_run_opts o;
+  memset(&o, 0, sizeof o);
+  o.inputs = in;
+  o.ninputs = nin;
+  o.output_dir = out;
+  o.repeat = 1;
+  tc_run_stats st;
+  th_status rc = tc_bundle_infer(tar, &o, &st, err, errlen);
+  fprintf(stderr, "infer into %s: %s%s%s\n", outdir, th_status_name(rc), err[0] ? ": " : "", err);
+  if (rc == TH_OK) {
+    CHECK(st.n == 1 && st.manifest != NULL);
+    tc_run_stats_free(&st);
+  }
+  return rc;
+}
+
+/* dir/<rel> holds exactly n bytes: they are returned (malloc'd). */
+static char *read_exact(const char *dir, const char *rel, size_t n) {
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  char *data = NULL;
+  size_t len = 0;
+  CHECK_EQ_INT(th_read_file(path, n + 1, &data, &len), TH_OK);
+  CHECK_EQ_INT(len, n);
+  return data;
+}
+
+/* Writes n bytes to dir/<rel>; its path in path (1100 bytes). */
+static void write_file(const char *dir, const char *rel, const void *data, size_t n, char *path) {
+  snprintf(path, 1100, "%s/%s", dir, rel);
+  CHECK_EQ_INT(th_write_file_atomic(path, data, n), TH_OK);
 }
 
 static void check_desc(const struct th_tensor_desc *d, const char *name, int dtype, int ndim,
@@ -244,6 +283,63 @@ TH_TEST(cnn_run_io_matches_run) {
   return 0;
 }
 
+/* tc_bundle_infer (`tunehub run --input --output-dir`): the model runs on the file's exact bytes and
+ * writes each output where tc_run_output_path says, matching the reference interpreter on the same input;
+ * without the file the fill gives another output; an unknown name, a name given twice, a file of the wrong
+ * size and a missing file are refused with messages that say why, and nothing is written then. */
+TH_TEST(bundle_infer_files) {
+  char dir[1024], err[2048] = "", xpath[1100], short_path[1100];
+  CHECK_EQ_INT(build("resnet-18", 2, 32, dir, sizeof dir, NULL), 0);
+  const size_t nin = 2 * 3 * 32 * 32, nout = 2 * 1000;
+  float *x = malloc(nin * 4), *want = malloc(nout * 4);
+  for (size_t i = 0; i < nin; i++) x[i] = sinf(0.37f * (float)i) + 0.25f * cosf(0.011f * (float)i);
+  write_file(dir, "x.bin", x, nin * 4, xpath);
+  tc_run_input in[2] = {{"input", xpath}, {"input", xpath}};
+  CHECK_EQ_INT(bundle_infer(dir, in, 1, "out", err, sizeof err), TH_OK);
+  float *y = (float *)read_exact(dir, "out/output.bin", nout * 4);
+  tc_graph *g = NULL;
+  CHECK_EQ_INT(tc_zoo_build("resnet-18", 2, 32, 32, 1, &g, err, sizeof err), TH_OK);
+  CHECK_EQ_INT(tc_ref_run(g, x, want, err, sizeof err), TH_OK);
+  double mx, diff = max_diff(y, want, nout, &mx);
+  fprintf(stderr, "infer from a file vs reference: max diff %.3g of max |ref| %.3g\n", diff, mx);
+  CHECK(mx > 0 && diff <= 1e-4 * mx);
+  /* the fill instead of the file: another output */
+  err[0] = '\0';
+  CHECK_EQ_INT(bundle_infer(dir, NULL, 0, "fill", err, sizeof err), TH_OK);
+  float *yf = (float *)read_exact(dir, "fill/output.bin", nout * 4);
+  CHECK(max_diff(yf, y, nout, &mx) > 1e-3 * mx);
+
+  /* refusals, before anything is written */
+  tc_run_input bad = {"image", xpath};
+  CHECK_EQ_INT(bundle_infer(dir, &bad, 1, "bad", err, sizeof err), TH_ERR_INVALID);
+  CHECK_STR(err, "the model has no input 'image'; valid inputs: input");
+  CHECK_EQ_INT(bundle_infer(dir, in, 2, "bad", err, sizeof err), TH_ERR_INVALID);
+  CHECK(strstr(err, "input 'input' is given twice") != NULL);
+  write_file(dir, "short.bin", x, nin * 4 - 4, short_path);
+  tc_run_input shorter = {"input", short_path};
+  CHECK_EQ_INT(bundle_infer(dir, &shorter, 1, "bad", err, sizeof err), TH_ERR_INVALID);
+  CHECK(strstr(err, "input 'input' (float32 [2, 3, 32, 32] at batch 2): expected 24576 bytes, but ") != NULL);
+  CHECK(strstr(err, "short.bin has 24572 bytes") != NULL);
+  tc_run_input missing = {"input", "/nonexistent/x.bin"};
+  CHECK_EQ_INT(bundle_infer(dir, &missing, 1, "bad", err, sizeof err), TH_ERR_IO);
+  CHECK(strstr(err, "input 'input': cannot read /nonexistent/x.bin") != NULL);
+  char bad_dir[1100];
+  snprintf(bad_dir, sizeof bad_dir, "%s/bad", dir);
+  CHECK(access(bad_dir, F_OK) != 0);
+
+  char path[64];
+  CHECK_EQ_INT(tc_run_output_path("d", "logits/0", path, sizeof path), TH_OK);
+  CHECK_STR(path, "d/logits_0.bin");
+  CHECK_EQ_INT(tc_run_output_path("a-long-directory", "name", path, 8), TH_ERR_TOO_LARGE);
+  free(x);
+  free(want);
+  free(y);
+  free(yf);
+  tc_graph_free(g);
+  (void)th_rm_rf(dir);
+  return 0;
+}
+
 /* bert: three int64 inputs and two outputs. th_model_info lists them; th_model_run refuses and
  * points to th_model_run_io; an out-of-range index is refused before anything runs, naming the
  * input, the position, the value, the range and the table, and the outputs stay untouched; valid
@@ -331,6 +427,28 @@ TH_TEST(bert_bundle) {
   }
   s.free_(m);
   dlclose(s.h);
+
+  /* the same inputs from files (`tunehub run --input`): the same outputs, written to files */
+  char paths[3][1100];
+  tc_run_input files[3];
+  for (int k = 0; k < 3; k++) {
+    char rel[64];
+    snprintf(rel, sizeof rel, "%s.bin", in_names[k]);
+    write_file(dir, rel, in[k], 128 * sizeof(int64_t), paths[k]);
+    files[k].name = in_names[k];
+    files[k].path = paths[k];
+  }
+  CHECK_EQ_INT(bundle_infer(dir, files, 3, "out", err, sizeof err), TH_OK);
+  char *got_lh = read_exact(dir, "out/last_hidden_state.bin", 128 * 768 * 4);
+  char *got_po = read_exact(dir, "out/pooler_output.bin", 768 * 4);
+  CHECK(memcmp(got_lh, lh_out, 128 * 768 * 4) == 0);
+  CHECK(memcmp(got_po, po_out, 768 * 4) == 0);
+  free(got_lh);
+  free(got_po);
+  /* an int64 file of int32 size */
+  write_file(dir, "types32.bin", in[1], 128 * 4, paths[1]);
+  CHECK_EQ_INT(bundle_infer(dir, files, 3, "bad", err, sizeof err), TH_ERR_INVALID);
+  CHECK(strstr(err, "input 'token_type_ids' (int64 [1, 128] at batch 1): expected 1024 bytes, but ") != NULL);
 
   bundle_runs(dir, 2);
   check_example(dir, "pooler_output \\[1x768\\]:");
