@@ -183,12 +183,17 @@ th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batc
 
 th_status tc_network_tasks(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
                            int *n) {
+  return tc_network_tasks_err(t, net, batch, tasks, n, NULL, 0);
+}
+
+th_status tc_network_tasks_err(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
+                               int *n, char *err, size_t errlen) {
   if (!t || !t->backend || !net || !net->name || !tasks || !n) return TH_ERR_INVALID;
   tc_graph *g = NULL;
   tc_call *calls = NULL;
   int ncalls = 0;
   int64_t ws = 0;
-  th_status rc = tc__lowered(t, net, batch, 0, 0, 0, &g, &calls, &ncalls, &ws, NULL, 0);
+  th_status rc = tc__lowered(t, net, batch, 0, 0, 0, &g, &calls, &ncalls, &ws, err, errlen);
   if (rc != TH_OK) return rc;
   tc_task *ts = calloc((size_t)(ncalls ? ncalls : 1), sizeof *ts);
   int nt = 0;

@@ -107,6 +107,9 @@ typedef struct tc_task {
  * TH_ERR_INVALID for a bad batch, the importer's errors for an ONNX file (tc_network_build). */
 th_status tc_network_tasks(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
                            int *n);
+/* The same, with the reason of a failure (the graph pass or lowering that refused the graph) in err. */
+th_status tc_network_tasks_err(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
+                               int *n, char *err, size_t errlen);
 
 /* ---- candidates (the tuner) --------------------------------------------------------------------------- */
 

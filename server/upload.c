@@ -31,9 +31,11 @@ static th_status srv__upload_tasks(const tc_netsrc *net, char *err, size_t n) {
   th_status rc = tc_backend_target_init(tc_backend_default(), NULL, &t, err, n);
   tc_task *tasks = NULL;
   int nt = 0;
-  if (rc == TH_OK) rc = tc_network_tasks(&t, net, 1, &tasks, &nt);
+  char why[512] = "";
+  if (rc == TH_OK) rc = tc_network_tasks_err(&t, net, 1, &tasks, &nt, why, sizeof why);
   if (rc != TH_OK && err[0] == '\0')
-    snprintf(err, n, "%s: the graph passes refused the imported graph: %s", net->name, th_status_str(rc));
+    snprintf(err, n, "%s: the graph passes refused the imported graph: %s", net->name,
+             why[0] ? why : th_status_str(rc));
   for (int i = 0; rc == TH_OK && i < nt; i++) {
     tc_space sp;
     if (tc_backend_space(&t, &tasks[i].wl, &sp) != TH_OK) {

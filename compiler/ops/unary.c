@@ -41,6 +41,10 @@ static const tc_stmt *un_step(tc_ir *ir, void *p, const tc_expr *i, int lanes, i
     case TC_UNARY_SILU:
       y = tc_e_silu(ir, x);
       break;
+    case TC_UNARY_CLIP:
+      y = tc_e_min(ir, tc_e_max(ir, x, tc_e_broadcast(ir, tc_e_float(ir, c->wl->alpha), lanes)),
+                   tc_e_broadcast(ir, tc_e_float(ir, c->wl->beta), lanes));
+      break;
     default:
       y = tc_e_fma(ir, x, tc_e_broadcast(ir, tc_e_float(ir, c->wl->alpha), lanes),
                    tc_e_broadcast(ir, tc_e_float(ir, c->wl->beta), lanes));

@@ -57,6 +57,7 @@ enum {
   TC_UNARY_HARD_SIGMOID, /* max(0, min(1, x * alpha + beta)) */
   TC_UNARY_HARD_SWISH, /* x * max(0, min(1, x / 6 + 0.5)) */
   TC_UNARY_SILU,       /* x * sigmoid(x) */
+  TC_UNARY_CLIP,       /* min(max(x, alpha), beta): a relu or clip that no producer took as its epilogue */
   TC_UNARY_COUNT
 };
 

@@ -7,6 +7,7 @@
  * needed (plan, lower, tc_graph_storage) rather than stored, so that graph.h's nodes carry no pass state. */
 #include "passes.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1122,6 +1123,8 @@ static int tc__unary_op(tc_op op) {
     case TC_OP_HARD_SIGMOID: return TC_UNARY_HARD_SIGMOID;
     case TC_OP_HARD_SWISH: return TC_UNARY_HARD_SWISH;
     case TC_OP_SILU: return TC_UNARY_SILU;
+    case TC_OP_RELU:
+    case TC_OP_CLIP: return TC_UNARY_CLIP;
     default: return TC_UNARY_AFFINE;
   }
 }
@@ -1295,12 +1298,17 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     case TC_OP_HARD_SIGMOID:
     case TC_OP_HARD_SWISH:
     case TC_OP_SILU:
+    case TC_OP_RELU: /* one that no conv, dense or add took as its epilogue (after an imported x * s + b) */
+    case TC_OP_CLIP:
       /* element-wise: a channel-blocked map is read and written in its own layout */
       tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc_tensor_numel(&nd->out), 1, 1, 1, 1, 1, 1);
       c->wl.op = tc__unary_op(nd->op);
       if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID) {
         c->wl.alpha = nd->alpha;
         c->wl.beta = nd->shift;
+      } else if (nd->op == TC_OP_RELU || nd->op == TC_OP_CLIP) {
+        c->wl.alpha = nd->op == TC_OP_RELU ? 0.0f : nd->clip_min;
+        c->wl.beta = nd->op == TC_OP_RELU ? FLT_MAX : nd->clip_max;
       }
       c->nargs = 2;
       rc = tc__arg_in(g, vs, c, 0, nd->inputs[0]);

@@ -107,6 +107,7 @@ static void tc__ref_unary(const tc_workload *wl, const void *in, float *out) {
         out[i] = (float)(x[i] * tc__ref_hard_sigmoid(x[i], 1.0 / 6.0, 0.5));
         break;
       case TC_UNARY_SILU: out[i] = (float)(x[i] / (1.0 + exp(-(double)x[i]))); break;
+      case TC_UNARY_CLIP: out[i] = x[i] < wl->alpha ? wl->alpha : x[i] > wl->beta ? wl->beta : x[i]; break;
       default: out[i] = x[i] * wl->alpha + wl->beta; break; /* TC_UNARY_AFFINE */
     }
   }

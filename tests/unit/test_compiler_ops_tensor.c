@@ -452,7 +452,12 @@ TH_TEST(unary_differential) {
                        unary_wl(TC_UNARY_SIGMOID, 112 * 112 * 32), unary_wl(TC_UNARY_SIGMOID, 19),
                        unary_wl(TC_UNARY_HARD_SIGMOID, 197), unary_wl(TC_UNARY_HARD_SIGMOID, 5),
                        unary_wl(TC_UNARY_HARD_SWISH, 40 * 28 * 28), unary_wl(TC_UNARY_HARD_SWISH, 1),
-                       unary_wl(TC_UNARY_SILU, 96 * 56 * 56),  unary_wl(TC_UNARY_SILU, 33)};
+                       unary_wl(TC_UNARY_SILU, 96 * 56 * 56),  unary_wl(TC_UNARY_SILU, 33),
+                       unary_wl(TC_UNARY_CLIP, 64 * 56 * 56),  unary_wl(TC_UNARY_CLIP, 7)};
+  wls[18].alpha = 0.0f; /* a standalone relu (an imported densenet's, after x * scale + shift) */
+  wls[18].beta = 3.4e38f;
+  wls[19].alpha = -1.0f; /* a clip with both bounds in the inputs' range */
+  wls[19].beta = 6.0f;
   wls[12].alpha = 1.0f / 6.0f; /* torch's hardsigmoid; the other one clamps most inputs (0.5x - 2) */
   wls[12].beta = 0.5f;
   check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));

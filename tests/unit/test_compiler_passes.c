@@ -322,7 +322,9 @@ static void tc__exec_call(const tc_graph *g, const tc_call *c, float *ws) {
             [TC_UNARY_GELU] = TC_EPI_GELU,       [TC_UNARY_TANH] = TC_EPI_TANH,
             [TC_UNARY_SIGMOID] = TC_EPI_SIGMOID, [TC_UNARY_HARD_SIGMOID] = TC_EPI_HARD_SIGMOID,
             [TC_UNARY_HARD_SWISH] = TC_EPI_HARD_SWISH, [TC_UNARY_SILU] = TC_EPI_SILU};
-        p[1][k] = wl->op == TC_UNARY_AFFINE ? x * wl->alpha + wl->beta : tc__act(x, act[wl->op], wl);
+        p[1][k] = wl->op == TC_UNARY_AFFINE ? x * wl->alpha + wl->beta
+                  : wl->op == TC_UNARY_CLIP ? fminf(fmaxf(x, wl->alpha), wl->beta)
+                                            : tc__act(x, act[wl->op], wl);
       }
       break;
     case TC_KERNEL_EMBEDDING:

@@ -206,6 +206,7 @@ static inline int tw_edge_set(tc_kernel k, tc_workload *w) {
       w[n++] = tw_unary(45, TC_UNARY_HARD_SIGMOID, 0.5f, 0.25f); /* clamps inputs outside [-0.5, 1.5] */
       w[n++] = tw_unary(64, TC_UNARY_HARD_SWISH, 0, 0);
       w[n++] = tw_unary(7, TC_UNARY_SILU, 0, 0);
+      w[n++] = tw_unary(99, TC_UNARY_CLIP, 0.0f, 6.0f); /* a standalone relu6 */
       break;
     case TC_KERNEL_EMBEDDING:
       w[n++] = tw_emb(7, 10, 12);

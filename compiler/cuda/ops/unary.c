@@ -35,6 +35,9 @@ static const tc_stmt *elem(tc__cuda_lc *L, const tc_expr *idx) {
     case TC_UNARY_SILU:
       y = tc_e_silu(L->ir, x);
       break;
+    case TC_UNARY_CLIP:
+      y = tc_e_min(L->ir, tc_e_max(L->ir, x, FLT(wl->alpha)), FLT(wl->beta));
+      break;
     default:
       y = tc_e_fma(L->ir, x, FLT(wl->alpha), FLT(wl->beta));
       break;
