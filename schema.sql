@@ -107,3 +107,27 @@ ALTER TABLE jobs ADD COLUMN net_digest TEXT NOT NULL DEFAULT '';
 DROP INDEX jobs_live_key;
 CREATE UNIQUE INDEX jobs_live_key ON jobs (framework, network, batch, target, compiler_version, net_digest)
   WHERE state IN ('queued', 'running');
+
+-- migration 3
+-- Aliases: a mutable name (prod, staging, ...) that pins one published version of a key, as MLflow's aliases
+-- and OCI tags do. The row names the version by the model key's five name columns and its number (version
+-- numbers count over the names alone, so the pair is one models row whatever the network's revision);
+-- net_digest records the revision of the pinned version, so that after a re-upload the alias says its
+-- version was retired instead of vanishing. A name is unique per repository (framework, network, target,
+-- compiler version), not only per batch: the OCI tag <framework>/<network>:<alias> must name one image.
+-- Retention never unpublishes a version an alias pins, and a garbage collector keeps its blobs.
+CREATE TABLE aliases (
+  framework        TEXT NOT NULL,
+  network          TEXT NOT NULL,
+  batch            INTEGER NOT NULL,
+  target           TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  net_digest       TEXT NOT NULL DEFAULT '',
+  name             TEXT NOT NULL,
+  version          INTEGER NOT NULL,
+  updated_at       REAL NOT NULL,
+  UNIQUE (framework, network, target, compiler_version, name),
+  FOREIGN KEY (framework, network, batch, target, compiler_version, version)
+    REFERENCES models (framework, network, batch, target, compiler_version, version)
+);
+CREATE INDEX aliases_version ON aliases (framework, network, batch, target, compiler_version, version);

@@ -122,6 +122,8 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       c->miss_tunes = !strcmp(v, "tune");
     } else if (!strcmp(f, "--max-upload")) {
       rc = srv__bytes_flag(f, v, 1, (int64_t)1 << 40, &c->max_upload, err, n);
+    } else if (!strcmp(f, "--keep-versions")) {
+      rc = srv__int_flag(f, v, 0, 1000000, &c->keep_versions, err, n);
     } else if (!strcmp(f, "--miss-trials")) {
       rc = srv__int_flag(f, v, 1, 100000, &c->miss_trials, err, n);
     } else if (!strcmp(f, "--log-level")) {
@@ -133,7 +135,7 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       snprintf(err, n,
                "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --token-file F --workers N "
                "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N --max-batch N --max-queued N --connection-limit N --timeout S --web "
-               "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --log-level L",
+               "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --keep-versions N --log-level L",
                f);
       return TH_ERR_INVALID;
     }

@@ -210,6 +210,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   so.on_event = srv_events_on_job;
   so.encode_progress = srv_progress_doc;
   so.listener_ctx = s;
+  so.keep_versions = c->keep_versions;
   rc = tune_workers_start_opts(s->st, builder, &so, &s->workers);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot start the scheduler (%d admitted job(s))", c->workers);

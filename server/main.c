@@ -23,6 +23,7 @@ static void usage(FILE *f) {
           "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
+          "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"

@@ -1,7 +1,7 @@
 /* oci: the read side of the OCI distribution API (distribution-spec v1.1) over the registry, so that standard
  * tools (skopeo, crane, container builds' COPY --from) pull tunehub bundles. Every published version is an OCI
- * image: repository <framework>/<network>, tags b<batch> (the newest version) and b<batch>-v<version> (one
- * version). Its manifest has one layer, application/vnd.oci.image.layer.v1.tar, whose bytes are exactly the
+ * image: repository <framework>/<network>, tags b<batch> (the newest version), b<batch>-v<version> (one
+ * version) and every alias of the repository (aliases.c; a name pins one batch's version). Its manifest has one layer, application/vnd.oci.image.layer.v1.tar, whose bytes are exactly the
  * bundle .tar (so the layer digest is the bundle's digest, served by /blobs/ too), and a minimal image config
  * (os linux, the host's architecture, the layer as its diff id); tunehub's own facts go into annotations.
  *
@@ -18,6 +18,7 @@
 
 #include "oci.h"
 
+#include "aliases.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"
@@ -303,6 +304,21 @@ static enum MHD_Result oci__tags(srv_t *s, srv_request *r, const char *fw, const
     json_array_append_new(tags, json_string(t));
   }
   store_model_list_free(vs, n);
+  /* then the aliases whose version is served (a retired one would list a tag that answers 404) */
+  store_key repo;
+  char why[512];
+  store_alias *as = NULL;
+  size_t na = 0;
+  rc = srv_model_key(s, fw, net, 1, NULL, &repo, why, sizeof why);
+  repo.batch = 0; /* every batch of the repository */
+  if (rc == TH_OK) rc = store_alias_list(s->st, &repo, &as, &na);
+  if (rc != TH_OK) {
+    json_decref(tags);
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+  }
+  for (size_t i = 0; i < na; i++)
+    if (!as[i].retired) json_array_append_new(tags, json_string(as[i].name));
+  free(as);
   char name[128];
   snprintf(name, sizeof name, "%s/%s", fw, net);
   struct MHD_Response *resp = srv_json_response(json_pack("{s:s, s:o}", "name", name, "tags", tags));
@@ -358,12 +374,40 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
     if (!oci__tag_valid(ref))
       return oci__error(s, r, 400, "MANIFEST_INVALID", NULL,
                         "invalid tag '%s': a tag is [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}", ref);
-    if (!oci__tag_parse(ref, &batch, &version))
-      return oci__error(s, r, 404, "MANIFEST_UNKNOWN", json_pack("{s:[s,s]}", "valid", "b<batch>", "b<batch>-v<version>"),
-                        "unknown tag '%s' in %s/%s; tags are b<batch> (the newest version) and b<batch>-v<version>",
-                        ref, fw, net);
     store_key key;
     char why[512];
+    if (!oci__tag_parse(ref, &batch, &version)) {
+      /* an alias of the repository, else an unknown tag */
+      store_alias a;
+      rc = srv_model_key(s, fw, net, 1, NULL, &key, why, sizeof why);
+      key.batch = 0;
+      if (rc == TH_OK) rc = srv_alias_name_valid(ref) ? store_alias_get(s->st, &key, ref, &a) : TH_ERR_NOT_FOUND;
+      if (rc == TH_ERR_NOT_FOUND)
+        return oci__error(s, r, 404, "MANIFEST_UNKNOWN",
+                          json_pack("{s:[s,s,s]}", "valid", "b<batch>", "b<batch>-v<version>", "<alias>"),
+                          "unknown tag '%s' in %s/%s; tags are b<batch> (the newest version), b<batch>-v<version> "
+                          "and the aliases of the repository (tags/list)",
+                          ref, fw, net);
+      if (rc != TH_OK)
+        return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+      key.batch = a.key.batch;
+      store_model m;
+      rc = a.retired ? TH_ERR_NOT_FOUND : store_model_version(s->st, &key, a.version, &m);
+      if (rc == TH_ERR_NOT_FOUND)
+        return oci__error(s, r, 404, "MANIFEST_UNKNOWN", json_pack("{s:i,s:i}", "batch", a.key.batch, "version",
+                          a.version),
+                          "alias '%s' pins %s/%s:b%d-v%d, which was retired and is no longer served; move the alias "
+                          "(PUT /models/%s/%s/%d/aliases/%s)",
+                          ref, fw, net, a.key.batch, a.version, fw, net, a.key.batch, ref);
+      if (rc != TH_OK)
+        return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+      rc = oci__image(&m, &im);
+      store_model_clear(&m);
+      if (rc != TH_OK) return oci__error(s, r, 503, "UNAVAILABLE", NULL, "cannot describe the image: out of memory");
+      enum MHD_Result ret = oci__send_doc(s, r, im.manifest, im.manifest_digest, OCI_MANIFEST_TYPE);
+      oci__image_free(&im);
+      return ret;
+    }
     rc = srv_model_key(s, fw, net, batch, NULL, &key, why, sizeof why);
     if (rc != TH_OK) return oci__error(s, r, rc == TH_ERR_INVALID ? 400 : 404,
                                        rc == TH_ERR_INVALID ? "MANIFEST_INVALID" : "NAME_UNKNOWN", NULL, "%s", why);

@@ -1,5 +1,5 @@
 /* oci: the read side of the OCI distribution API under /v2/ (see oci.c): repositories <framework>/<network>,
- * tags b<batch> and b<batch>-v<version>, manifests, blobs, tags/list and _catalog. */
+ * tags b<batch>, b<batch>-v<version> and the aliases, manifests, blobs, tags/list and _catalog. */
 #ifndef SRV_OCI_H
 #define SRV_OCI_H
 

@@ -129,7 +129,40 @@ json_t *srv_present_catalog(const store_catalog_row *rows, size_t n) {
   return srv__counted("models", arr);
 }
 
-json_t *srv_present_versions(const store_key *key, const store_model *versions, size_t n) {
+json_t *srv_present_alias(const store_alias *a) {
+  char url[400], tag[200];
+  snprintf(url, sizeof url, "/models/%s/%s/%d?alias=%s", a->key.framework, a->key.network, a->key.batch, a->name);
+  snprintf(tag, sizeof tag, "%s/%s:%s", a->key.framework, a->key.network, a->name);
+  json_t *o = json_object();
+  if (!o) return NULL;
+  json_object_set_new(o, "alias", json_string(a->name));
+  srv__key_fields(o, &a->key);
+  json_object_set_new(o, "version", json_integer(a->version));
+  json_object_set_new(o, "digest", srv__digest(a->tar_digest));
+  json_object_set_new(o, "so_digest", srv__digest(a->so_digest));
+  json_object_set_new(o, "retired", json_boolean(a->retired));
+  json_object_set_new(o, "updated_at", srv__time(a->updated_at));
+  json_object_set_new(o, "url", json_string(url));
+  json_object_set_new(o, "oci", json_string(tag));
+  return o;
+}
+
+/* The alias documents of as as an array (NULL when out of memory). */
+static json_t *srv__alias_array(const store_alias *as, size_t n) {
+  json_t *arr = json_array();
+  for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, srv_present_alias(&as[i]));
+  return arr;
+}
+
+json_t *srv_present_aliases(const store_key *key, const store_alias *as, size_t n) {
+  json_t *arr = srv__alias_array(as, n);
+  if (!arr) return NULL;
+  return json_pack("{s:s,s:s,s:i,s:s,s:I,s:o}", "framework", key->framework, "network", key->network, "batch",
+                   key->batch, "target", key->target, "count", (json_int_t)n, "aliases", arr);
+}
+
+json_t *srv_present_versions(const store_key *key, const store_model *versions, size_t n, const store_alias *as,
+                             size_t nas) {
   json_t *arr = json_array();
   for (size_t i = 0; arr && i < n; i++) {
     const store_model *m = &versions[i];
@@ -143,11 +176,21 @@ json_t *srv_present_versions(const store_key *key, const store_model *versions, 
     json_object_set_new(o, "published_at", srv__time(m->created_at));
     json_object_set_new(o, "size", json_integer(m->tar_size));
     json_object_set_new(o, "so_size", json_integer(m->so_size));
+    json_t *names = json_array();
+    for (size_t k = 0; names && k < nas; k++)
+      if (as[k].version == m->version && !as[k].retired) json_array_append_new(names, json_string(as[k].name));
+    json_object_set_new(o, "aliases", names ? names : json_null());
     json_array_append_new(arr, o);
   }
-  if (!arr) return NULL;
-  return json_pack("{s:s,s:s,s:i,s:s,s:I,s:o}", "framework", key->framework, "network", key->network, "batch",
-                   key->batch, "target", key->target, "count", (json_int_t)json_array_size(arr), "versions", arr);
+  json_t *aliases = srv__alias_array(as, nas);
+  if (!arr || !aliases) {
+    json_decref(arr);
+    json_decref(aliases);
+    return NULL;
+  }
+  return json_pack("{s:s,s:s,s:i,s:s,s:I,s:o,s:o}", "framework", key->framework, "network", key->network, "batch",
+                   key->batch, "target", key->target, "count", (json_int_t)json_array_size(arr), "versions", arr,
+                   "aliases", aliases);
 }
 
 json_t *srv_present_curve(const tune_curve *c) {

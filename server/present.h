@@ -27,8 +27,16 @@ json_t *srv_present_job(const store_job *j);
 json_t *srv_present_jobs(const store_job *jobs, size_t n);
 /* {"count","models":[...]}: per key its newest version, or its live or failed job. */
 json_t *srv_present_catalog(const store_catalog_row *rows, size_t n);
-/* {"framework","network","batch","target","count","versions":[{version,tuned,digest,...}]} of key. */
-json_t *srv_present_versions(const store_key *key, const store_model *versions, size_t n);
+/* {"framework","network","batch","target","count","versions":[{version,tuned,digest,...,"aliases":[names]}],
+ * "aliases":[alias...]} of key: each version names the live aliases that pin it; the list at the end has every
+ * alias of the key, retired ones included. */
+json_t *srv_present_versions(const store_key *key, const store_model *versions, size_t n, const store_alias *as,
+                             size_t nas);
+/* An alias: {"alias","framework","network","batch","target","version","digest","so_digest","retired",
+ * "updated_at","url" (the bundle by alias),"oci" (the OCI reference <fw>/<net>:<alias>)}. */
+json_t *srv_present_alias(const store_alias *a);
+/* {"framework","network","batch","target","count","aliases":[alias...]} of key. */
+json_t *srv_present_aliases(const store_key *key, const store_alias *as, size_t n);
 
 /* {"network","batch","target","trials","tasks":[{"task","workload","template","count","gflop","trials","valid",
  * "best_gflops","curve":[[trial, best_gflops_so_far], ...]}]}. */

@@ -14,6 +14,7 @@
 
 #include "routes.h"
 
+#include "aliases.h"
 #include "builder.h"
 #include "events.h"
 #include "longpoll.h"
@@ -346,6 +347,33 @@ th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int wai
   return rc;
 }
 
+/* Sends version m of key: the bundle (fmt "tar") or its .so ("so"), with the version's headers; alias names the
+ * alias it was asked by (X-Tunehub-Alias), or NULL. */
+static enum MHD_Result srv__send_model(srv_t *s, srv_request *r, const store_key *key, const store_model *m,
+                                       const char *fmt, const char *alias) {
+  char filename[200], version[16];
+  /* a client-chosen target is in the name: resnet-18_llvm-x86-64-v3_b1_v2.tar */
+  char tname[80] = "";
+  int fw_index = srv__backend_index(key->framework);
+  const char *tn = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
+  if (tn) snprintf(tname, sizeof tname, "-%.64s", tn + 1);
+  snprintf(filename, sizeof filename, "%s_%s%s_b%d_v%d.%s", key->network, key->framework, tname, key->batch,
+           m->version, fmt);
+  snprintf(version, sizeof version, "%d", m->version);
+  const char *hdrs[][2] = {{"X-Tunehub-Version", version},
+                           {"X-Tunehub-Tuned", m->tuned ? "true" : "false"},
+                           {alias ? "X-Tunehub-Alias" : NULL, alias},
+                           {NULL, NULL}};
+  int so = strcmp(fmt, "so") == 0;
+  const char *digest = so ? m->so_digest : m->tar_digest;
+  char path[1400];
+  int64_t size = 0;
+  if (store_artifact_path(s->st, digest, path, sizeof path, &size, NULL, 0) != TH_OK)
+    return srv_error(s, r, TH_ERR_IO, "artifact_missing", NULL, "%s", store_errmsg(s->st));
+  return srv_send_file(s, r, path, size, digest, so ? "application/x-sharedlib" : "application/x-tar", filename, 0,
+                       hdrs);
+}
+
 static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key *key) {
   int head = strcmp(r->method, "HEAD") == 0;
   char fmt[16] = "tar", tuned_s[8] = "", wait_s[16] = "";
@@ -367,32 +395,25 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     return srv_error(s, r, TH_ERR_INVALID, "invalid_wait", NULL,
                      "invalid wait '%s'; wait is a whole number of seconds from 0 to %d", wait_s,
                      SRV_MAX_WAIT_S);
-
+  /* ?alias=NAME: the version the alias pins, never a miss (nothing is queued) */
+  char alias[80];
+  int has_alias = srv_query(r, "alias", alias, sizeof alias);
+  if (has_alias < 0) return srv_error(s, r, TH_ERR_INVALID, "invalid_alias", NULL, "%s", srv_alias_rule);
   store_model m;
+  enum MHD_Result ret;
+  if (has_alias > 0) {
+    if (tuned_only)
+      return srv_error(s, r, TH_ERR_INVALID, "invalid_query", NULL,
+                       "alias and tuned=1 do not go together: an alias pins one version, tuned or not");
+    if (!srv_alias_resolve(s, r, key, alias, &m, &ret)) return ret;
+    ret = srv__send_model(s, r, key, &m, fmt, alias);
+    store_model_clear(&m);
+    return ret;
+  }
+
   th_status rc = store_model_get(s->st, key, tuned_only, &m);
   if (rc == TH_OK) {
-    char filename[200], version[16];
-    /* a client-chosen target is in the name: resnet-18_llvm-x86-64-v3_b1_v2.tar */
-    char tname[80] = "";
-    int fw_index = srv__backend_index(key->framework);
-    const char *tn = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
-    if (tn) snprintf(tname, sizeof tname, "-%.64s", tn + 1);
-    snprintf(filename, sizeof filename, "%s_%s%s_b%d_v%d.%s", key->network, key->framework, tname, key->batch,
-             m.version, fmt);
-    snprintf(version, sizeof version, "%d", m.version);
-    const char *hdrs[][2] = {{"X-Tunehub-Version", version},
-                             {"X-Tunehub-Tuned", m.tuned ? "true" : "false"},
-                             {NULL, NULL}};
-    int so = strcmp(fmt, "so") == 0;
-    const char *digest = so ? m.so_digest : m.tar_digest;
-    char path[1400];
-    int64_t size = 0;
-    enum MHD_Result ret;
-    if (store_artifact_path(s->st, digest, path, sizeof path, &size, NULL, 0) != TH_OK)
-      ret = srv_error(s, r, TH_ERR_IO, "artifact_missing", NULL, "%s", store_errmsg(s->st));
-    else
-      ret = srv_send_file(s, r, path, size, digest,
-                           so ? "application/x-sharedlib" : "application/x-tar", filename, 0, hdrs);
+    ret = srv__send_model(s, r, key, &m, fmt, NULL);
     store_model_clear(&m);
     return ret;
   }
@@ -461,6 +482,19 @@ static enum MHD_Result srv__manifest_send(srv_t *s, srv_request *r, const char *
 }
 
 static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *key) {
+  char alias[80];
+  int has_alias = srv_query(r, "alias", alias, sizeof alias);
+  if (has_alias < 0) return srv_error(s, r, TH_ERR_INVALID, "invalid_alias", NULL, "%s", srv_alias_rule);
+  if (has_alias > 0) { /* the pinned version's manifest; the cache holds only the newest version's */
+    store_model am;
+    enum MHD_Result ret;
+    if (!srv_alias_resolve(s, r, key, alias, &am, &ret)) return ret;
+    char etag[80];
+    snprintf(etag, sizeof etag, "\"sha256:%s\"", am.tar_digest);
+    ret = srv__manifest_send(s, r, etag, am.manifest, strlen(am.manifest));
+    store_model_clear(&am);
+    return ret;
+  }
   char ck[400];
   snprintf(ck, sizeof ck, "%s/%s/%d/%s", key->framework, key->network, key->batch, key->net_digest);
   pthread_mutex_lock(&s->cache_mu);
@@ -711,8 +745,16 @@ static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *
                      "builds it", key->framework, key->network, key->batch, key->framework, key->network,
                      key->batch);
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
-  json_t *doc = srv_present_versions(key, vs, n);
+  store_alias *as = NULL;
+  size_t na = 0;
+  rc = store_alias_list(s->st, key, &as, &na);
+  if (rc != TH_OK) {
+    store_model_list_free(vs, n);
+    return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+  }
+  json_t *doc = srv_present_versions(key, vs, n, as, na);
   store_model_list_free(vs, n);
+  free(as);
   return srv_json_doc(s, r, 200, doc);
 }
 
@@ -921,6 +963,16 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       r->route = SRV_ROUTE_CATALOG;
       return get ? srv__catalog(s, r) : srv__not_allowed(s, r, "GET, HEAD");
     }
+    if ((nseg == 5 || nseg == 6) && SEG(4, "aliases")) { /* server/aliases.c */
+      int put = !strcmp(m, "PUT"), del = !strcmp(m, "DELETE");
+      r->route = put ? SRV_ROUTE_ALIAS_PUT : del ? SRV_ROUTE_ALIAS_DELETE : SRV_ROUTE_ALIASES;
+      if (nseg == 5 ? !get : !(get || put || del))
+        return srv__not_allowed(s, r, nseg == 5 ? "GET, HEAD" : "GET, HEAD, PUT, DELETE");
+      store_key key;
+      enum MHD_Result ret;
+      if (!srv__key(s, r, segs[1], segs[2], segs[3], &key, &ret)) return ret;
+      return srv_aliases_route(s, r, &key, nseg == 6 ? segs[5] : NULL);
+    }
     if (nseg < 4 || nseg > 5)
       return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL,
                        "no such route: %s; models are at /models/{framework}/{network}/{batch}",
@@ -937,7 +989,8 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       if (!strcmp(segs[4], subs[i].seg)) r->route = subs[i].route;
     if (nseg == 5 && r->route == SRV_ROUTE_MODEL)
       return srv_error(s, r, TH_ERR_NOT_FOUND, "not_found", NULL,
-                       "no such route: %s; valid: .../manifest, .../versions, .../tuning, .../tune", r->path);
+                       "no such route: %s; valid: .../manifest, .../versions, .../aliases, .../tuning, .../tune",
+                       r->path);
     int is_tune = r->route == SRV_ROUTE_TUNE;
     const char *allow = nseg == 4 ? "GET, HEAD, DELETE" : is_tune ? "POST" : "GET, HEAD";
     int ok = nseg == 4 ? (get || !strcmp(m, "DELETE")) : is_tune ? !strcmp(m, "POST") : get;

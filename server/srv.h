@@ -33,6 +33,7 @@ typedef struct srv_config {
   int cpu_slots;   /* the scheduler's CPU build pool; 0 = online cores */
   int max_streams, max_streams_per_ip; /* SSE caps */
   int64_t max_upload; /* bytes of an uploaded ONNX file (PUT /networks/{name}); default 2 GiB */
+  int keep_versions;  /* retention: ready versions kept per key after each publish, aliased ones aside; 0 = all */
 } srv_config;
 
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 1 worker, max batch 256, 256 queued jobs,

@@ -100,6 +100,9 @@ enum srv_route {
   SRV_ROUTE_NETWORK_PUT,    /* PUT /networks/{name} */
   SRV_ROUTE_NETWORK_DELETE, /* DELETE /networks/{name} */
   SRV_ROUTE_OCI,
+  SRV_ROUTE_ALIASES,      /* GET .../aliases[/{alias}] */
+  SRV_ROUTE_ALIAS_PUT,    /* PUT .../aliases/{alias} */
+  SRV_ROUTE_ALIAS_DELETE, /* DELETE .../aliases/{alias} */
   SRV_ROUTE_COUNT
 };
 extern const char *const srv_route_names[SRV_ROUTE_COUNT];

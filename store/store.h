@@ -88,6 +88,47 @@ void store_model_list_free(store_model *models, size_t n);
 /* Every ready version of key, oldest first, into a new array (*out, *n; manifests left NULL): the caller owns it
  * and frees it with store_model_list_free. TH_ERR_NOT_FOUND when none; nothing is written on an error. */
 th_status store_model_versions(store_t *st, const store_key *key, store_model **out, size_t *n);
+/* The ready version `version` of key, manifest loaded (clear it with store_model_clear); TH_ERR_NOT_FOUND when
+ * key has no such ready version. */
+th_status store_model_version(store_t *st, const store_key *key, int version, store_model *out);
+/* Retention: marks deleted every ready version of key except its newest keep ones and the ones an alias pins
+ * (those stay whatever their age, and do not count against keep). Blobs stay. keep < 1 changes nothing.
+ * *retired (may be NULL) gets how many versions went; TH_ERR_DB, TH_ERR_BUSY. */
+th_status store_model_retain(store_t *st, const store_key *key, int keep, int *retired);
+
+/* ---- aliases: mutable names that pin one version of a key ---- */
+/* A name is unique per repository: key's framework, network, target and compiler version (the OCI tag
+ * <framework>/<network>:<name> names one image), so one name pins one batch. The server checks the naming rule.
+ * An alias survives what unpublishes its version (DELETE of the key, a network's new revision): it then reads
+ * as retired until it is moved or deleted. Retention never unpublishes a pinned version. */
+typedef struct store_alias {
+  store_key key;         /* the key it belongs to; net_digest is the revision of the pinned version */
+  char name[65];
+  int version;
+  char tar_digest[65];   /* the pinned version's bundle and .so */
+  char so_digest[65];
+  int retired;           /* 1: the version is no longer served (unpublished, or of a replaced network revision) */
+  double updated_at;
+} store_alias;
+
+/* Pins name to a ready version of key: the one numbered version (> 0), or with version 0 the newest whose
+ * bundle (.tar) or .so has the sha256 digest (hex). Creates the alias or moves it; *out (may be NULL) gets it as
+ * stored, *previous (may be NULL) the version it pinned before (0 when new). TH_ERR_NOT_FOUND when key has no
+ * such ready version, TH_ERR_CONFLICT when the name pins another batch of the repository (message on the handle);
+ * out-params are written on TH_OK only. */
+th_status store_alias_set(store_t *st, const store_key *key, const char *name, int version, const char *digest,
+                          store_alias *out, int *previous);
+/* The alias name of key into *out; key->batch 0 looks in every batch of key's repository. retired is judged
+ * against key->net_digest (the current revision). TH_ERR_NOT_FOUND when none. */
+th_status store_alias_get(store_t *st, const store_key *key, const char *name, store_alias *out);
+/* Removes the alias name of key; *version (may be NULL) gets the version it pinned. TH_ERR_NOT_FOUND when none. */
+th_status store_alias_delete(store_t *st, const store_key *key, const char *name, int *version);
+/* Every alias of key by name (key->batch 0: of every batch of the repository, by batch then name) into a new
+ * array (*out, *n; NULL and 0 when none) that the caller frees with free(). Nothing is written on an error. */
+th_status store_alias_list(store_t *st, const store_key *key, store_alias **out, size_t *n);
+/* For a garbage collector: *pinned = 1 when some alias pins a version whose bundle or .so is the artifact with
+ * sha256 digest (hex), retired versions included; such a blob must stay. TH_ERR_DB, TH_ERR_BUSY. */
+th_status store_artifact_pinned(store_t *st, const char *digest, int *pinned);
 
 /* ---- jobs ---- */
 typedef enum store_job_state {

@@ -35,6 +35,9 @@ th_status store__artifact_place(store_t *st, const char *src, int take, const ch
 th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type);
 /* The path of the artifact file named hex. */
 void store__artifact_file(store_t *st, const char *hex, char *path, size_t n);
+/* Binds the key's five name columns (framework, network, batch, target, compiler version) from parameter first
+ * on, and its network revision (net_digest) after them when with_digest is set. */
+void store__bind_key(sqlite3_stmt *s, int first, const store_key *k, int with_digest);
 /* A copy of a column as malloc'd text (NULL for SQL NULL). */
 char *store__col_dup(sqlite3_stmt *s, int col);
 /* Copies a text column into a fixed buffer (truncating safely). */

@@ -13,10 +13,9 @@ void store_model_clear(store_model *m) {
   m->manifest = NULL;
 }
 
-/* Binds the key's five name columns from parameter first on, and its network revision (net_digest) after them
- * when with_digest is set. Version numbers count over the names alone, so that they keep growing when an
- * uploaded network gets a new revision; every look-up matches the revision too. */
-static void store__bind_key(sqlite3_stmt *s, int first, const store_key *k, int with_digest) {
+/* Version numbers count over the key's names alone, so that they keep growing when an uploaded network gets a
+ * new revision; every look-up matches the revision too (store__bind_key, store_int.h). */
+void store__bind_key(sqlite3_stmt *s, int first, const store_key *k, int with_digest) {
   sqlite3_bind_text(s, first, k->framework, -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(s, first + 1, k->network, -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(s, first + 2, k->batch);
@@ -325,4 +324,69 @@ th_status store_model_versions(store_t *st, const store_key *key, store_model **
   *out = vs;
   *count = n;
   return TH_OK;
+}
+
+th_status store_model_version(store_t *st, const store_key *key, int version, store_model *out) {
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  th_status rc = store__prepare(
+      st,
+      "SELECT " STORE__MODEL_COLS ", m.manifest FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
+      "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND m.batch = ? AND "
+      "m.target = ? AND m.compiler_version = ? AND m.net_digest = ? AND m.state = 'ready' AND m.version = ?",
+      &s);
+  if (rc == TH_OK) {
+    store__bind_key(s, 1, key, 1);
+    sqlite3_bind_int(s, 7, version);
+    int r = sqlite3_step(s);
+    if (r == SQLITE_ROW) {
+      store_model m;
+      store__model_row(s, 0, key, &m);
+      m.manifest = store__col_dup(s, 10);
+      if (!m.manifest)
+        rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
+      else
+        *out = m;
+    } else if (r == SQLITE_DONE) {
+      rc = store__fail(st, TH_ERR_NOT_FOUND, "%s/%s/%d has no published version %d", key->framework, key->network,
+                       key->batch, version);
+    } else {
+      rc = store__db_fail(st, "select model version");
+    }
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_model_retain(store_t *st, const store_key *key, int keep, int *retired) {
+  if (keep < 1) {
+    if (retired) *retired = 0;
+    return TH_OK;
+  }
+  /* one statement: the newest keep ready versions and every aliased one stay, whatever races with it */
+  static const char *const sql =
+      "UPDATE models SET state = 'deleted' WHERE framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 "
+      "AND compiler_version = ?5 AND net_digest = ?6 AND state = 'ready' "
+      "AND version NOT IN (SELECT version FROM models WHERE framework = ?1 AND network = ?2 AND batch = ?3 "
+      "  AND target = ?4 AND compiler_version = ?5 AND net_digest = ?6 AND state = 'ready' "
+      "  ORDER BY version DESC LIMIT ?7) "
+      "AND version NOT IN (SELECT version FROM aliases WHERE framework = ?1 AND network = ?2 AND batch = ?3 "
+      "  AND target = ?4 AND compiler_version = ?5)";
+  pthread_mutex_lock(&st->mu);
+  sqlite3_stmt *s = NULL;
+  int n = 0;
+  th_status rc = store__prepare(st, sql, &s);
+  if (rc == TH_OK) {
+    store__bind_key(s, 1, key, 1);
+    sqlite3_bind_int(s, 7, keep);
+    if (sqlite3_step(s) != SQLITE_DONE)
+      rc = store__db_fail(st, "retention");
+    else
+      n = sqlite3_changes(st->db);
+  }
+  sqlite3_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK && retired) *retired = n;
+  return rc;
 }

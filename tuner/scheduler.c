@@ -206,6 +206,15 @@ static th_status tune__publish(void *ctx, const tune_build_output *out, int *ver
   if (rc == TH_OK) {
     TH_LOG(TH_LOG_INFO, "job %lld published %s/%s/%d v%d (sha256:%.12s…)", (long long)j->job.id,
            j->job.key.framework, j->job.key.network, j->job.key.batch, *version, tar_digest);
+    /* retention after the publish, before the event: a reader woken by it sees the versions that stay. A
+     * failure is logged, not the job's: the version is published, and the next publish retries. */
+    int retired = 0;
+    if (j->s->o.keep_versions > 0 && store_model_retain(st, &j->job.key, j->s->o.keep_versions, &retired) != TH_OK)
+      TH_LOG(TH_LOG_WARN, "job %lld: retention (--keep-versions %d) failed: %s", (long long)j->job.id,
+             j->s->o.keep_versions, store_errmsg(st));
+    else if (retired > 0)
+      TH_LOG(TH_LOG_INFO, "retention: %d old version(s) of %s/%s/%d unpublished (keeping %d and the aliased ones)",
+             retired, j->job.key.framework, j->job.key.network, j->job.key.batch, j->s->o.keep_versions);
     tune_event ev = {.kind = TUNE_EV_PUBLISHED, .job_id = j->job.id, .version = *version, .tuned = out->tuned,
                      .digest = tar_digest};
     tune__emit(j->s, &ev);

@@ -90,6 +90,8 @@ typedef struct tune_sched_opts {
   tune_progress_encoder_fn encode_progress; /* the progress document to persist (NULL: only stages persist) */
   void *listener_ctx;
   tune_sched_policy policy;
+  int keep_versions; /* retention after each publish: the key's newest N ready versions and its aliased ones
+                        stay, older ones are unpublished (store_model_retain); 0 keeps every version */
 } tune_sched_opts;
 
 void tune_sched_opts_default(tune_sched_opts *o);

@@ -4,7 +4,7 @@
    latency per version from GET .../versions, both hand-made SVG), the jobs (per-task progress; live over
    GET /jobs/{id}/events for the running jobs in view, at most MAX_STREAMS, polling /jobs every 2 s where the
    server has no event stream), the networks (the zoo and the uploaded ONNX networks, with the upload form) and
-   the build form. Mutations (cancel, tune, upload, delete) ask for the bearer token once per tab. */
+   the build form. Mutations (cancel, tune, upload, delete, pinning an alias) ask for the bearer token once per tab. */
 'use strict';
 (function () {
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -538,7 +538,51 @@
       return;
     }
     const vs = Array.isArray(v.versions) ? v.versions : [];
-    card.replaceChildren(head, h('div', { class: 'versions-row' }, latencyChart(vs), versionsTable(key, vs)));
+    const retired = (Array.isArray(v.aliases) ? v.aliases : []).filter(a => a.retired);
+    const parts = [head, h('div', { class: 'versions-row' }, latencyChart(vs), versionsTable(key, vs))];
+    if (retired.length) parts.push(h('p', { class: 'muted small', id: 'aliases-retired' }, 'Retired aliases (their version is no longer served; move or delete them): ',
+      retired.map((a, i) => [i ? ', ' : '', h('code', null, a.alias), ' → v' + a.version])));
+    parts.push(aliasForm(key, vs));
+    card.replaceChildren(...parts);
+  }
+
+  // PUT .../aliases/{name} {"version": N} with the token (the tuning's dialog); the server's answer as it is
+  const ALIAS_RE = /^(?!b[0-9])[a-z](?:(?!\.\.)[a-z0-9._-]){0,63}$/;
+  function aliasForm(key, vs) {
+    const form = h('form', { class: 'tune-form alias-form', id: 'alias-form', novalidate: true, 'aria-label': 'Pin an alias to a version' },
+      h('label', { for: 'alias-name' }, 'Alias'),
+      h('input', { id: 'alias-name', name: 'alias', type: 'text', placeholder: 'prod', autocomplete: 'off', spellcheck: 'false' }),
+      h('label', { for: 'alias-version' }, 'pins'),
+      h('select', { id: 'alias-version', name: 'version' }, vs.slice().reverse().map(v => h('option', { value: v.version }, 'v' + v.version))),
+      h('button', { type: 'submit', class: 'small' }, 'Pin'),
+      h('span', { class: 'muted small' }, 'Needs the server\'s token. Moves the alias if it exists; ?alias= and the OCI tag follow it.'),
+      h('div', { id: 'alias-result', class: 'small', 'aria-live': 'polite' }));
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const out = $('#alias-result', form), nameIn = $('#alias-name', form);
+      const name = nameIn.value.trim(), version = +$('#alias-version', form).value;
+      if (!ALIAS_RE.test(name)) {
+        nameIn.setAttribute('aria-invalid', 'true');
+        out.replaceChildren(h('span', { class: 'field-error' }, 'Use 1–64 lowercase letters, digits, ".", "_" or "-", starting with a letter, not "b" and a digit.'));
+        nameIn.focus();
+        return;
+      }
+      nameIn.setAttribute('aria-invalid', 'false');
+      const [fw, net, batch] = key.split('/');
+      const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch) + '/aliases/' + enc(name);
+      try {
+        const r = await withToken('Pin alias', token => api(path, { method: 'PUT', body: JSON.stringify({ version }),
+          headers: { Authorization: 'Bearer ' + token, Accept: 'application/json', 'Content-Type': 'application/json' } }));
+        if (!r) return;
+        await loadDetailData(key, 'versions');
+        const o = $('#alias-result');
+        if (o) o.replaceChildren(h('span', { class: 'ok-text', id: 'alias-ok' }, name + ' → v' + r.body.version +
+          (r.body.previous ? ' (was v' + r.body.previous + ')' : '')));
+      } catch (err) {
+        out.replaceChildren(h('span', { class: 'field-error', id: 'alias-error', role: 'alert' }, err.message));
+      }
+    });
+    return form;
   }
 
   function latencyChart(vs) {
@@ -569,6 +613,7 @@
     const rows = vs.slice().reverse().map(v => h('tr', { 'data-version': v.version },
       h('td', { class: 'num' }, h('strong', null, 'v' + v.version), v.job != null ? h('div', { class: 'muted small' }, 'job ' + v.job) : null),
       h('td', null, h('span', { class: 'pill ' + (v.tuned ? 'tuned' : 'untuned') }, v.tuned ? 'tuned' : 'untuned')),
+      h('td', { class: 'aliases' }, (v.aliases || []).length ? v.aliases.map(a => h('span', { class: 'pill alias', title: 'GET ?alias=' + a + ', OCI tag :' + a }, a)) : '—'),
       h('td', { class: 'num' }, fmtMs(v.latency_ms)),
       h('td', null, v.published_at ? h('time', { datetime: v.published_at }, fmtDate(v.published_at)) : '—'),
       h('td', null, v.digest ? [h('code', { title: v.digest }, v.digest.replace(/^sha256:/, '').slice(0, 12) + '…'), ' ',
@@ -578,8 +623,8 @@
         v.so_digest ? [' ', h('a', { href: '/blobs/' + v.so_digest, download: versionFile(key, v, true), 'aria-label': 'Download v' + v.version + ' .so' }, '.so')] : null)));
     return h('div', { class: 'table-wrap versions' }, h('table', { id: 'versions-table' },
       h('caption', { class: 'sr-only' }, 'Published versions, newest first, with downloads by digest'),
-      h('thead', null, h('tr', null, ['Version', 'Tuned', 'Latency', 'Published', 'Digest', 'Size', 'Download'].map((t, i) =>
-        h('th', { scope: 'col', class: [0, 2, 5].includes(i) ? 'num' : null }, t)))),
+      h('thead', null, h('tr', null, ['Version', 'Tuned', 'Aliases', 'Latency', 'Published', 'Digest', 'Size', 'Download'].map((t, i) =>
+        h('th', { scope: 'col', class: [0, 3, 6].includes(i) ? 'num' : null }, t)))),
       h('tbody', null, rows)));
   }
 

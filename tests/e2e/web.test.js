@@ -314,6 +314,26 @@ async function main() {
   check(after.versions.length >= 2, 'the tune job added a version (' + after.versions.length + ' in all)');
   await shot('03b-detail-after-tune');
 
+  // 5c. pin an alias to the oldest version from the versions card (the token of the tuning's dialog)
+  const oldest = String(after.versions[0].version);
+  await page.fill('#alias-name', 'B1');
+  await page.click('#alias-form button[type="submit"]');
+  await page.waitForSelector('#alias-result .field-error');
+  check(await page.getAttribute('#alias-name', 'aria-invalid') === 'true', 'a name against the alias rule is refused in the page');
+  await page.fill('#alias-name', 'prod');
+  await page.selectOption('#alias-version', oldest);
+  await page.click('#alias-form button[type="submit"]');
+  await page.waitForSelector('#alias-ok', { timeout: 10000 });
+  const pinned = await page.$$eval('#versions-table tbody tr', rs => rs.map(r => r.dataset.version + ':' +
+    [...r.querySelectorAll('.pill.alias')].map(p => p.textContent).join(',')));
+  check(pinned.includes(oldest + ':prod') && pinned.filter(x => x.endsWith(':prod')).length === 1,
+    'the versions table shows prod on v' + oldest + ' (' + pinned.join(' ') + ')');
+  const byAlias = await fetch(base + '/models/' + key + '?alias=prod', { method: 'HEAD' });
+  check(byAlias.status === 200 && byAlias.headers.get('x-tunehub-version') === oldest,
+    '?alias=prod serves v' + oldest + ' (HTTP ' + byAlias.status + ', v' + byAlias.headers.get('x-tunehub-version') + ')');
+  check(!/\bnull\b/.test(await page.textContent('#versions-card')), 'the versions card shows no "null"');
+  await (await page.$('#versions-card')).screenshot({ path: path.join(ARTIFACTS, '03c-detail-alias.png') });
+
   // 6. a batch the client allows but the server refuses shows the server's message as it is
   const serverMsg = (await (await fetch(base + '/models/llvm/mobilenet/9', { headers: { Prefer: 'respond-async' } })).json()).error.message;
   await page.goto(base + '/#view=build');

@@ -58,7 +58,7 @@ TH_TEST(migrations_apply_once) {
   char path[300], *text = NULL;
   snprintf(path, sizeof path, "%s/v.txt", d);
   CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
-  CHECK(strncmp(text, "2\nwal", 5) == 0);
+  CHECK(strncmp(text, "3\nwal", 5) == 0);
   free(text);
   return 0;
 }
@@ -747,7 +747,7 @@ TH_TEST(migration_from_v1_keeps_rows) {
   char path[300], *text = NULL;
   snprintf(path, sizeof path, "%s/v.txt", d);
   CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
-  CHECK(strncmp(text, "2\n", 2) == 0);
+  CHECK(strncmp(text, "3\n", 2) == 0);
   free(text);
   return 0;
 }
@@ -959,6 +959,156 @@ TH_TEST(network_revision_keys_models) {
   CHECK(store_network_delete(st, "net2", NULL) == TH_OK);
   CHECK(!file_exists(n1.onnx_path));
   store_network_clear(&n1);
+  store_close(st);
+  return 0;
+}
+
+/* Publishes version after version of key, each with its own bundle bytes ("bundle-<i>"); digests into td[i]. */
+static void publish_n(store_t *st, const char *d, const store_key *k, int n, char td[][65]) {
+  for (int i = 0; i < n; i++) {
+    char path[300], text[128];
+    snprintf(path, sizeof path, "%s/b%d.tar", d, i);
+    snprintf(text, sizeof text, "bundle-%s-%d-%d", k->network, k->batch, i);
+    write_file(path, text);
+    CHECK(store_artifact_put(st, path, "application/x-tar", td[i], NULL) == TH_OK);
+    int v = 0;
+    CHECK(store_model_publish(st, k, 0, td[i], td[i], "{}", 1.0, 0, &v) == TH_OK);
+  }
+}
+
+TH_TEST(aliases_pin_move_delete) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  char td[3][65];
+  publish_n(st, d, &k, 3, td);
+  store_alias a;
+  int prev = -1;
+  /* pin by number, then move by digest */
+  CHECK(store_alias_set(st, &k, "prod", 1, NULL, &a, &prev) == TH_OK);
+  CHECK(a.version == 1 && prev == 0 && !a.retired && a.key.batch == 1);
+  CHECK_STR(a.tar_digest, td[0]);
+  CHECK(store_alias_set(st, &k, "prod", 0, td[1], &a, &prev) == TH_OK);
+  CHECK(a.version == 2 && prev == 1);
+  CHECK(store_alias_set(st, &k, "staging", 3, NULL, NULL, NULL) == TH_OK);
+  /* unknown version or digest: nothing changes */
+  CHECK(store_alias_set(st, &k, "prod", 7, NULL, &a, &prev) == TH_ERR_NOT_FOUND);
+  CHECK(strstr(store_errmsg(st), "no published version 7") != NULL);
+  CHECK(store_alias_set(st, &k, "prod", 0, "00", &a, &prev) == TH_ERR_NOT_FOUND);
+  CHECK(store_alias_get(st, &k, "prod", &a) == TH_OK && a.version == 2);
+  /* the name is the repository's: another batch cannot take it, but has names of its own */
+  store_key k8 = key_of("resnet-18", 8);
+  char td8[1][65];
+  publish_n(st, d, &k8, 1, td8);
+  CHECK(store_alias_set(st, &k8, "prod", 1, NULL, NULL, NULL) == TH_ERR_CONFLICT);
+  CHECK(strstr(store_errmsg(st), "batch 1") != NULL);
+  CHECK(store_alias_set(st, &k8, "canary", 1, NULL, NULL, NULL) == TH_OK);
+  store_alias *as = NULL;
+  size_t n = 0;
+  CHECK(store_alias_list(st, &k, &as, &n) == TH_OK);
+  CHECK(n == 2 && !strcmp(as[0].name, "prod") && !strcmp(as[1].name, "staging") && as[1].version == 3);
+  free(as);
+  /* batch 0: the whole repository, for OCI's tags and look-ups */
+  store_key repo = k;
+  repo.batch = 0;
+  CHECK(store_alias_list(st, &repo, &as, &n) == TH_OK);
+  CHECK(n == 3 && as[2].key.batch == 8 && !strcmp(as[2].name, "canary"));
+  free(as);
+  CHECK(store_alias_get(st, &repo, "canary", &a) == TH_OK && a.key.batch == 8);
+  /* a garbage collector keeps pinned blobs only */
+  int pinned = -1;
+  CHECK(store_artifact_pinned(st, td[1], &pinned) == TH_OK && pinned == 1);
+  CHECK(store_artifact_pinned(st, td[0], &pinned) == TH_OK && pinned == 0);
+  /* an unpublished version keeps its alias, which reads as retired */
+  int deleted = 0;
+  CHECK(store_model_delete(st, &k, &deleted) == TH_OK && deleted == 3);
+  CHECK(store_alias_get(st, &k, "prod", &a) == TH_OK && a.retired && a.version == 2);
+  CHECK(store_artifact_pinned(st, td[1], &pinned) == TH_OK && pinned == 1);
+  CHECK(store_alias_set(st, &k, "prod", 3, NULL, NULL, NULL) == TH_ERR_NOT_FOUND);
+  /* delete */
+  int was = 0;
+  CHECK(store_alias_delete(st, &k, "prod", &was) == TH_OK && was == 2);
+  CHECK(store_alias_get(st, &k, "prod", &a) == TH_ERR_NOT_FOUND);
+  CHECK(store_alias_delete(st, &k, "prod", &was) == TH_ERR_NOT_FOUND);
+  CHECK(store_artifact_pinned(st, td[1], &pinned) == TH_OK && pinned == 0);
+  /* deleted there, the name is free for batch 8 */
+  CHECK(store_alias_delete(st, &k, "staging", NULL) == TH_OK);
+  CHECK(store_alias_list(st, &k, &as, &n) == TH_OK && n == 0 && as == NULL);
+  CHECK(store_alias_set(st, &k8, "prod", 1, NULL, &a, NULL) == TH_OK && a.key.batch == 8);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(aliases_of_a_replaced_revision_are_retired) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char a1[300];
+  snprintf(a1, sizeof a1, "%s/a.onnx", d);
+  write_file(a1, "onnx-A");
+  store_network_upload up = upload_of("net1", a1, NULL);
+  store_network n1, n2;
+  CHECK(store_network_put(st, &up, &n1, NULL) == TH_OK);
+  store_key k1 = key_of("net1", 1);
+  snprintf(k1.net_digest, sizeof k1.net_digest, "%s", n1.digest);
+  char td[2][65];
+  publish_n(st, d, &k1, 2, td);
+  CHECK(store_alias_set(st, &k1, "prod", 1, NULL, NULL, NULL) == TH_OK);
+  store_network_upload up2 = upload_of("net1", a1, "input:Nx3x8x8");
+  CHECK(store_network_put(st, &up2, &n2, NULL) == TH_OK);
+  store_key k2 = k1;
+  snprintf(k2.net_digest, sizeof k2.net_digest, "%s", n2.digest);
+  /* found under the current revision's key, retired, still naming the old revision */
+  store_alias a;
+  CHECK(store_alias_get(st, &k2, "prod", &a) == TH_OK && a.retired && a.version == 1);
+  CHECK_STR(a.key.net_digest, n1.digest);
+  /* moved to the new revision's first version (3): live again */
+  char td2[1][65];
+  publish_n(st, d, &k2, 1, td2);
+  CHECK(store_alias_set(st, &k2, "prod", 3, NULL, &a, NULL) == TH_OK && !a.retired && a.version == 3);
+  CHECK_STR(a.key.net_digest, n2.digest);
+  store_network_clear(&n1);
+  store_network_clear(&n2);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(retention_keeps_newest_and_aliased) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  store_key k = key_of("resnet-18", 1), other = key_of("resnet-18", 2);
+  char td[5][65], to[3][65];
+  publish_n(st, d, &k, 5, td);
+  publish_n(st, d, &other, 3, to);
+  CHECK(store_alias_set(st, &k, "prod", 2, NULL, NULL, NULL) == TH_OK);
+  int retired = -1;
+  CHECK(store_model_retain(st, &k, 0, &retired) == TH_OK && retired == 0); /* 0: keep all */
+  CHECK(store_model_retain(st, &k, 2, &retired) == TH_OK);
+  CHECK_EQ_INT(retired, 2); /* v1 and v3 go; v2 (prod), v4 and v5 stay */
+  store_model *vs = NULL;
+  size_t n = 0;
+  CHECK(store_model_versions(st, &k, &vs, &n) == TH_OK);
+  CHECK(n == 3 && vs[0].version == 2 && vs[1].version == 4 && vs[2].version == 5);
+  store_model_list_free(vs, n);
+  store_model m;
+  CHECK(store_model_version(st, &k, 3, &m) == TH_ERR_NOT_FOUND);
+  CHECK(store_model_version(st, &k, 2, &m) == TH_OK && m.version == 2 && m.manifest && !strcmp(m.manifest, "{}"));
+  CHECK_STR(m.tar_digest, td[1]);
+  store_model_clear(&m);
+  /* the blobs stay: a garbage collector removes them */
+  char path[1400];
+  CHECK(store_artifact_path(st, td[0], path, sizeof path, NULL, NULL, 0) == TH_OK && file_exists(path));
+  /* the next publish with keep 1: only the newest and the aliased one */
+  publish_n(st, d, &k, 1, td);
+  CHECK(store_model_retain(st, &k, 1, &retired) == TH_OK && retired == 2);
+  CHECK(store_model_versions(st, &k, &vs, &n) == TH_OK);
+  CHECK(n == 2 && vs[0].version == 2 && vs[1].version == 6);
+  store_model_list_free(vs, n);
+  /* the other key is untouched */
+  CHECK(store_model_versions(st, &other, &vs, &n) == TH_OK && n == 3);
+  store_model_list_free(vs, n);
   store_close(st);
   return 0;
 }
