@@ -49,7 +49,7 @@ static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status,
                                   json_t *detail, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status, const char *code,
                                   json_t *detail, const char *fmt, ...) {
-  char msg[1024];
+  char msg[2600];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -178,21 +178,37 @@ static int oci__tag_valid(const char *t) {
   return 1;
 }
 
-/* "b<batch>" (version 0: the newest) or "b<batch>-v<version>"; 0 when t is neither. */
-static int oci__tag_parse(const char *t, int *batch, int *version) {
+/* "b<batch>" (version 0: the newest) or "b<batch>-v<version>", each with an optional "-<target>" for a target
+ * other than this server's own ("b1-x86-64-v3", "b1-v2-skylake-avx512"; the target is then in target, else
+ * target is ""); 0 when t is none of these. A "-v<digits>" right after the batch is always the version. */
+static int oci__tag_parse(const char *t, int *batch, int *version, char *target, size_t target_n) {
   if (t[0] != 'b') return 0;
   char *end = NULL;
   long b = strtol(t + 1, &end, 10);
   if (end == t + 1 || b < 1 || b > 1000000 || t[1] == '0' || t[1] == '+' || t[1] == '-') return 0;
   *batch = (int)b;
   *version = 0;
+  target[0] = '\0';
   if (*end == '\0') return 1;
-  if (end[0] != '-' || end[1] != 'v' || end[2] < '1' || end[2] > '9') return 0;
-  const char *vs = end + 2;
-  long v = strtol(vs, &end, 10);
-  if (*end != '\0' || v < 1 || v > 1000000000) return 0;
-  *version = (int)v;
+  if (end[0] != '-') return 0;
+  if (end[1] == 'v' && end[2] >= '1' && end[2] <= '9') {
+    char *vend = NULL;
+    long v = strtol(end + 2, &vend, 10);
+    if ((*vend == '\0' || *vend == '-') && v >= 1 && v <= 1000000000) {
+      *version = (int)v;
+      end = vend;
+      if (*end == '\0') return 1;
+    }
+  }
+  if (end[0] != '-' || !end[1] || strlen(end + 1) >= target_n) return 0;
+  snprintf(target, target_n, "%s", end + 1);
   return 1;
+}
+
+/* The tag suffix of a key's target: "" for this server's own (native), else "-<cpu or arch>". */
+static void oci__target_suffix(const store_key *key, const char *native, char *out, size_t n) {
+  const char *eq = strcmp(key->target, native) ? strchr(key->target, '=') : NULL;
+  snprintf(out, n, "%s%.64s", eq ? "-" : "", eq ? eq + 1 : "");
 }
 
 /* Every ready version of every batch of repository fw/net (tags and lookups by digest), oldest first per
@@ -293,23 +309,24 @@ static enum MHD_Result oci__tags(srv_t *s, srv_request *r, const char *fw, const
   if (rc != TH_OK)
     return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
   json_t *tags = json_array();
-  for (size_t i = 0; i < n; i++) {
-    char t[48];
-    /* the newest version of a key is its last one: b<batch> once per key */
-    if (i + 1 == n || vs[i + 1].key.batch != vs[i].key.batch) {
-      snprintf(t, sizeof t, "b%d", vs[i].key.batch);
+  store_key repo; /* this server's own target (native) for fw: its tags carry no target suffix */
+  char why[512];
+  rc = srv_model_key(s, fw, net, 1, NULL, &repo, why, sizeof why);
+  for (size_t i = 0; rc == TH_OK && i < n; i++) {
+    char t[160], sfx[80];
+    oci__target_suffix(&vs[i].key, repo.target, sfx, sizeof sfx);
+    /* the newest version of a key is its last one: b<batch>[-target] once per key */
+    if (i + 1 == n || vs[i + 1].key.batch != vs[i].key.batch || strcmp(vs[i + 1].key.target, vs[i].key.target)) {
+      snprintf(t, sizeof t, "b%d%s", vs[i].key.batch, sfx);
       json_array_append_new(tags, json_string(t));
     }
-    snprintf(t, sizeof t, "b%d-v%d", vs[i].key.batch, vs[i].version);
+    snprintf(t, sizeof t, "b%d-v%d%s", vs[i].key.batch, vs[i].version, sfx);
     json_array_append_new(tags, json_string(t));
   }
   store_model_list_free(vs, n);
   /* then the aliases whose version is served (a retired one would list a tag that answers 404) */
-  store_key repo;
-  char why[512];
   store_alias *as = NULL;
   size_t na = 0;
-  rc = srv_model_key(s, fw, net, 1, NULL, &repo, why, sizeof why);
   repo.batch = 0; /* every batch of the repository */
   if (rc == TH_OK) rc = store_alias_list(s->st, &repo, &as, &na);
   if (rc != TH_OK) {
@@ -371,12 +388,13 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "no manifest %s in %s/%s", ref, fw, net);
   } else {
     int batch = 0, version = 0;
+    char tag_target[96];
     if (!oci__tag_valid(ref))
       return oci__error(s, r, 400, "MANIFEST_INVALID", NULL,
                         "invalid tag '%s': a tag is [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}", ref);
     store_key key;
-    char why[512];
-    if (!oci__tag_parse(ref, &batch, &version)) {
+    char why[2400]; /* an unknown target's message lists every valid one */
+    if (!oci__tag_parse(ref, &batch, &version, tag_target, sizeof tag_target)) {
       /* an alias of the repository, else an unknown tag */
       store_alias a;
       rc = srv_model_key(s, fw, net, 1, NULL, &key, why, sizeof why);
@@ -408,7 +426,9 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       oci__image_free(&im);
       return ret;
     }
-    rc = srv_model_key(s, fw, net, batch, NULL, &key, why, sizeof why);
+    rc = srv_model_key(s, fw, net, batch, tag_target, &key, why, sizeof why);
+    if (rc == TH_ERR_UNSUPPORTED) /* b1-<something that is no target>: an unknown tag, with the valid targets */
+      return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "unknown tag '%s' in %s/%s: %s", ref, fw, net, why);
     if (rc != TH_OK) return oci__error(s, r, rc == TH_ERR_INVALID ? 400 : 404,
                                        rc == TH_ERR_INVALID ? "MANIFEST_INVALID" : "NAME_UNKNOWN", NULL, "%s", why);
     store_model m;

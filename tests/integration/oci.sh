@@ -2,7 +2,7 @@
 # Integration tests of the OCI distribution API (pull side, server/oci.c) against the real daemon on
 # 127.0.0.1, with skopeo as the client a deployment pipeline would use. Usage: oci.sh CASE.
 source "$(dirname "$0")/lib.sh"
-CASE=${1:?usage: oci.sh skopeo|errors|digests}
+CASE=${1:?usage: oci.sh skopeo|errors|digests|targets}
 NET=squeezenet_v1.1
 REPO=llvm/$NET
 SKOPEO=(skopeo --override-os linux --override-arch amd64)
@@ -107,6 +107,27 @@ errors)
   expect_status 503 "$BASE/v2/$REPO/manifests/b2"; body_has '"queued":false'
   [[ "$(jobs_before)" == 1 ]] || fail "want one job: $(curl -s "$BASE/jobs")"
   expect_status 404 "$BASE/v2/$REPO/manifests/b2-v7"; body_has MANIFEST_UNKNOWN
+  ;;
+targets)
+  # a client-chosen target is its own tag: b<batch>-<target>, b<batch>-v<version>-<target>
+  start_daemon
+  expect_status 200 "$BASE/models/llvm/$NET/1?target=x86-64-v3&wait=300"
+  V3=$(sha256sum "$TMP/body" | cut -d' ' -f1)
+  "${SKOPEO[@]}" inspect --raw --tls-verify=false "docker://127.0.0.1:$PORT/$REPO:b1-x86-64-v3" >"$TMP/raw.json"
+  [[ "$(jq -r '.layers[0].digest' "$TMP/raw.json")" == "sha256:$V3" ]] || fail "b1-x86-64-v3 is not the v3 bundle"
+  [[ "$(jq -r '.annotations["dev.tunehub.target"]' "$TMP/raw.json")" == "llvm -mcpu=x86-64-v3" ]] || fail "target annotation"
+  expect_status 200 "$BASE/v2/$REPO/manifests/b1-v1-x86-64-v3"
+  cmp -s "$TMP/body" "$TMP/raw.json" || fail "b1-v1-x86-64-v3 differs from b1-x86-64-v3"
+  build_b1
+  [[ "$DIGEST" != "$V3" ]] || fail "native and x86-64-v3 are the same bundle"
+  "${SKOPEO[@]}" list-tags --tls-verify=false "docker://127.0.0.1:$PORT/$REPO" >"$TMP/tags.json"
+  [[ "$(jq -c '.Tags | sort' "$TMP/tags.json")" == '["b1","b1-v1","b1-v1-x86-64-v3","b1-x86-64-v3"]' ]] \
+    || fail "list-tags: $(cat "$TMP/tags.json")"
+  expect_status 404 "$BASE/v2/$REPO/manifests/b1-pentium9"; body_has MANIFEST_UNKNOWN; body_has 'x86-64-v2'
+  # an unbuilt target tag is a miss for that target's key
+  expect_status 503 "$BASE/v2/$REPO/manifests/b2-x86-64-v2"; body_has '"queued":true'
+  curl -fsS "$BASE/jobs" | jq -e '[.jobs[] | select(.batch == 2)][0].target == "llvm -mcpu=x86-64-v2"' >/dev/null \
+    || fail "the miss queued another target: $(curl -s "$BASE/jobs")"
   ;;
 *) fail "unknown case $CASE" ;;
 esac
