@@ -62,7 +62,7 @@ static void tune__cli_progress(void *ctx, const tune_session_t *s) {
 static void tune__usage(FILE *f) {
   fprintf(f,
           "usage: tunehub tune FRAMEWORK NETWORK BATCH [--data DIR] [--trials N] [--tuner xgb|ga|random|grid]\n"
-          "                    [--early-stopping N] [--seed S] [--batch-size N]\n");
+          "                    [--early-stopping N] [--seed S] [--batch-size N] [--target native]\n");
 }
 
 static void tune__list_networks(FILE *f) {
@@ -85,7 +85,7 @@ static int tune__int_arg(const char *name, const char *v, int64_t lo, int64_t hi
 int tune_cli_main(int argc, char **argv) {
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
-  const char *data = "./data";
+  const char *data = "./data", *target_name = NULL;
   tune_options o;
   tune_options_default(&o);
   int64_t v;
@@ -114,6 +114,9 @@ int tune_cli_main(int argc, char **argv) {
       if (tune__int_arg("--batch-size", next, 1, 1024, &v) != 0) return 2;
       o.batch = (int)v;
       i++;
+    } else if (strcmp(a, "--target") == 0 && next) {
+      target_name = next;
+      i++;
     } else if (strcmp(a, "--tuner") == 0 && next) {
       snprintf(o.tuner, sizeof o.tuner, "%s", next);
       i++;
@@ -138,6 +141,24 @@ int tune_cli_main(int argc, char **argv) {
   if (!be) {
     fprintf(stderr, "tunehub tune: %s\n", ferr);
     return 2;
+  }
+  /* tuning measures on this machine: --target may name it (native, or its own CPU name or arch), and another
+   * target is refused with the way to get its untuned cross-compiled build */
+  if (target_name) {
+    tc_backend_target want, here;
+    char terr[2048] = "";
+    if (tc_backend_target_init(be, target_name, &want, terr, sizeof terr) != TH_OK) {
+      fprintf(stderr, "tunehub tune: %s\n", terr);
+      return 2;
+    }
+    if (tc_backend_target_init(be, NULL, &here, terr, sizeof terr) == TH_OK && strcmp(want.str, here.str) != 0) {
+      fprintf(stderr,
+              "tunehub tune: this machine measures only its own target (%s), not %s; tuning %s needs a worker "
+              "with that hardware (tunehub build %s %s %s --target %s publishes the untuned cross-compiled "
+              "build)\n",
+              here.str, want.str, target_name, pos[0], pos[1], pos[2], target_name);
+      return 2;
+    }
   }
   int64_t batch;
   if (tune__int_arg("BATCH", pos[2], 1, 4096, &batch) != 0) return 2;

@@ -122,6 +122,12 @@ case_run() {
   grep -Eq "^  output +last_hidden_state +float32 +\[batch, 128, 768\]$" "$TMP/networks.out" ||
     fail "networks: no last_hidden_state"
   grep -Eq "^  input +input +float32 +\[batch, 3, 224, 224\]$" "$TMP/networks.out" || fail "networks: no CNN input"
+  # --target: a bad name lists the valid ones; tuning refuses a target this machine cannot measure
+  expect_fail 2 "unknown CPU target 'pentium9'; valid: native, .*x86-64-v3" \
+    "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --target pentium9
+  expect_fail 2 "measures only its own target .*not llvm -mcpu=x86-64-v2.*--target x86-64-v2" \
+    "$TUNEHUB" tune llvm "$net" 1 --data "$DATA" --target x86-64-v2
+  [[ ! -e "$TMP/x.tar" ]] || fail "a refused build wrote its output"
 }
 
 "case_$1"
