@@ -961,10 +961,12 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   th_status rc = tc_workload_key(wl, key, sizeof key);
   if (rc != TH_OK) return rc;
   /* Records of a target only ever serve that target: "cuda -arch=sm_XX" validates with the GPU templates
-   * for that arch, anything else with the host CPU's. */
+   * for that arch, "llvm -mcpu=NAME" with that CPU's, anything else (a CPU this LLVM does not know) with the
+   * host CPU's, which finds no records of that target and so gives the fallback. */
   tc_backend_target tgt;
   rc = tc_backend_target_parse(target, &tgt);
-  if (rc == TH_ERR_INVALID) rc = tc_backend_target_init(tc_backend_default(), NULL, &tgt, NULL, 0);
+  if (rc == TH_ERR_INVALID || rc == TH_ERR_NOT_FOUND)
+    rc = tc_backend_target_init(tc_backend_default(), NULL, &tgt, NULL, 0);
   if (rc != TH_OK) return rc;
   store_record best;
   rc = store_record_best(st, key, target, &best);
