@@ -49,10 +49,8 @@ source "$HERE/lib.sh"
 bench_prereqs
 [ "$HAVE_ORT" = 1 ] || { echo "layers.sh: onnxruntime-node is needed" >&2; exit 1; }
 
-NETLIST=$("$TUNEHUB" networks)
-IN=$(echo "$NETLIST" | awk -v n="$NET" '$1 == n { print $2 }')
-[ -n "$IN" ] || { echo "layers.sh: unknown network $NET; valid: $(echo "$NETLIST" | awk 'NR > 1 { printf "%s ", $1 }')" >&2; exit 2; }
-SIZE=${IN##*x}
+SIZE=$(bench_net_size "$NET")
+[ -n "$SIZE" ] || { echo "layers.sh: unknown network $NET; valid: $("$TUNEHUB" networks | awk 'NR > 1 && !/^ / { printf "%s ", $1 }')" >&2; exit 2; }
 TAG=${NET}_b$B
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/tunehub-layers-XXXXXX")
 trap 'rm -rf "$TMP"' EXIT

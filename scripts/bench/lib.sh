@@ -71,6 +71,14 @@ bench_peak() {
   blog "FMA peak $(echo "$out" | sed -n 's/^isa=//p'): 1 thread $PEAK1 GFLOP/s, 2 threads $PEAK2 GFLOP/s"
 }
 
+# bench_net_gflops NET / bench_net_size NET: a zoo network's GFLOPs at batch 1 and its (square) input size,
+# from `tunehub networks` ("network GFLOPs params description", then "  input NAME DTYPE [batch, 3, H, W]")
+bench_net_gflops() { "$TUNEHUB" networks ${DATA:+--data "$DATA"} | awk -v n="$1" '$1 == n { print $2; exit }'; }
+bench_net_size() {
+  "$TUNEHUB" networks ${DATA:+--data "$DATA"} |
+    awk -v n="$1" '$1 == n { f = 1; next } f && $1 == "input" { gsub(/[],]/, "", $NF); print $NF; exit }'
+}
+
 # bench_tunehub_run TAR REPEAT -> median ms, or "-"
 bench_tunehub_run() {
   local out ms

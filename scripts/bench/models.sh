@@ -35,16 +35,13 @@ bench_prereqs
 bench_peak
 
 # ---- per-network GFLOPs (batch 1) from the registry ----
-NETLIST=$("$TUNEHUB" networks --data "$DATA")
-gflops_of() { echo "$NETLIST" | awk -v n="$1" '$1 == n { print $3 }'; }
-input_of() { echo "$NETLIST" | awk -v n="$1" '$1 == n { print $2 }'; }
 
 CSV=$OUT/models.csv
 echo "network,batch,tunehub_build_s,tunehub_ms,torch_ms,ort_ms,tunehub_over_torch,tunehub_over_ort,gflop,tunehub_peak_pct,torch_peak_pct,ort_peak_pct,peak_2t_gflops" > "$CSV"
 for NET in $NETWORKS; do
-  G1=$(gflops_of "$NET")
+  G1=$(bench_net_gflops "$NET")
   [ -n "$G1" ] || { blog "$NET: not in 'tunehub networks', skipped"; continue; }
-  IN=$(input_of "$NET"); SIZE=${IN##*x}
+  SIZE=$(bench_net_size "$NET")
   for B in $BATCHES; do
     G=$(awk -v g="$G1" -v b="$B" 'BEGIN { printf "%.2f", g * b }')
     TAG=${NET}_b$B

@@ -35,8 +35,8 @@ mkdir -p "$OUT" "$DATA"
 source "$HERE/lib.sh"
 bench_prereqs
 bench_peak
-G1=$("$TUNEHUB" networks --data "$DATA" | awk -v n="$NET" '$1 == n { print $3 }')
-IN=$("$TUNEHUB" networks --data "$DATA" | awk -v n="$NET" '$1 == n { print $2 }')
+G1=$(bench_net_gflops "$NET")
+SIZE=$(bench_net_size "$NET")
 G=$(awk -v g="$G1" -v b="$B" 'BEGIN { printf "%.2f", g * b }')
 
 # build each target once (fallback configs: records are per target, and only native could be tuned here)
@@ -65,7 +65,7 @@ for R in $(seq 1 "$ROUNDS"); do
     TS[$T]="${TS[$T]:-} $MS"
     blog "round $R: $T $MS ms"
   done
-  MS=$(bench_ort "$OUT/${NET}_b$B.onnx" "$B" "${IN##*x}" "$REPEAT")
+  MS=$(bench_ort "$OUT/${NET}_b$B.onnx" "$B" "$SIZE" "$REPEAT")
   OS="$OS $MS"
   blog "round $R: onnxruntime $MS ms"
 done
