@@ -134,15 +134,25 @@ const char *tc_target_cpu_at(size_t i) {
   return i < tc_target_cpu_count() ? tc__cpus[i].name : NULL;
 }
 
-void tc_target_required(const tc_target *t, char *out, size_t n) {
+/* The checked features of t that have lacks (have NULL: all of t's), joined by sep, into out. */
+static void tc__features_lacking(const tc_target *t, const tc_target *have, const char *sep, char *out, size_t n) {
   size_t used = 0;
   if (n) out[0] = '\0';
   for (size_t i = 0; i < sizeof tc__checked / sizeof tc__checked[0]; i++) {
-    if (!has_feature(t->features, tc__checked[i])) continue;
-    int w = snprintf(out + used, n - used, "%s%s", used ? "," : "", tc__checked[i]);
+    if (!has_feature(t->features, tc__checked[i]) || (have && has_feature(have->features, tc__checked[i])))
+      continue;
+    int w = snprintf(out + used, n - used, "%s%s", used ? sep : "", tc__checked[i]);
     if (w < 0 || (size_t)w >= n - used) break;
     used += (size_t)w;
   }
+}
+
+void tc_target_required(const tc_target *t, char *out, size_t n) {
+  tc__features_lacking(t, NULL, ",", out, n);
+}
+
+void tc_target_missing(const tc_target *t, const tc_target *have, char *out, size_t n) {
+  tc__features_lacking(t, have, ", ", out, n);
 }
 
 th_status tc_target_host(tc_target *t) {

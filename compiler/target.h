@@ -35,5 +35,8 @@ const char *tc_target_cpu_at(size_t i);
 /* The features of t that a model .so checks on the CPU it is loaded on (CPUID), comma-separated in a fixed
  * order ("sse4.2,popcnt,avx,avx2,fma,..."; "" for a baseline x86-64 target), into out. */
 void tc_target_required(const tc_target *t, char *out, size_t n);
+/* The features of t that the CPU `have` lacks, ", "-separated in the same order, into out ("" when have runs
+ * everything t's kernels use). */
+void tc_target_missing(const tc_target *t, const tc_target *have, char *out, size_t n);
 
 #endif

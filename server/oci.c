@@ -205,11 +205,6 @@ static int oci__tag_parse(const char *t, int *batch, int *version, char *target,
   return 1;
 }
 
-/* The tag suffix of a key's target: "" for this server's own (native), else "-<cpu or arch>". */
-static void oci__target_suffix(const store_key *key, const char *native, char *out, size_t n) {
-  const char *eq = strcmp(key->target, native) ? strchr(key->target, '=') : NULL;
-  snprintf(out, n, "%s%.64s", eq ? "-" : "", eq ? eq + 1 : "");
-}
 
 /* Every ready version of every batch of repository fw/net (tags and lookups by digest), oldest first per
  * key, keys ordered by batch. *out malloc'd (free with store_model_list_free); *n may be 0. */
@@ -309,12 +304,12 @@ static enum MHD_Result oci__tags(srv_t *s, srv_request *r, const char *fw, const
   if (rc != TH_OK)
     return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
   json_t *tags = json_array();
-  store_key repo; /* this server's own target (native) for fw: its tags carry no target suffix */
+  store_key repo;
   char why[512];
   rc = srv_model_key(s, fw, net, 1, NULL, &repo, why, sizeof why);
   for (size_t i = 0; rc == TH_OK && i < n; i++) {
     char t[160], sfx[80];
-    oci__target_suffix(&vs[i].key, repo.target, sfx, sizeof sfx);
+    srv_target_suffix(s, &vs[i].key, sfx, sizeof sfx);
     /* the newest version of a key is its last one: b<batch>[-target] once per key */
     if (i + 1 == n || vs[i + 1].key.batch != vs[i].key.batch || strcmp(vs[i + 1].key.target, vs[i].key.target)) {
       snprintf(t, sizeof t, "b%d%s", vs[i].key.batch, sfx);
@@ -352,10 +347,11 @@ static th_status oci__by_digest(srv_t *s, const char *fw, const char *net, const
   if (rc != TH_OK) return rc;
   rc = TH_ERR_NOT_FOUND;
   for (size_t i = n; rc == TH_ERR_NOT_FOUND && i-- > 0;) {
-    if (layer_of && strcmp(vs[i].tar_digest, hex) == 0) {
+    if (layer_of && strcmp(vs[i].tar_digest, hex) == 0) { /* the layer: the version's bundle */
       *layer_of = vs[i];
       memset(&vs[i], 0, sizeof vs[i]);
-      return store_model_list_free(vs, n), TH_OK;
+      rc = TH_OK;
+      break;
     }
     oci_image im;
     th_status ir = oci__image(&vs[i], &im);

@@ -211,6 +211,12 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, co
   return TH_OK;
 }
 
+void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n) {
+  int fw_index = srv__backend_index(key->framework);
+  const char *eq = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
+  snprintf(out, n, "%s%.64s", eq ? "-" : "", eq ? eq + 1 : "");
+}
+
 int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
   int fw_index = srv__backend_index(key->framework);
   if (fw_index < 0 || fw_index >= 4) return 0;
@@ -352,11 +358,8 @@ th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int wai
 static enum MHD_Result srv__send_model(srv_t *s, srv_request *r, const store_key *key, const store_model *m,
                                        const char *fmt, const char *alias) {
   char filename[200], version[16];
-  /* a client-chosen target is in the name: resnet-18_llvm-x86-64-v3_b1_v2.tar */
-  char tname[80] = "";
-  int fw_index = srv__backend_index(key->framework);
-  const char *tn = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
-  if (tn) snprintf(tname, sizeof tname, "-%.64s", tn + 1);
+  char tname[80]; /* a client-chosen target is in the name: resnet-18_llvm-x86-64-v3_b1_v2.tar */
+  srv_target_suffix(s, key, tname, sizeof tname);
   snprintf(filename, sizeof filename, "%s_%s%s_b%d_v%d.%s", key->network, key->framework, tname, key->batch,
            m->version, fmt);
   snprintf(version, sizeof version, "%d", m->version);

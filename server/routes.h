@@ -18,6 +18,8 @@ th_status srv_routes_init(srv_t *s, char *err, size_t n);
  * values. */
 th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target, store_key *key,
                         char *why, size_t n);
+/* "" for a key on this server's own target, else "-<cpu or arch>" (the suffix of OCI tags and file names). */
+void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n);
 /* Whether this server measures (and so tunes) key's target: its own CPU for llvm, its device for cuda. why
  * gets the reason when not. */
 int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n);

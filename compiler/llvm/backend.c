@@ -45,28 +45,12 @@ static th_status llvm__target_parse(const char *target_str, tc_backend_target *t
 static int llvm__runs_here(const tc_backend_target *t, char *why, size_t whylen) {
   tc_target host;
   if (tc_target_host(&host) != TH_OK) return 0;
-  char need[512], have[512], missing[512] = "";
-  tc_target_required(CPU(t), need, sizeof need);
-  tc_target_required(&host, have, sizeof have);
-  size_t used = 0;
-  for (const char *p = need; *p;) {
-    size_t len = strcspn(p, ",");
-    int found = 0;
-    for (const char *q = have; *q && !found;) {
-      size_t ql = strcspn(q, ",");
-      found = ql == len && strncmp(p, q, len) == 0;
-      q += ql + (q[ql] == ',');
-    }
-    if (!found) {
-      int w = snprintf(missing + used, sizeof missing - used, "%s%.*s", used ? ", " : "", (int)len, p);
-      if (w > 0 && (size_t)w < sizeof missing - used) used += (size_t)w;
-    }
-    p += len + (p[len] == ',');
-  }
-  if (used && why && whylen)
+  char missing[512];
+  tc_target_missing(CPU(t), &host, missing, sizeof missing);
+  if (missing[0] && why && whylen)
     snprintf(why, whylen, "this machine's CPU (%s) lacks %s, which code built for %s needs", host.cpu, missing,
              CPU(t)->cpu);
-  return used == 0;
+  return missing[0] == '\0';
 }
 
 static int llvm__yes(char *why, size_t whylen) {

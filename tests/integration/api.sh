@@ -152,10 +152,7 @@ case_kill9_resume() {
   start_daemon
   expect_status 503 "$BASE$M"
   job=$(jq -r .error.job.id "$TMP/body")
-  for _ in $(seq 1 100); do
-    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"running"'* ]] && break
-    sleep 0.1
-  done
+  wait_job "$job" running 10
   kill -9 "$PID"
   wait "$PID" 2>/dev/null || true
   PID=""
@@ -236,10 +233,7 @@ case_targets() {
   jq -e '.target.cpu == "x86-64-v3" and .tuned == false and (.target.required_features | test("avx2"))' \
     "$TMP/body" >/dev/null || fail "v3 manifest: $(head -c 400 "$TMP/body")"
   job=$(curl -s "$BASE/jobs" | jq -r '.jobs[0].id')
-  for _ in $(seq 1 100); do
-    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"succeeded"'* ]] && break
-    sleep 0.2
-  done
+  wait_job "$job" succeeded 20
   expect_status 200 "$BASE/jobs/$job"
   jq -e '.state == "succeeded" and (.progress.tuning | test("waits for a worker with the target llvm -mcpu=x86-64-v3"))' \
     "$TMP/body" >/dev/null || fail "job: $(head -c 500 "$TMP/body")"
@@ -268,10 +262,7 @@ case_cancel_and_delete() {
   expect_status 202 -H 'Prefer: respond-async' "$BASE$M"
   job=$(jq -r .job.id "$TMP/body")
   expect_status 202 -X DELETE "${auth[@]}" "$BASE/jobs/$job"
-  for _ in $(seq 1 600); do
-    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"cancelled"'* ]] && break
-    sleep 0.1
-  done
+  wait_job "$job" cancelled 60
   expect_status 200 "$BASE/jobs/$job"; body_has '"state":"cancelled"'
   expect_status 409 -X DELETE "${auth[@]}" "$BASE/jobs/$job"
   # build it, then delete it
@@ -415,10 +406,7 @@ case_cuda_untuned() {
   jq -e '.key.framework == "cuda" and .target.arch == "sm_90" and .tuned == false' "$TMP/body" >/dev/null \
     || fail "cuda manifest: $(head -c 300 "$TMP/body")"
   job=$(jq -r '.jobs[0].id' <(curl -s "$BASE/jobs"))
-  for _ in $(seq 1 100); do
-    [[ "$(curl -s "$BASE/jobs/$job")" == *'"state":"succeeded"'* ]] && break
-    sleep 0.2
-  done
+  wait_job "$job" succeeded 20
   expect_status 200 "$BASE/jobs/$job"
   jq -e '.state == "succeeded" and (.progress.tuning | test("waits for a worker with a CUDA device"))' \
     "$TMP/body" >/dev/null || fail "job: $(head -c 500 "$TMP/body")"

@@ -80,6 +80,14 @@ body_has() {
   grep -q -- "$1" "$TMP/body" || { echo "body: $(head -c 600 "$TMP/body")"; fail "body lacks '$1'"; }
 }
 
+# wait_job ID STATE SECONDS: polls /jobs/ID until its state is STATE, at most SECONDS (the caller checks after)
+wait_job() {
+  for _ in $(seq 1 $(($3 * 10))); do
+    [[ "$(curl -s "$BASE/jobs/$1")" == *"\"state\":\"$2\""* ]] && return 0
+    sleep 0.1
+  done
+}
+
 # wait_ready PATH SECONDS: polls until PATH answers 200
 wait_ready() {
   local path=$1 secs=$2
