@@ -2,7 +2,8 @@
  * The X-macro below is the single source of the codes, their names, their messages and the HTTP status
  * that server/ maps them to. Codes are appended, never renumbered, so logs and records stay readable.
  * A missing device answers 501, not 503: this server cannot do it, and retrying will not help (a 503 would keep
- * `curl -f --retry` pipelines waiting for an hour on a request that cannot succeed). */
+ * `curl -f --retry` pipelines waiting for an hour on a request that cannot succeed). TH_ERR_UNAVAILABLE is the
+ * opposite case: the database went away for a while (a PostgreSQL restart), and a retry will succeed. */
 #ifndef TH_STATUS_H
 #define TH_STATUS_H
 
@@ -26,7 +27,8 @@
   X(TH_ERR_UNAUTHORIZED, 15, 401, "unauthorized")                            \
   X(TH_ERR_TOO_LARGE, 16, 413, "too large")                                  \
   X(TH_ERR_WRONG_ANSWER, 17, 500, "wrong answer")                            \
-  X(TH_ERR_INTERNAL, 18, 500, "internal error")
+  X(TH_ERR_INTERNAL, 18, 500, "internal error")                              \
+  X(TH_ERR_UNAVAILABLE, 19, 503, "temporarily unavailable")
 
 typedef enum th_status {
 #define TH__STATUS_ENUM(name, value, http, msg) name = value,
@@ -35,7 +37,7 @@ typedef enum th_status {
   TH_STATUS_COUNT
 } th_status;
 
-_Static_assert(TH_STATUS_COUNT == 19, "update the status table when adding codes");
+_Static_assert(TH_STATUS_COUNT == 20, "update the status table when adding codes");
 
 /* The code's constant name ("TH_ERR_INVALID"). Never NULL. */
 const char *th_status_name(th_status s);
