@@ -1,24 +1,26 @@
--- tunehub's SQLite schema. Applied by store_open() through PRAGMA user_version migrations: each block
--- below "-- migration N" runs once, in order, inside one transaction, and sets user_version = N.
+-- tunehub's schema, for SQLite and PostgreSQL alike. Applied by store_open() as versioned migrations: each block
+-- below "-- migration N" runs once, in order, inside one transaction, and sets the schema version to N (SQLite's
+-- user_version, PostgreSQL's tunehub_schema row). The db layer (store/db.h) turns {id} into an auto-numbered
+-- key and {real} into an 8-byte float on each engine; 64-bit integers are BIGINT (INTEGER to SQLite).
 
 -- migration 1
 CREATE TABLE networks (
   name        TEXT PRIMARY KEY,
   input_shape TEXT NOT NULL,            -- JSON array, batch 1
-  flops       REAL NOT NULL,            -- batch 1
-  params      INTEGER NOT NULL,
-  updated_at  REAL NOT NULL
+  flops       {real} NOT NULL,            -- batch 1
+  params      BIGINT  NOT NULL,
+  updated_at  {real} NOT NULL
 );
 
 CREATE TABLE artifacts (
   digest      TEXT PRIMARY KEY,         -- sha256 hex of the file
-  size        INTEGER NOT NULL,
+  size        BIGINT  NOT NULL,
   media_type  TEXT NOT NULL,
-  created_at  REAL NOT NULL
+  created_at  {real} NOT NULL
 );
 
 CREATE TABLE models (
-  id               INTEGER PRIMARY KEY,
+  id               {id},
   framework        TEXT NOT NULL,
   network          TEXT NOT NULL,
   batch            INTEGER NOT NULL,
@@ -30,14 +32,14 @@ CREATE TABLE models (
   tar_digest       TEXT NOT NULL REFERENCES artifacts(digest),
   so_digest        TEXT NOT NULL REFERENCES artifacts(digest),
   manifest         TEXT NOT NULL,        -- JSON
-  latency_ms       REAL,                 -- median, when measured
-  job_id           INTEGER,
-  created_at       REAL NOT NULL,
+  latency_ms       {real},                 -- median, when measured
+  job_id           BIGINT,
+  created_at       {real} NOT NULL,
   UNIQUE (framework, network, batch, target, compiler_version, version)
 );
 
 CREATE TABLE jobs (
-  id               INTEGER PRIMARY KEY,
+  id               {id},
   framework        TEXT NOT NULL,
   network          TEXT NOT NULL,
   batch            INTEGER NOT NULL,
@@ -53,9 +55,9 @@ CREATE TABLE jobs (
   cancel_requested INTEGER NOT NULL DEFAULT 0,
   attempts         INTEGER NOT NULL DEFAULT 0,
   worker           TEXT,
-  created_at       REAL NOT NULL,
-  started_at       REAL,
-  finished_at      REAL
+  created_at       {real} NOT NULL,
+  started_at       {real},
+  finished_at      {real}
 );
 -- single-flight: one live job per key
 CREATE UNIQUE INDEX jobs_live_key ON jobs (framework, network, batch, target, compiler_version)
@@ -65,24 +67,24 @@ CREATE INDEX jobs_state ON jobs (state, priority, id);
 CREATE TABLE workloads (
   key           TEXT PRIMARY KEY,        -- tc_workload_key()
   template_name TEXT NOT NULL,
-  flops         REAL NOT NULL,
-  created_at    REAL NOT NULL
+  flops         {real} NOT NULL,
+  created_at    {real} NOT NULL
 );
 
 CREATE TABLE tuning_records (
-  id            INTEGER PRIMARY KEY,
+  id            {id},
   workload_key  TEXT NOT NULL,
   template_name TEXT NOT NULL,
   target        TEXT NOT NULL,
   config        TEXT NOT NULL,
-  config_index  INTEGER NOT NULL,
-  cost_mean_s   REAL NOT NULL,
-  cost_std_s    REAL NOT NULL,
+  config_index  BIGINT  NOT NULL,
+  cost_mean_s   {real} NOT NULL,
+  cost_std_s    {real} NOT NULL,
   error_class   INTEGER NOT NULL,
-  gflops        REAL NOT NULL,
+  gflops        {real} NOT NULL,
   tuner         TEXT NOT NULL,           -- xgb, ga, random, grid; verify: the end-of-task re-timing (not a trial)
-  job_id        INTEGER,
-  created_at    REAL NOT NULL
+  job_id        BIGINT,
+  created_at    {real} NOT NULL
 );
 CREATE INDEX tuning_records_best ON tuning_records (workload_key, target, error_class, cost_mean_s);
 CREATE INDEX tuning_records_template ON tuning_records (template_name, target);
@@ -98,7 +100,7 @@ ALTER TABLE networks ADD COLUMN shapes TEXT;            -- the importer's shapes
 ALTER TABLE networks ADD COLUMN description TEXT;       -- JSON: inputs, outputs, flops, params, ops (uploads)
 ALTER TABLE networks ADD COLUMN digest TEXT NOT NULL DEFAULT '';
 ALTER TABLE networks ADD COLUMN version INTEGER NOT NULL DEFAULT 1;  -- 1, 2, ... per upload of new content
-ALTER TABLE networks ADD COLUMN created_at REAL;
+ALTER TABLE networks ADD COLUMN created_at {real};
 -- Models and jobs record the revision of the network they were built from ('' for zoo networks), so that a
 -- bundle built from an older upload is never served as the current one; it is part of a job's key, and
 -- single-flight holds per revision.
@@ -125,7 +127,7 @@ CREATE TABLE aliases (
   net_digest       TEXT NOT NULL DEFAULT '',
   name             TEXT NOT NULL,
   version          INTEGER NOT NULL,
-  updated_at       REAL NOT NULL,
+  updated_at       {real} NOT NULL,
   UNIQUE (framework, network, target, compiler_version, name),
   FOREIGN KEY (framework, network, batch, target, compiler_version, version)
     REFERENCES models (framework, network, batch, target, compiler_version, version)

@@ -1,5 +1,5 @@
-/* The db layer's engine-neutral half: opening by spec, translating the SQL markers once per statement, keeping
- * parameters, and dispatching to the SQLite or PostgreSQL engine. */
+/* The db layer's engine-neutral half: opening by spec, translating the SQL markers once per
+ * statement, keeping parameters, and dispatching to the SQLite or PostgreSQL engine. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +82,8 @@ static const char *db__marker(db_engine e, const char *name, size_t len) {
   static const struct {
     const char *name, *sqlite, *pg;
   } m[] = {
-      {"now", "((julianday('now') - 2440587.5) * 86400.0)", "extract(epoch from clock_timestamp())::float8"},
+      {"now", "((julianday('now') - 2440587.5) * 86400.0)",
+       "extract(epoch from clock_timestamp())::float8"},
       {"skip_locked", "", "FOR UPDATE SKIP LOCKED"},
       {"for_share", "", "FOR SHARE"},
       {"id", "INTEGER PRIMARY KEY", "BIGSERIAL PRIMARY KEY"},
@@ -90,15 +91,17 @@ static const char *db__marker(db_engine e, const char *name, size_t len) {
       {"blob", "BLOB", "BYTEA"},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-    if (strlen(m[i].name) == len && memcmp(m[i].name, name, len) == 0) return e == DB_POSTGRES ? m[i].pg : m[i].sqlite;
+    if (strlen(m[i].name) == len && memcmp(m[i].name, name, len) == 0)
+      return e == DB_POSTGRES ? m[i].pg : m[i].sqlite;
   return NULL;
 }
 
-/* Translates sql for the engine: markers, and for PostgreSQL the parameters ? and ?N into $k. Quoted strings
- * ('...', "...") and comments (-- to the end of the line) pass unchanged. NULL when out of memory. The output is
- * sized up front: a parameter grows from one character to at most four ($999), a marker of at least three
- * characters ({id}) to at most 64. */
-static char *db__translate(db_engine e, const char *sql) {
+/* Translates sql for the engine: markers, and for PostgreSQL the parameters ? and ?N into $k.
+ * Quoted strings
+ * ('...', "...") and comments (-- to the end of the line) pass unchanged. NULL when out of memory.
+ * The output is sized up front: a parameter grows from one character to at most four ($999), a
+ * marker of at least three characters ({id}) to at most 64. */
+static char *db__translate(db_engine e, const char *sql, int *nref) {
   size_t len = strlen(sql), braces = 0;
   for (const char *p = sql; *p; p++) braces += *p == '{';
   size_t cap = len * 4 + braces * 64 + 1;
@@ -142,6 +145,7 @@ static char *db__translate(db_engine e, const char *sql) {
         k = ++next;
       }
       n += (size_t)snprintf(out + n, cap - n, "$%d", k);
+      if (nref && k > *nref) *nref = k;
       continue;
     }
     out[n++] = *p++;
@@ -151,7 +155,7 @@ static char *db__translate(db_engine e, const char *sql) {
 }
 
 th_status db_exec(db_t *db, const char *sql) {
-  char *t = db__translate(db->engine, sql);
+  char *t = db__translate(db->engine, sql, NULL);
   if (!t) return db__fail(db, TH_ERR_NOMEM, "out of memory");
   th_status rc = db->engine == DB_POSTGRES ? db__pg_exec(db, t) : db__sq_exec(db, t);
   free(t);
@@ -163,7 +167,12 @@ th_status db_prepare(db_t *db, const char *sql, db_stmt **out) {
   db_stmt *s = calloc(1, sizeof *s);
   if (!s) return db__fail(db, TH_ERR_NOMEM, "out of memory");
   s->db = db;
-  s->sql = db__translate(db->engine, sql);
+  s->sql = db__translate(db->engine, sql, &s->nref);
+  if (s->nref > DB__MAX_PARAMS) {
+    free(s->sql);
+    free(s);
+    return db__fail(db, TH_ERR_INVALID, "a statement takes at most %d parameters", DB__MAX_PARAMS);
+  }
   if (!s->sql) {
     free(s);
     return db__fail(db, TH_ERR_NOMEM, "out of memory");
@@ -191,7 +200,11 @@ static db__param *db__param_at(db_stmt *s, int i) {
 
 void db_bind_text(db_stmt *s, int i, const char *v) {
   db__param *p = db__param_at(s, i);
-  if (!p || !v) return;
+  if (!p) return;
+  if (!v) {
+    p->null_text = 1;
+    return;
+  }
   p->text = strdup(v);
   if (p->text) p->type = DB__P_TEXT;
 }
@@ -297,7 +310,8 @@ th_status db_durable(db_t *db, int full) {
 }
 
 th_status db_schema_version(db_t *db, int *version) {
-  return db->engine == DB_POSTGRES ? db__pg_schema_version(db, version) : db__sq_schema_version(db, version);
+  return db->engine == DB_POSTGRES ? db__pg_schema_version(db, version)
+                                   : db__sq_schema_version(db, version);
 }
 
 th_status db_set_schema_version(db_t *db, int version) {

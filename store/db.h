@@ -1,22 +1,22 @@
-/* db: the one SQL interface the store is written against, with a driver per engine: SQLite (the embedded
- * default, a file) and PostgreSQL (libpq, a postgresql:// URL). The store's SQL is written once, in the subset
- * both engines speak, with a few markers that each driver translates:
+/* db: the one SQL interface the store is written against, with a driver per engine: SQLite (the
+ * embedded default, a file) and PostgreSQL (libpq, a postgresql:// URL). The store's SQL is written
+ * once, in the subset both engines speak, with a few markers that each driver translates:
  *
- *   ?  ?N          parameters (SQLite's spelling; PostgreSQL gets $k). Use either only ? or only ?N in one
- *                  statement. Parameters are typed by the bind call (text, int64, double, NULL).
- *   {now}          the database's clock, in seconds since the epoch (a double): leases and heartbeats use
- *                  the server's one clock, never the clocks of the machines around it.
- *   {skip_locked}  "FOR UPDATE SKIP LOCKED" on PostgreSQL, nothing on SQLite (whose writers are serialised).
- *   {for_share}    "FOR SHARE" on PostgreSQL, nothing on SQLite.
- *   {id}           the type of an auto-numbered key: "INTEGER PRIMARY KEY" or "BIGSERIAL PRIMARY KEY".
- *   {real}         a double column: "REAL" or "DOUBLE PRECISION" (PostgreSQL's REAL is 4 bytes).
- *   {blob}         a byte column: "BLOB" or "BYTEA".
+ *   ?  ?N          parameters (SQLite's spelling; PostgreSQL gets $k). Use either only ? or only ?N
+ * in one statement. Parameters are typed by the bind call (text, int64, double, NULL). {now} the
+ * database's clock, in seconds since the epoch (a double): leases and heartbeats use the server's
+ * one clock, never the clocks of the machines around it. {skip_locked}  "FOR UPDATE SKIP LOCKED" on
+ * PostgreSQL, nothing on SQLite (whose writers are serialised). {for_share}    "FOR SHARE" on
+ * PostgreSQL, nothing on SQLite. {id}           the type of an auto-numbered key: "INTEGER PRIMARY
+ * KEY" or "BIGSERIAL PRIMARY KEY". {real}         a double column: "REAL" or "DOUBLE PRECISION"
+ * (PostgreSQL's REAL is 4 bytes). {blob}         a byte column: "BLOB" or "BYTEA".
  *
- * Markers are replaced outside quoted strings only. RETURNING, ON CONFLICT ... DO NOTHING / DO UPDATE, partial
- * indexes, window functions and coalesce work on both engines; INSERT OR IGNORE, julianday() and PRAGMA do not
- * (PRAGMAs belong to the SQLite driver).
+ * Markers are replaced outside quoted strings only. RETURNING, ON CONFLICT ... DO NOTHING / DO
+ * UPDATE, partial indexes, window functions and coalesce work on both engines; INSERT OR IGNORE,
+ * julianday() and PRAGMA do not (PRAGMAs belong to the SQLite driver).
  *
- * A db_t is one connection and is not thread-safe: the store serialises calls on it with its mutex. */
+ * A db_t is one connection and is not thread-safe: the store serialises calls on it with its mutex.
+ */
 #ifndef STORE_DB_H
 #define STORE_DB_H
 
@@ -35,9 +35,9 @@ enum { DB_ERROR = -1, DB_DONE = 0, DB_ROW = 1 };
 
 /* 1 when spec names a PostgreSQL database (postgresql:// or postgres://). */
 int db_is_postgres_url(const char *spec);
-/* Opens a connection: a PostgreSQL URL, or the path of an SQLite file (created when missing). On failure *out is
- * NULL and err names the cause (the URL with its password hidden). TH_ERR_UNAVAILABLE when a PostgreSQL server
- * cannot be reached, TH_ERR_DB otherwise. */
+/* Opens a connection: a PostgreSQL URL, or the path of an SQLite file (created when missing). On
+ * failure *out is NULL and err names the cause (the URL with its password hidden).
+ * TH_ERR_UNAVAILABLE when a PostgreSQL server cannot be reached, TH_ERR_DB otherwise. */
 th_status db_open(const char *spec, db_t **out, char *err, size_t n);
 /* Closes; accepts NULL. */
 void db_close(db_t *db);
@@ -45,9 +45,10 @@ db_engine db_engine_of(const db_t *db);
 /* The spec the connection was opened with, password hidden (for messages and logs). */
 const char *db_display(const db_t *db);
 
-/* The last error's message on this connection (never NULL) and its class: TH_ERR_BUSY (SQLite busy or locked;
- * PostgreSQL serialisation failure, deadlock, lock not available), TH_ERR_UNAVAILABLE (the PostgreSQL server went
- * away or cannot be reached), TH_ERR_CONFLICT (a unique or foreign-key constraint), TH_ERR_DB (anything else). */
+/* The last error's message on this connection (never NULL) and its class: TH_ERR_BUSY (SQLite busy
+ * or locked; PostgreSQL serialisation failure, deadlock, lock not available), TH_ERR_UNAVAILABLE
+ * (the PostgreSQL server went away or cannot be reached), TH_ERR_CONFLICT (a unique or foreign-key
+ * constraint), TH_ERR_DB (anything else). */
 const char *db_errmsg(const db_t *db);
 th_status db_errclass(const db_t *db);
 
@@ -55,22 +56,23 @@ th_status db_errclass(const db_t *db);
 th_status db_exec(db_t *db, const char *sql);
 /* Prepares one statement (markers translated). */
 th_status db_prepare(db_t *db, const char *sql, db_stmt **out);
-/* Binds parameter i (1-based). Text is copied; a NULL text binds SQL NULL. */
+/* Binds parameter i (1-based). Text is copied; a NULL text binds an SQL NULL of type text (so "? IS NULL"
+ * works on PostgreSQL), db_bind_null one whose type the statement decides (a number column's, say). */
 void db_bind_text(db_stmt *s, int i, const char *v);
 void db_bind_int64(db_stmt *s, int i, int64_t v);
 void db_bind_int(db_stmt *s, int i, int v);
 void db_bind_double(db_stmt *s, int i, double v);
 void db_bind_null(db_stmt *s, int i);
-/* Runs the statement (on the first call after prepare or reset) and moves to its next row: DB_ROW, DB_DONE, or
- * DB_ERROR (message and class on the connection). */
+/* Runs the statement (on the first call after prepare or reset) and moves to its next row: DB_ROW,
+ * DB_DONE, or DB_ERROR (message and class on the connection). */
 int db_step(db_stmt *s);
 /* Makes the statement runnable again; bindings are kept until rebound. */
 void db_reset(db_stmt *s);
 /* Frees; accepts NULL. */
 void db_finalize(db_stmt *s);
 
-/* Columns of the current row (0-based). Text is valid until the next step, reset or finalize; NULL for SQL NULL.
- * Numbers read from NULL are 0; PostgreSQL's booleans read as 1 and 0. */
+/* Columns of the current row (0-based). Text is valid until the next step, reset or finalize; NULL
+ * for SQL NULL. Numbers read from NULL are 0; PostgreSQL's booleans read as 1 and 0. */
 int db_col_is_null(db_stmt *s, int col);
 const char *db_col_text(db_stmt *s, int col);
 int64_t db_col_int64(db_stmt *s, int col);
@@ -80,20 +82,23 @@ double db_col_double(db_stmt *s, int col);
 /* Rows changed by the last INSERT, UPDATE or DELETE run on the connection. */
 int64_t db_changes(db_t *db);
 
-/* A write transaction that excludes every other writer of the database until it ends, as SQLite's BEGIN
- * IMMEDIATE does (PostgreSQL: BEGIN and a transaction-level advisory lock that every such transaction takes), so
- * look-up-then-insert sequences stay atomic across processes and machines. */
+/* A write transaction that excludes every other writer of the database until it ends, as SQLite's
+ * BEGIN IMMEDIATE does (PostgreSQL: BEGIN and a transaction-level advisory lock that every such
+ * transaction takes), so look-up-then-insert sequences stay atomic across processes and machines.
+ */
 th_status db_begin_write(db_t *db);
 th_status db_commit(db_t *db);
 /* Rolls back; harmless outside a transaction, and keeps the connection's last error message. */
 void db_rollback(db_t *db);
 
-/* Commit durability for what follows: 1 full (a commit survives a power loss), 0 the engine's normal setting.
- * SQLite: PRAGMA synchronous FULL / NORMAL. PostgreSQL commits are always durable: nothing to do. */
+/* Commit durability for what follows: 1 full (a commit survives a power loss), 0 the engine's
+ * normal setting. SQLite: PRAGMA synchronous FULL / NORMAL. PostgreSQL commits are always durable:
+ * nothing to do. */
 th_status db_durable(db_t *db, int full);
 
-/* The schema version the store's migrations have reached (0 for a new database), and setting it inside the
- * migration's transaction. SQLite: PRAGMA user_version; PostgreSQL: the one-row table tunehub_schema. */
+/* The schema version the store's migrations have reached (0 for a new database), and setting it
+ * inside the migration's transaction. SQLite: PRAGMA user_version; PostgreSQL: the one-row table
+ * tunehub_schema. */
 th_status db_schema_version(db_t *db, int *version);
 th_status db_set_schema_version(db_t *db, int version);
 

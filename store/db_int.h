@@ -1,5 +1,5 @@
-/* Internals of the db layer: the connection and statement structs and the two engines' entry points, which
- * db.c dispatches to after translating the SQL markers. */
+/* Internals of the db layer: the connection and statement structs and the two engines' entry
+ * points, which db.c dispatches to after translating the SQL markers. */
 #ifndef STORE_DB_INT_H
 #define STORE_DB_INT_H
 
@@ -7,13 +7,14 @@
 
 #define DB__MAX_PARAMS 32
 
-/* A bound parameter, kept as the engine needs it: SQLite binds the typed value, PostgreSQL sends text with a
- * type. */
+/* A bound parameter, kept as the engine needs it: SQLite binds the typed value, PostgreSQL sends
+ * text with a type. */
 typedef enum db__ptype { DB__P_NULL = 0, DB__P_TEXT, DB__P_INT64, DB__P_DOUBLE } db__ptype;
 
 typedef struct db__param {
   db__ptype type;
-  char *text;  /* owned: the text (DB__P_TEXT), or the number formatted for PostgreSQL */
+  int null_text; /* a NULL bound by db_bind_text: PostgreSQL is told it is text ("? IS NULL" needs a type) */
+  char *text; /* owned: the text (DB__P_TEXT), or the number formatted for PostgreSQL */
   int64_t i;
   double d;
 } db__param;
@@ -28,21 +29,25 @@ struct db {
   char *conninfo;     /* PostgreSQL: the URL, for reconnecting */
   int in_tx;          /* PostgreSQL: inside BEGIN ... COMMIT */
   double retry_after; /* PostgreSQL: no reconnect attempt before this monotonic time */
-  double backoff;     /* PostgreSQL: the wait after the last failed reconnect (0.25 s doubling to 5 s) */
+  double
+      backoff; /* PostgreSQL: the wait after the last failed reconnect (0.25 s doubling to 5 s) */
 };
 
 struct db_stmt {
   db_t *db;
-  char *sql;          /* translated */
-  void *h;            /* sqlite3_stmt *, or the PGresult * of the last run */
+  char *sql; /* translated */
+  void *h;   /* sqlite3_stmt *, or the PGresult * of the last run */
   db__param params[DB__MAX_PARAMS];
   int nparams;        /* the highest bound index */
-  int ran;            /* PostgreSQL: executed since the last reset */
-  int row, nrows;     /* PostgreSQL: the current row of the result */
+  int nref;           /* PostgreSQL: the highest parameter the SQL names; unbound ones are NULL text, as SQLite
+                         reads an unbound parameter as NULL */
+  int ran;        /* PostgreSQL: executed since the last reset */
+  int row, nrows; /* PostgreSQL: the current row of the result */
 };
 
 /* Records an error on the connection and returns its class. */
-th_status db__fail(db_t *db, th_status cls, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+th_status db__fail(db_t *db, th_status cls, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* The SQLite engine (db_sqlite.c). */
 th_status db__sq_open(db_t *db, const char *path);

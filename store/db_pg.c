@@ -1,8 +1,9 @@
-/* The db layer's PostgreSQL engine (libpq). Statements run with PQexecParams and typed text parameters; results
- * come back as text and are parsed by db.c. A connection that went away is reset on the next call outside a
- * transaction, at most once per backoff period (0.25 s doubling to 5 s), and every call until then fails at once
- * with TH_ERR_UNAVAILABLE, which the server answers with 503 and Retry-After. A transaction the loss cut short is
- * gone: its caller gets TH_ERR_UNAVAILABLE and nothing of it was committed. */
+/* The db layer's PostgreSQL engine (libpq). Statements run with PQexecParams and typed text
+ * parameters; results come back as text and are parsed by db.c. A connection that went away is
+ * reset on the next call outside a transaction, at most once per backoff period (0.25 s doubling to
+ * 5 s), and every call until then fails at once with TH_ERR_UNAVAILABLE, which the server answers
+ * with 503 and Retry-After. A transaction the loss cut short is gone: its caller gets
+ * TH_ERR_UNAVAILABLE and nothing of it was committed. */
 #include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,8 @@
 #include "db_int.h"
 #include "th_util.h"
 
-/* The key of the advisory lock every write transaction takes (db_begin_write): "tunehub" on a phone keypad. */
+/* The key of the advisory lock every write transaction takes (db_begin_write): "tunehub" on a phone
+ * keypad. */
 #define DB__PG_WRITE_LOCK 8864824
 
 enum { DB__OID_INT8 = 20, DB__OID_TEXT = 25, DB__OID_FLOAT8 = 701 };
@@ -27,7 +29,8 @@ static th_status db__pg_class(db_t *db, const PGresult *res) {
   if (PQstatus(db->h) == CONNECTION_BAD) return TH_ERR_UNAVAILABLE;
   const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
   if (!state) return TH_ERR_DB;
-  if (!strcmp(state, "40001") || !strcmp(state, "40P01") || !strcmp(state, "55P03")) return TH_ERR_BUSY;
+  if (!strcmp(state, "40001") || !strcmp(state, "40P01") || !strcmp(state, "55P03"))
+    return TH_ERR_BUSY;
   if (!strcmp(state, "23505") || !strcmp(state, "23503")) return TH_ERR_CONFLICT;
   if (!strncmp(state, "08", 2) || !strncmp(state, "57P", 3)) return TH_ERR_UNAVAILABLE;
   return TH_ERR_DB;
@@ -81,11 +84,13 @@ static th_status db__pg_ready(db_t *db) {
   if (db->h && PQstatus(db->h) == CONNECTION_OK) return TH_OK;
   if (db->in_tx) {
     db->in_tx = 0;
-    return db__fail(db, TH_ERR_UNAVAILABLE, "the connection to %s was lost inside a transaction", db->display);
+    return db__fail(db, TH_ERR_UNAVAILABLE, "the connection to %s was lost inside a transaction",
+                    db->display);
   }
   double now = th_now_mono();
   if (now < db->retry_after)
-    return db__fail(db, TH_ERR_UNAVAILABLE, "the database %s is unavailable; reconnecting", db->display);
+    return db__fail(db, TH_ERR_UNAVAILABLE, "the database %s is unavailable; reconnecting",
+                    db->display);
   th_status rc = db__pg_connect(db);
   if (rc == TH_OK) {
     db->retry_after = db->backoff = 0;
@@ -120,19 +125,21 @@ int db__pg_step(db_stmt *s) {
     if (db__pg_ready(db) != TH_OK) return DB_ERROR;
     Oid types[DB__MAX_PARAMS];
     const char *values[DB__MAX_PARAMS];
-    for (int i = 0; i < s->nparams; i++) {
+    int np = s->nparams > s->nref ? s->nparams : s->nref;
+    for (int i = 0; i < np; i++) {
       const db__param *p = &s->params[i];
       types[i] = p->type == DB__P_TEXT     ? DB__OID_TEXT
                  : p->type == DB__P_INT64  ? DB__OID_INT8
                  : p->type == DB__P_DOUBLE ? DB__OID_FLOAT8
-                                           : 0;
+                 : p->null_text || i >= s->nparams ? DB__OID_TEXT
+                                                   : 0;
       values[i] = p->type == DB__P_NULL ? NULL : p->text;
       if (p->type != DB__P_NULL && !p->text) {
         db__fail(db, TH_ERR_NOMEM, "out of memory");
         return DB_ERROR;
       }
     }
-    PGresult *res = PQexecParams(db->h, s->sql, s->nparams, types, values, NULL, NULL, 0);
+    PGresult *res = PQexecParams(db->h, s->sql, np, types, values, NULL, NULL, 0);
     ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
       db__pg_fail(db, res, "step");
@@ -183,9 +190,10 @@ th_status db__pg_begin_write(db_t *db) {
 }
 
 th_status db__pg_schema_version(db_t *db, int *v) {
-  th_status rc = db__pg_exec(db,
-                             "CREATE TABLE IF NOT EXISTS tunehub_schema (one INTEGER PRIMARY KEY CHECK (one = 1), "
-                             "version INTEGER NOT NULL)");
+  th_status rc = db__pg_exec(
+      db,
+      "CREATE TABLE IF NOT EXISTS tunehub_schema (one INTEGER PRIMARY KEY CHECK (one = 1), "
+      "version INTEGER NOT NULL)");
   if (rc != TH_OK) return rc;
   PGresult *res = PQexec(db->h, "SELECT version FROM tunehub_schema");
   if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -201,7 +209,8 @@ th_status db__pg_schema_version(db_t *db, int *v) {
 th_status db__pg_set_schema_version(db_t *db, int v) {
   char sql[160];
   snprintf(sql, sizeof sql,
-           "INSERT INTO tunehub_schema (one, version) VALUES (1, %d) ON CONFLICT (one) DO UPDATE SET version = %d",
+           "INSERT INTO tunehub_schema (one, version) VALUES (1, %d) ON CONFLICT (one) DO UPDATE "
+           "SET version = %d",
            v, v);
   return db__pg_exec(db, sql);
 }

@@ -20,10 +20,12 @@ static th_status db__sq_fail(db_t *db, const char *what) {
 
 th_status db__sq_open(db_t *db, const char *path) {
   sqlite3 *h = NULL;
-  int r = sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+  int r = sqlite3_open_v2(path, &h,
+                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
   db->h = h;
   if (r != SQLITE_OK)
-    return db__fail(db, TH_ERR_DB, "cannot open %s: %s", path, h ? sqlite3_errmsg(h) : "out of memory");
+    return db__fail(db, TH_ERR_DB, "cannot open %s: %s", path,
+                    h ? sqlite3_errmsg(h) : "out of memory");
   sqlite3_busy_timeout(h, 15000);
   return TH_OK;
 }
@@ -47,7 +49,8 @@ th_status db__sq_exec(db_t *db, const char *sql) {
 
 th_status db__sq_prepare(db_stmt *s) {
   sqlite3_stmt *h = NULL;
-  if (sqlite3_prepare_v2(s->db->h, s->sql, -1, &h, NULL) != SQLITE_OK) return db__sq_fail(s->db, "prepare");
+  if (sqlite3_prepare_v2(s->db->h, s->sql, -1, &h, NULL) != SQLITE_OK)
+    return db__sq_fail(s->db, "prepare");
   s->h = h;
   return TH_OK;
 }

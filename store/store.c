@@ -1,11 +1,13 @@
-/* The SQLite store: opening, migrations by PRAGMA user_version, error handling and start-up recovery. One
- * connection in WAL mode serves the whole process, guarded by a mutex; metadata calls are short, so the lock is
- * never held across slow work (artifact copies happen before the lock is taken).
+/* The store: opening (an SQLite file, the embedded default, or a PostgreSQL URL), versioned
+ * migrations, error handling and start-up recovery. One connection serves the whole process,
+ * guarded by a mutex; metadata calls are short, so the lock is never held across slow work
+ * (artifact copies happen before the lock is taken).
  *
- * What survives a power loss: the connection runs synchronous = NORMAL, under which WAL mode stays consistent
- * but may lose the last commits (jobs queued, progress, tuning records, deletes) to a power loss or an OS crash,
- * never to a crash of the process. A publish (store_model_publish) commits with synchronous = FULL, so a version
- * that was reported published survives a power loss, together with everything committed before it. */
+ * What survives a power loss: the connection runs synchronous = NORMAL, under which WAL mode stays
+ * consistent but may lose the last commits (jobs queued, progress, tuning records, deletes) to a
+ * power loss or an OS crash, never to a crash of the process. A publish (store_model_publish)
+ * commits with synchronous = FULL, so a version that was reported published survives a power loss,
+ * together with everything committed before it. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "schema_sql.h"
@@ -33,9 +36,11 @@ th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) {
 }
 
 th_status store__db_fail(store_t *st, const char *what) {
-  int code = sqlite3_errcode(st->db);
-  store__fail(st, TH_ERR_DB, "%s: %s", what, sqlite3_errmsg(st->db));
-  return code == SQLITE_BUSY || code == SQLITE_LOCKED ? TH_ERR_BUSY : TH_ERR_DB;
+  th_status rc = db_errclass(st->db);
+  store__fail(st, rc == TH_ERR_CONFLICT ? TH_ERR_DB : rc, "%s: %s", what, db_errmsg(st->db));
+  /* a constraint a statement broke is a database error to the callers, who check their conflicts
+   * first */
+  return rc == TH_ERR_CONFLICT ? TH_ERR_DB : rc;
 }
 
 void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem) {
@@ -50,35 +55,33 @@ void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem) {
   return grown;
 }
 
-th_status store__prepare(store_t *st, const char *sql, sqlite3_stmt **out) {
-  if (sqlite3_prepare_v2(st->db, sql, -1, out, NULL) != SQLITE_OK) return store__db_fail(st, "prepare");
+th_status store__prepare(store_t *st, const char *sql, db_stmt **out) {
+  if (db_prepare(st->db, sql, out) != TH_OK) return store__db_fail(st, "prepare");
   return TH_OK;
 }
 
 th_status store__exec(store_t *st, const char *sql) {
-  char *msg = NULL;
-  int r = sqlite3_exec(st->db, sql, NULL, NULL, &msg);
-  if (r != SQLITE_OK) {
-    th_status rc = (r & 0xff) == SQLITE_BUSY || (r & 0xff) == SQLITE_LOCKED ? TH_ERR_BUSY : TH_ERR_DB;
-    store__fail(st, rc, "%s", msg ? msg : sqlite3_errmsg(st->db));
-    sqlite3_free(msg);
-    return rc;
-  }
+  if (db_exec(st->db, sql) != TH_OK) return store__db_fail(st, "exec");
   return TH_OK;
 }
 
-char *store__col_dup(sqlite3_stmt *s, int col) {
-  const unsigned char *t = sqlite3_column_text(s, col);
-  return t ? strdup((const char *)t) : NULL;
+th_status store__begin(store_t *st) {
+  if (db_begin_write(st->db) != TH_OK) return store__db_fail(st, "begin a write transaction");
+  return TH_OK;
 }
 
-void store__col_copy(sqlite3_stmt *s, int col, char *out, size_t n) {
-  const unsigned char *t = sqlite3_column_text(s, col);
-  snprintf(out, n, "%s", t ? (const char *)t : "");
+char *store__col_dup(db_stmt *s, int col) {
+  const char *t = db_col_text(s, col);
+  return t ? strdup(t) : NULL;
+}
+
+void store__col_copy(db_stmt *s, int col, char *out, size_t n) {
+  const char *t = db_col_text(s, col);
+  snprintf(out, n, "%s", t ? t : "");
 }
 
 const char *store_errmsg(store_t *st) {
-  if (store__errowner != st) return "";  /* NULL asks for the last failed store_open's message */
+  if (store__errowner != st) return ""; /* NULL asks for the last failed store_open's message */
   return store__errbuf;
 }
 
@@ -86,19 +89,17 @@ const char *store_data_dir(store_t *st) {
   return st->data_dir;
 }
 
-/* Splits schema.sql at "-- migration N" markers and applies those above the current user_version. */
+/* Splits schema.sql at "-- migration N" markers and applies those above the schema version
+ * (SQLite's user_version, PostgreSQL's tunehub_schema row). */
 static th_status store__migrate(store_t *st) {
-  /* One IMMEDIATE transaction around the read of user_version and the migrations, so that processes
+  /* One write transaction around the read of the version and the migrations, so that processes
    * opening a new database at the same moment apply each migration exactly once. */
-  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  th_status rc = store__begin(st);
   if (rc != TH_OK) return rc;
-  sqlite3_stmt *s = NULL;
-  rc = store__prepare(st, "PRAGMA user_version", &s);
   int current = 0;
-  if (rc == TH_OK && sqlite3_step(s) == SQLITE_ROW) current = sqlite3_column_int(s, 0);
-  sqlite3_finalize(s);
-  if (rc != TH_OK) {
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (db_schema_version(st->db, &current) != TH_OK) {
+    rc = store__db_fail(st, "read the schema version");
+    db_rollback(st->db);
     return rc;
   }
 
@@ -119,11 +120,8 @@ static th_status store__migrate(store_t *st) {
         break;
       }
       rc = store__exec(st, sql);
-      if (rc == TH_OK) {
-        char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version = %d", n);
-        rc = store__exec(st, pragma);
-      }
+      if (rc == TH_OK && db_set_schema_version(st->db, n) != TH_OK)
+        rc = store__db_fail(st, "set the schema version");
       free(sql);
       if (rc != TH_OK) {
         char keep[1024];
@@ -142,7 +140,7 @@ static th_status store__migrate(store_t *st) {
   if (rc == TH_OK)
     rc = store__exec(st, "COMMIT");
   else
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    db_rollback(st->db);
   return rc;
 }
 
@@ -157,70 +155,92 @@ int store_exists(const char *data_dir) {
 }
 
 th_status store_open(const char *data_dir, store_t **out) {
+  return store_open_db(NULL, data_dir, out);
+}
+
+th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out) {
   store_t *st = calloc(1, sizeof *st);
   if (!st) return TH_ERR_NOMEM;
   pthread_mutex_init(&st->mu, NULL);
   th_status rc = TH_OK;
   if (snprintf(st->data_dir, sizeof st->data_dir, "%s", data_dir) >= (int)sizeof st->data_dir) {
     rc = store__fail(st, TH_ERR_INVALID, "data directory path too long");
-    goto fail_alloc;
+    goto fail;
   }
   snprintf(st->artifacts_dir, sizeof st->artifacts_dir, "%s/artifacts", data_dir);
   snprintf(st->tmp_dir, sizeof st->tmp_dir, "%s/tmp", data_dir);
   if (th_mkdir_p(st->artifacts_dir) != TH_OK || th_mkdir_p(st->tmp_dir) != TH_OK) {
     rc = store__fail(st, TH_ERR_IO, "cannot create %s: %s", st->artifacts_dir, strerror(errno));
-    goto fail_alloc;
+    goto fail;
   }
-  char dbpath[1200];
+  st->shared = db_spec && db_is_postgres_url(db_spec);
+  if (db_spec && !st->shared) {
+    rc = store__fail(
+        st, TH_ERR_INVALID,
+        "--db takes a PostgreSQL URL (postgresql://user@host:port/dbname), not '%.200s'; without "
+        "--db the store is the SQLite file in the data directory",
+        db_spec);
+    goto fail;
+  }
+  char dbpath[1200], err[1024];
   store__db_path(data_dir, dbpath, sizeof dbpath);
-  if (sqlite3_open_v2(dbpath, &st->db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) !=
-      SQLITE_OK) {
-    rc = store__fail(st, TH_ERR_DB, "cannot open %s: %s", dbpath,
-                     st->db ? sqlite3_errmsg(st->db) : "out of memory");
-    goto fail_db;
+  rc = db_open(st->shared ? db_spec : dbpath, &st->db, err, sizeof err);
+  if (rc != TH_OK) {
+    store__fail(st, rc, "%s", err);
+    goto fail;
   }
-  sqlite3_busy_timeout(st->db, 15000);
-  /* synchronous = NORMAL: see the note at the top of this file for what a power loss takes away */
-  /* Switching a new database to WAL and migrating it can report "database is locked" without waiting
-   * when several processes open it at once (SQLite skips the busy handler to avoid deadlock there), so
-   * those steps are retried for up to about 15 s. */
+  /* Switching a new SQLite database to WAL and migrating it can report "database is locked" without
+   * waiting when several processes open it at once (SQLite skips the busy handler to avoid deadlock
+   * there), so those steps are retried for up to about 15 s; PostgreSQL's migrations wait on the
+   * write lock instead. synchronous = NORMAL: see the note at the top of this file for what a power
+   * loss takes away. */
   for (int attempt = 0;; attempt++) {
-    rc = store__exec(st,
-                     "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+    rc = st->shared ? TH_OK
+                    : store__exec(st,
+                                  "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+                                  "PRAGMA foreign_keys = ON;");
     if (rc == TH_OK) rc = store__migrate(st);
     if (rc != TH_ERR_BUSY || attempt >= 300) break;
     usleep(50000);
   }
-  if (rc != TH_OK) goto fail_db;
+  if (rc != TH_OK) goto fail;
   *out = st;
   return TH_OK;
 
-fail_db:
-  /* keep the message for the caller: it reads it through a NULL-safe path below */
-  sqlite3_close(st->db);
-fail_alloc:
+fail:
+  /* the message stays readable as store_errmsg(NULL) once the handle is gone */
+  db_close(st->db);
   pthread_mutex_destroy(&st->mu);
-  store__errowner = NULL; /* the handle dies here: the message stays readable as store_errmsg(NULL) */
+  store__errowner = NULL;
   free(st);
   return rc;
 }
 
 void store_close(store_t *st) {
   if (!st) return;
-  sqlite3_close(st->db);
+  db_close(st->db);
   pthread_mutex_destroy(&st->mu);
   free(st);
 }
 
-/* Removes files in dir that are not known artifacts and adds their number to *swept; dir is tmp/ (check_rows 0:
- * everything goes) or artifacts/<ab>. Only SQLITE_DONE, "no row", lets an artifact file go: any other answer of
- * the database (busy, I/O error, corruption) stops the sweep with that error, because deleting a published
- * artifact on a failing lookup would break every version that references it. */
+int store_shared(const store_t *st) {
+  return st->shared;
+}
+
+const char *store_db_display(const store_t *st) {
+  return db_display(st->db);
+}
+
+/* Removes files in dir that are not known artifacts and adds their number to *swept; dir is tmp/
+ * (check_rows 0: everything goes) or artifacts/<ab>. On a shared store (PostgreSQL) other processes
+ * may be writing into the same directory, so only files untouched for an hour go. Only DB_DONE, "no
+ * row", lets an artifact file go: any other answer of the database (busy, I/O error, corruption)
+ * stops the sweep with that error, because deleting a published artifact on a failing lookup would
+ * break every version that references it. */
 static th_status store__sweep_dir(store_t *st, const char *dir, int check_rows, int *swept) {
   DIR *d = opendir(dir);
   if (!d) return TH_OK; /* nothing to sweep (a shard can be removed by hand) */
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = TH_OK;
   if (check_rows) rc = store__prepare(st, "SELECT 1 FROM artifacts WHERE digest = ?", &s);
   struct dirent *e;
@@ -228,34 +248,40 @@ static th_status store__sweep_dir(store_t *st, const char *dir, int check_rows, 
     if (e->d_name[0] == '.') continue;
     char path[2400];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    struct stat sb;
+    if (st->shared && (stat(path, &sb) != 0 || sb.st_mtime > time(NULL) - 3600)) continue;
     if (check_rows && th_is_sha256_hex(e->d_name)) {
-      sqlite3_reset(s);
-      sqlite3_bind_text(s, 1, e->d_name, -1, SQLITE_TRANSIENT);
-      int r = sqlite3_step(s);
-      if (r == SQLITE_ROW) continue;
-      if (r != SQLITE_DONE) {
+      db_reset(s);
+      db_bind_text(s, 1, e->d_name);
+      int r = db_step(s);
+      if (r == DB_ROW) continue;
+      if (r != DB_DONE) {
         rc = store__db_fail(st, "orphan sweep: look up an artifact");
         break;
       }
     }
     if (unlink(path) == 0) (*swept)++;
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   closedir(d);
   return rc;
 }
 
 th_status store_recover(store_t *st, int *requeued, int *swept) {
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__exec(st,
-                             "UPDATE jobs SET state = 'cancelled', error = 'cancelled', "
-                             "finished_at = (julianday('now') - 2440587.5) * 86400.0 "
-                             "WHERE state = 'running' AND cancel_requested = 1");
-  if (rc == TH_OK)
+  /* A shared store's running jobs belong to live workers elsewhere: only the embedded store, which
+   * this one process owns, takes every running job for an orphan of the last run. */
+  th_status rc =
+      st->shared
+          ? TH_OK
+          : store__exec(st,
+                        "UPDATE jobs SET state = 'cancelled', error = 'cancelled', "
+                        "finished_at = {now} WHERE state = 'running' AND cancel_requested = 1");
+  if (rc == TH_OK && !st->shared)
     rc = store__exec(st,
                      "UPDATE jobs SET state = 'queued', stage = 'requeued after restart', "
                      "worker = NULL WHERE state = 'running'");
-  int req = rc == TH_OK ? sqlite3_changes(st->db) : 0;
+  int req = rc == TH_OK && !st->shared ? (int)db_changes(st->db) : 0;
   int sw = 0;
   if (rc == TH_OK) rc = store__sweep_dir(st, st->tmp_dir, 0, &sw);
   if (rc == TH_OK) {

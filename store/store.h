@@ -1,7 +1,7 @@
-/* store: tunehub's persistent state behind one small interface. The SQLite backend keeps metadata (networks,
- * models, jobs, workloads, tuning records, artifacts) in data_dir/tunehub.db (WAL mode) and the artifact bytes
- * as content-addressed files under data_dir/artifacts/ab/<sha256>. A later PostgreSQL + object-storage backend
- * implements the same functions.
+/* store: tunehub's persistent state behind one small interface. The metadata (networks, models, jobs,
+ * workloads, tuning records, artifacts) lives in data_dir/tunehub.db (SQLite in WAL mode, the embedded default)
+ * or in a PostgreSQL database that several daemons and workers share (store_open_db); the artifact bytes are
+ * content-addressed files under data_dir/artifacts/ab/<sha256>. Both engines run the same SQL (db.h).
  *
  * Thread safety: a store_t may be shared by threads; calls are serialised internally. store_errmsg() returns the
  * message of the calling thread's last failed call on this handle. */
@@ -17,6 +17,15 @@ typedef struct store store_t;
 
 /* Opens (creating as needed) data_dir/tunehub.db and data_dir/artifacts, applies migrations. */
 th_status store_open(const char *data_dir, store_t **out);
+/* Opens the store on db_spec, a PostgreSQL URL (postgresql://user@host:port/dbname; libpq's URI syntax), with
+ * data_dir for local files; db_spec NULL is store_open(data_dir). Migrations run in one transaction that holds
+ * the database's write lock, so processes starting together apply each once. TH_ERR_INVALID for a spec that is
+ * not a PostgreSQL URL, TH_ERR_UNAVAILABLE when the server cannot be reached. */
+th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out);
+/* 1 when the store is shared with other processes and machines (PostgreSQL), 0 for the embedded SQLite file. */
+int store_shared(const store_t *st);
+/* The database's name for messages: the SQLite file, or the URL with its password hidden. */
+const char *store_db_display(const store_t *st);
 /* 1 when data_dir already holds a readable store (tools that only read one, and must not create one). */
 int store_exists(const char *data_dir);
 /* Closes the handle; accepts NULL. */

@@ -20,35 +20,35 @@
   "WHERE a.framework = ?1 AND a.network = ?2 AND (?3 = 0 OR a.batch = ?3) AND a.target = ?4 "                  \
   "  AND a.compiler_version = ?5 "
 
-static void store__alias_row(sqlite3_stmt *s, const store_key *key, store_alias *a) {
+static void store__alias_row(db_stmt *s, const store_key *key, store_alias *a) {
   memset(a, 0, sizeof *a);
   a->key = *key;
-  a->key.batch = sqlite3_column_int(s, 0);
+  a->key.batch = db_col_int(s, 0);
   store__col_copy(s, 1, a->key.net_digest, sizeof a->key.net_digest);
   store__col_copy(s, 2, a->name, sizeof a->name);
-  a->version = sqlite3_column_int(s, 3);
-  a->updated_at = sqlite3_column_double(s, 4);
+  a->version = db_col_int(s, 3);
+  a->updated_at = db_col_double(s, 4);
   store__col_copy(s, 5, a->tar_digest, sizeof a->tar_digest);
   store__col_copy(s, 6, a->so_digest, sizeof a->so_digest);
-  a->retired = sqlite3_column_int(s, 7) == 0;
+  a->retired = db_col_int(s, 7) == 0;
 }
 
 /* Reads the alias name of key into *out (the caller holds st->mu). TH_ERR_NOT_FOUND when none. */
 static th_status store__alias_read(store_t *st, const store_key *key, const char *name, store_alias *out) {
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, STORE__ALIAS_SELECT "AND a.name = ?7", &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    sqlite3_bind_text(s, 7, name, -1, SQLITE_TRANSIENT);
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW)
+    db_bind_text(s, 7, name);
+    int r = db_step(s);
+    if (r == DB_ROW)
       store__alias_row(s, key, out);
-    else if (r == SQLITE_DONE)
+    else if (r == DB_DONE)
       rc = store__fail(st, TH_ERR_NOT_FOUND, "%s/%s has no alias '%s'", key->framework, key->network, name);
     else
       rc = store__db_fail(st, "select alias");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   return rc;
 }
 
@@ -64,8 +64,8 @@ th_status store_alias_get(store_t *st, const store_key *key, const char *name, s
 th_status store_alias_set(store_t *st, const store_key *key, const char *name, int version, const char *digest,
                           store_alias *out, int *previous) {
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
-  sqlite3_stmt *s = NULL;
+  th_status rc = store__begin(st);
+  db_stmt *s = NULL;
   int target = 0, prev = 0;
   /* the version: ready, of the key's current revision */
   if (rc == TH_OK)
@@ -77,12 +77,12 @@ th_status store_alias_set(store_t *st, const store_key *key, const char *name, i
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    sqlite3_bind_int(s, 7, version > 0 ? version : 0);
-    sqlite3_bind_text(s, 8, digest ? digest : "", -1, SQLITE_TRANSIENT);
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW)
-      target = sqlite3_column_int(s, 0);
-    else if (r != SQLITE_DONE)
+    db_bind_int(s, 7, version > 0 ? version : 0);
+    db_bind_text(s, 8, digest ? digest : "");
+    int r = db_step(s);
+    if (r == DB_ROW)
+      target = db_col_int(s, 0);
+    else if (r != DB_DONE)
       rc = store__db_fail(st, "select the version to pin");
     else if (version > 0)
       rc = store__fail(st, TH_ERR_NOT_FOUND, "%s/%s/%d has no published version %d", key->framework,
@@ -91,7 +91,7 @@ th_status store_alias_set(store_t *st, const store_key *key, const char *name, i
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no published version of %s/%s/%d has digest sha256:%s",
                        key->framework, key->network, key->batch, digest ? digest : "");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   s = NULL;
   /* the name in the repository: this batch's alias moves, another batch's is a conflict */
   if (rc == TH_OK) {
@@ -121,16 +121,16 @@ th_status store_alias_set(store_t *st, const store_key *key, const char *name, i
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    sqlite3_bind_text(s, 7, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 8, target);
-    sqlite3_bind_double(s, 9, th_now_wall());
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "pin alias");
+    db_bind_text(s, 7, name);
+    db_bind_int(s, 8, target);
+    db_bind_double(s, 9, th_now_wall());
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "pin alias");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   store_alias a;
   if (rc == TH_OK) rc = store__alias_read(st, key, name, &a);
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
-  if (rc != TH_OK) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != TH_OK) db_rollback(st->db);
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) return rc;
   if (out) *out = a;
@@ -140,10 +140,10 @@ th_status store_alias_set(store_t *st, const store_key *key, const char *name, i
 
 th_status store_alias_delete(store_t *st, const store_key *key, const char *name, int *version) {
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  th_status rc = store__begin(st);
   store_alias a;
   if (rc == TH_OK) rc = store__alias_read(st, key, name, &a);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   if (rc == TH_OK)
     rc = store__prepare(st,
                         "DELETE FROM aliases WHERE framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 "
@@ -151,12 +151,12 @@ th_status store_alias_delete(store_t *st, const store_key *key, const char *name
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 0);
-    sqlite3_bind_text(s, 6, name, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "delete alias");
+    db_bind_text(s, 6, name);
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "delete alias");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
-  if (rc != TH_OK) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != TH_OK) db_rollback(st->db);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && version) *version = a.version;
   return rc;
@@ -166,12 +166,12 @@ th_status store_alias_list(store_t *st, const store_key *key, store_alias **out,
   store_alias *as = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, STORE__ALIAS_SELECT "ORDER BY a.batch, a.name", &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
     int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((r = db_step(s)) == DB_ROW) {
       void *grown = store__grow(st, as, &cap, n, sizeof *as);
       if (!grown) {
         rc = TH_ERR_NOMEM;
@@ -180,9 +180,9 @@ th_status store_alias_list(store_t *st, const store_key *key, store_alias **out,
       as = grown;
       store__alias_row(s, key, &as[n++]);
     }
-    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "aliases");
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "aliases");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) {
     free(as);
@@ -195,7 +195,7 @@ th_status store_alias_list(store_t *st, const store_key *key, store_alias **out,
 
 th_status store_artifact_pinned(store_t *st, const char *digest, int *pinned) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "SELECT EXISTS (SELECT 1 FROM aliases a JOIN models m ON m.framework = a.framework "
                                 "AND m.network = a.network AND m.batch = a.batch AND m.target = a.target AND "
@@ -204,13 +204,13 @@ th_status store_artifact_pinned(store_t *st, const char *digest, int *pinned) {
                                 &s);
   int p = 0;
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, digest, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) == SQLITE_ROW)
-      p = sqlite3_column_int(s, 0);
+    db_bind_text(s, 1, digest);
+    if (db_step(s) == DB_ROW)
+      p = db_col_int(s, 0);
     else
       rc = store__db_fail(st, "pinned artifact");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK) *pinned = p;
   return rc;

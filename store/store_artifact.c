@@ -98,19 +98,19 @@ th_status store__artifact_place(store_t *st, const char *src, int take, const ch
 }
 
 th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type) {
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
-                                "INSERT OR IGNORE INTO artifacts (digest, size, media_type, created_at) "
-                                "VALUES (?, ?, ?, ?)",
+                                "INSERT INTO artifacts (digest, size, media_type, created_at) "
+                                "VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, hex, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, sz);
-    sqlite3_bind_text(s, 3, media_type, -1, SQLITE_STATIC);
-    sqlite3_bind_double(s, 4, th_now_wall());
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "insert artifact");
+    db_bind_text(s, 1, hex);
+    db_bind_int64(s, 2, sz);
+    db_bind_text(s, 3, media_type);
+    db_bind_double(s, 4, th_now_wall());
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "insert artifact");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   return rc;
 }
 
@@ -150,22 +150,22 @@ th_status store_artifact_path(store_t *st, const char *digest, char *path, size_
   if (!th_is_sha256_hex(digest))
     return store__fail(st, TH_ERR_INVALID, "a digest is 64 lowercase hex digits");
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, "SELECT size, media_type FROM artifacts WHERE digest = ?", &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, digest, -1, SQLITE_STATIC);
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW) {
-      if (size) *size = sqlite3_column_int64(s, 0);
+    db_bind_text(s, 1, digest);
+    int r = db_step(s);
+    if (r == DB_ROW) {
+      if (size) *size = db_col_int64(s, 0);
       if (media_type) store__col_copy(s, 1, media_type, media_n);
       store__artifact_file(st, digest, path, n);
-    } else if (r == SQLITE_DONE) {
+    } else if (r == DB_DONE) {
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no artifact with digest sha256:%s", digest);
     } else {
       rc = store__db_fail(st, "select artifact");
     }
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }

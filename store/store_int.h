@@ -1,15 +1,17 @@
-/* Internals shared by the SQLite store's files: the handle, the statement helpers and error recording. */
+/* Internals shared by the store's files: the handle, the statement helpers and error recording. The files speak
+ * SQL through db.h, so each runs on SQLite and on PostgreSQL. */
 #ifndef STORE_INT_H
 #define STORE_INT_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 
+#include "db.h"
 #include "store.h"
 
 struct store {
-  sqlite3 *db;
+  db_t *db;
   pthread_mutex_t mu; /* serialises every call: one connection, many threads */
+  int shared;         /* 1: PostgreSQL, which other daemons and workers share; 0: the embedded SQLite file */
   char data_dir[1024];
   char artifacts_dir[1100];
   char tmp_dir[1100];
@@ -17,12 +19,15 @@ struct store {
 
 /* Records an error message for the calling thread and returns rc. */
 th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Records the SQLite error of st->db and returns TH_ERR_DB (TH_ERR_BUSY on SQLITE_BUSY). */
+/* Records the database error of st->db and returns its class (TH_ERR_DB; TH_ERR_BUSY for a locked database;
+ * TH_ERR_UNAVAILABLE when PostgreSQL went away; TH_ERR_CONFLICT for a constraint). */
 th_status store__db_fail(store_t *st, const char *what);
 /* Prepares sql; on failure records the error. */
-th_status store__prepare(store_t *st, const char *sql, sqlite3_stmt **out);
+th_status store__prepare(store_t *st, const char *sql, db_stmt **out);
 /* Executes one or more statements without results. */
 th_status store__exec(store_t *st, const char *sql);
+/* Begins a write transaction that excludes every other writer (db_begin_write). */
+th_status store__begin(store_t *st);
 /* Room for one more element in a growable array (arr: *cap elements of size elem, n used; NULL when empty):
  * arr itself, or arr reallocated with *cap doubled from 16. NULL when out of memory: arr is then still valid and
  * owned by the caller, and the error is recorded. */
@@ -37,10 +42,10 @@ th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const ch
 void store__artifact_file(store_t *st, const char *hex, char *path, size_t n);
 /* Binds the key's five name columns (framework, network, batch, target, compiler version) from parameter first
  * on, and its network revision (net_digest) after them when with_digest is set. */
-void store__bind_key(sqlite3_stmt *s, int first, const store_key *k, int with_digest);
+void store__bind_key(db_stmt *s, int first, const store_key *k, int with_digest);
 /* A copy of a column as malloc'd text (NULL for SQL NULL). */
-char *store__col_dup(sqlite3_stmt *s, int col);
+char *store__col_dup(db_stmt *s, int col);
 /* Copies a text column into a fixed buffer (truncating safely). */
-void store__col_copy(sqlite3_stmt *s, int col, char *out, size_t n);
+void store__col_copy(db_stmt *s, int col, char *out, size_t n);
 
 #endif

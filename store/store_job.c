@@ -34,26 +34,26 @@ void store_job_clear(store_job *j) {
   "id, framework, network, batch, target, compiler_version, kind, options, priority, state, stage, " \
   "progress, error, cancel_requested, attempts, created_at, started_at, finished_at, net_digest"
 
-static void store__job_row(sqlite3_stmt *s, store_job *j) {
+static void store__job_row(db_stmt *s, store_job *j) {
   memset(j, 0, sizeof *j);
-  j->id = sqlite3_column_int64(s, 0);
+  j->id = db_col_int64(s, 0);
   store__col_copy(s, 1, j->key.framework, sizeof j->key.framework);
   store__col_copy(s, 2, j->key.network, sizeof j->key.network);
-  j->key.batch = sqlite3_column_int(s, 3);
+  j->key.batch = db_col_int(s, 3);
   store__col_copy(s, 4, j->key.target, sizeof j->key.target);
   store__col_copy(s, 5, j->key.compiler_version, sizeof j->key.compiler_version);
   store__col_copy(s, 6, j->kind, sizeof j->kind);
   j->options = store__col_dup(s, 7);
-  j->priority = sqlite3_column_int(s, 8);
-  j->state = store_job_state_parse((const char *)sqlite3_column_text(s, 9));
+  j->priority = db_col_int(s, 8);
+  j->state = store_job_state_parse(db_col_text(s, 9));
   store__col_copy(s, 10, j->stage, sizeof j->stage);
   j->progress = store__col_dup(s, 11);
   j->error = store__col_dup(s, 12);
-  j->cancel_requested = sqlite3_column_int(s, 13);
-  j->attempts = sqlite3_column_int(s, 14);
-  j->created_at = sqlite3_column_double(s, 15);
-  j->started_at = sqlite3_column_double(s, 16);
-  j->finished_at = sqlite3_column_double(s, 17);
+  j->cancel_requested = db_col_int(s, 13);
+  j->attempts = db_col_int(s, 14);
+  j->created_at = db_col_double(s, 15);
+  j->started_at = db_col_double(s, 16);
+  j->finished_at = db_col_double(s, 17);
   store__col_copy(s, 18, j->key.net_digest, sizeof j->key.net_digest);
 }
 
@@ -61,28 +61,28 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
                                    store_job *out) {
   char sql[1024];
   snprintf(sql, sizeof sql, "SELECT " STORE__JOB_COLS " FROM jobs WHERE %s", where);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, sql, &s);
   if (rc == TH_OK) {
     if (k) {
-      sqlite3_bind_text(s, 1, k->framework, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(s, 2, k->network, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_int(s, 3, k->batch);
-      sqlite3_bind_text(s, 4, k->target, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(s, 5, k->compiler_version, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(s, 6, k->net_digest, -1, SQLITE_TRANSIENT);
+      db_bind_text(s, 1, k->framework);
+      db_bind_text(s, 2, k->network);
+      db_bind_int(s, 3, k->batch);
+      db_bind_text(s, 4, k->target);
+      db_bind_text(s, 5, k->compiler_version);
+      db_bind_text(s, 6, k->net_digest);
     } else {
-      sqlite3_bind_int64(s, 1, id);
+      db_bind_int64(s, 1, id);
     }
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW)
+    int r = db_step(s);
+    if (r == DB_ROW)
       store__job_row(s, out);
-    else if (r == SQLITE_DONE)
+    else if (r == DB_DONE)
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no such job");
     else
       rc = store__db_fail(st, "select job");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   return rc;
 }
 
@@ -93,7 +93,7 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
  * the first error's message. */
 static th_status store__tx_end(store_t *st, th_status rc) {
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
-  if (rc != TH_OK) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != TH_OK) db_rollback(st->db);
   return rc;
 }
 
@@ -101,46 +101,46 @@ static th_status store__tx_end(store_t *st, th_status rc) {
  * jobs in the same transaction, so the count and the insert see the same queue. */
 static th_status store__job_insert(store_t *st, const store_key *key, const char *kind, const char *options,
                                    int priority, int64_t max_queued, int64_t *id) {
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = TH_OK;
   if (max_queued > 0) {
     rc = store__prepare(st, "SELECT count(*) FROM jobs WHERE state = 'queued'", &s);
     if (rc == TH_OK) {
-      if (sqlite3_step(s) != SQLITE_ROW) {
+      if (db_step(s) != DB_ROW) {
         rc = store__db_fail(st, "count queued jobs");
       } else {
-        int64_t queued = sqlite3_column_int64(s, 0);
+        int64_t queued = db_col_int64(s, 0);
         if (queued >= max_queued)
           rc = store__fail(st, TH_ERR_BUSY, "%lld jobs are queued (the limit is %lld); retry later",
                            (long long)queued, (long long)max_queued);
       }
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     s = NULL;
   }
   if (rc == TH_OK)
     rc = store__prepare(st,
                         "INSERT INTO jobs (framework, network, batch, target, compiler_version, "
                         "kind, options, priority, state, created_at, net_digest) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+                        "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING id",
                         &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, key->framework, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, key->network, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 3, key->batch);
-    sqlite3_bind_text(s, 4, key->target, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 5, key->compiler_version, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 6, kind ? kind : "build", -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 7, options ? options : "{}", -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 8, priority);
-    sqlite3_bind_double(s, 9, th_now_wall());
-    sqlite3_bind_text(s, 10, key->net_digest, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) == SQLITE_DONE)
-      *id = sqlite3_last_insert_rowid(st->db);
+    db_bind_text(s, 1, key->framework);
+    db_bind_text(s, 2, key->network);
+    db_bind_int(s, 3, key->batch);
+    db_bind_text(s, 4, key->target);
+    db_bind_text(s, 5, key->compiler_version);
+    db_bind_text(s, 6, kind ? kind : "build");
+    db_bind_text(s, 7, options ? options : "{}");
+    db_bind_int(s, 8, priority);
+    db_bind_double(s, 9, th_now_wall());
+    db_bind_text(s, 10, key->net_digest);
+    if (db_step(s) == DB_ROW)
+      *id = db_col_int64(s, 0);
     else
       rc = store__db_fail(st, "enqueue job");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   return rc;
 }
 
@@ -150,7 +150,7 @@ th_status store_job_enqueue_limited(store_t *st, const store_key *key, const cha
   /* One IMMEDIATE transaction holds the write lock from the look-up of the live job through the count to the
    * insert: neither another thread nor another process can queue in between, so the limit and single-flight
    * hold together. */
-  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  th_status rc = store__begin(st);
   int made = 0;
   int64_t id = 0;
   if (rc == TH_OK) {
@@ -188,16 +188,16 @@ th_status store_job_count_queued(store_t *st, int64_t *n) {
 th_status store_job_counts(store_t *st, int64_t counts[5]) {
   int64_t c[5] = {0};
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, "SELECT state, count(*) FROM jobs GROUP BY state", &s);
   if (rc == TH_OK) {
     int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW)
-      c[store_job_state_parse((const char *)sqlite3_column_text(s, 0))] = sqlite3_column_int64(s, 1);
+    while ((r = db_step(s)) == DB_ROW)
+      c[store_job_state_parse(db_col_text(s, 0))] = db_col_int64(s, 1);
     /* a step that fails part-way must not pass for "no more jobs": /readyz would call a failing store ready */
-    if (r != SQLITE_DONE) rc = store__db_fail(st, "count jobs");
+    if (r != DB_DONE) rc = store__db_fail(st, "count jobs");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK) memcpy(counts, c, sizeof c);
   return rc;
@@ -205,7 +205,7 @@ th_status store_job_counts(store_t *st, int64_t counts[5]) {
 
 th_status store_job_claim(store_t *st, const char *worker, store_job *out) {
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  th_status rc = store__begin(st);
   store_job j;
   int have = 0;
   if (rc == TH_OK) {
@@ -214,23 +214,23 @@ th_status store_job_claim(store_t *st, const char *worker, store_job *out) {
     if (rc == TH_OK) have = 1;
   }
   if (rc == TH_OK) {
-    sqlite3_stmt *s = NULL;
+    db_stmt *s = NULL;
     rc = store__prepare(st,
                         "UPDATE jobs SET state = 'running', worker = ?, attempts = attempts + 1, "
                         "started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'queued'",
                         &s);
     if (rc == TH_OK) {
-      sqlite3_bind_text(s, 1, worker, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_double(s, 2, th_now_wall());
-      sqlite3_bind_int64(s, 3, j.id);
-      if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "claim job");
+      db_bind_text(s, 1, worker);
+      db_bind_double(s, 2, th_now_wall());
+      db_bind_int64(s, 3, j.id);
+      if (db_step(s) != DB_DONE) rc = store__db_fail(st, "claim job");
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
   }
   if (rc == TH_OK) {
     rc = store__exec(st, "COMMIT");
   } else {
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    db_rollback(st->db);
   }
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK) {
@@ -260,18 +260,18 @@ th_status store_job_latest(store_t *st, const store_key *key, store_job *out) {
 
 th_status store_job_progress(store_t *st, int64_t id, const char *stage, const char *progress) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "UPDATE jobs SET stage = coalesce(?, stage), progress = coalesce(?, "
                                 "progress) WHERE id = ? AND state = 'running'",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, stage, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, progress, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 3, id);
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "job progress");
+    db_bind_text(s, 1, stage);
+    db_bind_text(s, 2, progress);
+    db_bind_int64(s, 3, id);
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "job progress");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
@@ -280,23 +280,23 @@ th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const
   if (state != STORE_JOB_SUCCEEDED && state != STORE_JOB_FAILED && state != STORE_JOB_CANCELLED)
     return store__fail(st, TH_ERR_INVALID, "a job ends as succeeded, failed or cancelled");
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "UPDATE jobs SET state = ?, error = ?, finished_at = ?, stage = ? "
                                 "WHERE id = ? AND state IN ('queued', 'running')",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, store_job_state_str(state), -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 2, error, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 3, th_now_wall());
-    sqlite3_bind_text(s, 4, "done", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 5, id);
-    if (sqlite3_step(s) != SQLITE_DONE)
+    db_bind_text(s, 1, store_job_state_str(state));
+    db_bind_text(s, 2, error);
+    db_bind_double(s, 3, th_now_wall());
+    db_bind_text(s, 4, "done");
+    db_bind_int64(s, 5, id);
+    if (db_step(s) != DB_DONE)
       rc = store__db_fail(st, "finish job");
-    else if (sqlite3_changes(st->db) == 0)
+    else if (db_changes(st->db) == 0)
       rc = store__fail(st, TH_ERR_CONFLICT, "job %lld has already ended", (long long)id);
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
@@ -306,7 +306,7 @@ th_status store_job_cancel(store_t *st, int64_t id) {
   store_job j;
   th_status rc = store__job_select(st, "id = ?1", id, NULL, &j);
   if (rc == TH_OK) {
-    sqlite3_stmt *s = NULL;
+    db_stmt *s = NULL;
     if (j.state == STORE_JOB_QUEUED) {
       rc = store__prepare(st,
                           "UPDATE jobs SET state = 'cancelled', cancel_requested = 1, error = "
@@ -319,11 +319,11 @@ th_status store_job_cancel(store_t *st, int64_t id) {
                        store_job_state_str(j.state));
     }
     if (rc == TH_OK) {
-      sqlite3_bind_double(s, 1, th_now_wall());
-      sqlite3_bind_int64(s, 2, id);
-      if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "cancel job");
+      db_bind_double(s, 1, th_now_wall());
+      db_bind_int64(s, 2, id);
+      if (db_step(s) != DB_DONE) rc = store__db_fail(st, "cancel job");
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     store_job_clear(&j);
   }
   pthread_mutex_unlock(&st->mu);
@@ -348,17 +348,17 @@ th_status store_job_list(store_t *st, const char *state, int limit, store_job **
   store_job *jobs = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "SELECT " STORE__JOB_COLS " FROM jobs WHERE (?1 IS NULL OR state = ?1) "
                                 "ORDER BY CASE state WHEN 'running' THEN 0 WHEN 'queued' THEN 1 ELSE 2 "
                                 "END, id DESC LIMIT ?2",
                                 &s);
   if (rc == TH_OK) {
-    if (state) sqlite3_bind_text(s, 1, state, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 2, limit > 0 ? limit : 100);
+    if (state) db_bind_text(s, 1, state);
+    db_bind_int(s, 2, limit > 0 ? limit : 100);
     int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((r = db_step(s)) == DB_ROW) {
       void *grown = store__grow(st, jobs, &cap, n, sizeof *jobs);
       if (!grown) {
         rc = TH_ERR_NOMEM;
@@ -367,9 +367,9 @@ th_status store_job_list(store_t *st, const char *state, int limit, store_job **
       jobs = grown;
       store__job_row(s, &jobs[n++]);
     }
-    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "list jobs");
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "list jobs");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) {
     store_job_list_free(jobs, n);

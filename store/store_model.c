@@ -15,13 +15,13 @@ void store_model_clear(store_model *m) {
 
 /* Version numbers count over the key's names alone, so that they keep growing when an uploaded network gets a
  * new revision; every look-up matches the revision too (store__bind_key, store_int.h). */
-void store__bind_key(sqlite3_stmt *s, int first, const store_key *k, int with_digest) {
-  sqlite3_bind_text(s, first, k->framework, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, first + 1, k->network, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(s, first + 2, k->batch);
-  sqlite3_bind_text(s, first + 3, k->target, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(s, first + 4, k->compiler_version, -1, SQLITE_TRANSIENT);
-  if (with_digest) sqlite3_bind_text(s, first + 5, k->net_digest, -1, SQLITE_TRANSIENT);
+void store__bind_key(db_stmt *s, int first, const store_key *k, int with_digest) {
+  db_bind_text(s, first, k->framework);
+  db_bind_text(s, first + 1, k->network);
+  db_bind_int(s, first + 2, k->batch);
+  db_bind_text(s, first + 3, k->target);
+  db_bind_text(s, first + 4, k->compiler_version);
+  if (with_digest) db_bind_text(s, first + 5, k->net_digest);
 }
 
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
@@ -30,10 +30,11 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
   pthread_mutex_lock(&st->mu);
   /* A publish is the one write a client is told is done (the version is served from then on), so its commit
    * is made durable: synchronous FULL syncs the WAL at COMMIT, and with it every earlier frame, the rows of
-   * its artifacts included. The connection goes back to NORMAL for the frequent writes (progress, records). */
-  th_status rc = store__exec(st, "PRAGMA synchronous = FULL");
-  if (rc == TH_OK) rc = store__exec(st, "BEGIN IMMEDIATE");
-  sqlite3_stmt *s = NULL;
+   * its artifacts included. The connection goes back to NORMAL for the frequent writes (progress, records).
+   * PostgreSQL's commits are durable as they are. */
+  th_status rc = db_durable(st->db, 1);
+  if (rc == TH_OK) rc = store__begin(st);
+  db_stmt *s = NULL;
   int next = 1;
   if (rc == TH_OK)
     rc = store__prepare(st,
@@ -42,12 +43,12 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 0);
-    if (sqlite3_step(s) == SQLITE_ROW)
-      next = sqlite3_column_int(s, 0);
+    if (db_step(s) == DB_ROW)
+      next = db_col_int(s, 0);
     else
       rc = store__db_fail(st, "select version");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   s = NULL;
   if (rc == TH_OK)
     rc = store__prepare(st,
@@ -57,28 +58,28 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    sqlite3_bind_int(s, 7, next);
-    sqlite3_bind_int(s, 8, tuned ? 1 : 0);
-    sqlite3_bind_text(s, 9, tar_digest, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 10, so_digest, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 11, manifest, -1, SQLITE_TRANSIENT);
+    db_bind_int(s, 7, next);
+    db_bind_int(s, 8, tuned ? 1 : 0);
+    db_bind_text(s, 9, tar_digest);
+    db_bind_text(s, 10, so_digest);
+    db_bind_text(s, 11, manifest);
     if (latency_ms >= 0)
-      sqlite3_bind_double(s, 12, latency_ms);
+      db_bind_double(s, 12, latency_ms);
     else
-      sqlite3_bind_null(s, 12);
+      db_bind_null(s, 12);
     if (job_id > 0)
-      sqlite3_bind_int64(s, 13, job_id);
+      db_bind_int64(s, 13, job_id);
     else
-      sqlite3_bind_null(s, 13);
-    sqlite3_bind_double(s, 14, th_now_wall());
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "insert model");
+      db_bind_null(s, 13);
+    db_bind_double(s, 14, th_now_wall());
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "insert model");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   if (rc == TH_OK)
     rc = store__exec(st, "COMMIT");
-  if (rc != TH_OK) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != TH_OK) db_rollback(st->db);
   /* a failure here leaves the connection at FULL: slower, never less safe */
-  sqlite3_exec(st->db, "PRAGMA synchronous = NORMAL", NULL, NULL, NULL);
+  db_durable(st->db, 0);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && version) *version = next;
   return rc;
@@ -86,7 +87,7 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
 
 th_status store_model_get(store_t *st, const store_key *key, int tuned_only, store_model *out) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(
       st,
       "SELECT m.id, m.version, m.tuned, m.tar_digest, m.so_digest, m.manifest, m.latency_ms, m.job_id, "
@@ -97,43 +98,43 @@ th_status store_model_get(store_t *st, const store_key *key, int tuned_only, sto
       &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    sqlite3_bind_int(s, 7, tuned_only);
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW) {
+    db_bind_int(s, 7, tuned_only);
+    int r = db_step(s);
+    if (r == DB_ROW) {
       store_model m;
       memset(&m, 0, sizeof m);
-      m.id = sqlite3_column_int64(s, 0);
+      m.id = db_col_int64(s, 0);
       m.key = *key;
-      m.version = sqlite3_column_int(s, 1);
-      m.tuned = sqlite3_column_int(s, 2);
+      m.version = db_col_int(s, 1);
+      m.tuned = db_col_int(s, 2);
       store__col_copy(s, 3, m.tar_digest, sizeof m.tar_digest);
       store__col_copy(s, 4, m.so_digest, sizeof m.so_digest);
       m.manifest = store__col_dup(s, 5);
-      m.latency_ms = sqlite3_column_type(s, 6) == SQLITE_NULL ? -1 : sqlite3_column_double(s, 6);
-      m.job_id = sqlite3_column_int64(s, 7);
-      m.created_at = sqlite3_column_double(s, 8);
-      m.tar_size = sqlite3_column_int64(s, 9);
-      m.so_size = sqlite3_column_int64(s, 10);
+      m.latency_ms = db_col_is_null(s, 6) ? -1 : db_col_double(s, 6);
+      m.job_id = db_col_int64(s, 7);
+      m.created_at = db_col_double(s, 8);
+      m.tar_size = db_col_int64(s, 9);
+      m.so_size = db_col_int64(s, 10);
       if (!m.manifest) {
         rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
       } else {
         *out = m;
       }
-    } else if (r == SQLITE_DONE) {
+    } else if (r == DB_DONE) {
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no published model for %s/%s/%d", key->framework,
                        key->network, key->batch);
     } else {
       rc = store__db_fail(st, "select model");
     }
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
 
 th_status store_model_delete(store_t *st, const store_key *key, int *deleted) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "UPDATE models SET state = 'deleted' WHERE framework = ? AND "
                                 "network = ? AND batch = ? AND target = ? AND compiler_version = ? "
@@ -142,12 +143,12 @@ th_status store_model_delete(store_t *st, const store_key *key, int *deleted) {
   int n = 0;
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    if (sqlite3_step(s) != SQLITE_DONE)
+    if (db_step(s) != DB_DONE)
       rc = store__db_fail(st, "delete model");
     else
-      n = sqlite3_changes(st->db);
+      n = db_changes(st->db);
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && n == 0)
     rc = store__fail(st, TH_ERR_NOT_FOUND, "no published model for %s/%s/%d", key->framework,
@@ -178,19 +179,19 @@ void store_model_list_free(store_model *models, size_t n) {
   "m.id, m.version, m.tuned, m.tar_digest, m.so_digest, m.latency_ms, m.job_id, m.created_at, a.size, b.size"
 
 /* A model row from STORE__MODEL_COLS at column c (manifest left NULL). */
-static void store__model_row(sqlite3_stmt *s, int c, const store_key *key, store_model *m) {
+static void store__model_row(db_stmt *s, int c, const store_key *key, store_model *m) {
   memset(m, 0, sizeof *m);
-  m->id = sqlite3_column_int64(s, c);
+  m->id = db_col_int64(s, c);
   m->key = *key;
-  m->version = sqlite3_column_int(s, c + 1);
-  m->tuned = sqlite3_column_int(s, c + 2);
+  m->version = db_col_int(s, c + 1);
+  m->tuned = db_col_int(s, c + 2);
   store__col_copy(s, c + 3, m->tar_digest, sizeof m->tar_digest);
   store__col_copy(s, c + 4, m->so_digest, sizeof m->so_digest);
-  m->latency_ms = sqlite3_column_type(s, c + 5) == SQLITE_NULL ? -1 : sqlite3_column_double(s, c + 5);
-  m->job_id = sqlite3_column_int64(s, c + 6);
-  m->created_at = sqlite3_column_double(s, c + 7);
-  m->tar_size = sqlite3_column_int64(s, c + 8);
-  m->so_size = sqlite3_column_int64(s, c + 9);
+  m->latency_ms = db_col_is_null(s, c + 5) ? -1 : db_col_double(s, c + 5);
+  m->job_id = db_col_int64(s, c + 6);
+  m->created_at = db_col_double(s, c + 7);
+  m->tar_size = db_col_int64(s, c + 8);
+  m->so_size = db_col_int64(s, c + 9);
 }
 
 th_status store_catalog(store_t *st, const char *framework, const char *network, const char *state,
@@ -225,15 +226,15 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
   store_catalog_row *rows = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, sql, &s);
   if (rc == TH_OK) {
-    if (framework) sqlite3_bind_text(s, 1, framework, -1, SQLITE_TRANSIENT);
-    if (network) sqlite3_bind_text(s, 2, network, -1, SQLITE_TRANSIENT);
+    if (framework) db_bind_text(s, 1, framework);
+    if (network) db_bind_text(s, 2, network);
     int r;
-    while (rc == TH_OK && (r = sqlite3_step(s)) == SQLITE_ROW) {
-      int has_model = sqlite3_column_type(s, 5) != SQLITE_NULL;
-      const char *jstate = (const char *)sqlite3_column_text(s, 16);
+    while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
+      int has_model = !db_col_is_null(s, 5);
+      const char *jstate = db_col_text(s, 16);
       store_catalog_state row_state;
       if (has_model)
         row_state = STORE_CATALOG_READY;
@@ -254,7 +255,7 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
       memset(o, 0, sizeof *o);
       store__col_copy(s, 0, o->key.framework, sizeof o->key.framework);
       store__col_copy(s, 1, o->key.network, sizeof o->key.network);
-      o->key.batch = sqlite3_column_int(s, 2);
+      o->key.batch = db_col_int(s, 2);
       store__col_copy(s, 3, o->key.target, sizeof o->key.target);
       store__col_copy(s, 4, o->key.compiler_version, sizeof o->key.compiler_version);
       store__col_copy(s, 20, o->key.net_digest, sizeof o->key.net_digest);
@@ -262,20 +263,20 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
       o->has_model = has_model;
       if (has_model) {
         store__model_row(s, 5, &o->key, &o->model);
-        o->versions = sqlite3_column_int(s, 19);
+        o->versions = db_col_int(s, 19);
       }
-      if (sqlite3_column_type(s, 15) != SQLITE_NULL) {
+      if (!db_col_is_null(s, 15)) {
         o->has_job = 1;
-        o->job_id = sqlite3_column_int64(s, 15);
+        o->job_id = db_col_int64(s, 15);
         o->job_state = store_job_state_parse(jstate);
         store__col_copy(s, 17, o->job_stage, sizeof o->job_stage);
-        if (sqlite3_column_type(s, 18) != SQLITE_NULL && !(o->job_error = store__col_dup(s, 18)))
+        if (!db_col_is_null(s, 18) && !(o->job_error = store__col_dup(s, 18)))
           rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
       }
     }
-    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "catalog");
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "catalog");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) {
     store_catalog_free(rows, n);
@@ -290,7 +291,7 @@ th_status store_model_versions(store_t *st, const store_key *key, store_model **
   store_model *vs = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(
       st,
       "SELECT " STORE__MODEL_COLS " FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
@@ -301,7 +302,7 @@ th_status store_model_versions(store_t *st, const store_key *key, store_model **
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
     int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((r = db_step(s)) == DB_ROW) {
       void *grown = store__grow(st, vs, &cap, n, sizeof *vs);
       if (!grown) {
         rc = TH_ERR_NOMEM;
@@ -310,9 +311,9 @@ th_status store_model_versions(store_t *st, const store_key *key, store_model **
       vs = grown;
       store__model_row(s, 0, key, &vs[n++]);
     }
-    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "versions");
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "versions");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && n == 0)
     rc = store__fail(st, TH_ERR_NOT_FOUND, "no published model for %s/%s/%d", key->framework,
@@ -328,7 +329,7 @@ th_status store_model_versions(store_t *st, const store_key *key, store_model **
 
 th_status store_model_version(store_t *st, const store_key *key, int version, store_model *out) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(
       st,
       "SELECT " STORE__MODEL_COLS ", m.manifest FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
@@ -337,9 +338,9 @@ th_status store_model_version(store_t *st, const store_key *key, int version, st
       &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    sqlite3_bind_int(s, 7, version);
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW) {
+    db_bind_int(s, 7, version);
+    int r = db_step(s);
+    if (r == DB_ROW) {
       store_model m;
       store__model_row(s, 0, key, &m);
       m.manifest = store__col_dup(s, 10);
@@ -347,14 +348,14 @@ th_status store_model_version(store_t *st, const store_key *key, int version, st
         rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
       else
         *out = m;
-    } else if (r == SQLITE_DONE) {
+    } else if (r == DB_DONE) {
       rc = store__fail(st, TH_ERR_NOT_FOUND, "%s/%s/%d has no published version %d", key->framework, key->network,
                        key->batch, version);
     } else {
       rc = store__db_fail(st, "select model version");
     }
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
@@ -374,18 +375,18 @@ th_status store_model_retain(store_t *st, const store_key *key, int keep, int *r
       "AND version NOT IN (SELECT version FROM aliases WHERE framework = ?1 AND network = ?2 AND batch = ?3 "
       "  AND target = ?4 AND compiler_version = ?5)";
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   int n = 0;
   th_status rc = store__prepare(st, sql, &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    sqlite3_bind_int(s, 7, keep);
-    if (sqlite3_step(s) != SQLITE_DONE)
+    db_bind_int(s, 7, keep);
+    if (db_step(s) != DB_DONE)
       rc = store__db_fail(st, "retention");
     else
-      n = sqlite3_changes(st->db);
+      n = db_changes(st->db);
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && retired) *retired = n;
   return rc;

@@ -19,7 +19,7 @@
 th_status store_network_upsert(store_t *st, const char *name, const char *input_shape_json, double flops,
                                int64_t params) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "INSERT INTO networks (name, input_shape, flops, params, updated_at) "
                                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET input_shape = "
@@ -27,14 +27,14 @@ th_status store_network_upsert(store_t *st, const char *name, const char *input_
                                 "updated_at = excluded.updated_at WHERE source = 'zoo'",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, input_shape_json, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 3, flops);
-    sqlite3_bind_int64(s, 4, params);
-    sqlite3_bind_double(s, 5, th_now_wall());
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "upsert network");
+    db_bind_text(s, 1, name);
+    db_bind_text(s, 2, input_shape_json);
+    db_bind_double(s, 3, flops);
+    db_bind_int64(s, 4, params);
+    db_bind_double(s, 5, th_now_wall());
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "upsert network");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
@@ -58,22 +58,22 @@ void store_network_list_free(store_network *nets, size_t n) {
 #define STORE__NET_FROM " FROM networks n LEFT JOIN artifacts a ON a.digest = n.onnx_digest"
 
 /* A network row from STORE__NET_COLS; TH_ERR_NOMEM when a text column cannot be copied. */
-static th_status store__network_row(store_t *st, sqlite3_stmt *s, store_network *n) {
+static th_status store__network_row(store_t *st, db_stmt *s, store_network *n) {
   memset(n, 0, sizeof *n);
   store__col_copy(s, 0, n->name, sizeof n->name);
-  const unsigned char *src = sqlite3_column_text(s, 1);
-  n->onnx = src && strcmp((const char *)src, "onnx") == 0;
+  const char *src = db_col_text(s, 1);
+  n->onnx = src && strcmp(src, "onnx") == 0;
   store__col_copy(s, 2, n->digest, sizeof n->digest);
   store__col_copy(s, 3, n->onnx_digest, sizeof n->onnx_digest);
-  n->onnx_size = sqlite3_column_int64(s, 4);
+  n->onnx_size = db_col_int64(s, 4);
   if (n->onnx) store__artifact_file(st, n->onnx_digest, n->onnx_path, sizeof n->onnx_path);
-  n->version = sqlite3_column_int(s, 7);
-  n->created_at = sqlite3_column_double(s, 8);
-  n->updated_at = sqlite3_column_double(s, 9);
-  n->flops = sqlite3_column_double(s, 10);
-  n->params = sqlite3_column_int64(s, 11);
-  int bad = (sqlite3_column_type(s, 5) != SQLITE_NULL && !(n->shapes = store__col_dup(s, 5))) ||
-            (sqlite3_column_type(s, 6) != SQLITE_NULL && !(n->description = store__col_dup(s, 6)));
+  n->version = db_col_int(s, 7);
+  n->created_at = db_col_double(s, 8);
+  n->updated_at = db_col_double(s, 9);
+  n->flops = db_col_double(s, 10);
+  n->params = db_col_int64(s, 11);
+  int bad = (!db_col_is_null(s, 5) && !(n->shapes = store__col_dup(s, 5))) ||
+            (!db_col_is_null(s, 6) && !(n->description = store__col_dup(s, 6)));
   if (bad) {
     store_network_clear(n);
     return store__fail(st, TH_ERR_NOMEM, "out of memory");
@@ -83,19 +83,19 @@ static th_status store__network_row(store_t *st, sqlite3_stmt *s, store_network 
 
 /* The row of name into *n (the caller holds st->mu); TH_ERR_NOT_FOUND when there is none. */
 static th_status store__network_select(store_t *st, const char *name, store_network *n) {
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, "SELECT " STORE__NET_COLS STORE__NET_FROM " WHERE n.name = ?", &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW)
+    db_bind_text(s, 1, name);
+    int r = db_step(s);
+    if (r == DB_ROW)
       rc = store__network_row(st, s, n);
-    else if (r == SQLITE_DONE)
+    else if (r == DB_DONE)
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no network named '%s'", name);
     else
       rc = store__db_fail(st, "select network");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   return rc;
 }
 
@@ -111,13 +111,13 @@ th_status store_network_list(store_t *st, const char *source, store_network **ou
   store_network *nets = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(
       st, "SELECT " STORE__NET_COLS STORE__NET_FROM " WHERE (?1 IS NULL OR n.source = ?1) ORDER BY n.name", &s);
   if (rc == TH_OK) {
-    if (source) sqlite3_bind_text(s, 1, source, -1, SQLITE_TRANSIENT);
+    if (source) db_bind_text(s, 1, source);
     int r;
-    while (rc == TH_OK && (r = sqlite3_step(s)) == SQLITE_ROW) {
+    while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
       void *grown = store__grow(st, nets, &cap, n, sizeof *nets);
       if (!grown) {
         rc = TH_ERR_NOMEM;
@@ -127,9 +127,9 @@ th_status store_network_list(store_t *st, const char *source, store_network **ou
       rc = store__network_row(st, s, &nets[n]);
       if (rc == TH_OK) n++;
     }
-    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "list networks");
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "list networks");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) {
     store_network_list_free(nets, n);
@@ -148,26 +148,26 @@ static th_status store__network_cancel_jobs(store_t *st, const char *name, const
   static const char *const where =
       " WHERE network = ?1 AND (?2 IS NULL AND net_digest != '' OR net_digest = ?2) AND state ";
   size_t cap = 0;
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   char sql[512];
   snprintf(sql, sizeof sql, "SELECT id FROM jobs%sIN ('queued', 'running') ORDER BY id", where);
   th_status rc = store__prepare(st, sql, &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
-    if (digest) sqlite3_bind_text(s, 2, digest, -1, SQLITE_TRANSIENT);
+    db_bind_text(s, 1, name);
+    if (digest) db_bind_text(s, 2, digest);
     int r;
-    while ((r = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((r = db_step(s)) == DB_ROW) {
       void *grown = store__grow(st, *ids, &cap, *n, sizeof **ids);
       if (!grown) {
         rc = TH_ERR_NOMEM;
         break;
       }
       *ids = grown;
-      (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
+      (*ids)[(*n)++] = db_col_int64(s, 0);
     }
-    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "select the network's jobs");
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "select the network's jobs");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   for (int k = 0; rc == TH_OK && k < 2; k++) {
     s = NULL;
     if (k == 0)
@@ -179,15 +179,15 @@ static th_status store__network_cancel_jobs(store_t *st, const char *name, const
       snprintf(sql, sizeof sql, "UPDATE jobs SET cancel_requested = 1%s= 'running'", where);
     rc = store__prepare(st, sql, &s);
     if (rc == TH_OK) {
-      sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
-      if (digest) sqlite3_bind_text(s, 2, digest, -1, SQLITE_TRANSIENT);
+      db_bind_text(s, 1, name);
+      if (digest) db_bind_text(s, 2, digest);
       if (k == 0) {
-        sqlite3_bind_text(s, 3, reason, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_double(s, 4, th_now_wall());
+        db_bind_text(s, 3, reason);
+        db_bind_double(s, 4, th_now_wall());
       }
-      if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "cancel the network's jobs");
+      if (db_step(s) != DB_DONE) rc = store__db_fail(st, "cancel the network's jobs");
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
   }
   return rc;
 }
@@ -195,16 +195,16 @@ static th_status store__network_cancel_jobs(store_t *st, const char *name, const
 /* Runs sql with its one text parameter ?1 = arg (inside the caller's transaction); *changes (may be NULL) gets
  * the rows it changed. */
 static th_status store__run1(store_t *st, const char *sql, const char *arg, const char *what, int *changes) {
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st, sql, &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, arg, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) != SQLITE_DONE)
+    db_bind_text(s, 1, arg);
+    if (db_step(s) != DB_DONE)
       rc = store__db_fail(st, what);
     else if (changes)
-      *changes = sqlite3_changes(st->db);
+      *changes = db_changes(st->db);
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   return rc;
 }
 
@@ -223,7 +223,7 @@ static th_status store__onnx_release(store_t *st, const char *hex, int *gone) {
 /* Ends the transaction (COMMIT when rc is TH_OK, else ROLLBACK, keeping the first error). */
 static th_status store__network_tx_end(store_t *st, th_status rc) {
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
-  if (rc != TH_OK) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+  if (rc != TH_OK) db_rollback(st->db);
   return rc;
 }
 
@@ -247,7 +247,7 @@ static void store__revision(const char *file_hex, const char *shapes, char diges
  * caller's transaction. */
 static th_status store__network_write(store_t *st, const store_network_upload *up, const char *digest,
                                       const char *file_hex, int update) {
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(
       st,
       update ? "UPDATE networks SET input_shape = ?2, flops = ?3, params = ?4, updated_at = ?5, onnx_digest = ?6, "
@@ -257,18 +257,18 @@ static th_status store__network_write(store_t *st, const store_network_upload *u
                "'onnx', 1, ?5)",
       &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, up->name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, up->input_shape ? up->input_shape : "[]", -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 3, up->flops);
-    sqlite3_bind_int64(s, 4, up->params);
-    sqlite3_bind_double(s, 5, th_now_wall());
-    sqlite3_bind_text(s, 6, file_hex, -1, SQLITE_TRANSIENT);
-    if (up->shapes && up->shapes[0]) sqlite3_bind_text(s, 7, up->shapes, -1, SQLITE_TRANSIENT);
-    if (up->description) sqlite3_bind_text(s, 8, up->description, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 9, digest, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, update ? "update network" : "insert network");
+    db_bind_text(s, 1, up->name);
+    db_bind_text(s, 2, up->input_shape ? up->input_shape : "[]");
+    db_bind_double(s, 3, up->flops);
+    db_bind_int64(s, 4, up->params);
+    db_bind_double(s, 5, th_now_wall());
+    db_bind_text(s, 6, file_hex);
+    if (up->shapes && up->shapes[0]) db_bind_text(s, 7, up->shapes);
+    if (up->description) db_bind_text(s, 8, up->description);
+    db_bind_text(s, 9, digest);
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, update ? "update network" : "insert network");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   return rc;
 }
 
@@ -301,7 +301,7 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
   char old_file[65] = "";
   int old_gone = 0;
   pthread_mutex_lock(&st->mu);
-  rc = store__exec(st, "BEGIN IMMEDIATE");
+  rc = store__begin(st);
   if (rc == TH_OK) {
     store_network cur;
     th_status g = store__network_select(st, up->name, &cur);
@@ -320,19 +320,19 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
         rc = store__network_cancel_jobs(st, up->name, cur.digest, reason, &ch.jobs, &ch.njobs);
         /* the old revision's bundles are stale: no longer served (deleted, as DELETE /models marks them; their
          * blobs stay addressable) */
-        sqlite3_stmt *s = NULL;
+        db_stmt *s = NULL;
         if (rc == TH_OK)
           rc = store__prepare(st, "UPDATE models SET state = 'deleted' WHERE network = ? AND net_digest = ? AND "
                                   "state = 'ready'", &s);
         if (rc == TH_OK) {
-          sqlite3_bind_text(s, 1, up->name, -1, SQLITE_TRANSIENT);
-          sqlite3_bind_text(s, 2, cur.digest, -1, SQLITE_TRANSIENT);
-          if (sqlite3_step(s) != SQLITE_DONE)
+          db_bind_text(s, 1, up->name);
+          db_bind_text(s, 2, cur.digest);
+          if (db_step(s) != DB_DONE)
             rc = store__db_fail(st, "retire the old version's models");
           else
-            ch.models = sqlite3_changes(st->db);
+            ch.models = db_changes(st->db);
         }
-        sqlite3_finalize(s);
+        db_finalize(s);
         if (rc == TH_OK && strcmp(cur.onnx_digest, hex) != 0) {
           memcpy(old_file, cur.onnx_digest, sizeof old_file);
           rc = store__onnx_release(st, old_file, &old_gone);
@@ -369,7 +369,7 @@ th_status store_network_delete(store_t *st, const char *name, store_network_chan
   char file[65] = "";
   int gone = 0;
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__exec(st, "BEGIN IMMEDIATE");
+  th_status rc = store__begin(st);
   if (rc == TH_OK) {
     store_network cur;
     rc = store__network_select(st, name, &cur);

@@ -8,50 +8,50 @@
 
 th_status store_workload_upsert(store_t *st, const char *key, const char *template_name, double flops) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
-                                "INSERT OR IGNORE INTO workloads (key, template_name, flops, created_at) "
-                                "VALUES (?, ?, ?, ?)",
+                                "INSERT INTO workloads (key, template_name, flops, created_at) "
+                                "VALUES (?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, template_name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 3, flops);
-    sqlite3_bind_double(s, 4, th_now_wall());
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "upsert workload");
+    db_bind_text(s, 1, key);
+    db_bind_text(s, 2, template_name);
+    db_bind_double(s, 3, flops);
+    db_bind_double(s, 4, th_now_wall());
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "upsert workload");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
 
 th_status store_record_add(store_t *st, const store_record *r) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "INSERT INTO tuning_records (workload_key, template_name, target, config, "
                                 "config_index, cost_mean_s, cost_std_s, error_class, gflops, tuner, job_id, "
                                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, r->workload_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, r->template_name, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, r->target, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 4, r->config, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 5, r->config_index);
-    sqlite3_bind_double(s, 6, r->cost_mean_s);
-    sqlite3_bind_double(s, 7, r->cost_std_s);
-    sqlite3_bind_int(s, 8, r->error_class);
-    sqlite3_bind_double(s, 9, r->gflops);
-    sqlite3_bind_text(s, 10, r->tuner, -1, SQLITE_TRANSIENT);
+    db_bind_text(s, 1, r->workload_key);
+    db_bind_text(s, 2, r->template_name);
+    db_bind_text(s, 3, r->target);
+    db_bind_text(s, 4, r->config);
+    db_bind_int64(s, 5, r->config_index);
+    db_bind_double(s, 6, r->cost_mean_s);
+    db_bind_double(s, 7, r->cost_std_s);
+    db_bind_int(s, 8, r->error_class);
+    db_bind_double(s, 9, r->gflops);
+    db_bind_text(s, 10, r->tuner);
     if (r->job_id > 0)
-      sqlite3_bind_int64(s, 11, r->job_id);
+      db_bind_int64(s, 11, r->job_id);
     else
-      sqlite3_bind_null(s, 11);
-    sqlite3_bind_double(s, 12, r->created_at > 0 ? r->created_at : th_now_wall());
-    if (sqlite3_step(s) != SQLITE_DONE) rc = store__db_fail(st, "insert record");
+      db_bind_null(s, 11);
+    db_bind_double(s, 12, r->created_at > 0 ? r->created_at : th_now_wall());
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "insert record");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
@@ -60,26 +60,26 @@ th_status store_record_add(store_t *st, const store_record *r) {
   "id, workload_key, template_name, target, config, config_index, cost_mean_s, cost_std_s, " \
   "error_class, gflops, tuner, job_id, created_at"
 
-static void store__record_row(sqlite3_stmt *s, store_record *r) {
+static void store__record_row(db_stmt *s, store_record *r) {
   memset(r, 0, sizeof *r);
-  r->id = sqlite3_column_int64(s, 0);
+  r->id = db_col_int64(s, 0);
   store__col_copy(s, 1, r->workload_key, sizeof r->workload_key);
   store__col_copy(s, 2, r->template_name, sizeof r->template_name);
   store__col_copy(s, 3, r->target, sizeof r->target);
   store__col_copy(s, 4, r->config, sizeof r->config);
-  r->config_index = sqlite3_column_int64(s, 5);
-  r->cost_mean_s = sqlite3_column_double(s, 6);
-  r->cost_std_s = sqlite3_column_double(s, 7);
-  r->error_class = sqlite3_column_int(s, 8);
-  r->gflops = sqlite3_column_double(s, 9);
+  r->config_index = db_col_int64(s, 5);
+  r->cost_mean_s = db_col_double(s, 6);
+  r->cost_std_s = db_col_double(s, 7);
+  r->error_class = db_col_int(s, 8);
+  r->gflops = db_col_double(s, 9);
   store__col_copy(s, 10, r->tuner, sizeof r->tuner);
-  r->job_id = sqlite3_column_int64(s, 11);
-  r->created_at = sqlite3_column_double(s, 12);
+  r->job_id = db_col_int64(s, 11);
+  r->created_at = db_col_double(s, 12);
 }
 
 th_status store_record_best(store_t *st, const char *workload_key, const char *target, store_record *out) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "SELECT " STORE__REC_COLS " FROM tuning_records r WHERE workload_key = ?1 "
                                 "AND target = ?2 AND error_class = 0 ORDER BY (tuner = ?3 AND created_at >= "
@@ -87,18 +87,18 @@ th_status store_record_best(store_t *st, const char *workload_key, const char *t
                                 "target = ?2 AND tuner = ?3)) DESC, cost_mean_s, id LIMIT 1",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, STORE_TUNER_VERIFY, -1, SQLITE_STATIC);
-    int r = sqlite3_step(s);
-    if (r == SQLITE_ROW)
+    db_bind_text(s, 1, workload_key);
+    db_bind_text(s, 2, target);
+    db_bind_text(s, 3, STORE_TUNER_VERIFY);
+    int r = db_step(s);
+    if (r == DB_ROW)
       store__record_row(s, out);
-    else if (r == SQLITE_DONE)
+    else if (r == DB_DONE)
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no valid record for %s", workload_key);
     else
       rc = store__db_fail(st, "best record");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
@@ -114,19 +114,19 @@ th_status store_record_each(store_t *st, const char *template_name, const char *
   for (;;) {
     int n = 0;
     pthread_mutex_lock(&st->mu);
-    sqlite3_stmt *s = NULL;
+    db_stmt *s = NULL;
     rc = store__prepare(st,
                         "SELECT " STORE__REC_COLS " FROM tuning_records WHERE template_name = ? AND "
                         "target = ? AND id > ? ORDER BY id LIMIT 256",
                         &s);
     if (rc == TH_OK) {
-      sqlite3_bind_text(s, 1, template_name, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
-      sqlite3_bind_int64(s, 3, after);
+      db_bind_text(s, 1, template_name);
+      db_bind_text(s, 2, target);
+      db_bind_int64(s, 3, after);
       int r;
-      while (n < PAGE && (r = sqlite3_step(s)) == SQLITE_ROW) store__record_row(s, &page[n++]);
+      while (n < PAGE && (r = db_step(s)) == DB_ROW) store__record_row(s, &page[n++]);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     pthread_mutex_unlock(&st->mu);
     if (rc != TH_OK) break;
     int stop = 0;
@@ -140,21 +140,21 @@ th_status store_record_each(store_t *st, const char *template_name, const char *
 
 th_status store_record_count(store_t *st, const char *workload_key, const char *target, int64_t *n) {
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "SELECT count(*) FROM tuning_records WHERE workload_key = ? AND "
                                 "target = ? AND tuner != ?",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, STORE_TUNER_VERIFY, -1, SQLITE_STATIC);
-    if (sqlite3_step(s) == SQLITE_ROW)
-      *n = sqlite3_column_int64(s, 0);
+    db_bind_text(s, 1, workload_key);
+    db_bind_text(s, 2, target);
+    db_bind_text(s, 3, STORE_TUNER_VERIFY);
+    if (db_step(s) == DB_ROW)
+      *n = db_col_int64(s, 0);
     else
       rc = store__db_fail(st, "count records");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
@@ -165,17 +165,17 @@ th_status store_record_gflops(store_t *st, const char *workload_key, const char 
   *n = 0;
   size_t cap = 0;
   pthread_mutex_lock(&st->mu);
-  sqlite3_stmt *s = NULL;
+  db_stmt *s = NULL;
   th_status rc = store__prepare(st,
                                 "SELECT CASE WHEN error_class = 0 THEN gflops ELSE 0 END FROM "
                                 "tuning_records WHERE workload_key = ? AND target = ? AND tuner != ? ORDER BY id",
                                 &s);
   if (rc == TH_OK) {
-    sqlite3_bind_text(s, 1, workload_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 2, target, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, STORE_TUNER_VERIFY, -1, SQLITE_STATIC);
-    int r = SQLITE_DONE;
-    while (rc == TH_OK && (r = sqlite3_step(s)) == SQLITE_ROW) {
+    db_bind_text(s, 1, workload_key);
+    db_bind_text(s, 2, target);
+    db_bind_text(s, 3, STORE_TUNER_VERIFY);
+    int r = DB_DONE;
+    while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
       if ((size_t)*n == cap) {
         cap = cap ? cap * 2 : 64;
         double *g = realloc(*gflops, cap * sizeof *g);
@@ -185,11 +185,11 @@ th_status store_record_gflops(store_t *st, const char *workload_key, const char 
         }
         *gflops = g;
       }
-      (*gflops)[(*n)++] = sqlite3_column_double(s, 0);
+      (*gflops)[(*n)++] = db_col_double(s, 0);
     }
-    if (rc == TH_OK && r != SQLITE_DONE) rc = store__db_fail(st, "record gflops");
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "record gflops");
   }
-  sqlite3_finalize(s);
+  db_finalize(s);
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) {
     free(*gflops);

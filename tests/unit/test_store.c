@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "db.h"
 #include "store.h"
 #include "th_sha256.h"
 #include "th_test.h"
@@ -702,22 +703,23 @@ TH_TEST(migration_from_v1_keeps_rows) {
   char *d = tmpdir();
   char db[300];
   snprintf(db, sizeof db, "%s/tunehub.db", d);
-  sqlite3 *h = NULL;
-  CHECK(sqlite3_open(db, &h) == SQLITE_OK);
+  /* migration 1 as version 1 left it, written through the db layer, which reads the schema's markers */
+  db_t *h = NULL;
+  char err[512];
+  CHECK(db_open(db, &h, err, sizeof err) == TH_OK);
   char *v1 = schema_v1();
-  CHECK(sqlite3_exec(h, v1, NULL, NULL, NULL) == SQLITE_OK);
+  CHECK(db_exec(h, v1) == TH_OK);
   free(v1);
-  CHECK(sqlite3_exec(h,
-                     "PRAGMA user_version = 1;"
-                     "INSERT INTO networks VALUES ('resnet-18', '[1,3,224,224]', 1.8e9, 11689512, 1.0);"
-                     "INSERT INTO artifacts VALUES ('aa', 3, 'application/x-tar', 1.0);"
-                     "INSERT INTO models (framework, network, batch, target, compiler_version, version, state, "
-                     "tar_digest, so_digest, manifest, created_at) VALUES ('llvm', 'resnet-18', 1, "
-                     "'llvm -mcpu=test', '0.1.0', 1, 'ready', 'aa', 'aa', '{}', 1.0);"
-                     "INSERT INTO jobs (framework, network, batch, target, compiler_version, state, created_at) "
-                     "VALUES ('llvm', 'vgg-11', 1, 'llvm -mcpu=test', '0.1.0', 'queued', 1.0);",
-                     NULL, NULL, NULL) == SQLITE_OK);
-  sqlite3_close(h);
+  CHECK(db_set_schema_version(h, 1) == TH_OK);
+  CHECK(db_exec(h,
+                "INSERT INTO networks VALUES ('resnet-18', '[1,3,224,224]', 1.8e9, 11689512, 1.0);"
+                "INSERT INTO artifacts VALUES ('aa', 3, 'application/x-tar', 1.0);"
+                "INSERT INTO models (framework, network, batch, target, compiler_version, version, state, "
+                "tar_digest, so_digest, manifest, created_at) VALUES ('llvm', 'resnet-18', 1, "
+                "'llvm -mcpu=test', '0.1.0', 1, 'ready', 'aa', 'aa', '{}', 1.0);"
+                "INSERT INTO jobs (framework, network, batch, target, compiler_version, state, created_at) "
+                "VALUES ('llvm', 'vgg-11', 1, 'llvm -mcpu=test', '0.1.0', 'queued', 1.0);") == TH_OK);
+  db_close(h);
   store_t *st = NULL;
   CHECK(store_open(d, &st) == TH_OK);
   /* the old rows are zoo rows of revision '' */
