@@ -11,6 +11,8 @@ int cli_tune(int argc, char **argv);
 int cli_networks(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_measure_worker(void);
+/* tunehub migrate --from DIR --to postgresql://... (migrate.c) */
+int cli_migrate(int argc, char **argv);
 /* The builder registry jobs use. */
 const tune_builder *cli_default_builder(const char *data_dir);
 

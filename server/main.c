@@ -35,6 +35,9 @@ static void usage(FILE *f) {
           "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"
           "  tunehub import MODEL.onnx --name NAME [--data ./data] [--shapes S]\n"
           "                                                    store a network of your own (ONNX)\n"
+          "  tunehub migrate --from DIR --to postgresql://...\n"
+          "                                                    copy an embedded store into a new PostgreSQL\n"
+          "                                                    database and verify every row and blob\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
           TH_VERSION);
@@ -179,6 +182,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "networks")) return cli_networks(argc - 2, argv + 2);
   if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
+  if (!strcmp(cmd, "migrate")) return cli_migrate(argc - 2, argv + 2);
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("tunehub %s\n", TH_VERSION);
@@ -189,6 +193,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
-                  "import, remeasure, version, help\n", cmd);
+                  "import, remeasure, migrate, version, help\n", cmd);
   return 2;
 }

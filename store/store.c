@@ -35,6 +35,11 @@ th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) {
   return rc;
 }
 
+th_status store__error_moves(store_t *src, store_t *dst, th_status rc) {
+  if (store__errowner == src) store__errowner = dst;
+  return rc;
+}
+
 th_status store__db_fail(store_t *st, const char *what) {
   th_status rc = db_errclass(st->db);
   store__fail(st, rc == TH_ERR_CONFLICT ? TH_ERR_DB : rc, "%s: %s", what, db_errmsg(st->db));

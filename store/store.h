@@ -349,4 +349,28 @@ th_status store_record_count(store_t *st, const char *workload_key, const char *
 th_status store_record_gflops(store_t *st, const char *workload_key, const char *target, double **gflops,
                               int64_t *n);
 
+/* ---- copying an embedded store into a shared one (tunehub migrate) ---- */
+typedef struct store_copy_report {
+  int64_t rows[8];   /* per table, in store_copy_table_name's order (artifacts: the blobs) */
+  int64_t blobs, blob_bytes;
+} store_copy_report;
+
+/* Progress of a copy: what (a table, or "blobs"), done of total. */
+typedef void (*store_copy_progress_fn)(void *ctx, const char *what, int64_t done, int64_t total);
+
+/* Every artifact's digest, sorted, as a new array of *count 65-byte hex strings (*out; the caller frees it). */
+th_status store_artifact_digests(store_t *st, char **out, size_t *count);
+/* The name of table i of a copy (0 = artifacts), NULL past the last. */
+const char *store_copy_table_name(int i);
+/* Copies everything the embedded store `from` holds into `to`, which must be a new, empty database
+ * (TH_ERR_CONFLICT otherwise, naming the table that has rows): every blob through store_artifact_put, checked
+ * against its digest, then every table in one transaction on `to` (ids kept; a running job arrives queued).
+ * Workers are not copied. Errors are reported on `from` (store_errmsg(from)). */
+th_status store_copy(store_t *from, store_t *to, store_copy_progress_fn progress, void *ctx,
+                     store_copy_report *rep);
+/* Compares every copied table of `from` and `to` by a digest of their rows (see store_copy.c); TH_ERR_CORRUPT
+ * naming the first table that differs. rep->rows gets the destination's row counts. To check the blobs
+ * themselves, open `to` on an empty data directory and read each one back with store_artifact_path. */
+th_status store_copy_verify(store_t *from, store_t *to, store_copy_report *rep);
+
 #endif

@@ -19,6 +19,9 @@ struct store {
 
 /* Records an error message for the calling thread and returns rc. */
 th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* When the calling thread's last error belongs to handle src, it becomes dst's (for a call that works on two
+ * stores and reports through one); returns rc. */
+th_status store__error_moves(store_t *src, store_t *dst, th_status rc);
 /* Records the database error of st->db and returns its class (TH_ERR_DB; TH_ERR_BUSY for a locked database;
  * TH_ERR_UNAVAILABLE when PostgreSQL went away; TH_ERR_CONFLICT for a constraint). */
 th_status store__db_fail(store_t *st, const char *what);
