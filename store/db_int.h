@@ -76,6 +76,7 @@ int db__pg_is_null(db_stmt *s, int col);
 const char *db__pg_text(db_stmt *s, int col);
 th_status db__pg_begin_write(db_t *db);
 th_status db__pg_schema_version(db_t *db, int *v);
+th_status db__pg_wait(db_t *db, int timeout_ms, char *payload, size_t n);
 th_status db__pg_set_schema_version(db_t *db, int v);
 
 #endif

@@ -179,6 +179,7 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
     goto fail;
   }
   st->shared = db_spec && db_is_postgres_url(db_spec);
+  store__origin_init(st);
   if (db_spec && !st->shared) {
     rc = store__fail(
         st, TH_ERR_INVALID,

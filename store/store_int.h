@@ -12,6 +12,7 @@ struct store {
   db_t *db;
   pthread_mutex_t mu; /* serialises every call: one connection, many threads */
   int shared;         /* 1: PostgreSQL, which other daemons and workers share; 0: the embedded SQLite file */
+  char origin[17];    /* this handle's random token in the notifications it sends (store_events.c) */
   char data_dir[1024];
   char artifacts_dir[1100];
   char tmp_dir[1100];
@@ -22,6 +23,13 @@ th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) __attribu
 /* When the calling thread's last error belongs to handle src, it becomes dst's (for a call that works on two
  * stores and reports through one); returns rc. */
 th_status store__error_moves(store_t *src, store_t *dst, th_status rc);
+/* Sets st->origin to a fresh random token. */
+void store__origin_init(store_t *st);
+/* On a shared store, sends the notification of a job change (store_events.c), delivered when the caller's
+ * transaction commits; nothing on the embedded store. version, tuned and digest say what a PUBLISHED event
+ * published (0, 0, NULL otherwise). */
+th_status store__announce(store_t *st, int64_t job_id, store_event_kind kind, int version, int tuned,
+                          const char *digest);
 /* Records the database error of st->db and returns its class (TH_ERR_DB; TH_ERR_BUSY for a locked database;
  * TH_ERR_UNAVAILABLE when PostgreSQL went away; TH_ERR_CONFLICT for a constraint). */
 th_status store__db_fail(store_t *st, const char *what);

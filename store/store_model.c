@@ -72,7 +72,10 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
     else
       db_bind_null(s, 13);
     db_bind_double(s, 14, th_now_wall());
-    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "insert model");
+    if (db_step(s) != DB_DONE)
+      rc = store__db_fail(st, "insert model");
+    else
+      rc = store__announce(st, job_id, STORE_EV_PUBLISHED, next, tuned, tar_digest);
   }
   db_finalize(s);
   if (rc == TH_OK)
