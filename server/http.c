@@ -14,6 +14,7 @@
 
 #include "events.h"
 #include "longpoll.h"
+#include "relay.h"
 #include "networks.h"
 #include "present.h"
 #include "response.h"
@@ -221,6 +222,8 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     snprintf(err, n, "cannot start the waker thread");
     goto fail_workers;
   }
+  rc = srv_relay_start(s, err, n);
+  if (rc != TH_OK) goto fail_waker;
 
   struct sockaddr_in addr;
   memset(&addr, 0, sizeof addr);
@@ -251,6 +254,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   return TH_OK;
 
 fail_waker:
+  srv_relay_stop(s);
   srv_longpoll_stop(s);
 fail_workers:
   tune_workers_stop(s->workers);
@@ -267,6 +271,7 @@ fail_token:
 void srv_stop(srv_t *s) {
   if (!s) return;
   MHD_quiesce_daemon(s->mhd);
+  srv_relay_stop(s);
   srv_longpoll_stop(s);        /* resumes every suspended connection */
   srv_events_stop(s->events);                         /* ends and resumes every event stream */
   MHD_stop_daemon(s->mhd);

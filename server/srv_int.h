@@ -54,6 +54,10 @@ struct srv {
   int wait_stop;
   pthread_t waker;
   int waker_started;
+  /* job changes from other processes on a shared store (relay.c) */
+  store_listener *relay;
+  pthread_t relay_thread;
+  int relay_stop;
   /* metrics */
   pthread_mutex_t metrics_mu;
   int64_t requests[32][16]; /* route x status slot */
