@@ -62,7 +62,8 @@ static void *relay__main(void *arg) {
       continue;
     }
     if (strcmp(e.origin, store_origin(s->st)) == 0) continue;
-    srv_job_event(s, e.job_id);
+    srv_job_event(s, e.job_id); /* drops the manifest cache too */
+    if (e.kind == STORE_EV_CATALOG) continue;
     relay__to_streams(s, &e);
   }
   return NULL;

@@ -356,6 +356,7 @@ typedef enum store_event_kind {
   STORE_EV_PROGRESS,   /* its stage or progress document changed */
   STORE_EV_PUBLISHED,  /* it published a version (version, tuned, digest: the bundle's sha256) */
   STORE_EV_DONE,       /* it ended (succeeded, failed or cancelled) */
+  STORE_EV_CATALOG,    /* job_id 0: versions deleted or retired, aliases or networks changed */
   STORE_EV_RESYNC      /* the listener reconnected: changes may have been missed; re-read what you watch */
 } store_event_kind;
 
@@ -367,7 +368,7 @@ typedef struct store_event {
   char digest[65];
 } store_event;
 
-/* "queued", "claimed", "progress", "published", "done", "resync". */
+/* "queued", "claimed", "progress", "published", "done", "catalog", "resync". */
 const char *store_event_kind_str(store_event_kind k);
 /* This handle's token in the notifications it sends: a process skips the events of its own handle. */
 const char *store_origin(const store_t *st);

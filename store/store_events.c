@@ -5,6 +5,9 @@
  * claim a new job at once. The embedded store has one process, whose scheduler tells its listeners directly: no
  * notification is sent there.
  *
+ * Changes without a job (a version deleted or retired, an alias set or removed, a network uploaded or deleted)
+ * are announced as "catalog" with job id 0: readers drop what they cached.
+ *
  * Payload: "<job id> <kind> <origin> <version> <tuned> <digest>", origin being the sending store handle's
  * random token, so a process can skip what its own scheduler already told it. */
 #include <inttypes.h>
@@ -20,7 +23,8 @@
 
 #define STORE__CHANNEL "tunehub_jobs"
 
-static const char *const store__ev_names[] = {"queued", "claimed", "progress", "published", "done", "resync"};
+static const char *const store__ev_names[] = {"queued", "claimed",  "progress", "published",
+                                              "done",   "catalog", "resync"};
 
 const char *store_event_kind_str(store_event_kind k) {
   return (unsigned)k < sizeof store__ev_names / sizeof store__ev_names[0] ? store__ev_names[k] : "unknown";
@@ -41,7 +45,7 @@ const char *store_origin(const store_t *st) {
 
 th_status store__announce(store_t *st, int64_t job_id, store_event_kind kind, int version, int tuned,
                           const char *digest) {
-  if (!st->shared || job_id <= 0) return TH_OK;
+  if (!st->shared || (job_id <= 0 && kind != STORE_EV_CATALOG)) return TH_OK;
   char payload[200];
   snprintf(payload, sizeof payload, "%" PRId64 " %s %s %d %d %s", job_id, store_event_kind_str(kind), st->origin,
            version, tuned, digest && *digest ? digest : "-");

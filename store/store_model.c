@@ -152,6 +152,7 @@ th_status store_model_delete(store_t *st, const store_key *key, int *deleted) {
       n = db_changes(st->db);
   }
   db_finalize(s);
+  if (rc == TH_OK && n > 0) rc = store__announce(st, 0, STORE_EV_CATALOG, 0, 0, NULL);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && n == 0)
     rc = store__fail(st, TH_ERR_NOT_FOUND, "no published model for %s/%s/%d", key->framework,
@@ -390,6 +391,7 @@ th_status store_model_retain(store_t *st, const store_key *key, int keep, int *r
       n = db_changes(st->db);
   }
   db_finalize(s);
+  if (rc == TH_OK && n > 0) rc = store__announce(st, 0, STORE_EV_CATALOG, 0, 0, NULL);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && retired) *retired = n;
   return rc;
