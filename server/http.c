@@ -134,21 +134,18 @@ static th_status srv__read_token(srv_t *s, char *err, size_t n) {
   if (!s->cfg.token_file[0]) return TH_OK;
   char *data = NULL;
   size_t len = 0;
-  if (th_read_file(s->cfg.token_file, 4096, &data, &len) != TH_OK) {
+  if (th_read_file(s->cfg.token_file, 256 * 1024, &data, &len) != TH_OK) {
     snprintf(err, n, "cannot read --token-file %s: %s", s->cfg.token_file, strerror(errno));
     return TH_ERR_IO;
   }
-  while (len && (data[len - 1] == '\n' || data[len - 1] == '\r' || data[len - 1] == ' '))
-    data[--len] = '\0';
-  if (len < 8 || len >= sizeof s->token) {
-    free(data);
-    snprintf(err, n, "the token in %s must be 8 to %zu characters", s->cfg.token_file,
-             sizeof s->token - 1);
-    return TH_ERR_INVALID;
-  }
-  memcpy(s->token, data, len + 1);
-  s->have_token = 1;
+  char why[512];
+  th_status rc = srv_tokens_parse(data, &s->tokens, why, sizeof why);
   free(data);
+  if (rc != TH_OK) {
+    snprintf(err, n, "--token-file %s: %s", s->cfg.token_file, why);
+    return rc;
+  }
+  s->have_token = 1;
   return TH_OK;
 }
 

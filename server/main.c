@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "backend.h"
 #include "cli.h"
 #include "remeasure.h"
@@ -39,6 +40,8 @@ static void usage(FILE *f) {
           "  tunehub migrate --from DIR --to postgresql://...\n"
           "                                                    copy an embedded store into a new PostgreSQL\n"
           "                                                    database and verify every row and blob\n"
+          "  tunehub hash-token < TOKEN                       print sha256:HEX, a token-file line that\n"
+          "                                                    does not hold the token itself\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n"
           "targets (--target): native (this machine's, the default); llvm: an x86-64 CPU name\n"
@@ -210,6 +213,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
   if (!strcmp(cmd, "migrate")) return cli_migrate(argc - 2, argv + 2);
+  if (!strcmp(cmd, "hash-token")) return cli_hash_token();
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("tunehub %s\n", TH_VERSION);
@@ -220,6 +224,6 @@ int main(int argc, char **argv) {
     return 0;
   }
   fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
-                  "import, remeasure, migrate, version, help\n", cmd);
+                  "import, remeasure, migrate, hash-token, version, help\n", cmd);
   return 2;
 }

@@ -228,7 +228,7 @@ int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
   return 0;
 }
 
-int srv_authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
+int srv_authorized(srv_t *s, srv_request *r, unsigned scope, enum MHD_Result *ret) {
   if (!s->have_token) {
     *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
                      "this route changes the registry and needs a bearer token, but the daemon was "
@@ -237,18 +237,18 @@ int srv_authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
   }
   const char *h = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Authorization");
   const char *prefix = "Bearer ";
-  int ok = 0;
-  if (h && strncmp(h, prefix, strlen(prefix)) == 0) {
-    const char *t = h + strlen(prefix);
-    size_t lt = strlen(t), ls = strlen(s->token);
-    unsigned diff = (unsigned)(lt ^ ls);
-    for (size_t i = 0; i < ls; i++) diff |= (unsigned)(s->token[i] ^ (i < lt ? t[i] : 0));
-    ok = diff == 0;
-  }
-  if (!ok) {
+  unsigned granted = h && strncmp(h, prefix, strlen(prefix)) == 0 ? srv_tokens_scopes(&s->tokens, h + strlen(prefix)) : 0;
+  if (!granted) {
     *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
-                     "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the "
-                     "token from the daemon's --token-file");
+                     "missing or wrong bearer token: send 'Authorization: Bearer <token>' with a "
+                     "token of the daemon's --token-file");
+    return 0;
+  }
+  if ((granted & scope) != scope) {
+    *ret = srv_error(s, r, TH_ERR_FORBIDDEN, "forbidden", NULL,
+                     "this token has the scope %s; %s %s needs the scope %s (scopes are set per token in the "
+                     "daemon's --token-file)",
+                     srv_scope_name(granted), r->method, r->path, srv_scope_name(scope));
     return 0;
   }
   return 1;
@@ -540,7 +540,7 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
 
 static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
-  if (!srv_authorized(s, r, &ret)) return ret;
+  if (!srv_authorized(s, r, SRV_SCOPE_TUNE, &ret)) return ret;
   char dwhy[512];
   if (!srv_target_tunable(s, key, dwhy, sizeof dwhy))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "target_not_tunable", NULL, "%s; nothing was queued", dwhy);
@@ -621,7 +621,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
 
 static enum MHD_Result srv__model_delete(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
-  if (!srv_authorized(s, r, &ret)) return ret;
+  if (!srv_authorized(s, r, SRV_SCOPE_ADMIN, &ret)) return ret;
   int n = 0;
   th_status rc = store_model_delete(s->st, key, &n);
   pthread_mutex_lock(&s->cache_mu);
@@ -722,7 +722,7 @@ static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int 
     return srv_error(s, r, TH_ERR_INVALID, "invalid_job_id", NULL, "a job id is a positive whole number");
   if (cancel) {
     enum MHD_Result ret;
-    if (!srv_authorized(s, r, &ret)) return ret;
+    if (!srv_authorized(s, r, SRV_SCOPE_TUNE, &ret)) return ret;
     th_status rc = store_job_cancel(s->st, id);
     if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, TH_ERR_NOT_FOUND, "job_unknown", NULL, "no job %lld", (long long)id);
     if (rc == TH_ERR_CONFLICT) return srv_error(s, r, rc, "job_ended", NULL, "%s", store_errmsg(s->st));
