@@ -17,6 +17,7 @@
 #include "aliases.h"
 #include "builder.h"
 #include "events.h"
+#include "limits.h"
 #include "longpoll.h"
 #include "networks.h"
 #include "oci.h"
@@ -430,9 +431,14 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     return srv_queue(s, r, (unsigned int)th_status_http(TH_ERR_NOT_FOUND), resp);
   }
-  char why[512];
+  char why[512], retry[16];
   int64_t job_id = 0;
   int created = 0;
+  if (!srv_miss_admit(s, r, key, why, sizeof why, retry)) {
+    struct MHD_Response *resp = srv_error_response(429, "rate_limited", NULL, why);
+    if (resp) MHD_add_response_header(resp, "Retry-After", retry);
+    return srv_queue(s, r, 429, resp);
+  }
   rc = srv_model_miss(s, key, tuned_only, r->wait_deadline != 0, &job_id, &created, why, sizeof why);
   if (rc == TH_ERR_COMPILE || rc == TH_ERR_CANCELLED) {
     char extra[256], loc[64];
