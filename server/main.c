@@ -21,6 +21,8 @@ static void usage(FILE *f) {
           "tunehub %s: a registry of auto-tuned, compiled neural networks\n\n"
           "usage:\n"
           "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
+          "                [--db postgresql://...] [--lease 30]   a store shared with other daemons and workers;\n"
+          "                                                    --workers 0 with --db: a replica that runs no jobs\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
@@ -35,6 +37,9 @@ static void usage(FILE *f) {
           "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"
           "  tunehub import MODEL.onnx --name NAME [--data ./data] [--shapes S]\n"
           "                                                    store a network of your own (ONNX)\n"
+          "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
+          "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"
+          "                                            (default: its CPU, and its CUDA device's arch)\n"
           "  tunehub version\n\n"
           "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
           TH_VERSION);
@@ -50,11 +55,7 @@ static int cmd_serve(int argc, char **argv) {
   }
   /* Block the stop signals in every thread; the main thread waits for them with sigwait. */
   sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  cli_stop_signals(&set);
 
   const tune_builder *builder = cli_default_builder(cfg.data_dir);
   srv_t *s = NULL;
@@ -180,6 +181,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
+  if (!strcmp(cmd, "worker")) return cli_worker(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("tunehub %s\n", TH_VERSION);
     return 0;
@@ -188,7 +190,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
+  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, worker, build, tune, run, networks, "
                   "import, remeasure, version, help\n", cmd);
   return 2;
 }
