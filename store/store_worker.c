@@ -319,15 +319,12 @@ th_status store_target_stats(store_t *st, store_target_stat **out, size_t *count
       "WITH q AS (SELECT target, count(*) AS queued, "
       "    sum(CASE WHEN needs_target <> '' THEN 1 ELSE 0 END) AS waiting "
       "  FROM jobs WHERE state = 'queued' GROUP BY target), "
-      "live AS (SELECT t.target, count(*) AS alive FROM worker_targets t JOIN workers w ON w.name "
-      "= t.worker "
-      "  WHERE " STORE__WORKER_ALIVE
-      " GROUP BY t.target), "
+      "live AS (SELECT t.target, sum(CASE WHEN " STORE__WORKER_ALIVE " THEN 1 ELSE 0 END) AS alive "
+      "  FROM worker_targets t JOIN workers w ON w.name = t.worker GROUP BY t.target), "
       "ts AS (SELECT target FROM q UNION SELECT target FROM live) "
       "SELECT ts.target, coalesce(q.queued, 0), coalesce(q.waiting, 0), coalesce(live.alive, 0) "
-      "FROM ts "
-      "LEFT JOIN q ON q.target = ts.target LEFT JOIN live ON live.target = ts.target ORDER BY "
-      "ts.target";
+      "FROM ts LEFT JOIN q ON q.target = ts.target LEFT JOIN live ON live.target = ts.target "
+      "ORDER BY ts.target";
   store_target_stat *rows = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);

@@ -646,6 +646,8 @@ static void tune__beat(tune_sched *s) {
   pthread_mutex_unlock(&s->mu);
   for (int i = 0; i < n; i++) {
     if (store_job_fence(s->st, ids[i], attempts[i]) != TH_ERR_CONFLICT) continue;
+    TH_LOG(TH_LOG_WARN, "job %lld: the heartbeat's fencing check refused attempt %d: %s", (long long)ids[i],
+           attempts[i], store_errmsg(s->st));
     pthread_mutex_lock(&s->mu);
     for (tune__sjob *j = s->jobs; j; j = j->next)
       if (j->job.id == ids[i] && j->job.attempts == attempts[i]) atomic_store(&j->lost, 1);
