@@ -194,7 +194,7 @@ static void tune__emit(tune_sched *s, const tune_event *ev) {
 }
 
 /* A fenced write of job j was refused (rc TH_ERR_CONFLICT; what names the write): the job is another claim's
- * now, and stops here at its next check. Takes mu. */
+ * now, and stops here at its next check. Lock-free (lost is atomic): open calls back under mu. */
 static void tune__refused(tune__sjob *j, th_status rc, const char *what) {
   if (rc != TH_ERR_CONFLICT) return;
   TH_LOG(TH_LOG_WARN, "job %lld: %s refused: %s", (long long)j->job.id, what, store_errmsg(j->s->st));
