@@ -133,3 +133,33 @@ CREATE TABLE aliases (
     REFERENCES models (framework, network, batch, target, compiler_version, version)
 );
 CREATE INDEX aliases_version ON aliases (framework, network, batch, target, compiler_version, version);
+
+-- migration 5
+-- Workers (issue 24): the processes that claim and run jobs, `tunehub worker` on each machine with hardware to
+-- tune for and each daemon's own scheduler. A worker registers its concrete targets (worker_targets, for the
+-- claim's join; targets, the same list as a JSON array, for the fleet view) and heartbeats on the database's
+-- clock; alive means not stopped and a heartbeat within its own lease. A claim leases its job until
+-- lease_until, which the heartbeat extends; a job whose lease passed is requeued by whoever looks first. jobs.
+-- attempts, raised by every claim, is the fencing token: a write of a job carries the attempt it was made
+-- under and is refused once another claim took the job. needs_target '' lets any worker claim a job; a job
+-- handed back for tuning names the one target a claimer must have registered. tuning_records.attempt is the
+-- claim a record was written under (0: outside a leased job, the CLI).
+CREATE TABLE workers (
+  name         TEXT PRIMARY KEY,       -- host:pid:random, or the worker's --name
+  host         TEXT NOT NULL,
+  targets      TEXT NOT NULL DEFAULT '[]',
+  slots        INTEGER NOT NULL,
+  lease_s      {real} NOT NULL,
+  started_at   {real} NOT NULL,
+  heartbeat_at {real} NOT NULL,
+  stopped_at   {real}
+);
+CREATE TABLE worker_targets (
+  worker TEXT NOT NULL,
+  target TEXT NOT NULL,
+  PRIMARY KEY (worker, target)
+);
+CREATE INDEX worker_targets_target ON worker_targets (target);
+ALTER TABLE jobs ADD COLUMN lease_until {real};
+ALTER TABLE jobs ADD COLUMN needs_target TEXT NOT NULL DEFAULT '';
+ALTER TABLE tuning_records ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;

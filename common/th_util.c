@@ -155,6 +155,19 @@ double th_now_wall(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+struct timespec th_deadline_in(double seconds) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  if (seconds < 0) seconds = 0;
+  ts.tv_sec += (time_t)seconds;
+  ts.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
 void th_time_iso(double t, char *out, size_t n) {
   time_t s = (time_t)t;
   struct tm tm;

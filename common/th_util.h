@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <time.h>
+
 #include "th_status.h"
 
 /* mkdir -p; existing directories are fine. */
@@ -39,6 +41,8 @@ int th_read_full(int fd, void *p, size_t n, double deadline);
 double th_now_mono(void);
 /* Unix time in seconds, with fraction. */
 double th_now_wall(void);
+/* The CLOCK_REALTIME time `seconds` from now, as pthread_cond_timedwait takes its deadline. */
+struct timespec th_deadline_in(double seconds);
 /* Formats Unix time t as "2026-11-21T18:21:00Z" into out (at least 21 bytes). */
 void th_time_iso(double t, char *out, size_t n);
 /* strtoll with full validation: digits only (optional leading '-'), no overflow. */

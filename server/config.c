@@ -30,6 +30,7 @@ void srv_config_defaults(srv_config *c) {
   c->max_streams = 64;
   c->max_streams_per_ip = 8;
   c->max_upload = (int64_t)2 << 30;
+  c->lease_s = 30;
 }
 
 /* A byte count: a whole number with an optional K, M or G (binary: KiB, MiB, GiB), from lo to hi. */
@@ -97,7 +98,11 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
     } else if (!strcmp(f, "--web")) {
       rc = srv__str_flag(f, v, c->web_dir, sizeof c->web_dir, err, n);
     } else if (!strcmp(f, "--workers")) {
-      rc = srv__int_flag(f, v, 1, 64, &c->workers, err, n);
+      rc = srv__int_flag(f, v, 0, 64, &c->workers, err, n);
+    } else if (!strcmp(f, "--db")) {
+      rc = srv__str_flag(f, v, c->db_url, sizeof c->db_url, err, n);
+    } else if (!strcmp(f, "--lease")) {
+      rc = srv__int_flag(f, v, 1, 3600, &c->lease_s, err, n);
     } else if (!strcmp(f, "--build-slots")) {
       rc = srv__int_flag(f, v, 1, 256, &c->cpu_slots, err, n);
     } else if (!strcmp(f, "--max-streams")) {
@@ -138,13 +143,20 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       }
     } else {
       snprintf(err, n,
-               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --token-file F --workers N "
-               "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N --max-batch N --max-queued N --connection-limit N --max-connections-per-ip N --miss-rate N --timeout S --web "
+               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F --workers N --lease S "
+               "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N --max-batch N --max-queued N "
+               "--connection-limit N --max-connections-per-ip N --miss-rate N --timeout S --web "
                "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --keep-versions N --log-level L",
                f);
       return TH_ERR_INVALID;
     }
     i++; /* every flag takes a value */
+  }
+  if (rc == TH_OK && c->workers == 0 && !c->db_url[0]) {
+    snprintf(err, n,
+             "--workers 0 (a serving replica that runs no jobs) needs --db postgresql://...: with the embedded "
+             "store in --data, no other process would run its jobs");
+    return TH_ERR_INVALID;
   }
   return rc;
 }

@@ -260,16 +260,8 @@ static void *ev__timer(void *arg) {
       else if (st->next_ka < next)
         next = st->next_ka;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     double wait = next - now;
-    if (wait < 0.05) wait = 0.05;
-    ts.tv_sec += (time_t)wait;
-    ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = th_deadline_in(wait < 0.05 ? 0.05 : wait);
     pthread_cond_timedwait(&E->cv, &E->mu, &ts);
   }
   for (ev_stream *st = E->streams; st; st = st->next) ev__resume(st);

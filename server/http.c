@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "builder.h"
 #include "events.h"
 #include "longpoll.h"
 #include "relay.h"
@@ -176,9 +177,9 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     rc = TH_ERR_CONFLICT;
     goto fail_token;
   }
-  rc = store_open(c->data_dir, &s->st);
+  rc = store_open_db(c->db_url[0] ? c->db_url : NULL, c->data_dir, &s->st);
   if (rc != TH_OK) {
-    snprintf(err, n, "cannot open the store in %s: %s", c->data_dir, store_errmsg(NULL));
+    snprintf(err, n, "cannot open the store %s: %s", c->db_url[0] ? "(--db)" : c->data_dir, store_errmsg(NULL));
     goto fail_token;
   }
   int requeued = 0, swept = 0;
@@ -209,9 +210,18 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   so.encode_progress = srv_progress_doc;
   so.listener_ctx = s;
   so.keep_versions = c->keep_versions;
+  /* the scheduler is this daemon's worker: it registers the targets this machine measures, and one that
+   * admits no job (--workers 0, a serving replica) only requeues the expired leases of others */
+  so.lease_s = c->lease_s;
+  char targets[TUNE_SCHED_MAX_TARGETS][256];
+  const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];
+  so.ntargets = tune_local_targets(targets, TUNE_SCHED_MAX_TARGETS);
+  for (int i = 0; i < so.ntargets; i++) target_ptrs[i] = targets[i];
+  so.targets = target_ptrs;
   rc = tune_workers_start_opts(s->st, builder, &so, &s->workers);
   if (rc != TH_OK) {
-    snprintf(err, n, "cannot start the scheduler (%d admitted job(s))", c->workers);
+    snprintf(err, n, "cannot start the scheduler (%d admitted job(s)): %s", c->workers,
+             rc == TH_ERR_INVALID || rc == TH_ERR_NOMEM || rc == TH_ERR_IO ? th_status_str(rc) : store_errmsg(s->st));
     goto fail_store;
   }
   rc = srv_longpoll_start(s);

@@ -63,16 +63,8 @@ static void *srv__waker(void *arg) {
       else if (s->waiting[i]->wait_deadline < next)
         next = s->waiting[i]->wait_deadline;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     double wait = next - now;
-    if (wait < 0.01) wait = 0.01;
-    ts.tv_sec += (time_t)wait;
-    ts.tv_nsec += (long)((wait - (double)(time_t)wait) * 1e9);
-    if (ts.tv_nsec >= 1000000000L) {
-      ts.tv_sec++;
-      ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = th_deadline_in(wait < 0.01 ? 0.01 : wait);
     pthread_cond_timedwait(&s->wait_cv, &s->wait_mu, &ts);
   }
   while (s->nwaiting > 0) srv__resume_at(s, s->nwaiting - 1);

@@ -22,6 +22,8 @@ static void usage(FILE *f) {
           "tunehub %s: a registry of auto-tuned, compiled neural networks\n\n"
           "usage:\n"
           "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
+          "                [--db postgresql://...] [--lease 30]   a store shared with other daemons and workers;\n"
+          "                                                    --workers 0 with --db: a replica that runs no jobs\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
@@ -37,6 +39,9 @@ static void usage(FILE *f) {
           "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"
           "  tunehub import MODEL.onnx --name NAME [--data ./data] [--shapes S]\n"
           "                                                    store a network of your own (ONNX)\n"
+          "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
+          "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"
+          "                                            (default: its CPU, and its CUDA device's arch)\n"
           "  tunehub migrate --from DIR --to postgresql://...\n"
           "                                                    copy an embedded store into a new PostgreSQL\n"
           "                                                    database and verify every row and blob\n"
@@ -61,11 +66,7 @@ static int cmd_serve(int argc, char **argv) {
   }
   /* Block the stop signals in every thread; the main thread waits for them with sigwait. */
   sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, NULL);
-  signal(SIGPIPE, SIG_IGN);
+  cli_stop_signals(&set);
 
   const tune_builder *builder = cli_default_builder(cfg.data_dir);
   srv_t *s = NULL;
@@ -215,6 +216,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "migrate")) return cli_migrate(argc - 2, argv + 2);
   if (!strcmp(cmd, "hash-token")) return cli_hash_token();
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
+  if (!strcmp(cmd, "worker")) return cli_worker(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("tunehub %s\n", TH_VERSION);
     return 0;
@@ -223,7 +225,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
+  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, worker, build, tune, run, networks, "
                   "import, remeasure, migrate, hash-token, version, help\n", cmd);
   return 2;
 }

@@ -70,6 +70,10 @@ json_t *srv_present_job(const store_job *j) {
   json_object_set_new(o, "finished_at", srv__time(j->finished_at));
   double end = j->finished_at > 0 ? j->finished_at : th_now_wall();
   json_object_set_new(o, "elapsed_s", j->started_at > 0 ? json_real(end - j->started_at) : json_null());
+  /* the fleet: who runs it, until when its claim holds, and the target a claimer must have */
+  json_object_set_new(o, "worker", j->worker[0] ? json_string(j->worker) : json_null());
+  json_object_set_new(o, "lease_until", srv__time(j->lease_until));
+  json_object_set_new(o, "needs_target", j->needs_target[0] ? json_string(j->needs_target) : json_null());
   char url[64];
   srv_job_url(j->id, url, sizeof url);
   json_object_set_new(o, "url", json_string(url));
@@ -93,6 +97,47 @@ json_t *srv_present_jobs(const store_job *jobs, size_t n) {
   json_t *arr = json_array();
   for (size_t i = 0; arr && i < n; i++) json_array_append_new(arr, srv_present_job(&jobs[i]));
   return srv__counted("jobs", arr);
+}
+
+json_t *srv_present_workers(const store_worker *ws, size_t n) {
+  json_t *arr = json_array();
+  for (size_t i = 0; arr && i < n; i++) {
+    const store_worker *w = &ws[i];
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(w->name));
+    json_object_set_new(o, "host", json_string(w->host));
+    json_t *targets = w->targets ? json_loads(w->targets, 0, NULL) : NULL;
+    if (!json_is_array(targets)) {
+      json_decref(targets);
+      targets = json_array();
+    }
+    json_object_set_new(o, "targets", targets);
+    json_object_set_new(o, "slots", json_integer(w->slots));
+    json_object_set_new(o, "lease_s", json_real(w->lease_s));
+    json_object_set_new(o, "alive", json_boolean(w->alive));
+    json_object_set_new(o, "started_at", srv__time(w->started_at));
+    json_object_set_new(o, "heartbeat_at", srv__time(w->heartbeat_at));
+    json_object_set_new(o, "heartbeat_age_s", json_real(w->heartbeat_age_s));
+    json_object_set_new(o, "stopped_at", srv__time(w->stopped_at));
+    json_t *jobs = json_array();
+    for (size_t k = 0; k < w->njobs; k++) {
+      const store_worker_job *j = &w->jobs[k];
+      json_t *jo = json_object();
+      json_object_set_new(jo, "id", json_integer(j->id));
+      srv__key_fields(jo, &j->key);
+      json_object_set_new(jo, "kind", json_string(j->kind));
+      json_object_set_new(jo, "attempt", json_integer(j->attempt));
+      json_object_set_new(jo, "stage", json_string(j->stage));
+      json_object_set_new(jo, "lease_left_s", json_real(j->lease_left_s));
+      char url[64];
+      srv_job_url(j->id, url, sizeof url);
+      json_object_set_new(jo, "url", json_string(url));
+      json_array_append_new(jobs, jo);
+    }
+    json_object_set_new(o, "jobs", jobs);
+    json_array_append_new(arr, o);
+  }
+  return srv__counted("workers", arr);
 }
 
 json_t *srv_present_catalog(const store_catalog_row *rows, size_t n) {

@@ -61,6 +61,7 @@ static void *relay__main(void *arg) {
       srv_job_event_all(s);
       continue;
     }
+    if (e.kind == STORE_EV_QUEUED && s->workers) tune_workers_notify(s->workers); /* a job to claim now */
     if (strcmp(e.origin, store_origin(s->st)) == 0) continue;
     srv_job_event(s, e.job_id); /* drops the manifest cache too */
     if (e.kind == STORE_EV_CATALOG) continue;

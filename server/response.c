@@ -20,7 +20,7 @@ const char *const srv_route_names[SRV_ROUTE_COUNT] = {
     "other",   "model",   "manifest", "catalog",  "blob",    "tune",    "model_delete", "jobs",
     "job",     "job_cancel", "networks", "targets", "healthz", "readyz", "metrics",      "web",
     "versions", "tuning", "events", "scheduler", "network", "network_put", "network_delete", "oci",
-    "aliases", "alias_put", "alias_delete"};
+    "aliases", "alias_put", "alias_delete", "workers"};
 
 static int srv__status_slot(srv_t *s, unsigned int status) {
   for (int i = 0; i < s->nstatus; i++)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,14 +219,28 @@ void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n) {
   snprintf(out, n, "%s%.64s", eq ? "-" : "", eq ? eq + 1 : "");
 }
 
+/* Whether a live worker of a shared store registered key's target (this daemon's own scheduler included, which
+ * registers the targets this machine measures). */
+static int srv__fleet_measures(srv_t *s, const store_key *key) {
+  int live = 0;
+  return store_shared(s->st) && store_worker_live(s->st, key->target, &live) == TH_OK && live > 0;
+}
+
 int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
   int fw_index = srv__backend_index(key->framework);
   if (fw_index < 0 || fw_index >= 4) return 0;
-  if (strcmp(key->target, s->targets[fw_index]) == 0) return 1;
-  snprintf(why, n,
-           "this server measures only its own %s target (%s), not %s: the untuned cross-compiled build is served, "
-           "and tuning waits for a worker with that target",
-           key->framework, s->targets[fw_index], key->target);
+  if (srv__fleet_measures(s, key)) return 1;
+  if (s->cfg.workers > 0 && strcmp(key->target, s->targets[fw_index]) == 0) return 1;
+  if (store_shared(s->st))
+    snprintf(why, n,
+             "no live worker measures %s (a `tunehub worker --db ...` on a machine with that target registers it): "
+             "the untuned cross-compiled build is served, and tuning waits for a worker with that target",
+             key->target);
+  else
+    snprintf(why, n,
+             "this server measures only its own %s target (%s), not %s: the untuned cross-compiled build is "
+             "served, and tuning waits for a worker with that target",
+             key->framework, s->targets[fw_index], key->target);
   return 0;
 }
 
@@ -314,7 +329,7 @@ th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int wai
   if (tuned_only && !srv_target_tunable(s, key, why, n)) return TH_ERR_NO_DEVICE;
   /* a tuned cuda version needs a device to tune on: say so instead of queueing builds that cannot tune */
   char dwhy[256];
-  if (tuned_only && srv__lacks_device(key->framework, dwhy, sizeof dwhy)) {
+  if (tuned_only && srv__lacks_device(key->framework, dwhy, sizeof dwhy) && !srv__fleet_measures(s, key)) {
     snprintf(why, n,
              "no tuned version of %s/%s/%d: tuning cuda needs a worker with a CUDA device, and this server has "
              "none (%s); GET it without tuned=1 for the untuned build",
@@ -550,7 +565,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   char dwhy[512];
   if (!srv_target_tunable(s, key, dwhy, sizeof dwhy))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "target_not_tunable", NULL, "%s; nothing was queued", dwhy);
-  if (srv__lacks_device(key->framework, dwhy, sizeof dwhy))
+  if (srv__lacks_device(key->framework, dwhy, sizeof dwhy) && !srv__fleet_measures(s, key))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
                      "tuning cuda needs a worker with a CUDA device, and this server has none (%s); nothing "
                      "was queued", dwhy);
@@ -844,6 +859,57 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   return srv_json_doc(s, r, 200, root);
 }
 
+/* GET /workers: the fleet (every registered worker, alive ones first, with the jobs each runs). */
+static enum MHD_Result srv__workers(srv_t *s, srv_request *r) {
+  store_worker *ws = NULL;
+  size_t n = 0;
+  th_status rc = store_worker_list(s->st, &ws, &n);
+  if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+  json_t *doc = srv_present_workers(ws, n);
+  store_worker_list_free(ws, n);
+  if (!doc) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
+  json_object_set_new(doc, "shared", json_boolean(store_shared(s->st)));
+  return srv_json_doc(s, r, 200, doc);
+}
+
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void srv__label(const char *v, char *out, size_t n) {
+  size_t k = 0;
+  for (; *v && k + 3 < n; v++) {
+    if (*v == '\\' || *v == '"' || *v == '\n') out[k++] = '\\';
+    out[k++] = *v == '\n' ? 'n' : *v;
+  }
+  out[k] = '\0';
+}
+
+/* The fleet's gauges: queued jobs and live workers per concrete target. */
+static void srv__metrics_fleet(srv_t *s, th_buf *b) {
+  static const struct {
+    const char *name, *help;
+    size_t field;
+  } gauges[] = {
+      {"tunehub_queue_depth", "Queued jobs by the target of their key.", offsetof(store_target_stat, queued)},
+      {"tunehub_queue_waiting_for_target", "Queued jobs handed back to wait for a worker with their target.",
+       offsetof(store_target_stat, waiting)},
+      {"tunehub_workers_alive", "Live workers (heartbeat within their lease) that measure the target.",
+       offsetof(store_target_stat, workers_alive)},
+  };
+  store_target_stat *ts = NULL;
+  size_t n = 0;
+  if (store_target_stats(s->st, &ts, &n) != TH_OK) return;
+  for (size_t g = 0; g < sizeof gauges / sizeof gauges[0]; g++) {
+    th_buf_appendf(b, "# HELP %s %s\n# TYPE %s gauge\n", gauges[g].name, gauges[g].help, gauges[g].name);
+    for (size_t i = 0; i < n; i++) {
+      char t[600];
+      int64_t v;
+      memcpy(&v, (const char *)&ts[i] + gauges[g].field, sizeof v);
+      srv__label(ts[i].target, t, sizeof t);
+      th_buf_appendf(b, "%s{target=\"%s\"} %lld\n", gauges[g].name, t, (long long)v);
+    }
+  }
+  free(ts);
+}
+
 static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
   th_buf b;
   th_buf_init(&b, 1 << 20);
@@ -877,6 +943,7 @@ static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
                  "# HELP tunehub_uptime_seconds Seconds since the daemon started.\n"
                  "# TYPE tunehub_uptime_seconds gauge\ntunehub_uptime_seconds %.0f\n",
                  tune_workers_busy(s->workers), th_now_wall() - s->started_at);
+  srv__metrics_fleet(s, &b);
   size_t len = b.len;
   struct MHD_Response *resp = srv_response_buffer(th_buf_steal(&b), len);
   if (!resp) return MHD_NO;
@@ -1063,6 +1130,10 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
         return srv_error_http(s, r, 503, "not_ready", NULL, "the store does not answer: %s",
                          store_errmsg(s->st));
       return srv_json(s, r, 200, "{\"status\":\"ready\"}");
+    }
+    if (SEG(0, "workers")) {
+      r->route = SRV_ROUTE_WORKERS;
+      return get ? srv__workers(s, r) : srv__not_allowed(s, r, allow);
     }
     if (SEG(0, "scheduler")) { /* server/events.c */
       r->route = SRV_ROUTE_SCHEDULER;

@@ -20,8 +20,9 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, co
                         char *why, size_t n);
 /* "" for a key on this server's own target, else "-<cpu or arch>" (the suffix of OCI tags and file names). */
 void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n);
-/* Whether this server measures (and so tunes) key's target: its own CPU for llvm, its device for cuda. why
- * gets the reason when not. */
+/* Whether key's target can be tuned: this server's own CPU for llvm or its device for cuda (when its scheduler
+ * runs jobs), or, on a store shared with workers, a live worker that registered the target. why gets the
+ * reason when not. */
 int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n);
 /* The miss path of a model GET: queues the key's build (a tune with tuned_only or --miss-tunes) unless a job
  * is live (single-flight; --max-queued). TH_OK: *job_id is the live job, *created 1 when this call queued it.

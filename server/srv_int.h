@@ -108,6 +108,7 @@ enum srv_route {
   SRV_ROUTE_ALIASES,      /* GET .../aliases[/{alias}] */
   SRV_ROUTE_ALIAS_PUT,    /* PUT .../aliases/{alias} */
   SRV_ROUTE_ALIAS_DELETE, /* DELETE .../aliases/{alias} */
+  SRV_ROUTE_WORKERS,      /* GET /workers */
   SRV_ROUTE_COUNT
 };
 extern const char *const srv_route_names[SRV_ROUTE_COUNT];

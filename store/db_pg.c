@@ -77,6 +77,11 @@ static th_status db__pg_connect(db_t *db) {
     return db__fail(db, TH_ERR_UNAVAILABLE, "cannot connect to %s: %s", db->display, msg);
   }
   PQsetNoticeProcessor(c, db__pg_quiet, NULL);
+  /* A client paused or cut off inside a transaction (SIGSTOP, a partition) must not hold its locks (the write
+   * lock, a job row read FOR SHARE by a fenced write) for ever, or no lease of its jobs could be reaped: the
+   * server ends a session idle inside a transaction for 10 s. tunehub does no slow work between the statements
+   * of a transaction. */
+  PQclear(PQexec(c, "SET idle_in_transaction_session_timeout = '10s'"));
   if (db->h) PQfinish(db->h);
   db->h = c;
   return TH_OK;

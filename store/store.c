@@ -75,6 +75,28 @@ th_status store__begin(store_t *st) {
   return TH_OK;
 }
 
+th_status store__begin_rows(store_t *st) {
+  if (db_engine_of(st->db) != DB_POSTGRES) return store__begin(st);
+  return store__exec(st, "BEGIN");
+}
+
+th_status store__tx_end(store_t *st, th_status rc) {
+  if (rc == TH_OK) rc = store__exec(st, "COMMIT");
+  if (rc != TH_OK) db_rollback(st->db);
+  return rc;
+}
+
+th_status store__fenced_begin(store_t *st, int64_t job_id, int attempt) {
+  if (attempt <= 0) return TH_OK;
+  th_status rc = store__begin(st);
+  if (rc == TH_OK) rc = store__fence(st, job_id, attempt);
+  return rc;
+}
+
+th_status store__fenced_end(store_t *st, int attempt, th_status rc) {
+  return attempt > 0 ? store__tx_end(st, rc) : rc;
+}
+
 char *store__col_dup(db_stmt *s, int col) {
   const char *t = db_col_text(s, col);
   return t ? strdup(t) : NULL;

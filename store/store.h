@@ -83,10 +83,14 @@ typedef struct store_model {
 } store_model;
 
 void store_model_clear(store_model *m);
-/* Publishes a new version of key (version = previous max + 1) and writes it to *version. */
+/* Publishes a new version of key (version = previous max + 1) and writes it to *version. attempt is the fencing
+ * token of the job claim it is published under (store_job_claim): with attempt > 0 the publish happens only when
+ * job job_id is still running under that attempt, checked in the publish's own transaction, and is otherwise
+ * refused with TH_ERR_CONFLICT (the message names the job, the stale attempt and the current one); attempt 0 is
+ * unfenced (the CLI, tests). */
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
                               const char *so_digest, const char *manifest, double latency_ms,
-                              int64_t job_id, int *version);
+                              int64_t job_id, int attempt, int *version);
 /* The newest ready version of key (tuned_only: the newest tuned one); TH_ERR_NOT_FOUND when none. */
 th_status store_model_get(store_t *st, const store_key *key, int tuned_only, store_model *out);
 /* Marks every version of key deleted; TH_ERR_NOT_FOUND when none. */
@@ -159,12 +163,15 @@ typedef struct store_job {
   char *options; /* owned: the options text the job was queued with (JSON, validated by server/) */
   int priority;
   store_job_state state;
-  char stage[32];
+  char stage[160];
   char *progress; /* owned: the progress document server/ wrote (JSON text, opaque to the store) */
   char *error;    /* owned, NULL when none */
   int cancel_requested;
-  int attempts;
+  int attempts; /* claims so far; the running claim's fencing token */
   double created_at, started_at, finished_at; /* 0 when unset */
+  char worker[128];       /* the worker that runs it (running), else "" */
+  char needs_target[256]; /* "" any worker may claim it; else only one that registered this target */
+  double lease_until;     /* the running claim's lease ends (the database's clock); 0 when not leased */
 } store_job;
 
 void store_job_clear(store_job *j);
@@ -183,15 +190,34 @@ th_status store_job_enqueue_limited(store_t *st, const store_key *key, const cha
                                     int priority, int64_t max_queued, int64_t *job_id, int *created);
 /* Number of queued jobs. */
 th_status store_job_count_queued(store_t *st, int64_t *n);
-/* Claims the oldest highest-priority queued job: it becomes running. TH_ERR_NOT_FOUND when none. */
-th_status store_job_claim(store_t *st, const char *worker, store_job *out);
+/* Claims for worker the oldest highest-priority queued job it may take: one whose needs_target is "" or one of
+ * the targets the worker registered (store_worker_register; an unregistered name takes only "" jobs). The row
+ * is selected with SKIP LOCKED, so claimers on other machines never wait for each other, and becomes running
+ * with worker, attempts + 1 (the claim's fencing token, in out->attempts) and, when lease_s > 0, lease_until =
+ * the database's now + lease_s (lease_s 0: no lease, the job is never reaped; tools and tests).
+ * TH_ERR_NOT_FOUND when there is none. */
+th_status store_job_claim(store_t *st, const char *worker, double lease_s, store_job *out);
+/* TH_OK when job id is running under attempt (the fencing check every fenced write makes in its transaction);
+ * TH_ERR_CONFLICT when another claim holds it, it was requeued or it ended, with a message that names the job,
+ * the stale attempt and the current one; TH_ERR_NOT_FOUND for no such job. attempt 0 is always TH_OK. */
+th_status store_job_fence(store_t *st, int64_t id, int attempt);
+/* Requeues every running job whose lease passed (lease_until < the database's now): state queued, worker
+ * cleared, stage "requeued: the lease of worker W expired"; a job whose cancel was requested is cancelled
+ * instead. Any daemon or worker may call it. *requeued (may be NULL) gets how many went back to the queue. */
+th_status store_job_reap(store_t *st, int *requeued);
+/* Hands running job id (fenced by attempt, as store_model_publish) back to the queue for a worker that has
+ * target: state queued, worker and lease cleared, needs_target = target, stage "waiting_for_target", and the
+ * progress document replaced when progress is not NULL. TH_ERR_CONFLICT when attempt no longer holds it. */
+th_status store_job_handoff(store_t *st, int64_t id, int attempt, const char *target, const char *progress);
 th_status store_job_get(store_t *st, int64_t id, store_job *out);
 /* The newest job for key (any state); TH_ERR_NOT_FOUND when none. */
 th_status store_job_latest(store_t *st, const store_key *key, store_job *out);
-/* Persists the stage and the progress document of a running job; a NULL leaves that column as it is. */
-th_status store_job_progress(store_t *st, int64_t id, const char *stage, const char *progress);
-/* Ends a job: state must be succeeded, failed or cancelled. error may be NULL. */
-th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const char *error);
+/* Persists the stage and the progress document of a running job; a NULL leaves that column as it is. Fenced by
+ * attempt as store_model_publish (TH_ERR_CONFLICT once attempt lost the job; 0: unfenced). */
+th_status store_job_progress(store_t *st, int64_t id, int attempt, const char *stage, const char *progress);
+/* Ends a job: state must be succeeded, failed or cancelled. error may be NULL. Fenced by attempt as
+ * store_model_publish; TH_ERR_CONFLICT also when the job has already ended. */
+th_status store_job_finish(store_t *st, int64_t id, int attempt, store_job_state state, const char *error);
 /* Cancels: a queued job ends at once; a running job gets cancel_requested and its runner stops between stages.
  * TH_ERR_CONFLICT when the job has already ended. */
 th_status store_job_cancel(store_t *st, int64_t id);
@@ -206,6 +232,63 @@ void store_job_list_free(store_job *jobs, size_t n);
 /* Counts of jobs by state, indexed by store_job_state. Any database error while reading them, part-way
  * included, is returned (TH_ERR_DB, TH_ERR_BUSY) and counts is then left as it was. */
 th_status store_job_counts(store_t *st, int64_t counts[5]);
+
+/* ---- workers: the processes that claim jobs (tunehub worker; each daemon's scheduler) ---- */
+/* Registers (or re-registers) worker name on host with its concrete targets ("llvm -mcpu=znver4", "cuda
+ * -arch=sm_90"; ntargets of them), its job slots and its lease, heartbeat now. A worker of the same name that
+ * held running jobs was an earlier process under that name (a restart with --name): those jobs are requeued
+ * (*requeued, may be NULL, gets how many). Workers stopped or silent for a day are forgotten. */
+th_status store_worker_register(store_t *st, const char *name, const char *host, const char *const *targets,
+                                int ntargets, int slots, double lease_s, int *requeued);
+/* The heartbeat: heartbeat_at = the database's now, and every running job the worker holds gets lease_until =
+ * now + lease_s (*extended, may be NULL, gets how many). TH_ERR_NOT_FOUND when the worker is not registered. */
+th_status store_worker_heartbeat(store_t *st, const char *name, double lease_s, int *extended);
+/* A clean stop: the running jobs the worker still holds go back to the queue at once (stage "requeued: worker W
+ * stopped"; *requeued may be NULL) and the worker is marked stopped. Call it only once the worker's own writes
+ * have ended. */
+th_status store_worker_stop(store_t *st, const char *name, int *requeued);
+
+/* A job a worker runs, as the fleet view shows it. */
+typedef struct store_worker_job {
+  int64_t id;
+  store_key key;
+  char kind[16];
+  int attempt;
+  char stage[160];
+  double lease_left_s; /* until its lease ends, by the database's clock (< 0: overdue) */
+} store_worker_job;
+
+typedef struct store_worker {
+  char name[128];
+  char host[128];
+  char *targets; /* owned: the JSON array of its concrete targets */
+  int slots;
+  double lease_s;
+  double started_at, heartbeat_at, stopped_at; /* stopped_at 0 while it runs */
+  double heartbeat_age_s;                      /* seconds since its heartbeat, by the database's clock */
+  int alive;                                   /* not stopped, and its heartbeat is within its lease */
+  store_worker_job *jobs;                      /* owned: the running jobs it holds, by id */
+  size_t njobs;
+} store_worker;
+
+/* Every registered worker, alive ones first, then by name, with the jobs each runs, into a new array that the
+ * caller frees with store_worker_list_free; nothing is written on an error. */
+th_status store_worker_list(store_t *st, store_worker **out, size_t *n);
+void store_worker_list_free(store_worker *workers, size_t n);
+/* *n = live workers (see store_worker.alive) that registered target. */
+th_status store_worker_live(store_t *st, const char *target, int *n);
+
+/* Per concrete target: queued jobs of keys with that target, how many of them wait for a worker with it
+ * (needs_target), and the live workers that registered it; targets with none of the three are left out. */
+typedef struct store_target_stat {
+  char target[256];
+  int64_t queued, waiting;
+  int64_t workers_alive;
+} store_target_stat;
+
+/* The per-target counts into a new array (*out, *n; the caller frees it with free()), ordered by target;
+ * nothing is written on an error. */
+th_status store_target_stats(store_t *st, store_target_stat **out, size_t *n);
 
 /* ---- the catalog: one row per key ---- */
 typedef enum store_catalog_state {
@@ -226,7 +309,7 @@ typedef struct store_catalog_row {
   int has_job;       /* the job fields are set only when 1 */
   int64_t job_id;    /* the key's newest job */
   store_job_state job_state;
-  char job_stage[32];
+  char job_stage[160];
   char *job_error; /* owned, NULL when none; freed by store_catalog_free */
 } store_catalog_row;
 
@@ -327,6 +410,8 @@ typedef struct store_record {
   double gflops;
   char tuner[16];
   int64_t job_id;
+  int attempt; /* the claim of job_id it was measured under: the write is fenced by it as store_model_publish's
+                  (0: unfenced, outside a leased job) */
   double created_at;
 } store_record;
 
@@ -334,6 +419,8 @@ typedef struct store_record {
  * at the end of tuning. They are records but not trials: counts and curves leave them out. */
 #define STORE_TUNER_VERIFY "verify"
 
+/* Stores one trial or verification record. With r->job_id > 0 and r->attempt > 0 the insert is fenced: refused
+ * with TH_ERR_CONFLICT once that attempt no longer holds the job (see store_model_publish). */
 th_status store_record_add(store_t *st, const store_record *r);
 /* The record a build applies for (workload_key, target): the fastest valid one of the latest verification
  * (the verification records with the newest created_at), else the fastest valid trial; TH_ERR_NOT_FOUND if

@@ -39,6 +39,24 @@ th_status store__prepare(store_t *st, const char *sql, db_stmt **out);
 th_status store__exec(store_t *st, const char *sql);
 /* Begins a write transaction that excludes every other writer (db_begin_write). */
 th_status store__begin(store_t *st);
+/* Begins a transaction that takes row locks only (PostgreSQL: BEGIN, so claimers on other machines skip each
+ * other's rows with SKIP LOCKED instead of waiting for the write lock; SQLite, which has no row locks: BEGIN
+ * IMMEDIATE, as store__begin). */
+th_status store__begin_rows(store_t *st);
+/* Ends the transaction a write began: COMMIT when rc is TH_OK, else (or when the commit fails) ROLLBACK, keeping
+ * the first error's message. Returns the outcome. */
+th_status store__tx_end(store_t *st, th_status rc);
+/* The fencing check, inside the caller's write transaction: TH_OK when attempt is 0 or job job_id is running
+ * under attempt, else TH_ERR_CONFLICT (or TH_ERR_NOT_FOUND) with the message store_job_fence documents. The row
+ * is read FOR SHARE, so that on PostgreSQL no claim or requeue of the job can commit until the caller's
+ * transaction ends. */
+th_status store__fence(store_t *st, int64_t job_id, int attempt);
+/* The transaction of a single write that attempt fences: with attempt > 0, store__begin and the fencing check of
+ * job job_id (a failure of either is returned, and store__fenced_end still ends the transaction); with attempt 0
+ * (unfenced) nothing. */
+th_status store__fenced_begin(store_t *st, int64_t job_id, int attempt);
+/* Ends what store__fenced_begin began (store__tx_end with attempt > 0); returns the outcome. */
+th_status store__fenced_end(store_t *st, int attempt, th_status rc);
 /* Room for one more element in a growable array (arr: *cap elements of size elem, n used; NULL when empty):
  * arr itself, or arr reallocated with *cap doubled from 16. NULL when out of memory: arr is then still valid and
  * owned by the caller, and the error is recorded. */

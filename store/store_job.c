@@ -1,7 +1,9 @@
 /* The persistent job queue. Single-flight: an enqueue looks up the key's live (queued or running) job and inserts
- * only when there is none, in one IMMEDIATE transaction that also counts the queue against its limit; the
- * partial unique index jobs_live_key backs this up in the schema. Claims are one UPDATE ... RETURNING-free
- * transaction under the store mutex, so two workers never claim the same job. */
+ * only when there is none, in one write transaction that also counts the queue against its limit; the partial
+ * unique index jobs_live_key backs this up in the schema. A claim selects its row FOR UPDATE SKIP LOCKED and
+ * marks it running with a lease and the next attempt number in one transaction, so two workers never claim the
+ * same job; the attempt is the fencing token that every later write of the job is checked against
+ * (store__fence), and an expired lease sends the job back to the queue (store_job_reap). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,8 @@ void store_job_clear(store_job *j) {
 
 #define STORE__JOB_COLS                                                                          \
   "id, framework, network, batch, target, compiler_version, kind, options, priority, state, stage, " \
-  "progress, error, cancel_requested, attempts, created_at, started_at, finished_at, net_digest"
+  "progress, error, cancel_requested, attempts, created_at, started_at, finished_at, net_digest, "          \
+  "coalesce(worker, ''), needs_target, lease_until"
 
 static void store__job_row(db_stmt *s, store_job *j) {
   memset(j, 0, sizeof *j);
@@ -55,6 +58,9 @@ static void store__job_row(db_stmt *s, store_job *j) {
   j->started_at = db_col_double(s, 16);
   j->finished_at = db_col_double(s, 17);
   store__col_copy(s, 18, j->key.net_digest, sizeof j->key.net_digest);
+  store__col_copy(s, 19, j->worker, sizeof j->worker);
+  store__col_copy(s, 20, j->needs_target, sizeof j->needs_target);
+  j->lease_until = db_col_double(s, 21);
 }
 
 static th_status store__job_select(store_t *st, const char *where, int64_t id, const store_key *k,
@@ -88,14 +94,6 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
 
 #define STORE__KEY_WHERE \
   "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5 AND net_digest = ?6"
-
-/* Ends the transaction a write began: COMMIT when rc is TH_OK, else (or when the commit fails) ROLLBACK, keeping
- * the first error's message. */
-static th_status store__tx_end(store_t *st, th_status rc) {
-  if (rc == TH_OK) rc = store__exec(st, "COMMIT");
-  if (rc != TH_OK) db_rollback(st->db);
-  return rc;
-}
 
 /* The INSERT of a new queued job, inside the caller's transaction; when max_queued > 0 it first counts the queued
  * jobs in the same transaction, so the count and the insert see the same queue. */
@@ -204,47 +202,175 @@ th_status store_job_counts(store_t *st, int64_t counts[5]) {
   return rc;
 }
 
-th_status store_job_claim(store_t *st, const char *worker, store_job *out) {
+th_status store_job_claim(store_t *st, const char *worker, double lease_s, store_job *out) {
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__begin(st);
+  th_status rc = store__begin_rows(st);
   store_job j;
   int have = 0;
   if (rc == TH_OK) {
-    rc = store__job_select(st, "state = 'queued' AND ?1 = ?1 ORDER BY priority DESC, id LIMIT 1", 0,
-                           NULL, &j);
-    if (rc == TH_OK) have = 1;
-  }
-  if (rc == TH_OK) {
     db_stmt *s = NULL;
     rc = store__prepare(st,
-                        "UPDATE jobs SET state = 'running', worker = ?, attempts = attempts + 1, "
-                        "started_at = coalesce(started_at, ?) WHERE id = ? AND state = 'queued'",
+                        "SELECT " STORE__JOB_COLS " FROM jobs WHERE state = 'queued' AND (needs_target = '' OR "
+                        "needs_target IN (SELECT target FROM worker_targets WHERE worker = ?1)) "
+                        "ORDER BY priority DESC, id LIMIT 1 {skip_locked}",
                         &s);
     if (rc == TH_OK) {
       db_bind_text(s, 1, worker);
-      db_bind_double(s, 2, th_now_wall());
-      db_bind_int64(s, 3, j.id);
-      if (db_step(s) != DB_DONE)
-        rc = store__db_fail(st, "claim job");
-      else
-        rc = store__announce(st, j.id, STORE_EV_CLAIMED, 0, 0, NULL);
+      int r = db_step(s);
+      if (r == DB_ROW) {
+        store__job_row(s, &j);
+        have = 1;
+      } else if (r == DB_DONE) {
+        rc = TH_ERR_NOT_FOUND;
+      } else {
+        rc = store__db_fail(st, "select a job to claim");
+      }
     }
     db_finalize(s);
   }
   if (rc == TH_OK) {
-    rc = store__exec(st, "COMMIT");
-  } else {
+    db_stmt *s = NULL;
+    rc = store__prepare(st,
+                        "UPDATE jobs SET state = 'running', worker = ?1, attempts = attempts + 1, "
+                        "started_at = coalesce(started_at, ?2), "
+                        "lease_until = CASE WHEN ?3 > 0 THEN {now} + ?3 ELSE NULL END "
+                        "WHERE id = ?4 AND state = 'queued' RETURNING attempts, coalesce(lease_until, 0)",
+                        &s);
+    if (rc == TH_OK) {
+      db_bind_text(s, 1, worker);
+      db_bind_double(s, 2, th_now_wall());
+      db_bind_double(s, 3, lease_s);
+      db_bind_int64(s, 4, j.id);
+      int r = db_step(s);
+      if (r == DB_ROW) {
+        j.attempts = db_col_int(s, 0);
+        j.lease_until = db_col_double(s, 1);
+        rc = store__announce(st, j.id, STORE_EV_CLAIMED, 0, 0, NULL);
+      } else {
+        rc = r == DB_DONE ? TH_ERR_NOT_FOUND : store__db_fail(st, "claim job");
+      }
+    }
+    db_finalize(s);
+  }
+  if (rc == TH_ERR_NOT_FOUND) {
     db_rollback(st->db);
+    store__fail(st, rc, "no queued job that worker %s may claim", worker ? worker : "?");
+  } else {
+    rc = store__tx_end(st, rc);
   }
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK) {
     j.state = STORE_JOB_RUNNING;
-    j.attempts++;
+    snprintf(j.worker, sizeof j.worker, "%s", worker ? worker : "");
     if (j.started_at <= 0) j.started_at = th_now_wall();
     *out = j;
   } else if (have) {
     store_job_clear(&j);
   }
+  return rc;
+}
+
+th_status store__fence(store_t *st, int64_t job_id, int attempt) {
+  if (attempt <= 0) return TH_OK;
+  db_stmt *s = NULL;
+  th_status rc = store__prepare(st, "SELECT attempts, state, coalesce(worker, '') FROM jobs WHERE id = ? {for_share}",
+                                &s);
+  if (rc == TH_OK) {
+    db_bind_int64(s, 1, job_id);
+    int r = db_step(s);
+    if (r == DB_ROW) {
+      int cur = db_col_int(s, 0);
+      const char *state = db_col_text(s, 1);
+      const char *worker = db_col_text(s, 2);
+      if (cur == attempt && state && !strcmp(state, "running")) {
+        rc = TH_OK;
+      } else if (state && !strcmp(state, "running")) {
+        rc = store__fail(st, TH_ERR_CONFLICT, "job %lld: attempt %d is stale; attempt %d holds it (worker %s)",
+                         (long long)job_id, attempt, cur, worker ? worker : "?");
+      } else if (state && !strcmp(state, "queued")) {
+        rc = store__fail(st, TH_ERR_CONFLICT,
+                         "job %lld: attempt %d is stale; the job was requeued after attempt %d and waits for "
+                         "attempt %d",
+                         (long long)job_id, attempt, cur, cur + 1);
+      } else {
+        rc = store__fail(st, TH_ERR_CONFLICT, "job %lld: attempt %d is stale; the job has %s under attempt %d",
+                         (long long)job_id, attempt, state ? state : "ended", cur);
+      }
+    } else if (r == DB_DONE) {
+      rc = store__fail(st, TH_ERR_NOT_FOUND, "no job %lld", (long long)job_id);
+    } else {
+      rc = store__db_fail(st, "fencing check");
+    }
+  }
+  db_finalize(s);
+  return rc;
+}
+
+th_status store_job_fence(store_t *st, int64_t id, int attempt) {
+  if (attempt <= 0) return TH_OK;
+  pthread_mutex_lock(&st->mu);
+  th_status rc = store__begin_rows(st);
+  if (rc == TH_OK) rc = store__tx_end(st, store__fence(st, id, attempt));
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_job_reap(store_t *st, int *requeued) {
+  pthread_mutex_lock(&st->mu);
+  /* Two single statements, each atomic on its own rows: a heartbeat that extends a lease at the same moment
+   * either commits first (and the job stays) or waits and finds the job requeued. */
+  th_status rc = store__exec(st,
+                             "UPDATE jobs SET state = 'cancelled', error = 'cancelled by request', "
+                             "finished_at = {now}, stage = 'done', worker = NULL, lease_until = NULL "
+                             "WHERE state = 'running' AND cancel_requested = 1 AND lease_until < {now}");
+  int n = 0;
+  db_stmt *s = NULL;
+  if (rc == TH_OK)
+    rc = store__prepare(st,
+                        "UPDATE jobs SET state = 'queued', stage = 'requeued: the lease of worker ' || "
+                        "coalesce(worker, '?') || ' expired', worker = NULL, lease_until = NULL "
+                        "WHERE state = 'running' AND lease_until < {now} RETURNING id",
+                        &s);
+  int r = DB_DONE;
+  /* each requeued job is announced, so that an idle worker claims it at once */
+  while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
+    n++;
+    rc = store__announce(st, db_col_int64(s, 0), STORE_EV_QUEUED, 0, 0, NULL);
+  }
+  if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "requeue expired leases");
+  db_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK && requeued) *requeued = n;
+  return rc;
+}
+
+th_status store_job_handoff(store_t *st, int64_t id, int attempt, const char *target, const char *progress) {
+  if (!target || !*target) return store__fail(st, TH_ERR_INVALID, "a handoff names the target a worker needs");
+  pthread_mutex_lock(&st->mu);
+  th_status rc = store__begin(st);
+  if (rc == TH_OK) rc = store__fence(st, id, attempt);
+  if (rc == TH_OK) {
+    db_stmt *s = NULL;
+    rc = store__prepare(st,
+                        "UPDATE jobs SET state = 'queued', worker = NULL, lease_until = NULL, needs_target = ?, "
+                        "stage = 'waiting_for_target', progress = coalesce(?, progress) "
+                        "WHERE id = ? AND state = 'running'",
+                        &s);
+    if (rc == TH_OK) {
+      db_bind_text(s, 1, target);
+      db_bind_text(s, 2, progress);
+      db_bind_int64(s, 3, id);
+      if (db_step(s) != DB_DONE)
+        rc = store__db_fail(st, "hand off job");
+      else if (db_changes(st->db) == 0)
+        rc = store__fail(st, TH_ERR_CONFLICT, "job %lld is not running", (long long)id);
+      else
+        rc = store__announce(st, id, STORE_EV_QUEUED, 0, 0, NULL);
+    }
+    db_finalize(s);
+  }
+  rc = store__tx_end(st, rc);
+  pthread_mutex_unlock(&st->mu);
   return rc;
 }
 
@@ -262,13 +388,15 @@ th_status store_job_latest(store_t *st, const store_key *key, store_job *out) {
   return rc;
 }
 
-th_status store_job_progress(store_t *st, int64_t id, const char *stage, const char *progress) {
+th_status store_job_progress(store_t *st, int64_t id, int attempt, const char *stage, const char *progress) {
   pthread_mutex_lock(&st->mu);
+  th_status rc = store__fenced_begin(st, id, attempt);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st,
-                                "UPDATE jobs SET stage = coalesce(?, stage), progress = coalesce(?, "
-                                "progress) WHERE id = ? AND state = 'running'",
-                                &s);
+  if (rc == TH_OK)
+    rc = store__prepare(st,
+                        "UPDATE jobs SET stage = coalesce(?, stage), progress = coalesce(?, "
+                        "progress) WHERE id = ? AND state = 'running'",
+                        &s);
   if (rc == TH_OK) {
     db_bind_text(s, 1, stage);
     db_bind_text(s, 2, progress);
@@ -279,19 +407,22 @@ th_status store_job_progress(store_t *st, int64_t id, const char *stage, const c
       rc = store__announce(st, id, STORE_EV_PROGRESS, 0, 0, NULL);
   }
   db_finalize(s);
+  rc = store__fenced_end(st, attempt, rc);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
 
-th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const char *error) {
+th_status store_job_finish(store_t *st, int64_t id, int attempt, store_job_state state, const char *error) {
   if (state != STORE_JOB_SUCCEEDED && state != STORE_JOB_FAILED && state != STORE_JOB_CANCELLED)
     return store__fail(st, TH_ERR_INVALID, "a job ends as succeeded, failed or cancelled");
   pthread_mutex_lock(&st->mu);
+  th_status rc = store__fenced_begin(st, id, attempt);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st,
-                                "UPDATE jobs SET state = ?, error = ?, finished_at = ?, stage = ? "
-                                "WHERE id = ? AND state IN ('queued', 'running')",
-                                &s);
+  if (rc == TH_OK)
+    rc = store__prepare(st,
+                        "UPDATE jobs SET state = ?, error = ?, finished_at = ?, stage = ?, lease_until = NULL "
+                        "WHERE id = ? AND state IN ('queued', 'running')",
+                        &s);
   if (rc == TH_OK) {
     db_bind_text(s, 1, store_job_state_str(state));
     db_bind_text(s, 2, error);
@@ -306,6 +437,7 @@ th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const
       rc = store__announce(st, id, STORE_EV_DONE, 0, 0, NULL);
   }
   db_finalize(s);
+  rc = store__fenced_end(st, attempt, rc);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }

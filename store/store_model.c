@@ -26,7 +26,7 @@ void store__bind_key(db_stmt *s, int first, const store_key *k, int with_digest)
 
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
                               const char *so_digest, const char *manifest, double latency_ms,
-                              int64_t job_id, int *version) {
+                              int64_t job_id, int attempt, int *version) {
   pthread_mutex_lock(&st->mu);
   /* A publish is the one write a client is told is done (the version is served from then on), so its commit
    * is made durable: synchronous FULL syncs the WAL at COMMIT, and with it every earlier frame, the rows of
@@ -34,6 +34,8 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
    * PostgreSQL's commits are durable as they are. */
   th_status rc = db_durable(st->db, 1);
   if (rc == TH_OK) rc = store__begin(st);
+  /* fenced: a worker that lost its claim publishes nothing (the check holds the job row until COMMIT) */
+  if (rc == TH_OK) rc = store__fence(st, job_id, attempt);
   db_stmt *s = NULL;
   int next = 1;
   if (rc == TH_OK)

@@ -26,13 +26,18 @@ th_status store_workload_upsert(store_t *st, const char *key, const char *templa
 }
 
 th_status store_record_add(store_t *st, const store_record *r) {
+  /* A record of a leased job is fenced: a worker that lost its claim must not add trials that the new claim
+   * did not see when it loaded the records (it would measure them again). */
+  int attempt = r->job_id > 0 ? r->attempt : 0;
   pthread_mutex_lock(&st->mu);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st,
-                                "INSERT INTO tuning_records (workload_key, template_name, target, config, "
-                                "config_index, cost_mean_s, cost_std_s, error_class, gflops, tuner, job_id, "
-                                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                &s);
+  th_status rc = store__fenced_begin(st, r->job_id, attempt);
+  if (rc == TH_OK)
+    rc = store__prepare(st,
+                        "INSERT INTO tuning_records (workload_key, template_name, target, config, "
+                        "config_index, cost_mean_s, cost_std_s, error_class, gflops, tuner, job_id, "
+                        "created_at, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        &s);
   if (rc == TH_OK) {
     db_bind_text(s, 1, r->workload_key);
     db_bind_text(s, 2, r->template_name);
@@ -49,16 +54,18 @@ th_status store_record_add(store_t *st, const store_record *r) {
     else
       db_bind_null(s, 11);
     db_bind_double(s, 12, r->created_at > 0 ? r->created_at : th_now_wall());
+    db_bind_int(s, 13, r->attempt > 0 ? r->attempt : 0);
     if (db_step(s) != DB_DONE) rc = store__db_fail(st, "insert record");
   }
   db_finalize(s);
+  rc = store__fenced_end(st, attempt, rc);
   pthread_mutex_unlock(&st->mu);
   return rc;
 }
 
 #define STORE__REC_COLS                                                                      \
   "id, workload_key, template_name, target, config, config_index, cost_mean_s, cost_std_s, " \
-  "error_class, gflops, tuner, job_id, created_at"
+  "error_class, gflops, tuner, job_id, created_at, attempt"
 
 static void store__record_row(db_stmt *s, store_record *r) {
   memset(r, 0, sizeof *r);
@@ -75,6 +82,7 @@ static void store__record_row(db_stmt *s, store_record *r) {
   store__col_copy(s, 10, r->tuner, sizeof r->tuner);
   r->job_id = db_col_int64(s, 11);
   r->created_at = db_col_double(s, 12);
+  r->attempt = db_col_int(s, 13);
 }
 
 th_status store_record_best(store_t *st, const char *workload_key, const char *target, store_record *out) {

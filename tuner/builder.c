@@ -15,6 +15,7 @@
 
 #include "backend.h"
 #include "tc.h"
+#include "target.h"
 #include "th_buf.h"
 #include "th_util.h"
 #include "space.h"
@@ -64,6 +65,74 @@ th_status tune_target_for(const char *framework, char *out, size_t n) {
   th_status rc = tc_backend_target_init(b, NULL, &t, NULL, 0);
   if (rc == TH_OK) snprintf(out, n, "%s", t.str);
   return rc;
+}
+
+int tune_local_targets(char (*out)[256], int max) {
+  int n = 0;
+  for (int i = 0; tc_backend_at(i) && n < max; i++) {
+    const tc_backend *b = tc_backend_at(i);
+    /* a backend that times on a device measures only where there is one */
+    if (tc_backend_measure_kind(b) == TC_MEASURE_DEVICE && !tune_device(b, NULL, 0, NULL, 0, NULL, 0)) continue;
+    if (tune_target_for(tc_backend_name(b), out[n], sizeof out[n]) == TH_OK) n++;
+  }
+  return n;
+}
+
+/* The CPU names this machine can run code for, ", "-separated, for messages. */
+static void tb__runnable_cpus(char *out, size_t n) {
+  const tc_backend *b = tc_backend_find("llvm", NULL, 0);
+  size_t len = (size_t)snprintf(out, n, "native");
+  for (size_t k = 0; b && tc_target_cpu_at(k) && len < n; k++) {
+    tc_backend_target t;
+    if (tc_backend_target_init(b, tc_target_cpu_at(k), &t, NULL, 0) == TH_OK && tc_backend_target_runs_here(&t, NULL, 0))
+      len += (size_t)snprintf(out + len, n - len, ", %s", tc_target_cpu_at(k));
+  }
+}
+
+th_status tune_target_measurable(const char *name, char *out, size_t n, char *err, size_t errn) {
+  if (!name || !*name) {
+    snprintf(err, errn, "an empty target name; name native, an x86-64 CPU or level, or sm_XX");
+    return TH_ERR_INVALID;
+  }
+  /* a concrete target string names its backend; a bare sm_XX is cuda's, anything else the CPU's */
+  const char *fw = !strncmp(name, "sm_", 3) || !strncmp(name, "cuda", 4) ? "cuda" : "llvm";
+  const char *arch = name;
+  char archbuf[64];
+  if (!strncmp(name, "llvm ", 5) || !strncmp(name, "cuda ", 5) || !strcmp(name, "cuda")) {
+    const char *eq = strstr(name, fw[0] == 'c' ? "-arch=" : "-mcpu=");
+    snprintf(archbuf, sizeof archbuf, "%.*s", eq ? (int)strcspn(eq + 6, " ") : 0, eq ? eq + 6 : "");
+    arch = archbuf;
+  }
+  const tc_backend *b = tc_backend_find(fw, err, errn);
+  if (!b) return TH_ERR_NOT_FOUND;
+  char why[512] = "", devarch[32] = "";
+  if (!strcmp(fw, "cuda")) {
+    if (!tune_device(b, NULL, 0, devarch, sizeof devarch, why, sizeof why)) {
+      snprintf(err, errn, "target %s: this machine cannot measure cuda code: %s", name, why);
+      return TH_ERR_UNSUPPORTED;
+    }
+    if (!*arch) arch = devarch;
+  }
+  tc_backend_target t;
+  char terr[2048] = "";
+  th_status rc = tc_backend_target_init(b, arch, &t, terr, sizeof terr);
+  if (rc != TH_OK) {
+    snprintf(err, errn, "unknown target '%s': %s", name, terr[0] ? terr : th_status_str(rc));
+    return rc == TH_ERR_COMPILE ? TH_ERR_INVALID : rc;
+  }
+  if (!strcmp(fw, "cuda") && strcmp(arch, devarch) != 0) {
+    snprintf(err, errn, "target %s: this machine's CUDA device is %s, so of cuda targets it measures only %s", name,
+             devarch, devarch);
+    return TH_ERR_UNSUPPORTED;
+  }
+  if (!strcmp(fw, "llvm") && !tc_backend_target_runs_here(&t, why, sizeof why)) {
+    char cpus[2048];
+    tb__runnable_cpus(cpus, sizeof cpus);
+    snprintf(err, errn, "target %s: %s; this machine can measure: %s", name, why, cpus);
+    return TH_ERR_UNSUPPORTED;
+  }
+  snprintf(out, n, "%s", t.str);
+  return TH_OK;
 }
 
 static int tb__supports(void *self, const char *framework, char *why, size_t n) {
@@ -229,14 +298,17 @@ static void tb__tune_options(const char *json, tune_options *o) {
   json_decref(j);
 }
 
-/* The tuning session for the job's framework: CPU tasks for llvm, GPU tasks on the server's device for cuda
- * (the arch of the key's target). */
+/* The tuning session for the job's framework: CPU tasks for llvm (compiled for the CPU of the key's target, which
+ * this machine can run: a worker registers only such targets), GPU tasks on the server's device for cuda (the
+ * arch of the key's target). */
 static th_status tb__session(const tune_build_env *env, const tune_net *net, const char *target,
                              const tune_options *o, tune_session_t **s, char *err, size_t n) {
   const tc_backend *b = tc_backend_find(env->key->framework, err, n);
   if (!b) return TH_ERR_INVALID;
-  const char *arch = strstr(target, "-arch=");
-  th_status rc = tune_session_new(env->st, b, arch ? arch + 6 : NULL, &net->src, env->key->batch, o, s);
+  const char *arch = strstr(target, tb__on_device(env->key->framework) ? "-arch=" : "-mcpu=");
+  char archbuf[64] = "";
+  if (arch) snprintf(archbuf, sizeof archbuf, "%.*s", (int)strcspn(arch + 6, " "), arch + 6);
+  th_status rc = tune_session_new(env->st, b, archbuf[0] ? archbuf : NULL, &net->src, env->key->batch, o, s);
   if (rc != TH_OK)
     snprintf(err, n, "cannot start tuning: %s", tune_session_new_errmsg()[0] ? tune_session_new_errmsg()
                                                                               : th_status_str(rc));
@@ -256,6 +328,7 @@ static th_status tb__tune(const tune_build_env *env, const tune_net *net, const 
   tune_options_default(&o);
   tb__tune_options(env->options, &o);
   o.job_id = env->job_id;
+  o.attempt = env->attempt;
   char wd[1200];
   snprintf(wd, sizeof wd, "%s/tune", env->work_dir);
   th_mkdir_p(wd);
@@ -293,26 +366,48 @@ static th_status tb__tune(const tune_build_env *env, const tune_net *net, const 
   return rc;
 }
 
-/* A tune job stops after its untuned build where this server cannot measure its target: a cuda job on a server
- * without a device, or a target that is not this machine's own (a CPU a client deploys to, another GPU arch).
- * The progress says why, plainly. Returns 1 when the job ends there. */
-static int tb__untuned(const tune_build_env *env) {
-  char why[256], msg[700], here[256] = "";
-  if (tune_target_for(env->key->framework, here, sizeof here) == TH_OK && env->key->target[0] &&
-      strcmp(here, env->key->target) != 0) {
-    snprintf(msg, sizeof msg,
-             "published untuned; tuning waits for a worker with the target %s (this server measures only %s)",
-             env->key->target, here);
-    tune_job_progress p = {.phase = "untuned", .tuning = msg};
-    env->progress(env->ctx, "waiting_for_target", &p);
-    return 1;
+/* Whether this runner measures target: one of the targets it registered (env->targets), else this machine's own
+ * target of the framework; here gets what it measures, for messages. */
+static int tb__measures(const tune_build_env *env, const char *target, char *here, size_t n) {
+  here[0] = '\0';
+  if (!env->targets) {
+    if (tune_target_for(env->key->framework, here, n) != TH_OK) return 0;
+    return strcmp(here, target) == 0;
   }
-  if (!tb__on_device(env->key->framework)) return 0;
-  if (tb__has_device(env->key->framework, why, sizeof why)) return 0;
-  snprintf(msg, sizeof msg,
-           "published untuned; tuning waits for a worker with a CUDA device (this server has none: %s)", why);
+  size_t len = 0;
+  int found = 0;
+  for (int i = 0; i < env->ntargets; i++) {
+    found |= strcmp(env->targets[i], target) == 0;
+    if (len < n) len += (size_t)snprintf(here + len, n - len, "%s%s", i ? ", " : "", env->targets[i]);
+  }
+  if (env->ntargets == 0) snprintf(here, n, "no target");
+  return found;
+}
+
+/* A tune job stops after its untuned build where this runner cannot measure its target: a cuda job without a
+ * device, or a target that is not one it measures (a CPU a client deploys to, another GPU arch). The progress
+ * says why, plainly. On a store shared with other workers the job then goes back to the queue for a worker that
+ * has the target (env->handoff), which resumes it from the published untuned version; alone, the job ends
+ * there. Returns 1 when the job ends here (handed off or not); a refused handoff (the claim was lost) too. */
+static int tb__untuned(const tune_build_env *env) {
+  char why[256], msg[900], here[512] = "";
+  const char *stage = NULL;
+  if (tb__on_device(env->key->framework) && !tb__has_device(env->key->framework, why, sizeof why)) {
+    snprintf(msg, sizeof msg,
+             "published untuned; tuning waits for a worker with a CUDA device (this %s has none: %s)",
+             env->handoff ? "worker" : "server", why);
+    stage = "waiting_for_device";
+  } else if (env->key->target[0] && !tb__measures(env, env->key->target, here, sizeof here)) {
+    snprintf(msg, sizeof msg,
+             "published untuned; tuning waits for a worker with the target %s (this %s measures only %s)",
+             env->key->target, env->handoff ? "worker" : "server", here);
+    stage = "waiting_for_target";
+  } else {
+    return 0;
+  }
   tune_job_progress p = {.phase = "untuned", .tuning = msg};
-  env->progress(env->ctx, "waiting_for_device", &p);
+  env->progress(env->ctx, stage, &p);
+  if (env->handoff && env->key->target[0]) (void)env->handoff(env->ctx, env->key->target);
   return 1;
 }
 
@@ -508,6 +603,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
         tune_options_default(&j->o);
         tb__tune_options(env->options, &j->o);
         j->o.job_id = env->job_id;
+        j->o.attempt = env->attempt;
         snprintf(j->wd, sizeof j->wd, "%s/tune", env->work_dir);
         th_mkdir_p(j->wd);
         j->o.work_dir = j->wd;

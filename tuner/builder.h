@@ -14,6 +14,19 @@ const tune_builder *tune_builder_compiler(void);
  * "cuda -arch=sm_XX" for cuda. */
 th_status tune_target_for(const char *framework, char *out, size_t n);
 
+/* This machine's concrete targets, the ones a worker registers by default: its CPU ("llvm -mcpu=<host cpu>") and
+ * its CUDA device's arch ("cuda -arch=sm_XX") when it has a device. Writes at most max into out and returns
+ * how many. Thread-safe. */
+int tune_local_targets(char (*out)[256], int max);
+
+/* The concrete target that a worker's --target NAME stands for, into out, when this machine can measure it. NAME
+ * is "native" (this CPU), an x86-64 CPU name or micro-architecture level ("znver4", "x86-64-v3") whose features
+ * this CPU has, "sm_XX" (the arch of this machine's CUDA device), or a concrete target string ("llvm
+ * -mcpu=x86-64-v3", "cuda -arch=sm_90"). TH_ERR_NOT_FOUND or TH_ERR_INVALID for a name no backend knows (err
+ * lists the valid ones); TH_ERR_UNSUPPORTED for one this machine cannot measure (err says why: the CPU features
+ * it lacks and the targets it can measure, or its device). */
+th_status tune_target_measurable(const char *name, char *out, size_t n, char *err, size_t errn);
+
 /* The device of backend b on this server, described once per process: 1 when present (name and arch filled),
  * else 0 with the reason in why ("no CUDA device: ...", or built without CUDA); arch is then the default
  * build arch (sm_90 for cuda). Any output may be NULL. Thread-safe. */

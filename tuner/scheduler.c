@@ -1,9 +1,12 @@
 /* The load-aware scheduler (see scheduler.h): the pure pick over plain structs, the learned stage-duration
- * estimates, and the in-process runtime that admits jobs from the store, runs their stages on a small thread
- * pool by resource, priority, aging and estimates, and records each job's outcome. */
+ * estimates, and the in-process runtime that claims jobs from the store under a lease, runs their stages on a
+ * small thread pool by resource, priority, aging and estimates, renews its leases from a heartbeat thread, and
+ * records each job's outcome under the claim's fencing token. */
 #include "scheduler.h"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +141,13 @@ typedef struct tune__sjob {
   int64_t stages_run;
   double stage_s[TUNE_SK_COUNT]; /* time spent running stages of each kind */
   char err[2048];
+  /* atomics, as the env callbacks set them from a stage's thread or from open (which runs under mu) */
+  atomic_int lost;       /* another claim holds the job (a write was refused, or the heartbeat saw it) */
+  atomic_int handed_off; /* the builder handed it back to the queue for a worker with its target */
 } tune__sjob;
+
+/* How a job leaves the scheduler besides a store_job_state: its outcome is not recorded here. */
+enum { TUNE__END_SHUTDOWN = -1, TUNE__END_LOST = -2, TUNE__END_HANDED_OFF = -3 };
 
 struct tune_sched {
   store_t *st;
@@ -156,7 +165,15 @@ struct tune_sched {
   tune_sched_estimates est;
   int nthreads;
   pthread_t th[32];
-  char worker_name[64];
+  char worker_name[128];
+  char host[128];
+  char targets[TUNE_SCHED_MAX_TARGETS][256]; /* the concrete targets it registered */
+  const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];
+  int ntargets;
+  int registered; /* a worker row exists (max_jobs > 0) */
+  pthread_t hb;   /* the heartbeat thread */
+  int hb_started;
+  int hb_failing; /* the last heartbeat failed (logged once until it works again) */
 };
 
 void tune_sched_opts_default(tune_sched_opts *o) {
@@ -166,6 +183,7 @@ void tune_sched_opts_default(tune_sched_opts *o) {
   o->max_jobs = 4;
   o->work_root = "/tmp/tunehub-work";
   o->policy.aging_s = 5.0;
+  o->lease_s = TUNE_SCHED_LEASE_S;
 }
 
 /* Typed events go to on_event; the plain listener (long polls, caches) hears the changes that a reader of the
@@ -175,34 +193,63 @@ static void tune__emit(tune_sched *s, const tune_event *ev) {
   if (s->o.listener && ev->kind != TUNE_EV_STAGE) s->o.listener(s->o.listener_ctx, ev->job_id);
 }
 
+/* A fenced write of job j was refused (rc TH_ERR_CONFLICT; what names the write): the job is another claim's
+ * now, and stops here at its next check. Lock-free (lost is atomic): open calls back under mu. */
+static void tune__refused(tune__sjob *j, th_status rc, const char *what) {
+  if (rc != TH_ERR_CONFLICT) return;
+  TH_LOG(TH_LOG_WARN, "job %lld: %s refused: %s", (long long)j->job.id, what, store_errmsg(j->s->st));
+  atomic_store(&j->lost, 1);
+  pthread_cond_broadcast(&j->s->cv);
+}
+
 /* env callbacks (run on the stage's thread, without the scheduler lock) */
 static void tune__progress(void *ctx, const char *stage, const tune_job_progress *p) {
   tune__sjob *j = ctx;
   tune_sched *s = j->s;
   char *doc = p && s->o.encode_progress ? s->o.encode_progress(s->o.listener_ctx, p) : NULL;
-  store_job_progress(s->st, j->job.id, stage, doc);
-  tune_event ev = {.kind = TUNE_EV_PROGRESS, .job_id = j->job.id, .progress = p, .progress_doc = doc};
-  tune__emit(s, &ev);
+  th_status rc = store_job_progress(s->st, j->job.id, j->job.attempts, stage, doc);
+  tune__refused(j, rc, "a progress write");
+  if (rc != TH_ERR_CONFLICT) {
+    tune_event ev = {.kind = TUNE_EV_PROGRESS, .job_id = j->job.id, .progress = p, .progress_doc = doc};
+    tune__emit(s, &ev);
+  }
   free(doc);
 }
 
 static int tune__cancelled(void *ctx) {
   tune__sjob *j = ctx;
   pthread_mutex_lock(&j->s->mu);
-  int stopping = j->s->stopping;
+  int stop = j->s->stopping;
   pthread_mutex_unlock(&j->s->mu);
-  return stopping || store_job_cancel_requested(j->s->st, j->job.id);
+  return stop || atomic_load(&j->lost) || atomic_load(&j->handed_off) ||
+         store_job_cancel_requested(j->s->st, j->job.id);
+}
+
+static th_status tune__handoff(void *ctx, const char *target) {
+  tune__sjob *j = ctx;
+  th_status rc = store_job_handoff(j->s->st, j->job.id, j->job.attempts, target, NULL);
+  tune__refused(j, rc, "the handoff");
+  if (rc != TH_OK) return rc;
+  TH_LOG(TH_LOG_INFO, "job %lld handed back to the queue: tuning %s/%s/%d waits for a worker with target %s",
+         (long long)j->job.id, j->job.key.framework, j->job.key.network, j->job.key.batch, target);
+  atomic_store(&j->handed_off, 1);
+  /* long polls on the job see it queued again (its stream already has the progress that says why) */
+  if (j->s->o.listener) j->s->o.listener(j->s->o.listener_ctx, j->job.id);
+  return TH_OK;
 }
 
 static th_status tune__publish(void *ctx, const tune_build_output *out, int *version) {
   tune__sjob *j = ctx;
   store_t *st = j->s->st;
   char tar_digest[65], so_digest[65];
-  th_status rc = store_artifact_put(st, out->tar_path, "application/x-tar", tar_digest, NULL);
+  /* a claim already lost copies no bundle; the publish itself is fenced in its own transaction */
+  th_status rc = store_job_fence(st, j->job.id, j->job.attempts);
+  if (rc == TH_OK) rc = store_artifact_put(st, out->tar_path, "application/x-tar", tar_digest, NULL);
   if (rc == TH_OK) rc = store_artifact_put(st, out->so_path, "application/x-sharedlib", so_digest, NULL);
   if (rc == TH_OK)
     rc = store_model_publish(st, &j->job.key, out->tuned, tar_digest, so_digest, out->manifest, out->latency_ms,
-                             j->job.id, version);
+                             j->job.id, j->job.attempts, version);
+  tune__refused(j, rc, "the publish");
   if (rc == TH_OK) {
     TH_LOG(TH_LOG_INFO, "job %lld published %s/%s/%d v%d (sha256:%.12s…)", (long long)j->job.id,
            j->job.key.framework, j->job.key.network, j->job.key.batch, *version, tar_digest);
@@ -234,14 +281,42 @@ static int tune__device_index(tune_sched *s, const char *name) {
   return i;
 }
 
-/* Ends a job: records the outcome, frees it. Caller holds mu. state < 0: leave it 'running' (shutdown). */
+/* Logs that job j is another claim's now: "lost the lease of job N (attempt A; attempt B holds it)". */
+static void tune__log_lost(tune_sched *s, tune__sjob *j) {
+  store_job now;
+  char where[320] = "its state is unknown";
+  if (store_job_get(s->st, j->job.id, &now) == TH_OK) {
+    if (now.state == STORE_JOB_RUNNING && now.attempts != j->job.attempts)
+      snprintf(where, sizeof where, "attempt %d holds it on %s", now.attempts, now.worker);
+    else if (now.state == STORE_JOB_QUEUED)
+      snprintf(where, sizeof where, "requeued, waiting for attempt %d", now.attempts + 1);
+    else
+      snprintf(where, sizeof where, "attempt %d holds it; it %s", now.attempts,
+               now.state == STORE_JOB_RUNNING ? "runs" : store_job_state_str(now.state));
+    store_job_clear(&now);
+  }
+  TH_LOG(TH_LOG_WARN, "lost the lease of job %lld (attempt %d; %s): stopped here, nothing more is written",
+         (long long)j->job.id, j->job.attempts, where);
+}
+
+/* Ends a job: records the outcome, frees it. Caller holds mu. state < 0 records nothing: TUNE__END_SHUTDOWN (the
+ * stop hands it back to the queue), TUNE__END_LOST (another claim holds it), TUNE__END_HANDED_OFF (queued for a
+ * worker with its target). */
 static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *error) {
   if (s->b->close && j->bj) s->b->close(s->b->self, j->bj);
   j->bj = NULL;
   (void)th_rm_rf(j->dir);
   if (state >= 0) {
-    if (store_job_finish(s->st, j->job.id, (store_job_state)state, error) != TH_OK)
+    th_status rc = store_job_finish(s->st, j->job.id, j->job.attempts, (store_job_state)state, error);
+    if (rc == TH_ERR_CONFLICT && j->job.attempts > 0) {
+      TH_LOG(TH_LOG_WARN, "job %lld: recording the outcome was refused: %s", (long long)j->job.id, store_errmsg(s->st));
+      tune__log_lost(s, j);
+      state = TUNE__END_LOST;
+    } else if (rc != TH_OK) {
       TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome: %s", (long long)j->job.id, store_errmsg(s->st));
+    }
+  }
+  if (state >= 0) {
     if (state == STORE_JOB_SUCCEEDED) {
       /* where the job's time went: per stage kind, and waiting for resources (the rest) */
       char acc[512];
@@ -259,8 +334,11 @@ static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *er
              error ? error : "");
     tune_event ev = {.kind = TUNE_EV_DONE, .job_id = j->job.id, .state = (store_job_state)state, .error = error};
     tune__emit(s, &ev);
-  } else {
-    TH_LOG(TH_LOG_INFO, "job %lld interrupted by shutdown; it resumes at the next start", (long long)j->job.id);
+  } else if (state == TUNE__END_SHUTDOWN) {
+    TH_LOG(TH_LOG_INFO, "job %lld interrupted by shutdown; it goes back to the queue and resumes from its records",
+           (long long)j->job.id);
+  } else if (state == TUNE__END_LOST && atomic_load(&j->lost)) {
+    tune__log_lost(s, j);
   }
   tune__sjob **pp = &s->jobs;
   while (*pp && *pp != j) pp = &(*pp)->next;
@@ -274,14 +352,14 @@ static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *er
 static void tune__admit(tune_sched *s) {
   while (!s->stopping && s->njobs < s->o.max_jobs) {
     store_job job;
-    th_status rc = store_job_claim(s->st, s->worker_name, &job);
+    th_status rc = store_job_claim(s->st, s->worker_name, s->o.lease_s, &job);
     if (rc != TH_OK) {
       if (rc != TH_ERR_NOT_FOUND) TH_LOG(TH_LOG_WARN, "cannot claim a job: %s", store_errmsg(s->st));
       return;
     }
     tune__sjob *j = calloc(1, sizeof *j);
     if (!j) {
-      store_job_finish(s->st, job.id, STORE_JOB_FAILED, "out of memory");
+      store_job_finish(s->st, job.id, job.attempts, STORE_JOB_FAILED, "out of memory");
       store_job_clear(&job);
       return;
     }
@@ -304,9 +382,14 @@ static void tune__admit(tune_sched *s) {
                               .progress = tune__progress,
                               .cancelled = tune__cancelled,
                               .publish = tune__publish,
-                              .ctx = j};
-    TH_LOG(TH_LOG_INFO, "job %lld admitted: %s %s/%s/%d (attempt %d, priority %d)", (long long)job.id,
-           job.kind, job.key.framework, job.key.network, job.key.batch, job.attempts, job.priority);
+                              .ctx = j,
+                              .attempt = job.attempts,
+                              .targets = s->ntargets > 0 ? s->target_ptrs : NULL,
+                              .ntargets = s->ntargets,
+                              .handoff = store_shared(s->st) ? tune__handoff : NULL};
+    TH_LOG(TH_LOG_INFO, "job %lld claimed by %s: %s %s/%s/%d for %s (attempt %d, priority %d, lease %.0f s)",
+           (long long)job.id, s->worker_name, job.kind, job.key.framework, job.key.network, job.key.batch,
+           job.key.target, job.attempts, job.priority, s->o.lease_s);
     char why[512];
     if (th_mkdir_p(j->dir) != TH_OK) {
       snprintf(j->err, sizeof j->err, "cannot create scratch directory %s", j->dir);
@@ -321,7 +404,7 @@ static void tune__admit(tune_sched *s) {
       rc = s->b->open(s->b->self, &j->env, &j->bj, j->err, sizeof j->err);
       if (rc != TH_OK) {
         if (!j->err[0]) snprintf(j->err, sizeof j->err, "%s", th_status_str(rc));
-        tune__finish(s, j, STORE_JOB_FAILED, j->err);
+        tune__finish(s, j, atomic_load(&j->lost) ? TUNE__END_LOST : STORE_JOB_FAILED, j->err);
         continue;
       }
     }
@@ -373,6 +456,17 @@ const char *tune_sched_phase_str(int kind) {
   }
 }
 
+/* Ends job j, whose builder has no stage left: succeeded, unless it was handed back to the queue or lost. Caller
+ * holds mu. */
+static void tune__complete(tune_sched *s, tune__sjob *j) {
+  if (atomic_load(&j->lost))
+    tune__finish(s, j, TUNE__END_LOST, NULL);
+  else if (atomic_load(&j->handed_off))
+    tune__finish(s, j, TUNE__END_HANDED_OFF, NULL);
+  else
+    tune__finish(s, j, STORE_JOB_SUCCEEDED, NULL);
+}
+
 /* One scheduling round: picks a stage and runs it. Caller holds mu; returns 1 when it ran (or ended) something. */
 static int tune__round(tune_sched *s) {
   tune__admit(s);
@@ -383,8 +477,8 @@ static int tune__round(tune_sched *s) {
   for (tune__sjob *j = s->jobs, *nx; j; j = nx) {
     nx = j->next;
     if (j->running) continue;
-    if (!tune__next(s, j)) {
-      tune__finish(s, j, STORE_JOB_SUCCEEDED, NULL);
+    if (atomic_load(&j->lost) || !tune__next(s, j)) {
+      tune__complete(s, j);
       return 1;
     }
     if (n == 256) continue;
@@ -446,12 +540,21 @@ static int tune__round(tune_sched *s) {
   pthread_cond_broadcast(&s->cv);
   if (rc == TH_OK) {
     /* a job whose last stage just ended is recorded now, right after its publish, not a round later */
-    if (!tune__next(s, j)) tune__finish(s, j, STORE_JOB_SUCCEEDED, NULL);
+    if (atomic_load(&j->lost) || !tune__next(s, j)) tune__complete(s, j);
+    return 1;
+  }
+  /* a stage that failed may have failed on a refused write (a tuning record, say): whether the claim still holds
+   * decides between the job's failure and a job that is no longer ours */
+  if (!atomic_load(&j->lost) && !atomic_load(&j->handed_off) &&
+      store_job_fence(s->st, j->job.id, j->job.attempts) == TH_ERR_CONFLICT)
+    atomic_store(&j->lost, 1);
+  if (atomic_load(&j->lost) || atomic_load(&j->handed_off)) {
+    tune__complete(s, j);
     return 1;
   }
   int cancel_req = store_job_cancel_requested(s->st, j->job.id);
   if (rc == TH_ERR_CANCELLED && s->stopping && !cancel_req) {
-    tune__finish(s, j, -1, NULL);
+    tune__finish(s, j, TUNE__END_SHUTDOWN, NULL);
   } else if (rc == TH_ERR_CANCELLED) {
     tune__finish(s, j, STORE_JOB_CANCELLED, "cancelled by request");
   } else {
@@ -477,9 +580,108 @@ static void *tune__sched_main(void *arg) {
   return NULL;
 }
 
+/* ---- the worker: registration, heartbeat, leases ---- */
+
+/* name (and host) of this process as a worker: the given name, else host:pid:random (a restarted process is a
+ * new worker, so nothing it did before can be mistaken for its own). */
+static void tune__worker_name(tune_sched *s, const char *given) {
+  if (gethostname(s->host, sizeof s->host) != 0 || !s->host[0]) snprintf(s->host, sizeof s->host, "localhost");
+  s->host[sizeof s->host - 1] = '\0';
+  if (given && *given) {
+    snprintf(s->worker_name, sizeof s->worker_name, "%s", given);
+    return;
+  }
+  unsigned r = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || read(fd, &r, sizeof r) != (ssize_t)sizeof r) r = (unsigned)(th_now_wall() * 1e6) ^ (unsigned)getpid();
+  if (fd >= 0) close(fd);
+  snprintf(s->worker_name, sizeof s->worker_name, "%.80s:%ld:%06x", s->host, (long)getpid(), r & 0xffffff);
+}
+
+static th_status tune__register(tune_sched *s) {
+  int requeued = 0;
+  th_status rc = store_worker_register(s->st, s->worker_name, s->host, s->target_ptrs, s->ntargets, s->o.max_jobs,
+                                       s->o.lease_s, &requeued);
+  if (rc != TH_OK) return rc;
+  char list[1024] = "";
+  size_t len = 0;
+  for (int i = 0; i < s->ntargets && len < sizeof list; i++)
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", s->targets[i]);
+  TH_LOG(TH_LOG_INFO, "worker %s registered: targets [%s], %d slot(s), lease %.1f s", s->worker_name, list,
+         s->o.max_jobs, s->o.lease_s);
+  if (requeued > 0)
+    TH_LOG(TH_LOG_INFO, "requeued %d job(s) an earlier worker named %s held", requeued, s->worker_name);
+  return TH_OK;
+}
+
+/* One heartbeat: renews this worker's leases, requeues any job whose lease expired (whoever held it), and marks
+ * the admitted jobs that another claim took (they stop at their next check). Runs on the heartbeat thread. */
+static void tune__beat(tune_sched *s) {
+  th_status rc = TH_OK;
+  if (s->registered) {
+    rc = store_worker_heartbeat(s->st, s->worker_name, s->o.lease_s, NULL);
+    if (rc == TH_ERR_NOT_FOUND) rc = tune__register(s); /* forgotten after a long silence */
+  }
+  int requeued = 0;
+  if (rc == TH_OK) rc = store_job_reap(s->st, &requeued);
+  if (rc != TH_OK) {
+    if (!s->hb_failing)
+      TH_LOG(TH_LOG_WARN, "worker %s: heartbeat failed (leases are not renewed meanwhile): %s", s->worker_name,
+             store_errmsg(s->st));
+    s->hb_failing = 1;
+    return;
+  }
+  if (s->hb_failing) TH_LOG(TH_LOG_INFO, "worker %s: heartbeat works again", s->worker_name);
+  s->hb_failing = 0;
+  if (requeued > 0) TH_LOG(TH_LOG_INFO, "requeued %d job(s) whose lease expired", requeued);
+  int64_t ids[256];
+  int attempts[256], n = 0;
+  pthread_mutex_lock(&s->mu);
+  if (requeued > 0) pthread_cond_broadcast(&s->cv);
+  for (tune__sjob *j = s->jobs; j && n < 256; j = j->next)
+    if (!atomic_load(&j->lost) && !atomic_load(&j->handed_off)) {
+      ids[n] = j->job.id;
+      attempts[n++] = j->job.attempts;
+    }
+  pthread_mutex_unlock(&s->mu);
+  for (int i = 0; i < n; i++) {
+    if (store_job_fence(s->st, ids[i], attempts[i]) != TH_ERR_CONFLICT) continue;
+    TH_LOG(TH_LOG_WARN, "job %lld: the heartbeat's fencing check refused attempt %d: %s", (long long)ids[i],
+           attempts[i], store_errmsg(s->st));
+    pthread_mutex_lock(&s->mu);
+    for (tune__sjob *j = s->jobs; j; j = j->next)
+      if (j->job.id == ids[i] && j->job.attempts == attempts[i]) atomic_store(&j->lost, 1);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+  }
+}
+
+static void *tune__heartbeat_main(void *arg) {
+  tune_sched *s = arg;
+  double every = s->o.lease_s / 3;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping) {
+    pthread_mutex_unlock(&s->mu);
+    tune__beat(s);
+    double next = th_now_mono() + every;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping && th_now_mono() < next) {
+      struct timespec ts = th_deadline_in(next - th_now_mono());
+      pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+const char *tune_sched_name(tune_sched *s) {
+  return s->worker_name;
+}
+
 th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_sched_opts *o,
                            tune_sched **out) {
-  if (!st || !builder || !o || o->max_jobs < 1 || o->max_jobs > 256 || o->cpu_slots < 0 || o->cpu_slots > 256)
+  if (!st || !builder || !o || o->max_jobs < 0 || o->max_jobs > 256 || o->cpu_slots < 0 || o->cpu_slots > 256 ||
+      o->ntargets < 0 || o->ntargets > TUNE_SCHED_MAX_TARGETS || (o->ntargets > 0 && !o->targets))
     return TH_ERR_INVALID;
   if (builder->open && (!builder->next || !builder->step)) return TH_ERR_INVALID;
   tune_sched *s = calloc(1, sizeof *s);
@@ -492,21 +694,46 @@ th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_
     s->o.cpu_slots = nc > 0 ? (int)nc : 1;
   }
   if (s->o.policy.aging_s <= 0) s->o.policy.aging_s = 5.0;
+  if (!(s->o.lease_s > 0)) s->o.lease_s = TUNE_SCHED_LEASE_S;
   snprintf(s->work_root, sizeof s->work_root, "%s", o->work_root ? o->work_root : "/tmp/tunehub-work");
   s->o.work_root = s->work_root;
-  snprintf(s->worker_name, sizeof s->worker_name, "pid%ld", (long)getpid());
+  tune__worker_name(s, o->name);
+  s->o.name = s->worker_name;
+  for (int i = 0; i < o->ntargets; i++) {
+    snprintf(s->targets[i], sizeof s->targets[i], "%s", o->targets[i]);
+    s->target_ptrs[i] = s->targets[i];
+  }
+  s->ntargets = o->ntargets;
+  s->o.targets = s->target_ptrs;
   if (th_mkdir_p(s->work_root) != TH_OK) {
     free(s);
     return TH_ERR_IO;
+  }
+  /* a scheduler that runs jobs is a worker; with max_jobs 0 (a serving replica) it only requeues expired
+   * leases */
+  if (s->o.max_jobs > 0) {
+    th_status rc = tune__register(s);
+    if (rc != TH_OK) {
+      TH_LOG(TH_LOG_ERROR, "cannot register worker %s: %s", s->worker_name, store_errmsg(st));
+      free(s);
+      return rc;
+    }
+    s->registered = 1;
   }
   s->res.cpu_total = s->o.cpu_slots;
   tune__device_index(s, "cpu");
   tune_sched_estimates_init(&s->est);
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  if (pthread_create(&s->hb, NULL, tune__heartbeat_main, s) != 0) {
+    tune_sched_stop(s);
+    return TH_ERR_NOMEM;
+  }
+  s->hb_started = 1;
   /* one thread per CPU slot, one per measurement device, one for the cheap stages */
   int nt = s->o.cpu_slots + 2;
   if (nt > s->o.max_jobs + 1) nt = s->o.max_jobs + 1;
+  if (s->o.max_jobs == 0) nt = 0;
   if (nt > 32) nt = 32;
   for (int i = 0; i < nt; i++) {
     if (pthread_create(&s->th[i], NULL, tune__sched_main, s) != 0) {
@@ -540,10 +767,18 @@ void tune_sched_stop(tune_sched *s) {
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
   for (int i = 0; i < s->nthreads; i++) pthread_join(s->th[i], NULL);
-  /* admitted jobs that were between stages stay 'running' in the store: the next start requeues them */
+  if (s->hb_started) pthread_join(s->hb, NULL);
+  /* nothing of this process writes to its jobs any more: the ones it held go back to the queue at once, to
+   * resume (on any worker) from their published versions and stored records, instead of waiting out the lease */
   pthread_mutex_lock(&s->mu);
-  while (s->jobs) tune__finish(s, s->jobs, -1, NULL);
+  while (s->jobs) tune__finish(s, s->jobs, TUNE__END_SHUTDOWN, NULL);
   pthread_mutex_unlock(&s->mu);
+  int requeued = 0;
+  if (s->registered && store_worker_stop(s->st, s->worker_name, &requeued) != TH_OK)
+    TH_LOG(TH_LOG_WARN, "worker %s: cannot hand its jobs back (they are requeued when their lease expires): %s",
+           s->worker_name, store_errmsg(s->st));
+  else if (requeued > 0)
+    TH_LOG(TH_LOG_INFO, "worker %s stopped: %d job(s) handed back to the queue", s->worker_name, requeued);
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
   free(s);

@@ -11,11 +11,16 @@
  * may only take those resources when its learned duration estimate says it ends before they would free up
  * (backfilling). Estimates are an EWMA of past stage durations per stage kind.
  *
- * The runtime (tune_sched_start) is a small pool of threads inside the daemon. Each thread, under one mutex,
- * admits queued jobs from the store (store_job_claim, at most max_jobs admitted), asks tune_sched_pick for the
- * next stage across all admitted jobs, runs it without the lock, and gives its resources back. A cancel takes
- * effect between stages; on shutdown, running stages finish (or abort through env->cancelled) and their jobs
- * stay 'running' in the store, so store_recover() requeues them and they resume from their stored records.
+ * The runtime (tune_sched_start) is a small pool of threads inside the daemon or a `tunehub worker`. It registers
+ * itself as a worker with the targets it measures (store_worker_register). Each thread, under one mutex, admits
+ * queued jobs from the store (store_job_claim under a lease, at most max_jobs admitted), asks tune_sched_pick for
+ * the next stage across all admitted jobs, runs it without the lock, and gives its resources back. A heartbeat
+ * thread renews the leases every lease_s / 3, requeues jobs whose lease expired anywhere (store_job_reap), and
+ * checks that each admitted job is still this runner's. Every write of a job carries its claim's attempt (the
+ * fencing token); once a write is refused, or the heartbeat finds the job claimed by another attempt, the job
+ * stops here at once with no further write ("lost the lease of job N"). A cancel takes effect between stages;
+ * on shutdown, running stages finish (or abort through env->cancelled) and their jobs go back to the queue at
+ * once (store_worker_stop); they resume from their published versions and stored records.
  *
  * Thread safety: every tune_sched_* function on a running scheduler is thread-safe. */
 #ifndef TUNE_SCHEDULER_H
@@ -92,7 +97,15 @@ typedef struct tune_sched_opts {
   tune_sched_policy policy;
   int keep_versions; /* retention after each publish: the key's newest N ready versions and its aliased ones
                         stay, older ones are unpublished (store_model_retain); 0 keeps every version */
+  double lease_s;    /* a claim's lease, renewed every lease_s / 3; default TUNE_SCHED_LEASE_S */
+  const char *name;  /* the worker name to register; NULL: host:pid:random */
+  const char *const *targets; /* the concrete targets it measures (copied), ntargets of them; NULL: none
+                                 registered (it claims only jobs any worker may take) */
+  int ntargets;
 } tune_sched_opts;
+
+#define TUNE_SCHED_LEASE_S 30.0
+#define TUNE_SCHED_MAX_TARGETS 16
 
 void tune_sched_opts_default(tune_sched_opts *o);
 /* st and builder are borrowed and must outlive the scheduler. */
@@ -100,8 +113,11 @@ th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_
                            tune_sched **out);
 /* Wakes the threads after a job was queued or cancelled. */
 void tune_sched_notify(tune_sched *s);
-/* Stops: no new stage starts, running stages end, jobs stay 'running' for the next start. Accepts NULL. */
+/* Stops: no new stage starts, running stages end, the jobs it held go back to the queue and the worker is marked
+ * stopped. Accepts NULL. */
 void tune_sched_stop(tune_sched *s);
+/* The worker name it registered (borrowed; valid until tune_sched_stop). */
+const char *tune_sched_name(tune_sched *s);
 /* Admitted jobs right now. */
 int tune_sched_admitted(tune_sched *s);
 /* ---- the state, for GET /scheduler ---- */

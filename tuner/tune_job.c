@@ -274,6 +274,7 @@ static void tune__record(const tune_session_t *s, const tune_task *t, const tc_c
   rec->gflops = r->error_class == 0 && r->cost_mean_s > 0 ? t->flops / r->cost_mean_s * 1e-9 : 0;
   snprintf(rec->tuner, sizeof rec->tuner, "%s", tuner);
   rec->job_id = s->o.job_id;
+  rec->attempt = s->o.attempt;
   rec->created_at = created_at;
 }
 

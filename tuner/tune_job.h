@@ -50,6 +50,8 @@ typedef struct tune_options {
                               TUNE_VERIFY_ROUNDS interleaved rounds; builds apply the fastest by the median
                               (CPU sessions); default TUNE_VERIFY_TOP, 0: off */
   int64_t job_id;          /* stored with every record; 0 from the CLI */
+  int attempt;             /* the job claim's fencing token, stored with every record, which the store refuses
+                              once the claim is lost (store_record_add); 0 from the CLI */
   const char *work_dir;    /* borrowed; NULL: a fresh directory under $TMPDIR, removed at free */
   tune_measure_opts measure;
 } tune_options;

@@ -57,6 +57,17 @@ typedef struct tune_build_env {
   /* Publishes a new model version; *version receives its number. */
   th_status (*publish)(void *ctx, const tune_build_output *out, int *version);
   void *ctx;
+  /* The claim's fencing token (store_job_claim): every write of the job is made under it, so that a runner that
+   * lost the job (its lease expired, another worker claimed it) writes nothing more. 0 outside a leased job. */
+  int attempt;
+  /* The concrete targets this runner measures ("llvm -mcpu=znver4", "cuda -arch=sm_90"), ntargets of them; NULL:
+   * this machine's own (tune_target_for), as a runner without a registered target list. */
+  const char *const *targets;
+  int ntargets;
+  /* Hands the job back to the queue for a worker that measures target (a store shared with other workers only;
+   * NULL otherwise): after TH_OK the job is no longer this runner's, and the builder ends it without another
+   * write. */
+  th_status (*handoff)(void *ctx, const char *target);
 } tune_build_env;
 
 /* Kinds of stage, for the resources they take and the durations the scheduler learns per kind. */
@@ -135,8 +146,9 @@ th_status tune_workers_start(store_t *st, const tune_builder *builder, int n, co
                              tune_listener_fn listener, void *listener_ctx, tune_workers **out);
 /* Wakes idle workers after a job was queued. Thread-safe. */
 void tune_workers_notify(tune_workers *w);
-/* Stops the pool: running jobs are left 'running' in the store (the next start requeues them) unless they end
- * first; waits for the threads. Accepts NULL. */
+/* Stops the pool: running stages end at their next check, and the jobs it held go back to the queue at once
+ * (store_worker_stop), to resume from their published versions and stored records; waits for the threads.
+ * Accepts NULL. */
 void tune_workers_stop(tune_workers *w);
 /* Number of jobs admitted (running) right now. */
 int tune_workers_busy(tune_workers *w);

@@ -1434,6 +1434,58 @@
     }
   }
 
+  /* ---------- the fleet: GET /workers, on its own poll (the rest of the page does not wait for it) ---------- */
+  const FLEET_MS = 5000;
+  let fleetSig = '';
+  async function loadWorkers() {
+    try { data.workers = (await api('/workers')).body; data.workersErr = null; }
+    catch (e) { data.workersErr = e; }
+  }
+  function workerState(w) {
+    if (w.alive) return 'alive';
+    return w.stopped_at ? 'stopped' : 'silent';
+  }
+  function workerJobs(w) {
+    if (!w.jobs || !w.jobs.length) return '—';
+    return w.jobs.map(j => h('div', null,
+      h('a', { href: hrefFor({ view: 'jobs' }) }, 'job ' + j.id), ' ', j.kind + ' ' + keyOf(j),
+      h('span', { class: 'muted small' }, ' (attempt ' + j.attempt + (j.stage ? ', ' + j.stage : '') +
+        ', lease ' + (fmtDur(j.lease_left_s) || 'over') + ')')));
+  }
+  function renderWorkers() {
+    const sec = $('#workers-section');
+    const doc = data.workers;
+    const ws = doc && Array.isArray(doc.workers) ? doc.workers : [];
+    sec.hidden = ws.length === 0;
+    if (!ws.length) return;
+    const alive = ws.filter(w => w.alive).length;
+    $('#workers-status').textContent = alive + ' of ' + ws.length + ' worker' + (ws.length === 1 ? '' : 's') + ' alive' +
+      (doc.shared ? ' on the shared store' : ' (this daemon\'s own scheduler)') +
+      (data.workersErr ? ' (last refresh failed: ' + data.workersErr.message + ')' : '');
+    const sig = JSON.stringify(ws.map(w => [w.name, w.alive, w.stopped_at, w.targets, w.slots, w.jobs,
+      Math.round(w.heartbeat_age_s || 0)]));
+    if (sig === fleetSig) return;
+    fleetSig = sig;
+    keepFocus(() => $('#workers-body').replaceChildren(...ws.map(w => {
+      const state = workerState(w);
+      return h('tr', { class: w.alive ? null : 'gone', 'data-worker': w.name },
+        h('td', { 'data-label': 'Worker' }, w.name),
+        h('td', { 'data-label': 'Host' }, w.host),
+        h('td', { 'data-label': 'Targets' }, (w.targets || []).length
+          ? w.targets.map(t => h('code', { class: 'target' }, t)) : h('span', { class: 'muted' }, 'any job that needs no target')),
+        h('td', { class: 'num', 'data-label': 'Slots' }, w.slots),
+        h('td', { 'data-label': 'Running' }, workerJobs(w)),
+        h('td', { 'data-label': 'Last heartbeat' }, w.heartbeat_at
+          ? h('time', { datetime: w.heartbeat_at, title: fmtDate(w.heartbeat_at) }, (fmtDur(w.heartbeat_age_s) || '0 s') + ' ago') : '—'),
+        h('td', { 'data-label': 'State' }, h('span', { class: 'pill ' + state }, state)));
+    })));
+  }
+  async function fleetTick() {
+    try { await loadWorkers(); renderWorkers(); }
+    finally { setTimeout(fleetTick, FLEET_MS); }
+  }
+  fleetTick();
+
   /* ---------- wiring ---------- */
   document.querySelectorAll('#catalog thead th button').forEach(b => b.addEventListener('click', () => {
     const key = b.parentElement.dataset.key;

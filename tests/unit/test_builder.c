@@ -70,7 +70,7 @@ static th_status on_publish(void *ctx, const tune_build_output *out, int *versio
   th_status rc = store_artifact_put(t->st, out->tar_path, "application/x-tar", tar, NULL);
   if (rc == TH_OK) rc = store_artifact_put(t->st, out->so_path, "application/x-sharedlib", so, NULL);
   if (rc == TH_OK)
-    rc = store_model_publish(t->st, &t->key, out->tuned, tar, so, out->manifest, out->latency_ms, t->job_id,
+    rc = store_model_publish(t->st, &t->key, out->tuned, tar, so, out->manifest, out->latency_ms, t->job_id, 0,
                              version);
   if (rc == TH_OK) {
     t->published++;
@@ -109,7 +109,7 @@ static void publish_stand_in(store_t *st, const store_key *k, int tuned, int64_t
   snprintf(manifest, sizeof manifest, "{\"tuned\":%s,\"layers\":[{\"name\":\"conv1\",\"source\":\"%s\"}]}",
            tuned ? "true" : "false", tuned ? "tuned" : "fallback");
   int version = 0;
-  CHECK(store_model_publish(st, k, tuned, digest, digest, manifest, 1.0, job_id, &version) == TH_OK);
+  CHECK(store_model_publish(st, k, tuned, digest, digest, manifest, 1.0, job_id, 0, &version) == TH_OK);
 }
 
 static void env_init(tune_build_env *env, test_env *t, const char *kind, const char *options, const char *wd) {

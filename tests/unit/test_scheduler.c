@@ -479,16 +479,20 @@ TH_TEST(runtime_cancel_between_stages) {
   CHECK(ran > 1 && ran < 1 + 4 * f.rounds);
   usleep(100000);
   CHECK_EQ_INT(f.stages_total, ran); /* nothing more ran */
-  /* a shutdown mid-job leaves it running for the next start */
+  /* a shutdown mid-job hands it back to the queue at once, for the next start (or another worker) */
   CHECK(store_job_enqueue(st, &k, "tune", "{}", 0, &id, &created) == TH_OK);
   tune_sched_notify(s);
   while (job_state(st, id) != STORE_JOB_RUNNING) usleep(10000);
   usleep(100000);
   tune_sched_stop(s);
-  CHECK_EQ_INT(job_state(st, id), STORE_JOB_RUNNING);
+  CHECK_EQ_INT(job_state(st, id), STORE_JOB_QUEUED);
+  store_job j;
+  CHECK(store_job_get(st, id, &j) == TH_OK);
+  CHECK(strstr(j.stage, "requeued: worker ") && strstr(j.stage, " stopped") && j.worker[0] == '\0');
+  store_job_clear(&j);
   int requeued = 0;
   CHECK(store_recover(st, &requeued, NULL) == TH_OK);
-  CHECK_EQ_INT(requeued, 1);
+  CHECK_EQ_INT(requeued, 0);
   store_close(st);
   return 0;
 }

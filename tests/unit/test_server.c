@@ -119,9 +119,19 @@ TH_TEST(config_flags) {
   char *unknown[] = {"--colour", "blue"};
   CHECK(srv_config_parse(&c, 2, unknown, err, sizeof err) == TH_ERR_INVALID);
   CHECK(strstr(err, "--token-file") != NULL);
+  /* --workers 0 is a serving replica, which only a shared store (--db) can have: nothing else would run jobs */
   char *zero_workers[] = {"--workers", "0"};
   CHECK(srv_config_parse(&c, 2, zero_workers, err, sizeof err) == TH_ERR_INVALID);
-  CHECK(strstr(err, "1 to 64") != NULL);
+  CHECK(strstr(err, "--workers 0") != NULL && strstr(err, "needs --db") != NULL);
+  srv_config_defaults(&c);
+  char *replica[] = {"--workers", "0", "--db", "postgresql://u@/db?host=/tmp", "--lease", "5"};
+  CHECK(srv_config_parse(&c, 6, replica, err, sizeof err) == TH_OK);
+  CHECK_EQ_INT(c.workers, 0);
+  CHECK_EQ_INT(c.lease_s, 5);
+  CHECK_STR(c.db_url, "postgresql://u@/db?host=/tmp");
+  char *too_many[] = {"--workers", "65"};
+  CHECK(srv_config_parse(&c, 2, too_many, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "0 to 64") != NULL);
   return 0;
 }
 

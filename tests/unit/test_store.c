@@ -59,7 +59,7 @@ TH_TEST(migrations_apply_once) {
   char path[300], *text = NULL;
   snprintf(path, sizeof path, "%s/v.txt", d);
   CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
-  CHECK(strncmp(text, "3\nwal", 5) == 0);
+  CHECK(strncmp(text, "5\nwal", 5) == 0);
   free(text);
   return 0;
 }
@@ -113,8 +113,8 @@ TH_TEST(single_flight_8_threads) {
   CHECK_EQ_INT(counts[STORE_JOB_QUEUED], 1);
   /* after the job ends, a new miss makes a new job */
   store_job j;
-  CHECK(store_job_claim(st, "w", &j) == TH_OK);
-  CHECK(store_job_finish(st, j.id, STORE_JOB_SUCCEEDED, NULL) == TH_OK);
+  CHECK(store_job_claim(st, "w", 0, &j) == TH_OK);
+  CHECK(store_job_finish(st, j.id, 0, STORE_JOB_SUCCEEDED, NULL) == TH_OK);
   store_job_clear(&j);
   int64_t id2;
   int c2;
@@ -206,7 +206,7 @@ TH_TEST(recover_sweeps_orphans_and_requeues) {
   int created;
   CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
   store_job j;
-  CHECK(store_job_claim(st, "dead-worker", &j) == TH_OK);
+  CHECK(store_job_claim(st, "dead-worker", 0, &j) == TH_OK);
   store_job_clear(&j);
   store_close(st); /* the process "dies" with the job running */
 
@@ -225,7 +225,7 @@ TH_TEST(recover_sweeps_orphans_and_requeues) {
   CHECK_EQ_INT(j.attempts, 1);
   store_job_clear(&j);
   /* the requeued job is claimable again */
-  CHECK(store_job_claim(st, "w2", &j) == TH_OK);
+  CHECK(store_job_claim(st, "w2", 0, &j) == TH_OK);
   CHECK(j.id == id);
   CHECK_EQ_INT(j.attempts, 2);
   store_job_clear(&j);
@@ -249,17 +249,17 @@ TH_TEST(claim_order_and_cancel) {
   CHECK(j.state == STORE_JOB_CANCELLED);
   store_job_clear(&j);
   CHECK(store_job_cancel(st, ic) == TH_ERR_CONFLICT);
-  CHECK(store_job_claim(st, "w", &j) == TH_OK); /* priority first */
+  CHECK(store_job_claim(st, "w", 0, &j) == TH_OK); /* priority first */
   CHECK(j.id == ib);
   store_job_clear(&j);
   CHECK(store_job_cancel(st, ib) == TH_OK); /* running: a request */
   CHECK(store_job_cancel_requested(st, ib) == 1);
-  CHECK(store_job_claim(st, "w", &j) == TH_OK);
+  CHECK(store_job_claim(st, "w", 0, &j) == TH_OK);
   CHECK(j.id == ia);
   store_job_clear(&j);
-  CHECK(store_job_claim(st, "w", &j) == TH_ERR_NOT_FOUND);
-  CHECK(store_job_progress(st, ia, "build", "{\"fraction\":0.5}") == TH_OK);
-  CHECK(store_job_finish(st, ia, STORE_JOB_FAILED, "boom: the network did not compile") == TH_OK);
+  CHECK(store_job_claim(st, "w", 0, &j) == TH_ERR_NOT_FOUND);
+  CHECK(store_job_progress(st, ia, 0, "build", "{\"fraction\":0.5}") == TH_OK);
+  CHECK(store_job_finish(st, ia, 0, STORE_JOB_FAILED, "boom: the network did not compile") == TH_OK);
   CHECK(store_job_get(st, ia, &j) == TH_OK);
   CHECK(j.state == STORE_JOB_FAILED);
   CHECK_STR(j.error, "boom: the network did not compile");
@@ -290,10 +290,10 @@ TH_TEST(models_versions_and_catalog) {
   store_model m;
   CHECK(store_model_get(st, &k, 0, &m) == TH_ERR_NOT_FOUND);
   int v = 0;
-  CHECK(store_model_publish(st, &k, 0, td, sd, "{\"v\":1}", 12.5, 0, &v) == TH_OK);
+  CHECK(store_model_publish(st, &k, 0, td, sd, "{\"v\":1}", 12.5, 0, 0, &v) == TH_OK);
   CHECK_EQ_INT(v, 1);
   CHECK(store_model_get(st, &k, 1, &m) == TH_ERR_NOT_FOUND); /* no tuned version yet */
-  CHECK(store_model_publish(st, &k, 1, td, sd, "{\"v\":2}", 10.0, 0, &v) == TH_OK);
+  CHECK(store_model_publish(st, &k, 1, td, sd, "{\"v\":2}", 10.0, 0, 0, &v) == TH_OK);
   CHECK_EQ_INT(v, 2);
   CHECK(store_model_get(st, &k, 0, &m) == TH_OK);
   CHECK_EQ_INT(m.version, 2);
@@ -673,7 +673,7 @@ TH_TEST(publish_commit_is_synced) {
   char wal[400];
   snprintf(wal, sizeof wal, "%s/tunehub.db-wal", d);
   sync_record(1);
-  CHECK(store_model_publish(st, &k, 0, td, td, "{}", 1.0, 0, &v) == TH_OK);
+  CHECK(store_model_publish(st, &k, 0, td, td, "{}", 1.0, 0, 0, &v) == TH_OK);
   sync_record(0);
   CHECK(synced(wal)); /* synchronous = FULL: the commit is on disk when the publish returns */
   /* the frequent writes stay at NORMAL: no sync of the WAL at their commit */
@@ -749,7 +749,7 @@ TH_TEST(migration_from_v1_keeps_rows) {
   char path[300], *text = NULL;
   snprintf(path, sizeof path, "%s/v.txt", d);
   CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
-  CHECK(strncmp(text, "3\n", 2) == 0);
+  CHECK(strncmp(text, "5\n", 2) == 0);
   free(text);
   return 0;
 }
@@ -874,10 +874,10 @@ TH_TEST(network_put_versions_and_delete) {
   store_key kb = key_of("tiny", 1);
   snprintf(kb.net_digest, sizeof kb.net_digest, "%s", hb);
   int v = 0;
-  CHECK(store_model_publish(st, &kb, 0, td, td, "{}", 1.0, 0, &v) == TH_OK);
+  CHECK(store_model_publish(st, &kb, 0, td, td, "{}", 1.0, 0, 0, &v) == TH_OK);
   CHECK(store_job_enqueue(st, &kb, "tune", "{}", 0, &job, &created) == TH_OK && created);
   store_job running;
-  CHECK(store_job_claim(st, "w", &running) == TH_OK && running.id == job);
+  CHECK(store_job_claim(st, "w", 0, &running) == TH_OK && running.id == job);
   store_job_clear(&running);
   CHECK(store_network_delete(st, "resnet-18", NULL) == TH_ERR_CONFLICT);
   CHECK(store_network_delete(st, "tiny", &ch) == TH_OK);
@@ -908,7 +908,7 @@ TH_TEST(network_revision_keys_models) {
   store_key k1 = key_of("net1", 1);
   snprintf(k1.net_digest, sizeof k1.net_digest, "%s", n1.digest);
   int v = 0;
-  CHECK(store_model_publish(st, &k1, 0, td, td, "{}", 1.0, 0, &v) == TH_OK && v == 1);
+  CHECK(store_model_publish(st, &k1, 0, td, td, "{}", 1.0, 0, 0, &v) == TH_OK && v == 1);
   /* the same bytes with a shapes string are another revision */
   store_network_upload up2 = upload_of("net1", a, "input:Nx3x8x8");
   store_network_change ch;
@@ -924,7 +924,7 @@ TH_TEST(network_revision_keys_models) {
   snprintf(k2.net_digest, sizeof k2.net_digest, "%s", n2.digest);
   CHECK(store_model_get(st, &k2, 0, &m) == TH_ERR_NOT_FOUND);
   /* a job of the old revision that publishes afterwards is never the current one, nor in the catalog */
-  CHECK(store_model_publish(st, &k1, 0, td, td, "{}", 1.0, 0, &v) == TH_OK && v == 2);
+  CHECK(store_model_publish(st, &k1, 0, td, td, "{}", 1.0, 0, 0, &v) == TH_OK && v == 2);
   CHECK(store_model_get(st, &k2, 0, &m) == TH_ERR_NOT_FOUND);
   store_catalog_row *rows = NULL;
   size_t n = 0;
@@ -932,7 +932,7 @@ TH_TEST(network_revision_keys_models) {
   CHECK_EQ_INT(n, 0);
   store_catalog_free(rows, n);
   /* the current revision's build: versions keep counting over the name */
-  CHECK(store_model_publish(st, &k2, 0, td, td, "{}", 1.0, 0, &v) == TH_OK && v == 3);
+  CHECK(store_model_publish(st, &k2, 0, td, td, "{}", 1.0, 0, 0, &v) == TH_OK && v == 3);
   CHECK(store_model_get(st, &k2, 0, &m) == TH_OK && m.version == 3);
   store_model_clear(&m);
   CHECK(store_catalog(st, NULL, "net1", NULL, &rows, &n) == TH_OK);
@@ -974,7 +974,7 @@ static void publish_n(store_t *st, const char *d, const store_key *k, int n, cha
     write_file(path, text);
     CHECK(store_artifact_put(st, path, "application/x-tar", td[i], NULL) == TH_OK);
     int v = 0;
-    CHECK(store_model_publish(st, k, 0, td[i], td[i], "{}", 1.0, 0, &v) == TH_OK);
+    CHECK(store_model_publish(st, k, 0, td[i], td[i], "{}", 1.0, 0, 0, &v) == TH_OK);
   }
 }
 
@@ -1111,6 +1111,243 @@ TH_TEST(retention_keeps_newest_and_aliased) {
   /* the other key is untouched */
   CHECK(store_model_versions(st, &other, &vs, &n) == TH_OK && n == 3);
   store_model_list_free(vs, n);
+  store_close(st);
+  return 0;
+}
+
+/* ---- issue 24: workers, leases and fencing tokens ---- */
+
+/* A record of job job_id under attempt (config i of one workload). */
+static store_record record_of(int64_t job_id, int attempt, int i) {
+  store_record r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.workload_key, sizeof r.workload_key, "dense n1 k64");
+  snprintf(r.template_name, sizeof r.template_name, "dense");
+  snprintf(r.target, sizeof r.target, "llvm -mcpu=test");
+  snprintf(r.tuner, sizeof r.tuner, "xgb");
+  snprintf(r.config, sizeof r.config, "[[\"tile\",\"sp\",[%d]]]", i);
+  r.config_index = i;
+  r.cost_mean_s = 1e-3;
+  r.job_id = job_id;
+  r.attempt = attempt;
+  return r;
+}
+
+TH_TEST(claim_matches_needs_target_in_order) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  const char *targets_a[] = {"llvm -mcpu=x86-64-v2", "cuda -arch=sm_90"};
+  CHECK(store_worker_register(st, "a", "host-a", targets_a, 2, 1, 30, NULL) == TH_OK);
+  CHECK(store_worker_register(st, "b", "host-b", NULL, 0, 1, 30, NULL) == TH_OK);
+  store_key k1 = key_of("vgg-11", 1), k2 = key_of("vgg-13", 1), k3 = key_of("vgg-16", 1);
+  snprintf(k3.target, sizeof k3.target, "llvm -mcpu=x86-64-v2");
+  int64_t i1, i2, i3;
+  int cr;
+  CHECK(store_job_enqueue(st, &k1, "build", "{}", 0, &i1, &cr) == TH_OK);
+  CHECK(store_job_enqueue(st, &k2, "build", "{}", 0, &i2, &cr) == TH_OK);
+  CHECK(store_job_enqueue(st, &k3, "tune", "{}", 5, &i3, &cr) == TH_OK);
+  /* any worker takes a job that needs no target: the highest priority first */
+  store_job j;
+  CHECK(store_job_claim(st, "b", 30, &j) == TH_OK);
+  CHECK(j.id == i3 && j.attempts == 1 && j.lease_until > 0);
+  CHECK_STR(j.worker, "b");
+  store_job_clear(&j);
+  /* b cannot measure x86-64-v2: it hands the job back for a worker that can */
+  CHECK(store_job_handoff(st, i3, 1, "llvm -mcpu=x86-64-v2", "{\"tuning\":\"waits\"}") == TH_OK);
+  CHECK(store_job_get(st, i3, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_QUEUED && j.worker[0] == '\0' && j.lease_until == 0);
+  CHECK_STR(j.needs_target, "llvm -mcpu=x86-64-v2");
+  CHECK_STR(j.stage, "waiting_for_target");
+  CHECK_STR(j.progress, "{\"tuning\":\"waits\"}");
+  store_job_clear(&j);
+  /* b now takes the oldest of the rest and never the job that needs a target it lacks */
+  CHECK(store_job_claim(st, "b", 30, &j) == TH_OK && j.id == i1);
+  store_job_clear(&j);
+  CHECK(store_job_claim(st, "b", 30, &j) == TH_OK && j.id == i2);
+  store_job_clear(&j);
+  CHECK(store_job_claim(st, "b", 30, &j) == TH_ERR_NOT_FOUND);
+  CHECK(store_job_claim(st, "unregistered", 30, &j) == TH_ERR_NOT_FOUND);
+  /* a, which registered the target, does: the next attempt */
+  CHECK(store_job_claim(st, "a", 30, &j) == TH_OK);
+  CHECK(j.id == i3 && j.attempts == 2);
+  CHECK_STR(j.worker, "a");
+  store_job_clear(&j);
+  /* the fleet view: a holds i3, b holds i1 and i2 */
+  store_worker *ws = NULL;
+  size_t nw = 0;
+  CHECK(store_worker_list(st, &ws, &nw) == TH_OK);
+  CHECK_EQ_INT(nw, 2);
+  CHECK_STR(ws[0].name, "a");
+  CHECK(ws[0].alive && ws[0].njobs == 1 && ws[0].jobs[0].id == i3 && ws[0].jobs[0].attempt == 2);
+  CHECK(ws[0].jobs[0].lease_left_s > 25 && ws[0].jobs[0].lease_left_s <= 30.5);
+  CHECK_STR(ws[0].targets, "[\"llvm -mcpu=x86-64-v2\",\"cuda -arch=sm_90\"]");
+  CHECK_STR(ws[0].host, "host-a");
+  CHECK(ws[1].njobs == 2 && ws[1].jobs[0].id == i1 && ws[1].jobs[1].id == i2);
+  store_worker_list_free(ws, nw);
+  int live = -1;
+  CHECK(store_worker_live(st, "cuda -arch=sm_90", &live) == TH_OK);
+  CHECK_EQ_INT(live, 1);
+  CHECK(store_worker_live(st, "cuda -arch=sm_80", &live) == TH_OK);
+  CHECK_EQ_INT(live, 0);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(fencing_refuses_a_stale_attempt) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  char td[65];
+  tar_artifact(st, d, td);
+  CHECK(store_worker_register(st, "w1", "h", NULL, 0, 1, 30, NULL) == TH_OK);
+  CHECK(store_worker_register(st, "w2", "h", NULL, 0, 1, 30, NULL) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  int64_t id;
+  int cr, v = 0;
+  CHECK(store_job_enqueue(st, &k, "tune", "{}", 0, &id, &cr) == TH_OK);
+  store_job j;
+  CHECK(store_job_claim(st, "w1", 0.05, &j) == TH_OK && j.attempts == 1);
+  store_job_clear(&j);
+  /* attempt 1 holds the job: its writes go through */
+  CHECK(store_model_publish(st, &k, 0, td, td, "{}", 1.0, id, 1, &v) == TH_OK && v == 1);
+  store_record r = record_of(id, 1, 0);
+  CHECK(store_record_add(st, &r) == TH_OK);
+  CHECK(store_job_progress(st, id, 1, "tune", "{\"p\":1}") == TH_OK);
+  /* its lease passes (w1 paused, say) and w2 takes the job */
+  usleep(150000);
+  int requeued = 0;
+  CHECK(store_job_reap(st, &requeued) == TH_OK);
+  CHECK_EQ_INT(requeued, 1);
+  CHECK(store_job_get(st, id, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_QUEUED && j.worker[0] == '\0');
+  CHECK_STR(j.stage, "requeued: the lease of worker w1 expired");
+  store_job_clear(&j);
+  /* requeued but not yet claimed: attempt 1 is already stale */
+  CHECK(store_job_progress(st, id, 1, "tune", "{\"p\":2}") == TH_ERR_CONFLICT);
+  CHECK(strstr(store_errmsg(st), "requeued") != NULL);
+  CHECK(store_job_claim(st, "w2", 30, &j) == TH_OK && j.id == id && j.attempts == 2);
+  store_job_clear(&j);
+  /* every write of attempt 1 is refused, naming the job and both attempts, and leaves nothing behind */
+  char want[128];
+  snprintf(want, sizeof want, "job %lld: attempt 1 is stale; attempt 2 holds it (worker w2)", (long long)id);
+  CHECK(store_model_publish(st, &k, 1, td, td, "{}", 1.0, id, 1, &v) == TH_ERR_CONFLICT);
+  CHECK_STR(store_errmsg(st), want);
+  r = record_of(id, 1, 1);
+  CHECK(store_record_add(st, &r) == TH_ERR_CONFLICT);
+  CHECK_STR(store_errmsg(st), want);
+  CHECK(store_job_progress(st, id, 1, "tune", "{\"p\":3}") == TH_ERR_CONFLICT);
+  CHECK(store_job_handoff(st, id, 1, "llvm -mcpu=x86-64-v2", NULL) == TH_ERR_CONFLICT);
+  CHECK(store_job_finish(st, id, 1, STORE_JOB_SUCCEEDED, NULL) == TH_ERR_CONFLICT);
+  CHECK(store_job_fence(st, id, 1) == TH_ERR_CONFLICT);
+  CHECK(store_job_fence(st, id, 2) == TH_OK);
+  store_model *vs = NULL;
+  size_t nv = 0;
+  CHECK(store_model_versions(st, &k, &vs, &nv) == TH_OK);
+  CHECK_EQ_INT(nv, 1);
+  store_model_list_free(vs, nv);
+  int64_t nrec = 0;
+  CHECK(store_record_count(st, r.workload_key, r.target, &nrec) == TH_OK);
+  CHECK_EQ_INT(nrec, 1);
+  CHECK(store_job_get(st, id, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_RUNNING && j.attempts == 2);
+  CHECK_STR(j.progress, "{\"p\":1}");
+  CHECK_STR(j.worker, "w2");
+  store_job_clear(&j);
+  /* attempt 2's writes go through, and unfenced writes (attempt 0: tools) as before */
+  r = record_of(id, 2, 2);
+  CHECK(store_record_add(st, &r) == TH_OK);
+  r = record_of(0, 0, 3);
+  CHECK(store_record_add(st, &r) == TH_OK);
+  CHECK(store_model_publish(st, &k, 1, td, td, "{}", 1.0, id, 2, &v) == TH_OK && v == 2);
+  CHECK(store_job_finish(st, id, 2, STORE_JOB_SUCCEEDED, NULL) == TH_OK);
+  /* once the job ended, even its last attempt writes nothing more */
+  CHECK(store_job_progress(st, id, 2, "tune", "{}") == TH_ERR_CONFLICT);
+  CHECK(strstr(store_errmsg(st), "has succeeded under attempt 2") != NULL);
+  CHECK(store_model_publish(st, &k, 1, td, td, "{}", 1.0, id, 2, &v) == TH_ERR_CONFLICT);
+  CHECK(store_record_count(st, r.workload_key, r.target, &nrec) == TH_OK);
+  CHECK_EQ_INT(nrec, 3);
+  /* the records carry the attempt they were written under */
+  char cmd[512], path[300], *text = NULL;
+  snprintf(cmd, sizeof cmd, "sqlite3 %s/tunehub.db 'SELECT group_concat(attempt) FROM tuning_records' > %s/a.txt",
+           d, d);
+  CHECK(system(cmd) == 0);
+  snprintf(path, sizeof path, "%s/a.txt", d);
+  CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
+  CHECK(strncmp(text, "1,2,0\n", 6) == 0);
+  free(text);
+  store_close(st);
+  return 0;
+}
+
+TH_TEST(heartbeat_keeps_leases_reap_takes_expired) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open(d, &st) == TH_OK);
+  const char *t[] = {"llvm -mcpu=test"};
+  CHECK(store_worker_register(st, "w", "h", t, 1, 2, 0.3, NULL) == TH_OK);
+  store_key k1 = key_of("vgg-11", 1), k2 = key_of("vgg-13", 1), k3 = key_of("vgg-16", 1);
+  int64_t i1, i2, i3;
+  int cr, n = -1;
+  CHECK(store_job_enqueue(st, &k1, "build", "{}", 0, &i1, &cr) == TH_OK);
+  CHECK(store_job_enqueue(st, &k2, "build", "{}", 0, &i2, &cr) == TH_OK);
+  CHECK(store_job_enqueue(st, &k3, "build", "{}", 0, &i3, &cr) == TH_OK);
+  store_job j;
+  CHECK(store_job_claim(st, "w", 0.3, &j) == TH_OK && j.id == i1);
+  store_job_clear(&j);
+  CHECK(store_job_claim(st, "w", 0.3, &j) == TH_OK && j.id == i2);
+  store_job_clear(&j);
+  CHECK(store_job_cancel(st, i2) == TH_OK); /* a cancel the worker never saw */
+  /* heartbeats every 0.1 s keep both leases past their first end */
+  for (int i = 0; i < 6; i++) {
+    usleep(100000);
+    CHECK(store_worker_heartbeat(st, "w", 0.3, &n) == TH_OK);
+    CHECK_EQ_INT(n, 2);
+    CHECK(store_job_reap(st, &n) == TH_OK);
+    CHECK_EQ_INT(n, 0);
+  }
+  store_target_stat *ts = NULL;
+  size_t nts = 0;
+  CHECK(store_target_stats(st, &ts, &nts) == TH_OK);
+  CHECK(nts == 1 && ts[0].queued == 1 && ts[0].waiting == 0 && ts[0].workers_alive == 1);
+  free(ts);
+  /* the worker falls silent: its leases end, and so does it */
+  usleep(400000);
+  CHECK(store_job_reap(st, &n) == TH_OK);
+  CHECK_EQ_INT(n, 1); /* i1 requeued; i2, whose cancel was asked, ends cancelled */
+  CHECK(store_job_get(st, i2, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_CANCELLED);
+  store_job_clear(&j);
+  int live = -1;
+  CHECK(store_worker_live(st, "llvm -mcpu=test", &live) == TH_OK);
+  CHECK_EQ_INT(live, 0);
+  store_worker *ws = NULL;
+  size_t nw = 0;
+  CHECK(store_worker_list(st, &ws, &nw) == TH_OK);
+  CHECK(nw == 1 && !ws[0].alive && ws[0].heartbeat_age_s > 0.3 && ws[0].njobs == 0);
+  store_worker_list_free(ws, nw);
+  CHECK(store_target_stats(st, &ts, &nts) == TH_OK);
+  CHECK(nts == 1 && ts[0].queued == 2 && ts[0].workers_alive == 0);
+  free(ts);
+  /* a worker that comes back under the same name (--name, restarted) takes none of its old jobs with it */
+  CHECK(store_worker_register(st, "w", "h", t, 1, 2, 30, NULL) == TH_OK);
+  CHECK(store_job_claim(st, "w", 30, &j) == TH_OK && j.id == i1 && j.attempts == 2);
+  store_job_clear(&j);
+  CHECK(store_worker_register(st, "w", "h", t, 1, 2, 30, &n) == TH_OK);
+  CHECK_EQ_INT(n, 1);
+  CHECK(store_job_get(st, i1, &j) == TH_OK);
+  CHECK(j.state == STORE_JOB_QUEUED);
+  CHECK_STR(j.stage, "requeued: worker w restarted");
+  store_job_clear(&j);
+  /* a clean stop hands the jobs back at once and marks the worker stopped */
+  CHECK(store_job_claim(st, "w", 30, &j) == TH_OK && j.id == i1);
+  store_job_clear(&j);
+  CHECK(store_worker_stop(st, "w", &n) == TH_OK);
+  CHECK_EQ_INT(n, 1);
+  CHECK(store_worker_list(st, &ws, &nw) == TH_OK);
+  CHECK(nw == 1 && !ws[0].alive && ws[0].stopped_at > 0);
+  store_worker_list_free(ws, nw);
+  CHECK(store_worker_heartbeat(st, "nobody", 30, NULL) == TH_ERR_NOT_FOUND);
   store_close(st);
   return 0;
 }
