@@ -194,6 +194,7 @@ static db__param *db__param_at(db_stmt *s, int i) {
   db__param *p = &s->params[i - 1];
   free(p->text);
   memset(p, 0, sizeof *p);
+  p->bound = 1;
   if (i > s->nparams) s->nparams = i;
   return p;
 }
@@ -287,6 +288,28 @@ int64_t db_changes(db_t *db) {
 
 th_status db_begin_write(db_t *db) {
   return db->engine == DB_POSTGRES ? db__pg_begin_write(db) : db__sq_begin_write(db);
+}
+
+th_status db_begin(db_t *db) {
+  return db->engine == DB_POSTGRES ? db_exec(db, "BEGIN") : db__sq_begin_write(db);
+}
+
+/* The large-object calls exist on PostgreSQL only. */
+static th_status db__lo_unsupported(db_t *db) {
+  return db__fail(db, TH_ERR_UNSUPPORTED,
+                  "large objects need PostgreSQL; the SQLite store keeps bytes in files");
+}
+
+th_status db_lo_import(db_t *db, const char *path, int64_t *oid) {
+  return db->engine == DB_POSTGRES ? db__pg_lo_import(db, path, oid) : db__lo_unsupported(db);
+}
+
+th_status db_lo_export(db_t *db, int64_t oid, int fd) {
+  return db->engine == DB_POSTGRES ? db__pg_lo_export(db, oid, fd) : db__lo_unsupported(db);
+}
+
+th_status db_lo_unlink(db_t *db, int64_t oid) {
+  return db->engine == DB_POSTGRES ? db__pg_lo_unlink(db, oid) : db__lo_unsupported(db);
 }
 
 th_status db_commit(db_t *db) {

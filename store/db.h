@@ -87,6 +87,12 @@ int64_t db_changes(db_t *db);
  * transaction takes), so look-up-then-insert sequences stay atomic across processes and machines.
  */
 th_status db_begin_write(db_t *db);
+/* A transaction that does not exclude other writers on PostgreSQL (plain BEGIN), for writes that
+ * are safe side by side (an insert that ON CONFLICT leaves a row as another writer put it) and must
+ * not hold every other writer back for long (a large object being written). SQLite: BEGIN
+ * IMMEDIATE, as db_begin_write: its writers are serialised anyway, and a deferred transaction that
+ * upgrades to a write lock cannot wait for it. */
+th_status db_begin(db_t *db);
 th_status db_commit(db_t *db);
 /* Rolls back; harmless outside a transaction, and keeps the connection's last error message. */
 void db_rollback(db_t *db);
@@ -95,6 +101,20 @@ void db_rollback(db_t *db);
  * normal setting. SQLite: PRAGMA synchronous FULL / NORMAL. PostgreSQL commits are always durable:
  * nothing to do. */
 th_status db_durable(db_t *db, int full);
+
+/* Large objects: the bytes of a shared store's artifacts (PostgreSQL's pg_largeobject, written and
+ * read in chunks of 1 MiB). SQLite answers TH_ERR_UNSUPPORTED: its store keeps the bytes in files.
+ * A lost connection is TH_ERR_UNAVAILABLE, as for statements. db_lo_import: inside a transaction,
+ * creates a large object with the bytes of the file at path and writes its oid; it is gone again if
+ * the transaction rolls back. TH_ERR_IO when the file cannot be read. */
+th_status db_lo_import(db_t *db, const char *path, int64_t *oid);
+/* Writes the whole large object oid to fd (from its current offset on), in a transaction of its own
+ * when none is open. TH_ERR_NOT_FOUND when no large object has that oid, TH_ERR_IO when fd cannot
+ * be written. */
+th_status db_lo_export(db_t *db, int64_t oid, int fd);
+/* Inside a transaction: removes large object oid (from the database when the transaction commits).
+ */
+th_status db_lo_unlink(db_t *db, int64_t oid);
 
 /* The schema version the store's migrations have reached (0 for a new database), and setting it
  * inside the migration's transaction. SQLite: PRAGMA user_version; PostgreSQL: the one-row table

@@ -154,6 +154,16 @@ int store_exists(const char *data_dir) {
   return access(dbpath, R_OK) == 0;
 }
 
+/* Frees the handle and what it owns. */
+static void store__free(store_t *st) {
+  db_close(st->fetch_db);
+  db_close(st->db);
+  pthread_mutex_destroy(&st->fetch_mu);
+  pthread_mutex_destroy(&st->mu);
+  free(st->db_spec);
+  free(st);
+}
+
 th_status store_open(const char *data_dir, store_t **out) {
   return store_open_db(NULL, data_dir, out);
 }
@@ -162,6 +172,7 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
   store_t *st = calloc(1, sizeof *st);
   if (!st) return TH_ERR_NOMEM;
   pthread_mutex_init(&st->mu, NULL);
+  pthread_mutex_init(&st->fetch_mu, NULL);
   th_status rc = TH_OK;
   if (snprintf(st->data_dir, sizeof st->data_dir, "%s", data_dir) >= (int)sizeof st->data_dir) {
     rc = store__fail(st, TH_ERR_INVALID, "data directory path too long");
@@ -182,6 +193,10 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
         db_spec);
     goto fail;
   }
+  if (st->shared && !(st->db_spec = strdup(db_spec))) {
+    rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
   char dbpath[1200], err[1024];
   store__db_path(data_dir, dbpath, sizeof dbpath);
   rc = db_open(st->shared ? db_spec : dbpath, &st->db, err, sizeof err);
@@ -189,6 +204,7 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
     store__fail(st, rc, "%s", err);
     goto fail;
   }
+  st->blob = store_blob_engine(db_engine_of(st->db));
   /* Switching a new SQLite database to WAL and migrating it can report "database is locked" without
    * waiting when several processes open it at once (SQLite skips the busy handler to avoid deadlock
    * there), so those steps are retried for up to about 15 s; PostgreSQL's migrations wait on the
@@ -209,18 +225,13 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
 
 fail:
   /* the message stays readable as store_errmsg(NULL) once the handle is gone */
-  db_close(st->db);
-  pthread_mutex_destroy(&st->mu);
   store__errowner = NULL;
-  free(st);
+  store__free(st);
   return rc;
 }
 
 void store_close(store_t *st) {
-  if (!st) return;
-  db_close(st->db);
-  pthread_mutex_destroy(&st->mu);
-  free(st);
+  if (st) store__free(st);
 }
 
 int store_shared(const store_t *st) {

@@ -1,10 +1,13 @@
-/* store: tunehub's persistent state behind one small interface. The metadata (networks, models, jobs,
- * workloads, tuning records, artifacts) lives in data_dir/tunehub.db (SQLite in WAL mode, the embedded default)
- * or in a PostgreSQL database that several daemons and workers share (store_open_db); the artifact bytes are
- * content-addressed files under data_dir/artifacts/ab/<sha256>. Both engines run the same SQL (db.h).
+/* store: tunehub's persistent state behind one small interface. The metadata (networks, models,
+ * jobs, workloads, tuning records, artifacts) lives in data_dir/tunehub.db (SQLite in WAL mode, the
+ * embedded default) or in a PostgreSQL database that several daemons and workers share
+ * (store_open_db). Both engines run the same SQL (db.h). The artifact bytes are content-addressed
+ * files under data_dir/artifacts/ab/<sha256>: the bytes themselves in the embedded store; in a
+ * shared store a verified read-through cache of the large objects that hold them in the database
+ * (blob.h), so that each process has a data directory of its own.
  *
- * Thread safety: a store_t may be shared by threads; calls are serialised internally. store_errmsg() returns the
- * message of the calling thread's last failed call on this handle. */
+ * Thread safety: a store_t may be shared by threads; calls are serialised internally.
+ * store_errmsg() returns the message of the calling thread's last failed call on this handle. */
 #ifndef STORE_H
 #define STORE_H
 
@@ -54,8 +57,10 @@ typedef struct store_key {
 } store_key;
 
 /* ---- artifacts ---- */
-/* Copies the file at src into the content-addressed store (temp file, fsync, rename, then the row) and returns
- * its digest (hex) and size. Storing the same bytes twice is a no-op. src is left in place. */
+/* Copies the file at src into the content-addressed store (temp file, fsync, rename, then the row;
+ * in a shared store the row's transaction also writes the bytes to the database) and returns its
+ * digest (hex) and size. Storing the same bytes twice is a no-op, in one process or in several at
+ * once. src is left in place. */
 th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
                              int64_t *size);
 /* Creates an empty file in the store's scratch directory (data_dir/tmp, emptied at start-up by store_recover) for
@@ -63,7 +68,11 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
  * it) and path (n >= 1400 bytes) gets its name. The caller unlinks the file, or hands it to store_network_put
  * with take set. */
 th_status store_tmp_file(store_t *st, const char *prefix, char *path, size_t n, int *fd);
-/* Path of the artifact file for a digest (hex); TH_ERR_NOT_FOUND when unknown. */
+/* Path of the artifact file for a digest (hex) in this data directory; TH_ERR_NOT_FOUND when
+ * unknown. In a shared store a file missing from the local cache is fetched first: written to
+ * data_dir/tmp, checked against the digest and size, then renamed into place; bytes that do not
+ * match are TH_ERR_CORRUPT and never land in the cache. TH_ERR_UNAVAILABLE when the database cannot
+ * be reached. Safe from any thread; the fetch holds no lock that other store calls wait on. */
 th_status store_artifact_path(store_t *st, const char *digest, char *path, size_t n, int64_t *size,
                               char *media_type, size_t media_n);
 
@@ -252,7 +261,9 @@ typedef struct store_network {
                              with shapes the sha256 of "<file sha256>\n<shapes>"; "" for a zoo network */
   char onnx_digest[65];   /* sha256 hex of the ONNX file (an artifact, media type application/onnx) */
   int64_t onnx_size;
-  char onnx_path[1200];   /* the file in the content-addressed store */
+  char onnx_path[1200];   /* the file in this data directory's content-addressed store:
+                             store_network_get makes sure it is there (a shared store fetches it),
+                             store_network_list does not */
   char *shapes;           /* owned: the importer's shapes string, or NULL */
   char *description;      /* owned: the JSON text stored with the upload, or NULL */
   int version;            /* 1, then one more for every upload of other content under the name */
