@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "srv.h"
+#include "store.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -91,6 +92,8 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv__int_flag("--listen port", colon + 1, 0, 65535, &c->port, err, n);
     } else if (!strcmp(f, "--data")) {
       rc = srv__str_flag(f, v, c->data_dir, sizeof c->data_dir, err, n);
+    } else if (!strcmp(f, "--db")) {
+      rc = srv__str_flag(f, v, c->db, sizeof c->db, err, n);
     } else if (!strcmp(f, "--token-file")) {
       rc = srv__str_flag(f, v, c->token_file, sizeof c->token_file, err, n);
     } else if (!strcmp(f, "--web")) {
@@ -133,13 +136,21 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       }
     } else {
       snprintf(err, n,
-               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --token-file F --workers N "
-               "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N --max-batch N --max-queued N --connection-limit N --timeout S --web "
-               "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --keep-versions N --log-level L",
+               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
+               "--workers N "
+               "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
+               "--max-batch N --max-queued N --connection-limit N --timeout S --web "
+               "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --keep-versions N "
+               "--log-level L",
                f);
       return TH_ERR_INVALID;
     }
     i++; /* every flag takes a value */
   }
+  /* without --db, the environment may name the shared store */
+  const char *db = NULL;
+  if (rc == TH_OK) rc = store_db_resolve(c->db[0] ? c->db : NULL, &db, err, n);
+  if (rc == TH_OK && db && db != c->db)
+    rc = srv__str_flag("TUNEHUB_DB", db, c->db, sizeof c->db, err, n);
   return rc;
 }

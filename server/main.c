@@ -16,29 +16,38 @@
 #include "tune_net.h"
 #include "zoo.h"
 
+/* the usage text is laid out as it prints */
+/* clang-format off */
 static void usage(FILE *f) {
   fprintf(f,
           "tunehub %s: a registry of auto-tuned, compiled neural networks\n\n"
           "usage:\n"
-          "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
-          "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
+          "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--db URL] [--token-file F]\n"
+          "                [--workers N] [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
-          "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
-          "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
+          "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
+          "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--db URL] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
           "                [--input NAME=FILE]... [--output-dir DIR]  run once on raw input files,\n"
           "                                                    write DIR/<output>.bin\n"
-          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--against DIR] [--rounds N]\n"
-          "                                                    time each task's best stored config alone\n"
-          "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"
-          "  tunehub import MODEL.onnx --name NAME [--data ./data] [--shapes S]\n"
+          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--db URL] [--against DIR|URL]\n"
+          "                [--rounds N]                        time each task's best stored config alone\n"
+          "  tunehub networks [--data ./data] [--db URL]   list the model zoo and the networks imported\n"
+          "  tunehub import MODEL.onnx --name NAME [--data ./data] [--db URL] [--shapes S]\n"
           "                                                    store a network of your own (ONNX)\n"
           "  tunehub version\n\n"
-          "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n",
+          "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n\n"
+          "the store: every command that opens it takes --data DIR (default ./data) and --db URL.\n"
+          "  Without --db, and without the environment variable TUNEHUB_DB (which --db overrides), the store\n"
+          "  is the SQLite file DIR/tunehub.db with the artifact files under DIR/artifacts.\n"
+          "  --db postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (or ...?host=SOCKETDIR for a Unix socket)\n"
+          "  puts the store in that PostgreSQL database, which any number of daemons and commands share;\n"
+          "  DIR is then this process's local artifact cache and scratch space (one daemon per DIR).\n",
           TH_VERSION);
 }
+/* clang-format on */
 
 static int cmd_serve(int argc, char **argv) {
   srv_config cfg;
@@ -77,14 +86,18 @@ static int cmd_serve(int argc, char **argv) {
  * the scheduler bench. */
 static int cmd_remeasure(int argc, char **argv) {
   static const char usage_line[] =
-      "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--against DIR] [--rounds 1..100]";
-  const char *data = "./data", *against = NULL;
+      "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--db URL] [--against "
+      "DIR|URL] "
+      "[--rounds 1..100]";
+  const char *data = "./data", *against = NULL, *db_flag = NULL, *db = NULL;
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
   int64_t batch = 0, rounds = 1;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--data") && i + 1 < argc) {
       data = argv[++i];
+    } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
+      db_flag = argv[++i];
     } else if (!strcmp(argv[i], "--against") && i + 1 < argc) {
       against = argv[++i];
     } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
@@ -103,13 +116,20 @@ static int cmd_remeasure(int argc, char **argv) {
     fprintf(stderr, "%s\n", usage_line);
     return 2;
   }
+  if (cli_db("remeasure", db_flag, &db) != 0) return 2;
+  /* the store to compare with: another data directory's SQLite store, or a PostgreSQL database
+   * (whose local cache is this command's data directory) */
+  const char *against_db = against && store_is_db_url(against) ? against : NULL;
+  const char *against_dir = against_db ? data : against;
   char ferr[128];
   if (!tc_backend_find(pos[0], ferr, sizeof ferr)) {
     fprintf(stderr, "tunehub remeasure: %s\n", ferr);
     return 2;
   }
   /* an uploaded network is known only to a store; without one, the zoo's names are the valid ones */
-  if (!tc_zoo_find(pos[1]) && !store_exists(data)) {
+  int have = cli_store_exists("remeasure", db, data);
+  if (have < 0) return 1;
+  if (!tc_zoo_find(pos[1]) && !have) {
     char names[2048];
     tune_net_names(NULL, names, sizeof names);
     fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks: %s\n", pos[1], names);
@@ -120,18 +140,23 @@ static int cmd_remeasure(int argc, char **argv) {
             pos[2]);
     return 2;
   }
-  /* a store to read, never one created here: a mistyped directory is an error, not an empty result */
-  const char *dirs[2] = {data, against};
+  /* a store to read, never one created here: a mistyped directory or database is an error, not an
+   * empty result */
+  const char *dbs[2] = {db, against_db}, *dirs[2] = {data, against_dir};
   for (int i = 0; i < 2; i++) {
-    if (dirs[i] && !store_exists(dirs[i])) {
-      fprintf(stderr, "tunehub remeasure: %s holds no store (no readable tunehub.db)\n", dirs[i]);
+    if (!dirs[i]) continue;
+    int exists = i == 0 ? have : cli_store_exists("remeasure", dbs[i], dirs[i]);
+    if (exists < 0) return 1;
+    if (!exists) {
+      char where[1024];
+      store_describe(dbs[i], dirs[i], where, sizeof where);
+      fprintf(stderr, "tunehub remeasure: %s holds no store (%s)\n", where,
+              dbs[i] ? "no tunehub schema in that database" : "no readable tunehub.db");
       return 1;
     }
   }
-  store_t *st = NULL, *st2 = NULL;
-  if (store_open(data, &st) != TH_OK || (against && store_open(against, &st2) != TH_OK)) {
-    fprintf(stderr, "tunehub remeasure: cannot open the store in %s: %s\n", st ? against : data,
-            store_errmsg(NULL));
+  store_t *st = cli_store_open("remeasure", db, data), *st2 = NULL;
+  if (!st || (against && !(st2 = cli_store_open("remeasure", against_db, against_dir)))) {
     store_close(st);
     return 1;
   }
@@ -157,10 +182,11 @@ static int cmd_remeasure(int argc, char **argv) {
   }
   if (rows == 0) {
     fprintf(stderr,
-            "tunehub remeasure: no task of %s at batch %lld has a stored record in %s%s%s (tune it first: "
+            "tunehub remeasure: no task of %s at batch %lld has a stored record in %s%s%s (tune it "
+            "first: "
             "tunehub tune %s %s %lld --data DIR)\n",
-            pos[1], (long long)batch, data, against ? " and " : "", against ? against : "", pos[0], pos[1],
-            (long long)batch);
+            pos[1], (long long)batch, store_db_display(st), st2 ? " and " : "",
+            st2 ? store_db_display(st2) : "", pos[0], pos[1], (long long)batch);
     return 1;
   }
   return 0;

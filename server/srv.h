@@ -18,7 +18,9 @@
 typedef struct srv_config {
   char listen_host[64];
   int port;
-  char data_dir[1024];
+  char data_dir[1024]; /* the embedded store, or with db the local cache and scratch space */
+  char db[1024]; /* --db or TUNEHUB_DB: the PostgreSQL URL of a shared store; "" for the embedded
+                    one */
   char token_file[1024];
   char web_dir[1024];
   int workers;
@@ -39,7 +41,8 @@ typedef struct srv_config {
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 1 worker, max batch 256, 256 queued jobs,
  * misses tune. */
 void srv_config_defaults(srv_config *c);
-/* Parses `serve` flags; writes a message to err on a bad flag. */
+/* Parses `serve` flags; writes a message to err on a bad flag. Without --db, db comes from the
+ * environment variable TUNEHUB_DB (store_db_resolve). */
 th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size_t n);
 
 typedef struct srv srv_t;

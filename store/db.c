@@ -20,8 +20,7 @@ int db_is_postgres_url(const char *spec) {
   return spec && (strncmp(spec, "postgresql://", 13) == 0 || strncmp(spec, "postgres://", 11) == 0);
 }
 
-/* spec with the password of a URL (user:password@) replaced by "***". */
-static void db__hide_password(const char *spec, char *out, size_t n) {
+void db_display_spec(const char *spec, char *out, size_t n) {
   const char *scheme = strstr(spec, "://");
   const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
   const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
@@ -40,7 +39,7 @@ th_status db_open(const char *spec, db_t **out, char *err, size_t n) {
     return TH_ERR_NOMEM;
   }
   db->engine = db_is_postgres_url(spec) ? DB_POSTGRES : DB_SQLITE;
-  db__hide_password(spec, db->display, sizeof db->display);
+  db_display_spec(spec, db->display, sizeof db->display);
   th_status rc = db->engine == DB_POSTGRES ? db__pg_open(db, spec) : db__sq_open(db, spec);
   if (rc != TH_OK) {
     snprintf(err, n, "%s", db->err);

@@ -44,6 +44,8 @@ void db_close(db_t *db);
 db_engine db_engine_of(const db_t *db);
 /* The spec the connection was opened with, password hidden (for messages and logs). */
 const char *db_display(const db_t *db);
+/* spec as db_display shows it (a URL's password as ***), into out (n bytes), without connecting. */
+void db_display_spec(const char *spec, char *out, size_t n);
 
 /* The last error's message on this connection (never NULL) and its class: TH_ERR_BUSY (SQLite busy
  * or locked; PostgreSQL serialisation failure, deadlock, lock not available), TH_ERR_UNAVAILABLE

@@ -31,6 +31,24 @@ int store_shared(const store_t *st);
 const char *store_db_display(const store_t *st);
 /* 1 when data_dir already holds a readable store (tools that only read one, and must not create one). */
 int store_exists(const char *data_dir);
+
+/* ---- naming the store on the command line: --db URL, or TUNEHUB_DB ---- */
+/* The database a command names: flag (its --db value) when not NULL, else the environment variable
+ * TUNEHUB_DB when it is set and not empty, else NULL, which is the embedded SQLite store in the
+ * data directory. A value that is not a PostgreSQL URL is TH_ERR_INVALID with a message in err (n
+ * bytes) that says where it came from and the form expected. *spec (borrowed from flag or the
+ * environment) is written on TH_OK only. */
+th_status store_db_resolve(const char *flag, const char **spec, char *err, size_t n);
+/* 1 when spec names a PostgreSQL database (postgresql:// or postgres://), not a data directory. */
+int store_is_db_url(const char *spec);
+/* The store's name for messages before it is opened: the URL with its password hidden, or data_dir.
+ */
+void store_describe(const char *db_spec, const char *data_dir, char *out, size_t n);
+/* Whether there is a store to read, without creating one: data_dir/tunehub.db when db_spec is NULL,
+ * else a PostgreSQL database that tunehub's migrations have set up. TH_OK with *exists 0 or 1;
+ * TH_ERR_UNAVAILABLE when the server cannot be reached, TH_ERR_DB when it cannot be asked
+ * (store_errmsg(NULL) says why). */
+th_status store_exists_db(const char *db_spec, const char *data_dir, int *exists);
 /* Closes the handle; accepts NULL. */
 void store_close(store_t *st);
 /* The last error message on this handle for the calling thread; never NULL. store_errmsg(NULL) gives the
@@ -39,11 +57,19 @@ const char *store_errmsg(store_t *st);
 /* The data directory the store was opened on (borrowed). */
 const char *store_data_dir(store_t *st);
 
-/* Daemon start-up recovery: requeues jobs left 'running' by a dead process and removes artifact files and temp
- * files that no row references (a crash between rename and insert). Writes the counts when non-NULL, on success
- * only. A file is removed only when the database answers that no row has its digest: any database error stops
- * the sweep and is returned (TH_ERR_BUSY, TH_ERR_DB), with every remaining artifact left in place. Only the
- * process that owns the data directory (the daemon) may call this. */
+/* The name under which the process that holds data_dir claims jobs: "<hostname>:<absolute data
+ * directory>". It stays the same across restarts, so that a daemon's start-up (store_recover) can
+ * tell, in a shared store, the jobs its dead predecessor on this data directory left running from
+ * the jobs of live workers elsewhere. Borrowed; valid until store_close. */
+const char *store_owner(const store_t *st);
+/* Daemon start-up recovery: requeues jobs left 'running' by a dead process and removes artifact
+ * files and temp files that no row references (a crash between rename and insert). In a shared
+ * store the jobs are those claimed under store_owner (the rest belong to live workers elsewhere)
+ * and only files untouched for an hour go (a command on the same data directory may be placing
+ * one). Writes the counts when non-NULL, on success only. A file is removed only when the database
+ * answers that no row has its digest: any database error stops the sweep and is returned
+ * (TH_ERR_BUSY, TH_ERR_DB), with every remaining artifact left in place. Only the process that owns
+ * the data directory (the daemon) may call this. */
 th_status store_recover(store_t *st, int *requeued, int *swept);
 
 /* ---- model keys ---- */

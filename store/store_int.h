@@ -19,6 +19,7 @@ struct store {
                      a big fetch never holds mu; opened at the first miss */
   pthread_mutex_t fetch_mu; /* serialises fetch_db */
   char data_dir[1024];
+  char owner[1400]; /* store_owner */
   char artifacts_dir[1100];
   char tmp_dir[1100];
 };

@@ -156,7 +156,7 @@ struct tune_sched {
   tune_sched_estimates est;
   int nthreads;
   pthread_t th[32];
-  char worker_name[64];
+  char worker_name[1400];
 };
 
 void tune_sched_opts_default(tune_sched_opts *o) {
@@ -494,7 +494,8 @@ th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_
   if (s->o.policy.aging_s <= 0) s->o.policy.aging_s = 5.0;
   snprintf(s->work_root, sizeof s->work_root, "%s", o->work_root ? o->work_root : "/tmp/tunehub-work");
   s->o.work_root = s->work_root;
-  snprintf(s->worker_name, sizeof s->worker_name, "pid%ld", (long)getpid());
+  /* the data directory's owner name: the next daemon on it requeues what this one leaves running */
+  snprintf(s->worker_name, sizeof s->worker_name, "%s", store_owner(st));
   if (th_mkdir_p(s->work_root) != TH_OK) {
     free(s);
     return TH_ERR_IO;
