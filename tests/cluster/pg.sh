@@ -6,9 +6,11 @@
 #   pg_url NAME       prints the URL of database NAME, creating it when missing (one database per test case)
 #   pg_stop           stops the server (fast shutdown) and leaves DIR for the test to remove
 #   pg_restart        stops and starts it again on the same data (the "database goes away" fault)
+#   pg_up             starts it again on the same data after pg_stop (a longer outage: pg_stop, ..., pg_up)
 #   pg_psql SQL       runs SQL in database $PG_DB (default tunehub) and prints the rows (unaligned, no header)
 #   pg_attach FILE    uses the server a fixture started (tests/cluster/pg_fixture.sh wrote its directory to FILE)
 #   pg_fresh_db NAME  drops database NAME if it exists, creates it empty and prints its URL
+#   pg_copy_db FROM NAME  the same, with NAME a copy of database FROM (which nobody may be connected to)
 # A started server is guarded: should the process that started it (PG_GUARD_PID, default the calling shell) die
 # without pg_stop (ctest's kill -9 at a timeout), a watcher stops the server, so no postgres outlives its test.
 # Needs postgresql-15 (scripts/deps.sh --test installs it). Run as root, the server runs as the `postgres` user,
@@ -89,6 +91,11 @@ pg_stop() {
   pg__as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
 }
 
+pg_up() {
+  pg__start_server || return 1
+  pg__guard "${PG_GUARD_PID:-$$}"
+}
+
 pg_restart() {
   pg__as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w -t 60 stop >/dev/null || return 1
   pg__start_server
@@ -105,8 +112,13 @@ pg_attach() {
 }
 
 pg_fresh_db() {
-  local name=$1
-  pg__as "$PG_BIN/dropdb" -h "$PG_SOCK" -U postgres --if-exists --force "$name" || return 1
-  pg__as "$PG_BIN/createdb" -h "$PG_SOCK" -U postgres "$name" || return 1
+  pg_copy_db template1 "$1"
+}
+
+pg_copy_db() {
+  local from=$1 name=$2
+  PGOPTIONS="-c client_min_messages=warning" pg__as "$PG_BIN/dropdb" -h "$PG_SOCK" -U postgres --if-exists --force \
+    "$name" || return 1
+  pg__as "$PG_BIN/createdb" -h "$PG_SOCK" -U postgres -T "$from" "$name" || return 1
   pg_url_of "$name"
 }
