@@ -223,6 +223,10 @@ th_status store_job_claim(store_t *st, const char *worker, store_job *out);
 th_status store_job_get(store_t *st, int64_t id, store_job *out);
 /* The newest job for key (any state); TH_ERR_NOT_FOUND when none. */
 th_status store_job_latest(store_t *st, const store_key *key, store_job *out);
+/* Puts job id back in the queue when it is running under worker (the claim's name): its runner lost
+ * the database mid-stage, or must give it up; it is claimed again and resumes from its records.
+ * TH_ERR_CONFLICT when the job is not running under worker (it ended, or another runner has it). */
+th_status store_job_requeue(store_t *st, int64_t id, const char *worker);
 /* Persists the stage and the progress document of a running job; a NULL leaves that column as it is. */
 th_status store_job_progress(store_t *st, int64_t id, const char *stage, const char *progress);
 /* Ends a job: state must be succeeded, failed or cancelled. error may be NULL. */

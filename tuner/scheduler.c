@@ -157,7 +157,20 @@ struct tune_sched {
   int nthreads;
   pthread_t th[32];
   char worker_name[1400];
+  /* what the store could not take while its database was away, written once it answers again
+   * (tune__flush_pending): a job's outcome, or its return to the queue */
+  struct {
+    int64_t id;
+    int state; /* a store_job_state, or TUNE__REQUEUE */
+    char error[512];
+  } pending[64];
+  int npending;
+  double claim_warned_at; /* a failing claim is logged once per 10 s, not once per round */
 };
+
+/* tune__finish's state for a job whose stage lost the database: it goes back to the queue (pending
+ * until the database answers), to be claimed again and resume from its records */
+#define TUNE__REQUEUE (-2)
 
 void tune_sched_opts_default(tune_sched_opts *o) {
   memset(o, 0, sizeof *o);
@@ -234,14 +247,61 @@ static int tune__device_index(tune_sched *s, const char *name) {
   return i;
 }
 
-/* Ends a job: records the outcome, frees it. Caller holds mu. state < 0: leave it 'running' (shutdown). */
+/* Keeps what the store could not take (its database away) for tune__flush_pending. Caller holds mu.
+ */
+static void tune__pend(tune_sched *s, int64_t id, int state, const char *error) {
+  if (s->npending == (int)(sizeof s->pending / sizeof s->pending[0])) {
+    TH_LOG(TH_LOG_ERROR,
+           "job %lld stays 'running' in the store until the next start: too many pending writes",
+           (long long)id);
+    return;
+  }
+  s->pending[s->npending].id = id;
+  s->pending[s->npending].state = state;
+  snprintf(s->pending[s->npending].error, sizeof s->pending[0].error, "%s", error ? error : "");
+  s->npending++;
+}
+
+/* Writes the pending outcomes and requeues in order while the store takes them. Caller holds mu. */
+static void tune__flush_pending(tune_sched *s) {
+  while (s->npending > 0) {
+    int64_t id = s->pending[0].id;
+    int state = s->pending[0].state;
+    th_status rc = state == TUNE__REQUEUE
+                       ? store_job_requeue(s->st, id, s->worker_name)
+                       : store_job_finish(s->st, id, (store_job_state)state,
+                                          s->pending[0].error[0] ? s->pending[0].error : NULL);
+    if (rc == TH_ERR_UNAVAILABLE) return; /* still away: the next round tries again */
+    if (rc == TH_OK)
+      TH_LOG(TH_LOG_INFO, "job %lld: %s now that the database answers again", (long long)id,
+             state == TUNE__REQUEUE ? "back in the queue" : "outcome recorded");
+    else if (rc !=
+             TH_ERR_CONFLICT) /* conflict: it ended or moved meanwhile, nothing of ours to write */
+      TH_LOG(TH_LOG_ERROR, "job %lld: cannot record what happened to it: %s", (long long)id,
+             store_errmsg(s->st));
+    memmove(&s->pending[0], &s->pending[1], (size_t)(s->npending - 1) * sizeof s->pending[0]);
+    s->npending--;
+  }
+}
+
+/* Ends a job: records the outcome, frees it. Caller holds mu. state -1: leave it 'running'
+ * (shutdown); TUNE__REQUEUE: put it back in the queue (its database went away mid-stage). An
+ * outcome the store cannot take because its database is away is written once it answers again. */
 static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *error) {
   if (s->b->close && j->bj) s->b->close(s->b->self, j->bj);
   j->bj = NULL;
   (void)th_rm_rf(j->dir);
-  if (state >= 0) {
-    if (store_job_finish(s->st, j->job.id, (store_job_state)state, error) != TH_OK)
-      TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome: %s", (long long)j->job.id, store_errmsg(s->st));
+  if (state == TUNE__REQUEUE) {
+    TH_LOG(TH_LOG_WARN,
+           "job %lld: the database went away (%s); it goes back to the queue when it answers",
+           (long long)j->job.id, error ? error : "");
+    tune__pend(s, j->job.id, TUNE__REQUEUE, NULL);
+  } else if (state >= 0) {
+    th_status rc = store_job_finish(s->st, j->job.id, (store_job_state)state, error);
+    if (rc == TH_ERR_UNAVAILABLE) tune__pend(s, j->job.id, state, error);
+    if (rc != TH_OK)
+      TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome%s: %s", (long long)j->job.id,
+             rc == TH_ERR_UNAVAILABLE ? " yet" : "", store_errmsg(s->st));
     if (state == STORE_JOB_SUCCEEDED) {
       /* where the job's time went: per stage kind, and waiting for resources (the rest) */
       char acc[512];
@@ -272,11 +332,16 @@ static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *er
 
 /* Claims queued jobs up to the admission limit. Caller holds mu. */
 static void tune__admit(tune_sched *s) {
+  tune__flush_pending(s);
   while (!s->stopping && s->njobs < s->o.max_jobs) {
     store_job job;
     th_status rc = store_job_claim(s->st, s->worker_name, &job);
     if (rc != TH_OK) {
-      if (rc != TH_ERR_NOT_FOUND) TH_LOG(TH_LOG_WARN, "cannot claim a job: %s", store_errmsg(s->st));
+      double now = th_now_mono();
+      if (rc != TH_ERR_NOT_FOUND && now - s->claim_warned_at >= 10) {
+        s->claim_warned_at = now;
+        TH_LOG(TH_LOG_WARN, "cannot claim a job: %s", store_errmsg(s->st));
+      }
       return;
     }
     tune__sjob *j = calloc(1, sizeof *j);
@@ -454,6 +519,9 @@ static int tune__round(tune_sched *s) {
     tune__finish(s, j, -1, NULL);
   } else if (rc == TH_ERR_CANCELLED) {
     tune__finish(s, j, STORE_JOB_CANCELLED, "cancelled by request");
+  } else if (rc == TH_ERR_UNAVAILABLE) {
+    /* not the job's failure: its trials so far are in the records, and it resumes from them */
+    tune__finish(s, j, TUNE__REQUEUE, j->err);
   } else {
     if (!j->err[0]) snprintf(j->err, sizeof j->err, "%s", th_status_str(rc));
     tune__finish(s, j, STORE_JOB_FAILED, j->err);
