@@ -88,6 +88,7 @@ static const char *db__marker(db_engine e, const char *name, size_t len) {
       {"id", "INTEGER PRIMARY KEY", "BIGSERIAL PRIMARY KEY"},
       {"real", "REAL", "DOUBLE PRECISION"},
       {"blob", "BLOB", "BYTEA"},
+      {"binary", "", "COLLATE \"C\""},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
     if (strlen(m[i].name) == len && memcmp(m[i].name, name, len) == 0)

@@ -9,7 +9,9 @@
  * PostgreSQL, nothing on SQLite (whose writers are serialised). {for_share}    "FOR SHARE" on
  * PostgreSQL, nothing on SQLite. {id}           the type of an auto-numbered key: "INTEGER PRIMARY
  * KEY" or "BIGSERIAL PRIMARY KEY". {real}         a double column: "REAL" or "DOUBLE PRECISION"
- * (PostgreSQL's REAL is 4 bytes). {blob}         a byte column: "BLOB" or "BYTEA".
+ * (PostgreSQL's REAL is 4 bytes). {blob}         a byte column: "BLOB" or "BYTEA". {binary}
+ * after a text ORDER BY key: byte order on both engines (SQLite's BINARY default; PostgreSQL's "C"
+ * collation, where the database's locale, en_US say, would otherwise order names another way).
  *
  * Markers are replaced outside quoted strings only. RETURNING, ON CONFLICT ... DO NOTHING / DO
  * UPDATE, partial indexes, window functions and coalesce work on both engines; INSERT OR IGNORE,

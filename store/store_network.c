@@ -110,6 +110,8 @@ th_status store_network_get(store_t *st, const char *name, store_network *out) {
   if (rc == TH_OK && n.onnx && st->blob->get) {
     char path[sizeof n.onnx_path];
     rc = store_artifact_path(st, n.onnx_digest, path, sizeof path, NULL, NULL, 0);
+    /* the network is there, its file is not: not an unknown network */
+    if (rc == TH_ERR_NOT_FOUND) rc = TH_ERR_IO;
     if (rc != TH_OK) store_network_clear(&n);
   }
   if (rc == TH_OK) *out = n;
@@ -121,8 +123,10 @@ th_status store_network_list(store_t *st, const char *source, store_network **ou
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(
-      st, "SELECT " STORE__NET_COLS STORE__NET_FROM " WHERE (?1 IS NULL OR n.source = ?1) ORDER BY n.name", &s);
+  th_status rc = store__prepare(st,
+                                "SELECT " STORE__NET_COLS STORE__NET_FROM
+                                " WHERE (?1 IS NULL OR n.source = ?1) ORDER BY n.name {binary}",
+                                &s);
   if (rc == TH_OK) {
     if (source) db_bind_text(s, 1, source);
     int r;

@@ -1335,3 +1335,53 @@ TH_TEST(blob_put_race_keeps_one_copy) {
       1);
   return 0;
 }
+
+/* ---- text order: bytes on both engines, whatever the database's locale ---- */
+
+TH_TEST(names_order_bytewise) {
+  /* on PostgreSQL, in a database whose collation orders text otherwise (ICU en-US: a_1 < a-1 < a.1
+   * < a1) */
+  char url[1200] = "";
+  if (th_test_db()) {
+    const char *q = strchr(th_test_db(), '?');
+    CHECK(q != NULL);
+    snprintf(url, sizeof url, "%.*s_icu%s", (int)(q - th_test_db()), th_test_db(), q);
+    const char *end = strchr(url, '?'), *slash = end;
+    while (slash > url && slash[-1] != '/') slash--;
+    char sql[300], name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(end - slash), slash);
+    db_t *h = NULL;
+    char err[512];
+    CHECK(db_open(th_test_db(), &h, err, sizeof err) == TH_OK);
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
+    CHECK(db_exec(h, sql) == TH_OK);
+    snprintf(
+        sql, sizeof sql,
+        "CREATE DATABASE %s TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'",
+        name);
+    CHECK(db_exec(h, sql) == TH_OK);
+    db_close(h);
+  }
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open_db(url[0] ? url : NULL, d, &st) == TH_OK);
+  const char *names[] = {"a1", "a_1", "a.1", "a-1"}, *want[] = {"a-1", "a.1", "a1", "a_1"};
+  for (int i = 0; i < 4; i++) {
+    CHECK(store_network_upsert(st, names[i], "[1]", 1, 1) == TH_OK);
+    store_key k = key_of(names[i], 1);
+    int64_t id;
+    int created;
+    CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
+  }
+  store_network *nets = NULL;
+  size_t n = 0;
+  CHECK(store_network_list(st, NULL, &nets, &n) == TH_OK && n == 4);
+  for (int i = 0; i < 4; i++) CHECK_STR(nets[i].name, want[i]);
+  store_network_list_free(nets, n);
+  store_catalog_row *rows = NULL;
+  CHECK(store_catalog(st, NULL, NULL, NULL, &rows, &n) == TH_OK && n == 4);
+  for (int i = 0; i < 4; i++) CHECK_STR(rows[i].key.network, want[i]);
+  store_catalog_free(rows, n);
+  store_close(st);
+  return 0;
+}
