@@ -22,6 +22,8 @@ int cli_store_exists(const char *cmd, const char *db, const char *data);
 /* Opens the store (db, data) for a command, or prints "tunehub CMD: cannot open the store ...: why"
  * and answers NULL. The caller closes it. */
 store_t *cli_store_open(const char *cmd, const char *db, const char *data);
+/* tunehub migrate --from DIR --to postgresql://... (migrate.c) */
+int cli_migrate(int argc, char **argv);
 /* The builder registry jobs use. */
 const tune_builder *cli_default_builder(const char *data_dir);
 

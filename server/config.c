@@ -23,7 +23,8 @@ void srv_config_defaults(srv_config *c) {
   c->max_batch = 256;
   c->max_queued = 256;
   c->connection_limit = 1000;
-  c->per_ip_limit = 0; /* 0 = MHD's unlimited; loopback load tests need many */
+  c->per_ip_limit = 256; /* one client may not hold the whole connection budget (1000) */
+  c->miss_rate = 60;      /* new jobs an anonymous client may cause a minute */
   c->timeout_s = 30;
   c->miss_tunes = 1;
   c->cpu_slots = 0;
@@ -114,6 +115,10 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv__int_flag(f, v, 1, 100000, &c->max_queued, err, n);
     } else if (!strcmp(f, "--connection-limit")) {
       rc = srv__int_flag(f, v, 1, 100000, &c->connection_limit, err, n);
+    } else if (!strcmp(f, "--max-connections-per-ip")) {
+      rc = srv__int_flag(f, v, 1, 100000, &c->per_ip_limit, err, n);
+    } else if (!strcmp(f, "--miss-rate")) {
+      rc = srv__int_flag(f, v, 0, 1000000, &c->miss_rate, err, n);
     } else if (!strcmp(f, "--timeout")) {
       rc = srv__int_flag(f, v, 1, 3600, &c->timeout_s, err, n);
     } else if (!strcmp(f, "--on-miss")) {
@@ -135,14 +140,14 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
         return TH_ERR_INVALID;
       }
     } else {
-      snprintf(err, n,
-               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
-               "--workers N "
-               "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
-               "--max-batch N --max-queued N --connection-limit N --timeout S --web "
-               "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --keep-versions N "
-               "--log-level L",
-               f);
+      snprintf(
+          err, n,
+          "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
+          "--workers N --build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
+          "--max-batch N --max-queued N --connection-limit N --max-connections-per-ip N "
+          "--miss-rate N --timeout S --web DIR --on-miss tune|build --miss-trials N "
+          "--max-upload BYTES --keep-versions N --log-level L",
+          f);
       return TH_ERR_INVALID;
     }
     i++; /* every flag takes a value */

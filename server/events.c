@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "events.h"
+#include "limits.h"
 
 #include "present.h"
 #include "response.h"
@@ -315,17 +316,6 @@ void srv_events_free(srv_events *E) {
 
 /* ---- routes ---- */
 
-static void ev__client_ip(struct MHD_Connection *con, char *ip, size_t n) {
-  snprintf(ip, n, "?");
-  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-  if (!ci || !ci->client_addr) return;
-  const struct sockaddr *sa = ci->client_addr;
-  if (sa->sa_family == AF_INET)
-    inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip, (socklen_t)n);
-  else if (sa->sa_family == AF_INET6)
-    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, ip, (socklen_t)n);
-}
-
 enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) {
   int64_t id = 0;
   if (th_parse_i64(id_text, &id) != TH_OK || id < 1)
@@ -343,7 +333,7 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
   }
   srv_events *E = s->events;
   char ip[64];
-  ev__client_ip(r->con, ip, sizeof ip);
+  srv_client_ip(r->con, ip, sizeof ip);
   ev_stream *st = calloc(1, sizeof *st);
   if (!st) {
     store_job_clear(&job);

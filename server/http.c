@@ -14,6 +14,7 @@
 
 #include "events.h"
 #include "longpoll.h"
+#include "relay.h"
 #include "networks.h"
 #include "present.h"
 #include "response.h"
@@ -133,21 +134,18 @@ static th_status srv__read_token(srv_t *s, char *err, size_t n) {
   if (!s->cfg.token_file[0]) return TH_OK;
   char *data = NULL;
   size_t len = 0;
-  if (th_read_file(s->cfg.token_file, 4096, &data, &len) != TH_OK) {
+  if (th_read_file(s->cfg.token_file, 256 * 1024, &data, &len) != TH_OK) {
     snprintf(err, n, "cannot read --token-file %s: %s", s->cfg.token_file, strerror(errno));
     return TH_ERR_IO;
   }
-  while (len && (data[len - 1] == '\n' || data[len - 1] == '\r' || data[len - 1] == ' '))
-    data[--len] = '\0';
-  if (len < 8 || len >= sizeof s->token) {
-    free(data);
-    snprintf(err, n, "the token in %s must be 8 to %zu characters", s->cfg.token_file,
-             sizeof s->token - 1);
-    return TH_ERR_INVALID;
-  }
-  memcpy(s->token, data, len + 1);
-  s->have_token = 1;
+  char why[512];
+  th_status rc = srv_tokens_parse(data, &s->tokens, why, sizeof why);
   free(data);
+  if (rc != TH_OK) {
+    snprintf(err, n, "--token-file %s: %s", s->cfg.token_file, why);
+    return rc;
+  }
+  s->have_token = 1;
   return TH_OK;
 }
 
@@ -228,6 +226,8 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     snprintf(err, n, "cannot start the waker thread");
     goto fail_workers;
   }
+  rc = srv_relay_start(s, err, n);
+  if (rc != TH_OK) goto fail_waker;
 
   struct sockaddr_in addr;
   memset(&addr, 0, sizeof addr);
@@ -258,6 +258,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   return TH_OK;
 
 fail_waker:
+  srv_relay_stop(s);
   srv_longpoll_stop(s);
 fail_workers:
   tune_workers_stop(s->workers);
@@ -274,6 +275,7 @@ fail_token:
 void srv_stop(srv_t *s) {
   if (!s) return;
   MHD_quiesce_daemon(s->mhd);
+  srv_relay_stop(s);
   srv_longpoll_stop(s);        /* resumes every suspended connection */
   srv_events_stop(s->events);                         /* ends and resumes every event stream */
   MHD_stop_daemon(s->mhd);

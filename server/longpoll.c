@@ -43,6 +43,15 @@ void srv_job_event(void *ctx, int64_t job_id) {
   pthread_mutex_unlock(&s->wait_mu);
 }
 
+void srv_job_event_all(srv_t *s) {
+  pthread_mutex_lock(&s->cache_mu);
+  s->cache_gen++;
+  pthread_mutex_unlock(&s->cache_mu);
+  pthread_mutex_lock(&s->wait_mu);
+  for (int i = s->nwaiting - 1; i >= 0; i--) srv__resume_at(s, i);
+  pthread_mutex_unlock(&s->wait_mu);
+}
+
 static void *srv__waker(void *arg) {
   srv_t *s = arg;
   pthread_mutex_lock(&s->wait_mu);

@@ -18,5 +18,8 @@ void srv_longpoll_stop(srv_t *s);
 void srv_suspend(srv_t *s, srv_request *r, double seconds, int64_t job_id);
 /* The scheduler's change listener (ctx is the srv_t): drops the manifest cache and resumes the job's waiters. */
 void srv_job_event(void *ctx, int64_t job_id);
+/* Drops the manifest cache and resumes every waiter (each re-reads the store): the relay's answer to changes it
+ * may have missed while the database was away. */
+void srv_job_event_all(srv_t *s);
 
 #endif

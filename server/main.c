@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "backend.h"
 #include "cli.h"
 #include "remeasure.h"
@@ -27,18 +28,28 @@ static void usage(FILE *f) {
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
+          "                [--target NAME]   cross-compile for the CPU or GPU the model will run on\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--db URL] [--trials N]\n"
-          "                [--tuner xgb|ga|random|grid] [--early-stopping N]\n"
+          "                [--tuner xgb|ga|random|grid] [--early-stopping N] [--target NAME]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
           "                [--input NAME=FILE]... [--output-dir DIR]  run once on raw input files,\n"
           "                                                    write DIR/<output>.bin\n"
           "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--db URL] [--against DIR|URL]\n"
-          "                [--rounds N]                        time each task's best stored config alone\n"
+          "                [--rounds N] [--target NAME]        time each task's best stored config alone\n"
           "  tunehub networks [--data ./data] [--db URL]   list the model zoo and the networks imported\n"
           "  tunehub import MODEL.onnx --name NAME [--data ./data] [--db URL] [--shapes S]\n"
           "                                                    store a network of your own (ONNX)\n"
+          "  tunehub migrate --from DIR --to postgresql://...\n"
+          "                                                    copy an embedded store into a new PostgreSQL\n"
+          "                                                    database and verify every row and blob\n"
+          "  tunehub hash-token < TOKEN                       print sha256:HEX, a token-file line that\n"
+          "                                                    does not hold the token itself\n"
           "  tunehub version\n\n"
-          "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n\n"
+          "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n"
+          "targets (--target): native (this machine's, the default); llvm: an x86-64 CPU name\n"
+          "  LLVM knows, x86-64-v2, x86-64-v3, x86-64-v4; cuda: sm_70..sm_90. A bad name is\n"
+          "  answered with the valid list. tune measures here, so it takes only this machine's\n"
+          "  own target; remeasure any that this machine runs (every CPU feature its code uses)\n\n"
           "the store: every command that opens it takes --data DIR (default ./data) and --db URL.\n"
           "  Without --db, and without the environment variable TUNEHUB_DB (which --db overrides), the store\n"
           "  is the SQLite file DIR/tunehub.db with the artifact files under DIR/artifacts.\n"
@@ -82,14 +93,14 @@ static int cmd_serve(int argc, char **argv) {
   return 0;
 }
 
-/* `remeasure FRAMEWORK NETWORK BATCH [--data DIR] [--against DIR] [--rounds N]`: CSV (tune_remeasure), for
- * the scheduler bench. */
+/* `remeasure FRAMEWORK NETWORK BATCH [--data DIR] [--against DIR] [--rounds N] [--target NAME]`:
+ * CSV (tune_remeasure), for the scheduler bench; --target: that target's records, if it runs here.
+ */
 static int cmd_remeasure(int argc, char **argv) {
   static const char usage_line[] =
-      "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--db URL] [--against "
-      "DIR|URL] "
-      "[--rounds 1..100]";
-  const char *data = "./data", *against = NULL, *db_flag = NULL, *db = NULL;
+      "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--db URL] "
+      "[--against DIR|URL] [--rounds 1..100] [--target NAME]";
+  const char *data = "./data", *against = NULL, *target_name = NULL, *db_flag = NULL, *db = NULL;
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
   int64_t batch = 0, rounds = 1;
@@ -100,6 +111,8 @@ static int cmd_remeasure(int argc, char **argv) {
       db_flag = argv[++i];
     } else if (!strcmp(argv[i], "--against") && i + 1 < argc) {
       against = argv[++i];
+    } else if (!strcmp(argv[i], "--target") && i + 1 < argc) {
+      target_name = argv[++i];
     } else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
       if (th_parse_i64(argv[++i], &rounds) != TH_OK || rounds < 1 || rounds > 100) {
         fprintf(stderr, "tunehub remeasure: --rounds takes a whole number from 1 to 100\n");
@@ -122,8 +135,16 @@ static int cmd_remeasure(int argc, char **argv) {
   const char *against_db = against && store_is_db_url(against) ? against : NULL;
   const char *against_dir = against_db ? data : against;
   char ferr[128];
-  if (!tc_backend_find(pos[0], ferr, sizeof ferr)) {
+  const tc_backend *be = tc_backend_find(pos[0], ferr, sizeof ferr);
+  if (!be) {
     fprintf(stderr, "tunehub remeasure: %s\n", ferr);
+    return 2;
+  }
+  /* the target's name, checked before a store is read (whether it runs here: tune_remeasure) */
+  tc_backend_target bt;
+  char terr[2048] = "";
+  if (tc_backend_target_init(be, target_name, &bt, terr, sizeof terr) != TH_OK) {
+    fprintf(stderr, "tunehub remeasure: %s\n", terr);
     return 2;
   }
   /* an uploaded network is known only to a store; without one, the zoo's names are the valid ones */
@@ -170,23 +191,40 @@ static int cmd_remeasure(int argc, char **argv) {
     return rc == TH_ERR_NOT_FOUND ? 2 : 1;
   }
   tune_net_free(&net);
-  tune_remeasure_opts o = {.st = st, .against = st2, .framework = pos[0], .network = pos[1],
-                           .batch = (int)batch, .rounds = (int)rounds};
+  tune_remeasure_opts o = {.st = st,
+                           .against = st2,
+                           .framework = pos[0],
+                           .target = target_name,
+                           .network = pos[1],
+                           .batch = (int)batch,
+                           .rounds = (int)rounds};
   int rows = 0;
   rc = tune_remeasure(&o, stdout, &rows, err, sizeof err);
   store_close(st2);
   store_close(st);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub remeasure: %s\n", err);
-    return 1;
+    return rc == TH_ERR_UNSUPPORTED ? 2 : 1;
   }
   if (rows == 0) {
+    /* another target's records come from a store tuned on a machine of that target */
+    tc_backend_target here;
+    int own = tc_backend_target_init(be, NULL, &here, terr, sizeof terr) == TH_OK &&
+              !strcmp(here.str, bt.str);
+    char where[1024], where2[1024];
+    store_describe(db, data, where, sizeof where);
+    store_describe(against_db, against_dir ? against_dir : "", where2, sizeof where2);
     fprintf(stderr,
-            "tunehub remeasure: no task of %s at batch %lld has a stored record in %s%s%s (tune it "
-            "first: "
-            "tunehub tune %s %s %lld --data DIR)\n",
-            pos[1], (long long)batch, store_db_display(st), st2 ? " and " : "",
-            st2 ? store_db_display(st2) : "", pos[0], pos[1], (long long)batch);
+            "tunehub remeasure: no task of %s at batch %lld has a stored record for %s in %s%s%s ",
+            pos[1], (long long)batch, bt.str, where, against ? " and " : "", against ? where2 : "");
+    if (own)
+      fprintf(stderr, "(tune it first: tunehub tune %s %s %lld --data DIR)\n", pos[0], pos[1],
+              (long long)batch);
+    else
+      fprintf(stderr,
+              "(this machine tunes only its own target, %s: records for %s come from a store tuned "
+              "on a machine with that target)\n",
+              here.str, bt.str);
     return 1;
   }
   return 0;
@@ -205,6 +243,8 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "networks")) return cli_networks(argc - 2, argv + 2);
   if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
+  if (!strcmp(cmd, "migrate")) return cli_migrate(argc - 2, argv + 2);
+  if (!strcmp(cmd, "hash-token")) return cli_hash_token();
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("tunehub %s\n", TH_VERSION);
@@ -214,7 +254,9 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
-                  "import, remeasure, version, help\n", cmd);
+  fprintf(stderr,
+          "tunehub: unknown command '%s'; valid commands: serve, build, tune, run, networks, "
+          "import, remeasure, migrate, hash-token, version, help\n",
+          cmd);
   return 2;
 }

@@ -68,7 +68,7 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
   if (r->uri_too_long || !srv__network_path(r->path, name, sizeof name)) return 0;
   r->route = SRV_ROUTE_NETWORK_PUT;
   r->answered = 1; /* until the upload is set up below */
-  if (!srv_authorized(s, r, ret)) return 1;
+  if (!srv_authorized(s, r, SRV_SCOPE_TUNE, ret)) return 1;
   if (!srv_network_name_ok(name)) {
     *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_name", NULL, "invalid network name '%s'; a name is %s", name,
                      SRV_NETWORK_NAME_RULE);
@@ -292,7 +292,7 @@ static enum MHD_Result srv__network_put(srv_t *s, srv_request *r, const char *na
 
 static enum MHD_Result srv__network_delete(srv_t *s, srv_request *r, const char *name) {
   enum MHD_Result ret;
-  if (!srv_authorized(s, r, &ret)) return ret;
+  if (!srv_authorized(s, r, SRV_SCOPE_ADMIN, &ret)) return ret;
   if (tc_zoo_find(name))
     return srv_error(s, r, TH_ERR_CONFLICT, "zoo_name", NULL, "'%s' is a zoo network, which cannot be deleted", name);
   store_network_change ch;

@@ -19,6 +19,7 @@
 #include "oci.h"
 
 #include "aliases.h"
+#include "limits.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"
@@ -454,6 +455,9 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       if (head) return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "%s/%s:%s is not built yet", fw, net, ref);
       int64_t job_id = 0;
       int created = 0;
+      char retry[16];
+      if (!srv_miss_admit(s, r, &key, why, sizeof why, retry))
+        return oci__error(s, r, 429, "TOOMANYREQUESTS", NULL, "%s", why);
       rc = srv_model_miss(s, &key, 0, 0, &job_id, &created, why, sizeof why);
       if (rc == TH_ERR_BUSY) return oci__error(s, r, 429, "TOOMANYREQUESTS", NULL, "%s", why);
       if (rc != TH_OK && rc != TH_ERR_COMPILE && rc != TH_ERR_CANCELLED)

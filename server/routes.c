@@ -17,6 +17,7 @@
 #include "aliases.h"
 #include "builder.h"
 #include "events.h"
+#include "limits.h"
 #include "longpoll.h"
 #include "networks.h"
 #include "oci.h"
@@ -228,7 +229,7 @@ int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
   return 0;
 }
 
-int srv_authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
+int srv_authorized(srv_t *s, srv_request *r, unsigned scope, enum MHD_Result *ret) {
   if (!s->have_token) {
     *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
                      "this route changes the registry and needs a bearer token, but the daemon was "
@@ -237,18 +238,18 @@ int srv_authorized(srv_t *s, srv_request *r, enum MHD_Result *ret) {
   }
   const char *h = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Authorization");
   const char *prefix = "Bearer ";
-  int ok = 0;
-  if (h && strncmp(h, prefix, strlen(prefix)) == 0) {
-    const char *t = h + strlen(prefix);
-    size_t lt = strlen(t), ls = strlen(s->token);
-    unsigned diff = (unsigned)(lt ^ ls);
-    for (size_t i = 0; i < ls; i++) diff |= (unsigned)(s->token[i] ^ (i < lt ? t[i] : 0));
-    ok = diff == 0;
-  }
-  if (!ok) {
+  unsigned granted = h && strncmp(h, prefix, strlen(prefix)) == 0 ? srv_tokens_scopes(&s->tokens, h + strlen(prefix)) : 0;
+  if (!granted) {
     *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
-                     "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the "
-                     "token from the daemon's --token-file");
+                     "missing or wrong bearer token: send 'Authorization: Bearer <token>' with a "
+                     "token of the daemon's --token-file");
+    return 0;
+  }
+  if ((granted & scope) != scope) {
+    *ret = srv_error(s, r, TH_ERR_FORBIDDEN, "forbidden", NULL,
+                     "this token has the scope %s; %s %s needs the scope %s (scopes are set per token in the "
+                     "daemon's --token-file)",
+                     srv_scope_name(granted), r->method, r->path, srv_scope_name(scope));
     return 0;
   }
   return 1;
@@ -433,9 +434,14 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     return srv_queue(s, r, (unsigned int)th_status_http(TH_ERR_NOT_FOUND), resp);
   }
-  char why[512];
+  char why[512], retry[16];
   int64_t job_id = 0;
   int created = 0;
+  if (!srv_miss_admit(s, r, key, why, sizeof why, retry)) {
+    struct MHD_Response *resp = srv_error_response(429, "rate_limited", NULL, why);
+    if (resp) MHD_add_response_header(resp, "Retry-After", retry);
+    return srv_queue(s, r, 429, resp);
+  }
   rc = srv_model_miss(s, key, tuned_only, r->wait_deadline != 0, &job_id, &created, why, sizeof why);
   if (rc == TH_ERR_COMPILE || rc == TH_ERR_CANCELLED) {
     char extra[256], loc[64];
@@ -543,7 +549,7 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
 
 static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
-  if (!srv_authorized(s, r, &ret)) return ret;
+  if (!srv_authorized(s, r, SRV_SCOPE_TUNE, &ret)) return ret;
   char dwhy[512];
   if (!srv_target_tunable(s, key, dwhy, sizeof dwhy))
     return srv_error(s, r, TH_ERR_NO_DEVICE, "target_not_tunable", NULL, "%s; nothing was queued", dwhy);
@@ -624,7 +630,7 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
 
 static enum MHD_Result srv__model_delete(srv_t *s, srv_request *r, const store_key *key) {
   enum MHD_Result ret;
-  if (!srv_authorized(s, r, &ret)) return ret;
+  if (!srv_authorized(s, r, SRV_SCOPE_ADMIN, &ret)) return ret;
   int n = 0;
   th_status rc = store_model_delete(s->st, key, &n);
   pthread_mutex_lock(&s->cache_mu);
@@ -725,7 +731,7 @@ static enum MHD_Result srv__job(srv_t *s, srv_request *r, const char *id_s, int 
     return srv_error(s, r, TH_ERR_INVALID, "invalid_job_id", NULL, "a job id is a positive whole number");
   if (cancel) {
     enum MHD_Result ret;
-    if (!srv_authorized(s, r, &ret)) return ret;
+    if (!srv_authorized(s, r, SRV_SCOPE_TUNE, &ret)) return ret;
     th_status rc = store_job_cancel(s->st, id);
     if (rc == TH_ERR_NOT_FOUND) return srv_error(s, r, TH_ERR_NOT_FOUND, "job_unknown", NULL, "no job %lld", (long long)id);
     if (rc == TH_ERR_CONFLICT) return srv_error(s, r, rc, "job_ended", NULL, "%s", store_errmsg(s->st));

@@ -28,7 +28,8 @@ typedef struct srv_config {
   int max_batch;
   int max_queued;
   int connection_limit;
-  int per_ip_limit;
+  int per_ip_limit;  /* connections one client address may hold (--max-connections-per-ip) */
+  int miss_rate;     /* new jobs an anonymous client may cause a minute (--miss-rate; 0: no limit) */
   int timeout_s;
   int miss_tunes;  /* 1: a miss queues a tune job (v1 quick build, then tuned v2); 0: a build job only */
   int miss_trials; /* trials per task for a miss's tuning; 0 = the tuner's default budget */

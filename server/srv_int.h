@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "srv.h"
 #include "store.h"
 #include "th_buf.h"
@@ -40,7 +41,7 @@ struct srv {
   srv_events *events;    /* SSE rings and streams (events.c) */
   const tune_builder *builder;
   struct MHD_Daemon *mhd;
-  char token[256];
+  srv_tokens tokens; /* from --token-file, hashed (auth.h) */
   int have_token;
   char *networks_json; /* cached GET /networks body */
   char targets[4][256]; /* this machine's target string per backend, in tc_backend_at order */
@@ -54,6 +55,10 @@ struct srv {
   int wait_stop;
   pthread_t waker;
   int waker_started;
+  /* job changes from other processes on a shared store (relay.c) */
+  store_listener *relay;
+  pthread_t relay_thread;
+  int relay_stop;
   /* metrics */
   pthread_mutex_t metrics_mu;
   int64_t requests[32][16]; /* route x status slot */

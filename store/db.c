@@ -50,6 +50,14 @@ th_status db_open(const char *spec, db_t **out, char *err, size_t n) {
   return TH_OK;
 }
 
+th_status db_open_again(const db_t *db, db_t **out, char *err, size_t n) {
+  if (db->engine != DB_POSTGRES) {
+    snprintf(err, n, "a second connection is made only to PostgreSQL");
+    return TH_ERR_UNSUPPORTED;
+  }
+  return db_open(db->conninfo, out, err, n);
+}
+
 void db_close(db_t *db) {
   if (!db) return;
   if (db->engine == DB_POSTGRES)
@@ -330,6 +338,30 @@ void db_rollback(db_t *db) {
 
 th_status db_durable(db_t *db, int full) {
   return db->engine == DB_POSTGRES ? TH_OK : db__sq_durable(db, full);
+}
+
+th_status db_listen(db_t *db, const char *channel) {
+  if (db->engine != DB_POSTGRES) return db__fail(db, TH_ERR_UNSUPPORTED, "SQLite has no notifications");
+  char sql[160];
+  snprintf(sql, sizeof sql, "LISTEN %.100s", channel);
+  return db__pg_exec(db, sql);
+}
+
+th_status db_notify(db_t *db, const char *channel, const char *payload) {
+  if (db->engine != DB_POSTGRES) return db__fail(db, TH_ERR_UNSUPPORTED, "SQLite has no notifications");
+  db_stmt *s = NULL;
+  th_status rc = db_prepare(db, "SELECT pg_notify(?, ?)", &s);
+  if (rc != TH_OK) return rc;
+  db_bind_text(s, 1, channel);
+  db_bind_text(s, 2, payload);
+  rc = db_step(s) == DB_ROW ? TH_OK : db_errclass(db);
+  db_finalize(s);
+  return rc;
+}
+
+th_status db_wait_notification(db_t *db, int timeout_ms, char *payload, size_t n) {
+  if (db->engine != DB_POSTGRES) return db__fail(db, TH_ERR_UNSUPPORTED, "SQLite has no notifications");
+  return db__pg_wait(db, timeout_ms, payload, n);
 }
 
 th_status db_schema_version(db_t *db, int *version) {

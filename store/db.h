@@ -43,6 +43,8 @@ int db_is_postgres_url(const char *spec);
 th_status db_open(const char *spec, db_t **out, char *err, size_t n);
 /* Closes; accepts NULL. */
 void db_close(db_t *db);
+/* A second connection to the database db is connected to (a listener needs its own). */
+th_status db_open_again(const db_t *db, db_t **out, char *err, size_t n);
 db_engine db_engine_of(const db_t *db);
 /* The spec the connection was opened with, password hidden (for messages and logs). */
 const char *db_display(const db_t *db);
@@ -125,5 +127,15 @@ th_status db_lo_unlink(db_t *db, int64_t oid);
  * tunehub_schema. */
 th_status db_schema_version(db_t *db, int *version);
 th_status db_set_schema_version(db_t *db, int version);
+
+/* Notifications (PostgreSQL's LISTEN/NOTIFY; SQLite answers TH_ERR_UNSUPPORTED). db_listen subscribes this
+ * connection to channel; db_notify sends payload (at most 7999 bytes) on channel, delivered when the current
+ * transaction commits (at once outside one); db_wait_notification waits up to timeout_ms for one and copies its
+ * payload into payload (n bytes): TH_OK, TH_ERR_TIMEOUT, or TH_ERR_UNAVAILABLE when the connection went away
+ * (the listener must then listen again once db_listen succeeds: notifications sent meanwhile are lost, so a
+ * listener re-reads what it watches after reconnecting). */
+th_status db_listen(db_t *db, const char *channel);
+th_status db_notify(db_t *db, const char *channel, const char *payload);
+th_status db_wait_notification(db_t *db, int timeout_ms, char *payload, size_t n);
 
 #endif

@@ -81,6 +81,7 @@ th_status db__pg_lo_import(db_t *db, const char *path, int64_t *oid);
 th_status db__pg_lo_export(db_t *db, int64_t oid, int fd);
 th_status db__pg_lo_unlink(db_t *db, int64_t oid);
 th_status db__pg_schema_version(db_t *db, int *v);
+th_status db__pg_wait(db_t *db, int timeout_ms, char *payload, size_t n);
 th_status db__pg_set_schema_version(db_t *db, int v);
 
 #endif

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <libpq-fe.h>
 #include <libpq/libpq-fs.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,14 +41,28 @@ static th_status db__pg_class(db_t *db, const PGresult *res) {
   return TH_ERR_DB;
 }
 
+/* Copies libpq's message into out on one line: its newlines and tabs become single spaces. */
+static void db__pg_oneline(const char *msg, char *out, size_t n) {
+  size_t o = 0;
+  int space = 0;
+  for (const char *p = msg ? msg : "unknown error"; *p && o + 1 < n; p++) {
+    if (*p == '\n' || *p == '\t' || *p == ' ') {
+      space = o > 0;
+      continue;
+    }
+    if (space && o + 2 < n) out[o++] = ' ';
+    space = 0;
+    out[o++] = *p;
+  }
+  out[o] = '\0';
+}
+
 static th_status db__pg_fail(db_t *db, const PGresult *res, const char *what) {
   th_status cls = db__pg_class(db, res);
   const char *msg = res ? PQresultErrorMessage(res) : "";
   if (!msg || !*msg) msg = PQerrorMessage(db->h);
   char clean[900];
-  snprintf(clean, sizeof clean, "%s", msg ? msg : "unknown error");
-  size_t l = strlen(clean);
-  while (l && (clean[l - 1] == '\n' || clean[l - 1] == ' ')) clean[--l] = '\0';
+  db__pg_oneline(msg, clean, sizeof clean);
   if (cls == TH_ERR_UNAVAILABLE) {
     db->in_tx = 0; /* the server ended the transaction with the connection */
     return db__fail(db, cls, "%s: the database %s is unavailable: %s", what, db->display, clean);
@@ -60,9 +75,7 @@ static th_status db__pg_connect(db_t *db) {
   if (!c) return db__fail(db, TH_ERR_NOMEM, "out of memory");
   if (PQstatus(c) != CONNECTION_OK) {
     char msg[600];
-    snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
-    size_t l = strlen(msg);
-    while (l && (msg[l - 1] == '\n' || msg[l - 1] == ' ')) msg[--l] = '\0';
+    db__pg_oneline(PQerrorMessage(c), msg, sizeof msg);
     PQfinish(c);
     return db__fail(db, TH_ERR_UNAVAILABLE, "cannot connect to %s: %s", db->display, msg);
   }
@@ -300,4 +313,27 @@ th_status db__pg_lo_unlink(db_t *db, int64_t oid) {
   if (rc != TH_OK) return rc;
   if (lo_unlink(db->h, (Oid)oid) < 0) return db__pg_lo_fail(db, "remove a large object");
   return TH_OK;
+}
+
+th_status db__pg_wait(db_t *db, int timeout_ms, char *payload, size_t n) {
+  if (!db->h || PQstatus(db->h) != CONNECTION_OK)
+    return db__fail(db, TH_ERR_UNAVAILABLE, "the listening connection to %s is gone", db->display);
+  double deadline = th_now_mono() + timeout_ms / 1000.0;
+  for (;;) {
+    if (!PQconsumeInput(db->h)) return db__pg_fail(db, NULL, "wait for a notification");
+    PGnotify *note = PQnotifies(db->h);
+    if (note) {
+      snprintf(payload, n, "%s", note->extra ? note->extra : "");
+      PQfreemem(note);
+      return TH_OK;
+    }
+    double left = deadline - th_now_mono();
+    if (left <= 0) return TH_ERR_TIMEOUT;
+    struct pollfd p = {.fd = PQsocket(db->h), .events = POLLIN};
+    if (p.fd < 0)
+      return db__fail(db, TH_ERR_UNAVAILABLE, "the listening connection to %s is gone",
+                      db->display);
+    if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+      return db__fail(db, TH_ERR_IO, "poll: %s", strerror(errno));
+  }
 }

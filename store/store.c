@@ -36,6 +36,11 @@ th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) {
   return rc;
 }
 
+th_status store__error_moves(store_t *src, store_t *dst, th_status rc) {
+  if (store__errowner == src) store__errowner = dst;
+  return rc;
+}
+
 th_status store__db_fail(store_t *st, const char *what) {
   th_status rc = db_errclass(st->db);
   store__fail(st, rc == TH_ERR_CONFLICT ? TH_ERR_DB : rc, "%s: %s", what, db_errmsg(st->db));
@@ -174,7 +179,6 @@ static void store__free(store_t *st) {
   db_close(st->db);
   pthread_mutex_destroy(&st->fetch_mu);
   pthread_mutex_destroy(&st->mu);
-  free(st->db_spec);
   free(st);
 }
 
@@ -251,16 +255,13 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
     goto fail;
   }
   st->shared = db_spec && db_is_postgres_url(db_spec);
+  store__origin_init(st);
   if (db_spec && !st->shared) {
     rc = store__fail(
         st, TH_ERR_INVALID,
         "the store's database must be " STORE__URL_FORM
         ", not '%.200s'; without one the store is the SQLite file in the data directory",
         db_spec);
-    goto fail;
-  }
-  if (st->shared && !(st->db_spec = strdup(db_spec))) {
-    rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
     goto fail;
   }
   char dbpath[1200], err[1024];
@@ -345,19 +346,24 @@ static th_status store__sweep_dir(store_t *st, const char *dir, int check_rows, 
   return rc;
 }
 
-/* Runs sql (UPDATE jobs ...) with ?1 bound to owner (NULL: left unbound, an SQL NULL); *changed
- * (may be NULL) gets the rows it changed. */
-static th_status store__jobs_of(store_t *st, const char *sql, const char *owner, int *changed) {
+/* Runs sql (UPDATE jobs ... RETURNING id) with ?1 bound to owner (NULL: left unbound, an SQL NULL);
+ * *changed gets the rows it changed, each announced as kind (so that other processes hear of it).
+ */
+static th_status store__jobs_of(store_t *st, const char *sql, const char *owner,
+                                store_event_kind kind, int *changed) {
   db_stmt *s = NULL;
   th_status rc = store__prepare(st, sql, &s);
+  int n = 0, r = DB_DONE;
   if (rc == TH_OK) {
     if (owner) db_bind_text(s, 1, owner);
-    if (db_step(s) != DB_DONE)
-      rc = store__db_fail(st, "recover jobs");
-    else if (changed)
-      *changed = (int)db_changes(st->db);
+    while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
+      n++;
+      rc = store__announce(st, db_col_int64(s, 0), kind, 0, 0, NULL);
+    }
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "recover jobs");
   }
   db_finalize(s);
+  if (rc == TH_OK) *changed = n;
   return rc;
 }
 
@@ -368,18 +374,19 @@ th_status store_recover(store_t *st, int *requeued, int *swept) {
    * data directory's owner name were left by this directory's previous daemon (one daemon holds a
    * data directory at a time). */
   const char *owner = st->shared ? st->owner : NULL;
-  int req = 0;
+  int req = 0, cancelled = 0;
   th_status rc = store__jobs_of(
       st,
       "UPDATE jobs SET state = 'cancelled', error = 'cancelled', finished_at = {now} "
-      "WHERE state = 'running' AND cancel_requested = 1 AND (?1 IS NULL OR worker = ?1)",
-      owner, NULL);
+      "WHERE state = 'running' AND cancel_requested = 1 AND (?1 IS NULL OR worker = ?1) "
+      "RETURNING id",
+      owner, STORE_EV_DONE, &cancelled);
   if (rc == TH_OK)
     rc = store__jobs_of(
         st,
         "UPDATE jobs SET state = 'queued', stage = 'requeued after restart', worker = NULL "
-        "WHERE state = 'running' AND (?1 IS NULL OR worker = ?1)",
-        owner, &req);
+        "WHERE state = 'running' AND (?1 IS NULL OR worker = ?1) RETURNING id",
+        owner, STORE_EV_QUEUED, &req);
   int sw = 0;
   if (rc == TH_OK) rc = store__sweep_dir(st, st->tmp_dir, 0, &sw);
   if (rc == TH_OK) {

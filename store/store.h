@@ -390,4 +390,64 @@ th_status store_record_count(store_t *st, const char *workload_key, const char *
 th_status store_record_gflops(store_t *st, const char *workload_key, const char *target, double **gflops,
                               int64_t *n);
 
+/* ---- job changes across processes (PostgreSQL LISTEN/NOTIFY; see store_events.c) ---- */
+typedef enum store_event_kind {
+  STORE_EV_QUEUED = 0, /* a job was queued or handed back to the queue */
+  STORE_EV_CLAIMED,    /* a worker claimed it */
+  STORE_EV_PROGRESS,   /* its stage or progress document changed */
+  STORE_EV_PUBLISHED,  /* it published a version (version, tuned, digest: the bundle's sha256) */
+  STORE_EV_DONE,       /* it ended (succeeded, failed or cancelled) */
+  STORE_EV_CATALOG,    /* job_id 0: versions deleted or retired, aliases or networks changed */
+  STORE_EV_RESYNC      /* the listener reconnected: changes may have been missed; re-read what you watch */
+} store_event_kind;
+
+typedef struct store_event {
+  int64_t job_id;
+  store_event_kind kind;
+  char origin[17]; /* the sending handle's token (store_origin) */
+  int version, tuned;
+  char digest[65];
+} store_event;
+
+/* "queued", "claimed", "progress", "published", "done", "catalog", "resync". */
+const char *store_event_kind_str(store_event_kind k);
+/* This handle's token in the notifications it sends: a process skips the events of its own handle. */
+const char *store_origin(const store_t *st);
+
+typedef struct store_listener store_listener;
+/* Listens for job changes on a connection of its own; TH_ERR_UNSUPPORTED on the embedded store (its one
+ * process hears its scheduler directly). */
+th_status store_listener_open(store_t *st, store_listener **out);
+/* Waits up to timeout_ms for the next change: TH_OK with *ev, TH_ERR_TIMEOUT, or TH_ERR_UNAVAILABLE while the
+ * database is away (later calls reconnect, and the first event after a reconnect is STORE_EV_RESYNC). A
+ * listener is used by one thread. */
+th_status store_listener_wait(store_listener *l, int timeout_ms, store_event *ev);
+/* The listener's last error message. */
+const char *store_listener_errmsg(const store_listener *l);
+void store_listener_close(store_listener *l);
+
+/* ---- copying an embedded store into a shared one (tunehub migrate) ---- */
+typedef struct store_copy_report {
+  int64_t rows[8];   /* per table, in store_copy_table_name's order (artifacts: the blobs) */
+  int64_t blobs, blob_bytes;
+} store_copy_report;
+
+/* Progress of a copy: what (a table, or "blobs"), done of total. */
+typedef void (*store_copy_progress_fn)(void *ctx, const char *what, int64_t done, int64_t total);
+
+/* Every artifact's digest, sorted, as a new array of *count 65-byte hex strings (*out; the caller frees it). */
+th_status store_artifact_digests(store_t *st, char **out, size_t *count);
+/* The name of table i of a copy (0 = artifacts), NULL past the last. */
+const char *store_copy_table_name(int i);
+/* Copies everything the embedded store `from` holds into `to`, which must be a new, empty database
+ * (TH_ERR_CONFLICT otherwise, naming the table that has rows): every blob through store_artifact_put, checked
+ * against its digest, then every table in one transaction on `to` (ids kept; a running job arrives queued).
+ * Workers are not copied. Errors are reported on `from` (store_errmsg(from)). */
+th_status store_copy(store_t *from, store_t *to, store_copy_progress_fn progress, void *ctx,
+                     store_copy_report *rep);
+/* Compares every copied table of `from` and `to` by a digest of their rows (see store_copy.c); TH_ERR_CORRUPT
+ * naming the first table that differs. rep->rows gets the destination's row counts. To check the blobs
+ * themselves, open `to` on an empty data directory and read each one back with store_artifact_path. */
+th_status store_copy_verify(store_t *from, store_t *to, store_copy_report *rep);
+
 #endif

@@ -129,6 +129,7 @@ th_status store_alias_set(store_t *st, const store_key *key, const char *name, i
   db_finalize(s);
   store_alias a;
   if (rc == TH_OK) rc = store__alias_read(st, key, name, &a);
+  if (rc == TH_OK) rc = store__announce(st, 0, STORE_EV_CATALOG, 0, 0, NULL);
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
   if (rc != TH_OK) db_rollback(st->db);
   pthread_mutex_unlock(&st->mu);
@@ -155,6 +156,7 @@ th_status store_alias_delete(store_t *st, const store_key *key, const char *name
     if (db_step(s) != DB_DONE) rc = store__db_fail(st, "delete alias");
   }
   db_finalize(s);
+  if (rc == TH_OK) rc = store__announce(st, 0, STORE_EV_CATALOG, 0, 0, NULL);
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
   if (rc != TH_OK) db_rollback(st->db);
   pthread_mutex_unlock(&st->mu);

@@ -227,7 +227,11 @@ static th_status store__artifact_fetch(store_t *st, const char *hex, int64_t ref
   if (rc != TH_OK) return rc;
   char err[1024] = "";
   pthread_mutex_lock(&st->fetch_mu);
-  if (!st->fetch_db) rc = db_open(st->db_spec, &st->fetch_db, err, sizeof err);
+  if (!st->fetch_db) {
+    pthread_mutex_lock(&st->mu); /* db_open_again reads st->db */
+    rc = db_open_again(st->db, &st->fetch_db, err, sizeof err);
+    pthread_mutex_unlock(&st->mu);
+  }
   if (rc == TH_OK && st->blob->get(st->fetch_db, ref, fd) != TH_OK) {
     rc = db_errclass(st->fetch_db);
     snprintf(err, sizeof err, "%s", db_errmsg(st->fetch_db));

@@ -14,10 +14,10 @@ struct store {
   pthread_mutex_t mu; /* serialises every call: one connection, many threads */
   int shared;         /* 1: PostgreSQL, which other daemons and workers share; 0: the embedded SQLite file */
   const store_blob_ops *blob; /* where artifacts' bytes live beside the local files (blob.h) */
-  char *db_spec;  /* the PostgreSQL URL (owned), for the fetch connection; NULL for SQLite */
   db_t *fetch_db; /* a connection of its own for filling the local cache from large objects, so that
                      a big fetch never holds mu; opened at the first miss */
   pthread_mutex_t fetch_mu; /* serialises fetch_db */
+  char origin[17];    /* this handle's random token in the notifications it sends (store_events.c) */
   char data_dir[1024];
   char owner[1400]; /* store_owner */
   char artifacts_dir[1100];
@@ -26,6 +26,16 @@ struct store {
 
 /* Records an error message for the calling thread and returns rc. */
 th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* When the calling thread's last error belongs to handle src, it becomes dst's (for a call that works on two
+ * stores and reports through one); returns rc. */
+th_status store__error_moves(store_t *src, store_t *dst, th_status rc);
+/* Sets st->origin to a fresh random token. */
+void store__origin_init(store_t *st);
+/* On a shared store, sends the notification of a job change (store_events.c), delivered when the caller's
+ * transaction commits; nothing on the embedded store. version, tuned and digest say what a PUBLISHED event
+ * published (0, 0, NULL otherwise). */
+th_status store__announce(store_t *st, int64_t job_id, store_event_kind kind, int version, int tuned,
+                          const char *digest);
 /* Records the database error of st->db and returns its class (TH_ERR_DB; TH_ERR_BUSY for a locked database;
  * TH_ERR_UNAVAILABLE when PostgreSQL went away; TH_ERR_CONFLICT for a constraint). */
 th_status store__db_fail(store_t *st, const char *what);

@@ -162,6 +162,7 @@ th_status store_job_enqueue_limited(store_t *st, const store_key *key, const cha
     } else if (rc == TH_ERR_NOT_FOUND) {
       rc = store__job_insert(st, key, kind, options, priority, max_queued, &id);
       made = rc == TH_OK;
+      if (made) rc = store__announce(st, id, STORE_EV_QUEUED, 0, 0, NULL);
     }
     rc = store__tx_end(st, rc);
   }
@@ -223,7 +224,10 @@ th_status store_job_claim(store_t *st, const char *worker, store_job *out) {
       db_bind_text(s, 1, worker);
       db_bind_double(s, 2, th_now_wall());
       db_bind_int64(s, 3, j.id);
-      if (db_step(s) != DB_DONE) rc = store__db_fail(st, "claim job");
+      if (db_step(s) != DB_DONE)
+        rc = store__db_fail(st, "claim job");
+      else
+        rc = store__announce(st, j.id, STORE_EV_CLAIMED, 0, 0, NULL);
     }
     db_finalize(s);
   }
@@ -274,6 +278,8 @@ th_status store_job_requeue(store_t *st, int64_t id, const char *worker) {
     else if (db_changes(st->db) == 0)
       rc = store__fail(st, TH_ERR_CONFLICT, "job %lld is not running under %s", (long long)id,
                        worker);
+    else
+      rc = store__announce(st, id, STORE_EV_QUEUED, 0, 0, NULL);
   }
   db_finalize(s);
   pthread_mutex_unlock(&st->mu);
@@ -291,7 +297,10 @@ th_status store_job_progress(store_t *st, int64_t id, const char *stage, const c
     db_bind_text(s, 1, stage);
     db_bind_text(s, 2, progress);
     db_bind_int64(s, 3, id);
-    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "job progress");
+    if (db_step(s) != DB_DONE)
+      rc = store__db_fail(st, "job progress");
+    else if (db_changes(st->db) > 0)
+      rc = store__announce(st, id, STORE_EV_PROGRESS, 0, 0, NULL);
   }
   db_finalize(s);
   pthread_mutex_unlock(&st->mu);
@@ -317,6 +326,8 @@ th_status store_job_finish(store_t *st, int64_t id, store_job_state state, const
       rc = store__db_fail(st, "finish job");
     else if (db_changes(st->db) == 0)
       rc = store__fail(st, TH_ERR_CONFLICT, "job %lld has already ended", (long long)id);
+    else
+      rc = store__announce(st, id, STORE_EV_DONE, 0, 0, NULL);
   }
   db_finalize(s);
   pthread_mutex_unlock(&st->mu);
@@ -343,7 +354,10 @@ th_status store_job_cancel(store_t *st, int64_t id) {
     if (rc == TH_OK) {
       db_bind_double(s, 1, th_now_wall());
       db_bind_int64(s, 2, id);
-      if (db_step(s) != DB_DONE) rc = store__db_fail(st, "cancel job");
+      if (db_step(s) != DB_DONE)
+        rc = store__db_fail(st, "cancel job");
+      else
+        rc = store__announce(st, id, j.state == STORE_JOB_QUEUED ? STORE_EV_DONE : STORE_EV_PROGRESS, 0, 0, NULL);
     }
     db_finalize(s);
     store_job_clear(&j);

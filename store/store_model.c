@@ -72,7 +72,10 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
     else
       db_bind_null(s, 13);
     db_bind_double(s, 14, th_now_wall());
-    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "insert model");
+    if (db_step(s) != DB_DONE)
+      rc = store__db_fail(st, "insert model");
+    else
+      rc = store__announce(st, job_id, STORE_EV_PUBLISHED, next, tuned, tar_digest);
   }
   db_finalize(s);
   if (rc == TH_OK)
@@ -149,6 +152,7 @@ th_status store_model_delete(store_t *st, const store_key *key, int *deleted) {
       n = db_changes(st->db);
   }
   db_finalize(s);
+  if (rc == TH_OK && n > 0) rc = store__announce(st, 0, STORE_EV_CATALOG, 0, 0, NULL);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && n == 0)
     rc = store__fail(st, TH_ERR_NOT_FOUND, "no published model for %s/%s/%d", key->framework,
@@ -395,6 +399,7 @@ th_status store_model_retain(store_t *st, const store_key *key, int keep, int *r
       n = db_changes(st->db);
   }
   db_finalize(s);
+  if (rc == TH_OK && n > 0) rc = store__announce(st, 0, STORE_EV_CATALOG, 0, 0, NULL);
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && retired) *retired = n;
   return rc;

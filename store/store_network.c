@@ -233,6 +233,7 @@ static th_status store__onnx_release(store_t *st, const char *hex, int *gone) {
 
 /* Ends the transaction (COMMIT when rc is TH_OK, else ROLLBACK, keeping the first error). */
 static th_status store__network_tx_end(store_t *st, th_status rc) {
+  if (rc == TH_OK) rc = store__announce(st, 0, STORE_EV_CATALOG, 0, 0, NULL);
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
   if (rc != TH_OK) db_rollback(st->db);
   return rc;

@@ -84,19 +84,37 @@ static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config 
   return rc;
 }
 
-/* The measurer and the scratch folder for the framework; cuda asks the worker for device 0. */
-static th_status tune__rm_open(tune__rm *x, const char *framework, char *err, size_t n) {
+/* The target whose records are timed, the measurer and the scratch folder for the framework; cuda
+ * asks the worker for device 0. The configs run here, so the target must be one this machine runs:
+ * a CPU with every feature the target's code uses (tc_target_missing, as the bundle's CPUID check),
+ * or device 0's arch. */
+static th_status tune__rm_open(tune__rm *x, const char *framework, const char *target, char *err,
+                               size_t n) {
   memset(x, 0, sizeof *x);
   const tc_backend *b = tc_backend_find(framework, err, n);
   if (!b) return TH_ERR_INVALID;
   x->on_device = tc_backend_measure_kind(b) == TC_MEASURE_DEVICE;
+  const char *named = target && *target && strcmp(target, "native") ? target : NULL;
+  tc_backend_target want;
+  char why[512] = "";
+  th_status rc = named ? tc_backend_target_init(b, named, &want, err, n) : TH_OK;
+  if (rc == TH_OK && named && !tc_backend_target_runs_here(&want, why, sizeof why)) {
+    snprintf(err, n, "cannot time the records of %s here: %s", want.str, why);
+    rc = TH_ERR_UNSUPPORTED;
+  }
   tune_measure_opts mo;
   tune_measure_opts_default(&mo);
-  th_status rc = tune_measurer_new(&mo, &x->m);
+  if (rc == TH_OK) rc = tune_measurer_new(&mo, &x->m);
   tc_device dev;
   memset(&dev, 0, sizeof dev);
-  if (rc == TH_OK && x->on_device) rc = tune_measurer_device(x->m, b, &dev, err, n); /* the worker's device */
-  if (rc == TH_OK) rc = tc_backend_target_init(b, dev.arch, &x->tgt, err, n);
+  if (rc == TH_OK && x->on_device) rc = tune_measurer_device(x->m, b, &dev, err, n); /* worker's */
+  if (rc == TH_OK) rc = tc_backend_target_init(b, x->on_device ? dev.arch : NULL, &x->tgt, err, n);
+  if (rc == TH_OK && named && x->on_device && strcmp(want.str, x->tgt.str) != 0) {
+    snprintf(err, n, "cannot time the records of %s here: device 0 (%s) is %s, not that arch",
+             want.str, dev.name, x->tgt.str);
+    rc = TH_ERR_UNSUPPORTED;
+  }
+  if (rc == TH_OK && named) x->tgt = want; /* a CPU this one runs: its records, built for it */
   if (rc == TH_OK) rc = th_mkdtemp("tunehub-remeasure", x->dir, sizeof x->dir);
   if (rc != TH_OK) x->dir[0] = 0;
   return rc;
@@ -119,7 +137,7 @@ th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, int *rows, cha
   if (!o || !o->st || !o->framework || !o->network || !out) return TH_ERR_INVALID;
   int rounds = o->rounds > 0 ? o->rounds : 1;
   tune__rm x;
-  th_status rc = tune__rm_open(&x, o->framework, err, n);
+  th_status rc = tune__rm_open(&x, o->framework, o->target, err, n);
   tc_task *tasks = NULL;
   int nt = 0;
   tune_net net;

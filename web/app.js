@@ -1,5 +1,7 @@
 /* tunehub catalog page: plain JS, no build step. State lives in the URL hash
-   (#view=catalog&framework=llvm&network=&state=&sort=network&dir=asc&model=llvm/resnet-18/1).
+   (#view=catalog&framework=llvm&network=&state=&target=&sort=network&dir=asc&model=llvm/resnet-18/1; a model
+   built for a target other than the server's own has it as a fourth part: model=llvm/resnet-18/1/x86-64-v2,
+   and every URL the page builds for it carries ?target=x86-64-v2).
    Views: the catalog with a model's detail (manifest, downloads, the tuning curve from GET .../tuning and the
    latency per version from GET .../versions, both hand-made SVG), the jobs (per-task progress; live over
    GET /jobs/{id}/events for the running jobs in view, at most MAX_STREAMS, polling /jobs every 2 s where the
@@ -58,8 +60,65 @@
   }
   function fmtGflop(f) { return typeof f === 'number' ? (f / 1e9).toFixed(2) + ' GFLOPs' : null; }
   const enc = encodeURIComponent;
-  function modelPath(m) { return '/models/' + enc(m.framework) + '/' + enc(m.network) + '/' + enc(m.batch); }
-  function keyOf(m) { return m.framework + '/' + m.network + '/' + m.batch; }
+
+  /* ---------- targets and model keys ----------
+     A catalog row, a job and the URL name one entry by framework, network, batch and target. The target is
+     the short name a client passes as ?target= ("x86-64-v2" of "llvm -mcpu=x86-64-v2", "sm_75" of
+     "cuda -arch=sm_75"), or '' for the server's own target of the framework (GET /targets), which needs none. */
+  function targetShort(t) {
+    const m = /-(?:mcpu|arch)=(\S+)/.exec(String(t || ''));
+    return m ? m[1] : String(t || '');
+  }
+  function targetsOf(fw) {
+    const ts = data.targets && Array.isArray(data.targets.targets) ? data.targets.targets : [];
+    return ts.find(x => x.framework === fw) || null;
+  }
+  // '' when name (short or concrete) is the framework's native target; the short name otherwise. Before
+  // /targets has answered every name is kept: the server takes its own target's name as native too.
+  function targetParam(fw, name) {
+    const short = name === 'native' ? '' : targetShort(name);
+    const t = targetsOf(fw);
+    return !short || (t && (short === t.native || short === targetShort(t.target))) ? '' : short;
+  }
+  function keyOf(m) {
+    const t = targetParam(m.framework, m.target);
+    return m.framework + '/' + m.network + '/' + m.batch + (t ? '/' + t : '');
+  }
+  function parseKey(key) {
+    const [fw, net, batch, target] = String(key).split('/');
+    return { fw, net, batch, target: targetParam(fw, target || '') };
+  }
+  function normKey(key) {
+    const k = parseKey(key);
+    return key ? k.fw + '/' + k.net + '/' + k.batch + (k.target ? '/' + k.target : '') : '';
+  }
+  // the URL of a model route for a key (string or parsed), with ?target= when it is not native
+  function modelUrl(key, sub, params) {
+    const k = typeof key === 'string' ? parseKey(key) : key;
+    const q = new URLSearchParams();
+    for (const [n, v] of Object.entries(Object.assign({}, params, { target: k.target })))
+      if (v !== '' && v !== null && v !== undefined) q.set(n, v);
+    const qs = q.toString();
+    return '/models/' + enc(k.fw) + '/' + enc(k.net) + '/' + enc(k.batch) + (sub ? '/' + sub : '') + (qs ? '?' + qs : '');
+  }
+  // why the server cannot tune the key's target ('' when it can): it measures only on its own CPU and device
+  function notTunableHere(key) {
+    const k = parseKey(key);
+    const t = targetsOf(k.fw);
+    if (!k.target) return '';
+    return 'This server measures only its own ' + k.fw + ' target' + (t ? ' (' + t.native + ')' : '') + ': ' + k.target +
+      ' is served as the untuned cross-compiled build, and tuning it waits for a worker with that target.';
+  }
+  // "squeezenet_v1.1 · llvm · batch 1" and, for another target, " · x86-64-v2"
+  function keyTitle(key) {
+    const k = parseKey(key);
+    return k.net + ' · ' + k.fw + ' · batch ' + k.batch + (k.target ? ' · ' + k.target : '');
+  }
+  // the file name the server's Content-Disposition gives: <net>_<fw>[-<target>]_b<batch>[_v<version>]
+  function fileBase(key, version) {
+    const k = parseKey(key);
+    return k.net + '_' + k.fw + (k.target ? '-' + k.target : '') + '_b' + k.batch + (version != null ? '_v' + version : '');
+  }
   function shq(s) { return "'" + String(s).replace(/'/g, "'\\''") + "'"; }
 
   class HttpError extends Error {
@@ -102,11 +161,12 @@
   }
 
   /* ---------- URL state ---------- */
-  const DEFAULTS = { view: 'catalog', framework: '', network: '', state: '', sort: 'network', dir: 'asc', model: '' };
+  const DEFAULTS = { view: 'catalog', framework: '', network: '', state: '', target: '', sort: 'network', dir: 'asc', model: '' };
   function readState() {
     const p = new URLSearchParams(location.hash.replace(/^#/, ''));
     const st = {};
     for (const k of Object.keys(DEFAULTS)) st[k] = p.get(k) || DEFAULTS[k];
+    st.model = normKey(st.model); // a shared link may name the native target explicitly
     if (!['catalog', 'jobs', 'networks', 'build'].includes(st.view)) st.view = 'catalog';
     if (!['asc', 'desc'].includes(st.dir)) st.dir = 'asc';
     return st;
@@ -158,6 +218,7 @@
     $('#f-framework').value = st.framework;
     if (document.activeElement !== $('#f-network')) $('#f-network').value = st.network;
     $('#f-state').value = st.state;
+    fillTargetFilter(st);
     renderCatalog(st);
     renderDetail(st);
     renderJobs();
@@ -203,7 +264,8 @@
     const rows = data.models.filter(m =>
       (!st.framework || m.framework === st.framework) &&
       (!net || String(m.network).toLowerCase().includes(net)) &&
-      (!st.state || m.state === st.state));
+      (!st.state || m.state === st.state) &&
+      targetMatches(m, st.target));
     rows.sort((a, b) => {
       const c = cmp(a, b, st.sort);
       const r = st.dir === 'desc' ? -c : c;
@@ -217,7 +279,7 @@
     else status.textContent = rows.length === data.models.length ? rows.length + ' model' + (rows.length === 1 ? '' : 's')
       : rows.length + ' of ' + data.models.length + ' models';
     if (data.modelsErr) status.textContent += ' (last refresh failed: ' + data.modelsErr.message + ')';
-    const sig = JSON.stringify([rows, st.model]);
+    const sig = JSON.stringify([rows, st.model, !!data.targets]); // the keys depend on the native targets
     if (sig === catalogSig) return;
     catalogSig = sig;
     keepFocus(() => body.replaceChildren(...rows.map(m => {
@@ -227,6 +289,7 @@
         h('td', { 'data-label': 'Network' }, h('a', { href: hrefFor({ view: 'catalog', model: key }), class: 'model-link', 'data-fid': 'm:' + key }, m.network),
           m.source === 'onnx' ? [' ', h('span', { class: 'pill onnx', title: 'an uploaded ONNX network' }, 'onnx')] : null),
         h('td', { class: 'num', 'data-label': 'Batch' }, m.batch),
+        h('td', { class: 'target', 'data-label': 'Target', title: m.target || null }, targetCell(m)),
         h('td', { 'data-label': 'State' }, h('span', { class: 'pill ' + m.state }, m.state)),
         h('td', { class: 'num', 'data-label': 'Version' }, m.version != null ? 'v' + m.version : '—'),
         h('td', { 'data-label': 'Tuned' }, m.state === 'ready' ? h('span', { class: 'pill ' + (m.tuned ? 'tuned' : 'untuned') }, m.tuned ? 'tuned' : 'untuned') : '—'),
@@ -237,6 +300,38 @@
     })));
   }
 
+  // a row's target: its short name, marked native when it is the server's own
+  function targetCell(m) {
+    const short = targetShort(m.target);
+    if (!short) return '—';
+    return targetParam(m.framework, m.target) ? h('code', null, short)
+      : [h('code', null, short), ' ', h('span', { class: 'pill native', title: 'this server\'s own ' + m.framework + ' target' }, 'native')];
+  }
+  // the catalog's target filter, as GET /models?target= reads it: "native" is each framework's own target,
+  // another name matches the rows built for it
+  function targetMatches(m, want) {
+    if (!want) return true;
+    if (want === 'native') return !targetParam(m.framework, m.target);
+    return targetShort(m.target) === want;
+  }
+  let targetFilterSig = '';
+  function fillTargetFilter(st) {
+    const sel = $('#f-target');
+    const names = new Set((data.models || []).map(m => targetShort(m.target)).filter(Boolean));
+    const natives = ((data.targets && data.targets.targets) || []).map(t => t.native).filter(Boolean);
+    for (const n of natives) names.delete(n); // listed as "native"
+    if (st.target && st.target !== 'native') names.add(st.target); // a shared link's filter shows as it is
+    const list = [...names].sort((a, b) => a.localeCompare(b, undefined, { numeric: true }));
+    const sig = JSON.stringify([list, natives]);
+    if (sig !== targetFilterSig) {
+      targetFilterSig = sig;
+      sel.replaceChildren(h('option', { value: '' }, 'any'),
+        h('option', { value: 'native' }, 'native' + (natives.length ? ' (' + natives.join(', ') + ')' : '')),
+        ...list.map(n => h('option', { value: n }, n)));
+    }
+    sel.value = st.target;
+  }
+
   /* ---------- detail ---------- */
   let detailKey = null;
   function renderDetail(st) {
@@ -244,8 +339,7 @@
     if (!st.model) { sec.hidden = true; detailKey = null; return; }
     sec.hidden = false;
     const m = data.models && data.models.find(x => keyOf(x) === st.model);
-    const [fw, net, batch] = st.model.split('/');
-    $('#detail-h').textContent = net + ' · ' + fw + ' · batch ' + batch;
+    $('#detail-h').textContent = keyTitle(st.model);
     $('#detail-close').href = hrefFor({ model: '' });
     const body = $('#detail-body');
     const mkey = st.model + '@' + (m ? m.version : '');
@@ -282,15 +376,18 @@
   }
 
   function detailSkeleton(m) {
-    const path = modelPath(m);
+    const key = keyOf(m);
+    const path = modelUrl(key);
     const url = ORIGIN + path;
-    const fname = m.network + '_' + m.framework + '_b' + m.batch;
+    const fname = fileBase(key);
+    const cross = parseKey(key).target;
     const kids = [];
     const summary = h('dl', { class: 'kv' },
       h('dt', null, 'State'), h('dd', null, h('span', { class: 'pill ' + m.state }, m.state)),
       m.version != null && [h('dt', null, 'Version'), h('dd', null, 'v' + m.version + (m.versions ? ' (' + m.versions + ' published)' : ''))],
       m.state === 'ready' && [h('dt', null, 'Tuned'), h('dd', null, m.tuned ? 'yes' : 'no (fallback configs)')],
-      m.target && [h('dt', null, 'Target'), h('dd', null, m.target)],
+      m.target && [h('dt', null, 'Target'), h('dd', { id: 'detail-target' }, m.target,
+        h('span', { class: 'muted small' }, cross ? ' (cross-compiled; ?target=' + cross + ')' : ' (this server\'s own)'))],
       m.compiler_version && [h('dt', null, 'Compiler'), h('dd', null, m.compiler_version)],
       m.latency_ms != null && [h('dt', null, 'Latency'), h('dd', null, fmtMs(m.latency_ms))],
       m.size != null && [h('dt', null, 'Bundle size'), h('dd', null, fmtBytes(m.size))],
@@ -301,8 +398,8 @@
       const dl = h('div', { class: 'card' }, h('h3', null, 'Download'),
         h('div', { class: 'actions' },
           h('a', { class: 'button', id: 'dl-tar', href: path, download: fname + '.tar' }, 'Download .tar'),
-          h('a', { class: 'button secondary', id: 'dl-so', href: path + '?format=so', download: fname + '.so' }, 'Download .so'),
-          h('a', { class: 'button secondary', href: path + '/manifest', target: '_blank', rel: 'noopener' }, 'Manifest JSON')),
+          h('a', { class: 'button secondary', id: 'dl-so', href: modelUrl(key, '', { format: 'so' }), download: fname + '.so' }, 'Download .so'),
+          h('a', { class: 'button secondary', id: 'dl-manifest', href: modelUrl(key, 'manifest'), target: '_blank', rel: 'noopener' }, 'Manifest JSON')),
         m.digest ? copyRow('Digest (sha256 of the .tar)', m.digest, 'digest') : null,
         m.so_digest ? copyRow('Digest of the .so', m.so_digest, 'so-digest') : null,
         copyRow('By name (newest version)', 'curl -fO -J ' + shq(url), 'curl-name'),
@@ -321,7 +418,7 @@
     return h('div', null, grid,
       h('div', { class: 'grid' },
         h('div', { class: 'card full', id: 'tuning-card' }, h('div', { id: 'tuning-body' }, h('h3', null, 'Tuning curve'), h('p', { class: 'muted' }, 'Loading the tuning records…')),
-          m.framework === 'llvm' ? tuneForm(keyOf(m)) : null),
+          m.framework === 'llvm' ? tuneForm(key) : null),
         h('div', { class: 'card full', id: 'versions-card' }, h('h3', null, 'Latency per version'), h('p', { class: 'muted' }, 'Loading the versions…'))),
       h('div', { class: 'grid' },
         h('div', { class: 'card', id: 'manifest-card' }, h('h3', null, 'Manifest'), h('p', { class: 'muted' }, m.state === 'ready' ? 'Loading the manifest…' : 'No manifest until the model is published.')),
@@ -332,7 +429,7 @@
     const k = keyOf(m) + '@' + m.version;
     let man = manifests.get(k);
     if (!man) {
-      try { man = (await api(modelPath(m) + '/manifest')).body || {}; }
+      try { man = (await api(modelUrl(keyOf(m), 'manifest'))).body || {}; }
       catch (e) { man = e; }
       manifests.set(k, man);
     }
@@ -446,19 +543,17 @@
 
   // loads what the detail charts need for the model on screen; the answers are dropped if the user moved on
   async function loadDetailData(key, what) {
-    const [fw, net, batch] = key.split('/');
-    const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch);
     if (detailData.key !== key) Object.assign(detailData, { key, versions: null, tuning: null, tuningAt: 0, focus: null, tableOpen: false, running: false });
     else if (!what) { renderVersions(key); renderTuning(key); } // a rebuilt card shows what we have until the answers come
     const jobs = [];
-    if (!what || what === 'versions') jobs.push(api(path + '/versions').then(r => r.body, e => e).then(v => {
+    if (!what || what === 'versions') jobs.push(api(modelUrl(key, 'versions')).then(r => r.body, e => e).then(v => {
       if (detailData.key !== key) return;
       detailData.versions = v;
       renderVersions(key);
     }));
     if (!what || what === 'tuning') {
       detailData.tuningAt = Date.now();
-      jobs.push(api(path + '/tuning?points=200').then(r => r.body, e => e).then(t => {
+      jobs.push(api(modelUrl(key, 'tuning', { points: 200 })).then(r => r.body, e => e).then(t => {
         if (detailData.key !== key) return;
         detailData.tuning = t;
         renderTuning(key);
@@ -470,8 +565,7 @@
   // while a job of the model on screen runs, its tuning records grow: refresh the curve every 5 s
   function refreshDetailLive(key) {
     if (!data.jobs || detailData.key !== key) return;
-    const [fw, net, batch] = key.split('/');
-    const running = data.jobs.some(j => j.framework === fw && j.network === net && String(j.batch) === batch && j.state === 'running');
+    const running = data.jobs.some(j => keyOf(j) === key && j.state === 'running');
     // while running: every 5 s; when the job has just ended: once more, for the final records and to drop the note
     if ((running && Date.now() - detailData.tuningAt > 5000) || (!running && detailData.running)) loadDetailData(key, 'tuning');
     detailData.running = running;
@@ -522,8 +616,7 @@
   }
 
   function versionFile(key, v, so) {
-    const [fw, net, batch] = key.split('/');
-    return net + '_' + fw + '_b' + batch + '_v' + v.version + (so ? '.so' : '.tar');
+    return fileBase(key, v.version) + (so ? '.so' : '.tar');
   }
 
   function renderVersions(key) {
@@ -568,8 +661,7 @@
         return;
       }
       nameIn.setAttribute('aria-invalid', 'false');
-      const [fw, net, batch] = key.split('/');
-      const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch) + '/aliases/' + enc(name);
+      const path = modelUrl(key, 'aliases/' + enc(name));
       try {
         const r = await withToken('Pin alias', token => api(path, { method: 'PUT', body: JSON.stringify({ version }),
           headers: { Authorization: 'Bearer ' + token, Accept: 'application/json', 'Content-Type': 'application/json' } }));
@@ -648,10 +740,9 @@
   function renderTuning(key) {
     const card = $('#tuning-body');
     if (!card) return;
-    const [fw, net, batch] = key.split('/');
-    const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch);
+    const net = parseKey(key).net;
     const t = detailData.tuning;
-    const running = (data.jobs || []).find(j => j.state === 'running' && j.framework === fw && j.network === net && String(j.batch) === batch);
+    const running = (data.jobs || []).find(j => j.state === 'running' && keyOf(j) === key);
     const head = h('div', { class: 'card-head' }, h('h3', null, 'Tuning curve'),
       running ? h('span', { class: 'live small' }, h('a', { href: hrefFor({ view: 'jobs', model: '' }) }, 'job ' + running.id), ' is running; the curve refreshes every 5 s') : null);
     if (t === null) { card.replaceChildren(head, h('p', { class: 'muted' }, 'Loading the tuning records…')); return; }
@@ -663,11 +754,16 @@
     const all = (Array.isArray(t.tasks) ? t.tasks : []).map((x, i) => Object.assign({ idx: i + 1 }, x));
     const tasks = all.filter(x => Array.isArray(x.curve) && x.curve.length);
     if (!tasks.length) {
-      const url = ORIGIN + path;
+      const why = notTunableHere(key);
+      if (why) {
+        card.replaceChildren(head, h('div', { class: 'empty', id: 'tuning-empty' },
+          h('p', null, h('strong', null, 'Not tuned'), ' — no tuning records for ' + net + ' on this target. ' + why)));
+        return;
+      }
       card.replaceChildren(head, h('div', { class: 'empty', id: 'tuning-empty' },
-        h('p', null, h('strong', null, 'Not tuned yet'), ' — no tuning records for ' + net + ' on this target. POST ', h('code', null, path + '/tune'), ' (with the token) or request ', h('code', null, '?tuned=1'), '.'),
-        copyRow('Tune it', 'curl -f -X POST -H "Authorization: Bearer $TUNEHUB_TOKEN" -d \'{"trials":64}\' ' + shq(url + '/tune'), 'curl-tune'),
-        copyRow('Or wait for a tuned build', 'curl -f -o ' + net + '_' + fw + '_b' + batch + '_tuned.tar ' + shq(url + '?tuned=1&wait=600'), 'curl-tuned')));
+        h('p', null, h('strong', null, 'Not tuned yet'), ' — no tuning records for ' + net + ' on this target. POST ', h('code', null, modelUrl(key, 'tune')), ' (with the token) or request ', h('code', null, '?tuned=1'), '.'),
+        copyRow('Tune it', 'curl -f -X POST -H "Authorization: Bearer $TUNEHUB_TOKEN" -d \'{"trials":64}\' ' + shq(ORIGIN + modelUrl(key, 'tune')), 'curl-tune'),
+        copyRow('Or wait for a tuned build', 'curl -f -o ' + fileBase(key) + '_tuned.tar ' + shq(ORIGIN + modelUrl(key, '', { tuned: 1, wait: 600 })), 'curl-tuned')));
       return;
     }
     const work = x => (x.gflop || 0) * (x.count || 1);
@@ -785,7 +881,7 @@
   }
   async function refreshJobVersions() {
     if (!data.jobs || !data.models) return;
-    const keys = new Set(data.jobs.slice(0, 20).map(j => j.framework + '/' + j.network + '/' + j.batch));
+    const keys = new Set(data.jobs.slice(0, 20).map(keyOf));
     const fetches = [];
     for (const key of keys) {
       const m = data.models.find(x => keyOf(x) === key);
@@ -793,7 +889,7 @@
       const kv = keyVersions.get(key);
       if (kv && kv.version === m.version) continue;
       keyVersions.set(key, { version: m.version, list: kv ? kv.list : [] });
-      fetches.push(api(modelPath(m) + '/versions').then(r => {
+      fetches.push(api(modelUrl(key, 'versions')).then(r => {
         const vs = r.body && Array.isArray(r.body.versions) ? r.body.versions : [];
         keyVersions.get(key).list = vs;
         for (const v of vs) if (v.job != null) addPublished(v.job, { version: v.version, tuned: !!v.tuned, digest: v.digest, at: v.published_at });
@@ -815,10 +911,7 @@
     let js = [];
     if (st.view === 'jobs') js = data.jobs.filter(isActive);
     else if (st.view === 'build' && buildJobId != null) js = data.jobs.filter(j => String(j.id) === String(buildJobId) && isActive(j));
-    else if (st.view === 'catalog' && st.model) {
-      const [fw, net, batch] = st.model.split('/');
-      js = data.jobs.filter(j => isActive(j) && j.framework === fw && j.network === net && String(j.batch) === batch);
-    }
+    else if (st.view === 'catalog' && st.model) js = data.jobs.filter(j => isActive(j) && keyOf(j) === st.model);
     return js.filter(j => j.state === 'running' || streams.has(String(j.id))).slice(0, MAX_STREAMS);
   }
   function syncStreams() {
@@ -919,11 +1012,11 @@
     const stages = (isActive(j) ? [j.stage, p.phase, p.stage, p.build && p.build.stage] : [j.stage]).filter((v, i, a) => v && a.indexOf(v) === i);
     const stage = stages.join(' › ');
     const eta = fmtDur(p.eta_s);
-    const title = [j.network, j.framework, j.batch != null ? 'batch ' + j.batch : null].filter(Boolean).join(' · ');
+    const modelKey = keyOf(j);
+    const title = j.network && j.framework && j.batch != null ? keyTitle(modelKey) : '';
     const pct = frac === null ? null : Math.round(frac * 100);
     const live = streams.has(String(j.id));
     const pubs = jobEvents.get(String(j.id)) || [];
-    const modelKey = j.framework + '/' + j.network + '/' + j.batch;
     const tuning = typeof p.trials_total === 'number' && p.trials_total > 0;
     const li = h('li', { class: 'job', 'data-job': j.id, 'data-state': j.state, 'data-sse-events': sseCount.get(String(j.id)) || 0, 'data-published': pubs.map(x => x.version).join(',') },
       h('div', { class: 'job-head' },
@@ -1020,8 +1113,7 @@
     }
     trialsIn.setAttribute('aria-invalid', 'false');
     out.replaceChildren();
-    const [fw, net, batch] = key.split('/');
-    const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + enc(batch) + '/tune';
+    const path = modelUrl(key, 'tune');
     let token = sessionStorage.getItem('tunehub.token');
     if (!token) token = await askToken('Start tuning');
     if (!token) return;
@@ -1052,11 +1144,14 @@
     } finally { btn.disabled = false; }
   }
   function tuneForm(key) {
+    // another target: the form still asks (POST .../tune?target=), and the server answers why it queues nothing
+    const cross = parseKey(key).target;
     const form = h('form', { class: 'tune-form', id: 'tune-form', novalidate: true, 'aria-label': 'Tune this model' },
       h('label', { for: 'tune-trials' }, 'Trials per task'),
       h('input', { id: 'tune-trials', name: 'trials', type: 'number', min: 1, step: 1, value: 64, inputmode: 'numeric' }),
       h('button', { type: 'submit', class: 'small' }, 'Tune'),
-      h('span', { class: 'muted small' }, 'Needs the server\'s token. Tasks resume from their stored trials; the tuned build is published as a new version.'),
+      h('span', { class: 'muted small', id: 'tune-hint' }, cross ? 'This server does not measure ' + cross + ' (above); it answers a request with why.'
+        : 'Needs the server\'s token. Tasks resume from their stored trials; the tuned build is published as a new version.'),
       h('div', { id: 'tune-result', class: 'small', 'aria-live': 'polite' }));
     form.addEventListener('submit', (e) => { e.preventDefault(); tuneModel(key, form); });
     return form;
@@ -1227,8 +1322,27 @@
     frameworkHint();
   }
   function frameworkHint() {
-    const t = data.targets && Array.isArray(data.targets.targets) ? data.targets.targets.find(x => x.framework === $('#b-framework').value) : null;
+    const t = targetsOf($('#b-framework').value);
     $('#b-framework-hint').textContent = t ? (t.available === false ? 'Not available here' + (t.reason ? ': ' + t.reason : '') : (t.device || '') + (t.target ? ' — ' + t.target : '')) : '';
+    fillBuildTargets();
+  }
+  // the build form's targets: the framework's valid_targets from GET /targets, native (the default) first
+  function fillBuildTargets() {
+    const sel = $('#b-target');
+    const t = targetsOf($('#b-framework').value);
+    const valid = t && Array.isArray(t.valid_targets) ? t.valid_targets : ['native'];
+    const cur = sel.value || 'native';
+    sel.replaceChildren(...valid.map(n => h('option', { value: n }, n === 'native' && t && t.native ? 'native (' + t.native + ')' : n)));
+    sel.value = valid.includes(cur) ? cur : 'native';
+    targetHint();
+  }
+  function targetHint() {
+    const fw = $('#b-framework').value, name = $('#b-target').value;
+    const cross = targetParam(fw, name);
+    $('#b-target-hint').textContent = cross
+      ? 'Cross-compiled for ' + cross + ': published untuned, since this server measures only its own target. ' +
+        'A bundle refuses a CPU without the features it needs.'
+      : 'This server\'s own target: a miss builds, and can be tuned, here.';
   }
   // a network's inputs as "input_ids int64[batch×128], ..." (GET /networks "inputs"; older servers: "input")
   function ioText(t) {
@@ -1272,7 +1386,8 @@
     if (!validateBatch()) { if (ok) $('#b-batch').focus(); ok = false; }
     if (!ok) return;
     const batch = String(+$('#b-batch').value);
-    const path = '/models/' + enc(fw) + '/' + enc(net) + '/' + batch;
+    const key = normKey(fw + '/' + net + '/' + batch + '/' + $('#b-target').value);
+    const path = modelUrl(key);
     const btn = $('#b-submit');
     btn.disabled = true;
     out.replaceChildren(h('p', { class: 'muted' }, 'Asking the server…'));
@@ -1283,10 +1398,9 @@
       let head = null;
       try { head = await fetch(path, { method: 'HEAD', cache: 'no-store' }); serverUp(); }
       catch (e) { serverDown(); throw new HttpError(0, null, 'server unreachable'); }
-      const key = fw + '/' + net + '/' + batch;
       if (head.status === 200) {
         out.replaceChildren(h('div', { class: 'ok-box' }, 'Already built: ',
-          h('a', { href: hrefFor({ view: 'catalog', model: key }) }, net + ' · ' + fw + ' · batch ' + batch), '.'));
+          h('a', { href: hrefFor({ view: 'catalog', model: key }) }, keyTitle(key)), '.'));
         return;
       }
       let resp;
@@ -1296,7 +1410,7 @@
         // published between the HEAD and the GET: do not download it here
         try { await resp.body.cancel(); } catch (e) { /* ignore */ }
         out.replaceChildren(h('div', { class: 'ok-box' }, 'Already built: ',
-          h('a', { href: hrefFor({ view: 'catalog', model: key }) }, net + ' · ' + fw + ' · batch ' + batch), '.'));
+          h('a', { href: hrefFor({ view: 'catalog', model: key }) }, keyTitle(key)), '.'));
         return;
       }
       let body = null;
@@ -1329,10 +1443,12 @@
   $('#f-framework').addEventListener('change', e => writeState({ framework: e.target.value }, true));
   $('#f-state').addEventListener('change', e => writeState({ state: e.target.value }, true));
   $('#f-network').addEventListener('input', e => writeState({ network: e.target.value.trim() }, true));
-  $('#f-clear').addEventListener('click', () => writeState({ framework: '', network: '', state: '' }, true));
+  $('#f-target').addEventListener('change', e => writeState({ target: e.target.value }, true));
+  $('#f-clear').addEventListener('click', () => writeState({ framework: '', network: '', state: '', target: '' }, true));
   $('#filters').addEventListener('submit', e => e.preventDefault());
   $('#b-network').addEventListener('change', networkHint);
   $('#b-framework').addEventListener('change', frameworkHint);
+  $('#b-target').addEventListener('change', targetHint);
   $('#b-batch').addEventListener('input', validateBatch);
   $('#build-form').addEventListener('submit', submitBuild);
   $('#upload-form').addEventListener('submit', uploadNetwork);

@@ -59,9 +59,9 @@ async function cleanup() {
   if (tmp) { try { fs.rmSync(tmp, { recursive: true, force: true }); } catch (e) { /* ignore */ } }
 }
 
-// the latency-per-version chart and the version list show what GET .../versions reports
-async function checkVersions(page, base, key, where) {
-  const api = await (await fetch(base + '/models/' + key + '/versions')).json();
+// the latency-per-version chart and the version list show what GET .../versions reports (query: '?target=...')
+async function checkVersions(page, base, key, where, query) {
+  const api = await (await fetch(base + '/models/' + key + '/versions' + (query || ''))).json();
   const want = api.versions.map(v => String(v.version));
   await page.waitForFunction((n) => document.querySelectorAll('#latency-chart rect.vbar').length === n, want.length, { timeout: 10000 })
     .catch(() => null);
@@ -333,6 +333,108 @@ async function main() {
     '?alias=prod serves v' + oldest + ' (HTTP ' + byAlias.status + ', v' + byAlias.headers.get('x-tunehub-version') + ')');
   check(!/\bnull\b/.test(await page.textContent('#versions-card')), 'the versions card shows no "null"');
   await (await page.$('#versions-card')).screenshot({ path: path.join(ARTIFACTS, '03c-detail-alias.png') });
+
+  // 5d. a model built for another target than the server's (x86-64-v2) is its own entry: the build form picks the
+  // target from /targets, the catalog shows and filters it, and its detail (URL state, downloads, manifest,
+  // versions, tuning, tune and alias forms) acts on that entry, never on the native one of the same network
+  const tgt = 'x86-64-v2';
+  const xkey = key + '/' + tgt;
+  const targets = await (await fetch(base + '/targets')).json();
+  const llvmT = targets.targets.find(t => t.framework === 'llvm');
+  check(llvmT && llvmT.native !== tgt && llvmT.valid_targets.includes(tgt), '/targets lists ' + tgt + ' as valid and not native (' + (llvmT && llvmT.native) + ')');
+  await page.goto(base + '/#view=build');
+  await page.waitForSelector('#b-network option[value="squeezenet_v1.1"]', { state: 'attached' });
+  await page.waitForSelector('#b-target option[value="' + tgt + '"]', { state: 'attached', timeout: 10000 });
+  check(await page.inputValue('#b-target') === 'native', 'the build form\'s target defaults to native');
+  check(await page.$$eval('#b-target option', os => os.length) === llvmT.valid_targets.length, 'the build form offers every valid llvm target of /targets');
+  await page.selectOption('#b-network', 'squeezenet_v1.1');
+  await page.fill('#b-batch', '1');
+  await page.selectOption('#b-target', tgt);
+  check(/Cross-compiled for x86-64-v2/.test(await page.textContent('#b-target-hint')), 'the target hint says the build is cross-compiled');
+  await page.click('#b-submit');
+  await page.waitForSelector('#build-ok', { timeout: 15000 });
+  const okHref = await page.getAttribute('#build-ok a', 'href');
+  check(new URLSearchParams(okHref.replace(/^#/, '')).get('model') === xkey, 'the queued build links to the ' + tgt + ' entry (' + okHref + ')');
+  const xw = await fetch(base + '/models/' + key + '?target=' + tgt + '&wait=600');
+  const xdirect = Buffer.from(await xw.arrayBuffer());
+  if (!check(xw.status === 200, 'the ' + tgt + ' build finishes (HTTP ' + xw.status + ')'))
+    throw new Error('the build for ' + tgt + ' did not finish: ' + xdirect.toString('utf8', 0, 300));
+  const xcat = await (await fetch(base + '/models?target=' + tgt)).json();
+  const xrow = xcat.models.find(m => m.network === 'squeezenet_v1.1' && m.batch === 1);
+  check(xrow && xrow.target === 'llvm -mcpu=' + tgt && xrow.digest === 'sha256:' + sha256(xdirect) && xrow.digest !== row.digest,
+    'the catalog API has the ' + tgt + ' entry with its own digest');
+  await page.goto(base + '/#view=catalog');
+  const xrowSel = `#catalog-body tr[data-key="${xkey}"]`;
+  await page.waitForSelector(xrowSel, { timeout: 15000 });
+  check((await page.textContent(xrowSel + ' td.target')).trim() === tgt, 'the catalog row shows the target ' + tgt);
+  check(/native/.test(await page.textContent(rowSel + ' td.target')), 'the native row is marked native');
+  await page.selectOption('#f-target', tgt);
+  await page.waitForFunction((sel) => document.querySelectorAll('#catalog-body tr').length === 1 && document.querySelector(sel), xrowSel, { timeout: 5000 }).catch(() => null);
+  check(await page.$$eval('#catalog-body tr', rs => rs.map(r => r.dataset.key).join(' ')) === xkey && /target=x86-64-v2/.test(await page.evaluate(() => location.hash)),
+    'the target filter ' + tgt + ' keeps only its row, and is in the URL');
+  await page.selectOption('#f-target', 'native');
+  await page.waitForFunction((sel) => !document.querySelector(sel), xrowSel, { timeout: 5000 }).catch(() => null);
+  check(await page.$(xrowSel) === null && await page.$(rowSel) !== null, 'the target filter native hides the ' + tgt + ' row and keeps the native one');
+  await page.selectOption('#f-target', '');
+  await page.waitForSelector(xrowSel);
+  await shot('11-catalog-targets');
+  await page.click(xrowSel + ' a.model-link');
+  await page.waitForSelector('#detail:not([hidden]) #detail-target');
+  const xhash = new URLSearchParams((await page.evaluate(() => location.hash)).replace(/^#/, ''));
+  check(xhash.get('model') === xkey, 'the URL names the ' + tgt + ' entry (model=' + xhash.get('model') + ')');
+  const checkXDetail = async (p, where) => {
+    await p.waitForSelector('#detail:not([hidden]) #detail-target', { timeout: 10000 });
+    check((await p.textContent('#detail-target')).includes('llvm -mcpu=' + tgt) && (await p.textContent('#detail-h')).includes(tgt),
+      where + ': the detail shows the target ' + tgt);
+    check((await p.textContent('#digest')).trim() === xrow.digest, where + ': the detail shows the ' + tgt + ' entry\'s digest');
+    for (const id of ['dl-tar', 'dl-so', 'dl-manifest']) {
+      const u = new URL(await p.getAttribute('#' + id, 'href'), base);
+      check(u.searchParams.get('target') === tgt, where + ': #' + id + ' carries ?target=' + tgt + ' (' + u.pathname + u.search + ')');
+    }
+  };
+  await checkXDetail(page, 'the ' + tgt + ' detail');
+  check((await page.getAttribute('#dl-tar', 'download')) === 'squeezenet_v1.1_llvm-' + tgt + '_b1.tar', 'the download is named with the target');
+  check((await page.textContent('#curl-name')).includes('/models/' + key + '?target=' + tgt), 'the curl command names the target');
+  await page.waitForSelector('#manifest-kv', { timeout: 10000 });
+  check((await page.textContent('#manifest-kv')).includes(tgt), 'the manifest card shows the ' + tgt + ' manifest');
+  const [xdl] = await Promise.all([page.waitForEvent('download', { timeout: 60000 }), page.click('#dl-tar')]);
+  const xdlPath = path.join(ARTIFACTS, 'download-' + tgt + '.tar');
+  await xdl.saveAs(xdlPath);
+  check(sha256(fs.readFileSync(xdlPath)) === sha256(xdirect), 'the page downloads the ' + tgt + ' bundle (same sha256 as a direct fetch)');
+  fs.rmSync(xdlPath, { force: true });
+  await checkVersions(page, base, key, 'the ' + tgt + ' detail', '?target=' + tgt);
+  // no records for a target this server cannot measure: the tuning card says why, and the Tune form's POST
+  // reaches that entry (the server answers that it queues nothing)
+  await page.waitForSelector('#tuning-empty', { timeout: 10000 });
+  check(/measures only its own/.test(await page.textContent('#tuning-empty')), 'the tuning card says the target is not tunable here');
+  const tuneApi = await (await fetch(base + '/models/' + key + '/tune?target=' + tgt, { method: 'POST', body: '{"trials":1}',
+    headers: { Authorization: 'Bearer ' + token } })).json();
+  await page.fill('#tune-trials', '1');
+  await page.click('#tune-form button[type="submit"]');
+  const answer = await page.waitForSelector('#tune-error, #tune-ok, #token-dialog[open]', { timeout: 10000 });
+  if (await answer.evaluate(el => el.id === 'token-dialog')) {
+    await page.fill('#token-input', token);
+    await page.click('#token-ok');
+    await page.waitForSelector('#tune-error, #tune-ok', { timeout: 10000 });
+  }
+  check(await page.$('#tune-error') && (await page.textContent('#tune-error')).trim() === tuneApi.error.message,
+    'the Tune form asks for the ' + tgt + ' entry and shows the server\'s refusal: "' + tuneApi.error.message + '"');
+  // an alias pinned from its versions card is that entry's
+  await page.fill('#alias-name', 'edge');
+  await page.click('#alias-form button[type="submit"]');
+  await page.waitForSelector('#alias-ok, #alias-error', { timeout: 10000 });
+  const xAlias = await fetch(base + '/models/' + key + '?alias=edge&target=' + tgt, { method: 'HEAD' });
+  const nAlias = await fetch(base + '/models/' + key + '?alias=edge', { method: 'HEAD' });
+  check(await page.$('#alias-ok') && xAlias.status === 200 && nAlias.status === 404,
+    'the alias form pins edge on the ' + tgt + ' entry only (HTTP ' + xAlias.status + ' with ?target=, ' + nAlias.status + ' without)');
+  await shot('12-detail-target');
+  // a reload and a shared link open the same entry
+  await page.reload();
+  await checkXDetail(page, 'after a reload');
+  const shared2 = await ctx.newPage();
+  await shared2.goto(page.url());
+  await checkXDetail(shared2, 'a shared link');
+  await shared2.close();
 
   // 6. a batch the client allows but the server refuses shows the server's message as it is
   const serverMsg = (await (await fetch(base + '/models/llvm/mobilenet/9', { headers: { Prefer: 'respond-async' } })).json()).error.message;

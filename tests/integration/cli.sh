@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of the command line against real stores (no daemon): `tunehub tune` into a temp data dir,
-# then `tunehub remeasure` on it, alone and against a second store, and its errors on bad input; `tunehub
-# build`, `run` (--profile; --input and --output-dir) on a CNN bundle, and `tunehub networks`.
+# then `tunehub remeasure` on it, alone and against a second store, and its errors on bad input, and per target
+# (--target); `tunehub build`, `run` (--profile; --input and --output-dir) on a CNN bundle, and `tunehub networks`.
 # Usage: cli.sh CASE, with TUNEHUB set to the binary.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -52,6 +52,73 @@ for r in csv.reader(open(sys.argv[1])):
     assert len(r) == 6, r
     assert int(r[2]) >= 1 and float(r[3]) > 0 and float(r[4]) > 0 and r[5] == "1", r
 PY
+}
+
+# `tunehub remeasure --target NAME`: a bad name lists the valid ones; records are per target (a store's records
+# for this machine's CPU are not another target's); another target this CPU runs has its records timed here (a
+# store tuned on a machine of that target is stood in for by relabelling this one's records to a level with the
+# host's vector width, so the stored configs are points of its space); a target this CPU cannot run is refused
+# with the features it lacks. The levels are picked from the host's CPUID flags, so this holds on AVX2 and on
+# AVX-512 hosts alike.
+case_remeasure_target() {
+  local net=squeezenet_v1.1 flags level
+  flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+  # the help shows --target on each command that takes it
+  "$TUNEHUB" help >"$TMP/help.txt" || fail "tunehub help"
+  local cmd
+  for cmd in build tune remeasure; do
+    awk -v c="$cmd" '/^  tunehub /{on = ($2 == c)} on && /\[--target NAME\]/{ok = 1} END{exit !ok}' "$TMP/help.txt" ||
+      fail "tunehub help: $cmd does not show [--target NAME]: $(grep -A2 "tunehub $cmd" "$TMP/help.txt")"
+  done
+  expect_fail 2 "unknown CPU target 'pentium9'; valid: native, .*x86-64-v2, x86-64-v3, x86-64-v4" \
+    "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --target pentium9
+  [[ ! -e "$DATA" ]] || fail "remeasure created $DATA"
+
+  "$TUNEHUB" tune llvm "$net" 1 --data "$DATA" --trials 2 >"$TMP/tune.log" 2>&1 ||
+    { tail -20 "$TMP/tune.log"; fail "tune"; }
+  "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --target native >"$TMP/native.csv" 2>"$TMP/native.err" ||
+    { cat "$TMP/native.err"; fail "remeasure --target native"; }
+  local n
+  n=$(wc -l <"$TMP/native.csv")
+  [[ $n -ge 10 ]] || fail "--target native: only $n tasks re-measured"
+
+  if [[ $flags == *" avx512f "* && $flags == *" avx512bw "* && $flags == *" avx512dq "* &&
+        $flags == *" avx512vl "* && $flags == *" avx512cd "* ]]; then
+    level=x86-64-v4
+  elif [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then
+    level=x86-64-v3
+  else
+    level=x86-64-v2
+  fi
+  expect_fail 1 "no task of $net at batch 1 has a stored record for llvm -mcpu=$level .*tunes only its own target" \
+    "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --target "$level"
+  local other
+  other=$(store_copy "$TMP/other")
+  store_sql -S "$other" "UPDATE tuning_records SET target = 'llvm -mcpu=$level'" >/dev/null
+  store_at "$other"
+  "$TUNEHUB" remeasure llvm "$net" 1 "${AT[@]}" --target "$level" >"$TMP/level.csv" 2>"$TMP/level.err" ||
+    { cat "$TMP/level.err"; fail "remeasure --target $level"; }
+  [[ $(wc -l <"$TMP/level.csv") == "$n" ]] || fail "--target $level: $(wc -l <"$TMP/level.csv") lines, native $n"
+  /usr/bin/python3 - "$TMP/level.csv" "$net" <<'PY' || fail "level.csv: $(head -3 "$TMP/level.csv")"
+import csv, sys
+for r in csv.reader(open(sys.argv[1])):
+    assert len(r) == 4 and r[0] == sys.argv[2] and float(r[2]) > 0 and float(r[3]) > 0, r
+PY
+  expect_fail 1 "no task of $net at batch 1 has a stored record for llvm -mcpu=" \
+    "$TUNEHUB" remeasure llvm "$net" 1 "${AT[@]}"
+
+  # a target whose code this CPU cannot run: the first of these whose telling flag the host lacks
+  local t flag want found=""
+  for t in "sapphirerapids avx512_fp16 avx512fp16" "x86-64-v4 avx512f avx512f" "x86-64-v3 avx2 avx2"; do
+    read -r t flag want <<<"$t"
+    if [[ $flags != *" $flag "* ]]; then
+      expect_fail 2 "cannot time the records of llvm -mcpu=$t here: this machine's CPU (.*) lacks .*$want" \
+        "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --target "$t"
+      found=$t
+      break
+    fi
+  done
+  [[ -n $found ]] || echo "note: this CPU runs every target tried; the refusal is not exercised here"
 }
 
 # `tunehub run BUNDLE --input NAME=FILE --output-dir DIR` on a squeezenet bundle (batch 1, 224x224): the fill

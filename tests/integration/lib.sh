@@ -29,17 +29,29 @@ use_private_pg() {
   DB_ARGS=(--db "$TH_TEST_DB")
 }
 
-# store_sql [-F SEP] SQL: the rows of SQL on the store in use, one a line, columns separated by SEP (default |)
+# store_sql [-F SEP] [-S STORE] SQL: the rows of SQL, one a line, columns separated by SEP (default |), on the
+# store in use or on STORE (what store_copy printed)
 store_sql() {
-  local sep="|"
-  if [[ "$1" == -F ]]; then
-    sep=$2
+  local sep="|" at=""
+  while [[ "$1" == -F || "$1" == -S ]]; do
+    [[ "$1" == -F ]] && sep=$2 || at=$2
     shift 2
-  fi
-  if [[ -n "${TH_TEST_DB:-}" ]]; then
-    pg__as "$PG_BIN/psql" "$TH_TEST_DB" -v ON_ERROR_STOP=1 -At -F "$sep" -c "$1"
+  done
+  [[ -n "$at" ]] || at=${TH_TEST_DB:-$DATA}
+  if [[ "$at" == postgresql://* ]]; then
+    pg__as "$PG_BIN/psql" "$at" -v ON_ERROR_STOP=1 -At -F "$sep" -c "$1"
   else
-    sqlite3 -separator "$sep" "$DATA/tunehub.db" "$1"
+    sqlite3 -separator "$sep" "$at/tunehub.db" "$1"
+  fi
+}
+
+# store_at STORE: sets AT to the flags that name STORE (what store_copy printed) to a command: --data DIR, or
+# --db URL with a data dir of its own for the local cache
+store_at() {
+  if [[ "$1" == postgresql://* ]]; then
+    AT=(--data "$TMP/cache_$(echo "$1" | sha256sum | cut -c1-8)" --db "$1")
+  else
+    AT=(--data "$1")
   fi
 }
 

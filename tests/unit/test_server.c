@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"
@@ -396,5 +397,48 @@ TH_TEST(content_digest_check) {
   CHECK_EQ_INT(srv_content_digest_check("sha-256=:ab$c:", sha), -1);
   CHECK_EQ_INT(srv_content_digest_check("sha-256", sha), -1);
   CHECK_EQ_INT(srv_content_digest_check("sha-256=:abc", sha), -1);
+  return 0;
+}
+
+/* Token files: plain and hashed tokens, scopes, and the errors that name the rule. */
+TH_TEST(tokens_hashed_with_scopes) {
+  char err[512] = "";
+  srv_tokens t;
+  /* sha256("admin-secret-1") */
+  const char *file =
+      "# tune only\n"
+      "  tune-token-1234 tune\n"
+      "\n"
+      "sha256:be1b4c1b2b5b8ab1f5e86e1cfe3d0ed38c0b3e9a2a6e0b0d8f0d5d8cd1a3a3e1 admin\r\n"
+      "legacy-token-all\n";
+  CHECK(srv_tokens_parse(file, &t, err, sizeof err) == TH_OK);
+  CHECK_EQ_INT(t.n, 3);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-1234"), SRV_SCOPE_TUNE);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "legacy-token-all"), SRV_SCOPE_TUNE | SRV_SCOPE_ADMIN);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-123"), 0);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-1234 "), 0);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, ""), 0);
+  /* a hashed line matches the token whose sha256 it holds, never the hash text itself */
+  char line[200];
+  unsigned char h[32];
+  char hex[65];
+  th_sha256 s;
+  th_sha256_init(&s);
+  th_sha256_update(&s, "admin-secret-1", 14);
+  th_sha256_final(&s, h);
+  th_hex(h, 32, hex);
+  snprintf(line, sizeof line, "sha256:%s admin\n", hex);
+  CHECK(srv_tokens_parse(line, &t, err, sizeof err) == TH_OK);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "admin-secret-1"), SRV_SCOPE_TUNE | SRV_SCOPE_ADMIN);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, line), 0);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, hex), 0);
+  CHECK(srv_tokens_parse("tune-token-1234 tune,deploy\n", &t, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "line 1") && strstr(err, "valid scopes: tune, admin"));
+  CHECK(srv_tokens_parse("short\n", &t, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "8 to 1024"));
+  CHECK(srv_tokens_parse("sha256:abcd\n", &t, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "64 hex digits"));
+  CHECK(srv_tokens_parse("# nothing\n\n", &t, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "no token"));
   return 0;
 }
