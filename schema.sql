@@ -134,6 +134,14 @@ CREATE TABLE aliases (
 );
 CREATE INDEX aliases_version ON aliases (framework, network, batch, target, compiler_version, version);
 
+-- migration 4
+-- A shared store (PostgreSQL) keeps every artifact's bytes in the database as well, so that any daemon or worker
+-- can serve or use an artifact another one put: a large object per artifact, written in the transaction that
+-- inserts the row and removed in the one that deletes it (store/blob.h). Each process's data_dir/artifacts is
+-- then a read-through cache, verified against the digest when filled. The embedded store's files are the bytes
+-- themselves, and lo_oid stays NULL there.
+ALTER TABLE artifacts ADD COLUMN lo_oid BIGINT;
+
 -- migration 5
 -- Workers (issue 24): the processes that claim and run jobs, `tunehub worker` on each machine with hardware to
 -- tune for and each daemon's own scheduler. A worker registers its concrete targets (worker_targets, for the

@@ -27,6 +27,29 @@ const tune_builder *cli_default_builder(const char *data_dir) {
   return tune_builder_compiler();
 }
 
+int cli_db(const char *cmd, const char *flag, const char **db) {
+  char err[512];
+  if (store_db_resolve(flag, db, err, sizeof err) == TH_OK) return 0;
+  fprintf(stderr, "tunehub %s: %s\n", cmd, err);
+  return 2;
+}
+
+int cli_store_exists(const char *cmd, const char *db, const char *data) {
+  int exists = 0;
+  if (store_exists_db(db, data, &exists) == TH_OK) return exists;
+  fprintf(stderr, "tunehub %s: %s\n", cmd, store_errmsg(NULL));
+  return -1;
+}
+
+store_t *cli_store_open(const char *cmd, const char *db, const char *data) {
+  store_t *st = NULL;
+  if (store_open_db(db, data, &st) == TH_OK) return st;
+  char where[1024];
+  store_describe(db, data, where, sizeof where);
+  fprintf(stderr, "tunehub %s: cannot open the store %s: %s\n", cmd, where, store_errmsg(NULL));
+  return NULL;
+}
+
 static int cli__progress(void *ctx, const char *stage, int done, int total) {
   (void)ctx;
   if (isatty(2)) {
@@ -41,10 +64,13 @@ static int cli__progress(void *ctx, const char *stage, int done, int total) {
 int cli_build(int argc, char **argv) {
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
-  const char *out = NULL, *so = NULL, *data = "./data", *target_name = NULL;
+  const char *out = NULL, *so = NULL, *data = "./data", *target_name = NULL, *db_flag = NULL,
+             *db = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
+    else if (!strcmp(argv[i], "--db") && i + 1 < argc)
+      db_flag = argv[++i];
     else if (!strcmp(argv[i], "--target") && i + 1 < argc)
       target_name = argv[++i];
     else if (!strcmp(argv[i], "--so") && i + 1 < argc)
@@ -52,7 +78,9 @@ int cli_build(int argc, char **argv) {
     else if (!strcmp(argv[i], "--data") && i + 1 < argc)
       data = argv[++i];
     else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR --target NAME\n",
+      fprintf(stderr,
+              "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR --db URL "
+              "--target NAME\n",
               argv[i]);
       return 2;
     } else if (npos < 3)
@@ -63,10 +91,12 @@ int cli_build(int argc, char **argv) {
     }
   }
   if (npos != 3 || (!out && !so)) {
-    fprintf(stderr, "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] "
-                    "[--target NAME]\n");
+    fprintf(stderr,
+            "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] "
+            "[--db URL] [--target NAME]\n");
     return 2;
   }
+  if (cli_db("build", db_flag, &db) != 0) return 2;
   char ferr[128];
   if (!tc_backend_find(pos[0], ferr, sizeof ferr)) {
     fprintf(stderr, "tunehub build: %s\n", ferr);
@@ -81,17 +111,20 @@ int cli_build(int argc, char **argv) {
   /* an uploaded network is named in the store it was imported into; a zoo network needs none to be named */
   char err[2048] = "";
   tune_net net;
-  if (!tc_zoo_find(pos[1]) && !store_exists(data)) {
-    tune_net_names(NULL, err, sizeof err);
-    fprintf(stderr, "tunehub build: unknown network '%s' (%s has no store); valid networks: %s\n", pos[1], data,
-            err);
-    return 2;
+  if (!tc_zoo_find(pos[1])) {
+    int have = cli_store_exists("build", db, data);
+    if (have < 0) return 1;
+    if (!have) {
+      char where[1024];
+      store_describe(db, data, where, sizeof where);
+      tune_net_names(NULL, err, sizeof err);
+      fprintf(stderr, "tunehub build: unknown network '%s' (%s has no store); valid networks: %s\n",
+              pos[1], where, err);
+      return 2;
+    }
   }
-  store_t *st = NULL;
-  if (store_open(data, &st) != TH_OK) {
-    fprintf(stderr, "tunehub build: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
-    return 1;
-  }
+  store_t *st = cli_store_open("build", db, data);
+  if (!st) return 1;
   th_status rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub build: %s\n", err);
@@ -302,15 +335,24 @@ static void cli__network_lines(const json_t *o) {
 }
 
 int cli_networks(int argc, char **argv) {
-  const char *data = "./data";
+  const char *data = "./data", *db_flag = NULL, *db = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--data") && i + 1 < argc) {
       data = argv[++i];
+    } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
+      db_flag = argv[++i];
     } else {
-      fprintf(stderr, "usage: tunehub networks [--data DIR]   (the zoo, and the networks imported into DIR)\n");
+      fprintf(
+          stderr,
+          "usage: tunehub networks [--data DIR] [--db URL]   (the zoo, and the networks imported "
+          "into the store)\n");
       return 2;
     }
   }
+  if (cli_db("networks", db_flag, &db) != 0) return 2;
+  /* the uploaded networks of an existing store (none is created to list nothing) */
+  int have = cli_store_exists("networks", db, data);
+  if (have < 0) return 1;
   printf("%-16s %10s %12s  %s\n", "network", "GFLOPs", "params", "description");
   for (size_t i = 0; i < tc_zoo_count(); i++) {
     const tc_zoo_entry *e = tc_zoo_at(i);
@@ -322,14 +364,14 @@ int cli_networks(int argc, char **argv) {
     cli__network_lines(o);
     json_decref(o);
   }
-  /* the uploaded networks of an existing store (none is created to list nothing) */
-  if (!store_exists(data)) return 0;
-  store_t *st = NULL;
+  if (!have) return 0;
+  store_t *st = cli_store_open("networks", db, data);
   store_network *nets = NULL;
   size_t n = 0;
-  if (store_open(data, &st) != TH_OK || store_network_list(st, "onnx", &nets, &n) != TH_OK) {
-    fprintf(stderr, "tunehub networks: cannot read the networks in %s: %s\n", data,
-            st ? store_errmsg(st) : store_errmsg(NULL));
+  if (!st) return 1;
+  if (store_network_list(st, "onnx", &nets, &n) != TH_OK) {
+    fprintf(stderr, "tunehub networks: cannot read the networks in %s: %s\n", store_db_display(st),
+            store_errmsg(st));
     store_close(st);
     return 1;
   }
@@ -346,18 +388,24 @@ int cli_networks(int argc, char **argv) {
 /* `tunehub import model.onnx --name NAME [--data DIR] [--shapes S]`: what PUT /networks/{name} does, into a
  * store on this machine (the daemon serving it sees the network at its next request). */
 int cli_import(int argc, char **argv) {
-  static const char usage_line[] = "usage: tunehub import MODEL.onnx --name NAME [--data DIR] [--shapes S]";
-  const char *path = NULL, *name = NULL, *data = "./data", *shapes = NULL;
+  static const char usage_line[] =
+      "usage: tunehub import MODEL.onnx --name NAME [--data DIR] [--db URL] [--shapes S]";
+  const char *path = NULL, *name = NULL, *data = "./data", *shapes = NULL, *db_flag = NULL,
+             *db = NULL;
   for (int i = 0; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--name") && v) {
       name = argv[++i];
     } else if (!strcmp(argv[i], "--data") && v) {
       data = argv[++i];
+    } else if (!strcmp(argv[i], "--db") && v) {
+      db_flag = argv[++i];
     } else if (!strcmp(argv[i], "--shapes") && v) {
       shapes = argv[++i];
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "tunehub import: unknown or incomplete flag '%s'; valid: --name NAME --data DIR --shapes S\n",
+      fprintf(stderr,
+              "tunehub import: unknown or incomplete flag '%s'; valid: --name NAME --data DIR --db "
+              "URL --shapes S\n",
               argv[i]);
       return 2;
     } else if (!path) {
@@ -371,6 +419,7 @@ int cli_import(int argc, char **argv) {
     fprintf(stderr, "%s\n", usage_line);
     return 2;
   }
+  if (cli_db("import", db_flag, &db) != 0) return 2;
   if (!srv_network_name_ok(name)) {
     fprintf(stderr, "tunehub import: invalid network name '%s'; a name is %s\n", name, SRV_NETWORK_NAME_RULE);
     return 2;
@@ -379,11 +428,8 @@ int cli_import(int argc, char **argv) {
     fprintf(stderr, "tunehub import: cannot read %s\n", path);
     return 1;
   }
-  store_t *st = NULL;
-  if (store_open(data, &st) != TH_OK) {
-    fprintf(stderr, "tunehub import: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
-    return 1;
-  }
+  store_t *st = cli_store_open("import", db, data);
+  if (!st) return 1;
   char err[2048] = "";
   json_t *doc = NULL;
   store_network_change ch;

@@ -5,6 +5,7 @@
 
 #include <signal.h>
 
+#include "store.h"
 #include "worker.h"
 
 int cli_build(int argc, char **argv);
@@ -13,6 +14,16 @@ int cli_tune(int argc, char **argv);
 int cli_networks(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_measure_worker(void);
+/* The store a command names: flag (its --db value, may be NULL), else the environment variable
+ * TUNEHUB_DB, into *db (NULL: the SQLite store in the data directory). A value that is not a
+ * PostgreSQL URL is printed as "tunehub CMD: ..." and answers 2 (bad usage); 0 otherwise. */
+int cli_db(const char *cmd, const char *flag, const char **db);
+/* Whether the store (db, data) exists, for a command that only reads one and must not create one: 1
+ * or 0, or -1 after printing "tunehub CMD: ..." when the database cannot be asked. */
+int cli_store_exists(const char *cmd, const char *db, const char *data);
+/* Opens the store (db, data) for a command, or prints "tunehub CMD: cannot open the store ...: why"
+ * and answers NULL. The caller closes it. */
+store_t *cli_store_open(const char *cmd, const char *db, const char *data);
 /* tunehub migrate --from DIR --to postgresql://... (migrate.c) */
 int cli_migrate(int argc, char **argv);
 /* `tunehub worker --db URL ...` (cli_worker.c): runs jobs from a shared store until SIGTERM or SIGINT. */

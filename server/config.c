@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "srv.h"
+#include "store.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -93,14 +94,14 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv__int_flag("--listen port", colon + 1, 0, 65535, &c->port, err, n);
     } else if (!strcmp(f, "--data")) {
       rc = srv__str_flag(f, v, c->data_dir, sizeof c->data_dir, err, n);
+    } else if (!strcmp(f, "--db")) {
+      rc = srv__str_flag(f, v, c->db, sizeof c->db, err, n);
     } else if (!strcmp(f, "--token-file")) {
       rc = srv__str_flag(f, v, c->token_file, sizeof c->token_file, err, n);
     } else if (!strcmp(f, "--web")) {
       rc = srv__str_flag(f, v, c->web_dir, sizeof c->web_dir, err, n);
     } else if (!strcmp(f, "--workers")) {
       rc = srv__int_flag(f, v, 0, 64, &c->workers, err, n);
-    } else if (!strcmp(f, "--db")) {
-      rc = srv__str_flag(f, v, c->db_url, sizeof c->db_url, err, n);
     } else if (!strcmp(f, "--lease")) {
       rc = srv__int_flag(f, v, 1, 3600, &c->lease_s, err, n);
     } else if (!strcmp(f, "--build-slots")) {
@@ -142,17 +143,24 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
         return TH_ERR_INVALID;
       }
     } else {
-      snprintf(err, n,
-               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F --workers N --lease S "
-               "--build-slots N --max-streams N --max-streams-per-ip N --http-threads N --max-batch N --max-queued N "
-               "--connection-limit N --max-connections-per-ip N --miss-rate N --timeout S --web "
-               "DIR --on-miss tune|build --miss-trials N --max-upload BYTES --keep-versions N --log-level L",
-               f);
+      snprintf(
+          err, n,
+          "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
+          "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
+          "--max-batch N --max-queued N --connection-limit N --max-connections-per-ip N "
+          "--miss-rate N --timeout S --web DIR --on-miss tune|build --miss-trials N "
+          "--max-upload BYTES --keep-versions N --log-level L",
+          f);
       return TH_ERR_INVALID;
     }
     i++; /* every flag takes a value */
   }
-  if (rc == TH_OK && c->workers == 0 && !c->db_url[0]) {
+  /* without --db, the environment may name the shared store */
+  const char *db = NULL;
+  if (rc == TH_OK) rc = store_db_resolve(c->db[0] ? c->db : NULL, &db, err, n);
+  if (rc == TH_OK && db && db != c->db)
+    rc = srv__str_flag("TUNEHUB_DB", db, c->db, sizeof c->db, err, n);
+  if (rc == TH_OK && c->workers == 0 && !c->db[0]) {
     snprintf(err, n,
              "--workers 0 (a serving replica that runs no jobs) needs --db postgresql://...: with the embedded "
              "store in --data, no other process would run its jobs");

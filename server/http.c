@@ -177,11 +177,18 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     rc = TH_ERR_CONFLICT;
     goto fail_token;
   }
-  rc = store_open_db(c->db_url[0] ? c->db_url : NULL, c->data_dir, &s->st);
+  rc = store_open_db(c->db[0] ? c->db : NULL, c->data_dir, &s->st);
   if (rc != TH_OK) {
-    snprintf(err, n, "cannot open the store %s: %s", c->db_url[0] ? "(--db)" : c->data_dir, store_errmsg(NULL));
+    char where[1024];
+    store_describe(c->db[0] ? c->db : NULL, c->data_dir, where, sizeof where);
+    snprintf(err, n, "cannot open the store %s: %s", where, store_errmsg(NULL));
     goto fail_token;
   }
+  if (store_shared(s->st))
+    TH_LOG(TH_LOG_INFO, "store: PostgreSQL %s, shared; %s/artifacts is this daemon's local cache",
+           store_db_display(s->st), c->data_dir);
+  else
+    TH_LOG(TH_LOG_INFO, "store: SQLite %s", store_db_display(s->st));
   int requeued = 0, swept = 0;
   rc = store_recover(s->st, &requeued, &swept);
   if (rc != TH_OK) {

@@ -17,6 +17,8 @@
 #include "tune_net.h"
 #include "zoo.h"
 
+/* the usage text is laid out as it prints */
+/* clang-format off */
 static void usage(FILE *f) {
   fprintf(f,
           "tunehub %s: a registry of auto-tuned, compiled neural networks\n\n"
@@ -27,17 +29,17 @@ static void usage(FILE *f) {
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
-          "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data]\n"
+          "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
           "                [--target NAME]   cross-compile for the CPU or GPU the model will run on\n"
-          "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--trials N]\n"
+          "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--db URL] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N] [--target NAME]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
           "                [--input NAME=FILE]... [--output-dir DIR]  run once on raw input files,\n"
           "                                                    write DIR/<output>.bin\n"
-          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--against DIR] [--rounds N]\n"
-          "                [--target NAME]                     time each task's best stored config alone\n"
-          "  tunehub networks [--data ./data]   list the model zoo and the networks imported into the store\n"
-          "  tunehub import MODEL.onnx --name NAME [--data ./data] [--shapes S]\n"
+          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--db URL] [--against DIR|URL]\n"
+          "                [--rounds N] [--target NAME]        time each task's best stored config alone\n"
+          "  tunehub networks [--data ./data] [--db URL]   list the model zoo and the networks imported\n"
+          "  tunehub import MODEL.onnx --name NAME [--data ./data] [--db URL] [--shapes S]\n"
           "                                                    store a network of your own (ONNX)\n"
           "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
           "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"
@@ -52,9 +54,16 @@ static void usage(FILE *f) {
           "targets (--target): native (this machine's, the default); llvm: an x86-64 CPU name\n"
           "  LLVM knows, x86-64-v2, x86-64-v3, x86-64-v4; cuda: sm_70..sm_90. A bad name is\n"
           "  answered with the valid list. tune measures here, so it takes only this machine's\n"
-          "  own target; remeasure any that this machine runs (every CPU feature its code uses)\n",
+          "  own target; remeasure any that this machine runs (every CPU feature its code uses)\n\n"
+          "the store: every command that opens it takes --data DIR (default ./data) and --db URL.\n"
+          "  Without --db, and without the environment variable TUNEHUB_DB (which --db overrides), the store\n"
+          "  is the SQLite file DIR/tunehub.db with the artifact files under DIR/artifacts.\n"
+          "  --db postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (or ...?host=SOCKETDIR for a Unix socket)\n"
+          "  puts the store in that PostgreSQL database, which any number of daemons and commands share;\n"
+          "  DIR is then this process's local artifact cache and scratch space (one daemon per DIR).\n",
           TH_VERSION);
 }
+/* clang-format on */
 
 static int cmd_serve(int argc, char **argv) {
   srv_config cfg;
@@ -90,15 +99,17 @@ static int cmd_serve(int argc, char **argv) {
  */
 static int cmd_remeasure(int argc, char **argv) {
   static const char usage_line[] =
-      "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--against DIR] "
-      "[--rounds 1..100] [--target NAME]";
-  const char *data = "./data", *against = NULL, *target_name = NULL;
+      "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--db URL] "
+      "[--against DIR|URL] [--rounds 1..100] [--target NAME]";
+  const char *data = "./data", *against = NULL, *target_name = NULL, *db_flag = NULL, *db = NULL;
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
   int64_t batch = 0, rounds = 1;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--data") && i + 1 < argc) {
       data = argv[++i];
+    } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
+      db_flag = argv[++i];
     } else if (!strcmp(argv[i], "--against") && i + 1 < argc) {
       against = argv[++i];
     } else if (!strcmp(argv[i], "--target") && i + 1 < argc) {
@@ -119,6 +130,11 @@ static int cmd_remeasure(int argc, char **argv) {
     fprintf(stderr, "%s\n", usage_line);
     return 2;
   }
+  if (cli_db("remeasure", db_flag, &db) != 0) return 2;
+  /* the store to compare with: another data directory's SQLite store, or a PostgreSQL database
+   * (whose local cache is this command's data directory) */
+  const char *against_db = against && store_is_db_url(against) ? against : NULL;
+  const char *against_dir = against_db ? data : against;
   char ferr[128];
   const tc_backend *be = tc_backend_find(pos[0], ferr, sizeof ferr);
   if (!be) {
@@ -133,7 +149,9 @@ static int cmd_remeasure(int argc, char **argv) {
     return 2;
   }
   /* an uploaded network is known only to a store; without one, the zoo's names are the valid ones */
-  if (!tc_zoo_find(pos[1]) && !store_exists(data)) {
+  int have = cli_store_exists("remeasure", db, data);
+  if (have < 0) return 1;
+  if (!tc_zoo_find(pos[1]) && !have) {
     char names[2048];
     tune_net_names(NULL, names, sizeof names);
     fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks: %s\n", pos[1], names);
@@ -144,18 +162,23 @@ static int cmd_remeasure(int argc, char **argv) {
             pos[2]);
     return 2;
   }
-  /* a store to read, never one created here: a mistyped directory is an error, not an empty result */
-  const char *dirs[2] = {data, against};
+  /* a store to read, never one created here: a mistyped directory or database is an error, not an
+   * empty result */
+  const char *dbs[2] = {db, against_db}, *dirs[2] = {data, against_dir};
   for (int i = 0; i < 2; i++) {
-    if (dirs[i] && !store_exists(dirs[i])) {
-      fprintf(stderr, "tunehub remeasure: %s holds no store (no readable tunehub.db)\n", dirs[i]);
+    if (!dirs[i]) continue;
+    int exists = i == 0 ? have : cli_store_exists("remeasure", dbs[i], dirs[i]);
+    if (exists < 0) return 1;
+    if (!exists) {
+      char where[1024];
+      store_describe(dbs[i], dirs[i], where, sizeof where);
+      fprintf(stderr, "tunehub remeasure: %s holds no store (%s)\n", where,
+              dbs[i] ? "no tunehub schema in that database" : "no readable tunehub.db");
       return 1;
     }
   }
-  store_t *st = NULL, *st2 = NULL;
-  if (store_open(data, &st) != TH_OK || (against && store_open(against, &st2) != TH_OK)) {
-    fprintf(stderr, "tunehub remeasure: cannot open the store in %s: %s\n", st ? against : data,
-            store_errmsg(NULL));
+  store_t *st = cli_store_open("remeasure", db, data), *st2 = NULL;
+  if (!st || (against && !(st2 = cli_store_open("remeasure", against_db, against_dir)))) {
     store_close(st);
     return 1;
   }
@@ -169,8 +192,13 @@ static int cmd_remeasure(int argc, char **argv) {
     return rc == TH_ERR_NOT_FOUND ? 2 : 1;
   }
   tune_net_free(&net);
-  tune_remeasure_opts o = {.st = st, .against = st2, .framework = pos[0], .target = target_name,
-                           .network = pos[1], .batch = (int)batch, .rounds = (int)rounds};
+  tune_remeasure_opts o = {.st = st,
+                           .against = st2,
+                           .framework = pos[0],
+                           .target = target_name,
+                           .network = pos[1],
+                           .batch = (int)batch,
+                           .rounds = (int)rounds};
   int rows = 0;
   rc = tune_remeasure(&o, stdout, &rows, err, sizeof err);
   store_close(st2);
@@ -184,9 +212,12 @@ static int cmd_remeasure(int argc, char **argv) {
     tc_backend_target here;
     int own = tc_backend_target_init(be, NULL, &here, terr, sizeof terr) == TH_OK &&
               !strcmp(here.str, bt.str);
+    char where[1024], where2[1024];
+    store_describe(db, data, where, sizeof where);
+    store_describe(against_db, against_dir ? against_dir : "", where2, sizeof where2);
     fprintf(stderr,
             "tunehub remeasure: no task of %s at batch %lld has a stored record for %s in %s%s%s ",
-            pos[1], (long long)batch, bt.str, data, against ? " and " : "", against ? against : "");
+            pos[1], (long long)batch, bt.str, where, against ? " and " : "", against ? where2 : "");
     if (own)
       fprintf(stderr, "(tune it first: tunehub tune %s %s %lld --data DIR)\n", pos[0], pos[1],
               (long long)batch);
@@ -225,7 +256,9 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: serve, worker, build, tune, run, networks, "
-                  "import, remeasure, migrate, hash-token, version, help\n", cmd);
+  fprintf(stderr,
+          "tunehub: unknown command '%s'; valid commands: serve, worker, build, tune, run, networks, "
+          "import, remeasure, migrate, hash-token, version, help\n",
+          cmd);
   return 2;
 }

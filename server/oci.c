@@ -512,6 +512,9 @@ static enum MHD_Result oci__blob(srv_t *s, srv_request *r, const char *fw, const
   snprintf(filename, sizeof filename, "%s_%s_b%d_v%d.tar", layer.key.network, layer.key.framework,
            layer.key.batch, layer.version);
   store_model_clear(&layer);
+  if (rc == TH_ERR_UNAVAILABLE)
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s",
+                      store_errmsg(s->st));
   if (rc != TH_OK) return oci__error(s, r, 404, "BLOB_UNKNOWN", NULL, "blob %s is missing from the store", ref);
   const char *hdrs[][2] = {{"Docker-Distribution-API-Version", "registry/2.0"}, {NULL, NULL}};
   return srv_send_file(s, r, path, size, ref + 7, OCI_LAYER_TYPE, filename, 1, hdrs);

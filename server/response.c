@@ -1,8 +1,10 @@
-/* Responses (see response.h): every answer goes through srv_queue, which adds the Server header, counts the
- * route's status for /metrics, and gives a 429 its Retry-After. Errors take their HTTP status from the
- * th_status table (th_status_http) so that one code means one status everywhere. Files implement ETag /
- * If-None-Match, Range / If-Range and HEAD themselves, because libmicrohttpd does none of them, and are sent
- * zero-copy from their content-addressed path. */
+/* Responses (see response.h): every answer goes through srv_queue, which adds the Server header,
+ * counts the route's status for /metrics, and gives a 429 or a 503 its Retry-After. Errors take
+ * their HTTP status from the th_status table (th_status_http) so that one code means one status
+ * everywhere, and a store whose database went away (TH_ERR_UNAVAILABLE) answers the same 503
+ * "database_unavailable" on every route. Files implement ETag / If-None-Match, Range / If-Range and
+ * HEAD themselves, because libmicrohttpd does none of them, and are sent zero-copy from their
+ * content-addressed path. */
 #include "response.h"
 
 #include <errno.h>
@@ -38,9 +40,13 @@ enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct 
   /* no body of ours is ever to be sniffed into another type (a JSON error rendered as HTML, say) */
   if (!MHD_get_response_header(resp, "X-Content-Type-Options"))
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-  /* every 429 (queue full, too many streams) tells clients such as curl --retry when to come back */
+  /* every 429 (queue full, too many streams) and 503 (building, not ready, the database away) tells
+   * clients such as curl --retry when to come back; a lost database is retried by the store every
+   * 0.25 to 5 s */
   if (status == 429 && !MHD_get_response_header(resp, "Retry-After"))
     MHD_add_response_header(resp, "Retry-After", "10");
+  if (status == 503 && !MHD_get_response_header(resp, "Retry-After"))
+    MHD_add_response_header(resp, "Retry-After", "5");
   pthread_mutex_lock(&s->metrics_mu);
   s->requests[r->route][srv__status_slot(s, status)]++;
   pthread_mutex_unlock(&s->metrics_mu);
@@ -120,6 +126,8 @@ enum MHD_Result srv_error(srv_t *s, srv_request *r, th_status rc, const char *co
                           const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  /* whichever route met it, a database that went away is one condition with one code */
+  if (rc == TH_ERR_UNAVAILABLE) code = "database_unavailable";
   enum MHD_Result ret = srv__error_v(s, r, (unsigned int)th_status_http(rc), code, extra_json, fmt, ap);
   va_end(ap);
   return ret;

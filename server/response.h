@@ -36,8 +36,10 @@ enum MHD_Result srv_json_doc(srv_t *s, srv_request *r, unsigned int status, json
 /* The error body {"error":{...extra, "code", "status": http, "message": msg}} as a response (no-store), for
  * routes that add headers before srv_queue; extra (an object, or NULL) is consumed. NULL when out of memory. */
 struct MHD_Response *srv_error_response(unsigned int http, const char *code, json_t *extra, const char *msg);
-/* Queues an error for rc with HTTP status th_status_http(rc); extra_json is the text of an object whose fields
- * join the error (e.g. {"valid": [...]}), or NULL. */
+/* Queues an error for rc with HTTP status th_status_http(rc); extra_json is the text of an object
+ * whose fields join the error (e.g. {"valid": [...]}), or NULL. TH_ERR_UNAVAILABLE (the store's
+ * database went away) answers 503 with code "database_unavailable", whatever code says, and
+ * Retry-After. */
 enum MHD_Result srv_error(srv_t *s, srv_request *r, th_status rc, const char *code, const char *extra_json,
                           const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* The same for an HTTP status that is no th_status's (405, 414, 503 not ready). */

@@ -387,8 +387,11 @@ static enum MHD_Result srv__send_model(srv_t *s, srv_request *r, const store_key
   const char *digest = so ? m->so_digest : m->tar_digest;
   char path[1400];
   int64_t size = 0;
-  if (store_artifact_path(s->st, digest, path, sizeof path, &size, NULL, 0) != TH_OK)
-    return srv_error(s, r, TH_ERR_IO, "artifact_missing", NULL, "%s", store_errmsg(s->st));
+  th_status rc = store_artifact_path(s->st, digest, path, sizeof path, &size, NULL, 0);
+  if (rc !=
+      TH_OK) /* a database that went away is a 503, whatever else keeps the bytes from here a 500 */
+    return srv_error(s, r, rc == TH_ERR_UNAVAILABLE ? rc : TH_ERR_IO, "artifact_missing", NULL,
+                     "%s", store_errmsg(s->st));
   return srv_send_file(s, r, path, size, digest, so ? "application/x-sharedlib" : "application/x-tar", filename, 0,
                        hdrs);
 }

@@ -18,7 +18,9 @@
 typedef struct srv_config {
   char listen_host[64];
   int port;
-  char data_dir[1024];
+  char data_dir[1024]; /* the embedded store, or with db the local cache and scratch space */
+  char db[1024]; /* --db or TUNEHUB_DB: the PostgreSQL URL of a shared store; "" for the embedded
+                    one */
   char token_file[1024];
   char web_dir[1024];
   int workers;
@@ -35,15 +37,15 @@ typedef struct srv_config {
   int max_streams, max_streams_per_ip; /* SSE caps */
   int64_t max_upload; /* bytes of an uploaded ONNX file (PUT /networks/{name}); default 2 GiB */
   int keep_versions;  /* retention: ready versions kept per key after each publish, aliased ones aside; 0 = all */
-  char db_url[1024];  /* --db: a PostgreSQL URL shared with other daemons and workers; "" = the SQLite file */
   int lease_s;        /* the lease of the scheduler's job claims, renewed every lease_s / 3 */
 } srv_config;
 
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 4 admitted jobs, max batch 256, 256 queued jobs,
  * misses tune, a 30 s lease. */
 void srv_config_defaults(srv_config *c);
-/* Parses `serve` flags; writes a message to err on a bad flag. --workers 0 (a serving replica that runs no jobs)
- * needs --db: with the embedded store nothing else would run them. */
+/* Parses `serve` flags; writes a message to err on a bad flag. Without --db, db comes from the environment
+ * variable TUNEHUB_DB (store_db_resolve). --workers 0 (a serving replica that runs no jobs) needs a shared store:
+ * with the embedded one nothing else would run them. */
 th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size_t n);
 
 typedef struct srv srv_t;

@@ -20,8 +20,7 @@ int db_is_postgres_url(const char *spec) {
   return spec && (strncmp(spec, "postgresql://", 13) == 0 || strncmp(spec, "postgres://", 11) == 0);
 }
 
-/* spec with the password of a URL (user:password@) replaced by "***". */
-static void db__hide_password(const char *spec, char *out, size_t n) {
+void db_display_spec(const char *spec, char *out, size_t n) {
   const char *scheme = strstr(spec, "://");
   const char *at = scheme ? strchr(scheme + 3, '@') : NULL;
   const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
@@ -40,7 +39,7 @@ th_status db_open(const char *spec, db_t **out, char *err, size_t n) {
     return TH_ERR_NOMEM;
   }
   db->engine = db_is_postgres_url(spec) ? DB_POSTGRES : DB_SQLITE;
-  db__hide_password(spec, db->display, sizeof db->display);
+  db_display_spec(spec, db->display, sizeof db->display);
   th_status rc = db->engine == DB_POSTGRES ? db__pg_open(db, spec) : db__sq_open(db, spec);
   if (rc != TH_OK) {
     snprintf(err, n, "%s", db->err);
@@ -97,6 +96,7 @@ static const char *db__marker(db_engine e, const char *name, size_t len) {
       {"id", "INTEGER PRIMARY KEY", "BIGSERIAL PRIMARY KEY"},
       {"real", "REAL", "DOUBLE PRECISION"},
       {"blob", "BLOB", "BYTEA"},
+      {"binary", "", "COLLATE \"C\""},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
     if (strlen(m[i].name) == len && memcmp(m[i].name, name, len) == 0)
@@ -202,6 +202,7 @@ static db__param *db__param_at(db_stmt *s, int i) {
   db__param *p = &s->params[i - 1];
   free(p->text);
   memset(p, 0, sizeof *p);
+  p->bound = 1;
   if (i > s->nparams) s->nparams = i;
   return p;
 }
@@ -295,6 +296,28 @@ int64_t db_changes(db_t *db) {
 
 th_status db_begin_write(db_t *db) {
   return db->engine == DB_POSTGRES ? db__pg_begin_write(db) : db__sq_begin_write(db);
+}
+
+th_status db_begin(db_t *db) {
+  return db->engine == DB_POSTGRES ? db_exec(db, "BEGIN") : db__sq_begin_write(db);
+}
+
+/* The large-object calls exist on PostgreSQL only. */
+static th_status db__lo_unsupported(db_t *db) {
+  return db__fail(db, TH_ERR_UNSUPPORTED,
+                  "large objects need PostgreSQL; the SQLite store keeps bytes in files");
+}
+
+th_status db_lo_import(db_t *db, const char *path, int64_t *oid) {
+  return db->engine == DB_POSTGRES ? db__pg_lo_import(db, path, oid) : db__lo_unsupported(db);
+}
+
+th_status db_lo_export(db_t *db, int64_t oid, int fd) {
+  return db->engine == DB_POSTGRES ? db__pg_lo_export(db, oid, fd) : db__lo_unsupported(db);
+}
+
+th_status db_lo_unlink(db_t *db, int64_t oid) {
+  return db->engine == DB_POSTGRES ? db__pg_lo_unlink(db, oid) : db__lo_unsupported(db);
 }
 
 th_status db_commit(db_t *db) {

@@ -9,7 +9,9 @@
  * PostgreSQL, nothing on SQLite (whose writers are serialised). {for_share}    "FOR SHARE" on
  * PostgreSQL, nothing on SQLite. {id}           the type of an auto-numbered key: "INTEGER PRIMARY
  * KEY" or "BIGSERIAL PRIMARY KEY". {real}         a double column: "REAL" or "DOUBLE PRECISION"
- * (PostgreSQL's REAL is 4 bytes). {blob}         a byte column: "BLOB" or "BYTEA".
+ * (PostgreSQL's REAL is 4 bytes). {blob}         a byte column: "BLOB" or "BYTEA". {binary}
+ * after a text ORDER BY key: byte order on both engines (SQLite's BINARY default; PostgreSQL's "C"
+ * collation, where the database's locale, en_US say, would otherwise order names another way).
  *
  * Markers are replaced outside quoted strings only. RETURNING, ON CONFLICT ... DO NOTHING / DO
  * UPDATE, partial indexes, window functions and coalesce work on both engines; INSERT OR IGNORE,
@@ -46,6 +48,8 @@ th_status db_open_again(const db_t *db, db_t **out, char *err, size_t n);
 db_engine db_engine_of(const db_t *db);
 /* The spec the connection was opened with, password hidden (for messages and logs). */
 const char *db_display(const db_t *db);
+/* spec as db_display shows it (a URL's password as ***), into out (n bytes), without connecting. */
+void db_display_spec(const char *spec, char *out, size_t n);
 
 /* The last error's message on this connection (never NULL) and its class: TH_ERR_BUSY (SQLite busy
  * or locked; PostgreSQL serialisation failure, deadlock, lock not available), TH_ERR_UNAVAILABLE
@@ -89,6 +93,12 @@ int64_t db_changes(db_t *db);
  * transaction takes), so look-up-then-insert sequences stay atomic across processes and machines.
  */
 th_status db_begin_write(db_t *db);
+/* A transaction that does not exclude other writers on PostgreSQL (plain BEGIN), for writes that
+ * are safe side by side (an insert that ON CONFLICT leaves a row as another writer put it) and must
+ * not hold every other writer back for long (a large object being written). SQLite: BEGIN
+ * IMMEDIATE, as db_begin_write: its writers are serialised anyway, and a deferred transaction that
+ * upgrades to a write lock cannot wait for it. */
+th_status db_begin(db_t *db);
 th_status db_commit(db_t *db);
 /* Rolls back; harmless outside a transaction, and keeps the connection's last error message. */
 void db_rollback(db_t *db);
@@ -97,6 +107,20 @@ void db_rollback(db_t *db);
  * normal setting. SQLite: PRAGMA synchronous FULL / NORMAL. PostgreSQL commits are always durable:
  * nothing to do. */
 th_status db_durable(db_t *db, int full);
+
+/* Large objects: the bytes of a shared store's artifacts (PostgreSQL's pg_largeobject, written and
+ * read in chunks of 1 MiB). SQLite answers TH_ERR_UNSUPPORTED: its store keeps the bytes in files.
+ * A lost connection is TH_ERR_UNAVAILABLE, as for statements. db_lo_import: inside a transaction,
+ * creates a large object with the bytes of the file at path and writes its oid; it is gone again if
+ * the transaction rolls back. TH_ERR_IO when the file cannot be read. */
+th_status db_lo_import(db_t *db, const char *path, int64_t *oid);
+/* Writes the whole large object oid to fd (from its current offset on), in a transaction of its own
+ * when none is open. TH_ERR_NOT_FOUND when no large object has that oid, TH_ERR_IO when fd cannot
+ * be written. */
+th_status db_lo_export(db_t *db, int64_t oid, int fd);
+/* Inside a transaction: removes large object oid (from the database when the transaction commits).
+ */
+th_status db_lo_unlink(db_t *db, int64_t oid);
 
 /* The schema version the store's migrations have reached (0 for a new database), and setting it
  * inside the migration's transaction. SQLite: PRAGMA user_version; PostgreSQL: the one-row table

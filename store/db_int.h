@@ -13,6 +13,8 @@ typedef enum db__ptype { DB__P_NULL = 0, DB__P_TEXT, DB__P_INT64, DB__P_DOUBLE }
 
 typedef struct db__param {
   db__ptype type;
+  int bound; /* 0: never bound, an SQL NULL (as SQLite reads an unbound parameter); PostgreSQL is
+                told text */
   int null_text; /* a NULL bound by db_bind_text: PostgreSQL is told it is text ("? IS NULL" needs a type) */
   char *text; /* owned: the text (DB__P_TEXT), or the number formatted for PostgreSQL */
   int64_t i;
@@ -75,6 +77,9 @@ void db__pg_reset(db_stmt *s);
 int db__pg_is_null(db_stmt *s, int col);
 const char *db__pg_text(db_stmt *s, int col);
 th_status db__pg_begin_write(db_t *db);
+th_status db__pg_lo_import(db_t *db, const char *path, int64_t *oid);
+th_status db__pg_lo_export(db_t *db, int64_t oid, int fd);
+th_status db__pg_lo_unlink(db_t *db, int64_t oid);
 th_status db__pg_schema_version(db_t *db, int *v);
 th_status db__pg_wait(db_t *db, int timeout_ms, char *payload, size_t n);
 th_status db__pg_set_schema_version(db_t *db, int v);

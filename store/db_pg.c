@@ -4,13 +4,16 @@
  * 5 s), and every call until then fails at once with TH_ERR_UNAVAILABLE, which the server answers
  * with 503 and Retry-After. A transaction the loss cut short is gone: its caller gets
  * TH_ERR_UNAVAILABLE and nothing of it was committed. */
-#include <libpq-fe.h>
-#include <poll.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <libpq/libpq-fs.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "db_int.h"
 #include "th_util.h"
@@ -147,11 +150,11 @@ int db__pg_step(db_stmt *s) {
     int np = s->nparams > s->nref ? s->nparams : s->nref;
     for (int i = 0; i < np; i++) {
       const db__param *p = &s->params[i];
-      types[i] = p->type == DB__P_TEXT     ? DB__OID_TEXT
-                 : p->type == DB__P_INT64  ? DB__OID_INT8
-                 : p->type == DB__P_DOUBLE ? DB__OID_FLOAT8
-                 : p->null_text || i >= s->nparams ? DB__OID_TEXT
-                                                   : 0;
+      types[i] = p->type == DB__P_TEXT       ? DB__OID_TEXT
+                 : p->type == DB__P_INT64    ? DB__OID_INT8
+                 : p->type == DB__P_DOUBLE   ? DB__OID_FLOAT8
+                 : p->null_text || !p->bound ? DB__OID_TEXT
+                                             : 0;
       values[i] = p->type == DB__P_NULL ? NULL : p->text;
       if (p->type != DB__P_NULL && !p->text) {
         db__fail(db, TH_ERR_NOMEM, "out of memory");
@@ -208,11 +211,16 @@ th_status db__pg_begin_write(db_t *db) {
   return rc;
 }
 
-th_status db__pg_schema_version(db_t *db, int *v) {
-  th_status rc = db__pg_exec(
+/* The one-row table that holds the schema version, created when missing. */
+static th_status db__pg_schema_table(db_t *db) {
+  return db__pg_exec(
       db,
       "CREATE TABLE IF NOT EXISTS tunehub_schema (one INTEGER PRIMARY KEY CHECK (one = 1), "
       "version INTEGER NOT NULL)");
+}
+
+th_status db__pg_schema_version(db_t *db, int *v) {
+  th_status rc = db__pg_schema_table(db);
   if (rc != TH_OK) return rc;
   PGresult *res = PQexec(db->h, "SELECT version FROM tunehub_schema");
   if (!res || PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -231,7 +239,85 @@ th_status db__pg_set_schema_version(db_t *db, int v) {
            "INSERT INTO tunehub_schema (one, version) VALUES (1, %d) ON CONFLICT (one) DO UPDATE "
            "SET version = %d",
            v, v);
-  return db__pg_exec(db, sql);
+  th_status rc = db__pg_schema_table(db);
+  return rc == TH_OK ? db__pg_exec(db, sql) : rc;
+}
+
+/* ---- large objects ---- */
+
+enum { DB__PG_LO_CHUNK = 1 << 20 };
+
+/* A large-object call failed: its message is the connection's. */
+static th_status db__pg_lo_fail(db_t *db, const char *what) {
+  return db__pg_fail(db, NULL, what);
+}
+
+th_status db__pg_lo_import(db_t *db, const char *path, int64_t *oid) {
+  if (!db->in_tx) return db__fail(db, TH_ERR_INTERNAL, "db_lo_import needs a transaction");
+  th_status rc = db__pg_ready(db);
+  if (rc != TH_OK) return rc;
+  int in = open(path, O_RDONLY | O_CLOEXEC);
+  if (in < 0) return db__fail(db, TH_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+  char *buf = malloc(DB__PG_LO_CHUNK);
+  Oid id = buf ? lo_creat(db->h, INV_READ | INV_WRITE) : InvalidOid;
+  int lo = id != InvalidOid ? lo_open(db->h, id, INV_WRITE) : -1;
+  if (!buf)
+    rc = db__fail(db, TH_ERR_NOMEM, "out of memory");
+  else if (lo < 0)
+    rc = db__pg_lo_fail(db, "create a large object");
+  while (rc == TH_OK) {
+    ssize_t n = read(in, buf, DB__PG_LO_CHUNK);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) rc = db__fail(db, TH_ERR_IO, "cannot read %s: %s", path, strerror(errno));
+    if (n <= 0) break;
+    if (lo_write(db->h, lo, buf, (size_t)n) != (int)n)
+      rc = db__pg_lo_fail(db, "write a large object");
+  }
+  if (lo >= 0 && lo_close(db->h, lo) != 0 && rc == TH_OK)
+    rc = db__pg_lo_fail(db, "close a large object");
+  free(buf);
+  close(in);
+  if (rc == TH_OK) *oid = (int64_t)id;
+  return rc;
+}
+
+th_status db__pg_lo_export(db_t *db, int64_t oid, int fd) {
+  int own = !db->in_tx;
+  th_status rc = own ? db__pg_exec(db, "BEGIN READ ONLY") : db__pg_ready(db);
+  if (rc != TH_OK) return rc;
+  char *buf = malloc(DB__PG_LO_CHUNK);
+  int lo = buf ? lo_open(db->h, (Oid)oid, INV_READ) : -1;
+  if (!buf)
+    rc = db__fail(db, TH_ERR_NOMEM, "out of memory");
+  else if (lo < 0)
+    rc = PQstatus(db->h) == CONNECTION_OK && strstr(PQerrorMessage(db->h), "does not exist")
+             ? db__fail(db, TH_ERR_NOT_FOUND, "large object %lld does not exist", (long long)oid)
+             : db__pg_lo_fail(db, "open a large object");
+  while (rc == TH_OK) {
+    int n = lo_read(db->h, lo, buf, DB__PG_LO_CHUNK);
+    if (n < 0) rc = db__pg_lo_fail(db, "read a large object");
+    if (n <= 0) break;
+    if (th_write_full(fd, buf, (size_t)n, 0) != 0)
+      rc = db__fail(db, TH_ERR_IO, "cannot write large object %lld out: %s", (long long)oid,
+                    strerror(errno));
+  }
+  if (lo >= 0 && rc != TH_ERR_UNAVAILABLE) lo_close(db->h, lo);
+  free(buf);
+  if (own && db->in_tx) {
+    if (rc == TH_OK) return db__pg_exec(db, "COMMIT");
+    PGresult *r = PQexec(db->h, "ROLLBACK");
+    PQclear(r);
+    db->in_tx = 0;
+  }
+  return rc;
+}
+
+th_status db__pg_lo_unlink(db_t *db, int64_t oid) {
+  if (!db->in_tx) return db__fail(db, TH_ERR_INTERNAL, "db_lo_unlink needs a transaction");
+  th_status rc = db__pg_ready(db);
+  if (rc != TH_OK) return rc;
+  if (lo_unlink(db->h, (Oid)oid) < 0) return db__pg_lo_fail(db, "remove a large object");
+  return TH_OK;
 }
 
 th_status db__pg_wait(db_t *db, int timeout_ms, char *payload, size_t n) {
@@ -249,7 +335,9 @@ th_status db__pg_wait(db_t *db, int timeout_ms, char *payload, size_t n) {
     double left = deadline - th_now_mono();
     if (left <= 0) return TH_ERR_TIMEOUT;
     struct pollfd p = {.fd = PQsocket(db->h), .events = POLLIN};
-    if (p.fd < 0) return db__fail(db, TH_ERR_UNAVAILABLE, "the listening connection to %s is gone", db->display);
+    if (p.fd < 0)
+      return db__fail(db, TH_ERR_UNAVAILABLE, "the listening connection to %s is gone",
+                      db->display);
     if (poll(&p, 1, (int)(left * 1000) + 1) < 0 && errno != EINTR)
       return db__fail(db, TH_ERR_IO, "poll: %s", strerror(errno));
   }

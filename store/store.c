@@ -10,6 +10,7 @@
  * together with everything committed before it. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,6 +182,80 @@ int store_exists(const char *data_dir) {
   return access(dbpath, R_OK) == 0;
 }
 
+/* st->owner: "<host>:<data directory's absolute path>" (see store_owner). */
+static void store__owner_init(store_t *st) {
+  char host[256] = "localhost", dir[PATH_MAX];
+  if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "localhost");
+  host[sizeof host - 1] = '\0';
+  if (!realpath(st->data_dir, dir)) snprintf(dir, sizeof dir, "%s", st->data_dir);
+  snprintf(st->owner, sizeof st->owner, "%.255s:%.1100s", host, dir);
+}
+
+const char *store_owner(const store_t *st) {
+  return st->owner;
+}
+
+/* Frees the handle and what it owns. */
+static void store__free(store_t *st) {
+  db_close(st->fetch_db);
+  db_close(st->db);
+  pthread_mutex_destroy(&st->fetch_mu);
+  pthread_mutex_destroy(&st->mu);
+  free(st);
+}
+
+#define STORE__URL_FORM \
+  "a PostgreSQL URL (postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME, or ?host=SOCKETDIR)"
+
+th_status store_db_resolve(const char *flag, const char **spec, char *err, size_t n) {
+  const char *env = getenv("TUNEHUB_DB");
+  const char *v = flag ? flag : env && env[0] ? env : NULL;
+  if (v && !db_is_postgres_url(v)) {
+    snprintf(err, n,
+             "%s takes " STORE__URL_FORM
+             ", not '%.200s'; without --db and TUNEHUB_DB the store is the SQLite "
+             "file in the data directory",
+             flag ? "--db" : "the environment variable TUNEHUB_DB", v);
+    return TH_ERR_INVALID;
+  }
+  *spec = v;
+  return TH_OK;
+}
+
+int store_is_db_url(const char *spec) {
+  return db_is_postgres_url(spec);
+}
+
+void store_describe(const char *db_spec, const char *data_dir, char *out, size_t n) {
+  if (db_spec)
+    db_display_spec(db_spec, out, n);
+  else
+    snprintf(out, n, "%s", data_dir);
+}
+
+th_status store_exists_db(const char *db_spec, const char *data_dir, int *exists) {
+  if (!db_spec) {
+    *exists = store_exists(data_dir);
+    return TH_OK;
+  }
+  if (!db_is_postgres_url(db_spec))
+    return store__fail(NULL, TH_ERR_INVALID, "the store's database must be " STORE__URL_FORM);
+  db_t *db = NULL;
+  char err[1024];
+  th_status rc = db_open(db_spec, &db, err, sizeof err);
+  if (rc != TH_OK) return store__fail(NULL, rc, "%s", err);
+  db_stmt *s = NULL;
+  rc = db_prepare(db, "SELECT to_regclass('tunehub_schema') IS NOT NULL", &s);
+  int r = rc == TH_OK ? db_step(s) : DB_ERROR;
+  if (r == DB_ROW)
+    *exists = db_col_int(s, 0);
+  else
+    rc = store__fail(NULL, db_errclass(db), "%s", db_errmsg(db));
+  db_finalize(s);
+  db_close(db);
+  return rc;
+}
+
 th_status store_open(const char *data_dir, store_t **out) {
   return store_open_db(NULL, data_dir, out);
 }
@@ -189,6 +264,7 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
   store_t *st = calloc(1, sizeof *st);
   if (!st) return TH_ERR_NOMEM;
   pthread_mutex_init(&st->mu, NULL);
+  pthread_mutex_init(&st->fetch_mu, NULL);
   th_status rc = TH_OK;
   if (snprintf(st->data_dir, sizeof st->data_dir, "%s", data_dir) >= (int)sizeof st->data_dir) {
     rc = store__fail(st, TH_ERR_INVALID, "data directory path too long");
@@ -205,8 +281,8 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
   if (db_spec && !st->shared) {
     rc = store__fail(
         st, TH_ERR_INVALID,
-        "--db takes a PostgreSQL URL (postgresql://user@host:port/dbname), not '%.200s'; without "
-        "--db the store is the SQLite file in the data directory",
+        "the store's database must be " STORE__URL_FORM
+        ", not '%.200s'; without one the store is the SQLite file in the data directory",
         db_spec);
     goto fail;
   }
@@ -217,6 +293,8 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
     store__fail(st, rc, "%s", err);
     goto fail;
   }
+  st->blob = store_blob_engine(db_engine_of(st->db));
+  store__owner_init(st);
   /* Switching a new SQLite database to WAL and migrating it can report "database is locked" without
    * waiting when several processes open it at once (SQLite skips the busy handler to avoid deadlock
    * there), so those steps are retried for up to about 15 s; PostgreSQL's migrations wait on the
@@ -237,18 +315,13 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
 
 fail:
   /* the message stays readable as store_errmsg(NULL) once the handle is gone */
-  db_close(st->db);
-  pthread_mutex_destroy(&st->mu);
   store__errowner = NULL;
-  free(st);
+  store__free(st);
   return rc;
 }
 
 void store_close(store_t *st) {
-  if (!st) return;
-  db_close(st->db);
-  pthread_mutex_destroy(&st->mu);
-  free(st);
+  if (st) store__free(st);
 }
 
 int store_shared(const store_t *st) {
@@ -295,21 +368,47 @@ static th_status store__sweep_dir(store_t *st, const char *dir, int check_rows, 
   return rc;
 }
 
+/* Runs sql (UPDATE jobs ... RETURNING id) with ?1 bound to owner (NULL: left unbound, an SQL NULL);
+ * *changed gets the rows it changed, each announced as kind (so that other processes hear of it).
+ */
+static th_status store__jobs_of(store_t *st, const char *sql, const char *owner,
+                                store_event_kind kind, int *changed) {
+  db_stmt *s = NULL;
+  th_status rc = store__prepare(st, sql, &s);
+  int n = 0, r = DB_DONE;
+  if (rc == TH_OK) {
+    if (owner) db_bind_text(s, 1, owner);
+    while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
+      n++;
+      rc = store__announce(st, db_col_int64(s, 0), kind, 0, 0, NULL);
+    }
+    if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "recover jobs");
+  }
+  db_finalize(s);
+  if (rc == TH_OK) *changed = n;
+  return rc;
+}
+
 th_status store_recover(store_t *st, int *requeued, int *swept) {
   pthread_mutex_lock(&st->mu);
-  /* A shared store's running jobs belong to live workers elsewhere: only the embedded store, which
-   * this one process owns, takes every running job for an orphan of the last run. */
-  th_status rc =
-      st->shared
-          ? TH_OK
-          : store__exec(st,
-                        "UPDATE jobs SET state = 'cancelled', error = 'cancelled', "
-                        "finished_at = {now} WHERE state = 'running' AND cancel_requested = 1");
-  if (rc == TH_OK && !st->shared)
-    rc = store__exec(st,
-                     "UPDATE jobs SET state = 'queued', stage = 'requeued after restart', "
-                     "worker = NULL WHERE state = 'running'");
-  int req = rc == TH_OK && !st->shared ? (int)db_changes(st->db) : 0;
+  /* The embedded store belongs to this one process: every running job is an orphan of its last run.
+   * A shared store's running jobs belong to live workers elsewhere, but the ones claimed under this
+   * data directory's owner name were left by this directory's previous daemon (one daemon holds a
+   * data directory at a time). */
+  const char *owner = st->shared ? st->owner : NULL;
+  int req = 0, cancelled = 0;
+  th_status rc = store__jobs_of(
+      st,
+      "UPDATE jobs SET state = 'cancelled', error = 'cancelled', finished_at = {now} "
+      "WHERE state = 'running' AND cancel_requested = 1 AND (?1 IS NULL OR worker = ?1) "
+      "RETURNING id",
+      owner, STORE_EV_DONE, &cancelled);
+  if (rc == TH_OK)
+    rc = store__jobs_of(
+        st,
+        "UPDATE jobs SET state = 'queued', stage = 'requeued after restart', worker = NULL "
+        "WHERE state = 'running' AND (?1 IS NULL OR worker = ?1) RETURNING id",
+        owner, STORE_EV_QUEUED, &req);
   int sw = 0;
   if (rc == TH_OK) rc = store__sweep_dir(st, st->tmp_dir, 0, &sw);
   if (rc == TH_OK) {

@@ -1,10 +1,13 @@
-/* store: tunehub's persistent state behind one small interface. The metadata (networks, models, jobs,
- * workloads, tuning records, artifacts) lives in data_dir/tunehub.db (SQLite in WAL mode, the embedded default)
- * or in a PostgreSQL database that several daemons and workers share (store_open_db); the artifact bytes are
- * content-addressed files under data_dir/artifacts/ab/<sha256>. Both engines run the same SQL (db.h).
+/* store: tunehub's persistent state behind one small interface. The metadata (networks, models,
+ * jobs, workloads, tuning records, artifacts) lives in data_dir/tunehub.db (SQLite in WAL mode, the
+ * embedded default) or in a PostgreSQL database that several daemons and workers share
+ * (store_open_db). Both engines run the same SQL (db.h). The artifact bytes are content-addressed
+ * files under data_dir/artifacts/ab/<sha256>: the bytes themselves in the embedded store; in a
+ * shared store a verified read-through cache of the large objects that hold them in the database
+ * (blob.h), so that each process has a data directory of its own.
  *
- * Thread safety: a store_t may be shared by threads; calls are serialised internally. store_errmsg() returns the
- * message of the calling thread's last failed call on this handle. */
+ * Thread safety: a store_t may be shared by threads; calls are serialised internally.
+ * store_errmsg() returns the message of the calling thread's last failed call on this handle. */
 #ifndef STORE_H
 #define STORE_H
 
@@ -28,6 +31,24 @@ int store_shared(const store_t *st);
 const char *store_db_display(const store_t *st);
 /* 1 when data_dir already holds a readable store (tools that only read one, and must not create one). */
 int store_exists(const char *data_dir);
+
+/* ---- naming the store on the command line: --db URL, or TUNEHUB_DB ---- */
+/* The database a command names: flag (its --db value) when not NULL, else the environment variable
+ * TUNEHUB_DB when it is set and not empty, else NULL, which is the embedded SQLite store in the
+ * data directory. A value that is not a PostgreSQL URL is TH_ERR_INVALID with a message in err (n
+ * bytes) that says where it came from and the form expected. *spec (borrowed from flag or the
+ * environment) is written on TH_OK only. */
+th_status store_db_resolve(const char *flag, const char **spec, char *err, size_t n);
+/* 1 when spec names a PostgreSQL database (postgresql:// or postgres://), not a data directory. */
+int store_is_db_url(const char *spec);
+/* The store's name for messages before it is opened: the URL with its password hidden, or data_dir.
+ */
+void store_describe(const char *db_spec, const char *data_dir, char *out, size_t n);
+/* Whether there is a store to read, without creating one: data_dir/tunehub.db when db_spec is NULL,
+ * else a PostgreSQL database that tunehub's migrations have set up. TH_OK with *exists 0 or 1;
+ * TH_ERR_UNAVAILABLE when the server cannot be reached, TH_ERR_DB when it cannot be asked
+ * (store_errmsg(NULL) says why). */
+th_status store_exists_db(const char *db_spec, const char *data_dir, int *exists);
 /* Closes the handle; accepts NULL. */
 void store_close(store_t *st);
 /* The last error message on this handle for the calling thread; never NULL. store_errmsg(NULL) gives the
@@ -36,11 +57,19 @@ const char *store_errmsg(store_t *st);
 /* The data directory the store was opened on (borrowed). */
 const char *store_data_dir(store_t *st);
 
-/* Daemon start-up recovery: requeues jobs left 'running' by a dead process and removes artifact files and temp
- * files that no row references (a crash between rename and insert). Writes the counts when non-NULL, on success
- * only. A file is removed only when the database answers that no row has its digest: any database error stops
- * the sweep and is returned (TH_ERR_BUSY, TH_ERR_DB), with every remaining artifact left in place. Only the
- * process that owns the data directory (the daemon) may call this. */
+/* The name under which the process that holds data_dir claims jobs: "<hostname>:<absolute data
+ * directory>". It stays the same across restarts, so that a daemon's start-up (store_recover) can
+ * tell, in a shared store, the jobs its dead predecessor on this data directory left running from
+ * the jobs of live workers elsewhere. Borrowed; valid until store_close. */
+const char *store_owner(const store_t *st);
+/* Daemon start-up recovery: requeues jobs left 'running' by a dead process and removes artifact
+ * files and temp files that no row references (a crash between rename and insert). In a shared
+ * store the jobs are those claimed under store_owner (the rest belong to live workers elsewhere)
+ * and only files untouched for an hour go (a command on the same data directory may be placing
+ * one). Writes the counts when non-NULL, on success only. A file is removed only when the database
+ * answers that no row has its digest: any database error stops the sweep and is returned
+ * (TH_ERR_BUSY, TH_ERR_DB), with every remaining artifact left in place. Only the process that owns
+ * the data directory (the daemon) may call this. */
 th_status store_recover(store_t *st, int *requeued, int *swept);
 
 /* ---- model keys ---- */
@@ -54,8 +83,10 @@ typedef struct store_key {
 } store_key;
 
 /* ---- artifacts ---- */
-/* Copies the file at src into the content-addressed store (temp file, fsync, rename, then the row) and returns
- * its digest (hex) and size. Storing the same bytes twice is a no-op. src is left in place. */
+/* Copies the file at src into the content-addressed store (temp file, fsync, rename, then the row;
+ * in a shared store the row's transaction also writes the bytes to the database) and returns its
+ * digest (hex) and size. Storing the same bytes twice is a no-op, in one process or in several at
+ * once. src is left in place. */
 th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
                              int64_t *size);
 /* Creates an empty file in the store's scratch directory (data_dir/tmp, emptied at start-up by store_recover) for
@@ -63,7 +94,11 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
  * it) and path (n >= 1400 bytes) gets its name. The caller unlinks the file, or hands it to store_network_put
  * with take set. */
 th_status store_tmp_file(store_t *st, const char *prefix, char *path, size_t n, int *fd);
-/* Path of the artifact file for a digest (hex); TH_ERR_NOT_FOUND when unknown. */
+/* Path of the artifact file for a digest (hex) in this data directory; TH_ERR_NOT_FOUND when
+ * unknown. In a shared store a file missing from the local cache is fetched first: written to
+ * data_dir/tmp, checked against the digest and size, then renamed into place; bytes that do not
+ * match are TH_ERR_CORRUPT and never land in the cache. TH_ERR_UNAVAILABLE when the database cannot
+ * be reached. Safe from any thread; the fetch holds no lock that other store calls wait on. */
 th_status store_artifact_path(store_t *st, const char *digest, char *path, size_t n, int64_t *size,
                               char *media_type, size_t media_n);
 
@@ -212,6 +247,10 @@ th_status store_job_handoff(store_t *st, int64_t id, int attempt, const char *ta
 th_status store_job_get(store_t *st, int64_t id, store_job *out);
 /* The newest job for key (any state); TH_ERR_NOT_FOUND when none. */
 th_status store_job_latest(store_t *st, const store_key *key, store_job *out);
+/* Puts job id back in the queue when it is running under worker (the claim's name): its runner lost
+ * the database mid-stage, or must give it up; it is claimed again and resumes from its records.
+ * TH_ERR_CONFLICT when the job is not running under worker (it ended, or another runner has it). */
+th_status store_job_requeue(store_t *st, int64_t id, const char *worker);
 /* Persists the stage and the progress document of a running job; a NULL leaves that column as it is. Fenced by
  * attempt as store_model_publish (TH_ERR_CONFLICT once attempt lost the job; 0: unfenced). */
 th_status store_job_progress(store_t *st, int64_t id, int attempt, const char *stage, const char *progress);
@@ -335,7 +374,9 @@ typedef struct store_network {
                              with shapes the sha256 of "<file sha256>\n<shapes>"; "" for a zoo network */
   char onnx_digest[65];   /* sha256 hex of the ONNX file (an artifact, media type application/onnx) */
   int64_t onnx_size;
-  char onnx_path[1200];   /* the file in the content-addressed store */
+  char onnx_path[1200];   /* the file in this data directory's content-addressed store:
+                             store_network_get makes sure it is there (a shared store fetches it),
+                             store_network_list does not */
   char *shapes;           /* owned: the importer's shapes string, or NULL */
   char *description;      /* owned: the JSON text stored with the upload, or NULL */
   int version;            /* 1, then one more for every upload of other content under the name */

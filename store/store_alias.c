@@ -169,7 +169,7 @@ th_status store_alias_list(store_t *st, const store_key *key, store_alias **out,
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st, STORE__ALIAS_SELECT "ORDER BY a.batch, a.name", &s);
+  th_status rc = store__prepare(st, STORE__ALIAS_SELECT "ORDER BY a.batch, a.name {binary}", &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
     int r;

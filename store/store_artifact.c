@@ -1,8 +1,10 @@
-/* Content-addressed artifact files. A put hashes the source, copies it to data/tmp, fsyncs, renames it to
- * artifacts/<ab>/<sha256>, fsyncs the shard directory and artifacts/ (which holds a new shard's entry) and only
- * then inserts the row, so a crash or a power loss at any point leaves either no row or a row with its complete
- * file; files without rows are swept by store_recover(). A file already at the path is trusted only when its
- * bytes hash to its name. */
+/* Content-addressed artifacts. A put hashes the source, copies it to data/tmp, fsyncs, renames it
+ * to artifacts/<ab>/<sha256>, fsyncs the shard directory and artifacts/ (which holds a new shard's
+ * entry) and only then inserts the row, so a crash or a power loss at any point leaves either no
+ * row or a row with its complete file; files without rows are swept by store_recover(). A file
+ * already at the path is trusted only when its bytes hash to its name. In a shared store the row's
+ * transaction also writes the bytes to the database (blob.h), and the local files are a cache that
+ * store_artifact_path refills, verified, from there. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -97,20 +99,74 @@ th_status store__artifact_place(store_t *st, const char *src, int take, const ch
   return TH_OK;
 }
 
-th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type) {
+th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type,
+                              const char *path) {
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st,
-                                "INSERT INTO artifacts (digest, size, media_type, created_at) "
-                                "VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING",
-                                &s);
+  th_status rc = store__prepare(st, "SELECT lo_oid IS NULL FROM artifacts WHERE digest = ?", &s);
+  int have = 0, bare = 0;
+  if (rc == TH_OK) {
+    db_bind_text(s, 1, hex);
+    int r = db_step(s);
+    if (r == DB_ROW) {
+      have = 1;
+      bare = db_col_int(s, 0);
+    } else if (r != DB_DONE) {
+      rc = store__db_fail(st, "look up an artifact");
+    }
+  }
+  db_finalize(s);
+  s = NULL;
+  if (rc != TH_OK || (have && !(bare && st->blob->put))) return rc;
+  int64_t ref = 0;
+  if (st->blob->put && st->blob->put(st->db, path, &ref) != TH_OK)
+    return store__db_fail(st, "store the bytes of an artifact");
+  rc = store__prepare(st,
+                      have ? "UPDATE artifacts SET lo_oid = ?5 WHERE digest = ?1 AND lo_oid IS NULL"
+                           : "INSERT INTO artifacts (digest, size, media_type, created_at, lo_oid) "
+                             "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (digest) DO NOTHING",
+                      &s);
   if (rc == TH_OK) {
     db_bind_text(s, 1, hex);
     db_bind_int64(s, 2, sz);
     db_bind_text(s, 3, media_type);
     db_bind_double(s, 4, th_now_wall());
-    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "insert artifact");
+    if (ref)
+      db_bind_int64(s, 5, ref);
+    else
+      db_bind_null(s, 5);
+    if (db_step(s) != DB_DONE)
+      rc = store__db_fail(st, have ? "record an artifact's bytes" : "insert artifact");
   }
   db_finalize(s);
+  /* a concurrent writer's row stands with its own copy of the same bytes: this one goes with the
+   * transaction */
+  if (rc == TH_OK && ref && db_changes(st->db) == 0 && st->blob->drop(st->db, ref) != TH_OK)
+    rc = store__db_fail(st, "drop a duplicate copy of an artifact");
+  return rc;
+}
+
+th_status store__artifact_delete(store_t *st, const char *hex, const char *where, int *gone) {
+  char sql[512];
+  snprintf(sql, sizeof sql, "DELETE FROM artifacts WHERE digest = ?1 AND %s RETURNING lo_oid",
+           where);
+  db_stmt *s = NULL;
+  th_status rc = store__prepare(st, sql, &s);
+  int64_t ref = 0;
+  int went = 0;
+  if (rc == TH_OK) {
+    db_bind_text(s, 1, hex);
+    int r = db_step(s);
+    if (r == DB_ROW) {
+      went = 1;
+      ref = db_col_int64(s, 0);
+      r = db_step(s);
+    }
+    if (r != DB_DONE) rc = store__db_fail(st, "delete an artifact");
+  }
+  db_finalize(s);
+  if (rc == TH_OK && ref && st->blob->drop && st->blob->drop(st->db, ref) != TH_OK)
+    rc = store__db_fail(st, "drop an artifact's bytes");
+  if (rc == TH_OK) *gone = went;
   return rc;
 }
 
@@ -126,8 +182,18 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
     return store__fail(st, TH_ERR_IO, "cannot read %s: %s", src, strerror(errno));
   th_status rc = store__artifact_place(st, src, 0, hex, sz);
   if (rc != TH_OK) return rc;
+  char path[1300];
+  store__artifact_file(st, hex, path, sizeof path);
   pthread_mutex_lock(&st->mu);
-  rc = store__artifact_row(st, hex, sz, media_type);
+  /* a plain transaction: writing a large object must not hold every other writer of a shared store
+   * back, and two processes putting the same bytes settle it with the row's ON CONFLICT */
+  if (db_begin(st->db) != TH_OK) {
+    rc = store__db_fail(st, "begin a transaction");
+  } else {
+    rc = store__artifact_row(st, hex, sz, media_type, path);
+    if (rc == TH_OK) rc = store__exec(st, "COMMIT");
+    if (rc != TH_OK) db_rollback(st->db);
+  }
   pthread_mutex_unlock(&st->mu);
   if (rc != TH_OK) return rc;
   memcpy(digest, hex, 65);
@@ -145,20 +211,71 @@ th_status store_tmp_file(store_t *st, const char *prefix, char *path, size_t n, 
   return TH_OK;
 }
 
+/* Fills the local cache with artifact hex from its engine copy ref: the bytes go to a temp file in
+ * data/tmp, are checked against the digest and size, and only then renamed into place; bytes that
+ * do not match are an error and never land in the cache. Runs on the fetch connection, without
+ * st->mu. */
+static th_status store__artifact_fetch(store_t *st, const char *hex, int64_t ref, int64_t size) {
+  if (!ref)
+    return store__fail(
+        st, TH_ERR_NOT_FOUND,
+        "artifact sha256:%s has no copy in %s and is not in this data directory's cache (%s)", hex,
+        db_display(st->db), st->artifacts_dir);
+  char tmp[1400];
+  int fd = -1;
+  th_status rc = store_tmp_file(st, "fetch", tmp, sizeof tmp, &fd);
+  if (rc != TH_OK) return rc;
+  char err[1024] = "";
+  pthread_mutex_lock(&st->fetch_mu);
+  if (!st->fetch_db) {
+    pthread_mutex_lock(&st->mu); /* db_open_again reads st->db */
+    rc = db_open_again(st->db, &st->fetch_db, err, sizeof err);
+    pthread_mutex_unlock(&st->mu);
+  }
+  if (rc == TH_OK && st->blob->get(st->fetch_db, ref, fd) != TH_OK) {
+    rc = db_errclass(st->fetch_db);
+    snprintf(err, sizeof err, "%s", db_errmsg(st->fetch_db));
+  }
+  pthread_mutex_unlock(&st->fetch_mu);
+  if (close(fd) != 0 && rc == TH_OK) {
+    rc = TH_ERR_IO;
+    snprintf(err, sizeof err, "cannot write the fetched copy: %s", strerror(errno));
+  }
+  if (rc != TH_OK) {
+    unlink(tmp);
+    return store__fail(st, rc == TH_ERR_CONFLICT ? TH_ERR_DB : rc, "fetch artifact sha256:%s: %s",
+                       hex, err);
+  }
+  char got[65];
+  int64_t got_size = -1;
+  if (th_sha256_file(tmp, got, &got_size) != TH_OK || got_size != size || strcmp(got, hex) != 0) {
+    unlink(tmp);
+    return store__fail(
+        st, TH_ERR_CORRUPT,
+        "the copy of artifact sha256:%s in %s has other bytes (%lld bytes, sha256:%s; the row says "
+        "%lld bytes): not served",
+        hex, db_display(st->db), (long long)got_size, got_size >= 0 ? got : "?", (long long)size);
+  }
+  return store__artifact_place(st, tmp, 1, hex, size);
+}
+
 th_status store_artifact_path(store_t *st, const char *digest, char *path, size_t n, int64_t *size,
                               char *media_type, size_t media_n) {
   if (!th_is_sha256_hex(digest))
     return store__fail(st, TH_ERR_INVALID, "a digest is 64 lowercase hex digits");
   pthread_mutex_lock(&st->mu);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st, "SELECT size, media_type FROM artifacts WHERE digest = ?", &s);
+  int64_t sz = 0, ref = 0;
+  char media[128] = "";
+  th_status rc =
+      store__prepare(st, "SELECT size, media_type, lo_oid FROM artifacts WHERE digest = ?", &s);
   if (rc == TH_OK) {
     db_bind_text(s, 1, digest);
     int r = db_step(s);
     if (r == DB_ROW) {
-      if (size) *size = db_col_int64(s, 0);
-      if (media_type) store__col_copy(s, 1, media_type, media_n);
-      store__artifact_file(st, digest, path, n);
+      sz = db_col_int64(s, 0);
+      store__col_copy(s, 1, media, sizeof media);
+      ref = db_col_int64(s, 2);
     } else if (r == DB_DONE) {
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no artifact with digest sha256:%s", digest);
     } else {
@@ -167,5 +284,15 @@ th_status store_artifact_path(store_t *st, const char *digest, char *path, size_
   }
   db_finalize(s);
   pthread_mutex_unlock(&st->mu);
-  return rc;
+  char file[1300];
+  store__artifact_file(st, digest, file, sizeof file);
+  /* the files engine's local file is the artifact itself: a missing one is reported by whoever
+   * opens it */
+  if (rc == TH_OK && st->blob->get && access(file, F_OK) != 0)
+    rc = store__artifact_fetch(st, digest, ref, sz);
+  if (rc != TH_OK) return rc;
+  snprintf(path, n, "%s", file);
+  if (size) *size = sz;
+  if (media_type) snprintf(media_type, media_n, "%s", media);
+  return TH_OK;
 }

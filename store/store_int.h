@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include "blob.h"
 #include "db.h"
 #include "store.h"
 
@@ -12,8 +13,13 @@ struct store {
   db_t *db;
   pthread_mutex_t mu; /* serialises every call: one connection, many threads */
   int shared;         /* 1: PostgreSQL, which other daemons and workers share; 0: the embedded SQLite file */
+  const store_blob_ops *blob; /* where artifacts' bytes live beside the local files (blob.h) */
+  db_t *fetch_db; /* a connection of its own for filling the local cache from large objects, so that
+                     a big fetch never holds mu; opened at the first miss */
+  pthread_mutex_t fetch_mu; /* serialises fetch_db */
   char origin[17];    /* this handle's random token in the notifications it sends (store_events.c) */
   char data_dir[1024];
+  char owner[1400]; /* store_owner */
   char artifacts_dir[1100];
   char tmp_dir[1100];
 };
@@ -65,8 +71,17 @@ void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem);
  * when a file that hashes to hex is already there; else src is copied (take 0; src stays) or, after an fsync,
  * renamed (take 1: src lies in data/tmp, and is gone after TH_OK). Takes no lock. */
 th_status store__artifact_place(store_t *st, const char *src, int take, const char *hex, int64_t sz);
-/* INSERT OR IGNORE of an artifact's row; the caller holds st->mu. */
-th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type);
+/* The row of the artifact hex (size sz) inside the caller's transaction (the caller holds st->mu):
+ * when it is missing, the blob engine keeps the bytes of the local file at path and the row is
+ * inserted with the engine's reference; a row a concurrent writer inserted first stands (and the
+ * bytes this call kept are dropped); a row without its engine copy (put before the store had one)
+ * gets it. */
+th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const char *media_type,
+                              const char *path);
+/* Deletes the row of the artifact hex when the condition `where` (SQL over the artifacts row, ?1 =
+ * hex) holds, with its engine copy, inside the caller's transaction; *gone = 1 when it went (the
+ * caller then removes the local file after the commit). */
+th_status store__artifact_delete(store_t *st, const char *hex, const char *where, int *gone);
 /* The path of the artifact file named hex. */
 void store__artifact_file(store_t *st, const char *hex, char *path, size_t n);
 /* Binds the key's five name columns (framework, network, batch, target, compiler version) from parameter first

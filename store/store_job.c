@@ -388,6 +388,30 @@ th_status store_job_latest(store_t *st, const store_key *key, store_job *out) {
   return rc;
 }
 
+th_status store_job_requeue(store_t *st, int64_t id, const char *worker) {
+  pthread_mutex_lock(&st->mu);
+  db_stmt *s = NULL;
+  th_status rc =
+      store__prepare(st,
+                     "UPDATE jobs SET state = 'queued', stage = 'requeued', worker = NULL, lease_until = NULL "
+                     "WHERE id = ? AND state = 'running' AND worker = ?",
+                     &s);
+  if (rc == TH_OK) {
+    db_bind_int64(s, 1, id);
+    db_bind_text(s, 2, worker);
+    if (db_step(s) != DB_DONE)
+      rc = store__db_fail(st, "requeue job");
+    else if (db_changes(st->db) == 0)
+      rc = store__fail(st, TH_ERR_CONFLICT, "job %lld is not running under %s", (long long)id,
+                       worker);
+    else
+      rc = store__announce(st, id, STORE_EV_QUEUED, 0, 0, NULL);
+  }
+  db_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
 th_status store_job_progress(store_t *st, int64_t id, int attempt, const char *stage, const char *progress) {
   pthread_mutex_lock(&st->mu);
   th_status rc = store__fenced_begin(st, id, attempt);

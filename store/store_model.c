@@ -214,21 +214,29 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
       "  SELECT k.* FROM keys k WHERE k.net_digest = coalesce((SELECT n.digest FROM networks n "
       "    WHERE n.name = k.network AND n.source = 'onnx'), '')), "
       "latest AS ("
-      "  SELECT k.*, (SELECT id FROM models m WHERE m.framework = k.framework AND m.network = k.network "
-      "     AND m.batch = k.batch AND m.target = k.target AND m.compiler_version = k.compiler_version "
-      "     AND m.net_digest = k.net_digest AND m.state = 'ready' ORDER BY version DESC LIMIT 1) AS model_id, "
+      "  SELECT k.*, (SELECT id FROM models m WHERE m.framework = k.framework AND m.network = "
+      "k.network "
+      "     AND m.batch = k.batch AND m.target = k.target AND m.compiler_version = "
+      "k.compiler_version "
+      "     AND m.net_digest = k.net_digest AND m.state = 'ready' ORDER BY version DESC LIMIT 1) "
+      "AS model_id, "
       "   (SELECT id FROM jobs j WHERE j.framework = k.framework AND j.network = k.network "
-      "     AND j.batch = k.batch AND j.target = k.target AND j.compiler_version = k.compiler_version "
+      "     AND j.batch = k.batch AND j.target = k.target AND j.compiler_version = "
+      "k.compiler_version "
       "     AND j.net_digest = k.net_digest ORDER BY id DESC LIMIT 1) AS job_id FROM current k) "
-      "SELECT l.framework, l.network, l.batch, l.target, l.compiler_version, " STORE__MODEL_COLS ", "
-      " j.id, j.state, j.stage, j.error, (SELECT count(*) FROM models v WHERE v.framework = l.framework "
-      "   AND v.network = l.network AND v.batch = l.batch AND v.target = l.target AND v.compiler_version = "
+      "SELECT l.framework, l.network, l.batch, l.target, l.compiler_version, " STORE__MODEL_COLS
+      ", "
+      " j.id, j.state, j.stage, j.error, (SELECT count(*) FROM models v WHERE v.framework = "
+      "l.framework "
+      "   AND v.network = l.network AND v.batch = l.batch AND v.target = l.target AND "
+      "v.compiler_version = "
       "   l.compiler_version AND v.net_digest = l.net_digest AND v.state = 'ready'), l.net_digest "
       "FROM latest l LEFT JOIN models m ON m.id = l.model_id "
-      "LEFT JOIN artifacts a ON a.digest = m.tar_digest LEFT JOIN artifacts b ON b.digest = m.so_digest "
+      "LEFT JOIN artifacts a ON a.digest = m.tar_digest LEFT JOIN artifacts b ON b.digest = "
+      "m.so_digest "
       "LEFT JOIN jobs j ON j.id = l.job_id "
       "WHERE (?1 IS NULL OR l.framework = ?1) AND (?2 IS NULL OR l.network = ?2) "
-      "ORDER BY l.network, l.framework, l.batch";
+      "ORDER BY l.network {binary}, l.framework {binary}, l.batch";
   store_catalog_row *rows = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);

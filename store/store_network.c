@@ -20,12 +20,13 @@ th_status store_network_upsert(store_t *st, const char *name, const char *input_
                                int64_t params) {
   pthread_mutex_lock(&st->mu);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st,
-                                "INSERT INTO networks (name, input_shape, flops, params, updated_at) "
-                                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET input_shape = "
-                                "excluded.input_shape, flops = excluded.flops, params = excluded.params, "
-                                "updated_at = excluded.updated_at WHERE source = 'zoo'",
-                                &s);
+  th_status rc =
+      store__prepare(st,
+                     "INSERT INTO networks (name, input_shape, flops, params, updated_at) "
+                     "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET input_shape = "
+                     "excluded.input_shape, flops = excluded.flops, params = excluded.params, "
+                     "updated_at = excluded.updated_at WHERE networks.source = 'zoo'",
+                     &s);
   if (rc == TH_OK) {
     db_bind_text(s, 1, name);
     db_bind_text(s, 2, input_shape_json);
@@ -102,8 +103,18 @@ static th_status store__network_select(store_t *st, const char *name, store_netw
 th_status store_network_get(store_t *st, const char *name, store_network *out) {
   if (!name) return store__fail(st, TH_ERR_INVALID, "a network name is required");
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__network_select(st, name, out);
+  store_network n;
+  th_status rc = store__network_select(st, name, &n);
   pthread_mutex_unlock(&st->mu);
+  /* the caller reads the file: a shared store's local cache may not have it yet */
+  if (rc == TH_OK && n.onnx && st->blob->get) {
+    char path[sizeof n.onnx_path];
+    rc = store_artifact_path(st, n.onnx_digest, path, sizeof path, NULL, NULL, 0);
+    /* the network is there, its file is not: not an unknown network */
+    if (rc == TH_ERR_NOT_FOUND) rc = TH_ERR_IO;
+    if (rc != TH_OK) store_network_clear(&n);
+  }
+  if (rc == TH_OK) *out = n;
   return rc;
 }
 
@@ -112,8 +123,10 @@ th_status store_network_list(store_t *st, const char *source, store_network **ou
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
   db_stmt *s = NULL;
-  th_status rc = store__prepare(
-      st, "SELECT " STORE__NET_COLS STORE__NET_FROM " WHERE (?1 IS NULL OR n.source = ?1) ORDER BY n.name", &s);
+  th_status rc = store__prepare(st,
+                                "SELECT " STORE__NET_COLS STORE__NET_FROM
+                                " WHERE (?1 IS NULL OR n.source = ?1) ORDER BY n.name {binary}",
+                                &s);
   if (rc == TH_OK) {
     if (source) db_bind_text(s, 1, source);
     int r;
@@ -208,16 +221,14 @@ static th_status store__run1(store_t *st, const char *sql, const char *arg, cons
   return rc;
 }
 
-/* Deletes the artifact row of an ONNX file that no network references any more (inside the caller's
- * transaction); *gone = 1 when it went, so that the caller removes the file after the commit. */
+/* Deletes the artifact row (and its engine copy) of an ONNX file that no network references any
+ * more, inside the caller's transaction; *gone = 1 when it went, so that the caller removes the
+ * local file after the commit. */
 static th_status store__onnx_release(store_t *st, const char *hex, int *gone) {
-  int n = 0;
-  th_status rc = store__run1(st,
-                             "DELETE FROM artifacts WHERE digest = ?1 AND media_type = '" STORE__ONNX_MEDIA
-                             "' AND NOT EXISTS (SELECT 1 FROM networks WHERE onnx_digest = ?1)",
-                             hex, "delete an ONNX file's row", &n);
-  *gone = rc == TH_OK && n > 0;
-  return rc;
+  return store__artifact_delete(st, hex,
+                                "media_type = '" STORE__ONNX_MEDIA
+                                "' AND NOT EXISTS (SELECT 1 FROM networks WHERE onnx_digest = ?1)",
+                                gone);
 }
 
 /* Ends the transaction (COMMIT when rc is TH_OK, else ROLLBACK, keeping the first error). */
@@ -312,7 +323,9 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
       ch.changed = 0; /* the same file and shapes: nothing to write */
     } else if (g == TH_OK || g == TH_ERR_NOT_FOUND) {
       ch.changed = g == TH_OK ? 2 : 1;
-      rc = store__artifact_row(st, hex, sz, STORE__ONNX_MEDIA);
+      char file[1300];
+      store__artifact_file(st, hex, file, sizeof file);
+      rc = store__artifact_row(st, hex, sz, STORE__ONNX_MEDIA, file);
       if (rc == TH_OK) rc = store__network_write(st, up, digest, hex, g == TH_OK);
       if (rc == TH_OK && g == TH_OK) {
         char reason[160];

@@ -147,7 +147,7 @@ typedef struct tune__sjob {
 } tune__sjob;
 
 /* How a job leaves the scheduler besides a store_job_state: its outcome is not recorded here. */
-enum { TUNE__END_SHUTDOWN = -1, TUNE__END_LOST = -2, TUNE__END_HANDED_OFF = -3 };
+enum { TUNE__END_SHUTDOWN = -1, TUNE__END_LOST = -2, TUNE__END_HANDED_OFF = -3, TUNE__REQUEUE = -4 };
 
 struct tune_sched {
   store_t *st;
@@ -174,7 +174,18 @@ struct tune_sched {
   pthread_t hb;   /* the heartbeat thread */
   int hb_started;
   int hb_failing; /* the last heartbeat failed (logged once until it works again) */
+  /* what the store could not take while its database was away, written once it answers again
+   * (tune__flush_pending): a job's outcome, or its return to the queue */
+  struct {
+    int64_t id;
+    int attempt; /* the claim it was made under: the write stays fenced */
+    int state;   /* a store_job_state, or TUNE__REQUEUE */
+    char error[512];
+  } pending[64];
+  int npending;
+  double claim_warned_at; /* a failing claim is logged once per 10 s, not once per round */
 };
+
 
 void tune_sched_opts_default(tune_sched_opts *o) {
   memset(o, 0, sizeof *o);
@@ -281,6 +292,44 @@ static int tune__device_index(tune_sched *s, const char *name) {
   return i;
 }
 
+/* Keeps what the store could not take (its database away) for tune__flush_pending. Caller holds mu.
+ */
+static void tune__pend(tune_sched *s, int64_t id, int attempt, int state, const char *error) {
+  if (s->npending == (int)(sizeof s->pending / sizeof s->pending[0])) {
+    TH_LOG(TH_LOG_ERROR,
+           "job %lld stays 'running' in the store until the next start: too many pending writes",
+           (long long)id);
+    return;
+  }
+  s->pending[s->npending].id = id;
+  s->pending[s->npending].attempt = attempt;
+  s->pending[s->npending].state = state;
+  snprintf(s->pending[s->npending].error, sizeof s->pending[0].error, "%s", error ? error : "");
+  s->npending++;
+}
+
+/* Writes the pending outcomes and requeues in order while the store takes them. Caller holds mu. */
+static void tune__flush_pending(tune_sched *s) {
+  while (s->npending > 0) {
+    int64_t id = s->pending[0].id;
+    int state = s->pending[0].state;
+    th_status rc = state == TUNE__REQUEUE
+                       ? store_job_requeue(s->st, id, s->worker_name)
+                       : store_job_finish(s->st, id, s->pending[0].attempt, (store_job_state)state,
+                                          s->pending[0].error[0] ? s->pending[0].error : NULL);
+    if (rc == TH_ERR_UNAVAILABLE) return; /* still away: the next round tries again */
+    if (rc == TH_OK)
+      TH_LOG(TH_LOG_INFO, "job %lld: %s now that the database answers again", (long long)id,
+             state == TUNE__REQUEUE ? "back in the queue" : "outcome recorded");
+    else if (rc !=
+             TH_ERR_CONFLICT) /* conflict: it ended or moved meanwhile, nothing of ours to write */
+      TH_LOG(TH_LOG_ERROR, "job %lld: cannot record what happened to it: %s", (long long)id,
+             store_errmsg(s->st));
+    memmove(&s->pending[0], &s->pending[1], (size_t)(s->npending - 1) * sizeof s->pending[0]);
+    s->npending--;
+  }
+}
+
 /* Logs that job j is another claim's now: "lost the lease of job N (attempt A; attempt B holds it)". */
 static void tune__log_lost(tune_sched *s, tune__sjob *j) {
   store_job now;
@@ -301,17 +350,26 @@ static void tune__log_lost(tune_sched *s, tune__sjob *j) {
 
 /* Ends a job: records the outcome, frees it. Caller holds mu. state < 0 records nothing: TUNE__END_SHUTDOWN (the
  * stop hands it back to the queue), TUNE__END_LOST (another claim holds it), TUNE__END_HANDED_OFF (queued for a
- * worker with its target). */
+ * worker with its target), TUNE__REQUEUE (its database went away mid-stage: back to the queue once it answers,
+ * to be claimed again and resume from its records). An outcome the store cannot take because its database is
+ * away is written once it answers again. */
 static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *error) {
   if (s->b->close && j->bj) s->b->close(s->b->self, j->bj);
   j->bj = NULL;
   (void)th_rm_rf(j->dir);
-  if (state >= 0) {
+  if (state == TUNE__REQUEUE) {
+    TH_LOG(TH_LOG_WARN, "job %lld: the database went away (%s); it goes back to the queue when it answers",
+           (long long)j->job.id, error ? error : "");
+    tune__pend(s, j->job.id, j->job.attempts, TUNE__REQUEUE, NULL);
+  } else if (state >= 0) {
     th_status rc = store_job_finish(s->st, j->job.id, j->job.attempts, (store_job_state)state, error);
     if (rc == TH_ERR_CONFLICT && j->job.attempts > 0) {
       TH_LOG(TH_LOG_WARN, "job %lld: recording the outcome was refused: %s", (long long)j->job.id, store_errmsg(s->st));
       tune__log_lost(s, j);
       state = TUNE__END_LOST;
+    } else if (rc == TH_ERR_UNAVAILABLE) {
+      TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome yet: %s", (long long)j->job.id, store_errmsg(s->st));
+      tune__pend(s, j->job.id, j->job.attempts, state, error);
     } else if (rc != TH_OK) {
       TH_LOG(TH_LOG_ERROR, "job %lld: cannot record the outcome: %s", (long long)j->job.id, store_errmsg(s->st));
     }
@@ -350,11 +408,16 @@ static void tune__finish(tune_sched *s, tune__sjob *j, int state, const char *er
 
 /* Claims queued jobs up to the admission limit. Caller holds mu. */
 static void tune__admit(tune_sched *s) {
+  tune__flush_pending(s);
   while (!s->stopping && s->njobs < s->o.max_jobs) {
     store_job job;
     th_status rc = store_job_claim(s->st, s->worker_name, s->o.lease_s, &job);
     if (rc != TH_OK) {
-      if (rc != TH_ERR_NOT_FOUND) TH_LOG(TH_LOG_WARN, "cannot claim a job: %s", store_errmsg(s->st));
+      double now = th_now_mono();
+      if (rc != TH_ERR_NOT_FOUND && now - s->claim_warned_at >= 10) {
+        s->claim_warned_at = now;
+        TH_LOG(TH_LOG_WARN, "cannot claim a job: %s", store_errmsg(s->st));
+      }
       return;
     }
     tune__sjob *j = calloc(1, sizeof *j);
@@ -557,6 +620,9 @@ static int tune__round(tune_sched *s) {
     tune__finish(s, j, TUNE__END_SHUTDOWN, NULL);
   } else if (rc == TH_ERR_CANCELLED) {
     tune__finish(s, j, STORE_JOB_CANCELLED, "cancelled by request");
+  } else if (rc == TH_ERR_UNAVAILABLE) {
+    /* not the job's failure: its trials so far are in the records, and it resumes from them */
+    tune__finish(s, j, TUNE__REQUEUE, j->err);
   } else {
     if (!j->err[0]) snprintf(j->err, sizeof j->err, "%s", th_status_str(rc));
     tune__finish(s, j, STORE_JOB_FAILED, j->err);

@@ -61,8 +61,10 @@ static void tune__cli_progress(void *ctx, const tune_session_t *s) {
 
 static void tune__usage(FILE *f) {
   fprintf(f,
-          "usage: tunehub tune FRAMEWORK NETWORK BATCH [--data DIR] [--trials N] [--tuner xgb|ga|random|grid]\n"
-          "                    [--early-stopping N] [--seed S] [--batch-size N] [--target native]\n");
+          "usage: tunehub tune FRAMEWORK NETWORK BATCH [--data DIR] [--db URL] [--trials N]\n"
+          "                    [--tuner xgb|ga|random|grid] [--early-stopping N] [--seed S] "
+          "[--batch-size N]\n"
+          "                    [--target native]\n");
 }
 
 static void tune__list_networks(FILE *f) {
@@ -85,7 +87,7 @@ static int tune__int_arg(const char *name, const char *v, int64_t lo, int64_t hi
 int tune_cli_main(int argc, char **argv) {
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
-  const char *data = "./data", *target_name = NULL;
+  const char *data = "./data", *target_name = NULL, *db_flag = NULL, *db = NULL;
   tune_options o;
   tune_options_default(&o);
   int64_t v;
@@ -97,6 +99,9 @@ int tune_cli_main(int argc, char **argv) {
       return 0;
     } else if (strcmp(a, "--data") == 0 && next) {
       data = next;
+      i++;
+    } else if (strcmp(a, "--db") == 0 && next) {
+      db_flag = next;
       i++;
     } else if (strcmp(a, "--trials") == 0) {
       if (tune__int_arg("--trials", next, 1, 1000000, &v) != 0) return 2;
@@ -136,6 +141,11 @@ int tune_cli_main(int argc, char **argv) {
     tune__usage(stderr);
     return 2;
   }
+  char err[2048];
+  if (store_db_resolve(db_flag, &db, err, sizeof err) != TH_OK) {
+    fprintf(stderr, "tunehub tune: %s\n", err);
+    return 2;
+  }
   char ferr[128];
   const tc_backend *be = tc_backend_find(pos[0], ferr, sizeof ferr);
   if (!be) {
@@ -162,18 +172,21 @@ int tune_cli_main(int argc, char **argv) {
   }
   int64_t batch;
   if (tune__int_arg("BATCH", pos[2], 1, 4096, &batch) != 0) return 2;
-  char err[2048];
   if (tune_options_check(&o, err, sizeof err) != TH_OK) {
     fprintf(stderr, "tunehub tune: %s\n", err);
     return 2;
   }
   /* a zoo network needs no store to be named; an uploaded one is looked up in the store it was imported into */
   tune_net net;
-  th_status rc = tc_zoo_find(pos[1]) || store_exists(data) ? TH_OK : TH_ERR_NOT_FOUND;
+  int have = 1;
+  th_status rc = tc_zoo_find(pos[1]) ? TH_OK : store_exists_db(db, data, &have);
+  if (rc == TH_OK && !have) rc = TH_ERR_NOT_FOUND;
   store_t *st = NULL;
-  if (rc == TH_OK) rc = store_open(data, &st);
+  if (rc == TH_OK) rc = store_open_db(db, data, &st);
   if (rc != TH_OK && rc != TH_ERR_NOT_FOUND) {
-    fprintf(stderr, "tunehub tune: cannot open the store in %s: %s\n", data, store_errmsg(NULL));
+    char where[1024];
+    store_describe(db, data, where, sizeof where);
+    fprintf(stderr, "tunehub tune: cannot open the store %s: %s\n", where, store_errmsg(NULL));
     return 1;
   }
   if (rc == TH_OK) rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
@@ -239,7 +252,8 @@ int tune_cli_main(int argc, char **argv) {
          all_measured ? "" : " (some tasks have no valid config)", el);
   int code = 0;
   if (rc == TH_ERR_CANCELLED) {
-    printf("interrupted: every finished trial is stored in %s; rerun the same command to resume\n", data);
+    printf("interrupted: every finished trial is stored in %s; rerun the same command to resume\n",
+           store_db_display(st));
     code = 130;
   } else if (rc != TH_OK) {
     fprintf(stderr, "tunehub tune: %s\n", tune_session_errmsg(s));

@@ -6,7 +6,13 @@
 #   pg_url NAME       prints the URL of database NAME, creating it when missing (one database per test case)
 #   pg_stop           stops the server (fast shutdown) and leaves DIR for the test to remove
 #   pg_restart        stops and starts it again on the same data (the "database goes away" fault)
-#   pg_psql SQL       runs SQL in database tunehub and prints the rows (unaligned, no header)
+#   pg_up             starts it again on the same data after pg_stop (a longer outage: pg_stop, ..., pg_up)
+#   pg_psql SQL       runs SQL in database $PG_DB (default tunehub) and prints the rows (unaligned, no header)
+#   pg_attach FILE    uses the server a fixture started (tests/cluster/pg_fixture.sh wrote its directory to FILE)
+#   pg_fresh_db NAME  drops database NAME if it exists, creates it empty and prints its URL
+#   pg_copy_db FROM NAME  the same, with NAME a copy of database FROM (which nobody may be connected to)
+# A started server is guarded: should the process that started it (PG_GUARD_PID, default the calling shell) die
+# without pg_stop (ctest's kill -9 at a timeout), a watcher stops the server, so no postgres outlives its test.
 # Needs postgresql-15 (scripts/deps.sh --test installs it). Run as root, the server runs as the `postgres` user,
 # which Debian's package creates (PostgreSQL refuses to run as root); otherwise as the calling user.
 # A test that cannot start PostgreSQL exits 77 (ctest: skipped) only when the binaries are missing; any other
@@ -36,6 +42,7 @@ pg_start() {
     { cat "$PG_DIR/initdb.log" >&2; echo "FAIL: initdb" >&2; return 1; }
   PG_SOCK=$PG_DIR
   pg__start_server || return 1
+  pg__guard "${PG_GUARD_PID:-$$}"
   pg__as "$PG_BIN/createdb" -h "$PG_SOCK" -U postgres tunehub || { echo "FAIL: createdb" >&2; return 1; }
   PG_URL=$(pg_url_of tunehub)
   export PG_URL PG_DIR PG_SOCK
@@ -46,6 +53,18 @@ pg__start_server() {
   pg__as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
     -o "-c listen_addresses='' -k $PG_SOCK -c fsync=off -c full_page_writes=off -c max_connections=200" start \
     >/dev/null || { tail -20 "$PG_DIR/server.log" >&2; echo "FAIL: pg_ctl start" >&2; return 1; }
+}
+
+# Stops the server once process $1 is gone, unless pg_stop came first (it removes $PG_DIR/guard). The watcher's
+# output goes nowhere: ctest waits for every holder of a test's stdout to close it.
+pg__guard() {
+  local pid=$1 dir=$PG_DIR
+  touch "$dir/guard"
+  (
+    while [[ -e "$dir/guard" ]] && kill -0 "$pid" 2>/dev/null; do sleep 1; done
+    kill -0 "$pid" 2>/dev/null || pg__as "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w -t 30 stop
+  ) </dev/null >/dev/null 2>&1 &
+  disown
 }
 
 # The URL of database $1 on the test server (libpq URI: host is the socket directory).
@@ -68,10 +87,38 @@ pg_psql() {
 
 pg_stop() {
   [[ -n "${PG_DIR:-}" && -d "$PG_DIR/data" ]] || return 0
+  rm -f "$PG_DIR/guard"
   pg__as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+}
+
+pg_up() {
+  pg__start_server || return 1
+  pg__guard "${PG_GUARD_PID:-$$}"
 }
 
 pg_restart() {
   pg__as "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w -t 60 stop >/dev/null || return 1
   pg__start_server
+}
+
+pg_attach() {
+  local file=$1
+  [[ -s "$file" ]] || { echo "FAIL: no PostgreSQL fixture ($file is missing): run the test through ctest" >&2; return 1; }
+  PG_DIR=$(cat "$file")
+  PG_SOCK=$PG_DIR
+  [[ -S "$PG_SOCK/.s.PGSQL.5432" ]] || { echo "FAIL: the fixture's server in $PG_DIR is not running" >&2; return 1; }
+  PG_URL=$(pg_url_of tunehub)
+  export PG_URL PG_DIR PG_SOCK
+}
+
+pg_fresh_db() {
+  pg_copy_db template1 "$1"
+}
+
+pg_copy_db() {
+  local from=$1 name=$2
+  PGOPTIONS="-c client_min_messages=warning" pg__as "$PG_BIN/dropdb" -h "$PG_SOCK" -U postgres --if-exists --force \
+    "$name" || return 1
+  pg__as "$PG_BIN/createdb" -h "$PG_SOCK" -U postgres -T "$from" "$name" || return 1
+  pg_url_of "$name"
 }

@@ -156,7 +156,7 @@ retention)
   [[ "$(header X-Tunehub-Version)" == 3 ]] || fail "the newest is not v3"
   expect_status 404 "$BASE/v2/$REPO/manifests/b1-v2"; body_has MANIFEST_UNKNOWN
   # the unpublished version's blob stays (a garbage collector removes it)
-  read -r STATE2 D2 < <(sqlite3 -separator ' ' "$DATA/tunehub.db" "SELECT state, tar_digest FROM models WHERE version = 2")
+  read -r STATE2 D2 < <(store_sql -F ' ' "SELECT state, tar_digest FROM models WHERE version = 2")
   [[ "$STATE2" == deleted && -n "$D2" ]] || fail "v2 is '$STATE2', not deleted"
   expect_status 200 "$BASE/blobs/sha256:$D2"
   [[ "$(sha256sum "$TMP/body" | cut -d' ' -f1)" == "$D2" ]] || fail "v2's blob is gone"

@@ -20,7 +20,7 @@ case_remeasure() {
   "$TUNEHUB" tune llvm "$net" 1 --data "$DATA" --trials 2 >"$TMP/tune.log" 2>&1 ||
     { tail -20 "$TMP/tune.log"; fail "tune"; }
   local tasks
-  tasks=$(sqlite3 "$DATA/tunehub.db" "SELECT count(DISTINCT workload_key) FROM tuning_records WHERE error_class = 0")
+  tasks=$(store_sql "SELECT count(DISTINCT workload_key) FROM tuning_records WHERE error_class = 0")
   expect_fail 1 "no task of resnet-18 at batch 1 has a stored record" \
     "$TUNEHUB" remeasure llvm resnet-18 1 --data "$DATA"
   expect_fail 1 "holds no store" "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --against "$TMP/nowhere"
@@ -41,8 +41,9 @@ PY
   grep -q "^remeasure: \[[0-9]*/[0-9]*\] .* ms (recorded" "$TMP/alone.err" || fail "no progress lines on stderr"
 
   # against a copy of itself: every config is the same one, and both columns are timed
-  cp -r "$DATA" "$TMP/copy"
-  "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --against "$TMP/copy" --rounds 2 >"$TMP/pair.csv" \
+  local copy
+  copy=$(store_copy "$TMP/copy")
+  "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --against "$copy" --rounds 2 >"$TMP/pair.csv" \
     2>"$TMP/pair.err" || { cat "$TMP/pair.err"; fail "remeasure --against"; }
   [[ $(wc -l <"$TMP/pair.csv") == "$n" ]] || fail "--against: $(wc -l <"$TMP/pair.csv") lines, alone $n"
   /usr/bin/python3 - "$TMP/pair.csv" <<'PY' || fail "pair.csv: $(head -3 "$TMP/pair.csv")"
@@ -91,9 +92,11 @@ case_remeasure_target() {
   fi
   expect_fail 1 "no task of $net at batch 1 has a stored record for llvm -mcpu=$level .*tunes only its own target" \
     "$TUNEHUB" remeasure llvm "$net" 1 --data "$DATA" --target "$level"
-  cp -r "$DATA" "$TMP/other"
-  sqlite3 "$TMP/other/tunehub.db" "UPDATE tuning_records SET target = 'llvm -mcpu=$level'"
-  "$TUNEHUB" remeasure llvm "$net" 1 --data "$TMP/other" --target "$level" >"$TMP/level.csv" 2>"$TMP/level.err" ||
+  local other
+  other=$(store_copy "$TMP/other")
+  store_sql -S "$other" "UPDATE tuning_records SET target = 'llvm -mcpu=$level'" >/dev/null
+  store_at "$other"
+  "$TUNEHUB" remeasure llvm "$net" 1 "${AT[@]}" --target "$level" >"$TMP/level.csv" 2>"$TMP/level.err" ||
     { cat "$TMP/level.err"; fail "remeasure --target $level"; }
   [[ $(wc -l <"$TMP/level.csv") == "$n" ]] || fail "--target $level: $(wc -l <"$TMP/level.csv") lines, native $n"
   /usr/bin/python3 - "$TMP/level.csv" "$net" <<'PY' || fail "level.csv: $(head -3 "$TMP/level.csv")"
@@ -102,7 +105,7 @@ for r in csv.reader(open(sys.argv[1])):
     assert len(r) == 4 and r[0] == sys.argv[2] and float(r[2]) > 0 and float(r[3]) > 0, r
 PY
   expect_fail 1 "no task of $net at batch 1 has a stored record for llvm -mcpu=" \
-    "$TUNEHUB" remeasure llvm "$net" 1 --data "$TMP/other"
+    "$TUNEHUB" remeasure llvm "$net" 1 "${AT[@]}"
 
   # a target whose code this CPU cannot run: the first of these whose telling flag the host lacks
   local t flag want found=""

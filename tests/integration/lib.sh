@@ -1,5 +1,8 @@
 # Helpers for integration tests: start the real daemon on 127.0.0.1 with a free port and a temp data dir,
 # wait for it, stop it, and assert. Sourced by the case scripts; TUNEHUB is the binary under test.
+# The store is the SQLite file in the data dir, or, when TH_TEST_DB names a PostgreSQL database (the cluster
+# twins, run through tests/cluster/pg_case.sh), that database: the daemon gets --db, every other command finds
+# it in TUNEHUB_DB, and the data dir is the local cache. store_sql queries whichever store is in use.
 set -euo pipefail
 
 TMP=$(mktemp -d /tmp/th_it_XXXXXX)
@@ -7,6 +10,61 @@ DATA="$TMP/data"
 LOG="$TMP/daemon.log"
 PID=""
 PORT=""
+DB_ARGS=()
+PG_OWN=""
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/../cluster" && pwd)/pg.sh"
+if [[ -n "${TH_TEST_DB:-}" ]]; then
+  export TUNEHUB_DB=$TH_TEST_DB
+  DB_ARGS=(--db "$TH_TEST_DB")
+fi
+
+# use_private_pg: the store becomes a database on a PostgreSQL server of this test's own, in $TMP, for faults
+# that stop the server (pg_stop, pg_up, pg_restart); it is stopped when the test exits
+use_private_pg() {
+  pg_start "$TMP" >/dev/null || fail "cannot start PostgreSQL"
+  PG_OWN=1
+  TH_TEST_DB=$PG_URL
+  PG_DB=tunehub
+  export TH_TEST_DB PG_DB TUNEHUB_DB=$PG_URL
+  DB_ARGS=(--db "$TH_TEST_DB")
+}
+
+# store_sql [-F SEP] [-S STORE] SQL: the rows of SQL, one a line, columns separated by SEP (default |), on the
+# store in use or on STORE (what store_copy printed)
+store_sql() {
+  local sep="|" at=""
+  while [[ "$1" == -F || "$1" == -S ]]; do
+    [[ "$1" == -F ]] && sep=$2 || at=$2
+    shift 2
+  done
+  [[ -n "$at" ]] || at=${TH_TEST_DB:-$DATA}
+  if [[ "$at" == postgresql://* ]]; then
+    pg__as "$PG_BIN/psql" "$at" -v ON_ERROR_STOP=1 -At -F "$sep" -c "$1"
+  else
+    sqlite3 -separator "$sep" "$at/tunehub.db" "$1"
+  fi
+}
+
+# store_at STORE: sets AT to the flags that name STORE (what store_copy printed) to a command: --data DIR, or
+# --db URL with a data dir of its own for the local cache
+store_at() {
+  if [[ "$1" == postgresql://* ]]; then
+    AT=(--data "$TMP/cache_$(echo "$1" | sha256sum | cut -c1-8)" --db "$1")
+  else
+    AT=(--data "$1")
+  fi
+}
+
+# store_copy DIR: copies the store in use for a second look (remeasure --against) and prints what names the copy:
+# DIR, a copy of the data dir, or the URL of a copy of the database
+store_copy() {
+  if [[ -n "${TH_TEST_DB:-}" ]]; then
+    pg_copy_db "$PG_DB" "${PG_DB}_copy"
+  else
+    cp -r "$DATA" "$1"
+    echo "$1"
+  fi
+}
 
 free_port() {
   /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -15,10 +73,15 @@ free_port() {
 start_daemon() {
   [[ -n "$PORT" ]] || PORT=$(free_port)
   BASE="http://127.0.0.1:$PORT"
-  "$TUNEHUB" serve --listen "127.0.0.1:$PORT" --data "$DATA" --on-miss build "$@" >>"$LOG" 2>&1 &
+  "$TUNEHUB" serve --listen "127.0.0.1:$PORT" --data "$DATA" "${DB_ARGS[@]}" --on-miss build "$@" >>"$LOG" 2>&1 &
   PID=$!
+  local engine=SQLite
+  [[ -n "${TH_TEST_DB:-}" ]] && engine=PostgreSQL
   for _ in $(seq 1 100); do
-    curl -fsS "$BASE/healthz" >/dev/null 2>&1 && return 0
+    if curl -fsS "$BASE/healthz" >/dev/null 2>&1; then
+      grep -q "store: $engine" "$LOG" || { cat "$LOG"; fail "the daemon did not open the $engine store"; }
+      return 0
+    fi
     kill -0 "$PID" 2>/dev/null || { cat "$LOG"; fail "daemon exited at start"; }
     sleep 0.1
   done
@@ -37,6 +100,7 @@ stop_daemon() {
 cleanup() {
   local rc=$?
   stop_daemon
+  [[ -z "$PG_OWN" ]] || pg_stop
   if [[ $rc -ne 0 ]]; then
     echo "--- daemon log ---"
     tail -n 60 "$LOG" 2>/dev/null || true

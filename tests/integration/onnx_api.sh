@@ -42,7 +42,7 @@ manifest_of() { # manifest_of TAR: its manifest.json into $TMP/manifest.json
   tar -xOf "$1" manifest.json >"$TMP/manifest.json" || fail "no manifest.json in $1"
 }
 
-db() { sqlite3 "$DATA/tunehub.db" "$1"; }
+db() { store_sql "$1"; }
 
 # nothing of an upload is left: no uploaded network row, no ONNX artifact (row or file), no temp file, no job
 nothing_left() {

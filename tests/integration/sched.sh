@@ -33,12 +33,12 @@ sample_scheduler() {
   echo >>"$TMP/sched.jsonl"
 }
 
-records_of() { sqlite3 "$DATA/tunehub.db" "SELECT count(*) FROM tuning_records WHERE job_id = $1"; }
+records_of() { store_sql "SELECT count(*) FROM tuning_records WHERE job_id = $1"; }
 
 # trials_per_task JOB: "workload|target<TAB>trials" per task (verification re-timings are not
 # trials)
 trials_per_task() {
-  sqlite3 -separator $'\t' "$DATA/tunehub.db" "SELECT workload_key || '|' || target, count(*)
+  store_sql -F $'\t' "SELECT workload_key || '|' || target, count(*)
     FROM tuning_records WHERE job_id = $1 AND tuner <> 'verify'
     GROUP BY workload_key, target ORDER BY 1"
 }
@@ -147,7 +147,7 @@ case_kill9_tuning() {
   over=$(awk -F'\t' '$2 > 3' "$TMP/trials_after")
   [[ -z "$over" ]] \
     || fail "tasks with more trials than the budget of 3 (re-run after the restart): $over"
-  dup=$(sqlite3 "$DATA/tunehub.db" "SELECT workload_key, config, count(*) FROM tuning_records
+  dup=$(store_sql "SELECT workload_key, config, count(*) FROM tuning_records
     WHERE job_id = $job AND tuner <> 'verify' GROUP BY workload_key, target, config
     HAVING count(*) > 1")
   [[ -z "$dup" ]] || fail "configs tried twice in one task: $dup"

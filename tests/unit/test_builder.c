@@ -14,6 +14,7 @@
 #include "measure.h"
 #include "store.h"
 #include "th_test.h"
+#include "th_test_store.h"
 #include "th_util.h"
 #include "tune_task.h"
 #include "worker.h"
@@ -83,7 +84,7 @@ static store_t *open_tmp(char *dir, size_t n) {
   snprintf(dir, n, "/tmp/th_builder_XXXXXX");
   CHECK(mkdtemp(dir) != NULL);
   store_t *st = NULL;
-  CHECK(store_open(dir, &st) == TH_OK);
+  CHECK(th_test_store_open(dir, &st) == TH_OK);
   return st;
 }
 

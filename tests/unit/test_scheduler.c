@@ -14,6 +14,7 @@
 #include "scheduler.h"
 #include "store.h"
 #include "th_test.h"
+#include "th_test_store.h"
 #include "th_util.h"
 
 /* ---- the simulation ---- */
@@ -374,7 +375,7 @@ static store_t *open_tmp(void) {
   char *d = strdup("/tmp/th_sched_XXXXXX");
   CHECK(mkdtemp(d) != NULL);
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   return st;
 }
 

@@ -128,7 +128,7 @@ TH_TEST(config_flags) {
   CHECK(srv_config_parse(&c, 6, replica, err, sizeof err) == TH_OK);
   CHECK_EQ_INT(c.workers, 0);
   CHECK_EQ_INT(c.lease_s, 5);
-  CHECK_STR(c.db_url, "postgresql://u@/db?host=/tmp");
+  CHECK_STR(c.db, "postgresql://u@/db?host=/tmp");
   char *too_many[] = {"--workers", "65"};
   CHECK(srv_config_parse(&c, 2, too_many, err, sizeof err) == TH_ERR_INVALID);
   CHECK(strstr(err, "0 to 64") != NULL);

@@ -11,13 +11,16 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "db.h"
 #include "store.h"
 #include "th_sha256.h"
 #include "th_test.h"
+#include "th_test_store.h"
 #include "th_util.h"
 
 static char *tmpdir(void) {
@@ -44,22 +47,50 @@ static void write_file(const char *path, const char *text) {
   fclose(f);
 }
 
+/* The schema version of the case's database, read through the db layer (either engine). */
+static int schema_version(const char *dir) {
+  char path[400], err[512];
+  snprintf(path, sizeof path, "%s/tunehub.db", dir);
+  db_t *h = NULL;
+  CHECK(db_open(th_test_db() ? th_test_db() : path, &h, err, sizeof err) == TH_OK);
+  int v = -1;
+  CHECK(db_schema_version(h, &v) == TH_OK);
+  db_close(h);
+  return v;
+}
+
+/* The newest migration in schema.sql. */
+static int schema_latest(void) {
+  char *text = NULL;
+  CHECK(th_read_file(TH_SCHEMA_PATH, 1 << 20, &text, NULL) == TH_OK);
+  int latest = 0;
+  for (char *p = text; (p = strstr(p, "-- migration ")) != NULL; p++) {
+    int n = atoi(p + 13);
+    if (n > latest) latest = n;
+  }
+  free(text);
+  return latest;
+}
+
 TH_TEST(migrations_apply_once) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_close(st);
   /* reopening applies nothing twice */
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_close(st);
+  CHECK(schema_latest() >= 4);
+  CHECK_EQ_INT(schema_version(d), schema_latest());
+  if (th_test_db()) return 0;
+  /* the embedded store runs in WAL mode */
   char cmd[512];
-  snprintf(cmd, sizeof cmd, "sqlite3 %s/tunehub.db 'PRAGMA user_version; PRAGMA journal_mode;' > %s/v.txt",
-           d, d);
+  snprintf(cmd, sizeof cmd, "sqlite3 %s/tunehub.db 'PRAGMA journal_mode;' > %s/v.txt", d, d);
   CHECK(system(cmd) == 0);
   char path[300], *text = NULL;
   snprintf(path, sizeof path, "%s/v.txt", d);
   CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
-  CHECK(strncmp(text, "5\nwal", 5) == 0);
+  CHECK(strncmp(text, "wal", 3) == 0);
   free(text);
   return 0;
 }
@@ -67,12 +98,16 @@ TH_TEST(migrations_apply_once) {
 TH_TEST(newer_schema_is_refused) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_close(st);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "sqlite3 %s/tunehub.db 'PRAGMA user_version = 99;'", d);
-  CHECK(system(cmd) == 0);
-  CHECK(store_open(d, &st) == TH_ERR_CONFLICT);
+  char path[400], err[512];
+  snprintf(path, sizeof path, "%s/tunehub.db", d);
+  db_t *h = NULL;
+  CHECK(db_open(th_test_db() ? th_test_db() : path, &h, err, sizeof err) == TH_OK);
+  CHECK(db_set_schema_version(h, 99) == TH_OK);
+  db_close(h);
+  CHECK(th_test_store_open(d, &st) == TH_ERR_CONFLICT);
+  CHECK(strstr(store_errmsg(NULL), "schema version 99 is newer") != NULL);
   return 0;
 }
 
@@ -92,7 +127,7 @@ static void *enqueue_thread(void *p) {
 TH_TEST(single_flight_8_threads) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   pthread_t t[8];
   enq_arg a[8];
   for (int i = 0; i < 8; i++) {
@@ -132,7 +167,7 @@ TH_TEST(single_flight_across_processes) {
     kids[i] = fork();
     if (kids[i] == 0) {
       store_t *st = NULL;
-      if (store_open(d, &st) != TH_OK) _exit(3);
+      if (th_test_store_open(d, &st) != TH_OK) _exit(3);
       store_key k = key_of("vgg-11", 2);
       int64_t id;
       int created;
@@ -156,7 +191,7 @@ TH_TEST(single_flight_across_processes) {
 TH_TEST(artifact_put_is_content_addressed) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   char src[300];
   snprintf(src, sizeof src, "%s/src.bin", d);
   write_file(src, "abc");
@@ -186,7 +221,7 @@ TH_TEST(artifact_put_is_content_addressed) {
 TH_TEST(recover_sweeps_orphans_and_requeues) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   char src[300];
   snprintf(src, sizeof src, "%s/src.bin", d);
   write_file(src, "kept");
@@ -201,25 +236,41 @@ TH_TEST(recover_sweeps_orphans_and_requeues) {
   /* a crash mid-copy: a temp file */
   snprintf(tmpfile, sizeof tmpfile, "%s/tmp/deadbeef.123", d);
   write_file(tmpfile, "part");
+  /* a shared store's data directory may have other writers (a CLI import beside the daemon): its
+   * sweep takes only files untouched for an hour, so these two are made older */
+  struct timeval old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  CHECK(utimes(orphan, old) == 0 && utimes(tmpfile, old) == 0);
   store_key k = key_of("resnet-50", 4);
   int64_t id;
   int created;
   CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
   store_job j;
-  CHECK(store_job_claim(st, "dead-worker", 0, &j) == TH_OK);
+  CHECK(store_job_claim(st, store_owner(st), 0, &j) == TH_OK);
+  store_job_clear(&j);
+  /* and a job some other process claimed (a worker elsewhere, in a shared store) */
+  store_key k2 = key_of("resnet-50", 8);
+  int64_t other;
+  CHECK(store_job_enqueue(st, &k2, "build", "{}", 0, &other, &created) == TH_OK);
+  CHECK(store_job_claim(st, "elsewhere:/data", 0, &j) == TH_OK && j.id == other);
   store_job_clear(&j);
   store_close(st); /* the process "dies" with the job running */
 
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   int requeued = -1, swept = -1;
   CHECK(store_recover(st, &requeued, &swept) == TH_OK);
-  CHECK_EQ_INT(requeued, 1);
   CHECK_EQ_INT(swept, 2);
   CHECK(access(orphan, F_OK) != 0);
   CHECK(access(tmpfile, F_OK) != 0);
   char path[1400];
   CHECK(store_artifact_path(st, digest, path, sizeof path, NULL, NULL, 0) == TH_OK);
   CHECK(access(path, R_OK) == 0);
+  /* the embedded store is this process's alone: every running job is an orphan. A shared store's
+   * running jobs belong to workers elsewhere, except those claimed under this data directory's
+   * owner name */
+  CHECK_EQ_INT(requeued, th_test_db() ? 1 : 2);
+  CHECK(store_job_get(st, other, &j) == TH_OK);
+  CHECK(j.state == (th_test_db() ? STORE_JOB_RUNNING : STORE_JOB_QUEUED));
+  store_job_clear(&j);
   CHECK(store_job_get(st, id, &j) == TH_OK);
   CHECK(j.state == STORE_JOB_QUEUED);
   CHECK_EQ_INT(j.attempts, 1);
@@ -236,7 +287,7 @@ TH_TEST(recover_sweeps_orphans_and_requeues) {
 TH_TEST(claim_order_and_cancel) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_key a = key_of("vgg-11", 1), b = key_of("vgg-13", 1), c = key_of("vgg-16", 1);
   int64_t ia, ib, ic;
   int cr;
@@ -277,7 +328,7 @@ TH_TEST(claim_order_and_cancel) {
 TH_TEST(models_versions_and_catalog) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   char src[300], so[300];
   snprintf(src, sizeof src, "%s/a.tar", d);
   snprintf(so, sizeof so, "%s/a.so", d);
@@ -344,7 +395,7 @@ static int count_cb(void *ctx, const store_record *r) {
 TH_TEST(records_best_and_persist) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_record r;
   memset(&r, 0, sizeof r);
   snprintf(r.workload_key, sizeof r.workload_key, "conv2d_nchwc n1 c64");
@@ -361,7 +412,7 @@ TH_TEST(records_best_and_persist) {
     CHECK(store_record_add(st, &r) == TH_OK);
   }
   store_close(st);
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_record best;
   CHECK(store_record_best(st, "conv2d_nchwc n1 c64", "llvm -mcpu=test", &best) == TH_OK);
   CHECK_EQ_INT(best.config_index, 1);
@@ -398,7 +449,7 @@ TH_TEST(records_best_and_persist) {
 static store_t *store_with_artifact(char **dir, const char *text, char digest[65]) {
   *dir = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(*dir, &st) == TH_OK);
+  CHECK(th_test_store_open(*dir, &st) == TH_OK);
   char src[300];
   snprintf(src, sizeof src, "%s/src.bin", *dir);
   write_file(src, text);
@@ -481,6 +532,7 @@ static void corrupt_btree(const char *dir, const char *name) {
 /* ---- issue 22, defect 4: the orphan sweep never deletes on a database error ---- */
 
 TH_TEST(recover_keeps_artifacts_when_db_fails) {
+  TH_SQLITE_ONLY("it corrupts a b-tree page of the SQLite file");
   char *d, digest[65];
   store_t *st = store_with_artifact(&d, "published bytes", digest);
   char published[1400];
@@ -488,7 +540,7 @@ TH_TEST(recover_keeps_artifacts_when_db_fails) {
   store_close(st);
   /* the artifacts' digest index now fails every look-up, as a bad block under it would */
   corrupt_btree(d, "sqlite_autoindex_artifacts_1");
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   int requeued = -1, swept = -1;
   th_status rc = store_recover(st, &requeued, &swept);
   CHECK(rc == TH_ERR_DB);
@@ -506,9 +558,10 @@ TH_TEST(recover_keeps_artifacts_when_db_fails) {
 /* ---- issue 22, defect 6: job counts (behind /readyz) report a failing store ---- */
 
 TH_TEST(job_counts_report_db_errors) {
+  TH_SQLITE_ONLY("it corrupts a b-tree page of the SQLite file");
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_key k = key_of("resnet-18", 1);
   int64_t id;
   int created;
@@ -518,7 +571,7 @@ TH_TEST(job_counts_report_db_errors) {
   CHECK_EQ_INT(counts[STORE_JOB_QUEUED], 1);
   store_close(st);
   corrupt_btree(d, "jobs_state"); /* the index the count reads */
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   int64_t before[5] = {7, 7, 7, 7, 7};
   memcpy(counts, before, sizeof counts);
   CHECK(store_job_counts(st, counts) == TH_ERR_DB);
@@ -558,7 +611,7 @@ static void *limit_thread(void *p) {
 TH_TEST(queue_limit_holds_under_16_threads) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   for (int round = 0; round < 20; round++) {
     pthread_barrier_t go;
     CHECK(pthread_barrier_init(&go, NULL, LIMIT_THREADS) == 0);
@@ -603,12 +656,13 @@ TH_TEST(queue_limit_holds_under_16_threads) {
 }
 
 TH_TEST(queue_limit_count_error_is_an_error) {
+  TH_SQLITE_ONLY("it corrupts a b-tree page of the SQLite file");
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_close(st);
   corrupt_btree(d, "jobs_state"); /* the count fails; the live-job look-up (jobs_live_key) still works */
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_key k = key_of("resnet-18", 1);
   int64_t id = -1;
   int created = -1;
@@ -617,7 +671,7 @@ TH_TEST(queue_limit_count_error_is_an_error) {
   CHECK(id == -1 && created == -1);
   store_close(st);
   /* nothing was queued: the look-up by key reads jobs_live_key, which is intact */
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_job j;
   CHECK(store_job_latest(st, &k, &j) == TH_ERR_NOT_FOUND);
   store_close(st);
@@ -648,7 +702,7 @@ TH_TEST(artifact_put_replaces_corrupt_same_size_file) {
 TH_TEST(artifact_put_syncs_new_shard_dir) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   char src[300];
   snprintf(src, sizeof src, "%s/src.bin", d);
   write_file(src, "abc"); /* sha256 ba7816bf...: shard artifacts/ba/, new */
@@ -666,6 +720,7 @@ TH_TEST(artifact_put_syncs_new_shard_dir) {
 }
 
 TH_TEST(publish_commit_is_synced) {
+  TH_SQLITE_ONLY("it observes the fsync of SQLite's WAL file (synchronous = FULL)");
   char *d, td[65];
   store_t *st = store_with_artifact(&d, "tar-bytes", td);
   store_key k = key_of("resnet-18", 1);
@@ -706,7 +761,7 @@ TH_TEST(migration_from_v1_keeps_rows) {
   /* migration 1 as version 1 left it, written through the db layer, which reads the schema's markers */
   db_t *h = NULL;
   char err[512];
-  CHECK(db_open(db, &h, err, sizeof err) == TH_OK);
+  CHECK(db_open(th_test_db() ? th_test_db() : db, &h, err, sizeof err) == TH_OK);
   char *v1 = schema_v1();
   CHECK(db_exec(h, v1) == TH_OK);
   free(v1);
@@ -721,7 +776,7 @@ TH_TEST(migration_from_v1_keeps_rows) {
                 "VALUES ('llvm', 'vgg-11', 1, 'llvm -mcpu=test', '0.1.0', 'queued', 1.0);") == TH_OK);
   db_close(h);
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   /* the old rows are zoo rows of revision '' */
   store_key k = key_of("resnet-18", 1);
   store_model m;
@@ -743,14 +798,7 @@ TH_TEST(migration_from_v1_keeps_rows) {
   CHECK(j.key.net_digest[0] == '\0');
   store_job_clear(&j);
   store_close(st);
-  char cmd[512];
-  snprintf(cmd, sizeof cmd, "sqlite3 %s 'PRAGMA user_version;' > %s/v.txt", db, d);
-  CHECK(system(cmd) == 0);
-  char path[300], *text = NULL;
-  snprintf(path, sizeof path, "%s/v.txt", d);
-  CHECK(th_read_file(path, 1024, &text, NULL) == TH_OK);
-  CHECK(strncmp(text, "5\n", 2) == 0);
-  free(text);
+  CHECK_EQ_INT(schema_version(d), schema_latest());
   return 0;
 }
 
@@ -789,7 +837,7 @@ static void tar_artifact(store_t *st, const char *d, char td[65]) {
 TH_TEST(network_put_versions_and_delete) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   CHECK(store_network_upsert(st, "resnet-18", "[1,3,224,224]", 1.8e9, 11689512) == TH_OK);
   char a[300], b[300];
   snprintf(a, sizeof a, "%s/a.onnx", d);
@@ -896,7 +944,7 @@ TH_TEST(network_put_versions_and_delete) {
 TH_TEST(network_revision_keys_models) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   char a[300];
   snprintf(a, sizeof a, "%s/a.onnx", d);
   write_file(a, "onnx-A");
@@ -981,7 +1029,7 @@ static void publish_n(store_t *st, const char *d, const store_key *k, int n, cha
 TH_TEST(aliases_pin_move_delete) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_key k = key_of("resnet-18", 1);
   char td[3][65];
   publish_n(st, d, &k, 3, td);
@@ -1045,7 +1093,7 @@ TH_TEST(aliases_pin_move_delete) {
 TH_TEST(aliases_of_a_replaced_revision_are_retired) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   char a1[300];
   snprintf(a1, sizeof a1, "%s/a.onnx", d);
   write_file(a1, "onnx-A");
@@ -1079,7 +1127,7 @@ TH_TEST(aliases_of_a_replaced_revision_are_retired) {
 TH_TEST(retention_keeps_newest_and_aliased) {
   char *d = tmpdir();
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   store_key k = key_of("resnet-18", 1), other = key_of("resnet-18", 2);
   char td[5][65], to[3][65];
   publish_n(st, d, &k, 5, td);
@@ -1348,6 +1396,229 @@ TH_TEST(heartbeat_keeps_leases_reap_takes_expired) {
   CHECK(nw == 1 && !ws[0].alive && ws[0].stopped_at > 0);
   store_worker_list_free(ws, nw);
   CHECK(store_worker_heartbeat(st, "nobody", 30, NULL) == TH_ERR_NOT_FOUND);
+  store_close(st);
+  return 0;
+}
+
+/* ---- a shared store: blobs in large objects, a verified local cache per data directory ---- */
+
+/* One value of a query against the case's PostgreSQL database (run outside any store). */
+static int64_t pg_scalar(const char *sql) {
+  db_t *h = NULL;
+  char err[512];
+  CHECK(db_open(th_test_db(), &h, err, sizeof err) == TH_OK);
+  db_stmt *s = NULL;
+  CHECK(db_prepare(h, sql, &s) == TH_OK);
+  CHECK(db_step(s) == DB_ROW);
+  int64_t v = db_col_int64(s, 0);
+  db_finalize(s);
+  db_close(h);
+  return v;
+}
+
+/* The number of entries in a directory (the scratch directory data/tmp, say). */
+static int dir_entries(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\"", dir);
+  return system(cmd) == 0 ? 0 : 1;
+}
+
+/* Two stores on the case's database, each with a data directory (its local cache) of its own. */
+static void two_stores(char **da, store_t **a, char **db, store_t **b) {
+  *da = tmpdir();
+  *db = tmpdir();
+  *a = *b = NULL;
+  CHECK(th_test_store_open(*da, a) == TH_OK);
+  CHECK(th_test_store_open(*db, b) == TH_OK);
+}
+
+TH_TEST(blob_shared_between_data_dirs) {
+  TH_POSTGRES_ONLY("two data directories share one database only on PostgreSQL");
+  char *da, *db;
+  store_t *a, *b;
+  two_stores(&da, &a, &db, &b);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", da);
+  write_file(src, "shared bytes");
+  char digest[65];
+  CHECK(store_artifact_put(a, src, "application/x-tar", digest, NULL) == TH_OK);
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM pg_largeobject_metadata"), 1);
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM artifacts WHERE lo_oid IS NOT NULL"), 1);
+  /* b has never seen the bytes: its cache is filled from the large object */
+  char path[1400], want[1400], media[64];
+  int64_t size = 0;
+  CHECK(store_artifact_path(b, digest, path, sizeof path, &size, media, sizeof media) == TH_OK);
+  snprintf(want, sizeof want, "%s/artifacts/%.2s/%s", db, digest, digest);
+  CHECK_STR(path, want);
+  CHECK(size == 12 && !strcmp(media, "application/x-tar"));
+  char *text = NULL;
+  CHECK(th_read_file(path, 100, &text, NULL) == TH_OK);
+  CHECK_STR(text, "shared bytes");
+  free(text);
+  char tmp[400];
+  snprintf(tmp, sizeof tmp, "%s/tmp", db);
+  CHECK(dir_entries(tmp) == 0);
+  /* the same bytes put by b: no second copy in the database */
+  snprintf(src, sizeof src, "%s/src.bin", db);
+  write_file(src, "shared bytes");
+  CHECK(store_artifact_put(b, src, "application/x-tar", digest, NULL) == TH_OK);
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM pg_largeobject_metadata"), 1);
+  /* bytes that do not match the digest are an error, never served, never cached */
+  pg_scalar("SELECT lo_put(lo_oid::oid, 0, 'X') IS NULL FROM artifacts");
+  CHECK(unlink(path) == 0);
+  CHECK(store_artifact_path(b, digest, path, sizeof path, NULL, NULL, 0) == TH_ERR_CORRUPT);
+  CHECK(strstr(store_errmsg(b), "other bytes") != NULL);
+  CHECK(!file_exists(want) && dir_entries(tmp) == 0);
+  pg_scalar("SELECT lo_put(lo_oid::oid, 0, 's') IS NULL FROM artifacts");
+  CHECK(store_artifact_path(b, digest, path, sizeof path, NULL, NULL, 0) == TH_OK &&
+        file_exists(want));
+  /* a row without a database copy (put before there was one) says so, and the next put gives it one
+   */
+  pg_scalar("SELECT lo_unlink(lo_oid::oid) FROM artifacts");
+  pg_scalar("UPDATE artifacts SET lo_oid = NULL RETURNING 1");
+  CHECK(unlink(want) == 0);
+  CHECK(store_artifact_path(b, digest, path, sizeof path, NULL, NULL, 0) == TH_ERR_NOT_FOUND);
+  CHECK(strstr(store_errmsg(b), "has no copy in postgresql://") != NULL);
+  CHECK(store_artifact_put(a, src, "application/x-tar", digest, NULL) == TH_OK);
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM artifacts WHERE lo_oid IS NOT NULL"), 1);
+  CHECK(store_artifact_path(b, digest, path, sizeof path, NULL, NULL, 0) == TH_OK &&
+        file_exists(want));
+  store_close(a);
+  store_close(b);
+  return 0;
+}
+
+TH_TEST(blob_network_delete_and_sweep_across_data_dirs) {
+  TH_POSTGRES_ONLY("two data directories share one database only on PostgreSQL");
+  char *da, *db;
+  store_t *a, *b;
+  two_stores(&da, &a, &db, &b);
+  char td[65];
+  tar_artifact(a, da, td); /* a bundle that nothing deletes */
+  char onnx[300];
+  snprintf(onnx, sizeof onnx, "%s/a.onnx", da);
+  write_file(onnx, "onnx-bytes");
+  store_network_upload up = upload_of("tiny", onnx, NULL);
+  store_network na, nb;
+  CHECK(store_network_put(a, &up, &na, NULL) == TH_OK);
+  /* b reads the network, whose file its cache fetches */
+  CHECK(store_network_get(b, "tiny", &nb) == TH_OK);
+  CHECK(strncmp(nb.onnx_path, db, strlen(db)) == 0 && file_exists(nb.onnx_path));
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM pg_largeobject_metadata"), 2);
+  /* a deletes it: the row and the large object go together; b's stale copy is never served again */
+  CHECK(store_network_delete(a, "tiny", NULL) == TH_OK);
+  CHECK(!file_exists(na.onnx_path));
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM pg_largeobject_metadata"), 1);
+  char path[1400];
+  CHECK(store_artifact_path(b, na.onnx_digest, path, sizeof path, NULL, NULL, 0) ==
+        TH_ERR_NOT_FOUND);
+  store_network n;
+  CHECK(store_network_get(b, "tiny", &n) == TH_ERR_NOT_FOUND);
+  /* b's sweep removes its stale copy (old enough that no writer of b's directory can still be
+   * placing it) and nothing of the database: the bundle's row and large object stay for every other
+   * process */
+  struct timeval old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+  CHECK(utimes(nb.onnx_path, old) == 0);
+  CHECK(store_artifact_path(b, td, path, sizeof path, NULL, NULL, 0) == TH_OK);
+  CHECK(utimes(path, old) == 0);
+  int requeued = -1, swept = -1;
+  CHECK(store_recover(b, &requeued, &swept) == TH_OK);
+  CHECK_EQ_INT(swept, 1);
+  CHECK(!file_exists(nb.onnx_path) && file_exists(path));
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM pg_largeobject_metadata"), 1);
+  CHECK(store_artifact_path(a, td, path, sizeof path, NULL, NULL, 0) == TH_OK);
+  store_network_clear(&na);
+  store_network_clear(&nb);
+  store_close(a);
+  store_close(b);
+  return 0;
+}
+
+TH_TEST(blob_put_race_keeps_one_copy) {
+  TH_POSTGRES_ONLY(
+      "processes with their own data directories share one database only on PostgreSQL");
+  /* four processes, each with its own data directory, put the same bytes at the same moment */
+  int go[2];
+  CHECK(pipe(go) == 0);
+  pid_t kids[4];
+  for (int i = 0; i < 4; i++) {
+    kids[i] = fork();
+    if (kids[i] == 0) {
+      close(go[1]);
+      char *d = tmpdir(), src[300], digest[65], c;
+      store_t *st = NULL;
+      if (th_test_store_open(d, &st) != TH_OK) _exit(3);
+      snprintf(src, sizeof src, "%s/src.bin", d);
+      write_file(src, "raced bytes");
+      if (read(go[0], &c, 1) != 0) _exit(4); /* released when the parent closes its end */
+      th_status rc = store_artifact_put(st, src, "application/x-tar", digest, NULL);
+      store_close(st);
+      _exit(rc == TH_OK ? 0 : 5);
+    }
+  }
+  close(go[0]);
+  usleep(300000);
+  close(go[1]);
+  for (int i = 0; i < 4; i++) {
+    int status;
+    waitpid(kids[i], &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM artifacts"), 1);
+  CHECK_EQ_INT(pg_scalar("SELECT count(*) FROM pg_largeobject_metadata"), 1);
+  CHECK_EQ_INT(
+      pg_scalar(
+          "SELECT count(*) FROM artifacts a JOIN pg_largeobject_metadata m ON m.oid = a.lo_oid"),
+      1);
+  return 0;
+}
+
+/* ---- text order: bytes on both engines, whatever the database's locale ---- */
+
+TH_TEST(names_order_bytewise) {
+  /* on PostgreSQL, in a database whose collation orders text otherwise (ICU en-US: a_1 < a-1 < a.1
+   * < a1) */
+  char url[1200] = "";
+  if (th_test_db()) {
+    const char *q = strchr(th_test_db(), '?');
+    CHECK(q != NULL);
+    snprintf(url, sizeof url, "%.*s_icu%s", (int)(q - th_test_db()), th_test_db(), q);
+    const char *end = strchr(url, '?'), *slash = end;
+    while (slash > url && slash[-1] != '/') slash--;
+    char sql[300], name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(end - slash), slash);
+    db_t *h = NULL;
+    char err[512];
+    CHECK(db_open(th_test_db(), &h, err, sizeof err) == TH_OK);
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", name);
+    CHECK(db_exec(h, sql) == TH_OK);
+    snprintf(
+        sql, sizeof sql,
+        "CREATE DATABASE %s TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'",
+        name);
+    CHECK(db_exec(h, sql) == TH_OK);
+    db_close(h);
+  }
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(store_open_db(url[0] ? url : NULL, d, &st) == TH_OK);
+  const char *names[] = {"a1", "a_1", "a.1", "a-1"}, *want[] = {"a-1", "a.1", "a1", "a_1"};
+  for (int i = 0; i < 4; i++) {
+    CHECK(store_network_upsert(st, names[i], "[1]", 1, 1) == TH_OK);
+    store_key k = key_of(names[i], 1);
+    int64_t id;
+    int created;
+    CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &id, &created) == TH_OK);
+  }
+  store_network *nets = NULL;
+  size_t n = 0;
+  CHECK(store_network_list(st, NULL, &nets, &n) == TH_OK && n == 4);
+  for (int i = 0; i < 4; i++) CHECK_STR(nets[i].name, want[i]);
+  store_network_list_free(nets, n);
+  store_catalog_row *rows = NULL;
+  CHECK(store_catalog(st, NULL, NULL, NULL, &rows, &n) == TH_OK && n == 4);
+  for (int i = 0; i < 4; i++) CHECK_STR(rows[i].key.network, want[i]);
+  store_catalog_free(rows, n);
   store_close(st);
   return 0;
 }

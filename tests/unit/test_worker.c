@@ -8,10 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "scheduler.h"
 #include "store.h"
 #include "th_test.h"
+#include "th_test_store.h"
 #include "th_util.h"
-#include "scheduler.h"
 #include "worker.h"
 
 typedef struct test_builder {
@@ -95,7 +96,7 @@ static store_t *open_tmp(void) {
   char *d = strdup("/tmp/th_worker_XXXXXX");
   CHECK(mkdtemp(d) != NULL);
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(th_test_store_open(d, &st) == TH_OK);
   return st;
 }
 
