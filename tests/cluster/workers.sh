@@ -11,8 +11,13 @@
 #   fleet_view        GET /workers shows both workers with their targets; /metrics has the per-target gauges
 # Usage: workers.sh CASE, with TUNEHUB set to the binary.
 #
-# Until blobs live in the database (part A of issue 24), the daemon and the workers share one --data directory,
-# because the daemon serves the bundle files the workers write there; with blobs they get a directory each.
+# Each process has a --data directory of its own: the bundles a worker publishes live in the database (large
+# objects), and a daemon fetches them into its own cache.
+#   two_replicas      two daemons and two workers: a miss on daemon A is built and tuned by a worker; daemon B
+#                     follows it (?wait= and its SSE stream, woken by NOTIFY) and serves the same digests as A
+#   migrate           tunehub migrate copies an embedded store with tuned versions, records and an alias into
+#                     PostgreSQL; a daemon on it with an empty cache serves the same bytes; a second copy into
+#                     the same database, and a source blob that no longer matches its digest, are refused
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../integration/lib.sh"
 source "$here/pg.sh"
@@ -22,6 +27,7 @@ CHILDREN=()        # measurement workers of killed workers
 
 fleet_cleanup() {
   local rc=$?
+  if [[ -n "${BPID:-}" ]]; then kill "$BPID" 2>/dev/null || true; fi
   for n in "${!WPID[@]}"; do
     kill -CONT "${WPID[$n]}" 2>/dev/null || true
     kill -TERM "${WPID[$n]}" 2>/dev/null || true
@@ -55,7 +61,7 @@ start_fleet_daemon() {
 start_worker() {
   local name=$1
   shift
-  "$TUNEHUB" worker --db "$PG_URL" --data "$DATA" --lease 3 --slots 1 --name "$name" "$@" >>"$TMP/$name.log" 2>&1 &
+  "$TUNEHUB" worker --db "$PG_URL" --data "$TMP/data-$name" --lease 3 --slots 1 --name "$name" "$@" >>"$TMP/$name.log" 2>&1 &
   WPID[$name]=$!
   for _ in $(seq 1 100); do
     [[ "$(pg_psql "SELECT count(*) FROM workers WHERE name = '$name' AND stopped_at IS NULL")" == 1 ]] && return 0
@@ -254,6 +260,96 @@ case_fleet_view() {
   # the page has its fleet section
   expect_status 200 "$BASE/"
   body_has 'id="workers-section"'
+}
+
+# sha256 of what GET URL serves
+sha_of() { curl -fsS "$1" | sha256sum | cut -d' ' -f1; }
+
+case_two_replicas() {
+  start_fleet_daemon --miss-trials 2
+  # replica B: another daemon on the same database, with a data directory (a blob cache) of its own
+  local port_b base_b
+  port_b=$(free_port)
+  base_b="http://127.0.0.1:$port_b"
+  "$TUNEHUB" serve --listen "127.0.0.1:$port_b" --data "$TMP/data-b" --db "$PG_URL" --workers 0 --lease 3 \
+    >>"$TMP/replica-b.log" 2>&1 &
+  BPID=$!
+  wait_until 20 "replica B up" curl -fs -o /dev/null "$base_b/healthz"
+  start_worker w1
+  start_worker w2
+  M=/models/llvm/squeezenet_v1.1/1
+  expect_status 503 "$BASE$M"
+  job=$(jq -r .error.job.id "$TMP/body")
+  # B follows the job that a worker runs: its SSE stream, and a long poll that only a notification can end early
+  curl -sN --max-time 300 "$base_b/jobs/$job/events" >"$TMP/sse-b" &
+  sse=$!
+  t0=$(date +%s.%N)
+  code=$(curl -s -o "$TMP/b1" -D "$TMP/b1.h" -w '%{http_code}' --max-time 200 "$base_b$M?wait=240") || true
+  [[ "$code" == 200 ]] || fail "B's long poll ended with $code, not the first version (the relay did not wake it)"
+  echo "B's ?wait= answered $(echo "$(date +%s.%N) - $t0" | bc) s after the miss"
+  wait_until 600 "job $job succeeded" job_is "$job" succeeded
+  wait "$sse" || true
+  grep -q '^event: done' "$TMP/sse-b" || fail "B's event stream did not end with done: $(tail -c 400 "$TMP/sse-b")"
+  [[ "$(grep -c '^event: published' "$TMP/sse-b")" == 2 ]] || fail "B's stream lacks the two published events"
+  grep -q '^event: progress' "$TMP/sse-b" || fail "B's stream has no progress from the worker"
+  # both replicas list the same versions and serve each one's bytes (by digest, as an OCI client pulls them),
+  # and the newest from the plain URL, all matching the store's digests
+  [[ "$(curl -fsS "$BASE$M/versions" | jq -c '[.versions[] | [.version, .tuned, .digest]]')" == \
+     "$(curl -fsS "$base_b$M/versions" | jq -c '[.versions[] | [.version, .tuned, .digest]]')" ]] \
+    || fail "A and B list different versions"
+  for v in 1 2; do
+    want=$(sql "SELECT tar_digest FROM models WHERE job_id = $job AND version = $v")
+    [[ -n "$want" ]] || fail "no version $v in the store"
+    a=$(sha_of "$BASE/v2/llvm/squeezenet_v1.1/blobs/sha256:$want")
+    b=$(sha_of "$base_b/v2/llvm/squeezenet_v1.1/blobs/sha256:$want")
+    [[ "$a" == "$want" && "$b" == "$want" ]] || fail "v$v: A serves $a, B serves $b, the store has $want"
+  done
+  [[ "$(sha_of "$base_b$M")" == "$want" && "$(sha_of "$BASE$M")" == "$want" ]] || fail "the newest version differs"
+  [[ "$(sql "SELECT string_agg(DISTINCT worker, ',') FROM jobs WHERE id = $job")" =~ ^w[12]$ ]] \
+    || fail "job $job was not run by a worker"
+  [[ -s "$TMP/data-b/artifacts/${want:0:2}/$want" ]] || fail "B did not fill its own cache"
+  kill "$BPID" 2>/dev/null || true
+  wait "$BPID" 2>/dev/null || true
+}
+
+case_migrate() {
+  # an embedded store with a tuned version, tuning records and an alias
+  local src=$DATA tok=migrate-token-123
+  echo "$tok" >"$TMP/token"
+  LOG="$TMP/embedded.log"
+  start_daemon --token-file "$TMP/token" --on-miss tune --miss-trials 2
+  M=/models/llvm/squeezenet_v1.1/1
+  expect_status 503 "$BASE$M"
+  job=$(jq -r .error.job.id "$TMP/body")
+  wait_until 600 "job $job succeeded" job_is "$job" succeeded
+  expect_status 201 -X PUT -H "Authorization: Bearer $tok" -H 'Content-Type: application/json' \
+    -d '{"version": 2}' "$BASE$M/aliases/prod"
+  v2=$(sha_of "$BASE$M?version=2")
+  stop_daemon
+  q() { sqlite3 "$src/tunehub.db" "$1"; }
+  want="$(q "SELECT count(*) FROM models")/$(q "SELECT count(*) FROM tuning_records")/$(q "SELECT count(*) FROM artifacts")"
+  "$TUNEHUB" migrate --from "$src" --to "$PG_URL" >"$TMP/migrate.out" 2>"$TMP/migrate.err" \
+    || fail "migrate failed: $(cat "$TMP/migrate.err")"
+  grep -q "each read back from the database and hashed" "$TMP/migrate.out" || fail "no verification: $(cat "$TMP/migrate.out")"
+  got="$(sql "SELECT count(*) FROM models")/$(sql "SELECT count(*) FROM tuning_records")/$(sql "SELECT count(*) FROM artifacts WHERE lo_oid IS NOT NULL")"
+  [[ "$got" == "$want" ]] || fail "models/records/blobs: PostgreSQL has $got, the embedded store $want"
+  # a daemon on the database with an empty cache serves the same bytes, versions and alias
+  DATA=$TMP/fresh
+  PORT=""
+  start_daemon --db "$PG_URL" --token-file "$TMP/token"
+  [[ "$(sha_of "$BASE$M?version=2")" == "$v2" ]] || fail "v2 differs after the migration"
+  expect_status 200 "$BASE$M?alias=prod"
+  [[ "$(header X-Tunehub-Version)" == 2 ]] || fail "alias prod serves version '$(header X-Tunehub-Version)'"
+  expect_status 200 "$BASE$M/versions"
+  jq -e '[.versions[] | .version] == [1, 2] and ([.versions[] | .tuned] == [false, true])' "$TMP/body" >/dev/null \
+    || fail "versions: $(head -c 400 "$TMP/body")"
+  stop_daemon
+  # the same database again: refused, nothing changed
+  expect_fail 1 "already holds" "$TUNEHUB" migrate --from "$src" --to "$PG_URL"
+  # a source blob whose bytes no longer match its digest is not copied (into a new database)
+  f=$(find "$src/artifacts" -type f | head -n1)
+  printf 'x' | dd of="$f" bs=1 seek=100 conv=notrunc status=none
+  expect_fail 1 "hashes to" "$TUNEHUB" migrate --from "$src" --to "$(pg_url second)"
 }
 
 "case_$1"

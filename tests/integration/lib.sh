@@ -77,6 +77,8 @@ start_daemon() {
   PID=$!
   local engine=SQLite
   [[ -n "${TH_TEST_DB:-}" ]] && engine=PostgreSQL
+  local arg
+  for arg in "$@"; do [[ "$arg" == --db ]] && engine=PostgreSQL; done
   for _ in $(seq 1 100); do
     if curl -fsS "$BASE/healthz" >/dev/null 2>&1; then
       grep -q "store: $engine" "$LOG" || { cat "$LOG"; fail "the daemon did not open the $engine store"; }
