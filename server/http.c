@@ -220,6 +220,9 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   /* the scheduler is this daemon's worker: it registers the targets this machine measures, and one that
    * admits no job (--workers 0, a serving replica) only requeues the expired leases of others */
   so.lease_s = c->lease_s;
+  /* claims under the data directory's owner name, the same across restarts: the next daemon on this directory
+   * requeues at once what this one leaves running (store_recover), instead of waiting out the lease */
+  so.name = store_owner(s->st);
   char targets[TUNE_SCHED_MAX_TARGETS][256];
   const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];
   so.ntargets = tune_local_targets(targets, TUNE_SCHED_MAX_TARGETS);

@@ -165,7 +165,7 @@ struct tune_sched {
   tune_sched_estimates est;
   int nthreads;
   pthread_t th[32];
-  char worker_name[128];
+  char worker_name[1400];
   char host[128];
   char targets[TUNE_SCHED_MAX_TARGETS][256]; /* the concrete targets it registered */
   const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];

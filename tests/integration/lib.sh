@@ -154,6 +154,29 @@ wait_job() {
   done
 }
 
+# wait_untuned_job ID TEXT: a tune job for a target this daemon cannot measure published its untuned build and says
+# why in its progress (TEXT). On the embedded store it ends there (succeeded); on a shared store it goes back to
+# the queue for a worker with that target (waiting_for_target).
+wait_untuned_job() {
+  local want=succeeded
+  [[ -n "${TH_TEST_DB:-}" ]] && want=queued
+  for _ in $(seq 1 200); do
+    expect_status 200 "$BASE/jobs/$1"
+    jq -e --arg s "$want" --arg t "$2" '.state == $s and (.progress.tuning // "" | test($t))' "$TMP/body" >/dev/null \
+      && break
+    sleep 0.1
+  done
+  jq -e --arg s "$want" --arg t "$2" '.state == $s and (.progress.tuning | test($t))' "$TMP/body" >/dev/null \
+    || fail "job $1 is not $want with '$2': $(head -c 500 "$TMP/body")"
+  [[ "$want" == succeeded ]] || jq -e '.stage == "waiting_for_target"' "$TMP/body" >/dev/null \
+    || fail "job $1 does not wait for its target: $(head -c 500 "$TMP/body")"
+}
+
+# The reason a 501 gives for a target no one here measures: this daemon alone (embedded), or the fleet (shared).
+not_tunable_text() {
+  if [[ -n "${TH_TEST_DB:-}" ]]; then echo "no live worker measures"; else echo "measures only its own"; fi
+}
+
 # wait_ready PATH SECONDS: polls until PATH answers 200
 wait_ready() {
   local path=$1 secs=$2
