@@ -2,7 +2,8 @@
 # Issue 24's store-level figures on a private PostgreSQL 15 (tests/cluster/pg.sh, fsync off as in the tests):
 # claims per second with W worker processes on trivial jobs (claim with a lease + fenced finish), and the time
 # from a job's enqueue to a worker's claim, with workers woken by NOTIFY and with workers that look once a second.
-# usage: scripts/bench/cluster.sh [--workers 8] [--jobs 2000] [--latency-jobs 100]
+# usage: scripts/bench/cluster.sh [--workers 8] [--jobs 2000] [--latency-jobs 100] [--lease 30]
+# (--lease 0 claims without a lease: run both to see what the lease costs)
 # Run on an otherwise idle machine.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
