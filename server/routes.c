@@ -814,7 +814,38 @@ static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *ke
   return srv_json_doc(s, r, 200, doc);
 }
 
+/* The targets tuning can go ahead for, for framework fw: this daemon's own (when its scheduler runs jobs and it
+ * can measure there), and on a shared store every target a live worker registered for fw. A new array. */
+static json_t *srv__tunable_targets(srv_t *s, const char *fw, const char *own, int own_ok,
+                                    const store_worker *ws, size_t nw) {
+  json_t *out = json_array();
+  if (own_ok && s->cfg.workers > 0) json_array_append_new(out, json_string(own));
+  size_t fl = strlen(fw);
+  for (size_t w = 0; w < nw; w++) {
+    if (!ws[w].alive || !ws[w].targets) continue;
+    json_t *ts = json_loads(ws[w].targets, 0, NULL);
+    size_t k;
+    json_t *v;
+    json_array_foreach(ts, k, v) {
+      const char *t = json_string_value(v);
+      if (!t || strncmp(t, fw, fl) != 0 || t[fl] != ' ') continue;
+      int seen = 0;
+      size_t m;
+      json_t *have;
+      json_array_foreach(out, m, have) seen |= !strcmp(json_string_value(have), t);
+      if (!seen) json_array_append_new(out, json_string(t));
+    }
+    json_decref(ts);
+  }
+  return out;
+}
+
 static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
+  /* the fleet's live workers, whose targets tuning can go ahead for too (none on the embedded store) */
+  store_worker *ws = NULL;
+  size_t nw = 0;
+  th_status wrc = store_shared(s->st) ? store_worker_list(s->st, &ws, &nw) : TH_OK;
+  if (wrc != TH_OK) return srv_error(s, r, wrc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *arr = json_array();
   for (int i = 0; i < 4 && tc_backend_at(i); i++) {
     const tc_backend *b = tc_backend_at(i);
@@ -851,11 +882,11 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
     json_object_set_new(t, "valid_targets", valid);
     const char *nat = strchr(s->targets[i], '=');
     json_object_set_new(t, "native", json_string(nat ? nat + 1 : s->targets[i]));
-    json_object_set_new(t, "tunable_targets", on_device && !json_is_true(json_object_get(t, "device_present"))
-                                                  ? json_array()
-                                                  : json_pack("[s]", s->targets[i]));
+    int own_ok = !(on_device && !json_is_true(json_object_get(t, "device_present")));
+    json_object_set_new(t, "tunable_targets", srv__tunable_targets(s, fw, s->targets[i], own_ok, ws, nw));
     json_array_append_new(arr, t);
   }
+  store_worker_list_free(ws, nw);
   json_t *root = json_object();
   json_object_set_new(root, "targets", arr);
   json_object_set_new(root, "compiler_version", json_string(s->compiler_version));

@@ -248,6 +248,11 @@ case_fleet_view() {
     grep -q "^tunehub_queue_depth{target=\"$t\"} 0$" "$TMP/metrics" || fail "no queue depth gauge for $t"
   done
   grep -q '^# TYPE tunehub_queue_depth gauge$' "$TMP/metrics" || fail "no TYPE line"
+  # /targets says tuning can go ahead for every live worker's target (the replica itself measures nothing)
+  expect_status 200 "$BASE/targets"
+  jq -e --arg own "$own" '.targets[] | select(.framework == "llvm") | .tunable_targets | sort ==
+    ([$own, "llvm -mcpu=x86-64-v2", "llvm -mcpu=x86-64-v3"] | unique)' "$TMP/body" >/dev/null \
+    || fail "tunable targets: $(jq -c '.targets[] | select(.framework == "llvm") | .tunable_targets' "$TMP/body")"
   # a clean stop: the worker says so and the fleet sees it gone
   kill -TERM "${WPID[w2]}"
   wait "${WPID[w2]}" || fail "worker w2 exited non-zero on SIGTERM"
@@ -257,6 +262,9 @@ case_fleet_view() {
     || fail "w2 after its stop: $(head -c 600 "$TMP/body")"
   curl -s "$BASE/metrics" | grep -q '^tunehub_workers_alive{target="llvm -mcpu=x86-64-v3"} 0$' \
     || fail "workers_alive did not drop to 0"
+  expect_status 200 "$BASE/targets"
+  jq -e '.targets[] | select(.framework == "llvm") | .tunable_targets | index("llvm -mcpu=x86-64-v3") == null' \
+    "$TMP/body" >/dev/null || fail "x86-64-v3 still tunable after its only worker stopped"
   # the page has its fleet section
   expect_status 200 "$BASE/"
   body_has 'id="workers-section"'
