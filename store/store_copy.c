@@ -67,6 +67,13 @@ static th_status store__columns(store_t *st, const char *table, store__col *cols
   return rc;
 }
 
+/* A text column's value as the copy writes it: the source's, except that a running job arrives queued (its
+ * runner was the source's daemon). The verification reads the source through this too. */
+static const char *store__copied_text(const char *table, const store__col *col, const char *v) {
+  if (v && !strcmp(table, "jobs") && !strcmp(col->name, "state") && !strcmp(v, "running")) return "queued";
+  return v;
+}
+
 /* "a, b, c" for the columns. */
 static void store__col_list(const store__col *cols, int n, char *out, size_t cap) {
   size_t used = 0;
@@ -99,11 +106,8 @@ static th_status store__copy_table(store_t *from, store_t *to, const char *table
         db_bind_int64(ins, i + 1, db_col_int64(s, i));
       else if (cols[i].type == STORE__C_REAL)
         db_bind_double(ins, i + 1, db_col_double(s, i));
-      else if (!strcmp(table, "jobs") && !strcmp(cols[i].name, "state") &&
-               !strcmp(db_col_text(s, i), "running"))
-        db_bind_text(ins, i + 1, "queued"); /* its runner was the source's daemon */
       else
-        db_bind_text(ins, i + 1, db_col_text(s, i));
+        db_bind_text(ins, i + 1, store__copied_text(table, &cols[i], db_col_text(s, i)));
     }
     if (db_step(ins) != DB_DONE) {
       rc = store__error_moves(to, from, store__db_fail(to, table));
@@ -139,10 +143,8 @@ static th_status store__table_digest(store_t *st, const char *table, const char 
         snprintf(num, sizeof num, "%" PRId64, db_col_int64(s, i));
       else if (cols[i].type == STORE__C_REAL)
         snprintf(num, sizeof num, "%.17g", db_col_double(s, i));
-      else if (!strcmp(table, "jobs") && !strcmp(cols[i].name, "state") && !strcmp(db_col_text(s, i), "running"))
-        v = "queued";
       else
-        v = db_col_text(s, i);
+        v = store__copied_text(table, &cols[i], db_col_text(s, i));
       th_sha256_update(&h, v, strlen(v) + 1); /* the NUL separates the columns */
     }
     (*rows)++;

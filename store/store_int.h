@@ -87,6 +87,9 @@ void store__artifact_file(store_t *st, const char *hex, char *path, size_t n);
 /* Binds the key's five name columns (framework, network, batch, target, compiler version) from parameter first
  * on, and its network revision (net_digest) after them when with_digest is set. */
 void store__bind_key(db_stmt *s, int first, const store_key *k, int with_digest);
+/* Reads the key's five name columns (framework, network, batch, target, compiler version) from column first on;
+ * the counterpart of store__bind_key (net_digest is left to the caller). */
+void store__col_key(db_stmt *s, int first, store_key *k);
 /* A copy of a column as malloc'd text (NULL for SQL NULL). */
 char *store__col_dup(db_stmt *s, int col);
 /* Copies a text column into a fixed buffer (truncating safely). */

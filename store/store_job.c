@@ -40,11 +40,7 @@ void store_job_clear(store_job *j) {
 static void store__job_row(db_stmt *s, store_job *j) {
   memset(j, 0, sizeof *j);
   j->id = db_col_int64(s, 0);
-  store__col_copy(s, 1, j->key.framework, sizeof j->key.framework);
-  store__col_copy(s, 2, j->key.network, sizeof j->key.network);
-  j->key.batch = db_col_int(s, 3);
-  store__col_copy(s, 4, j->key.target, sizeof j->key.target);
-  store__col_copy(s, 5, j->key.compiler_version, sizeof j->key.compiler_version);
+  store__col_key(s, 1, &j->key);
   store__col_copy(s, 6, j->kind, sizeof j->kind);
   j->options = store__col_dup(s, 7);
   j->priority = db_col_int(s, 8);
@@ -71,12 +67,7 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
   th_status rc = store__prepare(st, sql, &s);
   if (rc == TH_OK) {
     if (k) {
-      db_bind_text(s, 1, k->framework);
-      db_bind_text(s, 2, k->network);
-      db_bind_int(s, 3, k->batch);
-      db_bind_text(s, 4, k->target);
-      db_bind_text(s, 5, k->compiler_version);
-      db_bind_text(s, 6, k->net_digest);
+      store__bind_key(s, 1, k, 1);
     } else {
       db_bind_int64(s, 1, id);
     }

@@ -24,6 +24,14 @@ void store__bind_key(db_stmt *s, int first, const store_key *k, int with_digest)
   if (with_digest) db_bind_text(s, first + 5, k->net_digest);
 }
 
+void store__col_key(db_stmt *s, int first, store_key *k) {
+  store__col_copy(s, first, k->framework, sizeof k->framework);
+  store__col_copy(s, first + 1, k->network, sizeof k->network);
+  k->batch = db_col_int(s, first + 2);
+  store__col_copy(s, first + 3, k->target, sizeof k->target);
+  store__col_copy(s, first + 4, k->compiler_version, sizeof k->compiler_version);
+}
+
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
                               const char *so_digest, const char *manifest, double latency_ms,
                               int64_t job_id, int attempt, int *version) {
@@ -267,11 +275,7 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
       rows = grown;
       store_catalog_row *o = &rows[n++];
       memset(o, 0, sizeof *o);
-      store__col_copy(s, 0, o->key.framework, sizeof o->key.framework);
-      store__col_copy(s, 1, o->key.network, sizeof o->key.network);
-      o->key.batch = db_col_int(s, 2);
-      store__col_copy(s, 3, o->key.target, sizeof o->key.target);
-      store__col_copy(s, 4, o->key.compiler_version, sizeof o->key.compiler_version);
+      store__col_key(s, 0, &o->key);
       store__col_copy(s, 20, o->key.net_digest, sizeof o->key.net_digest);
       o->state = row_state;
       o->has_model = has_model;

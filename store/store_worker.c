@@ -230,11 +230,7 @@ static th_status store__worker_jobs(store_t *st, store_worker *ws, size_t n) {
     store_worker_job *j = &w->jobs[w->njobs++];
     memset(j, 0, sizeof *j);
     j->id = db_col_int64(s, 0);
-    store__col_copy(s, 1, j->key.framework, sizeof j->key.framework);
-    store__col_copy(s, 2, j->key.network, sizeof j->key.network);
-    j->key.batch = db_col_int(s, 3);
-    store__col_copy(s, 4, j->key.target, sizeof j->key.target);
-    store__col_copy(s, 5, j->key.compiler_version, sizeof j->key.compiler_version);
+    store__col_key(s, 1, &j->key);
     store__col_copy(s, 6, j->key.net_digest, sizeof j->key.net_digest);
     store__col_copy(s, 7, j->kind, sizeof j->kind);
     j->attempt = db_col_int(s, 8);

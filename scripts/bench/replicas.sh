@@ -39,27 +39,24 @@ wrk_run() {
     /^ +99%/ {v=$2; if (v ~ /us$/) {sub(/us/,"",v); v/=1000} else if (v ~ /ms$/) {sub(/ms/,"",v)} else if (v ~ /s$/) {sub(/s/,"",v); v*=1000}; p99=v}
     END {printf "%.0f %.2f\n", rps, p99}'
 }
+# wrk_pair URL1 URL2: two wrk processes of 32 connections at once; prints "RPS1 P99_1 RPS2 P99_2"
+wrk_pair() {
+  wrk_run "$1" 32 >"$TMP/w1" &
+  local p1=$!
+  wrk_run "$2" 32 >"$TMP/w2" &
+  local p2=$!
+  wait "$p1" "$p2"
+  echo "$(cat "$TMP/w1") $(cat "$TMP/w2")"
+}
 for path in manifest bundle; do
   u=$M/manifest
   [[ $path == bundle ]] && u=$M
   for r in $(seq 1 "$ROUNDS"); do
     read -r one p1 < <(wrk_run "http://127.0.0.1:$PA$u" 64)
     # the control: one replica driven by two wrk processes, as the two replicas are below
-    wrk_run "http://127.0.0.1:$PA$u" 32 >"$TMP/c1" &
-    c1=$!
-    wrk_run "http://127.0.0.1:$PA$u" 32 >"$TMP/c2" &
-    c2=$!
-    wait "$c1" "$c2"
-    read -r x1 q1 <"$TMP/c1"
-    read -r x2 q2 <"$TMP/c2"
+    read -r x1 _ x2 _ < <(wrk_pair "http://127.0.0.1:$PA$u" "http://127.0.0.1:$PA$u")
     two_clients=$((x1 + x2))
-    wrk_run "http://127.0.0.1:$PA$u" 32 >"$TMP/ra" &
-    wa=$!
-    wrk_run "http://127.0.0.1:$PB$u" 32 >"$TMP/rb" &
-    wb=$!
-    wait "$wa" "$wb"
-    read -r ra pa <"$TMP/ra"
-    read -r rb pb <"$TMP/rb"
+    read -r ra pa rb pb < <(wrk_pair "http://127.0.0.1:$PA$u" "http://127.0.0.1:$PB$u")
     printf "%-8s round %d: one replica %6d req/s p99 %6.2f ms; with two wrk %6d | two replicas %6d req/s (A %d + B %d) p99 A %.2f B %.2f ms | two/one %.2f, two/one-with-two-wrk %.2f\n" \
       "$path" "$r" "$one" "$p1" "$two_clients" $((ra + rb)) "$ra" "$rb" "$pa" "$pb" \
       "$(echo "($ra + $rb) / $one" | bc -l)" "$(echo "($ra + $rb) / $two_clients" | bc -l)"
