@@ -42,6 +42,43 @@ static void set_err(char *err, size_t errlen, const char *fmt, const char *a, co
   if (err && errlen) snprintf(err, errlen, fmt, a ? a : "", b ? b : "");
 }
 
+/* The watcher's answer to its parent's death: the whole compiler group (cc, cc1, as, collect2, ld, and the
+ * watcher itself) is killed, so a killed daemon leaves no linker running. Async-signal-safe. */
+static void watch__parent_died(int sig) {
+  (void)sig;
+  kill(0, SIGKILL);
+  _exit(1);
+}
+
+/* In a freshly forked child: becomes the leader of a process group that only the compiler joins, and runs
+ * argv in it. The parent's death (PR_SET_PDEATHSIG, caught) kills the group: a pdeathsig set on cc alone
+ * would leave its own children (ld links vgg for seconds) running after a kill -9 of the daemon. Returns
+ * argv's exit status, 127 when it could not be started. */
+static int run_watched(char *const *argv, pid_t parent) {
+  struct sigaction sa = {.sa_handler = watch__parent_died};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigset_t none; /* the forking thread may block SIGTERM (the daemon's threads leave it to the main one) */
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) return 1; /* it died before the prctl */
+  setpgid(0, 0);
+  signal(SIGINT, SIG_IGN); /* Ctrl-C is the caller's; its death reaches the group through the watcher */
+  pid_t cc = fork();
+  if (cc < 0) return 127;
+  if (cc == 0) {
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(cc, &status, 0) < 0)
+    if (errno != EINTR) return 127;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 /* Runs argv, capturing stderr+stdout (truncated) into out. Returns the exit status or -1. */
 static int run_capture(char *const *argv, char *out, size_t outlen) {
   int fds[2];
@@ -55,13 +92,9 @@ static int run_capture(char *const *argv, char *out, size_t outlen) {
     return -1;
   }
   if (pid == 0) {
-    /* the compiler dies with the process that started it: a killed daemon leaves nothing running */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
     dup2(fds[1], 1); /* dup2 clears close-on-exec on 1 and 2 */
     dup2(fds[1], 2);
-    execvp(argv[0], argv);
-    _exit(127);
+    _exit(run_watched(argv, parent));
   }
   close(fds[1]);
   size_t used = 0;

@@ -178,20 +178,29 @@ descendants() { # PID: its descendants as "pid:starttime" (start time tells a re
     descendants "$k"
   done
 }
-case_kill9_no_orphans() {
-  # vgg-16: its quick build links a large model (cc runs for seconds) and its tuning builds big candidates
-  start_daemon --on-miss tune --miss-trials 64
+# kill -9 of a daemon that builds vgg-16 (its quick build links a large model, its tuning builds big
+# candidates) once every pattern in "$@" names a running descendant, and at least three run; then nothing it
+# started may run 1.5 s later. $CC is a wrapper named cc whose own child (a sleep, as ld is gcc's) outlives a
+# kill of the wrapper alone: the compiler's whole process group must go.
+kill9_children() {
+  mkdir -p "$TMP/bin"
+  printf '#!/bin/bash\nsleep 4 &\n%s "$@"\nst=$?\nwait\nexit $st\n' "${CC:-cc}" >"$TMP/bin/cc"
+  chmod +x "$TMP/bin/cc"
+  CC="$TMP/bin/cc" start_daemon --on-miss tune --miss-trials 64
   expect_status 503 "$BASE/models/llvm/vgg-16/1"
   : >"$TMP/seen"
-  local most=0 n
-  for _ in $(seq 1 600); do # until tuning runs with build children, at most 60 s
-    descendants "$PID" >>"$TMP/seen"
-    n=$(descendants "$PID" | wc -l)
+  local most=0 n pat caught=0
+  for _ in $(seq 1 900); do # at most about 90 s
+    descendants "$PID" >"$TMP/now"
+    cat "$TMP/now" >>"$TMP/seen"
+    n=$(wc -l <"$TMP/now")
     ((n > most)) && most=$n
-    ((n >= 3)) && break
+    caught=1
+    for pat in "$@"; do grep -qE ":($pat)\$" "$TMP/now" || caught=0; done
+    ((n >= 3 && caught)) && break
     sleep 0.1
   done
-  ((most >= 1)) || fail "the daemon never started a child: nothing to check"
+  ((caught)) || fail "never caught $* running at once (children seen: $(cut -d: -f3 "$TMP/seen" | sort -u | tr '\n' ' '))"
   kill -9 "$PID"
   wait "$PID" 2>/dev/null || true
   PID=""
@@ -205,9 +214,14 @@ case_kill9_no_orphans() {
     echo "still running: $p ($comm, state $(awk '{print $3}' /proc/"$p"/stat 2>/dev/null)) $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null)"
     alive=$((alive + 1))
   done < <(sort -u "$TMP/seen")
-  echo "children seen: $(sort -u "$TMP/seen" | wc -l) (at most $most at once); alive 1.5 s after kill -9: $alive"
+  echo "children seen: $(sort -u "$TMP/seen" | wc -l) (at most $most at once:" \
+    "$(sort -u "$TMP/seen" | cut -d: -f3 | sort | uniq -c | tr -s ' \n' ' '));" "alive 1.5 s after kill -9: $alive"
   ((alive == 0)) || fail "$alive children outlived the daemon"
 }
+# during the quick build: the compiler and its stages (cc1, as, ld)
+case_kill9_no_orphans() { kill9_children sleep 'cc1|as|collect2|ld'; }
+# during tuning: the measurement worker (exec'd as /proc/self/exe) and a candidate's compile in a build child
+case_kill9_no_orphans_tuning() { kill9_children exe sleep; }
 
 # ?target=: a client names the CPU it deploys to; each target is its own catalog entry with its own bundle;
 # native and the host's own CPU name are one entry; another machine's target is published untuned, with why

@@ -41,7 +41,9 @@ skopeo)
     "docker://127.0.0.1:$PORT/$REPO:b1" "oci:$TMP/layout:b1" >/dev/null
   [[ -f "$TMP/layout/blobs/sha256/$DIGEST" ]] || fail "the copied layout has no blob $DIGEST: $(ls "$TMP/layout/blobs/sha256")"
   [[ "$(sha256sum "$TMP/layout/blobs/sha256/$DIGEST" | cut -d' ' -f1)" == "$DIGEST" ]] || fail "copied layer bytes"
-  tar -tf "$TMP/layout/blobs/sha256/$DIGEST" | grep -qx 'model.so' || fail "the layer has no model.so"
+  # (not tar | grep -q: grep quits at the first match and tar, still listing, dies of SIGPIPE under pipefail)
+  tar -tf "$TMP/layout/blobs/sha256/$DIGEST" >"$TMP/layer.list"
+  grep -qx 'model.so' "$TMP/layer.list" || fail "the layer has no model.so: $(cat "$TMP/layer.list")"
   # the pinned tag is the same image; list-tags lists both
   "${SKOPEO[@]}" inspect --raw --tls-verify=false "docker://127.0.0.1:$PORT/$REPO:b1-v1" >"$TMP/raw_v1.json"
   cmp -s "$TMP/raw.json" "$TMP/raw_v1.json" || fail "b1 and b1-v1 differ while v1 is the newest"
