@@ -111,6 +111,18 @@ th_status tc_network_tasks(const tc_backend_target *t, const tc_netsrc *net, int
 th_status tc_network_tasks_err(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
                                int *n, char *err, size_t errlen);
 
+/* The memory a build of net at `batch` on t needs, from its plan (graph passes and the memory plan, no weights
+ * made, no code generated): params_bytes, the weights as params.bin holds them; workspace_bytes, the planned
+ * activations; peak_bytes, what a build and its timing hold at once (the builder's params.bin and graph
+ * weights, and the measuring process's params.bin, packed weights and workspace) plus a fixed allowance for
+ * the compiler. A scheduler admits a build only while such peaks fit its memory budget. Errors as
+ * tc_network_tasks_err. */
+typedef struct tc_footprint {
+  int64_t params_bytes, workspace_bytes, peak_bytes;
+} tc_footprint;
+th_status tc_network_footprint(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_footprint *out,
+                               char *err, size_t errlen);
+
 /* ---- candidates (the tuner) --------------------------------------------------------------------------- */
 
 /* How a backend's candidates are timed: from a shared library that the tuner's worker loads and runs on the

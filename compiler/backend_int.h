@@ -130,6 +130,7 @@ typedef struct tc__bundle_in {
   int ncalls;
   const int *call_kernel;
   int measured;
+  int measured_isolated; /* timed by tc_build_opts.measure_fn, in another process */
   const char *unmeasured_why; /* when not measured because this machine cannot run the target, or NULL */
   tc_run_stats stats;
   double build_seconds;
@@ -144,11 +145,5 @@ typedef struct tc__bundle_in {
  * manifest_json != NULL (malloc'd). */
 th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **manifest_json, char *err,
                            size_t errlen);
-/* dlopens a model .so, creates it from params, warms up and times `repeat` runs of th_model_run_io
- * (float32 inputs a fixed pattern in [-0.5, 0.5), int64 inputs i % 2). With profile set, the runs
- * go through th_model_run_io_profiled and st->call_ms gets each call's median (st->ncalls of them).
- */
-th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
-                      tc_run_stats *st, char *err, size_t errlen);
 
 #endif

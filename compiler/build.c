@@ -468,9 +468,17 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   if (measure && !tc_backend_target_runs_here(&t, unmeasured, sizeof unmeasured)) measure = 0;
   if (rc == TH_OK && measure) {
     if (tc__progress(o, "measure", 0, 1)) rc = TH_ERR_CANCELLED;
-    if (rc == TH_OK)
-      rc = tc__time_so(so, params.data, params.len, o->measure_repeat > 0 ? o->measure_repeat : 20, 0, &st,
-                       err, errlen);
+    tc_time_opts topts;
+    tc_time_opts_default(&topts);
+    if (o->timing) topts = *o->timing;
+    if (rc == TH_OK && o->measure_fn) {
+      /* in another process: the caller's measurement worker reads the weights from this file */
+      char pbin[2200];
+      rc = tc__write(dir, "params.bin", params.data, params.len, pbin, sizeof pbin);
+      if (rc == TH_OK) rc = o->measure_fn(o->measure_ctx, so, pbin, &topts, &st, err, errlen);
+    } else if (rc == TH_OK) {
+      rc = tc_time_model(so, params.data, params.len, &topts, &st, err, errlen);
+    }
   }
 
   /* bundle */
@@ -495,6 +503,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     bi.call_kernel = call_kernel;
     bi.calls = calls;
     bi.measured = measure;
+    bi.measured_isolated = measure && o->measure_fn;
     bi.unmeasured_why = unmeasured[0] ? unmeasured : NULL;
     bi.stats = st;
     bi.build_seconds = t_build;

@@ -1,6 +1,6 @@
 /* Bundles, for every backend: the manifest (key, target, shapes, per-layer configs and their source,
  * latency, sha256 and size of every file; the backend adds its target object, build facts and per-layer
- * launch facts) and the .tar written with libarchive; tc__time_so, which dlopens a model .so and times it;
+ * launch facts) and the .tar written with libarchive; tc_time_model, which dlopens a model .so and times it;
  * and tc_bundle_infer (tc_bundle_run), which reads a bundle back with libarchive, trusts nothing in it until
  * every file matches the manifest's digest, then dlopens the model, runs it on the caller's input files (or
  * the fill) and times it, and writes its outputs to files. */
@@ -116,10 +116,14 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
                                                      counts[1], "fallback", counts[2]));
   /* "tuned": at least one layer runs a config measured for its own workload on this target */
   json_object_set_new(m, "tuned", json_boolean(counts[0] > 0));
+  /* over n rounds of runs_per_round runs each (tc_time_opts): min and max are the spread of the rounds' means;
+   * isolated says the model ran in a process of its own (the daemon's measurement worker), not the builder's */
   if (bi->measured)
-    json_object_set_new(m, "latency_ms", json_pack("{s:f,s:f,s:f,s:f,s:i}", "mean", bi->stats.mean_ms,
-                                                   "median", bi->stats.median_ms, "std", bi->stats.std_ms,
-                                                   "min", bi->stats.min_ms, "n", bi->stats.n));
+    json_object_set_new(m, "latency_ms",
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:i,s:i,s:f,s:b}", "mean", bi->stats.mean_ms, "median",
+                                  bi->stats.median_ms, "std", bi->stats.std_ms, "min", bi->stats.min_ms, "max",
+                                  bi->stats.max_ms, "n", bi->stats.n, "runs_per_round", bi->stats.number,
+                                  "seconds", bi->stats.seconds, "isolated", bi->measured_isolated));
   else
     json_object_set_new(m, "latency_ms", json_null());
   if (bi->unmeasured_why) json_object_set_new(m, "unmeasured", json_string(bi->unmeasured_why));
@@ -380,18 +384,37 @@ static th_status tc__run_so(const char *so_path, const void *params, size_t para
   }
   for (int k = 0; rc == TH_OK && k < nout; k++)
     if (!(outs[k] = malloc(tc__desc_bytes(&mi->outputs[k]) + 1))) rc = TH_ERR_NOMEM;
-  for (int r = 0; rc == TH_OK && r < o->warmup; r++)
-    if (run(m, ins, outs) != 0) rc = TH_ERR_RUNTIME;
-  for (int r = 0; rc == TH_OK && r < repeat; r++) {
+  /* warm-up: after the first run (which also shows the model runs), only while the runs fit in a tenth of the
+   * budget; the last one's time sizes the rounds */
+  double t_start = th_now_mono(), one = 0;
+  for (int r = 0; rc == TH_OK && r < o->warmup; r++) {
+    if (r > 0 && o->budget_s > 0 && th_now_mono() - t_start > 0.1 * o->budget_s) break;
     double t0 = th_now_mono();
-    if ((profile ? runp(m, ins, outs, calls + (size_t)r * (size_t)ncalls) : run(m, ins, outs)) != 0)
-      rc = TH_ERR_RUNTIME;
-    ts[r] = (th_now_mono() - t0) * 1e3;
+    if (run(m, ins, outs) != 0) rc = TH_ERR_RUNTIME;
+    one = th_now_mono() - t0;
   }
+  int number = 1; /* runs per round; a profile keeps one run per round (its per-call times are per run) */
+  if (!profile && o->min_round_ms > 0 && one > 0) {
+    double want = ceil(o->min_round_ms * 1e-3 / one);
+    number = want > 1000 ? 1000 : want < 1 ? 1 : (int)want;
+  }
+  double t_rounds = th_now_mono();
+  int rounds = 0;
+  for (int r = 0; rc == TH_OK && r < repeat; r++) {
+    double el = th_now_mono() - t_rounds;
+    if (r > 0 && o->budget_s > 0 && el >= o->budget_s && (r >= 3 || el >= 3 * o->budget_s)) break;
+    double t0 = th_now_mono();
+    for (int k = 0; rc == TH_OK && k < number; k++)
+      if ((profile ? runp(m, ins, outs, calls + (size_t)r * (size_t)ncalls) : run(m, ins, outs)) != 0)
+        rc = TH_ERR_RUNTIME;
+    ts[r] = (th_now_mono() - t0) * 1e3 / number;
+    rounds++;
+  }
+  double seconds = th_now_mono() - t_start;
   double *tmp = ncalls ? malloc((size_t)repeat * sizeof *tmp) : NULL;
   if (ncalls && !tmp) rc = TH_ERR_NOMEM;
   for (int i = 0; rc == TH_OK && i < ncalls; i++)
-    call_ms[i] = 1e3 * tc__median_strided(calls + i, repeat, ncalls, tmp);
+    call_ms[i] = 1e3 * tc__median_strided(calls + i, rounds, ncalls, tmp);
   free(tmp);
   free(calls);
   for (int k = 0; rc == TH_OK && k < nout; k++) {
@@ -407,16 +430,20 @@ static th_status tc__run_so(const char *so_path, const void *params, size_t para
     tc__seterr(err, errlen, "th_model_run_io: %s", lasterr());
   if (rc == TH_OK && o->output_dir) rc = tc__write_outputs(mi, outs, o->output_dir, err, errlen);
   if (rc == TH_OK) {
+    int n = rounds;
     double s = 0, s2 = 0;
-    for (int r = 0; r < repeat; r++) s += ts[r];
-    double mean = s / repeat;
-    for (int r = 0; r < repeat; r++) s2 += (ts[r] - mean) * (ts[r] - mean);
-    qsort(ts, (size_t)repeat, sizeof *ts, tc__cmp_double);
+    for (int r = 0; r < n; r++) s += ts[r];
+    double mean = s / n;
+    for (int r = 0; r < n; r++) s2 += (ts[r] - mean) * (ts[r] - mean);
+    qsort(ts, (size_t)n, sizeof *ts, tc__cmp_double);
     st->mean_ms = mean;
-    st->median_ms = repeat % 2 ? ts[repeat / 2] : 0.5 * (ts[repeat / 2 - 1] + ts[repeat / 2]);
-    st->std_ms = repeat > 1 ? sqrt(s2 / (repeat - 1)) : 0;
+    st->median_ms = n % 2 ? ts[n / 2] : 0.5 * (ts[n / 2 - 1] + ts[n / 2]);
+    st->std_ms = n > 1 ? sqrt(s2 / (n - 1)) : 0;
     st->min_ms = ts[0];
-    st->n = repeat;
+    st->max_ms = ts[n - 1];
+    st->n = n;
+    st->number = number;
+    st->seconds = seconds;
     st->ncalls = ncalls;
     st->call_ms = call_ms;
     call_ms = NULL;
@@ -432,7 +459,31 @@ static th_status tc__run_so(const char *so_path, const void *params, size_t para
   return rc;
 }
 
-/* The options of plain timing (tc__time_so, tc_bundle_run, tc_bundle_profile): 3 warm-up runs, the fill. */
+void tc_time_opts_default(tc_time_opts *t) {
+  t->budget_s = 2.0;
+  t->max_rounds = 10;
+  t->min_round_ms = 50;
+  t->warmup = 3;
+}
+
+th_status tc_time_model(const char *so_path, const void *params, size_t params_len, const tc_time_opts *t,
+                        tc_run_stats *st, char *err, size_t errlen) {
+  tc_time_opts d;
+  if (!t) {
+    tc_time_opts_default(&d);
+    t = &d;
+  }
+  tc_run_opts o;
+  memset(&o, 0, sizeof o);
+  o.repeat = t->max_rounds > 0 ? t->max_rounds : 10;
+  o.warmup = t->warmup;
+  o.budget_s = t->budget_s;
+  o.min_round_ms = t->min_round_ms;
+  return tc__run_so(so_path, params, params_len, &o, st, err, errlen);
+}
+
+/* The options of plain timing (tc_bundle_run, tc_bundle_profile): 3 warm-up runs, then `repeat` rounds of one
+ * run each with no time bound, the fill. */
 static tc_run_opts tc__timing_opts(int repeat, int profile) {
   tc_run_opts o;
   memset(&o, 0, sizeof o);
@@ -440,12 +491,6 @@ static tc_run_opts tc__timing_opts(int repeat, int profile) {
   o.warmup = 3;
   o.profile = profile;
   return o;
-}
-
-th_status tc__time_so(const char *so_path, const void *params, size_t params_len, int repeat, int profile,
-                      tc_run_stats *st, char *err, size_t errlen) {
-  tc_run_opts o = tc__timing_opts(repeat, profile);
-  return tc__run_so(so_path, params, params_len, &o, st, err, errlen);
 }
 
 /* ---- reading a bundle back -------------------------------------------------------------------------- */

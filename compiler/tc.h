@@ -22,6 +22,33 @@ typedef th_status (*tc_config_lookup_fn)(void *ctx, const tc_workload *wl, const
  * stage. Return nonzero to cancel (the build then returns TH_ERR_CANCELLED). */
 typedef int (*tc_progress_fn)(void *ctx, const char *stage, int done, int total);
 
+/* Timing a whole model (tc_time_model), bounded by time rather than by a count, as AutoTVM's min_repeat_ms
+ * bounds a trial: a few untimed runs, then rounds of `number` runs each (number grown from the warm-up so that a
+ * round lasts min_round_ms), until max_rounds rounds or budget_s seconds of rounds, whichever is first, but at
+ * least three rounds unless those would take three budgets. Each round gives one mean; the stats are over the
+ * rounds, so min and max are the spread a reader can trust. vgg-19 at batch 256 costs a run or two, squeezenet
+ * at batch 1 ten rounds of many runs. */
+typedef struct tc_time_opts {
+  double budget_s;  /* seconds of timed rounds; 0: no bound (max_rounds rounds) */
+  int max_rounds;   /* 0 means 10 */
+  int min_round_ms; /* 0: one run per round */
+  int warmup;       /* untimed runs, at most; after the first, only while they fit in a tenth of budget_s */
+} tc_time_opts;
+
+/* The defaults of a published build: 2 s of rounds (at most 10) of at least 50 ms, 3 warm-up runs. */
+void tc_time_opts_default(tc_time_opts *t);
+
+typedef struct tc_run_stats {
+  double mean_ms, median_ms, std_ms, min_ms, max_ms; /* per run, over the rounds' means */
+  int n;           /* rounds */
+  int number;      /* runs per round */
+  double seconds;  /* wall time of the warm-up and the rounds */
+  int ncalls;      /* tc_bundle_profile: kernel calls per run, one per manifest layer; else 0 */
+  double *call_ms; /* tc_bundle_profile: each call's median ms over the runs (malloc'd); else NULL */
+  char *manifest;  /* tc_bundle_profile, tc_bundle_infer writing outputs: the bundle's manifest.json text
+                     (malloc'd); else NULL */
+} tc_run_stats;
+
 typedef struct tc_build_opts {
   const char *framework; /* a backend name (tc_backend_find: "llvm" CPU, "cuda" GPU, TH_ERR_UNSUPPORTED
                             when built without CUDA); TH_ERR_INVALID for another */
@@ -35,7 +62,13 @@ typedef struct tc_build_opts {
   tc_progress_fn progress; /* may be NULL */
   void *progress_ctx;
   int measure;        /* nonzero: load the built model, time it and record latency in the manifest */
-  int measure_repeat; /* timed runs when measuring; 0 means 20 */
+  const tc_time_opts *timing; /* how (NULL: tc_time_opts_default) */
+  /* NULL: the model is timed in this process (tc_time_model). Else it is timed by measure_fn, which the
+   * daemon points at its measurement worker process: a model that crashes or hangs must not take the caller
+   * down. The build writes the weights it ships to WORK_DIR/params.bin first. */
+  th_status (*measure_fn)(void *ctx, const char *so_path, const char *params_path, const tc_time_opts *t, tc_run_stats *st,
+                          char *err, size_t errlen);
+  void *measure_ctx;
   int input_h, input_w; /* 0: the network's default input size (tests use smaller ones) */
   const void *params;   /* optional params.bin bytes to ship (borrowed); NULL: seeded zoo weights, or the
                            ONNX file's initializers */
@@ -52,14 +85,13 @@ typedef struct tc_build_opts {
 th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const char *out_so,
                           char **manifest_json, char *err, size_t errlen);
 
-typedef struct tc_run_stats {
-  double mean_ms, median_ms, std_ms, min_ms;
-  int n;
-  int ncalls;      /* tc_bundle_profile: kernel calls per run, one per manifest layer; else 0 */
-  double *call_ms; /* tc_bundle_profile: each call's median ms over the runs (malloc'd); else NULL */
-  char *manifest;  /* tc_bundle_profile, tc_bundle_infer writing outputs: the bundle's manifest.json text
-                     (malloc'd); else NULL */
-} tc_run_stats;
+
+/* dlopens the model so_path, creates it from params (params.bin bytes), and times it as t says, filling the
+ * network's inputs with tc_bundle_run's pattern. TH_ERR_RUNTIME when it fails to load or run,
+ * TH_ERR_WRONG_ANSWER for a non-finite output; err says which. A crash in the model crashes the caller: the
+ * daemon runs this in its measurement worker (tc_build_opts.measure_fn). */
+th_status tc_time_model(const char *so_path, const void *params, size_t params_len, const tc_time_opts *t,
+                        tc_run_stats *st, char *err, size_t errlen);
 
 /* Extracts the bundle to a temp dir, checks every file's sha256 against the manifest, dlopens model.so,
  * creates the model from params.bin, warms up, and times `repeat` runs (0 means 20). A corrupt or
@@ -80,8 +112,10 @@ typedef struct tc_run_input {
 } tc_run_input;
 
 typedef struct tc_run_opts {
-  int repeat;  /* timed runs (0 means 20) */
+  int repeat;  /* timed rounds (0 means 20) */
   int warmup;  /* untimed runs before them (tc_bundle_run uses 3) */
+  double budget_s;  /* 0, or the time bound of tc_time_opts */
+  int min_round_ms; /* 0 (one run per round), or as tc_time_opts */
   int profile; /* nonzero: as tc_bundle_profile */
   const tc_run_input *inputs; /* ninputs of them (borrowed), each name at most once; the model's other
                                  inputs get the fill tc_bundle_run uses (float32 a fixed pattern in

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "present.h"
 #include "scheduler.h"
+#include "srv.h"
 #include "store.h"
 #include "th_log.h"
 #include "th_util.h"
@@ -24,7 +25,7 @@
 static const char cli__worker_usage[] =
     "usage: tunehub worker --db postgresql://... [--target NAME]... [--slots N] [--data DIR] "
     "[--lease SECONDS]\n"
-    "                      [--name NAME] [--build-slots N] [--keep-versions N] [--log-level L]";
+    "                      [--name NAME] [--build-slots N] [--memory-budget BYTES] [--keep-versions N] [--log-level L]";
 
 /* A whole-number flag from lo to hi into *out; 0 with a message naming the range otherwise. */
 static int cli__int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -78,6 +79,7 @@ int cli_worker(int argc, char **argv) {
   const char *db = NULL, *data = "./data", *name = NULL;
   const char *names[TUNE_SCHED_MAX_TARGETS];
   int nnames = 0, slots = 2, lease = 30, build_slots = 0, keep = 0;
+  int64_t mem_budget = 0; /* 0: tune_sched_opts_default's three quarters of the machine */
   for (int i = 0; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int ok = v != NULL;
@@ -106,6 +108,10 @@ int cli_worker(int argc, char **argv) {
       ok = cli__int(f, v, 1, 3600, &lease);
     } else if (!strcmp(f, "--build-slots")) {
       ok = cli__int(f, v, 1, 256, &build_slots);
+    } else if (!strcmp(f, "--memory-budget")) {
+      char why[200];
+      ok = srv_bytes_flag(f, v, (int64_t)64 << 20, (int64_t)1 << 50, &mem_budget, why, sizeof why) == TH_OK;
+      if (!ok) fprintf(stderr, "tunehub worker: %s\n", why);
     } else if (!strcmp(f, "--keep-versions")) {
       ok = cli__int(f, v, 0, 1000000, &keep);
     } else if (!strcmp(f, "--log-level") && v) {
@@ -169,6 +175,7 @@ int cli_worker(int argc, char **argv) {
   tune_sched_opts o;
   tune_sched_opts_default(&o);
   if (build_slots > 0) o.cpu_slots = build_slots;
+  if (mem_budget > 0) o.mem_budget = mem_budget;
   o.max_jobs = slots;
   o.work_root = work_root;
   o.encode_progress = srv_progress_doc; /* the job's progress document, as the daemons present it */

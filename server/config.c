@@ -35,8 +35,7 @@ void srv_config_defaults(srv_config *c) {
 }
 
 /* A byte count: a whole number with an optional K, M or G (binary: KiB, MiB, GiB), from lo to hi. */
-static th_status srv__bytes_flag(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, char *err,
-                                 size_t n) {
+th_status srv_bytes_flag(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, char *err, size_t n) {
   char num[32];
   size_t len = v ? strlen(v) : 0;
   int shift = 0;
@@ -132,7 +131,9 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       }
       c->miss_tunes = !strcmp(v, "tune");
     } else if (!strcmp(f, "--max-upload")) {
-      rc = srv__bytes_flag(f, v, 1, (int64_t)1 << 40, &c->max_upload, err, n);
+      rc = srv_bytes_flag(f, v, 1, (int64_t)1 << 40, &c->max_upload, err, n);
+    } else if (!strcmp(f, "--memory-budget")) {
+      rc = srv_bytes_flag(f, v, (int64_t)64 << 20, (int64_t)1 << 50, &c->mem_budget, err, n);
     } else if (!strcmp(f, "--keep-versions")) {
       rc = srv__int_flag(f, v, 0, 1000000, &c->keep_versions, err, n);
     } else if (!strcmp(f, "--miss-trials")) {
@@ -149,7 +150,7 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
           "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
           "--max-batch N --max-queued N --connection-limit N --max-connections-per-ip N "
           "--miss-rate N --timeout S --web DIR --on-miss tune|build --miss-trials N "
-          "--max-upload BYTES --keep-versions N --log-level L",
+          "--max-upload BYTES --memory-budget BYTES --keep-versions N --log-level L",
           f);
       return TH_ERR_INVALID;
     }

@@ -210,6 +210,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   tune_sched_opts so;
   tune_sched_opts_default(&so);
   so.cpu_slots = c->cpu_slots;
+  if (c->mem_budget > 0) so.mem_budget = c->mem_budget;
   so.max_jobs = c->workers;
   so.work_root = work_root;
   so.listener = srv_job_event;

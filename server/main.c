@@ -28,6 +28,7 @@ static void usage(FILE *f) {
           "                                                    --workers 0 with --db: a replica that runs no jobs\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
+          "                [--memory-budget 12G]   builds and measurements held within it (default: 3/4 of RAM)\n"
           "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
           "                [--target NAME]   cross-compile for the CPU or GPU the model will run on\n"

@@ -35,6 +35,22 @@ static json_t *srv__latency(double ms) {
   return ms < 0 ? json_null() : json_real(ms);
 }
 
+/* The spread of a version's timing, from its manifest's latency_ms: {min, max, rounds, runs_per_round,
+ * isolated}, or null when unmeasured or timed before rounds were kept. */
+static json_t *srv__latency_spread(const char *manifest) {
+  json_t *m = manifest ? json_loads(manifest, 0, NULL) : NULL;
+  json_t *lat = json_object_get(m, "latency_ms");
+  json_t *out = json_null();
+  if (json_is_number(json_object_get(lat, "min")) && json_is_number(json_object_get(lat, "max"))) {
+    json_decref(out);
+    out = json_pack("{s:O,s:O,s:O*,s:O*,s:b}", "min", json_object_get(lat, "min"), "max",
+                    json_object_get(lat, "max"), "rounds", json_object_get(lat, "n"), "runs_per_round",
+                    json_object_get(lat, "runs_per_round"), "isolated", json_is_true(json_object_get(lat, "isolated")));
+  }
+  json_decref(m);
+  return out ? out : json_null();
+}
+
 /* A stored JSON object text as a value; {} when absent or unreadable. */
 static json_t *srv__embedded(const char *text) {
   json_t *v = text ? json_loads(text, 0, NULL) : NULL;
@@ -217,6 +233,7 @@ json_t *srv_present_versions(const store_key *key, const store_model *versions, 
     json_object_set_new(o, "digest", srv__digest(m->tar_digest));
     json_object_set_new(o, "so_digest", srv__digest(m->so_digest));
     json_object_set_new(o, "latency_ms", srv__latency(m->latency_ms));
+    json_object_set_new(o, "latency_spread_ms", srv__latency_spread(m->manifest));
     json_object_set_new(o, "job", m->job_id > 0 ? json_integer(m->job_id) : json_null());
     json_object_set_new(o, "published_at", srv__time(m->created_at));
     json_object_set_new(o, "size", json_integer(m->tar_size));

@@ -772,6 +772,24 @@ static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *
                      "builds it", key->framework, key->network, key->batch, key->framework, key->network,
                      key->batch);
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+  /* each version's manifest, for the spread of its timing rounds (a key has a handful of versions: retention) */
+  for (size_t i = 0; rc == TH_OK && i < n; i++) {
+    store_model full;
+    rc = store_model_version(s->st, key, vs[i].version, &full);
+    if (rc == TH_ERR_NOT_FOUND) { /* deleted since the list was read: shown without its spread */
+      rc = TH_OK;
+      continue;
+    }
+    if (rc == TH_OK) {
+      vs[i].manifest = full.manifest;
+      full.manifest = NULL;
+      store_model_clear(&full);
+    }
+  }
+  if (rc != TH_OK) {
+    store_model_list_free(vs, n);
+    return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+  }
   store_alias *as = NULL;
   size_t na = 0;
   rc = store_alias_list(s->st, key, &as, &na);

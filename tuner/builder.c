@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "measure.h"
 #include "tc.h"
 #include "target.h"
 #include "th_buf.h"
@@ -232,6 +233,40 @@ static th_status tb__manifest_facts(const char *manifest, double *latency_ms, in
  * the message, and a GET never queues a failed key again (POST .../tune does). Had the job published an
  * untuned version and succeeded, each such GET would find no tuned version and no failure, queue the same
  * tuning again and add one more identical version per round until its wait ran out. */
+/* The arch a key's target names for the compiler: its -mcpu= (llvm) or -arch= (cuda) value into buf, returned;
+ * NULL when the target names none (the compiler's default). */
+static const char *tb__arch(const tune_build_env *env, const char *target, char *buf, size_t n) {
+  const char *arch = strstr(target, tb__on_device(env->key->framework) ? "-arch=" : "-mcpu=");
+  buf[0] = '\0';
+  if (arch) snprintf(buf, n, "%.*s", (int)strcspn(arch + 6, " "), arch + 6);
+  return buf[0] ? buf : NULL;
+}
+
+/* How long a published build's timing may take in the measurement worker before it is killed: far above
+ * tc_time_opts' budget (2 s of rounds after at most three warm-up runs), so that only a hang or a model that
+ * no one could use reaches it (vgg-19 at batch 256 runs for about a minute a pass on 2 cores). */
+#define TB_TIME_MODEL_TIMEOUT_S 900.0
+
+/* tc_build_opts.measure_fn of a published build: the model is timed in a measurement worker process (an exec
+ * of this executable), never in the daemon, so a miscompiled kernel or a device fault costs that process
+ * only, and the job fails with the reason instead of the server dying. */
+static th_status tb__time_model(void *ctx, const char *so_path, const char *params_path, const tc_time_opts *t,
+                                tc_run_stats *st, char *err, size_t errlen) {
+  (void)ctx;
+  tune_measure_opts mo;
+  tune_measure_opts_default(&mo);
+  static char *const worker_argv[] = {"/proc/self/exe", "measure-worker", NULL};
+  mo.worker_argv = worker_argv;
+  tune_measurer_t *m = NULL;
+  th_status rc = tune_measurer_new(&mo, &m);
+  if (rc == TH_OK)
+    rc = tune_measurer_time_model(m, so_path, params_path, t, TB_TIME_MODEL_TIMEOUT_S, st, err, errlen);
+  else
+    snprintf(err, errlen, "cannot start a measurement worker: %s", th_status_str(rc));
+  tune_measurer_free(m);
+  return rc;
+}
+
 static th_status tb__build_publish(const tune_build_env *env, const tune_net *net, const char *target,
                                    const char *tag, const char *phase, const tune_progress *base_progress,
                                    int need_tuned, char *err, size_t n) {
@@ -256,12 +291,10 @@ static th_status tb__build_publish(const tune_build_env *env, const tune_net *ne
   /* the key's target names the CPU (-mcpu=) or the GPU arch (-arch=) to build for; a cuda bundle is timed
    * only where there is a device, an llvm one only where this CPU can run it (tc_build_bundle checks) */
   int on_device = tb__on_device(env->key->framework);
-  const char *arch = strstr(target, on_device ? "-arch=" : "-mcpu=");
-  char archbuf[64] = "";
-  if (arch) snprintf(archbuf, sizeof archbuf, "%.*s", (int)strcspn(arch + 6, " "), arch + 6);
-  o.arch = archbuf[0] ? archbuf : NULL;
+  char archbuf[64];
+  o.arch = tb__arch(env, target, archbuf, sizeof archbuf);
   o.measure = !on_device || tb__has_device(env->key->framework, NULL, 0);
-  o.measure_repeat = 10;
+  o.measure_fn = tb__time_model;
   char *manifest = NULL;
   th_status rc = tc_build_bundle(&o, tar, so, &manifest, err, n);
   if (rc != TH_OK) return rc;
@@ -305,10 +338,9 @@ static th_status tb__session(const tune_build_env *env, const tune_net *net, con
                              const tune_options *o, tune_session_t **s, char *err, size_t n) {
   const tc_backend *b = tc_backend_find(env->key->framework, err, n);
   if (!b) return TH_ERR_INVALID;
-  const char *arch = strstr(target, tb__on_device(env->key->framework) ? "-arch=" : "-mcpu=");
-  char archbuf[64] = "";
-  if (arch) snprintf(archbuf, sizeof archbuf, "%.*s", (int)strcspn(arch + 6, " "), arch + 6);
-  th_status rc = tune_session_new(env->st, b, archbuf[0] ? archbuf : NULL, &net->src, env->key->batch, o, s);
+  char archbuf[64];
+  th_status rc = tune_session_new(env->st, b, tb__arch(env, target, archbuf, sizeof archbuf), &net->src,
+                                  env->key->batch, o, s);
   if (rc != TH_OK)
     snprintf(err, n, "cannot start tuning: %s", tune_session_new_errmsg()[0] ? tune_session_new_errmsg()
                                                                               : th_status_str(rc));
@@ -467,6 +499,7 @@ typedef struct tb__job {
   tune_session_t *s;
   tb__snapshot prog; /* the session's last progress */
   double last;
+  int64_t build_bytes; /* a build's and its timing's peak memory, from the plan (tc_network_footprint) */
 } tb__job;
 
 /* The number of versions of the key that this job published: for a tuning job 1 after its quick build, 2 after
@@ -518,6 +551,15 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
     free(j);
     return rc;
   }
+  /* the memory a build of it holds, for the scheduler's budget; a plan that fails here fails the build later,
+   * with its message, so an estimate of 0 (small) is enough now */
+  const tc_backend *b = tc_backend_find(env->key->framework, NULL, 0);
+  char archbuf[64];
+  tc_backend_target bt;
+  tc_footprint fp;
+  if (b && tc_backend_target_init(b, tb__arch(env, j->target, archbuf, sizeof archbuf), &bt, NULL, 0) == TH_OK &&
+      tc_network_footprint(&bt, &j->net.src, env->key->batch, &fp, NULL, 0) == TH_OK)
+    j->build_bytes = fp.peak_bytes;
   if (published >= 2 || (published == 1 && (!j->is_tune || tb__untuned(env))))
     j->phase = TB_DONE;
   else if (published == 1)
@@ -548,6 +590,7 @@ static int tb__next(void *self, void *job, tune_stage_desc *d) {
       } else if (r == TUNE_RES_MEASURE) {
         d->kind = TUNE_SK_MEASURE;
         snprintf(d->device, sizeof d->device, "%s", dev);
+        d->mem_bytes = tune_session_task_bytes(j->s);
       } else {
         /* select and update fit and query the cost model (XGBoost): CPU work, so one slot, which also keeps
          * them off the cores while a CPU kernel is timed */
@@ -565,6 +608,7 @@ static int tb__next(void *self, void *job, tune_stage_desc *d) {
       d->kind = j->phase == TB_QUICK ? TUNE_SK_QUICK : TUNE_SK_REBUILD;
       d->cpu_min = -1;
       d->cpu_max = -1;
+      d->mem_bytes = j->build_bytes;
       snprintf(d->device, sizeof d->device, "%s", dev);
       return 1;
     case TB_TUNE: /* the session is made in a stage of its own (task extraction, the measurement worker) */

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "tc.h"
 #include "th_util.h"
 
 #define TUNE_MSG_MAGIC 0x54554e45u /* "TUNE" */
@@ -31,7 +32,14 @@
 #define TUNE_WORKER_MAX_LIBS 48
 #define TUNE_GUARD_BYTE 0xa5
 
-enum { TUNE_REQ_TASK = 1, TUNE_REQ_RUN = 2, TUNE_REQ_QUIT = 3, TUNE_REQ_CUDA = 4, TUNE_REQ_CUDA_DEVICE = 5 };
+enum {
+  TUNE_REQ_TASK = 1,
+  TUNE_REQ_RUN = 2,
+  TUNE_REQ_QUIT = 3,
+  TUNE_REQ_CUDA = 4,
+  TUNE_REQ_CUDA_DEVICE = 5,
+  TUNE_REQ_MODEL = 6 /* a whole built model: so_path, params_path, timing */
+};
 
 typedef struct tune_req {
   uint32_t magic, type;
@@ -47,6 +55,8 @@ typedef struct tune_req {
   tc_config cfg;
   char target[128]; /* tc_backend_target.str; the backend's name for a device query */
   double timeout_s;
+  char params_path[TUNE_PATH_MAX]; /* TUNE_REQ_MODEL: the model's params.bin */
+  tc_time_opts timing;             /* TUNE_REQ_MODEL */
 } tune_req;
 
 typedef struct tune_rep {
@@ -55,6 +65,8 @@ typedef struct tune_rep {
   tune_result res;
   tc_device dev; /* TUNE_REQ_CUDA_DEVICE */
   char dev_err[256];
+  tc_run_stats stats; /* TUNE_REQ_MODEL, its pointers NULL */
+  int32_t status;     /* TUNE_REQ_MODEL: tc_time_model's th_status, its message in dev_err */
 } tune_rep;
 
 void tune_measure_opts_default(tune_measure_opts *o) {
@@ -472,6 +484,21 @@ static void tune__worker_device(const tune_req *q, tune_rep *rep) {
   rep->ok = b && tc_backend_device(b, &rep->dev, rep->dev_err, sizeof rep->dev_err) == TH_OK;
 }
 
+/* A whole model, timed by the compiler's own loop (tc_time_model) in this process, so that a model that crashes
+ * or hangs takes only the worker with it. */
+static void tune__worker_model(const tune_req *q, tune_rep *rep) {
+  char *params = NULL;
+  size_t n = 0;
+  th_status rc = th_read_file(q->params_path, (size_t)1 << 34, &params, &n);
+  if (rc != TH_OK)
+    snprintf(rep->dev_err, sizeof rep->dev_err, "cannot read the model's params.bin: %s", th_status_str(rc));
+  if (rc == TH_OK) rc = tc_time_model(q->so_path, params, n, &q->timing, &rep->stats, rep->dev_err, sizeof rep->dev_err);
+  free(params);
+  tc_run_stats_free(&rep->stats); /* no per-call times or manifest travel */
+  rep->status = rc;
+  rep->ok = rc == TH_OK;
+}
+
 int tune_measure_worker_main(int in_fd, int out_fd) {
   if (out_fd == 1) { /* keep the protocol off stdout: a printing kernel must not corrupt it */
     int fd = dup(1);
@@ -503,6 +530,8 @@ int tune_measure_worker_main(int in_fd, int out_fd) {
       tune__worker_cuda(q, &rep);
     else if (q->type == TUNE_REQ_CUDA_DEVICE)
       tune__worker_device(q, &rep);
+    else if (q->type == TUNE_REQ_MODEL)
+      tune__worker_model(q, &rep);
     else
       snprintf(rep.res.msg, sizeof rep.res.msg, "unknown request %u", q->type);
     if (th_write_full(out_fd, &rep, sizeof rep, 1) != 0) {
@@ -856,5 +885,43 @@ th_status tune_measurer_device(tune_measurer_t *m, const tc_backend *b, tc_devic
     return TH_ERR_UNSUPPORTED;
   }
   *out = rep.dev;
+  return TH_OK;
+}
+
+th_status tune_measurer_time_model(tune_measurer_t *m, const char *so_path, const char *params_path,
+                                   const tc_time_opts *t, double timeout_s, tc_run_stats *st, char *err,
+                                   size_t errlen) {
+  if (!m || !so_path || !params_path || !t || !st || strlen(so_path) >= TUNE_PATH_MAX ||
+      strlen(params_path) >= TUNE_PATH_MAX)
+    return TH_ERR_INVALID;
+  memset(st, 0, sizeof *st);
+  if (tune__ensure_worker(m) != TH_OK) {
+    if (err && errlen) snprintf(err, errlen, "measurement worker: %s", m->err);
+    return TH_ERR_IO;
+  }
+  tune_req *q = tune__new_req(m, TUNE_REQ_MODEL);
+  if (!q) return TH_ERR_NOMEM;
+  snprintf(q->so_path, sizeof q->so_path, "%s", so_path);
+  snprintf(q->params_path, sizeof q->params_path, "%s", params_path);
+  q->timing = *t;
+  tune_rep rep;
+  int r = tune__roundtrip(m, q, &rep, timeout_s);
+  free(q);
+  if (r != 0) {
+    tune_result lost;
+    tune__worker_lost(m, r, timeout_s, &lost);
+    if (err && errlen)
+      snprintf(err, errlen, "the model %s while it was timed: %s",
+               r == 2 ? "did not finish" : "crashed the measurement worker", lost.msg);
+    return r == 2 ? TH_ERR_TIMEOUT : TH_ERR_RUNTIME;
+  }
+  rep.dev_err[sizeof rep.dev_err - 1] = 0;
+  if (!rep.ok) {
+    if (err && errlen) snprintf(err, errlen, "%s", rep.dev_err[0] ? rep.dev_err : "the model failed to run");
+    return rep.status != TH_OK ? (th_status)rep.status : TH_ERR_RUNTIME;
+  }
+  *st = rep.stats;
+  st->call_ms = NULL;
+  st->manifest = NULL;
   return TH_OK;
 }

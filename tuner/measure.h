@@ -27,6 +27,7 @@
 #include "error_class.h"
 #include "space.h"
 #include "backend.h"
+#include "tc.h"
 #include "th_status.h"
 #include "workload.h"
 
@@ -112,6 +113,14 @@ th_status tune_measurer_run_device(tune_measurer_t *m, const tc_backend_target *
  * err when it has none; TH_ERR_IO when the worker cannot be reached. */
 th_status tune_measurer_device(tune_measurer_t *m, const tc_backend *b, tc_device *out, char *err,
                                size_t errlen);
+/* Times a whole built model (model.so and its params.bin) in the worker with tc_time_model, bounded as t says,
+ * and kills the worker when no answer comes within timeout_s: a miscompiled model or a device fault costs the
+ * worker, never the caller. TH_ERR_RUNTIME when it crashed the worker or failed to load or run,
+ * TH_ERR_WRONG_ANSWER for a non-finite output, TH_ERR_TIMEOUT past timeout_s, TH_ERR_IO when no worker can be
+ * started; err says which. Needs no task. */
+th_status tune_measurer_time_model(tune_measurer_t *m, const char *so_path, const char *params_path,
+                                   const tc_time_opts *t, double timeout_s, tc_run_stats *st, char *err,
+                                   size_t errlen);
 /* How many times the worker was restarted after a crash or hang. */
 int tune_measurer_restarts(const tune_measurer_t *m);
 

@@ -25,10 +25,16 @@ static int tune__uses_cpu(const tune_sched_resources *r, const tune_sched_cand *
   return dev_cpu || c->cpu_min != 0;
 }
 
+/* 1 when c's memory estimate fits beside the running stages' (or none that holds memory runs). */
+static int tune__mem_fits(const tune_sched_resources *r, const tune_sched_cand *c) {
+  return c->mem_bytes <= 0 || r->mem_budget <= 0 || r->mem_busy <= 0 || r->mem_busy + c->mem_bytes <= r->mem_budget;
+}
+
 /* 1 when c can start now; *grant = the CPU slots it gets. */
 static int tune__fits(const tune_sched_resources *r, const tune_sched_cand *c, int *grant) {
   *grant = 0;
   if (c->device >= r->ndevices) return 0;
+  if (!tune__mem_fits(r, c)) return 0;
   if (c->device >= 0 && r->device_busy[c->device]) return 0;
   int dev_cpu = c->device >= 0 && r->device_is_cpu[c->device];
   int free_slots = r->cpu_total - r->cpu_busy;
@@ -76,13 +82,15 @@ int tune_sched_pick(const tune_sched_resources *r, const tune_sched_cand *c, int
   }
   /* reservations held by the best blocked stage on each resource: when it could start */
   double cpu_resv = -1, dev_resv[TUNE_SCHED_MAX_DEVICES];
+  int mem_resv = 0; /* a better stage waits for memory: no later one may take memory before it */
   for (int d = 0; d < TUNE_SCHED_MAX_DEVICES; d++) dev_resv[d] = -1;
   for (int oi = 0; oi < n; oi++) {
     const tune_sched_cand *x = &c[order[oi]];
     int uses_cpu = tune__uses_cpu(r, x);
     int dev = x->device >= 0 && x->device < r->ndevices ? x->device : -1;
     double end = now + (x->estimate_s > 0 ? x->estimate_s : 0);
-    int conflict = (uses_cpu && cpu_resv >= 0 && end > cpu_resv) || (dev >= 0 && dev_resv[dev] >= 0 && end > dev_resv[dev]);
+    int conflict = (uses_cpu && cpu_resv >= 0 && end > cpu_resv) || (dev >= 0 && dev_resv[dev] >= 0 && end > dev_resv[dev]) ||
+                   (mem_resv && x->mem_bytes > 0);
     int grant = 0;
     if (!conflict && tune__fits(r, x, &grant)) {
       if (cpu_grant) *cpu_grant = grant;
@@ -95,6 +103,7 @@ int tune_sched_pick(const tune_sched_resources *r, const tune_sched_cand *c, int
     if (dev >= 0 && r->device_busy[dev] && r->device_free_at[dev] > at) at = r->device_free_at[dev];
     if (uses_cpu && cpu_resv < 0) cpu_resv = at;
     if (dev >= 0 && dev_resv[dev] < 0) dev_resv[dev] = at;
+    if (!tune__mem_fits(r, x)) mem_resv = 1;
   }
   return -1;
 }
@@ -137,6 +146,7 @@ typedef struct tune__sjob {
   tune_stage_desc d;
   int device;       /* index of d.device, or -1 */
   int cpu_grant;
+  int64_t mem_held; /* the running stage's memory estimate, counted in res.mem_busy */
   double ready_at, started_at, admitted_at;
   int64_t stages_run;
   double stage_s[TUNE_SK_COUNT]; /* time spent running stages of each kind */
@@ -195,6 +205,9 @@ void tune_sched_opts_default(tune_sched_opts *o) {
   o->work_root = "/tmp/tunehub-work";
   o->policy.aging_s = 5.0;
   o->lease_s = TUNE_SCHED_LEASE_S;
+  /* three quarters of the machine: the rest is the daemon, the page cache and whatever else runs there */
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  o->mem_budget = pages > 0 && page > 0 ? (int64_t)pages * page / 4 * 3 : 0;
 }
 
 /* Typed events go to on_event; the plain listener (long polls, caches) hears the changes that a reader of the
@@ -547,7 +560,7 @@ static int tune__round(tune_sched *s) {
     if (n == 256) continue;
     cands[n] = (tune_sched_cand){.job = j->job.id, .priority = j->job.priority, .ready_at = j->ready_at,
                                  .cpu_min = j->d.cpu_min, .cpu_max = j->d.cpu_max, .device = j->device,
-                                 .estimate_s = tune__estimate(s, j)};
+                                 .estimate_s = tune__estimate(s, j), .mem_bytes = j->d.mem_bytes};
     who[n++] = j;
   }
   int grant = 0;
@@ -564,6 +577,12 @@ static int tune__round(tune_sched *s) {
   j->cpu_grant = grant;
   j->started_at = now;
   s->res.cpu_busy += grant;
+  j->mem_held = j->d.mem_bytes > 0 ? j->d.mem_bytes : 0;
+  s->res.mem_busy += j->mem_held;
+  if (j->mem_held > s->res.mem_budget && s->res.mem_budget > 0)
+    TH_LOG(TH_LOG_WARN, "job %lld: its %s stage needs about %.1f GiB, more than the memory budget of %.1f GiB: it runs "
+           "alone", (long long)j->job.id, tune_sched_kind_str(j->d.kind), j->mem_held / 1073741824.0,
+           s->res.mem_budget / 1073741824.0);
   if (grant > 0 && now + est > s->res.cpu_free_at) s->res.cpu_free_at = now + est;
   if (j->device >= 0) {
     s->res.device_busy[j->device] = 1;
@@ -590,6 +609,8 @@ static int tune__round(tune_sched *s) {
   tune_sched_estimates_add(&s->est, j->d.kind, t1 - j->started_at);
   j->stage_s[j->d.kind] += t1 - j->started_at;
   s->res.cpu_busy -= grant;
+  s->res.mem_busy -= j->mem_held;
+  j->mem_held = 0;
   if (s->res.cpu_busy == 0) s->res.cpu_free_at = t1;
   if (j->device >= 0) {
     s->res.device_busy[j->device] = 0;
@@ -673,8 +694,8 @@ static th_status tune__register(tune_sched *s) {
   size_t len = 0;
   for (int i = 0; i < s->ntargets && len < sizeof list; i++)
     len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", s->targets[i]);
-  TH_LOG(TH_LOG_INFO, "worker %s registered: targets [%s], %d slot(s), lease %.1f s", s->worker_name, list,
-         s->o.max_jobs, s->o.lease_s);
+  TH_LOG(TH_LOG_INFO, "worker %s registered: targets [%s], %d slot(s), lease %.1f s, memory budget %.1f GiB",
+         s->worker_name, list, s->o.max_jobs, s->o.lease_s, s->o.mem_budget / 1073741824.0);
   if (requeued > 0)
     TH_LOG(TH_LOG_INFO, "requeued %d job(s) an earlier worker named %s held", requeued, s->worker_name);
   return TH_OK;
@@ -787,6 +808,7 @@ th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_
     s->registered = 1;
   }
   s->res.cpu_total = s->o.cpu_slots;
+  s->res.mem_budget = s->o.mem_budget > 0 ? s->o.mem_budget : 0;
   tune__device_index(s, "cpu");
   tune_sched_estimates_init(&s->est);
   pthread_mutex_init(&s->mu, NULL);

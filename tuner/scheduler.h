@@ -42,6 +42,7 @@
 typedef struct tune_sched_resources {
   int cpu_total, cpu_busy;
   double cpu_free_at;
+  int64_t mem_budget, mem_busy; /* bytes: the budget (0: none) and what running stages are estimated to hold */
   int ndevices;
   int device_busy[TUNE_SCHED_MAX_DEVICES];
   int device_is_cpu[TUNE_SCHED_MAX_DEVICES];
@@ -57,6 +58,7 @@ typedef struct tune_sched_cand {
   int cpu_max;       /* slots it can use; TUNE_SCHED_ALL_CPU: the whole pool */
   int device;        /* measurement slot index, or -1 */
   double estimate_s; /* learned duration */
+  int64_t mem_bytes; /* estimated peak memory (tune_stage_desc.mem_bytes); 0: small */
 } tune_sched_cand;
 
 typedef struct tune_sched_policy {
@@ -64,7 +66,10 @@ typedef struct tune_sched_policy {
 } tune_sched_policy;
 
 /* Picks the stage to start now: its index in c, or -1 when none may start. *cpu_grant receives the CPU slots
- * it gets (the whole pool for a CPU-device measurement). Pure: reads only its arguments. */
+ * it gets (the whole pool for a CPU-device measurement). Memory: a stage with mem_bytes starts only while the
+ * running stages' estimates and its own fit mem_budget, or when no stage that holds memory runs (a build
+ * larger than the whole budget runs alone rather than never); the best stage blocked on memory keeps every
+ * later memory-holding stage from starting before it. Pure: reads only its arguments. */
 int tune_sched_pick(const tune_sched_resources *r, const tune_sched_cand *c, int n, double now,
                     const tune_sched_policy *p, int *cpu_grant);
 
@@ -102,6 +107,9 @@ typedef struct tune_sched_opts {
   const char *const *targets; /* the concrete targets it measures (copied), ntargets of them; NULL: none
                                  registered (it claims only jobs any worker may take) */
   int ntargets;
+  int64_t mem_budget; /* bytes of estimated peak memory that running stages may hold together (builds and
+                         their timing, measurements); 0: no limit. tune_sched_opts_default: three quarters of
+                         the machine's memory */
 } tune_sched_opts;
 
 #define TUNE_SCHED_LEASE_S 30.0

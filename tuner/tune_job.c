@@ -1108,3 +1108,12 @@ th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, c
   free(weights);
   return rc;
 }
+
+int64_t tune_session_task_bytes(const tune_session_t *s) {
+  if (!s || s->cur < 0 || s->cur >= s->ntasks) return 0;
+  tune_layout lay;
+  if (tune_task_layout(&s->tasks[s->cur], &lay) != TH_OK) return 0;
+  int64_t bytes = 0;
+  for (int i = 0; i < lay.nbufs; i++) bytes += lay.nelems[i] * (lay.elem_bytes[i] == 8 ? 8 : 4);
+  return 3 * bytes;
+}

@@ -128,6 +128,10 @@ void tune_session_cancel(tune_session_t *s);
 int tune_session_cancelled(const tune_session_t *s);
 
 void tune_session_progress(const tune_session_t *s, tune_progress *out);
+/* The memory the measurement worker holds for the current task: its argument buffers, the pristine copies of
+ * the inputs and the reference outputs (tune_layout), so about three times the arguments; 0 when no task is
+ * current. A scheduler admits measurements within its memory budget by it. */
+int64_t tune_session_task_bytes(const tune_session_t *s);
 
 /* The config a build should use for a workload: the best valid record for (workload, target) -> "tuned";
  * else the config of the nearest tuned workload of the same template that is valid here -> "transferred";

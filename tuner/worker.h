@@ -89,6 +89,8 @@ typedef struct tune_stage_desc {
   int cpu_max;        /* slots it can use; -1: the whole pool */
   char device[16];    /* measurement slot ("cpu", "cuda:0"), or "" for none */
   int task, ntasks;   /* tuning task index and count; -1 outside tuning */
+  int64_t mem_bytes;  /* estimated peak memory of the stage (a build: weights and workspace from its plan); 0:
+                         small */
 } tune_stage_desc;
 
 typedef struct tune_builder {

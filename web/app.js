@@ -680,20 +680,30 @@
   function latencyChart(vs) {
     const pts = vs.filter(x => typeof x.latency_ms === 'number');
     if (!pts.length) return h('p', { class: 'muted' }, 'No latency measured yet.');
-    const ny = niceTicks(0, Math.max(...pts.map(p => p.latency_ms)) * 1.08, 5);
-    const desc = pts.map(p => 'v' + p.version + ' ' + fmtMs(p.latency_ms) + ' ' + (p.tuned ? 'tuned' : 'untuned')).join('; ');
+    // the spread of the timing rounds (min..max of the rounds' means), drawn as a whisker over the bar
+    const sp = p => p.latency_spread_ms && typeof p.latency_spread_ms.min === 'number' ? p.latency_spread_ms : null;
+    const spreadText = p => sp(p) ? ' (rounds ' + fmtNum(sp(p).min) + '–' + fmtNum(sp(p).max) + ')' : '';
+    const ny = niceTicks(0, Math.max(...pts.map(p => sp(p) ? Math.max(sp(p).max, p.latency_ms) : p.latency_ms)) * 1.08, 5);
+    const desc = pts.map(p => 'v' + p.version + ' ' + fmtMs(p.latency_ms) + spreadText(p) + ' ' + (p.tuned ? 'tuned' : 'untuned')).join('; ');
     const n = vs.length;
-    const f = chartFrame({ id: 'latency-chart', title: 'Median latency per version (ms); tuned versions in green', desc,
+    const f = chartFrame({ id: 'latency-chart', title: 'Median latency per version (ms), with the spread of its timing rounds; tuned versions in green', desc,
       x0: 0, x1: n, y0: 0, y1: ny.max, yticks: ny.ticks, width: 520, height: 260,
       xticks: vs.map((p, i) => ({ v: i + 0.5, label: 'v' + p.version })), xLabel: 'version', yLabel: 'latency (ms)' });
     const bw = Math.min(56, (f.X(1) - f.X(0)) * 0.6);
     vs.forEach((p, i) => {
       if (typeof p.latency_ms !== 'number') return;
       const cx = f.X(i + 0.5), y = f.Y(p.latency_ms);
-      const lbl = 'v' + p.version + ': ' + fmtMs(p.latency_ms) + (p.tuned ? ', tuned' : ', untuned');
+      const lbl = 'v' + p.version + ': ' + fmtMs(p.latency_ms) + spreadText(p) + (p.tuned ? ', tuned' : ', untuned');
       f.layer.append(s('rect', { x: cx - bw / 2, y, width: bw, height: Math.max(1, f.Y(0) - y), rx: 2,
         class: 'vbar ' + (p.tuned ? 'tuned' : 'untuned'), 'data-version': p.version, 'data-tuned': p.tuned ? 1 : 0 }, s('title', null, lbl)));
-      f.layer.append(s('text', { x: cx, y: y - 5, 'text-anchor': 'middle', class: 'value' }, fmtNum(p.latency_ms) + (p.tuned ? ' ★' : '')));
+      let top = y;
+      if (sp(p)) {
+        const y1 = f.Y(sp(p).max), y0 = f.Y(sp(p).min), w = bw / 4;
+        top = Math.min(y, y1);
+        f.layer.append(s('path', { d: `M${cx},${y0}V${y1}M${cx - w},${y0}H${cx + w}M${cx - w},${y1}H${cx + w}`,
+          class: 'spread', 'data-version': p.version }, s('title', null, lbl)));
+      }
+      f.layer.append(s('text', { x: cx, y: top - 5, 'text-anchor': 'middle', class: 'value' }, fmtNum(p.latency_ms) + (p.tuned ? ' ★' : '')));
     });
     return h('figure', { class: 'fig' }, f.svg,
       h('figcaption', { class: 'legend small' },
@@ -702,11 +712,12 @@
   }
 
   function versionsTable(key, vs) {
+    const sp = v => v.latency_spread_ms && typeof v.latency_spread_ms.min === 'number' ? v.latency_spread_ms : null;
     const rows = vs.slice().reverse().map(v => h('tr', { 'data-version': v.version },
       h('td', { class: 'num' }, h('strong', null, 'v' + v.version), v.job != null ? h('div', { class: 'muted small' }, 'job ' + v.job) : null),
       h('td', null, h('span', { class: 'pill ' + (v.tuned ? 'tuned' : 'untuned') }, v.tuned ? 'tuned' : 'untuned')),
       h('td', { class: 'aliases' }, (v.aliases || []).length ? v.aliases.map(a => h('span', { class: 'pill alias', title: 'GET ?alias=' + a + ', OCI tag :' + a }, a)) : '—'),
-      h('td', { class: 'num' }, fmtMs(v.latency_ms)),
+      h('td', { class: 'num' }, fmtMs(v.latency_ms), sp(v) ? h('div', { class: 'muted small spread' }, fmtNum(sp(v).min) + '–' + fmtNum(sp(v).max) + ' ms, ' + sp(v).rounds + ' rounds') : null),
       h('td', null, v.published_at ? h('time', { datetime: v.published_at }, fmtDate(v.published_at)) : '—'),
       h('td', null, v.digest ? [h('code', { title: v.digest }, v.digest.replace(/^sha256:/, '').slice(0, 12) + '…'), ' ',
         (() => { const b = h('button', { type: 'button', class: 'small secondary', 'aria-label': 'Copy the digest of v' + v.version, onclick: () => copyText(v.digest, b) }, 'Copy'); return b; })()] : '—'),

@@ -68,6 +68,11 @@ async function checkVersions(page, base, key, where, query) {
   const bars = await page.$$eval('#latency-chart rect.vbar', rs => rs.map(r => r.dataset.version + ':' + r.dataset.tuned));
   check(JSON.stringify(bars) === JSON.stringify(api.versions.map(v => v.version + ':' + (v.tuned ? 1 : 0))),
     where + ': the latency chart has one bar per version, tuned marked (' + bars.join(' ') + ')');
+  // each measured version's spread of timing rounds is drawn as a whisker
+  const spreads = await page.$$eval('#latency-chart path.spread', ps => ps.map(p => p.dataset.version));
+  const measured = api.versions.filter(v => v.latency_spread_ms && typeof v.latency_spread_ms.min === 'number');
+  check((query || measured.length > 0) && JSON.stringify(spreads) === JSON.stringify(measured.map(v => String(v.version))),
+    where + ': the chart shows the rounds\' spread of every measured version (' + spreads.join(' ') + ')');
   const rows = await page.$$eval('#versions-table tbody tr', rs => rs.map(r => r.dataset.version));
   check(JSON.stringify(rows.slice().reverse()) === JSON.stringify(want), where + ': the version list shows v' + want.join(', v'));
   const hrefs = await page.$$eval('#versions-table a.dl-version', as => as.map(a => a.getAttribute('href')));

@@ -96,6 +96,9 @@ case_miss_then_hit() {
   [[ "$(head -c 4 "$TMP/body" | od -An -c | tr -d ' ')" == '177ELF' ]] || fail "the .so is not ELF"
   expect_status 200 "$BASE$M/manifest"
   jq -e ".key.network == \"$NET\"" "$TMP/body" >/dev/null || fail "manifest key"
+  # timed in the measurement worker (a crash there costs that process, not the daemon), in rounds with a spread
+  jq -e '.latency_ms.isolated == true and .latency_ms.n >= 3 and .latency_ms.min <= .latency_ms.median and
+    .latency_ms.median <= .latency_ms.max' "$TMP/body" >/dev/null || fail "manifest latency: $(jq -c .latency_ms "$TMP/body")"
   expect_status 200 "$BASE/blobs/sha256:$digest"
   [[ "$(header Cache-Control)" == *immutable* ]] || fail "blob not immutable"
   [[ "$(sha256sum "$TMP/body" | cut -d' ' -f1)" == "$digest" ]] || fail "blob bytes differ"

@@ -67,6 +67,13 @@ static int never_cancelled(void *ctx) {
 static th_status on_publish(void *ctx, const tune_build_output *out, int *version) {
   test_env *t = ctx;
   CHECK_EQ_INT(out->tuned, manifest_has_tuned_layer(out->manifest));
+  /* a published build is timed in the measurement worker, never in the builder's process, in rounds */
+  json_t *m = json_loads(out->manifest, 0, NULL);
+  json_t *lat = json_object_get(m, "latency_ms");
+  CHECK(json_is_object(lat) && json_is_true(json_object_get(lat, "isolated")));
+  CHECK(json_integer_value(json_object_get(lat, "n")) >= 3);
+  CHECK(json_real_value(json_object_get(lat, "min")) <= json_real_value(json_object_get(lat, "max")));
+  json_decref(m);
   char tar[65], so[65];
   th_status rc = store_artifact_put(t->st, out->tar_path, "application/x-tar", tar, NULL);
   if (rc == TH_OK) rc = store_artifact_put(t->st, out->so_path, "application/x-sharedlib", so, NULL);
@@ -219,6 +226,64 @@ TH_TEST(builder_all_trials_failed_publishes_no_tuned) {
   CHECK_EQ_INT(m.version, 1);
   store_model_clear(&m);
   store_close(t.st);
+  th_rm_rf(dir);
+  return 0;
+}
+
+/* A model whose th_model_info crashes (or never returns), with the rest of the model ABI present: compiled
+ * with cc into dir/NAME.so. */
+static void fake_model(const char *dir, const char *name, const char *body, char *so, size_t n) {
+  char src[512], cmd[1600];
+  snprintf(src, sizeof src, "%s/%s.c", dir, name);
+  snprintf(so, n, "%s/%s.so", dir, name);
+  FILE *f = fopen(src, "w");
+  CHECK(f != NULL);
+  fprintf(f,
+          "#include <signal.h>\n#include <stddef.h>\n"
+          "const void *th_model_info(void) { %s return NULL; }\n"
+          "int th_model_create(const void *p, size_t n, void **o) { (void)p; (void)n; (void)o; return 1; }\n"
+          "int th_model_run_io(void *m, const void *const *i, void *const *o) { (void)m; (void)i; (void)o; "
+          "return 1; }\n"
+          "void th_model_free(void *m) { (void)m; }\n"
+          "const char *th_model_last_error(void) { return \"\"; }\n",
+          body);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o '%s' '%s'", so, src);
+  CHECK(system(cmd) == 0);
+}
+
+/* Timing a published build happens in the measurement worker: a model that crashes or hangs there fails the
+ * timing with the reason and costs the worker, never this process (the daemon's), which goes on to time a
+ * good model with the same measurer. */
+TH_TEST(model_timing_crash_and_hang_cost_the_worker) {
+  char dir[] = "/tmp/th_model_time_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char crash[600], hang[600], pbin[600];
+  fake_model(dir, "crash", "raise(SIGSEGV);", crash, sizeof crash);
+  fake_model(dir, "hang", "for (;;) {}", hang, sizeof hang);
+  snprintf(pbin, sizeof pbin, "%s/params.bin", dir);
+  CHECK(th_write_file_atomic(pbin, "x", 1) == TH_OK);
+  tune_measure_opts mo;
+  tune_measure_opts_default(&mo);
+  static char *const worker_argv[] = {"/proc/self/exe", "measure-worker", NULL};
+  mo.worker_argv = worker_argv;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&mo, &m) == TH_OK);
+  tc_time_opts t;
+  tc_time_opts_default(&t);
+  tc_run_stats st;
+  char err[512] = "";
+  th_status rc = tune_measurer_time_model(m, crash, pbin, &t, 30, &st, err, sizeof err);
+  fprintf(stderr, "crash: %s: %s\n", th_status_name(rc), err);
+  CHECK_EQ_INT(rc, TH_ERR_RUNTIME);
+  CHECK(strstr(err, "crashed") != NULL && strstr(err, "signal 11") != NULL);
+  double t0 = th_now_mono();
+  rc = tune_measurer_time_model(m, hang, pbin, &t, 1.0, &st, err, sizeof err);
+  fprintf(stderr, "hang: %s after %.1f s: %s\n", th_status_name(rc), th_now_mono() - t0, err);
+  CHECK_EQ_INT(rc, TH_ERR_TIMEOUT);
+  CHECK(th_now_mono() - t0 < 10);
+  CHECK_EQ_INT(tune_measurer_restarts(m), 2);
+  tune_measurer_free(m);
   th_rm_rf(dir);
   return 0;
 }

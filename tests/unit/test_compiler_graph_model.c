@@ -268,7 +268,8 @@ static void tc__build_small(const char *dir, const char *tar, int measure, char 
   o.batch = 1;
   o.input_h = o.input_w = 64;
   o.measure = measure;
-  o.measure_repeat = 5;
+  tc_time_opts t = {.budget_s = 0, .max_rounds = 5, .min_round_ms = 100, .warmup = 3}; /* exactly 5 rounds */
+  o.timing = &t;
   o.work_dir = dir;
   int n = 0;
   o.lookup = tc__lookup_first;
@@ -291,7 +292,13 @@ TH_TEST(bundle_example_and_run) {
   json_t *m = json_loads(manifest, 0, NULL);
   CHECK(m != NULL);
   CHECK(json_real_value(json_object_get(json_object_get(m, "latency_ms"), "median")) > 0);
-  CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(m, "latency_ms"), "n")), 5);
+  json_t *lat = json_object_get(m, "latency_ms");
+  CHECK_EQ_INT(json_integer_value(json_object_get(lat, "n")), 5);
+  /* rounds of at least 100 ms: a run of this small model takes far less, so each round has several */
+  CHECK(json_integer_value(json_object_get(lat, "runs_per_round")) > 1);
+  CHECK(json_real_value(json_object_get(lat, "min")) <= json_real_value(json_object_get(lat, "median")));
+  CHECK(json_real_value(json_object_get(lat, "median")) <= json_real_value(json_object_get(lat, "max")));
+  CHECK(json_is_false(json_object_get(lat, "isolated"))); /* no measure_fn: timed in this process */
   json_t *src = json_object_get(m, "config_sources");
   fprintf(stderr, "sources: tuned %lld transferred %lld fallback %lld\n",
           (long long)json_integer_value(json_object_get(src, "tuned")),
@@ -336,6 +343,22 @@ TH_TEST(bundle_example_and_run) {
            "cd '%s' && mkdir x && cd x && tar -xf ../b.tar && cc example.c ./model.so -o example && "
            "./example > out.txt && grep -q 'top class' out.txt", dir);
   CHECK(system(cmd) == 0);
+  /* timing bounded by time: with 1000 rounds of 100 ms allowed (100 s), a 0.2 s budget stops after about
+   * 0.2 s of rounds, yet gives at least three */
+  char so[160], pbin[160], *params = NULL;
+  size_t plen = 0;
+  snprintf(so, sizeof so, "%s/x/model.so", dir);
+  snprintf(pbin, sizeof pbin, "%s/x/params.bin", dir);
+  CHECK_EQ_INT(th_read_file(pbin, (size_t)1 << 30, &params, &plen), TH_OK);
+  tc_time_opts bounded = {.budget_s = 0.2, .max_rounds = 1000, .min_round_ms = 100, .warmup = 3};
+  rc = tc_time_model(so, params, plen, &bounded, &st, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "time: %s\n", err);
+  CHECK_EQ_INT(rc, TH_OK);
+  fprintf(stderr, "bounded timing: %d rounds of %d runs in %.2f s, median %.3f ms (%.3f..%.3f)\n", st.n, st.number,
+          st.seconds, st.median_ms, st.min_ms, st.max_ms);
+  CHECK(st.n >= 3 && st.n < 100 && st.seconds < 15); /* unbounded: 1000 rounds, 100 s or more */
+  CHECK(st.min_ms <= st.median_ms && st.median_ms <= st.max_ms && st.number > 1);
+  free(params);
   tc__rmrf(dir);
   return 0;
 }
@@ -505,5 +528,29 @@ TH_TEST(network_tasks) {
   CHECK_EQ_INT(convs, 11); /* AutoTVM's 12 resnet-18 tasks: these 11 conv2d shapes and the dense */
   free(ts);
   CHECK_EQ_INT(tc_network_tasks(&t, &(tc_netsrc){"nope", NULL, NULL}, 1, &ts, &n), TH_ERR_NOT_FOUND);
+  return 0;
+}
+
+/* The memory a build needs comes from its plan: vgg-19's weights (143.7 M parameters, 575 MB) and a workspace
+ * that grows with the batch, here at batch 256 several GB; the scheduler's budget admits builds by it. */
+TH_TEST(footprint_from_the_plan) {
+  tc_backend_target t;
+  CHECK_EQ_INT(tc_backend_target_init(tc_backend_find("llvm", NULL, 0), NULL, &t, NULL, 0), TH_OK);
+  tc_netsrc vgg = {"vgg-19", NULL, NULL}, sq = {"squeezenet_v1.1", NULL, NULL};
+  tc_footprint f1, f256, s1;
+  char err[256] = "";
+  CHECK_EQ_INT(tc_network_footprint(&t, &vgg, 1, &f1, err, sizeof err), TH_OK);
+  CHECK_EQ_INT(tc_network_footprint(&t, &vgg, 256, &f256, err, sizeof err), TH_OK);
+  CHECK_EQ_INT(tc_network_footprint(&t, &sq, 1, &s1, err, sizeof err), TH_OK);
+  fprintf(stderr, "vgg-19 b1: params %.0f MB, workspace %.0f MB, peak %.0f MB; b256: workspace %.0f MB, peak %.0f MB; "
+          "squeezenet b1 peak %.0f MB\n", f1.params_bytes / 1e6, f1.workspace_bytes / 1e6, f1.peak_bytes / 1e6,
+          f256.workspace_bytes / 1e6, f256.peak_bytes / 1e6, s1.peak_bytes / 1e6);
+  CHECK(f1.params_bytes > 570000000 && f1.params_bytes < 580000000);
+  CHECK_EQ_INT(f256.params_bytes == f1.params_bytes, 1);
+  CHECK(f256.workspace_bytes > 200 * f1.workspace_bytes); /* activations scale with the batch */
+  CHECK(f256.peak_bytes > f256.workspace_bytes + 4 * f256.params_bytes - 1);
+  CHECK(s1.peak_bytes < f1.peak_bytes);
+  tc_netsrc bad = {"no-such-net", NULL, NULL};
+  CHECK(tc_network_footprint(&t, &bad, 1, &s1, err, sizeof err) != TH_OK);
   return 0;
 }

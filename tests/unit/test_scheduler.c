@@ -181,6 +181,40 @@ TH_TEST(pick_gpu_measure_overlaps_builds) {
   return 0;
 }
 
+/* The memory budget: a GPU measurement holding 6 GiB of an 8 GiB budget keeps a 4 GiB CPU build waiting even
+ * though the CPU pool is free, and a 1 GiB one may start; a build larger than the whole budget starts once no
+ * memory-holding stage runs, and a better stage waiting on memory is not overtaken by a memory-holding one. */
+TH_TEST(pick_memory_budget) {
+  const int64_t G = (int64_t)1 << 30;
+  tune_sched_resources r = {.cpu_total = 2, .ndevices = 2, .device_is_cpu = {1, 0}, .mem_budget = 8 * G};
+  r.device_busy[1] = 1;
+  r.mem_busy = 6 * G; /* the running cuda measurement */
+  tune_sched_cand big = {.job = 1, .priority = 5, .cpu_min = -1, .cpu_max = -1, .device = 0, .estimate_s = 10,
+                         .mem_bytes = 4 * G};
+  tune_sched_cand small = {.job = 2, .priority = 0, .cpu_min = 1, .cpu_max = 1, .device = -1, .estimate_s = 1,
+                           .mem_bytes = 1 * G};
+  /* a stage that needs neither CPU slots nor memory (big also reserves the CPU pool it waits with) */
+  tune_sched_cand none = {.job = 3, .priority = 0, .cpu_min = 0, .cpu_max = 0, .device = -1, .estimate_s = 1};
+  int grant = 0;
+  CHECK_EQ_INT(tune_sched_pick(&r, &big, 1, 0.0, NULL, &grant), -1); /* 6 + 4 > 8 */
+  CHECK_EQ_INT(tune_sched_pick(&r, &small, 1, 0.0, NULL, &grant), 0); /* 6 + 1 fits */
+  tune_sched_cand both[3] = {big, small, none};
+  /* big waits for memory: small (which holds memory) may not overtake it; none (no memory) may */
+  CHECK_EQ_INT(tune_sched_pick(&r, both, 2, 0.0, NULL, &grant), -1);
+  CHECK_EQ_INT(tune_sched_pick(&r, both, 3, 0.0, NULL, &grant), 2);
+  /* the measurement ends: big starts alone, even at 12 GiB, more than the budget */
+  r.device_busy[1] = 0;
+  r.mem_busy = 0;
+  big.mem_bytes = 12 * G;
+  CHECK_EQ_INT(tune_sched_pick(&r, &big, 1, 0.0, NULL, &grant), 0);
+  CHECK_EQ_INT(grant, 2);
+  /* no budget: memory never blocks */
+  r.mem_budget = 0;
+  r.mem_busy = 100 * G;
+  CHECK_EQ_INT(tune_sched_pick(&r, &small, 1, 0.0, NULL, &grant), 0);
+  return 0;
+}
+
 TH_TEST(pick_higher_priority_first) {
   sim s;
   sim_init(&s, 2);
