@@ -171,3 +171,25 @@ CREATE INDEX worker_targets_target ON worker_targets (target);
 ALTER TABLE jobs ADD COLUMN lease_until {real};
 ALTER TABLE jobs ADD COLUMN needs_target TEXT NOT NULL DEFAULT '';
 ALTER TABLE tuning_records ADD COLUMN attempt INTEGER NOT NULL DEFAULT 0;
+
+-- migration 6
+-- Garbage collection of blobs (issue 22; store/store_gc.c): an artifact no published version, alias or network
+-- references goes once it has been left alone for a grace period. touched_at is when a writer last put these
+-- bytes (a put of bytes already stored touches the row; NULL: never since created_at), so that a blob put for a
+-- publish that has not committed yet, even one whose bytes an older unreferenced row holds, counts as new. The
+-- two indexes serve the collector's question "does any version point at this digest?".
+ALTER TABLE artifacts ADD COLUMN touched_at {real};
+CREATE INDEX models_tar_digest ON models (tar_digest);
+CREATE INDEX models_so_digest ON models (so_digest);
+-- The rows of deleted versions name their blobs by foreign key, so the collector removes a deleted version's row
+-- (unless an alias pins it) with its blobs. Version numbers must never come back: a key's highest removed version
+-- stays here, and a publish numbers past it as past the rows that remain.
+CREATE TABLE model_version_floor (
+  framework        TEXT NOT NULL,
+  network          TEXT NOT NULL,
+  batch            INTEGER NOT NULL,
+  target           TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  version          INTEGER NOT NULL,
+  PRIMARY KEY (framework, network, batch, target, compiler_version)
+);

@@ -26,6 +26,8 @@ int cli_store_exists(const char *cmd, const char *db, const char *data);
 store_t *cli_store_open(const char *cmd, const char *db, const char *data);
 /* tunehub migrate --from DIR --to postgresql://... (migrate.c) */
 int cli_migrate(int argc, char **argv);
+/* `tunehub gc [--data DIR] [--db URL] [--grace S] [--dry-run] [--json]` (gc.c): one blob garbage collection. */
+int cli_gc(int argc, char **argv);
 /* `tunehub worker --db URL ...` (cli_worker.c): runs jobs from a shared store until SIGTERM or SIGINT. */
 int cli_worker(int argc, char **argv);
 /* For a long-running command: blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards

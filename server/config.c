@@ -32,6 +32,8 @@ void srv_config_defaults(srv_config *c) {
   c->max_streams_per_ip = 8;
   c->max_upload = (int64_t)2 << 30;
   c->lease_s = 30;
+  c->gc_interval_s = 3600;
+  c->gc_grace_s = SRV_GC_GRACE_S;
 }
 
 /* A byte count: a whole number with an optional K, M or G (binary: KiB, MiB, GiB), from lo to hi. */
@@ -136,6 +138,10 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv_bytes_flag(f, v, (int64_t)64 << 20, (int64_t)1 << 50, &c->mem_budget, err, n);
     } else if (!strcmp(f, "--keep-versions")) {
       rc = srv__int_flag(f, v, 0, 1000000, &c->keep_versions, err, n);
+    } else if (!strcmp(f, "--gc-interval")) {
+      rc = srv__int_flag(f, v, 0, 30 * 86400, &c->gc_interval_s, err, n);
+    } else if (!strcmp(f, "--gc-grace")) {
+      rc = srv__int_flag(f, v, 0, 365 * 86400, &c->gc_grace_s, err, n);
     } else if (!strcmp(f, "--miss-trials")) {
       rc = srv__int_flag(f, v, 1, 100000, &c->miss_trials, err, n);
     } else if (!strcmp(f, "--log-level")) {
@@ -150,7 +156,7 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
           "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
           "--max-batch N --max-queued N --connection-limit N --max-connections-per-ip N "
           "--miss-rate N --timeout S --web DIR --on-miss tune|build --miss-trials N "
-          "--max-upload BYTES --memory-budget BYTES --keep-versions N --log-level L",
+          "--max-upload BYTES --memory-budget BYTES --keep-versions N --gc-interval S --gc-grace S --log-level L",
           f);
       return TH_ERR_INVALID;
     }

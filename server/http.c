@@ -14,6 +14,7 @@
 
 #include "builder.h"
 #include "events.h"
+#include "gc.h"
 #include "longpoll.h"
 #include "relay.h"
 #include "networks.h"
@@ -242,6 +243,8 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   }
   rc = srv_relay_start(s, err, n);
   if (rc != TH_OK) goto fail_waker;
+  rc = srv_gc_start(s, err, n);
+  if (rc != TH_OK) goto fail_relay;
 
   struct sockaddr_in addr;
   memset(&addr, 0, sizeof addr);
@@ -250,7 +253,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   if (inet_pton(AF_INET, c->listen_host, &addr.sin_addr) != 1) {
     snprintf(err, n, "--listen host must be an IPv4 address, got '%s'", c->listen_host);
     rc = TH_ERR_INVALID;
-    goto fail_waker;
+    goto fail_gc;
   }
   s->mhd = MHD_start_daemon(
       MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
@@ -266,13 +269,16 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   if (!s->mhd) {
     snprintf(err, n, "cannot listen on %s:%d (port in use or not permitted)", c->listen_host, c->port);
     rc = TH_ERR_IO;
-    goto fail_waker;
+    goto fail_gc;
   }
   *out = s;
   return TH_OK;
 
-fail_waker:
+fail_gc:
+  srv_gc_stop(s);
+fail_relay:
   srv_relay_stop(s);
+fail_waker:
   srv_longpoll_stop(s);
 fail_workers:
   tune_workers_stop(s->workers);
@@ -293,6 +299,7 @@ void srv_stop(srv_t *s) {
   srv_longpoll_stop(s);        /* resumes every suspended connection */
   srv_events_stop(s->events);                         /* ends and resumes every event stream */
   MHD_stop_daemon(s->mhd);
+  srv_gc_stop(s); /* before the store closes; a run in progress ends first */
   tune_workers_stop(s->workers);
   srv_events_free(s->events);
   store_close(s->st);

@@ -30,6 +30,8 @@ static void usage(FILE *f) {
           "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
           "                [--memory-budget 12G]   builds and measurements held within it (default: 3/4 of RAM)\n"
           "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
+          "                [--gc-interval 3600] [--gc-grace 3600]   blob garbage collection every S seconds\n"
+          "                                                    (0: off) of blobs unreferenced for the grace\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
           "                [--target NAME]   cross-compile for the CPU or GPU the model will run on\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--db URL] [--trials N]\n"
@@ -48,6 +50,10 @@ static void usage(FILE *f) {
           "  tunehub migrate --from DIR --to postgresql://...\n"
           "                                                    copy an embedded store into a new PostgreSQL\n"
           "                                                    database and verify every row and blob\n"
+          "  tunehub gc [--data ./data] [--db URL] [--grace 3600] [--dry-run] [--json]\n"
+          "                                                    remove blobs no published version, alias or\n"
+          "                                                    network references, unreferenced for the grace\n"
+          "                                                    period (seconds; an hour: longer than a publish)\n"
           "  tunehub hash-token < TOKEN                       print sha256:HEX, a token-file line that\n"
           "                                                    does not hold the token itself\n"
           "  tunehub version\n\n"
@@ -246,6 +252,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
   if (!strcmp(cmd, "migrate")) return cli_migrate(argc - 2, argv + 2);
+  if (!strcmp(cmd, "gc")) return cli_gc(argc - 2, argv + 2);
   if (!strcmp(cmd, "hash-token")) return cli_hash_token();
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "worker")) return cli_worker(argc - 2, argv + 2);
@@ -259,7 +266,7 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr,
           "tunehub: unknown command '%s'; valid commands: serve, worker, build, tune, run, networks, "
-          "import, remeasure, migrate, hash-token, version, help\n",
+          "import, remeasure, migrate, gc, hash-token, version, help\n",
           cmd);
   return 2;
 }

@@ -129,7 +129,7 @@ int cli_migrate(int argc, char **argv) {
   if (migrate__verify_blobs(src, to, verify_dir, &blobs) != 0) goto out;
   printf("migrated %s to %s, verified:\n", from_dir, store_db_display(dst));
   for (int t = 0; store_copy_table_name(t); t++)
-    printf("  %-15s %" PRId64 " rows\n", store_copy_table_name(t), check.rows[t]);
+    printf("  %-19s %" PRId64 " rows\n", store_copy_table_name(t), check.rows[t]);
   printf("  blobs           %" PRId64 " (%" PRId64 " bytes), each read back from the database and hashed\n", blobs,
          rep.blob_bytes);
   code = 0;

@@ -18,6 +18,7 @@
 #include "aliases.h"
 #include "builder.h"
 #include "events.h"
+#include "gc.h"
 #include "limits.h"
 #include "longpoll.h"
 #include "networks.h"
@@ -996,6 +997,7 @@ static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
                  "# TYPE tunehub_uptime_seconds gauge\ntunehub_uptime_seconds %.0f\n",
                  tune_workers_busy(s->workers), th_now_wall() - s->started_at);
   srv__metrics_fleet(s, &b);
+  srv_gc_metrics(s, &b);
   size_t len = b.len;
   struct MHD_Response *resp = srv_response_buffer(th_buf_steal(&b), len);
   if (!resp) return MHD_NO;

@@ -14,6 +14,11 @@
 #define SRV_MAX_BODY (64 * 1024)
 #define SRV_MAX_SEGMENT 128
 #define SRV_MAX_WAIT_S 600
+/* The grace period `tunehub gc` and the daemon give an unreferenced blob before sweeping it: an hour. A
+ * publish puts its bundle and .so and then inserts the version that references them, seconds apart even for
+ * a multi-gigabyte bundle on a slow disk; an hour is far longer than that, and is the age store_recover
+ * already waits for on a shared store's files. */
+#define SRV_GC_GRACE_S 3600
 
 typedef struct srv_config {
   char listen_host[64];
@@ -40,10 +45,12 @@ typedef struct srv_config {
                          three quarters of the machine */
   int keep_versions;  /* retention: ready versions kept per key after each publish, aliased ones aside; 0 = all */
   int lease_s;        /* the lease of the scheduler's job claims, renewed every lease_s / 3 */
+  int gc_interval_s;  /* seconds between blob garbage collections (--gc-interval; 0: none) */
+  int gc_grace_s;     /* an unreferenced blob's grace period before a collection sweeps it (--gc-grace) */
 } srv_config;
 
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 4 admitted jobs, max batch 256, 256 queued jobs,
- * misses tune, a 30 s lease. */
+ * misses tune, a 30 s lease, a blob garbage collection every hour with an hour's grace. */
 void srv_config_defaults(srv_config *c);
 /* Parses `serve` flags; writes a message to err on a bad flag. Without --db, db comes from the environment
  * variable TUNEHUB_DB (store_db_resolve). --workers 0 (a serving replica that runs no jobs) needs a shared store:

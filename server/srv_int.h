@@ -59,6 +59,16 @@ struct srv {
   store_listener *relay;
   pthread_t relay_thread;
   int relay_stop;
+  /* blob garbage collection (gc.c): the thread, and its runs for /metrics (under metrics_mu) */
+  pthread_t gc_thread;
+  int gc_started;
+  pthread_mutex_t gc_mu;
+  pthread_cond_t gc_cv;
+  int gc_stop; /* under gc_mu */
+  int64_t gc_runs[3]; /* by outcome: ok, error, locked_out */
+  int64_t gc_swept_blobs, gc_swept_bytes;
+  int64_t gc_kept_bytes; /* the last successful run's marked and young bytes */
+  double gc_last_run;    /* wall clock; 0 before the first */
   /* metrics */
   pthread_mutex_t metrics_mu;
   int64_t requests[32][16]; /* route x status slot */

@@ -359,6 +359,36 @@ th_status db_notify(db_t *db, const char *channel, const char *payload) {
   return rc;
 }
 
+/* Runs "SELECT fn(key)" (one boolean row) for db_try_lock and db_unlock. */
+static th_status db__lock_call(db_t *db, const char *fn, int64_t key, int *out) {
+  if (db->engine != DB_POSTGRES)
+    return db__fail(db, TH_ERR_UNSUPPORTED, "SQLite has no advisory locks; a lock file serves its one data directory");
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT %s(?)", fn);
+  db_stmt *s = NULL;
+  th_status rc = db_prepare(db, sql, &s);
+  if (rc != TH_OK) return rc;
+  db_bind_int64(s, 1, key);
+  if (db_step(s) == DB_ROW)
+    *out = db_col_int(s, 0);
+  else
+    rc = db_errclass(db);
+  db_finalize(s);
+  return rc;
+}
+
+th_status db_try_lock(db_t *db, int64_t key, int *got) {
+  int g = 0;
+  th_status rc = db__lock_call(db, "pg_try_advisory_lock", key, &g);
+  if (rc == TH_OK) *got = g;
+  return rc;
+}
+
+th_status db_unlock(db_t *db, int64_t key) {
+  int released = 0;
+  return db__lock_call(db, "pg_advisory_unlock", key, &released);
+}
+
 th_status db_wait_notification(db_t *db, int timeout_ms, char *payload, size_t n) {
   if (db->engine != DB_POSTGRES) return db__fail(db, TH_ERR_UNSUPPORTED, "SQLite has no notifications");
   return db__pg_wait(db, timeout_ms, payload, n);

@@ -135,6 +135,14 @@ th_status db_set_schema_version(db_t *db, int version);
  * (the listener must then listen again once db_listen succeeds: notifications sent meanwhile are lost, so a
  * listener re-reads what it watches after reconnecting). */
 th_status db_listen(db_t *db, const char *channel);
+/* A named lock held by this connection (not a transaction) until db_unlock or the connection's end, so that one
+ * process at a time, on any machine, does a job of the whole database (the garbage collector). PostgreSQL: a
+ * session-level advisory lock on key (pg_try_advisory_lock), never waited for: *got 1 when this call took it, 0
+ * when another connection holds it. SQLite answers TH_ERR_UNSUPPORTED: its store belongs to one data directory,
+ * where a lock file does the same. */
+th_status db_try_lock(db_t *db, int64_t key, int *got);
+/* Releases db_try_lock's key; harmless when not held. */
+th_status db_unlock(db_t *db, int64_t key);
 th_status db_notify(db_t *db, const char *channel, const char *payload);
 th_status db_wait_notification(db_t *db, int timeout_ms, char *payload, size_t n);
 

@@ -81,6 +81,20 @@ th_status store__begin_rows(store_t *st) {
   return store__exec(st, "BEGIN");
 }
 
+th_status store__run1(store_t *st, const char *sql, const char *arg, const char *what, int *changes) {
+  db_stmt *s = NULL;
+  th_status rc = store__prepare(st, sql, &s);
+  if (rc == TH_OK) {
+    db_bind_text(s, 1, arg);
+    if (db_step(s) != DB_DONE)
+      rc = store__db_fail(st, what);
+    else if (changes)
+      *changes = (int)db_changes(st->db);
+  }
+  db_finalize(s);
+  return rc;
+}
+
 th_status store__tx_end(store_t *st, th_status rc) {
   if (rc == TH_OK) rc = store__exec(st, "COMMIT");
   if (rc != TH_OK) db_rollback(st->db);

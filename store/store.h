@@ -513,6 +513,44 @@ th_status store_listener_wait(store_listener *l, int timeout_ms, store_event *ev
 const char *store_listener_errmsg(const store_listener *l);
 void store_listener_close(store_listener *l);
 
+/* ---- garbage collection of blobs (store_gc.c) ---- */
+/* One blob a collection removed (a dry run: would remove). */
+typedef struct store_gc_blob {
+  char digest[65];
+  int64_t size;
+  char media_type[64]; /* "" for a leftover */
+  int leftover;        /* 1: a file under artifacts/ that no row names (a put or a collection that died, or
+                          a shared store's cached copy of a blob another process swept) */
+} store_gc_blob;
+
+typedef struct store_gc_report {
+  int64_t marked, marked_bytes; /* kept: a published version, an alias's version or a network names them */
+  int64_t young, young_bytes;   /* kept: unreferenced, but put or touched within the grace period */
+  int64_t swept, swept_bytes;   /* unreferenced past the grace period: removed (dry run: would be) */
+  int64_t leftovers, leftover_bytes; /* files without a row, untouched for the grace period: removed */
+  int64_t versions_purged;      /* rows of deleted, unaliased versions removed with their blobs */
+  int locked_out;               /* 1: another process was collecting the database's rows: only this data
+                                   directory's leftovers were looked at (none on the embedded store) */
+  store_gc_blob *removed;       /* owned: every blob and leftover removed (would be), by digest */
+  size_t nremoved;
+  double started_at, seconds;   /* wall clock */
+} store_gc_report;
+
+/* Mark and sweep: every artifact that a ready version, any version an alias pins (retired ones included) or
+ * an uploaded network references is marked; an unmarked one whose row was put or touched more than grace_s
+ * seconds ago is swept: the rows of the deleted, unaliased versions that name it, its row, its engine copy (a
+ * PostgreSQL large object) and its file under data_dir/artifacts go in one write transaction that checks the
+ * references again, so a publish that commits first keeps it. Files under artifacts/ that no row names and
+ * whose mtime is older than grace_s go too. A reader that has opened a blob's file keeps reading all of it
+ * after the sweep (the inode lives until its last descriptor closes). dry_run: nothing is changed; the report
+ * lists what would go. On a shared store one process at a time collects rows (an advisory lock; the others
+ * report locked_out and sweep only their own data directory). *out is written on TH_OK only (free it with
+ * store_gc_report_free); an error part-way leaves what was swept swept and everything else in place. TH_ERR_DB,
+ * TH_ERR_BUSY, TH_ERR_UNAVAILABLE, TH_ERR_NOMEM, TH_ERR_INVALID for a negative grace. */
+th_status store_gc(store_t *st, double grace_s, int dry_run, store_gc_report *out);
+/* Frees what a report owns (not r itself); accepts NULL. */
+void store_gc_report_free(store_gc_report *r);
+
 /* ---- copying an embedded store into a shared one (tunehub migrate) ---- */
 typedef struct store_copy_report {
   int64_t rows[8];   /* per table, in store_copy_table_name's order (artifacts: the blobs) */

@@ -4,7 +4,8 @@
  * row or a row with its complete file; files without rows are swept by store_recover(). A file
  * already at the path is trusted only when its bytes hash to its name. In a shared store the row's
  * transaction also writes the bytes to the database (blob.h), and the local files are a cache that
- * store_artifact_path refills, verified, from there. */
+ * store_artifact_path refills, verified, from there. Unreferenced artifacts are removed by the garbage
+ * collector (store_gc.c); a put touches an existing row so that the collector's grace period restarts. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -77,6 +78,9 @@ th_status store__artifact_place(store_t *st, const char *src, int take, const ch
                 strcmp(have_hex, hex) == 0;
   }
   if (have_file) {
+    /* a new mtime: the garbage collector leaves a file without a row alone for its grace period after this
+     * (the row follows) */
+    (void)utimensat(AT_FDCWD, final_path, NULL, 0);
     if (take) unlink(src);
     return TH_OK;
   }
@@ -116,12 +120,30 @@ th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const ch
   }
   db_finalize(s);
   s = NULL;
+  if (rc == TH_OK && have && !(bare && st->blob->put)) {
+    /* the bytes are stored already, and a publish of them follows: touching the row restarts the garbage
+     * collector's grace period (store_gc.c), so that bytes an unreferenced old row holds are not swept between
+     * this put and that publish. On PostgreSQL the update waits for a collector that is deleting the row, and
+     * then finds nothing: the row is inserted again below. */
+    rc = store__prepare(st, "UPDATE artifacts SET touched_at = ?2 WHERE digest = ?1", &s);
+    if (rc == TH_OK) {
+      db_bind_text(s, 1, hex);
+      db_bind_double(s, 2, th_now_wall());
+      if (db_step(s) != DB_DONE)
+        rc = store__db_fail(st, "touch an artifact");
+      else
+        have = db_changes(st->db) > 0;
+    }
+    db_finalize(s);
+    s = NULL;
+    if (rc != TH_OK || have) return rc;
+  }
   if (rc != TH_OK || (have && !(bare && st->blob->put))) return rc;
   int64_t ref = 0;
   if (st->blob->put && st->blob->put(st->db, path, &ref) != TH_OK)
     return store__db_fail(st, "store the bytes of an artifact");
   rc = store__prepare(st,
-                      have ? "UPDATE artifacts SET lo_oid = ?5 WHERE digest = ?1 AND lo_oid IS NULL"
+                      have ? "UPDATE artifacts SET lo_oid = ?5, touched_at = ?4 WHERE digest = ?1 AND lo_oid IS NULL"
                            : "INSERT INTO artifacts (digest, size, media_type, created_at, lo_oid) "
                              "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (digest) DO NOTHING",
                       &s);
@@ -146,9 +168,10 @@ th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const ch
 }
 
 th_status store__artifact_delete(store_t *st, const char *hex, const char *where, int *gone) {
-  char sql[512];
-  snprintf(sql, sizeof sql, "DELETE FROM artifacts WHERE digest = ?1 AND %s RETURNING lo_oid",
-           where);
+  char sql[2048];
+  if (snprintf(sql, sizeof sql, "DELETE FROM artifacts WHERE digest = ?1 AND %s RETURNING lo_oid", where) >=
+      (int)sizeof sql)
+    return store__fail(st, TH_ERR_INTERNAL, "delete an artifact: the condition is too long");
   db_stmt *s = NULL;
   th_status rc = store__prepare(st, sql, &s);
   int64_t ref = 0;
@@ -180,22 +203,35 @@ th_status store_artifact_put(store_t *st, const char *src, const char *media_typ
   int64_t sz = 0;
   if (th_sha256_file(src, hex, &sz) != TH_OK)
     return store__fail(st, TH_ERR_IO, "cannot read %s: %s", src, strerror(errno));
-  th_status rc = store__artifact_place(st, src, 0, hex, sz);
-  if (rc != TH_OK) return rc;
   char path[1300];
   store__artifact_file(st, hex, path, sizeof path);
-  pthread_mutex_lock(&st->mu);
-  /* a plain transaction: writing a large object must not hold every other writer of a shared store
-   * back, and two processes putting the same bytes settle it with the row's ON CONFLICT */
-  if (db_begin(st->db) != TH_OK) {
-    rc = store__db_fail(st, "begin a transaction");
-  } else {
-    rc = store__artifact_row(st, hex, sz, media_type, path);
-    if (rc == TH_OK) rc = store__exec(st, "COMMIT");
-    if (rc != TH_OK) db_rollback(st->db);
+  th_status rc = TH_OK;
+  /* The file is placed before the row, outside the lock; a garbage collector may remove a file that was
+   * already there (an unreferenced blob past its grace period) in between. It removes files inside its write
+   * transaction, so a file still present once this transaction holds the write lock stays; a missing one is
+   * placed again. */
+  for (int attempt = 0;; attempt++) {
+    rc = store__artifact_place(st, src, 0, hex, sz);
+    if (rc != TH_OK) return rc;
+    int present = 0;
+    pthread_mutex_lock(&st->mu);
+    /* a plain transaction: writing a large object must not hold every other writer of a shared store
+     * back, and two processes putting the same bytes settle it with the row's ON CONFLICT */
+    if (db_begin(st->db) != TH_OK) {
+      rc = store__db_fail(st, "begin a transaction");
+    } else {
+      present = access(path, F_OK) == 0;
+      if (present) rc = store__artifact_row(st, hex, sz, media_type, path);
+      if (rc == TH_OK && present) rc = store__exec(st, "COMMIT");
+      if (rc != TH_OK || !present) db_rollback(st->db);
+    }
+    pthread_mutex_unlock(&st->mu);
+    if (rc != TH_OK) return rc;
+    if (present) break;
+    if (attempt == 2)
+      return store__fail(st, TH_ERR_BUSY, "artifact sha256:%s was removed three times while being put (garbage "
+                         "collection); try again", hex);
   }
-  pthread_mutex_unlock(&st->mu);
-  if (rc != TH_OK) return rc;
   memcpy(digest, hex, 65);
   if (size) *size = sz;
   return TH_OK;

@@ -29,7 +29,10 @@ static const struct {
     {"workloads", "key"},
     {"tuning_records", "id"},
     {"aliases", "framework, network, target, compiler_version, name"},
+    {"model_version_floor", "framework, network, batch, target, compiler_version"},
 };
+/* store_copy_report.rows holds one count per table */
+_Static_assert(sizeof store__copy_tables / sizeof store__copy_tables[0] <= 8, "store_copy_report.rows is too short");
 #define STORE__NTABLES (sizeof store__copy_tables / sizeof store__copy_tables[0])
 
 typedef enum { STORE__C_INT, STORE__C_REAL, STORE__C_TEXT } store__ctype;

@@ -49,6 +49,9 @@ th_status store__begin(store_t *st);
  * other's rows with SKIP LOCKED instead of waiting for the write lock; SQLite, which has no row locks: BEGIN
  * IMMEDIATE, as store__begin). */
 th_status store__begin_rows(store_t *st);
+/* Runs sql with its one text parameter ?1 = arg (inside the caller's transaction; what names it in an error);
+ * *changes (may be NULL) gets the rows it changed. */
+th_status store__run1(store_t *st, const char *sql, const char *arg, const char *what, int *changes);
 /* Ends the transaction a write began: COMMIT when rc is TH_OK, else (or when the commit fails) ROLLBACK, keeping
  * the first error's message. Returns the outcome. */
 th_status store__tx_end(store_t *st, th_status rc);

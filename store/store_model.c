@@ -1,6 +1,7 @@
 /* Published models and the catalog. A key (framework, network, batch, target, compiler version) has versions
  * 1, 2, ...; each version points at two immutable artifacts (the .tar bundle and the .so alone). Versions are
- * never rewritten: a delete marks rows deleted and the bytes stay addressable by digest. */
+ * never rewritten: a delete marks rows deleted and the bytes stay addressable by digest until the garbage
+ * collector (store_gc.c) sweeps them, with the deleted rows that name them; numbers are never reused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,14 +43,20 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
    * PostgreSQL's commits are durable as they are. */
   th_status rc = db_durable(st->db, 1);
   if (rc == TH_OK) rc = store__begin(st);
-  /* fenced: a worker that lost its claim publishes nothing (the check holds the job row until COMMIT) */
+  /* fenced: a worker that lost its claim publishes nothing (the check holds the job row until COMMIT).
+   * The artifacts' rows were put (or touched) before this transaction, by store_artifact_put: a garbage
+   * collector, which sweeps only rows untouched for its grace period, cannot take them in between, and its
+   * sweep of a row re-checks the references in a write transaction that this one excludes. The next number
+   * counts the versions the collector removed (model_version_floor), so that none is ever reused. */
   if (rc == TH_OK) rc = store__fence(st, job_id, attempt);
   db_stmt *s = NULL;
   int next = 1;
   if (rc == TH_OK)
     rc = store__prepare(st,
-                        "SELECT coalesce(max(version), 0) + 1 FROM models WHERE framework = ? AND "
-                        "network = ? AND batch = ? AND target = ? AND compiler_version = ?",
+                        "SELECT coalesce(max(v), 0) + 1 FROM (SELECT version AS v FROM models WHERE "
+                        "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5 "
+                        "UNION ALL SELECT version FROM model_version_floor WHERE framework = ?1 AND network = ?2 "
+                        "AND batch = ?3 AND target = ?4 AND compiler_version = ?5) AS numbered",
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 0);

@@ -205,22 +205,6 @@ static th_status store__network_cancel_jobs(store_t *st, const char *name, const
   return rc;
 }
 
-/* Runs sql with its one text parameter ?1 = arg (inside the caller's transaction); *changes (may be NULL) gets
- * the rows it changed. */
-static th_status store__run1(store_t *st, const char *sql, const char *arg, const char *what, int *changes) {
-  db_stmt *s = NULL;
-  th_status rc = store__prepare(st, sql, &s);
-  if (rc == TH_OK) {
-    db_bind_text(s, 1, arg);
-    if (db_step(s) != DB_DONE)
-      rc = store__db_fail(st, what);
-    else if (changes)
-      *changes = db_changes(st->db);
-  }
-  db_finalize(s);
-  return rc;
-}
-
 /* Deletes the artifact row (and its engine copy) of an ONNX file that no network references any
  * more, inside the caller's transaction; *gone = 1 when it went, so that the caller removes the
  * local file after the commit. */
