@@ -14,6 +14,9 @@
 #define SRV_MAX_BODY (64 * 1024)
 #define SRV_MAX_SEGMENT 128
 #define SRV_MAX_WAIT_S 600
+/* How long the daemon waits for another process's SQLite write lock before a request answers 503 (Retry-After)
+ * and a job goes back to the queue (store_wait_limit). */
+#define SRV_STORE_WAIT_MS 2000
 
 typedef struct srv_config {
   char listen_host[64];

@@ -183,5 +183,75 @@ case_kill9_x20() {
   echo "running stages at the kills: ${stages:-none}; total $((SECONDS - t0)) s"
 }
 
+# ---- another process holds SQLite's write lock for 10 s ----
+# A miss needs a write (it queues a job): it answers 503 with Retry-After within a few seconds, never a 500 and
+# never a hang for the lock's whole time; reads of what is published (a hit, the catalog, /healthz) keep working
+# throughout. After the lock goes, a miss succeeds and every job an answer accepted is there and finishes.
+case_sqlite_write_lock() {
+  start_daemon --token-file "$TMP/tokens"
+  upload_small
+  model_ok "$SMALL/1?wait=120"
+  local sha1
+  sha1=$(sha256sum "$TMP/body" | cut -d' ' -f1)
+  # the holder: BEGIN IMMEDIATE (SQLite's write lock, as a writer of another process takes it), 10 s, COMMIT
+  /usr/bin/python3 -c '
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+c.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+time.sleep(10)
+c.execute("COMMIT")
+print("released", flush=True)' "$DATA/tunehub.db" >"$TMP/holder" 2>&1 &
+  local holder=$!
+  for _ in $(seq 1 100); do
+    grep locked "$TMP/holder" >/dev/null && break
+    sleep 0.05
+  done
+  grep locked "$TMP/holder" >/dev/null || fail "the lock holder did not start: $(cat "$TMP/holder")"
+  local t_lock=$SECONDS misses=0 reads=0 slowest=0 read_max=0 t code
+  : >"$TMP/accepted"
+  while kill -0 "$holder" 2>/dev/null && ((SECONDS - t_lock < 9)); do
+    # a miss on a new key, and reads of the published one, each timed (a read runs while the miss waits)
+    curl -sS -o "$TMP/miss.body" -D "$TMP/miss.headers" -w '%{http_code} %{time_total}\n' \
+      "$BASE$SMALL/$((2 + misses % 3))" >"$TMP/miss.out" 2>&1 &
+    local mpid=$!
+    sleep 0.2
+    for path in "$SMALL/1" /healthz /models; do
+      t=$(curl -sS -o "$TMP/body" -D "$TMP/headers" -w '%{http_code} %{time_total}' "$BASE$path") || true
+      [[ "${t%% *}" == 200 ]] || fail "GET $path while the lock is held -> $t: $(head -c 300 "$TMP/body")"
+      [[ "$path" != "$SMALL/1" || "$(sha256sum "$TMP/body" | cut -d' ' -f1)" == "$sha1" ]] ||
+        fail "the published model changed while the lock was held"
+      awk -v t="${t#* }" 'BEGIN { exit !(t < 5) }' || fail "GET $path took ${t#* } s while the lock was held"
+      reads=$((reads + 1))
+      awk -v t="${t#* }" -v m="$read_max" 'BEGIN { exit !(t > m) }' && read_max=${t#* }
+    done
+    wait "$mpid" || true
+    read -r code t <"$TMP/miss.out" || fail "the miss got no answer: $(cat "$TMP/miss.out")"
+    misses=$((misses + 1))
+    echo "miss $misses: $code in $t s: $(head -c 200 "$TMP/miss.body")"
+    awk -v t="$t" 'BEGIN { exit !(t < 5) }' || fail "a miss waited ${t} s for the lock (a few seconds at most)"
+    [[ "$code" == 503 ]] || fail "a miss while the lock is held -> $code, want 503"
+    grep -i '^Retry-After:' "$TMP/miss.headers" >/dev/null || fail "a 503 without Retry-After"
+    jq -r '.error.job.id // empty' "$TMP/miss.body" >>"$TMP/accepted"
+    ((slowest < ${t%.*})) && slowest=${t%.*}
+  done
+  ((misses >= 2)) || fail "only $misses misses were answered in the lock's 10 s"
+  wait "$holder" || fail "the lock holder failed: $(cat "$TMP/holder")"
+  # the lock is gone: a miss succeeds, and every job that was accepted meanwhile finishes
+  model_ok "$SMALL/2?wait=120"
+  for id in $(sort -u "$TMP/accepted"); do
+    wait_job "$id" succeeded 120
+    expect_status 200 "$BASE/jobs/$id"
+    body_has '"state":"succeeded"'
+  done
+  [[ "$(store_sql "SELECT count(*) FROM jobs WHERE state <> 'succeeded'")" == 0 ]] ||
+    fail "jobs that did not succeed: $(store_sql "SELECT id, state, error FROM jobs WHERE state <> 'succeeded'")"
+  versions_ok
+  stop_daemon
+  integrity_ok
+  echo "lock held 10 s: $misses misses answered 503 (slowest ${slowest}+ s), $reads reads served (slowest ${read_max} s);" \
+    "accepted jobs: $(sort -u "$TMP/accepted" | wc -l), all succeeded"
+}
+
 "case_$1"
 echo "PASS $1"
