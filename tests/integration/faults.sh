@@ -253,5 +253,58 @@ print("released", flush=True)' "$DATA/tunehub.db" >"$TMP/holder" 2>&1 &
     "accepted jobs: $(sort -u "$TMP/accepted" | wc -l), all succeeded"
 }
 
+# descendants PID: the daemon's descendants as "pid comm", children first
+descendants() {
+  local k
+  for k in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+    echo "$k $(cat /proc/"$k"/comm 2>/dev/null)"
+    descendants "$k"
+  done
+}
+
+# ---- the measurement worker killed from outside, mid-trial ----
+# kill -9 of the worker process (`tunehub measure-worker`, exec'd as /proc/self/exe: comm "exe") while a tuning
+# job times its candidates, twice: the trial in flight is lost, the scheduler starts a fresh worker, tuning goes
+# on, the job succeeds and publishes its tuned version, and the log says the worker died.
+case_measure_worker_killed() {
+  start_daemon --on-miss tune --miss-trials 64 --token-file "$TMP/tokens"
+  upload_small
+  expect_status 503 "$BASE$SMALL/1"
+  local job killed=0 victim="" w
+  job=$(job_of)
+  for _ in $(seq 1 1200); do # at most about 2 min on a loaded machine
+    w=$(descendants "$PID" | awk '$2 == "exe" { print $1; exit }')
+    # mid-trial: the job is tuning and has stored a trial, and a worker other than the one killed last runs
+    if [[ -n "$w" && "$w" != "$victim" ]] &&
+      [[ "$(store_sql "SELECT count(*) FROM tuning_records WHERE job_id = $job")" -gt "$((killed * 4))" ]]; then
+      kill -9 "$w" 2>/dev/null && { killed=$((killed + 1)); victim=$w; echo "killed measurement worker $w"; }
+      ((killed == 2)) && break
+    fi
+    [[ "$(store_sql "SELECT state FROM jobs WHERE id = $job")" == running ]] || break
+    sleep 0.1
+  done
+  ((killed == 2)) || fail "caught the measurement worker $killed times, not twice, while job $job tuned"
+  local before
+  before=$(store_sql "SELECT count(*) FROM tuning_records WHERE job_id = $job")
+  wait_job "$job" succeeded 300
+  expect_status 200 "$BASE/jobs/$job"
+  jq -e '.state == "succeeded" and .attempts == 1' "$TMP/body" >/dev/null || fail "job: $(head -c 400 "$TMP/body")"
+  # tuning went on after the second kill: more trials were stored, and the tuned version is out
+  local after
+  after=$(store_sql "SELECT count(*) FROM tuning_records WHERE job_id = $job")
+  ((after > before)) || fail "no trial was stored after the worker was killed ($before before, $after after)"
+  model_ok "$SMALL/1?tuned=1"
+  [[ "$(header X-Tunehub-Version)" == 2 && "$(header X-Tunehub-Tuned)" == true ]] ||
+    fail "no tuned v2: version $(header X-Tunehub-Version), tuned $(header X-Tunehub-Tuned)"
+  local said
+  said=$(grep -c "measurement worker died (worker killed by signal 9" "$LOG" || true)
+  ((said == 2)) || fail "the log says $said times (not 2) that the measurement worker died"
+  versions_ok
+  stop_daemon
+  integrity_ok
+  echo "worker killed twice mid-trial: $before trials stored by the second kill, $after in all;" \
+    "job succeeded in one attempt with tuned v2; the log said so twice"
+}
+
 "case_$1"
 echo "PASS $1"
