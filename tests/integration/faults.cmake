@@ -6,3 +6,9 @@ foreach(case kill9_x20 sqlite_write_lock measure_worker_killed)
   set_tests_properties(faults.${case} PROPERTIES LABELS integration TIMEOUT 600 SKIP_RETURN_CODE 77
                        ENVIRONMENT "TUNEHUB=$<TARGET_FILE:tunehub>")
 endforeach()
+# faults.disk_full finds a defect not yet fixed: a build on a full disk fails with "llvm build failed: i/o error",
+# which does not say that the disk is full (compiler/build.c: the failing write sets no message). Registered but
+# DISABLED, so that ctest lists it as such instead of passing it; enable it with the fix.
+add_test(NAME faults.disk_full COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/faults.sh disk_full)
+set_tests_properties(faults.disk_full PROPERTIES LABELS integration TIMEOUT 600 SKIP_RETURN_CODE 77 DISABLED TRUE
+                     ENVIRONMENT "TUNEHUB=$<TARGET_FILE:tunehub>")

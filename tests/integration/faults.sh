@@ -306,5 +306,64 @@ case_measure_worker_killed() {
     "job succeeded in one attempt with tuned v2; the log said so twice"
 }
 
+# ---- the data directory on a small tmpfs that fills up ----
+# A build that cannot be written fails with a clear error (no space), leaves nothing partial (no temp file, no
+# artifact file that no version names), and the daemon keeps serving what it has; once space is freed, a new
+# miss succeeds. Needs root to mount the tmpfs (skips otherwise).
+# KNOWN DEFECT (disabled in faults.cmake until fixed): the build on a full disk fails with "llvm build failed:
+# i/o error" (compiler/build.c: a failing write in the compiler sets no message, so errno's "No space left on
+# device" is lost).
+case_disk_full() {
+  [[ "$(id -u)" == 0 ]] || { echo "SKIP: mounting a tmpfs needs root (id -u is $(id -u))"; exit 77; }
+  mkdir -p "$DATA"
+  mount -t tmpfs -o size=24m tmpfs "$DATA" 2>"$TMP/mount.err" ||
+    { echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"; exit 77; }
+  trap 'rc=$?; stop_daemon; umount -l "$DATA" 2>/dev/null; (exit $rc); cleanup' EXIT
+  start_daemon --token-file "$TMP/tokens"
+  upload_small
+  model_ok "$SMALL/1?wait=120"
+  local sha1
+  sha1=$(sha256sum "$TMP/body" | cut -d' ' -f1)
+  # fill it, leaving 256 KiB: room for the database's own writes, none for squeezenet's 5 MB of weights
+  local avail
+  avail=$(df --output=avail -B1 "$DATA" | tail -n1)
+  head -c "$((avail - 262144))" /dev/zero >"$DATA/filler" || true
+  echo "free after filling: $(df --output=avail -B1 "$DATA" | tail -n1) bytes"
+  local code job
+  code=$(curl -sS -o "$TMP/body" -w '%{http_code}' "$BASE/models/llvm/squeezenet_v1.1/1") || true
+  echo "miss on a full disk: $code $(head -c 300 "$TMP/body")"
+  job=$(job_of)
+  if [[ -n "$job" ]]; then
+    [[ "$code" == 503 ]] || fail "a miss with a job answered $code"
+    wait_job "$job" failed 180
+    expect_status 200 "$BASE/jobs/$job"
+    jq -e '.state == "failed"' "$TMP/body" >/dev/null || fail "the build on a full disk: $(head -c 400 "$TMP/body")"
+    jq -e '.error | test("No space left on device|disk is full|ENOSPC"; "i")' "$TMP/body" >/dev/null ||
+      fail "the failed build does not say the disk is full: $(jq -r .error "$TMP/body")"
+    echo "job $job failed: $(jq -r .error "$TMP/body" | head -c 300)"
+  else
+    # the database itself could not grow: a clear 5xx, never a crash
+    [[ "$code" == 5* ]] || fail "a miss on a full disk answered $code without a job"
+    grep -Ei "full|space" "$TMP/body" >/dev/null || fail "the $code does not say the disk is full"
+  fi
+  kill -0 "$PID" || fail "the daemon died on a full disk"
+  # nothing partial stays
+  [[ -z "$(ls -A "$DATA/tmp")" ]] || fail "temp files left behind: $(ls -A "$DATA/tmp")"
+  store_sql "SELECT digest FROM artifacts" | sort >"$TMP/rows"
+  find "$DATA/artifacts" -type f -printf '%f\n' | sort >"$TMP/files"
+  [[ "$(comm -13 "$TMP/rows" "$TMP/files")" == "" ]] ||
+    fail "artifact files that no row names: $(comm -13 "$TMP/rows" "$TMP/files")"
+  # what it has, it still serves
+  expect_status 200 "$BASE/healthz"
+  model_ok "$SMALL/1"
+  [[ "$(sha256sum "$TMP/body" | cut -d' ' -f1)" == "$sha1" ]] || fail "the published model changed"
+  # space again: a new miss succeeds
+  rm -f "$DATA/filler"
+  model_ok "$SMALL/2?wait=120"
+  versions_ok
+  stop_daemon
+  integrity_ok
+}
+
 "case_$1"
 echo "PASS $1"
