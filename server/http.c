@@ -178,6 +178,9 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     rc = TH_ERR_CONFLICT;
     goto fail_token;
   }
+  /* another process's SQLite write lock is waited for seconds, not the store's default 15 s: a request then
+   * answers 503 instead of hanging (and holding up every read behind the store's one connection) */
+  store_wait_limit(SRV_STORE_WAIT_MS);
   rc = store_open_db(c->db[0] ? c->db : NULL, c->data_dir, &s->st);
   if (rc != TH_OK) {
     char where[1024];

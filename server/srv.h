@@ -19,6 +19,9 @@
  * a multi-gigabyte bundle on a slow disk; an hour is far longer than that, and is the age store_recover
  * already waits for on a shared store's files. */
 #define SRV_GC_GRACE_S 3600
+/* How long the daemon waits for another process's SQLite write lock before a request answers 503 (Retry-After)
+ * and a job goes back to the queue (store_wait_limit). */
+#define SRV_STORE_WAIT_MS 2000
 
 typedef struct srv_config {
   char listen_host[64];

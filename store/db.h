@@ -56,6 +56,9 @@ void db_display_spec(const char *spec, char *out, size_t n);
  * (the PostgreSQL server went away or cannot be reached), TH_ERR_CONFLICT (a unique or foreign-key
  * constraint), TH_ERR_DB (anything else). */
 const char *db_errmsg(const db_t *db);
+/* How long the process's SQLite statements wait for another process's lock before failing busy: ms (0: not at
+ * all), or the default 15 s when ms < 0. Process-wide, any thread; no effect on PostgreSQL. */
+void db_busy_limit(int ms);
 th_status db_errclass(const db_t *db);
 
 /* Runs one or more statements without parameters or results (markers are translated). */

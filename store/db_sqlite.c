@@ -1,9 +1,33 @@
-/* The db layer's SQLite engine: one file in WAL mode, a 15 s busy timeout, foreign keys on. */
+/* The db layer's SQLite engine: one file in WAL mode, foreign keys on, and a busy handler that waits for
+ * another process's write lock up to 15 s, or up to what the process set (db_busy_limit). */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "db_int.h"
+#include "th_util.h"
+
+/* The wait for another process's lock. The default (15 s) rides out a long transaction of a command line tool.
+ * The daemon sets a short one: its store is one connection under one mutex, so a statement waiting for the
+ * lock holds up every request behind it, reads of published models included (a hit waited the whole 10 s that
+ * another process held the write lock). */
+#define DB__BUSY_DEFAULT_MS 15000
+static _Atomic int db__busy_limit_ms = DB__BUSY_DEFAULT_MS;
+static _Thread_local double db__busy_since; /* when the calling thread's current wait began */
+
+void db_busy_limit(int ms) {
+  db__busy_limit_ms = ms < 0 ? DB__BUSY_DEFAULT_MS : ms;
+}
+
+static int db__sq_busy(void *arg, int count) {
+  (void)arg;
+  double now = th_now_mono();
+  if (count == 0) db__busy_since = now;
+  if ((now - db__busy_since) * 1000 >= db__busy_limit_ms) return 0; /* give up: the step fails with SQLITE_BUSY */
+  usleep(count < 10 ? 1000u + 2000u * (unsigned)count : 25000u);
+  return 1;
+}
 
 static th_status db__sq_class(int code) {
   code &= 0xff;
@@ -26,7 +50,7 @@ th_status db__sq_open(db_t *db, const char *path) {
   if (r != SQLITE_OK)
     return db__fail(db, TH_ERR_DB, "cannot open %s: %s", path,
                     h ? sqlite3_errmsg(h) : "out of memory");
-  sqlite3_busy_timeout(h, 15000);
+  sqlite3_busy_handler(h, db__sq_busy, NULL);
   return TH_OK;
 }
 

@@ -43,6 +43,14 @@ th_status store__error_moves(store_t *src, store_t *dst, th_status rc) {
 
 th_status store__db_fail(store_t *st, const char *what) {
   th_status rc = db_errclass(st->db);
+  /* SQLite busy past the wait: another process holds the write lock. Like a PostgreSQL server that went away,
+   * a retry will succeed, so the server answers 503 with Retry-After (not 429 "queue full", not 500) and the
+   * scheduler requeues a job instead of failing it. */
+  if (rc == TH_ERR_BUSY && db_engine_of(st->db) != DB_POSTGRES) {
+    store__fail(st, TH_ERR_UNAVAILABLE, "%s: %s (another process holds the database's write lock)", what,
+                db_errmsg(st->db));
+    return TH_ERR_UNAVAILABLE;
+  }
   store__fail(st, rc == TH_ERR_CONFLICT ? TH_ERR_DB : rc, "%s: %s", what, db_errmsg(st->db));
   /* a constraint a statement broke is a database error to the callers, who check their conflicts
    * first */
@@ -320,7 +328,8 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
                                   "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
                                   "PRAGMA foreign_keys = ON;");
     if (rc == TH_OK) rc = store__migrate(st);
-    if (rc != TH_ERR_BUSY || attempt >= 300) break;
+    /* (a locked SQLite file is TH_ERR_UNAVAILABLE: store__db_fail) */
+    if ((rc != TH_ERR_BUSY && (rc != TH_ERR_UNAVAILABLE || st->shared)) || attempt >= 300) break;
     usleep(50000);
   }
   if (rc != TH_OK) goto fail;
@@ -336,6 +345,10 @@ fail:
 
 void store_close(store_t *st) {
   if (st) store__free(st);
+}
+
+void store_wait_limit(int ms) {
+  db_busy_limit(ms);
 }
 
 int store_shared(const store_t *st) {

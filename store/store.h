@@ -27,6 +27,13 @@ th_status store_open(const char *data_dir, store_t **out);
 th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out);
 /* 1 when the store is shared with other processes and machines (PostgreSQL), 0 for the embedded SQLite file. */
 int store_shared(const store_t *st);
+/* How long the process's SQLite statements wait for another process's write lock: ms, or the default 15 s when
+ * ms < 0. Past it the call fails with TH_ERR_UNAVAILABLE (a retry will succeed: the server answers 503 with
+ * Retry-After, the scheduler requeues the job, which resumes from its records). The daemon sets a short wait:
+ * every thread shares the store's one connection, so a statement that waits holds up all the others,
+ * requests for published models included. Process-wide; call before the store's threads start; no effect on
+ * PostgreSQL. */
+void store_wait_limit(int ms);
 /* The database's name for messages: the SQLite file, or the URL with its password hidden. */
 const char *store_db_display(const store_t *st);
 /* 1 when data_dir already holds a readable store (tools that only read one, and must not create one). */

@@ -195,7 +195,21 @@ th_status store_job_counts(store_t *st, int64_t counts[5]) {
 
 th_status store_job_claim(store_t *st, const char *worker, double lease_s, store_job *out) {
   pthread_mutex_lock(&st->mu);
-  th_status rc = store__begin_rows(st);
+  th_status rc = TH_OK;
+  if (!st->shared) {
+    /* SQLite: look before taking the write lock. The scheduler polls every second, and an idle poll that waited
+     * for another process's write lock would hold the store's one connection, and every request behind it;
+     * a read never waits (WAL). */
+    db_stmt *s = NULL;
+    rc = store__prepare(st, "SELECT 1 FROM jobs WHERE state = 'queued' LIMIT 1", &s);
+    if (rc == TH_OK) {
+      int r = db_step(s);
+      if (r == DB_DONE) rc = store__fail(st, TH_ERR_NOT_FOUND, "no queued job");
+      else if (r != DB_ROW) rc = store__db_fail(st, "look for a queued job");
+    }
+    db_finalize(s);
+  }
+  if (rc == TH_OK) rc = store__begin_rows(st);
   store_job j;
   int have = 0;
   if (rc == TH_OK) {

@@ -18,6 +18,7 @@
 #include "tc.h"
 #include "target.h"
 #include "th_buf.h"
+#include "th_log.h"
 #include "th_util.h"
 #include "space.h"
 #include "tune_job.h"
@@ -500,6 +501,7 @@ typedef struct tb__job {
   tb__snapshot prog; /* the session's last progress */
   double last;
   int64_t build_bytes; /* a build's and its timing's peak memory, from the plan (tc_network_footprint) */
+  int worker_deaths; /* measurement worker deaths already logged */
 } tb__job;
 
 /* The number of versions of the key that this job published: for a tuning job 1 after its quick build, 2 after
@@ -667,6 +669,15 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
                                              ? cpu_slots * TB_SLICE_PER_SLOT
                                              : 0);
       rc = tune_session_run_stage(j->s);
+      /* an operator reading the log learns that the worker died (its trial counts as a runtime error) and that
+       * tuning went on with a fresh one: nothing else would say so */
+      const char *why = NULL;
+      int deaths = tune_session_worker_deaths(j->s, &why);
+      if (deaths > j->worker_deaths) {
+        TH_LOG(TH_LOG_WARN, "job %lld: the measurement worker died (%s); a fresh one was started, tuning goes on",
+               (long long)env->job_id, why);
+        j->worker_deaths = deaths;
+      }
       if (rc != TH_OK) {
         snprintf(err, n, "tuning failed: %s", tune_session_errmsg(j->s));
         return rc;

@@ -559,6 +559,8 @@ struct tune_measurer {
   char last_lib[TUNE_PATH_MAX];
   tune_req task; /* resent after a restart */
   char err[256];
+  int deaths;       /* workers that died under a request (crashed, or killed from outside) */
+  char death[160];  /* why the last one did (a tune_result msg) */
 };
 
 static void tune__kill_worker(tune_measurer_t *m, int hard) {
@@ -675,6 +677,11 @@ const char *tune_measurer_errmsg(tune_measurer_t *m) {
   return m ? m->err : "no measurer";
 }
 
+int tune_measurer_deaths(const tune_measurer_t *m, const char **why) {
+  if (why) *why = m->death;
+  return m->deaths;
+}
+
 int tune_measurer_restarts(const tune_measurer_t *m) {
   return m->restarts;
 }
@@ -779,6 +786,8 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
                strsignal(WTERMSIG(status)));
     else
       snprintf(out->msg, sizeof out->msg, "worker exited (status %d)", WEXITSTATUS(status));
+    m->deaths++;
+    snprintf(m->death, sizeof m->death, "%s", out->msg);
   }
   m->restarts++;
   return TH_OK;
@@ -816,6 +825,8 @@ static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_re
                strsignal(WTERMSIG(status)));
     else
       snprintf(out->msg, sizeof out->msg, "worker exited (status %d)", WEXITSTATUS(status));
+    m->deaths++;
+    snprintf(m->death, sizeof m->death, "%s", out->msg);
   }
   m->restarts++;
 }

@@ -224,6 +224,11 @@ void tune_session_free(tune_session_t *s) {
   free(s);
 }
 
+int tune_session_worker_deaths(const tune_session_t *s, const char **why) {
+  if (why) *why = "";
+  return s->measurer ? tune_measurer_deaths(s->measurer, why) : 0;
+}
+
 const char *tune_session_errmsg(const tune_session_t *s) {
   return s->err;
 }

@@ -7,6 +7,9 @@
                                  runs the bundle TAR's model.so (through the C ABI, with its params.bin) on
                                  random inputs and compares its output with torch's for the same network:
                                  exits 1 when they differ by more than 1e-4 (relative to the output's scale)
+  onnx_models.py small OUT       a network that builds in about a second and tunes in a few (conv 3x3, relu,
+                                 flatten, matmul on a 16x16 image), written field by field without torch: the
+                                 fault tests' fast network
   onnx_models.py bad KIND OUT    a file the importer must refuse, written field by field in protobuf's wire
                                  format (onnx.proto's field numbers): unsupported, opset, initializer, bomb,
                                  cycle, dangling
@@ -138,6 +141,16 @@ def floats(n):
     return struct.pack("<%df" % n, *([0.5] * n))
 
 
+def small():
+    x = value_info("x", ["N", 3, 16, 16])
+    y = value_info("y", ["N", 10])
+    inits = [tensor("w", [8, 3, 3, 3], floats(8 * 27)), tensor("b", [8], floats(8)),
+             tensor("fw", [8 * 14 * 14, 10], floats(8 * 14 * 14 * 10))]
+    nodes = [node("Conv", ["x", "w", "b"], ["c"], "conv1"), node("Relu", ["c"], ["r"], "relu1"),
+             node("Flatten", ["r"], ["f"], "flat1"), node("MatMul", ["f", "fw"], ["y"], "fc1")]
+    return model(graph(nodes, [x], [y], inits))
+
+
 def bad(kind):
     x = value_info("x", ["N", 4])
     y = value_info("y", ["N", 4])
@@ -164,6 +177,9 @@ if __name__ == "__main__":
         tiny(sys.argv[2], int(sys.argv[3]))
     elif len(sys.argv) == 5 and sys.argv[1] == "check":
         check(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "small":
+        with open(sys.argv[2], "wb") as f:
+            f.write(small())
     elif len(sys.argv) == 4 and sys.argv[1] == "bad":
         with open(sys.argv[3], "wb") as f:
             f.write(bad(sys.argv[2]))
