@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "backend_int.h"
@@ -274,13 +275,24 @@ void tc__cstr(th_buf *b, const char *s) {
   th_buf_appendf(b, "\"");
 }
 
-th_status tc__write(const char *dir, const char *name, const void *data, size_t n, char *path,
-                    size_t pathlen) {
+th_status tc__write(const char *dir, const char *name, const void *data, size_t n, char *path, size_t pathlen,
+                    char *err, size_t errlen) {
   int k = snprintf(path, pathlen, "%s/%s", dir, name);
-  if (k < 0 || (size_t)k >= pathlen) return TH_ERR_TOO_LARGE;
+  if (k < 0 || (size_t)k >= pathlen) {
+    tc__seterr(err, errlen, "the path of %s in %s is too long", name, dir);
+    return TH_ERR_TOO_LARGE;
+  }
   FILE *f = fopen(path, "wb");
-  if (!f) return TH_ERR_IO;
+  if (!f) {
+    tc__seterr(err, errlen, "cannot create %s: %s", path, strerror(errno));
+    return TH_ERR_IO;
+  }
   size_t w = fwrite(data, 1, n, f);
-  int rc = fclose(f);
-  return (w == n && rc == 0) ? TH_OK : TH_ERR_IO;
+  int werr = w == n ? 0 : errno;
+  int rc = fclose(f); /* a full disk often shows only here, when the buffer is flushed */
+  if (w != n || rc != 0) {
+    tc__seterr(err, errlen, "cannot write %s: %s", path, strerror(werr ? werr : errno));
+    return TH_ERR_IO;
+  }
+  return TH_OK;
 }

@@ -109,7 +109,8 @@ void tc__seterr(char *err, size_t errlen, const char *fmt, ...) __attribute__((f
 /* Appends s as a C string literal ("NULL" for NULL). */
 void tc__cstr(th_buf *b, const char *s);
 /* Writes data to dir/name (path gets the full name). */
-th_status tc__write(const char *dir, const char *name, const void *data, size_t n, char *path, size_t pathlen);
+th_status tc__write(const char *dir, const char *name, const void *data, size_t n, char *path, size_t pathlen,
+                    char *err, size_t errlen);
 /* The graph after the passes of t's backend, lowered to calls (shared by tc_network_tasks and the build). */
 th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batch, int h, int w, int weights,
                       tc_graph **gout, tc_call **calls, int *ncalls, int64_t *ws, char *err, size_t errlen);

@@ -446,10 +446,10 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   th_buf_init(&plan, (size_t)256 << 20);
   int64_t wfloats = 0;
   if (rc == TH_OK) rc = tc__plan(&t, &em, g, calls, ncalls, ks, nk, call_kernel, ws, dir, &wfloats, &plan);
-  if (rc == TH_OK) rc = tc__write(dir, "model.c", plan.data, plan.len, modelc, sizeof modelc);
+  if (rc == TH_OK) rc = tc__write(dir, "model.c", plan.data, plan.len, modelc, sizeof modelc, err, errlen);
   if (rc == TH_OK)
     rc = tc__write(dir, "tunehub_model.h", tc_model_src_tunehub_model_h, sizeof tc_model_src_tunehub_model_h - 1,
-                   hdr, sizeof hdr);
+                   hdr, sizeof hdr, err, errlen);
   if (rc == TH_OK && tc__progress(o, "link", 0, 1)) rc = TH_ERR_CANCELLED;
   if (rc == TH_OK) {
     const char *objs[TC__MAX_OBJS];
@@ -474,7 +474,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     if (rc == TH_OK && o->measure_fn) {
       /* in another process: the caller's measurement worker reads the weights from this file */
       char pbin[2200];
-      rc = tc__write(dir, "params.bin", params.data, params.len, pbin, sizeof pbin);
+      rc = tc__write(dir, "params.bin", params.data, params.len, pbin, sizeof pbin, err, errlen);
       if (rc == TH_OK) rc = o->measure_fn(o->measure_ctx, so, pbin, &topts, &st, err, errlen);
     } else if (rc == TH_OK) {
       rc = tc_time_model(so, params.data, params.len, &topts, &st, err, errlen);

@@ -156,9 +156,9 @@ static th_status cuda__emit(const tc_backend_target *t, const tc__kernel *ks, in
                           errlen);
   x->nvrtc_seconds = th_now_mono() - t0;
   char path[2300];
-  if (rc == TH_OK) rc = tc__write(dir, "kernels.cubin", cubin, x->cubin_len, path, sizeof path);
-  if (rc == TH_OK) rc = tc__write(dir, "kernels.ptx", ptx, x->ptx_len > 0 ? x->ptx_len - 1 : 0, path, sizeof path);
-  if (rc == TH_OK) rc = tc__write(dir, "kernels.cu", x->cu.data, x->cu.len, path, sizeof path);
+  if (rc == TH_OK) rc = tc__write(dir, "kernels.cubin", cubin, x->cubin_len, path, sizeof path, err, errlen);
+  if (rc == TH_OK) rc = tc__write(dir, "kernels.ptx", ptx, x->ptx_len > 0 ? x->ptx_len - 1 : 0, path, sizeof path, err, errlen);
+  if (rc == TH_OK) rc = tc__write(dir, "kernels.cu", x->cu.data, x->cu.len, path, sizeof path, err, errlen);
   free(cubin);
   free(ptx);
   out->nobjs = 0; /* the device code goes in through model.c's .incbin */

@@ -311,9 +311,8 @@ case_measure_worker_killed() {
 # A build that cannot be written fails with a clear error (no space), leaves nothing partial (no temp file, no
 # artifact file that no version names), and the daemon keeps serving what it has; once space is freed, a new
 # miss succeeds. Needs root to mount the tmpfs (skips otherwise).
-# KNOWN DEFECT (disabled in faults.cmake until fixed): the build on a full disk fails with "llvm build failed:
-# i/o error" (compiler/build.c: a failing write in the compiler sets no message, so errno's "No space left on
-# device" is lost).
+# (It found that such a build failed with only "llvm build failed: i/o error": the compiler's file writes
+# (tc__write) set no message. They now name the file and errno's "No space left on device".)
 case_disk_full() {
   [[ "$(id -u)" == 0 ]] || { echo "SKIP: mounting a tmpfs needs root (id -u is $(id -u))"; exit 77; }
   mkdir -p "$DATA"
