@@ -93,7 +93,7 @@ static store_job wait_done(store_t *st, int64_t id) {
 }
 
 static store_t *open_tmp(void) {
-  char *d = strdup("/tmp/th_worker_XXXXXX");
+  char d[] = "/tmp/th_worker_XXXXXX"; /* the store keeps its own copy of the path */
   CHECK(mkdtemp(d) != NULL);
   store_t *st = NULL;
   CHECK(th_test_store_open(d, &st) == TH_OK);
