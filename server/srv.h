@@ -38,6 +38,8 @@ typedef struct srv_config {
   int64_t max_upload; /* bytes of an uploaded ONNX file (PUT /networks/{name}); default 2 GiB */
   int keep_versions;  /* retention: ready versions kept per key after each publish, aliased ones aside; 0 = all */
   int lease_s;        /* the lease of the scheduler's job claims, renewed every lease_s / 3 */
+  int no_listen;      /* 1: no listening socket; connections come only through MHD_add_connection on the daemon
+                         (the in-process fuzz harness, tests/fuzz/fuzz_http.c); not a flag */
 } srv_config;
 
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 4 admitted jobs, max batch 256, 256 queued jobs,
