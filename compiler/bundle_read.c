@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "th_sha256.h"
 
@@ -31,7 +32,9 @@ static th_status tc__read_tar(const char *tar_path, tc_bundle_files *f, char *er
   if (!a) return TH_ERR_NOMEM;
   th_status rc = TH_OK;
   archive_read_support_format_tar(a);
-  if (archive_read_open_filename(a, tar_path, 1 << 16) != ARCHIVE_OK) {
+  /* no entry can hold more bytes than the whole tar: the bound on what a header may make us allocate */
+  struct stat sb;
+  if (stat(tar_path, &sb) != 0 || archive_read_open_filename(a, tar_path, 1 << 16) != ARCHIVE_OK) {
     tc__read_err(err, errlen, "cannot open bundle %s: %s", tar_path, archive_error_string(a));
     rc = TH_ERR_IO;
   }
@@ -54,6 +57,13 @@ static th_status tc__read_tar(const char *tar_path, tc_bundle_files *f, char *er
     la_int64_t sz = archive_entry_size(e);
     if (archive_entry_filetype(e) != AE_IFREG || sz < 0 || sz > ((la_int64_t)1 << 32) || f->data[idx]) {
       tc__read_err(err, errlen, "bundle %s: bad entry %s", tar_path, name);
+      rc = TH_ERR_CORRUPT;
+      break;
+    }
+    if (sz > (la_int64_t)sb.st_size) {
+      tc__read_err(err, errlen,
+                   "bundle %s is corrupt or truncated: %s claims %lld bytes, more than the whole file (%lld)",
+                   tar_path, name, (long long)sz, (long long)sb.st_size);
       rc = TH_ERR_CORRUPT;
       break;
     }

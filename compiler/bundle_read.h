@@ -29,7 +29,7 @@ typedef struct tc_bundle_files {
 /* Reads the bundle at tar_path into *out (the caller frees it with tc_bundle_files_free): all six files must
  * be present, once each, as regular files, and every file but the manifest must match the manifest's "files"
  * entry (size and sha256). Other entries are skipped. TH_ERR_IO (cannot open), TH_ERR_CORRUPT (truncated,
- * not a tar, a file missing, twice, over 4 GiB or not matching its digest), TH_ERR_NOMEM;
+ * not a tar, a file missing, twice, larger than the tar itself or not matching its digest), TH_ERR_NOMEM;
  * err says which. *out is written only on success. */
 th_status tc_bundle_read(const char *tar_path, tc_bundle_files *out, char *err, size_t errlen);
 /* Frees what tc_bundle_read filled and zeroes *f; accepts NULL. */
