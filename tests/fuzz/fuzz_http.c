@@ -32,8 +32,10 @@
 #include <unistd.h>
 
 #include "builder.h"
+#include "routes.h"
 #include "srv.h"
 #include "srv_int.h"
+#include "store.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -130,6 +132,40 @@ static void fz_cleanup(void) {
   if (fz_dir[0]) th_rm_rf(fz_dir);
 }
 
+/* Two published versions of llvm/resnet-18/1 on this machine's target (v1, and v2 tuned) and the
+ * alias prod -> v1, so that inputs reach the hit paths: files with Range, If-Range, If-None-Match
+ * and HEAD, blobs, manifests, versions, aliases and the OCI API. The artifacts are fixed bytes, so
+ * their digests are fixed too: the tar's, FZ_TAR_DIGEST, is in the seeds and http.dict. */
+#define FZ_TAR_DIGEST "9141107b6ed1422839ed97f4674de82ae742ec2f8556c3df948da06930f94393"
+static void fz_publish(void) {
+  char path[1100], why[1024], td[65], sd[65];
+  unsigned char bytes[4096];
+  for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (unsigned char)(i * 7 % 251);
+  snprintf(path, sizeof path, "%s/model.tar", fz_dir);
+  store_key key;
+  th_status rc = th_write_file_atomic(path, bytes, sizeof bytes);
+  if (rc == TH_OK) rc = store_artifact_put(fz_srv->st, path, "application/x-tar", td, NULL);
+  snprintf(path, sizeof path, "%s/model.so", fz_dir);
+  if (rc == TH_OK) rc = th_write_file_atomic(path, bytes, 1000);
+  if (rc == TH_OK) rc = store_artifact_put(fz_srv->st, path, "application/x-sharedlib", sd, NULL);
+  if (rc == TH_OK) rc = srv_model_key(fz_srv, "llvm", "resnet-18", 1, NULL, &key, why, sizeof why);
+  static const char manifest[] =
+      "{\"key\":{\"framework\":\"llvm\",\"network\":\"resnet-18\",\"batch\":1},"
+      "\"latency_ms\":{\"mean\":12.5,\"median\":12.0,\"std\":0.5,\"n\":10},\"layers\":[]}";
+  int version = 0, previous = 0;
+  if (rc == TH_OK)
+    rc = store_model_publish(fz_srv->st, &key, 0, td, sd, manifest, 12.5, 0, 0, &version);
+  if (rc == TH_OK)
+    rc = store_model_publish(fz_srv->st, &key, 1, td, sd, manifest, 10.0, 0, 0, &version);
+  store_alias a;
+  if (rc == TH_OK) rc = store_alias_set(fz_srv->st, &key, "prod", 1, NULL, &a, &previous);
+  if (rc != TH_OK || strcmp(td, FZ_TAR_DIGEST) != 0) {
+    fprintf(stderr, "fuzz_http: cannot publish the fixture versions (%s; tar sha256:%s): %s\n",
+            th_status_str(rc), td, store_errmsg(fz_srv->st));
+    exit(1);
+  }
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc;
   (void)argv;
@@ -171,6 +207,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
    * the scheduler already started admitting nothing, saying 1 here lets POST .../tune reach its
    * body and the queue, as on a daemon that tunes, while still nothing runs */
   fz_srv->cfg.workers = 1;
+  fz_publish();
   memset(&fz_addr, 0, sizeof fz_addr);
   fz_addr.sin_family = AF_INET;
   fz_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
