@@ -1,8 +1,8 @@
 /* Bundles, for every backend: the manifest (key, target, shapes, per-layer configs and their source,
  * latency, sha256 and size of every file; the backend adds its target object, build facts and per-layer
  * launch facts) and the .tar written with libarchive; tc_time_model, which dlopens a model .so and times it;
- * and tc_bundle_infer (tc_bundle_run), which reads a bundle back with libarchive, trusts nothing in it until
- * every file matches the manifest's digest, then dlopens the model, runs it on the caller's input files (or
+ * and tc_bundle_infer (tc_bundle_run), which reads a bundle back (bundle_read.c: nothing in it is trusted until
+ * every file matches the manifest's digest), then dlopens the model, runs it on the caller's input files (or
  * the fill) and times it, and writes its outputs to files. */
 #include <archive.h>
 #include <archive_entry.h>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "backend_int.h"
+#include "bundle_read.h"
 #include "model/tunehub_model.h"
 #include "ops.h"
 #include "tc_model_embed.h"
@@ -495,124 +496,39 @@ static tc_run_opts tc__timing_opts(int repeat, int profile) {
 
 /* ---- reading a bundle back -------------------------------------------------------------------------- */
 
-#define TC__MAX_FILES 8
-
-static const char *const tc__bundle_names[] = {"manifest.json", "model.so", "tunehub_model.h", "params.bin",
-                                               "graph.json", "example.c"};
-
 th_status tc_bundle_infer(const char *tar_path, const tc_run_opts *o, tc_run_stats *out, char *err,
                           size_t errlen) {
   if (err && errlen) err[0] = '\0';
   if (!tar_path || !o || !out || o->ninputs < 0 || (o->ninputs && !o->inputs)) return TH_ERR_INVALID;
   int keep_manifest = o->profile || o->output_dir;
-  char *data[TC__MAX_FILES] = {0};
-  size_t len[TC__MAX_FILES] = {0};
-  struct archive *a = archive_read_new();
-  th_status rc = a ? TH_OK : TH_ERR_NOMEM;
-  if (rc == TH_OK) {
-    archive_read_support_format_tar(a);
-    if (archive_read_open_filename(a, tar_path, 1 << 16) != ARCHIVE_OK) {
-      tc__seterr(err, errlen, "cannot open bundle %s: %s", tar_path, archive_error_string(a));
-      rc = TH_ERR_IO;
-    }
-  }
-  int nentries = 0;
-  while (rc == TH_OK) {
-    struct archive_entry *e;
-    int r = archive_read_next_header(a, &e);
-    if (r == ARCHIVE_EOF) break;
-    if (r != ARCHIVE_OK) {
-      tc__seterr(err, errlen, "bundle %s is corrupt or truncated: %s", tar_path, archive_error_string(a));
-      rc = TH_ERR_CORRUPT;
-      break;
-    }
-    nentries++;
-    const char *name = archive_entry_pathname(e);
-    int idx = -1;
-    for (int i = 0; i < 6 && name; i++)
-      if (strcmp(name, tc__bundle_names[i]) == 0) idx = i;
-    if (idx < 0) continue; /* unknown entries are ignored, never extracted */
-    la_int64_t sz = archive_entry_size(e);
-    if (archive_entry_filetype(e) != AE_IFREG || sz < 0 || sz > ((la_int64_t)1 << 32) || data[idx]) {
-      tc__seterr(err, errlen, "bundle %s: bad entry %s", tar_path, name);
-      rc = TH_ERR_CORRUPT;
-      break;
-    }
-    data[idx] = malloc((size_t)sz + 1);
-    if (!data[idx]) {
-      rc = TH_ERR_NOMEM;
-      break;
-    }
-    size_t got = 0;
-    while (got < (size_t)sz) {
-      la_ssize_t k = archive_read_data(a, data[idx] + got, (size_t)sz - got);
-      if (k <= 0) break;
-      got += (size_t)k;
-    }
-    if (got != (size_t)sz) {
-      tc__seterr(err, errlen, "bundle %s is truncated: %s has %zu of %lld bytes (%s)", tar_path, name, got,
-                 (long long)sz, archive_error_string(a) ? archive_error_string(a) : "short read");
-      rc = TH_ERR_CORRUPT;
-      break;
-    }
-    data[idx][got] = '\0';
-    len[idx] = got;
-  }
-  if (a) archive_read_free(a);
-  if (rc == TH_OK && !data[0]) {
-    tc__seterr(err, errlen, "bundle %s has no manifest.json (%s)", tar_path,
-               nentries ? "not a tunehub bundle" : "empty or not a tar file");
-    rc = TH_ERR_CORRUPT;
-  }
-  json_t *m = NULL;
-  if (rc == TH_OK) {
-    json_error_t je;
-    m = json_loadb(data[0], len[0], 0, &je);
-    if (!m || !json_is_object(json_object_get(m, "files"))) {
-      tc__seterr(err, errlen, "bundle %s: manifest.json is not valid (%s)", tar_path, m ? "no files" : je.text);
-      rc = TH_ERR_CORRUPT;
-    }
-  }
-  for (int i = 1; rc == TH_OK && i < 6; i++) {
-    json_t *f = json_object_get(json_object_get(m, "files"), tc__bundle_names[i]);
-    const char *want = json_string_value(json_object_get(f, "sha256"));
-    json_int_t size = json_integer_value(json_object_get(f, "size"));
-    if (!data[i] || !want) {
-      tc__seterr(err, errlen, "bundle %s: %s is missing", tar_path, tc__bundle_names[i]);
-      rc = TH_ERR_CORRUPT;
-      break;
-    }
-    char hex[65];
-    tc__sha_hex(data[i], len[i], hex);
-    if ((json_int_t)len[i] != size || strcmp(hex, want) != 0) {
-      tc__seterr(err, errlen, "bundle %s: %s does not match the manifest's sha256 (corrupt)", tar_path,
-                 tc__bundle_names[i]);
-      rc = TH_ERR_CORRUPT;
-    }
-  }
+  tc_bundle_files files;
+  th_status rc = tc_bundle_read(tar_path, &files, err, errlen);
+  if (rc != TH_OK) return rc;
   char *manifest = NULL;
-  if (rc == TH_OK && keep_manifest && !(manifest = json_dumps(m, JSON_COMPACT))) rc = TH_ERR_NOMEM;
-  json_decref(m);
+  if (keep_manifest) {
+    manifest = files.manifest;
+    files.manifest = NULL;
+  }
   char dir[1024] = "";
-  if (rc == TH_OK) {
-    if (th_mkdtemp("tunehub-run", dir, sizeof dir) != TH_OK) {
-      dir[0] = '\0';
-      tc__seterr(err, errlen, "cannot create a temporary directory");
-      rc = TH_ERR_IO;
-    }
+  if (th_mkdtemp("tunehub-run", dir, sizeof dir) != TH_OK) {
+    dir[0] = '\0';
+    tc__seterr(err, errlen, "cannot create a temporary directory");
+    rc = TH_ERR_IO;
   }
   char so[1100];
   snprintf(so, sizeof so, "%s/model.so", dir);
   if (rc == TH_OK) {
     FILE *f = fopen(so, "wb");
-    if (!f || fwrite(data[1], 1, len[1], f) != len[1]) rc = TH_ERR_IO;
+    if (!f || fwrite(files.data[TC_BUNDLE_SO], 1, files.len[TC_BUNDLE_SO], f) != files.len[TC_BUNDLE_SO])
+      rc = TH_ERR_IO;
     if (f && fclose(f) != 0) rc = TH_ERR_IO;
     if (rc != TH_OK) tc__seterr(err, errlen, "cannot write %s", so);
   }
   tc_run_stats st;
-  if (rc == TH_OK) rc = tc__run_so(so, data[3], len[3], o, &st, err, errlen);
+  if (rc == TH_OK)
+    rc = tc__run_so(so, files.data[TC_BUNDLE_PARAMS], files.len[TC_BUNDLE_PARAMS], o, &st, err, errlen);
   if (dir[0]) (void)th_rm_rf(dir);
-  for (int i = 0; i < TC__MAX_FILES; i++) free(data[i]);
+  tc_bundle_files_free(&files);
   if (rc == TH_OK) {
     st.manifest = manifest;
     manifest = NULL;

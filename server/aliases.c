@@ -10,6 +10,7 @@
 #include "aliases.h"
 
 #include "present.h"
+#include "request.h"
 #include "response.h"
 #include "routes.h"
 #include "th_log.h"
@@ -134,28 +135,11 @@ int srv_alias_resolve(srv_t *s, srv_request *r, const store_key *key, const char
  * and returns 0. */
 static int srv__alias_body(srv_t *s, srv_request *r, int *version, char digest[65], enum MHD_Result *ret) {
   static const char usage[] = "the body is {\"version\": N} or {\"digest\": \"sha256:<64 hex digits>\"}";
-  json_error_t jerr;
-  json_t *body = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &jerr) : NULL;
-  const char *why = NULL;
-  json_t *v = body ? json_object_get(body, "version") : NULL, *d = body ? json_object_get(body, "digest") : NULL;
-  if (!body || !json_is_object(body))
-    why = "not a JSON object";
-  else if (json_object_size(body) != 1 || (!v && !d))
-    why = "give exactly one of version and digest";
-  else if (v && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000000))
-    why = "version is a whole number from 1";
-  else if (d && (!json_is_string(d) || strncmp(json_string_value(d), "sha256:", 7) != 0 ||
-                 !th_is_sha256_hex(json_string_value(d) + 7)))
-    why = "digest is sha256: followed by 64 lowercase hex digits";
+  const char *why = srv_alias_body_parse(r->body.data, r->body.len, version, digest);
   if (why) {
-    json_decref(body);
     *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_body", NULL, "invalid body: %s; %s", why, usage);
     return 0;
   }
-  *version = v ? (int)json_integer_value(v) : 0;
-  digest[0] = '\0';
-  if (d) snprintf(digest, 65, "%s", json_string_value(d) + 7);
-  json_decref(body);
   return 1;
 }
 

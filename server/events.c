@@ -20,6 +20,7 @@
 #include "limits.h"
 
 #include "present.h"
+#include "request.h"
 #include "response.h"
 #include "scheduler.h"
 #include "th_log.h"
@@ -318,7 +319,7 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   int64_t last = 0;
   const char *lei = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Last-Event-ID");
-  if (lei && *lei && (th_parse_i64(lei, &last) != TH_OK || last < 0)) {
+  if (srv_last_event_id_parse(lei, &last) != 0) {
     store_job_clear(&job);
     return srv_error(s, r, TH_ERR_INVALID, "invalid_last_event_id", NULL,
                      "Last-Event-ID must be an event id (a whole number) from this stream, got '%s'", lei);

@@ -258,8 +258,10 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     rc = TH_ERR_INVALID;
     goto fail_gc;
   }
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+  if (c->no_listen) flags |= MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
   s->mhd = MHD_start_daemon(
-      MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG,
+      flags,
       (uint16_t)c->port,
       NULL, NULL, srv__access_wrap, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
       MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)c->http_threads, MHD_OPTION_CONNECTION_TIMEOUT,

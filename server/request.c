@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "th_sha256.h"
+#include "th_util.h"
 
 static int srv__hex(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -97,4 +98,74 @@ int srv_content_digest_check(const char *header, const unsigned char sha[32]) {
   }
   if (!found) return -2;
   return match;
+}
+
+int srv_tune_body_check(const char *data, size_t len, json_t **body, const char **bad, char *msg, size_t n) {
+  json_error_t jerr;
+  json_t *b = len ? json_loadb(data, len, 0, &jerr) : json_object();
+  if (!b || !json_is_object(b)) {
+    json_decref(b);
+    return -1;
+  }
+  static const char *const tuners[] = {"xgb", "ga", "random", "grid"};
+  const char *k;
+  json_t *v;
+  *bad = NULL;
+  if (n) msg[0] = '\0';
+  json_object_foreach(b, k, v) {
+    if (!strcmp(k, "tuner")) {
+      int ok = 0;
+      for (int i = 0; i < 4; i++) ok |= json_is_string(v) && !strcmp(json_string_value(v), tuners[i]);
+      if (!ok) {
+        *bad = "tuner";
+        snprintf(msg, n, "valid tuners: xgb, ga, random, grid");
+      }
+    } else if (!strcmp(k, "trials") || !strcmp(k, "early_stopping")) {
+      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000) {
+        *bad = k;
+        snprintf(msg, n, "%s is a whole number from 1 to 100000", k);
+      }
+    } else if (!strcmp(k, "priority")) {
+      if (!json_is_integer(v) || json_integer_value(v) < -100 || json_integer_value(v) > 100) {
+        *bad = k;
+        snprintf(msg, n, "priority is a whole number from -100 to 100");
+      }
+    } else {
+      *bad = k;
+      snprintf(msg, n, "valid options: trials, tuner, early_stopping, priority");
+    }
+    if (*bad) break;
+  }
+  *body = b;
+  return 0;
+}
+
+const char *srv_alias_body_parse(const char *data, size_t len, int *version, char digest[65]) {
+  json_error_t jerr;
+  json_t *body = len ? json_loadb(data, len, 0, &jerr) : NULL;
+  const char *why = NULL;
+  json_t *v = body ? json_object_get(body, "version") : NULL, *d = body ? json_object_get(body, "digest") : NULL;
+  if (!body || !json_is_object(body))
+    why = "not a JSON object";
+  else if (json_object_size(body) != 1 || (!v && !d))
+    why = "give exactly one of version and digest";
+  else if (v && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1000000000))
+    why = "version is a whole number from 1";
+  else if (d && (!json_is_string(d) || strncmp(json_string_value(d), "sha256:", 7) != 0 ||
+                 !th_is_sha256_hex(json_string_value(d) + 7)))
+    why = "digest is sha256: followed by 64 lowercase hex digits";
+  if (!why) {
+    *version = v ? (int)json_integer_value(v) : 0;
+    digest[0] = '\0';
+    if (d) snprintf(digest, 65, "%s", json_string_value(d) + 7);
+  }
+  json_decref(body);
+  return why;
+}
+
+int srv_last_event_id_parse(const char *header, int64_t *last) {
+  int64_t v = 0;
+  if (header && *header && (th_parse_i64(header, &v) != TH_OK || v < 0)) return -1;
+  *last = v;
+  return 0;
 }

@@ -1,9 +1,12 @@
 /* request: reading what a client sent, without trusting it: percent-decoding that refuses encoded separators,
- * and query-string lookup. Pure functions; thread-safe. */
+ * query-string lookup, the headers and JSON bodies that routes parse. Pure functions (each fuzzed by
+ * tests/fuzz/); thread-safe. */
 #ifndef SRV_REQUEST_H
 #define SRV_REQUEST_H
 
+#include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "srv_int.h"
 
@@ -18,5 +21,19 @@ int srv_query(const srv_request *r, const char *name, char *out, size_t n);
  * sha-512=:...:", against sha (the SHA-256 of the body): 1 when its sha-256 member matches, 0 when it differs,
  * -1 when the header is malformed, -2 when it has no sha-256 member (the only algorithm checked). */
 int srv_content_digest_check(const char *header, const unsigned char sha[32]);
+
+/* The body of POST /models/{fw}/{net}/{batch}/tune (len bytes; empty means {}): a JSON object of options,
+ * each known and in range (trials and early_stopping 1..100000, tuner xgb|ga|random|grid, priority
+ * -100..100). Returns -1 when the body is not a JSON object (*body untouched); else 0 with *body the object
+ * (owned: json_decref it), and *bad NULL when every option is valid, or *bad the first invalid option's
+ * name (pointing into *body) and msg why. */
+int srv_tune_body_check(const char *data, size_t len, json_t **body, const char **bad, char *msg, size_t n);
+/* The body of PUT .../aliases/{alias} (len bytes): exactly one of {"version": N} (1..1e9) and {"digest":
+ * "sha256:<64 lowercase hex>"}. Returns NULL and sets *version (0 for a digest) and digest ("" for a
+ * version), or returns why the body is invalid (a static string; out-params untouched). */
+const char *srv_alias_body_parse(const char *data, size_t len, int *version, char digest[65]);
+/* A Last-Event-ID header (NULL when absent): 0 and *last the event id a resumed stream continues after (0
+ * when absent or empty: a new stream), or -1 when it is not a whole number >= 0. */
+int srv_last_event_id_parse(const char *header, int64_t *last);
 
 #endif

@@ -144,13 +144,8 @@ enum MHD_Result srv_error_http(srv_t *s, srv_request *r, unsigned int http, cons
 
 /* ---- files: ETag, Range, HEAD ---- */
 
-typedef struct srv__range {
-  int64_t start, len;
-  int partial;
-} srv__range;
-
 /* 0: no usable Range (serve all); 1: one satisfiable range; -1: unsatisfiable. */
-static int srv__parse_range(const char *h, int64_t size, srv__range *out) {
+static int srv__parse_range(const char *h, int64_t size, int64_t *start, int64_t *len) {
   if (!h || strncmp(h, "bytes=", 6) != 0) return 0;
   const char *p = h + 6;
   if (strchr(p, ',')) return 0; /* multi-range: a plain 200 is allowed */
@@ -167,8 +162,8 @@ static int srv__parse_range(const char *h, int64_t size, srv__range *out) {
     if (th_parse_i64(b, &y) != TH_OK || y < 0) return 0;
     if (y == 0 || size == 0) return -1;
     if (y > size) y = size;
-    out->start = size - y;
-    out->len = y;
+    *start = size - y;
+    *len = y;
     return 1;
   }
   if (th_parse_i64(a, &x) != TH_OK || x < 0) return 0;
@@ -179,9 +174,24 @@ static int srv__parse_range(const char *h, int64_t size, srv__range *out) {
   }
   if (x >= size) return -1;
   if (y >= size) y = size - 1;
-  out->start = x;
-  out->len = y - x + 1;
+  *start = x;
+  *len = y - x + 1;
   return 1;
+}
+
+int srv_range_select(const char *range, const char *if_range, const char *etag, int64_t size, int64_t *start,
+                     int64_t *len) {
+  int64_t s = 0, n = size;
+  int pr = 0;
+  if (range && (!if_range || strcmp(if_range, etag) == 0)) pr = srv__parse_range(range, size, &s, &n);
+  if (pr < 0) return -1;
+  if (pr == 0) {
+    s = 0;
+    n = size;
+  }
+  *start = s;
+  *len = n;
+  return pr;
 }
 
 int srv_etag_matches(const char *header, const char *etag) {
@@ -222,32 +232,25 @@ enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_
     MHD_add_response_header(resp, "Cache-Control", cache);
     return srv_queue(s, r, 304, resp);
   }
-  srv__range range = {0, size, 0};
+  int64_t start = 0, len = size;
   const char *rh = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Range");
   const char *if_range = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-Range");
-  if (rh && (!if_range || strcmp(if_range, etag) == 0)) {
-    int pr = srv__parse_range(rh, size, &range);
-    if (pr < 0) {
-      char cr[64];
-      snprintf(cr, sizeof cr, "bytes */%lld", (long long)size);
-      struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
-      if (!resp) return MHD_NO;
-      MHD_add_response_header(resp, "Content-Range", cr);
-      MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-      MHD_add_response_header(resp, "ETag", etag);
-      return srv_queue(s, r, 416, resp);
-    }
-    range.partial = pr == 1;
-    if (!range.partial) {
-      range.start = 0;
-      range.len = size;
-    }
+  int partial = srv_range_select(rh, if_range, etag, size, &start, &len);
+  if (partial < 0) {
+    char cr[64];
+    snprintf(cr, sizeof cr, "bytes */%lld", (long long)size);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!resp) return MHD_NO;
+    MHD_add_response_header(resp, "Content-Range", cr);
+    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+    MHD_add_response_header(resp, "ETag", etag);
+    return srv_queue(s, r, 416, resp);
   }
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return srv_error(s, r, TH_ERR_IO, "artifact_missing", NULL, "artifact sha256:%s is not readable: %s",
                      digest, strerror(errno));
-  struct MHD_Response *resp = srv_response_fd(fd, (uint64_t)range.start, (uint64_t)range.len);
+  struct MHD_Response *resp = srv_response_fd(fd, (uint64_t)start, (uint64_t)len);
   if (!resp) return MHD_NO;
   char disp[256];
   snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", filename);
@@ -261,15 +264,15 @@ enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_
   for (int i = 0; extra_hdrs && extra_hdrs[i][0]; i++)
     MHD_add_response_header(resp, extra_hdrs[i][0], extra_hdrs[i][1]);
   unsigned int status = 200;
-  if (range.partial) {
+  if (partial) {
     char cr[96];
-    snprintf(cr, sizeof cr, "bytes %lld-%lld/%lld", (long long)range.start,
-             (long long)(range.start + range.len - 1), (long long)size);
+    snprintf(cr, sizeof cr, "bytes %lld-%lld/%lld", (long long)start, (long long)(start + len - 1),
+             (long long)size);
     MHD_add_response_header(resp, "Content-Range", cr);
     status = 206;
   } else {
     MHD_add_response_header(resp, "Content-Digest", digest_hdr);
   }
-  if (strcmp(r->method, "HEAD") != 0) srv_count_bytes(s, range.len);
+  if (strcmp(r->method, "HEAD") != 0) srv_count_bytes(s, len);
   return srv_queue(s, r, status, resp);
 }

@@ -48,6 +48,12 @@ enum MHD_Result srv_error_http(srv_t *s, srv_request *r, unsigned int http, cons
 
 /* 1 when an If-None-Match header value matches etag (a list, "*", weak validators). */
 int srv_etag_matches(const char *header, const char *etag);
+/* The part of a file of size bytes (ETag etag) to send for a Range header and an If-Range header (each
+ * NULL when absent): 1 and *start, *len for one satisfiable byte range (If-Range, when present, must equal
+ * etag); 0 and the whole file when there is no usable range (none, a multi-range, malformed, or an If-Range
+ * for another version); -1 when the range is unsatisfiable (answer 416). Pure; thread-safe. */
+int srv_range_select(const char *range, const char *if_range, const char *etag, int64_t size, int64_t *start,
+                     int64_t *len);
 /* Sends the file at path (size bytes, content digest hex) with ETag, Range, If-Range, HEAD, Repr-Digest and
  * Content-Disposition filename; immutable: cached for a year (blobs), else revalidated. extra_hdrs is a
  * {NULL, NULL}-terminated list of more headers, or NULL. */

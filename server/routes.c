@@ -573,42 +573,12 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
     return srv_error(s, r, TH_ERR_NO_DEVICE, "no_device", NULL,
                      "tuning cuda needs a worker with a CUDA device, and this server has none (%s); nothing "
                      "was queued", dwhy);
-  json_error_t jerr;
-  json_t *body = r->body.len ? json_loadb(r->body.data, r->body.len, 0, &jerr) : json_object();
-  if (!body || !json_is_object(body)) {
-    if (body) json_decref(body);
+  json_t *body = NULL;
+  const char *bad = NULL;
+  char msg[256];
+  if (srv_tune_body_check(r->body.data, r->body.len, &body, &bad, msg, sizeof msg) < 0)
     return srv_error(s, r, TH_ERR_INVALID, "invalid_body", NULL,
                      "the body must be a JSON object such as {\"trials\": 64, \"tuner\": \"xgb\"}");
-  }
-  static const char *const tuners[] = {"xgb", "ga", "random", "grid"};
-  const char *bad = NULL;
-  char msg[256] = "";
-  const char *k;
-  json_t *v;
-  json_object_foreach(body, k, v) {
-    if (!strcmp(k, "tuner")) {
-      int ok = 0;
-      for (int i = 0; i < 4; i++) ok |= json_is_string(v) && !strcmp(json_string_value(v), tuners[i]);
-      if (!ok) {
-        bad = "tuner";
-        snprintf(msg, sizeof msg, "valid tuners: xgb, ga, random, grid");
-      }
-    } else if (!strcmp(k, "trials") || !strcmp(k, "early_stopping")) {
-      if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000) {
-        bad = k;
-        snprintf(msg, sizeof msg, "%s is a whole number from 1 to 100000", k);
-      }
-    } else if (!strcmp(k, "priority")) {
-      if (!json_is_integer(v) || json_integer_value(v) < -100 || json_integer_value(v) > 100) {
-        bad = k;
-        snprintf(msg, sizeof msg, "priority is a whole number from -100 to 100");
-      }
-    } else {
-      bad = k;
-      snprintf(msg, sizeof msg, "valid options: trials, tuner, early_stopping, priority");
-    }
-    if (bad) break;
-  }
   if (bad) {
     enum MHD_Result e = srv_error(s, r, TH_ERR_INVALID, "invalid_option", NULL, "invalid option '%s': %s", bad, msg);
     json_decref(body);

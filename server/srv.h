@@ -50,6 +50,8 @@ typedef struct srv_config {
   int lease_s;        /* the lease of the scheduler's job claims, renewed every lease_s / 3 */
   int gc_interval_s;  /* seconds between blob garbage collections (--gc-interval; 0: none) */
   int gc_grace_s;     /* an unreferenced blob's grace period before a collection sweeps it (--gc-grace) */
+  int no_listen;      /* 1: no listening socket; connections come only through MHD_add_connection on the daemon
+                         (the in-process fuzz harness, tests/fuzz/fuzz_http.c); not a flag */
 } srv_config;
 
 /* Defaults: 127.0.0.1:8080, ./data, web/ from the source tree, 4 admitted jobs, max batch 256, 256 queued jobs,

@@ -394,6 +394,36 @@ TH_TEST(bundle_corrupt_and_truncated) {
   return 0;
 }
 
+/* A tar whose one header says manifest.json holds 4 GiB - 1 bytes, followed by 2: the reader must refuse it
+ * from the header and the file's size, not reserve 4 GiB first (found by fuzz.bundle; the input is
+ * tests/fuzz/regressions/bundle/entry_larger_than_file.tar). */
+TH_TEST(bundle_entry_larger_than_file) {
+  unsigned char tar[2048] = {0};
+  snprintf((char *)tar, 100, "manifest.json");
+  memcpy(tar + 100, "0000644", 8);
+  memcpy(tar + 108, "0000000", 8);
+  memcpy(tar + 116, "0000000", 8);
+  memcpy(tar + 124, "37777777777", 12);
+  memcpy(tar + 136, "00000000000", 12);
+  tar[156] = '0';
+  memcpy(tar + 257, "ustar\00000", 8);
+  memset(tar + 148, ' ', 8);
+  unsigned sum = 0;
+  for (int i = 0; i < 512; i++) sum += tar[i];
+  snprintf((char *)tar + 148, 8, "%06o", sum);
+  memcpy(tar + 512, "{}", 2);
+  char dir[64], path[128], err[1024] = "";
+  tc__tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/big.tar", dir);
+  CHECK_EQ_INT(th_write_file_atomic(path, tar, sizeof tar), TH_OK);
+  tc_run_stats st;
+  CHECK_EQ_INT(tc_bundle_run(path, 1, &st, err, sizeof err), TH_ERR_CORRUPT);
+  fprintf(stderr, "%s\n", err);
+  CHECK(strstr(err, "more than the whole file") != NULL);
+  tc__rmrf(dir);
+  return 0;
+}
+
 TH_TEST(model_rejects_bad_params) {
   char dir[64], so[128], err[1024];
   tc__tmpdir(dir, sizeof dir);
