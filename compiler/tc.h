@@ -24,8 +24,9 @@ typedef int (*tc_progress_fn)(void *ctx, const char *stage, int done, int total)
 
 /* Timing a whole model (tc_time_model), bounded by time rather than by a count, as AutoTVM's min_repeat_ms
  * bounds a trial: a few untimed runs, then rounds of `number` runs each (number grown from the warm-up so that a
- * round lasts min_round_ms), until max_rounds rounds or budget_s seconds of rounds, whichever is first, but at
- * least three rounds unless those would take three budgets. Each round gives one mean; the stats are over the
+ * round lasts min_round_ms, and a round cut short at a third of budget_s should the runs slow down after the
+ * warm-up), until max_rounds rounds or budget_s seconds of rounds, whichever is first, but at least three rounds
+ * unless those would take three budgets. Each round gives one mean; the stats are over the
  * rounds, so min and max are the spread a reader can trust. vgg-19 at batch 256 costs a run or two, squeezenet
  * at batch 1 ten rounds of many runs. */
 typedef struct tc_time_opts {
@@ -41,7 +42,7 @@ void tc_time_opts_default(tc_time_opts *t);
 typedef struct tc_run_stats {
   double mean_ms, median_ms, std_ms, min_ms, max_ms; /* per run, over the rounds' means */
   int n;           /* rounds */
-  int number;      /* runs per round */
+  int number;      /* runs per round, as sized from the warm-up (a round cut short ran fewer) */
   double seconds;  /* wall time of the warm-up and the rounds */
   int ncalls;      /* tc_bundle_profile: kernel calls per run, one per manifest layer; else 0 */
   double *call_ms; /* tc_bundle_profile: each call's median ms over the runs (malloc'd); else NULL */
