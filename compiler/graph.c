@@ -804,9 +804,10 @@ int tc_graph_transpose(tc_graph *g, int x, const int *perm) {
     }
     out.shape[d] = t->shape[perm[d]];
   }
+  /* (not t->ndim: t points into g->nodes, which the new node may have moved) */
   int id = tc__tnode(g, TC_OP_TRANSPOSE, NULL, 1, &x, &out);
   if (id >= 0)
-    for (int d = 0; d < t->ndim; d++) g->nodes[id].perm[d] = perm[d];
+    for (int d = 0; d < out.ndim; d++) g->nodes[id].perm[d] = perm[d];
   return id;
 }
 

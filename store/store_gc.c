@@ -180,7 +180,9 @@ static th_status store__gc_leftovers(store_t *st, const store__gc_row *rows, siz
     struct dirent *f;
     while (rc == TH_OK && (f = readdir(d)) != NULL) {
       /* only names that are digests: anything else was put there by someone else */
-      if (!th_is_sha256_hex(f->d_name) || bsearch(f->d_name, rows, nrows, sizeof *rows, store__gc_cmp)) continue;
+      /* (rows is NULL when no artifact has a row: bsearch must not be handed it) */
+      if (!th_is_sha256_hex(f->d_name) || (nrows > 0 && bsearch(f->d_name, rows, nrows, sizeof *rows, store__gc_cmp)))
+        continue;
       char path[2400];
       snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
       struct stat sb;

@@ -406,7 +406,7 @@ static store_key key_of(const char *net) {
 }
 
 static store_t *open_tmp(void) {
-  char *d = strdup("/tmp/th_sched_XXXXXX");
+  char d[] = "/tmp/th_sched_XXXXXX"; /* the store keeps its own copy of the path */
   CHECK(mkdtemp(d) != NULL);
   store_t *st = NULL;
   CHECK(th_test_store_open(d, &st) == TH_OK);
