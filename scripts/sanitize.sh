@@ -5,37 +5,68 @@
 # both ASan and TSan leave SIGSEGV/SIGBUS/SIGFPE to the default action, so that a deliberately crashing kernel
 # in the measurement worker dies of its signal as it does without them (the tests check that the crash is
 # reported as one). scripts/tsan.supp names LLVM's own lazily made globals, which TSan cannot see guarded.
-# The compiler's heaviest tests (whole-network builds and the ONNX conformance runs: the same code paths as
-# the unit tests of its ops, for minutes more) and the PostgreSQL twins are left to scripts/test.sh.
-# Usage: scripts/sanitize.sh [asan|tsan]... (default both). Extra ctest filters: SAN_UNIT_EXCLUDE, SAN_IT.
+#
+# Two scopes:
+#   full (the default): every unit test but the whole-network compiler builds, the ONNX conformance runs and
+#     the PostgreSQL twins (those are the same code paths as the op tests, for many minutes more under ASan),
+#     and the daemon's integration tests for requests, bad input, ranges, OCI, auth, limits, aliases, metrics,
+#     gc and two faults. About 15 minutes on 2 cores.
+#   --ci: the slice scripts/test.sh runs before the main suite, about 4 minutes: only the targets it needs are
+#     built; under ASan+UBSan the server, store, scheduler, worker, gc and common tests, the graph passes
+#     (not the three whole-transformer ones), the ONNX importer, the tensor ops, and the daemon's request,
+#     bad-input, range, OCI-error, auth, abuse, queue and metrics integration tests; under TSan the server,
+#     store, scheduler, worker and gc tests.
+# Usage: scripts/sanitize.sh [--ci] [asan|tsan]... (default both). Filters: SAN_UNIT, SAN_UNIT_EXCLUDE, SAN_IT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh --test
-kinds=("$@")
+scope=full
+kinds=()
+for a in "$@"; do
+  case "$a" in
+    --ci) scope=ci ;;
+    asan | tsan) kinds+=("$a") ;;
+    *) echo "sanitize.sh: unknown argument '$a'; valid: --ci asan tsan" >&2; exit 2 ;;
+  esac
+done
 [[ ${#kinds[@]} -gt 0 ]] || kinds=(asan tsan)
+scripts/deps.sh --test
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:detect_stack_use_after_return=0
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:suppressions=$PWD/scripts/tsan.supp"
-# whole-network compiler tests, the ONNX conformance runs, the CUDA emulator's networks, and the PostgreSQL twins
-UNIT_EXCLUDE=${SAN_UNIT_EXCLUDE:-'^(compiler_model|compiler_conformance|compiler_cuda_bundle|compiler_cuda_emu|conformance|tuner_cuda|compiler_onnx_torch)\.|_pg\.'}
-# the daemon's own paths: requests, bad input, ranges, OCI, auth and limits, aliases, metrics, gc, faults
-IT=${SAN_IT:-'^(integration\.(bad_inputs|endpoints|miss_then_hit|range_304_head|cancel_and_delete|queue_full|auth_scopes|abuse_|aliases_|oci_|metrics_promtool|gc)|faults\.(sqlite_write_lock|measure_worker_killed))'}
+TSAN_TESTS='^(server|store|scheduler|worker|gc)\.'
+if [[ $scope == full ]]; then
+  UNIT=${SAN_UNIT:-.}
+  UNIT_EXCLUDE=${SAN_UNIT_EXCLUDE:-'^(compiler_model|compiler_conformance|compiler_cuda_bundle|compiler_cuda_emu|conformance|tuner_cuda|compiler_onnx_torch)\.|_pg\.'}
+  IT=${SAN_IT:-'^(integration\.(bad_inputs|endpoints|miss_then_hit|range_304_head|cancel_and_delete|queue_full|auth_scopes|abuse_|aliases_|oci_|metrics_promtool|gc)|faults\.(sqlite_write_lock|measure_worker_killed))'}
+  asan_targets=(all)
+  tsan_targets=(all)
+else
+  UNIT=${SAN_UNIT:-'^(server|store|scheduler|worker|gc|common|compiler_graph|compiler_onnx|compiler_ops_tensor)\.'}
+  UNIT_EXCLUDE=${SAN_UNIT_EXCLUDE:-'^compiler_graph\.(passes_vit_preserve|passes_bert_preserve|ref_all_networks_finite)$|_pg\.'}
+  IT=${SAN_IT:-'^integration\.(bad_inputs|endpoints|miss_then_hit|range_304_head|oci_errors|auth_scopes|abuse_[a-z_]+|queue_full|metrics_promtool)$'}
+  asan_targets=(tunehub test_server test_store test_scheduler test_worker test_gc test_common test_compiler_graph
+                test_compiler_onnx test_compiler_ops_tensor)
+  tsan_targets=(test_server test_store test_scheduler test_worker test_gc)
+fi
 rc=0
 for kind in "${kinds[@]}"; do
   case "$kind" in
-    asan) dir=build-asan san=address,undefined ;;
-    tsan) dir=build-tsan san=thread ;;
-    *) echo "unknown sanitizer '$kind'; valid: asan tsan" >&2; exit 2 ;;
+    asan) dir=build-asan san=address,undefined targets=("${asan_targets[@]}") ;;
+    tsan) dir=build-tsan san=thread targets=("${tsan_targets[@]}") ;;
   esac
-  echo "== $kind: building $dir (-fsanitize=$san)"
+  echo "== $kind ($scope): building $dir (-fsanitize=$san): ${targets[*]}"
+  t0=$SECONDS
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTH_SANITIZE="$san" -DTH_FUZZ=OFF -DTH_WERROR=ON >/dev/null
-  cmake --build "$dir" -j"$(nproc)" >"$dir/build.log" 2>&1 || { tail -40 "$dir/build.log"; exit 1; }
+  cmake --build "$dir" -j"$(nproc)" --target "${targets[@]}" >"$dir/build.log" 2>&1 ||
+    { tail -40 "$dir/build.log"; exit 1; }
+  echo "== $kind: built in $((SECONDS - t0)) s"
   if [[ $kind == asan ]]; then
-    (cd "$dir" && ctest --output-on-failure -j2 -L unit -E "$UNIT_EXCLUDE") || rc=1
+    (cd "$dir" && ctest --output-on-failure -j2 -L unit -R "$UNIT" -E "$UNIT_EXCLUDE") || rc=1
     (cd "$dir" && ctest --output-on-failure -j2 -R "$IT") || rc=1
   else
-    # TSan: the threads of the daemon's HTTP server, the store's connection, the scheduler and the workers
-    (cd "$dir" && ctest --output-on-failure -j2 -R '^(server|store|scheduler|worker|gc)\.') || rc=1
+    # the threads of the daemon's HTTP server, the store's connection, the scheduler and the workers
+    (cd "$dir" && ctest --output-on-failure -j2 -R "$TSAN_TESTS") || rc=1
   fi
+  echo "== $kind: done in $((SECONDS - t0)) s"
 done
 exit "$rc"

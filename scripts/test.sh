@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One command on a fresh machine: installs what is missing (build and test dependencies), builds with
-# warnings as errors, and runs every ctest test except the `bench` label (benchmarks are run by
-# scripts/bench/, not as tests). The output ends with ctest's summary.
-# Extra arguments go to ctest, e.g. scripts/test.sh -L unit   or   scripts/test.sh -R store.
+# warnings as errors, runs the sanitizer slice (scripts/sanitize.sh --ci: ASan+UBSan and TSan builds of the
+# daemon's and the store's tests, about 4 minutes), then every ctest test except the `bench` label (benchmarks
+# are run by scripts/bench/, not as tests). The output ends with ctest's summary.
+# Extra arguments go to ctest and skip the sanitizer slice, e.g. scripts/test.sh -L unit   or   -R store.
+# TH_SANITIZE_SLICE=0 skips the slice too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --test
@@ -13,6 +15,10 @@ for dir in tests/e2e tests/conformance; do
   fi
 done
 scripts/build.sh -DTH_WERROR=ON
+san_rc=0
+if [[ $# -eq 0 && ${TH_SANITIZE_SLICE:-1} != 0 ]]; then
+  scripts/sanitize.sh --ci || san_rc=$?
+fi
 cd build
 # ctest lists skipped tests (GPU tests without a device) after its summary; repeat the summary line last
 mkdir -p Testing
@@ -20,5 +26,9 @@ set +e
 ctest --output-on-failure -j2 -LE bench "$@" 2>&1 | tee Testing/ctest-output.log
 rc=${PIPESTATUS[0]}
 set -e
+if [[ $san_rc -ne 0 ]]; then
+  echo "the sanitizer slice failed (scripts/sanitize.sh --ci, above): exit $san_rc"
+  [[ $rc -ne 0 ]] || rc=$san_rc
+fi
 grep -E '^[0-9]+% tests passed' Testing/ctest-output.log | tail -1 || true
 exit "$rc"
