@@ -2,10 +2,12 @@
 # Abuse limits against the real daemon on 127.0.0.1: an anonymous client that floods misses on distinct keys is
 # limited by --miss-rate (429 with Retry-After, nothing queued) while token holders and misses on keys already
 # being built go through; one client address holding many idle connections is capped by
-# --max-connections-per-ip, and another client is still served at once.
-# Usage: abuse.sh miss_rate|conn_per_ip.
+# --max-connections-per-ip, and another client is still served at once; a slow-headers attack (slowhttptest's
+# Slowloris: 1200 connections that each send a header line every few seconds and never finish) holds no more
+# than that cap, and another client is served throughout.
+# Usage: abuse.sh miss_rate|conn_per_ip|slow_headers.
 source "$(dirname "$0")/lib.sh"
-CASE=${1:?usage: abuse.sh miss_rate|conn_per_ip}
+CASE=${1:?usage: abuse.sh miss_rate|conn_per_ip|slow_headers}
 NET=squeezenet_v1.1
 
 njobs() { curl -fsS "$BASE/jobs" | jq '.jobs | length'; }
@@ -63,6 +65,39 @@ PY
   [[ -n "$alive" && "$alive" -le 20 ]] || fail "one address held $alive connections, the limit is 20"
   [[ "$alive" -ge 1 ]] || fail "no connection of the flood was accepted at all"
   echo "PASS abuse.conn_per_ip (flood held $alive of 60; /healthz in ${t}s)"
+  ;;
+slow_headers)
+  command -v slowhttptest >/dev/null || { echo "SKIP: slowhttptest is not installed (scripts/deps.sh --test)"; exit 77; }
+  ulimit -n 8192 2>/dev/null || true
+  # the daemon's defaults: 1000 connections, 256 per client address, 30 s idle timeout. Without the per-address
+  # cap, 1200 slow connections take the whole budget and nobody else gets in.
+  # shellcheck disable=SC2086 # ABUSE_DAEMON_FLAGS: extra flags, e.g. to show the test fail without the cap
+  start_daemon ${ABUSE_DAEMON_FLAGS:-}
+  slowhttptest -H -c 1200 -r 600 -i 3 -x 16 -l 25 -p 3 -u "$BASE/healthz" >"$TMP/slow.out" 2>&1 &
+  attacker=$!
+  sleep 4 # 1200 connections are opened at 600/s
+  ok=0 worst=0 held_max=0
+  for _ in $(seq 1 12); do
+    # another client address on the loopback, as another machine would be
+    if t=$(curl -fsS -o /dev/null -w '%{time_total}' --interface 127.0.0.2 --max-time 3 "$BASE/healthz"); then
+      ok=$((ok + 1))
+      worst=$(awk -v a="$worst" -v b="$t" 'BEGIN{print (b > a ? b : a)}')
+    fi
+    held=$(ss -Htn state established "( sport = :$PORT )" | wc -l)
+    ((held > held_max)) && held_max=$held
+    sleep 1
+  done
+  attempted=$(ss -Htn state established "( dport = :$PORT )" | wc -l)
+  kill "$attacker" 2>/dev/null || true
+  wait "$attacker" 2>/dev/null || true
+  echo "slow headers: the daemon held at most $held_max connections; another client was served $ok of 12 times" \
+    "(slowest ${worst}s)"
+  # slowhttptest's last status lines, without their colours
+  sed 's/\x1b\[[0-9;]*m//g' "$TMP/slow.out" | grep -E "^(connected|closed)" | tail -2 || true
+  [[ $held_max -ge 100 ]] || fail "the attack never held connections ($held_max): slowhttptest did not run"
+  [[ $ok -eq 12 ]] || fail "another client was served only $ok of 12 times during the attack"
+  [[ $held_max -le 270 ]] || fail "one client address held $held_max connections (the cap is 256)"
+  echo "PASS abuse.slow_headers"
   ;;
 *) fail "unknown case $CASE" ;;
 esac
