@@ -282,7 +282,7 @@ th_status tc__write(const char *dir, const char *name, const void *data, size_t 
     tc__seterr(err, errlen, "the path of %s in %s is too long", name, dir);
     return TH_ERR_TOO_LARGE;
   }
-  FILE *f = fopen(path, "wb");
+  FILE *f = fopen(path, "wbe");
   if (!f) {
     tc__seterr(err, errlen, "cannot create %s: %s", path, strerror(errno));
     return TH_ERR_IO;

@@ -525,7 +525,7 @@ th_status tc_bundle_infer(const char *tar_path, const tc_run_opts *o, tc_run_sta
   char so[1100];
   snprintf(so, sizeof so, "%s/model.so", dir);
   if (rc == TH_OK) {
-    FILE *f = fopen(so, "wb");
+    FILE *f = fopen(so, "wbe");
     if (!f || fwrite(files.data[TC_BUNDLE_SO], 1, files.len[TC_BUNDLE_SO], f) != files.len[TC_BUNDLE_SO])
       rc = TH_ERR_IO;
     if (f && fclose(f) != 0) rc = TH_ERR_IO;

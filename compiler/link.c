@@ -20,7 +20,7 @@
 #include "th_util.h"
 
 static th_status write_all(const char *path, const unsigned char *data, size_t n) {
-  FILE *f = fopen(path, "wb");
+  FILE *f = fopen(path, "wbe");
   if (!f) return TH_ERR_IO;
   size_t w = fwrite(data, 1, n, f);
   int rc = fclose(f);
@@ -187,6 +187,17 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
   if (rc == TH_OK) *path = rt_obj;
   pthread_mutex_unlock(&rt_mu);
   return rc;
+}
+
+th_status tc_runtime_object_adopt(const char *path) {
+  if (!path || !path[0] || strlen(path) >= sizeof rt_obj || access(path, R_OK) != 0) return TH_ERR_NOT_FOUND;
+  pthread_mutex_lock(&rt_mu);
+  if (rt_owner == getpid() && rt_dir[0]) (void)th_rm_rf(rt_dir); /* one of our own, made before */
+  rt_dir[0] = '\0';                                                /* nothing of ours to remove at exit */
+  snprintf(rt_obj, sizeof rt_obj, "%s", path);
+  atomic_store(&rt_ready, 1);
+  pthread_mutex_unlock(&rt_mu);
+  return TH_OK;
 }
 
 th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *const *srcs,

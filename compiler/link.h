@@ -21,5 +21,9 @@ th_status tc_runtime_write_sources(const char *dir);
  * process's exit; compiled again if the file went away. *path stays valid until the next call. Thread-safe;
  * call it before fork() so that children find it ready (a child never takes the lock). */
 th_status tc_runtime_object(const char **path, char *err, size_t errlen);
+/* Makes path (another process's tc_runtime_object, still alive) this process's runtime object, which it
+ * neither recompiles nor removes: an exec'd build worker links against its parent's. TH_ERR_NOT_FOUND when
+ * the file cannot be read (the worker then compiles its own on first use). */
+th_status tc_runtime_object_adopt(const char *path);
 
 #endif

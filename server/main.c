@@ -15,6 +15,7 @@
 #include "th_log.h"
 #include "th_util.h"
 #include "tune_net.h"
+#include "tune_task.h"
 #include "zoo.h"
 
 /* the usage text is laid out as it prints */
@@ -244,6 +245,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *cmd = argv[1];
+  /* candidate libraries are built by exec'd workers, never in a fork of this threaded process */
+  static char *const build_worker_argv[] = {"/proc/self/exe", "build-worker", NULL};
+  tune_build_worker_argv = build_worker_argv;
   if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
   if (!strcmp(cmd, "build")) return cli_build(argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
@@ -255,6 +259,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "gc")) return cli_gc(argc - 2, argv + 2);
   if (!strcmp(cmd, "hash-token")) return cli_hash_token();
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
+  if (!strcmp(cmd, "build-worker")) return tune_build_worker_main(0);
   if (!strcmp(cmd, "worker")) return cli_worker(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("tunehub %s\n", TH_VERSION);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "ir.h"
+#include "link.h"
 #include "ops.h"
 #include "th_buf.h"
 #include "th_util.h"
@@ -299,14 +300,129 @@ typedef struct tune_build_rep {
   char msg[160];
 } tune_build_rep;
 
-/* Runs tune__build_local(j) in a forked child that reports over a socket, with a deadline of timeout_s.
- * Returns 0 when every outcome came back (copied into j's arrays), else the reason in why: the child was
- * killed at the deadline (2) or died first (1, or -1 for fork/socket errors). */
+char *const *tune_build_worker_argv;
+
+/* The request an exec'd build worker reads on fd 0: this header, then n tc_config, then n function names
+ * (TUNE_FN_MAX each). The worker is this same executable, so the structs' layout is shared; the backend is sent
+ * by name, as its address differs in the new image. */
+#define TUNE_BUILD_MAGIC 0x54484257u /* "THBW" */
+typedef struct tune_build_hdr {
+  uint32_t magic;
+  int32_t n;
+  char backend[16];
+  tc_backend_target target;
+  tc_workload wl;
+  char so[TUNE_PATH_MAX];
+  char rt_obj[TUNE_PATH_MAX]; /* the parent's runtime object, adopted rather than compiled again */
+} tune_build_hdr;
+
+/* Sends j to the exec'd worker on fd. 0, or -1 when the worker went away. */
+static int tune__send_build(int fd, const tune_build_job *j) {
+  tune_build_hdr *h = calloc(1, sizeof *h);
+  tc_config *cs = malloc(sizeof *cs * (size_t)j->n);
+  char(*names)[TUNE_FN_MAX] = malloc(sizeof *names * (size_t)j->n);
+  int r = -1;
+  const char *rt = NULL;
+  char rt_err[160];
+  if (h && cs && names) {
+    h->magic = TUNE_BUILD_MAGIC;
+    h->n = j->n;
+    snprintf(h->backend, sizeof h->backend, "%s", tc_backend_name(j->t->target.backend));
+    h->target = j->t->target;
+    h->target.backend = NULL;
+    h->wl = j->t->wl;
+    snprintf(h->so, sizeof h->so, "%s", j->so);
+    if (tc_runtime_object(&rt, rt_err, sizeof rt_err) == TH_OK) snprintf(h->rt_obj, sizeof h->rt_obj, "%s", rt);
+    for (int i = 0; i < j->n; i++) {
+      cs[i] = j->cfgs[j->which[i]];
+      memcpy(names[i], j->fn_names[j->which[i]], TUNE_FN_MAX);
+    }
+    r = th_write_full(fd, h, sizeof *h, 1) == 0 && th_write_full(fd, cs, sizeof *cs * (size_t)j->n, 1) == 0 &&
+                th_write_full(fd, names, sizeof *names * (size_t)j->n, 1) == 0
+            ? 0
+            : -1;
+  }
+  free(h);
+  free(cs);
+  free(names);
+  return r;
+}
+
+int tune_build_worker_main(int fd) {
+  tune_build_hdr *h = calloc(1, sizeof *h);
+  if (!h) return 1;
+  double deadline = th_now_mono() + 60;
+  int rc = 1;
+  if (th_read_full(fd, h, sizeof *h, deadline) != 0 || h->magic != TUNE_BUILD_MAGIC || h->n < 1 ||
+      h->n > 65536) {
+    fprintf(stderr, "tunehub build-worker: no valid build request on fd %d\n", fd);
+    free(h);
+    return 1;
+  }
+  h->backend[sizeof h->backend - 1] = '\0';
+  h->so[sizeof h->so - 1] = '\0';
+  h->rt_obj[sizeof h->rt_obj - 1] = '\0';
+  tune_task *t = calloc(1, sizeof *t);
+  int n = h->n;
+  tc_config *cfgs = malloc(sizeof *cfgs * (size_t)n);
+  char(*names)[TUNE_FN_MAX] = malloc(sizeof *names * (size_t)n);
+  char(*so_paths)[TUNE_PATH_MAX] = calloc((size_t)n, sizeof *so_paths);
+  char(*msgs)[160] = calloc((size_t)n, sizeof *msgs);
+  int *which = malloc(sizeof *which * (size_t)n), *err_class = calloc((size_t)n, sizeof *err_class);
+  char err[160];
+  const tc_backend *b = tc_backend_find(h->backend, err, sizeof err);
+  if (!b) fprintf(stderr, "tunehub build-worker: %s\n", err);
+  if (b && t && cfgs && names && so_paths && msgs && which && err_class &&
+      th_read_full(fd, cfgs, sizeof *cfgs * (size_t)n, deadline) == 0 &&
+      th_read_full(fd, names, sizeof *names * (size_t)n, deadline) == 0) {
+    t->wl = h->wl;
+    t->target = h->target;
+    t->target.backend = b;
+    if (h->rt_obj[0]) (void)tc_runtime_object_adopt(h->rt_obj);
+    for (int i = 0; i < n; i++) {
+      which[i] = i;
+      names[i][TUNE_FN_MAX - 1] = '\0';
+    }
+    tune_build_job j = {.t = t, .cfgs = cfgs, .which = which, .n = n, .fn_names = names, .so_paths = so_paths,
+                        .err_class = err_class, .msgs = msgs};
+    snprintf(j.so, sizeof j.so, "%s", h->so);
+    tune__build_local(&j);
+    rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+      tune_build_rep rep = {.err_class = err_class[i]};
+      snprintf(rep.so, sizeof rep.so, "%s", so_paths[i]);
+      snprintf(rep.msg, sizeof rep.msg, "%s", msgs[i]);
+      if (th_write_full(fd, &rep, sizeof rep, 1) != 0) rc = 1;
+    }
+  }
+  free(h);
+  free(t);
+  free(cfgs);
+  free(names);
+  free(so_paths);
+  free(msgs);
+  free(which);
+  free(err_class);
+  return rc;
+}
+
+/* Runs j's build in a child that reports over a socket, with a deadline of timeout_s: an exec of
+ * tune_build_worker_argv (tune_build_worker_main) when that is set, as the daemon and the CLI set it, so that
+ * LLVM and cc never run in a fork of a threaded process; else tune__build_local in a plain fork (tests and
+ * library callers). Returns 0 when every outcome came back (copied into j's arrays), else the reason in why:
+ * the child was killed at the deadline (2) or died first (1, or -1 for fork/socket errors). */
 static int tune__build_child(tune_build_job *j, double timeout_s, char *why, size_t n) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     snprintf(why, n, "socketpair: %s", strerror(errno));
     return -1;
+  }
+  char *const *argv = tune_build_worker_argv && tune_build_worker_argv[0] ? tune_build_worker_argv : NULL;
+  if (argv) {
+    /* before the fork: the runtime object the worker adopts (tc_runtime_object takes a lock) */
+    const char *rt = NULL;
+    char rt_err[160];
+    (void)tc_runtime_object(&rt, rt_err, sizeof rt_err);
   }
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -317,10 +433,16 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
     return -1;
   }
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* kept across the exec */
     if (getppid() != parent) _exit(1);
     signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's; it kills the child itself */
     close(sv[0]);
+    if (argv) {
+      /* only async-signal-safe calls between the fork and the exec */
+      if (dup2(sv[1], 0) < 0) _exit(126);
+      execv(argv[0], argv);
+      _exit(127);
+    }
     tune__build_local(j);
     for (int i = 0; i < j->n; i++) {
       int k = j->which[i];
@@ -336,6 +458,7 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
   int r = 0;
   tune_build_rep *reps = malloc(sizeof *reps * (size_t)j->n);
   if (!reps) r = -1;
+  if (r == 0 && argv && tune__send_build(sv[0], j) != 0) r = 1;
   for (int i = 0; r == 0 && i < j->n; i++) r = th_read_full(sv[0], &reps[i], sizeof reps[i], deadline);
   close(sv[0]);
   if (r != 0) kill(pid, SIGKILL);
@@ -353,6 +476,8 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
     snprintf(why, n, "build timed out after %.0f s", timeout_s);
   } else if (WIFSIGNALED(status)) {
     snprintf(why, n, "the compiler crashed (signal %d, %s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  } else if (argv && WIFEXITED(status) && WEXITSTATUS(status) >= 126) {
+    snprintf(why, n, "cannot run the build worker %.100s (exit %d)", argv[0], WEXITSTATUS(status));
   } else {
     snprintf(why, n, "the build process failed (exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   }

@@ -66,8 +66,10 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
  * says why). When a
  * library of several candidates fails, its candidates are rebuilt one by one so that only the bad ones
  * fail. tag makes file names unique across batches.
- * Each library is compiled in a forked child process with a deadline of timeout_s (<= 0: the default,
- * TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only that child. When a child
+ * Each library is compiled in a child process with a deadline of timeout_s (<= 0: the default,
+ * TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only that child. The child is an
+ * exec of tune_build_worker_argv when that is set (the daemon and the CLI: "tunehub build-worker"), else a
+ * plain fork. When a child
  * passes its deadline or dies, its candidates are built again one per child, and the guilty ones get
  * TC_ERROR_CLASS_BUILD_TIMEOUT ("build timed out after N s") or TC_ERROR_CLASS_COMPILE_HOST ("the compiler crashed").
  * A task timed on a device (on_device): validity (TC_ERROR_CLASS_INSTANTIATION), codegen (TC_ERROR_CLASS_COMPILE_HOST)
@@ -80,6 +82,15 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
 
 /* Default build deadline per library, as AutoTVM's LocalBuilder (10 s). */
 #define TUNE_BUILD_TIMEOUT_S 10.0
+
+/* The command line of a build worker, run by tune_task_build for each CPU library ({"/proc/self/exe",
+ * "build-worker", NULL} in tunehub's main), whose main calls tune_build_worker_main(0). NULL: build children
+ * are plain forks of this process. Set it once, before any build. */
+extern char *const *tune_build_worker_argv;
+/* The build worker's loop: reads one build request from fd (a socket to tune_task_build), builds it as a
+ * fork would (tune_build_fault_hook included), writes one outcome per candidate back, and returns its exit
+ * status. */
+int tune_build_worker_main(int fd);
 
 /* Fault injection for tests: when set, each CPU build child calls it for every candidate it is about to
  * compile (a test makes it hang or crash on chosen configs). NULL in production. */

@@ -3,6 +3,7 @@
  * lookup returns tuned / transferred / fallback configs, transfer seeds a new workload with the best config
  * of a tuned one, the stage machine reports the right resources, and the CLI rejects bad input by naming
  * the valid values. */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -519,7 +520,32 @@ static int count_err6(void *ctx, const store_record *r) {
   return 0;
 }
 
-TH_TEST(build_isolates_hang_and_crash) {
+/* The build worker this executable becomes when a test sets tune_build_worker_argv to
+ * {"/proc/self/exe", "build-worker"}, as tunehub's main does: it takes the faults to inject from the file in
+ * TH_TEST_BUILD_FAULTS (the hang and crash configs), and notes its pid in TH_TEST_BUILD_EXEC_LOG, so that the
+ * test sees the exec happen. Not a TH_TEST. */
+static int build_worker_entry(void) {
+  const char *faults = getenv("TH_TEST_BUILD_FAULTS"), *log = getenv("TH_TEST_BUILD_EXEC_LOG");
+  FILE *f = faults ? fopen(faults, "rb") : NULL;
+  if (f) {
+    if (fread(&g_hang_cfg, sizeof g_hang_cfg, 1, f) == 1 && fread(&g_crash_cfg, sizeof g_crash_cfg, 1, f) == 1)
+      tune_build_fault_hook = fault_hook;
+    fclose(f);
+  }
+  FILE *l = log ? fopen(log, "a") : NULL;
+  if (l) {
+    fprintf(l, "%ld\n", (long)getpid());
+    fclose(l);
+  }
+  exit(tune_build_worker_main(0));
+}
+__attribute__((constructor)) static void register_build_worker(void) {
+  th_test_register("build-worker", build_worker_entry);
+}
+
+/* Four candidates of one task in one library, the second hanging and the third crashing its compiler: each
+ * child is a fork (exec 0) or an exec'd build worker (exec 1). Returns the directory the libraries are in. */
+static void isolation_case(int exec, char *dir, size_t dirn) {
   tc_workload wl = conv(16, 7, 16, 3, 1);
   tc_target host;
   CHECK(tc_target_host(&host) == TH_OK);
@@ -537,9 +563,22 @@ TH_TEST(build_isolates_hang_and_crash) {
   g_hang_cfg = cfgs[1];
   g_crash_cfg = cfgs[2];
   g_hang_mod = 0;
-  tune_build_fault_hook = fault_hook;
-  char dir[256];
-  tmpdir(dir, sizeof dir);
+  tmpdir(dir, dirn);
+  char faults[300], log[300];
+  static char *const worker_argv[] = {"/proc/self/exe", "build-worker", NULL};
+  snprintf(faults, sizeof faults, "%s/faults.bin", dir);
+  snprintf(log, sizeof log, "%s/exec.log", dir);
+  if (exec) {
+    FILE *f = fopen(faults, "wb");
+    CHECK(f != NULL);
+    CHECK(fwrite(&g_hang_cfg, sizeof g_hang_cfg, 1, f) == 1 && fwrite(&g_crash_cfg, sizeof g_crash_cfg, 1, f) == 1);
+    CHECK(fclose(f) == 0);
+    setenv("TH_TEST_BUILD_FAULTS", faults, 1);
+    setenv("TH_TEST_BUILD_EXEC_LOG", log, 1);
+    tune_build_worker_argv = worker_argv;
+  } else {
+    tune_build_fault_hook = fault_hook;
+  }
   char so[4][TUNE_PATH_MAX], fn[4][TUNE_FN_MAX], msg[4][160];
   int ec[4];
   CHECK(tune_task_build(&t, cfgs, 4, 1, 1.0, dir, "iso", so, fn, ec, msg) == TH_OK);
@@ -555,11 +594,40 @@ TH_TEST(build_isolates_hang_and_crash) {
 
   /* the same candidates without faults all build, in one child per thread */
   tune_build_fault_hook = NULL;
+  unsetenv("TH_TEST_BUILD_FAULTS");
   CHECK(tune_task_build(&t, cfgs, 4, 2, 0, dir, "ok", so, fn, ec, msg) == TH_OK);
   for (int i = 0; i < 4; i++) CHECK_EQ_INT(ec[i], 0);
+  /* the libraries the workers built are real: the fallback's runs in this process */
+  void *h = dlopen(so[0], RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL && dlsym(h, fn[0]) != NULL);
+  dlclose(h);
+  /* exec'd workers: the one library of four, each candidate alone after it hung, then two libraries of two */
+  int execs = 0;
+  FILE *l = fopen(log, "r");
+  for (long pid; l && fscanf(l, "%ld", &pid) == 1;) execs++;
+  if (l) fclose(l);
+  fprintf(stderr, "%s build workers: %d exec'd\n", exec ? "exec" : "fork", execs);
+  CHECK_EQ_INT(execs, exec ? 1 + 4 + 2 : 0);
+  tune_build_worker_argv = NULL;
+  unsetenv("TH_TEST_BUILD_EXEC_LOG");
+}
+
+TH_TEST(build_worker_exec_isolates_hang_and_crash) {
+  char dir[256];
+  isolation_case(1, dir, sizeof dir);
+  rmdir_r(dir);
+  return 0;
+}
+
+TH_TEST(build_isolates_hang_and_crash) {
+  char dir[256];
+  isolation_case(0, dir, sizeof dir);
   rmdir_r(dir);
 
   /* a session goes on past build timeouts, and records them */
+  tc_workload wl = conv(16, 7, 16, 3, 1);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, host_target(), 1) == TH_OK);
   char sdir[256];
   tmpdir(sdir, sizeof sdir);
   store_t *st = NULL;
