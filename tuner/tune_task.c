@@ -306,6 +306,7 @@ char *const *tune_build_worker_argv;
  * (TUNE_FN_MAX each). The worker is this same executable, so the structs' layout is shared; the backend is sent
  * by name, as its address differs in the new image. */
 #define TUNE_BUILD_MAGIC 0x54484257u /* "THBW" */
+#define TUNE_BUILD_IDLE_S 120.0      /* a build worker with no request for this long exits */
 typedef struct tune_build_hdr {
   uint32_t magic;
   int32_t n;
@@ -348,17 +349,18 @@ static int tune__send_build(int fd, const tune_build_job *j) {
   return r;
 }
 
-int tune_build_worker_main(int fd) {
+/* One request on fd: 0 served, 1 the parent closed the socket or stayed silent for TUNE_BUILD_IDLE_S (the
+ * worker's end), -1 a malformed request or a failed reply. */
+static int tune__serve_build(int fd) {
   tune_build_hdr *h = calloc(1, sizeof *h);
-  if (!h) return 1;
-  double deadline = th_now_mono() + 60;
-  int rc = 1;
-  if (th_read_full(fd, h, sizeof *h, deadline) != 0 || h->magic != TUNE_BUILD_MAGIC || h->n < 1 ||
-      h->n > 65536) {
-    fprintf(stderr, "tunehub build-worker: no valid build request on fd %d\n", fd);
+  if (!h) return -1;
+  int r = th_read_full(fd, h, sizeof *h, th_now_mono() + TUNE_BUILD_IDLE_S);
+  if (r != 0 || h->magic != TUNE_BUILD_MAGIC || h->n < 1 || h->n > 65536) {
+    if (r == 0) fprintf(stderr, "tunehub build-worker: a malformed build request on fd %d\n", fd);
     free(h);
-    return 1;
+    return r == 1 || r == 2 ? 1 : -1;
   }
+  double deadline = th_now_mono() + 60;
   h->backend[sizeof h->backend - 1] = '\0';
   h->so[sizeof h->so - 1] = '\0';
   h->rt_obj[sizeof h->rt_obj - 1] = '\0';
@@ -372,6 +374,7 @@ int tune_build_worker_main(int fd) {
   char err[160];
   const tc_backend *b = tc_backend_find(h->backend, err, sizeof err);
   if (!b) fprintf(stderr, "tunehub build-worker: %s\n", err);
+  int rc = -1;
   if (b && t && cfgs && names && so_paths && msgs && which && err_class &&
       th_read_full(fd, cfgs, sizeof *cfgs * (size_t)n, deadline) == 0 &&
       th_read_full(fd, names, sizeof *names * (size_t)n, deadline) == 0) {
@@ -392,7 +395,7 @@ int tune_build_worker_main(int fd) {
       tune_build_rep rep = {.err_class = err_class[i]};
       snprintf(rep.so, sizeof rep.so, "%s", so_paths[i]);
       snprintf(rep.msg, sizeof rep.msg, "%s", msgs[i]);
-      if (th_write_full(fd, &rep, sizeof rep, 1) != 0) rc = 1;
+      if (th_write_full(fd, &rep, sizeof rep, 1) != 0) rc = -1;
     }
   }
   free(h);
@@ -406,23 +409,206 @@ int tune_build_worker_main(int fd) {
   return rc;
 }
 
-/* Runs j's build in a child that reports over a socket, with a deadline of timeout_s: an exec of
- * tune_build_worker_argv (tune_build_worker_main) when that is set, as the daemon and the CLI set it, so that
- * LLVM and cc never run in a fork of a threaded process; else tune__build_local in a plain fork (tests and
- * library callers). Returns 0 when every outcome came back (copied into j's arrays), else the reason in why:
- * the child was killed at the deadline (2) or died first (1, or -1 for fork/socket errors). */
+int tune_build_worker_main(int fd) {
+  int r;
+  while ((r = tune__serve_build(fd)) == 0) {
+  }
+  return r < 0;
+}
+
+/* What a build child's end means for j: r == 0, every outcome came back (reps, copied into j's arrays); else
+ * why says what happened, from r (2: killed at the deadline) and the child's wait status. */
+static void tune__build_outcome(tune_build_job *j, const tune_build_rep *reps, int r, int status, double timeout_s,
+                                char *why, size_t n) {
+  if (r == 0) {
+    for (int i = 0; i < j->n; i++) {
+      int k = j->which[i];
+      j->err_class[k] = reps[i].err_class;
+      memcpy(j->so_paths[k], reps[i].so, TUNE_PATH_MAX);
+      memcpy(j->msgs[k], reps[i].msg, 160);
+    }
+  } else if (r == 2) {
+    snprintf(why, n, "build timed out after %.0f s", timeout_s);
+  } else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) { /* SIGKILL: ours, after it went quiet */
+    snprintf(why, n, "the compiler crashed (signal %d, %s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) >= 126 && tune_build_worker_argv) {
+    snprintf(why, n, "cannot run the build worker %.100s (exit %d)", tune_build_worker_argv[0],
+             WEXITSTATUS(status));
+  } else {
+    snprintf(why, n, "the build process failed (%s %d)", WIFEXITED(status) ? "exit" : "signal",
+             WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+  }
+}
+
+/* ---- the pool of build workers ----
+ * Exec'ing tunehub costs about 40 ms (libLLVM's relocations and constructors), a tenth of a small task's
+ * tuning, so a worker serves request after request and is replaced only when it dies, hangs past a deadline,
+ * or idles out. Workers are forked by one long-lived thread: PR_SET_PDEATHSIG fires when the forking *thread*
+ * ends, and the build threads end after every batch. */
+#define TUNE_BW_MAX 64
+typedef struct tune__bw {
+  pid_t pid; /* 0: an empty slot */
+  int fd;
+  int busy;
+} tune__bw;
+static pthread_mutex_t bw_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bw_cv = PTHREAD_COND_INITIALIZER;
+static tune__bw bw_pool[TUNE_BW_MAX];
+static int bw_spawner_up, bw_req, bw_done; /* the spawner's state, under bw_mu */
+static pid_t bw_new_pid;
+static int bw_new_fd, bw_new_errno;
+
+/* fork + exec of argv with a socket on fd 0; the caller's end in *fd. Runs on the spawner thread. */
+static pid_t tune__bw_fork(int *fd) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1;
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    /* only async-signal-safe calls between the fork and the exec */
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* kept across the exec */
+    if (getppid() != parent) _exit(1);
+    signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's; it kills its workers itself */
+    if (dup2(sv[1], 0) < 0) _exit(126);
+    execv(tune_build_worker_argv[0], tune_build_worker_argv);
+    _exit(127);
+  }
+  close(sv[1]);
+  if (pid < 0) {
+    close(sv[0]);
+    return -1;
+  }
+  *fd = sv[0];
+  return pid;
+}
+
+static void *tune__bw_spawner(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&bw_mu);
+  for (;;) {
+    while (!bw_req) pthread_cond_wait(&bw_cv, &bw_mu);
+    bw_req = 0;
+    bw_new_pid = tune__bw_fork(&bw_new_fd);
+    bw_new_errno = errno;
+    bw_done = 1;
+    pthread_cond_broadcast(&bw_cv);
+  }
+  return NULL;
+}
+
+/* Takes an idle worker, or starts one: its slot, or -1 (why says so). */
+static int tune__bw_acquire(char *why, size_t n) {
+  pthread_mutex_lock(&bw_mu);
+  int slot = -1;
+  for (int i = 0; i < TUNE_BW_MAX && slot < 0; i++)
+    if (bw_pool[i].pid > 0 && !bw_pool[i].busy) slot = i;
+  for (int i = 0; i < TUNE_BW_MAX && slot < 0; i++)
+    if (bw_pool[i].pid == 0 && !bw_pool[i].busy) slot = i;
+  if (slot < 0) {
+    snprintf(why, n, "more than %d build workers at once", TUNE_BW_MAX);
+  } else if (bw_pool[slot].pid == 0) {
+    if (!bw_spawner_up) {
+      pthread_t th;
+      pthread_attr_t at;
+      pthread_attr_init(&at);
+      pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+      bw_spawner_up = pthread_create(&th, &at, tune__bw_spawner, NULL) == 0;
+      pthread_attr_destroy(&at);
+    }
+    while (bw_spawner_up && (bw_req || bw_done)) pthread_cond_wait(&bw_cv, &bw_mu); /* another's turn */
+    if (bw_spawner_up) {
+      bw_req = 1;
+      pthread_cond_broadcast(&bw_cv);
+      while (!bw_done) pthread_cond_wait(&bw_cv, &bw_mu);
+      bw_done = 0;
+      pthread_cond_broadcast(&bw_cv);
+    }
+    if (!bw_spawner_up || bw_new_pid <= 0) {
+      snprintf(why, n, "cannot start a build worker: %s", bw_spawner_up ? strerror(bw_new_errno) : "no thread");
+      slot = -1;
+    } else {
+      bw_pool[slot].pid = bw_new_pid;
+      bw_pool[slot].fd = bw_new_fd;
+    }
+  }
+  if (slot >= 0) bw_pool[slot].busy = 1;
+  pthread_mutex_unlock(&bw_mu);
+  return slot;
+}
+
+/* Gives the slot back: kept for the next request when ok, else the worker is killed and reaped (its wait
+ * status in *status when status != NULL). */
+static void tune__bw_release(int slot, int ok, int *status) {
+  pthread_mutex_lock(&bw_mu);
+  tune__bw w = bw_pool[slot];
+  if (!ok) bw_pool[slot].pid = 0;
+  bw_pool[slot].busy = 0;
+  pthread_mutex_unlock(&bw_mu);
+  if (ok) return;
+  close(w.fd);
+  kill(w.pid, SIGKILL);
+  int st = 0;
+  while (waitpid(w.pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (status) *status = st;
+}
+
+void tune_build_workers_stop(void) {
+  for (int i = 0; i < TUNE_BW_MAX; i++) {
+    pthread_mutex_lock(&bw_mu);
+    int idle = bw_pool[i].pid > 0 && !bw_pool[i].busy;
+    if (idle) bw_pool[i].busy = 1;
+    pthread_mutex_unlock(&bw_mu);
+    if (idle) tune__bw_release(i, 0, NULL);
+  }
+}
+
+/* j's build by a pooled build worker, with a deadline of timeout_s: as tune__build_child. */
+static int tune__build_pooled(tune_build_job *j, double timeout_s, char *why, size_t n) {
+  tune_build_rep *reps = malloc(sizeof *reps * (size_t)j->n);
+  if (!reps) {
+    snprintf(why, n, "out of memory");
+    return -1;
+  }
+  /* before the request: the runtime object the worker adopts */
+  const char *rt = NULL;
+  char rt_err[160];
+  (void)tc_runtime_object(&rt, rt_err, sizeof rt_err);
+  double deadline = th_now_mono() + timeout_s;
+  int slot = -1, r = 1;
+  /* a worker that idled out since its last request is found dead at the send: one more, fresh, then */
+  for (int attempt = 0; attempt < 2 && r == 1; attempt++) {
+    if ((slot = tune__bw_acquire(why, n)) < 0) break;
+    r = tune__send_build(bw_pool[slot].fd, j) == 0 ? 0 : 1;
+    if (r != 0) {
+      tune__bw_release(slot, 0, NULL);
+      slot = -1;
+    }
+  }
+  if (slot < 0) {
+    free(reps);
+    if (!why[0]) snprintf(why, n, "the build worker went away");
+    return -1;
+  }
+  for (int i = 0; r == 0 && i < j->n; i++) r = th_read_full(bw_pool[slot].fd, &reps[i], sizeof reps[i], deadline);
+  int status = 0;
+  tune__bw_release(slot, r == 0, &status);
+  tune__build_outcome(j, reps, r, status, timeout_s, why, n);
+  free(reps);
+  return r;
+}
+
+/* Runs j's build in a child that reports back, with a deadline of timeout_s: a pooled build worker (an exec of
+ * tune_build_worker_argv running tune_build_worker_main) when that is set, as the daemon and the CLI set it, so
+ * that LLVM and cc never run in a fork of a threaded process; else tune__build_local in a plain fork (tests
+ * and library callers). Returns 0 when every outcome came back (copied into j's arrays), else the reason in
+ * why: the child was killed at the deadline (2) or died first (1, or -1 for fork/socket errors). */
 static int tune__build_child(tune_build_job *j, double timeout_s, char *why, size_t n) {
+  if (tune_build_worker_argv && tune_build_worker_argv[0]) return tune__build_pooled(j, timeout_s, why, n);
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
     snprintf(why, n, "socketpair: %s", strerror(errno));
     return -1;
-  }
-  char *const *argv = tune_build_worker_argv && tune_build_worker_argv[0] ? tune_build_worker_argv : NULL;
-  if (argv) {
-    /* before the fork: the runtime object the worker adopts (tc_runtime_object takes a lock) */
-    const char *rt = NULL;
-    char rt_err[160];
-    (void)tc_runtime_object(&rt, rt_err, sizeof rt_err);
   }
   pid_t parent = getpid();
   pid_t pid = fork();
@@ -433,16 +619,10 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
     return -1;
   }
   if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL); /* kept across the exec */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(1);
     signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's; it kills the child itself */
     close(sv[0]);
-    if (argv) {
-      /* only async-signal-safe calls between the fork and the exec */
-      if (dup2(sv[1], 0) < 0) _exit(126);
-      execv(argv[0], argv);
-      _exit(127);
-    }
     tune__build_local(j);
     for (int i = 0; i < j->n; i++) {
       int k = j->which[i];
@@ -458,29 +638,13 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
   int r = 0;
   tune_build_rep *reps = malloc(sizeof *reps * (size_t)j->n);
   if (!reps) r = -1;
-  if (r == 0 && argv && tune__send_build(sv[0], j) != 0) r = 1;
   for (int i = 0; r == 0 && i < j->n; i++) r = th_read_full(sv[0], &reps[i], sizeof reps[i], deadline);
   close(sv[0]);
   if (r != 0) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (r == 0) {
-    for (int i = 0; i < j->n; i++) {
-      int k = j->which[i];
-      j->err_class[k] = reps[i].err_class;
-      memcpy(j->so_paths[k], reps[i].so, TUNE_PATH_MAX);
-      memcpy(j->msgs[k], reps[i].msg, 160);
-    }
-  } else if (r == 2) {
-    snprintf(why, n, "build timed out after %.0f s", timeout_s);
-  } else if (WIFSIGNALED(status)) {
-    snprintf(why, n, "the compiler crashed (signal %d, %s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  } else if (argv && WIFEXITED(status) && WEXITSTATUS(status) >= 126) {
-    snprintf(why, n, "cannot run the build worker %.100s (exit %d)", argv[0], WEXITSTATUS(status));
-  } else {
-    snprintf(why, n, "the build process failed (exit %d)", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  }
+  tune__build_outcome(j, reps, r, status, timeout_s, why, n);
   free(reps);
   return r;
 }

@@ -68,8 +68,8 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
  * fail. tag makes file names unique across batches.
  * Each library is compiled in a child process with a deadline of timeout_s (<= 0: the default,
  * TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only that child. The child is an
- * exec of tune_build_worker_argv when that is set (the daemon and the CLI: "tunehub build-worker"), else a
- * plain fork. When a child
+ * exec of tune_build_worker_argv when that is set (the daemon and the CLI: "tunehub build-worker"), kept for
+ * further libraries until it dies, passes a deadline or idles for two minutes; else a plain fork. When a child
  * passes its deadline or dies, its candidates are built again one per child, and the guilty ones get
  * TC_ERROR_CLASS_BUILD_TIMEOUT ("build timed out after N s") or TC_ERROR_CLASS_COMPILE_HOST ("the compiler crashed").
  * A task timed on a device (on_device): validity (TC_ERROR_CLASS_INSTANTIATION), codegen (TC_ERROR_CLASS_COMPILE_HOST)
@@ -87,10 +87,12 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
  * "build-worker", NULL} in tunehub's main), whose main calls tune_build_worker_main(0). NULL: build children
  * are plain forks of this process. Set it once, before any build. */
 extern char *const *tune_build_worker_argv;
-/* The build worker's loop: reads one build request from fd (a socket to tune_task_build), builds it as a
- * fork would (tune_build_fault_hook included), writes one outcome per candidate back, and returns its exit
- * status. */
+/* The build worker's loop: reads build requests from fd (a socket to tune_task_build), builds each as a fork
+ * would (tune_build_fault_hook included) and writes one outcome per candidate back, until the socket closes
+ * or stays silent for two minutes; returns its exit status. */
 int tune_build_worker_main(int fd);
+/* Stops the idle build workers (the busy ones are stopped by their own builds' end). Thread-safe. */
+void tune_build_workers_stop(void);
 
 /* Fault injection for tests: when set, each CPU build child calls it for every candidate it is about to
  * compile (a test makes it hang or crash on chosen configs). NULL in production. */
