@@ -504,6 +504,7 @@ static int tune__bw_acquire(char *why, size_t n) {
     if (bw_pool[i].pid > 0 && !bw_pool[i].busy) slot = i;
   for (int i = 0; i < TUNE_BW_MAX && slot < 0; i++)
     if (bw_pool[i].pid == 0 && !bw_pool[i].busy) slot = i;
+  if (slot >= 0) bw_pool[slot].busy = 1; /* ours before the lock is let go while a worker is started */
   if (slot < 0) {
     snprintf(why, n, "more than %d build workers at once", TUNE_BW_MAX);
   } else if (bw_pool[slot].pid == 0) {
@@ -525,13 +526,13 @@ static int tune__bw_acquire(char *why, size_t n) {
     }
     if (!bw_spawner_up || bw_new_pid <= 0) {
       snprintf(why, n, "cannot start a build worker: %s", bw_spawner_up ? strerror(bw_new_errno) : "no thread");
+      bw_pool[slot].busy = 0;
       slot = -1;
     } else {
       bw_pool[slot].pid = bw_new_pid;
       bw_pool[slot].fd = bw_new_fd;
     }
   }
-  if (slot >= 0) bw_pool[slot].busy = 1;
   pthread_mutex_unlock(&bw_mu);
   return slot;
 }

@@ -614,6 +614,7 @@ static void isolation_case(int exec, char *dir, size_t dirn) {
   CHECK(h != NULL && dlsym(h, fn[0]) != NULL);
   dlclose(h);
   int execs = count_lines(log);
+  fprintf(stderr, "%s build workers: %d exec'd after the faultless build\n", exec ? "exec" : "fork", execs);
   CHECK(exec ? execs == 5 || execs == 6 : execs == 0); /* one or two more: the second thread may reuse */
   /* a worker serves library after library: two more builds start none */
   CHECK(tune_task_build(&t, cfgs, 4, 1, 0, dir, "again", so, fn, ec, msg) == TH_OK);
