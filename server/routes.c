@@ -597,10 +597,17 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
   int created = 0;
   th_status rc = store_job_enqueue_limited(s->st, key, "tune", options, priority, s->cfg.max_queued, &job_id,
                                            &created);
+  /* a build job of this key still running (typically one that has just published, and `?wait=` has just
+   * answered the client) is waited for a moment, so that "fetch, then tune" does not race its end */
+  for (double t0 = th_now_mono(); rc == TH_ERR_CONFLICT && th_now_mono() - t0 < 1.0;) {
+    usleep(25000);
+    rc = store_job_enqueue_limited(s->st, key, "tune", options, priority, s->cfg.max_queued, &job_id, &created);
+  }
   free(options);
   if (rc != TH_OK)
-    return srv_error(s, r, rc, rc == TH_ERR_BUSY ? "queue_full" : "store_error", NULL, "%s",
-                     store_errmsg(s->st));
+    return srv_error(s, r, rc,
+                     rc == TH_ERR_BUSY ? "queue_full" : rc == TH_ERR_CONFLICT ? "build_running" : "store_error",
+                     NULL, "%s", store_errmsg(s->st));
   if (created) tune_workers_notify(s->workers);
   json_t *job = srv__job_doc(s, job_id);
   json_t *doc = json_object();

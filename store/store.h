@@ -219,7 +219,9 @@ typedef struct store_job {
 void store_job_clear(store_job *j);
 
 /* Queues a job for key unless one is already queued or running (single-flight). Writes the live job's id and
- * *created = 1 when this call created it. No limit on the queue: store_job_enqueue_limited with max_queued 0. */
+ * *created = 1 when this call created it. A "tune" request meeting a live build job (which would publish its
+ * quick build and end without tuning) makes it a tune job while it is queued, and gets TH_ERR_CONFLICT ("job N
+ * is building this model ...") while it runs. No limit on the queue: store_job_enqueue_limited with max_queued 0. */
 th_status store_job_enqueue(store_t *st, const store_key *key, const char *kind, const char *options,
                             int priority, int64_t *job_id, int *created);
 /* store_job_enqueue with a bound on the queue (the daemon's --max-queued): when key has no live job and

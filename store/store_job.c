@@ -133,6 +133,24 @@ static th_status store__job_insert(store_t *st, const store_key *key, const char
   return rc;
 }
 
+/* Makes queued build job id a tune job with options and at least priority. */
+static th_status store__job_make_tune(store_t *st, int64_t id, const char *options, int priority) {
+  db_stmt *s = NULL;
+  th_status rc = store__prepare(st,
+                                "UPDATE jobs SET kind = 'tune', options = ?1, "
+                                "priority = CASE WHEN priority < ?2 THEN ?2 ELSE priority END "
+                                "WHERE id = ?3 AND state = 'queued'",
+                                &s);
+  if (rc == TH_OK) {
+    db_bind_text(s, 1, options ? options : "{}");
+    db_bind_int(s, 2, priority);
+    db_bind_int64(s, 3, id);
+    if (db_step(s) != DB_DONE) rc = store__db_fail(st, "make job a tune job");
+  }
+  db_finalize(s);
+  return rc;
+}
+
 th_status store_job_enqueue_limited(store_t *st, const store_key *key, const char *kind, const char *options,
                                     int priority, int64_t max_queued, int64_t *job_id, int *created) {
   pthread_mutex_lock(&st->mu);
@@ -147,6 +165,16 @@ th_status store_job_enqueue_limited(store_t *st, const store_key *key, const cha
     rc = store__job_select(st, STORE__KEY_WHERE " AND state IN ('queued', 'running')", 0, key, &live);
     if (rc == TH_OK) {
       id = live.id;
+      /* a build job publishes its quick build and ends without tuning: a tune request makes a queued one a tune
+       * job, and is refused while one runs (one live job per key), rather than joining it and being lost */
+      if (kind && !strcmp(kind, "tune") && strcmp(live.kind, "tune") != 0) {
+        if (live.state == STORE_JOB_QUEUED)
+          rc = store__job_make_tune(st, id, options, priority);
+        else
+          rc = store__fail(st, TH_ERR_CONFLICT,
+                           "job %lld is building this model and will not tune it; ask again when it ends",
+                           (long long)id);
+      }
       store_job_clear(&live);
     } else if (rc == TH_ERR_NOT_FOUND) {
       rc = store__job_insert(st, key, kind, options, priority, max_queued, &id);

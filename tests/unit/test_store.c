@@ -166,6 +166,43 @@ TH_TEST(single_flight_8_threads) {
   return 0;
 }
 
+/* A tune request never joins a live build job, which would publish its quick build and end untuned: a queued
+ * build becomes a tune job, a running one refuses the request (one live job per key); a miss joins either. */
+TH_TEST(single_flight_tune_never_joins_a_build) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(th_test_store_open(d, &st) == TH_OK);
+  store_key k = key_of("resnet-18", 1);
+  int64_t build, tune, miss;
+  int c1 = 0, c2 = 1, c3 = 1;
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &build, &c1) == TH_OK);
+  CHECK(store_job_enqueue(st, &k, "tune", "{\"trials\":3}", 5, &tune, &c2) == TH_OK);
+  CHECK(c1 == 1 && c2 == 0 && tune == build);
+  store_job j;
+  CHECK(store_job_get(st, build, &j) == TH_OK);
+  CHECK(!strcmp(j.kind, "tune") && strstr(j.options, "\"trials\":3") && j.priority == 5);
+  store_job_clear(&j);
+  CHECK(store_job_enqueue(st, &k, "build", "{}", 0, &miss, &c3) == TH_OK); /* a miss joins the tune job */
+  CHECK(c3 == 0 && miss == tune);
+  /* a build that already runs cannot become a tune job: the request is refused, and nothing is queued */
+  store_key k2 = key_of("resnet-18", 2);
+  CHECK(store_job_enqueue(st, &k2, "build", "{}", 0, &build, &c1) == TH_OK);
+  CHECK(store_job_claim(st, "w", 0, &j) == TH_OK); /* the oldest: the tune job of batch 1 */
+  store_job_clear(&j);
+  CHECK(store_job_claim(st, "w", 0, &j) == TH_OK);
+  CHECK(j.id == build);
+  store_job_clear(&j);
+  int64_t queued = -1;
+  CHECK(store_job_enqueue(st, &k2, "tune", "{}", 0, &tune, &c2) == TH_ERR_CONFLICT);
+  CHECK(strstr(store_errmsg(st), "is building this model") != NULL);
+  CHECK(store_job_count_queued(st, &queued) == TH_OK && queued == 0);
+  CHECK(store_job_get(st, build, &j) == TH_OK);
+  CHECK(!strcmp(j.kind, "build"));
+  store_job_clear(&j);
+  store_close(st);
+  return 0;
+}
+
 TH_TEST(single_flight_across_processes) {
   char *d = tmpdir();
   pid_t kids[4];
