@@ -202,7 +202,8 @@ static th_status cuda__weight_floats(const tc_backend_target *t, const tc__kerne
 }
 
 static th_status cuda__plan_runtime(const tc_backend_target *t, const char *dir, th_buf *b) {
-  (void)t;
+  /* the arch the cubin and PTX were built for: th_model_create refuses a device below it by name */
+  th_buf_appendf(b, "static const int th__build_sm = %d;\n", GPU(t)->sm);
   /* the device code, embedded by the assembler (no megabyte C arrays to compile) */
   th_buf_appendf(b, "__asm__(\".pushsection .rodata\\n.balign 64\\n.globl th__cubin\\n.hidden th__cubin\\n"
                     "th__cubin:\\n.incbin \\\"%s/kernels.cubin\\\"\\n.byte 0\\n.balign 64\\n.globl th__ptx\\n"

@@ -124,7 +124,9 @@ static void build_emu(const char *dir, char *so, size_t solen) {
   th_buf_free(&calls);
 }
 
-static int emu_net(const char *net, int batch, int hw) {
+/* Builds NET for ARCH (NULL: the device's), runs the bundle on the fake driver and compares it with the
+ * reference; with REFUSED set, th_model_create must fail and its message hold REFUSED instead. */
+static int emu_net_arch(const char *net, int batch, int hw, const char *arch, const char *refused) {
   tc_cuda_device d;
   char err[4096] = "";
   if (tc_cuda_device_query(&d, err, sizeof err) != TH_OK || strcmp(d.name, "tunehub CPU emulator") != 0) {
@@ -140,6 +142,7 @@ static int emu_net(const char *net, int batch, int hw) {
   o.batch = batch;
   o.input_h = o.input_w = hw;
   o.work_dir = dir;
+  o.arch = arch;
   char so[512];
   snprintf(so, sizeof so, "%s/model.so", dir);
   th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
@@ -171,30 +174,36 @@ static int emu_net(const char *net, int batch, int hw) {
   CHECK(create && run && rund && runio && fr && lasterr);
   void *m = NULL;
   if (create(params.data, params.len, &m) != 0) fprintf(stderr, "create: %s\n", lasterr());
-  CHECK(m != NULL);
-  double t0 = th_now_mono();
-  if (run(m, x, y) != 0) fprintf(stderr, "run: %s\n", lasterr());
-  double secs = th_now_mono() - t0;
-  double maxref = 0, maxdiff = 0;
-  for (int64_t i = 0; i < nout; i++) maxref = fmax(maxref, fabs(ref[i]));
-  for (int64_t i = 0; i < nout; i++) maxdiff = fmax(maxdiff, fabs((double)y[i] - ref[i]));
-  fprintf(stderr, "%s batch %d at %dx%d: emulated run %.1f s, max |cuda - ref| = %.3g of max |ref| %.3g\n", net,
-          batch, hw, hw, secs, maxdiff, maxref);
-  CHECK(maxref > 0);
-  CHECK(maxdiff <= 1e-4 * maxref);
-  /* device pointers: with the fake driver device memory is host memory */
-  CHECK(rund(m, x, y2, NULL) == 0);
-  CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
-  /* th_model_run_io: the same host copies, per tensor */
-  memset(y2, 0, (size_t)nout * 4);
-  const void *ins[1] = {x};
-  void *outs[1] = {y2};
-  if (runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", lasterr());
-  CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
-  const void *nulls[1] = {NULL};
-  CHECK(runio(m, nulls, outs) == -1);
-  CHECK(strstr(lasterr(), "inputs[0] (input) is NULL") != NULL);
-  fr(m);
+  if (refused) {
+    CHECK(m == NULL);
+    CHECK(strstr(lasterr(), refused) != NULL);
+  }
+  CHECK(m != NULL || refused);
+  if (m) {
+    double t0 = th_now_mono();
+    if (run(m, x, y) != 0) fprintf(stderr, "run: %s\n", lasterr());
+    double secs = th_now_mono() - t0;
+    double maxref = 0, maxdiff = 0;
+    for (int64_t i = 0; i < nout; i++) maxref = fmax(maxref, fabs(ref[i]));
+    for (int64_t i = 0; i < nout; i++) maxdiff = fmax(maxdiff, fabs((double)y[i] - ref[i]));
+    fprintf(stderr, "%s batch %d at %dx%d: emulated run %.1f s, max |cuda - ref| = %.3g of max |ref| %.3g\n", net,
+            batch, hw, hw, secs, maxdiff, maxref);
+    CHECK(maxref > 0);
+    CHECK(maxdiff <= 1e-4 * maxref);
+    /* device pointers: with the fake driver device memory is host memory */
+    CHECK(rund(m, x, y2, NULL) == 0);
+    CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+    /* th_model_run_io: the same host copies, per tensor */
+    memset(y2, 0, (size_t)nout * 4);
+    const void *ins[1] = {x};
+    void *outs[1] = {y2};
+    if (runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", lasterr());
+    CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+    const void *nulls[1] = {NULL};
+    CHECK(runio(m, nulls, outs) == -1);
+    CHECK(strstr(lasterr(), "inputs[0] (input) is NULL") != NULL);
+    fr(m);
+  }
   dlclose(h);
   free(x);
   free(ref);
@@ -215,10 +224,25 @@ static int emu_net(const char *net, int batch, int hw) {
   return 0;
 }
 
+static int emu_net(const char *net, int batch, int hw) { return emu_net_arch(net, batch, hw, NULL, NULL); }
+
 TH_TEST(resnet_18) { return emu_net("resnet-18", 2, 32); }
 TH_TEST(mobilenet_v2) { return emu_net("mobilenet-v2", 1, 32); }
 TH_TEST(squeezenet_v1_1) { return emu_net("squeezenet_v1.1", 1, 48); }
 TH_TEST(mobilenet) { return emu_net("mobilenet", 1, 32); }
+
+/* Issue 23: a bundle for an arch the device is below is refused by name, before the driver sees an image
+ * it can only call invalid; one for an older arch runs (the PTX JIT-compiles upwards). */
+TH_TEST(arch_newer_than_device_refused) {
+  if (setenv("TH_FAKECU_SM", "80", 1) != 0) return 1;
+  return emu_net_arch("squeezenet_v1.1", 1, 48, "sm_90",
+                      "built for sm_90 (cubin sm_90, PTX compute_90) and cannot run on tunehub CPU emulator, "
+                      "an sm_80 device; fetch one built for it (?target=sm_80)");
+}
+TH_TEST(arch_older_than_device_runs) {
+  if (setenv("TH_FAKECU_SM", "86", 1) != 0) return 1;
+  return emu_net_arch("squeezenet_v1.1", 1, 48, "sm_75", NULL);
+}
 
 /* The fake driver's device, or 0 (the case skips) when another libcuda is the one found. */
 static int fake_device(tc_cuda_device *d) {

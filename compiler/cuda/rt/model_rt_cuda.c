@@ -3,7 +3,8 @@
  * sizes and the embedded cubin/PTX symbols, and after th_params and model/model_rt_common.c, which
  * compiler/embed.cmake puts in front of this file): a CUDA driver runtime that opens libcuda.so.1
  * with dlopen at th_model_create (so the .so loads anywhere and a machine without a driver or
- * device gets "no CUDA device"), loads the cubin (or JIT-compiles the PTX when the cubin does not
+ * device gets "no CUDA device"), refuses a device older than the build's arch by name (neither the
+ * cubin nor the PTX can run there), loads the cubin (or JIT-compiles the PTX when the cubin does not
  * fit the device), uploads the folded weights and the plain-tensor parameters once (the kernels
  * read torch's layout: no packing), and launches the plan on a stream, copying each host input in
  * and each output out. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
@@ -21,6 +22,8 @@ static struct th__cu {
   th__cures (*Init)(unsigned);
   th__cures (*DeviceGetCount)(int *);
   th__cures (*DeviceGet)(int *, int);
+  th__cures (*DeviceGetAttribute)(int *, int, int);
+  th__cures (*DeviceGetName)(char *, int, int);
   th__cures (*DevicePrimaryCtxRetain)(th__cuh *, int);
   th__cures (*DevicePrimaryCtxRelease)(int);
   th__cures (*CtxSetCurrent)(th__cuh);
@@ -73,6 +76,8 @@ static int th__cu_load(void) {
       {(void **)&th__cu.Init, "cuInit"},
       {(void **)&th__cu.DeviceGetCount, "cuDeviceGetCount"},
       {(void **)&th__cu.DeviceGet, "cuDeviceGet"},
+      {(void **)&th__cu.DeviceGetAttribute, "cuDeviceGetAttribute"},
+      {(void **)&th__cu.DeviceGetName, "cuDeviceGetName"},
       {(void **)&th__cu.DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"},
       {(void **)&th__cu.DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"},
       {(void **)&th__cu.CtxSetCurrent, "cuCtxSetCurrent"},
@@ -125,8 +130,25 @@ static int th__load_weights(float *host, const th_params_tensor *es, int n) {
     if (r__ != 0) return th__fail("%s: %s (%s)", th__info.network, what, th__cuerr(r__)); \
   } while (0)
 
+/* A cubin for sm_XY runs on sm_XZ with Z >= Y, and the PTX for compute_XY JIT-compiles for any device
+ * of compute capability XY or above; a device below the build's arch can run neither, and the driver
+ * would say only "invalid image". Name both archs instead. */
+static int th__check_arch(int dev) {
+  int major = 0, minor = 0;
+  TH__CU(th__cu.DeviceGetAttribute(&major, 75 /* COMPUTE_CAPABILITY_MAJOR */, dev), "cuDeviceGetAttribute");
+  TH__CU(th__cu.DeviceGetAttribute(&minor, 76 /* COMPUTE_CAPABILITY_MINOR */, dev), "cuDeviceGetAttribute");
+  int sm = major * 10 + minor;
+  if (sm >= th__build_sm) return 0;
+  char name[128] = "";
+  if (th__cu.DeviceGetName(name, (int)sizeof name, dev) != 0) snprintf(name, sizeof name, "device %d", dev);
+  return th__fail("%s: this bundle was built for sm_%d (cubin sm_%d, PTX compute_%d) and cannot run on %s, "
+                  "an sm_%d device; fetch one built for it (?target=sm_%d)",
+                  th__info.network, th__build_sm, th__build_sm, th__build_sm, name, sm, sm);
+}
+
 static int th__setup(struct th_model *m, const float *host) {
   TH__CU(th__cu.DeviceGet(&m->dev, 0), "cuDeviceGet");
+  if (th__check_arch(m->dev) != 0) return -1;
   TH__CU(th__cu.DevicePrimaryCtxRetain(&m->ctx, m->dev), "cuDevicePrimaryCtxRetain");
   TH__CU(th__cu.CtxSetCurrent(m->ctx), "cuCtxSetCurrent");
   /* the cubin for the build's arch; the PTX (JIT) when the device cannot run it */
