@@ -426,6 +426,19 @@ case_cuda_untuned() {
   # a tuned version cannot come here: a clear 501, and nothing is queued
   expect_status 501 "$BASE/models/cuda/squeezenet_v1.1/1?tuned=1"; body_has 'CUDA device'
   expect_status 200 "$BASE/jobs"; jq -e '.count == 1' "$TMP/body" >/dev/null || fail "a job was queued"
+  # issue 23: a client-chosen arch is an entry of its own, built for that arch, and its manifest says which
+  expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1"; sha256sum <"$TMP/body" >"$TMP/sm90.sha"
+  expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1?target=sm_75&wait=300"
+  sha256sum <"$TMP/body" >"$TMP/sm75.sha"
+  cmp -s "$TMP/sm90.sha" "$TMP/sm75.sha" && fail "the sm_75 bundle is the sm_90 one"
+  tar -xOf "$TMP/body" manifest.json | jq -e '.target.arch == "sm_75" and .target.sm == 75' >/dev/null \
+    || fail "the sm_75 bundle's manifest: $(tar -xOf "$TMP/body" manifest.json | head -c 300)"
+  expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1/manifest?target=sm_75"
+  jq -e '.target.arch == "sm_75" and .key.target == "cuda -arch=sm_75"' "$TMP/body" >/dev/null \
+    || fail "the sm_75 manifest: $(head -c 300 "$TMP/body")"
+  expect_status 200 "$BASE/models?framework=cuda"
+  jq -e '[.models[] | select(.network == "squeezenet_v1.1")] | length == 2' "$TMP/body" >/dev/null \
+    || fail "the catalog does not list sm_90 and sm_75 apart: $(head -c 400 "$TMP/body")"
 }
 
 "case_$1"
