@@ -140,6 +140,7 @@ typedef struct tc__bundle_in {
   size_t params_len;
   const char *graph_json;
   size_t graph_json_len;
+  int precision; /* tc_precision of the build */
 } tc__bundle_in;
 
 /* Writes the bundle .tar (atomically) when out_tar != NULL and returns the manifest text when

@@ -23,6 +23,30 @@ static int tc__progress(const tc_build_opts *o, const char *stage, int done, int
   return o->progress ? o->progress(o->progress_ctx, stage, done, total) : 0;
 }
 
+/* The build's precision: fp32 anywhere, tf32 on cuda targets of sm_80 and newer (the arch is read
+ * from the canonical target string "cuda -arch=sm_XX"). */
+static th_status tc__precision(const tc_build_opts *o, const tc_backend *be, const tc_backend_target *t,
+                               tc_precision *out, char *err, size_t errlen) {
+  if (tc_precision_parse(o->precision, out) != TH_OK) {
+    tc__seterr(err, errlen, "precision '%s' is not one of fp32, tf32", o->precision);
+    return TH_ERR_INVALID;
+  }
+  if (*out == TC_PRECISION_FP32) return TH_OK;
+  if (strcmp(be->name, "cuda") != 0) {
+    tc__seterr(err, errlen, "precision tf32 needs the cuda framework (on %s the valid precision is fp32)",
+               be->name);
+    return TH_ERR_INVALID;
+  }
+  const char *a = strstr(t->str, "sm_");
+  long sm = a ? strtol(a + 3, NULL, 10) : 0;
+  if (sm < 80) {
+    tc__seterr(err, errlen, "precision tf32 needs tensor cores of sm_80 or newer; target %s takes fp32 only",
+               t->str);
+    return TH_ERR_INVALID;
+  }
+  return TH_OK;
+}
+
 /* ---- configs ------------------------------------------------------------------------------------------ */
 
 static th_status tc__configs(const tc_build_opts *o, const tc_backend_target *t, const tc_call *calls,
@@ -394,6 +418,9 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   tc_backend_target t;
   th_status rc = tc_backend_target_init(be, o->arch, &t, err, errlen);
   if (rc != TH_OK) return rc;
+  tc_precision prec;
+  rc = tc__precision(o, be, &t, &prec, err, errlen);
+  if (rc != TH_OK) return rc;
 
   char dir[2048];
   int own_dir = 0;
@@ -418,6 +445,9 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   if (rc == TH_OK)
     rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, &g, &calls, &ncalls, &ws, err,
                      errlen);
+  for (int i = 0; rc == TH_OK && i < ncalls; i++) /* the GEMM families take the precision */
+    if (calls[i].wl.kernel == TC_KERNEL_DENSE || calls[i].wl.kernel == TC_KERNEL_BATCH_MATMUL)
+      calls[i].wl.precision = prec;
   if (rc == TH_OK) {
     if (o->params) {
       rc = tc_params_load(g, o->params, o->params_len, err, errlen);
@@ -494,6 +524,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     bi.onnx_sha256 = o->onnx_path ? onnx_hex : NULL;
     bi.onnx_shapes = o->onnx_path ? o->onnx_shapes : NULL;
     bi.batch = o->batch;
+    bi.precision = prec;
     bi.target = &t;
     bi.emit = &em;
     bi.graph = g;

@@ -73,6 +73,7 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
   }
   json_object_set_new(m, "network_source", src);
   json_object_set_new(m, "target", be->manifest_target(t));
+  json_object_set_new(m, "precision", json_string(tc_precision_name(bi->precision)));
   json_object_set_new(m, "compiler_version", json_string(TH_VERSION));
   /* "input" and "output": the first ones, for consumers older than "inputs" and "outputs" */
   json_object_set_new(m, "input",

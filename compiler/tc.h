@@ -76,6 +76,9 @@ typedef struct tc_build_opts {
   size_t params_len;
   const char *arch; /* the target (backend.h, tc_backend_target_init): cuda "sm_XX" (NULL: the device's arch,
                        else sm_90); llvm a CPU name or x86-64-vN (NULL or "native": the host CPU) */
+  const char *precision; /* "fp32" (NULL: the default, IEEE fp32 with FMA) or "tf32" (cuda on sm_80 and
+                            newer: dense and batch_matmul on tensor cores, keyed apart from fp32;
+                            tc_precision in workload.h); anything else is TH_ERR_INVALID */
 } tc_build_opts;
 
 /* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so is

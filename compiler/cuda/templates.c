@@ -138,6 +138,9 @@ th_status tc_cuda_valid(const tc_workload *wl, const tc_cuda_target *t, const tc
   int64_t w_el = (int64_t)wl->oc * wl->c * wl->kh * wl->kw;
   if (in_el >= INT32_MAX || out_el >= INT32_MAX || w_el >= INT32_MAX)
     return tc__cuda_why(why, whylen, "tensor larger than 2^31 elements (32-bit indexing)");
+  if (wl->precision == TC_PRECISION_TF32 && t->sm < 80)
+    return tc__cuda_whyf(why, whylen, "precision tf32 needs tensor cores of sm_80 or newer, not %s",
+                         t->arch);
   tc__cuda_shape sh;
   memset(&sh, 0, sizeof sh);
   for (int a = 0; a < 3; a++) sh.grid[a] = sh.block[a] = 1;

@@ -221,6 +221,19 @@ th_status tc__cuda_gemm_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                  tc_config *c);
 const tc_stmt *tc__cuda_gemm_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
 
+/* ---- the TF32 tensor-core GEMM (ops/gemm_tc.c) of dense and batch_matmul at precision tf32 ---- */
+
+/* Knobs block_tile (BM, BN), warp_tile (WM, WN), tile_k and stages; TH_ERR_UNSUPPORTED below
+ * sm_80. */
+th_status tc__cuda_tcgemm_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+th_status tc__cuda_tcgemm_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
+                                tc__cuda_shape *sh, char *why, size_t whylen);
+/* The valid config scored for warp-tile reuse, 4-8 warps, little padding, a pipeline and a wave
+ * of blocks. */
+th_status tc__cuda_tcgemm_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                   const tc_space *s, tc_config *c);
+const tc_stmt *tc__cuda_tcgemm_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
+
 /* ---- lowering helpers ---- */
 
 tc_var *tc__cuda_iv(tc__cuda_lc *L, const char *name);

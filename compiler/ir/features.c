@@ -109,6 +109,13 @@ static double walk(feat_ctx *c, const tc_stmt *s, int depth, double above, doubl
       return best;
     }
     case TC_STMT_EVAL: count_expr(c, s->value, w); return 1.0;
+    case TC_STMT_INTRIN: /* a lane's share of a 16x8x8 tensor-core product; copies as loads */
+      if (s->intrin == TC_INTRIN_MMA_TF32) c->fma += w * 32;
+      if (s->intrin == TC_INTRIN_CP_ASYNC) {
+        c->loads += w;
+        c->bytes_ld += w * 4.0 * (double)s->imm;
+      }
+      return 1.0;
     default: return 1.0;
   }
 }

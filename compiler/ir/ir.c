@@ -503,6 +503,37 @@ const tc_stmt *tc_s_sync(tc_ir *ir) {
   return new_stmt(ir, TC_STMT_SYNC);
 }
 
+const tc_stmt *tc_s_intrin(tc_ir *ir, tc_intrin_kind k, int nbufs, const tc_var *const *bufs,
+                           const tc_expr *const *idx, const tc_expr *cond, int64_t imm) {
+  int ok = k >= 0 && k < TC_INTRIN_KIND_COUNT && nbufs >= 0 && nbufs <= 3;
+  for (int i = 0; ok && i < nbufs; i++) {
+    if (!bufs[i] || !idx[i]) return NULL;
+    ok = bufs[i]->type.code == TC_TYPE_PTR && idx[i]->type.code == TC_TYPE_INT &&
+         idx[i]->type.lanes == 1;
+  }
+  if (ok && cond) ok = cond->type.code == TC_TYPE_BOOL && cond->type.lanes == 1;
+  if (!ok) {
+    set_err(ir, TH_ERR_INTERNAL);
+    return NULL;
+  }
+  tc_stmt *s = new_stmt(ir, TC_STMT_INTRIN);
+  if (!s) return NULL;
+  s->intrin = k;
+  for (int i = 0; i < nbufs; i++) {
+    s->bufs[i] = bufs[i];
+    s->idx[i] = idx[i];
+  }
+  s->value = cond;
+  s->imm = imm;
+  return s;
+}
+
+const char *tc_intrin_name(tc_intrin_kind k) {
+  static const char *const names[TC_INTRIN_KIND_COUNT] = {"mma_tf32_m16n8k8", "cp_async",
+                                                          "cp_commit", "cp_wait"};
+  return k >= 0 && k < TC_INTRIN_KIND_COUNT ? names[k] : "?";
+}
+
 void tc_list_push(tc_ir *ir, tc_stmt_list *l, const tc_stmt *s) {
   if (!s) {
     set_err(ir, ir->err == TH_OK ? TH_ERR_INTERNAL : ir->err);

@@ -107,8 +107,29 @@ typedef enum tc_stmt_kind {
   TC_STMT_SEQ,
   TC_STMT_EVAL,
   TC_STMT_SYNC, /* a barrier among GPU threads of a block; a no-op on CPU */
+  TC_STMT_INTRIN, /* a target intrinsic (tc_intrin_kind): printed by the CUDA codegen only; the LLVM
+                     backend rejects it */
   TC_STMT_KIND_COUNT
 } tc_stmt_kind;
+
+/* The intrinsics of TC_STMT_INTRIN. Operands are up to three buffers bufs[i], each at element offset
+ * idx[i], an immediate imm and an optional condition (value). */
+typedef enum tc_intrin_kind {
+  /* Warp-collective tensor-core product on TF32 inputs with fp32 accumulation (PTX mma.sync
+   * m16n8k8 .row.col .f32.tf32.tf32.f32): each lane holds its fragments in local float buffers,
+   * bufs = {acc (4 floats), a (4), b (2)}; a and b are rounded to TF32 (round to nearest, ties
+   * away) first. The lane layout is PTX's: with g = lane / 4 and t = lane % 4, a = A(g, t),
+   * A(g + 8, t), A(g, t + 4), A(g + 8, t + 4); b = B(t, g), B(t + 4, g); acc = C(g, 2t),
+   * C(g, 2t + 1), C(g + 8, 2t), C(g + 8, 2t + 1). Every lane of the warp must execute it. */
+  TC_INTRIN_MMA_TF32 = 0,
+  /* Asynchronous copy of imm (1 or 4) floats bufs[1][idx[1]..] (global) -> bufs[0][idx[0]..]
+   * (shared), zero-filled when the condition is false (then nothing is read); 4 floats need 16-byte
+   * aligned addresses on both sides. Visible after TC_INTRIN_CP_WAIT and a barrier. */
+  TC_INTRIN_CP_ASYNC,
+  TC_INTRIN_CP_COMMIT, /* closes this thread's group of copies issued since the last commit */
+  TC_INTRIN_CP_WAIT,   /* waits until at most imm of this thread's committed groups are pending */
+  TC_INTRIN_KIND_COUNT
+} tc_intrin_kind;
 
 typedef struct tc_stmt tc_stmt;
 struct tc_stmt {
@@ -126,6 +147,10 @@ struct tc_stmt {
   const tc_stmt *else_body; /* IF, may be NULL */
   int n;                   /* SEQ */
   const tc_stmt *const *items; /* SEQ */
+  tc_intrin_kind intrin;       /* INTRIN */
+  const tc_var *bufs[3];       /* INTRIN */
+  const tc_expr *idx[3];       /* INTRIN */
+  int64_t imm;                 /* INTRIN */
 };
 
 /* The builder context. The arena is borrowed and must outlive every node built with it. */
@@ -193,6 +218,10 @@ const tc_stmt *tc_s_if(tc_ir *ir, const tc_expr *cond, const tc_stmt *then_s, co
 const tc_stmt *tc_s_seq(tc_ir *ir, int n, const tc_stmt *const *items);
 const tc_stmt *tc_s_eval(tc_ir *ir, const tc_expr *e);
 const tc_stmt *tc_s_sync(tc_ir *ir);
+/* A target intrinsic with nbufs (0..3) buffers at offsets idx, cond (a bool, or NULL) and imm. */
+const tc_stmt *tc_s_intrin(tc_ir *ir, tc_intrin_kind k, int nbufs, const tc_var *const *bufs,
+                           const tc_expr *const *idx, const tc_expr *cond, int64_t imm);
+const char *tc_intrin_name(tc_intrin_kind k);
 
 /* A statement list that grows in the arena, for templates that emit a variable number of pieces. */
 typedef struct tc_stmt_list {

@@ -168,6 +168,17 @@ static th_status print_stmt(const tc_stmt *s, th_buf *b, int depth) {
       if (rc == TH_OK) rc = th_buf_appendf(b, "\n");
       return rc;
     case TC_STMT_SYNC: return th_buf_appendf(b, "sync\n");
+    case TC_STMT_INTRIN:
+      rc = th_buf_appendf(b, "%s(", tc_intrin_name(s->intrin));
+      for (int i = 0; i < 3 && s->bufs[i] && rc == TH_OK; i++) {
+        rc = th_buf_appendf(b, "%s%s[", i ? ", " : "", s->bufs[i]->name);
+        if (rc == TH_OK) rc = tc_ir_print_expr(s->idx[i], b);
+        if (rc == TH_OK) rc = th_buf_appendf(b, "]");
+      }
+      if (rc == TH_OK && s->value) rc = th_buf_appendf(b, ", if ");
+      if (rc == TH_OK && s->value) rc = tc_ir_print_expr(s->value, b);
+      if (rc == TH_OK) rc = th_buf_appendf(b, ", %" PRId64 ")\n", s->imm);
+      return rc;
     default: return th_buf_appendf(b, "<?>\n");
   }
 }

@@ -639,6 +639,8 @@ static th_status gen_stmt(cg_fn *f, const tc_stmt *s) {
       return f->rc;
     case TC_STMT_EVAL: gen_expr(f, s->value); return f->rc;
     case TC_STMT_SYNC: return TH_OK;
+    case TC_STMT_INTRIN:
+      return fail(f, TH_ERR_UNSUPPORTED, "GPU intrinsics (tensor cores, cp.async) have no CPU lowering");
     default: return fail(f, TH_ERR_INTERNAL, "unknown statement kind");
   }
 }

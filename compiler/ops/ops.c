@@ -132,6 +132,10 @@ th_status tc_workload_check(const tc_workload *wl) {
   if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU |
                       TC_EPI_TANH | TC_EPI_MASK | cnn_act))
     return TH_ERR_INVALID;
+  if (w->precision != TC_PRECISION_FP32 &&
+      (w->precision != TC_PRECISION_TF32 ||
+       (w->kernel != TC_KERNEL_DENSE && w->kernel != TC_KERNEL_BATCH_MATMUL)))
+    return TH_ERR_INVALID;
   if (w->kernel >= TC_KERNEL_BATCH_MATMUL) return tc__tensor_check(w);
   if (w->epilogue & cnn_act) { /* conv2d, depthwise and dense, alone among the activations */
     int act = w->epilogue & (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH | cnn_act);
@@ -197,7 +201,37 @@ th_status tc_workload_check(const tc_workload *wl) {
   }
 }
 
+const char *tc_precision_name(int p) {
+  return p == TC_PRECISION_FP32 ? "fp32" : p == TC_PRECISION_TF32 ? "tf32" : NULL;
+}
+
+th_status tc_precision_parse(const char *s, tc_precision *out) {
+  if (!out) return TH_ERR_INVALID;
+  if (!s || !*s || strcmp(s, "fp32") == 0) {
+    *out = TC_PRECISION_FP32;
+    return TH_OK;
+  }
+  if (strcmp(s, "tf32") == 0) {
+    *out = TC_PRECISION_TF32;
+    return TH_OK;
+  }
+  return TH_ERR_INVALID;
+}
+
+static th_status key_body(const tc_workload *wl, char *out, size_t n);
+
+/* The FP32 key is the one from before precisions existed (stored records keep working); another
+ * precision appends its name. */
 th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
+  th_status rc = key_body(wl, out, n);
+  if (rc != TH_OK || wl->precision == TC_PRECISION_FP32) return rc;
+  const char *p = tc_precision_name(wl->precision);
+  size_t used = strlen(out);
+  int w = snprintf(out + used, n - used, " %s", p ? p : "prec?");
+  return w < 0 || (size_t)w >= n - used ? TH_ERR_TOO_LARGE : TH_OK;
+}
+
+static th_status key_body(const tc_workload *wl, char *out, size_t n) {
   if (!wl || !out || wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return TH_ERR_INVALID;
   int w = snprintf(out, n,
                    "%s n%d c%d h%d w%d oc%d oh%d ow%d k%dx%d s%dx%d p%d,%d,%d,%d cb%d,%d e%d",
@@ -406,7 +440,8 @@ th_status tc_op_space(const tc_workload *wl, const tc_target *t, tc_space *out) 
   if (!wl || !t || !out) return TH_ERR_INVALID;
   th_status rc = tc_workload_check(wl);
   if (rc != TH_OK) return rc;
-  if (!ops[wl->kernel]) return TH_ERR_UNSUPPORTED;
+  if (!ops[wl->kernel] || wl->precision != TC_PRECISION_FP32)
+    return TH_ERR_UNSUPPORTED; /* the CPU computes in fp32 only */
   tc_space s;
   memset(&s, 0, sizeof s);
   rc = ops[wl->kernel]->space(wl, t, &s);

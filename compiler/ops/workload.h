@@ -61,6 +61,18 @@ enum {
   TC_UNARY_COUNT
 };
 
+/* The arithmetic of a workload (tc_workload.precision). FP32 is IEEE fp32 with FMA, every family's
+ * default; TF32 (dense and batch_matmul on the GPU, sm_80 and newer) multiplies on tensor cores with
+ * inputs rounded to 10 mantissa bits and accumulates in fp32: relative errors around 1e-3 of the
+ * output's magnitude instead of 1e-6. A TF32 workload has its own key (" tf32"), so it never shares
+ * tuning records with the FP32 one; FP32 keys are those from before precisions existed. */
+typedef enum tc_precision { TC_PRECISION_FP32 = 0, TC_PRECISION_TF32, TC_PRECISION_COUNT } tc_precision;
+
+/* "fp32", "tf32" (NULL for another value). */
+const char *tc_precision_name(int p);
+/* Parses "fp32" or "tf32" (NULL or "" means fp32) into *out; TH_ERR_INVALID for anything else. */
+th_status tc_precision_parse(const char *s, tc_precision *out);
+
 /* TC_KERNEL_BINARY's operation (tc_workload.op). */
 enum { TC_BINARY_ADD = 0, TC_BINARY_MUL, TC_BINARY_SUB, TC_BINARY_DIV, TC_BINARY_COUNT };
 
@@ -91,6 +103,7 @@ typedef struct tc_workload {
   int astride[TC_WL_DIMS];    /* COPY: the input's element strides; BINARY: a's (0 broadcasts) */
   int bstride[TC_WL_DIMS];    /* COPY: the output's element strides; BINARY: b's (0 broadcasts) */
   int aoff, boff;             /* COPY: element offsets of the first input and output element */
+  int precision;              /* tc_precision; TF32 for DENSE and BATCH_MATMUL only */
 } tc_workload;
 
 /* A canonical, stable text key for records, e.g. "conv2d_nchwc n1 c64 h56 w56 oc64 k3x3 s1x1 p1,1,1,1

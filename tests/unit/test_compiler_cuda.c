@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "tc.h"
 #include "tc_cuda.h"
+#include "test_cuda_emu_tc.h"
 #include "test_cuda_tensor_wl.h"
 #include "th_test.h"
 #include "th_util.h"
@@ -362,7 +364,10 @@ static const char emu_header[] =
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
     "#define __syncthreads() pthread_barrier_wait(&th_bar)\n"
-    "#include <math.h>\n";
+    "#include <math.h>\n"
+    "static th_dim3 blockDim;\nstatic pthread_barrier_t th_wbar[32];\n"
+    "#define TH_EMU_TID() ((int)(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)))\n"
+    "#define TH_EMU_WARP_SYNC() pthread_barrier_wait(&th_wbar[TH_EMU_TID() / 32])\n" TH_EMU_TC_SRC;
 
 typedef struct emu_kernel {
   tc_workload wl;
@@ -393,10 +398,13 @@ static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
                     "  pthread_t *ts = new pthread_t[T]; th_targ *args = new th_targ[T];\n"
                     "  pthread_attr_t at; pthread_attr_init(&at); pthread_attr_setstacksize(&at, 1 << 18);\n"
                     "  pthread_barrier_init(&th_bar, 0, (unsigned)T);\n"
+                    "  blockDim.x = block[0]; blockDim.y = block[1]; blockDim.z = block[2];\n"
+                    "  for (int w = 0; w * 32 < T && w < 32; w++)\n"
+                    "    pthread_barrier_init(&th_wbar[w], 0, (unsigned)(T - 32 * w < 32 ? T - 32 * w : 32));\n"
                     "  for (long long z = 0; z < grid[2]; z++) for (long long y = 0; y < grid[1]; y++)\n"
                     "    for (long long x = 0; x < grid[0]; x++) {\n"
                     "      blockIdx.x = (unsigned)x; blockIdx.y = (unsigned)y; blockIdx.z = (unsigned)z;\n"
-                    "      int i = 0;\n"
+                    "      int i = 0; th_emu_tc_reset();\n"
                     "      for (int tz = 0; tz < block[2]; tz++) for (int ty = 0; ty < block[1]; ty++)\n"
                     "        for (int tx = 0; tx < block[0]; tx++, i++) {\n"
                     "          args[i].fn = th_fns[k]; args[i].a = a; args[i].x = tx; args[i].y = ty; args[i].z = tz;\n"
@@ -404,6 +412,7 @@ static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
                     "        }\n"
                     "      for (int j = 0; j < T; j++) pthread_join(ts[j], 0);\n"
                     "    }\n"
+                    "  for (int w = 0; w * 32 < T && w < 32; w++) pthread_barrier_destroy(&th_wbar[w]);\n"
                     "  pthread_barrier_destroy(&th_bar); pthread_attr_destroy(&at); delete[] ts; delete[] args;\n"
                     "  return 0;\n}\n");
 }
@@ -502,7 +511,11 @@ static void emu_launch(const emu_lib *e, int k, float **a) {
 }
 
 /* Every kernel of emu_build(ws, ...) on seeded inputs (emu_fill) against tc_cuda_ref_kernel: every
- * output within 1e-4 relative (plus 1e-5 of the largest output). Returns the number of kernels. */
+ * output within 1e-4 relative plus 1e-5 of the largest output at fp32; at tf32 (inputs rounded to
+ * 10 mantissa bits, errors growing like sqrt(K) times the operands) within 1e-3 of the largest
+ * output or pre-activation output (an activation of slope up to 1.5 scales the error, a clip
+ * bounds the output, not it) plus 1e-3 relative; seen: up to 4e-4. Returns the number of
+ * kernels. */
 static int emu_check(const char *label, const tc_workload *ws, int nw, int per, uint64_t seed) {
   emu_lib e;
   emu_build(&e, ws, nw, per, seed);
@@ -525,10 +538,24 @@ static int emu_check(const char *label, const tc_workload *ws, int nw, int per, 
     }
     emu_launch(&e, k, a);
     CHECK(tc_cuda_ref_kernel(wl, ref) == TH_OK);
-    double maxref = 0;
+    double maxref = 0, maxerr = 0;
+    int tf32 = wl->precision == TC_PRECISION_TF32;
+    double atol = tf32 ? 1e-3 : 1e-5, rtol = tf32 ? 1e-3 : 1e-4;
     for (int64_t i = 0; i < sizes[out]; i++) maxref = fmax(maxref, fabs(ref[out][i]));
+    if (tf32) { /* the scale is the product's before the activation (a clip hides it) */
+      tc_workload lin = *wl;
+      lin.epilogue &= TC_EPI_BIAS | TC_EPI_RESIDUAL;
+      float *la[5];
+      memcpy(la, ref, sizeof la);
+      la[out] = calloc((size_t)sizes[out], 4);
+      CHECK(la[out] && tc_cuda_ref_kernel(&lin, la) == TH_OK);
+      for (int64_t i = 0; i < sizes[out]; i++) maxref = fmax(maxref, fabs(la[out][i]));
+      free(la[out]);
+    }
     for (int64_t i = 0; i < sizes[out]; i++) {
-      if (!(fabs((double)a[out][i] - ref[out][i]) <= 1e-5 * maxref + 1e-4 * fabs(ref[out][i]))) {
+      double d = fabs((double)a[out][i] - ref[out][i]);
+      maxerr = fmax(maxerr, d);
+      if (!(d <= atol * maxref + rtol * fabs(ref[out][i]))) {
         char key[256];
         tc_workload_key(wl, key, sizeof key);
         fprintf(stderr, "%s: kernel k%d (%s): element %lld: %.8g vs reference %.8g\n", label, k,
@@ -536,6 +563,9 @@ static int emu_check(const char *label, const tc_workload *ws, int nw, int per, 
         CHECK(0);
       }
     }
+    if (tf32)
+      fprintf(stderr, "%s: kernel k%d: max |error| %.3g of max |ref| %.3g (%.2g)\n", label, k,
+              maxerr, maxref, maxref > 0 ? maxerr / maxref : 0.0);
     for (int i = 0; i < 5; i++) {
       free(a[i]);
       free(ref[i]);
@@ -901,5 +931,116 @@ TH_TEST(limits_transformer_fallbacks) {
             archs[a], nk, max_shared, compiled, th_now_mono() - t0);
     th_buf_free(&src);
   }
+  return 0;
+}
+
+/* ---- TF32 tensor cores (issue 25) ---- */
+
+/* Dense and batch_matmul at precision tf32: rows 1, 3, 128, 129 and 197 (no multiple of a tile but
+ * 128), K 67 (no multiple of 4: 4-byte copies) and 768, N 37 and 1000, every dense epilogue, and
+ * batch_matmul with each of its four transposes. */
+static int tf32_set(tc_workload *w) {
+  static const int epis[10] = {TC_EPI_BIAS,         TC_EPI_BIAS | TC_EPI_RESIDUAL,
+                               TC_EPI_BIAS | TC_EPI_RELU, TC_EPI_CLIP,
+                               TC_EPI_BIAS | TC_EPI_GELU, TC_EPI_BIAS | TC_EPI_TANH,
+                               TC_EPI_SIGMOID,      TC_EPI_BIAS | TC_EPI_HARD_SIGMOID,
+                               TC_EPI_HARD_SWISH,   TC_EPI_BIAS | TC_EPI_SILU};
+  static const int rows[10] = {1, 3, 128, 129, 197, 3, 129, 128, 1, 197};
+  static const int ks[10] = {67, 768, 67, 67, 67, 67, 768, 67, 768, 67};
+  static const int ns[10] = {37, 37, 37, 1000, 37, 1000, 37, 37, 37, 37};
+  int n = 0;
+  for (int i = 0; i < 10; i++) {
+    w[n] = tw_dense(rows[i], ks[i], ns[i], epis[i]);
+    w[n].clip_min = -1, w[n].clip_max = 6, w[n].alpha = 0.2f, w[n].beta = 0.5f;
+    w[n++].precision = TC_PRECISION_TF32;
+  }
+  w[n++] = tw_bmm(2, 197, 67, 37, 0, 1, 0.125f);
+  w[n++] = tw_bmm(2, 129, 67, 37, 1, 0, 1.0f);
+  w[n++] = tw_bmm(1, 3, 768, 37, 1, 1, 0.5f);
+  w[n++] = tw_bmm(3, 128, 64, 128, 0, 0, 1.0f);
+  w[n++] = tw_bmm(2, 128, 64, 128, 1, 1, 1.0f); /* whole tiles, 16-byte copies both sides */
+  for (int i = n - 5; i < n; i++) w[i].precision = TC_PRECISION_TF32;
+  return n;
+}
+
+TH_TEST(nvrtc_tf32_gemm) {
+  tc_workload w[16];
+  int n = tf32_set(w);
+  CHECK(compile_family("tf32_gemm", w, n, 4) >= n * 5);
+  return 0;
+}
+
+TH_TEST(emulated_tf32_gemm) {
+  tc_workload w[16];
+  int n = tf32_set(w);
+  CHECK(emu_check("tf32_gemm", w, n, 2, 2525) == n * 2);
+  return 0;
+}
+
+/* A tf32 workload has its own key and the fp32 one keeps its old bytes; sm_75 has no TF32 tensor
+ * cores (the space is unsupported, tc_cuda_valid says why); the CPU templates and the other
+ * families refuse tf32; fp32 dense and batch_matmul keep the FMA GEMM. */
+TH_TEST(tf32_rules_and_keys) {
+  tc_workload d = tw_dense(197, 768, 3072, TC_EPI_BIAS | TC_EPI_GELU), t = d;
+  t.precision = TC_PRECISION_TF32;
+  char kd[256], kt[256];
+  CHECK(tc_workload_key(&d, kd, sizeof kd) == TH_OK && tc_workload_key(&t, kt, sizeof kt) == TH_OK);
+  CHECK(strcmp(kd, "dense_pack n197 c768 h1 w1 oc3072 oh1 ow1 k1x1 s1x1 p0,0,0,0 cb1,1 e17") == 0);
+  CHECK(strcmp(kt, "dense_pack n197 c768 h1 w1 oc3072 oh1 ow1 k1x1 s1x1 p0,0,0,0 cb1,1 e17 tf32") ==
+        0);
+  tc_precision p;
+  CHECK(tc_precision_parse("tf32", &p) == TH_OK && p == TC_PRECISION_TF32);
+  CHECK(tc_precision_parse(NULL, &p) == TH_OK && p == TC_PRECISION_FP32);
+  CHECK(tc_precision_parse("fp16", &p) == TH_ERR_INVALID);
+  tc_cuda_target t75, t90;
+  CHECK(tc_cuda_target_init(&t75, "sm_75") == TH_OK && tc_cuda_target_init(&t90, "sm_90") == TH_OK);
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&t, &t75, &s) == TH_ERR_UNSUPPORTED);
+  CHECK(tc_cuda_space(&t, &t90, &s) == TH_OK && tc_space_knob(&s, "warp_tile") >= 0);
+  CHECK(tc_cuda_fallback(&t, &t90, &s, &c) == TH_OK);
+  char why[256] = "";
+  CHECK(tc_cuda_valid(&t, &t75, &s, &c, why, sizeof why) == TH_ERR_INVALID);
+  CHECK(strstr(why, "tf32 needs tensor cores of sm_80 or newer, not sm_75") != NULL);
+  CHECK(tc_cuda_space(&d, &t90, &s) == TH_OK && tc_space_knob(&s, "warp_tile") < 0);
+  tc_workload conv = tw_base(TC_KERNEL_LAYER_NORM);
+  conv.precision = TC_PRECISION_TF32;
+  CHECK(tc_workload_check(&conv) == TH_ERR_INVALID);
+  tc_target cpu;
+  memset(&cpu, 0, sizeof cpu);
+  CHECK(tc_op_space(&t, &cpu, &s) == TH_ERR_UNSUPPORTED);
+  /* the kernel prints mma.sync through the prelude's helper and cp.async copies */
+  th_buf b;
+  th_buf_init(&b, 1 << 24);
+  tc_cuda_launch l;
+  CHECK(tc_cuda_kernel_source(&t, &c, &t90, "tf32", &b, &l, NULL, 0) == TH_OK);
+  CHECK(strstr(b.data, "th_mma_tf32(") && strstr(b.data, "th_cp_async4(") &&
+        strstr(b.data, "th_cp_wait("));
+  th_buf_free(&b);
+  return 0;
+}
+
+/* tc_build_bundle refuses a precision other than fp32 and tf32, tf32 outside cuda and tf32 on an
+ * arch without TF32 tensor cores, each naming what is valid, before any graph is built. */
+TH_TEST(build_precision_refused) {
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "llvm";
+  o.network = "resnet-18";
+  o.batch = 1;
+  o.precision = "tf32";
+  char err[512] = "";
+  CHECK(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "tf32 needs the cuda framework") && strstr(err, "fp32"));
+  o.precision = "fp16";
+  CHECK(tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "'fp16' is not one of fp32, tf32") != NULL);
+  o.framework = "cuda";
+  o.arch = "sm_75";
+  o.precision = "tf32";
+  th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
+  if (rc == TH_ERR_UNSUPPORTED) return 77; /* built without CUDA */
+  CHECK(rc == TH_ERR_INVALID);
+  CHECK(strstr(err, "sm_80 or newer") && strstr(err, "sm_75"));
   return 0;
 }

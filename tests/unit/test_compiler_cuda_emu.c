@@ -20,6 +20,7 @@
 #include "tc.h"
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
+#include "test_cuda_emu_tc.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -36,7 +37,10 @@ static const char emu_header[] =
     "static inline float __int_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }\n"
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
-    "#define __syncthreads() th_barrier()\n";
+    "#define __syncthreads() th_barrier()\n"
+    /* coroutines run one at a time: a warp's rendezvous is the block's barrier, which holds for
+     * kernels whose warps all issue their mma the same number of times (the tensor-core GEMM) */
+    "#define TH_EMU_TID() th_cur\n#define TH_EMU_WARP_SYNC() th_barrier()\n" TH_EMU_TC_SRC;
 
 /* Per block, the CUDA threads are coroutines (ucontext) on one OS thread: __syncthreads passes control
  * round-robin to the next thread, so when the last one reaches the barrier the first one resumes past
@@ -68,7 +72,7 @@ static const char emu_launcher[] =
     "      getcontext(&th_ctx[t]); th_ctx[t].uc_stack.ss_sp = stacks + stack * t; th_ctx[t].uc_stack.ss_size = stack;\n"
     "      th_ctx[t].uc_link = 0; makecontext(&th_ctx[t], th_entry, 0);\n"
     "    }\n"
-    "    th_cur = 0; threadIdx = th_tid[0];\n"
+    "    th_cur = 0; threadIdx = th_tid[0]; th_emu_tc_reset();\n"
     "    swapcontext(&th_main, &th_ctx[0]);\n"
     "  }\n"
     "  delete[] th_ctx; delete[] th_tid; std::free(stacks);\n"

@@ -2,11 +2,12 @@
  * rank), two schedules chosen by the rows: n < 32: K split over tile_k threads per output row
  * (rows_per_block rows per block), optional float4 loads, tree reduction in shared memory; n >= 32:
  * the shared-memory tiled GEMM of gemm.c (tile_y over the rows, tile_x over the outputs, tile_k the
- * staged depth). Epilogues (bias, residual, relu, clip, gelu, tanh) are fused into the store. */
+ * staged depth). At precision tf32 every row count takes the tensor-core GEMM of gemm_tc.c.
+ * Epilogues (bias, residual, relu, clip, gelu, tanh) are fused into the store. */
 #include "templates_int.h"
 
 static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
-  (void)t;
+  if (wl->precision == TC_PRECISION_TF32) return tc__cuda_tcgemm_space(wl, t, s);
   th_status rc;
   if (wl->n < 32) {
     static const int tk[] = {32, 64, 128, 256, 512}, rows[] = {1, 2, 4, 8}, vec[] = {1, 4};
@@ -21,6 +22,8 @@ static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space 
 
 static th_status shape(const tc_workload *wl, const tc_space *s, const tc_config *cfg,
                        tc__cuda_shape *sh, char *why, size_t whylen) {
+  if (wl->precision == TC_PRECISION_TF32)
+    return tc__cuda_tcgemm_shape(wl, s, cfg, sh, why, whylen);
   if (wl->n < 32) {
     const int *tk = tc__cuda_val(s, cfg, "tile_k"), *rows = tc__cuda_val(s, cfg, "rows_per_block");
     const int *vec = tc__cuda_val(s, cfg, "vec");
@@ -38,6 +41,7 @@ static th_status shape(const tc_workload *wl, const tc_space *s, const tc_config
 
 static th_status fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
                           tc_config *out) {
+  if (wl->precision == TC_PRECISION_TF32) return tc__cuda_tcgemm_fallback(wl, t, s, out);
   if (wl->n >= 32) return tc__cuda_gemm_fallback(wl, t, s, out);
   int tk = wl->c >= 2048 ? 256 : wl->c >= 512 ? 128 : wl->c >= 128 ? 64 : 32;
   int rows = wl->n * wl->oc >= 4096 ? 4 : 1, vec = wl->c % 4 == 0 ? 4 : 1;
@@ -98,6 +102,7 @@ static const tc_stmt *lower_small(tc__cuda_lc *L, int tk, int rows, int vec) {
 }
 
 static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *cfg) {
+  if (L->wl->precision == TC_PRECISION_TF32) return tc__cuda_tcgemm_lower(L, s, cfg);
   if (L->wl->n < 32)
     return lower_small(L, tc_config_int(s, cfg, "tile_k", 32),
                        tc_config_int(s, cfg, "rows_per_block", 1), tc_config_int(s, cfg, "vec", 1));
