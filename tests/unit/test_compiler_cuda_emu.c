@@ -231,12 +231,23 @@ static int fake_device(tc_cuda_device *d) {
   return 1;
 }
 
-/* wl's space and fallback config into s and c, written as the kernel th_candidate into a new folder
- * dir (a mkdtemp template), and the fake driver pointed at its emulation library (path in emu). */
-static void emu_candidate(const tc_workload *wl, const tc_cuda_target *t, tc_space *s, tc_config *c,
-                          char *dir, char *emu, size_t emulen) {
+/* The fake driver's device as a target for its arch, or 0 (the case skips). */
+static int fake_target(tc_cuda_target *t) {
+  tc_cuda_device d;
+  if (!fake_device(&d)) return 0;
+  CHECK(tc_cuda_target_init(t, d.arch) == TH_OK);
+  return 1;
+}
+
+/* Config c of wl (its fallback when fallback is set, written to c) written as the kernel
+ * th_candidate into a new folder dir (a mkdtemp template), passed through patch (NULL: none) to
+ * break it on purpose, and the fake driver pointed at its emulation library (path in emu). What
+ * NVRTC compiles in tc_cuda_measure is the real template; the fake driver runs this one. */
+static void emu_candidate_patched(const tc_workload *wl, const tc_cuda_target *t, tc_space *s,
+                                  tc_config *c, int fallback, void (*patch)(th_buf *src), char *dir,
+                                  char *emu, size_t emulen) {
   CHECK(tc_cuda_space(wl, t, s) == TH_OK);
-  CHECK(tc_cuda_fallback(wl, t, s, c) == TH_OK);
+  if (fallback) CHECK(tc_cuda_fallback(wl, t, s, c) == TH_OK);
   CHECK(mkdtemp(dir) != NULL);
   th_buf src;
   th_buf_init(&src, 1 << 24);
@@ -244,11 +255,18 @@ static void emu_candidate(const tc_workload *wl, const tc_cuda_target *t, tc_spa
   char err[1024] = "", path[512];
   CHECK(tc_cuda_prelude(&src) == TH_OK);
   CHECK(tc_cuda_kernel_source(wl, c, t, "th_candidate", &src, &l, err, sizeof err) == TH_OK);
+  if (patch) patch(&src);
   snprintf(path, sizeof path, "%s/kernels.cu", dir);
   CHECK(th_write_file_atomic(path, src.data, src.len) == TH_OK);
   build_emu(dir, emu, emulen);
   CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
   th_buf_free(&src);
+}
+
+/* wl's space and fallback config into s and c, emulated as written (emu_candidate_patched). */
+static void emu_candidate(const tc_workload *wl, const tc_cuda_target *t, tc_space *s, tc_config *c,
+                          char *dir, char *emu, size_t emulen) {
+  emu_candidate_patched(wl, t, s, c, 1, NULL, dir, emu, emulen);
 }
 
 static void emu_cleanup(const char *dir) {
@@ -266,10 +284,8 @@ static void emu_cleanup(const char *dir) {
  * class 1 without compiling. The fake's events report 1 ms per launch, so the timing arithmetic (number
  * grown until a repeat lasts min_repeat_ms, cost per launch) is checked exactly. */
 TH_TEST(measure_emulated) {
-  tc_cuda_device d;
-  if (!fake_device(&d)) return 77;
   tc_cuda_target t;
-  CHECK(tc_cuda_target_init(&t, d.arch) == TH_OK);
+  if (!fake_target(&t)) return 77;
   tc_workload wl;
   memset(&wl, 0, sizeof wl);
   wl.kernel = TC_KERNEL_CONV2D;
@@ -340,5 +356,81 @@ TH_TEST(measure_emulated_embedding) {
   if (r.error_class != TC_ERROR_CLASS_NONE) fprintf(stderr, "class %d: %s\n", r.error_class, r.msg);
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
   emu_cleanup(dir);
+  return 0;
+}
+
+/* A deliberately broken kernel: every scalar store to the last argument (the output) is skipped
+ * when the value is 0, so after a relu about half of the outputs are never written. */
+static void skip_zero_stores(th_buf *src) {
+  const char *sig = strstr(src->data, "th_candidate(");
+  CHECK(sig != NULL);
+  const char *close = strchr(sig, ')'), *last = NULL;
+  for (const char *p = sig; p < close; p++)
+    if (*p == '*') last = p + 1;
+  CHECK(last != NULL);
+  char out[64];
+  snprintf(out, sizeof out, "%.*s[", (int)(close - last), last);
+  th_buf b;
+  th_buf_init(&b, 1 << 24);
+  int patched = 0;
+  for (const char *line = src->data; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    const char *p = line;
+    while (*p == ' ') p++;
+    const char *eq = strstr(p, "] = ");
+    if (strncmp(p, out, strlen(out)) == 0 && eq && eq < line + len && line[len - 1] == ';') {
+      /* NAME[i] = v;  ->  { float th_v = v; if (th_v != 0.0f) NAME[i] = th_v; } */
+      th_buf_appendf(&b, "%.*s{ float th_v = %.*s; if (th_v != 0.0f) %.*s = th_v; }\n",
+                     (int)(p - line), line, (int)(line + len - 1 - (eq + 4)), eq + 4,
+                     (int)(eq + 1 - p), p);
+      patched++;
+    } else {
+      th_buf_appendf(&b, "%.*s\n", (int)len, line);
+    }
+    line += len + (end ? 1 : 0);
+  }
+  CHECK(patched > 0);
+  src->len = 0;
+  CHECK(th_buf_append(src, b.data, b.len) == TH_OK);
+  th_buf_free(&b);
+}
+
+/* Issue 25, defect 2: the output buffer is poisoned with NaN before a candidate runs (as the CPU
+ * worker does), so a kernel that never writes the elements whose reference is 0 (after a relu, half
+ * of them) is a wrong answer (class 5); with a zeroed output it passed. The same kernel as written
+ * passes. */
+TH_TEST(measure_emulated_skipped_elements) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_ELTWISE;
+  wl.n = 2, wl.c = wl.oc = 4, wl.h = wl.w = wl.oh = wl.ow = 8;
+  wl.kh = wl.kw = wl.sh = wl.sw = 1;
+  wl.in_cb = wl.out_cb = 1;
+  wl.epilogue = TC_EPI_RELU;
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
+  int kv = tc_space_knob(&s, "vec");
+  CHECK(kv >= 0);
+  for (int v = 0; v < s.knobs[kv].nvalues; v++)
+    if (s.knobs[kv].values[v][0] == 1) c.idx[kv] = v; /* scalar stores */
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) == TH_OK);
+  for (int broken = 0; broken < 2; broken++) {
+    char dir[] = "/tmp/tc-cuda-emu-skip-XXXXXX", emu[512];
+    emu_candidate_patched(&wl, &t, &s, &c, 0, broken ? skip_zero_stores : NULL, dir, emu,
+                          sizeof emu);
+    tc_measure_opts o;
+    tc_measure_opts_default(&o);
+    o.repeat = 2;
+    tc_measure_result r;
+    CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+    fprintf(stderr, "%s kernel: class %d %s\n", broken ? "broken" : "intact", r.error_class, r.msg);
+    CHECK_EQ_INT(r.error_class, broken ? TC_ERROR_CLASS_WRONG_ANSWER : TC_ERROR_CLASS_NONE);
+    emu_cleanup(dir);
+  }
   return 0;
 }

@@ -1,11 +1,12 @@
-/* A fake libcuda.so.1 for tests on machines without a GPU: the driver API subset tunehub uses, on the CPU.
- * Memory is malloc, copies are memcpy, streams and events are synchronous (an event pair reports 1 ms per
- * launch between them), and cuLaunchKernel runs the
- * kernel through the CPU emulation library named by $TH_FAKECU_KERNELS (the bundle's kernels.cu compiled
- * with the test's emulation header), which exports th_emu_launch(name, params, grid, block), and may export
- * th_emu_module(image), told of every image cuModuleLoadData loads (a test that emulates a tuner's
- * cubins maps them back to their source there). It lets a
- * CUDA model .so run end to end (create, upload, plan, launches, copies) against the reference. */
+/* A fake libcuda.so.1 for tests on machines without a GPU: the driver API subset tunehub uses, on
+ * the CPU. Memory is malloc, copies are memcpy, streams and events are synchronous (an event pair
+ * reports 1 ms per launch between them), and cuLaunchKernel runs the kernel through the CPU
+ * emulation library named by $TH_FAKECU_KERNELS (the bundle's kernels.cu compiled with the test's
+ * emulation header; loaded again when the variable names another), which exports
+ * th_emu_launch(name, params, grid, block), and may export th_emu_module(image), told of every
+ * image cuModuleLoadData loads (a test that emulates a tuner's cubins maps them back to their
+ * source there). It lets a CUDA model .so run end to end (create, upload, plan, launches, copies)
+ * against the reference. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,8 +42,11 @@ CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = (void *)&emu;
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return 0; }
 CUresult cuCtxSetCurrent(void *c) { (void)c; return 0; }
 CUresult cuModuleLoadData(void **m, const void *image) {
+  static char emu_path[4096];
+  const char *p = getenv("TH_FAKECU_KERNELS");
+  if (emu && p && strcmp(p, emu_path) != 0) emu = NULL; /* a test pointed it at another library */
   if (!emu) {
-    const char *p = getenv("TH_FAKECU_KERNELS");
+    snprintf(emu_path, sizeof emu_path, "%s", p ? p : "");
     emu = p ? dlopen(p, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (emu) emu_launch = (int (*)(const char *, void **, const unsigned *, const unsigned *))dlsym(emu, "th_emu_launch");
     if (!emu || !emu_launch) return 200; /* CUDA_ERROR_INVALID_IMAGE */
