@@ -191,6 +191,8 @@ static th_status tune__session_new(store_t *st, const tc_backend_target *target,
     }
   }
   if (rc == TH_OK && !s->measurer) rc = tune_measurer_new(&s->o.measure, &s->measurer);
+  if (rc == TH_OK)
+    tune_measurer_set_ref_dir(s->measurer, s->work_dir); /* device tasks' references */
   if (rc != TH_OK) {
     tune_session_free(s);
     return rc;
@@ -826,7 +828,13 @@ static th_status tune__measure(tune_session_t *s) {
     if (s->on_device) {
       th_status rc = tune_measurer_run_device(s->measurer, &s->target, &t->wl, &s->cfgs[i],
                                               s->so_paths[i][0] ? s->so_paths[i] : NULL, r);
-      if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
+      if (rc == TH_ERR_RUNTIME) { /* the workload's reference: the task fails, not its candidates */
+        tune__unlink_batch(s);
+        tune__task_failed(s, r->msg);
+        return TH_OK;
+      }
+      if (rc != TH_OK && rc != TH_ERR_INVALID)
+        return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
       continue;
     }
     tune_pack pack;

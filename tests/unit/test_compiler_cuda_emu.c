@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "graph.h"
@@ -283,9 +285,8 @@ static void emu_cleanup(const char *dir) {
  * CPU reference (class 0); an impossible tolerance gives class 5; a config over the device limits gives
  * class 1 without compiling. The fake's events report 1 ms per launch, so the timing arithmetic (number
  * grown until a repeat lasts min_repeat_ms, cost per launch) is checked exactly. */
-TH_TEST(measure_emulated) {
-  tc_cuda_target t;
-  if (!fake_target(&t)) return 77;
+/* A small strided conv with every epilogue input: cheap to emulate. */
+static tc_workload small_conv(void) {
   tc_workload wl;
   memset(&wl, 0, sizeof wl);
   wl.kernel = TC_KERNEL_CONV2D;
@@ -294,6 +295,13 @@ TH_TEST(measure_emulated) {
   wl.oh = wl.ow = 5;
   wl.in_cb = wl.out_cb = 1;
   wl.epilogue = TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU;
+  return wl;
+}
+
+TH_TEST(measure_emulated) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload wl = small_conv();
   tc_space s;
   tc_config c;
   char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512];
@@ -432,5 +440,87 @@ TH_TEST(measure_emulated_skipped_elements) {
     CHECK_EQ_INT(r.error_class, broken ? TC_ERROR_CLASS_WRONG_ANSWER : TC_ERROR_CLASS_NONE);
     emu_cleanup(dir);
   }
+  return 0;
+}
+
+/* The reference's cost, as tc_cuda_ref_hook sees it: calls counted, each one made slow. */
+static int ref_calls;
+static void slow_reference(const tc_workload *wl) {
+  (void)wl;
+  ref_calls++;
+  struct timespec ts = {1, 0}; /* twice the timeout below */
+  nanosleep(&ts, NULL);
+}
+
+/* Measures c of wl in a child process as a restarted worker would, with nothing in memory (the
+ * fork's copy of the cache, which holds the last workload only, is first given another seed's
+ * reference): its exit status is 0 when the candidate was valid and the child computed wl's
+ * reference `computes` times. */
+static int measure_in_child(const tc_workload *wl, const tc_config *c, const tc_cuda_target *t,
+                            const tc_measure_opts *o, int computes) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    tc_measure_opts other = {.seed = o->seed + 1000, .reference_only = 1};
+    tc_measure_result r;
+    th_status rc = tc_cuda_measure(wl, NULL, t, &other, &r);
+    ref_calls = 0;
+    if (rc == TH_OK) rc = tc_cuda_measure(wl, c, t, o, &r);
+    fprintf(stderr, "child: class %d (%s), %d reference computations\n", r.error_class, r.msg,
+            ref_calls);
+    _exit(rc == TH_OK && r.error_class == TC_ERROR_CLASS_NONE && ref_calls == computes ? 0 : 1);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Issue 25, defect 1: the deadline covers only the device work. The CPU reference (made to take
+ * twice the timeout here) runs before it starts, so the candidate is valid rather than a run
+ * timeout (class 7, which every candidate of vgg at batch 4 read as); it is computed once for the
+ * workload's candidates, and a new process (the worker restarted after a hang) reads it back from
+ * ref_dir instead of computing it again; without ref_dir it computes it again. reference_only makes
+ * it with no device and no config. */
+TH_TEST(measure_emulated_slow_reference) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload wl = small_conv();
+  tc_space s;
+  tc_config c;
+  char dir[] = "/tmp/tc-cuda-emu-slowref-XXXXXX", emu[512],
+       refdir[] = "/tmp/tc-cuda-emu-refs-XXXXXX";
+  emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
+  CHECK(mkdtemp(refdir) != NULL);
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
+  o.repeat = 3;
+  o.timeout_s = 0.5;
+  o.ref_dir = refdir;
+  tc_cuda_ref_hook = slow_reference;
+  tc_measure_result r;
+  for (int k = 0; k < 2; k++) {
+    double t0 = th_now_mono();
+    CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+    fprintf(stderr, "candidate %d: class %d (%s) in %.2f s, %d reference computations\n", k,
+            r.error_class, r.msg, th_now_mono() - t0, ref_calls);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+    CHECK_EQ_INT(ref_calls, 1);
+  }
+  CHECK_EQ_INT(measure_in_child(&wl, &c, &t, &o, 0), 0); /* read back from refdir */
+  tc_measure_opts nodir = o;
+  nodir.ref_dir = NULL;
+  CHECK_EQ_INT(measure_in_child(&wl, &c, &t, &nodir, 1), 0);
+  /* reference_only: another seed's reference, into the folder, with no config */
+  tc_measure_opts ro = o;
+  ro.reference_only = 1;
+  ro.seed = 7;
+  ref_calls = 0;
+  CHECK(tc_cuda_measure(&wl, NULL, &t, &ro, &r) == TH_OK);
+  CHECK_EQ_INT(ref_calls, 1);
+  ro.reference_only = 0;
+  CHECK_EQ_INT(measure_in_child(&wl, &c, &t, &ro, 0), 0);
+  tc_cuda_ref_hook = NULL;
+  CHECK(th_rm_rf(refdir) == TH_OK);
+  emu_cleanup(dir);
   return 0;
 }

@@ -1,12 +1,12 @@
 /* A fake libcuda.so.1 for tests on machines without a GPU: the driver API subset tunehub uses, on
  * the CPU. Memory is malloc, copies are memcpy, streams and events are synchronous (an event pair
- * reports 1 ms per launch between them), and cuLaunchKernel runs the kernel through the CPU
- * emulation library named by $TH_FAKECU_KERNELS (the bundle's kernels.cu compiled with the test's
- * emulation header; loaded again when the variable names another), which exports
- * th_emu_launch(name, params, grid, block), and may export th_emu_module(image), told of every
- * image cuModuleLoadData loads (a test that emulates a tuner's cubins maps them back to their
- * source there). It lets a CUDA model .so run end to end (create, upload, plan, launches, copies)
- * against the reference. */
+ * reports 1 ms per launch between them; an event reads not ready once after each record), and
+ * cuLaunchKernel runs the kernel through the CPU emulation library named by $TH_FAKECU_KERNELS (the
+ * bundle's kernels.cu compiled with the test's emulation header; loaded again when the variable
+ * names another), which exports th_emu_launch(name, params, grid, block), and may export
+ * th_emu_module(image), told of every image cuModuleLoadData loads (a test that emulates a tuner's
+ * cubins maps them back to their source there). It lets a CUDA model .so run end to end (create,
+ * upload, plan, launches, copies) against the reference. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -86,20 +86,32 @@ CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = (void *)&emu_launc
 CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
 CUresult cuStreamQuery(void *s) { (void)s; return 0; }
 CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+/* An event holds the launch count when it was recorded; like a real device's, it is not complete
+ * yet when first asked (CUDA_ERROR_NOT_READY once), so a caller's deadline is checked after every
+ * launch. */
+typedef struct fake_event {
+  long launches;
+  int pending;
+} fake_event;
 CUresult cuEventCreate(void **e, unsigned f) {
   (void)f;
-  *e = calloc(1, sizeof(long));
+  *e = calloc(1, sizeof(fake_event));
   return *e ? 0 : 2;
 }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
 CUresult cuEventRecord(void *e, void *s) {
   (void)s;
-  *(long *)e = launches;
+  ((fake_event *)e)->launches = launches;
+  ((fake_event *)e)->pending = 1;
   return 0;
 }
-CUresult cuEventQuery(void *e) { (void)e; return 0; }
+CUresult cuEventQuery(void *e) {
+  if (!((fake_event *)e)->pending) return 0;
+  ((fake_event *)e)->pending = 0;
+  return 600; /* CUDA_ERROR_NOT_READY */
+}
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
-  *ms = (float)(*(long *)b - *(long *)a);
+  *ms = (float)(((fake_event *)b)->launches - ((fake_event *)a)->launches);
   return 0;
 }
 CUresult cuGetErrorString(CUresult r, const char **s) {

@@ -19,12 +19,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "store.h"
 #include "tc.h"
 #include "tc_cuda.h"
-#include "store.h"
+#include "tc_cuda_measure.h"
 #include "th_buf.h"
 #include "th_test.h"
 #include "th_util.h"
@@ -178,6 +180,9 @@ static int emu_builds;
 /* Called by the trampoline library inside the measure worker for every launch. */
 int tuner_cuda_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b);
 int tuner_cuda_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b) {
+  char crash[300];
+  snprintf(crash, sizeof crash, "%s/crash", emu_dir);
+  if (unlink(crash) == 0) abort(); /* a test asked for one crash of the measure worker */
   if (!last_src) return -1;
   if (!emu_src || strcmp(emu_src, last_src) != 0) {
     const char *sig = strstr(last_src, "th_candidate(");
@@ -286,6 +291,19 @@ static int rec_cb(void *ctx, const store_record *r) {
   return 0;
 }
 
+/* A small padded 3x3 conv2d with bias and relu: cheap to emulate. */
+static tc_workload small_conv(int c, int hw, int oc) {
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_CONV2D;
+  wl.n = 1, wl.c = c, wl.h = wl.w = hw, wl.oc = oc, wl.kh = wl.kw = 3, wl.sh = wl.sw = 1;
+  wl.pt = wl.pl = wl.pb = wl.pr = 1;
+  wl.oh = wl.ow = hw;
+  wl.in_cb = wl.out_cb = 1;
+  wl.epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  return wl;
+}
+
 TH_TEST(conv_random) {
   if (!setup_fake()) return 77;
   double t0 = th_now_mono();
@@ -294,14 +312,7 @@ TH_TEST(conv_random) {
   CHECK(mkdtemp(dir) != NULL);
   store_t *st = NULL;
   CHECK(store_open(dir, &st) == TH_OK);
-  tc_workload wl;
-  memset(&wl, 0, sizeof wl);
-  wl.kernel = TC_KERNEL_CONV2D;
-  wl.n = 1, wl.c = 8, wl.h = wl.w = 8, wl.oc = 16, wl.kh = wl.kw = 3, wl.sh = wl.sw = 1;
-  wl.pt = wl.pl = wl.pb = wl.pr = 1;
-  wl.oh = wl.ow = 8;
-  wl.in_cb = wl.out_cb = 1;
-  wl.epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  tc_workload wl = small_conv(8, 8, 16);
   tune_options o;
   quick_opts(&o, "random", 6, 3);
   tune_session_t *s = NULL;
@@ -526,6 +537,92 @@ TH_TEST(mobilenet_xgb_build) {
   rm_r(dir);
   rm_r(emu_dir);
   fprintf(stderr, "mobilenet_xgb_build: session %.1f s, build %.1f s\n", t1 - t0, th_now_mono() - t1);
+  return 0;
+}
+
+/* tc_cuda_ref_hook in the measure worker: one byte appended to emu_dir/ref_calls per reference
+ * computed. */
+static void count_reference(const tc_workload *wl) {
+  (void)wl;
+  char path[300];
+  snprintf(path, sizeof path, "%s/ref_calls", emu_dir);
+  FILE *f = fopen(path, "ab");
+  if (f) {
+    fputc('x', f);
+    fclose(f);
+  }
+}
+
+static long reference_count(void) {
+  char path[300], *data = NULL;
+  size_t n = 0;
+  snprintf(path, sizeof path, "%s/ref_calls", emu_dir);
+  if (th_read_file(path, 1 << 20, &data, &n) != TH_OK) return 0;
+  free(data);
+  return (long)n;
+}
+
+/* Files named cuda-ref-* in dir. */
+static int reference_files(const char *dir) {
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "exit $(ls %s | grep -c '^cuda-ref-')", dir);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Issue 25, defect 1: a device task's CPU reference is made once, in a request of its own, and
+ * survives the restart of the measure worker after a candidate crashed it (or hung): the new worker
+ * reads it back from the measurer's ref_dir instead of computing it again (vgg's naive references
+ * at batch 4 take longer than the timeout, so every candidate after a restart was a class 7 and the
+ * next restart threw the reference away again). The folder keeps the last workload's reference
+ * only. */
+TH_TEST(reference_survives_restart) {
+  if (!setup_fake()) return 77;
+  tc_cuda_ref_hook = count_reference; /* inherited by the forked worker */
+  tune_measure_opts mo;
+  tune_measure_opts_default(&mo);
+  mo.repeat = 2;
+  mo.timeout_s = 30;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&mo, &m) == TH_OK);
+  char refdir[] = "/tmp/tuner_cuda_refs_XXXXXX", err[512] = "";
+  CHECK(mkdtemp(refdir) != NULL);
+  tune_measurer_set_ref_dir(m, refdir);
+  tc_backend_target bt;
+  CHECK(tc_backend_target_init(CUDA, "sm_90", &bt, err, sizeof err) == TH_OK);
+  tc_workload wl = small_conv(4, 6, 8);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &bt, 1) == TH_OK);
+  tune_result r;
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  fprintf(stderr, "first: class %d %s; references computed: %ld\n", r.error_class, r.msg,
+          reference_count());
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  CHECK_EQ_INT(reference_count(), 1);
+  CHECK_EQ_INT(reference_files(refdir), 1);
+  char crash[300];
+  snprintf(crash, sizeof crash, "%s/crash", emu_dir);
+  CHECK(th_write_file_atomic(crash, "", 0) == TH_OK);
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  fprintf(stderr, "crashed: class %d %s\n", r.error_class, r.msg);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_RUNTIME_DEVICE);
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  fprintf(stderr, "after the restart: class %d %s; references computed: %ld\n", r.error_class,
+          r.msg, reference_count());
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  CHECK_EQ_INT(tune_measurer_restarts(m), 1);
+  CHECK_EQ_INT(reference_count(), 1);
+  /* another workload replaces the file */
+  wl.oc = 4;
+  CHECK(tune_task_init(&t, &wl, &bt, 1) == TH_OK);
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  CHECK_EQ_INT(reference_count(), 2);
+  CHECK_EQ_INT(reference_files(refdir), 1);
+  tune_measurer_free(m);
+  tc_cuda_ref_hook = NULL;
+  rm_r(refdir);
+  rm_r(emu_dir);
   return 0;
 }
 
