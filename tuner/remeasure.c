@@ -104,7 +104,10 @@ static th_status tune__rm_open(tune__rm *x, const char *framework, const char *t
   tc_backend_target want;
   char why[512] = "";
   th_status rc = named ? tc_backend_target_init(b, named, &want, err, n) : TH_OK;
-  if (rc == TH_OK && named && !tc_backend_target_runs_here(&want, why, sizeof why)) {
+  /* a device target is checked against the worker's device below: this process must not open the
+   * driver (the worker is a fork of it) */
+  if (rc == TH_OK && named && !x->on_device &&
+      !tc_backend_target_runs_here(&want, why, sizeof why)) {
     snprintf(err, n, "cannot time the records of %s here: %s", want.str, why);
     rc = TH_ERR_UNSUPPORTED;
   }

@@ -417,7 +417,8 @@ case_cuda_untuned() {
   tar -tf "$TMP/body" >"$TMP/list"
   grep -q '^kernels/kernels.cu$' "$TMP/list" || fail "no kernels/kernels.cu in the cuda bundle"
   expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1/manifest"
-  jq -e '.key.framework == "cuda" and .target.arch == "sm_90" and .tuned == false' "$TMP/body" >/dev/null \
+  jq -e '.key.framework == "cuda" and .target.arch == "sm_90" and .tuned == false and .latency_ms == null and
+    (.unmeasured | startswith("no CUDA device: "))' "$TMP/body" >/dev/null \
     || fail "cuda manifest: $(head -c 300 "$TMP/body")"
   job=$(jq -r '.jobs[0].id' <(curl -s "$BASE/jobs"))
   wait_untuned_job "$job" "waits for a worker with a CUDA device"
