@@ -150,6 +150,7 @@ typedef struct tc_measure_opts {
   double rtol, atol; /* check tolerance; defaults 1e-4, 1e-5 */
   uint64_t seed;     /* input data seed; default 1 */
   int check;         /* nonzero: compare with the reference (default 1) */
+  int cache_flush;   /* nonzero: a buffer twice the L2 is written before each repeat (default 1) */
   const void *image; /* tc_backend_compile's output for this candidate (borrowed); NULL: compile here */
   size_t image_len;
   /* A folder (borrowed; NULL: none) where the reference outputs of workloads are kept as files, so

@@ -457,6 +457,7 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   o.atol = q->atol;
   o.seed = q->seed ? q->seed : 1;
   o.check = 1;
+  o.cache_flush = q->cache_flush;
   char ref_dir[sizeof q->ref_dir + 1];
   memcpy(ref_dir, q->ref_dir, sizeof q->ref_dir);
   ref_dir[sizeof q->ref_dir] = 0;
@@ -910,6 +911,7 @@ th_status tune_measurer_run_device(tune_measurer_t *m, const tc_backend_target *
   }
   tune_req *q = tune__new_req(m, TUNE_REQ_CUDA);
   if (!q) return TH_ERR_NOMEM;
+  q->cache_flush = m->opts.cache_flush;
   q->seed = m->opts.seed;
   q->timeout_s = m->opts.timeout_s;
   q->wl = *wl;

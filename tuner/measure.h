@@ -67,7 +67,8 @@ typedef struct tune_measure_opts {
   int number;          /* calls per repeat before growth; default 1 */
   int repeat;          /* default 10 */
   int min_repeat_ms;   /* grow number until a repeat lasts this long; default 0 */
-  int cache_flush;     /* write a buffer larger than L2 before each repeat; default 1 */
+  int cache_flush; /* evict the caches before each repeat (the CPU's lines of every argument but the
+                      input; on a device a buffer twice its L2 written); default 1 */
   double timeout_s;    /* per candidate (check + timing); default 10 */
   double rtol, atol;   /* output check: |a-r| <= atol*max|ref| + rtol*|r|; defaults 1e-3, 1e-4 */
   uint64_t seed;       /* input data seed */

@@ -25,7 +25,7 @@ if(TH_HAVE_CUDA)
   add_dependencies(test_compiler_cuda_emu th_fakecuda)
   foreach(c resnet_18 mobilenet_v2 squeezenet_v1_1 mobilenet measure_emulated
             measure_emulated_embedding measure_emulated_skipped_elements
-            measure_emulated_slow_reference)
+            measure_emulated_slow_reference measure_emulated_l2_flush)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
                          ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
   endforeach()

@@ -524,3 +524,49 @@ TH_TEST(measure_emulated_slow_reference) {
   emu_cleanup(dir);
   return 0;
 }
+
+/* Issue 25, defect 6: the L2 is flushed between repeats, as the CPU worker evicts its caches:
+ * before each repeat a buffer twice the L2 is written on the measurement stream (cuMemsetD8Async,
+ * which the fake driver counts), the L2 size the device's (1 MiB on the fake) or, for a target not
+ * queried, the arch table's (50 MiB for sm_90; the largest for an arch without a row). cache_flush
+ * 0 writes nothing. */
+TH_TEST(measure_emulated_l2_flush) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  CHECK_EQ_INT(t.l2_bytes, 50 << 20);
+  tc_cuda_target other;
+  CHECK(tc_cuda_target_init(&other, "sm_87") == TH_OK && other.l2_bytes == 96 << 20);
+  tc_cuda_device d;
+  CHECK(tc_cuda_device_query(&d, NULL, 0) == TH_OK && d.l2_bytes == 1 << 20);
+  tc_cuda_target dt = t;
+  tc_cuda_target_use_device(&dt, &d);
+  CHECK_EQ_INT(dt.l2_bytes, 1 << 20);
+  void *fake = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(fake != NULL);
+  long long (*flushed)(void) = NULL;
+  void *sym = dlsym(fake, "th_fakecu_memset_async_bytes");
+  CHECK(sym != NULL);
+  memcpy(&flushed, &sym, sizeof flushed);
+  tc_workload wl = small_conv();
+  tc_space s;
+  tc_config c;
+  char dir[] = "/tmp/tc-cuda-emu-flush-XXXXXX", emu[512];
+  emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
+  CHECK_EQ_INT(o.cache_flush, 1);
+  o.repeat = 4;
+  tc_measure_result r;
+  for (int on = 1; on >= 0; on--) {
+    o.cache_flush = on;
+    long long before = flushed();
+    CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+    fprintf(stderr, "cache_flush %d: %lld bytes written between %d repeats\n", on,
+            flushed() - before, o.repeat);
+    CHECK(flushed() - before == (on ? (long long)o.repeat * 2 * (1 << 20) : 0));
+  }
+  dlclose(fake);
+  emu_cleanup(dir);
+  return 0;
+}

@@ -30,7 +30,8 @@ CUresult cuDeviceGetAttribute(int *v, int a, int d) {
       {1, 1024}, {2, 1024}, {3, 1024}, {4, 64},     /* threads per block, block x, y, z */
       {5, 2147483647}, {6, 65535}, {7, 65535},      /* grid x, y, z */
       {8, 48 * 1024}, {97, 227 * 1024}, {81, 228 * 1024}, /* shared: static, opt-in, per SM */
-      {12, 65536}, {82, 65536}, {39, 2048}};        /* registers per block, per SM; threads per SM */
+      {12, 65536}, {82, 65536}, {39, 2048},         /* registers per block, per SM; threads per SM */
+      {38, 1 << 20}};                               /* L2: 1 MiB */
   (void)d;
   *v = 0;
   for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
@@ -75,6 +76,15 @@ CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
   return 0;
 }
 CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return 0; }
+static long long memset_async_bytes; /* what cuMemsetD8Async wrote (the measurement's L2 flushes) */
+CUresult cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *st) {
+  (void)st;
+  memset_async_bytes += (long long)n;
+  return cuMemsetD8_v2(d, v, n);
+}
+/* Not the driver's: tests find it with dlsym on this library. */
+long long th_fakecu_memset_async_bytes(void);
+long long th_fakecu_memset_async_bytes(void) { return memset_async_bytes; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shm, void *st, void **params, void **extra) {
   (void)shm, (void)st, (void)extra;

@@ -271,11 +271,17 @@ typedef struct rec_ctx {
   const char *key, *tuner;
   int n, ok, errs;
   int classes[16];
+  int verified; /* records of the task's verification (tuner "verify"), not trials */
 } rec_ctx;
 
 static int rec_cb(void *ctx, const store_record *r) {
   rec_ctx *c = ctx;
   if (strcmp(r->workload_key, c->key) != 0) return 0;
+  if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) {
+    c->verified++;
+    CHECK(r->error_class == 0 && r->cost_mean_s > 0 && r->cost_mean_s < 1);
+    return 0;
+  }
   c->n++;
   CHECK_STR(r->tuner, c->tuner);
   CHECK(strncmp(r->target, "cuda -arch=sm_", 14) == 0);
@@ -342,6 +348,9 @@ TH_TEST(conv_random) {
   CHECK_STR(p.tuner, "random");
   CHECK(p.trials_done == 6 && p.trials_total == 6);
   CHECK_STR(p.tasks[0].template_name, "conv2d_nchwc");
+  /* issue 25, defect 6: the task's fastest configs and its fallback were timed again, as a CPU
+   * task's */
+  CHECK(p.tasks[0].verified_s > 0 && p.tasks[0].verified_s < 1);
   tune_session_free(s);
 
   char key[512];
@@ -350,6 +359,8 @@ TH_TEST(conv_random) {
   CHECK(store_record_each(st, tc_kernel_name(TC_KERNEL_CONV2D), "cuda -arch=sm_80", rec_cb, &rc1) == TH_OK);
   CHECK_EQ_INT(rc1.n, 6);
   CHECK_EQ_INT(rc1.ok, 6); /* random draws only valid configs, and every one computes the right answer */
+  fprintf(stderr, "conv_random: %d verification records\n", rc1.verified);
+  CHECK(rc1.verified >= 2 && rc1.verified <= TUNE_VERIFY_TOP + 1);
   /* lookup: tuned for sm_80, fallback on sm_90 and on the CPU (never across targets) */
   tc_cuda_target t80, t90;
   CHECK(tc_cuda_target_init(&t80, "sm_80") == TH_OK && tc_cuda_target_init(&t90, "sm_90") == TH_OK);
@@ -359,6 +370,7 @@ TH_TEST(conv_random) {
   CHECK(tc_cuda_space(&wl, &t80, &sp) == TH_OK);
   store_record best;
   CHECK(store_record_best(st, key, "cuda -arch=sm_80", &best) == TH_OK);
+  CHECK_STR(best.tuner, STORE_TUNER_VERIFY); /* a build applies the verified choice */
   CHECK(tune_lookup_config(st, "cuda -arch=sm_80", &wl, &sp, &cfg, src) == TH_OK);
   CHECK_STR(src, "tuned");
   char text[1024];
