@@ -15,6 +15,7 @@
 #endif
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +28,12 @@
 #include "tc.h"
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
+#include "test_build_faults.h"
 #include "th_buf.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "tune_job.h"
+#include "tune_space.h"
 #include "tune_task.h"
 
 /* ---- NVRTC interposition: the last program's source, per thread ---- */
@@ -50,6 +53,12 @@ int nvrtcCreateProgram(void **prog, const char *src, const char *name, int nh, c
   }
   free(last_src);
   last_src = src ? strdup(src) : NULL;
+  const char *log = getenv("TH_TEST_NVRTC_LOG"); /* which processes run NVRTC */
+  FILE *l = log ? fopen(log, "a") : NULL;
+  if (l) {
+    fprintf(l, "%ld\n", (long)getpid());
+    fclose(l);
+  }
   return real ? real(prog, src, name, nh, headers, include_names) : 1;
 }
 
@@ -636,6 +645,123 @@ TH_TEST(reference_survives_restart) {
   rm_r(refdir);
   rm_r(emu_dir);
   return 0;
+}
+
+/* ---- NVRTC in build children (issue 25, defect 3) ---- */
+/* The build worker this executable becomes when a test sets tune_build_worker_argv to
+ * {"/proc/self/exe", "build-worker"}, as tunehub's main does: the faults from TH_TEST_BUILD_FAULTS,
+ * and the folder where the interposed nvrtcGetCUBIN files each cubin's source from TH_TEST_EMU_DIR.
+ * Not a TH_TEST. */
+static int build_worker_entry(void) {
+  const char *dir = getenv("TH_TEST_EMU_DIR");
+  faults_load();
+  if (dir) snprintf(emu_dir, sizeof emu_dir, "%s", dir);
+  exit(tune_build_worker_main(0));
+}
+__attribute__((constructor)) static void register_build_worker(void) {
+  th_test_register("build-worker", build_worker_entry);
+}
+
+/* Lines (pids) in path that are not this process's, into *others; returns all lines. */
+static int nvrtc_pids(const char *path, int *others) {
+  int n = 0;
+  *others = 0;
+  FILE *l = fopen(path, "r");
+  for (long pid; l && fscanf(l, "%ld", &pid) == 1; n++) *others += pid != (long)getpid();
+  if (l) fclose(l);
+  return n;
+}
+
+/* Four candidates of a cuda task, the second hanging NVRTC and the third crashing it: every NVRTC
+ * compile runs in a build child (a fork, or with exec an exec'd `build-worker`, as in the daemon),
+ * under the build deadline, never in this process: the hang is a build timeout (class 6), the crash
+ * a device compile error (class 3), the others' images are written there and measure valid through
+ * the fake driver. Before, NVRTC ran on the calling threads with no deadline (a hung one blocked
+ * its thread forever, class 6 never came). */
+static int nvrtc_isolation(int exec) {
+  if (!setup_fake()) return 77;
+  char log[300], faults[300], dir[300];
+  snprintf(log, sizeof log, "%s/nvrtc.log", emu_dir);
+  snprintf(faults, sizeof faults, "%s/faults.bin", emu_dir);
+  snprintf(dir, sizeof dir, "%s/builds", emu_dir);
+  CHECK(th_mkdir_p(dir) == TH_OK);
+  CHECK(setenv("TH_TEST_NVRTC_LOG", log, 1) == 0 && setenv("TH_TEST_EMU_DIR", emu_dir, 1) == 0);
+  tc_backend_target bt;
+  CHECK(tc_backend_target_init(CUDA, "sm_90", &bt, NULL, 0) == TH_OK);
+  tc_workload wl = small_conv(4, 6, 8);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &bt, 1) == TH_OK);
+  tc_config cfgs[4];
+  cfgs[0] = t.fallback;
+  tune_rng rng;
+  tune_rng_seed(&rng, 7);
+  for (int i = 1; i < 4; i++) {
+    int dup;
+    do {
+      tune_space_random(&t.space, &rng, &cfgs[i]);
+      dup = 0;
+      for (int k = 0; k < i; k++) dup |= same_cfg(&cfgs[i], &cfgs[k]);
+    } while (dup || !tune_task_valid(&t, &t.space, &cfgs[i]));
+  }
+  g_hang_cfg = cfgs[1];
+  g_crash_cfg = cfgs[2];
+  static char *const worker_argv[] = {"/proc/self/exe", "build-worker", NULL};
+  if (exec) {
+    faults_write(faults);
+    tune_build_worker_argv = worker_argv;
+  } else {
+    tune_build_fault_hook = fault_hook;
+  }
+  char so[4][TUNE_PATH_MAX], fn[4][TUNE_FN_MAX], msg[4][160];
+  int ec[4];
+  double t0 = th_now_mono();
+  CHECK(tune_task_build(&t, cfgs, 4, 2, 3.0, dir, "iso", so, fn, ec, msg) == TH_OK);
+  tune_build_fault_hook = NULL;
+  fprintf(stderr, "%s: build classes %d %d %d %d in %.1f s: %s / %s\n", exec ? "exec" : "fork",
+          ec[0], ec[1], ec[2], ec[3], th_now_mono() - t0, msg[1], msg[2]);
+  CHECK_EQ_INT(ec[0], 0);
+  CHECK_EQ_INT(ec[1], TC_ERROR_CLASS_BUILD_TIMEOUT);
+  CHECK(strstr(msg[1], "timed out") != NULL);
+  CHECK_EQ_INT(ec[2], TC_ERROR_CLASS_COMPILE_DEVICE);
+  CHECK(strstr(msg[2], "crashed") != NULL);
+  CHECK_EQ_INT(ec[3], 0);
+  CHECK(so[1][0] == 0 && so[2][0] == 0);
+  for (int i = 0; i < 4; i += 3)
+    CHECK(access(so[i], R_OK) == 0 && strcmp(fn[i], "th_candidate") == 0);
+  int others = 0, calls = nvrtc_pids(log, &others);
+  fprintf(stderr, "NVRTC ran %d times, %d of them in another process than this one\n", calls,
+          others);
+  CHECK(calls >= 2);
+  CHECK_EQ_INT(others, calls);
+  /* the images the children wrote are the candidates: measured through the fake driver, they are
+   * valid */
+  tune_measure_opts mo;
+  tune_measure_opts_default(&mo);
+  mo.repeat = 2;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&mo, &m) == TH_OK);
+  for (int i = 0; i < 4; i += 3) {
+    tune_result r;
+    CHECK(tune_measurer_run_device(m, &bt, &wl, &cfgs[i], so[i], &r) == TH_OK);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  }
+  tune_measurer_free(m);
+  nvrtc_pids(log, &others);
+  CHECK_EQ_INT(others, calls); /* the worker loaded the images: no NVRTC there either */
+  tune_build_workers_stop();
+  tune_build_worker_argv = NULL;
+  unsetenv("TH_TEST_BUILD_FAULTS");
+  unsetenv("TH_TEST_NVRTC_LOG");
+  rm_r(emu_dir);
+  return 0;
+}
+
+TH_TEST(nvrtc_build_isolates_hang_and_crash) {
+  return nvrtc_isolation(0);
+}
+
+TH_TEST(nvrtc_build_worker_exec) {
+  return nvrtc_isolation(1);
 }
 
 TH_TEST(no_device) {
