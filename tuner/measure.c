@@ -872,9 +872,11 @@ void tune_measurer_set_ref_dir(tune_measurer_t *m, const char *dir) {
  * says why), TH_ERR_IO when no worker can be started. */
 static th_status tune__device_task(tune_measurer_t *m, const tc_backend_target *t,
                                    const tc_workload *wl) {
+  char key[1024] = "", have[1024] = ""; /* keys: the structs' padding never decides */
   if (m->have_task && m->task.type == TUNE_REQ_CUDA_REF &&
-      memcmp(&m->task.wl, wl, sizeof *wl) == 0 && strcmp(m->task.target, t->str) == 0 &&
-      strcmp(m->task.ref_dir, m->ref_dir) == 0)
+      tc_workload_key(wl, key, sizeof key) == TH_OK &&
+      tc_workload_key(&m->task.wl, have, sizeof have) == TH_OK && strcmp(key, have) == 0 &&
+      strcmp(m->task.target, t->str) == 0 && strcmp(m->task.ref_dir, m->ref_dir) == 0)
     return TH_OK;
   tune_req *q = tune__new_req(m, TUNE_REQ_CUDA_REF);
   if (!q) return TH_ERR_NOMEM;
