@@ -147,12 +147,13 @@ th_status tc_backend_compile(const tc_backend_target *t, int n, const tc_workloa
 
 void tc_measure_opts_default(tc_measure_opts *o) {
   *o = (tc_measure_opts){.number = 1, .repeat = 10, .timeout_s = 10, .rtol = 1e-4, .atol = 1e-5, .seed = 1,
-                         .check = 1};
+                         .check = 1, .cache_flush = 1};
 }
 
 th_status tc_backend_measure(const tc_backend_target *t, const tc_workload *wl, const tc_config *cfg,
                              const tc_measure_opts *o, tc_measure_result *r) {
-  if (!t || !t->backend || !wl || !cfg || !o || !r) return TH_ERR_INVALID;
+  if (!t || !t->backend || !wl || (!cfg && !(o && o->reference_only)) || !o || !r)
+    return TH_ERR_INVALID;
   if (!t->backend->measure) {
     memset(r, 0, sizeof *r);
     snprintf(r->msg, sizeof r->msg, "%s candidates are timed from their library", t->backend->name);

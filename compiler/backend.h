@@ -146,12 +146,19 @@ typedef struct tc_measure_opts {
   int number;        /* launches per repeat before growth; default 1 */
   int repeat;        /* timed repeats; default 10 */
   int min_repeat_ms; /* grow number until one repeat lasts this long; default 0 */
-  double timeout_s;  /* check + timing; default 10 */
+  double timeout_s;  /* device work (check + timing), not the CPU reference; default 10 */
   double rtol, atol; /* check tolerance; defaults 1e-4, 1e-5 */
   uint64_t seed;     /* input data seed; default 1 */
   int check;         /* nonzero: compare with the reference (default 1) */
+  int cache_flush;   /* nonzero: a buffer twice the L2 is written before each repeat (default 1) */
   const void *image; /* tc_backend_compile's output for this candidate (borrowed); NULL: compile here */
   size_t image_len;
+  /* A folder (borrowed; NULL: none) where the reference outputs of workloads are kept as files, so
+   * that a new process (the worker restarted after a candidate hung or crashed it) reads them back
+   * instead of computing them again; the caller owns the folder and its lifetime. */
+  const char *ref_dir;
+  int reference_only; /* nonzero: only compute (or find) wl's reference into the caches; cfg is
+                         ignored and no device is needed */
 } tc_measure_opts;
 void tc_measure_opts_default(tc_measure_opts *o);
 

@@ -51,7 +51,8 @@ struct tc_backend {
   int (*has_device)(char *why, size_t whylen);
   int (*can_build)(char *why, size_t whylen);
   th_status (*device)(tc_device *out, char *err, size_t errlen);
-  /* whether this machine can run t's code (its CPU has the features t was compiled for); NULL: yes */
+  /* whether this machine can run t's code (its CPU has the features t was compiled for; a device of
+   * t's arch or a newer one), else 0 with the reason in why; NULL: yes */
   int (*runs_here)(const tc_backend_target *t, char *why, size_t whylen);
 
   /* template table */

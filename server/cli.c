@@ -167,6 +167,13 @@ int cli_build(int argc, char **argv) {
   }
   fprintf(stderr, "built in %.2f s:%s%s%s%s\n", th_now_mono() - t0, out ? " " : "", out ? out : "",
           so ? " " : "", so ? so : "");
+  /* a target this machine cannot run (no CUDA device, another CPU's features) is built untimed */
+  json_t *m = manifest ? json_loads(manifest, 0, NULL) : NULL;
+  const char *why = json_string_value(json_object_get(m, "unmeasured"));
+  if (why)
+    fprintf(stderr,
+            "tunehub build: the bundle is untimed (its manifest's latency_ms is null): %s\n", why);
+  json_decref(m);
   free(manifest);
   return 0;
 }

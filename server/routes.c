@@ -863,7 +863,6 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
         json_object_set_new(t, "device_name", json_string(name));
         json_object_set_new(t, "arch", json_string(arch));
       }
-      json_object_set_new(t, "tuning", json_boolean(0));
     }
     if (on_device ? why[0] != '\0' : !ok) json_object_set_new(t, "reason", json_string(why));
     /* the targets a client may name with ?target= (native is this one), and those this server can tune */
@@ -879,7 +878,10 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
     const char *nat = strchr(s->targets[i], '=');
     json_object_set_new(t, "native", json_string(nat ? nat + 1 : s->targets[i]));
     int own_ok = !(on_device && !json_is_true(json_object_get(t, "device_present")));
-    json_object_set_new(t, "tunable_targets", srv__tunable_targets(s, fw, s->targets[i], own_ok, ws, nw));
+    json_t *tunable = srv__tunable_targets(s, fw, s->targets[i], own_ok, ws, nw);
+    /* a device target tunes where this daemon or a live worker measures it: tunable_targets */
+    if (on_device) json_object_set_new(t, "tuning", json_boolean(json_array_size(tunable) > 0));
+    json_object_set_new(t, "tunable_targets", tunable);
     json_array_append_new(arr, t);
   }
   store_worker_list_free(ws, nw);

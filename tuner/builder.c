@@ -289,12 +289,12 @@ static th_status tb__build_publish(const tune_build_env *env, const tune_net *ne
   o.lookup_ctx = &lctx;
   o.progress = tb__progress;
   o.progress_ctx = &pctx;
-  /* the key's target names the CPU (-mcpu=) or the GPU arch (-arch=) to build for; a cuda bundle is timed
-   * only where there is a device, an llvm one only where this CPU can run it (tc_build_bundle checks) */
-  int on_device = tb__on_device(env->key->framework);
+  /* the key's target names the CPU (-mcpu=) or the GPU arch (-arch=) to build for; a cuda bundle is
+   * timed only where there is a device, an llvm one only where this CPU can run it: tc_build_bundle
+   * checks, and an untimed manifest says why ("unmeasured") */
   char archbuf[64];
   o.arch = tb__arch(env, target, archbuf, sizeof archbuf);
-  o.measure = !on_device || tb__has_device(env->key->framework, NULL, 0);
+  o.measure = 1;
   o.measure_fn = tb__time_model;
   char *manifest = NULL;
   th_status rc = tc_build_bundle(&o, tar, so, &manifest, err, n);

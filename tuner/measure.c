@@ -38,7 +38,9 @@ enum {
   TUNE_REQ_QUIT = 3,
   TUNE_REQ_CUDA = 4,
   TUNE_REQ_CUDA_DEVICE = 5,
-  TUNE_REQ_MODEL = 6 /* a whole built model: so_path, params_path, timing */
+  TUNE_REQ_MODEL = 6, /* a whole built model: so_path, params_path, timing */
+  TUNE_REQ_CUDA_REF =
+      7 /* the device task: wl's CPU reference, made (or read from ref_dir) before candidates */
 };
 
 typedef struct tune_req {
@@ -57,6 +59,7 @@ typedef struct tune_req {
   double timeout_s;
   char params_path[TUNE_PATH_MAX]; /* TUNE_REQ_MODEL: the model's params.bin */
   tc_time_opts timing;             /* TUNE_REQ_MODEL */
+  char ref_dir[TUNE_PATH_MAX]; /* TUNE_REQ_CUDA(_REF): where references are kept across workers */
 } tune_req;
 
 typedef struct tune_rep {
@@ -430,6 +433,8 @@ static void tune__worker_run(tune_worker *w, const tune_req *q, tune_rep *rep) {
   res->number = number;
 }
 
+/* TUNE_REQ_CUDA: one candidate timed by its backend; TUNE_REQ_CUDA_REF: only the workload's
+ * reference. */
 static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   tune_result *res = &rep->res;
   res->cost_mean_s = 1e9;
@@ -452,6 +457,12 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   o.atol = q->atol;
   o.seed = q->seed ? q->seed : 1;
   o.check = 1;
+  o.cache_flush = q->cache_flush;
+  char ref_dir[sizeof q->ref_dir + 1];
+  memcpy(ref_dir, q->ref_dir, sizeof q->ref_dir);
+  ref_dir[sizeof q->ref_dir] = 0;
+  o.ref_dir = ref_dir[0] ? ref_dir : NULL;
+  o.reference_only = q->type == TUNE_REQ_CUDA_REF;
   char *image = NULL; /* the build stage's image; without one the backend compiles the candidate */
   size_t image_len = 0;
   if (q->so_path[0] && th_read_file(q->so_path, (size_t)1 << 28, &image, &image_len) == TH_OK) {
@@ -462,6 +473,12 @@ static void tune__worker_cuda(const tune_req *q, tune_rep *rep) {
   memset(&r, 0, sizeof r);
   th_status rc = tc_backend_measure(&t, &q->wl, &q->cfg, &o, &r);
   free(image);
+  if (o.reference_only) {
+    rep->ok = rc == TH_OK;
+    res->error_class = rc == TH_OK ? TC_ERROR_CLASS_NONE : TC_ERROR_CLASS_INSTANTIATION;
+    snprintf(res->msg, sizeof res->msg, "%.159s", r.msg[0] ? r.msg : th_status_str(rc));
+    return;
+  }
   if (rc != TH_OK) {
     res->error_class =
         rc == TH_ERR_INVALID ? TC_ERROR_CLASS_INSTANTIATION : TC_ERROR_CLASS_RUNTIME_DEVICE;
@@ -526,7 +543,7 @@ int tune_measure_worker_main(int in_fd, int out_fd) {
       tune__worker_task(&w, q, &rep);
     else if (q->type == TUNE_REQ_RUN)
       tune__worker_run(&w, q, &rep);
-    else if (q->type == TUNE_REQ_CUDA)
+    else if (q->type == TUNE_REQ_CUDA || q->type == TUNE_REQ_CUDA_REF)
       tune__worker_cuda(q, &rep);
     else if (q->type == TUNE_REQ_CUDA_DEVICE)
       tune__worker_device(q, &rep);
@@ -558,6 +575,8 @@ struct tune_measurer {
   int libs;                      /* distinct libraries the current worker has loaded */
   char last_lib[TUNE_PATH_MAX];
   tune_req task; /* resent after a restart */
+  double task_limit_s;         /* how long the task may take in the worker; 0: opts.timeout_s */
+  char ref_dir[TUNE_PATH_MAX]; /* device references are kept here across workers ("": none) */
   char err[256];
   int deaths;       /* workers that died under a request (crashed, or killed from outside) */
   char death[160];  /* why the last one did (a tune_result msg) */
@@ -638,7 +657,8 @@ static int tune__roundtrip(tune_measurer_t *m, const tune_req *q, tune_rep *rep,
 
 static th_status tune__send_task(tune_measurer_t *m) {
   tune_rep rep;
-  int r = tune__roundtrip(m, &m->task, &rep, m->opts.timeout_s);
+  int r =
+      tune__roundtrip(m, &m->task, &rep, m->task_limit_s > 0 ? m->task_limit_s : m->opts.timeout_s);
   if (r == 0 && rep.ok) return TH_OK;
   if (r == 0)
     snprintf(m->err, sizeof m->err, "reference kernel: %s", rep.res.msg);
@@ -686,21 +706,10 @@ int tune_measurer_restarts(const tune_measurer_t *m) {
   return m->restarts;
 }
 
-th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, const char *ref_so,
-                                 const char *ref_fn, const tune_pack *ref_pack) {
-  if (!layout || !ref_so || !ref_fn || strlen(ref_so) >= TUNE_PATH_MAX || strlen(ref_fn) >= TUNE_FN_MAX ||
-      layout->nbufs < 1 || layout->nbufs > TUNE_MAX_BUFS) {
-    snprintf(m->err, sizeof m->err, "invalid task");
-    return TH_ERR_INVALID;
-  }
-  memset(&m->task, 0, sizeof m->task);
-  m->task.magic = TUNE_MSG_MAGIC;
-  m->task.type = TUNE_REQ_TASK;
-  m->task.layout = *layout;
-  m->task.seed = m->opts.seed;
-  if (ref_pack) m->task.pack = *ref_pack;
-  snprintf(m->task.so_path, sizeof m->task.so_path, "%s", ref_so);
-  snprintf(m->task.fn, sizeof m->task.fn, "%s", ref_fn);
+/* Makes m->task (filled by the caller) the worker's: starts a worker when none runs and sends it
+ * the task. TH_ERR_RUNTIME when the task fails there (m->err says why), TH_ERR_IO when no worker
+ * starts. */
+static th_status tune__install_task(tune_measurer_t *m) {
   m->have_task = 0;
   if (m->fd < 0) {
     th_status rc = tune__spawn(m);
@@ -709,6 +718,25 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
   th_status rc = tune__send_task(m);
   if (rc == TH_OK) m->have_task = 1;
   return rc;
+}
+
+th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, const char *ref_so,
+                                 const char *ref_fn, const tune_pack *ref_pack) {
+  if (!layout || !ref_so || !ref_fn || strlen(ref_so) >= TUNE_PATH_MAX || strlen(ref_fn) >= TUNE_FN_MAX ||
+      layout->nbufs < 1 || layout->nbufs > TUNE_MAX_BUFS) {
+    snprintf(m->err, sizeof m->err, "invalid task");
+    return TH_ERR_INVALID;
+  }
+  memset(&m->task, 0, sizeof m->task);
+  m->task_limit_s = 0;
+  m->task.magic = TUNE_MSG_MAGIC;
+  m->task.type = TUNE_REQ_TASK;
+  m->task.layout = *layout;
+  m->task.seed = m->opts.seed;
+  if (ref_pack) m->task.pack = *ref_pack;
+  snprintf(m->task.so_path, sizeof m->task.so_path, "%s", ref_so);
+  snprintf(m->task.fn, sizeof m->task.fn, "%s", ref_fn);
+  return tune__install_task(m);
 }
 
 /* A request of the given type carrying the measurer's timing and checking options (malloc'd; NULL when out
@@ -831,6 +859,38 @@ static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_re
   m->restarts++;
 }
 
+void tune_measurer_set_ref_dir(tune_measurer_t *m, const char *dir) {
+  if (m)
+    snprintf(m->ref_dir, sizeof m->ref_dir, "%s",
+             dir && strlen(dir) < sizeof m->ref_dir ? dir : "");
+}
+
+/* The device task of (t, wl): its CPU reference made in the worker before the first candidate, and
+ * again (from ref_dir's file) after each restart, under a limit that fits a naive reference of the
+ * workload's size (20 MFLOP/s, well below what the plain loops run at), so that the candidate's own
+ * limit covers its compile and device work only. TH_ERR_RUNTIME when the reference fails (m->err
+ * says why), TH_ERR_IO when no worker can be started. */
+static th_status tune__device_task(tune_measurer_t *m, const tc_backend_target *t,
+                                   const tc_workload *wl) {
+  char key[1024] = "", have[1024] = ""; /* keys: the structs' padding never decides */
+  if (m->have_task && m->task.type == TUNE_REQ_CUDA_REF &&
+      tc_workload_key(wl, key, sizeof key) == TH_OK &&
+      tc_workload_key(&m->task.wl, have, sizeof have) == TH_OK && strcmp(key, have) == 0 &&
+      strcmp(m->task.target, t->str) == 0 && strcmp(m->task.ref_dir, m->ref_dir) == 0)
+    return TH_OK;
+  tune_req *q = tune__new_req(m, TUNE_REQ_CUDA_REF);
+  if (!q) return TH_ERR_NOMEM;
+  q->seed = m->opts.seed;
+  q->timeout_s = m->opts.timeout_s;
+  q->wl = *wl;
+  snprintf(q->target, sizeof q->target, "%s", t->str);
+  snprintf(q->ref_dir, sizeof q->ref_dir, "%s", m->ref_dir);
+  m->task = *q;
+  free(q);
+  m->task_limit_s = m->opts.timeout_s + 60 + tc_workload_flops(wl) / 2e7;
+  return tune__install_task(m);
+}
+
 th_status tune_measurer_run_device(tune_measurer_t *m, const tc_backend_target *t, const tc_workload *wl,
                                    const tc_config *cfg, const char *image_path, tune_result *out) {
   memset(out, 0, sizeof *out);
@@ -841,19 +901,28 @@ th_status tune_measurer_run_device(tune_measurer_t *m, const tc_backend_target *
     snprintf(out->msg, sizeof out->msg, "invalid arguments");
     return TH_ERR_INVALID;
   }
-  if (tune__ensure_worker(m) != TH_OK) {
+  th_status rc = tune__device_task(m, t, wl);
+  if (rc == TH_OK) rc = tune__ensure_worker(m);
+  if (rc == TH_ERR_RUNTIME) {
+    snprintf(out->msg, sizeof out->msg, "%.159s", m->err);
+    return rc;
+  }
+  if (rc != TH_OK) {
     snprintf(out->msg, sizeof out->msg, "worker restart failed: %.120s", m->err);
-    return TH_ERR_IO;
+    return rc == TH_ERR_NOMEM ? rc : TH_ERR_IO;
   }
   tune_req *q = tune__new_req(m, TUNE_REQ_CUDA);
   if (!q) return TH_ERR_NOMEM;
+  q->cache_flush = m->opts.cache_flush;
   q->seed = m->opts.seed;
   q->timeout_s = m->opts.timeout_s;
   q->wl = *wl;
   q->cfg = *cfg;
   snprintf(q->target, sizeof q->target, "%s", t->str);
   snprintf(q->so_path, sizeof q->so_path, "%s", image_path ? image_path : "");
-  /* a compile and the CPU reference run before the timed part: allow them beyond the backend's own limit */
+  snprintf(q->ref_dir, sizeof q->ref_dir, "%s", m->ref_dir);
+  /* the reference is made already (the device task): a compile without an image and the module load
+   * run before the timed part, so allow them beyond the backend's own limit */
   double limit = m->opts.timeout_s * 2 + 60;
   tune_rep rep;
   int r = tune__roundtrip(m, q, &rep, limit);

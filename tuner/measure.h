@@ -67,7 +67,8 @@ typedef struct tune_measure_opts {
   int number;          /* calls per repeat before growth; default 1 */
   int repeat;          /* default 10 */
   int min_repeat_ms;   /* grow number until a repeat lasts this long; default 0 */
-  int cache_flush;     /* write a buffer larger than L2 before each repeat; default 1 */
+  int cache_flush; /* evict the caches before each repeat (the CPU's lines of every argument but the
+                      input; on a device a buffer twice its L2 written); default 1 */
   double timeout_s;    /* per candidate (check + timing); default 10 */
   double rtol, atol;   /* output check: |a-r| <= atol*max|ref| + rtol*|r|; defaults 1e-3, 1e-4 */
   uint64_t seed;       /* input data seed */
@@ -103,12 +104,23 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
  * before any task is set, TH_ERR_IO when the worker cannot be (re)started. */
 th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, const tune_pack *pack,
                             tune_result *out);
-/* Measures one candidate of a TC_MEASURE_DEVICE target in the worker with tc_backend_measure (opts: number,
- * repeat, min_repeat_ms, timeout_s, rtol, atol, seed); needs no task. image_path: the candidate as the build
- * stage compiled it (NULL: the worker compiles it). Always fills *out; the error class is the backend's.
- * TH_ERR_INVALID for bad arguments, TH_ERR_IO when the worker cannot be (re)started. */
+/* Measures one candidate of a TC_MEASURE_DEVICE target in the worker with tc_backend_measure (opts:
+ * number, repeat, min_repeat_ms, timeout_s, rtol, atol, seed); needs no task. image_path: the
+ * candidate as the build stage compiled it (NULL: the worker compiles it). The first candidate of a
+ * workload (t, wl) makes it the device task: the worker computes its CPU reference first, in a
+ * request of its own bounded by the workload's size rather than by timeout_s, and after every
+ * restart reads it back from the folder of tune_measurer_set_ref_dir (or computes it again without
+ * one); timeout_s then bounds the candidate's device work only. Always fills *out; the error class
+ * is the backend's. TH_ERR_INVALID for bad arguments, TH_ERR_RUNTIME when the workload's reference
+ * fails (out->msg says why: the task's failure, not the candidate's), TH_ERR_IO when the worker
+ * cannot be (re)started. */
 th_status tune_measurer_run_device(tune_measurer_t *m, const tc_backend_target *t, const tc_workload *wl,
                                    const tc_config *cfg, const char *image_path, tune_result *out);
+/* The folder (copied; NULL or "": none) where the worker keeps a device task's reference as a file,
+ * so that a worker restarted after a hung or crashed candidate reads it back instead of computing
+ * it again (a naive reference of vgg's convolutions at batch 4 takes longer than the candidate
+ * timeout). It holds the last workload's reference only; the caller removes the folder. */
+void tune_measurer_set_ref_dir(tune_measurer_t *m, const char *dir);
 /* Asks the worker for b's device (tc_backend_device there). TH_ERR_UNSUPPORTED with "no CUDA device: ..." in
  * err when it has none; TH_ERR_IO when the worker cannot be reached. */
 th_status tune_measurer_device(tune_measurer_t *m, const tc_backend *b, tc_device *out, char *err,

@@ -59,6 +59,12 @@ static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config 
       tune_pack p;
       if (x->on_device) {
         rc = tune_measurer_run_device(x->m, &x->tgt, &t->wl, &all[j + 1], so[j + 1][0] ? so[j + 1] : NULL, &res);
+        if (rc == TH_ERR_RUNTIME) { /* no reference for the workload: the task is left out */
+          fprintf(stderr, "remeasure: %s: reference: %s\n", t->key, res.msg);
+          rc = TH_OK;
+          bad[0] = bad[1] = 1;
+          continue;
+        }
       } else if (tune_task_pack(t, &all[j + 1], &p) != TH_OK) {
         res.error_class = TC_ERROR_CLASS_INSTANTIATION;
         snprintf(res.msg, sizeof res.msg, "no weight packing for this config");
@@ -98,7 +104,10 @@ static th_status tune__rm_open(tune__rm *x, const char *framework, const char *t
   tc_backend_target want;
   char why[512] = "";
   th_status rc = named ? tc_backend_target_init(b, named, &want, err, n) : TH_OK;
-  if (rc == TH_OK && named && !tc_backend_target_runs_here(&want, why, sizeof why)) {
+  /* a device target is checked against the worker's device below: this process must not open the
+   * driver (the worker is a fork of it) */
+  if (rc == TH_OK && named && !x->on_device &&
+      !tc_backend_target_runs_here(&want, why, sizeof why)) {
     snprintf(err, n, "cannot time the records of %s here: %s", want.str, why);
     rc = TH_ERR_UNSUPPORTED;
   }
@@ -117,6 +126,7 @@ static th_status tune__rm_open(tune__rm *x, const char *framework, const char *t
   if (rc == TH_OK && named) x->tgt = want; /* a CPU this one runs: its records, built for it */
   if (rc == TH_OK) rc = th_mkdtemp("tunehub-remeasure", x->dir, sizeof x->dir);
   if (rc != TH_OK) x->dir[0] = 0;
+  if (rc == TH_OK) tune_measurer_set_ref_dir(x->m, x->dir);
   return rc;
 }
 

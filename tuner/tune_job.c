@@ -76,6 +76,7 @@ struct tune_session {
 };
 
 static void tune__kept_clear(tune_session_t *s);
+static void tune__task_failed(tune_session_t *s, const char *why);
 
 void tune_options_default(tune_options *o) {
   memset(o, 0, sizeof *o);
@@ -191,6 +192,8 @@ static th_status tune__session_new(store_t *st, const tc_backend_target *target,
     }
   }
   if (rc == TH_OK && !s->measurer) rc = tune_measurer_new(&s->o.measure, &s->measurer);
+  if (rc == TH_OK)
+    tune_measurer_set_ref_dir(s->measurer, s->work_dir); /* device tasks' references */
   if (rc != TH_OK) {
     tune_session_free(s);
     return rc;
@@ -263,6 +266,29 @@ tune_resource tune_session_next_stage(const tune_session_t *s) {
   }
 }
 
+/* Times candidate i of the batch into *r: on the device by the backend (from its image), else from
+ * its library with its weight packing. TH_OK for every outcome of the candidate (in
+ * r->error_class); TH_ERR_RUNTIME when the workload's reference fails (a device task's), TH_ERR_IO
+ * when the worker cannot be (re)started. */
+static th_status tune__measure_one(tune_session_t *s, int i, tune_result *r) {
+  const tune_task *t = &s->tasks[s->cur];
+  if (s->on_device) {
+    th_status rc = tune_measurer_run_device(s->measurer, &s->target, &t->wl, &s->cfgs[i],
+                                            s->so_paths[i][0] ? s->so_paths[i] : NULL, r);
+    return rc == TH_ERR_INVALID ? TH_OK : rc;
+  }
+  tune_pack pack;
+  if (tune_task_pack(t, &s->cfgs[i], &pack) != TH_OK) {
+    memset(r, 0, sizeof *r);
+    r->cost_mean_s = 1e9;
+    r->error_class = TC_ERROR_CLASS_INSTANTIATION;
+    snprintf(r->msg, sizeof r->msg, "no weight packing for this config");
+    return TH_OK;
+  }
+  th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, r);
+  return rc == TH_ERR_IO ? rc : TH_OK;
+}
+
 /* ---- verification: the task's best configs and its fallback timed again, side by side ---- */
 /* The row of one trial (or verification) of task t. */
 static void tune__record(const tune_session_t *s, const tune_task *t, const tc_config *cfg, const tune_result *r,
@@ -323,7 +349,7 @@ static void tune__kept_clear(tune_session_t *s) {
 }
 
 static int tune__verifies(const tune_session_t *s) {
-  return !s->on_device && s->o.verify_top > 0;
+  return s->o.verify_top > 0;
 }
 
 typedef struct tune_top_ctx {
@@ -399,11 +425,12 @@ static int tune__cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* TUNE_VERIFY_ROUNDS rounds, each timing every config once (a full measurement: repeat, cache flush), the
- * order rotated per round; a config's cost is the median of its rounds, its spread their standard deviation.
- * A config that fails (wrong answer, crash, timeout) is out. */
+/* TUNE_VERIFY_ROUNDS rounds, each timing every config once (a full measurement: repeat, cache
+ * flush), the order rotated per round; a config's cost is the median of its rounds, its spread
+ * their standard deviation. A config that fails (wrong answer, crash, timeout) is out. A device
+ * task's configs are timed by the backend (tune_measurer_run_device) from the images its build
+ * stage compiled again. */
 static th_status tune__verify_measure(tune_session_t *s) {
-  tune_task *t = &s->tasks[s->cur];
   double t0 = th_now_mono();
   for (int i = 0; i < s->n; i++) {
     memset(&s->res[i], 0, sizeof s->res[i]);
@@ -415,15 +442,15 @@ static th_status tune__verify_measure(tune_session_t *s) {
       int i = (j + round) % s->n;
       tune_result *r = &s->res[i];
       if (r->error_class != 0) continue;
-      tune_pack pack;
-      if (tune_task_pack(t, &s->cfgs[i], &pack) != TH_OK) {
-        r->error_class = TC_ERROR_CLASS_INSTANTIATION;
-        snprintf(r->msg, sizeof r->msg, "no weight packing for this config");
-        continue;
-      }
       tune_result one;
-      th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, &one);
-      if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", one.msg, NULL);
+      th_status rc = tune__measure_one(s, i, &one);
+      if (rc == TH_ERR_RUNTIME) { /* the workload's reference: the task fails */
+        tune__unlink_batch(s);
+        tune__task_failed(s, one.msg);
+        s->verifying = 0;
+        return TH_OK;
+      }
+      if (rc != TH_OK) return tune__fail(s, rc, "measurement worker: %s%s", one.msg, NULL);
       if (one.error_class != 0) {
         *r = one;
         continue;
@@ -445,6 +472,8 @@ static th_status tune__verify_measure(tune_session_t *s) {
     r->cost_mean_s = v[TUNE_VERIFY_ROUNDS / 2];
     r->cost_std_s = sqrt(var);
   }
+  if (s->on_device)
+    tune__unlink_batch(s); /* CPU libraries are kept with the task's, until it ends */
   s->time_run += th_now_mono() - t0;
   s->stage = TUNE_STAGE_UPDATE;
   return TH_OK;
@@ -812,7 +841,6 @@ static th_status tune__build(tune_session_t *s) {
 
 static th_status tune__measure(tune_session_t *s) {
   if (s->verifying) return tune__verify_measure(s);
-  tune_task *t = &s->tasks[s->cur];
   double t0 = th_now_mono();
   for (int i = 0; i < s->n; i++) {
     tune_result *r = &s->res[i];
@@ -823,20 +851,13 @@ static th_status tune__measure(tune_session_t *s) {
       snprintf(r->msg, sizeof r->msg, "%s", s->msgs[i]);
       continue;
     }
-    if (s->on_device) {
-      th_status rc = tune_measurer_run_device(s->measurer, &s->target, &t->wl, &s->cfgs[i],
-                                              s->so_paths[i][0] ? s->so_paths[i] : NULL, r);
-      if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
-      continue;
+    th_status rc = tune__measure_one(s, i, r);
+    if (rc == TH_ERR_RUNTIME) { /* the workload's reference: the task fails, not its candidates */
+      tune__unlink_batch(s);
+      tune__task_failed(s, r->msg);
+      return TH_OK;
     }
-    tune_pack pack;
-    if (tune_task_pack(t, &s->cfgs[i], &pack) != TH_OK) {
-      r->error_class = TC_ERROR_CLASS_INSTANTIATION;
-      snprintf(r->msg, sizeof r->msg, "no weight packing for this config");
-      continue;
-    }
-    th_status rc = tune_measurer_run(s->measurer, s->so_paths[i], s->fn_names[i], &pack, r);
-    if (rc == TH_ERR_IO) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
+    if (rc != TH_OK) return tune__fail(s, rc, "measurement worker: %s%s", r->msg, NULL);
   }
   if (s->on_device)
     tune__unlink_batch(s);

@@ -48,7 +48,7 @@ typedef struct tune_options {
   int transfer;            /* seed from records of other workloads of the same template; default 1 */
   int verify_top;          /* at a task's end, time its verify_top best configs and the fallback again in
                               TUNE_VERIFY_ROUNDS interleaved rounds; builds apply the fastest by the median
-                              (CPU sessions); default TUNE_VERIFY_TOP, 0: off */
+                              (CPU and device tasks); default TUNE_VERIFY_TOP, 0: off */
   int64_t job_id;          /* stored with every record; 0 from the CLI */
   int attempt;             /* the job claim's fencing token, stored with every record, which the store refuses
                               once the claim is lost (store_record_add); 0 from the CLI */

@@ -268,11 +268,25 @@ static void tune__single_so(const tune_build_job *j, int i, char *out, size_t n)
   snprintf(out, n, "%.*s.%d.so", stem < 480 ? stem : 480, j->so, i);
 }
 
-/* Builds j's candidates here: one library, or one each when it fails. */
+/* Builds j's candidates here: one library, or one each when it fails. A device task's get one image
+ * each: "<so stem>.cubin" for a job of one (as tune__build_thread makes them), else
+ * "<so stem>.<i>.cubin". */
 static void tune__build_local(tune_build_job *j) {
   char err[160] = "";
   if (tune_build_fault_hook)
     for (int i = 0; i < j->n; i++) tune_build_fault_hook(&j->cfgs[j->which[i]]);
+  if (j->t->on_device) {
+    for (int i = 0; i < j->n; i++) {
+      int k = j->which[i], stem = (int)strlen(j->so) - 3;
+      char img[TUNE_PATH_MAX];
+      if (j->n == 1)
+        snprintf(img, sizeof img, "%.*s.cubin", stem < 480 ? stem : 480, j->so);
+      else
+        snprintf(img, sizeof img, "%.*s.%d.cubin", stem < 480 ? stem : 480, j->so, i);
+      tune_cuda_build_one(j->t, &j->cfgs[k], img, j->so_paths[k], &j->err_class[k], j->msgs[k]);
+    }
+    return;
+  }
   th_status rc = tune__build_lib(j->t, j->cfgs, j->which, j->n, j->fn_names, j->so, err, sizeof err);
   if (rc == TH_OK) {
     for (int i = 0; i < j->n; i++) snprintf(j->so_paths[j->which[i]], TUNE_PATH_MAX, "%s", j->so);
@@ -333,7 +347,8 @@ static int tune__send_build(int fd, const tune_build_job *j) {
     h->target.backend = NULL;
     h->wl = j->t->wl;
     snprintf(h->so, sizeof h->so, "%s", j->so);
-    if (tc_runtime_object(&rt, rt_err, sizeof rt_err) == TH_OK) snprintf(h->rt_obj, sizeof h->rt_obj, "%s", rt);
+    if (!j->t->on_device && tc_runtime_object(&rt, rt_err, sizeof rt_err) == TH_OK)
+      snprintf(h->rt_obj, sizeof h->rt_obj, "%s", rt);
     for (int i = 0; i < j->n; i++) {
       cs[i] = j->cfgs[j->which[i]];
       memcpy(names[i], j->fn_names[j->which[i]], TUNE_FN_MAX);
@@ -381,6 +396,7 @@ static int tune__serve_build(int fd) {
     t->wl = h->wl;
     t->target = h->target;
     t->target.backend = b;
+    t->on_device = tc_backend_measure_kind(b) == TC_MEASURE_DEVICE;
     if (h->rt_obj[0]) (void)tc_runtime_object_adopt(h->rt_obj);
     for (int i = 0; i < n; i++) {
       which[i] = i;
@@ -571,10 +587,10 @@ static int tune__build_pooled(tune_build_job *j, double timeout_s, char *why, si
     snprintf(why, n, "out of memory");
     return -1;
   }
-  /* before the request: the runtime object the worker adopts */
+  /* before the request: the runtime object the worker adopts (CPU libraries link it) */
   const char *rt = NULL;
   char rt_err[160];
-  (void)tc_runtime_object(&rt, rt_err, sizeof rt_err);
+  if (!j->t->on_device) (void)tc_runtime_object(&rt, rt_err, sizeof rt_err);
   double deadline = th_now_mono() + timeout_s;
   int slot = -1, r = 1;
   /* a worker that idled out since its last request is found dead at the send: one more, fresh, then */
@@ -650,12 +666,15 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
   return r;
 }
 
-/* A library of candidates built in a child process; when the child hangs or dies, each candidate is built
- * alone in a child of its own, so only the guilty ones get class 6 (timeout) or 2 (crash). */
+/* A library of candidates built in a child process; when the child hangs or dies, each candidate is
+ * built alone in a child of its own, so only the guilty ones get class 6 (timeout) or 2 (crash). A
+ * device task's candidates are each compiled alone from the start (one NVRTC program, one deadline
+ * each), and a crash is NVRTC's: class 3. */
 static void *tune__build_thread(void *arg) {
   tune_build_job *j = arg;
   char why[160] = "";
-  int r = tune__build_child(j, j->timeout_s, why, sizeof why);
+  int dev = j->t->on_device;
+  int r = dev ? 1 : tune__build_child(j, j->timeout_s, why, sizeof why);
   if (r == 0) return NULL;
   for (int i = 0; i < j->n; i++) {
     int k = j->which[i];
@@ -663,10 +682,12 @@ static void *tune__build_thread(void *arg) {
     one.which = &k;
     one.n = 1;
     tune__single_so(j, i, one.so, sizeof one.so);
-    if (j->n > 1) r = tune__build_child(&one, j->timeout_s, why, sizeof why);
+    if (j->n > 1 || dev) r = tune__build_child(&one, j->timeout_s, why, sizeof why);
     if (r == 0) continue;
     j->so_paths[k][0] = 0;
-    j->err_class[k] = r == 2 ? TC_ERROR_CLASS_BUILD_TIMEOUT : TC_ERROR_CLASS_COMPILE_HOST;
+    j->err_class[k] = r == 2 ? TC_ERROR_CLASS_BUILD_TIMEOUT
+                      : dev  ? TC_ERROR_CLASS_COMPILE_DEVICE
+                             : TC_ERROR_CLASS_COMPILE_HOST;
     snprintf(j->msgs[k], 160, "%s", why);
   }
   return NULL;
@@ -677,7 +698,6 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]) {
   if (n <= 0) return TH_OK;
   if (nthreads < 1) nthreads = 1;
-  if (t->on_device) return tune_cuda_build(t, cfgs, n, nthreads, dir, tag, so_paths, fn_names, err_class, msgs);
   int *which = malloc(sizeof *which * (size_t)n);
   tune_build_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
   pthread_t *th = calloc((size_t)nthreads, sizeof *th);
@@ -691,19 +711,27 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
   for (int i = 0; i < n; i++) {
     so_paths[i][0] = 0;
     msgs[i][0] = 0;
-    snprintf(fn_names[i], TUNE_FN_MAX, "tune_%s_%d", tag, i);
+    if (t->on_device)
+      snprintf(fn_names[i], TUNE_FN_MAX, "th_candidate"); /* one image each */
+    else
+      snprintf(fn_names[i], TUNE_FN_MAX, "tune_%s_%d", tag, i);
     err_class[i] = TC_ERROR_CLASS_NONE;
-    if (tc_backend_valid(&t->target, &t->wl, &t->space, &cfgs[i], NULL, 0) != TH_OK) {
+    char why[140] = "";
+    if (tc_backend_valid(&t->target, &t->wl, &t->space, &cfgs[i], why, sizeof why) != TH_OK) {
       err_class[i] = TC_ERROR_CLASS_INSTANTIATION;
-      snprintf(msgs[i], 160, "invalid config for this workload");
+      if (t->on_device)
+        snprintf(msgs[i], 160, "invalid config: %s", why[0] ? why : "device limits");
+      else
+        snprintf(msgs[i], 160, "invalid config for this workload");
       continue;
     }
     which[nvalid++] = i;
   }
-  /* The runtime object every candidate library links: compiled here once, before the build children fork,
-   * so that they find it ready (a failure shows again, per candidate, in the children). */
+  /* The runtime object every candidate library links: compiled here once, before the build children
+   * fork, so that they find it ready (a failure shows again, per candidate, in the children).
+   * Device images link nothing. */
   char rt_err[160];
-  (void)tc_backend_prepare(t->target.backend, rt_err, sizeof rt_err);
+  if (!t->on_device) (void)tc_backend_prepare(t->target.backend, rt_err, sizeof rt_err);
   int njobs = nvalid < nthreads ? nvalid : nthreads;
   int pos = 0;
   for (int j = 0; j < njobs; j++) {

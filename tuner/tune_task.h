@@ -60,22 +60,25 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out);
 /* The weight packing of a config (pack params and packed sizes for the packed slots). */
 th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out);
 
-/* Builds n candidates into libraries under dir, using up to nthreads threads (one .so each). Candidate i
- * becomes function fn_names[i] (written, at most TUNE_FN_MAX bytes) in library so_paths[i]; err_class[i] is
- * 0, TC_ERROR_CLASS_INSTANTIATION (invalid config, not built) or TC_ERROR_CLASS_COMPILE_HOST (msgs[i]
- * says why). When a
- * library of several candidates fails, its candidates are rebuilt one by one so that only the bad ones
- * fail. tag makes file names unique across batches.
- * Each library is compiled in a child process with a deadline of timeout_s (<= 0: the default,
- * TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only that child. The child is an
- * exec of tune_build_worker_argv when that is set (the daemon and the CLI: "tunehub build-worker"), kept for
- * further libraries until it dies, passes a deadline or idles for two minutes; else a plain fork. When a child
- * passes its deadline or dies, its candidates are built again one per child, and the guilty ones get
- * TC_ERROR_CLASS_BUILD_TIMEOUT ("build timed out after N s") or TC_ERROR_CLASS_COMPILE_HOST ("the compiler crashed").
- * A task timed on a device (on_device): validity (TC_ERROR_CLASS_INSTANTIATION), codegen (TC_ERROR_CLASS_COMPILE_HOST)
- * and one device compile per candidate over nthreads threads (TC_ERROR_CLASS_COMPILE_DEVICE), in this process,
- * without a deadline; candidate i's image goes to dir/tag_i.img, named in so_paths[i] (empty when it could not
- * be written: the worker then compiles the candidate itself, tc_backend_measure). */
+/* Builds n candidates into libraries under dir, using up to nthreads threads (one .so each).
+ * Candidate i becomes function fn_names[i] (written, at most TUNE_FN_MAX bytes) in library
+ * so_paths[i]; err_class[i] is 0, TC_ERROR_CLASS_INSTANTIATION (invalid config, not built) or
+ * TC_ERROR_CLASS_COMPILE_HOST (msgs[i] says why). When a library of several candidates fails, its
+ * candidates are rebuilt one by one so that only the bad ones fail. tag makes file names unique
+ * across batches. Each library is compiled in a child process with a deadline of timeout_s (<= 0:
+ * the default, TUNE_BUILD_TIMEOUT_S): a compiler that hangs or crashes on a candidate kills only
+ * that child. The child is an exec of tune_build_worker_argv when that is set (the daemon and the
+ * CLI: "tunehub build-worker"), kept for further libraries until it dies, passes a deadline or
+ * idles for two minutes; else a plain fork. When a child passes its deadline or dies, its
+ * candidates are built again one per child, and the guilty ones get TC_ERROR_CLASS_BUILD_TIMEOUT
+ * ("build timed out after N s") or TC_ERROR_CLASS_COMPILE_HOST ("the compiler crashed"). A task
+ * timed on a device (on_device): validity here (TC_ERROR_CLASS_INSTANTIATION, with the limit it
+ * passes), then each candidate alone in a build child of the same kind with a deadline of
+ * timeout_s: codegen (TC_ERROR_CLASS_COMPILE_HOST) and one NVRTC compile
+ * (TC_ERROR_CLASS_COMPILE_DEVICE; a crash is one too; TC_ERROR_CLASS_BUILD_TIMEOUT past the
+ * deadline), so that a hung NVRTC costs a child, never a scheduler thread. fn_names[i] is
+ * "th_candidate" and so_paths[i] the image ("dir/tag_j.i.cubin"; empty when it could not be
+ * written: the worker then compiles the candidate itself, tc_backend_measure). */
 th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,
                           const char *dir, const char *tag, char (*so_paths)[TUNE_PATH_MAX],
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]);
@@ -83,9 +86,10 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
 /* Default build deadline per library, as AutoTVM's LocalBuilder (10 s). */
 #define TUNE_BUILD_TIMEOUT_S 10.0
 
-/* The command line of a build worker, run by tune_task_build for each CPU library ({"/proc/self/exe",
- * "build-worker", NULL} in tunehub's main), whose main calls tune_build_worker_main(0). NULL: build children
- * are plain forks of this process. Set it once, before any build. */
+/* The command line of a build worker, run by tune_task_build for each CPU library and device image
+ * ({"/proc/self/exe", "build-worker", NULL} in tunehub's main), whose main calls
+ * tune_build_worker_main(0). NULL: build children are plain forks of this process. Set it once,
+ * before any build. */
 extern char *const *tune_build_worker_argv;
 /* The build worker's loop: reads build requests from fd (a socket to tune_task_build), builds each as a fork
  * would (tune_build_fault_hook included) and writes one outcome per candidate back, until the socket closes
@@ -94,7 +98,7 @@ int tune_build_worker_main(int fd);
 /* Stops the idle build workers (the busy ones are stopped by their own builds' end). Thread-safe. */
 void tune_build_workers_stop(void);
 
-/* Fault injection for tests: when set, each CPU build child calls it for every candidate it is about to
+/* Fault injection for tests: when set, each build child calls it for every candidate it is about to
  * compile (a test makes it hang or crash on chosen configs). NULL in production. */
 extern void (*tune_build_fault_hook)(const tc_config *cfg);
 

@@ -90,6 +90,17 @@ static th_status cuda__target_init(const char *arch, tc_backend_target *t, char 
   return TH_OK;
 }
 
+/* A cuda bundle is timed where this process has a device that runs its code: of the target's arch
+ * or a newer one (the bundle's PTX is compiled for it there). Elsewhere it is built untimed, and
+ * says why. */
+static int cuda__runs_here(const tc_backend_target *t, char *why, size_t whylen) {
+  if (!cuda__has_device(why, whylen)) return 0;
+  if (cuda__dev.dev.major * 10 + cuda__dev.dev.minor >= GPU(t)->sm) return 1;
+  tc__seterr(why, whylen, "this machine's CUDA device (%s) is %s, which cannot run code for %s",
+             cuda__dev.dev.name, cuda__dev.dev.arch, GPU(t)->arch);
+  return 0;
+}
+
 static th_status cuda__target_parse(const char *target_str, tc_backend_target *t) {
   const char *a = strstr(target_str, "-arch=");
   char arch[16] = "";
@@ -281,6 +292,7 @@ const tc_backend tc__backend_cuda = {
     .has_device = cuda__has_device,
     .can_build = cuda__can_build,
     .device = cuda__device,
+    .runs_here = cuda__runs_here,
     .supports_op = cuda__supports_op,
     .space = cuda__space,
     .fallback = cuda__fallback,

@@ -32,6 +32,7 @@ typedef struct tc_cu {
   tc_cu_result (*MemcpyHtoD)(tc_cu_ptr, const void *, size_t);
   tc_cu_result (*MemcpyDtoH)(void *, tc_cu_ptr, size_t);
   tc_cu_result (*MemsetD8)(tc_cu_ptr, unsigned char, size_t);
+  tc_cu_result (*MemsetD8Async)(tc_cu_ptr, unsigned char, size_t, tc_cu_handle);
   tc_cu_result (*LaunchKernel)(tc_cu_handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, tc_cu_handle, void **, void **);
   tc_cu_result (*StreamCreate)(tc_cu_handle *, unsigned);
@@ -65,6 +66,7 @@ const char *tc__cu_errstr(const tc_cu *cu, tc_cu_result r);
 #define TC_CU_ATTR_CC_MAJOR 75
 #define TC_CU_ATTR_CC_MINOR 76
 #define TC_CU_ATTR_SM_COUNT 16
+#define TC_CU_ATTR_L2_CACHE_SIZE 38
 #define TC_CU_ERROR_NOT_READY 600
 
 #endif

@@ -42,6 +42,7 @@ static void tc__cu_load(void) {
       {(void **)&c->MemcpyHtoD, "cuMemcpyHtoD_v2"},
       {(void **)&c->MemcpyDtoH, "cuMemcpyDtoH_v2"},
       {(void **)&c->MemsetD8, "cuMemsetD8_v2"},
+      {(void **)&c->MemsetD8Async, "cuMemsetD8Async"},
       {(void **)&c->LaunchKernel, "cuLaunchKernel"},
       {(void **)&c->StreamCreate, "cuStreamCreate"},
       {(void **)&c->StreamDestroy, "cuStreamDestroy_v2"},
@@ -130,6 +131,7 @@ th_status tc_cuda_device_query(tc_cuda_device *out, char *err, size_t errlen) {
       {&out->max_regs_per_block, TC_CU_ATTR_MAX_REGS_PER_BLOCK},
       {&out->max_regs_per_sm, TC_CU_ATTR_MAX_REGS_PER_SM},
       {&out->max_threads_per_sm, TC_CU_ATTR_MAX_THREADS_PER_SM},
+      {&out->l2_bytes, TC_CU_ATTR_L2_CACHE_SIZE},
   };
   for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
     if (cu->DeviceGetAttribute(lim[i].dst, lim[i].attr, dev) != 0 || *lim[i].dst < 0)

@@ -17,17 +17,19 @@
  * Specifications per Compute Capability"; opt-in shared memory also in each architecture's tuning
  * guide). Static __shared__ is capped at 48 KiB per block on every one of them; more needs dynamic
  * shared memory and the opt-in attribute. Registers: 64K 32-bit registers per block and per
- * multiprocessor, 255 per thread. */
+ * multiprocessor, 255 per thread. SMs and L2: those of the part named first (its data sheet), for a
+ * build for an arch whose device this process has not queried. */
+#define TC__MIB (1024 * 1024)
 static const struct tc__arch_limits {
   int sm;
-  int shared_optin, shared_per_sm, threads_per_sm;
+  int shared_optin, shared_per_sm, threads_per_sm, sms, l2;
 } tc__arch_table[] = {
-    {70, 96 * 1024, 96 * 1024, 2048},   /* V100 */
-    {75, 64 * 1024, 64 * 1024, 1024},   /* T4, RTX 20xx */
-    {80, 163 * 1024, 164 * 1024, 2048}, /* A100 */
-    {86, 99 * 1024, 100 * 1024, 1536},  /* RTX 30xx, A40 */
-    {89, 99 * 1024, 100 * 1024, 1536},  /* L4, L40, RTX 40xx */
-    {90, 227 * 1024, 228 * 1024, 2048}, /* H100, H200 */
+    {70, 96 * 1024, 96 * 1024, 2048, 80, 6 * TC__MIB},     /* V100 (SXM2), Titan V */
+    {75, 64 * 1024, 64 * 1024, 1024, 40, 4 * TC__MIB},     /* T4, RTX 20xx */
+    {80, 163 * 1024, 164 * 1024, 2048, 108, 40 * TC__MIB}, /* A100 */
+    {86, 99 * 1024, 100 * 1024, 1536, 84, 6 * TC__MIB},    /* A40, RTX 30xx */
+    {89, 99 * 1024, 100 * 1024, 1536, 142, 96 * TC__MIB},  /* L40S, L4, RTX 40xx */
+    {90, 227 * 1024, 228 * 1024, 2048, 132, 50 * TC__MIB}, /* H100 (SXM5), H200 */
 };
 
 th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch) {
@@ -58,18 +60,23 @@ th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch) {
   t->max_regs_per_sm = 65536;
   /* an arch without a row (sm_72, sm_87, sm_100, sm_120, ...): the smallest documented values */
   int n = (int)(sizeof tc__arch_table / sizeof tc__arch_table[0]), row = -1;
-  t->max_shared_optin = t->max_shared_per_sm = t->max_threads_per_sm = INT32_MAX;
+  t->max_shared_optin = t->max_shared_per_sm = t->max_threads_per_sm = t->multiprocessors =
+      INT32_MAX;
   for (int i = 0; i < n; i++) {
     const struct tc__arch_limits *a = &tc__arch_table[i];
     if (a->sm == sm) row = i;
     if (a->shared_optin < t->max_shared_optin) t->max_shared_optin = a->shared_optin;
     if (a->shared_per_sm < t->max_shared_per_sm) t->max_shared_per_sm = a->shared_per_sm;
     if (a->threads_per_sm < t->max_threads_per_sm) t->max_threads_per_sm = a->threads_per_sm;
+    if (a->sms < t->multiprocessors) t->multiprocessors = a->sms;
+    if (a->l2 > t->l2_bytes) t->l2_bytes = a->l2; /* the largest: it sizes an L2 flush */
   }
   if (row >= 0) {
     t->max_shared_optin = tc__arch_table[row].shared_optin;
     t->max_shared_per_sm = tc__arch_table[row].shared_per_sm;
     t->max_threads_per_sm = tc__arch_table[row].threads_per_sm;
+    t->multiprocessors = tc__arch_table[row].sms;
+    t->l2_bytes = tc__arch_table[row].l2;
   }
   snprintf(t->limits_from, sizeof t->limits_from,
            row >= 0 ? "%s table" : "%s: smallest of the table", t->arch);
@@ -94,6 +101,8 @@ void tc_cuda_target_use_device(tc_cuda_target *t, const tc_cuda_device *d) {
   tc__limit(&t->max_regs_per_block, d->max_regs_per_block);
   tc__limit(&t->max_regs_per_sm, d->max_regs_per_sm);
   tc__limit(&t->max_threads_per_sm, d->max_threads_per_sm);
+  tc__limit(&t->multiprocessors, d->multiprocessors);
+  tc__limit(&t->l2_bytes, d->l2_bytes);
   snprintf(t->limits_from, sizeof t->limits_from, "device %.60s", d->name);
 }
 

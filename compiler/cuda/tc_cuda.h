@@ -24,9 +24,10 @@
 
 /* The GPU a kernel is compiled for and the limits every kernel is checked against before NVRTC runs
  * (tc_cuda_valid). They come from the arch table in nvrtc.c (the CUDA C++ Programming Guide's
- * "Technical Specifications per Compute Capability" for sm_70, 75, 80, 86, 89 and 90; an arch
- * without a row gets the smallest value of every column), or from the device itself when the target
- * is the arch of the device this process has (tc_cuda_target_use_device). */
+ * "Technical Specifications per Compute Capability" for sm_70, 75, 80, 86, 89 and 90, and the SM
+ * count of one documented part per arch; an arch without a row gets the smallest value of every
+ * column), or from the device itself when the target is the arch of the device this process has
+ * (tc_cuda_target_use_device). The fallback configs size their grids by the SM count. */
 typedef struct tc_cuda_target {
   char arch[16];           /* "sm_90" */
   int sm;                  /* 90 */
@@ -40,6 +41,8 @@ typedef struct tc_cuda_target {
   int max_regs_per_thread; /* 255 */
   int max_regs_per_sm;     /* 65536 */
   int max_threads_per_sm;  /* 1024 (sm_75) .. 2048 */
+  int multiprocessors;     /* SMs: the device's, else the table's part's (132: an H100 SXM) */
+  int l2_bytes;            /* L2 cache: the device's, else the table's part's (50 MiB: an H100) */
   char limits_from[80];    /* where the limits come from: "sm_75 table" or "device <name>" */
 } tc_cuda_target;
 
@@ -127,14 +130,16 @@ typedef struct tc_cuda_device {
   int max_regs_per_block;
   int max_regs_per_sm;
   int max_threads_per_sm;
+  int l2_bytes;
 } tc_cuda_device;
 
 /* Opens libcuda.so.1 with dlopen, cuInit, and describes device 0. TH_ERR_UNSUPPORTED with "no CUDA
  * device: ..." in err when there is no driver, no device, or the driver fails to initialise. */
 th_status tc_cuda_device_query(tc_cuda_device *out, char *err, size_t errlen);
-/* When t is for d's arch, replaces t's limits with those d reported (a limit d lacks, 0, keeps the
- * table's value) and names the device in t->limits_from; a target for another arch (a build for
- * another GPU) keeps its table limits. Registers per thread (255) are not a device attribute. */
+/* When t is for d's arch, replaces t's limits, SM count and L2 size with those d reported (a limit
+ * d lacks, 0, keeps the table's value) and names the device in t->limits_from; a target for another
+ * arch (a build for another GPU) keeps its table limits. Registers per thread (255) are not a
+ * device attribute. */
 void tc_cuda_target_use_device(tc_cuda_target *t, const tc_cuda_device *d);
 
 /* ---- reference (ref_kernel.c) --------------------------------------------------------------------- */

@@ -417,7 +417,8 @@ case_cuda_untuned() {
   tar -tf "$TMP/body" >"$TMP/list"
   grep -q '^kernels/kernels.cu$' "$TMP/list" || fail "no kernels/kernels.cu in the cuda bundle"
   expect_status 200 "$BASE/models/cuda/squeezenet_v1.1/1/manifest"
-  jq -e '.key.framework == "cuda" and .target.arch == "sm_90" and .tuned == false' "$TMP/body" >/dev/null \
+  jq -e '.key.framework == "cuda" and .target.arch == "sm_90" and .tuned == false and .latency_ms == null and
+    (.unmeasured | startswith("no CUDA device: "))' "$TMP/body" >/dev/null \
     || fail "cuda manifest: $(head -c 300 "$TMP/body")"
   job=$(jq -r '.jobs[0].id' <(curl -s "$BASE/jobs"))
   wait_untuned_job "$job" "waits for a worker with a CUDA device"
@@ -439,6 +440,44 @@ case_cuda_untuned() {
   expect_status 200 "$BASE/models?framework=cuda"
   jq -e '[.models[] | select(.network == "squeezenet_v1.1")] | length == 2' "$TMP/body" >/dev/null \
     || fail "the catalog does not list sm_90 and sm_75 apart: $(head -c 400 "$TMP/body")"
+}
+
+# GET /targets: cuda's "tuning" says whether tuning can go ahead for it, from this daemon's device (here the
+# fake driver of the unit tests, th_fakecuda: an sm_90 "tunehub CPU emulator") or, on a shared store (the
+# cluster twin), a live worker's; it was false whatever there was
+case_cuda_tuning() {
+  [[ "${TH_WITH_CUDA:-}" == 1 && -f "${TH_FAKECUDA_DIR:-}/libcuda.so.1" ]] || { echo "SKIP: no CUDA build"; exit 77; }
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "SKIP: a CUDA device is present; this case puts the fake driver in its place"
+    exit 77
+  fi
+  local cuda='.targets[] | select(.framework == "cuda")' fake="$TH_FAKECUDA_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  start_daemon
+  expect_status 200 "$BASE/targets"
+  jq -e "$cuda | .device_present == false and .tuning == false and .tunable_targets == []" "$TMP/body" \
+    >/dev/null || fail "without a device: $(jq -c "$cuda" "$TMP/body")"
+  if [[ -n "${TH_TEST_DB:-}" ]]; then
+    LD_LIBRARY_PATH=$fake "$TUNEHUB" worker --db "$TH_TEST_DB" --data "$TMP/wdata" --name gpu1 --slots 1 \
+      >>"$TMP/worker.log" 2>&1 &
+    local wpid=$!
+    for _ in $(seq 1 100); do
+      [[ "$(store_sql "SELECT count(*) FROM workers WHERE name = 'gpu1' AND stopped_at IS NULL")" == 1 ]] && break
+      sleep 0.1
+    done
+    expect_status 200 "$BASE/targets"
+    jq -e "$cuda | .device_present == false and .tuning == true and .tunable_targets == [\"cuda -arch=sm_90\"]" \
+      "$TMP/body" >/dev/null || fail "with a live cuda worker: $(jq -c "$cuda" "$TMP/body"; cat "$TMP/worker.log")"
+    kill -TERM "$wpid"
+    wait "$wpid" || fail "the worker exited non-zero on SIGTERM"
+    expect_status 200 "$BASE/targets"
+    jq -e "$cuda | .tuning == false" "$TMP/body" >/dev/null || fail "after the worker stopped: $(jq -c "$cuda" "$TMP/body")"
+  fi
+  stop_daemon
+  LD_LIBRARY_PATH=$fake start_daemon
+  expect_status 200 "$BASE/targets"
+  jq -e "$cuda | .device_present == true and .arch == \"sm_90\" and .tuning == true and
+    .tunable_targets == [\"cuda -arch=sm_90\"]" "$TMP/body" >/dev/null \
+    || fail "with a device: $(jq -c "$cuda" "$TMP/body")"
 }
 
 "case_$1"

@@ -204,5 +204,24 @@ case_run() {
   [[ ! -e "$TMP/x.tar" ]] || fail "a refused build wrote its output"
 }
 
+# `tunehub build cuda` on a machine without a GPU: the bundle is built (NVRTC) as the daemon publishes it,
+# untimed, and stderr and the manifest say so and why; it failed with "th_model_create: no CUDA device"
+case_build_cuda_untimed() {
+  [[ "${TH_WITH_CUDA:-}" == 1 ]] || { echo "SKIP: built without CUDA"; exit 77; }
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    echo "SKIP: a CUDA device is present; this case checks the device-less path"
+    exit 77
+  fi
+  "$TUNEHUB" build cuda squeezenet_v1.1 1 -o "$TMP/c.tar" --data "$DATA" >"$TMP/build.out" 2>"$TMP/build.err" ||
+    fail "build cuda: $(tail -5 "$TMP/build.err")"
+  grep -q "^tunehub build: the bundle is untimed (its manifest's latency_ms is null): no CUDA device: " \
+    "$TMP/build.err" || fail "no untimed message: $(cat "$TMP/build.err")"
+  tar -tf "$TMP/c.tar" | grep -q "^kernels/kernels.cu$" || fail "no kernels.cu in the bundle"
+  tar -xOf "$TMP/c.tar" manifest.json >"$TMP/manifest.json"
+  jq -e '.key.framework == "cuda" and .target.arch == "sm_90" and .latency_ms == null and
+    (.unmeasured | startswith("no CUDA device: "))' "$TMP/manifest.json" >/dev/null ||
+    fail "manifest: $(jq -c '{key, target, latency_ms, unmeasured}' "$TMP/manifest.json")"
+}
+
 "case_$1"
 echo "PASS $1"

@@ -24,8 +24,8 @@ if(TH_HAVE_CUDA)
                LIBS th_compiler TIMEOUT 600)
   add_dependencies(test_compiler_cuda_emu th_fakecuda)
   foreach(c resnet_18 mobilenet_v2 squeezenet_v1_1 mobilenet arch_newer_than_device_refused
-            arch_older_than_device_runs measure_emulated
-            measure_emulated_embedding)
+            arch_older_than_device_runs measure_emulated measure_emulated_embedding
+            measure_emulated_skipped_elements measure_emulated_slow_reference measure_emulated_l2_flush)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
                          ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
   endforeach()

@@ -876,6 +876,59 @@ TH_TEST(limits_from_device) {
   return 0;
 }
 
+/* Blocks in the grid of wl's fallback config for t. */
+static int64_t fallback_blocks(const tc_workload *wl, const tc_cuda_target *t) {
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(wl, t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(wl, t, &s, &c) == TH_OK);
+  th_buf src;
+  th_buf_init(&src, 1 << 24);
+  tc_cuda_launch l;
+  char err[512] = "";
+  CHECK(tc_cuda_kernel_source(wl, &c, t, "k", &src, &l, err, sizeof err) == TH_OK);
+  th_buf_free(&src);
+  return l.grid[0] * l.grid[1] * l.grid[2];
+}
+
+/* Issue 25, defect 4: the fallback configs size their grids by the target's SM count (two waves of
+ * blocks), the device's when the target is its arch, else the arch table's part (132 for sm_90),
+ * not a constant 264: with few SMs a conv2d and a GEMM take fewer, larger blocks, with many SMs
+ * more. */
+TH_TEST(fallback_follows_sm_count) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK && t.multiprocessors == 132);
+  CHECK(tc_cuda_target_init(&t, "sm_80") == TH_OK && t.multiprocessors == 108);
+  CHECK(tc_cuda_target_init(&t, "sm_87") == TH_OK &&
+        t.multiprocessors == 40); /* no row: the smallest */
+  tc_workload wls[2] = {wl_conv(1, 64, 56, 56, 64, 3, 1, 1, TC_EPI_BIAS | TC_EPI_RELU),
+                        tw_dense(256, 512, 512, TC_EPI_BIAS)};
+  for (int i = 0; i < 2; i++) {
+    CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+    int64_t table = fallback_blocks(&wls[i], &t);
+    t.multiprocessors = 4;
+    int64_t few = fallback_blocks(&wls[i], &t);
+    t.multiprocessors = 1024;
+    int64_t many = fallback_blocks(&wls[i], &t);
+    /* a device of the target's arch: its SM count */
+    tc_cuda_device d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.name, sizeof d.name, "a 4-SM GPU");
+    snprintf(d.arch, sizeof d.arch, "sm_90");
+    d.multiprocessors = 4;
+    CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+    tc_cuda_target_use_device(&t, &d);
+    CHECK_EQ_INT(t.multiprocessors, 4);
+    int64_t device = fallback_blocks(&wls[i], &t);
+    fprintf(stderr,
+            "%s: fallback blocks %lld with 4 SMs, %lld with 132 (sm_90 table), %lld with 1024\n",
+            tc_kernel_name(wls[i].kernel), (long long)few, (long long)table, (long long)many);
+    CHECK(few < table && table < many);
+    CHECK_EQ_INT(device, few);
+  }
+  return 0;
+}
+
 /* Every kernel of ViT-B/16 (batch 1, 10, 256) and BERT-base (batch 1, 5, 10, 15) gets a fallback
  * that fits sm_75 and sm_90 and prints; those of the smallest and largest batch compile with NVRTC
  * for both (ptxas applies the real limits there). */

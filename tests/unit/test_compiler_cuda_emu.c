@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "graph.h"
@@ -259,12 +261,23 @@ static int fake_device(tc_cuda_device *d) {
   return 1;
 }
 
-/* wl's space and fallback config into s and c, written as the kernel th_candidate into a new folder
- * dir (a mkdtemp template), and the fake driver pointed at its emulation library (path in emu). */
-static void emu_candidate(const tc_workload *wl, const tc_cuda_target *t, tc_space *s, tc_config *c,
-                          char *dir, char *emu, size_t emulen) {
+/* The fake driver's device as a target for its arch, or 0 (the case skips). */
+static int fake_target(tc_cuda_target *t) {
+  tc_cuda_device d;
+  if (!fake_device(&d)) return 0;
+  CHECK(tc_cuda_target_init(t, d.arch) == TH_OK);
+  return 1;
+}
+
+/* Config c of wl (its fallback when fallback is set, written to c) written as the kernel
+ * th_candidate into a new folder dir (a mkdtemp template), passed through patch (NULL: none) to
+ * break it on purpose, and the fake driver pointed at its emulation library (path in emu). What
+ * NVRTC compiles in tc_cuda_measure is the real template; the fake driver runs this one. */
+static void emu_candidate_patched(const tc_workload *wl, const tc_cuda_target *t, tc_space *s,
+                                  tc_config *c, int fallback, void (*patch)(th_buf *src), char *dir,
+                                  char *emu, size_t emulen) {
   CHECK(tc_cuda_space(wl, t, s) == TH_OK);
-  CHECK(tc_cuda_fallback(wl, t, s, c) == TH_OK);
+  if (fallback) CHECK(tc_cuda_fallback(wl, t, s, c) == TH_OK);
   CHECK(mkdtemp(dir) != NULL);
   th_buf src;
   th_buf_init(&src, 1 << 24);
@@ -272,11 +285,18 @@ static void emu_candidate(const tc_workload *wl, const tc_cuda_target *t, tc_spa
   char err[1024] = "", path[512];
   CHECK(tc_cuda_prelude(&src) == TH_OK);
   CHECK(tc_cuda_kernel_source(wl, c, t, "th_candidate", &src, &l, err, sizeof err) == TH_OK);
+  if (patch) patch(&src);
   snprintf(path, sizeof path, "%s/kernels.cu", dir);
   CHECK(th_write_file_atomic(path, src.data, src.len) == TH_OK);
   build_emu(dir, emu, emulen);
   CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
   th_buf_free(&src);
+}
+
+/* wl's space and fallback config into s and c, emulated as written (emu_candidate_patched). */
+static void emu_candidate(const tc_workload *wl, const tc_cuda_target *t, tc_space *s, tc_config *c,
+                          char *dir, char *emu, size_t emulen) {
+  emu_candidate_patched(wl, t, s, c, 1, NULL, dir, emu, emulen);
 }
 
 static void emu_cleanup(const char *dir) {
@@ -293,11 +313,8 @@ static void emu_cleanup(const char *dir) {
  * CPU reference (class 0); an impossible tolerance gives class 5; a config over the device limits gives
  * class 1 without compiling. The fake's events report 1 ms per launch, so the timing arithmetic (number
  * grown until a repeat lasts min_repeat_ms, cost per launch) is checked exactly. */
-TH_TEST(measure_emulated) {
-  tc_cuda_device d;
-  if (!fake_device(&d)) return 77;
-  tc_cuda_target t;
-  CHECK(tc_cuda_target_init(&t, d.arch) == TH_OK);
+/* A small strided conv with every epilogue input: cheap to emulate. */
+static tc_workload small_conv(void) {
   tc_workload wl;
   memset(&wl, 0, sizeof wl);
   wl.kernel = TC_KERNEL_CONV2D;
@@ -306,6 +323,13 @@ TH_TEST(measure_emulated) {
   wl.oh = wl.ow = 5;
   wl.in_cb = wl.out_cb = 1;
   wl.epilogue = TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU;
+  return wl;
+}
+
+TH_TEST(measure_emulated) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload wl = small_conv();
   tc_space s;
   tc_config c;
   char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512];
@@ -367,6 +391,210 @@ TH_TEST(measure_emulated_embedding) {
   CHECK(tc_cuda_measure(&wl, &c, &t, NULL, &r) == TH_OK);
   if (r.error_class != TC_ERROR_CLASS_NONE) fprintf(stderr, "class %d: %s\n", r.error_class, r.msg);
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  emu_cleanup(dir);
+  return 0;
+}
+
+/* A deliberately broken kernel: every scalar store to the last argument (the output) is skipped
+ * when the value is 0, so after a relu about half of the outputs are never written. */
+static void skip_zero_stores(th_buf *src) {
+  const char *sig = strstr(src->data, "th_candidate(");
+  CHECK(sig != NULL);
+  const char *close = strchr(sig, ')'), *last = NULL;
+  for (const char *p = sig; p < close; p++)
+    if (*p == '*') last = p + 1;
+  CHECK(last != NULL);
+  char out[64];
+  snprintf(out, sizeof out, "%.*s[", (int)(close - last), last);
+  th_buf b;
+  th_buf_init(&b, 1 << 24);
+  int patched = 0;
+  for (const char *line = src->data; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    const char *p = line;
+    while (*p == ' ') p++;
+    const char *eq = strstr(p, "] = ");
+    if (strncmp(p, out, strlen(out)) == 0 && eq && eq < line + len && line[len - 1] == ';') {
+      /* NAME[i] = v;  ->  { float th_v = v; if (th_v != 0.0f) NAME[i] = th_v; } */
+      th_buf_appendf(&b, "%.*s{ float th_v = %.*s; if (th_v != 0.0f) %.*s = th_v; }\n",
+                     (int)(p - line), line, (int)(line + len - 1 - (eq + 4)), eq + 4,
+                     (int)(eq + 1 - p), p);
+      patched++;
+    } else {
+      th_buf_appendf(&b, "%.*s\n", (int)len, line);
+    }
+    line += len + (end ? 1 : 0);
+  }
+  CHECK(patched > 0);
+  src->len = 0;
+  CHECK(th_buf_append(src, b.data, b.len) == TH_OK);
+  th_buf_free(&b);
+}
+
+/* Issue 25, defect 2: the output buffer is poisoned with NaN before a candidate runs (as the CPU
+ * worker does), so a kernel that never writes the elements whose reference is 0 (after a relu, half
+ * of them) is a wrong answer (class 5); with a zeroed output it passed. The same kernel as written
+ * passes. */
+TH_TEST(measure_emulated_skipped_elements) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_ELTWISE;
+  wl.n = 2, wl.c = wl.oc = 4, wl.h = wl.w = wl.oh = wl.ow = 8;
+  wl.kh = wl.kw = wl.sh = wl.sw = 1;
+  wl.in_cb = wl.out_cb = 1;
+  wl.epilogue = TC_EPI_RELU;
+  tc_space s;
+  tc_config c;
+  CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+  CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
+  int kv = tc_space_knob(&s, "vec");
+  CHECK(kv >= 0);
+  for (int v = 0; v < s.knobs[kv].nvalues; v++)
+    if (s.knobs[kv].values[v][0] == 1) c.idx[kv] = v; /* scalar stores */
+  CHECK(tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) == TH_OK);
+  for (int broken = 0; broken < 2; broken++) {
+    char dir[] = "/tmp/tc-cuda-emu-skip-XXXXXX", emu[512];
+    emu_candidate_patched(&wl, &t, &s, &c, 0, broken ? skip_zero_stores : NULL, dir, emu,
+                          sizeof emu);
+    tc_measure_opts o;
+    tc_measure_opts_default(&o);
+    o.repeat = 2;
+    tc_measure_result r;
+    CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+    fprintf(stderr, "%s kernel: class %d %s\n", broken ? "broken" : "intact", r.error_class, r.msg);
+    CHECK_EQ_INT(r.error_class, broken ? TC_ERROR_CLASS_WRONG_ANSWER : TC_ERROR_CLASS_NONE);
+    emu_cleanup(dir);
+  }
+  return 0;
+}
+
+/* The reference's cost, as tc_cuda_ref_hook sees it: calls counted, each one made slow. */
+static int ref_calls;
+static void slow_reference(const tc_workload *wl) {
+  (void)wl;
+  ref_calls++;
+  struct timespec ts = {1, 0}; /* twice the timeout below */
+  nanosleep(&ts, NULL);
+}
+
+/* Measures c of wl in a child process as a restarted worker would, with nothing in memory (the
+ * fork's copy of the cache, which holds the last workload only, is first given another seed's
+ * reference): its exit status is 0 when the candidate was valid and the child computed wl's
+ * reference `computes` times. */
+static int measure_in_child(const tc_workload *wl, const tc_config *c, const tc_cuda_target *t,
+                            const tc_measure_opts *o, int computes) {
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    tc_measure_opts other = {.seed = o->seed + 1000, .reference_only = 1};
+    tc_measure_result r;
+    th_status rc = tc_cuda_measure(wl, NULL, t, &other, &r);
+    ref_calls = 0;
+    if (rc == TH_OK) rc = tc_cuda_measure(wl, c, t, o, &r);
+    fprintf(stderr, "child: class %d (%s), %d reference computations\n", r.error_class, r.msg,
+            ref_calls);
+    _exit(rc == TH_OK && r.error_class == TC_ERROR_CLASS_NONE && ref_calls == computes ? 0 : 1);
+  }
+  int st = 0;
+  CHECK(waitpid(pid, &st, 0) == pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Issue 25, defect 1: the deadline covers only the device work. The CPU reference (made to take
+ * twice the timeout here) runs before it starts, so the candidate is valid rather than a run
+ * timeout (class 7, which every candidate of vgg at batch 4 read as); it is computed once for the
+ * workload's candidates, and a new process (the worker restarted after a hang) reads it back from
+ * ref_dir instead of computing it again; without ref_dir it computes it again. reference_only makes
+ * it with no device and no config. */
+TH_TEST(measure_emulated_slow_reference) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload wl = small_conv();
+  tc_space s;
+  tc_config c;
+  char dir[] = "/tmp/tc-cuda-emu-slowref-XXXXXX", emu[512],
+       refdir[] = "/tmp/tc-cuda-emu-refs-XXXXXX";
+  emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
+  CHECK(mkdtemp(refdir) != NULL);
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
+  o.repeat = 3;
+  o.timeout_s = 0.5;
+  o.ref_dir = refdir;
+  tc_cuda_ref_hook = slow_reference;
+  tc_measure_result r;
+  for (int k = 0; k < 2; k++) {
+    double t0 = th_now_mono();
+    CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+    fprintf(stderr, "candidate %d: class %d (%s) in %.2f s, %d reference computations\n", k,
+            r.error_class, r.msg, th_now_mono() - t0, ref_calls);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+    CHECK_EQ_INT(ref_calls, 1);
+  }
+  CHECK_EQ_INT(measure_in_child(&wl, &c, &t, &o, 0), 0); /* read back from refdir */
+  tc_measure_opts nodir = o;
+  nodir.ref_dir = NULL;
+  CHECK_EQ_INT(measure_in_child(&wl, &c, &t, &nodir, 1), 0);
+  /* reference_only: another seed's reference, into the folder, with no config */
+  tc_measure_opts ro = o;
+  ro.reference_only = 1;
+  ro.seed = 7;
+  ref_calls = 0;
+  CHECK(tc_cuda_measure(&wl, NULL, &t, &ro, &r) == TH_OK);
+  CHECK_EQ_INT(ref_calls, 1);
+  ro.reference_only = 0;
+  CHECK_EQ_INT(measure_in_child(&wl, &c, &t, &ro, 0), 0);
+  tc_cuda_ref_hook = NULL;
+  CHECK(th_rm_rf(refdir) == TH_OK);
+  emu_cleanup(dir);
+  return 0;
+}
+
+/* Issue 25, defect 6: the L2 is flushed between repeats, as the CPU worker evicts its caches:
+ * before each repeat a buffer twice the L2 is written on the measurement stream (cuMemsetD8Async,
+ * which the fake driver counts), the L2 size the device's (1 MiB on the fake) or, for a target not
+ * queried, the arch table's (50 MiB for sm_90; the largest for an arch without a row). cache_flush
+ * 0 writes nothing. */
+TH_TEST(measure_emulated_l2_flush) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  CHECK_EQ_INT(t.l2_bytes, 50 << 20);
+  tc_cuda_target other;
+  CHECK(tc_cuda_target_init(&other, "sm_87") == TH_OK && other.l2_bytes == 96 << 20);
+  tc_cuda_device d;
+  CHECK(tc_cuda_device_query(&d, NULL, 0) == TH_OK && d.l2_bytes == 1 << 20);
+  tc_cuda_target dt = t;
+  tc_cuda_target_use_device(&dt, &d);
+  CHECK_EQ_INT(dt.l2_bytes, 1 << 20);
+  void *fake = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(fake != NULL);
+  long long (*flushed)(void) = NULL;
+  void *sym = dlsym(fake, "th_fakecu_memset_async_bytes");
+  CHECK(sym != NULL);
+  memcpy(&flushed, &sym, sizeof flushed);
+  tc_workload wl = small_conv();
+  tc_space s;
+  tc_config c;
+  char dir[] = "/tmp/tc-cuda-emu-flush-XXXXXX", emu[512];
+  emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
+  tc_measure_opts o;
+  tc_measure_opts_default(&o);
+  CHECK_EQ_INT(o.cache_flush, 1);
+  o.repeat = 4;
+  tc_measure_result r;
+  for (int on = 1; on >= 0; on--) {
+    o.cache_flush = on;
+    long long before = flushed();
+    CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+    fprintf(stderr, "cache_flush %d: %lld bytes written between %d repeats\n", on,
+            flushed() - before, o.repeat);
+    CHECK(flushed() - before == (on ? (long long)o.repeat * 2 * (1 << 20) : 0));
+  }
+  dlclose(fake);
   emu_cleanup(dir);
   return 0;
 }

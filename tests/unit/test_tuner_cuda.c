@@ -15,20 +15,25 @@
 #endif
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "store.h"
 #include "tc.h"
 #include "tc_cuda.h"
-#include "store.h"
+#include "tc_cuda_measure.h"
+#include "test_build_faults.h"
 #include "th_buf.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "tune_job.h"
+#include "tune_space.h"
 #include "tune_task.h"
 
 /* ---- NVRTC interposition: the last program's source, per thread ---- */
@@ -48,6 +53,12 @@ int nvrtcCreateProgram(void **prog, const char *src, const char *name, int nh, c
   }
   free(last_src);
   last_src = src ? strdup(src) : NULL;
+  const char *log = getenv("TH_TEST_NVRTC_LOG"); /* which processes run NVRTC */
+  FILE *l = log ? fopen(log, "a") : NULL;
+  if (l) {
+    fprintf(l, "%ld\n", (long)getpid());
+    fclose(l);
+  }
   return real ? real(prog, src, name, nh, headers, include_names) : 1;
 }
 
@@ -178,6 +189,9 @@ static int emu_builds;
 /* Called by the trampoline library inside the measure worker for every launch. */
 int tuner_cuda_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b);
 int tuner_cuda_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b) {
+  char crash[300];
+  snprintf(crash, sizeof crash, "%s/crash", emu_dir);
+  if (unlink(crash) == 0) abort(); /* a test asked for one crash of the measure worker */
   if (!last_src) return -1;
   if (!emu_src || strcmp(emu_src, last_src) != 0) {
     const char *sig = strstr(last_src, "th_candidate(");
@@ -266,11 +280,17 @@ typedef struct rec_ctx {
   const char *key, *tuner;
   int n, ok, errs;
   int classes[16];
+  int verified; /* records of the task's verification (tuner "verify"), not trials */
 } rec_ctx;
 
 static int rec_cb(void *ctx, const store_record *r) {
   rec_ctx *c = ctx;
   if (strcmp(r->workload_key, c->key) != 0) return 0;
+  if (strcmp(r->tuner, STORE_TUNER_VERIFY) == 0) {
+    c->verified++;
+    CHECK(r->error_class == 0 && r->cost_mean_s > 0 && r->cost_mean_s < 1);
+    return 0;
+  }
   c->n++;
   CHECK_STR(r->tuner, c->tuner);
   CHECK(strncmp(r->target, "cuda -arch=sm_", 14) == 0);
@@ -286,6 +306,19 @@ static int rec_cb(void *ctx, const store_record *r) {
   return 0;
 }
 
+/* A small padded 3x3 conv2d with bias and relu: cheap to emulate. */
+static tc_workload small_conv(int c, int hw, int oc) {
+  tc_workload wl;
+  memset(&wl, 0, sizeof wl);
+  wl.kernel = TC_KERNEL_CONV2D;
+  wl.n = 1, wl.c = c, wl.h = wl.w = hw, wl.oc = oc, wl.kh = wl.kw = 3, wl.sh = wl.sw = 1;
+  wl.pt = wl.pl = wl.pb = wl.pr = 1;
+  wl.oh = wl.ow = hw;
+  wl.in_cb = wl.out_cb = 1;
+  wl.epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  return wl;
+}
+
 TH_TEST(conv_random) {
   if (!setup_fake()) return 77;
   double t0 = th_now_mono();
@@ -294,14 +327,7 @@ TH_TEST(conv_random) {
   CHECK(mkdtemp(dir) != NULL);
   store_t *st = NULL;
   CHECK(store_open(dir, &st) == TH_OK);
-  tc_workload wl;
-  memset(&wl, 0, sizeof wl);
-  wl.kernel = TC_KERNEL_CONV2D;
-  wl.n = 1, wl.c = 8, wl.h = wl.w = 8, wl.oc = 16, wl.kh = wl.kw = 3, wl.sh = wl.sw = 1;
-  wl.pt = wl.pl = wl.pb = wl.pr = 1;
-  wl.oh = wl.ow = 8;
-  wl.in_cb = wl.out_cb = 1;
-  wl.epilogue = TC_EPI_BIAS | TC_EPI_RELU;
+  tc_workload wl = small_conv(8, 8, 16);
   tune_options o;
   quick_opts(&o, "random", 6, 3);
   tune_session_t *s = NULL;
@@ -331,6 +357,9 @@ TH_TEST(conv_random) {
   CHECK_STR(p.tuner, "random");
   CHECK(p.trials_done == 6 && p.trials_total == 6);
   CHECK_STR(p.tasks[0].template_name, "conv2d_nchwc");
+  /* issue 25, defect 6: the task's fastest configs and its fallback were timed again, as a CPU
+   * task's */
+  CHECK(p.tasks[0].verified_s > 0 && p.tasks[0].verified_s < 1);
   tune_session_free(s);
 
   char key[512];
@@ -339,6 +368,8 @@ TH_TEST(conv_random) {
   CHECK(store_record_each(st, tc_kernel_name(TC_KERNEL_CONV2D), "cuda -arch=sm_80", rec_cb, &rc1) == TH_OK);
   CHECK_EQ_INT(rc1.n, 6);
   CHECK_EQ_INT(rc1.ok, 6); /* random draws only valid configs, and every one computes the right answer */
+  fprintf(stderr, "conv_random: %d verification records\n", rc1.verified);
+  CHECK(rc1.verified >= 2 && rc1.verified <= TUNE_VERIFY_TOP + 1);
   /* lookup: tuned for sm_80, fallback on sm_90 and on the CPU (never across targets) */
   tc_cuda_target t80, t90;
   CHECK(tc_cuda_target_init(&t80, "sm_80") == TH_OK && tc_cuda_target_init(&t90, "sm_90") == TH_OK);
@@ -348,6 +379,7 @@ TH_TEST(conv_random) {
   CHECK(tc_cuda_space(&wl, &t80, &sp) == TH_OK);
   store_record best;
   CHECK(store_record_best(st, key, "cuda -arch=sm_80", &best) == TH_OK);
+  CHECK_STR(best.tuner, STORE_TUNER_VERIFY); /* a build applies the verified choice */
   CHECK(tune_lookup_config(st, "cuda -arch=sm_80", &wl, &sp, &cfg, src) == TH_OK);
   CHECK_STR(src, "tuned");
   char text[1024];
@@ -527,6 +559,209 @@ TH_TEST(mobilenet_xgb_build) {
   rm_r(emu_dir);
   fprintf(stderr, "mobilenet_xgb_build: session %.1f s, build %.1f s\n", t1 - t0, th_now_mono() - t1);
   return 0;
+}
+
+/* tc_cuda_ref_hook in the measure worker: one byte appended to emu_dir/ref_calls per reference
+ * computed. */
+static void count_reference(const tc_workload *wl) {
+  (void)wl;
+  char path[300];
+  snprintf(path, sizeof path, "%s/ref_calls", emu_dir);
+  FILE *f = fopen(path, "ab");
+  if (f) {
+    fputc('x', f);
+    fclose(f);
+  }
+}
+
+static long reference_count(void) {
+  char path[300], *data = NULL;
+  size_t n = 0;
+  snprintf(path, sizeof path, "%s/ref_calls", emu_dir);
+  if (th_read_file(path, 1 << 20, &data, &n) != TH_OK) return 0;
+  free(data);
+  return (long)n;
+}
+
+/* Files named cuda-ref-* in dir. */
+static int reference_files(const char *dir) {
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "exit $(ls %s | grep -c '^cuda-ref-')", dir);
+  int st = system(cmd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Issue 25, defect 1: a device task's CPU reference is made once, in a request of its own, and
+ * survives the restart of the measure worker after a candidate crashed it (or hung): the new worker
+ * reads it back from the measurer's ref_dir instead of computing it again (vgg's naive references
+ * at batch 4 take longer than the timeout, so every candidate after a restart was a class 7 and the
+ * next restart threw the reference away again). The folder keeps the last workload's reference
+ * only. */
+TH_TEST(reference_survives_restart) {
+  if (!setup_fake()) return 77;
+  tc_cuda_ref_hook = count_reference; /* inherited by the forked worker */
+  tune_measure_opts mo;
+  tune_measure_opts_default(&mo);
+  mo.repeat = 2;
+  mo.timeout_s = 30;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&mo, &m) == TH_OK);
+  char refdir[] = "/tmp/tuner_cuda_refs_XXXXXX", err[512] = "";
+  CHECK(mkdtemp(refdir) != NULL);
+  tune_measurer_set_ref_dir(m, refdir);
+  tc_backend_target bt;
+  CHECK(tc_backend_target_init(CUDA, "sm_90", &bt, err, sizeof err) == TH_OK);
+  tc_workload wl = small_conv(4, 6, 8);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &bt, 1) == TH_OK);
+  tune_result r;
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  fprintf(stderr, "first: class %d %s; references computed: %ld\n", r.error_class, r.msg,
+          reference_count());
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  CHECK_EQ_INT(reference_count(), 1);
+  CHECK_EQ_INT(reference_files(refdir), 1);
+  char crash[300];
+  snprintf(crash, sizeof crash, "%s/crash", emu_dir);
+  CHECK(th_write_file_atomic(crash, "", 0) == TH_OK);
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  fprintf(stderr, "crashed: class %d %s\n", r.error_class, r.msg);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_RUNTIME_DEVICE);
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  fprintf(stderr, "after the restart: class %d %s; references computed: %ld\n", r.error_class,
+          r.msg, reference_count());
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  CHECK_EQ_INT(tune_measurer_restarts(m), 1);
+  CHECK_EQ_INT(reference_count(), 1);
+  /* another workload replaces the file */
+  wl.oc = 4;
+  CHECK(tune_task_init(&t, &wl, &bt, 1) == TH_OK);
+  CHECK(tune_measurer_run_device(m, &bt, &wl, &t.fallback, NULL, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  CHECK_EQ_INT(reference_count(), 2);
+  CHECK_EQ_INT(reference_files(refdir), 1);
+  tune_measurer_free(m);
+  tc_cuda_ref_hook = NULL;
+  rm_r(refdir);
+  rm_r(emu_dir);
+  return 0;
+}
+
+/* ---- NVRTC in build children (issue 25, defect 3) ---- */
+/* The build worker this executable becomes when a test sets tune_build_worker_argv to
+ * {"/proc/self/exe", "build-worker"}, as tunehub's main does: the faults from TH_TEST_BUILD_FAULTS,
+ * and the folder where the interposed nvrtcGetCUBIN files each cubin's source from TH_TEST_EMU_DIR.
+ * Not a TH_TEST. */
+static int build_worker_entry(void) {
+  const char *dir = getenv("TH_TEST_EMU_DIR");
+  faults_load();
+  if (dir) snprintf(emu_dir, sizeof emu_dir, "%s", dir);
+  exit(tune_build_worker_main(0));
+}
+__attribute__((constructor)) static void register_build_worker(void) {
+  th_test_register("build-worker", build_worker_entry);
+}
+
+/* Lines (pids) in path that are not this process's, into *others; returns all lines. */
+static int nvrtc_pids(const char *path, int *others) {
+  int n = 0;
+  *others = 0;
+  FILE *l = fopen(path, "r");
+  for (long pid; l && fscanf(l, "%ld", &pid) == 1; n++) *others += pid != (long)getpid();
+  if (l) fclose(l);
+  return n;
+}
+
+/* Four candidates of a cuda task, the second hanging NVRTC and the third crashing it: every NVRTC
+ * compile runs in a build child (a fork, or with exec an exec'd `build-worker`, as in the daemon),
+ * under the build deadline, never in this process: the hang is a build timeout (class 6), the crash
+ * a device compile error (class 3), the others' images are written there and measure valid through
+ * the fake driver. Before, NVRTC ran on the calling threads with no deadline (a hung one blocked
+ * its thread forever, class 6 never came). */
+static int nvrtc_isolation(int exec) {
+  if (!setup_fake()) return 77;
+  char log[300], faults[300], dir[300];
+  snprintf(log, sizeof log, "%s/nvrtc.log", emu_dir);
+  snprintf(faults, sizeof faults, "%s/faults.bin", emu_dir);
+  snprintf(dir, sizeof dir, "%s/builds", emu_dir);
+  CHECK(th_mkdir_p(dir) == TH_OK);
+  CHECK(setenv("TH_TEST_NVRTC_LOG", log, 1) == 0 && setenv("TH_TEST_EMU_DIR", emu_dir, 1) == 0);
+  tc_backend_target bt;
+  CHECK(tc_backend_target_init(CUDA, "sm_90", &bt, NULL, 0) == TH_OK);
+  tc_workload wl = small_conv(4, 6, 8);
+  tune_task t;
+  CHECK(tune_task_init(&t, &wl, &bt, 1) == TH_OK);
+  tc_config cfgs[4];
+  cfgs[0] = t.fallback;
+  tune_rng rng;
+  tune_rng_seed(&rng, 7);
+  for (int i = 1; i < 4; i++) {
+    int dup;
+    do {
+      tune_space_random(&t.space, &rng, &cfgs[i]);
+      dup = 0;
+      for (int k = 0; k < i; k++) dup |= same_cfg(&cfgs[i], &cfgs[k]);
+    } while (dup || !tune_task_valid(&t, &t.space, &cfgs[i]));
+  }
+  g_hang_cfg = cfgs[1];
+  g_crash_cfg = cfgs[2];
+  static char *const worker_argv[] = {"/proc/self/exe", "build-worker", NULL};
+  if (exec) {
+    faults_write(faults);
+    tune_build_worker_argv = worker_argv;
+  } else {
+    tune_build_fault_hook = fault_hook;
+  }
+  char so[4][TUNE_PATH_MAX], fn[4][TUNE_FN_MAX], msg[4][160];
+  int ec[4];
+  double t0 = th_now_mono();
+  CHECK(tune_task_build(&t, cfgs, 4, 2, 3.0, dir, "iso", so, fn, ec, msg) == TH_OK);
+  tune_build_fault_hook = NULL;
+  fprintf(stderr, "%s: build classes %d %d %d %d in %.1f s: %s / %s\n", exec ? "exec" : "fork",
+          ec[0], ec[1], ec[2], ec[3], th_now_mono() - t0, msg[1], msg[2]);
+  CHECK_EQ_INT(ec[0], 0);
+  CHECK_EQ_INT(ec[1], TC_ERROR_CLASS_BUILD_TIMEOUT);
+  CHECK(strstr(msg[1], "timed out") != NULL);
+  CHECK_EQ_INT(ec[2], TC_ERROR_CLASS_COMPILE_DEVICE);
+  CHECK(strstr(msg[2], "crashed") != NULL);
+  CHECK_EQ_INT(ec[3], 0);
+  CHECK(so[1][0] == 0 && so[2][0] == 0);
+  for (int i = 0; i < 4; i += 3)
+    CHECK(access(so[i], R_OK) == 0 && strcmp(fn[i], "th_candidate") == 0);
+  int others = 0, calls = nvrtc_pids(log, &others);
+  fprintf(stderr, "NVRTC ran %d times, %d of them in another process than this one\n", calls,
+          others);
+  CHECK(calls >= 2);
+  CHECK_EQ_INT(others, calls);
+  /* the images the children wrote are the candidates: measured through the fake driver, they are
+   * valid */
+  tune_measure_opts mo;
+  tune_measure_opts_default(&mo);
+  mo.repeat = 2;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&mo, &m) == TH_OK);
+  for (int i = 0; i < 4; i += 3) {
+    tune_result r;
+    CHECK(tune_measurer_run_device(m, &bt, &wl, &cfgs[i], so[i], &r) == TH_OK);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  }
+  tune_measurer_free(m);
+  nvrtc_pids(log, &others);
+  CHECK_EQ_INT(others, calls); /* the worker loaded the images: no NVRTC there either */
+  tune_build_workers_stop();
+  tune_build_worker_argv = NULL;
+  unsetenv("TH_TEST_BUILD_FAULTS");
+  unsetenv("TH_TEST_NVRTC_LOG");
+  rm_r(emu_dir);
+  return 0;
+}
+
+TH_TEST(nvrtc_build_isolates_hang_and_crash) {
+  return nvrtc_isolation(0);
+}
+
+TH_TEST(nvrtc_build_worker_exec) {
+  return nvrtc_isolation(1);
 }
 
 TH_TEST(no_device) {

@@ -15,6 +15,7 @@
 
 #include "ops.h"
 #include "store.h"
+#include "test_build_faults.h"
 #include "test_tensor_wl.h"
 #include "th_buf.h"
 #include "th_test.h"
@@ -492,27 +493,10 @@ TH_TEST(session_tunes_gemm_families) {
   return 0;
 }
 
-/* Build isolation: the fault hook (run in the build child) hangs on one candidate and crashes on another;
- * only those two fail, as class 6 and class 2, and the others build into usable libraries. A session whose
- * builds hang on a quarter of the space records class 6 trials and still finds a valid best. */
-static tc_config g_hang_cfg, g_crash_cfg;
-static int g_hang_mod;
-
-static int same_cfg(const tc_config *a, const tc_config *b) {
-  if (a->nknobs != b->nknobs) return 0;
-  for (int i = 0; i < a->nknobs; i++)
-    if (a->idx[i] != b->idx[i]) return 0;
-  return 1;
-}
-
-static void fault_hook(const tc_config *c) {
-  unsigned h = 0;
-  for (int i = 0; i < c->nknobs; i++) h = h * 31u + (unsigned)c->idx[i];
-  if (same_cfg(c, &g_hang_cfg) || (g_hang_mod > 0 && h % (unsigned)g_hang_mod == 1u))
-    for (;;) pause();
-  if (same_cfg(c, &g_crash_cfg)) raise(SIGSEGV);
-}
-
+/* Build isolation: the fault hook (run in the build child) hangs on one candidate and crashes on
+ * another; only those two fail, as class 6 and class 2, and the others build into usable libraries.
+ * A session whose builds hang on a quarter of the space records class 6 trials and still finds a
+ * valid best. */
 static int count_err6(void *ctx, const store_record *r) {
   int *n = ctx;
   if (r->error_class == TC_ERROR_CLASS_BUILD_TIMEOUT) n[0]++;
@@ -525,13 +509,8 @@ static int count_err6(void *ctx, const store_record *r) {
  * TH_TEST_BUILD_FAULTS (the hang and crash configs), and notes its pid in TH_TEST_BUILD_EXEC_LOG, so that the
  * test sees the exec happen. Not a TH_TEST. */
 static int build_worker_entry(void) {
-  const char *faults = getenv("TH_TEST_BUILD_FAULTS"), *log = getenv("TH_TEST_BUILD_EXEC_LOG");
-  FILE *f = faults ? fopen(faults, "rb") : NULL;
-  if (f) {
-    if (fread(&g_hang_cfg, sizeof g_hang_cfg, 1, f) == 1 && fread(&g_crash_cfg, sizeof g_crash_cfg, 1, f) == 1)
-      tune_build_fault_hook = fault_hook;
-    fclose(f);
-  }
+  const char *log = getenv("TH_TEST_BUILD_EXEC_LOG");
+  faults_load();
   FILE *l = log ? fopen(log, "a") : NULL;
   if (l) {
     fprintf(l, "%ld\n", (long)getpid());
@@ -577,11 +556,7 @@ static void isolation_case(int exec, char *dir, size_t dirn) {
   snprintf(faults, sizeof faults, "%s/faults.bin", dir);
   snprintf(log, sizeof log, "%s/exec.log", dir);
   if (exec) {
-    FILE *f = fopen(faults, "wb");
-    CHECK(f != NULL);
-    CHECK(fwrite(&g_hang_cfg, sizeof g_hang_cfg, 1, f) == 1 && fwrite(&g_crash_cfg, sizeof g_crash_cfg, 1, f) == 1);
-    CHECK(fclose(f) == 0);
-    setenv("TH_TEST_BUILD_FAULTS", faults, 1);
+    faults_write(faults);
     setenv("TH_TEST_BUILD_EXEC_LOG", log, 1);
     tune_build_worker_argv = worker_argv;
   } else {

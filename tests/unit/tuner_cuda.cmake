@@ -9,7 +9,8 @@ if(TH_HAVE_CUDA)
   if(TARGET test_tuner_cuda)
     set_target_properties(test_tuner_cuda PROPERTIES ENABLE_EXPORTS ON)
     add_dependencies(test_tuner_cuda th_fakecuda)
-    foreach(c conv_random concat_zero_flops mobilenet_xgb_build)
+    foreach(c conv_random concat_zero_flops mobilenet_xgb_build reference_survives_restart
+              nvrtc_build_isolates_hang_and_crash nvrtc_build_worker_exec)
       set_tests_properties(tuner_cuda.${c} PROPERTIES
                            ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
     endforeach()

@@ -61,7 +61,7 @@ static th_status fallback(const tc_workload *wl, const tc_cuda_target *t, const 
   tc__cuda_pick(s, out, "auto_unroll_max_step", &one, 1);
   int kf = tc_space_knob(s, "tile_f"), ky = tc_space_knob(s, "tile_y"),
       kx = tc_space_knob(s, "tile_x");
-  double best = -1e30;
+  double best = -1e30, waves = 2.0 * t->multiprocessors; /* blocks for two waves on the device */
   tc_config bestc = *out;
   for (int a = 0; a < s->knobs[kf].nvalues; a++)
     for (int b = 0; b < s->knobs[ky].nvalues; b++)
@@ -76,7 +76,7 @@ static th_status fallback(const tc_workload *wl, const tc_cuda_target *t, const 
                per = (double)f[1] * f[3] * y[1] * y[3] * x[1] * x[3];
         double blocks = (double)wl->n * f[0] * y[0] * x[0];
         double score = -fabs(log2(th) - 7.5) - 0.6 * fabs(log2(per) - 3.5);
-        if (blocks < 264) score -= 0.8 * log2(264.0 / blocks);
+        if (blocks < waves) score -= 0.8 * log2(waves / blocks);
         if (x[2] < 4 && wl->ow >= 4) score -= 0.5; /* coalescing along x */
         score -= 0.05 * (f[1] + y[1] + x[1]);      /* prefer no vthreads */
         if (score > best) {

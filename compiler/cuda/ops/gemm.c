@@ -92,10 +92,10 @@ th_status tc__cuda_gemm_fallback(const tc_workload *wl, const tc_cuda_target *t,
       double blocks = (double)g.batch * cdiv(g.M, BM) * cdiv(g.N, BN);
       double pad = (double)cdiv(g.M, BM) * BM * cdiv(g.N, BN) * BN / ((double)g.M * g.N);
       /* more accumulators per thread reuse each shared load more; 256 threads; tiles that fit the
-       * shape; and at least two waves of blocks on a large GPU (132 SMs) */
+       * shape; and at least two waves of blocks on the target's SMs */
       double score = 0.5 * log2((double)y[1] * x[1]) - 0.5 * fabs(log2((double)y[0] * x[0]) - 8) -
                      1.5 * log2(pad);
-      if (blocks < 264) score -= log2(264.0 / blocks);
+      if (blocks < 2.0 * t->multiprocessors) score -= log2(2.0 * t->multiprocessors / blocks);
       if (score > best) {
         best = score;
         bestc = *out;
