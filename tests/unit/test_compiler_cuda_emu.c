@@ -124,103 +124,154 @@ static void build_emu(const char *dir, char *so, size_t solen) {
   th_buf_free(&calls);
 }
 
-/* Builds NET for ARCH (NULL: the device's), runs the bundle on the fake driver and compares it with the
- * reference; with REFUSED set, th_model_create must fail and its message hold REFUSED instead. */
-static int emu_net_arch(const char *net, int batch, int hw, const char *arch, const char *refused) {
+/* A network's cuda bundle built in a fresh folder, loaded, and the fake driver pointed at its
+ * emulated kernels; with the graph, its params.bin, an input and the reference interpreter's output. */
+typedef struct emu_bundle {
+  char dir[64], so[512];
+  void *h;
+  tc_graph *g;
+  th_buf params;
+  float *x, *ref;
+  int64_t nin, nout;
+  int (*create)(const void *, size_t, void **);
+  int (*run)(void *, const float *, float *);
+  int (*rund)(void *, const void *, void *, void *);
+  int (*runio)(void *, const void *const *, void *const *);
+  void (*fr)(void *);
+  const char *(*lasterr)(void);
+} emu_bundle;
+
+/* 1 when the fake driver is the libcuda.so.1 that dlopen finds, else 0 (the case skips). */
+static int fake_driver(void) {
   tc_cuda_device d;
   char err[4096] = "";
   if (tc_cuda_device_query(&d, err, sizeof err) != TH_OK || strcmp(d.name, "tunehub CPU emulator") != 0) {
     fprintf(stderr, "skipped: the fake CUDA driver is not on LD_LIBRARY_PATH (%s)\n", err[0] ? err : d.name);
-    return 77;
+    return 0;
   }
-  char dir[] = "/tmp/tc-cuda-emu-net-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  return 1;
+}
+
+/* One of the fake driver's counters (test_compiler_cuda_fakecu.c), read through dlsym. */
+static long fake_counter(const char *name) {
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(cu != NULL);
+  const long *c = (const long *)dlsym(cu, name);
+  CHECK(c != NULL);
+  long v = *c;
+  dlclose(cu);
+  return v;
+}
+
+static void emu_bundle_open(emu_bundle *e, const char *net, int batch, int hw, const char *arch) {
+  memset(e, 0, sizeof *e);
+  snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-net-XXXXXX");
+  CHECK(mkdtemp(e->dir) != NULL);
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = "cuda";
   o.network = net;
   o.batch = batch;
   o.input_h = o.input_w = hw;
-  o.work_dir = dir;
+  o.work_dir = e->dir;
   o.arch = arch;
-  char so[512];
-  snprintf(so, sizeof so, "%s/model.so", dir);
+  char err[4096] = "";
+  snprintf(e->so, sizeof e->so, "%s/model.so", e->dir);
   th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
   if (rc != TH_OK) fprintf(stderr, "%s: %s\n", net, err);
   CHECK(rc == TH_OK);
   char emu[512];
-  build_emu(dir, emu, sizeof emu);
+  build_emu(e->dir, emu, sizeof emu);
   CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
-  tc_graph *g = NULL;
-  CHECK(tc_zoo_build(net, batch, hw, hw, 1, &g, err, sizeof err) == TH_OK);
-  th_buf params;
-  th_buf_init(&params, (size_t)4 << 30);
-  CHECK(tc_params_write(g, &params) == TH_OK);
-  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->outputs[0]].out);
-  float *x = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *y = calloc((size_t)nout, 4),
-        *y2 = calloc((size_t)nout, 4);
-  CHECK(x && ref && y && y2);
-  for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-  CHECK(tc_ref_run(g, x, ref, err, sizeof err) == TH_OK);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
-  int (*create)(const void *, size_t, void **) = (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
-  int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
-  int (*rund)(void *, const void *, void *, void *) = (int (*)(void *, const void *, void *, void *))dlsym(h, "th_model_run_device");
-  int (*runio)(void *, const void *const *, void *const *) =
-      (int (*)(void *, const void *const *, void *const *))dlsym(h, "th_model_run_io");
-  void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
-  const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
-  CHECK(create && run && rund && runio && fr && lasterr);
+  CHECK(tc_zoo_build(net, batch, hw, hw, 1, &e->g, err, sizeof err) == TH_OK);
+  th_buf_init(&e->params, (size_t)4 << 30);
+  CHECK(tc_params_write(e->g, &e->params) == TH_OK);
+  e->nin = tc_tensor_numel(&e->g->nodes[0].out);
+  e->nout = tc_tensor_numel(&e->g->nodes[e->g->outputs[0]].out);
+  e->x = malloc((size_t)e->nin * 4);
+  e->ref = malloc((size_t)e->nout * 4);
+  CHECK(e->x && e->ref);
+  for (int64_t i = 0; i < e->nin; i++) e->x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  CHECK(tc_ref_run(e->g, e->x, e->ref, err, sizeof err) == TH_OK);
+  e->h = dlopen(e->so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(e->h != NULL);
+  e->create = (int (*)(const void *, size_t, void **))dlsym(e->h, "th_model_create");
+  e->run = (int (*)(void *, const float *, float *))dlsym(e->h, "th_model_run");
+  e->rund = (int (*)(void *, const void *, void *, void *))dlsym(e->h, "th_model_run_device");
+  e->runio = (int (*)(void *, const void *const *, void *const *))dlsym(e->h, "th_model_run_io");
+  e->fr = (void (*)(void *))dlsym(e->h, "th_model_free");
+  e->lasterr = (const char *(*)(void))dlsym(e->h, "th_model_last_error");
+  CHECK(e->create && e->run && e->rund && e->runio && e->fr && e->lasterr);
+}
+
+/* y against e's reference: within 1e-4 of the largest reference value. */
+static void emu_check(const emu_bundle *e, const float *y, const char *what) {
+  double maxref = 0, maxdiff = 0;
+  for (int64_t i = 0; i < e->nout; i++) maxref = fmax(maxref, fabs(e->ref[i]));
+  for (int64_t i = 0; i < e->nout; i++) maxdiff = fmax(maxdiff, fabs((double)y[i] - e->ref[i]));
+  fprintf(stderr, "%s: max |cuda - ref| = %.3g of max |ref| %.3g\n", what, maxdiff, maxref);
+  CHECK(maxref > 0);
+  CHECK(maxdiff <= 1e-4 * maxref);
+}
+
+static void emu_bundle_close(emu_bundle *e) {
+  dlclose(e->h);
+  free(e->x);
+  free(e->ref);
+  th_buf_free(&e->params);
+  tc_graph_free(e->g);
+  const char *files[] = {"model.so", "model.c", "kernels.cu", "kernels.cubin", "kernels.ptx", "tunehub_model.h",
+                         "emu.cpp", "emu.so", "model2.c", "model2.so"};
+  char p[600];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", e->dir, files[i]);
+    unlink(p);
+  }
+  rmdir(e->dir);
+}
+
+/* Builds NET for ARCH (NULL: the device's), runs the bundle on the fake driver and compares it with the
+ * reference; with REFUSED set, th_model_create must fail and its message hold REFUSED instead. The host
+ * copies of th_model_run and th_model_run_io go through pinned buffers (no pageable async copy). */
+static int emu_net_arch(const char *net, int batch, int hw, const char *arch, const char *refused) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, net, batch, hw, arch);
   void *m = NULL;
-  if (create(params.data, params.len, &m) != 0) fprintf(stderr, "create: %s\n", lasterr());
+  if (e.create(e.params.data, e.params.len, &m) != 0) fprintf(stderr, "create: %s\n", e.lasterr());
   if (refused) {
     CHECK(m == NULL);
-    CHECK(strstr(lasterr(), refused) != NULL);
+    CHECK(strstr(e.lasterr(), refused) != NULL);
   }
   CHECK(m != NULL || refused);
   if (m) {
+    float *y = calloc((size_t)e.nout, 4), *y2 = calloc((size_t)e.nout, 4);
+    CHECK(y && y2);
+    long pageable = fake_counter("th_fakecu_pageable_copies");
     double t0 = th_now_mono();
-    if (run(m, x, y) != 0) fprintf(stderr, "run: %s\n", lasterr());
+    if (e.run(m, e.x, y) != 0) fprintf(stderr, "run: %s\n", e.lasterr());
     double secs = th_now_mono() - t0;
-    double maxref = 0, maxdiff = 0;
-    for (int64_t i = 0; i < nout; i++) maxref = fmax(maxref, fabs(ref[i]));
-    for (int64_t i = 0; i < nout; i++) maxdiff = fmax(maxdiff, fabs((double)y[i] - ref[i]));
-    fprintf(stderr, "%s batch %d at %dx%d: emulated run %.1f s, max |cuda - ref| = %.3g of max |ref| %.3g\n", net,
-            batch, hw, hw, secs, maxdiff, maxref);
-    CHECK(maxref > 0);
-    CHECK(maxdiff <= 1e-4 * maxref);
+    char what[128];
+    snprintf(what, sizeof what, "%s batch %d at %dx%d: emulated run %.1f s", net, batch, hw, hw, secs);
+    emu_check(&e, y, what);
     /* device pointers: with the fake driver device memory is host memory */
-    CHECK(rund(m, x, y2, NULL) == 0);
-    CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+    CHECK(e.rund(m, e.x, y2, NULL) == 0);
+    CHECK(memcmp(y, y2, (size_t)e.nout * 4) == 0);
     /* th_model_run_io: the same host copies, per tensor */
-    memset(y2, 0, (size_t)nout * 4);
-    const void *ins[1] = {x};
+    memset(y2, 0, (size_t)e.nout * 4);
+    const void *ins[1] = {e.x};
     void *outs[1] = {y2};
-    if (runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", lasterr());
-    CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+    if (e.runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", e.lasterr());
+    CHECK(memcmp(y, y2, (size_t)e.nout * 4) == 0);
+    CHECK(fake_counter("th_fakecu_pageable_copies") == pageable);
     const void *nulls[1] = {NULL};
-    CHECK(runio(m, nulls, outs) == -1);
-    CHECK(strstr(lasterr(), "inputs[0] (input) is NULL") != NULL);
-    fr(m);
+    CHECK(e.runio(m, nulls, outs) == -1);
+    CHECK(strstr(e.lasterr(), "inputs[0] (input) is NULL") != NULL);
+    e.fr(m);
+    free(y);
+    free(y2);
   }
-  dlclose(h);
-  free(x);
-  free(ref);
-  free(y);
-  free(y2);
-  th_buf_free(&params);
-  tc_graph_free(g);
-  {
-    const char *files[] = {"model.so", "model.c", "kernels.cu", "kernels.cubin", "kernels.ptx", "tunehub_model.h",
-                           "emu.cpp", "emu.so"};
-    char p[600];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-      snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-      unlink(p);
-    }
-    rmdir(dir);
-  }
+  emu_bundle_close(&e);
   return 0;
 }
 

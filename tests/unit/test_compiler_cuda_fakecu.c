@@ -15,6 +15,13 @@
 typedef int CUresult;
 static void *emu;
 static long launches; /* events record this count: each launch "takes" 1 ms */
+/* Counters a test reads with dlsym: async copies whose host side was not allocated by cuMemHostAlloc
+ * (a real driver stages those through its own buffers, and they are not asynchronous). */
+long th_fakecu_pageable_copies;
+static struct {
+  char *p;
+  size_t n;
+} pinned[64]; /* cuMemHostAlloc'd ranges */
 static int (*emu_launch)(const char *, void **, const unsigned *, const unsigned *);
 
 CUresult cuInit(unsigned f) { (void)f; return 0; }
@@ -69,8 +76,41 @@ CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
 CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
 CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
 CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return 0; }
-CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, void *st) { (void)st; return cuMemcpyHtoD_v2(d, s, n); }
-CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) { (void)st; return cuMemcpyDtoH_v2(d, s, n); }
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  (void)flags;
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+    if (!pinned[i].p) {
+      if (!(pinned[i].p = malloc(n ? n : 1))) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+      pinned[i].n = n;
+      *p = pinned[i].p;
+      return 0;
+    }
+  return 2;
+}
+CUresult cuMemFreeHost(void *p) {
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+    if (pinned[i].p == p) {
+      free(p);
+      pinned[i].p = NULL;
+      return 0;
+    }
+  return 1; /* CUDA_ERROR_INVALID_VALUE */
+}
+static void count_pageable(const void *h, size_t n) {
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+    if (pinned[i].p && (const char *)h >= pinned[i].p && (const char *)h + n <= pinned[i].p + pinned[i].n) return;
+  th_fakecu_pageable_copies++;
+}
+CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, void *st) {
+  (void)st;
+  count_pageable(s, n);
+  return cuMemcpyHtoD_v2(d, s, n);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) {
+  (void)st;
+  count_pageable(d, n);
+  return cuMemcpyDtoH_v2(d, s, n);
+}
 CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
   (void)st;
   memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);

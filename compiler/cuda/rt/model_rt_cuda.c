@@ -7,7 +7,7 @@
  * cubin nor the PTX can run there), loads the cubin (or JIT-compiles the PTX when the cubin does not
  * fit the device), uploads the folded weights and the plain-tensor parameters once (the kernels
  * read torch's layout: no packing), and launches the plan on a stream, copying each host input in
- * and each output out. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
+ * and each output out through page-locked buffers allocated at create. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +43,8 @@ static struct th__cu {
   th__cures (*StreamDestroy)(th__cuh);
   th__cures (*StreamSynchronize)(th__cuh);
   th__cures (*GetErrorString)(th__cures, const char **);
+  th__cures (*MemHostAlloc)(void **, size_t, unsigned);
+  th__cures (*MemFreeHost)(void *);
 } th__cu;
 
 #define TH__NKERNELS ((int)(sizeof th__kernels / sizeof th__kernels[0]))
@@ -53,6 +55,10 @@ struct th_model {
   th__cuh fns[TH__NKERNELS];
   th__cuptr weights;   /* folded weights and biases, one allocation */
   th__cuptr workspace; /* every intermediate tensor */
+  /* page-locked staging for th_model_run(_io): every input, then every output, each at a 256-byte
+   * boundary (th__pin_off), so the copies are DMA and asynchronous; NULL when the driver could not
+   * pin that much, and the copies then read and write the caller's (pageable) memory directly */
+  unsigned char *pinned;
 };
 
 static const char *th__cuerr(th__cures r) {
@@ -96,6 +102,8 @@ static int th__cu_load(void) {
       {(void **)&th__cu.StreamDestroy, "cuStreamDestroy_v2"},
       {(void **)&th__cu.StreamSynchronize, "cuStreamSynchronize"},
       {(void **)&th__cu.GetErrorString, "cuGetErrorString"},
+      {(void **)&th__cu.MemHostAlloc, "cuMemHostAlloc"},
+      {(void **)&th__cu.MemFreeHost, "cuMemFreeHost"},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     *syms[i].slot = dlsym(h, syms[i].name);
@@ -146,6 +154,15 @@ static int th__check_arch(int dev) {
                   th__info.network, th__build_sm, th__build_sm, th__build_sm, name, sm, sm);
 }
 
+/* Where input k (out = 0) or output k (out = 1) lies in m->pinned; with k = th__info.num_outputs and
+ * out = 1, the buffer's size. */
+static size_t th__pin_off(int out, int k) {
+  size_t off = 0;
+  for (int i = 0; i < (out ? th__info.num_inputs : k); i++) off += (th__in[i].bytes + 255) / 256 * 256;
+  for (int i = 0; out && i < k; i++) off += (th__out[i].bytes + 255) / 256 * 256;
+  return off;
+}
+
 static int th__setup(struct th_model *m, const float *host) {
   TH__CU(th__cu.DeviceGet(&m->dev, 0), "cuDeviceGet");
   if (th__check_arch(m->dev) != 0) return -1;
@@ -166,6 +183,9 @@ static int th__setup(struct th_model *m, const float *host) {
   if (th__weights_floats > 0)
     TH__CU(th__cu.MemcpyHtoD(m->weights, host, (size_t)th__weights_floats * sizeof(float)), "uploading the weights");
   TH__CU(th__cu.StreamCreate(&m->stream, 1 /* non-blocking */), "cuStreamCreate");
+  /* not fatal: pinned memory is a limited resource, and pageable copies are merely slower */
+  void *pin = NULL;
+  if (th__cu.MemHostAlloc(&pin, th__pin_off(1, th__info.num_outputs) + 256, 0) == 0) m->pinned = pin;
   return 0;
 }
 
@@ -173,6 +193,7 @@ void th_model_free(struct th_model *m) {
   if (!m) return;
   if (m->ctx) th__cu.CtxSetCurrent(m->ctx);
   if (m->stream) th__cu.StreamDestroy(m->stream);
+  if (m->pinned) th__cu.MemFreeHost(m->pinned);
   if (m->weights) th__cu.MemFree(m->weights);
   if (m->workspace) th__cu.MemFree(m->workspace);
   if (m->module) th__cu.ModuleUnload(m->module);
@@ -243,23 +264,31 @@ int th_model_run_device(struct th_model *m, const void *d_input, void *d_output,
   return 0;
 }
 
-/* Host inputs in (one copy per tensor), the plan, host outputs out, on the model's stream. */
+/* Host inputs in (one copy per tensor), the plan, host outputs out, on the model's stream, through
+ * the pinned buffers when there are some: the copies are then asynchronous DMA and the run waits once,
+ * at the end; the host-side memcpy into and out of them is what the driver would do for pageable
+ * memory itself, through its own smaller staging buffers and in chunks. */
 static int th__run_host(struct th_model *m, const void *const *inputs, void *const *outputs) {
   TH__CU(th__cu.CtxSetCurrent(m->ctx), "cuCtxSetCurrent");
   th__cures r = 0;
-  for (int k = 0; r == 0 && k < th__info.num_inputs; k++)
-    if ((r = th__cu.MemcpyHtoDAsync(m->workspace + (th__cuptr)th__in[k].off * sizeof(float),
-                                    inputs[k], th__in[k].bytes, m->stream)) != 0)
+  for (int k = 0; k < th__info.num_inputs; k++) {
+    const void *src = inputs[k];
+    if (m->pinned) src = memcpy(m->pinned + th__pin_off(0, k), inputs[k], th__in[k].bytes);
+    if ((r = th__cu.MemcpyHtoDAsync(m->workspace + (th__cuptr)th__in[k].off * sizeof(float), src,
+                                    th__in[k].bytes, m->stream)) != 0)
       return th__fail("%s: copying input '%s' to the device (%s)", th__info.network,
                       th__info.inputs[k].name, th__cuerr(r));
+  }
   if (th__launch(m, m->stream) != 0) return -1;
   for (int k = 0; k < th__info.num_outputs; k++)
-    if ((r = th__cu.MemcpyDtoHAsync(outputs[k],
+    if ((r = th__cu.MemcpyDtoHAsync(m->pinned ? m->pinned + th__pin_off(1, k) : outputs[k],
                                     m->workspace + (th__cuptr)th__out[k].off * sizeof(float),
                                     th__out[k].bytes, m->stream)) != 0)
       return th__fail("%s: copying output '%s' from the device (%s)", th__info.network,
                       th__info.outputs[k].name, th__cuerr(r));
   TH__CU(th__cu.StreamSynchronize(m->stream), "running the model");
+  for (int k = 0; m->pinned && k < th__info.num_outputs; k++)
+    memcpy(outputs[k], m->pinned + th__pin_off(1, k), th__out[k].bytes);
   return 0;
 }
 
