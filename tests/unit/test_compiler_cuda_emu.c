@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "model/tunehub_model.h"
 #include "params.h"
 #include "ref/ref.h"
 #include "tc.h"
@@ -139,6 +140,8 @@ typedef struct emu_bundle {
   int (*runio)(void *, const void *const *, void *const *);
   void (*fr)(void *);
   const char *(*lasterr)(void);
+  const char *(*mode)(const void *);
+  int nkernels; /* kernel calls per run */
 } emu_bundle;
 
 /* 1 when the fake driver is the libcuda.so.1 that dlopen finds, else 0 (the case skips). */
@@ -201,7 +204,19 @@ static void emu_bundle_open(emu_bundle *e, const char *net, int batch, int hw, c
   e->runio = (int (*)(void *, const void *const *, void *const *))dlsym(e->h, "th_model_run_io");
   e->fr = (void (*)(void *))dlsym(e->h, "th_model_free");
   e->lasterr = (const char *(*)(void))dlsym(e->h, "th_model_last_error");
-  CHECK(e->create && e->run && e->rund && e->runio && e->fr && e->lasterr);
+  e->mode = (const char *(*)(const void *))dlsym(e->h, "th_model_cuda_launch_mode");
+  const struct th_model_info *(*info)(void) = (const struct th_model_info *(*)(void))dlsym(e->h, "th_model_info");
+  CHECK(e->create && e->run && e->rund && e->runio && e->fr && e->lasterr && e->mode && info);
+  e->nkernels = info()->num_kernels;
+  CHECK(e->nkernels > 0);
+}
+
+/* A model of e's bundle; the test fails when th_model_create does. */
+static void *emu_model(const emu_bundle *e) {
+  void *m = NULL;
+  if (e->create(e->params.data, e->params.len, &m) != 0) fprintf(stderr, "create: %s\n", e->lasterr());
+  CHECK(m != NULL);
+  return m;
 }
 
 /* y against e's reference: within 1e-4 of the largest reference value. */
@@ -276,6 +291,138 @@ static int emu_net_arch(const char *net, int batch, int hw, const char *arch, co
 }
 
 static int emu_net(const char *net, int batch, int hw) { return emu_net_arch(net, batch, hw, NULL, NULL); }
+
+/* ---- CUDA graphs (issue 25) ---------------------------------------------------------------------------- */
+
+/* Runs e's model three times through th_model_run into y (3 x nout floats): each matches the reference
+ * and the first bit for bit; the fake driver's cuLaunchKernel count grows by launches_per_run per run
+ * (0 when a graph replays) and its replay count by replays_per_run. */
+static void emu_runs(const emu_bundle *e, void *m, float *y, long launches_per_run, long replays_per_run) {
+  for (int i = 0; i < 3; i++) {
+    long l0 = fake_counter("th_fakecu_launches"), r0 = fake_counter("th_fakecu_replays");
+    float *yi = y + (size_t)i * (size_t)e->nout;
+    if (e->run(m, e->x, yi) != 0) fprintf(stderr, "run %d: %s\n", i, e->lasterr());
+    char what[96];
+    snprintf(what, sizeof what, "run %d, %s", i, e->mode(m));
+    emu_check(e, yi, what);
+    CHECK(memcmp(yi, y, (size_t)e->nout * 4) == 0);
+    CHECK_EQ_INT((int)(fake_counter("th_fakecu_launches") - l0), (int)launches_per_run);
+    CHECK_EQ_INT((int)(fake_counter("th_fakecu_replays") - r0), (int)replays_per_run);
+  }
+}
+
+/* th_model_create records every kernel call into a graph (captured, not run); each th_model_run and
+ * th_model_run_io replays it with no cuLaunchKernel; TH_CUDA_GRAPHS=0 gives plain launches (one per call)
+ * with the same bits. */
+TH_TEST(graph_replays) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  CHECK(unsetenv("TH_CUDA_GRAPHS") == 0);
+  long c0 = fake_counter("th_fakecu_captured"), l0 = fake_counter("th_fakecu_launches");
+  void *m = emu_model(&e);
+  CHECK_STR(e.mode(m), "graph");
+  CHECK_EQ_INT((int)(fake_counter("th_fakecu_captured") - c0), e.nkernels);
+  CHECK(fake_counter("th_fakecu_launches") == l0); /* captured, not run */
+  float *y = calloc((size_t)e.nout * 3, 4), *yp = calloc((size_t)e.nout * 3, 4);
+  CHECK(y && yp);
+  emu_runs(&e, m, y, 0, 1);
+  long r0 = fake_counter("th_fakecu_replays");
+  const void *ins[1] = {e.x};
+  void *outs[1] = {yp};
+  CHECK(e.runio(m, ins, outs) == 0);
+  CHECK(memcmp(yp, y, (size_t)e.nout * 4) == 0);
+  CHECK(fake_counter("th_fakecu_replays") == r0 + 1);
+  e.fr(m);
+  CHECK(setenv("TH_CUDA_GRAPHS", "0", 1) == 0);
+  m = emu_model(&e);
+  CHECK(unsetenv("TH_CUDA_GRAPHS") == 0);
+  CHECK_STR(e.mode(m), "launches (TH_CUDA_GRAPHS=0)");
+  emu_runs(&e, m, yp, e.nkernels, 0);
+  CHECK(memcmp(yp, y, (size_t)e.nout * 4) == 0);
+  e.fr(m);
+  free(y);
+  free(yp);
+  emu_bundle_close(&e);
+  return 0;
+}
+
+/* The graph holds only the model's own memory: th_model_run_device with two input/output pairs (and a
+ * caller's stream for the second) writes each pair's own result, and the first pair again after the
+ * second. */
+TH_TEST(graph_run_device_pointers) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  void *m = emu_model(&e);
+  CHECK_STR(e.mode(m), "graph");
+  size_t nb = (size_t)e.nout * 4;
+  float *x2 = malloc((size_t)e.nin * 4), *y1 = malloc(nb), *y2 = malloc(nb), *d1 = malloc(nb), *d2 = malloc(nb);
+  CHECK(x2 && y1 && y2 && d1 && d2);
+  for (int64_t i = 0; i < e.nin; i++) x2[i] = (float)((i * 40503u) % 777) / 300.0f - 1.2f;
+  CHECK(e.run(m, e.x, y1) == 0);
+  CHECK(e.run(m, x2, y2) == 0);
+  CHECK(memcmp(y1, y2, nb) != 0);
+  emu_check(&e, y1, "host run");
+  /* with the fake driver device memory is host memory, and a stream is the fake's */
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(cu != NULL);
+  int (*stream_create)(void **, unsigned) = (int (*)(void **, unsigned))dlsym(cu, "cuStreamCreate");
+  int (*stream_destroy)(void *) = (int (*)(void *))dlsym(cu, "cuStreamDestroy_v2");
+  void *st = NULL;
+  CHECK(stream_create && stream_destroy && stream_create(&st, 1) == 0);
+  long r0 = fake_counter("th_fakecu_replays"), l0 = fake_counter("th_fakecu_launches");
+  CHECK(e.rund(m, e.x, d1, NULL) == 0);
+  CHECK(e.rund(m, x2, d2, st) == 0);
+  CHECK(memcmp(d1, y1, nb) == 0);
+  CHECK(memcmp(d2, y2, nb) == 0);
+  memset(d1, 0, nb);
+  CHECK(e.rund(m, e.x, d1, NULL) == 0);
+  CHECK(memcmp(d1, y1, nb) == 0);
+  CHECK(fake_counter("th_fakecu_replays") == r0 + 3 && fake_counter("th_fakecu_launches") == l0);
+  stream_destroy(st);
+  dlclose(cu);
+  e.fr(m);
+  free(x2);
+  free(y1);
+  free(y2);
+  free(d1);
+  free(d2);
+  emu_bundle_close(&e);
+  return 0;
+}
+
+/* Plain launches instead of a graph, with the reason `mode`: the model is created with the fake driver's
+ * variable `env` set (NULL: none), and its runs launch every kernel and match the reference. */
+static int emu_graph_fallback(const char *env, const char *mode) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  CHECK(!env || setenv(env, "1", 1) == 0);
+  void *m = emu_model(&e);
+  CHECK(!env || unsetenv(env) == 0);
+  CHECK_STR(e.mode(m), mode);
+  CHECK_STR(e.lasterr(), ""); /* a fallback is no error */
+  float *y = calloc((size_t)e.nout * 3, 4);
+  CHECK(y);
+  emu_runs(&e, m, y, e.nkernels, 0);
+  e.fr(m);
+  free(y);
+  emu_bundle_close(&e);
+  return 0;
+}
+
+/* A driver without the graph entry points: the fake built with TH_FAKECU_NO_GRAPHS, first on
+ * LD_LIBRARY_PATH for this case. */
+TH_TEST(graph_driver_without_graphs) {
+  return emu_graph_fallback(NULL, "launches (the driver lacks cuStreamBeginCapture_v2)");
+}
+
+/* A capture the driver refuses ($TH_FAKECU_CAPTURE_FAIL). */
+TH_TEST(graph_capture_fails_falls_back) {
+  return emu_graph_fallback("TH_FAKECU_CAPTURE_FAIL",
+                            "launches (cuStreamBeginCapture: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (fake driver))");
+}
 
 TH_TEST(resnet_18) { return emu_net("resnet-18", 2, 32); }
 TH_TEST(mobilenet_v2) { return emu_net("mobilenet-v2", 1, 32); }

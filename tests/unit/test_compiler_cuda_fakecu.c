@@ -5,7 +5,13 @@
  * with the test's emulation header), which exports th_emu_launch(name, params, grid, block), and may export
  * th_emu_module(image), told of every image cuModuleLoadData loads (a test that emulates a tuner's
  * cubins maps them back to their source there). It lets a
- * CUDA model .so run end to end (create, upload, plan, launches, copies) against the reference. */
+ * CUDA model .so run end to end (create, upload, plan, launches, copies) against the reference.
+ * Stream capture is honest: while a stream captures, its launches and copies are recorded (kernel
+ * arguments by value, as the driver does) and nothing runs; cuGraphLaunch replays the instantiated list in
+ * order, and a synchronize or a synchronous call during a capture invalidates it, as on a device. Built a
+ * second time with TH_FAKECU_NO_GRAPHS, the library has no graph entry points at all (an old driver);
+ * $TH_FAKECU_CAPTURE_FAIL makes cuStreamBeginCapture fail. Counters (th_fakecu_*) let a test tell a
+ * replay from plain launches. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,10 +20,45 @@
 
 typedef int CUresult;
 static void *emu;
-static long launches; /* events record this count: each launch "takes" 1 ms */
-/* Counters a test reads with dlsym: async copies whose host side was not allocated by cuMemHostAlloc
- * (a real driver stages those through its own buffers, and they are not asynchronous). */
-long th_fakecu_pageable_copies;
+static long ticks; /* kernels run, launched or replayed: events record this count, each "takes" 1 ms */
+/* Counters a test reads with dlsym: kernels run by cuLaunchKernel, launches recorded by a capture,
+ * cuGraphLaunch calls, and async copies whose host side was not allocated by cuMemHostAlloc (a real driver
+ * stages those through its own buffers, and they are not asynchronous). */
+long th_fakecu_launches, th_fakecu_captured, th_fakecu_replays, th_fakecu_pageable_copies;
+
+/* One recorded stream operation: a launch (f set) or a copy of n bytes from src to dst. */
+typedef struct op {
+  void *f;
+  unsigned g[3], b[3], shm;
+  uint64_t args[5];
+  int nargs;
+  void *dst;
+  const void *src;
+  size_t n;
+} op;
+typedef struct oplist {
+  op *ops;
+  int nops;
+} oplist;
+typedef struct fstream {
+  int capturing, invalid;
+  oplist rec;
+} fstream;
+static int capturing; /* streams capturing now: synchronous calls are illegal meanwhile */
+
+static CUresult record(void *st, const op *o) {
+  fstream *s = st;
+  op *n = realloc(s->rec.ops, (size_t)(s->rec.nops + 1) * sizeof *n);
+  if (!n) return 2;
+  s->rec.ops = n;
+  n[s->rec.nops++] = *o;
+  return 0;
+}
+
+/* A call that would run synchronously while a capture is open: the capture becomes invalid. */
+static int capture_violated(void) {
+  return capturing > 0;
+}
 static struct {
   char *p;
   size_t n;
@@ -68,14 +109,35 @@ CUresult cuModuleLoadData(void **m, const void *image) {
 CUresult cuModuleUnload(void *m) { (void)m; return 0; }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = strdup(name); return *f ? 0 : 2; }
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
+  if (capture_violated()) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
   void *q = NULL;
   if (posix_memalign(&q, 256, n ? n : 1) != 0) return 2;
   *p = (uint64_t)(uintptr_t)q;
   return 0;
 }
 CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
-CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
-CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) {
+  if (capture_violated()) return 906; /* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT */
+  memcpy((void *)(uintptr_t)d, s, n);
+  return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) {
+  if (capture_violated()) return 906;
+  memcpy(d, (const void *)(uintptr_t)s, n);
+  return 0;
+}
+/* An async copy: recorded on a capturing stream, else done now. */
+static CUresult copy_async(void *d, const void *s, size_t n, void *st) {
+  fstream *fs = st;
+  if (fs && fs->capturing) {
+    op o;
+    memset(&o, 0, sizeof o);
+    o.dst = d, o.src = s, o.n = n;
+    return record(fs, &o);
+  }
+  memmove(d, s, n);
+  return 0;
+}
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   (void)flags;
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
@@ -102,32 +164,121 @@ static void count_pageable(const void *h, size_t n) {
   th_fakecu_pageable_copies++;
 }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, void *st) {
-  (void)st;
   count_pageable(s, n);
-  return cuMemcpyHtoD_v2(d, s, n);
+  return copy_async((void *)(uintptr_t)d, s, n, st);
 }
 CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) {
-  (void)st;
   count_pageable(d, n);
-  return cuMemcpyDtoH_v2(d, s, n);
+  return copy_async(d, (const void *)(uintptr_t)s, n, st);
 }
 CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
-  (void)st;
-  memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
-  return 0;
+  return copy_async((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n, st);
 }
 CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return 0; }
+static CUresult run_op(const op *o) {
+  if (!o->f) {
+    memmove(o->dst, o->src, o->n);
+    return 0;
+  }
+  void *params[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < o->nargs; i++) params[i] = (void *)&o->args[i];
+  ticks++;
+  return emu_launch && emu_launch((const char *)o->f, params, o->g, o->b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
+}
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shm, void *st, void **params, void **extra) {
-  (void)shm, (void)st, (void)extra;
-  unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
-  launches++;
-  return emu_launch && emu_launch((const char *)f, params, g, b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
+  (void)extra;
+  op o;
+  memset(&o, 0, sizeof o);
+  o.f = f, o.g[0] = gx, o.g[1] = gy, o.g[2] = gz, o.b[0] = bx, o.b[1] = by, o.b[2] = bz, o.shm = shm;
+  /* every tunehub kernel takes up to 5 pointers (the emulator's limit too); the values are copied now */
+  for (; o.nargs < 5 && params[o.nargs]; o.nargs++) memcpy(&o.args[o.nargs], params[o.nargs], sizeof o.args[0]);
+  fstream *s = st;
+  if (s && s->capturing) {
+    th_fakecu_captured++;
+    return record(s, &o);
+  }
+  th_fakecu_launches++;
+  return run_op(&o);
 }
-CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = (void *)&emu_launch; return 0; }
-CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
+CUresult cuStreamCreate(void **s, unsigned f) {
+  (void)f;
+  *s = calloc(1, sizeof(fstream));
+  return *s ? 0 : 2;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+  fstream *fs = s;
+  if (fs && fs->capturing) capturing--;
+  if (fs) free(fs->rec.ops);
+  free(fs);
+  return 0;
+}
 CUresult cuStreamQuery(void *s) { (void)s; return 0; }
-CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+CUresult cuStreamSynchronize(void *s) {
+  fstream *fs = s;
+  if (fs && fs->capturing) {
+    fs->invalid = 1;
+    return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+  }
+  return 0;
+}
+#ifndef TH_FAKECU_NO_GRAPHS
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+  fstream *fs = s;
+  if (!fs || mode < 0 || mode > 2) return 1; /* CUDA_ERROR_INVALID_VALUE (the legacy stream cannot capture) */
+  if (fs->capturing) return 401;            /* CUDA_ERROR_ILLEGAL_STATE */
+  if (getenv("TH_FAKECU_CAPTURE_FAIL")) return 900;
+  fs->capturing = 1, fs->invalid = 0;
+  fs->rec.nops = 0;
+  capturing++;
+  return 0;
+}
+CUresult cuStreamEndCapture(void *s, void **g) {
+  fstream *fs = s;
+  if (!fs || !fs->capturing) return 401;
+  fs->capturing = 0;
+  capturing--;
+  oplist *l = NULL;
+  if (!fs->invalid && (l = calloc(1, sizeof *l))) *l = fs->rec;
+  else free(fs->rec.ops);
+  fs->rec.ops = NULL, fs->rec.nops = 0;
+  *g = l;
+  return l ? 0 : fs->invalid ? 901 : 2; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags) {
+  const oplist *src = g;
+  oplist *l = calloc(1, sizeof *l);
+  if (!g || flags != 0) return 1;
+  if (!l || !(l->ops = malloc((size_t)src->nops * sizeof *l->ops + 1))) {
+    free(l);
+    return 2;
+  }
+  memcpy(l->ops, src->ops, (size_t)src->nops * sizeof *l->ops);
+  l->nops = src->nops;
+  *exec = l;
+  return 0;
+}
+CUresult cuGraphLaunch(void *exec, void *st) {
+  const oplist *l = exec;
+  fstream *s = st;
+  if (!l) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  if (s && s->capturing) return 900;
+  th_fakecu_replays++;
+  for (int i = 0; i < l->nops; i++) {
+    CUresult r = run_op(&l->ops[i]);
+    if (r != 0) return r;
+  }
+  return 0;
+}
+static CUresult free_list(void *g) {
+  oplist *l = g;
+  if (l) free(l->ops);
+  free(l);
+  return 0;
+}
+CUresult cuGraphExecDestroy(void *exec) { return free_list(exec); }
+CUresult cuGraphDestroy(void *g) { return free_list(g); }
+#endif
 CUresult cuEventCreate(void **e, unsigned f) {
   (void)f;
   *e = calloc(1, sizeof(long));
@@ -136,7 +287,7 @@ CUresult cuEventCreate(void **e, unsigned f) {
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
 CUresult cuEventRecord(void *e, void *s) {
   (void)s;
-  *(long *)e = launches;
+  *(long *)e = ticks;
   return 0;
 }
 CUresult cuEventQuery(void *e) { (void)e; return 0; }
@@ -146,7 +297,9 @@ CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
 }
 CUresult cuGetErrorString(CUresult r, const char **s) {
   *s = r == 200 ? "CUDA_ERROR_INVALID_IMAGE (fake driver: TH_FAKECU_KERNELS not loadable)"
-                : r == 719 ? "CUDA_ERROR_LAUNCH_FAILED (fake driver)" : "fake driver error";
+                : r == 719 ? "CUDA_ERROR_LAUNCH_FAILED (fake driver)"
+                : r == 900 ? "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (fake driver)"
+                : r == 901 ? "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (fake driver)" : "fake driver error";
   return 0;
 }
 /* NVRTC opens libcuda.so.1 itself and asks for the driver's private export tables: none here. */

@@ -7,7 +7,9 @@
  * cubin nor the PTX can run there), loads the cubin (or JIT-compiles the PTX when the cubin does not
  * fit the device), uploads the folded weights and the plain-tensor parameters once (the kernels
  * read torch's layout: no packing), and launches the plan on a stream, copying each host input in
- * and each output out through page-locked buffers allocated at create. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
+ * and each output out through page-locked buffers allocated at create; the plan's launches are
+ * recorded once into a CUDA graph at create and replayed by every run (plain launches where the driver
+ * has no graphs, the capture fails, or TH_CUDA_GRAPHS=0). Plain C11; embedded into tunehub and never compiled into tunehub itself. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +47,14 @@ static struct th__cu {
   th__cures (*GetErrorString)(th__cures, const char **);
   th__cures (*MemHostAlloc)(void **, size_t, unsigned);
   th__cures (*MemFreeHost)(void *);
+  /* CUDA graphs (optional: a driver without them runs plain launches) */
+  th__cures (*StreamBeginCapture)(th__cuh, int);
+  th__cures (*StreamEndCapture)(th__cuh, th__cuh *);
+  th__cures (*GraphInstantiate)(th__cuh *, th__cuh, unsigned long long);
+  th__cures (*GraphLaunch)(th__cuh, th__cuh);
+  th__cures (*GraphExecDestroy)(th__cuh);
+  th__cures (*GraphDestroy)(th__cuh);
+  const char *graph_missing; /* the first graph entry point the driver lacks, or NULL */
 } th__cu;
 
 #define TH__NKERNELS ((int)(sizeof th__kernels / sizeof th__kernels[0]))
@@ -59,6 +69,10 @@ struct th_model {
    * boundary (th__pin_off), so the copies are DMA and asynchronous; NULL when the driver could not
    * pin that much, and the copies then read and write the caller's (pageable) memory directly */
   unsigned char *pinned;
+  /* the plan's launches recorded once at create and replayed by every run (NULL: plain launches,
+   * and launch_mode says why) */
+  th__cuh graph, exec;
+  char launch_mode[300];
 };
 
 static const char *th__cuerr(th__cures r) {
@@ -78,6 +92,7 @@ static int th__cu_load(void) {
   struct {
     void **slot;
     const char *name;
+    int optional; /* the graph entry points: without them the runtime launches one by one */
   } syms[] = {
       {(void **)&th__cu.Init, "cuInit"},
       {(void **)&th__cu.DeviceGetCount, "cuDeviceGetCount"},
@@ -104,10 +119,19 @@ static int th__cu_load(void) {
       {(void **)&th__cu.GetErrorString, "cuGetErrorString"},
       {(void **)&th__cu.MemHostAlloc, "cuMemHostAlloc"},
       {(void **)&th__cu.MemFreeHost, "cuMemFreeHost"},
+      /* the names cuda.h maps cuStreamBeginCapture and cuGraphInstantiate to (CUDA 11.4 and later) */
+      {(void **)&th__cu.StreamBeginCapture, "cuStreamBeginCapture_v2", 1},
+      {(void **)&th__cu.StreamEndCapture, "cuStreamEndCapture", 1},
+      {(void **)&th__cu.GraphInstantiate, "cuGraphInstantiateWithFlags", 1},
+      {(void **)&th__cu.GraphLaunch, "cuGraphLaunch", 1},
+      {(void **)&th__cu.GraphExecDestroy, "cuGraphExecDestroy", 1},
+      {(void **)&th__cu.GraphDestroy, "cuGraphDestroy", 1},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     *syms[i].slot = dlsym(h, syms[i].name);
-    if (!*syms[i].slot) return th__fail("no CUDA device: the CUDA driver lacks %s (too old?)", syms[i].name);
+    if (!*syms[i].slot && syms[i].optional && !th__cu.graph_missing) th__cu.graph_missing = syms[i].name;
+    if (!*syms[i].slot && !syms[i].optional)
+      return th__fail("no CUDA device: the CUDA driver lacks %s (too old?)", syms[i].name);
   }
   th__cures r = th__cu.Init(0);
   if (r != 0) return th__fail("no CUDA device: cuInit failed (%s)", th__cuerr(r));
@@ -189,9 +213,88 @@ static int th__setup(struct th_model *m, const float *host) {
   return 0;
 }
 
+static int th__launch(struct th_model *m, th__cuh stream) {
+  for (int i = 0; i < (int)(sizeof th__calls / sizeof th__calls[0]); i++) {
+    const struct th__call *c = &th__calls[i];
+    const struct th__kernel *k = &th__kernels[c->kernel];
+    th__cuptr args[5] = {0, 0, 0, 0, 0};
+    void *params[5] = {0, 0, 0, 0, 0};
+    for (int a = 0; a < c->nargs; a++) {
+      switch (c->space[a]) {
+        case 1: args[a] = m->workspace + (th__cuptr)c->off[a] * sizeof(float); break;
+        case 2:
+        case 3: args[a] = m->weights + (th__cuptr)c->off[a] * sizeof(float); break;
+        default: args[a] = 0; break;
+      }
+      params[a] = &args[a];
+    }
+    th__cures r = th__cu.LaunchKernel(m->fns[c->kernel], k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                                      k->block[1], k->block[2], 0, stream, params, NULL);
+    if (r != 0) return th__fail("launching %s (call %d): %s", k->name, i, th__cuerr(r));
+  }
+  return 0;
+}
+
+/* Records the plan's launches on the model's stream into a CUDA graph and instantiates it, so that a
+ * run is one cuGraphLaunch instead of one cuLaunchKernel per call. Only the launches are captured: they
+ * read and write the model's own weights and workspace, whose addresses never change, so the graph
+ * holds for every run and every caller's buffers and stream; the input and output copies stay outside
+ * it (one per tensor, not per kernel). A driver without graphs, TH_CUDA_GRAPHS=0, or a failed capture
+ * or instantiation leaves plain launches, and launch_mode says why; never an error. */
+static void th__graph_build(struct th_model *m) {
+  const char *env = getenv("TH_CUDA_GRAPHS");
+  if (env && strcmp(env, "0") == 0) {
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (TH_CUDA_GRAPHS=0)");
+    return;
+  }
+  if (th__cu.graph_missing) {
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (the driver lacks %s)", th__cu.graph_missing);
+    return;
+  }
+  /* thread-local: other threads' allocations (another model's create) stay legal during the capture */
+  th__cures r = th__cu.StreamBeginCapture(m->stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */);
+  if (r != 0) {
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (cuStreamBeginCapture: %s)", th__cuerr(r));
+    return;
+  }
+  int lr = th__launch(m, m->stream);
+  char why[sizeof m->launch_mode];
+  snprintf(why, sizeof why, "%s", th__err);
+  th__err[0] = '\0'; /* the create succeeds */
+  th__cuh g = NULL;
+  r = th__cu.StreamEndCapture(m->stream, &g); /* ends the capture whatever happened inside it */
+  if (lr == 0 && r == 0 && g) r = th__cu.GraphInstantiate(&m->exec, g, 0);
+  if (lr == 0 && r == 0 && g && m->exec) {
+    m->graph = g;
+    snprintf(m->launch_mode, sizeof m->launch_mode, "graph");
+    return;
+  }
+  m->exec = NULL;
+  if (g) th__cu.GraphDestroy(g);
+  if (lr != 0)
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (capturing: %s)", why);
+  else
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (%s: %s)",
+             !g ? "cuStreamEndCapture" : "cuGraphInstantiate", r ? th__cuerr(r) : "no graph");
+}
+
+/* The plan on stream s: the graph's replay, or every launch. */
+static int th__plan(struct th_model *m, th__cuh s) {
+  if (!m->exec) return th__launch(m, s);
+  th__cures r = th__cu.GraphLaunch(m->exec, s);
+  if (r != 0) return th__fail("%s: cuGraphLaunch (%s)", th__info.network, th__cuerr(r));
+  return 0;
+}
+
+const char *th_model_cuda_launch_mode(const struct th_model *m) {
+  return m ? m->launch_mode : "";
+}
+
 void th_model_free(struct th_model *m) {
   if (!m) return;
   if (m->ctx) th__cu.CtxSetCurrent(m->ctx);
+  if (m->exec) th__cu.GraphExecDestroy(m->exec);
+  if (m->graph) th__cu.GraphDestroy(m->graph);
   if (m->stream) th__cu.StreamDestroy(m->stream);
   if (m->pinned) th__cu.MemFreeHost(m->pinned);
   if (m->weights) th__cu.MemFree(m->weights);
@@ -218,33 +321,12 @@ int th_model_create(const void *params, size_t size, struct th_model **out) {
   if (rc == 0 && !(m = calloc(1, sizeof *m))) rc = th__fail("out of memory");
   if (rc == 0) rc = th__setup(m, host);
   free(host);
+  if (rc == 0) th__graph_build(m);
   if (rc != 0) {
     th_model_free(m);
     return -1;
   }
   *out = m;
-  return 0;
-}
-
-static int th__launch(struct th_model *m, th__cuh stream) {
-  for (int i = 0; i < (int)(sizeof th__calls / sizeof th__calls[0]); i++) {
-    const struct th__call *c = &th__calls[i];
-    const struct th__kernel *k = &th__kernels[c->kernel];
-    th__cuptr args[5] = {0, 0, 0, 0, 0};
-    void *params[5] = {0, 0, 0, 0, 0};
-    for (int a = 0; a < c->nargs; a++) {
-      switch (c->space[a]) {
-        case 1: args[a] = m->workspace + (th__cuptr)c->off[a] * sizeof(float); break;
-        case 2:
-        case 3: args[a] = m->weights + (th__cuptr)c->off[a] * sizeof(float); break;
-        default: args[a] = 0; break;
-      }
-      params[a] = &args[a];
-    }
-    th__cures r = th__cu.LaunchKernel(m->fns[c->kernel], k->grid[0], k->grid[1], k->grid[2], k->block[0],
-                                      k->block[1], k->block[2], 0, stream, params, NULL);
-    if (r != 0) return th__fail("launching %s (call %d): %s", k->name, i, th__cuerr(r));
-  }
   return 0;
 }
 
@@ -256,7 +338,7 @@ int th_model_run_device(struct th_model *m, const void *d_input, void *d_output,
   TH__CU(th__cu.MemcpyDtoDAsync(m->workspace + (th__cuptr)th__in[0].off * sizeof(float),
                                 (th__cuptr)(uintptr_t)d_input, th__in[0].bytes, s),
          "copying the input");
-  if (th__launch(m, s) != 0) return -1;
+  if (th__plan(m, s) != 0) return -1;
   TH__CU(th__cu.MemcpyDtoDAsync((th__cuptr)(uintptr_t)d_output,
                                 m->workspace + (th__cuptr)th__out[0].off * sizeof(float),
                                 th__out[0].bytes, s),
@@ -279,7 +361,7 @@ static int th__run_host(struct th_model *m, const void *const *inputs, void *con
       return th__fail("%s: copying input '%s' to the device (%s)", th__info.network,
                       th__info.inputs[k].name, th__cuerr(r));
   }
-  if (th__launch(m, m->stream) != 0) return -1;
+  if (th__plan(m, m->stream) != 0) return -1;
   for (int k = 0; k < th__info.num_outputs; k++)
     if ((r = th__cu.MemcpyDtoHAsync(m->pinned ? m->pinned + th__pin_off(1, k) : outputs[k],
                                     m->workspace + (th__cuptr)th__out[k].off * sizeof(float),
