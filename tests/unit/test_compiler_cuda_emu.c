@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "link.h"
 #include "model/tunehub_model.h"
 #include "params.h"
 #include "ref/ref.h"
@@ -166,6 +167,8 @@ static long fake_counter(const char *name) {
   return v;
 }
 
+static void emu_bundle_load(emu_bundle *e, const char *path);
+
 static void emu_bundle_open(emu_bundle *e, const char *net, int batch, int hw, const char *arch) {
   memset(e, 0, sizeof *e);
   snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-net-XXXXXX");
@@ -196,7 +199,12 @@ static void emu_bundle_open(emu_bundle *e, const char *net, int batch, int hw, c
   CHECK(e->x && e->ref);
   for (int64_t i = 0; i < e->nin; i++) e->x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
   CHECK(tc_ref_run(e->g, e->x, e->ref, err, sizeof err) == TH_OK);
-  e->h = dlopen(e->so, RTLD_NOW | RTLD_LOCAL);
+  emu_bundle_load(e, e->so);
+}
+
+/* e's entry points from the model .so at path (e's own, or one relinked from an edited model.c). */
+static void emu_bundle_load(emu_bundle *e, const char *path) {
+  e->h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   CHECK(e->h != NULL);
   e->create = (int (*)(const void *, size_t, void **))dlsym(e->h, "th_model_create");
   e->run = (int (*)(void *, const float *, float *))dlsym(e->h, "th_model_run");
@@ -422,6 +430,68 @@ TH_TEST(graph_driver_without_graphs) {
 TH_TEST(graph_capture_fails_falls_back) {
   return emu_graph_fallback("TH_FAKECU_CAPTURE_FAIL",
                             "launches (cuStreamBeginCapture: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (fake driver))");
+}
+
+/* ---- dynamic shared memory (issue 25) --------------------------------------------------------------- */
+
+/* e's model.c with the first kernel's dynamic shared bytes (0 in every generated table today) set to
+ * bytes, linked into model2.so and loaded in place of model.so. */
+static void emu_relink_dyn_shared(emu_bundle *e, unsigned bytes) {
+  char path[600], so[600], err[4096] = "";
+  snprintf(path, sizeof path, "%s/model.c", e->dir);
+  char *c = NULL;
+  size_t len = 0;
+  CHECK(th_read_file(path, (size_t)1 << 30, &c, &len) == TH_OK);
+  char *row = strstr(c, "}, 0u}, /* ");
+  CHECK(row != NULL);
+  th_buf b;
+  th_buf_init(&b, (size_t)1 << 30);
+  CHECK(th_buf_append(&b, c, (size_t)(row - c)) == TH_OK);
+  CHECK(th_buf_appendf(&b, "}, %uu}, /* ", bytes) == TH_OK);
+  CHECK(th_buf_append(&b, row + 11, len - (size_t)(row + 11 - c)) == TH_OK);
+  snprintf(path, sizeof path, "%s/model2.c", e->dir);
+  CHECK(th_write_file_atomic(path, b.data, b.len) == TH_OK);
+  snprintf(so, sizeof so, "%s/model2.so", e->dir);
+  const char *srcs[1] = {path};
+  dlclose(e->h);
+  unlink(so); /* a fresh file: the previous model2.so may still be mapped */
+  th_status rc = tc_link_so(0, NULL, 1, srcs, so, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+  CHECK(rc == TH_OK);
+  emu_bundle_load(e, so);
+  free(c);
+  th_buf_free(&b);
+}
+
+/* A kernel with 64 KiB of dynamic shared memory opts in once at create (cuFuncSetAttribute) and every
+ * replay passes the bytes (the fake driver refuses a launch over 48 KiB without the opt-in); one with
+ * more than the device allows is refused at create, by name. */
+TH_TEST(dynamic_shared_over_48k) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  void *m = emu_model(&e);
+  CHECK(fake_counter("th_fakecu_opt_ins") == 0);
+  float *y = calloc((size_t)e.nout * 3, 4);
+  CHECK(y);
+  emu_runs(&e, m, y, 0, 1);
+  CHECK(fake_counter("th_fakecu_dyn_launches") == 0);
+  e.fr(m);
+  emu_relink_dyn_shared(&e, 64 * 1024);
+  m = emu_model(&e);
+  CHECK_STR(e.mode(m), "graph");
+  CHECK(fake_counter("th_fakecu_opt_ins") == 1);
+  emu_runs(&e, m, y, 0, 1);
+  CHECK(fake_counter("th_fakecu_dyn_launches") == 3 && fake_counter("th_fakecu_dyn_max") == 64 * 1024);
+  e.fr(m);
+  emu_relink_dyn_shared(&e, 300 * 1024);
+  m = NULL;
+  CHECK(e.create(e.params.data, e.params.len, &m) == -1 && m == NULL);
+  fprintf(stderr, "%s\n", e.lasterr());
+  CHECK(strstr(e.lasterr(), "needs 307200 bytes of dynamic shared memory per block; the device allows 232448"));
+  free(y);
+  emu_bundle_close(&e);
+  return 0;
 }
 
 TH_TEST(resnet_18) { return emu_net("resnet-18", 2, 32); }

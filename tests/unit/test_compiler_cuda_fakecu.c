@@ -25,6 +25,8 @@ static long ticks; /* kernels run, launched or replayed: events record this coun
  * cuGraphLaunch calls, and async copies whose host side was not allocated by cuMemHostAlloc (a real driver
  * stages those through its own buffers, and they are not asynchronous). */
 long th_fakecu_launches, th_fakecu_captured, th_fakecu_replays, th_fakecu_pageable_copies;
+/* cuFuncSetAttribute calls, and kernels run with dynamic shared memory (the largest amount in the other) */
+long th_fakecu_opt_ins, th_fakecu_dyn_launches, th_fakecu_dyn_max;
 
 /* One recorded stream operation: a launch (f set) or a copy of n bytes from src to dst. */
 typedef struct op {
@@ -107,7 +109,29 @@ CUresult cuModuleLoadData(void **m, const void *image) {
   return 0;
 }
 CUresult cuModuleUnload(void *m) { (void)m; return 0; }
-CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = strdup(name); return *f ? 0 : 2; }
+/* A function: its name for the emulator, and the dynamic shared memory it opted in to. */
+typedef struct ffunc {
+  char *name;
+  int max_dyn;
+} ffunc;
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  (void)m;
+  ffunc *fn = calloc(1, sizeof *fn);
+  if (!fn || !(fn->name = strdup(name))) {
+    free(fn);
+    return 2;
+  }
+  *f = fn;
+  return 0;
+}
+/* Dynamic shared memory opt-in (attribute 8) only, up to the 227 KiB the fake device reports. */
+CUresult cuFuncSetAttribute(void *f, int attr, int value) {
+  ffunc *fn = f;
+  if (!fn || attr != 8 || value < 0 || value > 227 * 1024) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  fn->max_dyn = value;
+  th_fakecu_opt_ins++;
+  return 0;
+}
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
   if (capture_violated()) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
   void *q = NULL;
@@ -182,8 +206,13 @@ static CUresult run_op(const op *o) {
   }
   void *params[5] = {0, 0, 0, 0, 0};
   for (int i = 0; i < o->nargs; i++) params[i] = (void *)&o->args[i];
+  const ffunc *fn = o->f;
+  /* above 48 KiB a launch needs the kernel's opt-in, as on a device */
+  if (o->shm > 48 * 1024 && o->shm > (unsigned)fn->max_dyn) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  if (o->shm > 0) th_fakecu_dyn_launches++;
+  if (o->shm > (unsigned)th_fakecu_dyn_max) th_fakecu_dyn_max = o->shm;
   ticks++;
-  return emu_launch && emu_launch((const char *)o->f, params, o->g, o->b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
+  return emu_launch && emu_launch(fn->name, params, o->g, o->b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
 }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shm, void *st, void **params, void **extra) {

@@ -47,6 +47,7 @@ static struct th__cu {
   th__cures (*GetErrorString)(th__cures, const char **);
   th__cures (*MemHostAlloc)(void **, size_t, unsigned);
   th__cures (*MemFreeHost)(void *);
+  th__cures (*FuncSetAttribute)(th__cuh, int, int);
   /* CUDA graphs (optional: a driver without them runs plain launches) */
   th__cures (*StreamBeginCapture)(th__cuh, int);
   th__cures (*StreamEndCapture)(th__cuh, th__cuh *);
@@ -119,6 +120,7 @@ static int th__cu_load(void) {
       {(void **)&th__cu.GetErrorString, "cuGetErrorString"},
       {(void **)&th__cu.MemHostAlloc, "cuMemHostAlloc"},
       {(void **)&th__cu.MemFreeHost, "cuMemFreeHost"},
+      {(void **)&th__cu.FuncSetAttribute, "cuFuncSetAttribute"},
       /* the names cuda.h maps cuStreamBeginCapture and cuGraphInstantiate to (CUDA 11.4 and later) */
       {(void **)&th__cu.StreamBeginCapture, "cuStreamBeginCapture_v2", 1},
       {(void **)&th__cu.StreamEndCapture, "cuStreamEndCapture", 1},
@@ -187,6 +189,26 @@ static size_t th__pin_off(int out, int k) {
   return off;
 }
 
+/* A launch may pass up to 48 KiB of dynamic shared memory; a kernel that needs more opts in once, up to
+ * the device's per-block maximum (227 KiB on sm_90, 99 KiB on sm_86), which is checked here so that the
+ * message names the kernel and both sizes. */
+static int th__dyn_shared_opt_in(struct th_model *m) {
+  int optin = -1;
+  for (int k = 0; k < TH__NKERNELS; k++) {
+    unsigned need = th__kernels[k].dyn_shared;
+    if (need <= 48 * 1024) continue;
+    if (optin < 0)
+      TH__CU(th__cu.DeviceGetAttribute(&optin, 97 /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */, m->dev),
+             "cuDeviceGetAttribute");
+    if (need > (unsigned)optin)
+      return th__fail("%s: kernel %s needs %u bytes of dynamic shared memory per block; the device allows %d",
+                      th__info.network, th__kernels[k].name, need, optin);
+    TH__CU(th__cu.FuncSetAttribute(m->fns[k], 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)need),
+           "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+  return 0;
+}
+
 static int th__setup(struct th_model *m, const float *host) {
   TH__CU(th__cu.DeviceGet(&m->dev, 0), "cuDeviceGet");
   if (th__check_arch(m->dev) != 0) return -1;
@@ -199,6 +221,7 @@ static int th__setup(struct th_model *m, const float *host) {
   }
   for (int k = 0; k < TH__NKERNELS; k++)
     TH__CU(th__cu.ModuleGetFunction(&m->fns[k], m->module, th__kernels[k].name), "cuModuleGetFunction");
+  if (th__dyn_shared_opt_in(m) != 0) return -1;
   size_t wbytes = ((size_t)th__weights_floats * sizeof(float) + 255) / 256 * 256;
   size_t wsbytes = ((size_t)th__workspace_floats * sizeof(float) + 255) / 256 * 256;
   TH__CU(th__cu.MemAlloc(&m->weights, wbytes ? wbytes : 256), "allocating the weights");
@@ -229,7 +252,7 @@ static int th__launch(struct th_model *m, th__cuh stream) {
       params[a] = &args[a];
     }
     th__cures r = th__cu.LaunchKernel(m->fns[c->kernel], k->grid[0], k->grid[1], k->grid[2], k->block[0],
-                                      k->block[1], k->block[2], 0, stream, params, NULL);
+                                      k->block[1], k->block[2], k->dyn_shared, stream, params, NULL);
     if (r != 0) return th__fail("launching %s (call %d): %s", k->name, i, th__cuerr(r));
   }
   return 0;
