@@ -93,7 +93,6 @@ static int th__cu_load(void) {
   struct {
     void **slot;
     const char *name;
-    int optional; /* the graph entry points: without them the runtime launches one by one */
   } syms[] = {
       {(void **)&th__cu.Init, "cuInit"},
       {(void **)&th__cu.DeviceGetCount, "cuDeviceGetCount"},
@@ -121,19 +120,26 @@ static int th__cu_load(void) {
       {(void **)&th__cu.MemHostAlloc, "cuMemHostAlloc"},
       {(void **)&th__cu.MemFreeHost, "cuMemFreeHost"},
       {(void **)&th__cu.FuncSetAttribute, "cuFuncSetAttribute"},
-      /* the names cuda.h maps cuStreamBeginCapture and cuGraphInstantiate to (CUDA 11.4 and later) */
-      {(void **)&th__cu.StreamBeginCapture, "cuStreamBeginCapture_v2", 1},
-      {(void **)&th__cu.StreamEndCapture, "cuStreamEndCapture", 1},
-      {(void **)&th__cu.GraphInstantiate, "cuGraphInstantiateWithFlags", 1},
-      {(void **)&th__cu.GraphLaunch, "cuGraphLaunch", 1},
-      {(void **)&th__cu.GraphExecDestroy, "cuGraphExecDestroy", 1},
-      {(void **)&th__cu.GraphDestroy, "cuGraphDestroy", 1},
+      /* after this row, optional: the graph entry points, without which the runtime launches one by one
+       * (the names cuda.h maps cuStreamBeginCapture and cuGraphInstantiate to, CUDA 11.4 and later) */
+      {NULL, NULL},
+      {(void **)&th__cu.StreamBeginCapture, "cuStreamBeginCapture_v2"},
+      {(void **)&th__cu.StreamEndCapture, "cuStreamEndCapture"},
+      {(void **)&th__cu.GraphInstantiate, "cuGraphInstantiateWithFlags"},
+      {(void **)&th__cu.GraphLaunch, "cuGraphLaunch"},
+      {(void **)&th__cu.GraphExecDestroy, "cuGraphExecDestroy"},
+      {(void **)&th__cu.GraphDestroy, "cuGraphDestroy"},
   };
+  int optional = 0;
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    if (!syms[i].slot) {
+      optional = 1;
+      continue;
+    }
     *syms[i].slot = dlsym(h, syms[i].name);
-    if (!*syms[i].slot && syms[i].optional && !th__cu.graph_missing) th__cu.graph_missing = syms[i].name;
-    if (!*syms[i].slot && !syms[i].optional)
-      return th__fail("no CUDA device: the CUDA driver lacks %s (too old?)", syms[i].name);
+    if (*syms[i].slot) continue;
+    if (!optional) return th__fail("no CUDA device: the CUDA driver lacks %s (too old?)", syms[i].name);
+    if (!th__cu.graph_missing) th__cu.graph_missing = syms[i].name;
   }
   th__cures r = th__cu.Init(0);
   if (r != 0) return th__fail("no CUDA device: cuInit failed (%s)", th__cuerr(r));
