@@ -194,11 +194,13 @@ static th_status cuda__plan_kernels(const tc_backend_target *t, const tc__kernel
                                     th_buf *b) {
   (void)t;
   const cuda__emitted *x = e->priv;
-  th_buf_appendf(b, "static const struct th__kernel {\n  const char *name;\n  unsigned grid[3], block[3];\n} "
-                    "th__kernels[] = {\n");
+  /* dyn_shared: the dynamic shared memory a launch passes (the runtime opts a kernel in above 48 KiB);
+   * no template declares any yet, so it is 0 */
+  th_buf_appendf(b, "static const struct th__kernel {\n  const char *name;\n  unsigned grid[3], block[3];\n"
+                    "  unsigned dyn_shared;\n} th__kernels[] = {\n");
   for (int k = 0; k < nk; k++) {
     const tc_cuda_launch *l = &x->launch[k];
-    th_buf_appendf(b, "  {\"%s\", {%lldu, %lldu, %lldu}, {%du, %du, %du}}, /* %s */\n", ks[k].fn,
+    th_buf_appendf(b, "  {\"%s\", {%lldu, %lldu, %lldu}, {%du, %du, %du}, 0u}, /* %s */\n", ks[k].fn,
                    (long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2], l->block[0], l->block[1],
                    l->block[2], ks[k].key);
   }

@@ -25,8 +25,13 @@
  *   th_model_last_error() the calling thread's last error message ("" if none).
  * A CUDA model .so (target "cuda -arch=sm_XX") opens libcuda.so.1 at th_model_create, which fails with
  * "no CUDA device: ..." on a machine without a driver or GPU; the .so itself always loads. It uploads the
- * weights once; th_model_run and th_model_run_io copy host inputs and outputs (one copy per tensor);
- * th_model_run_device takes device pointers. */
+ * weights once; th_model_run and th_model_run_io copy host inputs and outputs (one asynchronous copy per
+ * tensor, through page-locked buffers allocated at create, then one synchronize); th_model_run_device
+ * takes device pointers. th_model_create records the network's kernel launches once into a CUDA graph,
+ * and every run replays it (one cuGraphLaunch); the input and output copies stay outside the graph, which
+ * touches only the model's own memory, so any buffers and streams may be passed. TH_CUDA_GRAPHS=0 in the
+ * environment at create launches the kernels one by one instead (A/B timing), as does a driver without
+ * graphs or a failed capture: th_model_cuda_launch_mode says which. */
 #ifndef TUNEHUB_MODEL_H
 #define TUNEHUB_MODEL_H
 
@@ -91,6 +96,10 @@ const char *th_model_last_error(void);
  * model's own stream. The call only enqueues work: synchronise the stream before reading d_output.
  * Networks with one float32 input and output only (like th_model_run); others get -1. */
 int th_model_run_device(struct th_model *m, const void *d_input, void *d_output, void *stream);
+/* CUDA bundles only: how m runs its kernels, "graph" (a CUDA graph replayed per run) or "launches (why)":
+ * "launches (TH_CUDA_GRAPHS=0)", "launches (the driver lacks cuGraphInstantiateWithFlags)",
+ * "launches (cuStreamBeginCapture: ...)". Borrowed, valid until th_model_free(m); "" for NULL. */
+const char *th_model_cuda_launch_mode(const struct th_model *m);
 
 #ifdef __cplusplus
 }

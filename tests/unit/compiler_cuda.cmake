@@ -20,15 +20,24 @@ if(TH_HAVE_CUDA)
   set_target_properties(th_fakecuda PROPERTIES OUTPUT_NAME cuda SOVERSION 1
                         LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fakecuda)
   target_link_libraries(th_fakecuda PRIVATE dl)
+  # the same fake without the graph entry points (a driver older than CUDA 11.4), for the fallback case
+  add_library(th_fakecuda_nographs SHARED ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_fakecu.c)
+  set_target_properties(th_fakecuda_nographs PROPERTIES OUTPUT_NAME cuda SOVERSION 1
+                        LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fakecuda_nographs)
+  target_compile_definitions(th_fakecuda_nographs PRIVATE TH_FAKECU_NO_GRAPHS)
+  target_link_libraries(th_fakecuda_nographs PRIVATE dl)
   th_unit_test(compiler_cuda_emu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_emu.c
                LIBS th_compiler TIMEOUT 600)
-  add_dependencies(test_compiler_cuda_emu th_fakecuda)
+  add_dependencies(test_compiler_cuda_emu th_fakecuda th_fakecuda_nographs)
   foreach(c resnet_18 mobilenet_v2 squeezenet_v1_1 mobilenet arch_newer_than_device_refused
             arch_older_than_device_runs measure_emulated measure_emulated_embedding
-            measure_emulated_skipped_elements measure_emulated_slow_reference measure_emulated_l2_flush)
+            measure_emulated_skipped_elements measure_emulated_slow_reference measure_emulated_l2_flush
+            graph_replays graph_capture_fails_falls_back graph_run_device_pointers dynamic_shared_over_48k)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
                          ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
   endforeach()
+  set_tests_properties(compiler_cuda_emu.graph_driver_without_graphs PROPERTIES ENVIRONMENT_MODIFICATION
+                       "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda_nographs")
 endif()
 
 # The device query once more with the fake libcuda first on the path: the branch where the driver

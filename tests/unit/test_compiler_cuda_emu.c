@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "link.h"
+#include "model/tunehub_model.h"
 #include "params.h"
 #include "ref/ref.h"
 #include "tc.h"
@@ -130,107 +132,373 @@ static void build_emu(const char *dir, char *so, size_t solen) {
   th_buf_free(&calls);
 }
 
-/* Builds NET for ARCH (NULL: the device's), runs the bundle on the fake driver and compares it with the
- * reference; with REFUSED set, th_model_create must fail and its message hold REFUSED instead. */
-static int emu_net_arch(const char *net, int batch, int hw, const char *arch, const char *refused) {
+/* A network's cuda bundle built in a fresh folder, loaded, and the fake driver pointed at its
+ * emulated kernels; with the graph, its params.bin, an input and the reference interpreter's output. */
+typedef struct emu_bundle {
+  char dir[64], so[512];
+  void *h;
+  tc_graph *g;
+  th_buf params;
+  float *x, *ref;
+  int64_t nin, nout;
+  int (*create)(const void *, size_t, void **);
+  int (*run)(void *, const float *, float *);
+  int (*rund)(void *, const void *, void *, void *);
+  int (*runio)(void *, const void *const *, void *const *);
+  void (*fr)(void *);
+  const char *(*lasterr)(void);
+  const char *(*mode)(const void *);
+  int nkernels; /* kernel calls per run */
+} emu_bundle;
+
+/* 1 when the fake driver is the libcuda.so.1 that dlopen finds, else 0 (the case skips). */
+static int fake_driver(void) {
   tc_cuda_device d;
   char err[4096] = "";
   if (tc_cuda_device_query(&d, err, sizeof err) != TH_OK || strcmp(d.name, "tunehub CPU emulator") != 0) {
     fprintf(stderr, "skipped: the fake CUDA driver is not on LD_LIBRARY_PATH (%s)\n", err[0] ? err : d.name);
-    return 77;
+    return 0;
   }
-  char dir[] = "/tmp/tc-cuda-emu-net-XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
+  return 1;
+}
+
+/* One of the fake driver's counters (test_compiler_cuda_fakecu.c), read through dlsym. */
+static long fake_counter(const char *name) {
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(cu != NULL);
+  const long *c = (const long *)dlsym(cu, name);
+  CHECK(c != NULL);
+  long v = *c;
+  dlclose(cu);
+  return v;
+}
+
+static void emu_bundle_load(emu_bundle *e, const char *path);
+
+static void emu_bundle_open(emu_bundle *e, const char *net, int batch, int hw, const char *arch) {
+  memset(e, 0, sizeof *e);
+  snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-net-XXXXXX");
+  CHECK(mkdtemp(e->dir) != NULL);
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = "cuda";
   o.network = net;
   o.batch = batch;
   o.input_h = o.input_w = hw;
-  o.work_dir = dir;
+  o.work_dir = e->dir;
   o.arch = arch;
-  char so[512];
-  snprintf(so, sizeof so, "%s/model.so", dir);
+  char err[4096] = "";
+  snprintf(e->so, sizeof e->so, "%s/model.so", e->dir);
   th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
   if (rc != TH_OK) fprintf(stderr, "%s: %s\n", net, err);
   CHECK(rc == TH_OK);
   char emu[512];
-  build_emu(dir, emu, sizeof emu);
+  build_emu(e->dir, emu, sizeof emu);
   CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
-  tc_graph *g = NULL;
-  CHECK(tc_zoo_build(net, batch, hw, hw, 1, &g, err, sizeof err) == TH_OK);
-  th_buf params;
-  th_buf_init(&params, (size_t)4 << 30);
-  CHECK(tc_params_write(g, &params) == TH_OK);
-  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->outputs[0]].out);
-  float *x = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *y = calloc((size_t)nout, 4),
-        *y2 = calloc((size_t)nout, 4);
-  CHECK(x && ref && y && y2);
-  for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-  CHECK(tc_ref_run(g, x, ref, err, sizeof err) == TH_OK);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
-  int (*create)(const void *, size_t, void **) = (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
-  int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
-  int (*rund)(void *, const void *, void *, void *) = (int (*)(void *, const void *, void *, void *))dlsym(h, "th_model_run_device");
-  int (*runio)(void *, const void *const *, void *const *) =
-      (int (*)(void *, const void *const *, void *const *))dlsym(h, "th_model_run_io");
-  void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
-  const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
-  CHECK(create && run && rund && runio && fr && lasterr);
+  CHECK(tc_zoo_build(net, batch, hw, hw, 1, &e->g, err, sizeof err) == TH_OK);
+  th_buf_init(&e->params, (size_t)4 << 30);
+  CHECK(tc_params_write(e->g, &e->params) == TH_OK);
+  e->nin = tc_tensor_numel(&e->g->nodes[0].out);
+  e->nout = tc_tensor_numel(&e->g->nodes[e->g->outputs[0]].out);
+  e->x = malloc((size_t)e->nin * 4);
+  e->ref = malloc((size_t)e->nout * 4);
+  CHECK(e->x && e->ref);
+  for (int64_t i = 0; i < e->nin; i++) e->x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  CHECK(tc_ref_run(e->g, e->x, e->ref, err, sizeof err) == TH_OK);
+  emu_bundle_load(e, e->so);
+}
+
+/* e's entry points from the model .so at path (e's own, or one relinked from an edited model.c). */
+static void emu_bundle_load(emu_bundle *e, const char *path) {
+  e->h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(e->h != NULL);
+  e->create = (int (*)(const void *, size_t, void **))dlsym(e->h, "th_model_create");
+  e->run = (int (*)(void *, const float *, float *))dlsym(e->h, "th_model_run");
+  e->rund = (int (*)(void *, const void *, void *, void *))dlsym(e->h, "th_model_run_device");
+  e->runio = (int (*)(void *, const void *const *, void *const *))dlsym(e->h, "th_model_run_io");
+  e->fr = (void (*)(void *))dlsym(e->h, "th_model_free");
+  e->lasterr = (const char *(*)(void))dlsym(e->h, "th_model_last_error");
+  e->mode = (const char *(*)(const void *))dlsym(e->h, "th_model_cuda_launch_mode");
+  const struct th_model_info *(*info)(void) = (const struct th_model_info *(*)(void))dlsym(e->h, "th_model_info");
+  CHECK(e->create && e->run && e->rund && e->runio && e->fr && e->lasterr && e->mode && info);
+  e->nkernels = info()->num_kernels;
+  CHECK(e->nkernels > 0);
+}
+
+/* A model of e's bundle; the test fails when th_model_create does. */
+static void *emu_model(const emu_bundle *e) {
   void *m = NULL;
-  if (create(params.data, params.len, &m) != 0) fprintf(stderr, "create: %s\n", lasterr());
+  if (e->create(e->params.data, e->params.len, &m) != 0) fprintf(stderr, "create: %s\n", e->lasterr());
+  CHECK(m != NULL);
+  return m;
+}
+
+/* y against e's reference: within 1e-4 of the largest reference value. */
+static void emu_check(const emu_bundle *e, const float *y, const char *what) {
+  double maxref = 0, maxdiff = 0;
+  for (int64_t i = 0; i < e->nout; i++) maxref = fmax(maxref, fabs(e->ref[i]));
+  for (int64_t i = 0; i < e->nout; i++) maxdiff = fmax(maxdiff, fabs((double)y[i] - e->ref[i]));
+  fprintf(stderr, "%s: max |cuda - ref| = %.3g of max |ref| %.3g\n", what, maxdiff, maxref);
+  CHECK(maxref > 0);
+  CHECK(maxdiff <= 1e-4 * maxref);
+}
+
+static void emu_bundle_close(emu_bundle *e) {
+  dlclose(e->h);
+  free(e->x);
+  free(e->ref);
+  th_buf_free(&e->params);
+  tc_graph_free(e->g);
+  const char *files[] = {"model.so", "model.c", "kernels.cu", "kernels.cubin", "kernels.ptx", "tunehub_model.h",
+                         "emu.cpp", "emu.so", "model2.c", "model2.so"};
+  char p[600];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", e->dir, files[i]);
+    unlink(p);
+  }
+  rmdir(e->dir);
+}
+
+/* Builds NET for ARCH (NULL: the device's), runs the bundle on the fake driver and compares it with the
+ * reference; with REFUSED set, th_model_create must fail and its message hold REFUSED instead. The host
+ * copies of th_model_run and th_model_run_io go through pinned buffers (no pageable async copy). */
+static int emu_net_arch(const char *net, int batch, int hw, const char *arch, const char *refused) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, net, batch, hw, arch);
+  void *m = NULL;
+  if (e.create(e.params.data, e.params.len, &m) != 0) fprintf(stderr, "create: %s\n", e.lasterr());
   if (refused) {
     CHECK(m == NULL);
-    CHECK(strstr(lasterr(), refused) != NULL);
+    CHECK(strstr(e.lasterr(), refused) != NULL);
   }
   CHECK(m != NULL || refused);
   if (m) {
+    float *y = calloc((size_t)e.nout, 4), *y2 = calloc((size_t)e.nout, 4);
+    CHECK(y && y2);
+    long pageable = fake_counter("th_fakecu_pageable_copies");
     double t0 = th_now_mono();
-    if (run(m, x, y) != 0) fprintf(stderr, "run: %s\n", lasterr());
+    if (e.run(m, e.x, y) != 0) fprintf(stderr, "run: %s\n", e.lasterr());
     double secs = th_now_mono() - t0;
-    double maxref = 0, maxdiff = 0;
-    for (int64_t i = 0; i < nout; i++) maxref = fmax(maxref, fabs(ref[i]));
-    for (int64_t i = 0; i < nout; i++) maxdiff = fmax(maxdiff, fabs((double)y[i] - ref[i]));
-    fprintf(stderr, "%s batch %d at %dx%d: emulated run %.1f s, max |cuda - ref| = %.3g of max |ref| %.3g\n", net,
-            batch, hw, hw, secs, maxdiff, maxref);
-    CHECK(maxref > 0);
-    CHECK(maxdiff <= 1e-4 * maxref);
+    char what[128];
+    snprintf(what, sizeof what, "%s batch %d at %dx%d: emulated run %.1f s", net, batch, hw, hw, secs);
+    emu_check(&e, y, what);
     /* device pointers: with the fake driver device memory is host memory */
-    CHECK(rund(m, x, y2, NULL) == 0);
-    CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+    CHECK(e.rund(m, e.x, y2, NULL) == 0);
+    CHECK(memcmp(y, y2, (size_t)e.nout * 4) == 0);
     /* th_model_run_io: the same host copies, per tensor */
-    memset(y2, 0, (size_t)nout * 4);
-    const void *ins[1] = {x};
+    memset(y2, 0, (size_t)e.nout * 4);
+    const void *ins[1] = {e.x};
     void *outs[1] = {y2};
-    if (runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", lasterr());
-    CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
+    if (e.runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", e.lasterr());
+    CHECK(memcmp(y, y2, (size_t)e.nout * 4) == 0);
+    CHECK(fake_counter("th_fakecu_pageable_copies") == pageable);
     const void *nulls[1] = {NULL};
-    CHECK(runio(m, nulls, outs) == -1);
-    CHECK(strstr(lasterr(), "inputs[0] (input) is NULL") != NULL);
-    fr(m);
+    CHECK(e.runio(m, nulls, outs) == -1);
+    CHECK(strstr(e.lasterr(), "inputs[0] (input) is NULL") != NULL);
+    e.fr(m);
+    free(y);
+    free(y2);
   }
-  dlclose(h);
-  free(x);
-  free(ref);
-  free(y);
-  free(y2);
-  th_buf_free(&params);
-  tc_graph_free(g);
-  {
-    const char *files[] = {"model.so", "model.c", "kernels.cu", "kernels.cubin", "kernels.ptx", "tunehub_model.h",
-                           "emu.cpp", "emu.so"};
-    char p[600];
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-      snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-      unlink(p);
-    }
-    rmdir(dir);
-  }
+  emu_bundle_close(&e);
   return 0;
 }
 
 static int emu_net(const char *net, int batch, int hw) { return emu_net_arch(net, batch, hw, NULL, NULL); }
+
+/* ---- CUDA graphs (issue 25) ---------------------------------------------------------------------------- */
+
+/* Runs e's model three times through th_model_run into y (3 x nout floats): each matches the reference
+ * and the first bit for bit; the fake driver's cuLaunchKernel count grows by launches_per_run per run
+ * (0 when a graph replays) and its replay count by replays_per_run. */
+static void emu_runs(const emu_bundle *e, void *m, float *y, long launches_per_run, long replays_per_run) {
+  for (int i = 0; i < 3; i++) {
+    long l0 = fake_counter("th_fakecu_launches"), r0 = fake_counter("th_fakecu_replays");
+    float *yi = y + (size_t)i * (size_t)e->nout;
+    if (e->run(m, e->x, yi) != 0) fprintf(stderr, "run %d: %s\n", i, e->lasterr());
+    char what[96];
+    snprintf(what, sizeof what, "run %d, %s", i, e->mode(m));
+    emu_check(e, yi, what);
+    CHECK(memcmp(yi, y, (size_t)e->nout * 4) == 0);
+    CHECK_EQ_INT((int)(fake_counter("th_fakecu_launches") - l0), (int)launches_per_run);
+    CHECK_EQ_INT((int)(fake_counter("th_fakecu_replays") - r0), (int)replays_per_run);
+  }
+}
+
+/* th_model_create records every kernel call into a graph (captured, not run); each th_model_run and
+ * th_model_run_io replays it with no cuLaunchKernel; TH_CUDA_GRAPHS=0 gives plain launches (one per call)
+ * with the same bits. */
+TH_TEST(graph_replays) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  CHECK(unsetenv("TH_CUDA_GRAPHS") == 0);
+  long c0 = fake_counter("th_fakecu_captured"), l0 = fake_counter("th_fakecu_launches");
+  void *m = emu_model(&e);
+  CHECK_STR(e.mode(m), "graph");
+  CHECK_EQ_INT((int)(fake_counter("th_fakecu_captured") - c0), e.nkernels);
+  CHECK(fake_counter("th_fakecu_launches") == l0); /* captured, not run */
+  float *y = calloc((size_t)e.nout * 3, 4), *yp = calloc((size_t)e.nout * 3, 4);
+  CHECK(y && yp);
+  emu_runs(&e, m, y, 0, 1);
+  long r0 = fake_counter("th_fakecu_replays");
+  const void *ins[1] = {e.x};
+  void *outs[1] = {yp};
+  CHECK(e.runio(m, ins, outs) == 0);
+  CHECK(memcmp(yp, y, (size_t)e.nout * 4) == 0);
+  CHECK(fake_counter("th_fakecu_replays") == r0 + 1);
+  e.fr(m);
+  CHECK(setenv("TH_CUDA_GRAPHS", "0", 1) == 0);
+  m = emu_model(&e);
+  CHECK(unsetenv("TH_CUDA_GRAPHS") == 0);
+  CHECK_STR(e.mode(m), "launches (TH_CUDA_GRAPHS=0)");
+  emu_runs(&e, m, yp, e.nkernels, 0);
+  CHECK(memcmp(yp, y, (size_t)e.nout * 4) == 0);
+  e.fr(m);
+  free(y);
+  free(yp);
+  emu_bundle_close(&e);
+  return 0;
+}
+
+/* The graph holds only the model's own memory: th_model_run_device with two input/output pairs (and a
+ * caller's stream for the second) writes each pair's own result, and the first pair again after the
+ * second. */
+TH_TEST(graph_run_device_pointers) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  void *m = emu_model(&e);
+  CHECK_STR(e.mode(m), "graph");
+  size_t nb = (size_t)e.nout * 4;
+  float *x2 = malloc((size_t)e.nin * 4), *y1 = malloc(nb), *y2 = malloc(nb), *d1 = malloc(nb), *d2 = malloc(nb);
+  CHECK(x2 && y1 && y2 && d1 && d2);
+  for (int64_t i = 0; i < e.nin; i++) x2[i] = (float)((i * 40503u) % 777) / 300.0f - 1.2f;
+  CHECK(e.run(m, e.x, y1) == 0);
+  CHECK(e.run(m, x2, y2) == 0);
+  CHECK(memcmp(y1, y2, nb) != 0);
+  emu_check(&e, y1, "host run");
+  /* with the fake driver device memory is host memory, and a stream is the fake's */
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  CHECK(cu != NULL);
+  int (*stream_create)(void **, unsigned) = (int (*)(void **, unsigned))dlsym(cu, "cuStreamCreate");
+  int (*stream_destroy)(void *) = (int (*)(void *))dlsym(cu, "cuStreamDestroy_v2");
+  void *st = NULL;
+  CHECK(stream_create && stream_destroy && stream_create(&st, 1) == 0);
+  long r0 = fake_counter("th_fakecu_replays"), l0 = fake_counter("th_fakecu_launches");
+  CHECK(e.rund(m, e.x, d1, NULL) == 0);
+  CHECK(e.rund(m, x2, d2, st) == 0);
+  CHECK(memcmp(d1, y1, nb) == 0);
+  CHECK(memcmp(d2, y2, nb) == 0);
+  memset(d1, 0, nb);
+  CHECK(e.rund(m, e.x, d1, NULL) == 0);
+  CHECK(memcmp(d1, y1, nb) == 0);
+  CHECK(fake_counter("th_fakecu_replays") == r0 + 3 && fake_counter("th_fakecu_launches") == l0);
+  stream_destroy(st);
+  dlclose(cu);
+  e.fr(m);
+  free(x2);
+  free(y1);
+  free(y2);
+  free(d1);
+  free(d2);
+  emu_bundle_close(&e);
+  return 0;
+}
+
+/* Plain launches instead of a graph, with the reason `mode`: the model is created with the fake driver's
+ * variable `env` set (NULL: none), and its runs launch every kernel and match the reference. */
+static int emu_graph_fallback(const char *env, const char *mode) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  CHECK(!env || setenv(env, "1", 1) == 0);
+  void *m = emu_model(&e);
+  CHECK(!env || unsetenv(env) == 0);
+  CHECK_STR(e.mode(m), mode);
+  CHECK_STR(e.lasterr(), ""); /* a fallback is no error */
+  float *y = calloc((size_t)e.nout * 3, 4);
+  CHECK(y);
+  emu_runs(&e, m, y, e.nkernels, 0);
+  e.fr(m);
+  free(y);
+  emu_bundle_close(&e);
+  return 0;
+}
+
+/* A driver without the graph entry points: the fake built with TH_FAKECU_NO_GRAPHS, first on
+ * LD_LIBRARY_PATH for this case. */
+TH_TEST(graph_driver_without_graphs) {
+  return emu_graph_fallback(NULL, "launches (the driver lacks cuStreamBeginCapture_v2)");
+}
+
+/* A capture the driver refuses ($TH_FAKECU_CAPTURE_FAIL). */
+TH_TEST(graph_capture_fails_falls_back) {
+  return emu_graph_fallback("TH_FAKECU_CAPTURE_FAIL",
+                            "launches (cuStreamBeginCapture: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (fake driver))");
+}
+
+/* ---- dynamic shared memory (issue 25) --------------------------------------------------------------- */
+
+/* e's model.c with the first kernel's dynamic shared bytes (0 in every generated table today) set to
+ * bytes, linked into model2.so and loaded in place of model.so. */
+static void emu_relink_dyn_shared(emu_bundle *e, unsigned bytes) {
+  char path[600], so[600], err[4096] = "";
+  snprintf(path, sizeof path, "%s/model.c", e->dir);
+  char *c = NULL;
+  size_t len = 0;
+  CHECK(th_read_file(path, (size_t)1 << 30, &c, &len) == TH_OK);
+  char *row = strstr(c, "}, 0u}, /* ");
+  CHECK(row != NULL);
+  th_buf b;
+  th_buf_init(&b, (size_t)1 << 30);
+  CHECK(th_buf_append(&b, c, (size_t)(row - c)) == TH_OK);
+  CHECK(th_buf_appendf(&b, "}, %uu}, /* ", bytes) == TH_OK);
+  CHECK(th_buf_append(&b, row + 11, len - (size_t)(row + 11 - c)) == TH_OK);
+  snprintf(path, sizeof path, "%s/model2.c", e->dir);
+  CHECK(th_write_file_atomic(path, b.data, b.len) == TH_OK);
+  snprintf(so, sizeof so, "%s/model2.so", e->dir);
+  const char *srcs[1] = {path};
+  dlclose(e->h);
+  unlink(so); /* a fresh file: the previous model2.so may still be mapped */
+  th_status rc = tc_link_so(0, NULL, 1, srcs, so, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+  CHECK(rc == TH_OK);
+  emu_bundle_load(e, so);
+  free(c);
+  th_buf_free(&b);
+}
+
+/* A kernel with 64 KiB of dynamic shared memory opts in once at create (cuFuncSetAttribute) and every
+ * replay passes the bytes (the fake driver refuses a launch over 48 KiB without the opt-in); one with
+ * more than the device allows is refused at create, by name. */
+TH_TEST(dynamic_shared_over_48k) {
+  if (!fake_driver()) return 77;
+  emu_bundle e;
+  emu_bundle_open(&e, "squeezenet_v1.1", 1, 48, NULL);
+  void *m = emu_model(&e);
+  CHECK(fake_counter("th_fakecu_opt_ins") == 0);
+  float *y = calloc((size_t)e.nout * 3, 4);
+  CHECK(y);
+  emu_runs(&e, m, y, 0, 1);
+  CHECK(fake_counter("th_fakecu_dyn_launches") == 0);
+  e.fr(m);
+  emu_relink_dyn_shared(&e, 64 * 1024);
+  m = emu_model(&e);
+  CHECK_STR(e.mode(m), "graph");
+  CHECK(fake_counter("th_fakecu_opt_ins") == 1);
+  emu_runs(&e, m, y, 0, 1);
+  CHECK(fake_counter("th_fakecu_dyn_launches") == 3 && fake_counter("th_fakecu_dyn_max") == 64 * 1024);
+  e.fr(m);
+  emu_relink_dyn_shared(&e, 300 * 1024);
+  m = NULL;
+  CHECK(e.create(e.params.data, e.params.len, &m) == -1 && m == NULL);
+  fprintf(stderr, "%s\n", e.lasterr());
+  CHECK(strstr(e.lasterr(), "needs 307200 bytes of dynamic shared memory per block; the device allows 232448"));
+  free(y);
+  emu_bundle_close(&e);
+  return 0;
+}
 
 TH_TEST(resnet_18) { return emu_net("resnet-18", 2, 32); }
 TH_TEST(mobilenet_v2) { return emu_net("mobilenet-v2", 1, 32); }

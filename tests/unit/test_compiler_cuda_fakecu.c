@@ -6,7 +6,13 @@
  * names another), which exports th_emu_launch(name, params, grid, block), and may export
  * th_emu_module(image), told of every image cuModuleLoadData loads (a test that emulates a tuner's
  * cubins maps them back to their source there). It lets a CUDA model .so run end to end (create,
- * upload, plan, launches, copies) against the reference. */
+ * upload, plan, launches, copies) against the reference.
+ * Stream capture is honest: while a stream captures, its launches and copies are recorded (kernel
+ * arguments by value, as the driver does) and nothing runs; cuGraphLaunch replays the instantiated list in
+ * order, and a synchronize or a synchronous call during a capture invalidates it, as on a device. Built a
+ * second time with TH_FAKECU_NO_GRAPHS, the library has no graph entry points at all (an old driver);
+ * $TH_FAKECU_CAPTURE_FAIL makes cuStreamBeginCapture fail. Counters (th_fakecu_*) let a test tell a
+ * replay from plain launches. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,7 +21,51 @@
 
 typedef int CUresult;
 static void *emu;
-static long launches; /* events record this count: each launch "takes" 1 ms */
+static long ticks; /* kernels run, launched or replayed: events record this count, each "takes" 1 ms */
+/* Counters a test reads with dlsym: kernels run by cuLaunchKernel, launches recorded by a capture,
+ * cuGraphLaunch calls, and async copies whose host side was not allocated by cuMemHostAlloc (a real driver
+ * stages those through its own buffers, and they are not asynchronous). */
+long th_fakecu_launches, th_fakecu_captured, th_fakecu_replays, th_fakecu_pageable_copies;
+/* cuFuncSetAttribute calls, and kernels run with dynamic shared memory (the largest amount in the other) */
+long th_fakecu_opt_ins, th_fakecu_dyn_launches, th_fakecu_dyn_max;
+
+/* One recorded stream operation: a launch (f set) or a copy of n bytes from src to dst. */
+typedef struct op {
+  void *f;
+  unsigned g[3], b[3], shm;
+  uint64_t args[5];
+  int nargs;
+  void *dst;
+  const void *src;
+  size_t n;
+} op;
+typedef struct oplist {
+  op *ops;
+  int nops;
+} oplist;
+typedef struct fstream {
+  int capturing, invalid;
+  oplist rec;
+} fstream;
+static int capturing; /* streams capturing now: synchronous calls are illegal meanwhile */
+
+static CUresult record(void *st, const op *o) {
+  fstream *s = st;
+  op *n = realloc(s->rec.ops, (size_t)(s->rec.nops + 1) * sizeof *n);
+  if (!n) return 2;
+  s->rec.ops = n;
+  n[s->rec.nops++] = *o;
+  return 0;
+}
+
+/* A call that would run synchronously while a capture is open: the capture becomes invalid. */
+static int capture_violated(void) {
+  return capturing > 0;
+}
+static struct {
+  char *p;
+  size_t n;
+} pinned[64]; /* cuMemHostAlloc'd ranges */
 static int (*emu_launch)(const char *, void **, const unsigned *, const unsigned *);
 
 CUresult cuInit(unsigned f) { (void)f; return 0; }
@@ -64,22 +114,94 @@ CUresult cuModuleLoadData(void **m, const void *image) {
   return 0;
 }
 CUresult cuModuleUnload(void *m) { (void)m; return 0; }
-CUresult cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; *f = strdup(name); return *f ? 0 : 2; }
+/* A function: its name for the emulator, and the dynamic shared memory it opted in to. */
+typedef struct ffunc {
+  char *name;
+  int max_dyn;
+} ffunc;
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  (void)m;
+  ffunc *fn = calloc(1, sizeof *fn);
+  if (!fn || !(fn->name = strdup(name))) {
+    free(fn);
+    return 2;
+  }
+  *f = fn;
+  return 0;
+}
+/* Dynamic shared memory opt-in (attribute 8) only, up to the 227 KiB the fake device reports. */
+CUresult cuFuncSetAttribute(void *f, int attr, int value) {
+  ffunc *fn = f;
+  if (!fn || attr != 8 || value < 0 || value > 227 * 1024) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  fn->max_dyn = value;
+  th_fakecu_opt_ins++;
+  return 0;
+}
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
+  if (capture_violated()) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
   void *q = NULL;
   if (posix_memalign(&q, 256, n ? n : 1) != 0) return 2;
   *p = (uint64_t)(uintptr_t)q;
   return 0;
 }
 CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
-CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
-CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (const void *)(uintptr_t)s, n); return 0; }
-CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, void *st) { (void)st; return cuMemcpyHtoD_v2(d, s, n); }
-CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) { (void)st; return cuMemcpyDtoH_v2(d, s, n); }
-CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
-  (void)st;
-  memmove((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n);
+CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) {
+  if (capture_violated()) return 906; /* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT */
+  memcpy((void *)(uintptr_t)d, s, n);
   return 0;
+}
+CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) {
+  if (capture_violated()) return 906;
+  memcpy(d, (const void *)(uintptr_t)s, n);
+  return 0;
+}
+/* An async copy: recorded on a capturing stream, else done now. */
+static CUresult copy_async(void *d, const void *s, size_t n, void *st) {
+  fstream *fs = st;
+  if (fs && fs->capturing) {
+    op o;
+    memset(&o, 0, sizeof o);
+    o.dst = d, o.src = s, o.n = n;
+    return record(fs, &o);
+  }
+  memmove(d, s, n);
+  return 0;
+}
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+  (void)flags;
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+    if (!pinned[i].p) {
+      if (!(pinned[i].p = malloc(n ? n : 1))) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+      pinned[i].n = n;
+      *p = pinned[i].p;
+      return 0;
+    }
+  return 2;
+}
+CUresult cuMemFreeHost(void *p) {
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+    if (pinned[i].p == p) {
+      free(p);
+      pinned[i].p = NULL;
+      return 0;
+    }
+  return 1; /* CUDA_ERROR_INVALID_VALUE */
+}
+static void count_pageable(const void *h, size_t n) {
+  for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+    if (pinned[i].p && (const char *)h >= pinned[i].p && (const char *)h + n <= pinned[i].p + pinned[i].n) return;
+  th_fakecu_pageable_copies++;
+}
+CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, void *st) {
+  count_pageable(s, n);
+  return copy_async((void *)(uintptr_t)d, s, n, st);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) {
+  count_pageable(d, n);
+  return copy_async(d, (const void *)(uintptr_t)s, n, st);
+}
+CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
+  return copy_async((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n, st);
 }
 CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return 0; }
 static long long memset_async_bytes; /* what cuMemsetD8Async wrote (the measurement's L2 flushes) */
@@ -91,22 +213,120 @@ CUresult cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *st) {
 /* Not the driver's: tests find it with dlsym on this library. */
 long long th_fakecu_memset_async_bytes(void);
 long long th_fakecu_memset_async_bytes(void) { return memset_async_bytes; }
+static CUresult run_op(const op *o) {
+  if (!o->f) {
+    memmove(o->dst, o->src, o->n);
+    return 0;
+  }
+  void *params[5] = {0, 0, 0, 0, 0};
+  for (int i = 0; i < o->nargs; i++) params[i] = (void *)&o->args[i];
+  const ffunc *fn = o->f;
+  /* above 48 KiB a launch needs the kernel's opt-in, as on a device */
+  if (o->shm > 48 * 1024 && o->shm > (unsigned)fn->max_dyn) return 1; /* CUDA_ERROR_INVALID_VALUE */
+  if (o->shm > 0) th_fakecu_dyn_launches++;
+  if (o->shm > (unsigned)th_fakecu_dyn_max) th_fakecu_dyn_max = o->shm;
+  ticks++;
+  return emu_launch && emu_launch(fn->name, params, o->g, o->b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
+}
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shm, void *st, void **params, void **extra) {
-  (void)shm, (void)st, (void)extra;
-  unsigned g[3] = {gx, gy, gz}, b[3] = {bx, by, bz};
-  launches++;
-  return emu_launch && emu_launch((const char *)f, params, g, b) == 0 ? 0 : 719; /* LAUNCH_FAILED */
+  (void)extra;
+  op o;
+  memset(&o, 0, sizeof o);
+  o.f = f, o.g[0] = gx, o.g[1] = gy, o.g[2] = gz, o.b[0] = bx, o.b[1] = by, o.b[2] = bz, o.shm = shm;
+  /* every tunehub kernel takes up to 5 pointers (the emulator's limit too); the values are copied now */
+  for (; o.nargs < 5 && params[o.nargs]; o.nargs++) memcpy(&o.args[o.nargs], params[o.nargs], sizeof o.args[0]);
+  fstream *s = st;
+  if (s && s->capturing) {
+    th_fakecu_captured++;
+    return record(s, &o);
+  }
+  th_fakecu_launches++;
+  return run_op(&o);
 }
-CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = (void *)&emu_launch; return 0; }
-CUresult cuStreamDestroy_v2(void *s) { (void)s; return 0; }
+CUresult cuStreamCreate(void **s, unsigned f) {
+  (void)f;
+  *s = calloc(1, sizeof(fstream));
+  return *s ? 0 : 2;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+  fstream *fs = s;
+  if (fs && fs->capturing) capturing--;
+  if (fs) free(fs->rec.ops);
+  free(fs);
+  return 0;
+}
 CUresult cuStreamQuery(void *s) { (void)s; return 0; }
-CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
-/* An event holds the launch count when it was recorded; like a real device's, it is not complete
+CUresult cuStreamSynchronize(void *s) {
+  fstream *fs = s;
+  if (fs && fs->capturing) {
+    fs->invalid = 1;
+    return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+  }
+  return 0;
+}
+#ifndef TH_FAKECU_NO_GRAPHS
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+  fstream *fs = s;
+  if (!fs || mode < 0 || mode > 2) return 1; /* CUDA_ERROR_INVALID_VALUE (the legacy stream cannot capture) */
+  if (fs->capturing) return 401;            /* CUDA_ERROR_ILLEGAL_STATE */
+  if (getenv("TH_FAKECU_CAPTURE_FAIL")) return 900;
+  fs->capturing = 1, fs->invalid = 0;
+  fs->rec.nops = 0;
+  capturing++;
+  return 0;
+}
+CUresult cuStreamEndCapture(void *s, void **g) {
+  fstream *fs = s;
+  if (!fs || !fs->capturing) return 401;
+  fs->capturing = 0;
+  capturing--;
+  oplist *l = NULL;
+  if (!fs->invalid && (l = calloc(1, sizeof *l))) *l = fs->rec;
+  else free(fs->rec.ops);
+  fs->rec.ops = NULL, fs->rec.nops = 0;
+  *g = l;
+  return l ? 0 : fs->invalid ? 901 : 2; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags) {
+  const oplist *src = g;
+  oplist *l = calloc(1, sizeof *l);
+  if (!g || flags != 0) return 1;
+  if (!l || !(l->ops = malloc((size_t)src->nops * sizeof *l->ops + 1))) {
+    free(l);
+    return 2;
+  }
+  memcpy(l->ops, src->ops, (size_t)src->nops * sizeof *l->ops);
+  l->nops = src->nops;
+  *exec = l;
+  return 0;
+}
+CUresult cuGraphLaunch(void *exec, void *st) {
+  const oplist *l = exec;
+  fstream *s = st;
+  if (!l) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+  if (s && s->capturing) return 900;
+  th_fakecu_replays++;
+  for (int i = 0; i < l->nops; i++) {
+    CUresult r = run_op(&l->ops[i]);
+    if (r != 0) return r;
+  }
+  return 0;
+}
+static CUresult free_list(void *g) {
+  oplist *l = g;
+  if (l) free(l->ops);
+  free(l);
+  return 0;
+}
+CUresult cuGraphExecDestroy(void *exec) { return free_list(exec); }
+CUresult cuGraphDestroy(void *g) { return free_list(g); }
+#endif
+/* An event holds the kernels run (ticks) when it was recorded; like a real device's, it is not complete
  * yet when first asked (CUDA_ERROR_NOT_READY once), so a caller's deadline is checked after every
  * launch. */
 typedef struct fake_event {
-  long launches;
+  long ticks;
   int pending;
 } fake_event;
 CUresult cuEventCreate(void **e, unsigned f) {
@@ -117,7 +337,7 @@ CUresult cuEventCreate(void **e, unsigned f) {
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
 CUresult cuEventRecord(void *e, void *s) {
   (void)s;
-  ((fake_event *)e)->launches = launches;
+  ((fake_event *)e)->ticks = ticks;
   ((fake_event *)e)->pending = 1;
   return 0;
 }
@@ -127,12 +347,14 @@ CUresult cuEventQuery(void *e) {
   return 600; /* CUDA_ERROR_NOT_READY */
 }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
-  *ms = (float)(((fake_event *)b)->launches - ((fake_event *)a)->launches);
+  *ms = (float)(((fake_event *)b)->ticks - ((fake_event *)a)->ticks);
   return 0;
 }
 CUresult cuGetErrorString(CUresult r, const char **s) {
   *s = r == 200 ? "CUDA_ERROR_INVALID_IMAGE (fake driver: TH_FAKECU_KERNELS not loadable)"
-                : r == 719 ? "CUDA_ERROR_LAUNCH_FAILED (fake driver)" : "fake driver error";
+                : r == 719 ? "CUDA_ERROR_LAUNCH_FAILED (fake driver)"
+                : r == 900 ? "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (fake driver)"
+                : r == 901 ? "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (fake driver)" : "fake driver error";
   return 0;
 }
 /* NVRTC opens libcuda.so.1 itself and asks for the driver's private export tables: none here. */

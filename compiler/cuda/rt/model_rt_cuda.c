@@ -7,7 +7,9 @@
  * cubin nor the PTX can run there), loads the cubin (or JIT-compiles the PTX when the cubin does not
  * fit the device), uploads the folded weights and the plain-tensor parameters once (the kernels
  * read torch's layout: no packing), and launches the plan on a stream, copying each host input in
- * and each output out. Plain C11; embedded into tunehub and never compiled into tunehub itself. */
+ * and each output out through page-locked buffers allocated at create; the plan's launches are
+ * recorded once into a CUDA graph at create and replayed by every run (plain launches where the driver
+ * has no graphs, the capture fails, or TH_CUDA_GRAPHS=0). Plain C11; embedded into tunehub and never compiled into tunehub itself. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,17 @@ static struct th__cu {
   th__cures (*StreamDestroy)(th__cuh);
   th__cures (*StreamSynchronize)(th__cuh);
   th__cures (*GetErrorString)(th__cures, const char **);
+  th__cures (*MemHostAlloc)(void **, size_t, unsigned);
+  th__cures (*MemFreeHost)(void *);
+  th__cures (*FuncSetAttribute)(th__cuh, int, int);
+  /* CUDA graphs (optional: a driver without them runs plain launches) */
+  th__cures (*StreamBeginCapture)(th__cuh, int);
+  th__cures (*StreamEndCapture)(th__cuh, th__cuh *);
+  th__cures (*GraphInstantiate)(th__cuh *, th__cuh, unsigned long long);
+  th__cures (*GraphLaunch)(th__cuh, th__cuh);
+  th__cures (*GraphExecDestroy)(th__cuh);
+  th__cures (*GraphDestroy)(th__cuh);
+  const char *graph_missing; /* the first graph entry point the driver lacks, or NULL */
 } th__cu;
 
 #define TH__NKERNELS ((int)(sizeof th__kernels / sizeof th__kernels[0]))
@@ -53,6 +66,14 @@ struct th_model {
   th__cuh fns[TH__NKERNELS];
   th__cuptr weights;   /* folded weights and biases, one allocation */
   th__cuptr workspace; /* every intermediate tensor */
+  /* page-locked staging for th_model_run(_io): every input, then every output, each at a 256-byte
+   * boundary (th__pin_off), so the copies are DMA and asynchronous; NULL when the driver could not
+   * pin that much, and the copies then read and write the caller's (pageable) memory directly */
+  unsigned char *pinned;
+  /* the plan's launches recorded once at create and replayed by every run (NULL: plain launches,
+   * and launch_mode says why) */
+  th__cuh graph, exec;
+  char launch_mode[300];
 };
 
 static const char *th__cuerr(th__cures r) {
@@ -96,10 +117,29 @@ static int th__cu_load(void) {
       {(void **)&th__cu.StreamDestroy, "cuStreamDestroy_v2"},
       {(void **)&th__cu.StreamSynchronize, "cuStreamSynchronize"},
       {(void **)&th__cu.GetErrorString, "cuGetErrorString"},
+      {(void **)&th__cu.MemHostAlloc, "cuMemHostAlloc"},
+      {(void **)&th__cu.MemFreeHost, "cuMemFreeHost"},
+      {(void **)&th__cu.FuncSetAttribute, "cuFuncSetAttribute"},
+      /* after this row, optional: the graph entry points, without which the runtime launches one by one
+       * (the names cuda.h maps cuStreamBeginCapture and cuGraphInstantiate to, CUDA 11.4 and later) */
+      {NULL, NULL},
+      {(void **)&th__cu.StreamBeginCapture, "cuStreamBeginCapture_v2"},
+      {(void **)&th__cu.StreamEndCapture, "cuStreamEndCapture"},
+      {(void **)&th__cu.GraphInstantiate, "cuGraphInstantiateWithFlags"},
+      {(void **)&th__cu.GraphLaunch, "cuGraphLaunch"},
+      {(void **)&th__cu.GraphExecDestroy, "cuGraphExecDestroy"},
+      {(void **)&th__cu.GraphDestroy, "cuGraphDestroy"},
   };
+  int optional = 0;
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
+    if (!syms[i].slot) {
+      optional = 1;
+      continue;
+    }
     *syms[i].slot = dlsym(h, syms[i].name);
-    if (!*syms[i].slot) return th__fail("no CUDA device: the CUDA driver lacks %s (too old?)", syms[i].name);
+    if (*syms[i].slot) continue;
+    if (!optional) return th__fail("no CUDA device: the CUDA driver lacks %s (too old?)", syms[i].name);
+    if (!th__cu.graph_missing) th__cu.graph_missing = syms[i].name;
   }
   th__cures r = th__cu.Init(0);
   if (r != 0) return th__fail("no CUDA device: cuInit failed (%s)", th__cuerr(r));
@@ -146,6 +186,35 @@ static int th__check_arch(int dev) {
                   th__info.network, th__build_sm, th__build_sm, th__build_sm, name, sm, sm);
 }
 
+/* Where input k (out = 0) or output k (out = 1) lies in m->pinned; with k = th__info.num_outputs and
+ * out = 1, the buffer's size. */
+static size_t th__pin_off(int out, int k) {
+  size_t off = 0;
+  for (int i = 0; i < (out ? th__info.num_inputs : k); i++) off += (th__in[i].bytes + 255) / 256 * 256;
+  for (int i = 0; out && i < k; i++) off += (th__out[i].bytes + 255) / 256 * 256;
+  return off;
+}
+
+/* A launch may pass up to 48 KiB of dynamic shared memory; a kernel that needs more opts in once, up to
+ * the device's per-block maximum (227 KiB on sm_90, 99 KiB on sm_86), which is checked here so that the
+ * message names the kernel and both sizes. */
+static int th__dyn_shared_opt_in(struct th_model *m) {
+  int optin = -1;
+  for (int k = 0; k < TH__NKERNELS; k++) {
+    unsigned need = th__kernels[k].dyn_shared;
+    if (need <= 48 * 1024) continue;
+    if (optin < 0)
+      TH__CU(th__cu.DeviceGetAttribute(&optin, 97 /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */, m->dev),
+             "cuDeviceGetAttribute");
+    if (need > (unsigned)optin)
+      return th__fail("%s: kernel %s needs %u bytes of dynamic shared memory per block; the device allows %d",
+                      th__info.network, th__kernels[k].name, need, optin);
+    TH__CU(th__cu.FuncSetAttribute(m->fns[k], 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)need),
+           "cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  }
+  return 0;
+}
+
 static int th__setup(struct th_model *m, const float *host) {
   TH__CU(th__cu.DeviceGet(&m->dev, 0), "cuDeviceGet");
   if (th__check_arch(m->dev) != 0) return -1;
@@ -158,6 +227,7 @@ static int th__setup(struct th_model *m, const float *host) {
   }
   for (int k = 0; k < TH__NKERNELS; k++)
     TH__CU(th__cu.ModuleGetFunction(&m->fns[k], m->module, th__kernels[k].name), "cuModuleGetFunction");
+  if (th__dyn_shared_opt_in(m) != 0) return -1;
   size_t wbytes = ((size_t)th__weights_floats * sizeof(float) + 255) / 256 * 256;
   size_t wsbytes = ((size_t)th__workspace_floats * sizeof(float) + 255) / 256 * 256;
   TH__CU(th__cu.MemAlloc(&m->weights, wbytes ? wbytes : 256), "allocating the weights");
@@ -166,13 +236,96 @@ static int th__setup(struct th_model *m, const float *host) {
   if (th__weights_floats > 0)
     TH__CU(th__cu.MemcpyHtoD(m->weights, host, (size_t)th__weights_floats * sizeof(float)), "uploading the weights");
   TH__CU(th__cu.StreamCreate(&m->stream, 1 /* non-blocking */), "cuStreamCreate");
+  /* not fatal: pinned memory is a limited resource, and pageable copies are merely slower */
+  void *pin = NULL;
+  if (th__cu.MemHostAlloc(&pin, th__pin_off(1, th__info.num_outputs) + 256, 0) == 0) m->pinned = pin;
   return 0;
+}
+
+static int th__launch(struct th_model *m, th__cuh stream) {
+  for (int i = 0; i < (int)(sizeof th__calls / sizeof th__calls[0]); i++) {
+    const struct th__call *c = &th__calls[i];
+    const struct th__kernel *k = &th__kernels[c->kernel];
+    th__cuptr args[5] = {0, 0, 0, 0, 0};
+    void *params[5] = {0, 0, 0, 0, 0};
+    for (int a = 0; a < c->nargs; a++) {
+      switch (c->space[a]) {
+        case 1: args[a] = m->workspace + (th__cuptr)c->off[a] * sizeof(float); break;
+        case 2:
+        case 3: args[a] = m->weights + (th__cuptr)c->off[a] * sizeof(float); break;
+        default: args[a] = 0; break;
+      }
+      params[a] = &args[a];
+    }
+    th__cures r = th__cu.LaunchKernel(m->fns[c->kernel], k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                                      k->block[1], k->block[2], k->dyn_shared, stream, params, NULL);
+    if (r != 0) return th__fail("launching %s (call %d): %s", k->name, i, th__cuerr(r));
+  }
+  return 0;
+}
+
+/* Records the plan's launches on the model's stream into a CUDA graph and instantiates it, so that a
+ * run is one cuGraphLaunch instead of one cuLaunchKernel per call. Only the launches are captured: they
+ * read and write the model's own weights and workspace, whose addresses never change, so the graph
+ * holds for every run and every caller's buffers and stream; the input and output copies stay outside
+ * it (one per tensor, not per kernel). A driver without graphs, TH_CUDA_GRAPHS=0, or a failed capture
+ * or instantiation leaves plain launches, and launch_mode says why; never an error. */
+static void th__graph_build(struct th_model *m) {
+  const char *env = getenv("TH_CUDA_GRAPHS");
+  if (env && strcmp(env, "0") == 0) {
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (TH_CUDA_GRAPHS=0)");
+    return;
+  }
+  if (th__cu.graph_missing) {
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (the driver lacks %s)", th__cu.graph_missing);
+    return;
+  }
+  /* thread-local: other threads' allocations (another model's create) stay legal during the capture */
+  th__cures r = th__cu.StreamBeginCapture(m->stream, 1 /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */);
+  if (r != 0) {
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (cuStreamBeginCapture: %s)", th__cuerr(r));
+    return;
+  }
+  int lr = th__launch(m, m->stream);
+  char why[sizeof m->launch_mode];
+  snprintf(why, sizeof why, "%s", th__err);
+  th__err[0] = '\0'; /* the create succeeds */
+  th__cuh g = NULL;
+  r = th__cu.StreamEndCapture(m->stream, &g); /* ends the capture whatever happened inside it */
+  if (lr == 0 && r == 0 && g) r = th__cu.GraphInstantiate(&m->exec, g, 0);
+  if (lr == 0 && r == 0 && g && m->exec) {
+    m->graph = g;
+    snprintf(m->launch_mode, sizeof m->launch_mode, "graph");
+    return;
+  }
+  m->exec = NULL;
+  if (g) th__cu.GraphDestroy(g);
+  if (lr != 0)
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (capturing: %s)", why);
+  else
+    snprintf(m->launch_mode, sizeof m->launch_mode, "launches (%s: %s)",
+             !g ? "cuStreamEndCapture" : "cuGraphInstantiate", r ? th__cuerr(r) : "no graph");
+}
+
+/* The plan on stream s: the graph's replay, or every launch. */
+static int th__plan(struct th_model *m, th__cuh s) {
+  if (!m->exec) return th__launch(m, s);
+  th__cures r = th__cu.GraphLaunch(m->exec, s);
+  if (r != 0) return th__fail("%s: cuGraphLaunch (%s)", th__info.network, th__cuerr(r));
+  return 0;
+}
+
+const char *th_model_cuda_launch_mode(const struct th_model *m) {
+  return m ? m->launch_mode : "";
 }
 
 void th_model_free(struct th_model *m) {
   if (!m) return;
   if (m->ctx) th__cu.CtxSetCurrent(m->ctx);
+  if (m->exec) th__cu.GraphExecDestroy(m->exec);
+  if (m->graph) th__cu.GraphDestroy(m->graph);
   if (m->stream) th__cu.StreamDestroy(m->stream);
+  if (m->pinned) th__cu.MemFreeHost(m->pinned);
   if (m->weights) th__cu.MemFree(m->weights);
   if (m->workspace) th__cu.MemFree(m->workspace);
   if (m->module) th__cu.ModuleUnload(m->module);
@@ -197,33 +350,12 @@ int th_model_create(const void *params, size_t size, struct th_model **out) {
   if (rc == 0 && !(m = calloc(1, sizeof *m))) rc = th__fail("out of memory");
   if (rc == 0) rc = th__setup(m, host);
   free(host);
+  if (rc == 0) th__graph_build(m);
   if (rc != 0) {
     th_model_free(m);
     return -1;
   }
   *out = m;
-  return 0;
-}
-
-static int th__launch(struct th_model *m, th__cuh stream) {
-  for (int i = 0; i < (int)(sizeof th__calls / sizeof th__calls[0]); i++) {
-    const struct th__call *c = &th__calls[i];
-    const struct th__kernel *k = &th__kernels[c->kernel];
-    th__cuptr args[5] = {0, 0, 0, 0, 0};
-    void *params[5] = {0, 0, 0, 0, 0};
-    for (int a = 0; a < c->nargs; a++) {
-      switch (c->space[a]) {
-        case 1: args[a] = m->workspace + (th__cuptr)c->off[a] * sizeof(float); break;
-        case 2:
-        case 3: args[a] = m->weights + (th__cuptr)c->off[a] * sizeof(float); break;
-        default: args[a] = 0; break;
-      }
-      params[a] = &args[a];
-    }
-    th__cures r = th__cu.LaunchKernel(m->fns[c->kernel], k->grid[0], k->grid[1], k->grid[2], k->block[0],
-                                      k->block[1], k->block[2], 0, stream, params, NULL);
-    if (r != 0) return th__fail("launching %s (call %d): %s", k->name, i, th__cuerr(r));
-  }
   return 0;
 }
 
@@ -235,7 +367,7 @@ int th_model_run_device(struct th_model *m, const void *d_input, void *d_output,
   TH__CU(th__cu.MemcpyDtoDAsync(m->workspace + (th__cuptr)th__in[0].off * sizeof(float),
                                 (th__cuptr)(uintptr_t)d_input, th__in[0].bytes, s),
          "copying the input");
-  if (th__launch(m, s) != 0) return -1;
+  if (th__plan(m, s) != 0) return -1;
   TH__CU(th__cu.MemcpyDtoDAsync((th__cuptr)(uintptr_t)d_output,
                                 m->workspace + (th__cuptr)th__out[0].off * sizeof(float),
                                 th__out[0].bytes, s),
@@ -243,23 +375,31 @@ int th_model_run_device(struct th_model *m, const void *d_input, void *d_output,
   return 0;
 }
 
-/* Host inputs in (one copy per tensor), the plan, host outputs out, on the model's stream. */
+/* Host inputs in (one copy per tensor), the plan, host outputs out, on the model's stream, through
+ * the pinned buffers when there are some: the copies are then asynchronous DMA and the run waits once,
+ * at the end; the host-side memcpy into and out of them is what the driver would do for pageable
+ * memory itself, through its own smaller staging buffers and in chunks. */
 static int th__run_host(struct th_model *m, const void *const *inputs, void *const *outputs) {
   TH__CU(th__cu.CtxSetCurrent(m->ctx), "cuCtxSetCurrent");
   th__cures r = 0;
-  for (int k = 0; r == 0 && k < th__info.num_inputs; k++)
-    if ((r = th__cu.MemcpyHtoDAsync(m->workspace + (th__cuptr)th__in[k].off * sizeof(float),
-                                    inputs[k], th__in[k].bytes, m->stream)) != 0)
+  for (int k = 0; k < th__info.num_inputs; k++) {
+    const void *src = inputs[k];
+    if (m->pinned) src = memcpy(m->pinned + th__pin_off(0, k), inputs[k], th__in[k].bytes);
+    if ((r = th__cu.MemcpyHtoDAsync(m->workspace + (th__cuptr)th__in[k].off * sizeof(float), src,
+                                    th__in[k].bytes, m->stream)) != 0)
       return th__fail("%s: copying input '%s' to the device (%s)", th__info.network,
                       th__info.inputs[k].name, th__cuerr(r));
-  if (th__launch(m, m->stream) != 0) return -1;
+  }
+  if (th__plan(m, m->stream) != 0) return -1;
   for (int k = 0; k < th__info.num_outputs; k++)
-    if ((r = th__cu.MemcpyDtoHAsync(outputs[k],
+    if ((r = th__cu.MemcpyDtoHAsync(m->pinned ? m->pinned + th__pin_off(1, k) : outputs[k],
                                     m->workspace + (th__cuptr)th__out[k].off * sizeof(float),
                                     th__out[k].bytes, m->stream)) != 0)
       return th__fail("%s: copying output '%s' from the device (%s)", th__info.network,
                       th__info.outputs[k].name, th__cuerr(r));
   TH__CU(th__cu.StreamSynchronize(m->stream), "running the model");
+  for (int k = 0; m->pinned && k < th__info.num_outputs; k++)
+    memcpy(outputs[k], m->pinned + th__pin_off(1, k), th__out[k].bytes);
   return 0;
 }
 
