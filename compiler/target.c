@@ -165,6 +165,41 @@ th_status tc_target_host(tc_target *t) {
   return rc;
 }
 
+static int tc__cpu_index(const char *name) {
+  for (size_t i = 0; i < tc_target_cpu_count(); i++)
+    if (strcmp(tc__cpus[i].name, name) == 0) return (int)i;
+  return -1;
+}
+
+static int tc__amd_cpu(const char *name) {
+  static const char *const prefixes[] = {"znver", "bdver", "btver", "amdfam", "barcelona", "athlon", "k8",
+                                         "opteron"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+  return 0;
+}
+
+int tc_target_known_cpu(const tc_target *host) {
+  int best = -1, best_n = -1;
+  int amd = has_feature(host->features, "sse4a"); /* AMD's own extension: a tie goes to an AMD name */
+  for (size_t i = 0; i < tc_target_cpu_count(); i++) {
+    int n = 0, all = 1;
+    for (const char *p = tc__cpus[i].features; *p && all;) {
+      const char *end = strchr(p, ',');
+      size_t len = end ? (size_t)(end - p) : strlen(p);
+      char f[32];
+      snprintf(f, sizeof f, "%.*s", (int)len, p);
+      if (has_feature(host->features, f)) n++;
+      else all = 0;
+      p = end ? end + 1 : p + len;
+    }
+    if (!all) continue;
+    int vendor = tc__amd_cpu(tc__cpus[i].name) == amd;
+    if (n > best_n || (n == best_n && vendor && tc__amd_cpu(tc__cpus[best].name) != amd)) best = (int)i, best_n = n;
+  }
+  return best;
+}
+
 th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errlen) {
   if (!t) return TH_ERR_INVALID;
   if (err && errlen) err[0] = '\0';
@@ -175,8 +210,19 @@ th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errl
     return rc;
   }
   if (!name || !*name || !strcmp(name, "native") || !strcmp(name, host.cpu)) {
-    *t = host;
-    return TH_OK;
+    if (tc__cpu_index(host.cpu) >= 0) {
+      *t = host;
+      return TH_OK;
+    }
+    /* A CPU newer than LLVM 16 (a Zen 5) is "generic" to it, a name that keys AVX-512 and SSE2 machines
+     * alike: native is then the most capable CPU LLVM knows whose checked features this one has, built
+     * with exactly that CPU's features, so that the key names what the bundle needs. */
+    int k = tc_target_known_cpu(&host);
+    if (k < 0) {
+      *t = host;
+      return TH_OK;
+    }
+    name = tc__cpus[k].name;
   }
   for (size_t i = 0; i < tc_target_cpu_count(); i++) {
     if (strcmp(tc__cpus[i].name, name) != 0) continue;

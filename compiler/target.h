@@ -24,10 +24,15 @@ th_status tc_target_host(tc_target *t);
 th_status tc_target_init(tc_target *t, const char *cpu, const char *features);
 
 /* The target a client names (cross-compilation): "native" (or NULL, "", or the host's own CPU name, so that
- * one machine asked two ways is one target) is tc_target_host; an x86-64 CPU name LLVM 16 knows
+ * one machine asked two ways is one target) is tc_target_host (or, for a host CPU LLVM does not know by
+ * name, the CPU of tc_target_known_cpu); an x86-64 CPU name LLVM 16 knows
  * ("skylake-avx512", "znver3", ...) or a micro-architecture level ("x86-64-v2", "x86-64-v3", "x86-64-v4")
  * gets the features that CPU implies. TH_ERR_NOT_FOUND with the valid names in err for another name. */
 th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errlen);
+/* The index (tc_target_cpu_at) of the most capable CPU tc_target_named knows whose checked features host has
+ * every one of (ties go to the host's vendor: AMD when host has sse4a); -1 when none fits. "native" resolves
+ * to it when LLVM does not know the host's CPU by name (it says "generic" for a CPU newer than itself). */
+int tc_target_known_cpu(const tc_target *host);
 /* The CPU names tc_target_named knows besides "native", in LLVM's order: count, and the i-th (NULL past the
  * end). */
 size_t tc_target_cpu_count(void);

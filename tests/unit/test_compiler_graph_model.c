@@ -239,6 +239,39 @@ TH_TEST(targets_unknown_name_lists_the_valid_ones) {
   return 0;
 }
 
+/* A host CPU LLVM 16 does not know (this Zen 5 is "generic" to it) resolves to the most capable CPU it knows
+ * whose checked features the host has, so native's key never says "generic" for an AVX-512 machine; ties go
+ * to the host's vendor. */
+TH_TEST(targets_native_of_an_unknown_cpu) {
+  static const char zen5[] =
+      "+sse4.2,+popcnt,+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+lzcnt,+movbe,+avx512f,+avx512bw,+avx512dq,+avx512vl,"
+      "+avx512cd,+avx512vnni,+avx512bf16,+avxvnni,+avx512vp2intersect,+sse4a,-amx-tile,-avx512fp16";
+  tc_target h;
+  CHECK_EQ_INT(tc_target_init(&h, "generic", zen5), TH_OK);
+  int k = tc_target_known_cpu(&h);
+  CHECK(k >= 0 && strcmp(tc_target_cpu_at((size_t)k), "znver4") == 0);
+  /* the same features on an Intel part (no sse4a): an Intel name with those features */
+  char intel[sizeof zen5];
+  snprintf(intel, sizeof intel, "%s", zen5);
+  char *a = strstr(intel, "+sse4a,");
+  memmove(a, a + 7, strlen(a + 7) + 1);
+  CHECK_EQ_INT(tc_target_init(&h, "generic", intel), TH_OK);
+  k = tc_target_known_cpu(&h);
+  CHECK(k >= 0 && strcmp(tc_target_cpu_at((size_t)k), "cooperlake") == 0);
+  /* AVX2 without FMA's companions still finds a level, SSE2 only finds the baseline */
+  CHECK_EQ_INT(tc_target_init(&h, "generic", "+sse4.2,+popcnt"), TH_OK);
+  k = tc_target_known_cpu(&h);
+  CHECK(k >= 0 && strstr("corei7 nehalem westmere x86-64-v2", tc_target_cpu_at((size_t)k)) != NULL);
+  /* and this host: native names a CPU LLVM knows, and asking for that name is the same target */
+  tc_target n, again;
+  char err[4096] = "";
+  CHECK_EQ_INT(tc_target_named(&n, "native", err, sizeof err), TH_OK);
+  CHECK(strcmp(n.cpu, "generic") != 0);
+  CHECK_EQ_INT(tc_target_named(&again, n.cpu, err, sizeof err), TH_OK);
+  CHECK(strcmp(n.cpu, again.cpu) == 0 && strcmp(n.features, again.features) == 0);
+  return 0;
+}
+
 /* ---- bundles ---------------------------------------------------------------------------------------- */
 
 static th_status tc__lookup_first(void *ctx, const tc_workload *wl, const char *key, const tc_space *space,
