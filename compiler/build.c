@@ -385,6 +385,11 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     tc__seterr(err, errlen, "batch %d is outside 1..4096", o->batch);
     return TH_ERR_INVALID;
   }
+  if (o->fuse_off & ~TC_FUSE_ALL) {
+    tc__seterr(err, errlen, "fuse_off 0x%x names no fusion group (passes.h)",
+               (unsigned)o->fuse_off);
+    return TH_ERR_INVALID;
+  }
   char why[512];
   if (!tc_backend_can_build(be, why, sizeof why)) {
     tc__seterr(err, errlen, "framework '%s': %s", be->name, why);
@@ -416,8 +421,8 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   th_buf params;
   th_buf_init(&params, (size_t)4 << 30);
   if (rc == TH_OK)
-    rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, &g, &calls, &ncalls, &ws, err,
-                     errlen);
+    rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, o->fuse_off, &g,
+                     &calls, &ncalls, &ws, err, errlen);
   if (rc == TH_OK) {
     if (o->params) {
       rc = tc_params_load(g, o->params, o->params_len, err, errlen);
@@ -502,6 +507,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     bi.kernels = ks;
     bi.call_kernel = call_kernel;
     bi.calls = calls;
+    bi.fuse_off = o->fuse_off;
     bi.measured = measure;
     bi.measured_isolated = measure && o->measure_fn;
     bi.unmeasured_why = unmeasured[0] ? unmeasured : NULL;

@@ -76,6 +76,10 @@ typedef struct tc_build_opts {
   size_t params_len;
   const char *arch; /* the target (backend.h, tc_backend_target_init): cuda "sm_XX" (NULL: the device's arch,
                        else sm_90); llvm a CPU name or x86-64-vN (NULL or "native": the host CPU) */
+  /* 0, or TC_FUSE_* groups (passes/passes.h) left out of the fuse pass, to time what they buy
+   * (`tunehub build --no-fuse`); the manifest then lists them as "fusion_disabled". The registry
+   * and the tuner never set it: a published bundle is always fully fused. */
+  int fuse_off;
 } tc_build_opts;
 
 /* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so is

@@ -207,7 +207,80 @@ static int tc__fuse_add(tc_graph *g, const int *u, int i) {
   return 1;
 }
 
+static const char *const tc__fuse_names[] = {"activation", "residual", "softmax"};
+_Static_assert(sizeof tc__fuse_names / sizeof tc__fuse_names[0] == 3 && TC_FUSE_ALL == (1 << 3) - 1,
+               "a name per fusion group");
+enum { TC__NFUSE = sizeof tc__fuse_names / sizeof tc__fuse_names[0] };
+
+const char *tc_fuse_group_name(int group) {
+  for (int k = 0; k < TC__NFUSE; k++)
+    if (group == 1 << k) return tc__fuse_names[k];
+  return NULL;
+}
+
+th_status tc_fuse_groups_parse(const char *list, int *groups, char *err, size_t errlen) {
+  char valid[128] = "";
+  for (int k = 0; k < TC__NFUSE; k++)
+    snprintf(valid + strlen(valid), sizeof valid - strlen(valid), "%s%s", k ? ", " : "",
+             tc__fuse_names[k]);
+  int mask = 0;
+  const char *p = list ? list : "";
+  do {
+    size_t len = strcspn(p, ",");
+    int bit = 0;
+    for (int k = 0; k < TC__NFUSE && !bit; k++)
+      if (len == strlen(tc__fuse_names[k]) && strncmp(p, tc__fuse_names[k], len) == 0) bit = 1 << k;
+    if (!bit) {
+      if (err && errlen)
+        snprintf(err, errlen, "unknown fusion group '%.*s'; valid: %s", (int)(len > 64 ? 64 : len),
+                 p, valid);
+      return TH_ERR_INVALID;
+    }
+    mask |= bit;
+    p += len;
+  } while (*p++ == ',');
+  *groups = mask;
+  return TH_OK;
+}
+
+/* TC_FUSE_SOFTMAX off: softmax(alpha * x + mask) becomes softmax(affine(x, alpha) + mask), the
+ * nodes a graph without the fused operator would have; the add broadcasts the mask (BINARY) and the
+ * softmax is plain. */
+static th_status tc__unfuse_softmax(tc_graph *g) {
+  for (int i = 0; i < g->nnodes; i++) {
+    if (g->nodes[i].dead || g->nodes[i].op != TC_OP_SOFTMAX) continue;
+    for (int step = 0; step < 2; step++) { /* the scale, then the mask */
+      tc_node *sm = &g->nodes[i];
+      if (step == 0 ? sm->alpha == 1.0f : sm->ninputs != 2) continue;
+      tc_node e = tc__blank_node(step == 0 ? TC_OP_AFFINE : TC_OP_ADD);
+      e.ninputs = step + 1;
+      e.inputs[0] = sm->inputs[0];
+      e.out = sm->out;
+      e.out.offset = -1;
+      if (step == 0) {
+        e.alpha = sm->alpha;
+        sm->alpha = 1.0f;
+      } else {
+        e.inputs[1] = sm->inputs[1];
+        sm->ninputs = 1;
+      }
+      if (tc__insert(g, i, &e) < 0) return tc__fail(g, TH_ERR_NOMEM, "out of memory");
+      i++; /* the softmax, one further on, reads the new node */
+      g->nodes[i].inputs[0] = i - 1;
+    }
+  }
+  return TH_OK;
+}
+
 th_status tc_pass_fuse(tc_graph *g) {
+  return tc_pass_fuse_groups(g, TC_FUSE_ALL);
+}
+
+th_status tc_pass_fuse_groups(tc_graph *g, int groups) {
+  if (!(groups & TC_FUSE_SOFTMAX)) {
+    th_status rc = tc__unfuse_softmax(g);
+    if (rc != TH_OK) return rc;
+  }
   for (int i = 0; i < g->nnodes; i++) {
     tc_node *nd = &g->nodes[i];
     if (nd->dead) continue;
@@ -246,8 +319,8 @@ th_status tc_pass_fuse(tc_graph *g) {
         int flag = tc_op_activation(nd->op);
         int gt = nd->op == TC_OP_GELU || nd->op == TC_OP_TANH; /* dense epilogues only */
         int cnn = (flag & TC__CNN_ACT) != 0;                   /* conv and dense epilogues only */
-        if (u[x] == 1 && tc__can_take_epilogue(g, p) && (!gt || p->op == TC_OP_DENSE) &&
-            (!cnn || p->op != TC_OP_ADD)) {
+        if ((groups & TC_FUSE_ACTIVATION) && u[x] == 1 && tc__can_take_epilogue(g, p) &&
+            (!gt || p->op == TC_OP_DENSE) && (!cnn || p->op != TC_OP_ADD)) {
           if (nd->op == TC_OP_CLIP) {
             p->clip_min = nd->clip_min;
             p->clip_max = nd->clip_max;
@@ -261,7 +334,9 @@ th_status tc_pass_fuse(tc_graph *g) {
         }
         break;
       }
-      case TC_OP_ADD: tc__fuse_add(g, u, i); break;
+      case TC_OP_ADD:
+        if (groups & TC_FUSE_RESIDUAL) tc__fuse_add(g, u, i);
+        break;
       case TC_OP_SOFTMAX:
         if (nd->ninputs == 2 && tc__mask_split(&nd->out, &g->nodes[nd->inputs[1]].out) < 0) {
           /* an unusual mask: broadcast it to the scores' shape (one COPY), read as [rows, w] */
@@ -1077,14 +1152,16 @@ static th_status tc__binary_call(tc_graph *g, const tc__views *vs, tc_call *c, i
   return TH_OK;
 }
 
-/* softmax(alpha * x + mask) over the last dim: the CNN family for a plain rank-2/4 softmax, else
- * SOFTMAX_ROWS with rows [n, c, h]: n spans the dims the mask varies along (tc__mask_split). */
+/* softmax(alpha * x + mask) over the last dim: the CNN family for a plain softmax of rank 2 or of a
+ * rank-4 CNN map, else SOFTMAX_ROWS with rows [n, c, h]: n spans the dims the mask varies along
+ * (tc__mask_split). So attention scores take SOFTMAX_ROWS with or without a scale and a mask
+ * (TC_FUSE_SOFTMAX off). */
 static th_status tc__softmax_call(tc_graph *g, const tc__views *vs, tc_call *c, int i) {
   const tc_node *nd = &g->nodes[i];
   const tc_tensor *t = &nd->out;
   int r = t->ndim, w = t->shape[r - 1], mask = nd->ninputs > 1;
   th_status rc = TH_OK;
-  if (!mask && nd->alpha == 1.0f && (r == 2 || r == 4) && w > 1) {
+  if (!mask && nd->alpha == 1.0f && (r == 2 || (r == 4 && vs->map[nd->inputs[0]])) && w > 1) {
     tc__wl_from(g, nd, &c->wl);
     c->wl.kernel = TC_KERNEL_SOFTMAX;
     c->wl.in_cb = c->wl.out_cb = 1;

@@ -390,13 +390,13 @@ static void tc__exec(const tc_graph *g, const tc_call *cs, int ncalls, int64_t w
 /* Runs the reference before the passes and after fold_bn, fuse, [layout,] plan (equal within
  * ref_tol), then the lowered calls in the executor when `exec` (equal to the first within 1e-5).
  * Returns the calls. */
-static tc_call *tc__pipeline(tc_graph *g, int layout, const void *const *ins, double ref_tol,
-                             int exec, int *ncalls, int64_t *ws) {
+static tc_call *tc__pipeline_groups(tc_graph *g, int layout, int groups, const void *const *ins,
+                                    double ref_tol, int exec, int *ncalls, int64_t *ws) {
   char err[256];
   void **y0 = tc__outputs(g), **y1 = tc__outputs(g);
   CHECK_EQ_INT(tc_ref_run_io(g, ins, y0, err, sizeof err), TH_OK);
   CHECK_EQ_INT(tc_pass_fold_bn(g), TH_OK);
-  CHECK_EQ_INT(tc_pass_fuse(g), TH_OK);
+  CHECK_EQ_INT(tc_pass_fuse_groups(g, groups), TH_OK);
   CHECK_EQ_INT(tc__live_ops(g, TC_OP_DROPOUT), 0);
   if (layout) CHECK_EQ_INT(tc_pass_layout(g, 16), TH_OK);
   CHECK_EQ_INT(tc_pass_plan_memory(g, ws), TH_OK);
@@ -418,6 +418,12 @@ static tc_call *tc__pipeline(tc_graph *g, int layout, const void *const *ins, do
   tc__outputs_free(y0);
   tc__outputs_free(y1);
   return calls;
+}
+
+/* tc__pipeline_groups with every fusion. */
+static tc_call *tc__pipeline(tc_graph *g, int layout, const void *const *ins, double ref_tol,
+                             int exec, int *ncalls, int64_t *ws) {
+  return tc__pipeline_groups(g, layout, TC_FUSE_ALL, ins, ref_tol, exec, ncalls, ws);
 }
 
 static int tc__calls_of(const tc_call *cs, int n, tc_kernel k, int epi) {
@@ -522,6 +528,54 @@ TH_TEST(passes_bert_preserve) {
     free(cs);
     tc_graph_free(g);
   }
+  return 0;
+}
+
+/* bert at sequence 16 with each fusion group off, and all of them: the reference agrees before and
+ * after the passes and the executor with it, and each group's calls come back unfused (187 calls at
+ * batch 1 with every group; 212 without the residuals, 200 without the activations, 211 without the
+ * softmax's scale and mask, 249 without any). */
+TH_TEST(passes_bert_fusion_groups) {
+  static const struct {
+    int off, extra[2]; /* groups off; calls beyond the fused count at batch 1, 2 */
+  } cases[] = {{TC_FUSE_RESIDUAL, {25, 24}},
+               {TC_FUSE_ACTIVATION, {13, 13}},
+               {TC_FUSE_SOFTMAX, {24, 24}},
+               {TC_FUSE_ALL, {62, 61}}};
+  for (int batch = 1; batch <= 2; batch++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      tc_graph *g = NULL;
+      CHECK_EQ_INT(tc_zoo_build("bert", batch, 16, 1, 1, &g, NULL, 0), TH_OK);
+      int64_t ids[32], types[32], mask[32], ws = 0;
+      tc__bert_inputs(batch, 16, ids, types, mask);
+      const void *ins[3] = {ids, types, mask};
+      int n = 0, off = cases[c].off, b2 = batch > 1;
+      fprintf(stderr, "bert batch %d, fusion groups off 0x%x\n", batch, (unsigned)off);
+      tc_call *cs = tc__pipeline_groups(g, 1, TC_FUSE_ALL & ~off, ins, 1e-6, 1, &n, &ws);
+      CHECK_EQ_INT(n, 187 + 2 * b2 + cases[c].extra[b2]);
+      if (off & TC_FUSE_RESIDUAL) {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_RESIDUAL), 0);
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_LAYER_NORM, TC_EPI_RESIDUAL), 0);
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_ELTWISE, 0), 1 + 24 + !b2);
+      } else {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_RESIDUAL), 24);
+      }
+      if (off & TC_FUSE_ACTIVATION) {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_GELU), 0);
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_TANH), 0);
+      } else {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_GELU), 12);
+      }
+      /* the cast, the mask's affine, and the activations and the scales unfused */
+      CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_UNARY, 0),
+                   2 + 13 * !!(off & TC_FUSE_ACTIVATION) + 12 * !!(off & TC_FUSE_SOFTMAX));
+      /* attention softmax stays SOFTMAX_ROWS, with the mask only when it is fused */
+      CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_SOFTMAX_ROWS, 0), 12);
+      CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_SOFTMAX_ROWS, TC_EPI_MASK),
+                   off & TC_FUSE_SOFTMAX ? 0 : 12);
+      free(cs);
+      tc_graph_free(g);
+    }
   return 0;
 }
 
