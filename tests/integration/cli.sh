@@ -209,9 +209,9 @@ case_run() {
 # manifest says which groups it lacks (a normal manifest has no "fusion_disabled")
 case_build_no_fuse() {
   local net=squeezenet_v1.1
-  expect_fail 2 "unknown fusion group 'bogus'; valid: activation, residual, softmax" \
+  expect_fail 2 "unknown fusion group 'bogus'; valid: activation, residual, softmax, qkv$" \
     "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --no-fuse activation,bogus
-  expect_fail 2 "unknown fusion group ''; valid: activation, residual, softmax" \
+  expect_fail 2 "unknown fusion group ''; valid: activation, residual, softmax, qkv$" \
     "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --no-fuse ""
   [[ ! -e "$TMP/x.tar" ]] || fail "a refused build wrote its output"
   "$TUNEHUB" build llvm "$net" 1 -o "$TMP/fused.tar" --data "$DATA" >"$TMP/build.log" 2>&1 ||

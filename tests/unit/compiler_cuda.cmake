@@ -23,7 +23,7 @@ if(TH_HAVE_CUDA)
   th_unit_test(compiler_cuda_emu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_emu.c
                LIBS th_compiler TIMEOUT 600)
   add_dependencies(test_compiler_cuda_emu th_fakecuda)
-  foreach(c resnet_18 mobilenet_v2 squeezenet_v1_1 mobilenet measure_emulated
+  foreach(c resnet_18 mobilenet_v2 squeezenet_v1_1 mobilenet bert measure_emulated
             measure_emulated_embedding)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
                          ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
