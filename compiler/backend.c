@@ -164,13 +164,14 @@ th_status tc_backend_measure(const tc_backend_target *t, const tc_workload *wl, 
 
 /* ---- the graph on a target --------------------------------------------------------------------------- */
 
-th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batch, int h, int w, int weights,
-                      tc_graph **gout, tc_call **calls, int *ncalls, int64_t *ws, char *err, size_t errlen) {
+th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batch, int h, int w,
+                      int weights, int fuse_off, tc_graph **gout, tc_call **calls, int *ncalls,
+                      int64_t *ws, char *err, size_t errlen) {
   tc_graph *g = NULL;
   th_status rc = tc_network_build(net, batch, h, w, weights, &g, err, errlen);
   if (rc != TH_OK) return rc;
   rc = tc_pass_fold_bn(g);
-  if (rc == TH_OK) rc = tc_pass_fuse(g);
+  if (rc == TH_OK) rc = tc_pass_fuse_groups(g, TC_FUSE_ALL & ~fuse_off);
   if (rc == TH_OK && t->backend->graph_pass) rc = t->backend->graph_pass(t, g);
   if (rc == TH_OK) rc = tc_pass_plan_memory(g, ws);
   if (rc == TH_OK) rc = tc_lower(g, calls, ncalls);
@@ -194,7 +195,7 @@ th_status tc_network_footprint(const tc_backend_target *t, const tc_netsrc *net,
   tc_call *calls = NULL;
   int ncalls = 0;
   int64_t ws = 0;
-  th_status rc = tc__lowered(t, net, batch, 0, 0, 0, &g, &calls, &ncalls, &ws, err, errlen);
+  th_status rc = tc__lowered(t, net, batch, 0, 0, 0, 0, &g, &calls, &ncalls, &ws, err, errlen);
   if (rc != TH_OK) return rc;
   int64_t params = 0;
   for (int i = 0; i < g->nparams; i++) params += g->params[i].numel * 4;
@@ -219,7 +220,7 @@ th_status tc_network_tasks_err(const tc_backend_target *t, const tc_netsrc *net,
   tc_call *calls = NULL;
   int ncalls = 0;
   int64_t ws = 0;
-  th_status rc = tc__lowered(t, net, batch, 0, 0, 0, &g, &calls, &ncalls, &ws, err, errlen);
+  th_status rc = tc__lowered(t, net, batch, 0, 0, 0, 0, &g, &calls, &ncalls, &ws, err, errlen);
   if (rc != TH_OK) return rc;
   tc_task *ts = calloc((size_t)(ncalls ? ncalls : 1), sizeof *ts);
   int nt = 0;

@@ -112,9 +112,12 @@ void tc__cstr(th_buf *b, const char *s);
 /* Writes data to dir/name (path gets the full name). */
 th_status tc__write(const char *dir, const char *name, const void *data, size_t n, char *path, size_t pathlen,
                     char *err, size_t errlen);
-/* The graph after the passes of t's backend, lowered to calls (shared by tc_network_tasks and the build). */
-th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batch, int h, int w, int weights,
-                      tc_graph **gout, tc_call **calls, int *ncalls, int64_t *ws, char *err, size_t errlen);
+/* The graph after the passes of t's backend, lowered to calls (shared by tc_network_tasks and the
+ * build); fuse_off: the TC_FUSE_* groups left out of the fuse pass (0 but in a build asked to time
+ * fusions). */
+th_status tc__lowered(const tc_backend_target *t, const tc_netsrc *net, int batch, int h, int w,
+                      int weights, int fuse_off, tc_graph **gout, tc_call **calls, int *ncalls,
+                      int64_t *ws, char *err, size_t errlen);
 
 /* What bundle.c needs of a finished build. */
 typedef struct tc__bundle_in {
@@ -131,6 +134,7 @@ typedef struct tc__bundle_in {
   const tc_call *calls;
   int ncalls;
   const int *call_kernel;
+  int fuse_off; /* tc_build_opts.fuse_off: the manifest lists the groups as "fusion_disabled" */
   int measured;
   int measured_isolated; /* timed by tc_build_opts.measure_fn, in another process */
   const char *unmeasured_why; /* when not measured because this machine cannot run the target, or NULL */

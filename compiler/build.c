@@ -181,6 +181,44 @@ static th_status tc__plan_weights(const tc_backend_target *t, const tc_graph *g,
   return rc;
 }
 
+/* th__cats: every composite parameter (graph.h) a weighted call reads as its weight or bias,
+ * once, with the names of its parts; the model's runtime concatenates them from params.bin
+ * (th__fetch). */
+static th_status tc__plan_cats(const tc_graph *g, const tc_call *calls, int ncalls, th_buf *b) {
+  th_buf_appendf(b,
+                 "/* tensors made of params.bin's tensors parts[0 .. nparts), of equal shapes, "
+                 "concatenated along dim 0 */\nstatic const struct th__cat {\n"
+                 "  const char *name;\n  int nparts;\n  const char *parts[%d];\n} th__cats[] = {\n",
+                 TC_MAX_PARTS);
+  char *seen = calloc((size_t)(g->nparams ? g->nparams : 1), 1);
+  if (!seen) return TH_ERR_NOMEM;
+  int n = 0;
+  th_status rc = TH_OK;
+  for (int i = 0; rc == TH_OK && i < ncalls; i++) {
+    if (calls[i].arg_space[TC_ARG_WEIGHTS] != TC_SPACE_WEIGHTS || calls[i].nargs != 5) continue;
+    const tc_node *nd = &g->nodes[calls[i].node];
+    int ids[2] = {nd->weight, nd->bias};
+    for (int q = 0; rc == TH_OK && q < 2; q++) {
+      if (ids[q] < 0 || !g->params[ids[q]].nparts || seen[ids[q]]) continue;
+      const tc_param *c = &g->params[ids[q]];
+      seen[ids[q]] = 1;
+      th_buf_appendf(b, "  {");
+      tc__cstr(b, c->name);
+      th_buf_appendf(b, ", %d, {", c->nparts);
+      for (int k = 0; k < c->nparts; k++) {
+        if (k) th_buf_appendf(b, ", ");
+        tc__cstr(b, g->params[c->parts[k]].name);
+      }
+      rc = th_buf_appendf(b, "}},\n");
+      n++;
+    }
+  }
+  free(seen);
+  if (n == 0) th_buf_appendf(b, "  {NULL, 0, {NULL}},\n");
+  if (rc == TH_OK) rc = th_buf_appendf(b, "};\nstatic const int th__ncats = %d;\n\n", n);
+  return rc;
+}
+
 /* A tensor's description row (struct th_tensor_desc) for th__inputs / th__outputs. */
 static void tc__desc(th_buf *b, const char *name, const tc_tensor *t) {
   th_buf_appendf(b, "  {");
@@ -296,6 +334,7 @@ static th_status tc__plan(const tc_backend_target *t, const tc__emit *e, const t
     if (g->nodes[g->outputs[k]].out.offset < 0) rc = TH_ERR_INTERNAL;
   if (rc == TH_OK) rc = tc__plan_weights(t, g, calls, ncalls, ks, call_kernel, wo, bo, &woff, &wp);
   if (rc == TH_OK) rc = tc__plan_consts(g, calls, ncalls, co, &woff, &cp);
+  if (rc == TH_OK) rc = tc__plan_cats(g, calls, ncalls, &cp);
   /* every input and output, in the network's order */
   th_buf_appendf(b, "static const struct th_tensor_desc th__inputs[] = {\n");
   for (int k = 0; k < g->ninputs; k++)
@@ -409,6 +448,11 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     tc__seterr(err, errlen, "batch %d is outside 1..4096", o->batch);
     return TH_ERR_INVALID;
   }
+  if (o->fuse_off & ~TC_FUSE_ALL) {
+    tc__seterr(err, errlen, "fuse_off 0x%x names no fusion group (passes.h)",
+               (unsigned)o->fuse_off);
+    return TH_ERR_INVALID;
+  }
   char why[512];
   if (!tc_backend_can_build(be, why, sizeof why)) {
     tc__seterr(err, errlen, "framework '%s': %s", be->name, why);
@@ -443,8 +487,8 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   th_buf params;
   th_buf_init(&params, (size_t)4 << 30);
   if (rc == TH_OK)
-    rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, &g, &calls, &ncalls, &ws, err,
-                     errlen);
+    rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, o->fuse_off, &g,
+                     &calls, &ncalls, &ws, err, errlen);
   for (int i = 0; rc == TH_OK && i < ncalls; i++) /* the GEMM families take the precision */
     if (calls[i].wl.kernel == TC_KERNEL_DENSE || calls[i].wl.kernel == TC_KERNEL_BATCH_MATMUL)
       calls[i].wl.precision = prec;
@@ -533,6 +577,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     bi.kernels = ks;
     bi.call_kernel = call_kernel;
     bi.calls = calls;
+    bi.fuse_off = o->fuse_off;
     bi.measured = measure;
     bi.measured_isolated = measure && o->measure_fn;
     bi.unmeasured_why = unmeasured[0] ? unmeasured : NULL;

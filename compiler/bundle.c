@@ -96,6 +96,13 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
   json_object_set_new(m, "num_kernels", json_integer(bi->nkernels));
   json_object_set_new(m, "num_calls", json_integer(bi->ncalls));
   json_object_set_new(m, "build_seconds", json_real(bi->build_seconds));
+  /* a build for timing fusions says so: it can never pass for a normal one */
+  if (bi->fuse_off) {
+    json_t *off = json_array();
+    for (int k = 1; k <= TC_FUSE_ALL; k <<= 1)
+      if (bi->fuse_off & k) json_array_append_new(off, json_string(tc_fuse_group_name(k)));
+    json_object_set_new(m, "fusion_disabled", off);
+  }
   if (be->manifest_build) be->manifest_build(bi->emit, m);
   int counts[3] = {0, 0, 0};
   json_t *layers = json_array();

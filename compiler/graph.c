@@ -169,6 +169,52 @@ int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape
   return id;
 }
 
+int tc_graph_param_concat(tc_graph *g, const char *name, int n, const int *parts) {
+  if (g->err[0]) return -1;
+  if (n < 2 || n > TC_MAX_PARTS) {
+    tc__err(g, "%s: %d parts (2..%d)", name, n, TC_MAX_PARTS);
+    return -1;
+  }
+  const tc_param *p0 = parts[0] >= 0 && parts[0] < g->nparams ? &g->params[parts[0]] : NULL;
+  for (int k = 0; k < n; k++) {
+    const tc_param *p = parts[k] >= 0 && parts[k] < g->nparams ? &g->params[parts[k]] : NULL;
+    if (!p0 || !p || p->nparts || p->ndim < 1 || p->ndim != p0->ndim ||
+        memcmp(p->shape, p0->shape, sizeof p->shape) != 0) {
+      tc__err(g, "%s: part %d is not a plain parameter of the first part's shape", name, k);
+      return -1;
+    }
+  }
+  int64_t shape[TC_MAX_DIMS];
+  memcpy(shape, p0->shape, sizeof shape);
+  shape[0] *= n;
+  int id = tc_graph_param(g, name, p0->ndim, shape, p0->init, p0->fan_in);
+  if (id < 0) return -1;
+  tc_param *c = &g->params[id]; /* after tc_graph_param, which may move the table */
+  c->is_buffer = g->params[parts[0]].is_buffer;
+  c->nparts = n;
+  memcpy(c->parts, parts, (size_t)n * sizeof *parts);
+  if (tc_graph_concat_params(g) != TH_OK) {
+    tc__err(g, "out of memory");
+    return -1;
+  }
+  return id;
+}
+
+th_status tc_graph_concat_params(tc_graph *g) {
+  for (int i = 0; i < g->nparams; i++) {
+    tc_param *c = &g->params[i];
+    int ready = c->nparts > 0;
+    for (int k = 0; ready && k < c->nparts; k++) ready = g->params[c->parts[k]].data != NULL;
+    if (!ready) continue;
+    if (!c->data) c->data = th_arena_alloc(g->arena, (size_t)c->numel * sizeof(float));
+    if (!c->data) return TH_ERR_NOMEM;
+    int64_t each = c->numel / c->nparts;
+    for (int k = 0; k < c->nparts; k++)
+      memcpy(c->data + k * each, g->params[c->parts[k]].data, (size_t)each * sizeof(float));
+  }
+  return TH_OK;
+}
+
 int tc_graph_find_param(const tc_graph *g, const char *name) {
   for (int i = 0; i < g->nparams; i++)
     if (strcmp(g->params[i].name, name) == 0) return i;
@@ -932,7 +978,8 @@ int tc_graph_expand(tc_graph *g, int x, int ndim, const int *shape) {
 int64_t tc_graph_param_count(const tc_graph *g) {
   int64_t n = 0;
   for (int i = 0; i < g->nparams; i++)
-    if (!g->params[i].is_buffer && g->params[i].used) n += g->params[i].numel;
+    if (!g->params[i].is_buffer && g->params[i].used && !g->params[i].nparts)
+      n += g->params[i].numel;
   return n;
 }
 
@@ -958,12 +1005,12 @@ double tc_graph_flops(const tc_graph *g) {
 th_status tc_graph_alloc_params(tc_graph *g) {
   for (int i = 0; i < g->nparams; i++) {
     tc_param *p = &g->params[i];
-    if (p->data) continue;
+    if (p->data || p->nparts) continue;
     p->data = th_arena_alloc(g->arena, (size_t)p->numel * sizeof(float));
     if (!p->data) return TH_ERR_NOMEM;
   }
   g->has_data = 1;
-  return TH_OK;
+  return tc_graph_concat_params(g);
 }
 
 th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {

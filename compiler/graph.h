@@ -18,6 +18,7 @@
 #define TC_MAX_DIMS 6
 #define TC_MAX_INPUTS 8 /* per node */
 #define TC_MAX_IO 8     /* network inputs, and outputs */
+#define TC_MAX_PARTS 4  /* parameters joined into one composite parameter */
 
 /* Element types; the values equal tunehub_model.h's TH_DTYPE_*. */
 typedef enum tc_dtype { TC_DTYPE_F32 = 0, TC_DTYPE_I64 = 1 } tc_dtype;
@@ -87,6 +88,12 @@ typedef struct tc_param {
   int fan_in;     /* for Kaiming-style bounds */
   float *data;    /* arena-owned, or NULL when the graph was built without weights */
   int used;       /* still referenced after the passes (folded originals are not) */
+  /* A composite (nparts > 0): the parameters parts[0 .. nparts), of equal shapes, concatenated
+   * along dim 0 (a fused layer's weights or bias, tc_graph_param_concat). params.bin holds its
+   * parts under their own names and never the composite; its data is theirs, copied when they have
+   * data. */
+  int nparts;
+  int parts[TC_MAX_PARTS];
 } tc_param;
 
 enum { TC_INIT_WEIGHT = 0, TC_INIT_BIAS, TC_INIT_GAMMA, TC_INIT_BETA, TC_INIT_MEAN, TC_INIT_VAR,
@@ -214,6 +221,14 @@ int tc_graph_hard_swish(tc_graph *g, int x);
 int tc_graph_silu(tc_graph *g, int x);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
+/* Appends a composite parameter `name`: the n (2..TC_MAX_PARTS) parameters parts, none composite,
+ * all of one shape, concatenated along dim 0. It has data at once when all of them have data, else
+ * when tc_graph_concat_params runs after they get some. Returns its id, or -1 (a bad part, or out
+ * of memory; tc_graph_error says which). */
+int tc_graph_param_concat(tc_graph *g, const char *name, int n, const int *parts);
+/* Gives every composite parameter whose parts all have data a copy of them (allocated once). The
+ * fillers (tc_zoo_fill, tc_graph_alloc_params, tc_params_load) call it last. TH_ERR_NOMEM. */
+th_status tc_graph_concat_params(tc_graph *g);
 /* Finds a parameter by name; -1 when absent. */
 int tc_graph_find_param(const tc_graph *g, const char *name);
 /* The first builder error, or "" (owned by the graph). */
@@ -223,12 +238,14 @@ const char *tc_graph_error(const tc_graph *g);
 int64_t tc_tensor_numel(const tc_tensor *t);
 /* Bytes of a tensor: numel x the dtype's size. */
 int64_t tc_tensor_bytes(const tc_tensor *t);
-/* Trainable parameters (running statistics excluded), counted from shapes, of the parameters in use. */
+/* Trainable parameters (running statistics excluded), counted from shapes, of the parameters in
+ * use; a composite's elements are its parts', counted once. */
 int64_t tc_graph_param_count(const tc_graph *g);
 /* FLOPs of one inference: 2 per multiply-add of conv, dense and matmul nodes (the convention torchvision
  * and AutoTVM report as "GFLOPs" x 2), other ops excluded. */
 double tc_graph_flops(const tc_graph *g);
-/* Allocates (arena) data for every parameter that has none. TH_ERR_NOMEM. */
+/* Allocates (arena) data for every parameter that has none (a composite gets its parts').
+ * TH_ERR_NOMEM. */
 th_status tc_graph_alloc_params(tc_graph *g);
 /* Appends a JSON description of the graph (nodes with op, name, inputs, shape, layout block, attributes,
  * epilogue and workspace offset) to b. */

@@ -24,7 +24,7 @@ th_status tc_params_write(const tc_graph *g, th_buf *out) {
   static const unsigned char zeros[TH_PARAMS_ALIGN] = {0};
   for (int i = 0; rc == TH_OK && i < g->nparams; i++) {
     const tc_param *p = &g->params[i];
-    if (!p->used || !p->data) continue;
+    if (!p->used || !p->data || p->nparts) continue; /* a composite's parts are stored instead */
     unsigned char b[8];
     uint32_t nl = (uint32_t)strlen(p->name);
     tc__put32(b, nl);
@@ -71,7 +71,7 @@ th_status tc_params_load(tc_graph *g, const void *data, size_t size, char *err, 
   rc = tc_params_parse(data, size, es, n, &n, err, errlen);
   for (int i = 0; rc == TH_OK && i < g->nparams; i++) {
     tc_param *p = &g->params[i];
-    if (!p->used) continue;
+    if (!p->used || p->nparts) continue; /* a composite is its parts (below) */
     const tc_params_entry *e =
         th_params_find(es, n, p->name, p->ndim, p->shape, g->network, err, errlen);
     if (!e) {
@@ -85,6 +85,7 @@ th_status tc_params_load(tc_graph *g, const void *data, size_t size, char *err, 
     }
     memcpy(p->data, e->data, (size_t)p->numel * sizeof(float));
   }
+  if (rc == TH_OK) rc = tc_graph_concat_params(g);
   if (rc == TH_OK) g->has_data = 1;
   free(es);
   return rc;

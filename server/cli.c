@@ -11,6 +11,7 @@
 
 #include "builder.h"
 #include "measure.h"
+#include "passes/passes.h"
 #include "present.h"
 #include "space.h"
 #include "store.h"
@@ -66,10 +67,20 @@ int cli_build(int argc, char **argv) {
   int npos = 0;
   const char *out = NULL, *so = NULL, *data = "./data", *target_name = NULL, *db_flag = NULL,
              *db = NULL;
+  int fuse_off = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
-    else if (!strcmp(argv[i], "--db") && i + 1 < argc)
+    else if (!strcmp(argv[i], "--no-fuse") && i + 1 < argc) {
+      /* for timing what a fusion buys: a build written to files only, never into a store */
+      char ferr[256];
+      int groups = 0;
+      if (tc_fuse_groups_parse(argv[++i], &groups, ferr, sizeof ferr) != TH_OK) {
+        fprintf(stderr, "tunehub build: --no-fuse: %s\n", ferr);
+        return 2;
+      }
+      fuse_off |= groups;
+    } else if (!strcmp(argv[i], "--db") && i + 1 < argc)
       db_flag = argv[++i];
     else if (!strcmp(argv[i], "--target") && i + 1 < argc)
       target_name = argv[++i];
@@ -80,7 +91,7 @@ int cli_build(int argc, char **argv) {
     else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr,
               "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR --db URL "
-              "--target NAME\n",
+              "--target NAME --no-fuse GROUP[,GROUP]\n",
               argv[i]);
       return 2;
     } else if (npos < 3)
@@ -93,7 +104,7 @@ int cli_build(int argc, char **argv) {
   if (npos != 3 || (!out && !so)) {
     fprintf(stderr,
             "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] "
-            "[--db URL] [--target NAME]\n");
+            "[--db URL] [--target NAME] [--no-fuse GROUP[,GROUP]]\n");
     return 2;
   }
   if (cli_db("build", db_flag, &db) != 0) return 2;
@@ -155,9 +166,15 @@ int cli_build(int argc, char **argv) {
   o.lookup_ctx = &lctx;
   o.progress = cli__progress;
   o.measure = 1;
+  o.fuse_off = fuse_off;
   char *manifest = NULL;
   double t0 = th_now_mono();
-  fprintf(stderr, "building %s/%s/%lld for %s\n", pos[0], pos[1], (long long)batch, target);
+  char off[128] = "";
+  for (int k = 1; k <= TC_FUSE_ALL; k <<= 1)
+    if (fuse_off & k)
+      snprintf(off + strlen(off), sizeof off - strlen(off), "%s%s",
+               off[0] ? "," : ", fusion groups off: ", tc_fuse_group_name(k));
+  fprintf(stderr, "building %s/%s/%lld for %s%s\n", pos[0], pos[1], (long long)batch, target, off);
   rc = tc_build_bundle(&o, out, so, &manifest, err, sizeof err);
   tune_net_free(&net);
   store_close(st);

@@ -35,6 +35,8 @@ static void usage(FILE *f) {
           "                                                    (0: off) of blobs unreferenced for the grace\n"
           "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
           "                [--target NAME]   cross-compile for the CPU or GPU the model will run on\n"
+          "                [--no-fuse GROUP[,GROUP]]   leave fusion groups out, to time them (files only):\n"
+          "                                  activation, residual, softmax, qkv\n"
           "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--db URL] [--trials N]\n"
           "                [--tuner xgb|ga|random|grid] [--early-stopping N] [--target NAME]\n"
           "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"

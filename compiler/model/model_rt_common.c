@@ -6,8 +6,8 @@
  * tables). Like the files around it, it is text that compiler/embed.cmake joins into the runtime
  * part of every generated model.c, after the generated tables (th__info with
  * th__inputs/th__outputs, th__in/th__out, th__consts/th__nconsts,
- * th__index_checks/th__nindex_checks, th__wparams with the fields weight, bias, gamma, beta, mean,
- * var, eps, oc, ndim, shape). */
+ * th__index_checks/th__nindex_checks, th__cats/th__ncats, th__wparams with the fields weight, bias,
+ * gamma, beta, mean, var, eps, oc, ndim, shape). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,19 +47,34 @@ static int th__create_begin(const void *params, size_t size, const void *out,
   return n;
 }
 
-/* The tensor `name` of shape[0 .. ndim) copied into a fresh buffer; NULL (error set) if it is
- * absent, of another shape or there twice. */
+/* The tensor `name` of shape[0 .. ndim) copied into a fresh buffer: a tensor of params.bin, or one
+ * of th__cats, whose parts (each of shape[0] / nparts rows) are copied one after another. NULL
+ * (error set) if it or a part is absent, of another shape or there twice. */
 static float *th__fetch(const th_params_tensor *es, int n, const char *name, int ndim,
                         const int64_t *shape) {
-  const th_params_tensor *e =
-      th_params_find(es, n, name, ndim, shape, th__info.network, th__err, sizeof th__err);
-  if (!e) return NULL;
-  float *out = malloc((size_t)e->numel * sizeof(float) + 1);
+  const struct th__cat *cat = NULL;
+  for (int c = 0; c < th__ncats && !cat; c++)
+    if (strcmp(th__cats[c].name, name) == 0) cat = &th__cats[c];
+  int nparts = cat ? cat->nparts : 1;
+  int64_t part_shape[6], numel = 1;
+  for (int d = 0; d < ndim && d < 6; d++) {
+    part_shape[d] = d == 0 ? shape[0] / nparts : shape[d];
+    numel *= shape[d];
+  }
+  float *out = malloc((size_t)numel * sizeof(float) + 1);
   if (!out) {
     th__fail("out of memory");
     return NULL;
   }
-  memcpy(out, e->data, (size_t)e->numel * sizeof(float));
+  for (int k = 0; k < nparts; k++) {
+    const th_params_tensor *e = th_params_find(es, n, cat ? cat->parts[k] : name, ndim, part_shape,
+                                               th__info.network, th__err, sizeof th__err);
+    if (!e) {
+      free(out);
+      return NULL;
+    }
+    memcpy(out + k * (numel / nparts), e->data, (size_t)e->numel * sizeof(float));
+  }
   return out;
 }
 

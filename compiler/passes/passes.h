@@ -8,6 +8,8 @@
  *             dense inputs of the same shape as a residual epilogue (the other operand computed earlier),
  *             else, when it feeds only a layer norm, into that layer norm (inputs[1], TC_EPI_RESIDUAL); a
  *             softmax mask that is not [rows..., 1..., w] against the scores is expanded to their shape.
+ *             Dense layers that share an input become one (TC_FUSE_QKV). Groups of these can be
+ *             left out (tc_pass_fuse_groups).
  *   layout:   CNN feature maps get the channel block tc_channel_block(C); every other tensor stays plain.
  *             A map is the 4-D float32 output of an INPUT that feeds conv/BN/pools, of conv, BN and pools,
  *             an element-wise activation (relu, clip, sigmoid, hard sigmoid, hard swish, silu) or dropout
@@ -34,6 +36,7 @@
 #ifndef TC_PASSES_H
 #define TC_PASSES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "graph.h"
@@ -41,7 +44,40 @@
 #include "workload.h"
 
 th_status tc_pass_fold_bn(tc_graph *g);
+/* Fusion groups, each of which a build can leave out to time what it buys (tc_build_opts.fuse_off,
+ * `tunehub build --no-fuse GROUP,...`); every build the registry publishes, and every task the
+ * tuner extracts, has all of them:
+ *   TC_FUSE_ACTIVATION  relu, clip, gelu, tanh, sigmoid, hard sigmoid, hard swish and silu fold
+ *                       into the producing conv, dense or same-shape add (off: a UNARY call each)
+ *   TC_FUSE_RESIDUAL    a same-shape add folds into a conv or dense as its residual, or into the
+ *                       layer norm it alone feeds (off: an ELTWISE or BINARY call each)
+ *   TC_FUSE_SOFTMAX     a softmax keeps its scale and additive mask (off: x * alpha and + mask
+ *                       become AFFINE and ADD nodes before a plain softmax: UNARY and BINARY calls)
+ *   TC_FUSE_QKV         2 to TC_MAX_PARTS dense layers without activation or residual that read one
+ *                       tensor with weights of one shape (bert's q, k and v projections) become one
+ *                       dense over their weights concatenated along the output axis (composite
+ *                       parameters, graph.h), each former layer a slice of its output; only where
+ *                       none of their readers then needs a copy it did not need before (bert's
+ *                       head split copies either way) (off: a dense call each)
+ * Biases always join their conv or dense, dropout and identity pools always vanish, and an unusual
+ * softmax mask is always expanded (lowering needs that). */
+enum {
+  TC_FUSE_ACTIVATION = 1 << 0,
+  TC_FUSE_RESIDUAL = 1 << 1,
+  TC_FUSE_SOFTMAX = 1 << 2,
+  TC_FUSE_QKV = 1 << 3,
+  TC_FUSE_ALL = (1 << 4) - 1
+};
+/* The fuse pass with every group. */
 th_status tc_pass_fuse(tc_graph *g);
+/* The fuse pass with the groups of the TC_FUSE_* mask `groups` only. TH_ERR_NOMEM (g->err set). */
+th_status tc_pass_fuse_groups(tc_graph *g, int groups);
+/* The name of one group ("activation", "residual", "softmax", "qkv"); NULL for anything else. */
+const char *tc_fuse_group_name(int group);
+/* Parses a comma-separated list of group names into *groups (a TC_FUSE_* mask). TH_ERR_INVALID for
+ * an empty list, an empty item or an unknown name, with err naming it and listing the valid names;
+ * *groups is written only on success. */
+th_status tc_fuse_groups_parse(const char *list, int *groups, char *err, size_t errlen);
 th_status tc_pass_layout(tc_graph *g, int simd_lanes);
 /* Sets out.offset (4-byte units) of every node that owns workspace storage: sizes are tc_tensor_bytes / 4
  * rounded up to 64 bytes, every network input has its own slot from the start (the runtime copies the
@@ -96,8 +132,9 @@ typedef struct tc_call {
  *   matmul       BATCH_MATMUL: n = the product of the leading dims, h = oh = M, c = K, oc = N, trans
  *                flags, alpha
  *   layer_norm   LAYER_NORM: n rows of c, alpha = eps, gamma and beta TC_SPACE_CONST, optional residual
- *   softmax      SOFTMAX (the CNN family) for rank 2 or 4 without mask or scale over a last dim > 1, else
- *                SOFTMAX_ROWS: rows [n, c, h] of w, alpha, the mask [n, w] with TC_EPI_MASK
+ *   softmax      SOFTMAX (the CNN family) for rank 2, or a rank-4 CNN map, without mask or scale
+ *                over a last dim > 1, else SOFTMAX_ROWS: rows [n, c, h] of w, alpha, the mask
+ *                [n, w] with TC_EPI_MASK
  *   gelu, tanh, cast, affine   UNARY over n elements (op, alpha, beta)
  *   embedding    EMBEDDING: n indices, c table rows, oc = row width; the table TC_SPACE_CONST
  *   views        COPY where described above (ndim <= 6, strides and offsets in elements), else nothing

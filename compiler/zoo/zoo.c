@@ -527,7 +527,7 @@ static uint64_t tc__fnv(uint64_t h, const char *s) {
 th_status tc_zoo_fill(tc_graph *g) {
   for (int i = 0; i < g->nparams; i++) {
     tc_param *p = &g->params[i];
-    if (p->data) continue;
+    if (p->data || p->nparts) continue; /* a composite gets its parts' below */
     p->data = th_arena_alloc(g->arena, (size_t)p->numel * sizeof(float));
     if (!p->data) return TH_ERR_NOMEM;
     uint64_t st = tc__fnv(tc__fnv(tc__fnv(0xCBF29CE484222325ull, g->network), "/"), p->name);
@@ -550,7 +550,7 @@ th_status tc_zoo_fill(tc_graph *g) {
     }
   }
   g->has_data = 1;
-  return TH_OK;
+  return tc_graph_concat_params(g);
 }
 
 th_status tc_zoo_build(const char *name, int batch, int h, int w, int weights, tc_graph **out,

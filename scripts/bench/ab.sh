@@ -2,7 +2,8 @@
 # A/B benchmark of bundles: times each bundle once per round, in interleaved rounds on $THREADS threads, and
 # prints each one's median over the rounds and its median per-round ratio to the first, so that the
 # machine's drift moves both sides of a ratio alike (see lib.sh). For changes to the runtime or the
-# templates: build the same network and records before and after, then compare the two bundles.
+# templates: build the same network and records before and after, then compare the two bundles. Each
+# round's medians go to stderr as it ends, so that the spread of the rounds can be judged.
 #
 # With --layers, each round runs `tunehub run --profile` and the script also prints, per manifest layer, each
 # bundle's median over the rounds and its median per-round ratio to the first bundle's same layer (the
@@ -33,7 +34,7 @@ done
 OUT=$HERE/out
 source "$HERE/lib.sh"
 [ -x "$TUNEHUB" ] || { echo "ab.sh: $TUNEHUB not built (scripts/build.sh)" >&2; exit 1; }
-declare -a V
+declare -a V R
 PROF=$(mktemp)
 trap 'rm -f "$PROF"' EXIT
 for r in $(seq 1 "$ROUNDS"); do
@@ -45,12 +46,14 @@ for r in $(seq 1 "$ROUNDS"); do
       out=$(TH_NUM_THREADS=$THREADS "$TUNEHUB" run "${TARS[$j]}" --profile --repeat "$PER" 2>&1) ||
         { blog "tunehub run --profile ${TARS[$j]} failed: $out"; exit 1; }
       echo "$out" | awk -v b="$j" -v r="$r" '$1 ~ /^[0-9]+$/ && NF >= 6 { print b, r, $1, $2, $3, $4, $5 }' >>"$PROF"
-      V[$j]+="$(echo "$out" | sed -n 's/.*run median \([0-9.]*\) ms.*/\1/p' | tail -1) "
+      R[$j]=$(echo "$out" | sed -n 's/.*run median \([0-9.]*\) ms.*/\1/p' | tail -1)
     else
-      V[$j]+="$(bench_tunehub_run "${TARS[$j]}" "$PER" 2>/dev/null) "
+      R[$j]=$(bench_tunehub_run "${TARS[$j]}" "$PER" 2>/dev/null)
     fi
+    V[$j]+="${R[$j]} "
   done
-  blog "round $r/$ROUNDS"
+  # this round's medians in argument order: the spread of the rounds is there to judge
+  blog "round $r/$ROUNDS: ${R[*]} ms"
 done
 if [ "$LAYERS" = 1 ]; then
   # per layer: each bundle's median over rounds, and its median per-round ratio to bundle 0

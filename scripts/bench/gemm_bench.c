@@ -5,7 +5,11 @@
  *   gemm_bench build DIR   compiles every case into DIR/gemm.so and lists them in DIR/cases.txt
  *                          ("index SHAPE nknobs idx... |label|config" per line, SHAPE as below)
  *   gemm_bench run DIR     one round: times every case (median of the calls in about TH_BENCH_S
- *                          seconds, default 0.15) and prints "case INDEX MS" per line
+ *                          seconds, default 0.15) and prints "case INDEX MS" per line; with
+ *                          TH_BENCH_INTERLEAVE=1 the cases are called in turn, one call each per
+ *                          sweep, for about TH_BENCH_S seconds per case (for comparing cases with
+ *                          each other on a loaded machine, e.g. 3 narrow dense layers against one
+ *                          wide one)
  * GEMM_SHAPES="SHAPE;SHAPE..." replaces the shape list: "m,k,n" is a dense layer, "b,m,k,n,ta,tb" a
  * batch_matmul of b matrices (ta, tb: trans_a, trans_b; alpha 0.125). GEMM_SWEEP=0 builds the
  * fallback only. Threads: TH_NUM_THREADS (gemm.sh sets 2). gemm.sh interleaves the rounds with
@@ -20,6 +24,7 @@
 #include "th_util.h"
 
 #define MAX_CASES 1024
+#define MAX_CALLS 4096 /* per case and round */
 
 typedef void (*kfn)(void *const *);
 
@@ -199,6 +204,82 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* One case ready to call: its kernel, its arguments and buffers, and its call times. */
+typedef struct rcase {
+  int index;
+  kfn fn;
+  void *args[5];
+  float *in, *w, *pw, *bias, *out;
+  double *times;
+  int calls;
+} rcase;
+
+/* Reads case line `line` of cases.txt, checks its config against this build's space, allocates and
+ * fills its operands (dense weights packed) and looks its kernel up in h. 0, or 1 with a message.
+ */
+static int prepare(const char *line, const tc_target *t, void *h, rcase *rc) {
+  int used = 0;
+  tc_config c;
+  memset(&c, 0, sizeof c);
+  memset(rc, 0, sizeof *rc);
+  if (sscanf(line, "%d%n", &rc->index, &used) != 1) return 1;
+  const char *p = line + used;
+  shape sh;
+  if (!parse_shape(&p, &sh) || sscanf(p, "%d%n", &c.nknobs, &used) != 1 || c.nknobs > TC_MAX_KNOBS)
+    return 1;
+  p += used;
+  for (int j = 0; j < c.nknobs; j++) {
+    if (sscanf(p, "%d%n", &c.idx[j], &used) != 1) return 1;
+    p += used;
+  }
+  tc_workload wl = shape_wl(&sh);
+  tc_space s;
+  if (tc_op_space(&wl, t, &s) != TH_OK || tc_op_valid(&wl, t, &s, &c) != TH_OK) {
+    fprintf(stderr, "case %d: not a valid config of this build's space\n", rc->index);
+    return 1;
+  }
+  /* inputs: dense {in, packed W, bias, -, out}; batch_matmul {a, b, out} */
+  int dense = wl.kernel == TC_KERNEL_DENSE;
+  size_t na = dense ? (size_t)wl.n * wl.c : (size_t)wl.n * wl.h * wl.c;
+  size_t nb = dense ? (size_t)wl.oc * wl.c : (size_t)wl.n * wl.c * wl.oc;
+  size_t no = dense ? (size_t)wl.n * wl.oc : (size_t)wl.n * wl.h * wl.oc;
+  size_t psz = dense ? tc_op_packed_size(&wl, &c, t) : 0;
+  rc->in = malloc(na * 4), rc->w = malloc(nb * 4), rc->pw = malloc(psz * 4 + 4);
+  rc->bias = malloc((size_t)wl.oc * 4), rc->out = malloc(no * 4);
+  rc->times = malloc(MAX_CALLS * sizeof *rc->times);
+  if (!rc->in || !rc->w || !rc->pw || !rc->bias || !rc->out || !rc->times) return 1;
+  for (size_t j = 0; j < na; j++) rc->in[j] = (float)(j % 13) * 0.01f;
+  for (size_t j = 0; j < nb; j++) rc->w[j] = (float)(j % 7) * 0.01f;
+  for (int j = 0; j < wl.oc; j++) rc->bias[j] = 0.5f;
+  if (dense) tc_op_pack(&wl, &c, t, rc->w, rc->pw);
+  char name[16];
+  snprintf(name, sizeof name, "k%d", rc->index);
+  *(void **)&rc->fn = dlsym(h, name);
+  if (!rc->fn) {
+    fprintf(stderr, "case %d: no kernel %s in gemm.so\n", rc->index, name);
+    return 1;
+  }
+  void *dargs[5] = {rc->in, rc->pw, rc->bias, NULL, rc->out}, *bargs[3] = {rc->in, rc->w, rc->out};
+  memcpy(rc->args, dense ? dargs : bargs, (dense ? 5 : 3) * sizeof(void *));
+  return 0;
+}
+
+static void release(rcase *rc) {
+  free(rc->in), free(rc->w), free(rc->pw), free(rc->bias), free(rc->out), free(rc->times);
+}
+
+static void timed_call(rcase *rc) {
+  double a = th_now_mono();
+  rc->fn((void *const *)rc->args);
+  rc->times[rc->calls++] = th_now_mono() - a;
+}
+
+static void print_median(rcase *rc) {
+  qsort(rc->times, (size_t)rc->calls, sizeof rc->times[0], cmp_double);
+  printf("case %d %.4f\n", rc->index, rc->times[rc->calls / 2] * 1e3);
+  fflush(stdout);
+}
+
 static int run(const char *dir, const tc_target *t) {
   char path[1024];
   snprintf(path, sizeof path, "%s/gemm.so", dir);
@@ -210,64 +291,41 @@ static int run(const char *dir, const tc_target *t) {
   snprintf(path, sizeof path, "%s/cases.txt", dir);
   FILE *f = fopen(path, "r");
   if (!f) return 1;
-  const char *bs = getenv("TH_BENCH_S");
+  const char *bs = getenv("TH_BENCH_S"), *il = getenv("TH_BENCH_INTERLEAVE");
   double budget = bs ? strtod(bs, NULL) : 0.15;
+  int interleave = il && strcmp(il, "0") != 0;
+  rcase *cs = calloc(MAX_CASES, sizeof *cs);
+  int n = 0, rc = cs ? 0 : 1;
   char line[1024];
-  while (fgets(line, sizeof line, f)) {
-    int i, used = 0;
-    tc_config c;
-    memset(&c, 0, sizeof c);
-    if (sscanf(line, "%d%n", &i, &used) != 1) continue;
-    const char *p = line + used;
-    shape sh;
-    if (!parse_shape(&p, &sh) || sscanf(p, "%d%n", &c.nknobs, &used) != 1 ||
-        c.nknobs > TC_MAX_KNOBS)
-      return 1;
-    p += used;
-    for (int j = 0; j < c.nknobs; j++) {
-      if (sscanf(p, "%d%n", &c.idx[j], &used) != 1) return 1;
-      p += used;
-    }
-    tc_workload wl = shape_wl(&sh);
-    tc_space s;
-    if (tc_op_space(&wl, t, &s) != TH_OK || tc_op_valid(&wl, t, &s, &c) != TH_OK) {
-      fprintf(stderr, "case %d: not a valid config of this build's space\n", i);
-      return 1;
-    }
-    /* inputs: dense {in, packed W, bias, -, out}; batch_matmul {a, b, out} */
-    int dense = wl.kernel == TC_KERNEL_DENSE;
-    size_t na = dense ? (size_t)wl.n * wl.c : (size_t)wl.n * wl.h * wl.c;
-    size_t nb = dense ? (size_t)wl.oc * wl.c : (size_t)wl.n * wl.c * wl.oc;
-    size_t no = dense ? (size_t)wl.n * wl.oc : (size_t)wl.n * wl.h * wl.oc;
-    size_t psz = dense ? tc_op_packed_size(&wl, &c, t) : 0;
-    float *in = malloc(na * 4), *w = malloc(nb * 4), *pw = malloc(psz * 4 + 4);
-    float *bias = malloc((size_t)wl.oc * 4), *out = malloc(no * 4);
-    for (size_t j = 0; j < na; j++) in[j] = (float)(j % 13) * 0.01f;
-    for (size_t j = 0; j < nb; j++) w[j] = (float)(j % 7) * 0.01f;
-    for (int j = 0; j < wl.oc; j++) bias[j] = 0.5f;
-    if (dense) tc_op_pack(&wl, &c, t, w, pw);
-    char name[16];
-    snprintf(name, sizeof name, "k%d", i);
-    kfn fn;
-    *(void **)&fn = dlsym(h, name);
-    void *dargs[5] = {in, pw, bias, NULL, out}, *bargs[3] = {in, w, out};
-    void **args = dense ? dargs : bargs;
-    fn((void *const *)args);
-    static double times[4096];
+  while (rc == 0 && n < MAX_CASES && fgets(line, sizeof line, f)) {
+    int i;
+    if (sscanf(line, "%d", &i) != 1) continue;
+    rc = prepare(line, t, h, &cs[n]);
+    n += rc == 0;
+    if (rc != 0 || interleave) continue;
+    /* one case after another: its calls for about `budget` seconds, its buffers freed before the
+     * next */
+    cs[n - 1].fn((void *const *)cs[n - 1].args);
     double t0 = th_now_mono();
-    int calls = 0;
-    while (calls < 4096 && (calls < 3 || th_now_mono() - t0 < budget)) {
-      double a = th_now_mono();
-      fn((void *const *)args);
-      times[calls++] = th_now_mono() - a;
-    }
-    qsort(times, (size_t)calls, sizeof times[0], cmp_double);
-    printf("case %d %.4f\n", i, times[calls / 2] * 1e3);
-    fflush(stdout);
-    free(in), free(w), free(pw), free(bias), free(out);
+    while (cs[n - 1].calls < MAX_CALLS && (cs[n - 1].calls < 3 || th_now_mono() - t0 < budget))
+      timed_call(&cs[n - 1]);
+    print_median(&cs[n - 1]);
+    release(&cs[n - 1]);
+    n--;
   }
   fclose(f);
-  return 0;
+  if (rc == 0 && interleave && n > 0) {
+    /* every case called once per sweep, sweeps for about n x budget seconds: a load that comes and
+     * goes meets every case alike, and each call finds the caches as the other cases left them */
+    for (int i = 0; i < n; i++) cs[i].fn((void *const *)cs[i].args);
+    double t0 = th_now_mono();
+    while (cs[0].calls < MAX_CALLS && (cs[0].calls < 3 || th_now_mono() - t0 < budget * n))
+      for (int i = 0; i < n; i++) timed_call(&cs[i]);
+    for (int i = 0; i < n; i++) print_median(&cs[i]);
+  }
+  for (int i = 0; i < n; i++) release(&cs[i]);
+  free(cs);
+  return rc;
 }
 
 int main(int argc, char **argv) {

@@ -223,5 +223,45 @@ case_build_cuda_untimed() {
     fail "manifest: $(jq -c '{key, target, latency_ms, unmeasured}' "$TMP/manifest.json")"
 }
 
+# `tunehub build --no-fuse GROUP,...` (for timing fusions): a bad group is refused with the valid ones and
+# nothing is written; a build without the activation group has more calls than the default one, and its
+# manifest says which groups it lacks (a normal manifest has no "fusion_disabled")
+case_build_no_fuse() {
+  local net=squeezenet_v1.1
+  expect_fail 2 "unknown fusion group 'bogus'; valid: activation, residual, softmax, qkv$" \
+    "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --no-fuse activation,bogus
+  expect_fail 2 "unknown fusion group ''; valid: activation, residual, softmax, qkv$" \
+    "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --no-fuse ""
+  [[ ! -e "$TMP/x.tar" ]] || fail "a refused build wrote its output"
+  "$TUNEHUB" build llvm "$net" 1 -o "$TMP/fused.tar" --data "$DATA" >"$TMP/build.log" 2>&1 ||
+    { tail -20 "$TMP/build.log"; fail "build"; }
+  "$TUNEHUB" build llvm "$net" 1 -o "$TMP/act.tar" --data "$DATA" --no-fuse activation,activation \
+    >"$TMP/build_act.log" 2>&1 || { tail -20 "$TMP/build_act.log"; fail "build --no-fuse activation"; }
+  grep -q "fusion groups off: activation$" "$TMP/build_act.log" || fail "build log: $(head -1 "$TMP/build_act.log")"
+  tar -xOf "$TMP/fused.tar" manifest.json >"$TMP/fused.json"
+  tar -xOf "$TMP/act.tar" manifest.json >"$TMP/act.json"
+  jq -e 'has("fusion_disabled") | not' "$TMP/fused.json" >/dev/null ||
+    fail "a normal build lists disabled fusions: $(jq -c .fusion_disabled "$TMP/fused.json")"
+  jq -e '.fusion_disabled == ["activation"]' "$TMP/act.json" >/dev/null ||
+    fail "fusion_disabled: $(jq -c .fusion_disabled "$TMP/act.json")"
+  local fused unfused
+  fused=$(jq .num_calls "$TMP/fused.json")
+  unfused=$(jq .num_calls "$TMP/act.json")
+  [[ $unfused -gt $fused ]] || fail "--no-fuse activation: $unfused calls, fused $fused"
+  # the same weights and input give the same output, fused or not
+  local b
+  for b in fused act; do
+    "$TUNEHUB" run "$TMP/$b.tar" --output-dir "$TMP/o_$b" >"$TMP/o.out" 2>&1 || fail "run $b: $(cat "$TMP/o.out")"
+  done
+  /usr/bin/python3 - "$TMP/o_fused/output.bin" "$TMP/o_act/output.bin" <<'PY' || fail "fused and unfused outputs differ"
+import sys
+import numpy as np
+a, b = (np.fromfile(f, "<f4") for f in sys.argv[1:])
+assert a.size == 1000 and b.size == 1000, (a.size, b.size)
+d, m = float(np.abs(a - b).max()), float(np.abs(a).max())
+assert m > 0 and d <= 1e-4 * m, (d, m)
+PY
+}
+
 "case_$1"
 echo "PASS $1"

@@ -175,26 +175,47 @@ static long fake_counter(const char *name) {
 
 static void emu_bundle_load(emu_bundle *e, const char *path);
 
-static void emu_bundle_open(emu_bundle *e, const char *net, int batch, int hw, const char *arch) {
-  memset(e, 0, sizeof *e);
-  snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-net-XXXXXX");
-  CHECK(mkdtemp(e->dir) != NULL);
+/* The cuda build of net at input h x w for arch (NULL: the device's) into the new folder dir (a mkdtemp
+ * template; model.so, model.c, kernels.cu there), and the fake driver pointed at the emulation library of
+ * its kernels. */
+static void emu_build(const char *net, int batch, int h, int w, const char *arch, char *dir) {
+  CHECK(mkdtemp(dir) != NULL);
   tc_build_opts o;
   memset(&o, 0, sizeof o);
   o.framework = "cuda";
   o.network = net;
   o.batch = batch;
-  o.input_h = o.input_w = hw;
-  o.work_dir = e->dir;
+  o.input_h = h;
+  o.input_w = w;
+  o.work_dir = dir;
   o.arch = arch;
   char err[4096] = "";
-  snprintf(e->so, sizeof e->so, "%s/model.so", e->dir);
   th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
   if (rc != TH_OK) fprintf(stderr, "%s: %s\n", net, err);
   CHECK(rc == TH_OK);
   char emu[512];
-  build_emu(e->dir, emu, sizeof emu);
+  build_emu(dir, emu, sizeof emu);
   CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+}
+
+/* Removes what emu_build and the relinks leave in dir, and dir. */
+static void emu_dir_cleanup(const char *dir) {
+  const char *files[] = {"model.so", "model.c", "kernels.cu", "kernels.cubin", "kernels.ptx", "tunehub_model.h",
+                         "emu.cpp", "emu.so", "model2.c", "model2.so"};
+  char p[600];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+    unlink(p);
+  }
+  rmdir(dir);
+}
+
+static void emu_bundle_open(emu_bundle *e, const char *net, int batch, int hw, const char *arch) {
+  memset(e, 0, sizeof *e);
+  snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-net-XXXXXX");
+  emu_build(net, batch, hw, hw, arch, e->dir);
+  char err[4096] = "";
+  snprintf(e->so, sizeof e->so, "%s/model.so", e->dir);
   CHECK(tc_zoo_build(net, batch, hw, hw, 1, &e->g, err, sizeof err) == TH_OK);
   th_buf_init(&e->params, (size_t)4 << 30);
   CHECK(tc_params_write(e->g, &e->params) == TH_OK);
@@ -249,14 +270,7 @@ static void emu_bundle_close(emu_bundle *e) {
   free(e->ref);
   th_buf_free(&e->params);
   tc_graph_free(e->g);
-  const char *files[] = {"model.so", "model.c", "kernels.cu", "kernels.cubin", "kernels.ptx", "tunehub_model.h",
-                         "emu.cpp", "emu.so", "model2.c", "model2.so"};
-  char p[600];
-  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-    snprintf(p, sizeof p, "%s/%s", e->dir, files[i]);
-    unlink(p);
-  }
-  rmdir(e->dir);
+  emu_dir_cleanup(e->dir);
 }
 
 /* Builds NET for ARCH (NULL: the device's), runs the bundle on the fake driver and compares it with the
@@ -527,6 +541,82 @@ static int fake_device(tc_cuda_device *d) {
     return 0;
   }
   return 1;
+}
+
+/* bert at sequence 2, its q, k and v projections joined into one dense (TC_FUSE_QKV) whose
+ * weight and bias the CUDA model concatenates at load from params.bin's own q, k and v tensors
+ * (th__cats in its model.c): th_model_run_io gives both outputs within 1e-4 of the reference
+ * interpreter's on the unfused graph, with a padded mask. */
+TH_TEST(bert) {
+  tc_cuda_device d;
+  if (!fake_device(&d)) return 77;
+  enum { S = 2 };
+  char dir[] = "/tmp/tc-cuda-emu-bert-XXXXXX", path[600], err[4096] = "";
+  emu_build("bert", 1, S, 1, NULL, dir);
+  snprintf(path, sizeof path, "%s/model.c", dir);
+  char *src = NULL;
+  size_t len = 0;
+  CHECK(th_read_file(path, (size_t)1 << 28, &src, &len) == TH_OK);
+  CHECK(strstr(src,
+               "{\"encoder.layer.11.attention.self.query+key+value.weight\", 3, "
+               "{\"encoder.layer.11.attention.self.query.weight\", "
+               "\"encoder.layer.11.attention.self.key.weight\", "
+               "\"encoder.layer.11.attention.self.value.weight\"}}") != NULL);
+  free(src);
+  tc_graph *g = NULL;
+  CHECK(tc_zoo_build("bert", 1, S, 1, 1, &g, err, sizeof err) == TH_OK);
+  th_buf params;
+  th_buf_init(&params, (size_t)4 << 30);
+  CHECK(tc_params_write(g, &params) == TH_OK);
+  int64_t ids[S], types[S], mask[S];
+  for (int i = 0; i < S; i++) {
+    ids[i] = (i * 7919 + 101) % 30522;
+    types[i] = i >= S / 2;
+    mask[i] = i < S - 1; /* the last position is padding */
+  }
+  const void *ins[3] = {ids, types, mask};
+  float *ref[2], *y[2];
+  int64_t n[2];
+  for (int k = 0; k < 2; k++) {
+    n[k] = tc_tensor_numel(&g->nodes[g->outputs[k]].out);
+    ref[k] = malloc((size_t)n[k] * 4);
+    y[k] = calloc((size_t)n[k], 4);
+    CHECK(ref[k] && y[k]);
+  }
+  CHECK(tc_ref_run_io(g, ins, (void *const *)ref, err, sizeof err) == TH_OK);
+  snprintf(path, sizeof path, "%s/model.so", dir);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL);
+  int (*create)(const void *, size_t, void **) =
+      (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
+  int (*runio)(void *, const void *const *, void *const *) =
+      (int (*)(void *, const void *const *, void *const *))dlsym(h, "th_model_run_io");
+  void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
+  const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
+  CHECK(create && runio && fr && lasterr);
+  void *m = NULL;
+  if (create(params.data, params.len, &m) != 0) fprintf(stderr, "create: %s\n", lasterr());
+  CHECK(m != NULL);
+  double t0 = th_now_mono();
+  if (runio(m, ins, (void *const *)y) != 0) fprintf(stderr, "run_io: %s\n", lasterr());
+  double secs = th_now_mono() - t0;
+  for (int k = 0; k < 2; k++) {
+    double maxref = 0, maxdiff = 0;
+    for (int64_t i = 0; i < n[k]; i++) maxref = fmax(maxref, fabs(ref[k][i]));
+    for (int64_t i = 0; i < n[k]; i++) maxdiff = fmax(maxdiff, fabs((double)y[k][i] - ref[k][i]));
+    fprintf(stderr, "bert output %d: emulated run %.1f s, max |cuda - ref| %.3g, max |ref| %.3g\n",
+            k, secs, maxdiff, maxref);
+    CHECK(maxref > 0);
+    CHECK(maxdiff <= 1e-4 * maxref);
+    free(ref[k]);
+    free(y[k]);
+  }
+  fr(m);
+  dlclose(h);
+  th_buf_free(&params);
+  tc_graph_free(g);
+  emu_dir_cleanup(dir);
+  return 0;
 }
 
 /* The fake driver's device as a target for its arch, or 0 (the case skips). */

@@ -323,6 +323,60 @@ TH_TEST(params_zero_dims_and_duplicates) {
 /* ---- passes --------------------------------------------------------------------------------------- */
 #include "passes/passes.h"
 
+/* Composite parameters (bert's q, k and v joined by the fuse pass): params.bin holds the parts
+ * under their own names and never the composite; loading it into a graph fused without weights, or
+ * filling one with the zoo's weights, gives the composite its parts' data in order; the parameter
+ * count is the network's, parts counted once; a part of another shape is refused. */
+TH_TEST(params_composite) {
+  tc_graph *g = NULL, *h = NULL;
+  CHECK_EQ_INT(tc_zoo_build("bert", 1, 16, 1, 1, &g, NULL, 0), TH_OK);
+  CHECK_EQ_INT(tc_zoo_build("bert", 1, 16, 1, 0, &h, NULL, 0), TH_OK);
+  int64_t count = tc_graph_param_count(g);
+  CHECK_EQ_INT(tc_pass_fuse(g), TH_OK);
+  CHECK_EQ_INT(tc_pass_fuse(h), TH_OK);
+  CHECK(tc_graph_param_count(g) == count && tc_graph_param_count(h) == count);
+  int w = tc_graph_find_param(g, "encoder.layer.3.attention.self.query+key+value.weight");
+  int bi = tc_graph_find_param(g, "encoder.layer.3.attention.self.query+key+value.bias");
+  CHECK(w >= 0 && bi >= 0 && g->params[w].nparts == 3 && g->params[w].shape[0] == 2304);
+  CHECK(h->params[w].nparts == 3 && h->params[w].data == NULL);
+  const char *parts[3] = {"encoder.layer.3.attention.self.query.weight",
+                          "encoder.layer.3.attention.self.key.weight",
+                          "encoder.layer.3.attention.self.value.weight"};
+  for (int k = 0; k < 3; k++) { /* the zoo's weights, in part order */
+    const tc_param *p = &g->params[tc_graph_find_param(g, parts[k])];
+    CHECK(p->numel == 768 * 768);
+    CHECK(memcmp(g->params[w].data + k * p->numel, p->data, (size_t)p->numel * 4) == 0);
+  }
+  th_buf b;
+  th_buf_init(&b, (size_t)1 << 30);
+  CHECK_EQ_INT(tc_params_write(g, &b), TH_OK);
+  char err[256];
+  int n = 0;
+  CHECK_EQ_INT(tc_params_parse(b.data, b.len, NULL, 0, &n, err, sizeof err), TH_OK);
+  tc_params_entry *es = calloc((size_t)n, sizeof *es);
+  CHECK_EQ_INT(tc_params_parse(b.data, b.len, es, n, &n, err, sizeof err), TH_OK);
+  int64_t stored = 0;
+  for (int i = 0; i < n; i++) {
+    CHECK(strchr(es[i].name, '+') == NULL);
+    stored += strstr(es[i].name, "attention.self.") != NULL;
+  }
+  CHECK_EQ_INT(stored, 12 * 6); /* q, k, v weight and bias of each layer */
+  free(es);
+  CHECK_EQ_INT(tc_params_load(h, b.data, b.len, err, sizeof err), TH_OK);
+  for (int i = 0; i < g->nparams; i++)
+    CHECK(h->params[i].data &&
+          memcmp(g->params[i].data, h->params[i].data, (size_t)g->params[i].numel * 4) == 0);
+  /* parts of two shapes */
+  int bad[2] = {tc_graph_find_param(h, parts[0]),
+                tc_graph_find_param(h, "encoder.layer.3.attention.self.query.bias")};
+  CHECK_EQ_INT(tc_graph_param_concat(h, "bad", 2, bad), -1);
+  CHECK(strstr(tc_graph_error(h), "part 1 is not a plain parameter") != NULL);
+  th_buf_free(&b);
+  tc_graph_free(g);
+  tc_graph_free(h);
+  return 0;
+}
+
 static int tc__count_ops(const tc_graph *g, tc_op op) {
   int n = 0;
   for (int i = 0; i < g->nnodes; i++) n += !g->nodes[i].dead && g->nodes[i].op == op;

@@ -390,13 +390,13 @@ static void tc__exec(const tc_graph *g, const tc_call *cs, int ncalls, int64_t w
 /* Runs the reference before the passes and after fold_bn, fuse, [layout,] plan (equal within
  * ref_tol), then the lowered calls in the executor when `exec` (equal to the first within 1e-5).
  * Returns the calls. */
-static tc_call *tc__pipeline(tc_graph *g, int layout, const void *const *ins, double ref_tol,
-                             int exec, int *ncalls, int64_t *ws) {
+static tc_call *tc__pipeline_groups(tc_graph *g, int layout, int groups, const void *const *ins,
+                                    double ref_tol, int exec, int *ncalls, int64_t *ws) {
   char err[256];
   void **y0 = tc__outputs(g), **y1 = tc__outputs(g);
   CHECK_EQ_INT(tc_ref_run_io(g, ins, y0, err, sizeof err), TH_OK);
   CHECK_EQ_INT(tc_pass_fold_bn(g), TH_OK);
-  CHECK_EQ_INT(tc_pass_fuse(g), TH_OK);
+  CHECK_EQ_INT(tc_pass_fuse_groups(g, groups), TH_OK);
   CHECK_EQ_INT(tc__live_ops(g, TC_OP_DROPOUT), 0);
   if (layout) CHECK_EQ_INT(tc_pass_layout(g, 16), TH_OK);
   CHECK_EQ_INT(tc_pass_plan_memory(g, ws), TH_OK);
@@ -418,6 +418,12 @@ static tc_call *tc__pipeline(tc_graph *g, int layout, const void *const *ins, do
   tc__outputs_free(y0);
   tc__outputs_free(y1);
   return calls;
+}
+
+/* tc__pipeline_groups with every fusion. */
+static tc_call *tc__pipeline(tc_graph *g, int layout, const void *const *ins, double ref_tol,
+                             int exec, int *ncalls, int64_t *ws) {
+  return tc__pipeline_groups(g, layout, TC_FUSE_ALL, ins, ref_tol, exec, ncalls, ws);
 }
 
 static int tc__calls_of(const tc_call *cs, int n, tc_kernel k, int epi) {
@@ -452,17 +458,18 @@ static void tc__bert_inputs(int batch, int seq, int64_t *ids, int64_t *types, in
   }
 }
 
-/* The lowered bert: 6 dense per layer (q, k, v, attention output + residual, intermediate + gelu,
- * output
- * + residual) and the pooler (tanh), 2 batch matmuls and a masked softmax per layer, 25 layer
- * norms, the 2 embeddings, the mask's cast and affine; 4 copies per layer (q, k, v into heads,
- * heads merged); the position embeddings are read from the constant (a broadcast add at batch > 1,
- * the embeddings layer norm's residual at batch 1) and the pooler's first token is an alias at
- * batch 1, a copy above. */
-static void tc__check_bert_calls(const tc_graph *g, const tc_call *cs, int n, int batch, int seq) {
-  int b2 = batch > 1;
-  CHECK_EQ_INT(n, 73 + 24 + 12 + 25 + 2 + 2 + 1 + b2 + 48 + b2);
-  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_BIAS), 73);
+/* The lowered bert: 4 dense per layer (q, k and v joined into one of 2304 columns, attention output
+ * + residual, intermediate + gelu, output + residual) and the pooler (tanh), 2 batch matmuls and a
+ * masked softmax per layer, 25 layer norms, the 2 embeddings, the mask's cast and affine; 4 copies
+ * per layer (q, k, v into heads, from slices of the joined output; heads merged); the position
+ * embeddings are read from the constant (a broadcast add at batch > 1, the embeddings layer norm's
+ * residual at batch 1) and the pooler's first token is an alias at batch 1, a copy above. With
+ * `qkv` 0 (TC_FUSE_QKV off) q, k and v are 3 dense each. */
+static void tc__check_bert_calls(const tc_graph *g, const tc_call *cs, int n, int batch, int seq,
+                                 int qkv) {
+  int b2 = batch > 1, dense = 73 - 24 * qkv, wide = 0;
+  CHECK_EQ_INT(n, dense + 24 + 12 + 25 + 2 + 2 + 1 + b2 + 48 + b2);
+  CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_BIAS), dense);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_GELU), 12);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_RESIDUAL), 24);
   CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_TANH), 1);
@@ -483,8 +490,18 @@ static void tc__check_bert_calls(const tc_graph *g, const tc_call *cs, int n, in
       CHECK_EQ_INT(cs[i].arg_space[1], TC_SPACE_WORK);
     }
     if (wl->kernel == TC_KERNEL_BATCH_MATMUL) CHECK(wl->n == batch * 12 && wl->h == seq);
-    if (wl->kernel == TC_KERNEL_DENSE)
+    if (wl->kernel == TC_KERNEL_DENSE) {
       CHECK(wl->n == batch * seq || (wl->n == batch && wl->oc == 768));
+      if (wl->oc == 3 * 768) { /* q, k, v: one weight and bias made of theirs */
+        const tc_node *nd = &g->nodes[cs[i].node];
+        const tc_param *w = &g->params[nd->weight], *bs = &g->params[nd->bias];
+        CHECK(w->nparts == 3 && bs->nparts == 3 && w->shape[0] == 2304 && w->shape[1] == 768);
+        CHECK(strstr(w->name, "attention.self.query+key+value.weight") != NULL);
+        CHECK(strstr(g->params[w->parts[1]].name, "attention.self.key.weight") != NULL);
+        CHECK(strstr(g->params[bs->parts[2]].name, "attention.self.value.bias") != NULL);
+        wide++;
+      }
+    }
     if (wl->kernel == TC_KERNEL_LAYER_NORM) {
       CHECK(wl->n == batch * seq && wl->c == 768 && wl->alpha == 1e-12f);
       CHECK(cs[i].arg_space[1] == TC_SPACE_CONST && cs[i].arg_space[2] == TC_SPACE_CONST);
@@ -503,6 +520,7 @@ static void tc__check_bert_calls(const tc_graph *g, const tc_call *cs, int n, in
       CHECK_EQ_INT(cs[i].arg_off[a], 0);
     }
   }
+  CHECK_EQ_INT(wide, 12 * qkv);
   tc__check_reshape_aliases(g, cs, n);
 }
 
@@ -518,10 +536,60 @@ TH_TEST(passes_bert_preserve) {
     int n = 0;
     fprintf(stderr, "bert batch %d, sequence 16\n", batch);
     tc_call *cs = tc__pipeline(g, 1, ins, 1e-6, 1, &n, &ws);
-    tc__check_bert_calls(g, cs, n, batch, 16);
+    tc__check_bert_calls(g, cs, n, batch, 16, 1);
     free(cs);
     tc_graph_free(g);
   }
+  return 0;
+}
+
+/* bert at sequence 16 with each fusion group off, and all of them: the reference agrees before and
+ * after the passes and the executor with it, and each group's calls come back unfused (163 calls at
+ * batch 1 with every group; 188 without the residuals, 176 without the activations, 187 without the
+ * softmax's scale and mask, 187 without q/k/v joined, 249 without any). */
+TH_TEST(passes_bert_fusion_groups) {
+  static const struct {
+    int off, extra[2]; /* groups off; calls beyond the fused count at batch 1, 2 */
+  } cases[] = {{TC_FUSE_RESIDUAL, {25, 24}},
+               {TC_FUSE_ACTIVATION, {13, 13}},
+               {TC_FUSE_SOFTMAX, {24, 24}},
+               {TC_FUSE_QKV, {24, 24}},
+               {TC_FUSE_ALL, {86, 85}}};
+  for (int batch = 1; batch <= 2; batch++)
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+      tc_graph *g = NULL;
+      CHECK_EQ_INT(tc_zoo_build("bert", batch, 16, 1, 1, &g, NULL, 0), TH_OK);
+      int64_t ids[32], types[32], mask[32], ws = 0;
+      tc__bert_inputs(batch, 16, ids, types, mask);
+      const void *ins[3] = {ids, types, mask};
+      int n = 0, off = cases[c].off, b2 = batch > 1;
+      fprintf(stderr, "bert batch %d, fusion groups off 0x%x\n", batch, (unsigned)off);
+      tc_call *cs = tc__pipeline_groups(g, 1, TC_FUSE_ALL & ~off, ins, 1e-6, 1, &n, &ws);
+      CHECK_EQ_INT(n, 163 + 2 * b2 + cases[c].extra[b2]);
+      if (off == TC_FUSE_QKV) tc__check_bert_calls(g, cs, n, batch, 16, 0);
+      if (off & TC_FUSE_RESIDUAL) {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_RESIDUAL), 0);
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_LAYER_NORM, TC_EPI_RESIDUAL), 0);
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_ELTWISE, 0), 1 + 24 + !b2);
+      } else {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_RESIDUAL), 24);
+      }
+      if (off & TC_FUSE_ACTIVATION) {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_GELU), 0);
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_TANH), 0);
+      } else {
+        CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_DENSE, TC_EPI_GELU), 12);
+      }
+      /* the cast, the mask's affine, and the activations and the scales unfused */
+      CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_UNARY, 0),
+                   2 + 13 * !!(off & TC_FUSE_ACTIVATION) + 12 * !!(off & TC_FUSE_SOFTMAX));
+      /* attention softmax stays SOFTMAX_ROWS, with the mask only when it is fused */
+      CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_SOFTMAX_ROWS, 0), 12);
+      CHECK_EQ_INT(tc__calls_of(cs, n, TC_KERNEL_SOFTMAX_ROWS, TC_EPI_MASK),
+                   off & TC_FUSE_SOFTMAX ? 0 : 12);
+      free(cs);
+      tc_graph_free(g);
+    }
   return 0;
 }
 
@@ -672,7 +740,7 @@ TH_TEST(passes_transformer_calls) {
         CHECK_EQ_INT(tc_lower(g, &cs, &n), TH_OK);
         for (int i = 0; i < n; i++) CHECK_EQ_INT(tc_workload_check(&cs[i].wl), TH_OK);
         if (net)
-          tc__check_bert_calls(g, cs, n, batch, 128);
+          tc__check_bert_calls(g, cs, n, batch, 128, 1);
         else
           tc__check_vit_calls(g, cs, n, batch, layout, 12, 197);
         fprintf(stderr, "%-4s batch %d layout %d: %d calls, workspace %.2f MB\n",
