@@ -197,12 +197,14 @@ th_status tc_network_footprint(const tc_backend_target *t, const tc_netsrc *net,
   int64_t ws = 0;
   th_status rc = tc__lowered(t, net, batch, 0, 0, 0, 0, &g, &calls, &ncalls, &ws, err, errlen);
   if (rc != TH_OK) return rc;
-  int64_t params = 0;
-  for (int i = 0; i < g->nparams; i++) params += g->params[i].numel * 4;
+  int64_t params = 0, joined = 0; /* composite parameters (joined layers) are not in params.bin */
+  for (int i = 0; i < g->nparams; i++)
+    *(g->params[i].nparts ? &joined : &params) += g->params[i].numel * 4;
   out->params_bytes = params;
   out->workspace_bytes = ws * 4;
-  /* builder: params.bin in memory and the graph's weights; timing: params.bin read, weights packed, workspace */
-  out->peak_bytes = 4 * params + ws * 4 + TC__BUILD_ALLOWANCE;
+  /* builder: params.bin in memory and the graph's weights (with the composites' copies); timing:
+   * params.bin read, weights packed, workspace */
+  out->peak_bytes = 4 * params + joined + ws * 4 + TC__BUILD_ALLOWANCE;
   free(calls);
   tc_graph_free(g);
   return TH_OK;
