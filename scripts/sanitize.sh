@@ -61,7 +61,13 @@ for kind in "${kinds[@]}"; do
     { tail -40 "$dir/build.log"; exit 1; }
   echo "== $kind: built in $((SECONDS - t0)) s"
   if [[ $kind == asan ]]; then
-    (cd "$dir" && ctest --output-on-failure -j2 -L unit -R "$UNIT" -E "$UNIT_EXCLUDE") || rc=1
+    # The tensor-op tests dlopen kernels LLVM just compiled, with their thread pool; gcc 12's LeakSanitizer
+    # then dies in its own tracer ("Tracer caught signal 11") in about one run of three, after the test has
+    # passed. They run under ASan and UBSan with leak detection off; every other test keeps it on.
+    NOLEAK='^compiler_ops_tensor\.'
+    (cd "$dir" && ctest --output-on-failure -j2 -L unit -R "$UNIT" -E "$UNIT_EXCLUDE|$NOLEAK") || rc=1
+    (cd "$dir" && ASAN_OPTIONS=${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0} \
+      ctest --output-on-failure -j2 -L unit -R "$NOLEAK" -E "$UNIT_EXCLUDE") || rc=1
     (cd "$dir" && ctest --output-on-failure -j2 -R "$IT") || rc=1
   else
     # the threads of the daemon's HTTP server, the store's connection, the scheduler and the workers
