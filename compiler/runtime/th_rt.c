@@ -4,8 +4,18 @@
  * n / (4 x threads), so the first chunks are long (a thread keeps its weights and bands in cache across
  * consecutive tasks) and the last ones are single tasks, and no thread waits at the end for more than one
  * task of another. When a core is slower (a shared or throttled core, another tenant), the others take
- * its remaining chunks instead of waiting for it. Workers spin briefly on a generation counter before sleeping, so back-to-back kernels do
- * not pay a wake-up each. */
+ * its remaining chunks instead of waiting for it.
+ *
+ * The caller waits only for the chunks that were handed out, never for a worker to show up: a worker
+ * that is descheduled, or still asleep, when the loop starts finds the counter at its end and does
+ * nothing, while the caller (and any awake worker) has done its share. On a loaded machine a
+ * parallel-for thus costs at worst the serial time, not a scheduler time slice per call. To make a late
+ * worker harmless, the counter and the loop's generation share one 64-bit word: a worker takes a chunk
+ * only by a compare-and-swap that names the generation it read the loop's fields in, so it can never
+ * take part of a later loop with an earlier loop's function or bounds.
+ *
+ * Workers spin briefly on the generation before sleeping, so back-to-back kernels do not pay a wake-up
+ * each; the caller signals the condition variable only when a worker sleeps on it. */
 #include "th_rt.h"
 
 #include <pthread.h>
@@ -17,51 +27,71 @@
 
 #define TH_RT_MAX_THREADS 256
 #define TH_RT_SPIN 20000
+/* pauses of the waiting caller before it yields its core (to a descheduled worker holding a chunk) */
+#define TH_RT_WAIT_SPIN 2000
 
 typedef void (*th_rt_fn)(void *ctx, int64_t begin, int64_t end);
+
+/* state = generation << 32 | the first index not handed out yet */
+#define ST_GEN(s) ((uint32_t)((s) >> 32))
+#define ST_IDX(s) ((int64_t)((s)&0xffffffffu))
+#define ST_MAKE(g, i) (((uint64_t)(g) << 32) | (uint64_t)(i))
 
 static struct {
   pthread_once_t once;
   int nthreads;
   pthread_mutex_t busy; /* one parallel-for at a time */
-  pthread_mutex_t mu;
+  pthread_mutex_t mu;   /* with cv: sleeping workers */
   pthread_cond_t cv;
-  atomic_uint gen;
-  atomic_int pending;
-  th_rt_fn fn;
-  void *ctx;
-  int64_t n, chunk;
-  atomic_llong next; /* the first index not handed out yet */
+  atomic_int sleepers;
+  _Atomic uint64_t state;
+  atomic_llong done; /* indices of the current generation that have run */
+  /* the current loop; written by the caller before it publishes the generation, read by workers
+   * that may be late (hence atomics, relaxed: a stale read is only ever used after a compare-and-swap
+   * that failed) */
+  _Atomic(th_rt_fn) fn;
+  _Atomic(void *) ctx;
+  atomic_llong n, chunk;
   atomic_int stop;
   pthread_t threads[TH_RT_MAX_THREADS];
-} pool = {PTHREAD_ONCE_INIT, 1, PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
-          PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL, 0, 0, 0, 0, {0}};
+} pool = {.once = PTHREAD_ONCE_INIT,
+          .nthreads = 1,
+          .busy = PTHREAD_MUTEX_INITIALIZER,
+          .mu = PTHREAD_MUTEX_INITIALIZER,
+          .cv = PTHREAD_COND_INITIALIZER};
 
 static _Thread_local int in_parallel;
 
-static void run_chunks(void) {
-  int64_t n = pool.n, cmax = pool.chunk, div = 2 * (int64_t)pool.nthreads;
-  int64_t b = atomic_load_explicit(&pool.next, memory_order_relaxed);
-  while (b < n) {
-    int64_t c = (n - b + div - 1) / div;
+/* Takes and runs chunks of generation gen until none is left or the pool has moved on to another loop. */
+static void run_chunks(uint32_t gen) {
+  int64_t div = 2 * (int64_t)pool.nthreads;
+  uint64_t s = atomic_load_explicit(&pool.state, memory_order_acquire);
+  while (ST_GEN(s) == gen) {
+    int64_t b = ST_IDX(s), n = atomic_load_explicit(&pool.n, memory_order_relaxed);
+    if (b >= n) return;
+    int64_t c = (n - b + div - 1) / div, cmax = atomic_load_explicit(&pool.chunk, memory_order_relaxed);
     if (c > cmax) c = cmax;
-    /* on failure b is reloaded with the counter's current value */
-    if (!atomic_compare_exchange_weak_explicit(&pool.next, &b, b + c, memory_order_relaxed,
-                                               memory_order_relaxed))
+    th_rt_fn fn = atomic_load_explicit(&pool.fn, memory_order_relaxed);
+    void *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
+    /* Success means the word still held (gen, b): the loop is still gen, whose fields were read above
+     * (acq_rel keeps those reads before the swap). On failure s is reloaded. */
+    if (!atomic_compare_exchange_weak_explicit(&pool.state, &s, ST_MAKE(gen, b + c), memory_order_acq_rel,
+                                               memory_order_acquire))
       continue;
-    pool.fn(pool.ctx, b, b + c);
-    b = atomic_load_explicit(&pool.next, memory_order_relaxed);
+    fn(ctx, b, b + c);
+    atomic_fetch_add_explicit(&pool.done, c, memory_order_release);
+    s = atomic_load_explicit(&pool.state, memory_order_acquire);
   }
 }
 
 static void *worker(void *arg) {
   (void)arg;
-  unsigned seen = 0;
+  uint32_t seen = 0;
   in_parallel = 1;
   for (;;) {
-    unsigned g;
+    uint32_t g;
     int spins = 0;
-    while ((g = atomic_load_explicit(&pool.gen, memory_order_acquire)) == seen) {
+    while ((g = ST_GEN(atomic_load(&pool.state))) == seen) {
       if (++spins < TH_RT_SPIN) {
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
@@ -69,16 +99,28 @@ static void *worker(void *arg) {
         continue;
       }
       pthread_mutex_lock(&pool.mu);
-      while (atomic_load_explicit(&pool.gen, memory_order_acquire) == seen)
-        pthread_cond_wait(&pool.cv, &pool.mu);
+      atomic_fetch_add(&pool.sleepers, 1);
+      while (ST_GEN(atomic_load(&pool.state)) == seen) pthread_cond_wait(&pool.cv, &pool.mu);
+      atomic_fetch_sub(&pool.sleepers, 1);
       pthread_mutex_unlock(&pool.mu);
     }
     seen = g;
     if (atomic_load_explicit(&pool.stop, memory_order_acquire)) break;
-    run_chunks();
-    atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel);
+    run_chunks(g);
   }
   return NULL;
+}
+
+/* Publishes generation gen (the loop's fields already written) and wakes sleeping workers. A worker
+ * counts itself in sleepers before it checks the generation under mu, and both sides use sequentially
+ * consistent operations, so either the caller sees the sleeper or the sleeper sees the new generation. */
+static void publish(uint32_t gen) {
+  atomic_store(&pool.state, ST_MAKE(gen, 0));
+  if (atomic_load(&pool.sleepers) > 0) {
+    pthread_mutex_lock(&pool.mu);
+    pthread_cond_broadcast(&pool.cv);
+    pthread_mutex_unlock(&pool.mu);
+  }
 }
 
 static void pool_init(void) {
@@ -111,10 +153,8 @@ __attribute__((destructor)) static void pool_shutdown(void) {
   if (pool.nthreads <= 1) return;
   pthread_mutex_lock(&pool.busy);
   atomic_store_explicit(&pool.stop, 1, memory_order_release);
-  pthread_mutex_lock(&pool.mu);
-  atomic_fetch_add_explicit(&pool.gen, 1, memory_order_acq_rel);
-  pthread_cond_broadcast(&pool.cv);
-  pthread_mutex_unlock(&pool.mu);
+  atomic_store_explicit(&pool.n, 0, memory_order_relaxed);
+  publish(ST_GEN(atomic_load(&pool.state)) + 1);
   for (int i = 1; i < pool.nthreads; i++) pthread_join(pool.threads[i], NULL);
   pool.nthreads = 1;
   pthread_mutex_unlock(&pool.busy);
@@ -128,29 +168,33 @@ int th_rt_num_threads(void) {
 void th_rt_parallel_for(void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx, int64_t n) {
   if (n <= 0) return;
   pthread_once(&pool.once, pool_init);
-  if (n == 1 || pool.nthreads == 1 || in_parallel || pthread_mutex_trylock(&pool.busy) != 0) {
+  /* the counter holds 32 bits; no generated loop comes near, but a larger one is still run */
+  if (n == 1 || n > (int64_t)0xffffffffu || pool.nthreads == 1 || in_parallel ||
+      pthread_mutex_trylock(&pool.busy) != 0) {
     fn(ctx, 0, n);
     return;
   }
-  pool.fn = fn;
-  pool.ctx = ctx;
-  pool.n = n;
-  pool.chunk = (n + 4 * (int64_t)pool.nthreads - 1) / (4 * (int64_t)pool.nthreads);
-  atomic_store_explicit(&pool.next, 0, memory_order_relaxed);
-  atomic_store_explicit(&pool.pending, pool.nthreads - 1, memory_order_release);
-  pthread_mutex_lock(&pool.mu);
-  atomic_fetch_add_explicit(&pool.gen, 1, memory_order_acq_rel);
-  pthread_cond_broadcast(&pool.cv);
-  pthread_mutex_unlock(&pool.mu);
+  /* No chunk of the previous generation is outstanding (its caller waited for all of them), so the
+   * fields can be rewritten; a late worker's stale reads of them fail its compare-and-swap. */
+  uint32_t gen = ST_GEN(atomic_load_explicit(&pool.state, memory_order_relaxed)) + 1;
+  atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
+  atomic_store_explicit(&pool.n, n, memory_order_relaxed);
+  atomic_store_explicit(&pool.chunk, (n + 4 * (int64_t)pool.nthreads - 1) / (4 * (int64_t)pool.nthreads),
+                        memory_order_relaxed);
+  atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
+  publish(gen);
   in_parallel = 1;
-  run_chunks();
+  run_chunks(gen);
   in_parallel = 0;
-  while (atomic_load_explicit(&pool.pending, memory_order_acquire) > 0) {
+  for (int spins = 0; atomic_load_explicit(&pool.done, memory_order_acquire) < n; spins++) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#else
-    sched_yield();
+    if (spins < TH_RT_WAIT_SPIN) {
+      __builtin_ia32_pause();
+      continue;
+    }
 #endif
+    sched_yield();
   }
   pthread_mutex_unlock(&pool.busy);
 }

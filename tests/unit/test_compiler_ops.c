@@ -6,6 +6,14 @@
 #include "test_ops_util.h"
 #include "th_rt.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 /* ---- helpers ---- */
 
 /* plain NCHW <-> NCHW[cb]c */
@@ -987,6 +995,95 @@ TH_TEST(runtime_parallel_for) {
   int p[TH_RT_PACK_NPARAMS] = {99};
   float x = 0;
   CHECK_EQ_INT(th_rt_pack_weights(p, &x, &x), -1);
+  return 0;
+}
+
+/* A worker that is late for a parallel-for (descheduled by another tenant, or slow to wake) must not hold
+ * the loop up: the caller takes every chunk itself and returns. The test holds the pool's one worker inside
+ * a signal handler (blocked on a pipe) while the caller runs loops, then lets it go and checks that it
+ * takes part in later loops without running any chunk twice. */
+static int late_pipe[2];
+static atomic_int late_held;
+
+static void late_hold(int sig) {
+  (void)sig;
+  atomic_store(&late_held, 1);
+  char c;
+  while (read(late_pipe[0], &c, 1) < 0 && errno == EINTR) {
+  }
+  atomic_store(&late_held, 0);
+}
+
+static int late_tids(pid_t *tids, int max) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < max)
+    if (e->d_name[0] != '.') tids[n++] = (pid_t)atoi(e->d_name);
+  closedir(d);
+  return n;
+}
+
+static int late_loops(int reps) {
+  static int hits[1001];
+  for (int rep = 0; rep < reps; rep++) {
+    int n = 2 + rep * 7 % 999;
+    memset(hits, 0, sizeof hits);
+    th_rt_parallel_for(count_range, hits, n);
+    for (int i = 0; i < n; i++)
+      if (hits[i] != 1) return 1;
+  }
+  return 0;
+}
+
+static atomic_int late_done, late_bad;
+
+static void *late_caller(void *arg) {
+  (void)arg;
+  atomic_store(&late_bad, late_loops(100));
+  atomic_store(&late_done, 1);
+  return NULL;
+}
+
+TH_TEST(runtime_late_worker) {
+  setenv("TH_NUM_THREADS", "2", 1);
+  pid_t before[256], after[256], worker = 0;
+  int nb = late_tids(before, 256);
+  CHECK(nb > 0);
+  CHECK_EQ_INT(th_rt_num_threads(), 2); /* the pool starts here, with one worker */
+  int na = late_tids(after, 256);
+  for (int i = 0; i < na; i++) {
+    int old = 0;
+    for (int j = 0; j < nb; j++) old |= after[i] == before[j];
+    if (!old) worker = after[i];
+  }
+  CHECK(worker > 0 && na == nb + 1);
+  CHECK_EQ_INT(late_loops(50), 0); /* the worker has taken part in loops before it is held */
+  CHECK_EQ_INT(pipe(late_pipe), 0);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = late_hold;
+  CHECK_EQ_INT(sigaction(SIGUSR1, &sa, NULL), 0);
+  CHECK_EQ_INT((int)syscall(SYS_tgkill, getpid(), worker, SIGUSR1), 0);
+  for (int ms = 0; !atomic_load(&late_held) && ms < 5000; ms++) usleep(1000);
+  CHECK(atomic_load(&late_held));
+  /* 100 loops while the worker is held: they must all finish without it */
+  pthread_t t;
+  CHECK_EQ_INT(pthread_create(&t, NULL, late_caller, NULL), 0);
+  for (int ms = 0; !atomic_load(&late_done) && ms < 10000; ms++) usleep(1000);
+  int finished_alone = atomic_load(&late_done);
+  CHECK_EQ_INT((int)write(late_pipe[1], "x", 1), 1); /* let it go (also after a failure, so the loop ends) */
+  pthread_join(t, NULL);
+  CHECK(finished_alone);
+  CHECK_EQ_INT(atomic_load(&late_bad), 0);
+  /* the late worker comes back and takes part again; no chunk runs twice */
+  CHECK_EQ_INT(late_loops(300), 0);
+  for (int ms = 0; atomic_load(&late_held) && ms < 5000; ms++) usleep(1000);
+  CHECK(!atomic_load(&late_held));
+  CHECK_EQ_INT(late_loops(300), 0);
+  close(late_pipe[0]);
+  close(late_pipe[1]);
   return 0;
 }
 
