@@ -62,7 +62,7 @@ for NET in $NETWORKS; do
 done
 TOKEN=bench-token
 echo "$TOKEN" >"$TMP/token"
-start_daemon --token-file "$TMP/token" --log-level warn
+start_daemon --token-file "$TMP/token"
 blog "daemon on $BASE, data in $DATA"
 
 secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
