@@ -57,5 +57,6 @@ uint8_t *tb_model_cnn_variants(size_t *len);
 uint8_t *tb_model_tensor_variants(size_t *len);
 uint8_t *tb_model_activations(int64_t opset, size_t *len);
 uint8_t *tb_model_embedding(size_t *len);
+uint8_t *tb_model_preact(size_t *len);
 
 #endif

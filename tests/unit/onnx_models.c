@@ -509,3 +509,26 @@ uint8_t *tb_model_embedding(size_t *len) {
   tb_free(b);
   return p;
 }
+
+/* densenet's pre-activation: x [N, 4, 5, 6]; c = Concat(x, x, axis 1) [N, 8, 5, 6];
+ * y = Conv(Relu(BatchNormalization(c, pa_s, pa_b, pa_m, pa_v)), pw [3, 8, 1, 1]) (opset 13). The batch
+ * norm has no conv before it, so it cannot fold into one. */
+uint8_t *tb_model_preact(size_t *len) {
+  tb *b = tb_new(13);
+  int64_t xd[4] = {-1, 4, 5, 6}, c8 = 8, wd[4] = {3, 8, 1, 1};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+  tb_param(b, "pa_s", 1, &c8, 1);
+  tb_param(b, "pa_b", 1, &c8, 0);
+  tb_param(b, "pa_m", 1, &c8, 0);
+  tb_param(b, "pa_v", 1, &c8, 1);
+  tb_param(b, "pw", 4, wd, 0);
+  Onnx__NodeProto *n = tb_node(b, "Concat", "cat", "x,x", "c");
+  tb_attr_i(b, n, "axis", 1);
+  tb_node(b, "BatchNormalization", "norm", "c,pa_s,pa_b,pa_m,pa_v", "nc");
+  tb_node(b, "Relu", "relu", "nc", "r");
+  tb_node(b, "Conv", "conv", "r,pw", "y");
+  tb_output(b, "y");
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}

@@ -1153,6 +1153,68 @@ TH_TEST(passes_lower_imported_graphs) {
   return 0;
 }
 
+/* A batch norm that no conv precedes, on an NCHW map (densenet's pre-activation), imports as a depthwise
+ * 1x1 conv with the computed scale and shift ("<node>.scale", "<node>.shift"): the relu after it folds
+ * in, and the lowered network has no multiply, add, unary pass or layout transform around it. */
+TH_TEST(batch_norm_without_conv_is_depthwise) {
+  enum { N = 2, C = 4, H = 5, W = 6 };
+  size_t len;
+  uint8_t *p = tb_model_preact(&len);
+  tc_graph *g = tt_ok(p, len, N, NULL);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_MUL), 0);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_ADD), 0);
+  int dw = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i].op == TC_OP_CONV2D && g->nodes[i].groups == 2 * C) dw = i;
+  CHECK(dw >= 0 && g->nodes[dw].kh == 1 && g->nodes[dw].kw == 1 && g->nodes[dw].bias >= 0);
+  CHECK(strcmp(g->params[g->nodes[dw].weight].name, "norm.scale") == 0);
+  CHECK(strcmp(g->params[g->nodes[dw].bias].name, "norm.shift") == 0);
+  float x[N * C * H * W], s[8], bb[8], m[8], v[8], w[24];
+  tb_fill(x, N * C * H * W, 40); /* tt_run_any's input */
+  tb_data("pa_s", 8, 1, s);
+  tb_data("pa_b", 8, 0, bb);
+  tb_data("pa_m", 8, 0, m);
+  tb_data("pa_v", 8, 1, v);
+  tb_data("pw", 24, 0, w);
+  void *y0[TC_MAX_IO], *y1[TC_MAX_IO];
+  tt_run_any(g, y0);
+  double worst = 0;
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < 3; o++)
+      for (int k = 0; k < H * W; k++) {
+        double acc = 0;
+        for (int c = 0; c < 2 * C; c++) {
+          double xv = x[(n * C + c % C) * H * W + k];
+          double r = (xv - m[c]) / sqrt(v[c] + 1e-5) * s[c] + bb[c];
+          acc += w[o * 8 + c] * (r > 0 ? r : 0);
+        }
+        worst = fmax(worst, fabs(acc - ((float *)y0[0])[(n * 3 + o) * H * W + k]));
+      }
+  fprintf(stderr, "max abs diff %.3g\n", worst);
+  CHECK(worst <= 1e-5);
+  int64_t ws = 0;
+  CHECK_EQ_INT(tc_passes_run(g, 16, &ws), TH_OK);
+  tt_run_any(g, y1);
+  CHECK(tt_rel(y1[0], y0[0], N * 3 * H * W) <= 1e-5);
+  tc_call *calls = NULL;
+  int ncalls = 0, fam[TC_KERNEL_COUNT] = {0}, dw_epi = 0;
+  CHECK_EQ_INT(tc_lower(g, &calls, &ncalls), TH_OK);
+  for (int i = 0; i < ncalls; i++) {
+    fam[calls[i].wl.kernel]++;
+    if (calls[i].wl.kernel == TC_KERNEL_DEPTHWISE) dw_epi = calls[i].wl.epilogue;
+  }
+  CHECK_EQ_INT(fam[TC_KERNEL_DEPTHWISE], 1);
+  CHECK(dw_epi & TC_EPI_RELU);
+  CHECK_EQ_INT(fam[TC_KERNEL_UNARY] + fam[TC_KERNEL_BINARY] + fam[TC_KERNEL_ELTWISE], 0);
+  CHECK_EQ_INT(fam[TC_KERNEL_CONV2D], 1);
+  free(calls);
+  free(y0[0]);
+  free(y1[0]);
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
+
 /* ---- the fuzzer's seed corpus
  * ------------------------------------------------------------------------------- */
 
@@ -1166,7 +1228,7 @@ TH_TEST(write_corpus) {
                                                    tb_model_views};
   const char *names[] = {"cnn", "transformer", "views"};
   uint8_t *(*const fixed[])(size_t *) = {tb_model_cnn_variants, tb_model_tensor_variants,
-                                         tb_model_embedding};
+                                         tb_model_embedding, tb_model_preact};
   for (size_t m = 0; m < sizeof fixed / sizeof fixed[0]; m++) {
     size_t len;
     uint8_t *p = fixed[m](&len);
