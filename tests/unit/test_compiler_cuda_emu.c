@@ -25,6 +25,7 @@
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
 #include "test_cuda_emu_tc.h"
+#include "test_cuda_gpu_gate.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -511,6 +512,60 @@ TH_TEST(dynamic_shared_over_48k) {
   CHECK(strstr(e.lasterr(), "needs 307200 bytes of dynamic shared memory per block; the device allows 232448"));
   free(y);
   emu_bundle_close(&e);
+  return 0;
+}
+
+/* ---- the GPU tests' gate (test_cuda_gpu_gate.h)
+ * --------------------------------------------------------- */
+
+/* Against the fake driver, whose cuInit result and device count the environment sets: a device
+ * runs, no device (CUDA_ERROR_NO_DEVICE, the stub library, a count of 0) skips, any other cuInit
+ * error fails, and TH_TEST_GPU_REQUIRED=1 turns a skip into a failure. */
+TH_TEST(gpu_gate_verdicts) {
+  if (!fake_driver()) return 77;
+  static const struct {
+    const char *init, *count, *required;
+    int verdict;
+    const char *why;
+  } cases[] = {
+      {NULL, NULL, NULL, GPU_GATE_RUN, "1 CUDA device(s)"},
+      {"100", NULL, NULL, GPU_GATE_SKIP, "CUDA_ERROR_NO_DEVICE"},
+      {"34", NULL, NULL, GPU_GATE_SKIP, "CUDA_ERROR_STUB_LIBRARY"},
+      {NULL, "0", NULL, GPU_GATE_SKIP, "the driver counts none"},
+      {"999", NULL, NULL, GPU_GATE_FAIL, "CUresult 999: a device that errors"},
+      {"35", NULL, NULL, GPU_GATE_FAIL, "CUresult 35"},
+      {"100", NULL, "1", GPU_GATE_FAIL, "TH_TEST_GPU_REQUIRED=1"},
+      {NULL, "0", "1", GPU_GATE_FAIL, "TH_TEST_GPU_REQUIRED=1"},
+      {NULL, NULL, "1", GPU_GATE_RUN, "1 CUDA device(s)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *names[3] = {"TH_FAKECU_INIT", "TH_FAKECU_COUNT", "TH_TEST_GPU_REQUIRED"};
+    const char *vals[3] = {cases[i].init, cases[i].count, cases[i].required};
+    for (int k = 0; k < 3; k++)
+      CHECK((vals[k] ? setenv(names[k], vals[k], 1) : unsetenv(names[k])) == 0);
+    char why[512] = "";
+    int v = gpu_gate(why, sizeof why);
+    fprintf(stderr, "case %zu: %d (%s)\n", i, v, why);
+    CHECK_EQ_INT(v, cases[i].verdict);
+    CHECK(strstr(why, cases[i].why) != NULL);
+  }
+  return 0;
+}
+
+/* Without any libcuda.so.1 (this case runs without the fake driver on the path) the gate skips,
+ * unless TH_TEST_GPU_REQUIRED=1 says a device is there. A host with a driver skips the case. */
+TH_TEST(gpu_gate_no_driver) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) {
+    fprintf(stderr, "skipped: this host has a libcuda.so.1\n");
+    return 77;
+  }
+  char why[512] = "";
+  CHECK(unsetenv("TH_TEST_GPU_REQUIRED") == 0);
+  CHECK_EQ_INT(gpu_gate(why, sizeof why), GPU_GATE_SKIP);
+  CHECK(strstr(why, "no CUDA device: libcuda.so.1 does not load") != NULL);
+  CHECK(setenv("TH_TEST_GPU_REQUIRED", "1", 1) == 0);
+  CHECK_EQ_INT(gpu_gate(why, sizeof why), GPU_GATE_FAIL);
   return 0;
 }
 
