@@ -26,6 +26,7 @@
 #include "tc_cuda_measure.h"
 #include "test_cuda_emu_tc.h"
 #include "test_cuda_gpu_gate.h"
+#include "test_cuda_tf32_check.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -720,6 +721,40 @@ static void emu_cleanup(const char *dir) {
     unlink(p);
   }
   rmdir(dir);
+}
+
+/* The tf32 GEMM device check (test_cuda_tf32_check.h, the gpu case tf32_gemm_vs_reference) through the
+ * fake driver: NVRTC compiles the real kernel, the fake runs the same CUDA C emulated (mma per warp with
+ * TF32 rounding), and the check's arguments, launch shape and tolerance hold for a dense with a clip, a
+ * dense with bias over 1000 columns, and a batch_matmul with a transposed operand. */
+static void tf32_emulate(const th_buf *src, void *ctx) {
+  char *dir = ctx, path[600], emu[600];
+  snprintf(path, sizeof path, "%s/kernels.cu", dir);
+  CHECK(th_write_file_atomic(path, src->data, src->len) == TH_OK);
+  build_emu(dir, emu, sizeof emu);
+  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+}
+
+TH_TEST(tf32_gemm_device_path) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(w);
+  const int pick[3] = {3, 5, 10}; /* clip at 128 rows; tanh over 1000 columns; bmm 197x67x37 B^T */
+  CHECK(n > 10);
+  for (int i = 0; i < 3; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&w[pick[i]], &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&w[pick[i]], &t, &s, &c) == TH_OK);
+    char dir[] = "/tmp/tc-cuda-emu-tf32-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    double e = tf32_on_device(&w[pick[i]], &c, &t, 7 + (uint64_t)i, tf32_emulate, dir);
+    fprintf(stderr, "workload %d: largest error %.3g of the scale\n", pick[i], e);
+    CHECK(e > 0); /* TF32 rounding shows: the kernel ran at tf32, not fp32 */
+    emu_dir_cleanup(dir);
+  }
+  return 0;
 }
 
 /* tc_cuda_measure through the fake driver: the candidate's CUDA C runs emulated and is checked against the
