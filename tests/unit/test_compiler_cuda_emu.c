@@ -774,6 +774,41 @@ static tc_workload small_conv(void) {
   return wl;
 }
 
+/* tc_cuda_measure of tf32 GEMMs (emulated with TF32 rounding) at the tuner's tolerance (relative
+ * 1e-3 plus 1e-4 of the largest output, tune_measure_opts_default): a right kernel is class 0, a
+ * clip's bounded output included, where the fp32 rule called three of these five wrong; an
+ * impossible tolerance still gives class 5. */
+TH_TEST(measure_emulated_tf32) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(w);
+  const int pick[5] = {0, 1, 3, 4, 10}; /* bias; K 768; clip over 1000 columns; gelu; bmm B^T */
+  CHECK(n > 10);
+  for (int i = 0; i < 5; i++) {
+    tc_space s;
+    tc_config c;
+    char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512], key[256];
+    emu_candidate(&w[pick[i]], &t, &s, &c, dir, emu, sizeof emu);
+    tc_workload_key(&w[pick[i]], key, sizeof key);
+    tc_measure_opts o;
+    tc_measure_opts_default(&o);
+    o.rtol = 1e-3, o.atol = 1e-4;
+    o.repeat = 1;
+    tc_measure_result r;
+    CHECK(tc_cuda_measure(&w[pick[i]], &c, &t, &o, &r) == TH_OK);
+    fprintf(stderr, "%s: class %d, max error %.3g of the scale %s\n", key, r.error_class,
+            r.max_rel_err, r.msg);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+    CHECK(r.max_rel_err > 0); /* TF32 rounding shows */
+    o.rtol = o.atol = -1;
+    CHECK(tc_cuda_measure(&w[pick[i]], &c, &t, &o, &r) == TH_OK);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_WRONG_ANSWER);
+    emu_cleanup(dir);
+  }
+  return 0;
+}
+
 TH_TEST(measure_emulated) {
   tc_cuda_target t;
   if (!fake_target(&t)) return 77;
