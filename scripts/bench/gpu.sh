@@ -174,7 +174,7 @@ stop_for_deadline() {
 prepare_pack() {
   local tarball=$PACK/tunehub-gpu.tar.xz
   [ -f "$tarball" ] ||
-    die "no pack at $tarball: run 'scripts/bench/gpu.sh pack $(realpath --relative-to="$ROOT" "$PACK" 2>/dev/null || echo "$PACK")' where tunehub was built, and carry that folder"
+    die "no pack at $tarball: run 'scripts/bench/gpu.sh pack DIR' where tunehub was built, and carry DIR (--pack DIR)"
   local h
   h=$(sha256sum "$tarball" | cut -c1-12)
   P=$WORK/pack-$h
