@@ -534,7 +534,11 @@ step_tune() {
   plan=$(cat "$WORK/tune-plan.txt")
   while read -r key n cost; do
     [ -n "$key" ] || continue
-    [ -z "$(res_get "$key" tuned)" ] || continue
+    case "$(res_get "$key" tuned)" in
+      "") ;;
+      -) continue ;;                                 # left out of the budget
+      *) step_bundles tuned "$key"; continue ;;      # tuned by an earlier call: its builds, if not done
+    esac
     local net=${key%:*} b=${key#*:} prec lim t0 trials_done=0
     lim=$(($(call_left) - 60))
     [ "$lim" -gt 60 ] || stop_for_deadline "tuning $key"
@@ -630,6 +634,8 @@ cmd_run() {
     return 0
   fi
   check_device
+  # an earlier call's stop at its deadline is history once this call goes on
+  sed -i '/^stopped before /d' "$WORK/notes.txt"
   if [ "$TF32" = 0 ] && ! grep -q 'no --precision' "$WORK/notes.txt"; then
     note "tf32 skipped: this tunehub has no --precision (tunehub help): the tf32 columns stay empty"
   fi
