@@ -26,7 +26,9 @@ def build(net):
     if net == "vit":
         return tvm.vit_b_16(weights=None), 224
     if net == "bert":
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "unit"))
+        here = os.path.dirname(os.path.abspath(__file__))
+        # tests/unit in the tree; beside this file in scripts/bench/gpu.sh's pack
+        sys.path[:0] = [os.path.join(here, "..", "..", "tests", "unit"), here]
         import conformance_torch  # the torch twin of tunehub's zoo bert, with BertModel's parameter names
         return conformance_torch.BertModel(), SEQ
     if net == "inception_v3":

@@ -426,10 +426,7 @@ static void emu_fill(const tc_workload *wl, int slot, void *buf, int64_t n, uint
     return;
   }
   float *f = buf;
-  for (int64_t e = 0; e < n; e++) {
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    f[e] = (float)((double)(*s >> 40) / (double)(1ull << 24) * 2.0 - 1.0) * 4.0f;
-  }
+  tw_fill_floats(f, n, s);
   if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 1) {
     for (int j = wl->w / 2; j < wl->w; j++) f[j] = j == wl->w - 1 && j > 0 ? -INFINITY : -10000.0f;
     for (int j = 0; wl->n > 1 && j < wl->w; j++) f[wl->w + j] = -3.4028235e38f;
@@ -989,43 +986,16 @@ TH_TEST(limits_transformer_fallbacks) {
 
 /* ---- TF32 tensor cores (issue 25) ---- */
 
-/* Dense and batch_matmul at precision tf32: rows 1, 3, 128, 129 and 197 (no multiple of a tile but
- * 128), K 67 (no multiple of 4: 4-byte copies) and 768, N 37 and 1000, every dense epilogue, and
- * batch_matmul with each of its four transposes. */
-static int tf32_set(tc_workload *w) {
-  static const int epis[10] = {TC_EPI_BIAS,         TC_EPI_BIAS | TC_EPI_RESIDUAL,
-                               TC_EPI_BIAS | TC_EPI_RELU, TC_EPI_CLIP,
-                               TC_EPI_BIAS | TC_EPI_GELU, TC_EPI_BIAS | TC_EPI_TANH,
-                               TC_EPI_SIGMOID,      TC_EPI_BIAS | TC_EPI_HARD_SIGMOID,
-                               TC_EPI_HARD_SWISH,   TC_EPI_BIAS | TC_EPI_SILU};
-  static const int rows[10] = {1, 3, 128, 129, 197, 3, 129, 128, 1, 197};
-  static const int ks[10] = {67, 768, 67, 67, 67, 67, 768, 67, 768, 67};
-  static const int ns[10] = {37, 37, 37, 1000, 37, 1000, 37, 37, 37, 37};
-  int n = 0;
-  for (int i = 0; i < 10; i++) {
-    w[n] = tw_dense(rows[i], ks[i], ns[i], epis[i]);
-    w[n].clip_min = -1, w[n].clip_max = 6, w[n].alpha = 0.2f, w[n].beta = 0.5f;
-    w[n++].precision = TC_PRECISION_TF32;
-  }
-  w[n++] = tw_bmm(2, 197, 67, 37, 0, 1, 0.125f);
-  w[n++] = tw_bmm(2, 129, 67, 37, 1, 0, 1.0f);
-  w[n++] = tw_bmm(1, 3, 768, 37, 1, 1, 0.5f);
-  w[n++] = tw_bmm(3, 128, 64, 128, 0, 0, 1.0f);
-  w[n++] = tw_bmm(2, 128, 64, 128, 1, 1, 1.0f); /* whole tiles, 16-byte copies both sides */
-  for (int i = n - 5; i < n; i++) w[i].precision = TC_PRECISION_TF32;
-  return n;
-}
-
 TH_TEST(nvrtc_tf32_gemm) {
-  tc_workload w[16];
-  int n = tf32_set(w);
+  tc_workload w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(w);
   CHECK(compile_family("tf32_gemm", w, n, 4) >= n * 5);
   return 0;
 }
 
 TH_TEST(emulated_tf32_gemm) {
-  tc_workload w[16];
-  int n = tf32_set(w);
+  tc_workload w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(w);
   CHECK(emu_check("tf32_gemm", w, n, 2, 2525) == n * 2);
   return 0;
 }

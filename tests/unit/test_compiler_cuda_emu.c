@@ -25,6 +25,8 @@
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
 #include "test_cuda_emu_tc.h"
+#include "test_cuda_gpu_gate.h"
+#include "test_cuda_tf32_check.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
@@ -514,6 +516,60 @@ TH_TEST(dynamic_shared_over_48k) {
   return 0;
 }
 
+/* ---- the GPU tests' gate (test_cuda_gpu_gate.h)
+ * --------------------------------------------------------- */
+
+/* Against the fake driver, whose cuInit result and device count the environment sets: a device
+ * runs, no device (CUDA_ERROR_NO_DEVICE, the stub library, a count of 0) skips, any other cuInit
+ * error fails, and TH_TEST_GPU_REQUIRED=1 turns a skip into a failure. */
+TH_TEST(gpu_gate_verdicts) {
+  if (!fake_driver()) return 77;
+  static const struct {
+    const char *init, *count, *required;
+    int verdict;
+    const char *why;
+  } cases[] = {
+      {NULL, NULL, NULL, GPU_GATE_RUN, "1 CUDA device(s)"},
+      {"100", NULL, NULL, GPU_GATE_SKIP, "CUDA_ERROR_NO_DEVICE"},
+      {"34", NULL, NULL, GPU_GATE_SKIP, "CUDA_ERROR_STUB_LIBRARY"},
+      {NULL, "0", NULL, GPU_GATE_SKIP, "the driver counts none"},
+      {"999", NULL, NULL, GPU_GATE_FAIL, "CUresult 999: a device that errors"},
+      {"35", NULL, NULL, GPU_GATE_FAIL, "CUresult 35"},
+      {"100", NULL, "1", GPU_GATE_FAIL, "TH_TEST_GPU_REQUIRED=1"},
+      {NULL, "0", "1", GPU_GATE_FAIL, "TH_TEST_GPU_REQUIRED=1"},
+      {NULL, NULL, "1", GPU_GATE_RUN, "1 CUDA device(s)"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *names[3] = {"TH_FAKECU_INIT", "TH_FAKECU_COUNT", "TH_TEST_GPU_REQUIRED"};
+    const char *vals[3] = {cases[i].init, cases[i].count, cases[i].required};
+    for (int k = 0; k < 3; k++)
+      CHECK((vals[k] ? setenv(names[k], vals[k], 1) : unsetenv(names[k])) == 0);
+    char why[512] = "";
+    int v = gpu_gate(why, sizeof why);
+    fprintf(stderr, "case %zu: %d (%s)\n", i, v, why);
+    CHECK_EQ_INT(v, cases[i].verdict);
+    CHECK(strstr(why, cases[i].why) != NULL);
+  }
+  return 0;
+}
+
+/* Without any libcuda.so.1 (this case runs without the fake driver on the path) the gate skips,
+ * unless TH_TEST_GPU_REQUIRED=1 says a device is there. A host with a driver skips the case. */
+TH_TEST(gpu_gate_no_driver) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) {
+    fprintf(stderr, "skipped: this host has a libcuda.so.1\n");
+    return 77;
+  }
+  char why[512] = "";
+  CHECK(unsetenv("TH_TEST_GPU_REQUIRED") == 0);
+  CHECK_EQ_INT(gpu_gate(why, sizeof why), GPU_GATE_SKIP);
+  CHECK(strstr(why, "no CUDA device: libcuda.so.1 does not load") != NULL);
+  CHECK(setenv("TH_TEST_GPU_REQUIRED", "1", 1) == 0);
+  CHECK_EQ_INT(gpu_gate(why, sizeof why), GPU_GATE_FAIL);
+  return 0;
+}
+
 TH_TEST(resnet_18) { return emu_net("resnet-18", 2, 32); }
 TH_TEST(mobilenet_v2) { return emu_net("mobilenet-v2", 1, 32); }
 TH_TEST(squeezenet_v1_1) { return emu_net("squeezenet_v1.1", 1, 48); }
@@ -667,6 +723,40 @@ static void emu_cleanup(const char *dir) {
   rmdir(dir);
 }
 
+/* The tf32 GEMM device check (test_cuda_tf32_check.h, the gpu case tf32_gemm_vs_reference) through the
+ * fake driver: NVRTC compiles the real kernel, the fake runs the same CUDA C emulated (mma per warp with
+ * TF32 rounding), and the check's arguments, launch shape and tolerance hold for a dense with a clip, a
+ * dense with bias over 1000 columns, and a batch_matmul with a transposed operand. */
+static void tf32_emulate(const th_buf *src, void *ctx) {
+  char *dir = ctx, path[600], emu[600];
+  snprintf(path, sizeof path, "%s/kernels.cu", dir);
+  CHECK(th_write_file_atomic(path, src->data, src->len) == TH_OK);
+  build_emu(dir, emu, sizeof emu);
+  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+}
+
+TH_TEST(tf32_gemm_device_path) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(w);
+  const int pick[3] = {3, 5, 10}; /* clip at 128 rows; tanh over 1000 columns; bmm 197x67x37 B^T */
+  CHECK(n > 10);
+  for (int i = 0; i < 3; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&w[pick[i]], &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&w[pick[i]], &t, &s, &c) == TH_OK);
+    char dir[] = "/tmp/tc-cuda-emu-tf32-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    double e = tf32_on_device(&w[pick[i]], &c, &t, 7 + (uint64_t)i, tf32_emulate, dir);
+    fprintf(stderr, "workload %d: largest error %.3g of the scale\n", pick[i], e);
+    CHECK(e > 0); /* TF32 rounding shows: the kernel ran at tf32, not fp32 */
+    emu_dir_cleanup(dir);
+  }
+  return 0;
+}
+
 /* tc_cuda_measure through the fake driver: the candidate's CUDA C runs emulated and is checked against the
  * CPU reference (class 0); an impossible tolerance gives class 5; a config over the device limits gives
  * class 1 without compiling. The fake's events report 1 ms per launch, so the timing arithmetic (number
@@ -682,6 +772,41 @@ static tc_workload small_conv(void) {
   wl.in_cb = wl.out_cb = 1;
   wl.epilogue = TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU;
   return wl;
+}
+
+/* tc_cuda_measure of tf32 GEMMs (emulated with TF32 rounding) at the tuner's tolerance (relative
+ * 1e-3 plus 1e-4 of the largest output, tune_measure_opts_default): a right kernel is class 0, a
+ * clip's bounded output included, where the fp32 rule called three of these five wrong; an
+ * impossible tolerance still gives class 5. */
+TH_TEST(measure_emulated_tf32) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(w);
+  const int pick[5] = {0, 1, 3, 4, 10}; /* bias; K 768; clip over 1000 columns; gelu; bmm B^T */
+  CHECK(n > 10);
+  for (int i = 0; i < 5; i++) {
+    tc_space s;
+    tc_config c;
+    char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512], key[256];
+    emu_candidate(&w[pick[i]], &t, &s, &c, dir, emu, sizeof emu);
+    tc_workload_key(&w[pick[i]], key, sizeof key);
+    tc_measure_opts o;
+    tc_measure_opts_default(&o);
+    o.rtol = 1e-3, o.atol = 1e-4;
+    o.repeat = 1;
+    tc_measure_result r;
+    CHECK(tc_cuda_measure(&w[pick[i]], &c, &t, &o, &r) == TH_OK);
+    fprintf(stderr, "%s: class %d, max error %.3g of the scale %s\n", key, r.error_class,
+            r.max_rel_err, r.msg);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+    CHECK(r.max_rel_err > 0); /* TF32 rounding shows */
+    o.rtol = o.atol = -1;
+    CHECK(tc_cuda_measure(&w[pick[i]], &c, &t, &o, &r) == TH_OK);
+    CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_WRONG_ANSWER);
+    emu_cleanup(dir);
+  }
+  return 0;
 }
 
 TH_TEST(measure_emulated) {

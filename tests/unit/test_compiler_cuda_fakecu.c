@@ -8,11 +8,12 @@
  * cubins maps them back to their source there). It lets a CUDA model .so run end to end (create,
  * upload, plan, launches, copies) against the reference.
  * Stream capture is honest: while a stream captures, its launches and copies are recorded (kernel
- * arguments by value, as the driver does) and nothing runs; cuGraphLaunch replays the instantiated list in
- * order, and a synchronize or a synchronous call during a capture invalidates it, as on a device. Built a
- * second time with TH_FAKECU_NO_GRAPHS, the library has no graph entry points at all (an old driver);
- * $TH_FAKECU_CAPTURE_FAIL makes cuStreamBeginCapture fail. Counters (th_fakecu_*) let a test tell a
- * replay from plain launches. */
+ * arguments by value, as the driver does) and nothing runs; cuGraphLaunch replays the instantiated
+ * list in order, and a synchronize or a synchronous call during a capture invalidates it, as on a
+ * device. Built a second time with TH_FAKECU_NO_GRAPHS, the library has no graph entry points at
+ * all (an old driver); $TH_FAKECU_CAPTURE_FAIL makes cuStreamBeginCapture fail; $TH_FAKECU_INIT and
+ * $TH_FAKECU_COUNT set cuInit's result and the device count. Counters (th_fakecu_*) let a test tell
+ * a replay from plain launches. */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,9 +69,22 @@ static struct {
 } pinned[64]; /* cuMemHostAlloc'd ranges */
 static int (*emu_launch)(const char *, void **, const unsigned *, const unsigned *);
 
-CUresult cuInit(unsigned f) { (void)f; return 0; }
+/* $TH_FAKECU_INIT (a CUresult) makes cuInit fail so, and $TH_FAKECU_COUNT sets the device count:
+ * the GPU tests' gate (test_cuda_gpu_gate.h) tells "no device" from "a device that errors" by them.
+ */
+static int env_int(const char *name, int dflt) {
+  const char *v = getenv(name);
+  return v && *v ? (int)strtol(v, NULL, 10) : dflt;
+}
+CUresult cuInit(unsigned f) {
+  (void)f;
+  return env_int("TH_FAKECU_INIT", 0);
+}
 CUresult cuDriverGetVersion(int *v) { *v = 13000; return 0; }
-CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+CUresult cuDeviceGetCount(int *n) {
+  *n = env_int("TH_FAKECU_COUNT", 1);
+  return 0;
+}
 CUresult cuDeviceGet(int *d, int i) { *d = i; return i == 0 ? 0 : 101; }
 CUresult cuDeviceGetName(char *s, int n, int d) { (void)d; snprintf(s, (size_t)n, "tunehub CPU emulator"); return 0; }
 CUresult cuDeviceGetAttribute(int *v, int a, int d) {

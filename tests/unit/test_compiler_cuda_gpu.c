@@ -1,8 +1,12 @@
-/* GPU tests (label gpu; exit 77 without a CUDA device). Every GPU template, at its fallback and random valid
- * configs on edge shapes, runs through tc_cuda_measure, which checks it against the CPU reference
- * (tc_cuda_ref_kernel) at relative 1e-4; every zoo network's cuda bundle runs (th_model_run and
- * th_model_run_device) and matches the reference interpreter (compiler/ref/) within 1e-4 of the largest
- * output, at batch 1 and 2, at a reduced input size where the network allows it. */
+/* GPU tests (label gpu). Every GPU template, at its fallback and random valid configs on edge
+ * shapes, runs through tc_cuda_measure, which checks it against the CPU reference
+ * (tc_cuda_ref_kernel) at relative 1e-4; the tf32 GEMMs (dense, batch_matmul on tensor cores) run
+ * on the device against the fp32 reference within the tf32 tolerance of
+ * compiler_cuda.emulated_tf32_gemm; every zoo network's cuda bundle runs (th_model_run_io, and
+ * th_model_run_device for one-input networks) and matches the reference interpreter (compiler/ref/)
+ * within 1e-4 of the largest output: at batch 1 at its real input size (224, 299; vit at 224, bert
+ * at sequence 128) and at batch 2 at a reduced one where the network allows it. A case exits 77
+ * only without a device; a device that errors fails it (test_cuda_gpu_gate.h). */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
@@ -19,21 +23,38 @@
 #include "tc.h"
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
+#include "test_cuda_gpu_gate.h"
+#include "test_cuda_tf32_check.h"
 #include "test_cuda_tensor_wl.h"
 #include "th_test.h"
 #include "th_util.h"
 #include "zoo.h"
 
-static int have_device(void) {
+/* The gate of every case (test_cuda_gpu_gate.h): GPU_GATE_RUN only when the driver counts a device
+ * and tunehub's own query of it succeeds; a skip only without a device; a device that errors fails.
+ */
+static int gpu_device(void) {
+  char why[512] = "";
+  int v = gpu_gate(why, sizeof why);
+  if (v != GPU_GATE_RUN) {
+    fprintf(stderr, "%s: %s\n", v == GPU_GATE_SKIP ? "skipped" : "FAILED", why);
+    return v;
+  }
   tc_cuda_device d;
-  char err[512];
-  if (tc_cuda_device_query(&d, err, sizeof err) != TH_OK) {
-    fprintf(stderr, "skipped: %s\n", err);
-    return 0;
+  if (tc_cuda_device_query(&d, why, sizeof why) != TH_OK) {
+    fprintf(stderr, "FAILED: the driver counts a device but tunehub's query of it fails: %s\n",
+            why);
+    return GPU_GATE_FAIL;
   }
   fprintf(stderr, "device: %s (%s)\n", d.name, d.arch);
-  return 1;
+  return GPU_GATE_RUN;
 }
+
+#define GPU_REQUIRE()                          \
+  do {                                         \
+    int gpu__v = gpu_device();                 \
+    if (gpu__v != GPU_GATE_RUN) return gpu__v; \
+  } while (0)
 
 static tc_workload wl_make(tc_kernel k, int n, int c, int h, int w, int oc, int ks, int s, int p, int epi) {
   tc_workload wl;
@@ -55,7 +76,7 @@ static tc_workload wl_make(tc_kernel k, int n, int c, int h, int w, int oc, int 
 }
 
 TH_TEST(templates_vs_reference) {
-  if (!have_device()) return 77;
+  GPU_REQUIRE();
   tc_cuda_device d;
   CHECK(tc_cuda_device_query(&d, NULL, 0) == TH_OK);
   tc_cuda_target t;
@@ -152,7 +173,7 @@ static void device_target(tc_cuda_target *t) {
 /* The tensor families' templates on their edge shapes (test_cuda_tensor_wl.h), at the fallback and 4
  * random valid configs each. */
 TH_TEST(tensor_templates_vs_reference) {
-  if (!have_device()) return 77;
+  GPU_REQUIRE();
   tc_cuda_target t;
   device_target(&t);
   static const tc_kernel ks[] = {TC_KERNEL_BATCH_MATMUL, TC_KERNEL_DENSE, TC_KERNEL_LAYER_NORM,
@@ -185,9 +206,46 @@ TH_TEST(tensor_templates_vs_reference) {
   return 0;
 }
 
+/* Dense and batch_matmul at precision tf32 through the tensor-core template (mma.sync) on the
+ * device: compiler_cuda.emulated_tf32_gemm's workloads, each at its fallback and 4 random valid
+ * configs, against the fp32 reference within the tf32 tolerance. Needs sm_80 or newer (an older
+ * device fails: the space is unsupported there). */
+TH_TEST(tf32_gemm_vs_reference) {
+  GPU_REQUIRE();
+  tc_cuda_target t;
+  device_target(&t);
+  tc_workload w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(w), total = 0;
+  uint64_t seed = 2525;
+  double worst = 0;
+  for (int i = 0; i < n; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&w[i], &t, &s) == TH_OK);
+    CHECK(tc_space_knob(&s, "warp_tile") >= 0); /* the tensor-core template, not the FMA GEMM */
+    CHECK(tc_cuda_fallback(&w[i], &t, &s, &c) == TH_OK);
+    int64_t size = tc_space_size(&s);
+    for (int done = 0, tries = 0; done < 5 && tries < 5000; tries++) {
+      if (done > 0) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
+        if (tc_cuda_valid(&w[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+      }
+      worst = fmax(worst, tf32_on_device(&w[i], &c, &t, 99 + (uint64_t)total, NULL, NULL));
+      done++;
+      total++;
+    }
+  }
+  fprintf(stderr,
+          "%d tf32 candidates matched the fp32 reference; largest error %.3g of the scale\n", total,
+          worst);
+  CHECK(total == n * 5);
+  return 0;
+}
+
 /* Every kernel of ViT-B/16 and BERT-base at batch 1 at its fallback, on the device's own limits. */
 TH_TEST(transformer_fallbacks_vs_reference) {
-  if (!have_device()) return 77;
+  GPU_REQUIRE();
   tc_cuda_target t;
   device_target(&t);
   fprintf(stderr, "limits from %s: %d bytes of static shared memory per block\n", t.limits_from,
@@ -209,7 +267,7 @@ TH_TEST(transformer_fallbacks_vs_reference) {
 
 /* A wrong candidate is reported as such: the measurement's check is live. */
 TH_TEST(measure_classes) {
-  if (!have_device()) return 77;
+  GPU_REQUIRE();
   tc_cuda_device d;
   CHECK(tc_cuda_device_query(&d, NULL, 0) == TH_OK);
   tc_cuda_target t;
@@ -241,11 +299,37 @@ TH_TEST(measure_classes) {
   return 0;
 }
 
-static void net_vs_ref(const char *net, int batch) {
+/* Seeded values for input k of g: images in [-1, 1); bert's int64 inputs as the emulator's bert
+ * case feeds them (ids across the vocabulary, two token types, odd rows padding their last
+ * quarter). */
+static void net_fill(const tc_graph *g, int k, void *buf) {
+  const tc_node *in = &g->nodes[g->inputs[k]];
+  int64_t n = tc_tensor_numel(&in->out);
+  if (in->out.dtype != TC_DTYPE_I64) {
+    float *x = buf;
+    for (int64_t i = 0; i < n; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+    return;
+  }
+  int64_t *v = buf, seq = in->out.shape[in->out.ndim - 1];
+  for (int64_t i = 0; i < n; i++) {
+    int64_t row = i / seq, pos = i % seq;
+    if (strcmp(in->name, "input_ids") == 0)
+      v[i] = (i * 7919 + 101) % 30522;
+    else if (strcmp(in->name, "token_type_ids") == 0)
+      v[i] = pos >= seq / 2;
+    else
+      v[i] = !(row % 2 == 1 && pos >= seq - seq / 4); /* attention_mask */
+  }
+}
+
+/* net's cuda bundle at batch and input h x w (0: the zoo's size) built, run with th_model_run_io on
+ * the device and compared, output by output, with the reference interpreter within 1e-4 of the
+ * largest reference value (a reference that is all zeros fails too); for a one-input network the
+ * device-pointer entry point must give the same bytes. */
+static void net_vs_ref(const char *net, int batch, int hw) {
   const tc_zoo_entry *z = tc_zoo_find(net);
   CHECK(z != NULL);
-  int hw = z->min_hw > 64 ? z->min_hw : 64;
-  if (strncmp(net, "vgg", 3) == 0) hw = z->h; /* vgg's adaptive pool needs a multiple of 7: keep 224 */
+  int h = hw ? hw : z->h, w = hw ? hw : z->w;
   char dir[] = "/tmp/tc-cuda-gpu-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   char so[256];
@@ -255,67 +339,119 @@ static void net_vs_ref(const char *net, int batch) {
   o.framework = "cuda";
   o.network = net;
   o.batch = batch;
-  o.input_h = o.input_w = hw;
+  o.input_h = h;
+  o.input_w = w;
   char err[4096] = "";
+  double t0 = th_now_mono();
   th_status rc = tc_build_bundle(&o, NULL, so, NULL, err, sizeof err);
   if (rc != TH_OK) fprintf(stderr, "%s: %s\n", net, err);
   CHECK(rc == TH_OK);
+  double t_build = th_now_mono() - t0;
   tc_graph *g = NULL;
-  CHECK(tc_zoo_build(net, batch, hw, hw, 1, &g, err, sizeof err) == TH_OK);
+  CHECK(tc_zoo_build(net, batch, h, w, 1, &g, err, sizeof err) == TH_OK);
   th_buf params;
   th_buf_init(&params, (size_t)4 << 30);
   CHECK(tc_params_write(g, &params) == TH_OK);
-  int64_t nin = tc_tensor_numel(&g->nodes[0].out), nout = tc_tensor_numel(&g->nodes[g->outputs[0]].out);
-  float *x = malloc((size_t)nin * 4), *ref = malloc((size_t)nout * 4), *y = malloc((size_t)nout * 4),
-        *y2 = malloc((size_t)nout * 4);
-  CHECK(x && ref && y && y2);
-  for (int64_t i = 0; i < nin; i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-  CHECK(tc_ref_run(g, x, ref, err, sizeof err) == TH_OK);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  CHECK(h != NULL);
-  int (*create)(const void *, size_t, void **) = (int (*)(const void *, size_t, void **))dlsym(h, "th_model_create");
-  int (*run)(void *, const float *, float *) = (int (*)(void *, const float *, float *))dlsym(h, "th_model_run");
-  int (*rund)(void *, const void *, void *, void *) = (int (*)(void *, const void *, void *, void *))dlsym(h, "th_model_run_device");
-  void (*fr)(void *) = (void (*)(void *))dlsym(h, "th_model_free");
-  const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h, "th_model_last_error");
-  CHECK(create && run && rund && fr && lasterr);
+  int nin = g->ninputs, nout = g->noutputs;
+  void *ins[TC_MAX_IO] = {0};
+  float *ref[TC_MAX_IO] = {0}, *y[TC_MAX_IO] = {0};
+  int64_t nel[TC_MAX_IO];
+  for (int k = 0; k < nin; k++) {
+    const tc_node *in = &g->nodes[g->inputs[k]];
+    ins[k] = malloc((size_t)tc_tensor_numel(&in->out) * tc_dtype_size(in->out.dtype));
+    CHECK(ins[k] != NULL);
+    net_fill(g, k, ins[k]);
+  }
+  for (int k = 0; k < nout; k++) {
+    nel[k] = tc_tensor_numel(&g->nodes[g->outputs[k]].out);
+    ref[k] = malloc((size_t)nel[k] * 4);
+    y[k] = calloc((size_t)nel[k], 4);
+    CHECK(ref[k] && y[k]);
+  }
+  t0 = th_now_mono();
+  CHECK(tc_ref_run_io(g, (const void *const *)ins, (void *const *)ref, err, sizeof err) == TH_OK);
+  double t_ref = th_now_mono() - t0;
+  void *h_so = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(h_so != NULL);
+  int (*create)(const void *, size_t, void **) =
+      (int (*)(const void *, size_t, void **))dlsym(h_so, "th_model_create");
+  int (*runio)(void *, const void *const *, void *const *) =
+      (int (*)(void *, const void *const *, void *const *))dlsym(h_so, "th_model_run_io");
+  int (*rund)(void *, const void *, void *, void *) =
+      (int (*)(void *, const void *, void *, void *))dlsym(h_so, "th_model_run_device");
+  void (*fr)(void *) = (void (*)(void *))dlsym(h_so, "th_model_free");
+  const char *(*lasterr)(void) = (const char *(*)(void))dlsym(h_so, "th_model_last_error");
+  CHECK(create && runio && rund && fr && lasterr);
   void *m = NULL;
   if (create(params.data, params.len, &m) != 0) fprintf(stderr, "create: %s\n", lasterr());
   CHECK(m != NULL);
-  if (run(m, x, y) != 0) fprintf(stderr, "run: %s\n", lasterr());
-  double maxref = 0, maxdiff = 0;
-  for (int64_t i = 0; i < nout; i++) maxref = fmax(maxref, fabs(ref[i]));
-  for (int64_t i = 0; i < nout; i++) maxdiff = fmax(maxdiff, fabs((double)y[i] - ref[i]));
-  fprintf(stderr, "%s batch %d at %d: max |gpu - ref| = %.3g of max |ref| %.3g\n", net, batch, hw, maxdiff, maxref);
-  CHECK(maxdiff <= 1e-4 * maxref);
-  /* the device-pointer entry point gives the same bytes */
-  const tc_cu *cu = NULL;
-  CHECK(tc__cu_get(&cu, err, sizeof err) == TH_OK);
-  tc_cu_ptr din = 0, dout = 0;
-  CHECK(cu->MemAlloc(&din, (size_t)nin * 4) == 0 && cu->MemAlloc(&dout, (size_t)nout * 4) == 0);
-  CHECK(cu->MemcpyHtoD(din, x, (size_t)nin * 4) == 0);
-  CHECK(rund(m, (const void *)(uintptr_t)din, (void *)(uintptr_t)dout, NULL) == 0);
-  CHECK(run(m, x, y) == 0); /* same stream: ordered after the device run */
-  CHECK(cu->MemcpyDtoH(y2, dout, (size_t)nout * 4) == 0);
-  CHECK(memcmp(y, y2, (size_t)nout * 4) == 0);
-  cu->MemFree(din);
-  cu->MemFree(dout);
+  int rr = runio(m, (const void *const *)ins, (void *const *)y);
+  if (rr != 0) fprintf(stderr, "run_io: %s\n", lasterr());
+  CHECK(rr == 0);
+  for (int k = 0; k < nout; k++) {
+    double maxref = 0, maxdiff = 0;
+    for (int64_t i = 0; i < nel[k]; i++) maxref = fmax(maxref, fabs(ref[k][i]));
+    for (int64_t i = 0; i < nel[k]; i++) maxdiff = fmax(maxdiff, fabs((double)y[k][i] - ref[k][i]));
+    fprintf(
+        stderr,
+        "%s batch %d at %dx%d, output %d: max |gpu - ref| = %.3g of max |ref| %.3g (build %.1f s, "
+        "reference %.1f s)\n",
+        net, batch, h, w, k, maxdiff, maxref, t_build, t_ref);
+    CHECK(maxref > 0);
+    CHECK(maxdiff <= 1e-4 * maxref);
+  }
+  if (nin == 1 && nout == 1) { /* the device-pointer entry point gives the same bytes */
+    const tc_cu *cu = NULL;
+    CHECK(tc__cu_get(&cu, err, sizeof err) == TH_OK);
+    size_t in_bytes = (size_t)tc_tensor_numel(&g->nodes[g->inputs[0]].out) * 4,
+           out_bytes = (size_t)nel[0] * 4;
+    float *y2 = malloc(out_bytes);
+    CHECK(y2 != NULL);
+    tc_cu_ptr din = 0, dout = 0;
+    CHECK(cu->MemAlloc(&din, in_bytes) == 0 && cu->MemAlloc(&dout, out_bytes) == 0);
+    CHECK(cu->MemcpyHtoD(din, ins[0], in_bytes) == 0);
+    CHECK(rund(m, (const void *)(uintptr_t)din, (void *)(uintptr_t)dout, NULL) == 0);
+    CHECK(runio(m, (const void *const *)ins, (void *const *)y) ==
+          0); /* same stream: after the device run */
+    CHECK(cu->MemcpyDtoH(y2, dout, out_bytes) == 0);
+    CHECK(memcmp(y[0], y2, out_bytes) == 0);
+    cu->MemFree(din);
+    cu->MemFree(dout);
+    free(y2);
+  }
   fr(m);
-  dlclose(h);
+  dlclose(h_so);
   unlink(so);
   rmdir(dir);
-  free(x);
-  free(ref);
-  free(y);
-  free(y2);
+  for (int k = 0; k < nin; k++) free(ins[k]);
+  for (int k = 0; k < nout; k++) {
+    free(ref[k]);
+    free(y[k]);
+  }
   th_buf_free(&params);
   tc_graph_free(g);
 }
 
+/* Batch 1 at the network's real input size (224, 299; bert's sequence 128), and batch 2 at a
+ * reduced size where the architecture allows one (the batch index of every kernel; vgg's adaptive
+ * pool keeps 224). */
 static int gpu_net(const char *net) {
-  if (!have_device()) return 77;
-  net_vs_ref(net, 1);
-  net_vs_ref(net, 2);
+  GPU_REQUIRE();
+  const tc_zoo_entry *z = tc_zoo_find(net);
+  CHECK(z != NULL);
+  int small = z->min_hw > 64 ? z->min_hw : 64;
+  if (strncmp(net, "vgg", 3) == 0) small = z->h;
+  net_vs_ref(net, 1, 0);
+  net_vs_ref(net, 2, small);
+  return 0;
+}
+
+/* The transformers at their real sizes only (ViT-B/16 at 224 has no smaller form here; bert at
+ * sequence 128), batch 1 and 2: bert's second row pads, so the attention mask matters. */
+static int gpu_transformer(const char *net) {
+  GPU_REQUIRE();
+  net_vs_ref(net, 1, 0);
+  net_vs_ref(net, 2, 0);
   return 0;
 }
 
@@ -333,3 +469,9 @@ TH_TEST(mobilenet_v2) { return gpu_net("mobilenet-v2"); }
 TH_TEST(squeezenet_v1_0) { return gpu_net("squeezenet_v1.0"); }
 TH_TEST(squeezenet_v1_1) { return gpu_net("squeezenet_v1.1"); }
 TH_TEST(inception_v3) { return gpu_net("inception_v3"); }
+TH_TEST(vit) {
+  return gpu_transformer("vit");
+}
+TH_TEST(bert) {
+  return gpu_transformer("bert");
+}

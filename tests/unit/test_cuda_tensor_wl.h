@@ -1,11 +1,12 @@
 /* Workloads of the tensor kernel families (ops.h, "Tensor kernels") for the CUDA template tests
  * (test_compiler_cuda.c, test_compiler_cuda_gpu.c): one builder per family, and every kernel of a
  * ViT-B/16 (torchvision, 224x224: 197 tokens) and a BERT-base (sequence 128) encoder at a given
- * batch, with the shapes, transposes, masks and epilogues those networks run, and each family's
- * edge shapes. */
+ * batch, with the shapes, transposes, masks and epilogues those networks run, each family's
+ * edge shapes, and the GEMMs at precision tf32. */
 #ifndef TEST_CUDA_TENSOR_WL_H
 #define TEST_CUDA_TENSOR_WL_H
 
+#include <stdint.h>
 #include <string.h>
 
 #include "workload.h"
@@ -248,6 +249,47 @@ static inline int tw_edge_set(tc_kernel k, tc_workload *w) {
     default:
       break;
   }
+  return n;
+}
+
+/* n seeded floats in [-4, 4) from the LCG state *s: the emulated and device checks' inputs. */
+static inline void tw_fill_floats(float *f, int64_t n, uint64_t *s) {
+  for (int64_t e = 0; e < n; e++) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    f[e] = (float)((double)(*s >> 40) / (double)(1ull << 24) * 2.0 - 1.0) * 4.0f;
+  }
+}
+
+/* Dense and batch_matmul at precision tf32: rows 1, 3, 128, 129 and 197 (no multiple of a tile but
+ * 128), K 67 (no multiple of 4: 4-byte copies) and 768, N 37 and 1000, every dense epilogue, and
+ * batch_matmul with each of its four transposes (at most TW_TF32_GEMM_MAX). */
+#define TW_TF32_GEMM_MAX 16
+static inline int tw_tf32_gemm_set(tc_workload *w) {
+  static const int epis[10] = {TC_EPI_BIAS,
+                               TC_EPI_BIAS | TC_EPI_RESIDUAL,
+                               TC_EPI_BIAS | TC_EPI_RELU,
+                               TC_EPI_CLIP,
+                               TC_EPI_BIAS | TC_EPI_GELU,
+                               TC_EPI_BIAS | TC_EPI_TANH,
+                               TC_EPI_SIGMOID,
+                               TC_EPI_BIAS | TC_EPI_HARD_SIGMOID,
+                               TC_EPI_HARD_SWISH,
+                               TC_EPI_BIAS | TC_EPI_SILU};
+  static const int rows[10] = {1, 3, 128, 129, 197, 3, 129, 128, 1, 197};
+  static const int ks[10] = {67, 768, 67, 67, 67, 67, 768, 67, 768, 67};
+  static const int ns[10] = {37, 37, 37, 1000, 37, 1000, 37, 37, 37, 37};
+  int n = 0;
+  for (int i = 0; i < 10; i++) {
+    w[n] = tw_dense(rows[i], ks[i], ns[i], epis[i]);
+    w[n].clip_min = -1, w[n].clip_max = 6, w[n].alpha = 0.2f, w[n].beta = 0.5f;
+    w[n++].precision = TC_PRECISION_TF32;
+  }
+  w[n++] = tw_bmm(2, 197, 67, 37, 0, 1, 0.125f);
+  w[n++] = tw_bmm(2, 129, 67, 37, 1, 0, 1.0f);
+  w[n++] = tw_bmm(1, 3, 768, 37, 1, 1, 0.5f);
+  w[n++] = tw_bmm(3, 128, 64, 128, 0, 0, 1.0f);
+  w[n++] = tw_bmm(2, 128, 64, 128, 1, 1, 1.0f); /* whole tiles, 16-byte copies both sides */
+  for (int i = n - 5; i < n; i++) w[i].precision = TC_PRECISION_TF32;
   return n;
 }
 
