@@ -86,8 +86,14 @@ typedef struct store_key {
   int batch;
   char target[256];
   char compiler_version[32];
+  char precision[8];   /* cuda's arithmetic: "fp32" (IEEE fp32 with FMA) or "tf32" (tensor cores, fp32
+                          accumulation); llvm keys are always "fp32". "" reads as "fp32". A name column of
+                          the key like target: each precision has its own versions, jobs and aliases. */
   char net_digest[65]; /* the network's revision (store_network.digest): "" for a zoo network */
 } store_key;
+
+/* The key's precision as stored: k->precision, or "fp32" when it is "". */
+const char *store_key_precision(const store_key *k);
 
 /* ---- artifacts ---- */
 /* Copies the file at src into the content-addressed store (temp file, fsync, rename, then the row;
