@@ -367,10 +367,11 @@ typedef struct store_catalog_row {
   char *job_error; /* owned, NULL when none; freed by store_catalog_free */
 } store_catalog_row;
 
-/* The catalog into a new array (*out, *n), ordered by network, framework, batch. Each key appears once: its newest
- * ready version (state ready), else its live job (building), else its last failed job (failed); keys whose last
- * job was cancelled before a publish are left out. Filters may be NULL; state is a store_catalog_state_str name.
- * The caller owns the array and frees it with store_catalog_free; nothing is written on an error. */
+/* The catalog into a new array (*out, *n), ordered by network, framework, batch, target, precision. Each key
+ * appears once: its newest ready version (state ready), else its live job (building), else its last failed job
+ * (failed); keys whose last job was cancelled before a publish are left out. Filters may be NULL; state is a
+ * store_catalog_state_str name. The caller owns the array and frees it with store_catalog_free; nothing is
+ * written on an error. */
 th_status store_catalog(store_t *st, const char *framework, const char *network, const char *state,
                         store_catalog_row **out, size_t *n);
 /* Frees a catalog array; accepts NULL. After the call the array is no longer valid. */
