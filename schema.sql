@@ -193,3 +193,85 @@ CREATE TABLE model_version_floor (
   version          INTEGER NOT NULL,
   PRIMARY KEY (framework, network, batch, target, compiler_version)
 );
+
+-- migration 7
+-- Precision (issue 25): a cuda key names its arithmetic, fp32 (IEEE fp32 with FMA: every key before this
+-- migration) or tf32 (tensor cores with fp32 accumulation, as cuDNN under PyTorch's defaults); llvm keys are
+-- always fp32. It is one of the key's name columns, beside target: fp32 and tf32 of one network, batch and
+-- target are two catalog entries, with versions, jobs, aliases and version floors of their own. Existing rows
+-- become fp32. SQLite cannot alter a UNIQUE table constraint, so models, aliases (whose foreign key names the
+-- models key) and model_version_floor are rebuilt: copied aside, dropped (aliases before models), created again
+-- and copied back, ids kept ({postgresql} lines run on PostgreSQL only: its id sequence is moved past the
+-- copied ids). jobs needs only its single-flight index again.
+CREATE TABLE models_v6 AS SELECT * FROM models;
+CREATE TABLE aliases_v6 AS SELECT * FROM aliases;
+CREATE TABLE model_version_floor_v6 AS SELECT * FROM model_version_floor;
+DROP TABLE aliases;
+DROP TABLE model_version_floor;
+DROP TABLE models;
+CREATE TABLE models (
+  id               {id},
+  framework        TEXT NOT NULL,
+  network          TEXT NOT NULL,
+  batch            INTEGER NOT NULL,
+  target           TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  precision        TEXT NOT NULL DEFAULT 'fp32' CHECK (precision IN ('fp32', 'tf32')),
+  version          INTEGER NOT NULL,     -- 1, 2, ... per key
+  state            TEXT NOT NULL CHECK (state IN ('ready', 'deleted')),
+  tuned            INTEGER NOT NULL DEFAULT 0,
+  tar_digest       TEXT NOT NULL REFERENCES artifacts(digest),
+  so_digest        TEXT NOT NULL REFERENCES artifacts(digest),
+  manifest         TEXT NOT NULL,        -- JSON
+  latency_ms       {real},                 -- median, when measured
+  job_id           BIGINT,
+  created_at       {real} NOT NULL,
+  net_digest       TEXT NOT NULL DEFAULT '',
+  UNIQUE (framework, network, batch, target, compiler_version, precision, version)
+);
+INSERT INTO models (id, framework, network, batch, target, compiler_version, precision, version, state, tuned,
+                    tar_digest, so_digest, manifest, latency_ms, job_id, created_at, net_digest)
+  SELECT id, framework, network, batch, target, compiler_version, 'fp32', version, state, tuned, tar_digest,
+         so_digest, manifest, latency_ms, job_id, created_at, net_digest FROM models_v6;
+{postgresql} SELECT setval(pg_get_serial_sequence('models', 'id'), (SELECT coalesce(max(id), 0) + 1 FROM models), false);
+CREATE INDEX models_tar_digest ON models (tar_digest);
+CREATE INDEX models_so_digest ON models (so_digest);
+CREATE TABLE aliases (
+  framework        TEXT NOT NULL,
+  network          TEXT NOT NULL,
+  batch            INTEGER NOT NULL,
+  target           TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  precision        TEXT NOT NULL DEFAULT 'fp32',
+  net_digest       TEXT NOT NULL DEFAULT '',
+  name             TEXT NOT NULL,
+  version          INTEGER NOT NULL,
+  updated_at       {real} NOT NULL,
+  UNIQUE (framework, network, target, compiler_version, precision, name),
+  FOREIGN KEY (framework, network, batch, target, compiler_version, precision, version)
+    REFERENCES models (framework, network, batch, target, compiler_version, precision, version)
+);
+INSERT INTO aliases (framework, network, batch, target, compiler_version, precision, net_digest, name, version,
+                     updated_at)
+  SELECT framework, network, batch, target, compiler_version, 'fp32', net_digest, name, version, updated_at
+  FROM aliases_v6;
+CREATE INDEX aliases_version ON aliases (framework, network, batch, target, compiler_version, precision, version);
+CREATE TABLE model_version_floor (
+  framework        TEXT NOT NULL,
+  network          TEXT NOT NULL,
+  batch            INTEGER NOT NULL,
+  target           TEXT NOT NULL,
+  compiler_version TEXT NOT NULL,
+  precision        TEXT NOT NULL DEFAULT 'fp32',
+  version          INTEGER NOT NULL,
+  PRIMARY KEY (framework, network, batch, target, compiler_version, precision)
+);
+INSERT INTO model_version_floor (framework, network, batch, target, compiler_version, precision, version)
+  SELECT framework, network, batch, target, compiler_version, 'fp32', version FROM model_version_floor_v6;
+DROP TABLE models_v6;
+DROP TABLE aliases_v6;
+DROP TABLE model_version_floor_v6;
+ALTER TABLE jobs ADD COLUMN precision TEXT NOT NULL DEFAULT 'fp32' CHECK (precision IN ('fp32', 'tf32'));
+DROP INDEX jobs_live_key;
+CREATE UNIQUE INDEX jobs_live_key ON jobs (framework, network, batch, target, compiler_version, precision,
+  net_digest) WHERE state IN ('queued', 'running');

@@ -255,6 +255,13 @@ th_status tc_network_tasks_err(const tc_backend_target *t, const tc_netsrc *net,
   return TH_OK;
 }
 
+th_status tc_tasks_take_precision(tc_task *tasks, int n, tc_precision p) {
+  th_status rc = TH_OK;
+  for (int i = 0; rc == TH_OK && i < n; i++)
+    if (tc_workload_take_precision(&tasks[i].wl, p)) rc = tc_workload_key(&tasks[i].wl, tasks[i].key, sizeof tasks[i].key);
+  return rc;
+}
+
 /* ---- helpers ------------------------------------------------------------------------------------------ */
 
 void tc__seterr(char *err, size_t errlen, const char *fmt, ...) {

@@ -110,6 +110,10 @@ th_status tc_network_tasks(const tc_backend_target *t, const tc_netsrc *net, int
 /* The same, with the reason of a failure (the graph pass or lowering that refused the graph) in err. */
 th_status tc_network_tasks_err(const tc_backend_target *t, const tc_netsrc *net, int batch, tc_task **tasks,
                                int *n, char *err, size_t errlen);
+/* Gives the tasks of a build at precision p what the build gives its calls (tc_workload_take_precision: the
+ * GEMM families' workloads, and so their keys, which gain " tf32"), so that a tf32 build tunes and looks up
+ * the workloads it runs. TH_ERR_TOO_LARGE should a key not fit. */
+th_status tc_tasks_take_precision(tc_task *tasks, int n, tc_precision p);
 
 /* The memory a build of net at `batch` on t needs, from its plan (graph passes and the memory plan, no weights
  * made, no code generated): params_bytes, the weights as params.bin holds them; workspace_bytes, the planned
@@ -142,12 +146,19 @@ th_status tc_backend_prepare(const tc_backend *b, char *err, size_t errlen);
 th_status tc_backend_compile(const tc_backend_target *t, int n, const tc_workload *wls, const tc_config *cfgs,
                              const char *const *fn_names, const char *path, char *err, size_t errlen);
 
+/* The tolerance at which a precision tf32 workload's candidate is checked (fp32 accumulation of products rounded
+ * to TF32's 10 mantissa bits): 1e-3 of the output's scale (its largest |reference|, or the product's before a
+ * bounding activation) plus 1e-3 relative, the bound compiler_cuda.emulated_tf32_gemm holds the tensor-core GEMM
+ * to (compiler/cuda/measure.c). */
+#define TC_CUDA_TF32_ATOL 1e-3
+
 typedef struct tc_measure_opts {
   int number;        /* launches per repeat before growth; default 1 */
   int repeat;        /* timed repeats; default 10 */
   int min_repeat_ms; /* grow number until one repeat lasts this long; default 0 */
   double timeout_s;  /* device work (check + timing), not the CPU reference; default 10 */
-  double rtol, atol; /* check tolerance; defaults 1e-4, 1e-5 */
+  double rtol, atol; /* check tolerance; defaults 1e-4, 1e-5; a tf32 workload's atol and rtol are at
+                        least TC_CUDA_TF32_ATOL */
   uint64_t seed;     /* input data seed; default 1 */
   int check;         /* nonzero: compare with the reference (default 1) */
   int cache_flush;   /* nonzero: a buffer twice the L2 is written before each repeat (default 1) */

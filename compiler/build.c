@@ -23,27 +23,24 @@ static int tc__progress(const tc_build_opts *o, const char *stage, int done, int
   return o->progress ? o->progress(o->progress_ctx, stage, done, total) : 0;
 }
 
-/* The build's precision: fp32 anywhere, tf32 on cuda targets of sm_80 and newer (the arch is read
- * from the canonical target string "cuda -arch=sm_XX"). */
-static th_status tc__precision(const tc_build_opts *o, const tc_backend *be, const tc_backend_target *t,
-                               tc_precision *out, char *err, size_t errlen) {
-  if (tc_precision_parse(o->precision, out) != TH_OK) {
-    tc__seterr(err, errlen, "precision '%s' is not one of fp32, tf32", o->precision);
+th_status tc_precision_check(const char *framework, const char *target, const char *precision, tc_precision *out,
+                             char *err, size_t errlen) {
+  tc_precision p;
+  if (tc_precision_parse(precision, &p) != TH_OK) {
+    tc__seterr(err, errlen, "precision '%s' is not one of fp32, tf32", precision);
     return TH_ERR_INVALID;
   }
-  if (*out == TC_PRECISION_FP32) return TH_OK;
-  if (strcmp(be->name, "cuda") != 0) {
-    tc__seterr(err, errlen, "precision tf32 needs the cuda framework (on %s the valid precision is fp32)",
-               be->name);
+  if (p != TC_PRECISION_FP32 && strcmp(framework, "cuda") != 0) {
+    tc__seterr(err, errlen, "precision tf32 needs the cuda framework; %s takes fp32", framework);
     return TH_ERR_INVALID;
   }
-  const char *a = strstr(t->str, "sm_");
-  long sm = a ? strtol(a + 3, NULL, 10) : 0;
-  if (sm < 80) {
+  const char *a = p != TC_PRECISION_FP32 && target ? strstr(target, "sm_") : NULL;
+  if (p != TC_PRECISION_FP32 && target && (a ? strtol(a + 3, NULL, 10) : 0) < 80) {
     tc__seterr(err, errlen, "precision tf32 needs tensor cores of sm_80 or newer; target %s takes fp32 only",
-               t->str);
+               target);
     return TH_ERR_INVALID;
   }
+  if (out) *out = p;
   return TH_OK;
 }
 
@@ -463,7 +460,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   th_status rc = tc_backend_target_init(be, o->arch, &t, err, errlen);
   if (rc != TH_OK) return rc;
   tc_precision prec;
-  rc = tc__precision(o, be, &t, &prec, err, errlen);
+  rc = tc_precision_check(be->name, t.str, o->precision, &prec, err, errlen);
   if (rc != TH_OK) return rc;
 
   char dir[2048];
@@ -489,9 +486,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
   if (rc == TH_OK)
     rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, o->fuse_off, &g,
                      &calls, &ncalls, &ws, err, errlen);
-  for (int i = 0; rc == TH_OK && i < ncalls; i++) /* the GEMM families take the precision */
-    if (calls[i].wl.kernel == TC_KERNEL_DENSE || calls[i].wl.kernel == TC_KERNEL_BATCH_MATMUL)
-      calls[i].wl.precision = prec;
+  for (int i = 0; rc == TH_OK && i < ncalls; i++) tc_workload_take_precision(&calls[i].wl, prec);
   if (rc == TH_OK) {
     if (o->params) {
       rc = tc_params_load(g, o->params, o->params_len, err, errlen);

@@ -85,6 +85,15 @@ typedef struct tc_build_opts {
   int fuse_off;
 } tc_build_opts;
 
+/* Whether a build of framework (a backend name) for target (the canonical target string, "cuda -arch=sm_80")
+ * may take precision ("fp32", "tf32"; NULL is fp32): fp32 anywhere, tf32 on cuda targets of sm_80 and newer
+ * (target NULL: not known yet, e.g. a device's arch before the device is asked; the value and the framework are
+ * checked, the arch is not).
+ * TH_OK with *out (may be NULL), else TH_ERR_INVALID with a message in err that names the valid values and
+ * why. tc_build_bundle checks its options with it; the server and the CLI check a request before queueing. */
+th_status tc_precision_check(const char *framework, const char *target, const char *precision, tc_precision *out,
+                             char *err, size_t errlen);
+
 /* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so is
  * the same file as the bundle's model.so. On success *manifest_json (if manifest_json != NULL) is the
  * manifest text, malloc'd, the caller frees it. On failure err gets a message. Returns TH_ERR_NOT_FOUND

@@ -66,7 +66,7 @@ int cli_build(int argc, char **argv) {
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
   const char *out = NULL, *so = NULL, *data = "./data", *target_name = NULL, *db_flag = NULL,
-             *db = NULL;
+             *db = NULL, *precision = NULL;
   int fuse_off = 0;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
@@ -84,6 +84,8 @@ int cli_build(int argc, char **argv) {
       db_flag = argv[++i];
     else if (!strcmp(argv[i], "--target") && i + 1 < argc)
       target_name = argv[++i];
+    else if (!strcmp(argv[i], "--precision") && i + 1 < argc)
+      precision = argv[++i];
     else if (!strcmp(argv[i], "--so") && i + 1 < argc)
       so = argv[++i];
     else if (!strcmp(argv[i], "--data") && i + 1 < argc)
@@ -91,7 +93,7 @@ int cli_build(int argc, char **argv) {
     else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr,
               "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR --db URL "
-              "--target NAME --no-fuse GROUP[,GROUP]\n",
+              "--target NAME --precision fp32|tf32 --no-fuse GROUP[,GROUP]\n",
               argv[i]);
       return 2;
     } else if (npos < 3)
@@ -104,7 +106,7 @@ int cli_build(int argc, char **argv) {
   if (npos != 3 || (!out && !so)) {
     fprintf(stderr,
             "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] "
-            "[--db URL] [--target NAME] [--no-fuse GROUP[,GROUP]]\n");
+            "[--db URL] [--target NAME] [--precision fp32|tf32] [--no-fuse GROUP[,GROUP]]\n");
     return 2;
   }
   if (cli_db("build", db_flag, &db) != 0) return 2;
@@ -117,6 +119,18 @@ int cli_build(int argc, char **argv) {
   if (th_parse_i64(pos[2], &batch) != TH_OK || batch < 1 || batch > 4096) {
     fprintf(stderr, "tunehub build: invalid batch '%s'; the batch is a whole number from 1 to 4096\n",
             pos[2]);
+    return 2;
+  }
+  /* the target: the host's by default; --target NAME cross-compiles (a CPU name, x86-64-vN, sm_XX); with the
+   * precision it takes, checked before any store is opened, so that a refusal writes nothing */
+  tc_backend_target bt;
+  char terr[2048] = "";
+  if (tc_backend_target_init(tc_backend_find(pos[0], NULL, 0), target_name, &bt, terr, sizeof terr) != TH_OK) {
+    fprintf(stderr, "tunehub build: %s\n", terr);
+    return 2;
+  }
+  if (tc_precision_check(pos[0], bt.str, precision, NULL, terr, sizeof terr) != TH_OK) {
+    fprintf(stderr, "tunehub build: --precision: %s\n", terr);
     return 2;
   }
   /* an uploaded network is named in the store it was imported into; a zoo network needs none to be named */
@@ -142,16 +156,7 @@ int cli_build(int argc, char **argv) {
     store_close(st);
     return rc == TH_ERR_NOT_FOUND ? 2 : 1;
   }
-  /* the target: the host's by default; --target NAME cross-compiles (a CPU name, x86-64-vN, sm_XX) */
   char target[256];
-  tc_backend_target bt;
-  char terr[2048] = "";
-  if (tc_backend_target_init(tc_backend_find(pos[0], NULL, 0), target_name, &bt, terr, sizeof terr) != TH_OK) {
-    fprintf(stderr, "tunehub build: %s\n", terr);
-    tune_net_free(&net);
-    store_close(st);
-    return 2;
-  }
   snprintf(target, sizeof target, "%s", bt.str);
   tune_build_lookup_ctx lctx = {st, target};
   tc_build_opts o;
@@ -162,6 +167,7 @@ int cli_build(int argc, char **argv) {
   o.onnx_shapes = net.src.shapes;
   o.batch = (int)batch;
   o.arch = target_name;
+  o.precision = precision;
   o.lookup = tune_build_lookup;
   o.lookup_ctx = &lctx;
   o.progress = cli__progress;
@@ -174,7 +180,8 @@ int cli_build(int argc, char **argv) {
     if (fuse_off & k)
       snprintf(off + strlen(off), sizeof off - strlen(off), "%s%s",
                off[0] ? "," : ", fusion groups off: ", tc_fuse_group_name(k));
-  fprintf(stderr, "building %s/%s/%lld for %s%s\n", pos[0], pos[1], (long long)batch, target, off);
+  fprintf(stderr, "building %s/%s/%lld for %s (%s)%s\n", pos[0], pos[1], (long long)batch, target,
+          precision ? precision : "fp32", off);
   rc = tc_build_bundle(&o, out, so, &manifest, err, sizeof err);
   tune_net_free(&net);
   store_close(st);

@@ -1,7 +1,9 @@
 /* oci: the read side of the OCI distribution API (distribution-spec v1.1) over the registry, so that standard
  * tools (skopeo, crane, container builds' COPY --from) pull tunehub bundles. Every published version is an OCI
  * image: repository <framework>/<network>, tags b<batch> (the newest version), b<batch>-v<version> (one
- * version) and every alias of the repository (aliases.c; a name pins one batch's version). Its manifest has one layer, application/vnd.oci.image.layer.v1.tar, whose bytes are exactly the
+ * version) and every alias of the repository (aliases.c; a name pins one batch's version). A cuda key at
+ * precision tf32 is the same repository with "-tf32" at the end of each tag (b1-tf32, b1-v2-sm_80-tf32,
+ * prod-tf32): an fp32 key's tags are those from before precisions, so existing clients see no change. Its manifest has one layer, application/vnd.oci.image.layer.v1.tar, whose bytes are exactly the
  * bundle .tar (so the layer digest is the bundle's digest, served by /blobs/ too), and a minimal image config
  * (os linux, the host's architecture, the layer as its diff id); tunehub's own facts go into annotations.
  *
@@ -206,6 +208,21 @@ static int oci__tag_parse(const char *t, int *batch, int *version, char *target,
   return 1;
 }
 
+/* The precision a tag names by its "-tf32" suffix (srv_target_suffix), taken off t, which may then be "":
+ * "tf32", or NULL (fp32) when t has no such suffix. */
+static const char *oci__tag_precision(char *t) {
+  size_t n = strlen(t);
+  if (!strcmp(t, "tf32")) {
+    t[0] = '\0';
+    return "tf32";
+  }
+  if (n > 5 && !strcmp(t + n - 5, "-tf32")) {
+    t[n - 5] = '\0';
+    return "tf32";
+  }
+  return NULL;
+}
+
 
 /* Every ready version of every batch of repository fw/net (tags and lookups by digest), oldest first per
  * key, keys ordered by batch. *out malloc'd (free with store_model_list_free); *n may be 0. */
@@ -307,12 +324,13 @@ static enum MHD_Result oci__tags(srv_t *s, srv_request *r, const char *fw, const
   json_t *tags = json_array();
   store_key repo;
   char why[512];
-  rc = srv_model_key(s, fw, net, 1, NULL, &repo, why, sizeof why);
+  rc = srv_model_key(s, fw, net, 1, NULL, NULL, &repo, why, sizeof why);
   for (size_t i = 0; rc == TH_OK && i < n; i++) {
     char t[160], sfx[80];
     srv_target_suffix(s, &vs[i].key, sfx, sizeof sfx);
-    /* the newest version of a key is its last one: b<batch>[-target] once per key */
-    if (i + 1 == n || vs[i + 1].key.batch != vs[i].key.batch || strcmp(vs[i + 1].key.target, vs[i].key.target)) {
+    /* the newest version of a key is its last one: b<batch>[-target][-tf32] once per key */
+    if (i + 1 == n || vs[i + 1].key.batch != vs[i].key.batch || strcmp(vs[i + 1].key.target, vs[i].key.target) ||
+        strcmp(vs[i + 1].key.precision, vs[i].key.precision)) {
       snprintf(t, sizeof t, "b%d%s", vs[i].key.batch, sfx);
       json_array_append_new(tags, json_string(t));
     }
@@ -332,6 +350,17 @@ static enum MHD_Result oci__tags(srv_t *s, srv_request *r, const char *fw, const
   for (size_t i = 0; i < na; i++)
     if (!as[i].retired) json_array_append_new(tags, json_string(as[i].name));
   free(as);
+  /* and those of the repository's tf32 keys, where this server's own target takes tf32 */
+  if (srv_model_key(s, fw, net, 1, NULL, "tf32", &repo, why, sizeof why) == TH_OK) {
+    repo.batch = 0;
+    if (store_alias_list(s->st, &repo, &as, &na) != TH_OK) {
+      json_decref(tags);
+      return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
+    }
+    for (size_t i = 0; i < na; i++)
+      if (!as[i].retired) json_array_append_new(tags, json_pack("s++", as[i].name, "-", "tf32"));
+    free(as);
+  }
   char name[128];
   snprintf(name, sizeof name, "%s/%s", fw, net);
   struct MHD_Response *resp = srv_json_response(json_pack("{s:s, s:o}", "name", name, "tags", tags));
@@ -392,11 +421,18 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
     store_key key;
     char why[2400]; /* an unknown target's message lists every valid one */
     if (!oci__tag_parse(ref, &batch, &version, tag_target, sizeof tag_target)) {
-      /* an alias of the repository, else an unknown tag */
+      /* an alias of the repository (of its tf32 keys with "-tf32" after the name), else an unknown tag */
       store_alias a;
-      rc = srv_model_key(s, fw, net, 1, NULL, &key, why, sizeof why);
+      rc = srv_model_key(s, fw, net, 1, NULL, NULL, &key, why, sizeof why);
       key.batch = 0;
       if (rc == TH_OK) rc = srv_alias_name_valid(ref) ? store_alias_get(s->st, &key, ref, &a) : TH_ERR_NOT_FOUND;
+      char name[160];
+      snprintf(name, sizeof name, "%s", ref);
+      if (rc == TH_ERR_NOT_FOUND && oci__tag_precision(name) && srv_alias_name_valid(name) &&
+          srv_model_key(s, fw, net, 1, NULL, "tf32", &key, why, sizeof why) == TH_OK) {
+        key.batch = 0;
+        rc = store_alias_get(s->st, &key, name, &a);
+      }
       if (rc == TH_ERR_NOT_FOUND)
         return oci__error(s, r, 404, "MANIFEST_UNKNOWN",
                           json_pack("{s:[s,s,s]}", "valid", "b<batch>", "b<batch>-v<version>", "<alias>"),
@@ -423,7 +459,8 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       oci__image_free(&im);
       return ret;
     }
-    rc = srv_model_key(s, fw, net, batch, tag_target, &key, why, sizeof why);
+    const char *precision = oci__tag_precision(tag_target);
+    rc = srv_model_key(s, fw, net, batch, tag_target, precision, &key, why, sizeof why);
     if (rc == TH_ERR_UNSUPPORTED) /* b1-<something that is no target>: an unknown tag, with the valid targets */
       return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "unknown tag '%s' in %s/%s: %s", ref, fw, net, why);
     if (rc != TH_OK) return oci__error(s, r, rc == TH_ERR_INVALID ? 400 : 404,
@@ -551,7 +588,7 @@ enum MHD_Result srv_oci_route(srv_t *s, srv_request *r) {
                       "'%s' is not a valid reference", ref);
   store_key key;
   char why[512];
-  th_status rc = srv_model_key(s, fw, net, 1, NULL, &key, why, sizeof why);
+  th_status rc = srv_model_key(s, fw, net, 1, NULL, NULL, &key, why, sizeof why);
   if (rc != TH_OK) return oci__error(s, r, 404, "NAME_UNKNOWN", NULL, "%s", why);
   if (!strcmp(kind, "manifests")) return oci__manifest(s, r, fw, net, ref);
   if (!strcmp(kind, "blobs")) return oci__blob(s, r, fw, net, ref);

@@ -57,7 +57,7 @@ static json_t *srv__embedded(const char *text) {
   return v ? v : json_object();
 }
 
-/* The key's five fields into o, and the network's source (an uploaded network's keys carry its revision). */
+/* The key's six fields into o, and the network's source (an uploaded network's keys carry its revision). */
 static void srv__key_fields(json_t *o, const store_key *k) {
   json_object_set_new(o, "framework", json_string(k->framework));
   json_object_set_new(o, "network", json_string(k->network));
@@ -65,6 +65,7 @@ static void srv__key_fields(json_t *o, const store_key *k) {
   json_object_set_new(o, "batch", json_integer(k->batch));
   json_object_set_new(o, "target", json_string(k->target));
   json_object_set_new(o, "compiler_version", json_string(k->compiler_version));
+  json_object_set_new(o, "precision", json_string(store_key_precision(k)));
 }
 
 json_t *srv_present_job(const store_job *j) {
@@ -192,8 +193,11 @@ json_t *srv_present_catalog(const store_catalog_row *rows, size_t n) {
 
 json_t *srv_present_alias(const store_alias *a) {
   char url[400], tag[200];
-  snprintf(url, sizeof url, "/models/%s/%s/%d?alias=%s", a->key.framework, a->key.network, a->key.batch, a->name);
-  snprintf(tag, sizeof tag, "%s/%s:%s", a->key.framework, a->key.network, a->name);
+  /* a tf32 key's alias: ?precision=tf32 on its routes, "-tf32" after its OCI tag (oci.c) */
+  int fp32 = strcmp(store_key_precision(&a->key), "fp32") == 0;
+  snprintf(url, sizeof url, "/models/%s/%s/%d?alias=%s%s", a->key.framework, a->key.network, a->key.batch, a->name,
+           fp32 ? "" : "&precision=tf32");
+  snprintf(tag, sizeof tag, "%s/%s:%s%s", a->key.framework, a->key.network, a->name, fp32 ? "" : "-tf32");
   json_t *o = json_object();
   if (!o) return NULL;
   json_object_set_new(o, "alias", json_string(a->name));
@@ -218,8 +222,9 @@ static json_t *srv__alias_array(const store_alias *as, size_t n) {
 json_t *srv_present_aliases(const store_key *key, const store_alias *as, size_t n) {
   json_t *arr = srv__alias_array(as, n);
   if (!arr) return NULL;
-  return json_pack("{s:s,s:s,s:i,s:s,s:I,s:o}", "framework", key->framework, "network", key->network, "batch",
-                   key->batch, "target", key->target, "count", (json_int_t)n, "aliases", arr);
+  return json_pack("{s:s,s:s,s:i,s:s,s:s,s:I,s:o}", "framework", key->framework, "network", key->network, "batch",
+                   key->batch, "target", key->target, "precision", store_key_precision(key), "count", (json_int_t)n,
+                   "aliases", arr);
 }
 
 json_t *srv_present_versions(const store_key *key, const store_model *versions, size_t n, const store_alias *as,
@@ -250,9 +255,9 @@ json_t *srv_present_versions(const store_key *key, const store_model *versions, 
     json_decref(aliases);
     return NULL;
   }
-  return json_pack("{s:s,s:s,s:i,s:s,s:I,s:o,s:o}", "framework", key->framework, "network", key->network, "batch",
-                   key->batch, "target", key->target, "count", (json_int_t)json_array_size(arr), "versions", arr,
-                   "aliases", aliases);
+  return json_pack("{s:s,s:s,s:i,s:s,s:s,s:I,s:o,s:o}", "framework", key->framework, "network", key->network,
+                   "batch", key->batch, "target", key->target, "precision", store_key_precision(key), "count",
+                   (json_int_t)json_array_size(arr), "versions", arr, "aliases", aliases);
 }
 
 json_t *srv_present_curve(const tune_curve *c) {

@@ -30,10 +30,14 @@
 #include "th_sha256.h"
 #include "backend.h"
 #include "target.h"
+#include "tc.h"
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_report.h"
 #include "zoo.h"
+
+/* The error detail of a refused precision: the values ?precision= takes. */
+#define SRV__PRECISIONS "{\"valid\":[\"fp32\",\"tf32\"]}"
 
 /* The index of a framework's backend in tc_backend_at order (s->targets), or -1. */
 static int srv__backend_index(const char *fw) {
@@ -137,12 +141,17 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
                     store_key *key, enum MHD_Result *ret) {
   int64_t b = 0;
   int batch_ok = th_parse_i64(batch, &b) == TH_OK && b >= 1 && b <= s->cfg.max_batch;
-  char why[2400], target[96] = "";
+  char why[2400], target[96] = "", precision[16] = "";
   if (srv_query(r, "target", target, sizeof target) < 0) {
     *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_target", NULL, "malformed target in the query string");
     return 0;
   }
-  th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, target, key, why, sizeof why);
+  if (srv_query(r, "precision", precision, sizeof precision) < 0) {
+    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_precision", SRV__PRECISIONS, "malformed precision in the query "
+                     "string; valid precisions: fp32, tf32");
+    return 0;
+  }
+  th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, target, precision, key, why, sizeof why);
   if (rc != TH_OK && srv__backend_index(fw) < 0) {
     *ret = srv_error(s, r, rc, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}", "%s", why);
     return 0;
@@ -153,6 +162,10 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
   }
   if (rc == TH_ERR_UNSUPPORTED) { /* a 400 that lists the valid targets */
     *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_target", NULL, "%s", why);
+    return 0;
+  }
+  if (rc == TH_ERR_INVALID) { /* the batch was given as valid: the precision, with why it cannot be */
+    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_precision", SRV__PRECISIONS, "%s", why);
     return 0;
   }
   if (rc != TH_OK) {
@@ -169,8 +182,8 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
   return 1;
 }
 
-th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target, store_key *key,
-                        char *why, size_t n) {
+th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target,
+                        const char *precision, store_key *key, char *why, size_t n) {
   int fw_index = srv__backend_index(fw);
   if (fw_index < 0 || fw_index >= 4) {
     snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
@@ -204,7 +217,10 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, co
     }
     snprintf(concrete, sizeof concrete, "%s", bt.str);
   }
+  tc_precision prec;
+  if (tc_precision_check(fw, concrete, precision, &prec, why, n) != TH_OK) return TH_ERR_INVALID;
   memset(key, 0, sizeof *key);
+  snprintf(key->precision, sizeof key->precision, "%s", tc_precision_name(prec));
   snprintf(key->framework, sizeof key->framework, "%.15s", fw);
   snprintf(key->network, sizeof key->network, "%.63s", net);
   memcpy(key->net_digest, digest, sizeof key->net_digest);
@@ -217,7 +233,9 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, co
 void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n) {
   int fw_index = srv__backend_index(key->framework);
   const char *eq = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
-  snprintf(out, n, "%s%.64s", eq ? "-" : "", eq ? eq + 1 : "");
+  const char *p = store_key_precision(key);
+  int fp32 = strcmp(p, "fp32") == 0;
+  snprintf(out, n, "%s%.64s%s%s", eq ? "-" : "", eq ? eq + 1 : "", fp32 ? "" : "-", fp32 ? "" : p);
 }
 
 /* Whether a live worker of a shared store registered key's target (this daemon's own scheduler included, which
@@ -669,6 +687,12 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
       strcmp(state, "failed"))
     return srv_error(s, r, TH_ERR_INVALID, "invalid_state", "{\"valid\":[\"ready\",\"building\",\"failed\"]}",
                      "invalid state '%s'; valid states: ready, building, failed", state);
+  char pq[16] = "";
+  tc_precision want_prec = TC_PRECISION_FP32;
+  int hp = srv_query(r, "precision", pq, sizeof pq);
+  if (hp < 0 || (hp > 0 && pq[0] && tc_precision_parse(pq, &want_prec) != TH_OK))
+    return srv_error(s, r, TH_ERR_INVALID, "invalid_precision", SRV__PRECISIONS,
+                     "invalid precision '%s'; valid precisions: fp32, tf32", hp < 0 ? "" : pq);
   char digest[65];
   th_status nrc;
   if (hn > 0 && net[0] && !srv__network_known(s, net, digest, &nrc))
@@ -679,16 +703,21 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *doc = srv_present_catalog(rows, n);
   store_catalog_free(rows, n);
-  /* ?target=NAME: the models built for that target (a CPU name, x86-64-vN, sm_XX; native: this server's) */
+  /* ?target=NAME: the models built for that target (a CPU name, x86-64-vN, sm_XX; native: this server's);
+   * ?precision=P: the models of that precision */
   char tq[96] = "";
-  if (doc && srv_query(r, "target", tq, sizeof tq) > 0 && tq[0]) {
+  int ht = srv_query(r, "target", tq, sizeof tq) > 0 && tq[0];
+  if (doc && (ht || (hp > 0 && pq[0]))) {
     json_t *models = json_object_get(doc, "models");
     for (size_t i = json_array_size(models); i-- > 0;) {
       const char *t = json_string_value(json_object_get(json_array_get(models, i), "target"));
       const char *fwm = json_string_value(json_object_get(json_array_get(models, i), "framework"));
+      const char *pm = json_string_value(json_object_get(json_array_get(models, i), "precision"));
       int fi = fwm ? srv__backend_index(fwm) : -1;
       const char *eq = t ? strchr(t, '=') : NULL;
-      int keep = t && (!strcmp(tq, "native") ? fi >= 0 && !strcmp(t, s->targets[fi]) : eq && !strcmp(eq + 1, tq));
+      int keep = !ht || (t && (!strcmp(tq, "native") ? fi >= 0 && !strcmp(t, s->targets[fi])
+                                                      : eq && !strcmp(eq + 1, tq)));
+      if (hp > 0 && pq[0]) keep = keep && pm && !strcmp(pm, tc_precision_name(want_prec));
       if (!keep) json_array_remove(models, i);
     }
     json_object_set_new(doc, "count", json_integer((json_int_t)json_array_size(models)));

@@ -14,11 +14,13 @@ th_status srv_routes_init(srv_t *s, char *err, size_t n);
 /* The key of (fw, net, batch) for the target a client names (NULL, "" or "native": this server's own for fw;
  * else a CPU name or x86-64-vN for llvm, an sm_XX for cuda; the key stores the concrete target, so one machine
  * asked two ways is one key). TH_ERR_NOT_FOUND (unknown framework or network), TH_ERR_INVALID (batch outside
- * 1..--max-batch), TH_ERR_UNSUPPORTED (an unknown target), a store error: why gets the reason and the valid
- * values. */
-th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target, store_key *key,
-                        char *why, size_t n);
-/* "" for a key on this server's own target, else "-<cpu or arch>" (the suffix of OCI tags and file names). */
+ * 1..--max-batch, or a precision, NULL or "" meaning fp32, that is not fp32 or tf32, or that the framework or
+ * target cannot take: tc_precision_check), TH_ERR_UNSUPPORTED (an unknown target), a store error: why gets the
+ * reason and the valid values. */
+th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target,
+                        const char *precision, store_key *key, char *why, size_t n);
+/* "" for a key on this server's own target at fp32, else "-<cpu or arch>" for another target, then "-tf32" for
+ * precision tf32 (the suffix of OCI tags and file names: an fp32 key's names are those from before precisions). */
 void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n);
 /* Whether key's target can be tuned: this server's own CPU for llvm or its device for cuda (when its scheduler
  * runs jobs), or, on a store shared with workers, a live worker that registered the target. why gets the

@@ -97,6 +97,7 @@ static const char *db__marker(db_engine e, const char *name, size_t len) {
       {"real", "REAL", "DOUBLE PRECISION"},
       {"blob", "BLOB", "BYTEA"},
       {"binary", "", "COLLATE \"C\""},
+      {"postgresql", "--", ""},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
     if (strlen(m[i].name) == len && memcmp(m[i].name, name, len) == 0)

@@ -12,6 +12,8 @@
  * (PostgreSQL's REAL is 4 bytes). {blob}         a byte column: "BLOB" or "BYTEA". {binary}
  * after a text ORDER BY key: byte order on both engines (SQLite's BINARY default; PostgreSQL's "C"
  * collation, where the database's locale, en_US say, would otherwise order names another way).
+ * {postgresql}  at the start of a line: the rest of the line runs on PostgreSQL only ("--" on SQLite,
+ * which reads it as a comment); for the rare migration step one engine needs and the other cannot run.
  *
  * Markers are replaced outside quoted strings only. RETURNING, ON CONFLICT ... DO NOTHING / DO
  * UPDATE, partial indexes, window functions and coalesce work on both engines; INSERT OR IGNORE,

@@ -86,8 +86,14 @@ typedef struct store_key {
   int batch;
   char target[256];
   char compiler_version[32];
+  char precision[8];   /* cuda's arithmetic: "fp32" (IEEE fp32 with FMA) or "tf32" (tensor cores, fp32
+                          accumulation); llvm keys are always "fp32". "" reads as "fp32". A name column of
+                          the key like target: each precision has its own versions, jobs and aliases. */
   char net_digest[65]; /* the network's revision (store_network.digest): "" for a zoo network */
 } store_key;
+
+/* The key's precision as stored: k->precision, or "fp32" when it is "". */
+const char *store_key_precision(const store_key *k);
 
 /* ---- artifacts ---- */
 /* Copies the file at src into the content-addressed store (temp file, fsync, rename, then the row;
@@ -361,10 +367,11 @@ typedef struct store_catalog_row {
   char *job_error; /* owned, NULL when none; freed by store_catalog_free */
 } store_catalog_row;
 
-/* The catalog into a new array (*out, *n), ordered by network, framework, batch. Each key appears once: its newest
- * ready version (state ready), else its live job (building), else its last failed job (failed); keys whose last
- * job was cancelled before a publish are left out. Filters may be NULL; state is a store_catalog_state_str name.
- * The caller owns the array and frees it with store_catalog_free; nothing is written on an error. */
+/* The catalog into a new array (*out, *n), ordered by network, framework, batch, target, precision. Each key
+ * appears once: its newest ready version (state ready), else its live job (building), else its last failed job
+ * (failed); keys whose last job was cancelled before a publish are left out. Filters may be NULL; state is a
+ * store_catalog_state_str name. The caller owns the array and frees it with store_catalog_free; nothing is
+ * written on an error. */
 th_status store_catalog(store_t *st, const char *framework, const char *network, const char *state,
                         store_catalog_row **out, size_t *n);
 /* Frees a catalog array; accepts NULL. After the call the array is no longer valid. */

@@ -1,7 +1,7 @@
-/* Aliases: mutable names that pin one published version of a key (the aliases table, schema migration 3). A row
- * names its version by the key's names and the version number, which identify one models row whatever the
+/* Aliases: mutable names that pin one published version of a key (the aliases table, schema migrations 3 and 7).
+ * A row names its version by the key's names (precision included) and the version number, which identify one models row whatever the
  * network's revision, so an alias outlives an unpublish of its version and then reads as retired. The name is
- * unique per repository (framework, network, target, compiler version): the OCI tag of that name must name one
+ * unique per repository (framework, network, target, compiler version, precision): the OCI tag of that name must name one
  * image. Retention (store_model_retain) and a garbage collector (store_artifact_pinned) ask this table. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,15 +10,15 @@
 #include "store_int.h"
 #include "th_util.h"
 
-/* The alias columns and the pinned model's digests and liveness; ?1..?6 are the key (store__bind_key with its
- * revision), ?3 = 0 matches every batch; the caller appends its own conditions and binds from ?7. */
+/* The alias columns and the pinned model's digests and liveness; ?1..?7 are the key (store__bind_key with its
+ * revision), ?3 = 0 matches every batch; the caller appends its own conditions and binds from ?8. */
 #define STORE__ALIAS_SELECT                                                                                    \
   "SELECT a.batch, a.net_digest, a.name, a.version, a.updated_at, m.tar_digest, m.so_digest, "                 \
-  "  (m.state = 'ready' AND m.net_digest = ?6) FROM aliases a JOIN models m ON m.framework = a.framework "      \
+  "  (m.state = 'ready' AND m.net_digest = ?7) FROM aliases a JOIN models m ON m.framework = a.framework "      \
   "  AND m.network = a.network AND m.batch = a.batch AND m.target = a.target "                                 \
-  "  AND m.compiler_version = a.compiler_version AND m.version = a.version "                                   \
+  "  AND m.compiler_version = a.compiler_version AND m.precision = a.precision AND m.version = a.version "      \
   "WHERE a.framework = ?1 AND a.network = ?2 AND (?3 = 0 OR a.batch = ?3) AND a.target = ?4 "                  \
-  "  AND a.compiler_version = ?5 "
+  "  AND a.compiler_version = ?5 AND a.precision = ?6 "
 
 static void store__alias_row(db_stmt *s, const store_key *key, store_alias *a) {
   memset(a, 0, sizeof *a);
@@ -36,10 +36,10 @@ static void store__alias_row(db_stmt *s, const store_key *key, store_alias *a) {
 /* Reads the alias name of key into *out (the caller holds st->mu). TH_ERR_NOT_FOUND when none. */
 static th_status store__alias_read(store_t *st, const store_key *key, const char *name, store_alias *out) {
   db_stmt *s = NULL;
-  th_status rc = store__prepare(st, STORE__ALIAS_SELECT "AND a.name = ?7", &s);
+  th_status rc = store__prepare(st, STORE__ALIAS_SELECT "AND a.name = ?8", &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    db_bind_text(s, 7, name);
+    db_bind_text(s, 8, name);
     int r = db_step(s);
     if (r == DB_ROW)
       store__alias_row(s, key, out);
@@ -71,14 +71,14 @@ th_status store_alias_set(store_t *st, const store_key *key, const char *name, i
   if (rc == TH_OK)
     rc = store__prepare(st,
                         "SELECT version FROM models WHERE framework = ?1 AND network = ?2 AND batch = ?3 AND "
-                        "target = ?4 AND compiler_version = ?5 AND net_digest = ?6 AND state = 'ready' AND "
-                        "((?7 > 0 AND version = ?7) OR (?7 = 0 AND (tar_digest = ?8 OR so_digest = ?8))) "
-                        "ORDER BY version DESC LIMIT 1",
+                        "target = ?4 AND compiler_version = ?5 AND precision = ?6 AND net_digest = ?7 AND "
+                        "state = 'ready' AND ((?8 > 0 AND version = ?8) OR (?8 = 0 AND (tar_digest = ?9 OR "
+                        "so_digest = ?9))) ORDER BY version DESC LIMIT 1",
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    db_bind_int(s, 7, version > 0 ? version : 0);
-    db_bind_text(s, 8, digest ? digest : "");
+    db_bind_int(s, 8, version > 0 ? version : 0);
+    db_bind_text(s, 9, digest ? digest : "");
     int r = db_step(s);
     if (r == DB_ROW)
       target = db_col_int(s, 0);
@@ -113,17 +113,17 @@ th_status store_alias_set(store_t *st, const store_key *key, const char *name, i
   }
   if (rc == TH_OK)
     rc = store__prepare(st,
-                        "INSERT INTO aliases (framework, network, batch, target, compiler_version, net_digest, "
-                        "name, version, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
-                        "ON CONFLICT (framework, network, target, compiler_version, name) DO UPDATE SET "
-                        "net_digest = excluded.net_digest, version = excluded.version, "
+                        "INSERT INTO aliases (framework, network, batch, target, compiler_version, precision, "
+                        "net_digest, name, version, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+                        "ON CONFLICT (framework, network, target, compiler_version, precision, name) DO UPDATE "
+                        "SET net_digest = excluded.net_digest, version = excluded.version, "
                         "updated_at = excluded.updated_at",
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    db_bind_text(s, 7, name);
-    db_bind_int(s, 8, target);
-    db_bind_double(s, 9, th_now_wall());
+    db_bind_text(s, 8, name);
+    db_bind_int(s, 9, target);
+    db_bind_double(s, 10, th_now_wall());
     if (db_step(s) != DB_DONE) rc = store__db_fail(st, "pin alias");
   }
   db_finalize(s);
@@ -148,11 +148,11 @@ th_status store_alias_delete(store_t *st, const store_key *key, const char *name
   if (rc == TH_OK)
     rc = store__prepare(st,
                         "DELETE FROM aliases WHERE framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 "
-                        "AND compiler_version = ?5 AND name = ?6",
+                        "AND compiler_version = ?5 AND precision = ?6 AND name = ?7",
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 0);
-    db_bind_text(s, 6, name);
+    db_bind_text(s, 7, name);
     if (db_step(s) != DB_DONE) rc = store__db_fail(st, "delete alias");
   }
   db_finalize(s);
@@ -201,8 +201,8 @@ th_status store_artifact_pinned(store_t *st, const char *digest, int *pinned) {
   th_status rc = store__prepare(st,
                                 "SELECT EXISTS (SELECT 1 FROM aliases a JOIN models m ON m.framework = a.framework "
                                 "AND m.network = a.network AND m.batch = a.batch AND m.target = a.target AND "
-                                "m.compiler_version = a.compiler_version AND m.version = a.version "
-                                "WHERE m.tar_digest = ?1 OR m.so_digest = ?1)",
+                                "m.compiler_version = a.compiler_version AND m.precision = a.precision AND "
+                                "m.version = a.version WHERE m.tar_digest = ?1 OR m.so_digest = ?1)",
                                 &s);
   int p = 0;
   if (rc == TH_OK) {

@@ -28,8 +28,8 @@ static const struct {
     {"jobs", "id"},
     {"workloads", "key"},
     {"tuning_records", "id"},
-    {"aliases", "framework, network, target, compiler_version, name"},
-    {"model_version_floor", "framework, network, batch, target, compiler_version"},
+    {"aliases", "framework, network, target, compiler_version, precision, name"},
+    {"model_version_floor", "framework, network, batch, target, compiler_version, precision"},
 };
 /* store_copy_report.rows holds one count per table */
 _Static_assert(sizeof store__copy_tables / sizeof store__copy_tables[0] <= 8, "store_copy_report.rows is too short");

@@ -29,13 +29,14 @@
   "(EXISTS (SELECT 1 FROM models m WHERE (m.tar_digest = " d " OR m.so_digest = " d ") AND (m.state = "     \
   "'ready' OR EXISTS (SELECT 1 FROM aliases al WHERE al.framework = m.framework AND al.network = m.network " \
   "AND al.batch = m.batch AND al.target = m.target AND al.compiler_version = m.compiler_version AND "        \
-  "al.version = m.version))) OR EXISTS (SELECT 1 FROM networks n WHERE n.onnx_digest = " d "))"
+  "al.precision = m.precision AND al.version = m.version))) OR EXISTS (SELECT 1 FROM networks n WHERE n.onnx_digest = " d "))"
 
 /* A deleted version that no alias pins, among the rows of models m (whose rows go with a swept blob). */
 #define STORE__GC_DEAD_VERSION                                                                              \
   "m.state = 'deleted' AND (m.tar_digest = ?1 OR m.so_digest = ?1) AND NOT EXISTS (SELECT 1 FROM aliases "  \
   "al WHERE al.framework = m.framework AND al.network = m.network AND al.batch = m.batch AND al.target = "  \
-  "m.target AND al.compiler_version = m.compiler_version AND al.version = m.version)"
+  "m.target AND al.compiler_version = m.compiler_version AND al.precision = m.precision AND "               \
+  "al.version = m.version)"
 
 /* An artifact row as the mark saw it. */
 typedef struct store__gc_row {
@@ -123,10 +124,11 @@ static th_status store__gc_sweep_one(store_t *st, const char *hex, double cutoff
   if (rc == TH_OK)
     rc = store__run1(st,
                        "INSERT INTO model_version_floor (framework, network, batch, target, compiler_version, "
-                       "version) SELECT m.framework, m.network, m.batch, m.target, m.compiler_version, "
-                       "max(m.version) FROM models m WHERE " STORE__GC_DEAD_VERSION
-                       " GROUP BY m.framework, m.network, m.batch, m.target, m.compiler_version "
-                       "ON CONFLICT (framework, network, batch, target, compiler_version) DO UPDATE SET version = "
+                       "precision, version) SELECT m.framework, m.network, m.batch, m.target, m.compiler_version, "
+                       "m.precision, max(m.version) FROM models m WHERE " STORE__GC_DEAD_VERSION
+                       " GROUP BY m.framework, m.network, m.batch, m.target, m.compiler_version, m.precision "
+                       "ON CONFLICT (framework, network, batch, target, compiler_version, precision) DO UPDATE "
+                       "SET version = "
                        "CASE WHEN excluded.version > model_version_floor.version THEN excluded.version "
                        "ELSE model_version_floor.version END",
                        hex, "gc: keep the numbers of removed versions", NULL);

@@ -87,11 +87,12 @@ th_status store__artifact_row(store_t *st, const char *hex, int64_t sz, const ch
 th_status store__artifact_delete(store_t *st, const char *hex, const char *where, int *gone);
 /* The path of the artifact file named hex. */
 void store__artifact_file(store_t *st, const char *hex, char *path, size_t n);
-/* Binds the key's five name columns (framework, network, batch, target, compiler version) from parameter first
- * on, and its network revision (net_digest) after them when with_digest is set. */
+/* Binds the key's six name columns (framework, network, batch, target, compiler version, precision) from
+ * parameter first on (first .. first + 5), and its network revision (net_digest, first + 6) after them when
+ * with_digest is set. */
 void store__bind_key(db_stmt *s, int first, const store_key *k, int with_digest);
-/* Reads the key's five name columns (framework, network, batch, target, compiler version) from column first on;
- * the counterpart of store__bind_key (net_digest is left to the caller). */
+/* Reads the key's six name columns (framework, network, batch, target, compiler version, precision) from column
+ * first on; the counterpart of store__bind_key (net_digest is left to the caller). */
 void store__col_key(db_stmt *s, int first, store_key *k);
 /* A copy of a column as malloc'd text (NULL for SQL NULL). */
 char *store__col_dup(db_stmt *s, int col);

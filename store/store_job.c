@@ -33,7 +33,7 @@ void store_job_clear(store_job *j) {
 }
 
 #define STORE__JOB_COLS                                                                          \
-  "id, framework, network, batch, target, compiler_version, kind, options, priority, state, stage, " \
+  "id, framework, network, batch, target, compiler_version, precision, kind, options, priority, state, stage, " \
   "progress, error, cancel_requested, attempts, created_at, started_at, finished_at, net_digest, "          \
   "coalesce(worker, ''), needs_target, lease_until"
 
@@ -41,22 +41,22 @@ static void store__job_row(db_stmt *s, store_job *j) {
   memset(j, 0, sizeof *j);
   j->id = db_col_int64(s, 0);
   store__col_key(s, 1, &j->key);
-  store__col_copy(s, 6, j->kind, sizeof j->kind);
-  j->options = store__col_dup(s, 7);
-  j->priority = db_col_int(s, 8);
-  j->state = store_job_state_parse(db_col_text(s, 9));
-  store__col_copy(s, 10, j->stage, sizeof j->stage);
-  j->progress = store__col_dup(s, 11);
-  j->error = store__col_dup(s, 12);
-  j->cancel_requested = db_col_int(s, 13);
-  j->attempts = db_col_int(s, 14);
-  j->created_at = db_col_double(s, 15);
-  j->started_at = db_col_double(s, 16);
-  j->finished_at = db_col_double(s, 17);
-  store__col_copy(s, 18, j->key.net_digest, sizeof j->key.net_digest);
-  store__col_copy(s, 19, j->worker, sizeof j->worker);
-  store__col_copy(s, 20, j->needs_target, sizeof j->needs_target);
-  j->lease_until = db_col_double(s, 21);
+  store__col_copy(s, 7, j->kind, sizeof j->kind);
+  j->options = store__col_dup(s, 8);
+  j->priority = db_col_int(s, 9);
+  j->state = store_job_state_parse(db_col_text(s, 10));
+  store__col_copy(s, 11, j->stage, sizeof j->stage);
+  j->progress = store__col_dup(s, 12);
+  j->error = store__col_dup(s, 13);
+  j->cancel_requested = db_col_int(s, 14);
+  j->attempts = db_col_int(s, 15);
+  j->created_at = db_col_double(s, 16);
+  j->started_at = db_col_double(s, 17);
+  j->finished_at = db_col_double(s, 18);
+  store__col_copy(s, 19, j->key.net_digest, sizeof j->key.net_digest);
+  store__col_copy(s, 20, j->worker, sizeof j->worker);
+  store__col_copy(s, 21, j->needs_target, sizeof j->needs_target);
+  j->lease_until = db_col_double(s, 22);
 }
 
 static th_status store__job_select(store_t *st, const char *where, int64_t id, const store_key *k,
@@ -84,7 +84,8 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
 }
 
 #define STORE__KEY_WHERE \
-  "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5 AND net_digest = ?6"
+  "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5 AND precision = ?6 " \
+  "AND net_digest = ?7"
 
 /* The INSERT of a new queued job, inside the caller's transaction; when max_queued > 0 it first counts the queued
  * jobs in the same transaction, so the count and the insert see the same queue. */
@@ -109,21 +110,16 @@ static th_status store__job_insert(store_t *st, const store_key *key, const char
   }
   if (rc == TH_OK)
     rc = store__prepare(st,
-                        "INSERT INTO jobs (framework, network, batch, target, compiler_version, "
-                        "kind, options, priority, state, created_at, net_digest) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) RETURNING id",
+                        "INSERT INTO jobs (framework, network, batch, target, compiler_version, precision, "
+                        "net_digest, kind, options, priority, state, created_at) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING id",
                         &s);
   if (rc == TH_OK) {
-    db_bind_text(s, 1, key->framework);
-    db_bind_text(s, 2, key->network);
-    db_bind_int(s, 3, key->batch);
-    db_bind_text(s, 4, key->target);
-    db_bind_text(s, 5, key->compiler_version);
-    db_bind_text(s, 6, kind ? kind : "build");
-    db_bind_text(s, 7, options ? options : "{}");
-    db_bind_int(s, 8, priority);
-    db_bind_double(s, 9, th_now_wall());
-    db_bind_text(s, 10, key->net_digest);
+    store__bind_key(s, 1, key, 1);
+    db_bind_text(s, 8, kind ? kind : "build");
+    db_bind_text(s, 9, options ? options : "{}");
+    db_bind_int(s, 10, priority);
+    db_bind_double(s, 11, th_now_wall());
     if (db_step(s) == DB_ROW)
       *id = db_col_int64(s, 0);
     else

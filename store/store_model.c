@@ -1,4 +1,5 @@
-/* Published models and the catalog. A key (framework, network, batch, target, compiler version) has versions
+/* Published models and the catalog. A key (framework, network, batch, target, compiler version, precision) has
+ * versions
  * 1, 2, ...; each version points at two immutable artifacts (the .tar bundle and the .so alone). Versions are
  * never rewritten: a delete marks rows deleted and the bytes stay addressable by digest until the garbage
  * collector (store_gc.c) sweeps them, with the deleted rows that name them; numbers are never reused. */
@@ -16,13 +17,18 @@ void store_model_clear(store_model *m) {
 
 /* Version numbers count over the key's names alone, so that they keep growing when an uploaded network gets a
  * new revision; every look-up matches the revision too (store__bind_key, store_int.h). */
+const char *store_key_precision(const store_key *k) {
+  return k->precision[0] ? k->precision : "fp32";
+}
+
 void store__bind_key(db_stmt *s, int first, const store_key *k, int with_digest) {
   db_bind_text(s, first, k->framework);
   db_bind_text(s, first + 1, k->network);
   db_bind_int(s, first + 2, k->batch);
   db_bind_text(s, first + 3, k->target);
   db_bind_text(s, first + 4, k->compiler_version);
-  if (with_digest) db_bind_text(s, first + 5, k->net_digest);
+  db_bind_text(s, first + 5, store_key_precision(k));
+  if (with_digest) db_bind_text(s, first + 6, k->net_digest);
 }
 
 void store__col_key(db_stmt *s, int first, store_key *k) {
@@ -31,6 +37,7 @@ void store__col_key(db_stmt *s, int first, store_key *k) {
   k->batch = db_col_int(s, first + 2);
   store__col_copy(s, first + 3, k->target, sizeof k->target);
   store__col_copy(s, first + 4, k->compiler_version, sizeof k->compiler_version);
+  store__col_copy(s, first + 5, k->precision, sizeof k->precision);
 }
 
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
@@ -55,8 +62,9 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
     rc = store__prepare(st,
                         "SELECT coalesce(max(v), 0) + 1 FROM (SELECT version AS v FROM models WHERE "
                         "framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5 "
-                        "UNION ALL SELECT version FROM model_version_floor WHERE framework = ?1 AND network = ?2 "
-                        "AND batch = ?3 AND target = ?4 AND compiler_version = ?5) AS numbered",
+                        "AND precision = ?6 UNION ALL SELECT version FROM model_version_floor WHERE framework = ?1 "
+                        "AND network = ?2 AND batch = ?3 AND target = ?4 AND compiler_version = ?5 "
+                        "AND precision = ?6) AS numbered",
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 0);
@@ -69,26 +77,26 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
   s = NULL;
   if (rc == TH_OK)
     rc = store__prepare(st,
-                        "INSERT INTO models (framework, network, batch, target, compiler_version, "
+                        "INSERT INTO models (framework, network, batch, target, compiler_version, precision, "
                         "net_digest, version, state, tuned, tar_digest, so_digest, manifest, latency_ms, "
-                        "job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?)",
+                        "job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?)",
                         &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    db_bind_int(s, 7, next);
-    db_bind_int(s, 8, tuned ? 1 : 0);
-    db_bind_text(s, 9, tar_digest);
-    db_bind_text(s, 10, so_digest);
-    db_bind_text(s, 11, manifest);
+    db_bind_int(s, 8, next);
+    db_bind_int(s, 9, tuned ? 1 : 0);
+    db_bind_text(s, 10, tar_digest);
+    db_bind_text(s, 11, so_digest);
+    db_bind_text(s, 12, manifest);
     if (latency_ms >= 0)
-      db_bind_double(s, 12, latency_ms);
-    else
-      db_bind_null(s, 12);
-    if (job_id > 0)
-      db_bind_int64(s, 13, job_id);
+      db_bind_double(s, 13, latency_ms);
     else
       db_bind_null(s, 13);
-    db_bind_double(s, 14, th_now_wall());
+    if (job_id > 0)
+      db_bind_int64(s, 14, job_id);
+    else
+      db_bind_null(s, 14);
+    db_bind_double(s, 15, th_now_wall());
     if (db_step(s) != DB_DONE)
       rc = store__db_fail(st, "insert model");
     else
@@ -113,12 +121,12 @@ th_status store_model_get(store_t *st, const store_key *key, int tuned_only, sto
       "SELECT m.id, m.version, m.tuned, m.tar_digest, m.so_digest, m.manifest, m.latency_ms, m.job_id, "
       "m.created_at, a.size, b.size FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
       "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND "
-      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.net_digest = ? AND m.state = 'ready' "
-      "AND (? = 0 OR m.tuned = 1) ORDER BY m.version DESC LIMIT 1",
+      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.precision = ? AND m.net_digest = ? AND "
+      "m.state = 'ready' AND (? = 0 OR m.tuned = 1) ORDER BY m.version DESC LIMIT 1",
       &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    db_bind_int(s, 7, tuned_only);
+    db_bind_int(s, 8, tuned_only);
     int r = db_step(s);
     if (r == DB_ROW) {
       store_model m;
@@ -158,7 +166,7 @@ th_status store_model_delete(store_t *st, const store_key *key, int *deleted) {
   th_status rc = store__prepare(st,
                                 "UPDATE models SET state = 'deleted' WHERE framework = ? AND "
                                 "network = ? AND batch = ? AND target = ? AND compiler_version = ? "
-                                "AND net_digest = ? AND state = 'ready'",
+                                "AND precision = ? AND net_digest = ? AND state = 'ready'",
                                 &s);
   int n = 0;
   if (rc == TH_OK) {
@@ -221,37 +229,32 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
    * network's current one (an uploaded network replaced or deleted since) is left out. */
   static const char *const sql =
       "WITH keys AS ("
-      "  SELECT framework, network, batch, target, compiler_version, net_digest FROM models "
+      "  SELECT framework, network, batch, target, compiler_version, precision, net_digest FROM models "
       "    WHERE state = 'ready' "
-      "  UNION SELECT framework, network, batch, target, compiler_version, net_digest FROM jobs "
+      "  UNION SELECT framework, network, batch, target, compiler_version, precision, net_digest FROM jobs "
       "    WHERE kind IN ('build', 'tune')), "
       "current AS ("
       "  SELECT k.* FROM keys k WHERE k.net_digest = coalesce((SELECT n.digest FROM networks n "
       "    WHERE n.name = k.network AND n.source = 'onnx'), '')), "
       "latest AS ("
-      "  SELECT k.*, (SELECT id FROM models m WHERE m.framework = k.framework AND m.network = "
-      "k.network "
-      "     AND m.batch = k.batch AND m.target = k.target AND m.compiler_version = "
-      "k.compiler_version "
-      "     AND m.net_digest = k.net_digest AND m.state = 'ready' ORDER BY version DESC LIMIT 1) "
-      "AS model_id, "
+      "  SELECT k.*, (SELECT id FROM models m WHERE m.framework = k.framework AND m.network = k.network "
+      "     AND m.batch = k.batch AND m.target = k.target AND m.compiler_version = k.compiler_version "
+      "     AND m.precision = k.precision AND m.net_digest = k.net_digest AND m.state = 'ready' "
+      "     ORDER BY version DESC LIMIT 1) AS model_id, "
       "   (SELECT id FROM jobs j WHERE j.framework = k.framework AND j.network = k.network "
-      "     AND j.batch = k.batch AND j.target = k.target AND j.compiler_version = "
-      "k.compiler_version "
-      "     AND j.net_digest = k.net_digest ORDER BY id DESC LIMIT 1) AS job_id FROM current k) "
-      "SELECT l.framework, l.network, l.batch, l.target, l.compiler_version, " STORE__MODEL_COLS
-      ", "
-      " j.id, j.state, j.stage, j.error, (SELECT count(*) FROM models v WHERE v.framework = "
-      "l.framework "
-      "   AND v.network = l.network AND v.batch = l.batch AND v.target = l.target AND "
-      "v.compiler_version = "
-      "   l.compiler_version AND v.net_digest = l.net_digest AND v.state = 'ready'), l.net_digest "
+      "     AND j.batch = k.batch AND j.target = k.target AND j.compiler_version = k.compiler_version "
+      "     AND j.precision = k.precision AND j.net_digest = k.net_digest ORDER BY id DESC LIMIT 1) AS job_id "
+      "  FROM current k) "
+      "SELECT l.framework, l.network, l.batch, l.target, l.compiler_version, l.precision, " STORE__MODEL_COLS ", "
+      " j.id, j.state, j.stage, j.error, (SELECT count(*) FROM models v WHERE v.framework = l.framework "
+      "   AND v.network = l.network AND v.batch = l.batch AND v.target = l.target "
+      "   AND v.compiler_version = l.compiler_version AND v.precision = l.precision "
+      "   AND v.net_digest = l.net_digest AND v.state = 'ready'), l.net_digest "
       "FROM latest l LEFT JOIN models m ON m.id = l.model_id "
-      "LEFT JOIN artifacts a ON a.digest = m.tar_digest LEFT JOIN artifacts b ON b.digest = "
-      "m.so_digest "
+      "LEFT JOIN artifacts a ON a.digest = m.tar_digest LEFT JOIN artifacts b ON b.digest = m.so_digest "
       "LEFT JOIN jobs j ON j.id = l.job_id "
       "WHERE (?1 IS NULL OR l.framework = ?1) AND (?2 IS NULL OR l.network = ?2) "
-      "ORDER BY l.network {binary}, l.framework {binary}, l.batch";
+      "ORDER BY l.network {binary}, l.framework {binary}, l.batch, l.target {binary}, l.precision {binary}";
   store_catalog_row *rows = NULL;
   size_t n = 0, cap = 0;
   pthread_mutex_lock(&st->mu);
@@ -262,8 +265,8 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
     if (network) db_bind_text(s, 2, network);
     int r;
     while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
-      int has_model = !db_col_is_null(s, 5);
-      const char *jstate = db_col_text(s, 16);
+      int has_model = !db_col_is_null(s, 6);
+      const char *jstate = db_col_text(s, 17);
       store_catalog_state row_state;
       if (has_model)
         row_state = STORE_CATALOG_READY;
@@ -283,19 +286,19 @@ th_status store_catalog(store_t *st, const char *framework, const char *network,
       store_catalog_row *o = &rows[n++];
       memset(o, 0, sizeof *o);
       store__col_key(s, 0, &o->key);
-      store__col_copy(s, 20, o->key.net_digest, sizeof o->key.net_digest);
+      store__col_copy(s, 21, o->key.net_digest, sizeof o->key.net_digest);
       o->state = row_state;
       o->has_model = has_model;
       if (has_model) {
-        store__model_row(s, 5, &o->key, &o->model);
-        o->versions = db_col_int(s, 19);
+        store__model_row(s, 6, &o->key, &o->model);
+        o->versions = db_col_int(s, 20);
       }
-      if (!db_col_is_null(s, 15)) {
+      if (!db_col_is_null(s, 16)) {
         o->has_job = 1;
-        o->job_id = db_col_int64(s, 15);
+        o->job_id = db_col_int64(s, 16);
         o->job_state = store_job_state_parse(jstate);
-        store__col_copy(s, 17, o->job_stage, sizeof o->job_stage);
-        if (!db_col_is_null(s, 18) && !(o->job_error = store__col_dup(s, 18)))
+        store__col_copy(s, 18, o->job_stage, sizeof o->job_stage);
+        if (!db_col_is_null(s, 19) && !(o->job_error = store__col_dup(s, 19)))
           rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
       }
     }
@@ -321,8 +324,8 @@ th_status store_model_versions(store_t *st, const store_key *key, store_model **
       st,
       "SELECT " STORE__MODEL_COLS " FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
       "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND "
-      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.net_digest = ? AND m.state = 'ready' "
-      "ORDER BY m.version",
+      "m.batch = ? AND m.target = ? AND m.compiler_version = ? AND m.precision = ? AND m.net_digest = ? AND "
+      "m.state = 'ready' ORDER BY m.version",
       &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
@@ -359,11 +362,12 @@ th_status store_model_version(store_t *st, const store_key *key, int version, st
       st,
       "SELECT " STORE__MODEL_COLS ", m.manifest FROM models m JOIN artifacts a ON a.digest = m.tar_digest "
       "JOIN artifacts b ON b.digest = m.so_digest WHERE m.framework = ? AND m.network = ? AND m.batch = ? AND "
-      "m.target = ? AND m.compiler_version = ? AND m.net_digest = ? AND m.state = 'ready' AND m.version = ?",
+      "m.target = ? AND m.compiler_version = ? AND m.precision = ? AND m.net_digest = ? AND m.state = 'ready' AND "
+      "m.version = ?",
       &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    db_bind_int(s, 7, version);
+    db_bind_int(s, 8, version);
     int r = db_step(s);
     if (r == DB_ROW) {
       store_model m;
@@ -393,19 +397,19 @@ th_status store_model_retain(store_t *st, const store_key *key, int keep, int *r
   /* one statement: the newest keep ready versions and every aliased one stay, whatever races with it */
   static const char *const sql =
       "UPDATE models SET state = 'deleted' WHERE framework = ?1 AND network = ?2 AND batch = ?3 AND target = ?4 "
-      "AND compiler_version = ?5 AND net_digest = ?6 AND state = 'ready' "
+      "AND compiler_version = ?5 AND precision = ?6 AND net_digest = ?7 AND state = 'ready' "
       "AND version NOT IN (SELECT version FROM models WHERE framework = ?1 AND network = ?2 AND batch = ?3 "
-      "  AND target = ?4 AND compiler_version = ?5 AND net_digest = ?6 AND state = 'ready' "
-      "  ORDER BY version DESC LIMIT ?7) "
+      "  AND target = ?4 AND compiler_version = ?5 AND precision = ?6 AND net_digest = ?7 AND state = 'ready' "
+      "  ORDER BY version DESC LIMIT ?8) "
       "AND version NOT IN (SELECT version FROM aliases WHERE framework = ?1 AND network = ?2 AND batch = ?3 "
-      "  AND target = ?4 AND compiler_version = ?5)";
+      "  AND target = ?4 AND compiler_version = ?5 AND precision = ?6)";
   pthread_mutex_lock(&st->mu);
   db_stmt *s = NULL;
   int n = 0;
   th_status rc = store__prepare(st, sql, &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
-    db_bind_int(s, 7, keep);
+    db_bind_int(s, 8, keep);
     if (db_step(s) != DB_DONE)
       rc = store__db_fail(st, "retention");
     else

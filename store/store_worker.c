@@ -210,13 +210,13 @@ static th_status store__worker_jobs(store_t *st, store_worker *ws, size_t n) {
   db_stmt *s = NULL;
   th_status rc = store__prepare(
       st,
-      "SELECT id, framework, network, batch, target, compiler_version, net_digest, kind, "
+      "SELECT id, framework, network, batch, target, compiler_version, precision, net_digest, kind, "
       "attempts, stage, coalesce(lease_until - {now}, 0), worker FROM jobs "
       "WHERE state = 'running' AND worker IS NOT NULL ORDER BY id",
       &s);
   int r = DB_DONE;
   while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
-    const char *worker = db_col_text(s, 11);
+    const char *worker = db_col_text(s, 12);
     store_worker *w = NULL;
     for (size_t i = 0; worker && i < n && !w; i++)
       if (!strcmp(ws[i].name, worker)) w = &ws[i];
@@ -231,11 +231,11 @@ static th_status store__worker_jobs(store_t *st, store_worker *ws, size_t n) {
     memset(j, 0, sizeof *j);
     j->id = db_col_int64(s, 0);
     store__col_key(s, 1, &j->key);
-    store__col_copy(s, 6, j->key.net_digest, sizeof j->key.net_digest);
-    store__col_copy(s, 7, j->kind, sizeof j->kind);
-    j->attempt = db_col_int(s, 8);
-    store__col_copy(s, 9, j->stage, sizeof j->stage);
-    j->lease_left_s = db_col_double(s, 10);
+    store__col_copy(s, 7, j->key.net_digest, sizeof j->key.net_digest);
+    store__col_copy(s, 8, j->kind, sizeof j->kind);
+    j->attempt = db_col_int(s, 9);
+    store__col_copy(s, 10, j->stage, sizeof j->stage);
+    j->lease_left_s = db_col_double(s, 11);
   }
   if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "list the jobs of workers");
   db_finalize(s);

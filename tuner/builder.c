@@ -294,6 +294,7 @@ static th_status tb__build_publish(const tune_build_env *env, const tune_net *ne
    * checks, and an untimed manifest says why ("unmeasured") */
   char archbuf[64];
   o.arch = tb__arch(env, target, archbuf, sizeof archbuf);
+  o.precision = store_key_precision(env->key); /* the server and the CLI refused what the target cannot take */
   o.measure = 1;
   o.measure_fn = tb__time_model;
   char *manifest = NULL;
@@ -319,9 +320,12 @@ static th_status tb__build_publish(const tune_build_env *env, const tune_net *ne
   return rc;
 }
 
-/* Reads the job's tuning options (validated by the server) into o. */
-static void tb__tune_options(const char *json, tune_options *o) {
-  json_t *j = json_loads(json, 0, NULL);
+/* Reads the job's tuning options (validated by the server) into o, and the precision of its key: a tf32 key
+ * tunes the tf32 workloads its build runs. */
+static void tb__tune_options(const tune_build_env *env, tune_options *o) {
+  tc_precision p = TC_PRECISION_FP32;
+  if (tc_precision_parse(store_key_precision(env->key), &p) == TH_OK) o->precision = p;
+  json_t *j = json_loads(env->options, 0, NULL);
   if (!j) return;
   json_t *v;
   if ((v = json_object_get(j, "trials")) && json_is_integer(v)) o->trials = json_integer_value(v);
@@ -359,7 +363,7 @@ static th_status tb__tune(const tune_build_env *env, const tune_net *net, const 
                           size_t n) {
   tune_options o;
   tune_options_default(&o);
-  tb__tune_options(env->options, &o);
+  tb__tune_options(env, &o);
   o.job_id = env->job_id;
   o.attempt = env->attempt;
   char wd[1200];
@@ -647,7 +651,7 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
     case TB_TUNE:
       if (!j->s) {
         tune_options_default(&j->o);
-        tb__tune_options(env->options, &j->o);
+        tb__tune_options(env, &j->o);
         j->o.job_id = env->job_id;
         j->o.attempt = env->attempt;
         snprintf(j->wd, sizeof j->wd, "%s/tune", env->work_dir);

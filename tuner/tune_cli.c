@@ -64,7 +64,7 @@ static void tune__usage(FILE *f) {
           "usage: tunehub tune FRAMEWORK NETWORK BATCH [--data DIR] [--db URL] [--trials N]\n"
           "                    [--tuner xgb|ga|random|grid] [--early-stopping N] [--seed S] "
           "[--batch-size N]\n"
-          "                    [--target native]\n");
+          "                    [--target native] [--precision fp32|tf32]\n");
 }
 
 static void tune__list_networks(FILE *f) {
@@ -87,7 +87,7 @@ static int tune__int_arg(const char *name, const char *v, int64_t lo, int64_t hi
 int tune_cli_main(int argc, char **argv) {
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
-  const char *data = "./data", *target_name = NULL, *db_flag = NULL, *db = NULL;
+  const char *data = "./data", *target_name = NULL, *db_flag = NULL, *db = NULL, *precision = NULL;
   tune_options o;
   tune_options_default(&o);
   int64_t v;
@@ -122,6 +122,9 @@ int tune_cli_main(int argc, char **argv) {
     } else if (strcmp(a, "--target") == 0 && next) {
       target_name = next;
       i++;
+    } else if (strcmp(a, "--precision") == 0 && next) {
+      precision = next;
+      i++;
     } else if (strcmp(a, "--tuner") == 0 && next) {
       snprintf(o.tuner, sizeof o.tuner, "%s", next);
       i++;
@@ -154,13 +157,21 @@ int tune_cli_main(int argc, char **argv) {
   }
   /* tuning measures on this machine: --target may name it (native, or its own CPU name or arch), and another
    * target is refused with the way to get its untuned cross-compiled build */
+  tc_backend_target want, here;
+  char terr[2048] = "";
+  if (target_name && tc_backend_target_init(be, target_name, &want, terr, sizeof terr) != TH_OK) {
+    fprintf(stderr, "tunehub tune: %s\n", terr);
+    return 2;
+  }
+  /* the precision of the build being tuned; without --target a cuda arch is the device's, checked once it is
+   * known (tune_session_new) */
+  tc_precision prec;
+  if (tc_precision_check(pos[0], target_name ? want.str : NULL, precision, &prec, terr, sizeof terr) != TH_OK) {
+    fprintf(stderr, "tunehub tune: --precision: %s\n", terr);
+    return 2;
+  }
+  o.precision = prec;
   if (target_name) {
-    tc_backend_target want, here;
-    char terr[2048] = "";
-    if (tc_backend_target_init(be, target_name, &want, terr, sizeof terr) != TH_OK) {
-      fprintf(stderr, "tunehub tune: %s\n", terr);
-      return 2;
-    }
     if (tc_backend_target_init(be, NULL, &here, terr, sizeof terr) == TH_OK && strcmp(want.str, here.str) != 0) {
       fprintf(stderr,
               "tunehub tune: this machine measures only its own target (%s), not %s; tuning %s needs a worker "

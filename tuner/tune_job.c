@@ -1107,9 +1107,16 @@ th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, c
   tune_measurer_t *m = NULL;
   th_status rc = tune__prepare(b, arch, o, &t, &m);
   if (rc != TH_OK) return rc;
+  /* the arch is known now (a device's, when none was named): a tf32 session needs one that takes it */
+  if (tc_precision_check(tc_backend_name(t.backend), t.str, tc_precision_name(o->precision), NULL, tune__new_err,
+                         sizeof tune__new_err) != TH_OK) {
+    tune_measurer_free(m);
+    return TH_ERR_INVALID;
+  }
   tc_task *tasks = NULL;
   int n = 0;
   rc = tc_network_tasks(&t, net, batch, &tasks, &n);
+  if (rc == TH_OK) rc = tc_tasks_take_precision(tasks, n, (tc_precision)o->precision);
   tc_workload *wls = rc == TH_OK ? malloc(sizeof *wls * (size_t)(n > 0 ? n : 1)) : NULL;
   int *weights = rc == TH_OK ? malloc(sizeof *weights * (size_t)(n > 0 ? n : 1)) : NULL;
   int k = 0;

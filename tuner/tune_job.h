@@ -49,6 +49,8 @@ typedef struct tune_options {
   int verify_top;          /* at a task's end, time its verify_top best configs and the fallback again in
                               TUNE_VERIFY_ROUNDS interleaved rounds; builds apply the fastest by the median
                               (CPU and device tasks); default TUNE_VERIFY_TOP, 0: off */
+  int precision;           /* tc_precision of the build being tuned (default FP32): tune_session_new gives it to
+                              the network's GEMM tasks (tc_tasks_take_precision), whose keys gain " tf32" */
   int64_t job_id;          /* stored with every record; 0 from the CLI */
   int attempt;             /* the job claim's fencing token, stored with every record, which the store refuses
                               once the claim is lost (store_record_add); 0 from the CLI */

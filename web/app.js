@@ -80,23 +80,29 @@
     const t = targetsOf(fw);
     return !short || (t && (short === t.native || short === targetShort(t.target))) ? '' : short;
   }
+  // A cuda key at precision tf32 has it as a fifth part (cuda/resnet-18/1//tf32 on the native target) and
+  // ?precision=tf32 on its URLs; fp32, the default, is named nowhere, so keys from before precisions still work.
+  function precisionPart(p) { return p && p !== 'fp32' ? p : ''; }
+  function keyString(fw, net, batch, target, precision) {
+    const p = precisionPart(precision);
+    return fw + '/' + net + '/' + batch + (target || p ? '/' + target : '') + (p ? '/' + p : '');
+  }
   function keyOf(m) {
-    const t = targetParam(m.framework, m.target);
-    return m.framework + '/' + m.network + '/' + m.batch + (t ? '/' + t : '');
+    return keyString(m.framework, m.network, m.batch, targetParam(m.framework, m.target), m.precision);
   }
   function parseKey(key) {
-    const [fw, net, batch, target] = String(key).split('/');
-    return { fw, net, batch, target: targetParam(fw, target || '') };
+    const [fw, net, batch, target, precision] = String(key).split('/');
+    return { fw, net, batch, target: targetParam(fw, target || ''), precision: precisionPart(precision) };
   }
   function normKey(key) {
     const k = parseKey(key);
-    return key ? k.fw + '/' + k.net + '/' + k.batch + (k.target ? '/' + k.target : '') : '';
+    return key ? keyString(k.fw, k.net, k.batch, k.target, k.precision) : '';
   }
   // the URL of a model route for a key (string or parsed), with ?target= when it is not native
   function modelUrl(key, sub, params) {
     const k = typeof key === 'string' ? parseKey(key) : key;
     const q = new URLSearchParams();
-    for (const [n, v] of Object.entries(Object.assign({}, params, { target: k.target })))
+    for (const [n, v] of Object.entries(Object.assign({}, params, { target: k.target, precision: k.precision })))
       if (v !== '' && v !== null && v !== undefined) q.set(n, v);
     const qs = q.toString();
     return '/models/' + enc(k.fw) + '/' + enc(k.net) + '/' + enc(k.batch) + (sub ? '/' + sub : '') + (qs ? '?' + qs : '');
@@ -109,15 +115,17 @@
     return 'This server measures only its own ' + k.fw + ' target' + (t ? ' (' + t.native + ')' : '') + ': ' + k.target +
       ' is served as the untuned cross-compiled build, and tuning it waits for a worker with that target.';
   }
-  // "squeezenet_v1.1 · llvm · batch 1" and, for another target, " · x86-64-v2"
+  // "squeezenet_v1.1 · llvm · batch 1" and, for another target, " · x86-64-v2"; for tf32, " · tf32"
   function keyTitle(key) {
     const k = parseKey(key);
-    return k.net + ' · ' + k.fw + ' · batch ' + k.batch + (k.target ? ' · ' + k.target : '');
+    return k.net + ' · ' + k.fw + ' · batch ' + k.batch + (k.target ? ' · ' + k.target : '') +
+      (k.precision ? ' · ' + k.precision : '');
   }
-  // the file name the server's Content-Disposition gives: <net>_<fw>[-<target>]_b<batch>[_v<version>]
+  // the file name the server's Content-Disposition gives: <net>_<fw>[-<target>][-tf32]_b<batch>[_v<version>]
   function fileBase(key, version) {
     const k = parseKey(key);
-    return k.net + '_' + k.fw + (k.target ? '-' + k.target : '') + '_b' + k.batch + (version != null ? '_v' + version : '');
+    return k.net + '_' + k.fw + (k.target ? '-' + k.target : '') + (k.precision ? '-' + k.precision : '') + '_b' +
+      k.batch + (version != null ? '_v' + version : '');
   }
   function shq(s) { return "'" + String(s).replace(/'/g, "'\\''") + "'"; }
 
@@ -289,7 +297,9 @@
         h('td', { 'data-label': 'Network' }, h('a', { href: hrefFor({ view: 'catalog', model: key }), class: 'model-link', 'data-fid': 'm:' + key }, m.network),
           m.source === 'onnx' ? [' ', h('span', { class: 'pill onnx', title: 'an uploaded ONNX network' }, 'onnx')] : null),
         h('td', { class: 'num', 'data-label': 'Batch' }, m.batch),
-        h('td', { class: 'target', 'data-label': 'Target', title: m.target || null }, targetCell(m)),
+        h('td', { class: 'target', 'data-label': 'Target', title: m.target || null }, targetCell(m),
+          m.framework === 'cuda' ? [' ', h('span', { class: 'pill precision', title: m.precision === 'tf32'
+            ? 'tensor cores, fp32 accumulation' : 'IEEE fp32 with FMA' }, m.precision || 'fp32')] : null),
         h('td', { 'data-label': 'State' }, h('span', { class: 'pill ' + m.state }, m.state)),
         h('td', { class: 'num', 'data-label': 'Version' }, m.version != null ? 'v' + m.version : '—'),
         h('td', { 'data-label': 'Tuned' }, m.state === 'ready' ? h('span', { class: 'pill ' + (m.tuned ? 'tuned' : 'untuned') }, m.tuned ? 'tuned' : 'untuned') : '—'),

@@ -239,11 +239,9 @@ static int64_t tc__compare(const float *got, const float *ref, int64_t n, double
  * reference grows like sqrt(K) times the operands: up to about 4e-4 of the largest product
  * (compiler_cuda.emulated_tf32_gemm), where the fp32 check's 1e-4 relative (the tuner's 1e-3
  * relative plus 1e-4 of the largest output) failed correct kernels. A tf32 workload is checked
- * within at least TC__TF32_TOL of its scale plus TC__TF32_TOL relative, and the scale counts the
+ * within at least TC_CUDA_TF32_ATOL of its scale plus as much relative, and the scale counts the
  * product before a bounding activation (clip, sigmoid, tanh, hard sigmoid), which shrinks the
  * output but not the error. */
-#define TC__TF32_TOL 1e-3
-
 /* *scale: the largest |output| of wl without its activation when the activation bounds the output
  * (host: the inputs, the reference in out_slot), else 0. */
 static th_status tc__tf32_scale(const tc_workload *wl, float *const *host, int out_slot, int64_t n,
@@ -360,8 +358,8 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     if (fr != TH_OK) TC__FAIL(TC_ERROR_CLASS_INSTANTIATION, "no CPU reference for this workload");
     /* a negative tolerance (a caller asking for a failing check) stays as it is */
     if (wl->precision == TC_PRECISION_TF32 && o.atol >= 0 && o.rtol >= 0) {
-      o.atol = fmax(o.atol, TC__TF32_TOL);
-      o.rtol = fmax(o.rtol, TC__TF32_TOL);
+      o.atol = fmax(o.atol, TC_CUDA_TF32_ATOL);
+      o.rtol = fmax(o.rtol, TC_CUDA_TF32_ATOL);
       fr = tc__tf32_scale(wl, host, out_slot, sizes[out_slot], &tf32_scale);
       if (fr == TH_ERR_NOMEM) {
         rc = fr;

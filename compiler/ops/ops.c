@@ -218,6 +218,13 @@ th_status tc_precision_parse(const char *s, tc_precision *out) {
   return TH_ERR_INVALID;
 }
 
+int tc_workload_take_precision(tc_workload *wl, tc_precision p) {
+  if (wl->kernel != TC_KERNEL_DENSE && wl->kernel != TC_KERNEL_BATCH_MATMUL) return 0;
+  int changed = wl->precision != (int)p;
+  wl->precision = p;
+  return changed;
+}
+
 static th_status key_body(const tc_workload *wl, char *out, size_t n);
 
 /* The FP32 key is the one from before precisions existed (stored records keep working); another

@@ -530,6 +530,31 @@ async function main() {
     check(await page.$(upRow) === null && (await fetch(base + '/networks/tiny')).status === 404, 'the delete button removes it');
   }
 
+  // 7b. precision (issue 25): where this server builds cuda, fp32 and tf32 of squeezenet on sm_80 are two rows,
+  // each showing its precision, and the tf32 entry's detail links carry ?precision=tf32
+  const cudaT = ((await (await fetch(base + '/targets')).json()).targets || []).find(t => t.framework === 'cuda');
+  if (cudaT && cudaT.available) {
+    for (const p of ['tf32', 'fp32']) {
+      const r = await fetch(base + '/models/cuda/squeezenet_v1.1/1?target=sm_80&precision=' + p + '&wait=600');
+      await r.arrayBuffer();
+      check(r.status === 200, 'the cuda ' + p + ' build finishes (HTTP ' + r.status + ')');
+    }
+    await page.goto(base + '/#view=catalog');
+    const tfSel = '#catalog-body tr[data-key="cuda/squeezenet_v1.1/1/sm_80/tf32"]';
+    const fpSel = '#catalog-body tr[data-key="cuda/squeezenet_v1.1/1/sm_80"]';
+    await page.waitForSelector(tfSel, { timeout: 15000 });
+    check((await page.textContent(tfSel + ' .pill.precision')).trim() === 'tf32', 'the tf32 row shows tf32');
+    check((await page.textContent(fpSel + ' .pill.precision')).trim() === 'fp32', 'the fp32 row of the same key shows fp32');
+    await page.click(tfSel + ' a.model-link');
+    await page.waitForSelector('#detail:not([hidden]) #dl-tar');
+    const u = new URL(await page.getAttribute('#dl-tar', 'href'), base);
+    check(u.searchParams.get('precision') === 'tf32' && u.searchParams.get('target') === 'sm_80',
+      'the tf32 detail downloads the tf32 entry (' + u.pathname + u.search + ')');
+    check((await page.getAttribute('#dl-tar', 'download')) === 'squeezenet_v1.1_cuda-sm_80-tf32_b1.tar',
+      'the tf32 download is named as the server names it');
+    await shot('12-catalog-precision');
+  }
+
   // 8. server unreachable: the loaded page polls, sees the failure and says so
   await page.goto(base + '/#view=catalog');
   await page.waitForSelector('#catalog-body tr');

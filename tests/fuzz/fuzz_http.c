@@ -148,7 +148,7 @@ static void fz_publish(void) {
   snprintf(path, sizeof path, "%s/model.so", fz_dir);
   if (rc == TH_OK) rc = th_write_file_atomic(path, bytes, 1000);
   if (rc == TH_OK) rc = store_artifact_put(fz_srv->st, path, "application/x-sharedlib", sd, NULL);
-  if (rc == TH_OK) rc = srv_model_key(fz_srv, "llvm", "resnet-18", 1, NULL, &key, why, sizeof why);
+  if (rc == TH_OK) rc = srv_model_key(fz_srv, "llvm", "resnet-18", 1, NULL, NULL, &key, why, sizeof why);
   static const char manifest[] =
       "{\"key\":{\"framework\":\"llvm\",\"network\":\"resnet-18\",\"batch\":1},"
       "\"latency_ms\":{\"mean\":12.5,\"median\":12.0,\"std\":0.5,\"n\":10},\"layers\":[]}";

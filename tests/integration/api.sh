@@ -480,5 +480,73 @@ case_cuda_tuning() {
     || fail "with a device: $(jq -c "$cuda" "$TMP/body")"
 }
 
+# issue 25: precision is part of the key. A tf32 cuda build (tensor cores for the GEMMs) is an entry of its own
+# beside the fp32 one: its own bundle, digest, job and catalog row, and its manifest says which; every refusal
+# (a value that is no precision, tf32 on llvm, tf32 below sm_80) is a 400 naming why, with nothing queued.
+case_cuda_precision() {
+  echo "s3cret-token-123" >"$TMP/token"
+  local auth=(-H 'Authorization: Bearer s3cret-token-123')
+  start_daemon --token-file "$TMP/token"
+  expect_status 200 "$BASE/targets"
+  if ! jq -e '.targets[] | select(.framework == "cuda") | .available' "$TMP/body" >/dev/null; then
+    [[ "${TH_WITH_CUDA:-}" == 0 ]] || fail "cuda is not available in a build with CUDA"
+    echo "SKIP: a build without CUDA"
+    exit 77
+  fi
+  local m=/models/cuda/squeezenet_v1.1/1
+  expect_status 400 "$BASE$m?target=sm_80&precision=fp16"
+  body_has '"code":"invalid_precision"'; body_has "precision 'fp16' is not one of fp32, tf32"; body_has '"tf32"'
+  expect_status 400 "$BASE/models/llvm/squeezenet_v1.1/1?precision=tf32"
+  body_has 'precision tf32 needs the cuda framework; llvm takes fp32'
+  expect_status 400 "$BASE$m?target=sm_75&precision=tf32"
+  body_has 'tf32 needs tensor cores of sm_80 or newer; target cuda -arch=sm_75 takes fp32 only'
+  expect_status 400 "$BASE$m/manifest?target=sm_80&precision=TF32"; body_has 'fp32, tf32'
+  expect_status 400 "$BASE$m/versions?precision=bf16"; body_has 'fp32, tf32'
+  expect_status 400 "${auth[@]}" -X POST -d '{}' "$BASE/models/llvm/squeezenet_v1.1/1/tune?precision=tf32"
+  body_has 'llvm takes fp32'
+  expect_status 400 "${auth[@]}" -X PUT -d '{"version":1}' "$BASE$m/aliases/prod?target=sm_70&precision=tf32"
+  body_has 'sm_80 or newer'
+  expect_status 400 "$BASE/models?precision=fp64"; body_has 'valid precisions: fp32, tf32'
+  expect_status 200 "$BASE/jobs"; body_has '"count":0'
+  # tf32, then fp32, of the same network, batch and target
+  expect_status 200 "$BASE$m?target=sm_80&precision=tf32&wait=300"
+  cp "$TMP/body" "$TMP/tf32.tar"
+  [[ "$(header Content-Disposition)" == *'squeezenet_v1.1_cuda-sm_80-tf32_b1_v1.tar'* ]] \
+    || fail "tf32 file name: $(header Content-Disposition)"
+  tar -xOf "$TMP/tf32.tar" manifest.json | jq -e '.precision == "tf32" and .target.arch == "sm_80"' >/dev/null \
+    || fail "the tf32 bundle's manifest: $(tar -xOf "$TMP/tf32.tar" manifest.json | head -c 300)"
+  expect_status 200 "$BASE$m/manifest?target=sm_80&precision=tf32"
+  jq -e '.precision == "tf32"' "$TMP/body" >/dev/null || fail "the tf32 manifest: $(head -c 300 "$TMP/body")"
+  expect_status 200 "$BASE$m?target=sm_80&wait=300"
+  cp "$TMP/body" "$TMP/fp32.tar"
+  tar -xOf "$TMP/fp32.tar" manifest.json | jq -e '.precision == "fp32"' >/dev/null || fail "the fp32 manifest"
+  cmp -s "$TMP/tf32.tar" "$TMP/fp32.tar" && fail "the tf32 bundle is the fp32 one"
+  expect_status 200 "$BASE$m/manifest?target=sm_80&precision=fp32"
+  jq -e '.precision == "fp32"' "$TMP/body" >/dev/null || fail "?precision=fp32 is not the fp32 entry"
+  # two catalog rows with their own digests, versions and jobs
+  expect_status 200 "$BASE/models?framework=cuda&target=sm_80"
+  jq -e --arg t "sha256:$(sha256sum <"$TMP/tf32.tar" | cut -d' ' -f1)" \
+    --arg f "sha256:$(sha256sum <"$TMP/fp32.tar" | cut -d' ' -f1)" \
+    '.count == 2 and ([.models[] | select(.precision == "tf32" and .digest == $t and .version == 1)] | length) == 1
+     and ([.models[] | select(.precision == "fp32" and .digest == $f and .version == 1)] | length) == 1
+     and (.models[0].job.id != .models[1].job.id)' "$TMP/body" >/dev/null \
+    || fail "the catalog does not list fp32 and tf32 apart: $(head -c 800 "$TMP/body")"
+  expect_status 200 "$BASE/models?precision=tf32"
+  jq -e '.count == 1 and .models[0].precision == "tf32"' "$TMP/body" >/dev/null || fail "?precision=tf32 filter"
+  expect_status 200 "$BASE/jobs"
+  jq -e '.count == 2 and ([.jobs[].precision] | sort) == ["fp32", "tf32"]' "$TMP/body" >/dev/null \
+    || fail "jobs: $(head -c 600 "$TMP/body")"
+  expect_status 200 "$BASE$m/versions?target=sm_80&precision=tf32"
+  jq -e '.precision == "tf32" and .count == 1' "$TMP/body" >/dev/null || fail "tf32 versions"
+  # OCI: the fp32 tags are as before, tf32's carry "-tf32"
+  expect_status 200 "$BASE/v2/cuda/squeezenet_v1.1/tags/list"
+  jq -e '.tags | index("b1-sm_80") and index("b1-v1-sm_80") and index("b1-sm_80-tf32") and index("b1-v1-sm_80-tf32")' \
+    "$TMP/body" >/dev/null || fail "OCI tags: $(head -c 400 "$TMP/body")"
+  expect_status 200 -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    "$BASE/v2/cuda/squeezenet_v1.1/manifests/b1-sm_80-tf32"
+  jq -e --arg t "sha256:$(sha256sum <"$TMP/tf32.tar" | cut -d' ' -f1)" '.layers[0].digest == $t' "$TMP/body" \
+    >/dev/null || fail "the OCI tf32 manifest: $(head -c 400 "$TMP/body")"
+}
+
 "case_$1"
 echo "PASS $1"

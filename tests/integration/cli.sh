@@ -263,5 +263,35 @@ assert m > 0 and d <= 1e-4 * m, (d, m)
 PY
 }
 
+# --precision (issue 25): tf32 on llvm, a value that is no precision, and tf32 below sm_80 are refused with exit 2
+# and the valid values, before anything is written (no data directory, no store, no output); a cuda tf32 build's
+# manifest says tf32
+case_build_precision() {
+  local net=squeezenet_v1.1
+  expect_fail 2 "tunehub build: --precision: precision tf32 needs the cuda framework; llvm takes fp32$" \
+    "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --precision tf32
+  expect_fail 2 "precision 'fp16' is not one of fp32, tf32$" \
+    "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --precision fp16
+  expect_fail 2 "tunehub tune: --precision: precision tf32 needs the cuda framework; llvm takes fp32$" \
+    "$TUNEHUB" tune llvm "$net" 1 --data "$DATA" --trials 2 --precision tf32
+  expect_fail 2 "precision 'half' is not one of fp32, tf32$" \
+    "$TUNEHUB" tune cuda "$net" 1 --data "$DATA" --trials 2 --precision half
+  if [[ "${TH_WITH_CUDA:-}" == 1 ]]; then
+    expect_fail 2 "tf32 needs tensor cores of sm_80 or newer; target cuda -arch=sm_75 takes fp32 only$" \
+      "$TUNEHUB" build cuda "$net" 1 -o "$TMP/x.tar" --data "$DATA" --target sm_75 --precision tf32
+  fi
+  [[ ! -e "$TMP/x.tar" ]] || fail "a refused build wrote its output"
+  [[ ! -e "$DATA" ]] || fail "a refused command created $DATA"
+  if [[ -n "${TH_TEST_DB:-}" ]]; then
+    [[ "$(store_sql "SELECT to_regclass('tunehub_schema') IS NULL")" == t ]] || fail "a refused command made a store"
+  fi
+  [[ "${TH_WITH_CUDA:-}" == 1 ]] || return 0
+  "$TUNEHUB" build cuda "$net" 1 -o "$TMP/t.tar" --data "$DATA" --target sm_80 --precision tf32 \
+    >"$TMP/build.out" 2>"$TMP/build.err" || fail "build cuda tf32: $(tail -5 "$TMP/build.err")"
+  grep -q "^building cuda/$net/1 for cuda -arch=sm_80 (tf32)$" "$TMP/build.err" || fail "$(head -3 "$TMP/build.err")"
+  tar -xOf "$TMP/t.tar" manifest.json | jq -e '.precision == "tf32" and .target.arch == "sm_80"' >/dev/null \
+    || fail "manifest: $(tar -xOf "$TMP/t.tar" manifest.json | head -c 300)"
+}
+
 "case_$1"
 echo "PASS $1"

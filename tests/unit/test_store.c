@@ -788,27 +788,34 @@ TH_TEST(publish_commit_is_synced) {
 /* ---- networks (uploaded ONNX files) ---- */
 
 /* The first migration's text from schema.sql (what a tunehub before the networks migration created). */
-static char *schema_v1(void) {
-  char *text = NULL;
+/* schema.sql up to (not including) migration `next`: the schema as version next - 1 left it (malloc'd). */
+static char *schema_before(int next) {
+  char *text = NULL, marker[32];
   CHECK(th_read_file(TH_SCHEMA_PATH, 1 << 20, &text, NULL) == TH_OK);
-  char *m2 = strstr(text, "-- migration 2");
-  CHECK(m2 != NULL);
-  *m2 = '\0';
+  snprintf(marker, sizeof marker, "-- migration %d\n", next);
+  char *m = strstr(text, marker);
+  CHECK(m != NULL);
+  *m = '\0';
   return text;
+}
+
+/* The case's database in d as schema version `version` left it, written through the db layer (which reads the
+ * schema's markers); the caller adds rows and closes the handle. */
+static db_t *db_at_version(const char *d, int version) {
+  char db[300], err[512];
+  snprintf(db, sizeof db, "%s/tunehub.db", d);
+  db_t *h = NULL;
+  CHECK(db_open(th_test_db() ? th_test_db() : db, &h, err, sizeof err) == TH_OK);
+  char *old = schema_before(version + 1);
+  CHECK(db_exec(h, old) == TH_OK);
+  free(old);
+  CHECK(db_set_schema_version(h, version) == TH_OK);
+  return h;
 }
 
 TH_TEST(migration_from_v1_keeps_rows) {
   char *d = tmpdir();
-  char db[300];
-  snprintf(db, sizeof db, "%s/tunehub.db", d);
-  /* migration 1 as version 1 left it, written through the db layer, which reads the schema's markers */
-  db_t *h = NULL;
-  char err[512];
-  CHECK(db_open(th_test_db() ? th_test_db() : db, &h, err, sizeof err) == TH_OK);
-  char *v1 = schema_v1();
-  CHECK(db_exec(h, v1) == TH_OK);
-  free(v1);
-  CHECK(db_set_schema_version(h, 1) == TH_OK);
+  db_t *h = db_at_version(d, 1);
   CHECK(db_exec(h,
                 "INSERT INTO networks VALUES ('resnet-18', '[1,3,224,224]', 1.8e9, 11689512, 1.0);"
                 "INSERT INTO artifacts VALUES ('aa', 3, 'application/x-tar', 1.0);"
@@ -1061,12 +1068,140 @@ static void publish_n(store_t *st, const char *d, const store_key *k, int n, cha
   for (int i = 0; i < n; i++) {
     char path[300], text[128];
     snprintf(path, sizeof path, "%s/b%d.tar", d, i);
-    snprintf(text, sizeof text, "bundle-%s-%d-%d", k->network, k->batch, i);
+    snprintf(text, sizeof text, "bundle-%s-%d-%s-%d", k->network, k->batch, store_key_precision(k), i);
     write_file(path, text);
     CHECK(store_artifact_put(st, path, "application/x-tar", td[i], NULL) == TH_OK);
     int v = 0;
     CHECK(store_model_publish(st, k, 0, td[i], td[i], "{}", 1.0, 0, 0, &v) == TH_OK);
   }
+}
+
+/* key_of on cuda sm_80 at precision p ("" reads as fp32) */
+static store_key cuda_key_of(const char *net, int batch, const char *p) {
+  store_key k = key_of(net, batch);
+  snprintf(k.framework, sizeof k.framework, "cuda");
+  snprintf(k.target, sizeof k.target, "cuda -arch=sm_80");
+  snprintf(k.precision, sizeof k.precision, "%s", p);
+  return k;
+}
+
+/* Issue 25: fp32 and tf32 of one network, batch and target are two keys: versions, jobs, aliases, retention and
+ * the catalog each keep them apart. */
+TH_TEST(precision_keys_are_separate) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(th_test_store_open(d, &st) == TH_OK);
+  store_key f = cuda_key_of("resnet-18", 1, ""), t = cuda_key_of("resnet-18", 1, "tf32");
+  CHECK_STR(store_key_precision(&f), "fp32");
+  char tdf[2][65], tdt[1][65];
+  publish_n(st, d, &f, 2, tdf);
+  publish_n(st, d, &t, 1, tdt);
+  store_model m;
+  CHECK(store_model_get(st, &t, 0, &m) == TH_OK);
+  CHECK(m.version == 1 && !strcmp(m.tar_digest, tdt[0]));
+  store_model_clear(&m);
+  CHECK(store_model_get(st, &f, 0, &m) == TH_OK);
+  CHECK(m.version == 2 && !strcmp(m.tar_digest, tdf[1]));
+  store_model_clear(&m);
+  store_model *vs = NULL;
+  size_t nv = 0;
+  CHECK(store_model_versions(st, &t, &vs, &nv) == TH_OK && nv == 1);
+  store_model_list_free(vs, nv);
+  CHECK(store_model_version(st, &t, 2, &m) == TH_ERR_NOT_FOUND);
+  /* one live job per key: the two precisions do not join each other's */
+  int64_t jf = 0, jt = 0, again = 0;
+  int created = 0;
+  CHECK(store_job_enqueue(st, &f, "build", "{}", 0, &jf, &created) == TH_OK && created == 1);
+  CHECK(store_job_enqueue(st, &t, "build", "{}", 0, &jt, &created) == TH_OK && created == 1 && jt != jf);
+  CHECK(store_job_enqueue(st, &t, "build", "{}", 0, &again, &created) == TH_OK && created == 0 && again == jt);
+  store_job j;
+  CHECK(store_job_get(st, jt, &j) == TH_OK);
+  CHECK_STR(j.key.precision, "tf32");
+  store_job_clear(&j);
+  CHECK(store_job_latest(st, &f, &j) == TH_OK && j.id == jf);
+  CHECK_STR(j.key.precision, "fp32");
+  store_job_clear(&j);
+  /* the catalog: two rows, each with its precision and its own count of versions */
+  store_catalog_row *rows = NULL;
+  size_t n = 0;
+  CHECK(store_catalog(st, "cuda", "resnet-18", NULL, &rows, &n) == TH_OK);
+  CHECK_EQ_INT((int)n, 2);
+  CHECK(!strcmp(rows[0].key.precision, "fp32") && rows[0].versions == 2 && rows[0].job_id == jf);
+  CHECK(!strcmp(rows[1].key.precision, "tf32") && rows[1].versions == 1 && rows[1].job_id == jt);
+  store_catalog_free(rows, n);
+  /* aliases: the same name on each precision's repository, each pinning its own version */
+  store_alias a;
+  CHECK(store_alias_set(st, &f, "prod", 2, NULL, NULL, NULL) == TH_OK);
+  CHECK(store_alias_set(st, &t, "prod", 1, NULL, NULL, NULL) == TH_OK);
+  CHECK(store_alias_get(st, &t, "prod", &a) == TH_OK && a.version == 1 && !strcmp(a.tar_digest, tdt[0]));
+  CHECK_STR(a.key.precision, "tf32");
+  CHECK(store_alias_get(st, &f, "prod", &a) == TH_OK && a.version == 2 && !strcmp(a.tar_digest, tdf[1]));
+  /* retention and delete touch one precision only */
+  int retired = -1, deleted = 0;
+  CHECK(store_model_retain(st, &f, 1, &retired) == TH_OK && retired == 1);
+  CHECK(store_model_delete(st, &t, &deleted) == TH_OK && deleted == 1);
+  CHECK(store_model_get(st, &t, 0, &m) == TH_ERR_NOT_FOUND);
+  CHECK(store_model_get(st, &f, 0, &m) == TH_OK && m.version == 2);
+  store_model_clear(&m);
+  CHECK(store_alias_get(st, &t, "prod", &a) == TH_OK && a.retired);
+  CHECK(store_alias_get(st, &f, "prod", &a) == TH_OK && !a.retired);
+  store_close(st);
+  return 0;
+}
+
+/* Migration 7 on a store the schema before it made (version 6): every row reads as fp32, the single-flight index
+ * and the version floor hold under the key with its precision, and new rows get ids past the copied ones. */
+TH_TEST(migration_from_v6_reads_fp32) {
+  char *d = tmpdir();
+  db_t *h = db_at_version(d, 6);
+  CHECK(db_exec(h,
+                "INSERT INTO artifacts (digest, size, media_type, created_at) VALUES "
+                "('aa', 3, 'application/x-tar', 1.0), ('bb', 3, 'application/x-tar', 1.0);"
+                "INSERT INTO models (id, framework, network, batch, target, compiler_version, version, state, "
+                "tar_digest, so_digest, manifest, created_at) VALUES "
+                "(7, 'cuda', 'resnet-18', 1, 'cuda -arch=sm_80', '0.1.0', 4, 'ready', 'aa', 'aa', '{\"v\":4}', 1.0),"
+                "(9, 'cuda', 'resnet-18', 1, 'cuda -arch=sm_80', '0.1.0', 5, 'ready', 'bb', 'bb', '{\"v\":5}', 2.0);"
+                "INSERT INTO model_version_floor VALUES ('cuda', 'resnet-18', 1, 'cuda -arch=sm_80', '0.1.0', 3);"
+                "INSERT INTO aliases (framework, network, batch, target, compiler_version, name, version, "
+                "updated_at) VALUES ('cuda', 'resnet-18', 1, 'cuda -arch=sm_80', '0.1.0', 'prod', 4, 1.0);"
+                "INSERT INTO jobs (framework, network, batch, target, compiler_version, state, created_at) "
+                "VALUES ('cuda', 'vgg-11', 1, 'cuda -arch=sm_80', '0.1.0', 'queued', 1.0);") == TH_OK);
+  db_close(h);
+  store_t *st = NULL;
+  CHECK(th_test_store_open(d, &st) == TH_OK);
+  CHECK_EQ_INT(schema_version(d), schema_latest());
+  store_key f = cuda_key_of("resnet-18", 1, "fp32"), t = cuda_key_of("resnet-18", 1, "tf32");
+  store_model m;
+  CHECK(store_model_get(st, &f, 0, &m) == TH_OK);
+  CHECK(m.id == 9 && m.version == 5 && !strcmp(m.manifest, "{\"v\":5}"));
+  store_model_clear(&m);
+  CHECK(store_model_get(st, &t, 0, &m) == TH_ERR_NOT_FOUND);
+  store_alias a;
+  CHECK(store_alias_get(st, &f, "prod", &a) == TH_OK && a.version == 4 && !a.retired && !strcmp(a.tar_digest, "aa"));
+  CHECK_STR(a.key.precision, "fp32");
+  CHECK(store_alias_get(st, &t, "prod", &a) == TH_ERR_NOT_FOUND);
+  store_catalog_row *rows = NULL;
+  size_t n = 0;
+  CHECK(store_catalog(st, "cuda", NULL, NULL, &rows, &n) == TH_OK);
+  CHECK_EQ_INT((int)n, 2); /* resnet-18 (ready) and vgg-11 (building) */
+  for (size_t i = 0; i < n; i++) CHECK_STR(rows[i].key.precision, "fp32");
+  store_catalog_free(rows, n);
+  /* the old queued job is the fp32 key's live job; tf32 queues its own */
+  store_key jf = cuda_key_of("vgg-11", 1, ""), jt = cuda_key_of("vgg-11", 1, "tf32");
+  int64_t id = 0;
+  int created = 1;
+  CHECK(store_job_enqueue(st, &jf, "build", "{}", 0, &id, &created) == TH_OK && id == 1 && created == 0);
+  CHECK(store_job_enqueue(st, &jt, "build", "{}", 0, &id, &created) == TH_OK && id > 1 && created == 1);
+  /* new versions: fp32 numbers on from 5, tf32 from 1; the new row's id is past the copied ones */
+  char td[2][65];
+  publish_n(st, d, &f, 1, td);
+  CHECK(store_model_get(st, &f, 0, &m) == TH_OK && m.version == 6 && m.id > 9);
+  store_model_clear(&m);
+  publish_n(st, d, &t, 1, td + 1);
+  CHECK(store_model_get(st, &t, 0, &m) == TH_OK && m.version == 1);
+  store_model_clear(&m);
+  store_close(st);
+  return 0;
 }
 
 TH_TEST(aliases_pin_move_delete) {

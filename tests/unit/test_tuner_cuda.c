@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@
 #include "tc_cuda.h"
 #include "tc_cuda_measure.h"
 #include "test_build_faults.h"
+#include "test_cuda_emu_tc.h"
 #include "th_buf.h"
 #include "th_test.h"
 #include "th_util.h"
@@ -149,7 +151,9 @@ static const char emu_header[] =
     "static inline float __int_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }\n"
     "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __launch_bounds__(x)\n"
     "#define __shared__ static\n#define __align__(n) __attribute__((aligned(n)))\n"
-    "#define __syncthreads() th_barrier()\n";
+    "#define __syncthreads() th_barrier()\n"
+    /* the tensor-core helpers of sm_80 and newer, for the tf32 GEMM (as test_compiler_cuda_emu.c) */
+    "#define TH_EMU_TID() th_cur\n#define TH_EMU_WARP_SYNC() th_barrier()\n" TH_EMU_TC_SRC;
 
 static const char emu_launcher[] =
     "static th_fn th_kfn; static float **th_kargs;\n"
@@ -266,6 +270,15 @@ static void rm_r(const char *d) {
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
 }
 
+/* A store in a fresh temp dir (its name into dir, 256 bytes; rm_r it at the end). */
+static store_t *temp_store(char *dir) {
+  snprintf(dir, 256, "/tmp/tuner_cuda_XXXXXX");
+  CHECK(mkdtemp(dir) != NULL);
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  return st;
+}
+
 static void quick_opts(tune_options *o, const char *tuner, int trials, int batch) {
   tune_options_default(o);
   snprintf(o->tuner, sizeof o->tuner, "%s", tuner);
@@ -323,10 +336,7 @@ TH_TEST(conv_random) {
   if (!setup_fake()) return 77;
   double t0 = th_now_mono();
   char dir[256];
-  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
-  store_t *st = NULL;
-  CHECK(store_open(dir, &st) == TH_OK);
+  store_t *st = temp_store(dir);
   tc_workload wl = small_conv(8, 8, 16);
   tune_options o;
   quick_opts(&o, "random", 6, 3);
@@ -431,10 +441,7 @@ typedef struct man_ctx {
 TH_TEST(concat_zero_flops) {
   if (!setup_fake()) return 77;
   char dir[256];
-  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
-  store_t *st = NULL;
-  CHECK(store_open(dir, &st) == TH_OK);
+  store_t *st = temp_store(dir);
   tc_workload wl;
   memset(&wl, 0, sizeof wl);
   wl.kernel = TC_KERNEL_CONCAT;
@@ -466,14 +473,31 @@ TH_TEST(concat_zero_flops) {
   return 0;
 }
 
+/* The manifest (malloc'd) of mobilenet at batch 1 for sm_90 at precision (NULL: fp32), built through the build
+ * lookup of st's records, as the daemon builds (no output files). */
+static char *build_mobilenet(store_t *st, const char *precision) {
+  tune_build_lookup_ctx lc = {.st = st, .target = "cuda -arch=sm_90"};
+  tc_build_opts bo;
+  memset(&bo, 0, sizeof bo);
+  bo.framework = "cuda";
+  bo.network = "mobilenet";
+  bo.batch = 1;
+  bo.arch = "sm_90";
+  bo.precision = precision;
+  bo.lookup = tune_build_lookup;
+  bo.lookup_ctx = &lc;
+  char *man = NULL, err[1024] = "";
+  th_status rc = tc_build_bundle(&bo, NULL, NULL, &man, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "build %s: %s\n", precision ? precision : "fp32", err);
+  CHECK(rc == TH_OK && man);
+  return man;
+}
+
 TH_TEST(mobilenet_xgb_build) {
   if (!setup_fake()) return 77;
   double t0 = th_now_mono();
   char dir[256];
-  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
-  store_t *st = NULL;
-  CHECK(store_open(dir, &st) == TH_OK);
+  store_t *st = temp_store(dir);
   /* Two mobilenet GPU tasks: the cheapest depthwise and the cheapest conv2d (emulation cost). */
   tc_task *tasks = NULL;
   int n = 0;
@@ -526,19 +550,7 @@ TH_TEST(mobilenet_xgb_build) {
   double t1 = th_now_mono();
 
   /* A cuda build through the lookup: the tuned workloads say "tuned" in the manifest. */
-  tune_build_lookup_ctx lc = {.st = st, .target = "cuda -arch=sm_90"};
-  tc_build_opts bo;
-  memset(&bo, 0, sizeof bo);
-  bo.framework = "cuda";
-  bo.network = "mobilenet";
-  bo.batch = 1;
-  bo.arch = "sm_90";
-  bo.lookup = tune_build_lookup;
-  bo.lookup_ctx = &lc;
-  char *man = NULL, err[1024] = "";
-  rc = tc_build_bundle(&bo, NULL, NULL, &man, err, sizeof err);
-  if (rc != TH_OK) fprintf(stderr, "build: %s\n", err);
-  CHECK(rc == TH_OK && man);
+  char *man = build_mobilenet(st, NULL);
   for (int k = 0; k < 2; k++) {
     char needle[1200];
     snprintf(needle, sizeof needle, "\"workload\": \"%s\"", keys[k]);
@@ -558,6 +570,98 @@ TH_TEST(mobilenet_xgb_build) {
   rm_r(dir);
   rm_r(emu_dir);
   fprintf(stderr, "mobilenet_xgb_build: session %.1f s, build %.1f s\n", t1 - t0, th_now_mono() - t1);
+  return 0;
+}
+
+/* The "source" of the manifest layer whose workload is key ("tuned", "fallback", ...) into out; 0 when no layer
+ * has that workload. */
+static int layer_source(const char *man, const char *key, char *out, size_t n) {
+  json_t *m = json_loads(man, 0, NULL);
+  json_t *layer;
+  size_t i;
+  int found = 0;
+  json_array_foreach(json_object_get(m, "layers"), i, layer) {
+    const char *w = json_string_value(json_object_get(layer, "workload"));
+    if (!found && w && !strcmp(w, key)) {
+      snprintf(out, n, "%s", json_string_value(json_object_get(layer, "source")) ?: "");
+      found = 1;
+    }
+  }
+  json_decref(m);
+  return found;
+}
+
+/* Issue 25: a tf32 session tunes the workloads a tf32 build runs. tune_session_new at precision tf32 gives the
+ * network's GEMM tasks (mobilenet's dense) the " tf32" key and leaves the others fp32; tuning that task stores
+ * records under the tf32 key, a tf32 build applies them, and an fp32 build does not. */
+TH_TEST(tf32_tune_and_build) {
+  if (!setup_fake()) return 77;
+  char dir[256];
+  store_t *st = temp_store(dir);
+  tune_options o;
+  quick_opts(&o, "random", 3, 3);
+  o.verify_top = 0;
+  o.precision = TC_PRECISION_TF32;
+  /* the session's tasks: the dense one keyed tf32, every other one fp32 */
+  tune_session_t *s = NULL;
+  th_status rc = tune_session_new(st, CUDA, "sm_90", &(tc_netsrc){"mobilenet", NULL, NULL}, 1, &o, &s);
+  if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
+  CHECK(rc == TH_OK);
+  tune_progress p;
+  tune_session_progress(s, &p);
+  int dense = 0;
+  for (int i = 0; i < p.ntasks; i++) {
+    size_t len = strlen(p.tasks[i].key);
+    int tf32 = len > 5 && !strcmp(p.tasks[i].key + len - 5, " tf32");
+    CHECK_EQ_INT(tf32, !strcmp(p.tasks[i].template_name, tc_kernel_name(TC_KERNEL_DENSE)));
+    dense += tf32;
+  }
+  CHECK_EQ_INT(dense, 1);
+  tune_session_free(s);
+  /* below sm_80 a tf32 session is refused, naming why */
+  CHECK(tune_session_new(st, CUDA, "sm_75", &(tc_netsrc){"mobilenet", NULL, NULL}, 1, &o, &s) == TH_ERR_INVALID);
+  CHECK(strstr(tune_session_new_errmsg(), "sm_80 or newer") != NULL);
+  /* tune the dense task alone (the whole network is minutes of emulation): the workload as the session has it */
+  tc_backend_target bt;
+  CHECK(tc_backend_target_init(CUDA, "sm_90", &bt, NULL, 0) == TH_OK);
+  tc_task *tasks = NULL;
+  int n = 0;
+  CHECK(tc_network_tasks(&bt, &(tc_netsrc){"mobilenet", NULL, NULL}, 1, &tasks, &n) == TH_OK);
+  CHECK(tc_tasks_take_precision(tasks, n, TC_PRECISION_TF32) == TH_OK);
+  int di = -1;
+  for (int i = 0; i < n; i++)
+    if (tasks[i].wl.kernel == TC_KERNEL_DENSE) di = i;
+  CHECK(di >= 0);
+  char key[512], fp32_key[512];
+  snprintf(key, sizeof key, "%s", tasks[di].key);
+  tc_workload fwl = tasks[di].wl;
+  fwl.precision = TC_PRECISION_FP32;
+  CHECK(tc_workload_key(&fwl, fp32_key, sizeof fp32_key) == TH_OK);
+  CHECK(strlen(key) == strlen(fp32_key) + 5 && !strcmp(key + strlen(fp32_key), " tf32"));
+  rc = tune_session_new_workloads(st, CUDA, "sm_90", &tasks[di].wl, &tasks[di].count, 1, &o, &s);
+  if (rc != TH_OK) fprintf(stderr, "new: %s\n", tune_session_new_errmsg());
+  CHECK(rc == TH_OK);
+  CHECK(tune_session_run_all(s, NULL, NULL) == TH_OK);
+  tune_session_free(s);
+  free(tasks);
+  rec_ctx r = {.key = key, .tuner = "random"};
+  CHECK(store_record_each(st, tc_kernel_name(TC_KERNEL_DENSE), "cuda -arch=sm_90", rec_cb, &r) == TH_OK);
+  CHECK(r.n == 3 && r.ok >= 1);
+  rec_ctx none = {.key = fp32_key, .tuner = "random"};
+  CHECK(store_record_each(st, tc_kernel_name(TC_KERNEL_DENSE), "cuda -arch=sm_90", rec_cb, &none) == TH_OK);
+  CHECK_EQ_INT(none.n, 0);
+  /* the tf32 build applies them; the fp32 build's dense layer has no record of its own */
+  const char *precisions[2] = {"tf32", "fp32"};
+  for (int k = 0; k < 2; k++) {
+    char *man = build_mobilenet(st, precisions[k]), src[32] = "";
+    CHECK(layer_source(man, k == 0 ? key : fp32_key, src, sizeof src));
+    CHECK_EQ_INT(strcmp(src, "tuned") == 0, k == 0);
+    CHECK(!layer_source(man, k == 0 ? fp32_key : key, src, sizeof src));
+    free(man);
+  }
+  store_close(st);
+  rm_r(dir);
+  rm_r(emu_dir);
   return 0;
 }
 
@@ -772,10 +876,7 @@ TH_TEST(no_device) {
     return 77;
   }
   char dir[256];
-  snprintf(dir, sizeof dir, "/tmp/tuner_cuda_XXXXXX");
-  CHECK(mkdtemp(dir) != NULL);
-  store_t *st = NULL;
-  CHECK(store_open(dir, &st) == TH_OK);
+  store_t *st = temp_store(dir);
   tune_options o;
   quick_opts(&o, "xgb", 4, 4);
   tune_session_t *s = NULL;

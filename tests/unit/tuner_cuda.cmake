@@ -10,7 +10,7 @@ if(TH_HAVE_CUDA)
     set_target_properties(test_tuner_cuda PROPERTIES ENABLE_EXPORTS ON)
     add_dependencies(test_tuner_cuda th_fakecuda)
     foreach(c conv_random concat_zero_flops mobilenet_xgb_build reference_survives_restart
-              nvrtc_build_isolates_hang_and_crash nvrtc_build_worker_exec)
+              nvrtc_build_isolates_hang_and_crash nvrtc_build_worker_exec tf32_tune_and_build)
       set_tests_properties(tuner_cuda.${c} PROPERTIES
                            ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
     endforeach()
