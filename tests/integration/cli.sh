@@ -268,6 +268,13 @@ PY
 # manifest says tf32
 case_build_precision() {
   local net=squeezenet_v1.1
+  # the help shows --precision on build and tune (scripts/bench/gpu.sh reads it there)
+  "$TUNEHUB" help >"$TMP/help.txt" || fail "tunehub help"
+  local cmd
+  for cmd in build tune; do
+    awk -v c="$cmd" '/^  tunehub /{on = ($2 == c)} on && /\[--precision fp32\|tf32\]/{ok = 1} END{exit !ok}' \
+      "$TMP/help.txt" || fail "tunehub help: $cmd does not show [--precision fp32|tf32]"
+  done
   expect_fail 2 "tunehub build: --precision: precision tf32 needs the cuda framework; llvm takes fp32$" \
     "$TUNEHUB" build llvm "$net" 1 -o "$TMP/x.tar" --data "$DATA" --precision tf32
   expect_fail 2 "precision 'fp16' is not one of fp32, tf32$" \
