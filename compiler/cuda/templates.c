@@ -583,6 +583,11 @@ const tc_stmt *tc__cuda_strided_lower(tc__cuda_lc *L, const tc_space *s, const t
 /* ---- lowering helpers
  * -------------------------------------------------------------------------------- */
 
+tc__cuda_gemm tc__cuda_gemm_of(const tc_workload *wl) {
+  if (wl->kernel == TC_KERNEL_DENSE) return (tc__cuda_gemm){1, wl->n, wl->oc, wl->c, 0, 1, 1.0};
+  return (tc__cuda_gemm){wl->n, wl->h, wl->oc, wl->c, wl->trans_a, wl->trans_b, wl->alpha};
+}
+
 tc_var *tc__cuda_iv(tc__cuda_lc *L, const char *name) {
   return tc_var_new(L->ir, name, tc_type_int());
 }

@@ -209,7 +209,18 @@ const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_c
 #define TC__CUDA_WINDOW_OP(kernel, lower) \
   { (kernel), tc__cuda_window_space, tc__cuda_out_map_fallback, tc__cuda_out_map_shape, (lower) }
 
-/* ---- the shared-memory tiled GEMM (ops/gemm.c) of dense (batch >= 32) and batch_matmul ---- */
+/* ---- the GEMM families: dense and batch_matmul ---- */
+
+/* The product as a GEMM sees it, out[b, m, n] = alpha * sum_k A(b, m, k) B(b, k, n): dense is one
+ * batch of [rows, K] x [N, K]^T with alpha 1; batch_matmul its own. */
+typedef struct tc__cuda_gemm {
+  int64_t batch, M, N, K;
+  int trans_a, trans_b;
+  double alpha;
+} tc__cuda_gemm;
+tc__cuda_gemm tc__cuda_gemm_of(const tc_workload *wl);
+
+/* The shared-memory tiled GEMM (ops/gemm.c) of dense (batch >= 32) and batch_matmul. */
 
 /* Knobs tile_y (threads, rows per thread), tile_x (threads, columns per thread), tile_k and the
  * unroll pair. */

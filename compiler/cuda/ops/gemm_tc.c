@@ -12,16 +12,7 @@
 
 #include "templates_int.h"
 
-typedef struct tcg {
-  int64_t batch, M, N, K;
-  int trans_a, trans_b;
-  double alpha;
-} tcg;
-
-static tcg tcg_of(const tc_workload *wl) {
-  if (wl->kernel == TC_KERNEL_DENSE) return (tcg){1, wl->n, wl->oc, wl->c, 0, 1, 1.0};
-  return (tcg){wl->n, wl->h, wl->oc, wl->c, wl->trans_a, wl->trans_b, wl->alpha};
-}
+typedef tc__cuda_gemm tcg;
 
 static int64_t cdiv(int64_t a, int64_t b) {
   return (a + b - 1) / b;
@@ -68,7 +59,7 @@ static th_status tiles_of(const tcg *g, const tc_space *s, const tc_config *c, t
 
 th_status tc__cuda_tcgemm_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
                                 tc__cuda_shape *sh, char *why, size_t whylen) {
-  tcg g = tcg_of(wl);
+  tcg g = tc__cuda_gemm_of(wl);
   tcg_tiles T;
   th_status rc = tiles_of(&g, s, c, &T, why, whylen);
   if (rc != TH_OK) return rc;
@@ -82,10 +73,10 @@ th_status tc__cuda_tcgemm_shape(const tc_workload *wl, const tc_space *s, const 
 
 th_status tc__cuda_tcgemm_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                    const tc_space *s, tc_config *out) {
-  tcg g = tcg_of(wl);
+  tcg g = tc__cuda_gemm_of(wl);
   int kb = tc_space_knob(s, "block_tile"), kw = tc_space_knob(s, "warp_tile");
   int kk = tc_space_knob(s, "tile_k"), ks = tc_space_knob(s, "stages");
-  double best = -1e30;
+  double best = -1e30, wave = t->multiprocessors > 0 ? t->multiprocessors : 1;
   tc_config bestc = *out;
   for (int a = 0; a < s->knobs[kb].nvalues; a++)
     for (int b = 0; b < s->knobs[kw].nvalues; b++)
@@ -100,12 +91,12 @@ th_status tc__cuda_tcgemm_fallback(const tc_workload *wl, const tc_cuda_target *
           double pad =
               (double)cdiv(g.M, bt[0]) * bt[0] * cdiv(g.N, bt[1]) * bt[1] / ((double)g.M * g.N);
           /* larger warp tiles reuse each fragment more; 4 to 8 warps; little padding; a deep k
-           * step and a pipeline (2-3 stages) when K allows; about a wave of blocks on an A100 or
-           * H100-sized GPU (108-132 SMs) */
+           * step and a pipeline (2-3 stages) when K allows; a wave of blocks on the target's
+           * multiprocessors */
           double score = 0.5 * log2((double)wt[0] * wt[1]) - fabs(log2((double)warps) - 2.5) -
                          2.0 * log2(pad) + (stages >= 2 ? 0.5 : 0) +
                          (bk <= g.K ? 0.25 * log2((double)bk) : -1.0);
-          if (blocks < 128) score -= log2(128.0 / blocks);
+          if (blocks < wave) score -= log2(wave / blocks);
           if (score > best) {
             best = score;
             bestc = *out;
@@ -223,7 +214,7 @@ static const tc_stmt *intrin0(tc__cuda_lc *L, tc_intrin_kind k, int64_t imm) {
 const tc_stmt *tc__cuda_tcgemm_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *cfg) {
   const tc_workload *wl = L->wl;
   tcg_lc Xs, *X = &Xs;
-  X->g = tcg_of(wl);
+  X->g = tc__cuda_gemm_of(wl);
   if (tiles_of(&X->g, s, cfg, &X->T, NULL, 0) != TH_OK) {
     L->ir->err = TH_ERR_INTERNAL;
     return NULL;
