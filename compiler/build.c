@@ -490,7 +490,8 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     rc = tc__lowered(&t, &net, o->batch, o->input_h, o->input_w, o->params == NULL, o->fuse_off, &g,
                      &calls, &ncalls, &ws, err, errlen);
   for (int i = 0; rc == TH_OK && i < ncalls; i++) /* the GEMM families take the precision */
-    if (calls[i].wl.kernel == TC_KERNEL_DENSE || calls[i].wl.kernel == TC_KERNEL_BATCH_MATMUL)
+    if (calls[i].wl.kernel == TC_KERNEL_DENSE || calls[i].wl.kernel == TC_KERNEL_BATCH_MATMUL ||
+        calls[i].wl.kernel == TC_KERNEL_CONV2D)
       calls[i].wl.precision = prec;
   if (rc == TH_OK) {
     if (o->params) {
