@@ -31,7 +31,7 @@ if(TH_HAVE_CUDA)
   add_dependencies(test_compiler_cuda_emu th_fakecuda th_fakecuda_nographs)
   foreach(c resnet_18 resnet_18_tf32 mobilenet_v2 squeezenet_v1_1 mobilenet bert arch_newer_than_device_refused
             arch_older_than_device_runs measure_emulated measure_emulated_embedding
-            measure_emulated_skipped_elements measure_emulated_slow_reference measure_emulated_l2_flush
+            measure_emulated_skipped_elements measure_emulated_slow_reference measure_emulated_tf32_split_dyn measure_emulated_l2_flush
             graph_replays graph_capture_fails_falls_back graph_run_device_pointers dynamic_shared_over_48k)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
                          ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")

@@ -719,6 +719,20 @@ static tc_workload small_conv(void) {
   return wl;
 }
 
+/* wl at c through tc_cuda_measure with `repeat` repeats of at least 4 ms (o keeps the options): a
+ * clean measurement (class 0), or the test fails with the message. */
+static void measure_clean(const tc_workload *wl, const tc_config *c, const tc_cuda_target *t, int repeat,
+                          tc_measure_opts *o, tc_measure_result *r) {
+  tc_measure_opts_default(o);
+  o->repeat = repeat;
+  o->min_repeat_ms = 4;
+  CHECK(tc_cuda_measure(wl, c, t, o, r) == TH_OK);
+  if (r->error_class != TC_ERROR_CLASS_NONE) fprintf(stderr, "class %d: %s\n", r->error_class, r->msg);
+  CHECK_EQ_INT(r->error_class, TC_ERROR_CLASS_NONE);
+  fprintf(stderr, "measured: %.3g s per launch (number %d), NVRTC %.2f s, max rel err %.2g\n", r->cost_mean_s,
+          r->number, r->compile_s, r->max_rel_err);
+}
+
 TH_TEST(measure_emulated) {
   tc_cuda_target t;
   if (!fake_target(&t)) return 77;
@@ -728,15 +742,8 @@ TH_TEST(measure_emulated) {
   char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512];
   emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
   tc_measure_opts o;
-  tc_measure_opts_default(&o);
-  o.repeat = 5;
-  o.min_repeat_ms = 4;
   tc_measure_result r;
-  CHECK(tc_cuda_measure(&wl, &c, &t, &o, &r) == TH_OK);
-  if (r.error_class != TC_ERROR_CLASS_NONE) fprintf(stderr, "class %d: %s\n", r.error_class, r.msg);
-  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
-  fprintf(stderr, "measured: %.3g s per launch (number %d), NVRTC %.2f s, max rel err %.2g\n", r.cost_mean_s,
-          r.number, r.compile_s, r.max_rel_err);
+  measure_clean(&wl, &c, &t, 5, &o, &r);
   CHECK(r.number >= 4 && fabs(r.cost_mean_s - 1e-3) < 1e-9 && r.cost_std_s < 1e-9);
   o.rtol = -1;
   o.atol = -1;
@@ -759,6 +766,56 @@ TH_TEST(measure_emulated) {
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_INSTANTIATION);
   CHECK(r.compile_s == 0);
   emu_cleanup(dir);
+  return 0;
+}
+
+/* Knob `name` of c set to the value vals[0..width) of s; the test fails if s has no such value. */
+static void knob_at(const tc_space *s, tc_config *c, const char *name, const int *vals, int width) {
+  int k = tc_space_knob(s, name), found = 0;
+  CHECK(k >= 0);
+  for (int i = 0; i < s->knobs[k].nvalues && !found; i++)
+    if (memcmp(s->knobs[k].values[i], vals, (size_t)width * sizeof(int)) == 0) c->idx[k] = i, found = 1;
+  CHECK(found);
+}
+
+/* A tf32 conv through tc_cuda_measure and the fake driver (issue 25): a split_k 4 config runs both
+ * of its kernels per timed launch (the fake's events say 2 ms, 1 per kernel) with the scratch, and
+ * matches the reference at the tf32 tolerance; a 107 KiB config opts in to dynamic shared memory
+ * (cuFuncSetAttribute) and every launch passes the bytes. */
+TH_TEST(measure_emulated_tf32_split_dyn) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  tc_workload wl = small_conv();
+  wl.c = 16, wl.precision = TC_PRECISION_TF32;
+  for (int dyn = 0; dyn < 2; dyn++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&wl, &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&wl, &t, &s, &c) == TH_OK);
+    static const int bt[2][2] = {{32, 32}, {128, 128}}, wt[2][2] = {{16, 16}, {64, 64}};
+    static const int bk[2] = {8, 32}, st[2] = {2, 3}, split[2] = {4, 1};
+    knob_at(&s, &c, "block_tile", bt[dyn], 2);
+    knob_at(&s, &c, "warp_tile", wt[dyn], 2);
+    knob_at(&s, &c, "tile_k", &bk[dyn], 1);
+    knob_at(&s, &c, "stages", &st[dyn], 1);
+    knob_at(&s, &c, "split_k", &split[dyn], 1);
+    CHECK(tc_cuda_valid(&wl, &t, &s, &c, NULL, 0) == TH_OK);
+    char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512];
+    emu_candidate_patched(&wl, &t, &s, &c, 0, NULL, dir, emu, sizeof emu);
+    long opt0 = fake_counter("th_fakecu_opt_ins"), dyn0 = fake_counter("th_fakecu_dyn_launches");
+    tc_measure_opts o;
+    tc_measure_result r;
+    measure_clean(&wl, &c, &t, 3, &o, &r);
+    if (dyn) {
+      CHECK(fabs(r.cost_mean_s - 1e-3) < 1e-9);
+      CHECK(fake_counter("th_fakecu_opt_ins") == opt0 + 1 && fake_counter("th_fakecu_dyn_launches") > dyn0);
+      CHECK(fake_counter("th_fakecu_dyn_max") >= 100 * 1024);
+    } else {
+      CHECK(fabs(r.cost_mean_s - 2e-3) < 1e-9);
+      CHECK(fake_counter("th_fakecu_opt_ins") == opt0);
+    }
+    emu_cleanup(dir);
+  }
   return 0;
 }
 
