@@ -77,7 +77,7 @@ typedef struct tc_build_opts {
   const char *arch; /* the target (backend.h, tc_backend_target_init): cuda "sm_XX" (NULL: the device's arch,
                        else sm_90); llvm a CPU name or x86-64-vN (NULL or "native": the host CPU) */
   const char *precision; /* "fp32" (NULL: the default, IEEE fp32 with FMA) or "tf32" (cuda on sm_80 and
-                            newer: dense and batch_matmul on tensor cores, keyed apart from fp32;
+                            newer: dense, batch_matmul and conv2d on tensor cores, keyed apart from fp32;
                             tc_precision in workload.h); anything else is TH_ERR_INVALID */
   /* 0, or TC_FUSE_* groups (passes/passes.h) left out of the fuse pass, to time what they buy
    * (`tunehub build --no-fuse`); the manifest then lists them as "fusion_disabled". The registry

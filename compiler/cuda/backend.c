@@ -195,14 +195,24 @@ static th_status cuda__plan_kernels(const tc_backend_target *t, const tc__kernel
   (void)t;
   const cuda__emitted *x = e->priv;
   /* dyn_shared: the dynamic shared memory a launch passes (the runtime opts a kernel in above 48 KiB);
-   * no template declares any yet, so it is 0 */
-  th_buf_appendf(b, "static const struct th__kernel {\n  const char *name;\n  unsigned grid[3], block[3];\n"
+   * post, scratch: a split-k kernel's second kernel (launched right after it, NULL for none) and the
+   * floats of scratch both take after the call's arguments (one buffer, the largest, serves every
+   * call: the launches run in order on one stream) */
+  th_buf_appendf(b, "static const struct th__kernel {\n  const char *name, *post;\n  unsigned long long scratch;\n"
+                    "  unsigned pgrid[3], pblock[3];\n  unsigned grid[3], block[3];\n"
                     "  unsigned dyn_shared;\n} th__kernels[] = {\n");
   for (int k = 0; k < nk; k++) {
     const tc_cuda_launch *l = &x->launch[k];
-    th_buf_appendf(b, "  {\"%s\", {%lldu, %lldu, %lldu}, {%du, %du, %du}, 0u}, /* %s */\n", ks[k].fn,
-                   (long long)l->grid[0], (long long)l->grid[1], (long long)l->grid[2], l->block[0], l->block[1],
-                   l->block[2], ks[k].key);
+    th_buf_appendf(b, "  {\"%s\", ", ks[k].fn);
+    if (l->scratch_floats > 0)
+      th_buf_appendf(b, "\"%s_r\", %lldull, {%lldu, %lldu, %lldu}, {%du, %du, %du}, ", ks[k].fn,
+                     (long long)l->scratch_floats, (long long)l->post_grid[0], (long long)l->post_grid[1],
+                     (long long)l->post_grid[2], l->post_block[0], l->post_block[1], l->post_block[2]);
+    else
+      th_buf_appendf(b, "0, 0ull, {0u, 0u, 0u}, {0u, 0u, 0u}, ");
+    th_buf_appendf(b, "{%lldu, %lldu, %lldu}, {%du, %du, %du}, %du}, /* %s */\n", (long long)l->grid[0],
+                   (long long)l->grid[1], (long long)l->grid[2], l->block[0], l->block[1], l->block[2],
+                   l->dyn_shared, ks[k].key);
   }
   return th_buf_appendf(b, "};\n\n");
 }
@@ -247,6 +257,8 @@ static void cuda__manifest_layer(const tc__emit *e, int kernel, json_t *l) {
                                            (json_int_t)k->grid[2]));
   json_object_set_new(l, "block", json_pack("[i,i,i]", k->block[0], k->block[1], k->block[2]));
   json_object_set_new(l, "shared_bytes", json_integer(k->shared_bytes));
+  if (k->dyn_shared > 0) json_object_set_new(l, "dyn_shared_bytes", json_integer(k->dyn_shared));
+  if (k->scratch_floats > 0) json_object_set_new(l, "split_k_scratch_floats", json_integer(k->scratch_floats));
 }
 
 /* ---- candidates --------------------------------------------------------------------------------------- */

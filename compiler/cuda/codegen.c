@@ -1,6 +1,7 @@
 /* The CUDA C printer: loop IR -> one `extern "C" __global__` function. Loops bound to GPU axes
  * become `const int v = min + blockIdx.x;` (their extents become the launch grid/block, checked to
- * agree when an axis is bound more than once), SHARED allocations become `__shared__` arrays, SYNC
+ * agree when an axis is bound more than once), SHARED allocations become `__shared__` arrays (or,
+ * for a kernel staging above 48 KiB, pointers into its `extern __shared__` block), SYNC
  * `__syncthreads()`, 4-lane loads/stores with 16-byte alignment become float4 accesses, and serial
  * loop nests with constant extents whose iteration count is at most the config's
  * auto_unroll_max_step are unrolled, either with `#pragma unroll` or, with unroll_explicit, by
@@ -402,17 +403,25 @@ static void cg_stmt(cg *c, const tc_stmt *s) {
         cg_fail(c, TH_ERR_UNSUPPORTED, "global allocations inside a kernel", NULL);
         return;
       }
-      int64_t bytes = s->count * 4 * lanes;
-      if (s->scope == TC_SCOPE_SHARED) c->shared_bytes += bytes;
+      int64_t bytes = s->count * 4 * lanes, at = c->shared_bytes;
+      if (s->scope == TC_SCOPE_SHARED) /* 16-byte aligned pieces of the dynamic block */
+        c->shared_bytes += c->k->dyn_shared ? (bytes + 15) / 16 * 16 : bytes;
       else c->local_floats += s->count * lanes;
       cg_indent(c);
       th_buf_appendf(c->b, "{\n");
       c->depth++;
       cg_indent(c);
-      th_buf_appendf(c->b, "%s%s ", s->scope == TC_SCOPE_SHARED ? "__shared__ __align__(16) " : "",
-                     lanes == 4 ? "float4" : "float");
-      cg_var(c, s->var);
-      th_buf_appendf(c->b, "[%" PRId64 "];\n", s->count);
+      if (s->scope == TC_SCOPE_SHARED && c->k->dyn_shared) { /* carved from the dynamic block */
+        th_buf_appendf(c->b, "%s *const ", lanes == 4 ? "float4" : "float");
+        cg_var(c, s->var);
+        th_buf_appendf(c->b, " = (%s *)(th_dyn_smem + %" PRId64 ");\n", lanes == 4 ? "float4" : "float",
+                       at / 4);
+      } else {
+        th_buf_appendf(c->b, "%s%s ", s->scope == TC_SCOPE_SHARED ? "__shared__ __align__(16) " : "",
+                       lanes == 4 ? "float4" : "float");
+        cg_var(c, s->var);
+        th_buf_appendf(c->b, "[%" PRId64 "];\n", s->count);
+      }
       cg_stmt(c, s->body);
       c->depth--;
       cg_indent(c);
@@ -513,7 +522,12 @@ th_status tc_cuda_prelude(th_buf *src) {
       "__device__ __forceinline__ float4 th_ld4u(const float *p, int i) { return make_float4(p[i], "
       "p[i + 1], p[i + 2], p[i + 3]); }\n"
       "__device__ __forceinline__ void th_st4u(float *p, int i, float4 v) { p[i] = v.x; p[i + 1] = v.y; "
-      "p[i + 2] = v.z; p[i + 3] = v.w; }\n");
+      "p[i + 2] = v.z; p[i + 3] = v.w; }\n"
+      /* a kernel staging through dynamic shared memory carves its buffers from this (the CPU
+       * emulation of the tests defines its own) */
+      "#ifndef TH_DYN_SHARED\n"
+      "#define TH_DYN_SHARED(name) extern __shared__ __align__(16) float name[]\n"
+      "#endif\n");
   /* the tensor-core and cp.async helpers (TC_STMT_INTRIN), for sm_80 and newer only: ptxas for an
    * older arch never sees them, and the CPU emulation of the tests defines its own */
   static const char tc[] =
@@ -562,13 +576,15 @@ th_status tc_cuda_codegen(const tc_cuda_lowered *k, const char *fn, int nargs, t
       launch->grid[a] = c.bound[a] ? c.bound[a] : 1;
       launch->block[a] = c.bound[3 + a] ? c.bound[3 + a] : 1;
     }
-    launch->shared_bytes = (int)c.shared_bytes;
+    if (k->dyn_shared) launch->dyn_shared = (int)c.shared_bytes;
+    else launch->shared_bytes = (int)c.shared_bytes;
     launch->local_floats = (int)c.local_floats;
     int threads = launch->block[0] * launch->block[1] * launch->block[2];
     th_buf_appendf(src, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", threads, fn);
     for (int a = 0; a < nargs; a++)
       th_buf_appendf(src, "%s%s *a%d", a ? ", " : "", c.int_param[a] ? "long long" : "float", a);
     th_buf_appendf(src, ") {\n");
+    if (k->dyn_shared) th_buf_appendf(src, "  TH_DYN_SHARED(th_dyn_smem);\n");
     rc = th_buf_append(src, body.data, body.len);
     if (rc == TH_OK) rc = th_buf_appendf(src, "}\n\n");
   }

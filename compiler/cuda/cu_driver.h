@@ -45,6 +45,7 @@ typedef struct tc_cu {
   tc_cu_result (*EventQuery)(tc_cu_handle);
   tc_cu_result (*EventElapsedTime)(float *, tc_cu_handle, tc_cu_handle);
   tc_cu_result (*GetErrorString)(tc_cu_result, const char **);
+  tc_cu_result (*FuncSetAttribute)(tc_cu_handle, int, int);
 } tc_cu;
 
 /* The driver table, loaded and cuInit'ed once per process. TH_ERR_UNSUPPORTED with "no CUDA device: ..."
@@ -58,6 +59,8 @@ const char *tc__cu_errstr(const tc_cu *cu, tc_cu_result r);
 #define TC_CU_ATTR_MAX_BLOCK_DIM_X 2 /* Y, Z follow */
 #define TC_CU_ATTR_MAX_GRID_DIM_X 5  /* Y, Z follow */
 #define TC_CU_ATTR_MAX_SHARED_PER_BLOCK 8
+/* CUfunction_attribute: a kernel's dynamic shared memory above 48 KiB needs this opt-in */
+#define TC_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED 8
 #define TC_CU_ATTR_MAX_REGS_PER_BLOCK 12
 #define TC_CU_ATTR_MAX_THREADS_PER_SM 39
 #define TC_CU_ATTR_MAX_SHARED_PER_SM 81

@@ -54,6 +54,7 @@ static void tc__cu_load(void) {
       {(void **)&c->EventQuery, "cuEventQuery"},
       {(void **)&c->EventElapsedTime, "cuEventElapsedTime"},
       {(void **)&c->GetErrorString, "cuGetErrorString"},
+      {(void **)&c->FuncSetAttribute, "cuFuncSetAttribute"},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     *syms[i].slot = dlsym(h, syms[i].name);

@@ -262,6 +262,19 @@ static th_status tc__tf32_scale(const tc_workload *wl, float *const *host, int o
   return rc;
 }
 
+/* One run of a candidate: its kernel, then the second kernel of a split-k config. */
+static tc_cu_result tc__launch(const tc_cu *cu, tc_cu_handle fn, tc_cu_handle post, const tc_cuda_launch *l,
+                               tc_cu_handle stream, void **params) {
+  tc_cu_result cr = cu->LaunchKernel(fn, (unsigned)l->grid[0], (unsigned)l->grid[1], (unsigned)l->grid[2],
+                                     (unsigned)l->block[0], (unsigned)l->block[1], (unsigned)l->block[2],
+                                     (unsigned)l->dyn_shared, stream, params, NULL);
+  if (cr == 0 && post)
+    cr = cu->LaunchKernel(post, (unsigned)l->post_grid[0], (unsigned)l->post_grid[1], (unsigned)l->post_grid[2],
+                          (unsigned)l->post_block[0], (unsigned)l->post_block[1], (unsigned)l->post_block[2], 0,
+                          stream, params, NULL);
+  return cr;
+}
+
 th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_cuda_target *t,
                           const tc_measure_opts *opts, tc_measure_result *r) {
   if (!wl || (!cfg && !(opts && opts->reference_only)) || !t || !r) return TH_ERR_INVALID;
@@ -297,9 +310,9 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   if (tc_cuda_device_query(&gpu, NULL, 0) == TH_OK) tc_cuda_target_use_device(&dt, &gpu);
   t = &dt;
 
-  tc_cu_ptr dev[5] = {0}, flush = 0;
+  tc_cu_ptr dev[6] = {0}, flush = 0; /* the arguments, then a split-k config's scratch */
   size_t flush_n = 0;
-  tc_cu_handle mod = NULL, fn = NULL, stream = NULL, ev0 = NULL, ev1 = NULL;
+  tc_cu_handle mod = NULL, fn = NULL, post = NULL, stream = NULL, ev0 = NULL, ev1 = NULL;
   int have_ctx = 0;
   char *cubin = NULL;
   double *costs = NULL;
@@ -336,7 +349,14 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   cr = cu->ModuleLoadData(&mod, o.image ? o.image : cubin);
   if (cr != 0) TC__FAIL(TC_ERROR_CLASS_COMPILE_DEVICE, "cuModuleLoadData (%s): %s", t->arch, tc__cu_errstr(cu, cr));
   cr = cu->ModuleGetFunction(&fn, mod, "th_candidate");
+  if (cr == 0 && l.scratch_floats > 0) cr = cu->ModuleGetFunction(&post, mod, "th_candidate_r");
   if (cr != 0) TC__FAIL(TC_ERROR_CLASS_COMPILE_DEVICE, "cuModuleGetFunction: %s", tc__cu_errstr(cu, cr));
+  if (l.dyn_shared > 48 * 1024) { /* tc_cuda_valid held it to the device's opt-in maximum */
+    cr = cu->FuncSetAttribute(fn, TC_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED, l.dyn_shared);
+    if (cr != 0)
+      TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "cuFuncSetAttribute(%d bytes of dynamic shared memory): %s",
+               l.dyn_shared, tc__cu_errstr(cu, cr));
+  }
 
   /* the inputs and the reference, on the CPU before the deadline starts: the naive reference of a
    * large workload (vgg's convolutions at batch 4 and up) alone takes longer than the timeout */
@@ -368,7 +388,7 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
       if (fr != TH_OK) TC__FAIL(TC_ERROR_CLASS_INSTANTIATION, "no CPU reference for this workload");
     }
   }
-  void *params[5] = {0}; /* past nargs: NULL (the fake driver reads up to the first NULL) */
+  void *params[6] = {0}; /* past nargs: NULL (the fake driver reads up to the first NULL) */
   for (int a = 0; a < nargs; a++) {
     params[a] = &dev[a];
     if (sizes[a] == 0) continue;
@@ -378,6 +398,13 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
     if (cr != 0)
       TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "allocating %lld floats: %s", (long long)sizes[a],
                tc__cu_errstr(cu, cr));
+  }
+  if (l.scratch_floats > 0) { /* split-k: the partial sums between the two kernels */
+    params[nargs] = &dev[nargs];
+    cr = cu->MemAlloc(&dev[nargs], (size_t)l.scratch_floats * sizeof(float));
+    if (cr != 0)
+      TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "allocating %lld floats of scratch: %s",
+               (long long)l.scratch_floats, tc__cu_errstr(cu, cr));
   }
   cr = cu->StreamCreate(&stream, 1);
   if (cr == 0) cr = cu->EventCreate(&ev0, 0);
@@ -394,9 +421,8 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
   }
   /* the deadline covers the device work only */
   double deadline = th_now_mono() + o.timeout_s;
-#define TC__LAUNCH()                                                                                       \
-  cu->LaunchKernel(fn, (unsigned)l.grid[0], (unsigned)l.grid[1], (unsigned)l.grid[2], (unsigned)l.block[0], \
-                   (unsigned)l.block[1], (unsigned)l.block[2], 0, stream, params, NULL)
+  /* a candidate is one kernel, or a split-k config's two */
+#define TC__LAUNCH() tc__launch(cu, fn, post, &l, stream, params)
 
   /* one checked run */
   cr = TC__LAUNCH();
@@ -461,7 +487,7 @@ done:
     if (ev0) cu->EventDestroy(ev0);
     if (ev1) cu->EventDestroy(ev1);
     if (stream) cu->StreamDestroy(stream);
-    for (int a = 0; a < 5; a++)
+    for (int a = 0; a < 6; a++)
       if (dev[a]) cu->MemFree(dev[a]);
     if (flush) cu->MemFree(flush);
     if (mod) cu->ModuleUnload(mod);

@@ -52,12 +52,19 @@ th_status tc_cuda_target_init(tc_cuda_target *t, const char *arch);
 
 /* ---- templates (templates.c; one file per family in cuda/ops/) ------------------------------------ */
 
-/* Launch facts of one generated kernel, found by the codegen from the IR's bound loops. */
+/* Launch facts of one generated kernel, found by the codegen from the IR's bound loops. A workload
+ * whose config splits K (split_k) runs as two kernels, `fn` and then `fn` "_r", both taking the
+ * workload's arguments and then a scratch buffer of scratch_floats floats (which the caller
+ * allocates; its contents need no initialisation and are dead after the second kernel). */
 typedef struct tc_cuda_launch {
   int64_t grid[3];
   int block[3];
   int shared_bytes; /* static __shared__ bytes */
+  int dyn_shared;   /* dynamic shared bytes every launch passes (above 48 KiB: the opt-in attribute) */
   int local_floats; /* per-thread local array floats (a register-pressure estimate) */
+  int64_t scratch_floats; /* 0: one kernel, the workload's arguments only */
+  int64_t post_grid[3];   /* the second kernel's launch, when scratch_floats > 0 */
+  int post_block[3];
 } tc_cuda_launch;
 
 /* A lowered GPU kernel: the loop IR plus the codegen options the config chose. */
@@ -65,6 +72,9 @@ typedef struct tc_cuda_lowered {
   const tc_stmt *body;
   int unroll_max_step; /* serial constant loop nests with at most this many iterations get unrolled */
   int unroll_explicit; /* 1: the codegen replicates such bodies; 0: it emits #pragma unroll */
+  int dyn_shared;      /* 1: shared allocations are carved from `extern __shared__` memory */
+  const tc_stmt *post; /* the second kernel of a split-k config (NULL: none) */
+  int64_t scratch_floats; /* the scratch both kernels take as their last parameter (0: none) */
 } tc_cuda_lowered;
 
 /* Nonzero when family k has a GPU template. */
@@ -79,7 +89,8 @@ th_status tc_cuda_space(const tc_workload *wl, const tc_cuda_target *t, tc_space
 th_status tc_cuda_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
                            tc_config *out);
 /* TH_OK if cfg is a point of s that fits the device: threads per block and per dimension, grid limits,
- * static shared memory, a register estimate, 32-bit index range. TH_ERR_INVALID otherwise, with a reason
+ * shared memory (48 KiB of static __shared__; a template staging through dynamic shared memory up to
+ * the target's opt-in maximum), a register estimate, 32-bit index range. TH_ERR_INVALID otherwise, with a reason
  * in why (may be NULL). Never calls NVRTC. */
 th_status tc_cuda_valid(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
                         const tc_config *cfg, char *why, size_t whylen);
@@ -92,11 +103,13 @@ th_status tc_cuda_lower(const tc_workload *wl, const tc_config *cfg, const tc_cu
 /* The helpers every translation unit starts with (float4 arithmetic); append once per unit. */
 th_status tc_cuda_prelude(th_buf *src);
 /* Appends `extern "C" __global__ void fn(float *a0, ...)` for the lowered kernel (nargs parameters) to
- * src and fills *launch. TH_ERR_UNSUPPORTED (with err) for IR the printer cannot express (vector widths
+ * src and fills *launch (k->post is not printed: tc_cuda_kernel_source prints it as a kernel of its
+ * own). TH_ERR_UNSUPPORTED (with err) for IR the printer cannot express (vector widths
  * other than 1/4, gathers, conflicting extents on one thread axis). */
 th_status tc_cuda_codegen(const tc_cuda_lowered *k, const char *fn, int nargs, th_buf *src,
                           tc_cuda_launch *launch, char *err, size_t errlen);
-/* Lower + codegen of one workload (no prelude). */
+/* Lower + codegen of one workload (no prelude): `fn`, and `fn` "_r" after it for a split-k config
+ * (launch->scratch_floats > 0). */
 th_status tc_cuda_kernel_source(const tc_workload *wl, const tc_config *cfg, const tc_cuda_target *t,
                                 const char *fn, th_buf *src, tc_cuda_launch *launch, char *err,
                                 size_t errlen);

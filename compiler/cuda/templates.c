@@ -170,13 +170,23 @@ th_status tc__cuda_fits(const tc__cuda_shape *sh, const tc_cuda_target *t, char 
       return tc__cuda_whyf(why, whylen, "grid dimension %c of %lld blocks outside 1..%lld (%s)",
                            axis[a], (long long)sh->grid[a], (long long)t->max_grid[a], from);
   }
-  /* templates use static __shared__ arrays: capped per block (48 KiB) and by a multiprocessor */
+  /* static __shared__ arrays are capped per block (48 KiB) and by a multiprocessor; a template that
+   * can stage through dynamic shared memory goes up to the opt-in maximum per block */
   int shared_cap =
       t->max_shared_bytes < t->max_shared_per_sm ? t->max_shared_bytes : t->max_shared_per_sm;
-  if (sh->shared_bytes > shared_cap)
+  if (sh->dyn_shared_ok && sh->shared_bytes > shared_cap) {
+    int optin = t->max_shared_optin < t->max_shared_per_sm ? t->max_shared_optin
+                                                            : t->max_shared_per_sm;
+    if (sh->shared_bytes > optin)
+      return tc__cuda_whyf(why, whylen,
+                           "dynamic shared memory of %lld bytes per block over the opt-in limit of "
+                           "%d bytes (%s)",
+                           (long long)sh->shared_bytes, optin, from);
+  } else if (sh->shared_bytes > shared_cap) {
     return tc__cuda_whyf(
         why, whylen, "static shared memory of %lld bytes per block over the limit of %d bytes (%s)",
         (long long)sh->shared_bytes, shared_cap, from);
+  }
   int64_t regs = sh->local_floats + 32; /* accumulators + addressing and staging */
   if (regs > t->max_regs_per_thread)
     return tc__cuda_whyf(why, whylen,
@@ -583,6 +593,21 @@ const tc_stmt *tc__cuda_strided_lower(tc__cuda_lc *L, const tc_space *s, const t
 /* ---- lowering helpers
  * -------------------------------------------------------------------------------- */
 
+tc__cuda_gemm tc__cuda_gemm_of(const tc_workload *wl) {
+  if (wl->kernel == TC_KERNEL_DENSE) return (tc__cuda_gemm){1, wl->n, wl->oc, wl->c, 0, 1, 1.0};
+  if (wl->kernel == TC_KERNEL_CONV2D)
+    return (tc__cuda_gemm){wl->n, wl->oc, (int64_t)wl->oh * wl->ow, (int64_t)wl->c * wl->kh * wl->kw,
+                           0, 0, 1.0};
+  return (tc__cuda_gemm){wl->n, wl->h, wl->oc, wl->c, wl->trans_a, wl->trans_b, wl->alpha};
+}
+
+tc_var *tc__cuda_scratch(tc__cuda_lc *L, int64_t floats) {
+  if (!L->scratch)
+    L->scratch = tc_var_buffer(L->ir, "ws", tc_type_f32(1), tc_op_nargs(L->wl->kernel));
+  if (floats > L->scratch_floats) L->scratch_floats = floats;
+  return L->scratch;
+}
+
 tc_var *tc__cuda_iv(tc__cuda_lc *L, const char *name) {
   return tc_var_new(L->ir, name, tc_type_int());
 }
@@ -654,7 +679,10 @@ th_status tc_cuda_lower(const tc_workload *wl, const tc_config *cfg, const tc_cu
   if (rc != TH_OK) return rc;
   tc_ir ir;
   tc_ir_init(&ir, arena);
-  tc__cuda_lc Ls = {&ir, wl, {0}, NULL}, *L = &Ls;
+  tc__cuda_lc Ls, *L = &Ls;
+  memset(L, 0, sizeof *L);
+  L->ir = &ir;
+  L->wl = wl;
   int nargs = tc_op_nargs(wl->kernel);
   static const char *names[5] = {"in", "w", "bias", "res", "out"};
   int64_t sizes[5];
@@ -664,12 +692,23 @@ th_status tc_cuda_lower(const tc_workload *wl, const tc_config *cfg, const tc_cu
     tc_type elem = tc_cuda_arg_elem_bytes(wl, a) == 8 ? tc_type_int() : tc_type_f32(1);
     if (sizes[a]) L->arg[a] = tc_var_buffer(&ir, nargs == 5 ? names[a] : "arg", elem, a);
   }
+  /* staging above the static limit (valid only for a template that allows it) is dynamic */
+  const tc__cuda_op *op = tc__cuda_op_of(wl);
+  tc__cuda_shape sh;
+  memset(&sh, 0, sizeof sh);
+  for (int a = 0; a < 3; a++) sh.grid[a] = sh.block[a] = 1;
+  if (op->shape(wl, &s, cfg, &sh, NULL, 0) != TH_OK) return TH_ERR_INTERNAL;
+  L->dyn_shared = sh.dyn_shared_ok && sh.shared_bytes > t->max_shared_bytes;
   memset(out, 0, sizeof *out);
   out->unroll_max_step = tc_config_int(&s, cfg, "auto_unroll_max_step", 0);
   out->unroll_explicit = tc_config_int(&s, cfg, "unroll_explicit", 0);
-  const tc_stmt *body = tc__cuda_op_of(wl)->lower(L, &s, cfg);
+  const tc_stmt *body = op->lower(L, &s, cfg);
   if (ir.err != TH_OK || !body) return ir.err != TH_OK ? ir.err : TH_ERR_INTERNAL;
   out->body = body;
+  out->dyn_shared = L->dyn_shared;
+  out->post = L->post;
+  out->scratch_floats = L->scratch ? L->scratch_floats : 0;
+  if (L->post && !L->scratch) return TH_ERR_INTERNAL; /* a second kernel reads the scratch */
   return TH_OK;
 }
 
@@ -687,7 +726,21 @@ th_status tc_cuda_kernel_source(const tc_workload *wl, const tc_config *cfg,
     snprintf(err, errlen, "cuda template %s: %s%s%s", tc_kernel_name(wl->kernel), th_status_str(rc),
              why[0] ? ": " : "", why);
   }
-  if (rc == TH_OK) rc = tc_cuda_codegen(&k, fn, tc_op_nargs(wl->kernel), src, launch, err, errlen);
+  int nargs = tc_op_nargs(wl->kernel) + (k.scratch_floats > 0);
+  if (rc == TH_OK) rc = tc_cuda_codegen(&k, fn, nargs, src, launch, err, errlen);
+  if (rc == TH_OK && k.post) { /* the second kernel: same parameters, no dynamic shared memory */
+    char post_fn[48];
+    tc_cuda_lowered p = k;
+    tc_cuda_launch pl;
+    p.body = k.post;
+    p.post = NULL;
+    p.dyn_shared = 0;
+    snprintf(post_fn, sizeof post_fn, "%s_r", fn);
+    rc = tc_cuda_codegen(&p, post_fn, nargs, src, &pl, err, errlen);
+    for (int a = 0; rc == TH_OK && a < 3; a++)
+      launch->post_grid[a] = pl.grid[a], launch->post_block[a] = pl.block[a];
+  }
+  if (rc == TH_OK) launch->scratch_floats = k.scratch_floats;
   th_arena_free(arena);
   return rc;
 }

@@ -16,6 +16,9 @@ typedef struct tc__cuda_shape {
   int block[3];
   int64_t shared_bytes;
   int64_t local_floats; /* per-thread accumulators: the register estimate */
+  /* 1: the template stages through dynamic shared memory where shared_bytes exceeds the 48 KiB of
+   * static __shared__, up to the target's opt-in maximum (tc__cuda_lc.dyn_shared) */
+  int dyn_shared_ok;
 } tc__cuda_shape;
 
 /* The state of one lowering: the IR, the workload and its argument buffers (NULL where unused). */
@@ -24,6 +27,13 @@ typedef struct tc__cuda_lc {
   const tc_workload *wl;
   tc_var *arg[5];
   const void *ctx; /* a family's own data for its element function (e.g. its window rule) */
+  /* Set by a template that runs as two kernels (split-k): the scratch buffer both take as their
+   * last parameter (tc__cuda_scratch), its floats, and the body of the kernel launched after the
+   * main one; NULL / 0 for a single kernel. */
+  tc_var *scratch;
+  int64_t scratch_floats;
+  const tc_stmt *post;
+  int dyn_shared; /* 1: the shared allocations go into dynamic shared memory (tc_cuda_valid said so) */
 } tc__cuda_lc;
 
 typedef struct tc__cuda_op {
@@ -209,7 +219,20 @@ const tc_stmt *tc__cuda_copy_lower(tc__cuda_lc *L, const tc_space *s, const tc_c
 #define TC__CUDA_WINDOW_OP(kernel, lower) \
   { (kernel), tc__cuda_window_space, tc__cuda_out_map_fallback, tc__cuda_out_map_shape, (lower) }
 
-/* ---- the shared-memory tiled GEMM (ops/gemm.c) of dense (batch >= 32) and batch_matmul ---- */
+/* ---- the GEMM families: dense, batch_matmul and, on tensor cores, conv2d as an implicit GEMM ---- */
+
+/* The product as a GEMM sees it, out[b, m, n] = alpha * sum_k A(b, m, k) B(b, k, n): dense is one
+ * batch of [rows, K] x [N, K]^T with alpha 1; batch_matmul its own; conv2d (NCHW, torch's OIHW
+ * weights) per image the weights [oc, c*kh*kw] times the im2col matrix [c*kh*kw, oh*ow], which is
+ * the output's NCHW layout as [n][oc][oh*ow]. */
+typedef struct tc__cuda_gemm {
+  int64_t batch, M, N, K;
+  int trans_a, trans_b;
+  double alpha;
+} tc__cuda_gemm;
+tc__cuda_gemm tc__cuda_gemm_of(const tc_workload *wl);
+
+/* The shared-memory tiled GEMM (ops/gemm.c) of dense (batch >= 32) and batch_matmul. */
 
 /* Knobs tile_y (threads, rows per thread), tile_x (threads, columns per thread), tile_k and the
  * unroll pair. */
@@ -221,10 +244,11 @@ th_status tc__cuda_gemm_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                  tc_config *c);
 const tc_stmt *tc__cuda_gemm_lower(tc__cuda_lc *L, const tc_space *s, const tc_config *c);
 
-/* ---- the TF32 tensor-core GEMM (ops/gemm_tc.c) of dense and batch_matmul at precision tf32 ---- */
+/* ---- the TF32 tensor-core GEMM (ops/gemm_tc.c) of dense, batch_matmul and conv2d at precision
+ * tf32 ---- */
 
-/* Knobs block_tile (BM, BN), warp_tile (WM, WN), tile_k and stages; TH_ERR_UNSUPPORTED below
- * sm_80. */
+/* Knobs block_tile (BM, BN), warp_tile (WM, WN), tile_k, stages and split_k; TH_ERR_UNSUPPORTED
+ * below sm_80. */
 th_status tc__cuda_tcgemm_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
 th_status tc__cuda_tcgemm_shape(const tc_workload *wl, const tc_space *s, const tc_config *c,
                                 tc__cuda_shape *sh, char *why, size_t whylen);
@@ -236,6 +260,9 @@ const tc_stmt *tc__cuda_tcgemm_lower(tc__cuda_lc *L, const tc_space *s, const tc
 
 /* ---- lowering helpers ---- */
 
+/* The scratch buffer of a two-kernel template (created once per lowering, the parameter after the
+ * workload's arguments), recording that the lowering needs `floats` of it. */
+tc_var *tc__cuda_scratch(tc__cuda_lc *L, int64_t floats);
 tc_var *tc__cuda_iv(tc__cuda_lc *L, const char *name);
 tc_var *tc__cuda_local(tc__cuda_lc *L, const char *name);
 const tc_stmt *tc__cuda_for(tc__cuda_lc *L, tc_var *v, int64_t ext, tc_for_kind k,

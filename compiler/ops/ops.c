@@ -134,7 +134,8 @@ th_status tc_workload_check(const tc_workload *wl) {
     return TH_ERR_INVALID;
   if (w->precision != TC_PRECISION_FP32 &&
       (w->precision != TC_PRECISION_TF32 ||
-       (w->kernel != TC_KERNEL_DENSE && w->kernel != TC_KERNEL_BATCH_MATMUL)))
+       (w->kernel != TC_KERNEL_DENSE && w->kernel != TC_KERNEL_BATCH_MATMUL &&
+        w->kernel != TC_KERNEL_CONV2D)))
     return TH_ERR_INVALID;
   if (w->kernel >= TC_KERNEL_BATCH_MATMUL) return tc__tensor_check(w);
   if (w->epilogue & cnn_act) { /* conv2d, depthwise and dense, alone among the activations */
@@ -219,7 +220,8 @@ th_status tc_precision_parse(const char *s, tc_precision *out) {
 }
 
 int tc_workload_take_precision(tc_workload *wl, tc_precision p) {
-  if (wl->kernel != TC_KERNEL_DENSE && wl->kernel != TC_KERNEL_BATCH_MATMUL) return 0;
+  if (wl->kernel != TC_KERNEL_DENSE && wl->kernel != TC_KERNEL_BATCH_MATMUL && wl->kernel != TC_KERNEL_CONV2D)
+    return 0;
   int changed = wl->precision != (int)p;
   wl->precision = p;
   return changed;

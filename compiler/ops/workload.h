@@ -62,9 +62,9 @@ enum {
 };
 
 /* The arithmetic of a workload (tc_workload.precision). FP32 is IEEE fp32 with FMA, every family's
- * default; TF32 (dense and batch_matmul on the GPU, sm_80 and newer) multiplies on tensor cores with
- * inputs rounded to 10 mantissa bits and accumulates in fp32: relative errors around 1e-3 of the
- * output's magnitude instead of 1e-6. A TF32 workload has its own key (" tf32"), so it never shares
+ * default; TF32 (dense, batch_matmul and conv2d on the GPU, sm_80 and newer) multiplies on tensor
+ * cores with inputs rounded to 10 mantissa bits and accumulates in fp32: relative errors around
+ * 1e-3 of the output's magnitude instead of 1e-6. A TF32 workload has its own key (" tf32"), so it never shares
  * tuning records with the FP32 one; FP32 keys are those from before precisions existed. */
 typedef enum tc_precision { TC_PRECISION_FP32 = 0, TC_PRECISION_TF32, TC_PRECISION_COUNT } tc_precision;
 
@@ -103,7 +103,7 @@ typedef struct tc_workload {
   int astride[TC_WL_DIMS];    /* COPY: the input's element strides; BINARY: a's (0 broadcasts) */
   int bstride[TC_WL_DIMS];    /* COPY: the output's element strides; BINARY: b's (0 broadcasts) */
   int aoff, boff;             /* COPY: element offsets of the first input and output element */
-  int precision;              /* tc_precision; TF32 for DENSE and BATCH_MATMUL only */
+  int precision;              /* tc_precision; TF32 for DENSE, BATCH_MATMUL and CONV2D only */
 } tc_workload;
 
 /* A canonical, stable text key for records, e.g. "conv2d_nchwc n1 c64 h56 w56 oc64 k3x3 s1x1 p1,1,1,1

@@ -375,7 +375,8 @@ typedef struct emu_kernel {
 } emu_kernel;
 
 /* The launcher: th_call<k> passes the argument array to kernel k (an integer buffer's parameter is
- * a `long long *`, so each pointer converts to what the kernel takes). */
+ * a `long long *`, so each pointer converts to what the kernel takes); a split-k kernel takes the
+ * scratch buffer after them, and th_post<k> runs its second kernel (th_emu_run_post). */
 static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
   th_buf_appendf(
       b,
@@ -385,15 +386,22 @@ static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
       "static void *th_thread(void *p) { th_targ *t = (th_targ *)p; threadIdx.x = t->x; "
       "threadIdx.y = t->y; threadIdx.z = t->z; t->fn(t->a); return 0; }\n");
   for (int k = 0; k < nk; k++) {
-    int n = tc_op_nargs(ks[k].wl.kernel);
-    th_buf_appendf(b, "static void th_call%d(float **a) { k%d(", k, k);
-    for (int i = 0; i < n; i++) th_buf_appendf(b, "%sth_arg{a[%d]}", i ? ", " : "", i);
-    th_buf_appendf(b, "); }\n");
+    int n = tc_op_nargs(ks[k].wl.kernel) + (ks[k].l.scratch_floats > 0);
+    for (int post = 0; post <= (ks[k].l.scratch_floats > 0); post++) {
+      th_buf_appendf(b, "static void th_%s%d(float **a) { k%d%s(", post ? "post" : "call", k, k,
+                     post ? "_r" : "");
+      for (int i = 0; i < n; i++) th_buf_appendf(b, "%sth_arg{a[%d]}", i ? ", " : "", i);
+      th_buf_appendf(b, "); }\n");
+    }
   }
   th_buf_appendf(b, "static th_fn th_fns[] = {");
   for (int k = 0; k < nk; k++) th_buf_appendf(b, "%sth_call%d", k ? ", " : "", k);
+  th_buf_appendf(b, "};\nstatic th_fn th_posts[] = {");
+  for (int k = 0; k < nk; k++)
+    if (ks[k].l.scratch_floats > 0) th_buf_appendf(b, "%sth_post%d", k ? ", " : "", k);
+    else th_buf_appendf(b, "%s0", k ? ", " : "");
   th_buf_appendf(b, "};\n"
-                    "extern \"C\" int th_emu_run(int k, float **a, const long long *grid, const int *block) {\n"
+                    "static int th_run(th_fn fn, float **a, const long long *grid, const int *block) {\n"
                     "  int T = block[0] * block[1] * block[2];\n"
                     "  pthread_t *ts = new pthread_t[T]; th_targ *args = new th_targ[T];\n"
                     "  pthread_attr_t at; pthread_attr_init(&at); pthread_attr_setstacksize(&at, 1 << 18);\n"
@@ -407,14 +415,18 @@ static void emu_launcher(th_buf *b, int nk, const emu_kernel *ks) {
                     "      int i = 0; th_emu_tc_reset();\n"
                     "      for (int tz = 0; tz < block[2]; tz++) for (int ty = 0; ty < block[1]; ty++)\n"
                     "        for (int tx = 0; tx < block[0]; tx++, i++) {\n"
-                    "          args[i].fn = th_fns[k]; args[i].a = a; args[i].x = tx; args[i].y = ty; args[i].z = tz;\n"
+                    "          args[i].fn = fn; args[i].a = a; args[i].x = tx; args[i].y = ty; args[i].z = tz;\n"
                     "          if (pthread_create(&ts[i], &at, th_thread, &args[i]) != 0) return -1;\n"
                     "        }\n"
                     "      for (int j = 0; j < T; j++) pthread_join(ts[j], 0);\n"
                     "    }\n"
                     "  for (int w = 0; w * 32 < T && w < 32; w++) pthread_barrier_destroy(&th_wbar[w]);\n"
                     "  pthread_barrier_destroy(&th_bar); pthread_attr_destroy(&at); delete[] ts; delete[] args;\n"
-                    "  return 0;\n}\n");
+                    "  return 0;\n}\n"
+                    "extern \"C\" int th_emu_run(int k, float **a, const long long *grid, const int *block) {\n"
+                    "  return th_run(th_fns[k], a, grid, block);\n}\n"
+                    "extern \"C\" int th_emu_run_post(int k, float **a, const long long *grid, const int *block) {\n"
+                    "  return th_posts[k] ? th_run(th_posts[k], a, grid, block) : -1;\n}\n");
 }
 
 /* Seeded inputs of slot i: floats in [-4, 4), int64 indices or cast values (tc_cuda_fill_i64);
@@ -440,41 +452,29 @@ typedef struct emu_lib {
   int nk;
   void *h;
   int (*run)(int, float **, const long long *, const int *);
+  int (*run_post)(int, float **, const long long *, const int *);
   char dir[64], cpp[128], so[128];
 } emu_lib;
 
-static void emu_build(emu_lib *e, const tc_workload *ws, int nw, int per, uint64_t seed) {
+/* The library of the given (workload, config) pairs, in order. */
+static void emu_build_cfgs(emu_lib *e, const tc_workload *ws, const tc_config *cs, int n) {
   memset(e, 0, sizeof *e);
   tc_cuda_target t;
   CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
-  e->ks = calloc((size_t)(nw * per), sizeof *e->ks);
+  e->ks = calloc((size_t)(n ? n : 1), sizeof *e->ks);
   CHECK(e->ks != NULL);
   th_buf src;
   th_buf_init(&src, (size_t)64 << 20);
   th_buf_appendf(&src, "%s", emu_header);
   CHECK(tc_cuda_prelude(&src) == TH_OK);
-  for (int i = 0; i < nw; i++) {
-    tc_space s;
-    tc_config c;
-    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
-    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
-    int64_t size = tc_space_size(&s);
-    for (int done = 0, tries = 0; done < per && tries < 5000; tries++) {
-      if (done > 0) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
-        if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
-      }
-      char fn[16], err[512] = "";
-      snprintf(fn, sizeof fn, "k%d", e->nk);
-      e->ks[e->nk].wl = ws[i];
-      th_status rc =
-          tc_cuda_kernel_source(&ws[i], &c, &t, fn, &src, &e->ks[e->nk].l, err, sizeof err);
-      if (rc != TH_OK) fprintf(stderr, "%s\n", err);
-      CHECK(rc == TH_OK);
-      e->nk++;
-      done++;
-    }
+  for (int i = 0; i < n; i++) {
+    char fn[16], err[512] = "";
+    snprintf(fn, sizeof fn, "k%d", e->nk);
+    e->ks[e->nk].wl = ws[i];
+    th_status rc = tc_cuda_kernel_source(&ws[i], &cs[i], &t, fn, &src, &e->ks[e->nk].l, err, sizeof err);
+    if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+    CHECK(rc == TH_OK);
+    e->nk++;
   }
   emu_launcher(&src, e->nk, e->ks);
   snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-XXXXXX");
@@ -489,8 +489,39 @@ static void emu_build(emu_lib *e, const tc_workload *ws, int nw, int per, uint64
   e->h = dlopen(e->so, RTLD_NOW | RTLD_LOCAL);
   CHECK(e->h != NULL);
   *(void **)&e->run = dlsym(e->h, "th_emu_run");
-  CHECK(e->run != NULL);
+  *(void **)&e->run_post = dlsym(e->h, "th_emu_run_post");
+  CHECK(e->run != NULL && e->run_post != NULL);
   th_buf_free(&src);
+}
+
+/* Every workload at its fallback and per - 1 random valid configs. */
+static void emu_build(emu_lib *e, const tc_workload *ws, int nw, int per, uint64_t seed) {
+  tc_cuda_target t;
+  CHECK(tc_cuda_target_init(&t, "sm_90") == TH_OK);
+  tc_workload *wl = calloc((size_t)(nw * per), sizeof *wl);
+  tc_config *cs = calloc((size_t)(nw * per), sizeof *cs);
+  CHECK(wl && cs);
+  int n = 0;
+  for (int i = 0; i < nw; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
+    int64_t size = tc_space_size(&s);
+    for (int done = 0, tries = 0; done < per && tries < 5000; tries++) {
+      if (done > 0) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
+        if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+      }
+      wl[n] = ws[i];
+      cs[n++] = c;
+      done++;
+    }
+  }
+  emu_build_cfgs(e, wl, cs, n);
+  free(wl);
+  free(cs);
 }
 
 static void emu_free(emu_lib *e) {
@@ -501,21 +532,36 @@ static void emu_free(emu_lib *e) {
   free(e->ks);
 }
 
-/* Runs kernel k of e on the argument buffers a (its launch shape). */
+/* Runs kernel k of e on the argument buffers a (its launch shape); a split-k kernel gets a scratch
+ * buffer full of NaN (a partial the first kernel leaves unwritten poisons the sum) and its second
+ * kernel. */
 static void emu_launch(const emu_lib *e, int k, float **a) {
-  long long grid[3] = {e->ks[k].l.grid[0], e->ks[k].l.grid[1], e->ks[k].l.grid[2]};
-  CHECK(e->run(k, a, grid, e->ks[k].l.block) == 0);
+  const tc_cuda_launch *l = &e->ks[k].l;
+  long long grid[3] = {l->grid[0], l->grid[1], l->grid[2]};
+  float *args[6] = {0};
+  int nargs = tc_op_nargs(e->ks[k].wl.kernel);
+  memcpy(args, a, (size_t)nargs * sizeof *args);
+  if (l->scratch_floats > 0) {
+    args[nargs] = malloc((size_t)l->scratch_floats * 4);
+    CHECK(args[nargs] != NULL);
+    for (int64_t i = 0; i < l->scratch_floats; i++) args[nargs][i] = NAN;
+  }
+  CHECK(e->run(k, args, grid, l->block) == 0);
+  if (l->scratch_floats > 0) {
+    long long pgrid[3] = {l->post_grid[0], l->post_grid[1], l->post_grid[2]};
+    CHECK(e->run_post(k, args, pgrid, l->post_block) == 0);
+    free(args[nargs]);
+  }
 }
 
-/* Every kernel of emu_build(ws, ...) on seeded inputs (emu_fill) against tc_cuda_ref_kernel: every
+/* Every kernel of e (nw workloads) on seeded inputs (emu_fill) against tc_cuda_ref_kernel: every
  * output within 1e-4 relative plus 1e-5 of the largest output at fp32; at tf32 (inputs rounded to
  * 10 mantissa bits, errors growing like sqrt(K) times the operands) within 1e-3 of the largest
  * output or pre-activation output (an activation of slope up to 1.5 scales the error, a clip
  * bounds the output, not it) plus 1e-3 relative; seen: up to 4e-4. Returns the number of
  * kernels. */
-static int emu_check(const char *label, const tc_workload *ws, int nw, int per, uint64_t seed) {
-  emu_lib e;
-  emu_build(&e, ws, nw, per, seed);
+static int emu_verify(const char *label, emu_lib *ep, int nw) {
+  emu_lib e = *ep;
   for (int k = 0; k < e.nk; k++) {
     const tc_workload *wl = &e.ks[k].wl;
     int64_t sizes[5];
@@ -573,6 +619,12 @@ static int emu_check(const char *label, const tc_workload *ws, int nw, int per, 
   int nk = e.nk;
   emu_free(&e);
   return nk;
+}
+
+static int emu_check(const char *label, const tc_workload *ws, int nw, int per, uint64_t seed) {
+  emu_lib e;
+  emu_build(&e, ws, nw, per, seed);
+  return emu_verify(label, &e, nw);
 }
 
 TH_TEST(emulated_templates) {
@@ -1065,5 +1117,212 @@ TH_TEST(build_precision_refused) {
   if (rc == TH_ERR_UNSUPPORTED) return 77; /* built without CUDA */
   CHECK(rc == TH_ERR_INVALID);
   CHECK(strstr(err, "sm_80 or newer") && strstr(err, "sm_75"));
+  return 0;
+}
+
+/* ---- conv2d on TF32 tensor cores: the implicit GEMM (issue 25) ---- */
+
+/* 1x1 (the image read as a matrix), 3x3 pad 1 at batch 2, a stem (7x7 stride 2 pad 3, 3 input
+ * channels, 37 outputs), stride 2 on odd sizes at batch 2, 1x1 stride 2 (gathered), and 64
+ * channels at 7x7 (K 576: many k tiles to split); every conv epilogue (bias, residual, relu,
+ * clip, sigmoid, hard sigmoid, hard swish, silu) over the ten. */
+static int tf32_conv_set(tc_workload *w) {
+  static const int epis[10] = {TC_EPI_BIAS,         TC_EPI_BIAS | TC_EPI_RESIDUAL,
+                               TC_EPI_BIAS | TC_EPI_RELU, TC_EPI_CLIP,
+                               TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU, TC_EPI_RELU,
+                               TC_EPI_SIGMOID,      TC_EPI_BIAS | TC_EPI_HARD_SIGMOID,
+                               TC_EPI_HARD_SWISH,   TC_EPI_BIAS | TC_EPI_SILU | TC_EPI_RESIDUAL};
+  static const int sh[6][8] = {{1, 16, 8, 8, 24, 1, 1, 0},  {2, 16, 9, 9, 20, 3, 1, 1},
+                               {1, 3, 23, 23, 37, 7, 2, 3}, {2, 5, 13, 11, 37, 3, 2, 1},
+                               {1, 24, 9, 9, 16, 1, 2, 0},  {1, 64, 7, 7, 40, 3, 1, 1}};
+  for (int i = 0; i < 10; i++) {
+    const int *d = sh[i % 6];
+    w[i] = wl_conv(d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7], epis[i]);
+    w[i].clip_min = -1, w[i].clip_max = 6, w[i].alpha = 0.2f, w[i].beta = 0.5f;
+    w[i].precision = TC_PRECISION_TF32;
+  }
+  return 10;
+}
+
+/* Sets knob `name` of c to the value vals[0..width) (0 if the space has no such value). */
+static int knob_set(const tc_space *s, tc_config *c, const char *name, const int *vals, int width) {
+  int k = tc_space_knob(s, name);
+  CHECK(k >= 0);
+  for (int i = 0; i < s->knobs[k].nvalues; i++)
+    if (memcmp(s->knobs[k].values[i], vals, (size_t)width * sizeof(int)) == 0) {
+      c->idx[k] = i;
+      return 1;
+    }
+  return 0;
+}
+
+/* For each workload of w: a config of 32 x 32 blocks of 16 x 16 warp tiles, tile_k 8 and 2 stages
+ * without split_k and with the largest split of 8, 4, 2 that is valid; then, for the first `ndyn`
+ * workloads, 128 x 128 blocks of 64 x 64 warp tiles, tile_k 32 and 3 stages (107 KiB of
+ * staging: dynamic shared memory). Returns the number of configs written to wl / cs. */
+static int tf32_explicit_cfgs(const tc_workload *w, int n, int ndyn, const tc_cuda_target *t,
+                              tc_workload *wl, tc_config *cs) {
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&w[i], t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&w[i], t, &s, &c) == TH_OK);
+    static const int bt[2] = {32, 32}, wt[2] = {16, 16}, bk = 8, st = 2, one = 1;
+    CHECK(knob_set(&s, &c, "block_tile", bt, 2) && knob_set(&s, &c, "warp_tile", wt, 2));
+    CHECK(knob_set(&s, &c, "tile_k", &bk, 1) && knob_set(&s, &c, "stages", &st, 1));
+    CHECK(knob_set(&s, &c, "split_k", &one, 1));
+    CHECK(tc_cuda_valid(&w[i], t, &s, &c, NULL, 0) == TH_OK);
+    wl[m] = w[i], cs[m++] = c;
+    int split = 0;
+    for (int z = 8; z >= 2 && !split; z /= 2) {
+      CHECK(knob_set(&s, &c, "split_k", &z, 1));
+      if (tc_cuda_valid(&w[i], t, &s, &c, NULL, 0) == TH_OK) split = z;
+    }
+    CHECK(split >= 2);
+    wl[m] = w[i], cs[m++] = c;
+    if (i >= ndyn) continue;
+    static const int bt2[2] = {128, 128}, wt2[2] = {64, 64}, bk2 = 32, st2 = 3;
+    CHECK(knob_set(&s, &c, "block_tile", bt2, 2) && knob_set(&s, &c, "warp_tile", wt2, 2));
+    CHECK(knob_set(&s, &c, "tile_k", &bk2, 1) && knob_set(&s, &c, "stages", &st2, 1));
+    CHECK(knob_set(&s, &c, "split_k", &one, 1));
+    char why[256] = "";
+    th_status rc = tc_cuda_valid(&w[i], t, &s, &c, why, sizeof why);
+    if (rc != TH_OK) fprintf(stderr, "%s\n", why);
+    CHECK(rc == TH_OK);
+    wl[m] = w[i], cs[m++] = c;
+  }
+  return m;
+}
+
+/* The fallback and 2 random valid configs of each conv, then the explicit split-k and dynamic
+ * shared memory configs, in one translation unit through NVRTC for sm_80 and sm_90: the split-k
+ * configs print a second kernel, the 107 KiB ones `extern __shared__` with no static staging. */
+TH_TEST(nvrtc_tf32_conv2d) {
+  tc_workload w[10];
+  int n = tf32_conv_set(w);
+  CHECK(compile_family("tf32_conv2d", w, n, 2) >= n * 3);
+  tc_cuda_target t80, t90;
+  CHECK(tc_cuda_target_init(&t80, "sm_80") == TH_OK && tc_cuda_target_init(&t90, "sm_90") == TH_OK);
+  tc_workload wl[40];
+  tc_config cs[40];
+  int m = tf32_explicit_cfgs(w, n, 3, &t80, wl, cs);
+  th_buf src;
+  th_buf_init(&src, (size_t)64 << 20);
+  CHECK(tc_cuda_prelude(&src) == TH_OK);
+  int splits = 0, dyns = 0;
+  for (int i = 0; i < m; i++) {
+    char fn[16], err[512] = "";
+    snprintf(fn, sizeof fn, "x%d", i);
+    tc_cuda_launch l;
+    th_status rc = tc_cuda_kernel_source(&wl[i], &cs[i], &t80, fn, &src, &l, err, sizeof err);
+    if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+    CHECK(rc == TH_OK);
+    if (l.scratch_floats > 0) {
+      splits++;
+      CHECK(l.grid[2] >= 2 && l.post_block[0] == 256 && l.post_grid[0] >= 1);
+    }
+    if (l.dyn_shared > 48 * 1024) {
+      dyns++;
+      CHECK(l.shared_bytes == 0 && l.dyn_shared >= 100 * 1024 && l.dyn_shared <= 163 * 1024);
+    }
+  }
+  CHECK(splits == n && dyns == 3);
+  CHECK(strstr(src.data, "TH_DYN_SHARED(th_dyn_smem);") && strstr(src.data, "x1_r("));
+  CHECK(th_buf_append(&src, "", 1) == TH_OK);
+  const tc_cuda_target *ts[2] = {&t80, &t90};
+  for (int a = 0; a < 2; a++) {
+    char *cubin = NULL;
+    size_t cl = 0;
+    char err[8192] = "";
+    th_status rc = tc_nvrtc_compile(src.data, "tf32_conv2d_cfgs", ts[a], &cubin, &cl, NULL, NULL, err,
+                                    sizeof err);
+    if (rc != TH_OK) fprintf(stderr, "%s\n", err);
+    CHECK(rc == TH_OK && cl > 0);
+    free(cubin);
+  }
+  th_buf_free(&src);
+  return 0;
+}
+
+/* The same convs emulated against the naive reference (emu_verify's tf32 tolerance, relative to
+ * the pre-activation output): fallback and a random config each, then each without and with
+ * split_k, and three with 107 KiB of dynamic shared memory. */
+/* tf32_explicit_cfgs(w, n, ndyn) for sm_90, emulated against the reference: every workload has a
+ * split-k kernel and ndyn have dynamic shared memory. */
+static void emu_explicit(const char *label, const tc_workload *w, int n, int ndyn) {
+  tc_cuda_target t90;
+  CHECK(tc_cuda_target_init(&t90, "sm_90") == TH_OK);
+  tc_workload wl[48];
+  tc_config cs[48];
+  CHECK(n * 3 <= 48);
+  int m = tf32_explicit_cfgs(w, n, ndyn, &t90, wl, cs);
+  emu_lib e;
+  emu_build_cfgs(&e, wl, cs, m);
+  int splits = 0, dyns = 0;
+  for (int k = 0; k < e.nk; k++) splits += e.ks[k].l.scratch_floats > 0, dyns += e.ks[k].l.dyn_shared > 0;
+  CHECK(splits == n && dyns == ndyn);
+  CHECK(emu_verify(label, &e, n) == m);
+}
+
+TH_TEST(emulated_tf32_conv2d) {
+  tc_workload w[10];
+  int n = tf32_conv_set(w);
+  CHECK(emu_check("tf32_conv2d", w, n, 2, 4711) == n * 2);
+  emu_explicit("tf32_conv2d_split_dyn", w, n, 3);
+  return 0;
+}
+
+/* tf32 conv2d: its own key, the tensor-core space on sm_80+, refused on sm_75 by name (no space,
+ * and tc_cuda_valid says why); depthwise keeps fp32 only; a 107 KiB config is valid on sm_80 and
+ * sm_90 but over sm_86's opt-in maximum, said so. */
+TH_TEST(tf32_conv2d_rules) {
+  tc_workload c = wl_conv(1, 64, 56, 56, 64, 3, 1, 1, TC_EPI_BIAS | TC_EPI_RELU), t = c;
+  t.precision = TC_PRECISION_TF32;
+  char kc[256], kt[256];
+  CHECK(tc_workload_key(&c, kc, sizeof kc) == TH_OK && tc_workload_key(&t, kt, sizeof kt) == TH_OK);
+  CHECK(strlen(kt) == strlen(kc) + 5 && strncmp(kc, kt, strlen(kc)) == 0 &&
+        strcmp(kt + strlen(kc), " tf32") == 0);
+  CHECK(tc_workload_check(&t) == TH_OK);
+  tc_workload dw = wl_simple(TC_KERNEL_DEPTHWISE, 1, 32, 16, 16, 32, 3, 1, 1);
+  dw.precision = TC_PRECISION_TF32;
+  CHECK(tc_workload_check(&dw) == TH_ERR_INVALID);
+  tc_cuda_target t75, t80, t86, t90;
+  CHECK(tc_cuda_target_init(&t75, "sm_75") == TH_OK && tc_cuda_target_init(&t80, "sm_80") == TH_OK);
+  CHECK(tc_cuda_target_init(&t86, "sm_86") == TH_OK && tc_cuda_target_init(&t90, "sm_90") == TH_OK);
+  tc_space s;
+  tc_config cfg;
+  CHECK(tc_cuda_space(&t, &t75, &s) == TH_ERR_UNSUPPORTED);
+  CHECK(tc_cuda_space(&t, &t90, &s) == TH_OK && tc_space_knob(&s, "split_k") >= 0);
+  CHECK(tc_cuda_fallback(&t, &t90, &s, &cfg) == TH_OK);
+  char why[256] = "";
+  CHECK(tc_cuda_valid(&t, &t75, &s, &cfg, why, sizeof why) == TH_ERR_INVALID);
+  CHECK(strstr(why, "tf32 needs tensor cores of sm_80 or newer, not sm_75") != NULL);
+  CHECK(tc_cuda_space(&c, &t90, &s) == TH_OK && tc_space_knob(&s, "tile_f") >= 0);
+  tc_workload wl[3];
+  tc_config cs[3];
+  CHECK(tc_cuda_space(&t, &t90, &s) == TH_OK);
+  CHECK(tf32_explicit_cfgs(&t, 1, 1, &t80, wl, cs) == 3);
+  CHECK(tc_cuda_valid(&t, &t90, &s, &cs[2], NULL, 0) == TH_OK);
+  CHECK(tc_cuda_valid(&t, &t86, &s, &cs[2], why, sizeof why) == TH_ERR_INVALID);
+  fprintf(stderr, "sm_86: %s\n", why);
+  CHECK(strstr(why, "dynamic shared memory of") && strstr(why, "opt-in limit of 101376 bytes"));
+  return 0;
+}
+
+/* Dense and batch_matmul on tensor cores with split_k (small workloads of tf32_set: dense of 1, 3
+ * and 129 rows, K 67 and 768, with and without a residual, and batch_matmul with B or both operands
+ * transposed and alpha, each without and with the largest valid split: the second kernel applies
+ * alpha and the dense epilogue once, per column) and two with 107 KiB of dynamic shared memory,
+ * emulated against the reference. The larger ones are left out: an emulated block is 128 threads. */
+TH_TEST(emulated_tf32_gemm_split_dyn) {
+  tc_workload all[16], w[16];
+  int n = tf32_set(all), m = 0;
+  static const int pick[] = {0, 1, 6, 10, 12};
+  for (size_t i = 0; i < sizeof pick / sizeof pick[0]; i++) {
+    CHECK(pick[i] < n && all[pick[i]].oc < 1000);
+    w[m++] = all[pick[i]];
+  }
+  emu_explicit("tf32_gemm_split_dyn", w, m, 2);
   return 0;
 }

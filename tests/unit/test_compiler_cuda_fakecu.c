@@ -34,7 +34,7 @@ long th_fakecu_opt_ins, th_fakecu_dyn_launches, th_fakecu_dyn_max;
 typedef struct op {
   void *f;
   unsigned g[3], b[3], shm;
-  uint64_t args[5];
+  uint64_t args[6];
   int nargs;
   void *dst;
   const void *src;
@@ -106,6 +106,9 @@ CUresult cuDeviceGetAttribute(int *v, int a, int d) {
     long n = strtol(sm, NULL, 10);
     *v = (int)(a == 75 ? n / 10 : n % 10);
   }
+  /* $TH_FAKECU_SMS ("132") gives it that many SMs, so that fallbacks size their grids for a real part */
+  const char *sms = getenv("TH_FAKECU_SMS");
+  if (sms && a == 16) *v = (int)strtol(sms, NULL, 10);
   return 0;
 }
 CUresult cuDeviceTotalMem_v2(size_t *m, int d) { (void)d; *m = (size_t)1 << 32; return 0; }
@@ -232,7 +235,7 @@ static CUresult run_op(const op *o) {
     memmove(o->dst, o->src, o->n);
     return 0;
   }
-  void *params[5] = {0, 0, 0, 0, 0};
+  void *params[7] = {0, 0, 0, 0, 0, 0, 0};
   for (int i = 0; i < o->nargs; i++) params[i] = (void *)&o->args[i];
   const ffunc *fn = o->f;
   /* above 48 KiB a launch needs the kernel's opt-in, as on a device */
@@ -248,8 +251,9 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   op o;
   memset(&o, 0, sizeof o);
   o.f = f, o.g[0] = gx, o.g[1] = gy, o.g[2] = gz, o.b[0] = bx, o.b[1] = by, o.b[2] = bz, o.shm = shm;
-  /* every tunehub kernel takes up to 5 pointers (the emulator's limit too); the values are copied now */
-  for (; o.nargs < 5 && params[o.nargs]; o.nargs++) memcpy(&o.args[o.nargs], params[o.nargs], sizeof o.args[0]);
+  /* every tunehub kernel takes up to 6 pointers (5 arguments and a split-k scratch; the emulator's
+   * limit too); the values are copied now */
+  for (; o.nargs < 6 && params[o.nargs]; o.nargs++) memcpy(&o.args[o.nargs], params[o.nargs], sizeof o.args[0]);
   fstream *s = st;
   if (s && s->capturing) {
     th_fakecu_captured++;

@@ -475,3 +475,81 @@ TH_TEST(vit) {
 TH_TEST(bert) {
   return gpu_transformer("bert");
 }
+
+/* Sets knob `name` of c to the value vals[0..width); 0 when the space has no such value. */
+static int knob_to(const tc_space *s, tc_config *c, const char *name, const int *vals, int width) {
+  int k = tc_space_knob(s, name);
+  if (k < 0) return 0;
+  for (int i = 0; i < s->knobs[k].nvalues; i++)
+    if (memcmp(s->knobs[k].values[i], vals, (size_t)width * sizeof(int)) == 0) {
+      c->idx[k] = i;
+      return 1;
+    }
+  return 0;
+}
+
+/* conv2d at precision tf32 (issue 25: the implicit GEMM on tensor cores), sm_80 and newer: a
+ * stem (7x7 stride 2, 3 channels), resnet's 3x3 at 56x56, 1x1 and stride-2 odd shapes with every
+ * kind of epilogue, each at its fallback, 3 random valid configs, a split-k config (the largest
+ * split of 8, 4, 2 that is valid) and a 128 x 128 tile with 3 stages of tile_k 32 (107 KiB of
+ * dynamic shared memory, where the device allows it), through tc_cuda_measure against the CPU
+ * reference at the tf32 tolerance (TC_CUDA_TF32_ATOL: 1e-3 of the scale plus 1e-3 relative). */
+TH_TEST(tf32_conv2d_vs_reference) {
+  GPU_REQUIRE();
+  tc_cuda_target t;
+  device_target(&t);
+  if (t.sm < 80) {
+    fprintf(stderr, "skipped: %s has no TF32 tensor cores\n", t.arch);
+    return 77;
+  }
+  tc_workload ws[] = {
+      wl_make(TC_KERNEL_CONV2D, 1, 3, 64, 64, 37, 7, 2, 3, TC_EPI_BIAS | TC_EPI_RELU),
+      wl_make(TC_KERNEL_CONV2D, 1, 64, 56, 56, 64, 3, 1, 1, TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU),
+      wl_make(TC_KERNEL_CONV2D, 2, 17, 13, 11, 20, 3, 2, 1, TC_EPI_BIAS | TC_EPI_SILU),
+      wl_make(TC_KERNEL_CONV2D, 2, 32, 7, 7, 24, 1, 1, 0, TC_EPI_BIAS | TC_EPI_HARD_SIGMOID),
+      wl_make(TC_KERNEL_CONV2D, 1, 256, 14, 14, 512, 1, 2, 0, TC_EPI_BIAS),
+      wl_make(TC_KERNEL_CONV2D, 1, 512, 7, 7, 512, 3, 1, 1, TC_EPI_BIAS | TC_EPI_RELU),
+  };
+  ws[3].alpha = 1.0f / 6.0f, ws[3].beta = 0.5f;
+  uint64_t seed = 4242;
+  int total = 0, splits = 0, dyns = 0;
+  for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+    ws[i].precision = TC_PRECISION_TF32;
+    tc_space s;
+    tc_config c;
+    CHECK(tc_cuda_space(&ws[i], &t, &s) == TH_OK);
+    CHECK(tc_cuda_fallback(&ws[i], &t, &s, &c) == TH_OK);
+    measure_ok(&ws[i], &t, &s, &c);
+    int64_t size = tc_space_size(&s);
+    for (int done = 0, tries = 0; done < 3 && tries < 2000; tries++) {
+      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+      tc_space_get(&s, (int64_t)((seed >> 17) % (uint64_t)size), &c);
+      if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+      measure_ok(&ws[i], &t, &s, &c);
+      done++;
+    }
+    static const int bt[2] = {32, 32}, wt[2] = {16, 16}, bk = 8, st = 2, one = 1;
+    CHECK(knob_to(&s, &c, "block_tile", bt, 2) && knob_to(&s, &c, "warp_tile", wt, 2));
+    CHECK(knob_to(&s, &c, "tile_k", &bk, 1) && knob_to(&s, &c, "stages", &st, 1));
+    for (int z = 8; z >= 2; z /= 2) {
+      CHECK(knob_to(&s, &c, "split_k", &z, 1));
+      if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) != TH_OK) continue;
+      measure_ok(&ws[i], &t, &s, &c);
+      splits++;
+      break;
+    }
+    static const int bt2[2] = {128, 128}, wt2[2] = {64, 64}, bk2 = 32, st2 = 3;
+    CHECK(knob_to(&s, &c, "block_tile", bt2, 2) && knob_to(&s, &c, "warp_tile", wt2, 2));
+    CHECK(knob_to(&s, &c, "tile_k", &bk2, 1) && knob_to(&s, &c, "stages", &st2, 1));
+    CHECK(knob_to(&s, &c, "split_k", &one, 1));
+    if (tc_cuda_valid(&ws[i], &t, &s, &c, NULL, 0) == TH_OK) {
+      measure_ok(&ws[i], &t, &s, &c);
+      dyns++;
+    }
+    total += 5;
+  }
+  fprintf(stderr, "%d tf32 conv candidates (%d split-k, %d with dynamic shared memory) matched\n",
+          total + dyns, splits, dyns);
+  CHECK(splits == (int)(sizeof ws / sizeof ws[0]) && dyns > 0);
+  return 0;
+}

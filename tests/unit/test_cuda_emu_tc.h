@@ -8,12 +8,15 @@
  * the others' registers with TF32 inputs (cvt.rna: round to nearest, ties away, 10 mantissa bits)
  * and fp32 accumulation, and the warp meets again before a slot is reused. cp.async is deferred:
  * copies queue per thread and happen only when th_cp_wait releases their group, so a kernel that
- * reads a tile before waiting for it reads stale data here too. */
+ * reads a tile before waiting for it reads stale data here too. Dynamic shared memory
+ * (TH_DYN_SHARED) is a static array of the largest opt-in size (227 KiB), shared by a block's
+ * threads as __shared__ arrays are. */
 #ifndef TEST_CUDA_EMU_TC_H
 #define TEST_CUDA_EMU_TC_H
 
 #define TH_EMU_TC_SRC                                                                              \
   "#include <vector>\n"                                                                            \
+  "#define TH_DYN_SHARED(name) static float name[232448 / 4] __attribute__((aligned(16)))\n"      \
   "static inline float th_emu_rna(float x) { unsigned u; std::memcpy(&u, &x, 4);\n"                \
   "  if ((u & 0x7f800000u) != 0x7f800000u) u += 0x1000u;\n"                                        \
   "  u &= 0xffffe000u; std::memcpy(&x, &u, 4); return x; }\n"                                      \

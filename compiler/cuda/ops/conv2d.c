@@ -1,13 +1,14 @@
 /* GPU conv2d, TVM's conv2d_nchw direct schedule: output tiles split 4 ways (block, vthread, thread,
  * inner) over f, y, x; the reduction split 2 ways over rc, ry, rx; the input patch and the weight
  * slice of one reduction step staged in __shared__ memory by the whole block; auto_unroll_max_step
- * / unroll_explicit for the inner loops. Exact splits, so no tile needs a bounds guard. */
+ * / unroll_explicit for the inner loops. Exact splits, so no tile needs a bounds guard. At
+ * precision tf32 (sm_80 and newer) the conv is an implicit GEMM on tensor cores (gemm_tc.c). */
 #include <math.h>
 
 #include "templates_int.h"
 
 static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
-  (void)t;
+  if (wl->precision == TC_PRECISION_TF32) return tc__cuda_tcgemm_space(wl, t, s);
   int capf[4] = {0, 2, 64, 8}, capyx[4] = {0, 2, 32, 4}, cap2c[2] = {0, 16}, cap2k[2] = {0, 11};
   th_status rc = tc__cuda_add_split(s, "tile_f", wl->oc, 4, capf);
   if (rc == TH_OK) rc = tc__cuda_add_split(s, "tile_y", wl->oh, 4, capyx);
@@ -21,6 +22,8 @@ static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space 
 
 static th_status shape(const tc_workload *wl, const tc_space *s, const tc_config *cfg,
                        tc__cuda_shape *sh, char *why, size_t whylen) {
+  if (wl->precision == TC_PRECISION_TF32)
+    return tc__cuda_tcgemm_shape(wl, s, cfg, sh, why, whylen);
   const int *f = tc__cuda_val(s, cfg, "tile_f"), *y = tc__cuda_val(s, cfg, "tile_y");
   const int *x = tc__cuda_val(s, cfg, "tile_x"), *rc = tc__cuda_val(s, cfg, "tile_rc");
   const int *ry = tc__cuda_val(s, cfg, "tile_ry"), *rx = tc__cuda_val(s, cfg, "tile_rx");
@@ -49,6 +52,7 @@ static int largest_div(int n, int cap) {
  * coalescing along x and no vthreads, over every valid (tile_f, tile_y, tile_x). */
 static th_status fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
                           tc_config *out) {
+  if (wl->precision == TC_PRECISION_TF32) return tc__cuda_tcgemm_fallback(wl, t, s, out);
   int rc2[2] = {0, largest_div(wl->c, 8)};
   rc2[0] = wl->c / rc2[1];
   int ry[2] = {1, wl->kh}, rx[2] = {1, wl->kw};
@@ -120,6 +124,7 @@ static const tc_expr *tile_acc(tc__cuda_lc *L, const tile *t, const int *f, cons
 }
 
 static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *cfg) {
+  if (L->wl->precision == TC_PRECISION_TF32) return tc__cuda_tcgemm_lower(L, s, cfg);
   const int *f = tc__cuda_val(s, cfg, "tile_f"), *y = tc__cuda_val(s, cfg, "tile_y");
   const int *x = tc__cuda_val(s, cfg, "tile_x"), *rc = tc__cuda_val(s, cfg, "tile_rc");
   const int *ry = tc__cuda_val(s, cfg, "tile_ry"), *rx = tc__cuda_val(s, cfg, "tile_rx");

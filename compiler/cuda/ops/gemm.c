@@ -11,23 +11,6 @@
 
 #include "templates_int.h"
 
-/* The product as the GEMM sees it: dense is one batch of [rows, K] x [N, K]^T with alpha 1. */
-typedef struct gemm {
-  int64_t batch, M, N, K;
-  int trans_a, trans_b;
-  double alpha;
-} gemm;
-
-static gemm gemm_of(const tc_workload *wl) {
-  gemm g;
-  if (wl->kernel == TC_KERNEL_DENSE) {
-    g = (gemm){1, wl->n, wl->oc, wl->c, 0, 1, 1.0};
-  } else {
-    g = (gemm){wl->n, wl->h, wl->oc, wl->c, wl->trans_a, wl->trans_b, wl->alpha};
-  }
-  return g;
-}
-
 /* (threads, per thread) pairs; the values after the first eight (tile_y) and nine (tile_x) and
  * tile_k 64 came with the transformer shapes, appended so that stored configs keep their meaning */
 static const int ty_vals[] = {8, 1, 8, 2, 8, 4, 16, 1, 16, 2, 16, 4, 8, 8, 32, 2, 16, 8, 32, 4};
@@ -45,11 +28,11 @@ th_status tc__cuda_gemm_space(tc_space *s) {
 
 /* Row strides of the two shared tiles, [bk][BM + pad] and [bk][BN + pad]: one float of padding
  * where the fetch walks k (consecutive threads would store BM floats apart, into one bank). */
-static int64_t stride_a(const gemm *g, int64_t BM) {
+static int64_t stride_a(const tc__cuda_gemm *g, int64_t BM) {
   return BM + (g->trans_a ? 0 : 1);
 }
 
-static int64_t stride_b(const gemm *g, int64_t BN) {
+static int64_t stride_b(const tc__cuda_gemm *g, int64_t BN) {
   return BN + (g->trans_b ? 1 : 0);
 }
 
@@ -62,7 +45,7 @@ th_status tc__cuda_gemm_shape(const tc_workload *wl, const tc_space *s, const tc
   const int *ty = tc__cuda_val(s, c, "tile_y"), *tx = tc__cuda_val(s, c, "tile_x");
   const int *tk = tc__cuda_val(s, c, "tile_k");
   if (!ty || !tx || !tk) return tc__cuda_why(why, whylen, "missing knob");
-  gemm g = gemm_of(wl);
+  tc__cuda_gemm g = tc__cuda_gemm_of(wl);
   int64_t BM = (int64_t)ty[0] * ty[1], BN = (int64_t)tx[0] * tx[1];
   sh->block[0] = tx[0];
   sh->block[1] = ty[0];
@@ -74,7 +57,7 @@ th_status tc__cuda_gemm_shape(const tc_workload *wl, const tc_space *s, const tc
 
 th_status tc__cuda_gemm_fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
                                  tc_config *out) {
-  gemm g = gemm_of(wl);
+  tc__cuda_gemm g = tc__cuda_gemm_of(wl);
   int tk = g.K >= 16 ? 16 : 8, un = 512, ex = 0;
   tc__cuda_pick(s, out, "tile_k", &tk, 1);
   tc__cuda_pick(s, out, "auto_unroll_max_step", &un, 1);
@@ -109,7 +92,7 @@ const tc_stmt *tc__cuda_gemm_lower(tc__cuda_lc *L, const tc_space *s, const tc_c
   const int *tyv = tc__cuda_val(s, cfg, "tile_y"), *txv = tc__cuda_val(s, cfg, "tile_x");
   int ty = tyv[0], tn = tyv[1], tx = txv[0], tm = txv[1], bk = tc_config_int(s, cfg, "tile_k", 16);
   const tc_workload *wl = L->wl;
-  gemm g = gemm_of(wl);
+  tc__cuda_gemm g = tc__cuda_gemm_of(wl);
   int dense = wl->kernel == TC_KERNEL_DENSE;
   tc_var *A = L->arg[dense ? TC_ARG_IN : 0], *B = L->arg[dense ? TC_ARG_WEIGHTS : 1];
   tc_var *C = L->arg[dense ? TC_ARG_OUT : 2];

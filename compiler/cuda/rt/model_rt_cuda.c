@@ -64,8 +64,10 @@ struct th_model {
   int dev;
   th__cuh ctx, module, stream;
   th__cuh fns[TH__NKERNELS];
+  th__cuh posts[TH__NKERNELS]; /* a split-k kernel's second kernel (NULL: none) */
   th__cuptr weights;   /* folded weights and biases, one allocation */
   th__cuptr workspace; /* every intermediate tensor */
+  th__cuptr scratch;   /* the split-k partial sums, the largest any kernel takes (0: none) */
   /* page-locked staging for th_model_run(_io): every input, then every output, each at a 256-byte
    * boundary (th__pin_off), so the copies are DMA and asynchronous; NULL when the driver could not
    * pin that much, and the copies then read and write the caller's (pageable) memory directly */
@@ -225,9 +227,16 @@ static int th__setup(struct th_model *m, const float *host) {
     m->module = NULL;
     TH__CU(th__cu.ModuleLoadData(&m->module, th__ptx), "loading the kernels (cubin and PTX both failed)");
   }
-  for (int k = 0; k < TH__NKERNELS; k++)
+  unsigned long long scratch = 0;
+  for (int k = 0; k < TH__NKERNELS; k++) {
     TH__CU(th__cu.ModuleGetFunction(&m->fns[k], m->module, th__kernels[k].name), "cuModuleGetFunction");
+    if (th__kernels[k].post)
+      TH__CU(th__cu.ModuleGetFunction(&m->posts[k], m->module, th__kernels[k].post), "cuModuleGetFunction");
+    if (th__kernels[k].scratch > scratch) scratch = th__kernels[k].scratch;
+  }
   if (th__dyn_shared_opt_in(m) != 0) return -1;
+  /* never cleared: each split-k kernel writes every partial its second kernel reads */
+  if (scratch > 0) TH__CU(th__cu.MemAlloc(&m->scratch, (size_t)scratch * sizeof(float)), "allocating the split-k scratch");
   size_t wbytes = ((size_t)th__weights_floats * sizeof(float) + 255) / 256 * 256;
   size_t wsbytes = ((size_t)th__workspace_floats * sizeof(float) + 255) / 256 * 256;
   TH__CU(th__cu.MemAlloc(&m->weights, wbytes ? wbytes : 256), "allocating the weights");
@@ -246,8 +255,8 @@ static int th__launch(struct th_model *m, th__cuh stream) {
   for (int i = 0; i < (int)(sizeof th__calls / sizeof th__calls[0]); i++) {
     const struct th__call *c = &th__calls[i];
     const struct th__kernel *k = &th__kernels[c->kernel];
-    th__cuptr args[5] = {0, 0, 0, 0, 0};
-    void *params[5] = {0, 0, 0, 0, 0};
+    th__cuptr args[6] = {0, 0, 0, 0, 0, 0};
+    void *params[7] = {0, 0, 0, 0, 0, 0, 0};
     for (int a = 0; a < c->nargs; a++) {
       switch (c->space[a]) {
         case 1: args[a] = m->workspace + (th__cuptr)c->off[a] * sizeof(float); break;
@@ -257,9 +266,18 @@ static int th__launch(struct th_model *m, th__cuh stream) {
       }
       params[a] = &args[a];
     }
+    if (k->post) { /* split-k: the scratch after the arguments, for both kernels */
+      args[c->nargs] = m->scratch;
+      params[c->nargs] = &args[c->nargs];
+    }
     th__cures r = th__cu.LaunchKernel(m->fns[c->kernel], k->grid[0], k->grid[1], k->grid[2], k->block[0],
                                       k->block[1], k->block[2], k->dyn_shared, stream, params, NULL);
     if (r != 0) return th__fail("launching %s (call %d): %s", k->name, i, th__cuerr(r));
+    if (k->post) {
+      r = th__cu.LaunchKernel(m->posts[c->kernel], k->pgrid[0], k->pgrid[1], k->pgrid[2], k->pblock[0],
+                              k->pblock[1], k->pblock[2], 0, stream, params, NULL);
+      if (r != 0) return th__fail("launching %s (call %d): %s", k->post, i, th__cuerr(r));
+    }
   }
   return 0;
 }
@@ -328,6 +346,7 @@ void th_model_free(struct th_model *m) {
   if (m->pinned) th__cu.MemFreeHost(m->pinned);
   if (m->weights) th__cu.MemFree(m->weights);
   if (m->workspace) th__cu.MemFree(m->workspace);
+  if (m->scratch) th__cu.MemFree(m->scratch);
   if (m->module) th__cu.ModuleUnload(m->module);
   if (m->ctx) th__cu.DevicePrimaryCtxRelease(m->dev);
   free(m);
