@@ -109,7 +109,7 @@ typedef struct tc_workload {
 /* A canonical, stable text key for records, e.g. "conv2d_nchwc n1 c64 h56 w56 oc64 k3x3 s1x1 p1,1,1,1
  * cb16,16 e5". Writes at most n bytes; returns TH_ERR_TOO_LARGE if it does not fit. */
 th_status tc_workload_key(const tc_workload *wl, char *out, size_t n);
-/* Gives wl a build's precision p where its family takes one (the GEMM families, dense and batch_matmul); any
+/* Gives wl a build's precision p where its family takes one (dense, batch_matmul and conv2d); any
  * other workload stays FP32. Returns 1 when wl changed (its key did too). */
 int tc_workload_take_precision(tc_workload *wl, tc_precision p);
 /* Multiply-adds counted as 2 FLOPs. */
