@@ -1310,14 +1310,14 @@ TH_TEST(tf32_conv2d_rules) {
   return 0;
 }
 
-/* Dense and batch_matmul on tensor cores with split_k (small workloads of tf32_set: dense of 1, 3
- * and 129 rows, K 67 and 768, with and without a residual, and batch_matmul with B or both operands
+/* Dense and batch_matmul on tensor cores with split_k (small workloads of tw_tf32_gemm_set: dense of
+ * 1, 3 and 129 rows, K 67 and 768, with and without a residual, and batch_matmul with B or both operands
  * transposed and alpha, each without and with the largest valid split: the second kernel applies
  * alpha and the dense epilogue once, per column) and two with 107 KiB of dynamic shared memory,
  * emulated against the reference. The larger ones are left out: an emulated block is 128 threads. */
 TH_TEST(emulated_tf32_gemm_split_dyn) {
-  tc_workload all[16], w[16];
-  int n = tf32_set(all), m = 0;
+  tc_workload all[TW_TF32_GEMM_MAX], w[TW_TF32_GEMM_MAX];
+  int n = tw_tf32_gemm_set(all), m = 0;
   static const int pick[] = {0, 1, 6, 10, 12};
   for (size_t i = 0; i < sizeof pick / sizeof pick[0]; i++) {
     CHECK(pick[i] < n && all[pick[i]].oc < 1000);
