@@ -162,9 +162,10 @@ static const char emu_launcher[] =
     "  if (th_cur + 1 < th_T) { th_cur++; threadIdx = th_tid[th_cur]; setcontext(&th_ctx[th_cur]); }\n"
     "  setcontext(&th_main);\n}\n"
     "extern \"C\" int th_emu_launch(const char *name, void **params, const unsigned *g, const unsigned *b) {\n"
-    "  if (std::strcmp(name, \"th_candidate\") != 0) return -1;\n"
-    "  float *a[5] = {0, 0, 0, 0, 0};\n"
-    "  for (int i = 0; i < TH_NARGS; i++) a[i] = (float *)(uintptr_t)*(const unsigned long long *)params[i];\n"
+    "  th_fn fn = !std::strcmp(name, \"th_candidate\") ? th_call : !std::strcmp(name, \"th_candidate_r\") ? th_call_r : 0;\n"
+    "  if (!fn) return -1;\n"
+    "  float *a[6] = {0, 0, 0, 0, 0, 0};\n"
+    "  for (int i = 0; i < 6 && params[i]; i++) a[i] = (float *)(uintptr_t)*(const unsigned long long *)params[i];\n"
     "  int T = (int)(b[0] * b[1] * b[2]);\n"
     "  const size_t stack = 1 << 16;\n"
     "  th_ctx = new ucontext_t[T]; th_tid = new th_dim3[T]; char *stacks = (char *)std::malloc(stack * T);\n"
@@ -172,7 +173,7 @@ static const char emu_launcher[] =
     "  int i = 0;\n"
     "  for (unsigned z = 0; z < b[2]; z++) for (unsigned y = 0; y < b[1]; y++) for (unsigned x = 0; x < b[0]; x++, i++)\n"
     "    th_tid[i].x = x, th_tid[i].y = y, th_tid[i].z = z;\n"
-    "  th_kfn = th_call; th_kargs = a; th_T = T;\n"
+    "  th_kfn = fn; th_kargs = a; th_T = T;\n"
     "  for (unsigned z = 0; z < g[2]; z++) for (unsigned y = 0; y < g[1]; y++) for (unsigned x = 0; x < g[0]; x++) {\n"
     "    blockIdx.x = x; blockIdx.y = y; blockIdx.z = z;\n"
     "    for (int t = 0; t < T; t++) {\n"
@@ -209,6 +210,13 @@ int tuner_cuda_emu_launch(const char *name, void **params, const unsigned *g, co
     th_buf_appendf(&s, "\ntypedef void (*th_fn)(float **);\nstatic void th_call(float **a) { th_candidate(");
     for (int i = 0; i < nargs; i++) th_buf_appendf(&s, "%sa[%d]", i ? ", " : "", i);
     th_buf_appendf(&s, "); }\n");
+    /* a split-k candidate's reduction kernel (the same arguments) */
+    const char *post = strstr(last_src, "th_candidate_r(");
+    int npost = 0;
+    for (const char *r = post; r && *r && *r != ')'; r++) npost += *r == '*';
+    th_buf_appendf(&s, "static void th_call_r(float **a) { %s", post ? "th_candidate_r(" : "(void)a;");
+    for (int i = 0; i < npost; i++) th_buf_appendf(&s, "%sa[%d]", i ? ", " : "", i);
+    th_buf_appendf(&s, "%s }\n", post ? ");" : "");
     th_buf_appendf(&s, "%s", emu_launcher);
     char cpp[512], so[512], cmd[1400];
     int id = emu_builds++;
@@ -592,7 +600,8 @@ static int layer_source(const char *man, const char *key, char *out, size_t n) {
 }
 
 /* Issue 25: a tf32 session tunes the workloads a tf32 build runs. tune_session_new at precision tf32 gives the
- * network's GEMM tasks (mobilenet's dense) the " tf32" key and leaves the others fp32; tuning that task stores
+ * network's GEMM and conv tasks (mobilenet's dense and pointwise convs) the " tf32" key and leaves the
+ * others (depthwise, pools) fp32; tuning that task stores
  * records under the tf32 key, a tf32 build applies them, and an fp32 build does not. */
 TH_TEST(tf32_tune_and_build) {
   if (!setup_fake()) return 77;
@@ -609,14 +618,18 @@ TH_TEST(tf32_tune_and_build) {
   CHECK(rc == TH_OK);
   tune_progress p;
   tune_session_progress(s, &p);
-  int dense = 0;
+  int dense = 0, conv = 0;
   for (int i = 0; i < p.ntasks; i++) {
     size_t len = strlen(p.tasks[i].key);
     int tf32 = len > 5 && !strcmp(p.tasks[i].key + len - 5, " tf32");
-    CHECK_EQ_INT(tf32, !strcmp(p.tasks[i].template_name, tc_kernel_name(TC_KERNEL_DENSE)));
-    dense += tf32;
+    int is_dense = !strcmp(p.tasks[i].template_name, tc_kernel_name(TC_KERNEL_DENSE));
+    int is_conv = !strcmp(p.tasks[i].template_name, tc_kernel_name(TC_KERNEL_CONV2D));
+    CHECK_EQ_INT(tf32, is_dense || is_conv); /* depthwise, pools and the rest stay fp32 */
+    dense += tf32 && is_dense;
+    conv += tf32 && is_conv;
   }
   CHECK_EQ_INT(dense, 1);
+  CHECK(conv > 0);
   tune_session_free(s);
   /* below sm_80 a tf32 session is refused, naming why */
   CHECK(tune_session_new(st, CUDA, "sm_75", &(tc_netsrc){"mobilenet", NULL, NULL}, 1, &o, &s) == TH_ERR_INVALID);
