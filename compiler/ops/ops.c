@@ -118,6 +118,11 @@ static th_status tc__tensor_check(const tc_workload *w) {
   return (w->epilogue & ~epi_ok) ? TH_ERR_INVALID : TH_OK;
 }
 
+/* The families whose kernels run at a precision other than FP32 (the GEMMs, conv2d as an implicit GEMM). */
+static int takes_precision(int kernel) {
+  return kernel == TC_KERNEL_DENSE || kernel == TC_KERNEL_BATCH_MATMUL || kernel == TC_KERNEL_CONV2D;
+}
+
 th_status tc_workload_check(const tc_workload *wl) {
   if (!wl || wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return TH_ERR_INVALID;
   const tc_workload *w = wl;
@@ -133,9 +138,7 @@ th_status tc_workload_check(const tc_workload *wl) {
                       TC_EPI_TANH | TC_EPI_MASK | cnn_act))
     return TH_ERR_INVALID;
   if (w->precision != TC_PRECISION_FP32 &&
-      (w->precision != TC_PRECISION_TF32 ||
-       (w->kernel != TC_KERNEL_DENSE && w->kernel != TC_KERNEL_BATCH_MATMUL &&
-        w->kernel != TC_KERNEL_CONV2D)))
+      (w->precision != TC_PRECISION_TF32 || !takes_precision(w->kernel)))
     return TH_ERR_INVALID;
   if (w->kernel >= TC_KERNEL_BATCH_MATMUL) return tc__tensor_check(w);
   if (w->epilogue & cnn_act) { /* conv2d, depthwise and dense, alone among the activations */
@@ -220,8 +223,7 @@ th_status tc_precision_parse(const char *s, tc_precision *out) {
 }
 
 int tc_workload_take_precision(tc_workload *wl, tc_precision p) {
-  if (wl->kernel != TC_KERNEL_DENSE && wl->kernel != TC_KERNEL_BATCH_MATMUL && wl->kernel != TC_KERNEL_CONV2D)
-    return 0;
+  if (!takes_precision(wl->kernel)) return 0;
   int changed = wl->precision != (int)p;
   wl->precision = p;
   return changed;
