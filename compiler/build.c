@@ -123,10 +123,12 @@ static th_status tc__plan_weights(const tc_backend_target *t, const tc_graph *g,
                                   int ncalls, const tc__kernel *ks, const int *call_kernel, int64_t *wo,
                                   int64_t *bo, int64_t *woff_out, th_buf *wp) {
   const tc_backend *be = t->backend;
+  char packf[32] = "";
+  if (be->pack) snprintf(packf, sizeof packf, "  int pack[%d];\n", TC_PACK_NPARAMS);
   th_buf_appendf(wp, "static const struct th__wparam {\n  const char *weight, *bias, *gamma, *beta, *mean, "
                      "*var;\n  float eps;\n  int oc, ndim;\n  int64_t shape[4];\n%s  int64_t woff, boff;\n} "
                      "th__wparams[] = {\n",
-                 be->pack ? "  int pack[8];\n" : "");
+                 packf);
   int64_t woff = 0;
   int nw = 0;
   th_status rc = TH_OK;
@@ -164,7 +166,7 @@ static th_status tc__plan_weights(const tc_backend_target *t, const tc_graph *g,
     th_buf_appendf(wp, "}, ");
     if (be->pack) {
       th_buf_appendf(wp, "{");
-      for (int d = 0; d < 8; d++) th_buf_appendf(wp, "%s%d", d ? ", " : "", d < TC_PACK_NPARAMS ? pk[d] : 0);
+      for (int d = 0; d < TC_PACK_NPARAMS; d++) th_buf_appendf(wp, "%s%d", d ? ", " : "", pk[d]);
       th_buf_appendf(wp, "}, ");
     }
     th_buf_appendf(wp, "%lld, %lld},\n", (long long)wo[i], (long long)bo[i]);

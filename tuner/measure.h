@@ -35,7 +35,7 @@
 #define TUNE_PATH_MAX 512
 #define TUNE_FN_MAX 96
 
-#define TUNE_PACK_NPARAMS 8
+#define TUNE_PACK_NPARAMS 10 /* TC_PACK_NPARAMS (compiler/ops/ops.h) */
 
 /* The argument list of a task's kernels: args[i] points at a buffer of nelems[i] elements (NULL
  * when nelems[i] is 0), float32 unless elem_bytes[i] is 8 (int64: embedding indices, a cast's

@@ -118,11 +118,14 @@ static int64_t tune__volume(int ndim, const int *shape) {
   return v;
 }
 
+_Static_assert(TC_PACK_NPARAMS == TUNE_PACK_NPARAMS, "the worker passes every pack parameter");
+
 th_status tune_task_layout(const tune_task *t, tune_layout *out) {
   const tc_workload *w = &t->wl;
   memset(out, 0, sizeof *out);
-  int64_t in = (int64_t)w->n * w->c * w->h * w->w;
-  int64_t o = (int64_t)w->n * w->oc * w->oh * w->ow;
+  /* maps as stored: a padded channel block rounds the channels up (tc_channels_stored) */
+  int64_t in = (int64_t)w->n * tc_channels_stored(w->c, w->in_cb) * w->h * w->w;
+  int64_t o = (int64_t)w->n * tc_channels_stored(w->oc, w->out_cb) * w->oh * w->ow;
   switch (w->kernel) {
     case TC_KERNEL_CONV2D:
     case TC_KERNEL_DEPTHWISE:
@@ -133,7 +136,7 @@ th_status tune_task_layout(const tune_task *t, tune_layout *out) {
                                     : w->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)w->c * w->kh * w->kw
                                                                        : (int64_t)w->oc * w->c;
       out->packed[TC_ARG_WEIGHTS] = 1;
-      out->nelems[TC_ARG_BIAS] = (w->epilogue & TC_EPI_BIAS) ? w->oc : 0;
+      out->nelems[TC_ARG_BIAS] = (w->epilogue & TC_EPI_BIAS) ? tc_channels_stored(w->oc, w->out_cb) : 0;
       out->nelems[TC_ARG_RESIDUAL] = (w->epilogue & TC_EPI_RESIDUAL) ? o : 0;
       out->nelems[TC_ARG_OUT] = o;
       out->is_output[TC_ARG_OUT] = 1;

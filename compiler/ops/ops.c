@@ -46,11 +46,22 @@ int tc_op_nargs(tc_kernel k) {
 }
 
 int tc_channel_block(int channels, int simd_lanes) {
-  (void)simd_lanes;
   static const int blocks[] = {16, 8, 4, 2, 1};
+  int exact = 1;
   for (int i = 0; i < 5; i++)
-    if (channels > 0 && channels % blocks[i] == 0) return blocks[i];
-  return 1;
+    if (channels > 0 && channels % blocks[i] == 0) {
+      exact = blocks[i];
+      break;
+    }
+  int lanes = simd_lanes < 1 ? 1 : simd_lanes > 16 ? 16 : simd_lanes;
+  if (exact >= (lanes < 8 ? lanes : 8) || channels < lanes) return exact;
+  /* a padded block of one vector, where it wastes at most a quarter: 58 -> 64 (4 x 16) instead of 29 x 2 */
+  int stored = (channels + lanes - 1) / lanes * lanes;
+  return (int64_t)stored * 4 <= (int64_t)channels * 5 ? lanes : exact;
+}
+
+int tc_channels_stored(int channels, int cb) {
+  return cb > 1 ? (channels + cb - 1) / cb * cb : channels;
 }
 
 static int is_block(int cb) {
@@ -131,8 +142,7 @@ th_status tc_workload_check(const tc_workload *wl) {
   if ((int64_t)w->n * w->c * w->h * w->w > (int64_t)1 << 31 ||
       (int64_t)w->n * w->oc * w->oh * w->ow > (int64_t)1 << 31)
     return TH_ERR_TOO_LARGE;
-  if (!is_block(w->in_cb) || !is_block(w->out_cb) || w->c % w->in_cb || w->oc % w->out_cb)
-    return TH_ERR_INVALID;
+  if (!is_block(w->in_cb) || !is_block(w->out_cb)) return TH_ERR_INVALID; /* padded when they do not divide */
   const int cnn_act = TC_EPI_SIGMOID | TC_EPI_HARD_SIGMOID | TC_EPI_HARD_SWISH | TC_EPI_SILU;
   if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU |
                       TC_EPI_TANH | TC_EPI_MASK | cnn_act))
@@ -172,6 +182,10 @@ th_status tc_workload_check(const tc_workload *wl) {
           w->ow != out_dim(w->w, w->kw, w->sw, w->pl, w->pr))
         return TH_ERR_INVALID;
       if (w->kernel != TC_KERNEL_CONV2D && w->c != w->oc) return TH_ERR_INVALID;
+      /* one channel to one: the padding lanes come from the input's, so both pad alike */
+      if (w->kernel != TC_KERNEL_CONV2D &&
+          tc_channels_stored(w->c, w->in_cb) != tc_channels_stored(w->oc, w->out_cb))
+        return TH_ERR_INVALID;
       if (w->kernel == TC_KERNEL_MAXPOOL || w->kernel == TC_KERNEL_AVGPOOL) {
         if (w->epilogue & (TC_EPI_BIAS | TC_EPI_RESIDUAL)) return TH_ERR_UNSUPPORTED;
       }
@@ -181,7 +195,9 @@ th_status tc_workload_check(const tc_workload *wl) {
         return TH_ERR_INVALID;
       return TH_OK;
     case TC_KERNEL_GLOBAL_AVGPOOL:
-      if (w->c != w->oc || w->oh != 1 || w->ow != 1) return TH_ERR_INVALID;
+      if (w->c != w->oc || w->oh != 1 || w->ow != 1 ||
+          tc_channels_stored(w->c, w->in_cb) != tc_channels_stored(w->oc, w->out_cb))
+        return TH_ERR_INVALID;
       if (w->epilogue & (TC_EPI_BIAS | TC_EPI_RESIDUAL)) return TH_ERR_UNSUPPORTED;
       return TH_OK;
     case TC_KERNEL_SOFTMAX:
@@ -382,7 +398,7 @@ const tc_expr *tc__idx(tc_ir *ir, const tc_expr *n, const tc_expr *cblk, const t
 const tc_expr *tc__idx_c(tc_ir *ir, const tc_expr *n, const tc_expr *c, const tc_expr *y,
                          const tc_expr *x, int channels, int h, int w, int cb) {
   return tc__idx(ir, n, tc_e_div(ir, c, tc__c(ir, cb)), y, x, tc_e_mod(ir, c, tc__c(ir, cb)),
-                 channels / cb, h, w, cb);
+                 tc_channels_stored(channels, cb) / cb, h, w, cb);
 }
 
 const tc_expr *tc__epilogue(tc_ir *ir, const tc_workload *wl, const tc_expr *v, const tc_var *bias,
@@ -447,6 +463,29 @@ const tc_stmt *tc__ow_tiles(tc_ir *ir, int ow, int rw, int sw, int pl, int kw, i
 
 /* ---- public entry points ---- */
 
+/* What a template sees: the families that compute every lane of a channel-blocked map get the stored
+ * channel counts (a block that does not divide the channels is padded, tc_channel_block), so they compute
+ * the padding lanes too, from zero weights and biases (the packers pad them). Concat and layout copy the
+ * real channels and write the padding themselves (tc__lower_copy). */
+_Static_assert(TC_PACK_NPARAMS == TH_RT_PACK_NPARAMS, "one pack-parameter count on both sides");
+
+static tc_workload stored(const tc_workload *wl) {
+  tc_workload w = *wl;
+  switch (wl->kernel) {
+    case TC_KERNEL_CONV2D:
+    case TC_KERNEL_DEPTHWISE:
+    case TC_KERNEL_MAXPOOL:
+    case TC_KERNEL_AVGPOOL:
+    case TC_KERNEL_GLOBAL_AVGPOOL:
+    case TC_KERNEL_ELTWISE:
+      w.c = tc_channels_stored(wl->c, wl->in_cb);
+      w.oc = tc_channels_stored(wl->oc, wl->out_cb);
+      break;
+    default: break;
+  }
+  return w;
+}
+
 th_status tc_op_space(const tc_workload *wl, const tc_target *t, tc_space *out) {
   if (!wl || !t || !out) return TH_ERR_INVALID;
   th_status rc = tc_workload_check(wl);
@@ -455,7 +494,8 @@ th_status tc_op_space(const tc_workload *wl, const tc_target *t, tc_space *out) 
     return TH_ERR_UNSUPPORTED; /* the CPU computes in fp32 only */
   tc_space s;
   memset(&s, 0, sizeof s);
-  rc = ops[wl->kernel]->space(wl, t, &s);
+  tc_workload w = stored(wl);
+  rc = ops[wl->kernel]->space(&w, t, &s);
   if (rc == TH_OK && s.nknobs < 1) rc = TH_ERR_INTERNAL;
   if (rc == TH_OK) *out = s;
   return rc;
@@ -469,7 +509,8 @@ th_status tc_op_valid(const tc_workload *wl, const tc_target *t, const tc_space 
   if (tc_space_index(s, cfg) < 0) return TH_ERR_INVALID;
   const tc__op *op = ops[wl->kernel];
   if (!op) return TH_ERR_UNSUPPORTED;
-  return op->valid ? op->valid(wl, t, s, cfg) : TH_OK;
+  tc_workload w = stored(wl);
+  return op->valid ? op->valid(&w, t, s, cfg) : TH_OK;
 }
 
 th_status tc_op_fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *out) {
@@ -480,7 +521,8 @@ th_status tc_op_fallback(const tc_workload *wl, const tc_target *t, const tc_spa
   memset(&c, 0, sizeof c);
   c.nknobs = s->nknobs;
   if (!ops[wl->kernel]) return TH_ERR_UNSUPPORTED;
-  rc = ops[wl->kernel]->fallback(wl, t, s, &c);
+  tc_workload w = stored(wl);
+  rc = ops[wl->kernel]->fallback(&w, t, s, &c);
   if (rc == TH_OK) rc = tc_op_valid(wl, t, s, &c);
   if (rc == TH_OK) *out = c;
   return rc;
@@ -496,7 +538,8 @@ th_status tc_op_lower(const tc_workload *wl, const tc_config *cfg, const tc_targ
   tc_ir ir;
   tc_ir_init(&ir, arena);
   const tc_stmt *body = NULL;
-  rc = ops[wl->kernel]->lower(wl, t, &s, cfg, &ir, &body);
+  tc_workload w = stored(wl);
+  rc = ops[wl->kernel]->lower(&w, t, &s, cfg, &ir, &body);
   if (rc == TH_OK && ir.err != TH_OK) rc = ir.err;
   if (rc == TH_OK && !body) rc = TH_ERR_INTERNAL;
   if (rc == TH_OK) *out = body;
@@ -512,8 +555,20 @@ th_status tc_op_pack_params(const tc_workload *wl, const tc_config *cfg, const t
   if (rc != TH_OK) return rc;
   if (!ops[wl->kernel]->pack) return TH_ERR_INVALID;
   int p[TC_PACK_NPARAMS] = {0};
-  rc = ops[wl->kernel]->pack(wl, t, &s, cfg, p);
-  if (rc == TH_OK) memcpy(params, p, sizeof p);
+  tc_workload w = stored(wl);
+  rc = ops[wl->kernel]->pack(&w, t, &s, cfg, p);
+  if (rc != TH_OK) return rc;
+  /* the packers read the real (torch-layout) channels and zero the padded ones */
+  if (p[0] == TH_RT_PACK_CONV) {
+    p[7] = wl->oc;
+    p[8] = wl->c;
+  } else if (p[0] == TH_RT_PACK_DEPTHWISE) {
+    p[5] = wl->c;
+  } else if (p[0] == TH_RT_PACK_WINOGRAD) {
+    p[5] = wl->oc;
+    p[6] = wl->c;
+  }
+  memcpy(params, p, sizeof p);
   return rc;
 }
 

@@ -10,8 +10,11 @@
  * bias is [oc] floats (read only with TC_EPI_BIAS); residual has the output's shape and layout (read only
  * with TC_EPI_RESIDUAL). Pointers need only float alignment. Parallel loops call th_rt_parallel_for.
  *
- * Layouts. A 4-D tensor [n, c, h, w] with channel block cb (cb divides c) is stored NCHW[cb]c:
- * element (n, c, y, x) is at ((n*(c/cb) + c/cb_) * h + y) * w + x) * cb + c%cb; cb = 1 is plain NCHW.
+ * Layouts. A 4-D tensor [n, c, h, w] with channel block cb is stored NCHW[cb]c with cp =
+ * tc_channels_stored(c, cb) channels (c rounded up to a multiple of cb): element (n, c, y, x) is at
+ * ((n*(cp/cb) + c/cb) * h + y) * w + x) * cb + c%cb; cb = 1 is plain NCHW. Workloads name the real c
+ * and oc; conv2d, depthwise, the pools and eltwise compute the padding lanes too (weights and bias
+ * packed with zeros there), concat and layout copy the real channels and zero the padding.
  *   conv2d:     in [n,c,h,w] block in_cb, out [n,oc,oh,ow] block out_cb; torch weights OIHW.
  *   depthwise:  c == oc (groups == c), torch weights [c,1,kh,kw]; in_cb, out_cb any valid blocks.
  *   dense:      in [n, c] plain, out [n, oc] plain, torch weights [oc, c]; h = w = oh = ow = 1.
@@ -75,10 +78,16 @@ int tc_op_has_template(tc_kernel k);
 /* The number of pointers in the kernel's args array for this family (5, 2 or 3). */
 int tc_op_nargs(tc_kernel k);
 
-/* The channel block for a tensor of `channels` channels: the largest of {16, 8, 4, 2, 1} that divides
- * channels. simd_lanes is accepted for future targets and ignored today (a 16-block is two vectors on
- * AVX2), so that both sides of the compiler agree on one rule. */
+/* The channel block for a map of `channels` channels on a target of simd_lanes float lanes: the largest of
+ * {16, 8, 4, 2, 1} that divides channels, unless that is narrower than min(8, lanes) while channels >=
+ * lanes; then one vector (lanes) when padding the channels to a multiple of it adds at most a quarter
+ * (shufflenet's 58, 116 and 232 channels are 4, 8 and 15 blocks of 16 on AVX-512, not 29 blocks of 2, 4
+ * or 8). Both sides of the compiler (the layout pass, the templates) agree through this one rule. */
 int tc_channel_block(int channels, int simd_lanes);
+/* Channels a map of `channels` channels stores in block cb: rounded up to a multiple of cb (cb > 1). The
+ * padding lanes hold finite values (each producer writes them: zero weights and biases, concat and layout
+ * zeros) that no consumer lets through to a real channel. */
+int tc_channels_stored(int channels, int cb);
 
 /* Checks that the workload's shapes are consistent for its family (output size from the window, blocks
  * dividing channels, ...). TH_ERR_INVALID or TH_ERR_UNSUPPORTED otherwise; never aborts. */
@@ -101,7 +110,7 @@ th_status tc_op_lower(const tc_workload *wl, const tc_config *cfg, const tc_targ
 
 /* Packed weight size in floats for (wl, cfg); 0 for families without weights. */
 size_t tc_op_packed_size(const tc_workload *wl, const tc_config *cfg, const tc_target *t);
-#define TC_PACK_NPARAMS 8
+#define TC_PACK_NPARAMS 10
 /* The parameters of th_rt_pack_weights(params, src, dst) for this kernel: params[0] is the pack kind
  * (TH_RT_PACK_*), the rest its sizes. TH_ERR_INVALID for families without weights. */
 th_status tc_op_pack_params(const tc_workload *wl, const tc_config *cfg, const tc_target *t,

@@ -430,6 +430,12 @@ static int *tc__maps(const tc_graph *g) {
   return map;
 }
 
+/* Whether a blocked map is in NCHW order as stored: 1x1, its block not padding the channels. */
+static int tc__nchw_1x1(const tc_tensor *t) {
+  return t->ndim == 4 && (int64_t)t->shape[2] * t->shape[3] == 1 &&
+         tc_channels_stored((int)t->shape[1], t->cb) == t->shape[1];
+}
+
 /* Whether consumer j reads a blocked (NCHW[cb]c, cb > 1) map x as it is. */
 static int tc__takes_blocked(const tc_graph *g, const int *map, int j, int x) {
   switch (g->nodes[j].op) {
@@ -450,8 +456,8 @@ static int tc__takes_blocked(const tc_graph *g, const int *map, int j, int x) {
     case TC_OP_ADD:
     case TC_OP_MUL:
     case TC_OP_CONCAT: return map[j];
-    /* a blocked 1x1 map is already in NCHW order */
-    case TC_OP_FLATTEN: return (int64_t)g->nodes[x].out.shape[2] * g->nodes[x].out.shape[3] == 1;
+    /* a blocked 1x1 map is already in NCHW order, unless its block pads the channels */
+    case TC_OP_FLATTEN: return tc__nchw_1x1(&g->nodes[x].out);
     default: return 0;
   }
 }
@@ -475,6 +481,20 @@ static int tc__insert_mapped(tc_graph *g, int pos, const tc_node *proto, int **m
   memmove(&m[pos + 1], &m[pos], (size_t)(g->nnodes - 1 - pos) * sizeof *m);
   m[pos] = 1; /* a layout node is a map */
   return pos;
+}
+
+/* Whether node nd maps each input channel to the same output channel (c == oc): a depthwise conv, a
+ * batch norm, the pools. */
+static int tc__same_channels(const tc_node *nd) {
+  switch (nd->op) {
+    case TC_OP_CONV2D: return nd->groups > 1 && nd->groups == nd->out.shape[1];
+    case TC_OP_BATCH_NORM:
+    case TC_OP_MAX_POOL:
+    case TC_OP_AVG_POOL:
+    case TC_OP_GLOBAL_AVG_POOL:
+    case TC_OP_ADAPTIVE_AVG_POOL: return nd->ninputs >= 1;
+    default: return 0;
+  }
 }
 
 th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
@@ -502,6 +522,20 @@ th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
           if (g->nodes[j].inputs[k] == i) g->nodes[j].inputs[k] = i + 1;
       for (int k = 0; k < g->noutputs; k++)
         if (g->outputs[k] == i) g->outputs[k] = i + 1;
+      i++;
+      continue;
+    }
+    if (tc__same_channels(&g->nodes[i]) && g->nodes[i].out.cb > 1 &&
+        g->nodes[g->nodes[i].inputs[0]].out.cb != g->nodes[i].out.cb &&
+        tc_channels_stored((int)g->nodes[i].out.shape[1], g->nodes[i].out.cb) != g->nodes[i].out.shape[1]) {
+      /* a depthwise conv or pool computes its padding lanes from the input's: it reads its input in its
+       * own padded block (here a plain map, after a tensor op: one reorder for this consumer) */
+      tc_node ln = tc__layout_node(g, g->nodes[i].inputs[0], g->nodes[i].out.cb);
+      if (tc__insert_mapped(g, i, &ln, &map) < 0) {
+        rc = tc__fail(g, TH_ERR_NOMEM, "out of memory");
+        break;
+      }
+      g->nodes[i + 1].inputs[0] = i;
       i++;
       continue;
     }
@@ -639,7 +673,7 @@ static void tc__view_of(const tc_graph *g, tc__view *V, int i) {
   const tc_tensor *tx = &g->nodes[x].out;
   if (tx->cb != 1) {
     /* a blocked map: only a reshape of a 1x1 map keeps the NCHW order */
-    if (tc__is_reshape(nd->op) && tx->ndim == 4 && (int64_t)tx->shape[2] * tx->shape[3] == 1)
+    if (tc__is_reshape(nd->op) && tc__nchw_1x1(tx))
       v->base = x;
     else
       v->bad = 1;
@@ -940,9 +974,17 @@ typedef struct tc__block {
   int64_t off, size;
 } tc__block;
 
+/* Elements as stored: a channel-blocked map stores its channels rounded up to the block. */
+static int64_t tc__stored_numel(const tc_tensor *t) {
+  int64_t n = tc_tensor_numel(t);
+  if (t->cb > 1 && t->ndim == 4 && t->shape[1] > 0)
+    n = n / t->shape[1] * tc_channels_stored((int)t->shape[1], t->cb);
+  return n;
+}
+
 /* 4-byte units, rounded up to 64 bytes. */
 static int64_t tc__units(const tc_tensor *t) {
-  return (tc_tensor_bytes(t) / 4 + 15) / 16 * 16;
+  return (tc__stored_numel(t) * tc_dtype_size(t->dtype) / 4 + 15) / 16 * 16;
 }
 
 static void tc__release(tc__block *fl, int *nfree, tc__block b) {
@@ -1265,7 +1307,8 @@ static th_status tc__copy_call(tc_graph *g, tc_call *c, int node, int src_base, 
 static void tc__blocked_strides(const tc_tensor *t, const tc_tensor *out, int *sh, int64_t *st) {
   const int *o = out->shape, *s = t->shape;
   int cb = out->cb;
-  int64_t dims[5] = {s[0], s[1] / cb, s[2], s[3], cb}, full[5] = {o[0], o[1] / cb, o[2], o[3], cb};
+  int64_t dims[5] = {s[0], tc_channels_stored((int)s[1], cb) / cb, s[2], s[3], cb},
+          full[5] = {o[0], tc_channels_stored((int)o[1], cb) / cb, o[2], o[3], cb};
   int64_t stride = 1;
   for (int d = 4; d >= 0; d--) {
     sh[d] = (int)full[d];
@@ -1545,7 +1588,7 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     case TC_OP_RELU: /* one that no conv, dense or add took as its epilogue (after an imported x * s + b) */
     case TC_OP_CLIP:
       /* element-wise: a channel-blocked map is read and written in its own layout */
-      tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc_tensor_numel(&nd->out), 1, 1, 1, 1, 1, 1);
+      tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc__stored_numel(&nd->out), 1, 1, 1, 1, 1, 1);
       c->wl.op = tc__unary_op(nd->op);
       if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID) {
         c->wl.alpha = nd->alpha;

@@ -200,7 +200,7 @@ void th_rt_parallel_for(void (*fn)(void *ctx, int64_t begin, int64_t end), void 
 }
 
 void th_rt_pack_conv(const float *src, float *dst, int oc, int ic, int kh, int kw, int in_cb,
-                     int oc_tile) {
+                     int oc_tile, int oc_real, int ic_real) {
   int nt = oc / oc_tile, nicb = ic / in_cb;
   size_t o = 0;
   for (int t = 0; t < nt; t++)
@@ -210,16 +210,17 @@ void th_rt_pack_conv(const float *src, float *dst, int oc, int ic, int kh, int k
           for (int ci = 0; ci < in_cb; ci++)
             for (int j = 0; j < oc_tile; j++) {
               int co = t * oc_tile + j, c = cb * in_cb + ci;
-              dst[o++] = src[(((size_t)co * ic + c) * kh + y) * kw + x];
+              dst[o++] = co < oc_real && c < ic_real ? src[(((size_t)co * ic_real + c) * kh + y) * kw + x] : 0.0f;
             }
 }
 
-void th_rt_pack_depthwise(const float *src, float *dst, int c, int kh, int kw, int vl) {
+void th_rt_pack_depthwise(const float *src, float *dst, int c, int kh, int kw, int vl, int c_real) {
   size_t o = 0;
   for (int b = 0; b < c / vl; b++)
     for (int y = 0; y < kh; y++)
       for (int x = 0; x < kw; x++)
-        for (int j = 0; j < vl; j++) dst[o++] = src[((size_t)(b * vl + j) * kh + y) * kw + x];
+        for (int j = 0; j < vl; j++)
+          dst[o++] = b * vl + j < c_real ? src[((size_t)(b * vl + j) * kh + y) * kw + x] : 0.0f;
 }
 
 void th_rt_pack_dense(const float *src, float *dst, int m, int k, int bn) {
@@ -233,16 +234,18 @@ void th_rt_pack_dense(const float *src, float *dst, int m, int k, int bn) {
       }
 }
 
-void th_rt_pack_winograd(const float *src, float *dst, int oc, int ic, int m, int oc_tile) {
+void th_rt_pack_winograd(const float *src, float *dst, int oc, int ic, int m, int oc_tile, int oc_real,
+                         int ic_real) {
   /* G of F(2,3) and F(4,3) (Lavin and Gray), rows = transformed taps */
   static const double g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
   static const double g4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6},
                                   {-1.0 / 6, 1.0 / 6, -1.0 / 6}, {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                   {1.0 / 24, -1.0 / 12, 1.0 / 6}, {0, 0, 1}};
   int a = m + 2;
+  static const float zero[9];
   for (int co = 0; co < oc; co++)
     for (int c = 0; c < ic; c++) {
-      const float *g = src + ((size_t)co * ic + c) * 9;
+      const float *g = co < oc_real && c < ic_real ? src + ((size_t)co * ic_real + c) * 9 : zero;
       double tmp[6][3];
       for (int i = 0; i < a; i++)
         for (int l = 0; l < 3; l++) {
@@ -277,20 +280,24 @@ int th_rt_pack_weights(const int p[TH_RT_PACK_NPARAMS], const float *src, float 
     if (p[i] < 0) return -1;
   switch (p[0]) {
     case TH_RT_PACK_CONV:
-      if (p[5] <= 0 || p[6] <= 0 || p[2] % p[5] || p[1] % p[6]) return -1;
-      th_rt_pack_conv(src, dst, p[1], p[2], p[3], p[4], p[5], p[6]);
+      if (p[5] <= 0 || p[6] <= 0 || p[2] % p[5] || p[1] % p[6] || p[7] < 1 || p[7] > p[1] || p[8] < 1 ||
+          p[8] > p[2])
+        return -1;
+      th_rt_pack_conv(src, dst, p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8]);
       return 0;
     case TH_RT_PACK_DEPTHWISE:
-      if (p[4] <= 0 || p[1] % p[4]) return -1;
-      th_rt_pack_depthwise(src, dst, p[1], p[2], p[3], p[4]);
+      if (p[4] <= 0 || p[1] % p[4] || p[5] < 1 || p[5] > p[1]) return -1;
+      th_rt_pack_depthwise(src, dst, p[1], p[2], p[3], p[4], p[5]);
       return 0;
     case TH_RT_PACK_DENSE:
       if (p[3] <= 0) return -1;
       th_rt_pack_dense(src, dst, p[1], p[2], p[3]);
       return 0;
     case TH_RT_PACK_WINOGRAD:
-      if ((p[3] != 2 && p[3] != 4) || p[4] <= 0 || p[1] % p[4]) return -1;
-      th_rt_pack_winograd(src, dst, p[1], p[2], p[3], p[4]);
+      if ((p[3] != 2 && p[3] != 4) || p[4] <= 0 || p[1] % p[4] || p[5] < 1 || p[5] > p[1] || p[6] < 1 ||
+          p[6] > p[2])
+        return -1;
+      th_rt_pack_winograd(src, dst, p[1], p[2], p[3], p[4], p[5], p[6]);
       return 0;
     default: return -1;
   }

@@ -3,6 +3,8 @@
  * file's initializers (never the zoo's seeded weights) and its manifest names the file by its sha256. The ONNX
  * file is a small CNN built with the importer tests' builder (onnx_build.h), written to a temp file. */
 #include <archive.h>
+#include <dlfcn.h>
+#include <math.h>
 #include <archive_entry.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -14,6 +16,10 @@
 #include "network.h"
 #include "onnx_build.h"
 #include "params.h"
+#include "ops/ops.h"
+#include "passes/passes.h"
+#include "ref/ref.h"
+#include "model/tunehub_model.h"
 #include "tc.h"
 #include "th_sha256.h"
 #include "th_test.h"
@@ -172,6 +178,145 @@ TH_TEST(bundle_from_onnx_ships_initializers) {
   z.network = "mine";
   z.batch = 1;
   CHECK_EQ_INT(tc_build_bundle(&z, NULL, NULL, NULL, err, sizeof err), TH_ERR_NOT_FOUND);
+  (void)th_rm_rf(dir);
+  return 0;
+}
+
+/* input [N, 3, 8, 8] -> Conv 3x3 p1 -> 30 channels, Relu -> {Conv 1x1 -> 30, Conv 1x1 -> 28} -> Concat -> 58
+ * -> MaxPool 2 -> Conv 3x3 p1 (bias) 58 -> 58, Relu -> Add (the concat pooled) -> channel shuffle
+ * (Reshape, Transpose, Reshape) -> depthwise Conv 3x3 -> Relu -> GlobalAveragePool -> Flatten -> Gemm ->
+ * [N, 5]. 30, 28 and 58 channels take padded channel blocks (tc_channel_block) on AVX2 and AVX-512 alike,
+ * so convs, concat, pool, the residual add, the depthwise conv of a plain map and the flatten of a
+ * padded 1x1 map all read and write padding lanes. */
+static uint8_t *padded_model(size_t *len) {
+  tb *b = tb_new(13);
+  int64_t in[4] = {-1, 3, 8, 8}, w0[4] = {30, 3, 3, 3}, wa[4] = {30, 30, 1, 1}, wb[4] = {28, 30, 1, 1};
+  int64_t w1[4] = {58, 58, 3, 3}, b1[1] = {58}, hw[2] = {5, 58}, hb[1] = {5}, pad1[4] = {1, 1, 1, 1};
+  int64_t k3[2] = {3, 3}, k2[2] = {2, 2};
+  tb_input(b, "input", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, in);
+  tb_param(b, "stem.weight", 4, w0, 0);
+  tb_param(b, "a.weight", 4, wa, 0);
+  tb_param(b, "b.weight", 4, wb, 0);
+  tb_param(b, "mix.weight", 4, w1, 0);
+  tb_param(b, "mix.bias", 1, b1, 0);
+  int64_t wd[4] = {58, 1, 3, 3};
+  tb_param(b, "dw.weight", 4, wd, 0);
+  tb_param(b, "head.weight", 2, hw, 0);
+  tb_param(b, "head.bias", 1, hb, 0);
+  Onnx__NodeProto *n = tb_node(b, "Conv", "stem", "input,stem.weight", "s0");
+  tb_attr_ints(b, n, "pads", 4, pad1);
+  tb_node(b, "Relu", "act0", "s0", "s1");
+  tb_node(b, "Conv", "a", "s1,a.weight", "ya");
+  tb_node(b, "Conv", "b", "s1,b.weight", "yb");
+  n = tb_node(b, "Concat", "cat", "ya,yb", "c0");
+  tb_attr_i(b, n, "axis", 1);
+  n = tb_node(b, "MaxPool", "pool", "c0", "p0");
+  tb_attr_ints(b, n, "kernel_shape", 2, k2);
+  tb_attr_ints(b, n, "strides", 2, k2);
+  n = tb_node(b, "Conv", "mix", "p0,mix.weight,mix.bias", "m0");
+  tb_attr_ints(b, n, "pads", 4, pad1);
+  tb_attr_ints(b, n, "kernel_shape", 2, k3);
+  tb_node(b, "Relu", "act1", "m0", "m1");
+  tb_node(b, "Add", "res", "m1,p0", "r0");
+  /* shufflenet's channel shuffle (a plain map after the tensor ops), then a depthwise conv of it */
+  int64_t sh5[5] = {-1, 2, 29, 4, 4}, sh4[4] = {-1, 58, 4, 4}, perm[5] = {0, 2, 1, 3, 4};
+  tb_const_ints(b, "shape5", 5, sh5);
+  tb_const_ints(b, "shape4", 4, sh4);
+  tb_node(b, "Reshape", "split", "r0,shape5", "q0");
+  n = tb_node(b, "Transpose", "swap", "q0", "q1");
+  tb_attr_ints(b, n, "perm", 5, perm);
+  tb_node(b, "Reshape", "join", "q1,shape4", "q2");
+  n = tb_node(b, "Conv", "dw", "q2,dw.weight", "d0");
+  tb_attr_ints(b, n, "pads", 4, pad1);
+  tb_attr_i(b, n, "group", 58);
+  tb_node(b, "Relu", "act2", "d0", "d1");
+  tb_node(b, "GlobalAveragePool", "gap", "d1", "g0");
+  tb_node(b, "Flatten", "flat", "g0", "f0");
+  n = tb_node(b, "Gemm", "head", "f0,head.weight,head.bias", "scores");
+  tb_attr_i(b, n, "transB", 1);
+  tb_output(b, "scores");
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}
+
+/* The bundle's .so at batch 2 against the reference interpreter on the same graph and weights. */
+TH_TEST(padded_channel_blocks_match_reference) {
+  enum { N = 2, OUT = 5 };
+  CHECK_EQ_INT(tc_channel_block(58, 16), 16); /* the rule the model is made for */
+  CHECK_EQ_INT(tc_channel_block(58, 8), 8);
+  char dir[512], path[600], tar[700], so[700], err[2048] = "";
+  CHECK(th_mkdtemp("th_netsrc_pad", dir, sizeof dir) == TH_OK);
+  size_t len = 0;
+  uint8_t *bytes = padded_model(&len);
+  CHECK(bytes != NULL);
+  snprintf(path, sizeof path, "%s/pad.onnx", dir);
+  CHECK(th_write_file_atomic(path, bytes, len) == TH_OK);
+  free(bytes);
+  snprintf(tar, sizeof tar, "%s/pad.tar", dir);
+  snprintf(so, sizeof so, "%s/pad.so", dir);
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "llvm";
+  o.network = "padded";
+  o.onnx_path = path;
+  o.batch = N;
+  th_status rc = tc_build_bundle(&o, tar, so, NULL, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "build: %s\n", err);
+  CHECK_EQ_INT(rc, TH_OK);
+  /* the reference: the same file's graph with its initializers */
+  tc_netsrc src = {"padded", path, NULL};
+  tc_graph *g = NULL;
+  CHECK_EQ_INT(tc_network_build(&src, N, 0, 0, 1, &g, err, sizeof err), TH_OK);
+  float x[N * 3 * 8 * 8], want[N * OUT], got[N * OUT];
+  tb_fill(x, N * 3 * 8 * 8, 11);
+  const void *ins[1] = {x};
+  void *outs[1] = {want};
+  CHECK_EQ_INT(tc_ref_run_io(g, ins, outs, err, sizeof err), TH_OK);
+  char *pb = NULL;
+  size_t plen = 0;
+  bundle_params(tar, &pb, &plen);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  CHECK(h != NULL);
+  int (*create)(const void *, size_t, struct th_model **) = NULL;
+  int (*run_io)(struct th_model *, const void *const *, void *const *) = NULL;
+  void (*free_)(struct th_model *) = NULL;
+  *(void **)&create = dlsym(h, "th_model_create");
+  *(void **)&run_io = dlsym(h, "th_model_run_io");
+  *(void **)&free_ = dlsym(h, "th_model_free");
+  CHECK(create && run_io && free_);
+  struct th_model *m = NULL;
+  CHECK_EQ_INT(create(pb, plen, &m), 0);
+  void *gots[1] = {got};
+  CHECK_EQ_INT(run_io(m, ins, gots), 0);
+  double worst = 0, big = 0;
+  for (int i = 0; i < N * OUT; i++) {
+    worst = fmax(worst, fabs((double)got[i] - want[i]));
+    big = fmax(big, fabs((double)want[i]));
+  }
+  fprintf(stderr, "max abs diff %.3g (largest output %.3g)\n", worst, big);
+  CHECK(big > 0 && worst <= 1e-4 * big);
+  free_(m);
+  dlclose(h);
+  free(pb);
+  /* a depthwise conv or pool computes its padding lanes from its input's, so it reads a padded block
+   * (never the plain map the shuffle leaves, past whose channels the padding lanes would read) */
+  int64_t ws = 0;
+  CHECK_EQ_INT(tc_passes_run(g, 16, &ws), TH_OK);
+  tc_call *calls = NULL;
+  int ncalls = 0, padded_dw = 0;
+  CHECK_EQ_INT(tc_lower(g, &calls, &ncalls), TH_OK);
+  for (int i = 0; i < ncalls; i++) {
+    const tc_workload *w = &calls[i].wl;
+    int same = w->kernel == TC_KERNEL_DEPTHWISE || w->kernel == TC_KERNEL_MAXPOOL ||
+               w->kernel == TC_KERNEL_AVGPOOL || w->kernel == TC_KERNEL_GLOBAL_AVGPOOL;
+    if (!same || tc_channels_stored(w->oc, w->out_cb) == w->oc) continue;
+    CHECK_EQ_INT(w->in_cb, w->out_cb);
+    padded_dw += w->kernel == TC_KERNEL_DEPTHWISE;
+  }
+  CHECK_EQ_INT(padded_dw, 1);
+  free(calls);
+  tc_graph_free(g);
   (void)th_rm_rf(dir);
   return 0;
 }

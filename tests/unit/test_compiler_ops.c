@@ -16,22 +16,40 @@
 
 /* ---- helpers ---- */
 
-/* plain NCHW <-> NCHW[cb]c */
+/* plain NCHW <-> NCHW[cb]c; a block that does not divide c pads the channels (tc_channels_stored), and
+ * to_blocked fills the padding with PAD_FILL, a finite value a kernel must not let through */
+#define PAD_FILL 7.0f
+static size_t stored_size(int n, int c, int h, int w, int cb) {
+  return (size_t)n * tc_channels_stored(c, cb) * h * w;
+}
+static size_t blocked_at(int b, int ch, int y, int x, int c, int h, int w, int cb) {
+  return ((((size_t)b * (tc_channels_stored(c, cb) / cb) + ch / cb) * h + y) * w + x) * cb + ch % cb;
+}
 static void to_blocked(const float *src, float *dst, int n, int c, int h, int w, int cb) {
+  for (size_t i = 0; i < stored_size(n, c, h, w, cb); i++) dst[i] = PAD_FILL;
   for (int b = 0; b < n; b++)
     for (int ch = 0; ch < c; ch++)
       for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
-          dst[((((size_t)b * (c / cb) + ch / cb) * h + y) * w + x) * cb + ch % cb] =
-              src[(((size_t)b * c + ch) * h + y) * w + x];
+          dst[blocked_at(b, ch, y, x, c, h, w, cb)] = src[(((size_t)b * c + ch) * h + y) * w + x];
 }
 static void from_blocked(const float *src, float *dst, int n, int c, int h, int w, int cb) {
   for (int b = 0; b < n; b++)
     for (int ch = 0; ch < c; ch++)
       for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++)
-          dst[(((size_t)b * c + ch) * h + y) * w + x] =
-              src[((((size_t)b * (c / cb) + ch / cb) * h + y) * w + x) * cb + ch % cb];
+          dst[(((size_t)b * c + ch) * h + y) * w + x] = src[blocked_at(b, ch, y, x, c, h, w, cb)];
+}
+/* Whether every padding lane of a blocked map is finite (want < 0) or equal to want. */
+static int padding_is(const float *blk, int n, int c, int h, int w, int cb, float want) {
+  for (int b = 0; b < n; b++)
+    for (int ch = c; ch < tc_channels_stored(c, cb); ch++)
+      for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+          float v = blk[blocked_at(b, ch, y, x, c, h, w, cb)];
+          if (want < 0 ? !isfinite(v) : v != want) return 0;
+        }
+  return 1;
 }
 
 static float epi(const tc_workload *wl, float v, const float *bias, int oc, const float *res, size_t i) {
@@ -125,10 +143,15 @@ static void check_list(const tc_workload *all_wl, const tc_config *all_cfg, cons
   for (int q = 0; q < n; q++) {
     const tc_workload *wl = &all_wl[q];
     size_t isz = (size_t)wl->n * wl->c * wl->h * wl->w, osz = (size_t)wl->n * wl->oc * wl->oh * wl->ow;
+    size_t isb = stored_size(wl->n, wl->c, wl->h, wl->w, wl->in_cb);
+    size_t osb = stored_size(wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
     size_t wsz = depthwise ? (size_t)wl->c * wl->kh * wl->kw : (size_t)wl->oc * wl->c * wl->kh * wl->kw;
-    float *in = rand_buf(isz), *wt = rand_buf(wsz), *bias = rand_buf((size_t)wl->oc),
-          *res = rand_buf(osz), *ref = rand_buf(osz);
-    float *inb = rand_buf(isz), *resb = rand_buf(osz), *outb = rand_buf(osz), *out = rand_buf(osz);
+    /* the bias as the model holds it: the stored channels, zero past oc */
+    int ocs = tc_channels_stored(wl->oc, wl->out_cb);
+    float *in = rand_buf(isz), *wt = rand_buf(wsz), *bias = rand_buf((size_t)ocs), *res = rand_buf(osz),
+          *ref = rand_buf(osz);
+    for (int c = wl->oc; c < ocs; c++) bias[c] = 0;
+    float *inb = rand_buf(isb), *resb = rand_buf(osb), *outb = rand_buf(osb), *out = rand_buf(osz);
     size_t psz = tc_op_packed_size(wl, &all_cfg[q], &target);
     CHECK(psz > 0);
     float *packed = rand_buf(psz);
@@ -140,6 +163,8 @@ static void check_list(const tc_workload *all_wl, const tc_config *all_cfg, cons
                      (wl->epilogue & TC_EPI_RESIDUAL) ? resb : NULL, outb};
     sym(&L, q)((void *const *)args);
     from_blocked(outb, out, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
+    /* padding lanes: zero weights and bias keep them finite (the input's padding is PAD_FILL) */
+    CHECK(padding_is(outb, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb, -1));
     tc_space s;
     char key[512], cfg[1024];
     CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
@@ -165,6 +190,10 @@ TH_TEST(conv2d_differential) {
       conv_wl(TC_KERNEL_CONV2D, 2, 4, 11, 7, 8, 3, 3, 2, 1, 4, 8, TC_EPI_CLIP),      /* batch 2 */
       conv_wl(TC_KERNEL_CONV2D, 1, 16, 6, 13, 5, 3, 3, 1, 1, 16, 1, TC_EPI_BIAS),     /* plain out */
       conv_wl(TC_KERNEL_CONV2D, 1, 32, 7, 7, 32, 3, 3, 1, 1, 16, 16, TC_EPI_RESIDUAL | TC_EPI_RELU),
+      /* padded channel blocks (shufflenet's 58 channels in blocks of 16; 20 in blocks of 8) */
+      conv_wl(TC_KERNEL_CONV2D, 2, 58, 9, 9, 58, 1, 1, 1, 0, 16, 16, TC_EPI_BIAS | TC_EPI_RELU),
+      conv_wl(TC_KERNEL_CONV2D, 1, 20, 8, 8, 29, 3, 3, 1, 1, 8, 16, TC_EPI_BIAS | TC_EPI_RESIDUAL),
+      conv_wl(TC_KERNEL_CONV2D, 1, 24, 10, 10, 58, 1, 1, 2, 0, 1, 16, TC_EPI_BIAS),
   };
   /* Asymmetric padding. */
   tc_workload a = conv_wl(TC_KERNEL_CONV2D, 1, 16, 12, 12, 16, 5, 5, 1, 2, 16, 16,
@@ -172,10 +201,11 @@ TH_TEST(conv2d_differential) {
   a.pb = a.pr = 1;
   a.oh = (a.h + a.pt + a.pb - a.kh) / a.sh + 1;
   a.ow = (a.w + a.pl + a.pr - a.kw) / a.sw + 1;
-  tc_workload all[8];
+  int nwl = (int)(sizeof wls / sizeof wls[0]);
+  tc_workload all[16];
   memcpy(all, wls, sizeof wls);
-  all[6] = a;
-  check_weighted(all, 7, 4, 0);
+  all[nwl] = a;
+  check_weighted(all, nwl + 1, 4, 0);
   return 0;
 }
 
@@ -362,8 +392,16 @@ TH_TEST(depthwise_differential) {
       conv_wl(TC_KERNEL_DEPTHWISE, 1, 24, 14, 14, 24, 3, 3, 2, 1, 8, 8, TC_EPI_RESIDUAL | TC_EPI_RELU),
       conv_wl(TC_KERNEL_DEPTHWISE, 2, 8, 9, 11, 8, 5, 5, 1, 2, 4, 8, TC_EPI_BIAS),
       conv_wl(TC_KERNEL_DEPTHWISE, 1, 3, 7, 7, 3, 3, 3, 1, 0, 1, 1, 0),
+      conv_wl(TC_KERNEL_DEPTHWISE, 2, 58, 9, 9, 58, 3, 3, 2, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU), /* padded */
+      conv_wl(TC_KERNEL_DEPTHWISE, 1, 116, 7, 7, 116, 3, 3, 1, 1, 8, 8, TC_EPI_BIAS),
   };
-  check_weighted(wls, 4, 4, 1);
+  check_weighted(wls, 6, 4, 1);
+  /* a padded output block whose padding the input has not (it would read past the input's channels) */
+  tc_workload bad = conv_wl(TC_KERNEL_DEPTHWISE, 1, 116, 7, 7, 116, 3, 3, 1, 1, 1, 16, 0);
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(&bad, &target, &s), TH_ERR_INVALID);
+  bad = conv_wl(TC_KERNEL_MAXPOOL, 1, 58, 7, 7, 58, 3, 3, 1, 1, 16, 2, 0);
+  CHECK_EQ_INT(tc_op_space(&bad, &target, &s), TH_ERR_INVALID);
   return 0;
 }
 
@@ -752,21 +790,25 @@ static void check_simple(const tc_workload *wls, int nwl) {
   for (int q = 0; q < n; q++) {
     const tc_workload *wl = &all_wl[q];
     size_t isz = (size_t)wl->n * wl->c * wl->h * wl->w, osz = (size_t)wl->n * wl->oc * wl->oh * wl->ow;
-    float *a = rand_buf(isz), *b = rand_buf(isz), *ab = rand_buf(isz), *ref = rand_buf(osz);
-    float *outb = rand_buf(osz), *out = rand_buf(osz);
+    size_t isb = stored_size(wl->n, wl->c, wl->h, wl->w, wl->in_cb);
+    size_t osb = stored_size(wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
+    float *a = rand_buf(isz), *b = rand_buf(isz), *ab = rand_buf(isb), *bb = rand_buf(isb), *ref = rand_buf(osz);
+    float *outb = rand_buf(osb), *out = rand_buf(osz);
     if (wl->kernel == TC_KERNEL_CONCAT) { /* untouched channels keep their values */
       for (size_t i = 0; i < osz; i++) ref[i] = 0.125f;
     }
     ref_simple(wl, a, b, ref);
-    int blocked = wl->kernel != TC_KERNEL_SOFTMAX && wl->kernel != TC_KERNEL_ELTWISE;
+    /* eltwise on a blocked map adds the two as stored, padding included */
+    int blocked = wl->kernel != TC_KERNEL_SOFTMAX && (wl->kernel != TC_KERNEL_ELTWISE || wl->in_cb > 1);
     if (blocked) {
       to_blocked(a, ab, wl->n, wl->c, wl->h, wl->w, wl->in_cb);
-      if (wl->kernel == TC_KERNEL_CONCAT) to_blocked(ref, outb, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
-      for (size_t i = 0; i < osz && wl->kernel == TC_KERNEL_CONCAT; i++) outb[i] = 0.125f;
+      to_blocked(b, bb, wl->n, wl->c, wl->h, wl->w, wl->in_cb);
+      for (size_t i = 0; i < osb; i++) outb[i] = wl->kernel == TC_KERNEL_CONCAT ? 0.125f : NAN;
     } else {
       memcpy(ab, a, isz * sizeof *a);
+      memcpy(bb, b, isz * sizeof *b);
     }
-    void *args2[2] = {ab, outb}, *args3[3] = {a, b, outb};
+    void *args2[2] = {ab, outb}, *args3[3] = {ab, bb, outb};
     sym(&L, q)(wl->kernel == TC_KERNEL_ELTWISE ? (void *const *)args3 : (void *const *)args2);
     if (blocked)
       from_blocked(outb, out, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
@@ -775,14 +817,24 @@ static void check_simple(const tc_workload *wls, int nwl) {
     char key[512];
     tc_workload_key(wl, key, sizeof key);
     CHECK(compare(key, out, ref, osz));
-    free(a), free(b), free(ab), free(ref), free(outb), free(out);
+    if (blocked && tc_channels_stored(wl->oc, wl->out_cb) > wl->oc) {
+      /* padding: the copy of the last channels zeroes it; the computing kernels keep it finite */
+      int copy = wl->kernel == TC_KERNEL_CONCAT || wl->kernel == TC_KERNEL_LAYOUT;
+      int last = copy && (wl->kernel == TC_KERNEL_LAYOUT || wl->c_offset + wl->c == wl->oc);
+      float want = last ? 0.0f : copy ? 0.125f : -1;
+      if (!padding_is(outb, wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb, want)) {
+        fprintf(stderr, "%s: padding lanes are not %g\n", key, (double)want);
+        CHECK(0);
+      }
+    }
+    free(a), free(b), free(ab), free(bb), free(ref), free(outb), free(out);
   }
   unload(&L);
 }
 
 TH_TEST(pool_differential) {
   init_target();
-  tc_workload w[6];
+  tc_workload w[8];
   w[0] = conv_wl(TC_KERNEL_MAXPOOL, 1, 16, 15, 15, 16, 3, 3, 2, 1, 16, 16, 0); /* resnet */
   w[1] = conv_wl(TC_KERNEL_AVGPOOL, 1, 8, 9, 10, 8, 3, 3, 1, 1, 4, 4, 0);
   w[2] = w[1];
@@ -790,18 +842,21 @@ TH_TEST(pool_differential) {
   w[3] = conv_wl(TC_KERNEL_AVGPOOL, 2, 12, 8, 8, 12, 2, 2, 2, 0, 4, 4, TC_EPI_RELU);
   w[4] = conv_wl(TC_KERNEL_MAXPOOL, 1, 3, 13, 13, 3, 3, 3, 2, 0, 1, 1, TC_EPI_CLIP); /* squeezenet-like */
   w[5] = conv_wl(TC_KERNEL_MAXPOOL, 1, 16, 7, 7, 16, 3, 3, 1, 1, 16, 8, 0);
-  check_simple(w, 6);
+  w[6] = conv_wl(TC_KERNEL_MAXPOOL, 2, 58, 9, 9, 58, 3, 3, 2, 1, 16, 16, 0); /* padded blocks */
+  w[7] = conv_wl(TC_KERNEL_AVGPOOL, 1, 20, 6, 6, 20, 3, 3, 1, 1, 8, 8, 0);
+  check_simple(w, 8);
   return 0;
 }
 
 TH_TEST(global_avgpool_differential) {
   init_target();
-  tc_workload w[3];
+  tc_workload w[4];
   w[0] = conv_wl(TC_KERNEL_GLOBAL_AVGPOOL, 1, 24, 7, 7, 24, 7, 7, 1, 0, 8, 8, 0);
   w[1] = conv_wl(TC_KERNEL_GLOBAL_AVGPOOL, 2, 32, 5, 3, 32, 5, 3, 1, 0, 16, 1, TC_EPI_RELU);
   w[2] = conv_wl(TC_KERNEL_GLOBAL_AVGPOOL, 1, 6, 13, 13, 6, 13, 13, 1, 0, 2, 2, 0);
-  for (int i = 0; i < 3; i++) w[i].oh = w[i].ow = 1;
-  check_simple(w, 3);
+  w[3] = conv_wl(TC_KERNEL_GLOBAL_AVGPOOL, 2, 58, 7, 7, 58, 7, 7, 1, 0, 16, 16, 0); /* padded */
+  for (int i = 0; i < 4; i++) w[i].oh = w[i].ow = 1;
+  check_simple(w, 4);
   return 0;
 }
 
@@ -816,35 +871,48 @@ TH_TEST(softmax_differential) {
 
 TH_TEST(eltwise_differential) {
   init_target();
-  tc_workload w[3];
+  tc_workload w[4];
   w[0] = conv_wl(TC_KERNEL_ELTWISE, 1, 16, 7, 7, 16, 1, 1, 1, 0, 16, 16, TC_EPI_RELU);
   w[1] = conv_wl(TC_KERNEL_ELTWISE, 1, 5, 31, 33, 5, 1, 1, 1, 0, 1, 1, TC_EPI_CLIP);
   w[2] = conv_wl(TC_KERNEL_ELTWISE, 2, 64, 9, 9, 64, 1, 1, 1, 0, 16, 16, 0);
-  check_simple(w, 3);
+  w[3] = conv_wl(TC_KERNEL_ELTWISE, 2, 58, 5, 5, 58, 1, 1, 1, 0, 16, 16, TC_EPI_RELU); /* padded */
+  check_simple(w, 4);
   return 0;
 }
 
 TH_TEST(concat_differential) {
   init_target();
-  tc_workload w[3];
+  tc_workload w[7];
   w[0] = conv_wl(TC_KERNEL_CONCAT, 1, 8, 5, 6, 24, 1, 1, 1, 0, 8, 8, 0);
   w[0].c_offset = 16;
   w[1] = conv_wl(TC_KERNEL_CONCAT, 2, 3, 4, 5, 7, 1, 1, 1, 0, 1, 1, 0);
   w[1].c_offset = 4;
   w[2] = conv_wl(TC_KERNEL_CONCAT, 1, 16, 3, 3, 48, 1, 1, 1, 0, 16, 16, 0);
   w[2].c_offset = 16;
-  check_simple(w, 3);
+  /* shufflenet's 58 + 58 -> 116 in padded blocks of 16 (and 16 -> 8): the second zeroes the padding */
+  w[3] = conv_wl(TC_KERNEL_CONCAT, 2, 58, 3, 4, 116, 1, 1, 1, 0, 16, 16, 0);
+  w[4] = w[3];
+  w[4].c_offset = 58;
+  w[5] = conv_wl(TC_KERNEL_CONCAT, 1, 116, 3, 3, 232, 1, 1, 1, 0, 16, 8, 0);
+  w[5].c_offset = 116;
+  w[6] = conv_wl(TC_KERNEL_CONCAT, 1, 20, 3, 3, 58, 1, 1, 1, 0, 8, 16, 0);
+  w[6].c_offset = 38;
+  check_simple(w, 7);
   return 0;
 }
 
 TH_TEST(layout_differential) {
   init_target();
   int blocks[][2] = {{1, 16}, {16, 1}, {16, 8}, {8, 16}, {4, 16}, {16, 4}};
-  tc_workload w[7];
+  tc_workload w[10];
   for (int i = 0; i < 6; i++)
     w[i] = conv_wl(TC_KERNEL_LAYOUT, 1, 16, 7, 9, 16, 1, 1, 1, 0, blocks[i][0], blocks[i][1], 0);
   w[6] = conv_wl(TC_KERNEL_LAYOUT, 2, 3, 5, 5, 3, 1, 1, 1, 0, 1, 1, 0);
-  check_simple(w, 7);
+  /* padded blocks: to them (the padding zeroed), from them, and between two */
+  w[7] = conv_wl(TC_KERNEL_LAYOUT, 2, 58, 5, 3, 58, 1, 1, 1, 0, 1, 16, 0);
+  w[8] = conv_wl(TC_KERNEL_LAYOUT, 2, 58, 5, 3, 58, 1, 1, 1, 0, 16, 1, 0);
+  w[9] = conv_wl(TC_KERNEL_LAYOUT, 1, 20, 4, 4, 20, 1, 1, 1, 0, 8, 16, 0);
+  check_simple(w, 10);
   return 0;
 }
 
@@ -939,6 +1007,18 @@ TH_TEST(channel_block_rule) {
   CHECK_EQ_INT(tc_channel_block(24, 8), 8);
   CHECK_EQ_INT(tc_channel_block(12, 16), 4);
   CHECK_EQ_INT(tc_channel_block(6, 16), 2);
+  /* a padded block of one vector where the exact one is narrower than 8 lanes and padding adds <= 1/4 */
+  CHECK_EQ_INT(tc_channel_block(58, 16), 16);
+  CHECK_EQ_INT(tc_channel_block(116, 16), 16);
+  CHECK_EQ_INT(tc_channel_block(232, 16), 8); /* 8 x 29: an exact block of 8 is kept */
+  CHECK_EQ_INT(tc_channel_block(58, 8), 8);
+  CHECK_EQ_INT(tc_channel_block(20, 16), 4); /* 32 / 20 wastes too much */
+  CHECK_EQ_INT(tc_channel_block(28, 16), 16);
+  CHECK_EQ_INT(tc_channel_block(10, 16), 2); /* fewer channels than lanes */
+  CHECK_EQ_INT(tc_channel_block(58, 4), 4);
+  CHECK_EQ_INT(tc_channels_stored(58, 16), 64);
+  CHECK_EQ_INT(tc_channels_stored(58, 2), 58);
+  CHECK_EQ_INT(tc_channels_stored(3, 1), 3);
   return 0;
 }
 

@@ -321,6 +321,15 @@ TH_TEST(task_layout_sizes) {
   l = layout_of(&w);
   CHECK_SIZES(l, 2 * 12 * 128 * 128, 2 * 128, 2 * 12 * 128 * 128);
   CHECK(l.is_output[2] && !l.is_output[1]);
+  /* conv2d {in, weights, bias, residual, out} on padded channel blocks: the maps and the bias as stored
+   * (58 -> 64 channels in blocks of 16, 20 -> 24 in blocks of 8), the weights in torch's layout */
+  memset(&w, 0, sizeof w);
+  w.kernel = TC_KERNEL_CONV2D;
+  w.n = 2, w.c = 20, w.h = w.w = w.oh = w.ow = 7, w.oc = 58, w.kh = w.kw = 3, w.sh = w.sw = 1;
+  w.pt = w.pl = w.pb = w.pr = 1, w.in_cb = 8, w.out_cb = 16, w.epilogue = TC_EPI_BIAS | TC_EPI_RESIDUAL;
+  l = layout_of(&w);
+  CHECK_SIZES(l, 2 * 24 * 49, 58 * 20 * 9, 64, 2 * 64 * 49, 2 * 64 * 49);
+  CHECK(l.packed[1] && l.is_output[4]);
   /* unary {in, out}: gelu reads floats, a cast int64 small integers */
   memset(&w, 0, sizeof w);
   w.kernel = TC_KERNEL_UNARY;
