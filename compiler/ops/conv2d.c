@@ -217,6 +217,17 @@ static void wino_fallback(const tc_workload *wl, const tc_target *t, const tc_sp
   if (wino_valid(wl, t, s, &w, m) == TH_OK) *c = w;
 }
 
+/* The fallback's accumulator cap for a blocked input (its lanes loop unrolled in_cb times): inside whole
+ * networks (znver4, AVX-512, 2 threads, batch 1) tiles of more accumulators ran their 1x1 convs at half the
+ * speed that tuning found with 16-20 (resnet50 1x1 convs 205-230 GFLOP/s with 2 x 14 tiles against 400-450
+ * tuned with 2 x 8 or 2 x 10), although kernels.sh timed the same 2 x 14 tiles alone at 430-490. A cap of
+ * 20 against none, 3 interleaved rounds of the fallback bundles (ms, medians of 15-30 runs per round):
+ * resnet50 18.9-22.2 against 25.9-30.7, densenet121 13.2-20.9 against 18.8-28.4, shufflenet_v2 1.48-2.85
+ * against 3.12-3.20, mobilenet_v3_large 1.70-2.34 against 1.94-2.73, googlenet 6.24-7.99 against
+ * 7.19-9.02, efficientnet_b0 3.42-4.71 against 3.92-5.34; a cap of 24 fell between, 16 and 12 lost to 20
+ * on resnet50. AVX2's own register limit (max_acc, 10 to 13) is below it. */
+#define BLOCKED_MAX_ACC 20
+
 static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
   int koc = tc_space_knob(s, "tile_oc"), kow = tc_space_knob(s, "tile_ow");
   int koh = tc_space_knob(s, "tile_oh"), kun = tc_space_knob(s, "unroll_kw");
@@ -247,7 +258,7 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
       int rw = s->knobs[kow].values[j][1];
       for (int h = 0; h < s->knobs[krh].nvalues; h++) {
         int rh = s->knobs[krh].values[h][0];
-        if (vo * rw * rh > max_acc(t, vo)) continue;
+        if (vo * rw * rh > max_acc(t, vo) || (wl->in_cb > 1 && vo * rw * rh > BLOCKED_MAX_ACC)) continue;
         if (rh > 1 && (!use_band(wl, toh) || rh > toh)) continue;
         int nt, q, big;
         balanced(wl->ow, rw, &nt, &q, &big);

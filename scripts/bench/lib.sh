@@ -20,7 +20,7 @@ bench_link_compiler() {
   nvrtc=$(sed -n 's/^CUDA_NVRTC_LIBRARY:FILEPATH=//p' "$BUILD/CMakeCache.txt")
   case "$nvrtc" in ""|*NOTFOUND) nvrtc= ;; esac
   ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -I"$ROOT/common" -I"$ROOT/compiler" -I"$ROOT/compiler/ops" \
-    -I"$ROOT/compiler/ir" -I"$ROOT/compiler/runtime" -I"$ROOT/compiler/llvm" \
+    -I"$ROOT/compiler/ir" -I"$ROOT/compiler/runtime" -I"$ROOT/compiler/llvm" -I"$ROOT/compiler/import" \
     "$1" "$BUILD/compiler/libth_compiler.a" "$BUILD/common/libth_common.a" \
     -L"$($llvm_config --libdir)" -lLLVM-16 $nvrtc $(pkg-config --libs jansson libarchive libprotobuf-c) -lpthread -ldl -lm \
     -o "$2"
