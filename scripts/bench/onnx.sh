@@ -102,10 +102,16 @@ echo "network,batch,opset,gflop,put_s,import_s,fallback_build_s,tune_s,fallback_
 # exports are kept, keyed by the hash of what makes them (the exporter and the torch models it imports)
 EXP=$OUT/export/$(cat "$CONF/onnx_export.py" "$ROOT/tests/unit/conformance_torch.py" | sha256sum | cut -c1-16)
 BLIST=$(echo $BATCHES | tr ' ' ',')
-# exported NET -> whether $EXP has NET and its inputs at every batch
+# exported NET -> whether $EXP has NET and each of its inputs at every batch (the b<B> folders are
+# shared by the networks: an image network's input.bin is not bert's input_ids.bin)
 exported() {
   [ -s "$EXP/$1.json" ] || return 1
-  for B in $BATCHES; do [ -d "$EXP/b$B" ] || return 1; done
+  local names
+  names=$("$PY" -c 'import json, sys; print(" ".join(i["name"] for i in json.load(open(sys.argv[1]))["inputs"]))' \
+    "$EXP/$1.json") || return 1
+  for B in $BATCHES; do
+    for I in $names; do [ -s "$EXP/b$B/$I.bin" ] || return 1; done
+  done
 }
 for NET in $NETWORKS; do
   if ! exported "$NET"; then
