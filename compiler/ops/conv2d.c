@@ -225,7 +225,7 @@ static void wino_fallback(const tc_workload *wl, const tc_target *t, const tc_sp
  * resnet50 18.9-22.2 against 25.9-30.7, densenet121 13.2-20.9 against 18.8-28.4, shufflenet_v2 1.48-2.85
  * against 3.12-3.20, mobilenet_v3_large 1.70-2.34 against 1.94-2.73, googlenet 6.24-7.99 against
  * 7.19-9.02, efficientnet_b0 3.42-4.71 against 3.92-5.34; a cap of 24 fell between, 16 and 12 lost to 20
- * on resnet50. AVX2's own register limit (max_acc, 10 to 13) is below it. */
+ * on resnet50. AVX2's own register limit (max_acc, 8 to 13) is below it. */
 #define BLOCKED_MAX_ACC 20
 
 static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_space *s, tc_config *c) {
