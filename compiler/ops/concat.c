@@ -4,12 +4,17 @@
  * moves as one vector load/store; VL = 1 (e.g. from plain NCHW) copies scalars. */
 #include "ops_int.h"
 
-static int vec_lanes(const tc_workload *wl, const tc_target *t) {
-  return tc__pow2_div(tc__pow2_div(t->simd_lanes, wl->in_cb, wl->out_cb, wl->c_offset), wl->c, 0, 0);
+int tc__copy_lanes(const tc_workload *wl, const tc_target *t);
+
+/* Lanes of one copy: whole vectors of real channels on both sides, so VL divides both blocks, the offset
+ * and the channel count (a padded block's last vector would carry padding). Concat's and layout's "vec". */
+int tc__copy_lanes(const tc_workload *wl, const tc_target *t) {
+  int off = wl->kernel == TC_KERNEL_CONCAT ? wl->c_offset : 0;
+  return tc__pow2_div(tc__pow2_div(t->simd_lanes, wl->in_cb, wl->out_cb, off), wl->c, 0, 0);
 }
 
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  int vl = vec_lanes(wl, t);
+  int vl = tc__copy_lanes(wl, t);
   return tc_space_add(s, "vec", TC_KNOB_ANNOTATE, 1, 1, &vl);
 }
 
@@ -74,9 +79,7 @@ th_status tc__lower_copy(const tc_workload *wl, const tc_target *t, const tc_spa
   (void)c;
   if (wl->kernel == TC_KERNEL_LAYOUT && wl->in_cb == 1 && wl->out_cb > 1) return lower_to_blocked(wl, ir, out);
   int off = wl->kernel == TC_KERNEL_CONCAT ? wl->c_offset : 0;
-  /* whole vectors of real channels: VL divides the channel count too (a padded block's last vector
-   * would carry padding) */
-  int vl = tc__pow2_div(tc__pow2_div(t->simd_lanes, wl->in_cb, wl->out_cb, off), wl->c, 0, 0);
+  int vl = tc__copy_lanes(wl, t);
   int ncv = wl->c / vl;
   const tc_var *in = tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_SIMPLE_IN);
   const tc_var *o = tc_var_buffer(ir, "out", tc_type_f32(1), TC_ARG_SIMPLE_OUT);

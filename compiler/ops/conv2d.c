@@ -222,7 +222,7 @@ static void wino_fallback(const tc_workload *wl, const tc_target *t, const tc_sp
  * speed that tuning found with 16-20 (resnet50 1x1 convs 205-230 GFLOP/s with 2 x 14 tiles against 400-450
  * tuned with 2 x 8 or 2 x 10), although kernels.sh timed the same 2 x 14 tiles alone at 430-490. A cap of
  * 20 against none, 3 interleaved rounds of the fallback bundles (ms, medians of 15-30 runs per round):
- * resnet50 18.9-22.2 against 25.9-30.7, densenet121 13.2-20.9 against 18.8-28.4, shufflenet_v2 1.48-2.85
+ * resnet50 18.0-22.2 against 25.9-30.7, densenet121 13.2-20.9 against 18.8-28.4, shufflenet_v2 1.48-2.85
  * against 3.12-3.20, mobilenet_v3_large 1.70-2.34 against 1.94-2.73, googlenet 6.24-7.99 against
  * 7.19-9.02, efficientnet_b0 3.42-4.71 against 3.92-5.34; a cap of 24 fell between, 16 and 12 lost to 20
  * on resnet50. AVX2's own register limit (max_acc, 8 to 13) is below it. */

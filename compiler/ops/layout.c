@@ -4,9 +4,10 @@
 
 th_status tc__lower_copy(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
                          tc_ir *ir, const tc_stmt **out);
+int tc__copy_lanes(const tc_workload *wl, const tc_target *t);
 
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  int vl = tc__pow2_div(tc__pow2_div(t->simd_lanes, wl->in_cb, wl->out_cb, 0), wl->c, 0, 0);
+  int vl = tc__copy_lanes(wl, t);
   return tc_space_add(s, "vec", TC_KNOB_ANNOTATE, 1, 1, &vl);
 }
 

@@ -463,12 +463,12 @@ const tc_stmt *tc__ow_tiles(tc_ir *ir, int ow, int rw, int sw, int pl, int kw, i
 
 /* ---- public entry points ---- */
 
+_Static_assert(TC_PACK_NPARAMS == TH_RT_PACK_NPARAMS, "one pack-parameter count on both sides");
+
 /* What a template sees: the families that compute every lane of a channel-blocked map get the stored
  * channel counts (a block that does not divide the channels is padded, tc_channel_block), so they compute
  * the padding lanes too, from zero weights and biases (the packers pad them). Concat and layout copy the
  * real channels and write the padding themselves (tc__lower_copy). */
-_Static_assert(TC_PACK_NPARAMS == TH_RT_PACK_NPARAMS, "one pack-parameter count on both sides");
-
 static tc_workload stored(const tc_workload *wl) {
   tc_workload w = *wl;
   switch (wl->kernel) {
