@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -226,4 +227,9 @@ int th_read_full(int fd, void *p, size_t n, double deadline) {
     n -= (size_t)r;
   }
   return 0;
+}
+
+_Noreturn void th_child_exit(int status) {
+  syscall(SYS_exit_group, status);
+  _exit(status); /* not reached */
 }

@@ -45,6 +45,12 @@ double th_now_wall(void);
 struct timespec th_deadline_in(double seconds);
 /* Formats Unix time t as "2026-11-21T18:21:00Z" into out (at least 21 bytes). */
 void th_time_iso(double t, char *out, size_t n);
+/* Ends a forked child that did not exec, with status: like _exit (no atexit handlers, no stdio flush), and
+ * without a sanitizer's exit checks either. ThreadSanitizer marks the parent's other threads finished in a
+ * fork of a threaded process, so its _exit reported each as a leaked thread and turned status into 66: a
+ * link that had succeeded read as a failed compile. Reports of real errors in the child are printed when
+ * they happen, before this. */
+_Noreturn void th_child_exit(int status);
 /* strtoll with full validation: digits only (optional leading '-'), no overflow. */
 th_status th_parse_i64(const char *s, int64_t *out);
 

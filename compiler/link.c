@@ -47,7 +47,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, const char *a, co
 static void watch__parent_died(int sig) {
   (void)sig;
   kill(0, SIGKILL);
-  _exit(1);
+  th_child_exit(1);
 }
 
 /* In a freshly forked child: becomes the leader of a process group that only the compiler joins, and runs
@@ -71,7 +71,7 @@ static int run_watched(char *const *argv, pid_t parent) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     execvp(argv[0], argv);
-    _exit(127);
+    th_child_exit(127);
   }
   int status = 0;
   while (waitpid(cc, &status, 0) < 0)
@@ -94,7 +94,7 @@ static int run_capture(char *const *argv, char *out, size_t outlen) {
   if (pid == 0) {
     dup2(fds[1], 1); /* dup2 clears close-on-exec on 1 and 2 */
     dup2(fds[1], 2);
-    _exit(run_watched(argv, parent));
+    th_child_exit(run_watched(argv, parent));
   }
   close(fds[1]);
   size_t used = 0;

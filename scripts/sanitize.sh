@@ -15,7 +15,7 @@
 #     built; under ASan+UBSan the server, store, scheduler, worker, gc and common tests, the graph passes
 #     (not the four whole-transformer ones), the ONNX importer, the tensor ops, the build children and
 #     build-worker pool, and the daemon's request, bad-input, range, OCI-error, auth, abuse, queue and metrics
-#     integration tests; under TSan the server, store, scheduler, worker, gc and build-worker tests.
+#     integration tests; under TSan the server, store, scheduler, worker, gc, build-worker and forked-child-exit tests.
 # Usage: scripts/sanitize.sh [--ci] [asan|tsan]... (default both). Filters: SAN_UNIT, SAN_UNIT_EXCLUDE, SAN_IT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +33,7 @@ scripts/deps.sh --test
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ASAN_OPTIONS=detect_leaks=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:detect_stack_use_after_return=0
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:suppressions=$PWD/scripts/tsan.supp"
-TSAN_TESTS='^((server|store|scheduler|worker|gc)\.|tuner\.build_)'
+TSAN_TESTS='^((server|store|scheduler|worker|gc)\.|tuner\.build_|common\.child_exit_)'
 if [[ $scope == full ]]; then
   UNIT=${SAN_UNIT:-.}
   UNIT_EXCLUDE=${SAN_UNIT_EXCLUDE:-'^(compiler_model|compiler_conformance|compiler_cuda_bundle|compiler_cuda_emu|conformance|tuner_cuda|compiler_onnx_torch)\.|_pg\.'}
@@ -46,7 +46,7 @@ else
   IT=${SAN_IT:-'^integration\.(bad_inputs|endpoints|miss_then_hit|range_304_head|oci_errors|auth_scopes|abuse_[a-z_]+|queue_full|metrics_promtool)$'}
   asan_targets=(tunehub test_server test_store test_scheduler test_worker test_gc test_common test_compiler_graph
                 test_compiler_onnx test_compiler_ops_tensor test_tuner)
-  tsan_targets=(test_server test_store test_scheduler test_worker test_gc test_tuner)
+  tsan_targets=(test_server test_store test_scheduler test_worker test_gc test_tuner test_common)
 fi
 rc=0
 for kind in "${kinds[@]}"; do

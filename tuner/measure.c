@@ -631,15 +631,15 @@ static th_status tune__spawn(tune_measurer_t *m) {
   }
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
+    if (getppid() != parent) th_child_exit(1);
     close(sv[0]);
     signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's to handle; it stops the worker itself */
     if (m->opts.worker_argv && m->opts.worker_argv[0]) {
-      if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0) _exit(1);
+      if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0) th_child_exit(1);
       execv(m->opts.worker_argv[0], m->opts.worker_argv);
-      _exit(127);
+      th_child_exit(127);
     }
-    _exit(tune_measure_worker_main(sv[1], sv[1]));
+    th_child_exit(tune_measure_worker_main(sv[1], sv[1]));
   }
   close(sv[1]);
   m->fd = sv[0];

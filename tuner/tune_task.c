@@ -486,11 +486,11 @@ static pid_t tune__bw_fork(int *fd) {
   if (pid == 0) {
     /* only async-signal-safe calls between the fork and the exec */
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* kept across the exec */
-    if (getppid() != parent) _exit(1);
+    if (getppid() != parent) th_child_exit(1);
     signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's; it kills its workers itself */
-    if (dup2(sv[1], 0) < 0) _exit(126);
+    if (dup2(sv[1], 0) < 0) th_child_exit(126);
     execv(tune_build_worker_argv[0], tune_build_worker_argv);
-    _exit(127);
+    th_child_exit(127);
   }
   close(sv[1]);
   if (pid < 0) {
@@ -640,7 +640,7 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
   }
   if (pid == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);
+    if (getppid() != parent) th_child_exit(1);
     signal(SIGINT, SIG_IGN); /* Ctrl-C is the tuner's; it kills the child itself */
     close(sv[0]);
     tune__build_local(j);
@@ -649,9 +649,9 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
       tune_build_rep rep = {.err_class = j->err_class[k]};
       snprintf(rep.so, sizeof rep.so, "%s", j->so_paths[k]);
       snprintf(rep.msg, sizeof rep.msg, "%s", j->msgs[k]);
-      if (th_write_full(sv[1], &rep, sizeof rep, 1) != 0) _exit(1);
+      if (th_write_full(sv[1], &rep, sizeof rep, 1) != 0) th_child_exit(1);
     }
-    _exit(0);
+    th_child_exit(0);
   }
   close(sv[1]);
   double deadline = th_now_mono() + timeout_s;
