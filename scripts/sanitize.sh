@@ -15,7 +15,8 @@
 #     built; under ASan+UBSan the server, store, scheduler, worker, gc and common tests, the graph passes
 #     (not the four whole-transformer ones), the ONNX importer, the tensor ops, the build children and
 #     build-worker pool, and the daemon's request, bad-input, range, OCI-error, auth, abuse, queue and metrics
-#     integration tests; under TSan the server, store, scheduler, worker, gc, build-worker and forked-child-exit tests.
+#     integration tests; under TSan the server, store, scheduler, worker, gc and build-worker tests, and the
+#     exit status of a forked child (common.child_exit_*).
 # Usage: scripts/sanitize.sh [--ci] [asan|tsan]... (default both). Filters: SAN_UNIT, SAN_UNIT_EXCLUDE, SAN_IT.
 set -euo pipefail
 cd "$(dirname "$0")/.."

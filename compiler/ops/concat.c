@@ -4,8 +4,6 @@
  * moves as one vector load/store; VL = 1 (e.g. from plain NCHW) copies scalars. */
 #include "ops_int.h"
 
-int tc__copy_lanes(const tc_workload *wl, const tc_target *t);
-
 /* Lanes of one copy: whole vectors of real channels on both sides, so VL divides both blocks, the offset
  * and the channel count (a padded block's last vector would carry padding). Concat's and layout's "vec". */
 int tc__copy_lanes(const tc_workload *wl, const tc_target *t) {
@@ -25,9 +23,6 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
   c->idx[0] = 0;
   return TH_OK;
 }
-
-th_status tc__lower_copy(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
-                         tc_ir *ir, const tc_stmt **out);
 
 /* Zero vectors into channels [oc, stored oc) of the output's last block (a padded channel block), per
  * (n, y, x): written by the copy of the output's last channels, so the padding holds zeros. */

@@ -2,10 +2,6 @@
  * the edges of blocked regions. It is the channel copy of concat.c with offset 0. */
 #include "ops_int.h"
 
-th_status tc__lower_copy(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
-                         tc_ir *ir, const tc_stmt **out);
-int tc__copy_lanes(const tc_workload *wl, const tc_target *t);
-
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   int vl = tc__copy_lanes(wl, t);
   return tc_space_add(s, "vec", TC_KNOB_ANNOTATE, 1, 1, &vl);

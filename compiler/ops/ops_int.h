@@ -31,6 +31,12 @@ const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);
 /* Largest power of two <= cap dividing every nonzero argument (a, b, c; 0 means "any"). */
 int tc__pow2_div(int cap, int a, int b, int c);
 
+/* Concat's and layout's copy (concat.c): the lanes of one vector move, whole vectors of real channels on
+ * both sides (their "vec" knob), and the lowering, which also writes a padded output block's zeros. */
+int tc__copy_lanes(const tc_workload *wl, const tc_target *t);
+th_status tc__lower_copy(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,
+                         tc_ir *ir, const tc_stmt **out);
+
 /* Element index of (n, cblk, y, x, lane) in an NCHW[cb]c tensor with nblk = channels / cb. */
 const tc_expr *tc__idx(tc_ir *ir, const tc_expr *n, const tc_expr *cblk, const tc_expr *y,
                        const tc_expr *x, const tc_expr *lane, int nblk, int h, int w, int cb);
