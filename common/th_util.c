@@ -221,7 +221,7 @@ int th_read_full(int fd, void *p, size_t n, double deadline) {
     }
     ssize_t r = read(fd, c, n);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return -1;
+    if (r < 0) return errno == ECONNRESET ? 1 : -1; /* (a socket's peer died with our data unread) */
     if (r == 0) return 1;
     c += r;
     n -= (size_t)r;

@@ -34,8 +34,8 @@ th_status th_fsync_parent(const char *path);
 /* Writes all n bytes to fd, retrying on EINTR and short writes. is_socket: send with MSG_NOSIGNAL (a closed
  * peer is an error, not SIGPIPE); falls back to write when fd is not a socket. 0 ok, -1 error. */
 int th_write_full(int fd, const void *p, size_t n, int is_socket);
-/* Reads exactly n bytes from fd: 0 ok, 1 EOF first, 2 the deadline (th_now_mono time; < 0: none) passed,
- * -1 error. */
+/* Reads exactly n bytes from fd: 0 ok, 1 EOF first (or the peer reset the connection: it is gone too), 2 the
+ * deadline (th_now_mono time; < 0: none) passed, -1 error. */
 int th_read_full(int fd, void *p, size_t n, double deadline);
 /* Seconds since an arbitrary start, from CLOCK_MONOTONIC. */
 double th_now_mono(void);

@@ -677,11 +677,13 @@ static th_status tb__step(void *self, void *job, int cpu_slots, char *err, size_
        * tuning went on with a fresh one: nothing else would say so */
       const char *why = NULL;
       int deaths = tune_session_worker_deaths(j->s, &why);
-      if (deaths > j->worker_deaths) {
+      if (deaths == j->worker_deaths + 1)
         TH_LOG(TH_LOG_WARN, "job %lld: the measurement worker died (%s); a fresh one was started, tuning goes on",
                (long long)env->job_id, why);
-        j->worker_deaths = deaths;
-      }
+      else if (deaths > j->worker_deaths)
+        TH_LOG(TH_LOG_WARN, "job %lld: the measurement worker died %d times (the last: %s); a fresh one was started "
+               "each time, tuning goes on", (long long)env->job_id, deaths - j->worker_deaths, why);
+      j->worker_deaths = deaths;
       if (rc != TH_OK) {
         snprintf(err, n, "tuning failed: %s", tune_session_errmsg(j->s));
         return rc;

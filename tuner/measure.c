@@ -647,6 +647,24 @@ static th_status tune__spawn(tune_measurer_t *m) {
   return TH_OK;
 }
 
+/* Closes our end, kills the worker (in case it only closed the socket) and reaps it; why says how it ended. */
+static void tune__reap(tune_measurer_t *m, char *why, size_t n) {
+  int status = 0;
+  pid_t pid = m->pid;
+  if (m->fd >= 0) close(m->fd);
+  m->fd = -1;
+  if (pid > 0) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    m->pid = -1;
+  }
+  if (WIFSIGNALED(status))
+    snprintf(why, n, "worker killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else
+    snprintf(why, n, "worker exited (status %d)", WEXITSTATUS(status));
+}
+
 /* Sends q and waits for the reply. 0 ok, 1 EOF (worker died), 2 timeout, -1 I/O error. */
 static int tune__roundtrip(tune_measurer_t *m, const tune_req *q, tune_rep *rep, double timeout) {
   if (th_write_full(m->fd, q, sizeof *q, 1) != 0) return 1;
@@ -655,17 +673,48 @@ static int tune__roundtrip(tune_measurer_t *m, const tune_req *q, tune_rep *rep,
   return r;
 }
 
-static th_status tune__send_task(tune_measurer_t *m) {
+/* Sends the task to the running worker. TH_ERR_RUNTIME when it fails there (m->err says why); *died is set
+ * when the worker died under it. */
+static th_status tune__send_task(tune_measurer_t *m, int *died) {
   tune_rep rep;
   int r =
       tune__roundtrip(m, &m->task, &rep, m->task_limit_s > 0 ? m->task_limit_s : m->opts.timeout_s);
   if (r == 0 && rep.ok) return TH_OK;
+  if (r == 1) {
+    char why[128];
+    tune__reap(m, why, sizeof why);
+    snprintf(m->err, sizeof m->err, "reference kernel: the worker died running it (%s)", why);
+    m->deaths++;
+    snprintf(m->death, sizeof m->death, "%s, making the task's reference", why);
+    *died = 1;
+    return TH_ERR_RUNTIME;
+  }
   if (r == 0)
     snprintf(m->err, sizeof m->err, "reference kernel: %s", rep.res.msg);
   else
-    snprintf(m->err, sizeof m->err, "reference kernel %s", r == 2 ? "timed out" : "crashed the worker");
+    snprintf(m->err, sizeof m->err, "reference kernel %s", r == 2 ? "timed out" : "reply unreadable");
   tune__kill_worker(m, 1);
   return TH_ERR_RUNTIME;
+}
+
+/* How many fresh workers in a row may die making the task's reference before the task is given up. A worker
+ * killed from outside (an operator, the OOM killer) just as it starts costs one more start; a reference that
+ * kills every worker still fails, after a few. */
+#define TUNE_TASK_STARTS 3
+
+/* Starts a worker when none runs and gives it m->task, again with a fresh one when a worker dies under it.
+ * TH_ERR_RUNTIME when the task fails (m->err says why), TH_ERR_IO when no worker starts. */
+static th_status tune__start_task(tune_measurer_t *m) {
+  th_status rc = TH_OK;
+  for (int i = 0; i < TUNE_TASK_STARTS; i++) {
+    if (m->fd < 0 && (rc = tune__spawn(m)) != TH_OK) return rc;
+    int died = 0;
+    rc = tune__send_task(m, &died);
+    if (rc == TH_OK || !died) return rc;
+  }
+  size_t len = strlen(m->err);
+  snprintf(m->err + len, sizeof m->err - len, ", %d workers in a row", TUNE_TASK_STARTS);
+  return rc;
 }
 
 th_status tune_measurer_new(const tune_measure_opts *opts, tune_measurer_t **out) {
@@ -711,11 +760,7 @@ int tune_measurer_restarts(const tune_measurer_t *m) {
  * starts. */
 static th_status tune__install_task(tune_measurer_t *m) {
   m->have_task = 0;
-  if (m->fd < 0) {
-    th_status rc = tune__spawn(m);
-    if (rc != TH_OK) return rc;
-  }
-  th_status rc = tune__send_task(m);
+  th_status rc = tune__start_task(m);
   if (rc == TH_OK) m->have_task = 1;
   return rc;
 }
@@ -754,6 +799,22 @@ static tune_req *tune__new_req(const tune_measurer_t *m, int type) {
   return q;
 }
 
+/* A dead or hung worker: reap it and report why in out. */
+static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_result *out) {
+  out->cost_mean_s = 1e9;
+  if (r == 2) {
+    out->error_class = TC_ERROR_CLASS_RUN_TIMEOUT;
+    snprintf(out->msg, sizeof out->msg, "timed out after %.1f s", timeout);
+    tune__kill_worker(m, 1);
+  } else {
+    tune__reap(m, out->msg, sizeof out->msg);
+    out->error_class = TC_ERROR_CLASS_RUNTIME_DEVICE;
+    m->deaths++;
+    snprintf(m->death, sizeof m->death, "%s", out->msg);
+  }
+  m->restarts++;
+}
+
 th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char *fn, const tune_pack *pack,
                             tune_result *out) {
   memset(out, 0, sizeof *out);
@@ -772,8 +833,7 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
     if (++m->libs > TUNE_WORKER_MAX_LIBS && m->fd >= 0) tune__kill_worker(m, 0); /* planned restart */
   }
   if (m->fd < 0) { /* the previous candidate killed the worker: start a fresh one with the task */
-    th_status rc = tune__spawn(m);
-    if (rc == TH_OK) rc = tune__send_task(m);
+    th_status rc = tune__start_task(m);
     if (rc != TH_OK) {
       snprintf(out->msg, sizeof out->msg, "worker restart failed: %.120s", m->err);
       return TH_ERR_IO;
@@ -793,70 +853,14 @@ th_status tune_measurer_run(tune_measurer_t *m, const char *so_path, const char 
     if (out->error_class != TC_ERROR_CLASS_NONE) out->cost_mean_s = 1e9;
     return TH_OK;
   }
-  if (r == 2) {
-    out->error_class = TC_ERROR_CLASS_RUN_TIMEOUT;
-    snprintf(out->msg, sizeof out->msg, "timed out after %.1f s", m->opts.timeout_s);
-    tune__kill_worker(m, 1);
-  } else {
-    int status = 0;
-    pid_t pid = m->pid;
-    if (m->fd >= 0) close(m->fd);
-    m->fd = -1;
-    if (pid > 0) {
-      kill(pid, SIGKILL); /* in case it only closed the socket */
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      m->pid = -1;
-    }
-    out->error_class = TC_ERROR_CLASS_RUNTIME_DEVICE;
-    if (WIFSIGNALED(status))
-      snprintf(out->msg, sizeof out->msg, "worker killed by signal %d (%s)", WTERMSIG(status),
-               strsignal(WTERMSIG(status)));
-    else
-      snprintf(out->msg, sizeof out->msg, "worker exited (status %d)", WEXITSTATUS(status));
-    m->deaths++;
-    snprintf(m->death, sizeof m->death, "%s", out->msg);
-  }
-  m->restarts++;
+  tune__worker_lost(m, r, m->opts.timeout_s, out);
   return TH_OK;
 }
 
 /* Starts a worker when none runs (after a crash, a hang or a class 7). GPU requests need no task. */
 static th_status tune__ensure_worker(tune_measurer_t *m) {
   if (m->fd >= 0) return TH_OK;
-  th_status rc = tune__spawn(m);
-  if (rc == TH_OK && m->have_task) rc = tune__send_task(m);
-  return rc;
-}
-
-/* A dead or hung worker: reap it and report why in out. */
-static void tune__worker_lost(tune_measurer_t *m, int r, double timeout, tune_result *out) {
-  out->cost_mean_s = 1e9;
-  if (r == 2) {
-    out->error_class = TC_ERROR_CLASS_RUN_TIMEOUT;
-    snprintf(out->msg, sizeof out->msg, "timed out after %.1f s", timeout);
-    tune__kill_worker(m, 1);
-  } else {
-    int status = 0;
-    pid_t pid = m->pid;
-    if (m->fd >= 0) close(m->fd);
-    m->fd = -1;
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      m->pid = -1;
-    }
-    out->error_class = TC_ERROR_CLASS_RUNTIME_DEVICE;
-    if (WIFSIGNALED(status))
-      snprintf(out->msg, sizeof out->msg, "worker killed by signal %d (%s)", WTERMSIG(status),
-               strsignal(WTERMSIG(status)));
-    else
-      snprintf(out->msg, sizeof out->msg, "worker exited (status %d)", WEXITSTATUS(status));
-    m->deaths++;
-    snprintf(m->death, sizeof m->death, "%s", out->msg);
-  }
-  m->restarts++;
+  return m->have_task ? tune__start_task(m) : tune__spawn(m);
 }
 
 void tune_measurer_set_ref_dir(tune_measurer_t *m, const char *dir) {

@@ -133,8 +133,9 @@ th_status tune_measurer_device(tune_measurer_t *m, const tc_backend *b, tc_devic
 th_status tune_measurer_time_model(tune_measurer_t *m, const char *so_path, const char *params_path,
                                    const tc_time_opts *t, double timeout_s, tc_run_stats *st, char *err,
                                    size_t errlen);
-/* How many workers died under a request (a candidate crashed it, or it was killed from outside); *why (may be
- * NULL; borrowed, valid until the next request) says how the last one did. The next request starts a fresh one. */
+/* How many workers died under a request or while making the task's reference (a candidate crashed it, or it
+ * was killed from outside); *why (may be NULL; borrowed, valid until the next request) says how the last one
+ * did. The next request starts a fresh one. */
 int tune_measurer_deaths(const tune_measurer_t *m, const char **why);
 /* How many times the worker was restarted after a crash or hang. */
 int tune_measurer_restarts(const tune_measurer_t *m);

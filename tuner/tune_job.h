@@ -112,8 +112,9 @@ void tune_session_free(tune_session_t *s);
 /* The session's target string ("llvm -mcpu=znver4", "cuda -arch=sm_90"); valid while s lives. */
 const char *tune_session_target(const tune_session_t *s);
 const char *tune_session_errmsg(const tune_session_t *s);
-/* How many measurement workers of the session died under a trial (tune_measurer_deaths); *why (may be NULL;
- * borrowed, valid until the next stage) says how the last one did. Tuning goes on with a fresh worker. */
+/* How many measurement workers of the session died under a trial or its reference (tune_measurer_deaths);
+ * *why (may be NULL; borrowed, valid until the next stage) says how the last one did. Tuning goes on with a
+ * fresh worker. */
 int tune_session_worker_deaths(const tune_session_t *s, const char **why);
 
 tune_resource tune_session_next_stage(const tune_session_t *s);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -208,5 +209,22 @@ TH_TEST(child_exit_keeps_status_in_fork_of_threaded_process) {
   CHECK(pthread_join(t, NULL) == 0);
   CHECK(WIFEXITED(status));
   CHECK_EQ_INT(WEXITSTATUS(status), 3);
+  return 0;
+}
+
+/* A worker that dies before it reads what it was sent resets the socket: the reader gets ECONNRESET, not EOF.
+ * th_read_full says 1 (gone) for both, so a measurement worker killed under its task counts as died. */
+TH_TEST(read_full_peer_gone_with_data_unread) {
+  int sv[2];
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  char buf[16] = "task";
+  CHECK(th_write_full(sv[0], buf, sizeof buf, 1) == 0);
+  close(sv[1]); /* the task is still unread there */
+  CHECK_EQ_INT(th_read_full(sv[0], buf, sizeof buf, th_now_mono() + 5), 1);
+  close(sv[0]);
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0); /* and a plain EOF */
+  close(sv[1]);
+  CHECK_EQ_INT(th_read_full(sv[0], buf, sizeof buf, th_now_mono() + 5), 1);
+  close(sv[0]);
   return 0;
 }

@@ -13,7 +13,8 @@
 #include "tune_task.h"
 
 static const char *kernels_src =
-    "#include <stddef.h>\n"
+    "#include <signal.h>\n#include <stddef.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+    "#include <unistd.h>\n"
     "#define N 4096\n"
     "void ref(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
     "  for (int i = 0; i < N; i++) y[i] = 2.0f * x[i] + 1.0f; }\n"
@@ -58,7 +59,12 @@ static const char *kernels_src =
     "void half(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
     "  for (int i = 0; i < N; i++) y[N + i] = x[i]; }\n"
     "void half_short(void *const *a) { const float *x = a[0]; float *y = a[1];\n"
-    "  for (int i = 0; i < N - 1; i++) y[N + i] = x[i]; }\n";
+    "  for (int i = 0; i < N - 1; i++) y[N + i] = x[i]; }\n"
+    /* ref, but each call that finds a file death<i> in $TH_TEST_REF_DEATHS removes it and kills its worker */
+    "void ref_dies(void *const *a) { const char *d = getenv(\"TH_TEST_REF_DEATHS\"); char p[600];\n"
+    "  for (int i = 0; d && i < 8; i++) { snprintf(p, sizeof p, \"%s/death%d\", d, i);\n"
+    "    if (unlink(p) == 0) raise(SIGKILL); }\n"
+    "  ref(a); }\n";
 
 static int build_so(char *dir, size_t dn, char *so, size_t sn) {
   snprintf(dir, dn, "/tmp/tuner_measure_XXXXXX");
@@ -169,6 +175,61 @@ TH_TEST(measure_bad_reference) {
   CHECK(tune_measurer_set_task(m, &lay, so, "ref", NULL) == TH_OK);
   CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  tune_measurer_free(m);
+  cleanup(dir);
+  return 0;
+}
+
+/* n files death<i> in dir: the next n calls of ref_dies kill their worker. */
+static int make_deaths(const char *dir, int n) {
+  for (int i = 0; i < n; i++) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/death%d", dir, i);
+    FILE *f = fopen(p, "w");
+    if (!f) return -1;
+    fclose(f);
+  }
+  return 0;
+}
+
+/* A worker that dies while it makes the task's reference (killed from outside just as it starts, as an
+ * operator or the OOM killer may) is replaced by a fresh one: the task survives two such deaths in a row,
+ * at the first start and at a restart; after three, the error says how the workers died. */
+TH_TEST(measure_worker_killed_during_reference) {
+  char dir[256], so[512];
+  CHECK(build_so(dir, sizeof dir, so, sizeof so) == 0);
+  CHECK(setenv("TH_TEST_REF_DEATHS", dir, 1) == 0);
+  tune_measure_opts o;
+  tune_measure_opts_default(&o);
+  o.repeat = 3;
+  o.timeout_s = 1.5;
+  tune_measurer_t *m = NULL;
+  CHECK(tune_measurer_new(&o, &m) == TH_OK);
+  tune_layout lay = {.nbufs = 2, .nelems = {4096, 4096}, .is_output = {0, 1}};
+  CHECK(make_deaths(dir, 1) == 0);
+  CHECK(tune_measurer_set_task(m, &lay, so, "ref_dies", NULL) == TH_OK);
+  tune_result r;
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+
+  CHECK(tune_measurer_run(m, so, "crash", NULL, &r) == TH_OK);
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_RUNTIME_DEVICE);
+  CHECK(make_deaths(dir, 2) == 0);
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_OK); /* the third fresh worker takes the task */
+  CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_NONE);
+  const char *why = NULL;
+  CHECK_EQ_INT(tune_measurer_deaths(m, &why), 4); /* at the first start, the crash, and two at the restart */
+  CHECK(strstr(why, "killed by signal 9") && strstr(why, "making the task's reference"));
+  char p[600];
+  snprintf(p, sizeof p, "%s/death1", dir);
+  CHECK(access(p, F_OK) != 0); /* both deaths happened */
+
+  CHECK(tune_measurer_run(m, so, "crash", NULL, &r) == TH_OK);
+  CHECK(make_deaths(dir, 3) == 0);
+  CHECK(tune_measurer_run(m, so, "good", NULL, &r) == TH_ERR_IO);
+  CHECK(strstr(r.msg, "reference kernel: the worker died running it (worker killed by signal 9") != NULL);
+  CHECK(strstr(r.msg, "3 workers in a row") != NULL);
+  CHECK(unsetenv("TH_TEST_REF_DEATHS") == 0);
   tune_measurer_free(m);
   cleanup(dir);
   return 0;
