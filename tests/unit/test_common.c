@@ -1,7 +1,8 @@
-/* Unit tests of common/: th_mkdtemp (under $TMPDIR, unique, 0700, too long, failing), th_rm_rf
- * (nested trees, a missing path, a symbolic link to a directory that must be unlinked and not followed), SHA-256 against the FIPS 180-2 vectors, th_buf's hard cap, and th_child_exit's status
- * from a fork of a threaded process (run under TSan by scripts/sanitize.sh, where _exit turned it into 66). Each case works in
- * its own temporary directory. */
+/* Unit tests of common/: th_mkdtemp (under $TMPDIR, unique, 0700, too long, failing), th_rm_rf (nested
+ * trees, a missing path, a symbolic link to a directory that must be unlinked and not followed), SHA-256
+ * against the FIPS 180-2 vectors, th_buf's hard cap, th_child_exit's status from a fork of a threaded process
+ * (run under TSan by scripts/sanitize.sh, where _exit turned it into 66), and th_read_full on a socket whose
+ * peer is gone. Each case works in its own temporary directory. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
