@@ -1,6 +1,7 @@
-/* The ONNX importer's top level: it parses the file with protoc-c's code, validates what a
- * malicious or broken file could get wrong (opsets, domains, sizes, names, dangling inputs, cycles)
- * before anything is built, orders the nodes (ONNX does not require a sorted graph; constants go
+/* The ONNX importer's top level: it scans the wire format first (onnx_wire.c: depth, counts,
+ * allocation), parses the file with protoc-c's code under a byte budget, validates what a malicious
+ * or broken file could get wrong (opsets, domains, sizes, names, dangling inputs, cycles) before
+ * anything is built, orders the nodes (ONNX does not require a sorted graph; constants go
  * first so that patterns see them), runs every node through folding, the pattern matchers and the
  * converters, lists every unsupported op in one error, and finishes the graph: dead nodes and
  * unused parameters dropped, outputs named as in the file, info filled. */
@@ -952,9 +953,28 @@ th_status tc_onnx_import(const void *data, size_t len, const tc_onnx_opts *opts,
     if (err) snprintf(err, errlen, "batch %d is outside 1..4096", opts->batch);
     return TH_ERR_INVALID;
   }
-  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data ? data : (const void *)"");
+  /* the scan refuses what would overflow protobuf-c's recursion or its allocations; the budget
+   * holds protobuf-c to the same bound should the scan miss something */
+  char why[512];
+  if (tc__ox_wire_scan(data, len, NULL, why, sizeof why) != TH_OK) {
+    static const char mal[] = "malformed protobuf: ";
+    if (err && strncmp(why, mal, sizeof mal - 1) == 0)
+      snprintf(err, errlen, "not an ONNX model (protobuf parse failed): %s", why + sizeof mal - 1);
+    else if (err)
+      snprintf(err, errlen, "the ONNX file is refused before parsing: %s", why);
+    return TH_ERR_INVALID;
+  }
+  tc__ox_budget budget;
+  tc__ox_budget_init(&budget, tc__ox_wire_budget(len));
+  Onnx__ModelProto *m = onnx__model_proto__unpack(&budget.pa, len, data ? data : (const void *)"");
   if (!m) {
-    if (err) snprintf(err, errlen, "not an ONNX model (protobuf parse failed)");
+    if (err && budget.over)
+      snprintf(err, errlen,
+               "the ONNX file is refused while parsing: protobuf would allocate more "
+               "than %zu bytes (the file's %zu bytes plus %zu MiB)",
+               budget.limit, len, TC_ONNX_PARSE_OVERHEAD >> 20);
+    else if (err)
+      snprintf(err, errlen, "not an ONNX model (protobuf parse failed)");
     return TH_ERR_INVALID;
   }
   tc__ox *x = calloc(1, sizeof *x);
@@ -982,7 +1002,7 @@ th_status tc_onnx_import(const void *data, size_t len, const tc_onnx_opts *opts,
   }
   free(x);
   th_arena_free(arena);
-  onnx__model_proto__free_unpacked(m, NULL);
+  onnx__model_proto__free_unpacked(m, &budget.pa);
   return rc;
 }
 

@@ -33,6 +33,15 @@
 #define TC_ONNX_MAX_ELEMENTS ((int64_t)1 << 31)      /* one tensor (initializer or activation) */
 #define TC_ONNX_MAX_NODES 100000
 #define TC_ONNX_MAX_OP_TYPES 128                     /* distinct op types reported in tc_onnx_info */
+/* Limits of the wire-format scan (onnx_wire.c) that runs over the bytes before protobuf-c unpacks
+ * anything: a file past one of them is refused with TH_ERR_INVALID and a message naming the limit. */
+#define TC_ONNX_MAX_DEPTH 32           /* messages nested in messages (protobuf-c recurses on each) */
+#define TC_ONNX_MAX_GRAPH_DEPTH 4      /* graphs nested through graph-valued attributes (If, Loop) */
+#define TC_ONNX_MAX_INITIALIZERS 100000 /* initializers over all graphs (nodes: TC_ONNX_MAX_NODES) */
+#define TC_ONNX_MAX_REPEATED (1 << 20) /* entries of one repeated field of one message (packed
+                                          numbers aside: they are data, counted in bytes below) */
+#define TC_ONNX_PARSE_OVERHEAD \
+  ((size_t)256 << 20) /* protobuf-c may allocate at most the file's size plus this */
 
 typedef struct tc_onnx_opts {
   const char *network; /* the graph's network name (g->network) */
@@ -64,8 +73,9 @@ typedef struct tc_onnx_info {
 /* Imports the ONNX model in data[0..len) for opts->batch. On success *out is a finished graph (the caller
  * frees it with tc_graph_free) and *info (if info != NULL) describes the file. Errors (err says why, and
  * lists every unsupported op at once; errlen of 1024 or more keeps long lists whole):
- *   TH_ERR_INVALID      not a parsable ONNX model, a missing graph, an opset outside 7..17 or another
- *                       domain's op, a cycle, a dangling input, bad initializer data, a size past the
+ *   TH_ERR_INVALID      not a parsable ONNX model (malformed wire data, or past a scan limit above:
+ *                       the message names it), a non-finite float attribute, a missing graph, an
+ *                       opset outside 7..17 or another domain's op, a cycle, a dangling input, bad initializer data, a size past the
  *                       limits, a dimension that is symbolic and not fixed by opts->shapes, a bad shapes
  *                       string, a shape the graph IR refuses;
  *   TH_ERR_UNSUPPORTED  ops (or attributes of them) the importer does not map;

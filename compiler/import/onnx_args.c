@@ -40,6 +40,12 @@ th_status tc__ox_attr_f(tc__ox *x, const Onnx__NodeProto *n, const char *name, f
   } else {
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "attribute '%s' must be a float", name);
   }
+  if (!isfinite(*out)) /* a NaN epsilon would pass the import and fail every build after it */
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "attribute '%s' is %s; a float attribute must be finite", name,
+                        isnan(*out) ? "NaN"
+                        : *out > 0  ? "+Inf"
+                                    : "-Inf");
   return TH_OK;
 }
 

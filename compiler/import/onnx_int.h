@@ -247,4 +247,31 @@ th_status tc__ox_match(tc__ox *x, int k, int *matched);
  * shift), *alpha multiplied by its scale; returns the operand's node. */
 int tc__ox_unscale(tc__ox *x, int id, float *alpha);
 
+/* ---- onnx_wire.c: the scan before unpacking, and protobuf-c's allocator
+ * ------------------------------------------------------- */
+
+typedef struct tc__ox_wire {
+  int64_t nodes, initializers; /* over all graphs */
+  int depth;                   /* the deepest message nesting (ModelProto alone: 1) */
+  size_t alloc;                /* an upper bound of what protobuf-c allocates to unpack the file */
+} tc__ox_wire;
+
+/* The most protobuf-c may allocate to unpack a file of len bytes (TC_ONNX_PARSE_OVERHEAD more). */
+size_t tc__ox_wire_budget(size_t len);
+/* Walks data[0..len) as an ONNX ModelProto without allocating: TH_OK and *out (if out != NULL)
+ * when protobuf-c can unpack it within the limits of onnx.h and tc__ox_wire_budget(len);
+ * TH_ERR_INVALID with err naming the limit passed or the malformed data (and its offset). */
+th_status tc__ox_wire_scan(const void *data, size_t len, tc__ox_wire *out, char *err,
+                           size_t errlen);
+
+/* A ProtobufCAllocator that refuses (over = 1, NULL) an allocation that would take the bytes
+ * live past limit; each allocation counts its size plus a 16-byte header. Not thread-safe: one per
+ * unpack; it must outlive the unpacked message, freed through the same allocator. */
+typedef struct tc__ox_budget {
+  ProtobufCAllocator pa; /* pass &b->pa to protobuf-c */
+  size_t limit, used, peak;
+  int over;
+} tc__ox_budget;
+void tc__ox_budget_init(tc__ox_budget *b, size_t limit);
+
 #endif

@@ -11,3 +11,10 @@ target_include_directories(test_compiler_onnx PRIVATE ${CMAKE_BINARY_DIR}/compil
 th_unit_test(compiler_onnx_torch SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_torch.c
              LIBS th_compiler LABELS conformance TIMEOUT 300)
 target_compile_definitions(test_compiler_onnx_torch PRIVATE TH_SRC_DIR="${TH_SOURCE_DIR}")
+# Hostile files (compiler/import/onnx_wire.c): the wire scan's limits, protobuf-c's byte budget, malformed
+# wire data and non-finite attributes.
+th_unit_test(compiler_onnx_wire SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_wire.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_models.c
+             LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_wire PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)
