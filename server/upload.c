@@ -1,7 +1,9 @@
-/* Uploaded networks (see upload.h): the naming rule, the import that validates a file before it is stored, and
- * the description the registry keeps with it. */
+/* Uploaded networks (see upload.h): the naming rule, the import that validates a file before it is stored (on a
+ * thread with a bounded stack), and the description the registry keeps with it. */
 #include "upload.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +80,51 @@ static th_status srv__upload_describe(const srv_upload_in *in, json_t **doc, cha
   return TH_OK;
 }
 
+/* The import of a file runs on a thread of its own with an explicitly sized stack and a guard region, not on
+ * the caller's (an HTTP connection thread, whose stack libmicrohttpd and the C library size, or the CLI's main
+ * thread): what the importer may use is then a fixed figure the wire scan is measured against. The scan
+ * (compiler/import/onnx_wire.c) keeps protobuf-c's recursion to TC_ONNX_MAX_DEPTH messages (a few KiB of
+ * stack) and its allocations to a byte budget, so this stack is many times what an accepted file needs.
+ * A thread rather than a child process: the import shares the store handle, the LLVM target set-up and the
+ * log with the daemon, and a fork of a daemon holding LLVM, libmicrohttpd and worker threads may deadlock
+ * the child on a lock another thread held at the fork, while exec'ing a helper would need its own protocol
+ * for the description; a thread cannot survive a wild write of the importer's, which the fuzzers and the
+ * scan's own tests are there to rule out. */
+#define SRV_IMPORT_STACK ((size_t)8 << 20)
+#define SRV_IMPORT_GUARD ((size_t)64 << 10)
+
+typedef struct srv__describe_call {
+  const srv_upload_in *in;
+  json_t *doc;
+  char *err;
+  size_t n;
+  th_status rc;
+} srv__describe_call;
+
+static void *srv__describe_main(void *arg) {
+  srv__describe_call *c = arg;
+  c->rc = srv__upload_describe(c->in, &c->doc, c->err, c->n);
+  return NULL;
+}
+
+static th_status srv__upload_describe_bounded(const srv_upload_in *in, json_t **doc, char *err, size_t n) {
+  srv__describe_call c = {in, NULL, err, n, TH_ERR_INTERNAL};
+  pthread_attr_t attr;
+  pthread_t t;
+  int e = pthread_attr_init(&attr);
+  if (e == 0) e = pthread_attr_setstacksize(&attr, SRV_IMPORT_STACK);
+  if (e == 0) e = pthread_attr_setguardsize(&attr, SRV_IMPORT_GUARD);
+  if (e == 0) e = pthread_create(&t, &attr, srv__describe_main, &c);
+  pthread_attr_destroy(&attr);
+  if (e != 0) {
+    snprintf(err, n, "cannot start the import thread: %s", strerror(e));
+    return e == EAGAIN || e == ENOMEM ? TH_ERR_NOMEM : TH_ERR_INTERNAL;
+  }
+  pthread_join(t, NULL);
+  if (c.rc == TH_OK) *doc = c.doc;
+  return c.rc;
+}
+
 th_status srv_upload_network(store_t *st, const srv_upload_in *in, json_t **doc, store_network_change *change,
                              char *err, size_t n) {
   if (err && n) err[0] = '\0';
@@ -90,7 +137,7 @@ th_status srv_upload_network(store_t *st, const srv_upload_in *in, json_t **doc,
     return TH_ERR_CONFLICT;
   }
   json_t *desc = NULL;
-  th_status rc = srv__upload_describe(in, &desc, err, n);
+  th_status rc = srv__upload_describe_bounded(in, &desc, err, n);
   if (rc != TH_OK) return rc;
   char *text = json_dumps(desc, JSON_COMPACT);
   char *shape = json_dumps(json_object_get(desc, "input"), JSON_COMPACT);
