@@ -1,4 +1,4 @@
-/* libFuzzer target of the ONNX importer, under ASan and UBSan, in two modes picked by the first
+/* libFuzzer target of the ONNX importer, under ASan and UBSan, in modes picked by the first
  * byte:
  * - raw: any bytes go through tc_onnx_import as a file (the parser, validation and everything
  * after);
@@ -8,7 +8,11 @@
  * and folds instead of stopping at the protobuf parser. An import either succeeds, and the graph is
  * then read back (every parameter's data, topological order) so that a wrong size shows as an ASan
  * report, or fails with a message; it never crashes, leaks or hangs. Built by tests/fuzz/fuzz.cmake
- * with clang-16. */
+ * with clang-16.
+ * A grammar program may also wrap its graph in up to 15 graphs, each the then_branch of an If node, so
+ * that mutations reach the wire scan's depth limits (compiler/import/onnx_wire.c); and a third mode,
+ * repeat (first byte 0xA7), expands a few bytes into a large file (a prefix, a pattern repeated up to
+ * 16 MiB, a suffix), so that a bomb of millions of messages fits in a small seed or regression. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -124,9 +128,50 @@ static const char *const fz_lattrs[] = {"axes", "perm",      "kernel_shape", "st
                                         "ends", "value_ints"};
 static const char *const fz_fattrs[] = {"epsilon", "alpha", "beta", "min", "max", "value_float"};
 
+enum { FZ_WRAP_MAX = 15 };
+
+/* The packed model of b with its graph wrapped in `levels` graphs: each holds one If node whose
+ * then_branch is the graph inside, and the innermost graph's inputs and outputs (shared, not copied:
+ * b still owns everything it built). */
+static uint8_t *fz_pack_wrapped(tb *b, int levels, size_t *len) {
+  static char if_op[] = "If", then_name[] = "then_branch";
+  Onnx__GraphProto wg[FZ_WRAP_MAX];
+  Onnx__NodeProto wn[FZ_WRAP_MAX], *wnp[FZ_WRAP_MAX];
+  Onnx__AttributeProto wa[FZ_WRAP_MAX], *wap[FZ_WRAP_MAX];
+  Onnx__ModelProto *m = tb_model(b);
+  Onnx__GraphProto *inner = m->graph, *cur = inner;
+  for (int i = 0; i < levels && i < FZ_WRAP_MAX && inner; i++) {
+    onnx__attribute_proto__init(&wa[i]);
+    wa[i].name = then_name;
+    wa[i].has_type = 1;
+    wa[i].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH;
+    wa[i].g = cur;
+    wap[i] = &wa[i];
+    onnx__node_proto__init(&wn[i]);
+    wn[i].op_type = if_op;
+    wn[i].n_attribute = 1;
+    wn[i].attribute = &wap[i];
+    wnp[i] = &wn[i];
+    onnx__graph_proto__init(&wg[i]);
+    wg[i].n_node = 1;
+    wg[i].node = &wnp[i];
+    wg[i].n_input = inner->n_input;
+    wg[i].input = inner->input;
+    wg[i].n_output = inner->n_output;
+    wg[i].output = inner->output;
+    cur = &wg[i];
+  }
+  m->graph = cur;
+  uint8_t *p = tb_pack(b, len);
+  m->graph = inner;
+  return p;
+}
+
 static void fz_grammar(const uint8_t *data, size_t size) {
   fz f = {data, size, 1};
   tb *b = tb_new(7 + fz_byte(&f) % 11);
+  int wrap = fz_byte(&f);
+  wrap = wrap >= 0xF0 ? wrap - 0xF0 : 0; /* one program in 16 nests its graph */
   char names[64][8];
   int nv = 0;
   int64_t dims[4] = {-1, 1 + fz_byte(&f) % 4, 1 + fz_byte(&f) % 6, 1 + fz_byte(&f) % 6};
@@ -189,15 +234,49 @@ static void fz_grammar(const uint8_t *data, size_t size) {
   int nout = 1 + fz_byte(&f) % 2;
   for (int k = 0; k < nout; k++) tb_output(b, names[nv - 1 - (k < nv - 1 ? k : 0)]);
   size_t len;
-  uint8_t *p = tb_pack(b, &len);
+  uint8_t *p = fz_pack_wrapped(b, wrap, &len);
   tb_free(b);
   fz_import(p, len);
+  free(p);
+}
+
+/* ---- repeat mode
+ * -------------------------------------------------------------------------------------- */
+
+#define FZ_REPEAT_MAX ((size_t)16 << 20)
+
+/* 0xA7, P, P bytes of prefix, a 4-byte little-endian count C, L (1..255), L bytes of pattern, then
+ * the suffix: imports prefix + C x pattern + suffix, C cut so that the whole fits FZ_REPEAT_MAX. */
+static void fz_repeat(const uint8_t *data, size_t size) {
+  size_t at = 1, plen = at < size ? data[at++] : 0;
+  if (size < at + plen + 5) return;
+  const uint8_t *prefix = data + at;
+  at += plen;
+  uint64_t count = (uint64_t)data[at] | (uint64_t)data[at + 1] << 8 |
+                   (uint64_t)data[at + 2] << 16 | (uint64_t)data[at + 3] << 24;
+  size_t len = data[at + 4];
+  at += 5;
+  if (len == 0 || size < at + len) return;
+  const uint8_t *pattern = data + at, *suffix = data + at + len;
+  size_t slen = size - at - len;
+  if (plen + slen > FZ_REPEAT_MAX) return;
+  size_t room = (FZ_REPEAT_MAX - plen - slen) / len;
+  if (count > room) count = room;
+  size_t total = plen + (size_t)count * len + slen;
+  uint8_t *p = malloc(total ? total : 1);
+  if (!p) return;
+  memcpy(p, prefix, plen);
+  for (uint64_t i = 0; i < count; i++) memcpy(p + plen + i * len, pattern, len);
+  memcpy(p + plen + count * len, suffix, slen);
+  fz_import(p, total);
   free(p);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > 0 && data[0] == 0xA5)
     fz_grammar(data, size);
+  else if (size > 0 && data[0] == 0xA7)
+    fz_repeat(data, size);
   else
     fz_import(data, size);
   return 0;

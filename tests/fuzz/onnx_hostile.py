@@ -4,7 +4,9 @@ defences (compiler/import/onnx_wire.c): tests/integration/onnx_hostile.sh upload
 tests/fuzz/seeds_onnx.sh seeds fuzz.onnx with small ones.
 usage: onnx_hostile.py nested LEVELS OUT   a graph whose node holds a graph attribute holding a graph ...
                                            LEVELS graphs deep (3000: about 30 KB)
-       onnx_hostile.py bomb NODES OUT      a graph of NODES empty NodeProtos (5000000: 10 MB)"""
+       onnx_hostile.py bomb NODES OUT      a graph of NODES empty NodeProtos (5000000: 10 MB)
+       onnx_hostile.py fuzzbomb NODES OUT  the same bomb as an input of fuzz.onnx's repeat mode (0xA7, a few
+                                           bytes that tests/fuzz/fuzz_onnx.c expands)"""
 import sys
 
 
@@ -38,11 +40,16 @@ def bomb(nodes):
     return model(b"\x0a\x00" * nodes)  # GraphProto.node, empty, NODES times
 
 
+def fuzzbomb(nodes):  # 0xA7, prefix length, prefix, count (4 bytes LE), pattern length, pattern
+    head = bomb(0)[:-1] + varint(2 * nodes)  # the model up to the graph's length
+    return bytes([0xA7, len(head)]) + head + nodes.to_bytes(4, "little") + b"\x02\x0a\x00"
+
+
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("nested", "bomb"):
+    kinds = {"nested": nested, "bomb": bomb, "fuzzbomb": fuzzbomb}
+    if len(sys.argv) != 4 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
-    n = int(sys.argv[2])
-    data = nested(n) if sys.argv[1] == "nested" else bomb(n)
+    data = kinds[sys.argv[1]](int(sys.argv[2]))
     with open(sys.argv[3], "wb") as f:
         f.write(data)
 
