@@ -9,10 +9,11 @@
  * then read back (every parameter's data, topological order) so that a wrong size shows as an ASan
  * report, or fails with a message; it never crashes, leaks or hangs. Built by tests/fuzz/fuzz.cmake
  * with clang-16.
- * A grammar program may also wrap its graph in up to 15 graphs, each the then_branch of an If node, so
- * that mutations reach the wire scan's depth limits (compiler/import/onnx_wire.c); and a third mode,
- * repeat (first byte 0xA7), expands a few bytes into a large file (a prefix, a pattern repeated up to
- * 16 MiB, a suffix), so that a bomb of millions of messages fits in a small seed or regression. */
+ * A grammar program may also wrap its graph in up to 15 graphs, each the then_branch of an If node,
+ * so that mutations reach the wire scan's depth limits (compiler/import/onnx_wire.c); and a third
+ * mode, repeat (first byte 0xA7), expands a few bytes into a large file (a prefix, a pattern
+ * repeated up to 16 MiB, a suffix), so that a bomb of millions of messages fits in a small seed or
+ * regression. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,8 +132,8 @@ static const char *const fz_fattrs[] = {"epsilon", "alpha", "beta", "min", "max"
 enum { FZ_WRAP_MAX = 15 };
 
 /* The packed model of b with its graph wrapped in `levels` graphs: each holds one If node whose
- * then_branch is the graph inside, and the innermost graph's inputs and outputs (shared, not copied:
- * b still owns everything it built). */
+ * then_branch is the graph inside, and the innermost graph's inputs and outputs (shared, not
+ * copied: b still owns everything it built). */
 static uint8_t *fz_pack_wrapped(tb *b, int levels, size_t *len) {
   static char if_op[] = "If", then_name[] = "then_branch";
   Onnx__GraphProto wg[FZ_WRAP_MAX];
@@ -252,8 +253,8 @@ static void fz_repeat(const uint8_t *data, size_t size) {
   if (size < at + plen + 5) return;
   const uint8_t *prefix = data + at;
   at += plen;
-  uint64_t count = (uint64_t)data[at] | (uint64_t)data[at + 1] << 8 |
-                   (uint64_t)data[at + 2] << 16 | (uint64_t)data[at + 3] << 24;
+  uint64_t count = (uint64_t)data[at] | (uint64_t)data[at + 1] << 8 | (uint64_t)data[at + 2] << 16 |
+                   (uint64_t)data[at + 3] << 24;
   size_t len = data[at + 4];
   at += 5;
   if (len == 0 || size < at + len) return;

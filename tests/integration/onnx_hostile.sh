@@ -28,7 +28,8 @@ hostile() {
   expect_status 200 "$BASE/networks"
   jq -e '[.networks[] | select(.source == "onnx")] | length == 0' "$TMP/body" >/dev/null ||
     fail "an uploaded network is listed: $(head -c 400 "$TMP/body")"
-  [[ "$(store_sql "select count(*) from networks where source = 'onnx'")" == 0 ]] || fail "a network row was stored"
+  [[ "$(store_sql "select count(*) from networks where source = 'onnx'")" == 0 ]] ||
+    fail "a network row was stored"
   [[ -z "$(ls -A "$DATA/tmp" 2>/dev/null)" ]] || fail "temp files were left: $(ls -A "$DATA/tmp")"
   local hwm
   hwm=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$PID/status")
@@ -37,7 +38,8 @@ hostile() {
   stop_daemon
   # the CLI: exit 1 (not a signal: < 128) with the limit named, nothing stored; its own peak RSS
   local rc=0
-  /usr/bin/python3 - "$TMP/cli_rss" "$TUNEHUB" import "$f" --name x --data "$DATA" >"$TMP/out" 2>"$TMP/err" <<'PY' || rc=$?
+  /usr/bin/python3 - "$TMP/cli_rss" "$TUNEHUB" import "$f" --name x --data "$DATA" \
+    >"$TMP/out" 2>"$TMP/err" <<'PY' || rc=$?
 import resource, subprocess, sys
 rc = subprocess.call(sys.argv[2:])
 open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
