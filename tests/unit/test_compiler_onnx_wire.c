@@ -224,8 +224,8 @@ TH_TEST(scan_refuses_allocation_bomb) {
   return 0;
 }
 
-/* The budget on its own: protobuf-c stops when an allocation would pass it, and the import says
- * which limit. */
+/* The budget on its own: protobuf-c stops when an allocation would pass it, and frees through the
+ * budget all it had allocated. */
 TH_TEST(budget_stops_protobuf_c) {
   size_t len;
   uint8_t *p = tb_model_transformer(13, &len);
