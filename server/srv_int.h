@@ -81,7 +81,7 @@ struct srv {
   pthread_mutex_t cache_mu;
   uint64_t cache_gen;
   struct srv_manifest_entry {
-    char key[400];
+    char key[512]; /* every field of the store_key (srv__manifest) */
     char etag[80];
     char *manifest;
     size_t len;
