@@ -471,12 +471,18 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   char why[512], retry[16];
   int64_t job_id = 0;
   int created = 0;
+  if (wait > 0 && !srv_wait_admit(s, r, why, sizeof why)) {
+    struct MHD_Response *resp = srv_error_response(429, "too_many_waits", NULL, why);
+    if (resp) MHD_add_response_header(resp, "Retry-After", "5");
+    return srv_queue(s, r, 429, resp);
+  }
   if (!srv_miss_admit(s, r, key, why, sizeof why, retry)) {
     struct MHD_Response *resp = srv_error_response(429, "rate_limited", NULL, why);
     if (resp) MHD_add_response_header(resp, "Retry-After", retry);
     return srv_queue(s, r, 429, resp);
   }
   rc = srv_model_miss(s, key, tuned_only, r->wait_deadline != 0, &job_id, &created, why, sizeof why);
+  srv_miss_done(s, r, job_id, rc == TH_OK && created);
   if (rc == TH_ERR_COMPILE || rc == TH_ERR_CANCELLED) {
     char extra[256], loc[64];
     srv_job_url(job_id, loc, sizeof loc);
