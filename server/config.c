@@ -25,6 +25,9 @@ void srv_config_defaults(srv_config *c) {
   c->connection_limit = 1000;
   c->per_ip_limit = 256; /* one client may not hold the whole connection budget (1000) */
   c->miss_rate = 60;      /* new jobs an anonymous client may cause a minute */
+  c->anon_jobs_per_ip = 4;  /* ... and live at once */
+  c->anon_queue_share = 50; /* the other half of the queue is kept for token holders */
+  c->max_waits_per_ip = 32;
   c->timeout_s = 30;
   c->miss_tunes = 1;
   c->cpu_slots = 0;
@@ -123,6 +126,12 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv__int_flag(f, v, 1, 100000, &c->per_ip_limit, err, n);
     } else if (!strcmp(f, "--miss-rate")) {
       rc = srv__int_flag(f, v, 0, 1000000, &c->miss_rate, err, n);
+    } else if (!strcmp(f, "--anon-jobs-per-ip")) {
+      rc = srv__int_flag(f, v, 0, 100000, &c->anon_jobs_per_ip, err, n);
+    } else if (!strcmp(f, "--anon-queue-share")) {
+      rc = srv__int_flag(f, v, 0, 100, &c->anon_queue_share, err, n);
+    } else if (!strcmp(f, "--max-waits-per-ip")) {
+      rc = srv__int_flag(f, v, 1, 1024, &c->max_waits_per_ip, err, n);
     } else if (!strcmp(f, "--timeout")) {
       rc = srv__int_flag(f, v, 1, 3600, &c->timeout_s, err, n);
     } else if (!strcmp(f, "--on-miss")) {
@@ -155,7 +164,8 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
           "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
           "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
           "--max-batch N --max-queued N --connection-limit N --max-connections-per-ip N "
-          "--miss-rate N --timeout S --web DIR --on-miss tune|build --miss-trials N "
+          "--miss-rate N --anon-jobs-per-ip N --anon-queue-share PERCENT --max-waits-per-ip N "
+          "--timeout S --web DIR --on-miss tune|build --miss-trials N "
           "--max-upload BYTES --memory-budget BYTES --keep-versions N --gc-interval S --gc-grace S --log-level L",
           f);
       return TH_ERR_INVALID;

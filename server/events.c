@@ -7,7 +7,10 @@
  * Last-Event-ID gets the events after that id from the ring; when the ring no longer holds them (too far
  * behind, or the daemon restarted and numbering began again) it first gets a fresh `progress` snapshot. A
  * stream of a finished job sends the snapshot and `done` at once, and every stream ends after `done`. Streams
- * are capped per client address and in total. */
+ * are capped per client address and in total. A ring that a stream follows is never evicted (a new
+ * stream that finds every ring followed is refused instead), and when the daemon has tokens, streams
+ * without one may follow at most half the rings alone: anonymous streams can neither end a stream
+ * that others follow nor take every ring. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -58,6 +61,7 @@ typedef struct ev_stream {
   int ended; /* end once out is drained */
   double next_ka;
   char ip[64];
+  int anon; /* opened without a bearer token */
 } ev_stream;
 
 struct srv_events {
@@ -98,8 +102,24 @@ static void ev__resume(ev_stream *st) {
   }
 }
 
-/* The slot of job, made when absent: a free slot, else the least recently used finished job's, else the least
- * recently used. Streams of an evicted job end. Caller holds mu. */
+/* Who follows job: 0 nobody, 1 anonymous streams only, 2 a stream with a token. Caller holds mu. */
+static int ev__followers(const srv_events *E, int64_t job) {
+  int f = 0;
+  for (const ev_stream *st = E->streams; st && f < 2; st = st->next)
+    if (st->job == job && !st->ended) f = st->anon ? 1 : 2;
+  return f;
+}
+
+/* Rings that only anonymous streams follow. Caller holds mu. */
+static int ev__anon_rings(const srv_events *E) {
+  int n = 0;
+  for (int i = 0; i < EV_JOBS; i++) n += E->jobs[i].job && ev__followers(E, E->jobs[i].job) == 1;
+  return n;
+}
+
+/* The slot of job, made when absent: a free slot, else the least recently used finished job's, else
+ * the least recently used, of the jobs no stream follows; NULL when every ring is followed. Caller
+ * holds mu. */
 static ev_job *ev__slot(srv_events *E, int64_t job) {
   ev_job *j = ev__find(E, job);
   if (j) return j;
@@ -109,16 +129,12 @@ static ev_job *ev__slot(srv_events *E, int64_t job) {
   for (int pass = 0; pass < 2 && !victim; pass++)
     for (int i = 0; i < EV_JOBS; i++) {
       ev_job *c = &E->jobs[i];
-      if ((pass == 1 || c->done) && (!victim || c->touched < victim->touched)) victim = c;
+      if ((pass == 1 || c->done) && (!victim || c->touched < victim->touched) &&
+          !ev__followers(E, c->job))
+        victim = c;
     }
-  if (victim->job) {
-    for (ev_stream *st = E->streams; st; st = st->next)
-      if (st->job == victim->job) {
-        st->ended = 1;
-        ev__resume(st);
-      }
-    ev__job_clear(victim);
-  }
+  if (!victim) return NULL;
+  if (victim->job) ev__job_clear(victim);
   victim->job = job;
   victim->touched = th_now_mono();
   return victim;
@@ -134,6 +150,11 @@ void srv_events_on_job(void *ctx, const tune_event *ev) {
   if (!json) return;
   pthread_mutex_lock(&E->mu);
   ev_job *j = ev__slot(E, job_id);
+  if (!j) { /* every ring is followed and nobody follows this job: a stream starts from the store */
+    pthread_mutex_unlock(&E->mu);
+    free(json);
+    return;
+  }
   int slot = (int)(++j->seq % EV_RING);
   free(j->ring[slot].data);
   j->ring[slot].id = j->seq;
@@ -336,18 +357,29 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
   st->job = id;
   st->con = r->con;
   snprintf(st->ip, sizeof st->ip, "%s", ip);
+  st->anon = !srv_token_holder(s, r);
   th_buf_init(&st->out, 8 << 20);
   int terminal = job.state != STORE_JOB_QUEUED && job.state != STORE_JOB_RUNNING;
 
   pthread_mutex_lock(&E->mu);
   int per_ip = 0;
   for (ev_stream *o = E->streams; o; o = o->next) per_ip += !strcmp(o->ip, ip);
-  if (E->stopping || E->nstreams >= E->max_total || per_ip >= E->max_per_ip) {
+  ev_job *j = ev__find(E, id);
+  /* a live job without a ring needs one: never a followed one, and anonymous streams alone follow at
+   * most half of them when the daemon has tokens */
+  int capped = E->stopping || E->nstreams >= E->max_total || per_ip >= E->max_per_ip, ring_full = 0;
+  if (!capped && !terminal && !j) {
+    if (st->anon && s->have_token && ev__anon_rings(E) >= EV_JOBS / 2)
+      ring_full = 1;
+    else if (!(j = ev__slot(E, id)))
+      ring_full = 2;
+  }
+  if (capped || ring_full) {
     int total = E->nstreams >= E->max_total;
     /* A parked stream does not notice that its client left: probe them now (a keepalive write to a closed
      * socket ends the stream), so a client that reconnects after Retry-After finds its slots free. */
     for (ev_stream *o = E->streams; o; o = o->next)
-      if (total || !strcmp(o->ip, ip)) {
+      if (total || ring_full || !strcmp(o->ip, ip)) {
         o->next_ka = 0;
         ev__resume(o);
       }
@@ -358,6 +390,14 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
     char msg[256];
     if (total)
       snprintf(msg, sizeof msg, "too many event streams are open (the limit is %d); retry later", E->max_total);
+    else if (ring_full == 1)
+      snprintf(msg, sizeof msg,
+               "streams without a token already follow %d jobs, their share of the %d event rings; "
+               "retry later, or send a bearer token",
+               EV_JOBS / 2, EV_JOBS);
+    else if (ring_full == 2)
+      snprintf(msg, sizeof msg,
+               "streams follow %d jobs already, all this server keeps events for; retry later", EV_JOBS);
     else
       snprintf(msg, sizeof msg,
                "this client (%s) already has %d event streams open (the limit is %d per client); close one "
@@ -368,7 +408,6 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
     return srv_queue(s, r, http, resp);
   }
   th_buf_appendf(&st->out, "retry: 3000\n\n");
-  ev_job *j = ev__find(E, id);
   if (terminal && !(j && j->done)) {
     /* finished before this daemon saw its events (or they were evicted): snapshot + done from the store */
     int64_t sid = j ? j->seq + 1 : 1;
@@ -379,7 +418,6 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
     free(dt);
     st->ended = 1;
   } else {
-    if (!j) j = ev__slot(E, id);
     if (!j->last_progress && job.progress && *job.progress) j->last_progress = strdup(job.progress);
     if (last > 0) {
       st->last_sent = last; /* resume: the ring's events after it, or a snapshot when they are gone */

@@ -15,6 +15,7 @@
 #include "builder.h"
 #include "events.h"
 #include "gc.h"
+#include "limits.h"
 #include "longpoll.h"
 #include "relay.h"
 #include "networks.h"
@@ -163,6 +164,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   pthread_cond_init(&s->wait_cv, NULL);
   pthread_mutex_init(&s->metrics_mu, NULL);
   pthread_mutex_init(&s->cache_mu, NULL);
+  pthread_mutex_init(&s->anon_mu, NULL);
   th_status rc = srv__read_token(s, err, n);
   if (rc != TH_OK) goto fail_token;
   if (th_mkdir_p(c->data_dir) != TH_OK) {
@@ -311,5 +313,6 @@ void srv_stop(srv_t *s) {
   if (s->lock_fd >= 0) close(s->lock_fd);
   free(s->networks_json);
   for (size_t i = 0; i < sizeof s->cache / sizeof s->cache[0]; i++) free(s->cache[i].manifest);
+  srv_limits_free(s);
   free(s);
 }

@@ -3,19 +3,28 @@
  * whose job is already queued or running costs nothing, and a request with a valid bearer token is not counted.
  * Past the limit a miss answers 429 with Retry-After (the seconds until the bucket holds one job again), and
  * nothing is queued. The table of buckets is bounded: when full, the bucket idle longest is reused (a client
- * that comes back after that starts full, which only ever errs on the client's side). */
+ * that comes back after that starts full, which only ever errs on the client's side).
+ *
+ * An anonymous client's new jobs are also counted while they live (queued or running): at most
+ * --anon-jobs-per-ip per address and, when the daemon has tokens, at most --anon-queue-share
+ * percent of --max-queued for all anonymous clients together, so that token holders always find
+ * room in the queue. The table of live anonymous jobs is this daemon's: a job is known live until
+ * an event of its own (or a relay resync) marks it stale, and a stale one is looked up in the store
+ * when next counted. */
 #include "limits.h"
 
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "auth.h"
 #include "th_util.h"
 
 #define LIM_BUCKETS 4096
+#define LIM_ANON_RETRY_S 30 /* Retry-After of a refusal for live jobs: about a quick build */
 
 typedef struct lim_bucket {
   char ip[48];
@@ -63,10 +72,119 @@ static int lim__take(const char *ip, int rate, double *wait_s) {
   return ok;
 }
 
-int srv_miss_admit(srv_t *s, srv_request *r, const store_key *key, char *why, size_t n, char retry[16]) {
-  if (s->cfg.miss_rate <= 0) return 1;
+int srv_token_holder(srv_t *s, srv_request *r) {
   const char *h = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Authorization");
-  if (s->have_token && h && !strncmp(h, "Bearer ", 7) && srv_tokens_scopes(&s->tokens, h + 7)) return 1;
+  return s->have_token && h && !strncmp(h, "Bearer ", 7) &&
+         srv_tokens_scopes(&s->tokens, h + 7) != 0;
+}
+
+/* ---- live anonymous jobs ---- */
+
+struct srv_anon_job {
+  char ip[48];
+  int64_t job;                /* 0 while pending reserves it (between admit and srv_miss_done) */
+  const srv_request *pending; /* the reserving request; NULL once the job is known */
+  int stale;                  /* the job changed since last seen live: look it up when counting */
+};
+
+/* Drops the entries whose jobs ended, looking up the stale ones; counts the live ones, in all and
+ * of ip. Caller holds anon_mu. */
+static void lim__anon_count(srv_t *s, const char *ip, int *all, int *of_ip) {
+  *all = *of_ip = 0;
+  for (int i = 0; i < s->nanon;) {
+    struct srv_anon_job *a = &s->anon[i];
+    if (a->job && a->stale) {
+      store_job j;
+      th_status rc = store_job_get(s->st, a->job, &j);
+      int live = rc != TH_OK; /* a store that does not answer: counted, on the side of the limit */
+      if (rc == TH_OK) {
+        live = j.state == STORE_JOB_QUEUED || j.state == STORE_JOB_RUNNING;
+        store_job_clear(&j);
+      } else if (rc == TH_ERR_NOT_FOUND) {
+        live = 0;
+      }
+      if (!live) {
+        s->anon[i] = s->anon[--s->nanon];
+        continue;
+      }
+      a->stale = 0;
+    }
+    (*all)++;
+    *of_ip += !strcmp(a->ip, ip);
+    i++;
+  }
+}
+
+/* Reserves a place for r's job in the anonymous clients' share; 0 with why when a limit is
+ * reached. Caller holds anon_mu. */
+static int lim__anon_reserve(srv_t *s, srv_request *r, const char *ip, char *why, size_t n) {
+  int all = 0, of_ip = 0;
+  lim__anon_count(s, ip, &all, &of_ip);
+  int share = -1; /* without tokens there is nobody to keep a reserve for */
+  if (s->have_token) share = (int)((int64_t)s->cfg.max_queued * s->cfg.anon_queue_share / 100);
+  if (s->cfg.anon_jobs_per_ip > 0 && of_ip >= s->cfg.anon_jobs_per_ip) {
+    snprintf(why, n,
+             "%s already has %d live jobs it caused without a token, queued or running (the limit is %d "
+             "a client address, --anon-jobs-per-ip); retry when one ends, or send a bearer token",
+             ip, of_ip, s->cfg.anon_jobs_per_ip);
+    return 0;
+  }
+  if (share >= 0 && all >= share) {
+    snprintf(why, n,
+             "clients without a token hold %d live jobs, their whole share of the queue (%d%% of "
+             "--max-queued %d, --anon-queue-share; the rest is kept for token holders); retry later, or "
+             "send a bearer token",
+             all, s->cfg.anon_queue_share, s->cfg.max_queued);
+    return 0;
+  }
+  if (s->nanon == s->anon_cap) {
+    int cap = s->anon_cap ? 2 * s->anon_cap : 64;
+    struct srv_anon_job *grown = realloc(s->anon, (size_t)cap * sizeof *grown);
+    if (!grown) {
+      snprintf(why, n, "out of memory counting the jobs of clients without a token; retry later");
+      return 0;
+    }
+    s->anon = grown;
+    s->anon_cap = cap;
+  }
+  struct srv_anon_job *a = &s->anon[s->nanon++];
+  memset(a, 0, sizeof *a);
+  snprintf(a->ip, sizeof a->ip, "%s", ip);
+  a->pending = r;
+  return 1;
+}
+
+void srv_miss_done(srv_t *s, srv_request *r, int64_t job_id, int created) {
+  pthread_mutex_lock(&s->anon_mu);
+  for (int i = 0; i < s->nanon; i++) {
+    if (s->anon[i].pending != r) continue;
+    if (created) {
+      s->anon[i].job = job_id;
+      s->anon[i].pending = NULL;
+      s->anon[i].stale = 1; /* its first event may have come before this: look it up once */
+    } else {
+      s->anon[i] = s->anon[--s->nanon];
+    }
+    break;
+  }
+  pthread_mutex_unlock(&s->anon_mu);
+}
+
+void srv_anon_job_changed(srv_t *s, int64_t job_id) {
+  pthread_mutex_lock(&s->anon_mu);
+  for (int i = 0; i < s->nanon; i++)
+    if (job_id == 0 || s->anon[i].job == job_id) s->anon[i].stale = 1;
+  pthread_mutex_unlock(&s->anon_mu);
+}
+
+void srv_limits_free(srv_t *s) {
+  free(s->anon);
+  s->anon = NULL;
+  s->nanon = s->anon_cap = 0;
+}
+
+int srv_miss_admit(srv_t *s, srv_request *r, const store_key *key, char *why, size_t n, char retry[16]) {
+  if (srv_token_holder(s, r)) return 1;
   store_job live;
   if (store_job_latest(s->st, key, &live) == TH_OK) {
     int joins = live.state == STORE_JOB_QUEUED || live.state == STORE_JOB_RUNNING;
@@ -75,8 +193,17 @@ int srv_miss_admit(srv_t *s, srv_request *r, const store_key *key, char *why, si
   }
   char ip[48];
   srv_client_ip(r->con, ip, sizeof ip);
+  pthread_mutex_lock(&s->anon_mu);
+  if (!lim__anon_reserve(s, r, ip, why, n)) {
+    pthread_mutex_unlock(&s->anon_mu);
+    snprintf(retry, 16, "%d", LIM_ANON_RETRY_S);
+    return 0;
+  }
   double wait = 0;
-  if (lim__take(ip, s->cfg.miss_rate, &wait)) return 1;
+  int ok = s->cfg.miss_rate <= 0 || lim__take(ip, s->cfg.miss_rate, &wait);
+  pthread_mutex_unlock(&s->anon_mu);
+  if (ok) return 1;
+  srv_miss_done(s, r, 0, 0); /* the reservation goes: nothing is queued */
   snprintf(retry, 16, "%d", (int)ceil(wait));
   snprintf(why, n,
            "%s may queue at most %d new builds a minute without a token (--miss-rate); retry in %s s, or send a "

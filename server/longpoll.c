@@ -1,14 +1,43 @@
 /* Long polls (see longpoll.h): a table of suspended requests under s->wait_mu, and a waker thread that resumes
- * them at their deadline. A resumed request is routed again by the access handler, which answers it. */
+ * them at their deadline. A resumed request is routed again by the access handler, which answers it.
+ * libmicrohttpd never times out a suspended connection, so the table is what bounds them: at most
+ * --max-waits-per-ip suspended requests per client address, and half the connection limit in all. */
 #include "longpoll.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
+#include "limits.h"
 #include "th_util.h"
+
+/* Suspended requests the table holds at most: half the connection limit, so that waits never take all of
+ * the connections. */
+static int srv__wait_room(const srv_t *s) {
+  int room = s->cfg.connection_limit / 2, size = (int)(sizeof s->waiting / sizeof s->waiting[0]);
+  return room < 1 ? 1 : room > size ? size : room;
+}
+
+int srv_wait_admit(srv_t *s, srv_request *r, char *why, size_t n) {
+  if (r->wait_deadline != 0) return 1; /* a wait resumed early, going on: it was admitted */
+  srv_client_ip(r->con, r->wait_ip, sizeof r->wait_ip);
+  int mine = 0;
+  pthread_mutex_lock(&s->wait_mu);
+  for (int i = 0; i < s->nwaiting; i++) mine += !strcmp(s->waiting[i]->wait_ip, r->wait_ip);
+  pthread_mutex_unlock(&s->wait_mu);
+  if (mine < s->cfg.max_waits_per_ip) return 1;
+  snprintf(why, n,
+           "%s already holds %d requests waiting with ?wait= (the limit is %d a client address, "
+           "--max-waits-per-ip); retry without wait, or when one of them is answered",
+           r->wait_ip, mine, s->cfg.max_waits_per_ip);
+  return 0;
+}
 
 void srv_suspend(srv_t *s, srv_request *r, double seconds, int64_t job_id) {
   pthread_mutex_lock(&s->wait_mu);
-  if (s->wait_stop || s->nwaiting >= (int)(sizeof s->waiting / sizeof s->waiting[0])) {
+  int mine = 0; /* counted again: requests that raced srv_wait_admit are answered at once */
+  for (int i = 0; i < s->nwaiting; i++) mine += !strcmp(s->waiting[i]->wait_ip, r->wait_ip);
+  if (s->wait_stop || s->nwaiting >= srv__wait_room(s) || mine >= s->cfg.max_waits_per_ip) {
     pthread_mutex_unlock(&s->wait_mu);
     r->wait_deadline = th_now_mono() - 1; /* no room: answer now as if the wait expired */
     return;
@@ -34,6 +63,7 @@ static void srv__resume_at(srv_t *s, int i) {
 
 void srv_job_event(void *ctx, int64_t job_id) {
   srv_t *s = ctx;
+  srv_anon_job_changed(s, job_id);
   pthread_mutex_lock(&s->cache_mu);
   s->cache_gen++;
   pthread_mutex_unlock(&s->cache_mu);
@@ -44,6 +74,7 @@ void srv_job_event(void *ctx, int64_t job_id) {
 }
 
 void srv_job_event_all(srv_t *s) {
+  srv_anon_job_changed(s, 0);
   pthread_mutex_lock(&s->cache_mu);
   s->cache_gen++;
   pthread_mutex_unlock(&s->cache_mu);

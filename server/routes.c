@@ -471,12 +471,18 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   char why[512], retry[16];
   int64_t job_id = 0;
   int created = 0;
+  if (wait > 0 && !srv_wait_admit(s, r, why, sizeof why)) {
+    struct MHD_Response *resp = srv_error_response(429, "too_many_waits", NULL, why);
+    if (resp) MHD_add_response_header(resp, "Retry-After", "5");
+    return srv_queue(s, r, 429, resp);
+  }
   if (!srv_miss_admit(s, r, key, why, sizeof why, retry)) {
     struct MHD_Response *resp = srv_error_response(429, "rate_limited", NULL, why);
     if (resp) MHD_add_response_header(resp, "Retry-After", retry);
     return srv_queue(s, r, 429, resp);
   }
   rc = srv_model_miss(s, key, tuned_only, r->wait_deadline != 0, &job_id, &created, why, sizeof why);
+  srv_miss_done(s, r, job_id, rc == TH_OK && created);
   if (rc == TH_ERR_COMPILE || rc == TH_ERR_CANCELLED) {
     char extra[256], loc[64];
     srv_job_url(job_id, loc, sizeof loc);
@@ -501,6 +507,10 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
   }
   return srv__job_pending(s, r, key, job_id, created);
 }
+
+/* the cache key holds the key's fields as text: each within its array, the batch in 11 characters */
+_Static_assert(sizeof(store_key) + 16 < sizeof(((srv_t *)0)->cache[0].key),
+               "manifest cache key too short");
 
 /* The cache slot of a key (a direct-mapped table keyed by a string hash). */
 static struct srv_manifest_entry *srv__cache_slot(srv_t *s, const char *ck) {
@@ -541,8 +551,11 @@ static enum MHD_Result srv__manifest(srv_t *s, srv_request *r, const store_key *
     store_model_clear(&am);
     return ret;
   }
-  char ck[400];
-  snprintf(ck, sizeof ck, "%s/%s/%d/%s", key->framework, key->network, key->batch, key->net_digest);
+  /* every field of the key: two keys that differ only in target, compiler or precision have their
+   * own manifests and ETags */
+  char ck[sizeof s->cache[0].key];
+  snprintf(ck, sizeof ck, "%s/%s/%d/%s/%s/%s/%s", key->framework, key->network, key->batch,
+           key->target, key->compiler_version, store_key_precision(key), key->net_digest);
   pthread_mutex_lock(&s->cache_mu);
   struct srv_manifest_entry *e = srv__cache_slot(s, ck);
   if (e->manifest && e->gen == s->cache_gen && strcmp(e->key, ck) == 0) {

@@ -38,6 +38,11 @@ typedef struct srv_config {
   int connection_limit;
   int per_ip_limit;  /* connections one client address may hold (--max-connections-per-ip) */
   int miss_rate;     /* new jobs an anonymous client may cause a minute (--miss-rate; 0: no limit) */
+  int anon_jobs_per_ip; /* live jobs an anonymous client address may have caused (--anon-jobs-per-ip;
+                           0: no limit) */
+  int anon_queue_share; /* percent of max_queued that all anonymous clients' live jobs may hold
+                           (--anon-queue-share) */
+  int max_waits_per_ip; /* ?wait= requests one client address may hold suspended (--max-waits-per-ip) */
   int timeout_s;
   int miss_tunes;  /* 1: a miss queues a tune job (v1 quick build, then tuned v2); 0: a build job only */
   int miss_trials; /* trials per task for a miss's tuning; 0 = the tuner's default budget */

@@ -32,6 +32,7 @@ typedef struct srv_request {
   int resumed; /* a waker resumed it; the next access-handler call routes it again */
   double wait_deadline; /* monotonic seconds; 0 when not waiting */
   int64_t wait_job;
+  char wait_ip[48]; /* the client address, counted against --max-waits-per-ip while suspended */
 } srv_request;
 
 struct srv {
@@ -52,6 +53,10 @@ struct srv {
   pthread_cond_t wait_cv;
   srv_request *waiting[1024];
   int nwaiting;
+  /* live jobs that anonymous clients caused, by address (limits.c) */
+  pthread_mutex_t anon_mu;
+  struct srv_anon_job *anon; /* nanon used of anon_cap */
+  int nanon, anon_cap;
   int wait_stop;
   pthread_t waker;
   int waker_started;
@@ -81,7 +86,7 @@ struct srv {
   pthread_mutex_t cache_mu;
   uint64_t cache_gen;
   struct srv_manifest_entry {
-    char key[400];
+    char key[512]; /* every field of the store_key (srv__manifest) */
     char etag[80];
     char *manifest;
     size_t len;

@@ -452,3 +452,30 @@ TH_TEST(tokens_hashed_with_scopes) {
   CHECK(strstr(err, "no token"));
   return 0;
 }
+
+/* Issue 36: the limits on what anonymous clients may hold (live jobs per address, their share of the
+ * queue, waits per address) have defaults and refuse values out of range, naming the flag. */
+TH_TEST(config_share_limits) {
+  srv_config c;
+  srv_config_defaults(&c);
+  CHECK_EQ_INT(c.anon_jobs_per_ip, 4);
+  CHECK_EQ_INT(c.anon_queue_share, 50);
+  CHECK_EQ_INT(c.max_waits_per_ip, 32);
+  char err[512] = "";
+  char *ok[] = {"--anon-jobs-per-ip", "0", "--anon-queue-share", "100", "--max-waits-per-ip", "1"};
+  CHECK(srv_config_parse(&c, 6, ok, err, sizeof err) == TH_OK);
+  CHECK_EQ_INT(c.anon_jobs_per_ip, 0);
+  CHECK_EQ_INT(c.anon_queue_share, 100);
+  CHECK_EQ_INT(c.max_waits_per_ip, 1);
+  const char *bad[][3] = {{"--anon-jobs-per-ip", "-1", "0 to 100000"},
+                          {"--anon-queue-share", "101", "0 to 100"},
+                          {"--max-waits-per-ip", "0", "1 to 1024"},
+                          {"--max-waits-per-ip", "1025", "1 to 1024"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char *argv[] = {(char *)bad[i][0], (char *)bad[i][1]};
+    err[0] = '\0';
+    CHECK(srv_config_parse(&c, 2, argv, err, sizeof err) == TH_ERR_INVALID);
+    CHECK(strstr(err, bad[i][0]) != NULL && strstr(err, bad[i][2]) != NULL);
+  }
+  return 0;
+}
