@@ -1,4 +1,5 @@
-/* limits: per-client limits on the work requests may queue (see limits.c). */
+/* limits: per-client limits on the work requests may queue and on failed authentications (see
+ * limits.c). */
 #ifndef SRV_LIMITS_H
 #define SRV_LIMITS_H
 
@@ -12,5 +13,11 @@ void srv_client_ip(struct MHD_Connection *con, char *ip, size_t n);
  * --miss-rate. Else 0, with the reason in why and the seconds to wait in retry (text, for Retry-After): the
  * caller answers 429 in its route's error format, and queues nothing. */
 int srv_miss_admit(srv_t *s, srv_request *r, const store_key *key, char *why, size_t n, char retry[16]);
+
+/* The scopes of the bearer token r presents (auth.h), 0 when it presents none or one that matches
+ * no token. A token that matches none counts as a failed authentication of the client's address; an
+ * address past srv_config.auth_fail_limit has its token left unchecked (0) and *wait_s (when not
+ * NULL) set to the seconds until it may try again, else 0. */
+unsigned srv_request_scopes(srv_t *s, srv_request *r, int *wait_s);
 
 #endif
