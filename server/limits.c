@@ -1,6 +1,6 @@
 /* Per-client limits on work a request can queue. An anonymous client may cause at most --miss-rate new jobs a
  * minute (a token bucket per client address holding a minute's worth, refilled continuously); a miss on a key
- * whose job is already queued or running costs nothing, and a request with a valid bearer token is not counted.
+ * whose job is already queued or running costs nothing, and a request with a valid tune token is not counted.
  * Past the limit a miss answers 429 with Retry-After (the seconds until the bucket holds one job again), and
  * nothing is queued. The table of buckets is bounded: when full, the bucket idle longest is reused (a client
  * that comes back after that starts full, which only ever errs on the client's side). */
