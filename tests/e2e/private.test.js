@@ -8,7 +8,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const net = require('net');
+const { freePort } = require('./util');
 const { spawn } = require('child_process');
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -30,14 +30,6 @@ function check(cond, what) {
   if (!cond) failures++;
   return cond;
 }
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
-  });
-}
-
 async function main() {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tunehub-e2e-private-'));
   const token = 'reader-token-' + Date.now().toString(16) + '-0123456789';
