@@ -1,15 +1,18 @@
-/* Bearer tokens with scopes, stored hashed (see auth.h). */
+/* Bearer tokens with scopes, stored hashed, and the count of failed authentications per address
+ * (see auth.h). */
 #include "auth.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "th_sha256.h"
 
-#define AUTH_MIN_TOKEN 8
-
 const char *srv_scope_name(unsigned scope) {
-  return scope & SRV_SCOPE_ADMIN ? "admin" : "tune";
+  return scope & SRV_SCOPE_ADMIN  ? "admin"
+         : scope & SRV_SCOPE_TUNE ? "tune"
+         : scope & SRV_SCOPE_READ ? "read"
+                                  : "none";
 }
 
 static void auth__hash(const char *token, size_t len, unsigned char out[32]) {
@@ -19,16 +22,19 @@ static void auth__hash(const char *token, size_t len, unsigned char out[32]) {
   th_sha256_final(&h, out);
 }
 
-/* Parses "tune,admin" (len bytes) into scope bits; 0 on an unknown name. */
+/* Parses "read,tune,admin" (len bytes) into scope bits, each scope with those below it; 0 on an
+ * unknown name. */
 static unsigned auth__scopes(const char *p, size_t len) {
   unsigned bits = 0;
   while (len) {
     const char *comma = memchr(p, ',', len);
     size_t w = comma ? (size_t)(comma - p) : len;
-    if (w == 4 && !memcmp(p, "tune", 4))
-      bits |= SRV_SCOPE_TUNE;
+    if (w == 4 && !memcmp(p, "read", 4))
+      bits |= SRV_SCOPE_READ;
+    else if (w == 4 && !memcmp(p, "tune", 4))
+      bits |= SRV_SCOPE_TUNE | SRV_SCOPE_READ;
     else if (w == 5 && !memcmp(p, "admin", 5))
-      bits |= SRV_SCOPE_ADMIN | SRV_SCOPE_TUNE;
+      bits |= SRV_SCOPE_ADMIN | SRV_SCOPE_TUNE | SRV_SCOPE_READ;
     else
       return 0;
     if (!comma) break;
@@ -50,14 +56,16 @@ th_status srv_tokens_parse(const char *text, srv_tokens *out, char *err, size_t 
     if (len && *p != '#') {
       const char *sp = memchr(p, ' ', len);
       size_t tl = sp ? (size_t)(sp - p) : len;
-      unsigned scopes = SRV_SCOPE_TUNE | SRV_SCOPE_ADMIN;
+      unsigned scopes = SRV_SCOPE_READ | SRV_SCOPE_TUNE | SRV_SCOPE_ADMIN;
       if (sp) {
         const char *s = sp;
         while (s < p + len && *s == ' ') s++;
         scopes = auth__scopes(s, (size_t)(p + len - s));
         if (!scopes) {
-          snprintf(err, n, "line %d: unknown scope in '%.*s'; valid scopes: tune, admin (comma-separated)", line,
-                   (int)(p + len - s), s);
+          snprintf(
+              err, n,
+              "line %d: unknown scope in '%.*s'; valid scopes: read, tune, admin (comma-separated)",
+              line, (int)(p + len - s), s);
           return TH_ERR_INVALID;
         }
       }
@@ -74,8 +82,11 @@ th_status srv_tokens_parse(const char *text, srv_tokens *out, char *err, size_t 
                    line);
           return TH_ERR_INVALID;
         }
-      } else if (tl < AUTH_MIN_TOKEN || tl > 1024) {
-        snprintf(err, n, "line %d: a token is %d to 1024 characters", line, AUTH_MIN_TOKEN);
+      } else if (tl < SRV_TOKEN_MIN || tl > 1024) {
+        snprintf(err, n,
+                 "line %d: a token is %d to 1024 characters, this one has %zu (make one with "
+                 "`openssl rand -hex 32`)",
+                 line, SRV_TOKEN_MIN, tl);
         return TH_ERR_INVALID;
       } else {
         auth__hash(p, tl, h);
@@ -86,7 +97,9 @@ th_status srv_tokens_parse(const char *text, srv_tokens *out, char *err, size_t 
     p = end + 1;
   }
   if (out->n == 0) {
-    snprintf(err, n, "no token in the file (one per line: TOKEN or sha256:HEX, then optional scopes tune,admin)");
+    snprintf(err, n,
+             "no token in the file (one per line: TOKEN or sha256:HEX, then optional scopes "
+             "read,tune,admin)");
     return TH_ERR_INVALID;
   }
   return TH_OK;
@@ -106,15 +119,26 @@ unsigned srv_tokens_scopes(const srv_tokens *t, const char *presented) {
   return scopes;
 }
 
-int cli_hash_token(void) {
+int cli_hash_token(int argc, char **argv) {
+  static const char usage[] =
+      "usage: tunehub hash-token < TOKEN   print sha256:HEX, a --token-file line that does not "
+      "hold the token";
+  if (cli_help(argc, argv, usage)) return 0;
+  if (argc > 0) {
+    fprintf(stderr, "%s\n", usage);
+    return 2;
+  }
   char line[1100];
   if (!fgets(line, sizeof line, stdin)) {
     fprintf(stderr, "tunehub hash-token: give the token on stdin (echo -n TOKEN | tunehub hash-token)\n");
     return 2;
   }
   size_t len = strcspn(line, "\r\n");
-  if (len < AUTH_MIN_TOKEN) {
-    fprintf(stderr, "tunehub hash-token: a token is at least %d characters\n", AUTH_MIN_TOKEN);
+  if (len < SRV_TOKEN_MIN) {
+    fprintf(stderr,
+            "tunehub hash-token: a token is at least %d characters (make one with "
+            "`openssl rand -hex 32`)\n",
+            SRV_TOKEN_MIN);
     return 2;
   }
   unsigned char h[32];
@@ -123,4 +147,55 @@ int cli_hash_token(void) {
   th_hex(h, 32, hex);
   printf("sha256:%s\n", hex);
   return 0;
+}
+
+void srv_auth_fails_init(srv_auth_fails *f, int limit) {
+  memset(f->slot, 0, sizeof f->slot);
+  f->limit = limit;
+  pthread_mutex_init(&f->mu, NULL);
+}
+
+void srv_auth_fails_free(srv_auth_fails *f) {
+  pthread_mutex_destroy(&f->mu);
+}
+
+/* The index of ip's slot with its window current at now (a new window when it has none or it
+ * ended), under f->mu; with create 0, -1 when ip has no current window. */
+static int auth__slot(srv_auth_fails *f, const char *ip, double now, int create) {
+  int oldest = 0;
+  for (int i = 0; i < SRV_AUTH_FAIL_SLOTS; i++) {
+    if (f->slot[i].start > 0 && !strcmp(f->slot[i].ip, ip)) {
+      if (now - f->slot[i].start < 60.0) return i;
+      if (!create) return -1;
+      f->slot[i].start = now;
+      f->slot[i].n = 0;
+      return i;
+    }
+    if (f->slot[i].start < f->slot[oldest].start)
+      oldest = i; /* a free slot has start 0: it is taken first */
+  }
+  if (!create) return -1;
+  snprintf(f->slot[oldest].ip, sizeof f->slot[oldest].ip, "%s", ip);
+  f->slot[oldest].start = now;
+  f->slot[oldest].n = 0;
+  return oldest;
+}
+
+int srv_auth_fails_wait(srv_auth_fails *f, const char *ip, double now) {
+  if (f->limit <= 0) return 0;
+  pthread_mutex_lock(&f->mu);
+  int i = auth__slot(f, ip, now, 0), wait = 0;
+  if (i >= 0 && f->slot[i].n >= f->limit) {
+    wait = (int)(f->slot[i].start + 60.0 - now + 0.999);
+    if (wait < 1) wait = 1;
+  }
+  pthread_mutex_unlock(&f->mu);
+  return wait;
+}
+
+void srv_auth_fails_note(srv_auth_fails *f, const char *ip, double now) {
+  if (f->limit <= 0) return;
+  pthread_mutex_lock(&f->mu);
+  f->slot[auth__slot(f, ip, now, 1)].n++;
+  pthread_mutex_unlock(&f->mu);
 }

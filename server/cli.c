@@ -28,6 +28,18 @@ const tune_builder *cli_default_builder(const char *data_dir) {
   return tune_builder_compiler();
 }
 
+int cli_wants_help(int argc, char **argv) {
+  for (int i = 0; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+  return 0;
+}
+
+int cli_help(int argc, char **argv, const char *usage) {
+  if (!cli_wants_help(argc, argv)) return 0;
+  printf("%s\n", usage);
+  return 1;
+}
+
 int cli_db(const char *cmd, const char *flag, const char **db) {
   char err[512];
   if (store_db_resolve(flag, db, err, sizeof err) == TH_OK) return 0;
@@ -62,7 +74,12 @@ static int cli__progress(void *ctx, const char *stage, int done, int total) {
   return 0;
 }
 
+static const char cli__build_usage[] =
+    "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] [--db URL] "
+    "[--target NAME] [--precision fp32|tf32] [--no-fuse GROUP[,GROUP]]";
+
 int cli_build(int argc, char **argv) {
+  if (cli_help(argc, argv, cli__build_usage)) return 0;
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
   const char *out = NULL, *so = NULL, *data = "./data", *target_name = NULL, *db_flag = NULL,
@@ -104,9 +121,7 @@ int cli_build(int argc, char **argv) {
     }
   }
   if (npos != 3 || (!out && !so)) {
-    fprintf(stderr,
-            "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] "
-            "[--db URL] [--target NAME] [--precision fp32|tf32] [--no-fuse GROUP[,GROUP]]\n");
+    fprintf(stderr, "%s\n", cli__build_usage);
     return 2;
   }
   if (cli_db("build", db_flag, &db) != 0) return 2;
@@ -245,7 +260,12 @@ static void cli__print_outputs(const tc_run_stats *s, const char *dir) {
 
 #define CLI_MAX_INPUTS 8
 
+static const char cli__run_usage[] =
+    "usage: tunehub run BUNDLE.tar [--repeat N] [--profile] [--input NAME=FILE]... "
+    "[--output-dir DIR]";
+
 int cli_run(int argc, char **argv) {
+  if (cli_help(argc, argv, cli__run_usage)) return 0;
   const char *path = NULL, *outdir = NULL;
   int64_t repeat = 20;
   int profile = 0, repeat_given = 0;
@@ -289,9 +309,7 @@ int cli_run(int argc, char **argv) {
     }
   }
   if (!path) {
-    fprintf(stderr,
-            "usage: tunehub run BUNDLE.tar [--repeat N] [--profile] [--input NAME=FILE]... "
-            "[--output-dir DIR]\n");
+    fprintf(stderr, "%s\n", cli__run_usage);
     return 2;
   }
   /* Running on given data (--input, --output-dir) runs once unless --repeat asks for timing. */
@@ -366,6 +384,10 @@ static void cli__network_lines(const json_t *o) {
 }
 
 int cli_networks(int argc, char **argv) {
+  static const char usage[] =
+      "usage: tunehub networks [--data DIR] [--db URL]   (the zoo, and the networks imported "
+      "into the store)";
+  if (cli_help(argc, argv, usage)) return 0;
   const char *data = "./data", *db_flag = NULL, *db = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--data") && i + 1 < argc) {
@@ -373,10 +395,7 @@ int cli_networks(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--db") && i + 1 < argc) {
       db_flag = argv[++i];
     } else {
-      fprintf(
-          stderr,
-          "usage: tunehub networks [--data DIR] [--db URL]   (the zoo, and the networks imported "
-          "into the store)\n");
+      fprintf(stderr, "%s\n", usage);
       return 2;
     }
   }
@@ -421,6 +440,7 @@ int cli_networks(int argc, char **argv) {
 int cli_import(int argc, char **argv) {
   static const char usage_line[] =
       "usage: tunehub import MODEL.onnx --name NAME [--data DIR] [--db URL] [--shapes S]";
+  if (cli_help(argc, argv, usage_line)) return 0;
   const char *path = NULL, *name = NULL, *data = "./data", *shapes = NULL, *db_flag = NULL,
              *db = NULL;
   for (int i = 0; i < argc; i++) {

@@ -14,6 +14,10 @@ int cli_tune(int argc, char **argv);
 int cli_networks(int argc, char **argv);
 int cli_import(int argc, char **argv);
 int cli_measure_worker(void);
+/* 1 when one of the argc arguments asks for help (--help or -h). */
+int cli_wants_help(int argc, char **argv);
+/* cli_wants_help, after printing usage (and a newline) on stdout: the command then exits 0. */
+int cli_help(int argc, char **argv, const char *usage);
 /* The store a command names: flag (its --db value, may be NULL), else the environment variable
  * TUNEHUB_DB, into *db (NULL: the SQLite store in the data directory). A value that is not a
  * PostgreSQL URL is printed as "tunehub CMD: ..." and answers 2 (bad usage); 0 otherwise. */

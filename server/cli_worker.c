@@ -80,6 +80,7 @@ int cli_worker(int argc, char **argv) {
   const char *names[TUNE_SCHED_MAX_TARGETS];
   int nnames = 0, slots = 2, lease = 30, build_slots = 0, keep = 0;
   int64_t mem_budget = 0; /* 0: tune_sched_opts_default's three quarters of the machine */
+  if (cli_help(argc, argv, cli__worker_usage)) return 0;
   for (int i = 0; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int ok = v != NULL;

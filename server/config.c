@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "srv.h"
 #include "store.h"
 #include "th_log.h"
@@ -37,6 +38,7 @@ void srv_config_defaults(srv_config *c) {
   c->lease_s = 30;
   c->gc_interval_s = 3600;
   c->gc_grace_s = SRV_GC_GRACE_S;
+  c->auth_fail_limit = SRV_AUTH_FAILS_PER_MIN;
 }
 
 /* A byte count: a whole number with an optional K, M or G (binary: KiB, MiB, GiB), from lo to hi. */
@@ -87,6 +89,10 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
   for (int i = 0; i < argc && rc == TH_OK; i++) {
     const char *f = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(f, "--private")) { /* the one flag without a value */
+      c->private_reads = 1;
+      continue;
+    }
     if (!strcmp(f, "--listen")) {
       const char *colon = v ? strrchr(v, ':') : NULL;
       if (!colon || colon == v || (size_t)(colon - v) >= sizeof c->listen_host) {
@@ -161,7 +167,7 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
     } else {
       snprintf(
           err, n,
-          "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
+          "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F --private "
           "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
           "--max-batch N --max-queued N --connection-limit N --max-connections-per-ip N "
           "--miss-rate N --anon-jobs-per-ip N --anon-queue-share PERCENT --max-waits-per-ip N "
@@ -181,6 +187,12 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
     snprintf(err, n,
              "--workers 0 (a serving replica that runs no jobs) needs --db postgresql://...: with the embedded "
              "store in --data, no other process would run its jobs");
+    return TH_ERR_INVALID;
+  }
+  if (rc == TH_OK && c->private_reads && !c->token_file[0]) {
+    snprintf(err, n,
+             "--private needs --token-file: every read then needs a token with the scope read (or "
+             "tune, admin), and without a token file there would be none");
     return TH_ERR_INVALID;
   }
   return rc;

@@ -57,6 +57,7 @@ static json_t *srv__gc_json(const store_gc_report *r, int dry_run, double grace_
 int cli_gc(int argc, char **argv) {
   static const char usage_line[] =
       "usage: tunehub gc [--data DIR] [--db URL] [--grace SECONDS] [--dry-run] [--json]";
+  if (cli_help(argc, argv, usage_line)) return 0;
   const char *data = "./data", *db_flag = NULL, *db = NULL;
   double grace = SRV_GC_GRACE_S;
   int dry_run = 0, as_json = 0;

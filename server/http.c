@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "builder.h"
@@ -20,6 +21,7 @@
 #include "relay.h"
 #include "networks.h"
 #include "present.h"
+#include "request.h"
 #include "response.h"
 #include "routes.h"
 #include "scheduler.h"
@@ -42,6 +44,7 @@ static srv_request *srv__request_new(const char *uri) {
   }
   memcpy(r->path, uri, plen);
   r->path[plen] = '\0';
+  srv_path_squash(r->path);
   if (q) memcpy(r->query, q + 1, strlen(q + 1) + 1);
   return r;
 }
@@ -149,6 +152,15 @@ static th_status srv__read_token(srv_t *s, char *err, size_t n) {
     return rc;
   }
   s->have_token = 1;
+  /* as ssh does for its keys, though only a warning: a file others may read gives its tokens away
+   * (or their hashes, to be guessed offline), one others may write lets them add their own */
+  struct stat sb;
+  if (stat(s->cfg.token_file, &sb) == 0 && (sb.st_mode & 077))
+    TH_LOG(TH_LOG_WARN,
+           "--token-file %s has mode %04o: group or others may %s it; make it private with "
+           "chmod 600 %s",
+           s->cfg.token_file, (unsigned)(sb.st_mode & 07777), sb.st_mode & 022 ? "write" : "read",
+           s->cfg.token_file);
   return TH_OK;
 }
 
@@ -165,6 +177,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   pthread_mutex_init(&s->metrics_mu, NULL);
   pthread_mutex_init(&s->cache_mu, NULL);
   pthread_mutex_init(&s->anon_mu, NULL);
+  srv_auth_fails_init(&s->auth_fails, c->auth_fail_limit);
   th_status rc = srv__read_token(s, err, n);
   if (rc != TH_OK) goto fail_token;
   if (th_mkdir_p(c->data_dir) != TH_OK) {
@@ -295,6 +308,7 @@ fail_store:
 fail_token:
   if (s->lock_fd >= 0) close(s->lock_fd);
   free(s->networks_json);
+  srv_auth_fails_free(&s->auth_fails);
   free(s);
   return rc;
 }
@@ -314,5 +328,6 @@ void srv_stop(srv_t *s) {
   free(s->networks_json);
   for (size_t i = 0; i < sizeof s->cache / sizeof s->cache[0]; i++) free(s->cache[i].manifest);
   srv_limits_free(s);
+  srv_auth_fails_free(&s->auth_fails);
   free(s);
 }

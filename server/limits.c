@@ -1,6 +1,6 @@
 /* Per-client limits on work a request can queue. An anonymous client may cause at most --miss-rate new jobs a
  * minute (a token bucket per client address holding a minute's worth, refilled continuously); a miss on a key
- * whose job is already queued or running costs nothing, and a request with a valid bearer token is not counted.
+ * whose job is already queued or running costs nothing, and a request with a valid tune token is not counted.
  * Past the limit a miss answers 429 with Retry-After (the seconds until the bucket holds one job again), and
  * nothing is queued. The table of buckets is bounded: when full, the bucket idle longest is reused (a client
  * that comes back after that starts full, which only ever errs on the client's side).
@@ -10,7 +10,10 @@
  * percent of --max-queued for all anonymous clients together, so that token holders always find
  * room in the queue. The table of live anonymous jobs is this daemon's: a job is known live until
  * an event of its own (or a relay resync) marks it stale, and a stale one is looked up in the store
- * when next counted. */
+ * when next counted. Here "anonymous" means without a tune token: a read token's misses count too.
+ *
+ * srv_request_scopes counts failed authentications per address (auth.h's srv_auth_fails), so that a miss's
+ * token check is no oracle for guessing tokens either. */
 #include "limits.h"
 
 #include <arpa/inet.h>
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "th_log.h"
 #include "th_util.h"
 
 #define LIM_BUCKETS 4096
@@ -73,9 +77,7 @@ static int lim__take(const char *ip, int rate, double *wait_s) {
 }
 
 int srv_token_holder(srv_t *s, srv_request *r) {
-  const char *h = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Authorization");
-  return s->have_token && h && !strncmp(h, "Bearer ", 7) &&
-         srv_tokens_scopes(&s->tokens, h + 7) != 0;
+  return srv_request_scopes(s, r, NULL) != 0; /* a wrong token counts as a failed authentication */
 }
 
 /* ---- live anonymous jobs ---- */
@@ -184,7 +186,8 @@ void srv_limits_free(srv_t *s) {
 }
 
 int srv_miss_admit(srv_t *s, srv_request *r, const store_key *key, char *why, size_t n, char retry[16]) {
-  if (srv_token_holder(s, r)) return 1;
+  if (srv_request_scopes(s, r, NULL) & SRV_SCOPE_TUNE)
+    return 1; /* a read token's misses count as anonymous */
   store_job live;
   if (store_job_latest(s->st, key, &live) == TH_OK) {
     int joins = live.state == STORE_JOB_QUEUED || live.state == STORE_JOB_RUNNING;
@@ -210,4 +213,24 @@ int srv_miss_admit(srv_t *s, srv_request *r, const store_key *key, char *why, si
            "bearer token",
            ip, s->cfg.miss_rate, retry);
   return 0;
+}
+
+unsigned srv_request_scopes(srv_t *s, srv_request *r, int *wait_s) {
+  if (wait_s) *wait_s = 0;
+  const char *h = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Authorization");
+  if (!h || !s->have_token) return 0;
+  char ip[48];
+  srv_client_ip(r->con, ip, sizeof ip);
+  double now = th_now_mono();
+  int wait = srv_auth_fails_wait(&s->auth_fails, ip, now);
+  if (wait) { /* an address that guessed too often: its token is not even looked at */
+    if (wait_s) *wait_s = wait;
+    return 0;
+  }
+  unsigned granted = strncmp(h, "Bearer ", 7) == 0 ? srv_tokens_scopes(&s->tokens, h + 7) : 0;
+  if (!granted) {
+    srv_auth_fails_note(&s->auth_fails, ip, now);
+    TH_LOG(TH_LOG_DEBUG, "%s: a bearer token that matches none (%s %s)", ip, r->method, r->path);
+  }
+  return granted;
 }

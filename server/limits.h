@@ -1,4 +1,5 @@
-/* limits: per-client limits on the work requests may queue (see limits.c). */
+/* limits: per-client limits on the work requests may queue and on failed authentications (see
+ * limits.c). */
 #ifndef SRV_LIMITS_H
 #define SRV_LIMITS_H
 
@@ -23,5 +24,11 @@ void srv_miss_done(srv_t *s, srv_request *r, int64_t job_id, int created);
 void srv_anon_job_changed(srv_t *s, int64_t job_id);
 /* Frees the table of live anonymous jobs (srv_stop). */
 void srv_limits_free(srv_t *s);
+
+/* The scopes of the bearer token r presents (auth.h), 0 when it presents none or one that matches
+ * no token. A token that matches none counts as a failed authentication of the client's address; an
+ * address past srv_config.auth_fail_limit has its token left unchecked (0) and *wait_s (when not
+ * NULL) set to the seconds until it may try again, else 0. */
+unsigned srv_request_scopes(srv_t *s, srv_request *r, int *wait_s);
 
 #endif

@@ -25,6 +25,7 @@ static void usage(FILE *f) {
           "tunehub %s: a registry of auto-tuned, compiled neural networks\n\n"
           "usage:\n"
           "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
+          "                [--private]   every read needs a token with the scope read (or tune, admin)\n"
           "                [--db postgresql://...] [--lease 30]   a store shared with other daemons and workers;\n"
           "                                                    --workers 0 with --db: a replica that runs no jobs\n"
           "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
@@ -78,6 +79,10 @@ static void usage(FILE *f) {
 /* clang-format on */
 
 static int cmd_serve(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) { /* serve's flags are the top of usage() */
+    usage(stdout);
+    return 0;
+  }
   srv_config cfg;
   srv_config_defaults(&cfg);
   char err[1024] = "";
@@ -113,6 +118,7 @@ static int cmd_remeasure(int argc, char **argv) {
   static const char usage_line[] =
       "usage: tunehub remeasure llvm|cuda NETWORK BATCH [--data DIR] [--db URL] "
       "[--against DIR|URL] [--rounds 1..100] [--target NAME]";
+  if (cli_help(argc, argv, usage_line)) return 0;
   const char *data = "./data", *against = NULL, *target_name = NULL, *db_flag = NULL, *db = NULL;
   const char *pos[3] = {NULL, NULL, NULL};
   int npos = 0;
@@ -261,11 +267,12 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
   if (!strcmp(cmd, "migrate")) return cli_migrate(argc - 2, argv + 2);
   if (!strcmp(cmd, "gc")) return cli_gc(argc - 2, argv + 2);
-  if (!strcmp(cmd, "hash-token")) return cli_hash_token();
+  if (!strcmp(cmd, "hash-token")) return cli_hash_token(argc - 2, argv + 2);
   if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
   if (!strcmp(cmd, "build-worker")) return tune_build_worker_main(0);
   if (!strcmp(cmd, "worker")) return cli_worker(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    if (cli_help(argc - 2, argv + 2, "usage: tunehub version   print the version")) return 0;
     printf("tunehub %s\n", TH_VERSION);
     return 0;
   }

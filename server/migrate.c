@@ -59,7 +59,13 @@ static int migrate__verify_blobs(store_t *from, const char *to_url, const char *
   return bad;
 }
 
+static const char cli__migrate_usage[] =
+    "usage: tunehub migrate --from DIR --to postgresql://user@host:port/dbname\n"
+    "  copies the embedded store in DIR (tunehub.db and its artifacts) into a new, empty "
+    "PostgreSQL database";
+
 int cli_migrate(int argc, char **argv) {
+  if (cli_help(argc, argv, cli__migrate_usage)) return 0;
   const char *from_dir = NULL, *to = NULL;
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "--from") && i + 1 < argc)
@@ -73,10 +79,7 @@ int cli_migrate(int argc, char **argv) {
     }
   }
   if (!from_dir || !to) {
-    fprintf(stderr,
-            "usage: tunehub migrate --from DIR --to postgresql://user@host:port/dbname\n"
-            "  copies the embedded store in DIR (tunehub.db and its artifacts) into a new, empty PostgreSQL "
-            "database\n");
+    fprintf(stderr, "%s\n", cli__migrate_usage);
     return 2;
   }
   if (!store_exists(from_dir)) {

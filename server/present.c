@@ -9,6 +9,7 @@
 
 #include "graph.h"
 #include "onnx.h"
+#include "th_sha256.h"
 #include "th_util.h"
 #include "tune_job.h"
 #include "zoo.h"
@@ -116,13 +117,32 @@ json_t *srv_present_jobs(const store_job *jobs, size_t n) {
   return srv__counted("jobs", arr);
 }
 
-json_t *srv_present_workers(const store_worker *ws, size_t n) {
+/* The label of a worker an anonymous client sees (srv_present_workers). */
+static void srv__worker_label(const store_worker *w, char *out, size_t n) {
+  size_t hl = strlen(w->host);
+  if (!hl || strncmp(w->name, w->host, hl) != 0 || w->name[hl] != ':') { /* an operator's --name */
+    snprintf(out, n, "%s", w->name);
+    return;
+  }
+  th_sha256 h;
+  unsigned char d[32];
+  char hex[65];
+  th_sha256_init(&h);
+  th_sha256_update(&h, w->name, strlen(w->name));
+  th_sha256_final(&h, d);
+  th_hex(d, 32, hex);
+  snprintf(out, n, "worker-%.12s", hex);
+}
+
+json_t *srv_present_workers(const store_worker *ws, size_t n, int full) {
   json_t *arr = json_array();
   for (size_t i = 0; arr && i < n; i++) {
     const store_worker *w = &ws[i];
     json_t *o = json_object();
-    json_object_set_new(o, "name", json_string(w->name));
-    json_object_set_new(o, "host", json_string(w->host));
+    char label[sizeof w->name];
+    srv__worker_label(w, label, sizeof label);
+    json_object_set_new(o, "name", json_string(full ? w->name : label));
+    if (full) json_object_set_new(o, "host", json_string(w->host));
     json_t *targets = w->targets ? json_loads(w->targets, 0, NULL) : NULL;
     if (!json_is_array(targets)) {
       json_decref(targets);

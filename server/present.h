@@ -25,10 +25,13 @@ void srv_job_url(int64_t id, char *out, size_t n);
 json_t *srv_present_job(const store_job *j);
 /* {"count","jobs":[job...]}. */
 json_t *srv_present_jobs(const store_job *jobs, size_t n);
-/* GET /workers: {"count", "workers": [{name, host, targets, slots, lease_s, alive, started_at, heartbeat_at,
- * heartbeat_age_s, stopped_at, jobs: [{id, framework, network, batch, target, kind, attempt, stage,
- * lease_left_s, url}]}]}; alive ones first. */
-json_t *srv_present_workers(const store_worker *ws, size_t n);
+/* GET /workers: {"count", "workers": [{name, host, targets, slots, lease_s, alive, started_at,
+ * heartbeat_at, heartbeat_age_s, stopped_at, jobs: [{id, framework, network, batch, target, kind,
+ * attempt, stage, lease_left_s, url}]}]}; alive ones first. Without full (an anonymous client), no
+ * host, and a name that a worker made up from its host (host:pid:random, or a daemon's
+ * host:data-directory) is shown as "worker-<12 hex of its sha256>": the same worker keeps its
+ * label, and no host name or path is given away. */
+json_t *srv_present_workers(const store_worker *ws, size_t n, int full);
 /* {"count","models":[...]}: per key its newest version, or its live or failed job. */
 json_t *srv_present_catalog(const store_catalog_row *rows, size_t n);
 /* {"framework","network","batch","target","count","versions":[{version,tuned,digest,...,"aliases":[names]}],

@@ -39,6 +39,13 @@ int srv_pct_decode(const char *in, size_t len, char *out, size_t n) {
   return (int)o;
 }
 
+void srv_path_squash(char *path) {
+  char *w = path, prev = '\0';
+  for (const char *p = path; *p; prev = *p++)
+    if (*p != '/' || prev != '/') *w++ = *p;
+  *w = '\0';
+}
+
 int srv_query(const srv_request *r, const char *name, char *out, size_t n) {
   size_t nl = strlen(name);
   const char *p = r->query;

@@ -13,6 +13,10 @@
 /* Percent-decodes in (len bytes) into out (n bytes, NUL-terminated); returns the decoded length, or -1 on a
  * malformed escape, an encoded '/', '\\' or NUL, or overflow. */
 int srv_pct_decode(const char *in, size_t len, char *out, size_t n);
+/* Collapses each run of '/' in path (a raw request path, NUL-terminated) into one, in place, so
+ * that "//networks//x" names the resource "/networks/x" does for every route, the ones matched on
+ * the raw path (an upload, the OCI API) as much as those the router splits. */
+void srv_path_squash(char *path);
 /* The value of query parameter name, percent-decoded into out: 1 when present ("" for a bare name), 0 when
  * absent, -1 when malformed. */
 int srv_query(const srv_request *r, const char *name, char *out, size_t n);

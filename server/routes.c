@@ -263,20 +263,51 @@ int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
   return 0;
 }
 
+/* A 401 for a request without a usable token: WWW-Authenticate says the scheme and the scope (RFC
+ * 6750). */
+static enum MHD_Result srv__unauthorized(srv_t *s, srv_request *r, unsigned scope,
+                                         const char *msg) {
+  char www[96];
+  snprintf(www, sizeof www, "Bearer realm=\"tunehub\", scope=\"%s\"", srv_scope_name(scope));
+  json_t *extra = json_pack("{s:s}", "scope", srv_scope_name(scope));
+  struct MHD_Response *resp = srv_error_response(401, "unauthorized", extra, msg);
+  if (resp) MHD_add_response_header(resp, "WWW-Authenticate", www);
+  return srv_queue(s, r, 401, resp);
+}
+
 int srv_authorized(srv_t *s, srv_request *r, unsigned scope, enum MHD_Result *ret) {
+  char msg[512];
   if (!s->have_token) {
-    *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
-                     "this route changes the registry and needs a bearer token, but the daemon was "
-                     "started without --token-file, so it accepts no changes");
+    snprintf(msg, sizeof msg,
+             "this route changes the registry and needs a bearer token, but the daemon was started "
+             "without --token-file, so it accepts no changes");
+    *ret = srv__unauthorized(s, r, scope, msg);
     return 0;
   }
-  const char *h = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Authorization");
-  const char *prefix = "Bearer ";
-  unsigned granted = h && strncmp(h, prefix, strlen(prefix)) == 0 ? srv_tokens_scopes(&s->tokens, h + strlen(prefix)) : 0;
+  int wait = 0;
+  unsigned granted = srv_request_scopes(s, r, &wait);
+  if (wait) {
+    char ip[48], retry[16];
+    srv_client_ip(r->con, ip, sizeof ip);
+    snprintf(retry, sizeof retry, "%d", wait);
+    snprintf(msg, sizeof msg,
+             "%s presented more than %d wrong bearer tokens in a minute; its tokens are not "
+             "checked for %d s (Retry-After)",
+             ip, s->auth_fails.limit, wait);
+    struct MHD_Response *resp =
+        srv_error_response(429, "too_many_failed_authentications", NULL, msg);
+    if (resp) MHD_add_response_header(resp, "Retry-After", retry);
+    *ret = srv_queue(s, r, 429, resp);
+    return 0;
+  }
   if (!granted) {
-    *ret = srv_error(s, r, TH_ERR_UNAUTHORIZED, "unauthorized", NULL,
-                     "missing or wrong bearer token: send 'Authorization: Bearer <token>' with a "
-                     "token of the daemon's --token-file");
+    snprintf(
+        msg, sizeof msg,
+        "missing or wrong bearer token: %.16s %.200s needs a token with the scope %s (or one above "
+        "it: read < tune < admin); send 'Authorization: Bearer <token>' with a token of the "
+        "daemon's --token-file",
+        r->method, r->path, srv_scope_name(scope));
+    *ret = srv__unauthorized(s, r, scope, msg);
     return 0;
   }
   if ((granted & scope) != scope) {
@@ -681,6 +712,12 @@ static enum MHD_Result srv__blob(srv_t *s, srv_request *r, const char *ref) {
   if (rc == TH_ERR_NOT_FOUND)
     return srv_error(s, r, TH_ERR_NOT_FOUND, "blob_unknown", NULL, "no blob %s", ref);
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
+  /* an uploaded network's ONNX file holds its owner's weights: a daemon with tokens serves it to a
+   * read token only, open or --private (a daemon without tokens has no one to tell apart, and took
+   * no upload) */
+  enum MHD_Result ret;
+  if (s->have_token && strstr(media, "onnx") && !srv_authorized(s, r, SRV_SCOPE_READ, &ret))
+    return ret;
   char filename[96];
   snprintf(filename, sizeof filename, "%.19s%s", ref + 7,
            strstr(media, "tar") ? ".tar" : strstr(media, "sharedlib") ? ".so" : strstr(media, "onnx") ? ".onnx" : "");
@@ -939,7 +976,8 @@ static enum MHD_Result srv__workers(srv_t *s, srv_request *r) {
   size_t n = 0;
   th_status rc = store_worker_list(s->st, &ws, &n);
   if (rc != TH_OK) return srv_error(s, r, rc, "store_error", NULL, "%s", store_errmsg(s->st));
-  json_t *doc = srv_present_workers(ws, n);
+  /* host names and data directories are for token holders only */
+  json_t *doc = srv_present_workers(ws, n, (srv_request_scopes(s, r, NULL) & SRV_SCOPE_READ) != 0);
   store_worker_list_free(ws, n);
   if (!doc) return srv_error(s, r, TH_ERR_NOMEM, "out_of_memory", NULL, "out of memory");
   json_object_set_new(doc, "shared", json_boolean(store_shared(s->st)));
@@ -1078,8 +1116,12 @@ static enum MHD_Result srv__not_allowed(srv_t *s, srv_request *r, const char *al
 enum MHD_Result srv_route(srv_t *s, srv_request *r) {
   const char *m = r->method;
   int get = !strcmp(m, "GET") || !strcmp(m, "HEAD");
+  enum MHD_Result ret;
   /* the OCI distribution API answers its own errors (oci.c) */
-  if (!strncmp(r->path, "/v2", 3) && (r->path[3] == '\0' || r->path[3] == '/')) return srv_oci_route(s, r);
+  if (!strncmp(r->path, "/v2", 3) && (r->path[3] == '\0' || r->path[3] == '/')) {
+    if (s->cfg.private_reads && !srv_authorized(s, r, SRV_SCOPE_READ, &ret)) return ret;
+    return srv_oci_route(s, r);
+  }
   /* split and decode the path; reject traversal and encoded separators before routing */
   char segs[SRV__MAX_SEGS][SRV_MAX_SEGMENT + 1];
   int nseg = 0;
@@ -1104,6 +1146,13 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     p += len;
   }
 #define SEG(i, lit) (nseg > (i) && !strcmp(segs[i], lit))
+  /* --private: every read needs a read token but the liveness probes and the page's own files (a
+   * name with an extension: index.html, app.js), which hold nothing of the registry; a change needs
+   * its own scope anyway */
+  int open_path =
+      nseg == 0 || (nseg == 1 && (SEG(0, "healthz") || SEG(0, "readyz") || strchr(segs[0], '.')));
+  if (s->cfg.private_reads && get && !open_path && !srv_authorized(s, r, SRV_SCOPE_READ, &ret))
+    return ret;
 
   if (nseg == 0) {
     r->route = SRV_ROUTE_WEB;
@@ -1120,7 +1169,6 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       if (nseg == 5 ? !get : !(get || put || del))
         return srv__not_allowed(s, r, nseg == 5 ? "GET, HEAD" : "GET, HEAD, PUT, DELETE");
       store_key key;
-      enum MHD_Result ret;
       if (!srv__key(s, r, segs[1], segs[2], segs[3], &key, &ret)) return ret;
       return srv_aliases_route(s, r, &key, nseg == 6 ? segs[5] : NULL);
     }
@@ -1147,7 +1195,6 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
     int ok = nseg == 4 ? (get || !strcmp(m, "DELETE")) : is_tune ? !strcmp(m, "POST") : get;
     if (!ok) return srv__not_allowed(s, r, allow);
     store_key key;
-    enum MHD_Result ret;
     if (!srv__key(s, r, segs[1], segs[2], segs[3], &key, &ret)) return ret;
     if (nseg == 4 && !strcmp(m, "DELETE")) {
       r->route = SRV_ROUTE_MODEL_DELETE;

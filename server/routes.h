@@ -33,9 +33,10 @@ int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n);
  * it), TH_ERR_BUSY (the queue is full), a store error. */
 th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int waiting, int64_t *job_id,
                          int *created, char *why, size_t n);
-/* 1 when r carries a bearer token of the daemon's with every bit of scope (SRV_SCOPE_TUNE, SRV_SCOPE_ADMIN:
- * auth.h); else queues the 401 (no such token) or 403 (a token without the scope), *ret its result, and returns
- * 0. */
+/* 1 when r carries a bearer token of the daemon's with every bit of scope (SRV_SCOPE_READ,
+ * SRV_SCOPE_TUNE, SRV_SCOPE_ADMIN: auth.h); else queues the 401 (no such token; WWW-Authenticate
+ * names the scope), 403 (a token without the scope) or 429 (too many failed authentications from
+ * the address), *ret its result, and returns 0. */
 int srv_authorized(srv_t *s, srv_request *r, unsigned scope, enum MHD_Result *ret);
 /* Routes a complete request (method, path, query and body read) and queues its response. */
 enum MHD_Result srv_route(srv_t *s, srv_request *r);

@@ -30,6 +30,10 @@ typedef struct srv_config {
   char db[1024]; /* --db or TUNEHUB_DB: the PostgreSQL URL of a shared store; "" for the embedded
                     one */
   char token_file[1024];
+  int private_reads;   /* --private: every read but /healthz, /readyz and the page's files needs a
+                          read token */
+  int auth_fail_limit; /* failed authentications an address may make a minute
+                          (SRV_AUTH_FAILS_PER_MIN; 0: no limit, for the fuzz harness); not a flag */
   char web_dir[1024];
   int workers;
   int http_threads;

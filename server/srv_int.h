@@ -44,6 +44,7 @@ struct srv {
   struct MHD_Daemon *mhd;
   srv_tokens tokens; /* from --token-file, hashed (auth.h) */
   int have_token;
+  srv_auth_fails auth_fails; /* failed authentications per client address (auth.h) */
   char *networks_json; /* cached GET /networks body */
   char targets[4][256]; /* this machine's target string per backend, in tc_backend_at order */
   char compiler_version[32];

@@ -6,7 +6,8 @@
    latency per version from GET .../versions, both hand-made SVG), the jobs (per-task progress; live over
    GET /jobs/{id}/events for the running jobs in view, at most MAX_STREAMS, polling /jobs every 2 s where the
    server has no event stream), the networks (the zoo and the uploaded ONNX networks, with the upload form) and
-   the build form. Mutations (cancel, tune, upload, delete, pinning an alias) ask for the bearer token once per tab. */
+   the build form. Mutations (cancel, tune, upload, delete, pinning an alias) ask for the bearer token once per tab;
+   on a private server (serve --private) the first read does. */
 'use strict';
 (function () {
   const $ = (sel, root) => (root || document).querySelector(sel);
@@ -139,10 +140,19 @@
     }
     return 'HTTP ' + status;
   }
-  async function api(path, opts) {
+  // a private server (serve --private) answers every read 401 naming the scope read: the page then asks for the
+  // token once (one dialog for all the reads in flight), keeps it for the tab and sends it with every request
+  let readTokenAsk = null;
+  function authorized(o, token) {
+    return Object.assign({}, o, { headers: Object.assign({}, o.headers, { Authorization: 'Bearer ' + token }) });
+  }
+  async function api(path, opts, retried) {
+    let o = Object.assign({ headers: { Accept: 'application/json' }, cache: 'no-store' }, opts || {});
+    const stored = sessionStorage.getItem('tunehub.token');
+    if (stored && !o.headers.Authorization) o = authorized(o, stored);
     let resp;
     try {
-      resp = await fetch(path, Object.assign({ headers: { Accept: 'application/json' }, cache: 'no-store' }, opts || {}));
+      resp = await fetch(path, o);
     } catch (e) {
       serverDown(e);
       throw new HttpError(0, null, 'server unreachable');
@@ -151,6 +161,15 @@
     let body = null;
     const text = await resp.text();
     try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+    if (resp.status === 401 && !retried && (o.method || 'GET') === 'GET' && body && body.error && body.error.scope === 'read') {
+      if (!readTokenAsk) readTokenAsk = askToken('Sign in').finally(() => { readTokenAsk = null; });
+      const token = await readTokenAsk;
+      if (token) {
+        const r = await api(path, authorized(o, token), true);
+        sessionStorage.setItem('tunehub.token', token);
+        return r;
+      }
+    }
     if (!resp.ok) throw new HttpError(resp.status, body, errMessage(body, resp.status));
     return { status: resp.status, body, headers: resp.headers };
   }
@@ -1491,7 +1510,7 @@
       const state = workerState(w);
       return h('tr', { class: w.alive ? null : 'gone', 'data-worker': w.name },
         h('td', { 'data-label': 'Worker' }, w.name),
-        h('td', { 'data-label': 'Host' }, w.host),
+        h('td', { 'data-label': 'Host' }, w.host || h('span', { class: 'muted', title: 'shown to token holders' }, 'hidden')),
         h('td', { 'data-label': 'Targets' }, (w.targets || []).length
           ? w.targets.map(t => h('code', { class: 'target' }, t)) : h('span', { class: 'muted' }, 'any job that needs no target')),
         h('td', { class: 'num', 'data-label': 'Slots' }, w.slots),

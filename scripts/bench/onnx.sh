@@ -60,7 +60,7 @@ ALL=$("$PY" "$CONF/onnx_export.py" --list)
 for NET in $NETWORKS; do
   grep -qx -- "$NET" <<<"$ALL" || { echo "onnx.sh: unknown network $NET; valid: $(echo $ALL)" >&2; exit 2; }
 done
-TOKEN=bench-token
+TOKEN=bench-token-12345
 echo "$TOKEN" >"$TMP/token"
 start_daemon --token-file "$TMP/token"
 blog "daemon on $BASE, data in $DATA"

@@ -8,7 +8,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const net = require('net');
+const { freePort } = require('./util');
 const crypto = require('crypto');
 const { spawn, spawnSync } = require('child_process');
 
@@ -38,14 +38,6 @@ function check(cond, what) {
   if (cond) log('ok   ' + what);
   else { failures++; log('FAIL ' + what); }
   return cond;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
-  });
 }
 
 let daemon = null, browser = null, tmp = null;

@@ -14,7 +14,7 @@ njobs() { curl -fsS "$BASE/jobs" | jq '.jobs | length'; }
 
 case "$CASE" in
 miss_rate)
-  echo "abuse-token-123" >"$TMP/token"
+  echo "abuse-token-1234" >"$TMP/token"
   # one worker: the misses stay queued behind the first while the test runs
   start_daemon --token-file "$TMP/token" --miss-rate 3 --workers 1
   for b in 1 2 3; do expect_status 503 "$BASE/models/llvm/$NET/$b"; done
@@ -29,7 +29,7 @@ miss_rate)
   body_has TOOMANYREQUESTS
   # a miss on a key already being built costs nothing; a token holder is not limited
   expect_status 503 "$BASE/models/llvm/$NET/2"
-  expect_status 503 -H 'Authorization: Bearer abuse-token-123' "$BASE/models/llvm/$NET/6"
+  expect_status 503 -H 'Authorization: Bearer abuse-token-1234' "$BASE/models/llvm/$NET/6"
   [[ "$(njobs)" == 4 ]] || fail "want 4 jobs (3 anonymous, 1 with the token), got $(njobs)"
   echo "PASS abuse.miss_rate"
   ;;

@@ -28,8 +28,8 @@ blob_file() {
 
 case "$CASE" in
 sweep)
-  printf 'admin-token admin\n' >"$TMP/tokens"
-  ADMIN=(-H 'Authorization: Bearer admin-token')
+  printf 'admin-token-12345 admin\n' >"$TMP/tokens"
+  ADMIN=(-H 'Authorization: Bearer admin-token-12345')
   start_daemon --token-file "$TMP/tokens" --gc-interval 2
   grep -q "gc: every 2 s, sweeping blobs unreferenced for 3600 s" "$LOG" || fail "the collector did not start"
   expect_status 200 "$BASE$GONE?wait=300"

@@ -78,8 +78,10 @@ case_upload_serve() {
   jq_ok '[.ops[].op_type] as $o | ($o | index("Conv")) != null and ($o | index("Gemm")) != null
          and (.ops | all(.count >= 1)) and .onnx.opset == 13'
   [[ "$(header Location)" == /networks/tiny ]] || fail "Location $(header Location)"
-  # the stored file is a blob like the bundles: addressable by its digest, the same bytes
-  expect_status 200 "$BASE/blobs/sha256:$SHA_A"
+  # the stored file is a blob like the bundles: addressable by its digest, the same bytes (for a read token
+  # only: it holds the uploader's weights)
+  expect_status 401 "$BASE/blobs/sha256:$SHA_A"
+  expect_status 200 "${auth[@]}" "$BASE/blobs/sha256:$SHA_A"
   cmp "$TMP/body" "$TMP/a.onnx" || fail "the blob is not a.onnx"
   [[ "$(header Content-Type)" == application/onnx && "$(header Content-Disposition)" == *.onnx* ]] ||
     fail "blob headers: $(header Content-Type), $(header Content-Disposition)"

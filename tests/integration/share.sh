@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 CASE=${1:?usage: share.sh manifest_keys|anon_queue|waits|sse}
 NET=squeezenet_v1.1
 M="/models/llvm/$NET/1"
-TOKEN=share-token-123
+TOKEN=share-token-1234
 auth=(-H "Authorization: Bearer $TOKEN")
 
 njobs() { curl -fsS "$BASE/jobs" | jq .count; }

@@ -410,42 +410,46 @@ TH_TEST(content_digest_check) {
   return 0;
 }
 
-/* Token files: plain and hashed tokens, scopes, and the errors that name the rule. */
+/* Token files: plain and hashed tokens, scopes (each with those below it), and the errors that name
+ * the rule. */
 TH_TEST(tokens_hashed_with_scopes) {
   char err[512] = "";
   srv_tokens t;
-  /* sha256("admin-secret-1") */
+  const unsigned all = SRV_SCOPE_READ | SRV_SCOPE_TUNE | SRV_SCOPE_ADMIN;
   const char *file =
       "# tune only\n"
-      "  tune-token-1234 tune\n"
+      "  tune-token-12345 tune\n"
       "\n"
       "sha256:be1b4c1b2b5b8ab1f5e86e1cfe3d0ed38c0b3e9a2a6e0b0d8f0d5d8cd1a3a3e1 admin\r\n"
-      "legacy-token-all\n";
+      "legacy-token-all\n"
+      "reader-token-12345 read\n";
   CHECK(srv_tokens_parse(file, &t, err, sizeof err) == TH_OK);
-  CHECK_EQ_INT(t.n, 3);
-  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-1234"), SRV_SCOPE_TUNE);
-  CHECK_EQ_INT(srv_tokens_scopes(&t, "legacy-token-all"), SRV_SCOPE_TUNE | SRV_SCOPE_ADMIN);
-  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-123"), 0);
-  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-1234 "), 0);
+  CHECK_EQ_INT(t.n, 4);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-12345"), SRV_SCOPE_TUNE | SRV_SCOPE_READ);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "legacy-token-all"), all);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "reader-token-12345"), SRV_SCOPE_READ);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-1234"), 0);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "tune-token-12345 "), 0);
   CHECK_EQ_INT(srv_tokens_scopes(&t, ""), 0);
+  CHECK(!strcmp(srv_scope_name(SRV_SCOPE_READ), "read"));
+  CHECK(!strcmp(srv_scope_name(SRV_SCOPE_TUNE | SRV_SCOPE_READ), "tune"));
+  CHECK(!strcmp(srv_scope_name(all), "admin"));
   /* a hashed line matches the token whose sha256 it holds, never the hash text itself */
   char line[200];
   unsigned char h[32];
   char hex[65];
   th_sha256 s;
   th_sha256_init(&s);
-  th_sha256_update(&s, "admin-secret-1", 14);
+  th_sha256_update(&s, "admin-secret-1234", 17);
   th_sha256_final(&s, h);
   th_hex(h, 32, hex);
   snprintf(line, sizeof line, "sha256:%s admin\n", hex);
   CHECK(srv_tokens_parse(line, &t, err, sizeof err) == TH_OK);
-  CHECK_EQ_INT(srv_tokens_scopes(&t, "admin-secret-1"), SRV_SCOPE_TUNE | SRV_SCOPE_ADMIN);
+  CHECK_EQ_INT(srv_tokens_scopes(&t, "admin-secret-1234"), all);
   CHECK_EQ_INT(srv_tokens_scopes(&t, line), 0);
   CHECK_EQ_INT(srv_tokens_scopes(&t, hex), 0);
-  CHECK(srv_tokens_parse("tune-token-1234 tune,deploy\n", &t, err, sizeof err) == TH_ERR_INVALID);
-  CHECK(strstr(err, "line 1") && strstr(err, "valid scopes: tune, admin"));
-  CHECK(srv_tokens_parse("short\n", &t, err, sizeof err) == TH_ERR_INVALID);
-  CHECK(strstr(err, "8 to 1024"));
+  CHECK(srv_tokens_parse("tune-token-12345 tune,deploy\n", &t, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "line 1") && strstr(err, "valid scopes: read, tune, admin"));
   CHECK(srv_tokens_parse("sha256:abcd\n", &t, err, sizeof err) == TH_ERR_INVALID);
   CHECK(strstr(err, "64 hex digits"));
   CHECK(srv_tokens_parse("# nothing\n\n", &t, err, sizeof err) == TH_ERR_INVALID);
@@ -476,6 +480,75 @@ TH_TEST(config_share_limits) {
     err[0] = '\0';
     CHECK(srv_config_parse(&c, 2, argv, err, sizeof err) == TH_ERR_INVALID);
     CHECK(strstr(err, bad[i][0]) != NULL && strstr(err, bad[i][2]) != NULL);
+  }
+  return 0;
+}
+
+/* A token is at least SRV_TOKEN_MIN (16) characters: a shorter one refuses the whole file, naming
+ * its line, the minimum and its length (8 characters were taken before). */
+TH_TEST(tokens_minimum_length) {
+  char err[512] = "";
+  srv_tokens t;
+  CHECK_EQ_INT(SRV_TOKEN_MIN, 16);
+  CHECK(srv_tokens_parse("short\n", &t, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "16 to 1024"));
+  CHECK(srv_tokens_parse("# first a good one\nlong-enough-token-1 tune\nabcdefgh admin\n", &t, err,
+                         sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "line 3") && strstr(err, "16 to 1024") && strstr(err, "this one has 8"));
+  CHECK(srv_tokens_parse("fifteen-chars-1\n", &t, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(srv_tokens_parse("sixteen-chars-12\n", &t, err, sizeof err) == TH_OK);
+  return 0;
+}
+
+/* Failed authentications: SRV_AUTH_FAILS_PER_MIN an address in a one-minute window, then it waits
+ * out the window (whole seconds, at least 1); other addresses are not held back; a new window
+ * starts afresh. */
+TH_TEST(auth_fails_window) {
+  static srv_auth_fails f; /* 1024 slots: not on the stack */
+  srv_auth_fails_init(&f, SRV_AUTH_FAILS_PER_MIN);
+  double t0 = 1000.0;
+  for (int i = 0; i < SRV_AUTH_FAILS_PER_MIN; i++) {
+    CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.0.0.1", t0 + i), 0);
+    srv_auth_fails_note(&f, "10.0.0.1", t0 + i);
+  }
+  CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.0.0.1", t0 + 10), 50);
+  CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.0.0.1", t0 + 59.5), 1);
+  CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.0.0.2", t0 + 10), 0);
+  CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.0.0.1", t0 + 60), 0);
+  srv_auth_fails_note(&f, "10.0.0.1", t0 + 60); /* one failure in a new window */
+  CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.0.0.1", t0 + 61), 0);
+  /* a full table takes a new address in the slot of the oldest window, and counts it from there */
+  char ip[48] = "";
+  for (int i = 0; i < SRV_AUTH_FAIL_SLOTS + 5; i++) {
+    snprintf(ip, sizeof ip, "10.1.%d.%d", i / 256, i % 256);
+    srv_auth_fails_note(&f, ip, t0 + 100 + i * 0.001);
+  }
+  for (int i = 1; i < SRV_AUTH_FAILS_PER_MIN; i++) srv_auth_fails_note(&f, ip, t0 + 102);
+  CHECK(srv_auth_fails_wait(&f, ip, t0 + 102) > 0);
+  CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.1.0.0", t0 + 102), 0); /* forgotten */
+  srv_auth_fails_free(&f);
+  srv_auth_fails_init(&f, 0); /* no limit */
+  for (int i = 0; i < 100; i++) srv_auth_fails_note(&f, "10.0.0.1", t0);
+  CHECK_EQ_INT(srv_auth_fails_wait(&f, "10.0.0.1", t0), 0);
+  srv_auth_fails_free(&f);
+  return 0;
+}
+
+/* Repeated slashes name the resource a single one does (a PUT //networks/x answered 500: its upload
+ * was not set up, since only "/networks/" was recognised at the headers). */
+TH_TEST(path_squash) {
+  static const char *const cases[][2] = {{"//networks//x", "/networks/x"},
+                                         {"/a///b/", "/a/b/"},
+                                         {"///", "/"},
+                                         {"/v2//x%2F/y", "/v2/x%2F/y"},
+                                         {"", ""}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char p[64];
+    snprintf(p, sizeof p, "%s", cases[i][0]);
+    srv_path_squash(p);
+    if (strcmp(p, cases[i][1]))
+      fprintf(stderr, "'%s' -> '%s', want '%s'\n", cases[i][0], p, cases[i][1]);
+    CHECK(!strcmp(p, cases[i][1]));
   }
   return 0;
 }
