@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "longpoll.h"
 #include "present.h"
 #include "request.h"
@@ -88,6 +89,12 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
                      "the upload is %" PRId64 " bytes; this server takes ONNX files of up to %" PRId64
                      " bytes (--max-upload)",
                      declared, s->cfg.max_upload);
+    return 1;
+  }
+  char why[1536];
+  th_status grc = srv_guard_space(s, declared > 0 ? declared : 0, "the upload", why, sizeof why);
+  if (grc != TH_OK) { /* below the free-space floor: refused before a byte is written (guard.c) */
+    *ret = srv_guard_error(s, r, grc, "store_error", why);
     return 1;
   }
   srv_upload *u = calloc(1, sizeof *u);
