@@ -33,6 +33,7 @@ struct srv_upload {
   th_sha256 sha;
   int64_t size, dropped;
   int too_large, io_error;
+  char no_space[768]; /* why the body crossed the free-space floor as it grew; "" while it has not */
   char shapes[2048];
   int has_shapes;
 };
@@ -123,13 +124,24 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
 
 enum MHD_Result srv_networks_put_data(srv_t *s, srv_request *r, const char *data, size_t n) {
   srv_upload *u = r->upload;
-  if (u->too_large || u->io_error) {
+  if (u->too_large || u->io_error || u->no_space[0]) {
     u->dropped += (int64_t)n;
     return u->dropped > SRV_UPLOAD_DRAIN ? MHD_NO : MHD_YES;
   }
   if (u->size + (int64_t)n > s->cfg.max_upload) {
     /* a body without Content-Length (chunked) that grows past the limit: its file goes now */
     u->too_large = 1;
+    u->dropped = (int64_t)n;
+    close(u->fd);
+    u->fd = -1;
+    unlink(u->path);
+    u->path[0] = '\0';
+    return MHD_YES;
+  }
+  /* a body without a declared length is checked against the free-space floor as it grows, every 16 MiB */
+  if ((u->size >> 24) != ((u->size + (int64_t)n) >> 24) &&
+      srv_guard_space(s, (int64_t)n, "the upload", u->no_space, sizeof u->no_space) != TH_OK) {
+    if (!u->no_space[0]) snprintf(u->no_space, sizeof u->no_space, "cannot read the free space of the disk");
     u->dropped = (int64_t)n;
     close(u->fd);
     u->fd = -1;
@@ -239,6 +251,7 @@ static enum MHD_Result srv__network_put(srv_t *s, srv_request *r, const char *na
     return srv_error(s, r, TH_ERR_TOO_LARGE, "upload_too_large", NULL,
                      "the upload grew past %" PRId64 " bytes, the largest ONNX file this server takes (--max-upload)",
                      s->cfg.max_upload);
+  if (u->no_space[0]) return srv_guard_error(s, r, TH_ERR_NO_SPACE, "store_error", u->no_space);
   if (u->io_error)
     return srv_error(s, r, TH_ERR_IO, "store_error", NULL, "cannot write the upload to the store's disk");
   if (u->size == 0)

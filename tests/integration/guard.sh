@@ -3,10 +3,11 @@
 # --memory-budget answers 413 over_budget naming the footprint and the budget, and queues nothing; below the
 # --min-free floor on the data directory, new work (a miss that would queue, POST .../tune, an upload) answers 507
 # insufficient_storage naming the free space and the floor, while a published bundle is still served, and /readyz
-# and /metrics report the free space.
-# Usage: guard.sh over_budget|min_free.
+# and /metrics report the free space; a chunked upload that would cross the floor as it streams is cut and
+# answered 507 with its file removed (min_free_stream: a tmpfs data directory, so it needs root).
+# Usage: guard.sh over_budget|min_free|min_free_stream.
 source "$(dirname "$0")/lib.sh"
-CASE=${1:?usage: guard.sh over_budget|min_free}
+CASE=${1:?usage: guard.sh over_budget|min_free|min_free_stream}
 NET=squeezenet_v1.1
 TOKEN=guard-token-12345678
 echo "$TOKEN" >"$TMP/tokens"
@@ -85,6 +86,27 @@ min_free)
   grep -qx "tunehub_data_min_free_bytes $floor" "$TMP/body" || fail "/metrics lacks the floor"
   grep -E '^tunehub_data_(min_)?free_bytes' "$TMP/body"
   echo "PASS guard.min_free"
+  ;;
+min_free_stream)
+  [[ "$(id -u)" == 0 ]] || { echo "SKIP: mounting a tmpfs needs root (id -u is $(id -u))"; exit 77; }
+  mkdir -p "$DATA"
+  mount -t tmpfs -o size=64m tmpfs "$DATA" 2>"$TMP/mount.err" ||
+    { echo "SKIP: cannot mount a tmpfs: $(cat "$TMP/mount.err")"; exit 77; }
+  trap 'rc=$?; stop_daemon; umount -l "$DATA" 2>/dev/null; (exit $rc); cleanup' EXIT
+  start_daemon --token-file "$TMP/tokens" --min-free 40M
+  # 48 MiB without a length: taken at its start (64 MiB free), cut at the 32 MiB mark (less than 40 MiB left)
+  head -c $((48 << 20)) /dev/urandom >"$TMP/big.onnx"
+  expect_status 507 "${AUTH[@]}" -X PUT -H 'Transfer-Encoding: chunked' --data-binary @"$TMP/big.onnx" \
+    "$BASE/networks/streamed"
+  body_has '"code":"insufficient_storage"'
+  body_has 'floor of 41943040 bytes'
+  echo "chunked upload: $(jq -r .error.message "$TMP/body")"
+  expect_status 404 "$BASE/networks/streamed"
+  [[ -z "$(ls -A "$DATA/tmp")" ]] || fail "the cut upload left files: $(ls -A "$DATA/tmp")"
+  avail=$(df --output=avail -B1 "$DATA" | tail -n1)
+  ((avail > 60 << 20)) || fail "the cut upload's bytes were not given back: $avail bytes free"
+  kill -0 "$PID" || fail "the daemon died"
+  echo "PASS guard.min_free_stream ($avail bytes free after)"
   ;;
 *) fail "unknown case $CASE" ;;
 esac
