@@ -33,7 +33,7 @@ struct srv_upload {
   th_sha256 sha;
   int64_t size, dropped;
   int too_large, io_error;
-  char no_space[768]; /* why the body crossed the free-space floor as it grew; "" while it has not */
+  char no_space[768]; /* why the body crossed the free-space floor; "" while it has not */
   char shapes[2048];
   int has_shapes;
 };
@@ -138,10 +138,11 @@ enum MHD_Result srv_networks_put_data(srv_t *s, srv_request *r, const char *data
     u->path[0] = '\0';
     return MHD_YES;
   }
-  /* a body without a declared length is checked against the free-space floor as it grows, every 16 MiB */
+  /* the free-space floor, again every 16 MiB the body grows (a chunked body declared no length) */
   if ((u->size >> 24) != ((u->size + (int64_t)n) >> 24) &&
       srv_guard_space(s, (int64_t)n, "the upload", u->no_space, sizeof u->no_space) != TH_OK) {
-    if (!u->no_space[0]) snprintf(u->no_space, sizeof u->no_space, "cannot read the free space of the disk");
+    if (!u->no_space[0])
+      snprintf(u->no_space, sizeof u->no_space, "cannot read the free space of the disk");
     u->dropped = (int64_t)n;
     close(u->fd);
     u->fd = -1;
