@@ -122,6 +122,17 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
   return 1;
 }
 
+/* Refuses the rest of an upload that is being refused: its file goes now, and the n bytes just received start
+ * the count that is drained (SRV_UPLOAD_DRAIN) before the answer. */
+static enum MHD_Result srv__upload_drop(srv_upload *u, size_t n) {
+  u->dropped = (int64_t)n;
+  close(u->fd);
+  u->fd = -1;
+  unlink(u->path);
+  u->path[0] = '\0';
+  return MHD_YES;
+}
+
 enum MHD_Result srv_networks_put_data(srv_t *s, srv_request *r, const char *data, size_t n) {
   srv_upload *u = r->upload;
   if (u->too_large || u->io_error || u->no_space[0]) {
@@ -131,24 +142,14 @@ enum MHD_Result srv_networks_put_data(srv_t *s, srv_request *r, const char *data
   if (u->size + (int64_t)n > s->cfg.max_upload) {
     /* a body without Content-Length (chunked) that grows past the limit: its file goes now */
     u->too_large = 1;
-    u->dropped = (int64_t)n;
-    close(u->fd);
-    u->fd = -1;
-    unlink(u->path);
-    u->path[0] = '\0';
-    return MHD_YES;
+    return srv__upload_drop(u, n);
   }
   /* the free-space floor, again every 16 MiB the body grows (a chunked body declared no length) */
   if ((u->size >> 24) != ((u->size + (int64_t)n) >> 24) &&
       srv_guard_space(s, (int64_t)n, "the upload", u->no_space, sizeof u->no_space) != TH_OK) {
     if (!u->no_space[0])
       snprintf(u->no_space, sizeof u->no_space, "cannot read the free space of the disk");
-    u->dropped = (int64_t)n;
-    close(u->fd);
-    u->fd = -1;
-    unlink(u->path);
-    u->path[0] = '\0';
-    return MHD_YES;
+    return srv__upload_drop(u, n);
   }
   th_sha256_update(&u->sha, data, n);
   u->size += (int64_t)n;
