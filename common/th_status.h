@@ -29,7 +29,8 @@
   X(TH_ERR_WRONG_ANSWER, 17, 500, "wrong answer")                            \
   X(TH_ERR_INTERNAL, 18, 500, "internal error")                              \
   X(TH_ERR_UNAVAILABLE, 19, 503, "temporarily unavailable")                 \
-  X(TH_ERR_FORBIDDEN, 20, 403, "forbidden")
+  X(TH_ERR_FORBIDDEN, 20, 403, "forbidden")                                  \
+  X(TH_ERR_NO_SPACE, 21, 507, "insufficient storage")
 
 typedef enum th_status {
 #define TH__STATUS_ENUM(name, value, http, msg) name = value,
@@ -38,7 +39,7 @@ typedef enum th_status {
   TH_STATUS_COUNT
 } th_status;
 
-_Static_assert(TH_STATUS_COUNT == 21, "update the status table when adding codes");
+_Static_assert(TH_STATUS_COUNT == 22, "update the status table when adding codes");
 
 /* The code's constant name ("TH_ERR_INVALID"). Never NULL. */
 const char *th_status_name(th_status s);

@@ -19,11 +19,14 @@
 #include "tc_runtime_embed.h"
 #include "th_util.h"
 
+/* errno says why on TH_ERR_IO (a full disk: ENOSPC) */
 static th_status write_all(const char *path, const unsigned char *data, size_t n) {
   FILE *f = fopen(path, "wbe");
   if (!f) return TH_ERR_IO;
   size_t w = fwrite(data, 1, n, f);
+  int werr = w == n ? 0 : errno;
   int rc = fclose(f);
+  if (werr) errno = werr;
   return (w == n && rc == 0) ? TH_OK : TH_ERR_IO;
 }
 
@@ -152,7 +155,12 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
       set_err(err, errlen, "cannot create a temporary folder for the runtime: %s%s", strerror(errno), NULL);
       rc = TH_ERR_IO;
     }
-    if (rc == TH_OK) rc = tc_runtime_write_sources(dir);
+    if (rc == TH_OK) {
+      rc = tc_runtime_write_sources(dir);
+      if (rc != TH_OK)
+        set_err(err, errlen, "cannot write the runtime's sources into %s: %s", dir,
+                strerror(errno));
+    }
     snprintf(src, sizeof src, "%s/th_rt.c", dir);
     snprintf(obj, sizeof obj, "%s/th_rt.o", dir);
     snprintf(inc, sizeof inc, "-I%s", dir);
@@ -212,7 +220,11 @@ th_status tc_link_so(int nobjs, const char *const *objs, int nsrcs, const char *
   }
   const char *rt_o = NULL;
   th_status rc = tc_runtime_object(&rt_o, err, errlen);
-  if (rc == TH_OK) rc = tc_runtime_write_sources(tmp); /* th_rt.h for the extra sources */
+  if (rc == TH_OK) { /* th_rt.h for the extra sources */
+    rc = tc_runtime_write_sources(tmp);
+    if (rc != TH_OK)
+      set_err(err, errlen, "cannot write the runtime's sources into %s: %s", tmp, strerror(errno));
+  }
   char inc[4200];
   snprintf(inc, sizeof inc, "-I%s", tmp);
   char ccbuf[512];

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "th_buf.h"
+
 static int has_feature(const char *features, const char *name) {
   size_t n = strlen(name);
   const char *p = features;
@@ -48,82 +50,330 @@ th_status tc_target_init(tc_target *t, const char *cpu, const char *features) {
   return TH_OK;
 }
 
-/* The features a model .so checks with CPUID before it runs (model/model_rt.c knows how to test each), in
- * this order. They are the ones that change the code LLVM emits for our kernels: vector width and FMA first,
- * and the bit-manipulation and conversion extensions LLVM may use in scalar code. */
-static const char *const tc__checked[] = {"sse4.2",   "popcnt",   "avx",      "avx2",     "fma",
-                                          "f16c",     "bmi",      "bmi2",     "lzcnt",    "movbe",
-                                          "avx512f",  "avx512bw", "avx512dq", "avx512vl", "avx512cd",
-                                          "avx512vnni", "avx512bf16", "avx512fp16", "avxvnni"};
+/* Every x86 feature LLVM 16 knows (llvm/lib/TargetParser/Host.cpp, getHostCPUFeatures), with the
+ * CPUID bit that says a CPU has it and the register state the OS must save for it (XGETBV), in one
+ * order: the model .so's guard (model/model_rt.c) checks each feature a bundle was compiled with by
+ * these coordinates, which the compiler writes into model.c (tc_target_guard), so the guard can
+ * test any feature LLVM may be given. */
+enum { TC__EAX = 0, TC__EBX, TC__ECX, TC__EDX };
+enum { TC__STATE_NONE = 0, TC__STATE_YMM, TC__STATE_ZMM, TC__STATE_AMX };
+static const struct tc__feature {
+  const char *name;
+  unsigned leaf, sub;
+  unsigned char reg, bit, state;
+} tc__features[] = {
+    /* the x86-64 baseline: every x86-64 CPU has them (the host's feature string names them) */
+    {"64bit", 0x80000001u, 0, TC__EDX, 29, 0},
+    {"cx8", 1, 0, TC__EDX, 8, 0},
+    {"cmov", 1, 0, TC__EDX, 15, 0},
+    {"mmx", 1, 0, TC__EDX, 23, 0},
+    {"fxsr", 1, 0, TC__EDX, 24, 0},
+    {"sse", 1, 0, TC__EDX, 25, 0},
+    {"sse2", 1, 0, TC__EDX, 26, 0},
+    {"x87", 1, 0, TC__EDX, 0, 0},
+    /* leaf 1 */
+    {"cx16", 1, 0, TC__ECX, 13, 0},
+    {"sahf", 0x80000001u, 0, TC__ECX, 0, 0},
+    {"sse3", 1, 0, TC__ECX, 0, 0},
+    {"ssse3", 1, 0, TC__ECX, 9, 0},
+    {"sse4.1", 1, 0, TC__ECX, 19, 0},
+    {"sse4.2", 1, 0, TC__ECX, 20, 0},
+    {"crc32", 1, 0, TC__ECX, 20, 0},
+    {"popcnt", 1, 0, TC__ECX, 23, 0},
+    {"pclmul", 1, 0, TC__ECX, 1, 0},
+    {"aes", 1, 0, TC__ECX, 25, 0},
+    {"movbe", 1, 0, TC__ECX, 22, 0},
+    {"rdrnd", 1, 0, TC__ECX, 30, 0},
+    {"xsave", 1, 0, TC__ECX, 27, TC__STATE_YMM},
+    {"avx", 1, 0, TC__ECX, 28, TC__STATE_YMM},
+    {"fma", 1, 0, TC__ECX, 12, TC__STATE_YMM},
+    {"f16c", 1, 0, TC__ECX, 29, TC__STATE_YMM},
+    /* extended leaves */
+    {"lzcnt", 0x80000001u, 0, TC__ECX, 5, 0},
+    {"sse4a", 0x80000001u, 0, TC__ECX, 6, 0},
+    {"prfchw", 0x80000001u, 0, TC__ECX, 8, 0},
+    {"xop", 0x80000001u, 0, TC__ECX, 11, TC__STATE_YMM},
+    {"lwp", 0x80000001u, 0, TC__ECX, 15, 0},
+    {"fma4", 0x80000001u, 0, TC__ECX, 16, TC__STATE_YMM},
+    {"tbm", 0x80000001u, 0, TC__ECX, 21, 0},
+    {"mwaitx", 0x80000001u, 0, TC__ECX, 29, 0},
+    {"clzero", 0x80000008u, 0, TC__EBX, 0, 0},
+    {"rdpru", 0x80000008u, 0, TC__EBX, 4, 0},
+    {"wbnoinvd", 0x80000008u, 0, TC__EBX, 9, 0},
+    {"3dnow", 0x80000001u, 0, TC__EDX, 31, 0},
+    {"3dnowa", 0x80000001u, 0, TC__EDX, 30, 0},
+    /* leaf 7, subleaf 0 */
+    {"fsgsbase", 7, 0, TC__EBX, 0, 0},
+    {"sgx", 7, 0, TC__EBX, 2, 0},
+    {"bmi", 7, 0, TC__EBX, 3, 0},
+    {"avx2", 7, 0, TC__EBX, 5, TC__STATE_YMM},
+    {"bmi2", 7, 0, TC__EBX, 8, 0},
+    {"invpcid", 7, 0, TC__EBX, 10, 0},
+    {"rtm", 7, 0, TC__EBX, 11, 0},
+    {"avx512f", 7, 0, TC__EBX, 16, TC__STATE_ZMM},
+    {"avx512dq", 7, 0, TC__EBX, 17, TC__STATE_ZMM},
+    {"rdseed", 7, 0, TC__EBX, 18, 0},
+    {"adx", 7, 0, TC__EBX, 19, 0},
+    {"avx512ifma", 7, 0, TC__EBX, 21, TC__STATE_ZMM},
+    {"clflushopt", 7, 0, TC__EBX, 23, 0},
+    {"clwb", 7, 0, TC__EBX, 24, 0},
+    {"avx512pf", 7, 0, TC__EBX, 26, TC__STATE_ZMM},
+    {"avx512er", 7, 0, TC__EBX, 27, TC__STATE_ZMM},
+    {"avx512cd", 7, 0, TC__EBX, 28, TC__STATE_ZMM},
+    {"sha", 7, 0, TC__EBX, 29, 0},
+    {"avx512bw", 7, 0, TC__EBX, 30, TC__STATE_ZMM},
+    {"avx512vl", 7, 0, TC__EBX, 31, TC__STATE_ZMM},
+    {"prefetchwt1", 7, 0, TC__ECX, 0, 0},
+    {"avx512vbmi", 7, 0, TC__ECX, 1, TC__STATE_ZMM},
+    {"pku", 7, 0, TC__ECX, 4, 0},
+    {"waitpkg", 7, 0, TC__ECX, 5, 0},
+    {"avx512vbmi2", 7, 0, TC__ECX, 6, TC__STATE_ZMM},
+    {"shstk", 7, 0, TC__ECX, 7, 0},
+    {"gfni", 7, 0, TC__ECX, 8, 0},
+    {"vaes", 7, 0, TC__ECX, 9, TC__STATE_YMM},
+    {"vpclmulqdq", 7, 0, TC__ECX, 10, TC__STATE_YMM},
+    {"avx512vnni", 7, 0, TC__ECX, 11, TC__STATE_ZMM},
+    {"avx512bitalg", 7, 0, TC__ECX, 12, TC__STATE_ZMM},
+    {"avx512vpopcntdq", 7, 0, TC__ECX, 14, TC__STATE_ZMM},
+    {"rdpid", 7, 0, TC__ECX, 22, 0},
+    {"kl", 7, 0, TC__ECX, 23, 0},
+    {"cldemote", 7, 0, TC__ECX, 25, 0},
+    {"movdiri", 7, 0, TC__ECX, 27, 0},
+    {"movdir64b", 7, 0, TC__ECX, 28, 0},
+    {"enqcmd", 7, 0, TC__ECX, 29, 0},
+    {"uintr", 7, 0, TC__EDX, 5, 0},
+    {"avx512vp2intersect", 7, 0, TC__EDX, 8, TC__STATE_ZMM},
+    {"serialize", 7, 0, TC__EDX, 14, 0},
+    {"tsxldtrk", 7, 0, TC__EDX, 16, 0},
+    {"pconfig", 7, 0, TC__EDX, 18, 0},
+    {"amx-bf16", 7, 0, TC__EDX, 22, TC__STATE_AMX},
+    {"avx512fp16", 7, 0, TC__EDX, 23, TC__STATE_ZMM},
+    {"amx-tile", 7, 0, TC__EDX, 24, TC__STATE_AMX},
+    {"amx-int8", 7, 0, TC__EDX, 25, TC__STATE_AMX},
+    /* leaf 7, subleaf 1 */
+    {"raoint", 7, 1, TC__EAX, 3, 0},
+    {"avxvnni", 7, 1, TC__EAX, 4, TC__STATE_YMM},
+    {"avx512bf16", 7, 1, TC__EAX, 5, TC__STATE_ZMM},
+    {"cmpccxadd", 7, 1, TC__EAX, 7, 0},
+    {"amx-fp16", 7, 1, TC__EAX, 21, TC__STATE_AMX},
+    {"hreset", 7, 1, TC__EAX, 22, 0},
+    {"avxifma", 7, 1, TC__EAX, 23, TC__STATE_YMM},
+    {"avxvnniint8", 7, 1, TC__EDX, 4, TC__STATE_YMM},
+    {"avxneconvert", 7, 1, TC__EDX, 5, TC__STATE_YMM},
+    {"prefetchi", 7, 1, TC__EDX, 14, 0},
+    /* leaves 0xd, 0x14, 0x19 */
+    {"xsaveopt", 0xd, 1, TC__EAX, 0, TC__STATE_YMM},
+    {"xsavec", 0xd, 1, TC__EAX, 1, TC__STATE_YMM},
+    {"xsaves", 0xd, 1, TC__EAX, 3, TC__STATE_YMM},
+    {"ptwrite", 0x14, 0, TC__EBX, 4, 0},
+    {"widekl", 0x19, 0, TC__EBX, 2, 0},
+};
+enum { TC__NFEATURES = sizeof tc__features / sizeof tc__features[0], TC__NBASELINE = 8 };
 
-/* LLVM 16's x86-64 CPU names (llc-16 -march=x86-64 -mcpu=help) with the checked features each implies, as
- * clang-16 -march=NAME defines them; scripts/gen_cpu_table.sh regenerates the table. */
+static int tc__feature_index(const char *name, size_t len) {
+  for (int i = 0; i < TC__NFEATURES; i++)
+    if (strlen(tc__features[i].name) == len && strncmp(tc__features[i].name, name, len) == 0)
+      return i;
+  return -1;
+}
+
+/* LLVM 16's x86-64 CPU names (llc-16 -march=x86-64 -mcpu=help) with every feature of tc__features
+ * (the baseline aside) that clang-16 -march=NAME enables, which is LLVM's own table of what the
+ * name implies: the LLVM C API has no call that reads a target machine's subtarget features, so
+ * scripts/gen_cpu_table.sh asks clang once and regenerates this. tc_target_named gives LLVM the
+ * name with exactly these features on and every other feature of tc__features off, so that the code
+ * never uses a feature the bundle's guard does not check. */
 static const struct {
   const char *name, *features;
 } tc__cpus[] = {
-    {"alderlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
-    {"amdfam10", "popcnt,lzcnt"},
-    {"athlon-fx", ""},
-    {"athlon64", ""},
-    {"athlon64-sse3", ""},
-    {"atom", "movbe"},
-    {"barcelona", "popcnt,lzcnt"},
-    {"bdver1", "sse4.2,popcnt,avx,lzcnt"},
-    {"bdver2", "sse4.2,popcnt,avx,fma,f16c,bmi,lzcnt"},
-    {"bdver3", "sse4.2,popcnt,avx,fma,f16c,bmi,lzcnt"},
-    {"bdver4", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"bonnell", "movbe"},
-    {"broadwell", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"btver1", "popcnt,lzcnt"},
-    {"btver2", "sse4.2,popcnt,avx,f16c,bmi,lzcnt,movbe"},
-    {"cannonlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
-    {"cascadelake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
-    {"cooperlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16"},
-    {"core-avx-i", "sse4.2,popcnt,avx,f16c"},
-    {"core-avx2", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"core2", ""},
-    {"corei7", "sse4.2,popcnt"},
-    {"corei7-avx", "sse4.2,popcnt,avx"},
-    {"emeraldrapids", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16,avx512fp16,avxvnni"},
-    {"goldmont", "sse4.2,popcnt,movbe"},
-    {"goldmont-plus", "sse4.2,popcnt,movbe"},
-    {"grandridge", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
-    {"graniterapids", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16,avx512fp16,avxvnni"},
-    {"haswell", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"icelake-client", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
-    {"icelake-server", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
-    {"ivybridge", "sse4.2,popcnt,avx,f16c"},
-    {"k8", ""},
-    {"k8-sse3", ""},
-    {"knl", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512cd"},
-    {"knm", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512cd"},
-    {"meteorlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
-    {"nehalem", "sse4.2,popcnt"},
-    {"nocona", ""},
-    {"opteron", ""},
-    {"opteron-sse3", ""},
-    {"penryn", ""},
-    {"raptorlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
-    {"rocketlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
-    {"sandybridge", "sse4.2,popcnt,avx"},
-    {"sapphirerapids", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16,avx512fp16,avxvnni"},
-    {"sierraforest", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avxvnni"},
-    {"silvermont", "sse4.2,popcnt,movbe"},
-    {"skx", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
-    {"skylake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"skylake-avx512", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
-    {"slm", "sse4.2,popcnt,movbe"},
-    {"tigerlake", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni"},
-    {"tremont", "sse4.2,popcnt,movbe"},
-    {"westmere", "sse4.2,popcnt"},
+    {"alderlake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,rdseed,adx,clflushopt,clwb,sha,pku,waitpkg,"
+     "shstk,gfni,vaes,vpclmulqdq,rdpid,kl,cldemote,movdiri,movdir64b,serialize,pconfig,avxvnni,"
+     "hreset,xsaveopt,xsavec,xsaves,ptwrite,widekl"},
+    {"amdfam10", "cx16,sahf,sse3,popcnt,lzcnt,sse4a,prfchw,3dnow,3dnowa"},
+    {"athlon-fx", "3dnow,3dnowa"},
+    {"athlon64", "3dnow,3dnowa"},
+    {"athlon64-sse3", "sse3,3dnow,3dnowa"},
+    {"atom", "cx16,sahf,sse3,ssse3,movbe"},
+    {"barcelona", "cx16,sahf,sse3,popcnt,lzcnt,sse4a,prfchw,3dnow,3dnowa"},
+    {"bdver1",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,xsave,avx,lzcnt,sse4a,prfchw,xop,"
+     "lwp,fma4"},
+    {"bdver2",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,xsave,avx,fma,f16c,lzcnt,sse4a,"
+     "prfchw,xop,lwp,fma4,tbm,bmi"},
+    {"bdver3",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,xsave,avx,fma,f16c,lzcnt,sse4a,"
+     "prfchw,xop,lwp,fma4,tbm,fsgsbase,bmi,xsaveopt"},
+    {"bdver4",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,sse4a,prfchw,xop,lwp,fma4,tbm,mwaitx,fsgsbase,bmi,avx2,bmi2,xsaveopt"},
+    {"bonnell", "cx16,sahf,sse3,ssse3,movbe"},
+    {"broadwell",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,movbe,rdrnd,xsave,avx,fma,f16c,lzcnt,"
+     "prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,rdseed,adx,xsaveopt"},
+    {"btver1", "cx16,sahf,sse3,ssse3,popcnt,lzcnt,sse4a,prfchw"},
+    {"btver2",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,xsave,avx,f16c,lzcnt,sse4a,"
+     "prfchw,bmi,xsaveopt"},
+    {"cannonlake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,avx512ifma,"
+     "clflushopt,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,xsaveopt,xsavec,xsaves"},
+    {"cascadelake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,clflushopt,clwb,"
+     "avx512cd,avx512bw,avx512vl,pku,avx512vnni,xsaveopt,xsavec,xsaves"},
+    {"cooperlake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,clflushopt,clwb,"
+     "avx512cd,avx512bw,avx512vl,pku,avx512vnni,avx512bf16,xsaveopt,xsavec,xsaves"},
+    {"core-avx-i",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,rdrnd,xsave,avx,f16c,fsgsbase,"
+     "xsaveopt"},
+    {"core-avx2",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,movbe,rdrnd,xsave,avx,fma,f16c,lzcnt,"
+     "fsgsbase,bmi,avx2,bmi2,invpcid,xsaveopt"},
+    {"core2", "cx16,sahf,sse3,ssse3"},
+    {"corei7", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt"},
+    {"corei7-avx", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,xsave,avx,xsaveopt"},
+    {"emeraldrapids",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,wbnoinvd,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,"
+     "avx512ifma,clflushopt,clwb,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,waitpkg,avx512vbmi2,"
+     "shstk,gfni,vaes,vpclmulqdq,avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,cldemote,movdiri,"
+     "movdir64b,enqcmd,uintr,serialize,tsxldtrk,pconfig,amx-bf16,avx512fp16,amx-tile,amx-int8,"
+     "avxvnni,avx512bf16,xsaveopt,xsavec,xsaves,ptwrite"},
+    {"goldmont",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,prfchw,fsgsbase,"
+     "rdseed,clflushopt,sha,xsaveopt,xsavec,xsaves"},
+    {"goldmont-plus",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,prfchw,fsgsbase,"
+     "sgx,rdseed,clflushopt,sha,rdpid,xsaveopt,xsavec,xsaves,ptwrite"},
+    {"grandridge",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,rdseed,adx,clflushopt,clwb,sha,pku,waitpkg,"
+     "shstk,gfni,vaes,vpclmulqdq,rdpid,kl,cldemote,movdiri,movdir64b,serialize,pconfig,raoint,"
+     "avxvnni,cmpccxadd,hreset,avxifma,avxvnniint8,avxneconvert,xsaveopt,xsavec,xsaves,ptwrite,"
+     "widekl"},
+    {"graniterapids",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,wbnoinvd,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,"
+     "avx512ifma,clflushopt,clwb,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,waitpkg,avx512vbmi2,"
+     "shstk,gfni,vaes,vpclmulqdq,avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,cldemote,movdiri,"
+     "movdir64b,enqcmd,uintr,serialize,tsxldtrk,pconfig,amx-bf16,avx512fp16,amx-tile,amx-int8,"
+     "avxvnni,avx512bf16,amx-fp16,prefetchi,xsaveopt,xsavec,xsaves,ptwrite"},
+    {"haswell",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,movbe,rdrnd,xsave,avx,fma,f16c,lzcnt,"
+     "fsgsbase,bmi,avx2,bmi2,invpcid,xsaveopt"},
+    {"icelake-client",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,avx512ifma,"
+     "clflushopt,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,avx512vbmi2,gfni,vaes,vpclmulqdq,"
+     "avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,xsaveopt,xsavec,xsaves"},
+    {"icelake-server",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,wbnoinvd,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,"
+     "avx512ifma,clflushopt,clwb,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,avx512vbmi2,gfni,"
+     "vaes,vpclmulqdq,avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,pconfig,xsaveopt,xsavec,"
+     "xsaves"},
+    {"ivybridge",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,rdrnd,xsave,avx,f16c,fsgsbase,"
+     "xsaveopt"},
+    {"k8", "3dnow,3dnowa"},
+    {"k8-sse3", "sse3,3dnow,3dnowa"},
+    {"knl",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,rdseed,adx,avx512pf,avx512er,avx512cd,"
+     "prefetchwt1,xsaveopt"},
+    {"knm",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,rdseed,adx,avx512pf,avx512er,avx512cd,"
+     "prefetchwt1,avx512vpopcntdq,xsaveopt"},
+    {"meteorlake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,rdseed,adx,clflushopt,clwb,sha,pku,waitpkg,"
+     "shstk,gfni,vaes,vpclmulqdq,rdpid,kl,cldemote,movdiri,movdir64b,serialize,pconfig,avxvnni,"
+     "hreset,xsaveopt,xsavec,xsaves,ptwrite,widekl"},
+    {"nehalem", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt"},
+    {"nocona", "cx16,sse3"},
+    {"opteron", "3dnow,3dnowa"},
+    {"opteron-sse3", "sse3,3dnow,3dnowa"},
+    {"penryn", "cx16,sahf,sse3,ssse3,sse4.1"},
+    {"raptorlake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,rdseed,adx,clflushopt,clwb,sha,pku,waitpkg,"
+     "shstk,gfni,vaes,vpclmulqdq,rdpid,kl,cldemote,movdiri,movdir64b,serialize,pconfig,avxvnni,"
+     "hreset,xsaveopt,xsavec,xsaves,ptwrite,widekl"},
+    {"rocketlake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,avx512ifma,"
+     "clflushopt,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,avx512vbmi2,gfni,vaes,vpclmulqdq,"
+     "avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,xsaveopt,xsavec,xsaves"},
+    {"sandybridge", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,xsave,avx,xsaveopt"},
+    {"sapphirerapids",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,wbnoinvd,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,"
+     "avx512ifma,clflushopt,clwb,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,waitpkg,avx512vbmi2,"
+     "shstk,gfni,vaes,vpclmulqdq,avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,cldemote,movdiri,"
+     "movdir64b,enqcmd,uintr,serialize,tsxldtrk,pconfig,amx-bf16,avx512fp16,amx-tile,amx-int8,"
+     "avxvnni,avx512bf16,xsaveopt,xsavec,xsaves,ptwrite"},
+    {"sierraforest",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,rdseed,adx,clflushopt,clwb,sha,pku,waitpkg,"
+     "shstk,gfni,vaes,vpclmulqdq,rdpid,kl,cldemote,movdiri,movdir64b,serialize,pconfig,avxvnni,"
+     "cmpccxadd,hreset,avxifma,avxvnniint8,avxneconvert,xsaveopt,xsavec,xsaves,ptwrite,widekl"},
+    {"silvermont", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,movbe,rdrnd,prfchw"},
+    {"skx",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,clflushopt,clwb,"
+     "avx512cd,avx512bw,avx512vl,pku,xsaveopt,xsavec,xsaves"},
+    {"skylake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,rdseed,adx,clflushopt,xsaveopt,xsavec,"
+     "xsaves"},
+    {"skylake-avx512",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,clflushopt,clwb,"
+     "avx512cd,avx512bw,avx512vl,pku,xsaveopt,xsavec,xsaves"},
+    {"slm", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,movbe,rdrnd,prfchw"},
+    {"tigerlake",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,prfchw,fsgsbase,sgx,bmi,avx2,bmi2,invpcid,avx512f,avx512dq,rdseed,adx,avx512ifma,"
+     "clflushopt,clwb,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,avx512vbmi2,shstk,gfni,vaes,"
+     "vpclmulqdq,avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,kl,movdiri,movdir64b,"
+     "avx512vp2intersect,xsaveopt,xsavec,xsaves,widekl"},
+    {"tremont",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,prfchw,fsgsbase,"
+     "sgx,rdseed,clflushopt,clwb,sha,gfni,rdpid,xsaveopt,xsavec,xsaves,ptwrite"},
+    {"westmere", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul"},
     {"x86-64", ""},
-    {"x86-64-v2", "sse4.2,popcnt"},
-    {"x86-64-v3", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"x86-64-v4", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd"},
-    {"znver1", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"znver2", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"znver3", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe"},
-    {"znver4", "sse4.2,popcnt,avx,avx2,fma,f16c,bmi,bmi2,lzcnt,movbe,avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx512vnni,avx512bf16"},
+    {"x86-64-v2", "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt"},
+    {"x86-64-v3",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,movbe,xsave,avx,fma,f16c,lzcnt,bmi,avx2,"
+     "bmi2"},
+    {"x86-64-v4",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,movbe,xsave,avx,fma,f16c,lzcnt,bmi,avx2,bmi2,"
+     "avx512f,avx512dq,avx512cd,avx512bw,avx512vl"},
+    {"znver1",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,sse4a,prfchw,mwaitx,clzero,fsgsbase,bmi,avx2,bmi2,rdseed,adx,clflushopt,sha,xsaveopt,"
+     "xsavec,xsaves"},
+    {"znver2",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,sse4a,prfchw,mwaitx,clzero,rdpru,wbnoinvd,fsgsbase,bmi,avx2,bmi2,rdseed,adx,clflushopt,"
+     "clwb,sha,rdpid,xsaveopt,xsavec,xsaves"},
+    {"znver3",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,sse4a,prfchw,mwaitx,clzero,rdpru,wbnoinvd,fsgsbase,bmi,avx2,bmi2,invpcid,rdseed,adx,"
+     "clflushopt,clwb,sha,pku,vaes,vpclmulqdq,rdpid,xsaveopt,xsavec,xsaves"},
+    {"znver4",
+     "cx16,sahf,sse3,ssse3,sse4.1,sse4.2,crc32,popcnt,pclmul,aes,movbe,rdrnd,xsave,avx,fma,f16c,"
+     "lzcnt,sse4a,prfchw,mwaitx,clzero,rdpru,wbnoinvd,fsgsbase,bmi,avx2,bmi2,invpcid,avx512f,"
+     "avx512dq,rdseed,adx,avx512ifma,clflushopt,clwb,avx512cd,sha,avx512bw,avx512vl,avx512vbmi,pku,"
+     "avx512vbmi2,shstk,gfni,vaes,vpclmulqdq,avx512vnni,avx512bitalg,avx512vpopcntdq,rdpid,"
+     "avx512bf16,xsaveopt,xsavec,xsaves"},
 };
 
 size_t tc_target_cpu_count(void) {
@@ -134,17 +384,63 @@ const char *tc_target_cpu_at(size_t i) {
   return i < tc_target_cpu_count() ? tc__cpus[i].name : NULL;
 }
 
-/* The checked features of t that have lacks (have NULL: all of t's), joined by sep, into out. */
+/* The features of t (tc__features' order) that have lacks (have NULL: all of t's), joined by sep,
+ * into out. */
 static void tc__features_lacking(const tc_target *t, const tc_target *have, const char *sep, char *out, size_t n) {
   size_t used = 0;
   if (n) out[0] = '\0';
-  for (size_t i = 0; i < sizeof tc__checked / sizeof tc__checked[0]; i++) {
-    if (!has_feature(t->features, tc__checked[i]) || (have && has_feature(have->features, tc__checked[i])))
-      continue;
-    int w = snprintf(out + used, n - used, "%s%s", used ? sep : "", tc__checked[i]);
+  for (int i = 0; i < TC__NFEATURES; i++) {
+    const char *f = tc__features[i].name;
+    if (!has_feature(t->features, f) || (have && has_feature(have->features, f))) continue;
+    int w = snprintf(out + used, n - used, "%s%s", used ? sep : "", f);
     if (w < 0 || (size_t)w >= n - used) break;
     used += (size_t)w;
   }
+}
+
+th_status tc_target_guard(const tc_target *t, th_buf *b, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  /* a feature LLVM is given that the guard cannot test is refused here, not skipped there */
+  char unknown[512] = "";
+  size_t used = 0;
+  for (const char *p = t->features; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > 1 && p[0] == '+' && tc__feature_index(p + 1, len - 1) < 0) {
+      int w = snprintf(unknown + used, sizeof unknown - used, "%s%.*s", used ? ", " : "",
+                       (int)(len - 1), p + 1);
+      if (w > 0 && (size_t)w < sizeof unknown - used) used += (size_t)w;
+    }
+    p = end ? end + 1 : NULL;
+  }
+  if (used) {
+    if (err && errlen)
+      snprintf(err, errlen,
+               "the CPU target '%s' enables %s, which the model .so's CPUID guard cannot test "
+               "(compiler/target.c, "
+               "tc__features): refusing to build code that could die of SIGILL instead of refusing "
+               "to load",
+               t->cpu, unknown);
+    return TH_ERR_UNSUPPORTED;
+  }
+  th_status rc = th_buf_appendf(
+      b,
+      "\nstatic const char th__cpu_target[] = \"%s\";\n"
+      "/* every feature the kernels were compiled for: its CPUID leaf, subleaf, register "
+      "(0 eax .. 3 edx) and bit, and the\n * register state the OS must save (1 AVX, 2 "
+      "AVX-512, 3 AMX tiles) */\n"
+      "struct th__cpu_feature {\n  const char *name;\n  unsigned leaf, sub;\n"
+      "  unsigned char reg, bit, state;\n};\n"
+      "static const struct th__cpu_feature th__cpu_needs[] = {\n",
+      t->cpu);
+  for (int i = 0; rc == TH_OK && i < TC__NFEATURES; i++) {
+    const struct tc__feature *f = &tc__features[i];
+    if (!has_feature(t->features, f->name)) continue;
+    rc = th_buf_appendf(b, "    {\"%s\", 0x%xu, %u, %u, %u, %u},\n", f->name, f->leaf, f->sub,
+                        f->reg, f->bit, f->state);
+  }
+  if (rc == TH_OK) rc = th_buf_appendf(b, "    {0, 0, 0, 0, 0, 0}};\n\n");
+  return rc;
 }
 
 void tc_target_required(const tc_target *t, char *out, size_t n) {
@@ -163,6 +459,18 @@ th_status tc_target_host(tc_target *t) {
   if (cpu) LLVMDisposeMessage(cpu);
   if (features) LLVMDisposeMessage(features);
   return rc;
+}
+
+/* 1 when the comma list (no signs) names f. */
+static int tc__list_has(const char *list, const char *f) {
+  size_t n = strlen(f);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n && strncmp(p, f, n) == 0) return 1;
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
 }
 
 static int tc__cpu_index(const char *name) {
@@ -226,14 +534,17 @@ th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errl
   }
   for (size_t i = 0; i < tc_target_cpu_count(); i++) {
     if (strcmp(tc__cpus[i].name, name) != 0) continue;
-    char features[512] = "";
+    /* the CPU's features on and every other one the guard knows off (the baseline is the triple's),
+     * so that LLVM uses exactly what the guard checks, whatever else its own table for the name
+     * holds */
+    char features[sizeof t->features] = "";
     size_t used = 0;
-    for (const char *p = tc__cpus[i].features; *p;) {
-      const char *end = strchr(p, ',');
-      size_t len = end ? (size_t)(end - p) : strlen(p);
-      int w = snprintf(features + used, sizeof features - used, "%s+%.*s", used ? "," : "", (int)len, p);
+    for (int k = TC__NBASELINE; k < TC__NFEATURES; k++) {
+      const char *f = tc__features[k].name;
+      int on = tc__list_has(tc__cpus[i].features, f);
+      int w = snprintf(features + used, sizeof features - used, "%s%c%s", used ? "," : "",
+                       on ? '+' : '-', f);
       if (w > 0 && (size_t)w < sizeof features - used) used += (size_t)w;
-      p = end ? end + 1 : p + len;
     }
     rc = tc_target_init(t, name, features);
     if (rc == TH_OK) snprintf(t->triple, sizeof t->triple, "%s", host.triple);

@@ -37,11 +37,19 @@ int tc_target_known_cpu(const tc_target *host);
  * end). */
 size_t tc_target_cpu_count(void);
 const char *tc_target_cpu_at(size_t i);
-/* The features of t that a model .so checks on the CPU it is loaded on (CPUID), comma-separated in a fixed
- * order ("sse4.2,popcnt,avx,avx2,fma,..."; "" for a baseline x86-64 target), into out. */
+/* The features of t that a model .so checks on the CPU it is loaded on (CPUID): every feature LLVM
+ * compiles its code with, comma-separated in a fixed order ("cx16,sahf,sse3,...,avx2,..."; "" for a
+ * baseline x86-64 target), into out. */
 void tc_target_required(const tc_target *t, char *out, size_t n);
 /* The features of t that the CPU `have` lacks, ", "-separated in the same order, into out ("" when have runs
  * everything t's kernels use). */
 void tc_target_missing(const tc_target *t, const tc_target *have, char *out, size_t n);
+/* Appends to b the model.c tables of the .so's CPUID guard (model/model_rt.c): th__cpu_target, and
+ * th__cpu_needs, each feature of t with the CPUID leaf, subleaf, register and bit that say a CPU
+ * has it and the register state the OS must save for it. TH_ERR_UNSUPPORTED (err names them) when t
+ * enables a feature the guard does not know how to test: such code is never built. th_buf's errors
+ * otherwise. */
+struct th_buf;
+th_status tc_target_guard(const tc_target *t, struct th_buf *b, char *err, size_t errlen);
 
 #endif

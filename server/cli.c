@@ -13,7 +13,9 @@
 #include "measure.h"
 #include "passes/passes.h"
 #include "present.h"
+#include "scheduler.h"
 #include "space.h"
+#include "srv.h"
 #include "store.h"
 #include "tc.h"
 #include "th_util.h"
@@ -76,7 +78,7 @@ static int cli__progress(void *ctx, const char *stage, int done, int total) {
 
 static const char cli__build_usage[] =
     "usage: tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data DIR] [--db URL] "
-    "[--target NAME] [--precision fp32|tf32] [--no-fuse GROUP[,GROUP]]";
+    "[--target NAME] [--precision fp32|tf32] [--no-fuse GROUP[,GROUP]] [--memory-budget BYTES]";
 
 int cli_build(int argc, char **argv) {
   if (cli_help(argc, argv, cli__build_usage)) return 0;
@@ -85,10 +87,18 @@ int cli_build(int argc, char **argv) {
   const char *out = NULL, *so = NULL, *data = "./data", *target_name = NULL, *db_flag = NULL,
              *db = NULL, *precision = NULL;
   int fuse_off = 0;
+  int64_t mem_budget = 0; /* 0: the scheduler's default, three quarters of the machine */
   for (int i = 0; i < argc; i++) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
-    else if (!strcmp(argv[i], "--no-fuse") && i + 1 < argc) {
+    else if (!strcmp(argv[i], "--memory-budget") && i + 1 < argc) {
+      char berr[256];
+      if (srv_bytes_flag("--memory-budget", argv[++i], (int64_t)64 << 20, (int64_t)1 << 50,
+                         &mem_budget, berr, sizeof berr) != TH_OK) {
+        fprintf(stderr, "tunehub build: %s\n", berr);
+        return 2;
+      }
+    } else if (!strcmp(argv[i], "--no-fuse") && i + 1 < argc) {
       /* for timing what a fusion buys: a build written to files only, never into a store */
       char ferr[256];
       int groups = 0;
@@ -110,7 +120,7 @@ int cli_build(int argc, char **argv) {
     else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr,
               "tunehub build: unknown flag '%s'; valid: -o OUT.tar --so OUT.so --data DIR --db URL "
-              "--target NAME --precision fp32|tf32 --no-fuse GROUP[,GROUP]\n",
+              "--target NAME --precision fp32|tf32 --no-fuse GROUP[,GROUP] --memory-budget BYTES\n",
               argv[i]);
       return 2;
     } else if (npos < 3)
@@ -173,6 +183,32 @@ int cli_build(int argc, char **argv) {
   }
   char target[256];
   snprintf(target, sizeof target, "%s", bt.str);
+  /* a build the machine cannot hold is refused before it starts, as the daemon refuses it
+   * (server/guard.c) */
+  if (mem_budget <= 0) {
+    tune_sched_opts defaults;
+    tune_sched_opts_default(&defaults);
+    mem_budget = defaults.mem_budget;
+  }
+  store_key fk;
+  memset(&fk, 0, sizeof fk);
+  snprintf(fk.framework, sizeof fk.framework, "%s", pos[0]);
+  fk.batch = (int)batch;
+  tc_footprint fp;
+  if (mem_budget > 0 && tune_key_footprint(st, &fk, target, &net.src, &fp, NULL, 0) == TH_OK &&
+      fp.peak_bytes > mem_budget) {
+    fprintf(stderr,
+            "tunehub build: a build of %s/%s/%lld needs about %lld bytes (%.2f GiB, as planned), "
+            "more than the "
+            "memory budget of %lld bytes (%.2f GiB; --memory-budget, default three quarters of the "
+            "machine's "
+            "memory); nothing was built\n",
+            pos[0], pos[1], (long long)batch, (long long)fp.peak_bytes,
+            fp.peak_bytes / 1073741824.0, (long long)mem_budget, mem_budget / 1073741824.0);
+    tune_net_free(&net);
+    store_close(st);
+    return 2;
+  }
   tune_build_lookup_ctx lctx = {st, target};
   tc_build_opts o;
   memset(&o, 0, sizeof o);

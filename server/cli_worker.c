@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "present.h"
 #include "scheduler.h"
+#include "guard.h"
 #include "srv.h"
 #include "store.h"
 #include "th_log.h"
@@ -25,7 +26,8 @@
 static const char cli__worker_usage[] =
     "usage: tunehub worker --db postgresql://... [--target NAME]... [--slots N] [--data DIR] "
     "[--lease SECONDS]\n"
-    "                      [--name NAME] [--build-slots N] [--memory-budget BYTES] [--keep-versions N] [--log-level L]";
+    "                      [--name NAME] [--build-slots N] [--memory-budget BYTES] [--min-free BYTES]\n"
+    "                      [--keep-versions N] [--log-level L]";
 
 /* A whole-number flag from lo to hi into *out; 0 with a message naming the range otherwise. */
 static int cli__int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -81,6 +83,7 @@ int cli_worker(int argc, char **argv) {
   int nnames = 0, slots = 2, lease = 30, build_slots = 0, keep = 0;
   int64_t mem_budget = 0; /* 0: tune_sched_opts_default's three quarters of the machine */
   if (cli_help(argc, argv, cli__worker_usage)) return 0;
+  int64_t min_free = -1;  /* -1: srv_min_free_default of the data directory */
   for (int i = 0; i < argc; i++) {
     const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int ok = v != NULL;
@@ -112,6 +115,12 @@ int cli_worker(int argc, char **argv) {
     } else if (!strcmp(f, "--memory-budget")) {
       char why[200];
       ok = srv_bytes_flag(f, v, (int64_t)64 << 20, (int64_t)1 << 50, &mem_budget, why, sizeof why) == TH_OK;
+      if (!ok) fprintf(stderr, "tunehub worker: %s\n", why);
+    } else if (!strcmp(f, "--min-free")) {
+      char why[200] = "";
+      min_free = 0;
+      ok = (v && !strcmp(v, "0")) ||
+           srv_bytes_flag(f, v, 1, (int64_t)1 << 60, &min_free, why, sizeof why) == TH_OK;
       if (!ok) fprintf(stderr, "tunehub worker: %s\n", why);
     } else if (!strcmp(f, "--keep-versions")) {
       ok = cli__int(f, v, 0, 1000000, &keep);
@@ -170,6 +179,8 @@ int cli_worker(int argc, char **argv) {
     store_close(st);
     return 2;
   }
+  /* its builds publish nothing that would leave the data directory (the local cache) below the floor */
+  store_set_min_free(st, min_free >= 0 ? min_free : srv_min_free_default(data));
   /* a scratch root of its own: workers may share a data directory (one machine, tests) */
   char work_root[1200];
   snprintf(work_root, sizeof work_root, "%s/work/worker-%ld", data, (long)getpid());

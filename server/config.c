@@ -39,9 +39,11 @@ void srv_config_defaults(srv_config *c) {
   c->gc_interval_s = 3600;
   c->gc_grace_s = SRV_GC_GRACE_S;
   c->auth_fail_limit = SRV_AUTH_FAILS_PER_MIN;
+  c->min_free = -1; /* srv_min_free_default, once the data directory's file system is known */
 }
 
-/* A byte count: a whole number with an optional K, M or G (binary: KiB, MiB, GiB), from lo to hi. */
+/* A byte count: a whole number with an optional K, M, G, T or P (binary: KiB, MiB, GiB, TiB, PiB),
+ * from lo to hi. */
 th_status srv_bytes_flag(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, char *err, size_t n) {
   char num[32];
   size_t len = v ? strlen(v) : 0;
@@ -49,13 +51,20 @@ th_status srv_bytes_flag(const char *flag, const char *v, int64_t lo, int64_t hi
   if (len > 0 && len < sizeof num) {
     memcpy(num, v, len + 1);
     char u = num[len - 1];
-    shift = u == 'K' || u == 'k' ? 10 : u == 'M' || u == 'm' ? 20 : u == 'G' || u == 'g' ? 30 : 0;
+    shift = u == 'K' || u == 'k'   ? 10
+            : u == 'M' || u == 'm' ? 20
+            : u == 'G' || u == 'g' ? 30
+            : u == 'T' || u == 't' ? 40
+            : u == 'P' || u == 'p' ? 50
+                                   : 0;
     if (shift) num[len - 1] = '\0';
   }
   int64_t x = 0;
   if (!len || len >= sizeof num || th_parse_i64(num, &x) != TH_OK || x < 1 || x > (hi >> shift) ||
       (x << shift) < lo) {
-    snprintf(err, n, "%s takes a size in bytes from %lld to %lld, optionally with K, M or G (e.g. 2G), got '%s'",
+    snprintf(err, n,
+             "%s takes a size in bytes from %lld to %lld, optionally with K, M, G, T or P (e.g. "
+             "2G), got '%s'",
              flag, (long long)lo, (long long)hi, v ? v : "");
     return TH_ERR_INVALID;
   }
@@ -151,6 +160,11 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv_bytes_flag(f, v, 1, (int64_t)1 << 40, &c->max_upload, err, n);
     } else if (!strcmp(f, "--memory-budget")) {
       rc = srv_bytes_flag(f, v, (int64_t)64 << 20, (int64_t)1 << 50, &c->mem_budget, err, n);
+    } else if (!strcmp(f, "--min-free")) {
+      if (v && !strcmp(v, "0"))
+        c->min_free = 0;
+      else
+        rc = srv_bytes_flag(f, v, 1, (int64_t)1 << 60, &c->min_free, err, n);
     } else if (!strcmp(f, "--keep-versions")) {
       rc = srv__int_flag(f, v, 0, 1000000, &c->keep_versions, err, n);
     } else if (!strcmp(f, "--gc-interval")) {
@@ -165,15 +179,15 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
         return TH_ERR_INVALID;
       }
     } else {
-      snprintf(
-          err, n,
-          "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F --private "
-          "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N --http-threads N "
-          "--max-batch N --max-queued N --connection-limit N --max-connections-per-ip N "
-          "--miss-rate N --anon-jobs-per-ip N --anon-queue-share PERCENT --max-waits-per-ip N "
-          "--timeout S --web DIR --on-miss tune|build --miss-trials N "
-          "--max-upload BYTES --memory-budget BYTES --keep-versions N --gc-interval S --gc-grace S --log-level L",
-          f);
+      snprintf(err, n,
+               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F --private "
+               "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N "
+               "--http-threads N --max-batch N --max-queued N --connection-limit N "
+               "--max-connections-per-ip N --miss-rate N --anon-jobs-per-ip N "
+               "--anon-queue-share PERCENT --max-waits-per-ip N --timeout S --web DIR "
+               "--on-miss tune|build --miss-trials N --max-upload BYTES --memory-budget BYTES "
+               "--min-free BYTES --keep-versions N --gc-interval S --gc-grace S --log-level L",
+               f);
       return TH_ERR_INVALID;
     }
     i++; /* every flag takes a value */

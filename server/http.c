@@ -17,6 +17,7 @@
 #include "events.h"
 #include "gc.h"
 #include "limits.h"
+#include "guard.h"
 #include "longpoll.h"
 #include "relay.h"
 #include "networks.h"
@@ -208,6 +209,16 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
            store_db_display(s->st), c->data_dir);
   else
     TH_LOG(TH_LOG_INFO, "store: SQLite %s", store_db_display(s->st));
+  /* the free-space floor: new work is refused below it, and the store writes no artifact that would
+   * cross it */
+  int64_t min_free = c->min_free >= 0 ? c->min_free : srv_min_free_default(c->data_dir);
+  store_set_min_free(s->st, min_free);
+  int64_t avail = 0;
+  if (store_free_space(s->st, &avail) == TH_OK)
+    TH_LOG(avail < min_free ? TH_LOG_WARN : TH_LOG_INFO,
+           "data directory %s: %lld bytes free, floor %lld bytes (--min-free)%s", c->data_dir,
+           (long long)avail, (long long)min_free,
+           avail < min_free ? ": new work is refused (507) until space is freed" : "");
   int requeued = 0, swept = 0;
   rc = store_recover(s->st, &requeued, &swept);
   if (rc != TH_OK) {
@@ -230,6 +241,8 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   tune_sched_opts_default(&so);
   so.cpu_slots = c->cpu_slots;
   if (c->mem_budget > 0) so.mem_budget = c->mem_budget;
+  s->mem_budget =
+      c->workers > 0 ? so.mem_budget : 0; /* a build larger than it is refused (guard.c) */
   so.max_jobs = c->workers;
   so.work_root = work_root;
   so.listener = srv_job_event;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "longpoll.h"
 #include "present.h"
 #include "request.h"
@@ -32,6 +33,7 @@ struct srv_upload {
   th_sha256 sha;
   int64_t size, dropped;
   int too_large, io_error;
+  char no_space[768]; /* why the body crossed the free-space floor; "" while it has not */
   char shapes[2048];
   int has_shapes;
 };
@@ -90,6 +92,12 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
                      declared, s->cfg.max_upload);
     return 1;
   }
+  char why[1536];
+  th_status grc = srv_guard_space(s, declared > 0 ? declared : 0, "the upload", why, sizeof why);
+  if (grc != TH_OK) { /* below the free-space floor: refused before a byte is written (guard.c) */
+    *ret = srv_guard_error(s, r, grc, "store_error", why);
+    return 1;
+  }
   srv_upload *u = calloc(1, sizeof *u);
   if (!u) {
     *ret = MHD_NO;
@@ -114,21 +122,34 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
   return 1;
 }
 
+/* Refuses the rest of an upload that is being refused: its file goes now, and the n bytes just received start
+ * the count that is drained (SRV_UPLOAD_DRAIN) before the answer. */
+static enum MHD_Result srv__upload_drop(srv_upload *u, size_t n) {
+  u->dropped = (int64_t)n;
+  close(u->fd);
+  u->fd = -1;
+  unlink(u->path);
+  u->path[0] = '\0';
+  return MHD_YES;
+}
+
 enum MHD_Result srv_networks_put_data(srv_t *s, srv_request *r, const char *data, size_t n) {
   srv_upload *u = r->upload;
-  if (u->too_large || u->io_error) {
+  if (u->too_large || u->io_error || u->no_space[0]) {
     u->dropped += (int64_t)n;
     return u->dropped > SRV_UPLOAD_DRAIN ? MHD_NO : MHD_YES;
   }
   if (u->size + (int64_t)n > s->cfg.max_upload) {
     /* a body without Content-Length (chunked) that grows past the limit: its file goes now */
     u->too_large = 1;
-    u->dropped = (int64_t)n;
-    close(u->fd);
-    u->fd = -1;
-    unlink(u->path);
-    u->path[0] = '\0';
-    return MHD_YES;
+    return srv__upload_drop(u, n);
+  }
+  /* the free-space floor, again every 16 MiB the body grows (a chunked body declared no length) */
+  if ((u->size >> 24) != ((u->size + (int64_t)n) >> 24) &&
+      srv_guard_space(s, (int64_t)n, "the upload", u->no_space, sizeof u->no_space) != TH_OK) {
+    if (!u->no_space[0])
+      snprintf(u->no_space, sizeof u->no_space, "cannot read the free space of the disk");
+    return srv__upload_drop(u, n);
   }
   th_sha256_update(&u->sha, data, n);
   u->size += (int64_t)n;
@@ -232,6 +253,7 @@ static enum MHD_Result srv__network_put(srv_t *s, srv_request *r, const char *na
     return srv_error(s, r, TH_ERR_TOO_LARGE, "upload_too_large", NULL,
                      "the upload grew past %" PRId64 " bytes, the largest ONNX file this server takes (--max-upload)",
                      s->cfg.max_upload);
+  if (u->no_space[0]) return srv_guard_error(s, r, TH_ERR_NO_SPACE, "store_error", u->no_space);
   if (u->io_error)
     return srv_error(s, r, TH_ERR_IO, "store_error", NULL, "cannot write the upload to the store's disk");
   if (u->size == 0)

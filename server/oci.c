@@ -498,6 +498,8 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       rc = srv_model_miss(s, &key, 0, 0, &job_id, &created, why, sizeof why);
       srv_miss_done(s, r, job_id, rc == TH_OK && created);
       if (rc == TH_ERR_BUSY) return oci__error(s, r, 429, "TOOMANYREQUESTS", NULL, "%s", why);
+      if (rc == TH_ERR_TOO_LARGE || rc == TH_ERR_NO_SPACE) /* guard.c: nothing was queued */
+        return oci__error(s, r, (unsigned)th_status_http(rc), "DENIED", NULL, "%s", why);
       if (rc != TH_OK && rc != TH_ERR_COMPILE && rc != TH_ERR_CANCELLED)
         return oci__error(s, r, 503, "UNAVAILABLE", NULL, "%s", why);
       char loc[64];

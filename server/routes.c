@@ -19,6 +19,7 @@
 #include "builder.h"
 #include "events.h"
 #include "gc.h"
+#include "guard.h"
 #include "limits.h"
 #include "longpoll.h"
 #include "networks.h"
@@ -404,6 +405,14 @@ th_status srv_model_miss(srv_t *s, const store_key *key, int tuned_only, int wai
     int tune = tuned_only || s->cfg.miss_tunes;
     char opts[64] = "{}";
     if (tune && s->cfg.miss_trials > 0) snprintf(opts, sizeof opts, "{\"trials\":%d}", s->cfg.miss_trials);
+    /* a build the disk or the memory budget cannot hold is refused here, with nothing queued
+     * (guard.c) */
+    rc = srv_guard_space(s, 0, "a build", why, n);
+    if (rc == TH_OK) rc = srv_guard_footprint(s, key, why, n);
+    if (rc != TH_OK) {
+      if (have_latest) store_job_clear(&latest);
+      return rc;
+    }
     /* the store counts and queues in one transaction: a full queue is TH_ERR_BUSY (429) */
     rc = store_job_enqueue_limited(s->st, key, tune ? "tune" : "build", opts, 0, s->cfg.max_queued, job_id,
                                    created);
@@ -499,7 +508,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     return srv_queue(s, r, (unsigned int)th_status_http(TH_ERR_NOT_FOUND), resp);
   }
-  char why[512], retry[16];
+  char why[1024], retry[16];
   int64_t job_id = 0;
   int created = 0;
   if (wait > 0 && !srv_wait_admit(s, r, why, sizeof why)) {
@@ -520,6 +529,7 @@ static enum MHD_Result srv__model_get(srv_t *s, srv_request *r, const store_key 
     snprintf(extra, sizeof extra, "{\"job\":\"%s\"}", loc);
     return srv_error(s, r, rc, rc == TH_ERR_COMPILE ? "build_failed" : "build_cancelled", extra, "%s", why);
   }
+  if (rc == TH_ERR_TOO_LARGE || rc == TH_ERR_NO_SPACE) return srv_guard_error(s, r, rc, NULL, why);
   if (rc != TH_OK)
     return srv_error(s, r, rc,
                      rc == TH_ERR_UNSUPPORTED ? "framework_unavailable"
@@ -646,10 +656,16 @@ static enum MHD_Result srv__tune(srv_t *s, srv_request *r, const store_key *key)
     json_decref(body);
     return e;
   }
-  char why[512];
+  char why[1024];
   if (!s->builder->supports(s->builder->self, key->framework, why, sizeof why)) {
     json_decref(body);
     return srv_error(s, r, TH_ERR_UNSUPPORTED, "framework_unavailable", NULL, "%s", why);
+  }
+  th_status grc = srv_guard_space(s, 0, "a tuning job", why, sizeof why);
+  if (grc == TH_OK) grc = srv_guard_footprint(s, key, why, sizeof why);
+  if (grc != TH_OK) {
+    json_decref(body);
+    return srv_guard_error(s, r, grc, "store_error", why);
   }
   int priority = (int)json_integer_value(json_object_get(body, "priority"));
   char *options = json_dumps(body, JSON_COMPACT);
@@ -1057,6 +1073,7 @@ static enum MHD_Result srv__metrics(srv_t *s, srv_request *r) {
                  tune_workers_busy(s->workers), th_now_wall() - s->started_at);
   srv__metrics_fleet(s, &b);
   srv_gc_metrics(s, &b);
+  srv_guard_metrics(s, &b);
   size_t len = b.len;
   struct MHD_Response *resp = srv_response_buffer(th_buf_steal(&b), len);
   if (!resp) return MHD_NO;
@@ -1251,7 +1268,11 @@ enum MHD_Result srv_route(srv_t *s, srv_request *r) {
       if (store_job_counts(s->st, counts) != TH_OK)
         return srv_error_http(s, r, 503, "not_ready", NULL, "the store does not answer: %s",
                          store_errmsg(s->st));
-      return srv_json(s, r, 200, "{\"status\":\"ready\"}");
+      /* a low disk is reported, not a reason to leave the pool: published models are still served
+       */
+      json_t *doc = json_pack("{s:s}", "status", "ready");
+      if (doc) srv_guard_readyz(s, doc);
+      return srv_json_doc(s, r, 200, doc);
     }
     if (SEG(0, "workers")) {
       r->route = SRV_ROUTE_WORKERS;

@@ -55,6 +55,9 @@ typedef struct srv_config {
   int64_t max_upload; /* bytes of an uploaded ONNX file (PUT /networks/{name}); default 2 GiB */
   int64_t mem_budget; /* the scheduler's memory budget for builds and measurements (tune_sched_opts); 0:
                          three quarters of the machine */
+  int64_t min_free; /* --min-free: free bytes on the data directory below which new work is refused
+                       (507); -1: the default (srv_start: the smaller of 1 GiB and 5% of the file
+                       system); 0: none */
   int keep_versions;  /* retention: ready versions kept per key after each publish, aliased ones aside; 0 = all */
   int lease_s;        /* the lease of the scheduler's job claims, renewed every lease_s / 3 */
   int gc_interval_s;  /* seconds between blob garbage collections (--gc-interval; 0: none) */
@@ -70,8 +73,8 @@ void srv_config_defaults(srv_config *c);
  * variable TUNEHUB_DB (store_db_resolve). --workers 0 (a serving replica that runs no jobs) needs a shared store:
  * with the embedded one nothing else would run them. */
 th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size_t n);
-/* A byte count flag: a whole number with an optional K, M or G (binary), from lo to hi; err names the flag and
- * the valid form. */
+/* A byte count flag: a whole number with an optional K, M, G, T or P (binary), from lo to hi; err
+ * names the flag and the valid form. */
 th_status srv_bytes_flag(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, char *err, size_t n);
 
 typedef struct srv srv_t;

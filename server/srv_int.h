@@ -41,6 +41,8 @@ struct srv {
   tune_workers *workers; /* the load-aware scheduler (tuner/scheduler.h) */
   srv_events *events;    /* SSE rings and streams (events.c) */
   const tune_builder *builder;
+  int64_t mem_budget; /* the scheduler's memory budget (tune_sched_opts, default resolved); 0 when
+                         it runs no jobs */
   struct MHD_Daemon *mhd;
   srv_tokens tokens; /* from --token-file, hashed (auth.h) */
   int have_token;

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,6 +138,45 @@ const char *store_errmsg(store_t *st) {
 
 const char *store_data_dir(store_t *st) {
   return st->data_dir;
+}
+
+void store_set_min_free(store_t *st, int64_t bytes) {
+  st->min_free = bytes > 0 ? bytes : 0;
+}
+
+int64_t store_min_free(const store_t *st) {
+  return st->min_free;
+}
+
+th_status store_free_space(store_t *st, int64_t *free_bytes) {
+  struct statvfs v;
+  if (statvfs(st->data_dir, &v) != 0)
+    return store__fail(st, TH_ERR_IO, "cannot read the free space of %s: %s", st->data_dir,
+                       strerror(errno));
+  /* f_bavail: what an unprivileged writer may still use (the daemon should not eat root's reserve)
+   */
+  *free_bytes = (int64_t)v.f_bavail * (int64_t)v.f_frsize;
+  return TH_OK;
+}
+
+th_status store_space_check(store_t *st, int64_t need, const char *what) {
+  int64_t avail = 0;
+  th_status rc = store_free_space(st, &avail);
+  if (rc != TH_OK) return rc;
+  if (need < 0) need = 0;
+  if (avail - need >= st->min_free) return TH_OK;
+  if (!what) what = "new work";
+  if (need == 0)
+    return store__fail(
+        st, TH_ERR_NO_SPACE,
+        "the disk is nearly full: %lld bytes free on %s, below the free-space floor of %lld bytes "
+        "(--min-free); %s is refused",
+        (long long)avail, st->data_dir, (long long)st->min_free, what);
+  return store__fail(
+      st, TH_ERR_NO_SPACE,
+      "the disk is nearly full: %lld bytes free on %s; %s of %lld bytes would leave less than the "
+      "free-space floor of %lld bytes (--min-free)",
+      (long long)avail, st->data_dir, what, (long long)need, (long long)st->min_free);
 }
 
 /* Splits schema.sql at "-- migration N" markers and applies those above the schema version

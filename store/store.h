@@ -64,6 +64,20 @@ const char *store_errmsg(store_t *st);
 /* The data directory the store was opened on (borrowed). */
 const char *store_data_dir(store_t *st);
 
+/* ---- free space on the data directory ---- */
+/* Sets the floor of free bytes (0, the default: none) that a new artifact file must leave on the
+ * data directory's file system: store_artifact_put refuses one that would go below it, before a
+ * byte is copied. Call before the store's threads start. */
+void store_set_min_free(store_t *st, int64_t bytes);
+int64_t store_min_free(const store_t *st);
+/* The bytes an unprivileged writer may still use on the data directory's file system (statvfs
+ * f_bavail). TH_OK, or TH_ERR_IO when statvfs fails (message on the handle). */
+th_status store_free_space(store_t *st, int64_t *free_bytes);
+/* TH_OK when `need` more bytes leave at least the floor free, else TH_ERR_NO_SPACE with a message
+ * (on the handle) naming the free space, the floor and what (e.g. "the upload"). TH_ERR_IO when the
+ * free space cannot be read. */
+th_status store_space_check(store_t *st, int64_t need, const char *what);
+
 /* The name under which the process that holds data_dir claims jobs: "<hostname>:<absolute data
  * directory>". It stays the same across restarts, so that a daemon's start-up (store_recover) can
  * tell, in a shared store, the jobs its dead predecessor on this data directory left running from

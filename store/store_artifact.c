@@ -84,6 +84,14 @@ th_status store__artifact_place(store_t *st, const char *src, int take, const ch
     if (take) unlink(src);
     return TH_OK;
   }
+  /* a copy below the free-space floor is refused before a byte is written (a taken file is on this
+   * disk already: its rename costs nothing) */
+  if (!take && st->min_free > 0) {
+    char what[96];
+    snprintf(what, sizeof what, "artifact sha256:%.12s", hex);
+    th_status rc = store_space_check(st, sz, what);
+    if (rc != TH_OK) return rc;
+  }
   if (mkdir(dir, 0755) != 0 && errno != EEXIST)
     return store__fail(st, TH_ERR_IO, "cannot create %s: %s", dir, strerror(errno));
   /* a taken file (store_tmp_file's, in data/tmp like the copy) is renamed as it is, after its bytes are synced */

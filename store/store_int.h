@@ -22,6 +22,8 @@ struct store {
   char owner[1400]; /* store_owner */
   char artifacts_dir[1100];
   char tmp_dir[1100];
+  int64_t
+      min_free; /* store_set_min_free: bytes a new artifact must leave free on the data directory */
 };
 
 /* Records an error message for the calling thread and returns rc. */

@@ -236,11 +236,44 @@ static th_status tb__manifest_facts(const char *manifest, double *latency_ms, in
  * tuning again and add one more identical version per round until its wait ran out. */
 /* The arch a key's target names for the compiler: its -mcpu= (llvm) or -arch= (cuda) value into buf, returned;
  * NULL when the target names none (the compiler's default). */
-static const char *tb__arch(const tune_build_env *env, const char *target, char *buf, size_t n) {
-  const char *arch = strstr(target, tb__on_device(env->key->framework) ? "-arch=" : "-mcpu=");
+static const char *tb__arch_of(const char *framework, const char *target, char *buf, size_t n) {
+  const char *arch = strstr(target, tb__on_device(framework) ? "-arch=" : "-mcpu=");
   buf[0] = '\0';
   if (arch) snprintf(buf, n, "%.*s", (int)strcspn(arch + 6, " "), arch + 6);
   return buf[0] ? buf : NULL;
+}
+
+static const char *tb__arch(const tune_build_env *env, const char *target, char *buf, size_t n) {
+  return tb__arch_of(env->key->framework, target, buf, n);
+}
+
+th_status tune_key_footprint(store_t *st, const store_key *key, const char *target,
+                             const tc_netsrc *net, tc_footprint *out, char *err, size_t n) {
+  if (err && n) err[0] = '\0';
+  const tc_backend *b = tc_backend_find(key->framework, err, n);
+  if (!b) return TH_ERR_NOT_FOUND;
+  char tbuf[256], archbuf[64];
+  th_status rc = TH_OK;
+  if (!target) target = key->target;
+  if (!target[0]) {
+    rc = tune_target_for(key->framework, tbuf, sizeof tbuf);
+    target = tbuf;
+  }
+  tc_backend_target bt;
+  if (rc == TH_OK)
+    rc = tc_backend_target_init(b, tb__arch_of(key->framework, target, archbuf, sizeof archbuf),
+                                &bt, err, n);
+  tune_net own;
+  int resolved = 0;
+  if (rc == TH_OK && !net) {
+    rc = tune_net_resolve(st, key->network, key->net_digest[0] ? key->net_digest : NULL, &own, err,
+                          n);
+    resolved = rc == TH_OK;
+    net = &own.src;
+  }
+  if (rc == TH_OK) rc = tc_network_footprint(&bt, net, key->batch, out, err, n);
+  if (resolved) tune_net_free(&own);
+  return rc;
 }
 
 /* How long a published build's timing may take in the measurement worker before it is killed: far above
@@ -557,14 +590,10 @@ static th_status tb__open(void *self, const tune_build_env *env, void **out, cha
     free(j);
     return rc;
   }
-  /* the memory a build of it holds, for the scheduler's budget; a plan that fails here fails the build later,
-   * with its message, so an estimate of 0 (small) is enough now */
-  const tc_backend *b = tc_backend_find(env->key->framework, NULL, 0);
-  char archbuf[64];
-  tc_backend_target bt;
+  /* the memory a build of it holds, for the scheduler's budget; a plan that fails here fails the
+   * build later, with its message, so an estimate of 0 (small) is enough now */
   tc_footprint fp;
-  if (b && tc_backend_target_init(b, tb__arch(env, j->target, archbuf, sizeof archbuf), &bt, NULL, 0) == TH_OK &&
-      tc_network_footprint(&bt, &j->net.src, env->key->batch, &fp, NULL, 0) == TH_OK)
+  if (tune_key_footprint(NULL, env->key, j->target, &j->net.src, &fp, NULL, 0) == TH_OK)
     j->build_bytes = fp.peak_bytes;
   if (published >= 2 || (published == 1 && (!j->is_tune || tb__untuned(env))))
     j->phase = TB_DONE;

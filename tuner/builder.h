@@ -27,6 +27,15 @@ int tune_local_targets(char (*out)[256], int max);
  * it lacks and the targets it can measure, or its device). */
 th_status tune_target_measurable(const char *name, char *out, size_t n, char *err, size_t errn);
 
+/* The planned memory of a build of key (tc_network_footprint: the graph passes and the memory plan,
+ * no weights made, no code generated) on target (a concrete target string; NULL: key->target, and
+ * "" there: this machine's). net is the key's network when the caller has resolved it, else NULL
+ * and it is resolved through st at the key's revision (tune_net_resolve; st may be NULL for a zoo
+ * network). out is written on TH_OK only; errors, with a message in err (may be NULL):
+ * tune_net_resolve's, tc_backend_target_init's and tc_network_footprint's. Thread-safe. */
+th_status tune_key_footprint(store_t *st, const store_key *key, const char *target,
+                             const tc_netsrc *net, tc_footprint *out, char *err, size_t n);
+
 /* The device of backend b on this server, described once per process: 1 when present (name and arch filled),
  * else 0 with the reason in why ("no CUDA device: ...", or built without CUDA); arch is then the default
  * build arch (sm_90 for cuda). Any output may be NULL. Thread-safe. */

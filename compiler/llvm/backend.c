@@ -30,6 +30,13 @@ static th_status llvm__target_init(const char *arch, tc_backend_target *t, char 
   tc_target cpu;
   th_status rc = tc_target_named(&cpu, arch, err, errlen);
   if (rc != TH_OK) return rc;
+  /* a target with a feature the model .so's CPUID guard cannot test is refused before any code is
+   * built */
+  th_buf probe;
+  th_buf_init(&probe, (size_t)1 << 16);
+  rc = tc_target_guard(&cpu, &probe, err, errlen);
+  th_buf_free(&probe);
+  if (rc != TH_OK) return rc;
   llvm__fill(t, &cpu);
   return TH_OK;
 }
@@ -45,7 +52,7 @@ static th_status llvm__target_parse(const char *target_str, tc_backend_target *t
 static int llvm__runs_here(const tc_backend_target *t, char *why, size_t whylen) {
   tc_target host;
   if (tc_target_host(&host) != TH_OK) return 0;
-  char missing[512];
+  char missing[2048];
   tc_target_missing(CPU(t), &host, missing, sizeof missing);
   if (missing[0] && why && whylen)
     snprintf(why, whylen, "this machine's CPU (%s) lacks %s, which code built for %s needs", host.cpu, missing,
@@ -176,10 +183,7 @@ static th_status llvm__plan_kernels(const tc_backend_target *t, const tc__kernel
   (void)e;
   for (int k = 0; k < nk; k++) th_buf_appendf(b, "void %s(void *const *args);\n", ks[k].fn);
   /* the CPU features the kernels were compiled for: th_model_create checks them with CPUID (model_rt.c) */
-  char need[512];
-  tc_target_required(CPU(t), need, sizeof need);
-  return th_buf_appendf(b, "\nstatic const char th__cpu_target[] = \"%s\";\nstatic const char th__cpu_needs[] = \"%s\";\n\n",
-                        CPU(t)->cpu, need);
+  return tc_target_guard(CPU(t), b, NULL, 0);
 }
 
 static th_status llvm__weight_floats(const tc_backend_target *t, const tc__kernel *k, const tc_param *w,
@@ -200,7 +204,7 @@ static th_status llvm__plan_runtime(const tc_backend_target *t, const char *dir,
 
 static json_t *llvm__manifest_target(const tc_backend_target *t) {
   const tc_target *c = CPU(t);
-  char need[512], host_name[256] = "";
+  char need[2048], host_name[256] = "";
   tc_target_required(c, need, sizeof need);
   tc_target host;
   if (tc_target_host(&host) != TH_OK) snprintf(host.cpu, sizeof host.cpu, "unknown");

@@ -4,6 +4,7 @@
  * phi loops, and each parallel loop body is outlined into `name_parN(ctx, begin, end)` and handed to the
  * runtime's th_rt_parallel_for with its captured values in a stack struct. Local buffers become entry-block
  * allocas. Errors (never aborts) are kept on the module with LLVM's message. */
+#include <errno.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
@@ -772,12 +773,30 @@ th_status tc_llvm_emit_object(tc_llvm_module_t *m, const char *path) {
   th_status rc = optimise(m);
   if (rc != TH_OK) return rc;
   char *msg = NULL;
-  if (LLVMTargetMachineEmitToFile(m->tm, m->mod, (char *)path, LLVMObjectFile, &msg)) {
+  LLVMMemoryBufferRef buf = NULL;
+  /* emitted to memory and written here: LLVM's own file stream aborts the whole process on a write
+   * error (a full disk: "LLVM ERROR: IO failure on output stream"), where this returns the error
+   * with its errno */
+  if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod, LLVMObjectFile, &msg, &buf)) {
     set_errf(m, "emit", msg);
     if (msg) LLVMDisposeMessage(msg);
     return TH_ERR_COMPILE;
   }
   if (msg) LLVMDisposeMessage(msg);
+  size_t n = LLVMGetBufferSize(buf);
+  FILE *f = fopen(path, "wbe");
+  size_t w = f ? fwrite(LLVMGetBufferStart(buf), 1, n, f) : 0;
+  int werr = f && w == n ? 0 : errno;
+  int closed =
+      f ? fclose(f) == 0 : 0; /* a full disk often shows only here, when the buffer is flushed */
+  if (!werr && !closed) werr = errno;
+  LLVMDisposeMemoryBuffer(buf);
+  if (werr || !f) {
+    char why[1200];
+    snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(werr ? werr : EIO));
+    set_errf(m, "emit", why);
+    return TH_ERR_IO;
+  }
   return TH_OK;
 }
 

@@ -27,57 +27,34 @@ static int th__load_weights(struct th_model *m, const th_params_tensor *es, int 
   return 0;
 }
 
-/* Whether this CPU (and the OS, for the AVX and AVX-512 register state) has feature f, one of the names
- * the compiler lists in th__cpu_needs (compiler/target.c, tc__checked); -1 for a name it does not know. */
-static int th__cpu_has(const char *f) {
-  unsigned a = 0, b = 0, c = 0, d = 0, c1 = 0, d1 = 0, b7 = 0, c7 = 0, d7 = 0, a71 = 0, cx = 0;
-  if (__get_cpuid(1, &a, &b, &c1, &d1) == 0) return 0;
-  if (__get_cpuid_count(7, 0, &a, &b7, &c7, &d7) == 0) b7 = c7 = d7 = 0;
-  if (__get_cpuid_count(7, 1, &a71, &b, &c, &d) == 0) a71 = 0;
-  if (__get_cpuid(0x80000001u, &a, &b, &cx, &d) == 0) cx = 0;
-  unsigned xcr0 = 0;
-  if (c1 & (1u << 27)) { /* OSXSAVE: the OS saves the vector state; XGETBV says which */
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    xcr0 = lo;
-  }
-  int ymm = (xcr0 & 0x6) == 0x6, zmm = ymm && (xcr0 & 0xe0) == 0xe0;
-  static const struct {
-    const char *name;
-    int leaf; /* 1: cpuid(1).ecx, 7: cpuid(7,0).ebx, 70: cpuid(7,0).ecx, 71: cpuid(7,0).edx,
-                 72: cpuid(7,1).eax, 8: cpuid(0x80000001).ecx */
-    int bit, state; /* state 1: needs ymm, 2: needs zmm */
-  } fs[] = {{"sse4.2", 1, 20, 0},    {"popcnt", 1, 23, 0},     {"avx", 1, 28, 1},        {"avx2", 7, 5, 1},
-            {"fma", 1, 12, 1},       {"f16c", 1, 29, 1},       {"bmi", 7, 3, 0},         {"bmi2", 7, 8, 0},
-            {"lzcnt", 8, 5, 0},      {"movbe", 1, 22, 0},      {"avx512f", 7, 16, 2},    {"avx512bw", 7, 30, 2},
-            {"avx512dq", 7, 17, 2},  {"avx512vl", 7, 31, 2},   {"avx512cd", 7, 28, 2},   {"avx512vnni", 70, 11, 2},
-            {"avx512bf16", 72, 5, 2}, {"avx512fp16", 71, 23, 2}, {"avxvnni", 72, 4, 1}};
-  for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
-    if (strcmp(fs[i].name, f) != 0) continue;
-    unsigned r = fs[i].leaf == 1 ? c1 : fs[i].leaf == 7 ? b7 : fs[i].leaf == 70 ? c7 : fs[i].leaf == 71 ? d7
-               : fs[i].leaf == 72 ? a71 : cx;
-    int ok = (r >> fs[i].bit) & 1;
-    if (fs[i].state == 1) ok = ok && ymm;
-    if (fs[i].state == 2) ok = ok && zmm;
-    return ok;
-  }
-  return -1;
+/* Whether this CPU has feature f of th__cpu_needs (the compiler wrote its CPUID coordinates:
+ * compiler/target.c, tc__features) and the OS saves the register state it needs (XCR0: xcr0). */
+static int th__cpu_has(const struct th__cpu_feature *f, unsigned xcr0) {
+  unsigned r[4] = {0, 0, 0, 0};
+  /* __get_cpuid_count answers 0 for a leaf above the CPU's highest (basic or extended) */
+  if (__get_cpuid_count(f->leaf, f->sub, &r[0], &r[1], &r[2], &r[3]) == 0 || f->reg > 3) return 0;
+  if (!((r[f->reg] >> f->bit) & 1u)) return 0;
+  int ymm = (xcr0 & 0x6u) == 0x6u, zmm = ymm && (xcr0 & 0xe0u) == 0xe0u,
+      amx = (xcr0 & 0x60000u) == 0x60000u;
+  return f->state == 0 || (f->state == 1 && ymm) || (f->state == 2 && zmm) ||
+         (f->state == 3 && amx);
 }
 
 /* Refuses a CPU that lacks a feature the kernels were compiled for (never a SIGILL later), naming them. */
 static int th__cpu_check(void) {
-  char missing[256] = "";
+  unsigned a = 0, b = 0, c1 = 0, d = 0, xcr0 = 0;
+  if (__get_cpuid(1, &a, &b, &c1, &d) &&
+      (c1 & (1u << 27))) { /* OSXSAVE: XGETBV says which state is saved */
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    xcr0 = lo;
+  }
+  char missing[1024] = "";
   size_t used = 0;
-  const char *p = th__cpu_needs;
-  while (*p) {
-    size_t len = strcspn(p, ",");
-    char f[32];
-    snprintf(f, sizeof f, "%.*s", (int)(len < 31 ? len : 31), p);
-    if (th__cpu_has(f) != 1) {
-      int w = snprintf(missing + used, sizeof missing - used, "%s%s", used ? ", " : "", f);
-      if (w > 0 && (size_t)w < sizeof missing - used) used += (size_t)w;
-    }
-    p += len + (p[len] == ',');
+  for (const struct th__cpu_feature *f = th__cpu_needs; f->name; f++) {
+    if (th__cpu_has(f, xcr0)) continue;
+    int w = snprintf(missing + used, sizeof missing - used, "%s%s", used ? ", " : "", f->name);
+    if (w > 0 && (size_t)w < sizeof missing - used) used += (size_t)w;
   }
   if (!used) return 0;
   return th__fail("this bundle was built for the CPU '%s' and needs %s; this CPU lacks them", th__cpu_target,

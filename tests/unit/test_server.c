@@ -346,6 +346,25 @@ TH_TEST(networks_list_inputs_and_outputs) {
 }
 
 /* --max-upload: bytes, or K, M, G (binary); the default is 2 GiB. */
+/* --min-free: a byte count up to P (PiB), or 0 (off); the default is -1 (srv_start picks 1 GiB or
+ * 5% of the disk). */
+TH_TEST(config_min_free) {
+  srv_config c;
+  char err[512];
+  srv_config_defaults(&c);
+  CHECK(c.min_free == -1);
+  char *pib[] = {"--min-free", "1P"};
+  CHECK(srv_config_parse(&c, 2, pib, err, sizeof err) == TH_OK);
+  CHECK(c.min_free == (int64_t)1 << 50);
+  char *off[] = {"--min-free", "0"};
+  CHECK(srv_config_parse(&c, 2, off, err, sizeof err) == TH_OK);
+  CHECK(c.min_free == 0);
+  char *bad[] = {"--min-free", "lots"};
+  CHECK(srv_config_parse(&c, 2, bad, err, sizeof err) == TH_ERR_INVALID);
+  CHECK(strstr(err, "--min-free") != NULL);
+  return 0;
+}
+
 TH_TEST(config_max_upload) {
   srv_config c;
   srv_config_defaults(&c);
@@ -365,7 +384,7 @@ TH_TEST(config_max_upload) {
     char *argv[] = {"--max-upload", (char *)bad[i]};
     err[0] = '\0';
     CHECK(srv_config_parse(&c, 2, argv, err, sizeof err) == TH_ERR_INVALID);
-    CHECK(strstr(err, "K, M or G") != NULL);
+    CHECK(strstr(err, "K, M, G, T or P") != NULL);
   }
   return 0;
 }

@@ -261,6 +261,41 @@ TH_TEST(artifact_put_is_content_addressed) {
   return 0;
 }
 
+/* The free-space floor (store_set_min_free): an artifact that would leave less free is refused
+ * before a byte is copied (no file under artifacts/, none left in tmp/), with a message naming the
+ * free space and the floor; bytes already stored are still a no-op put, and a floor of 0 takes the
+ * artifact. */
+TH_TEST(artifact_put_refused_below_min_free) {
+  char *d = tmpdir();
+  store_t *st = NULL;
+  CHECK(th_test_store_open(d, &st) == TH_OK);
+  char src[300];
+  snprintf(src, sizeof src, "%s/src.bin", d);
+  write_file(src, "abc");
+  int64_t avail = 0;
+  CHECK(store_free_space(st, &avail) == TH_OK);
+  CHECK(avail > 0);
+  store_set_min_free(st, (int64_t)1 << 60);
+  CHECK(store_min_free(st) == (int64_t)1 << 60);
+  char digest[65];
+  CHECK(store_artifact_put(st, src, "application/octet-stream", digest, NULL) == TH_ERR_NO_SPACE);
+  CHECK(strstr(store_errmsg(st), "bytes free on") != NULL);
+  CHECK(strstr(store_errmsg(st), "1152921504606846976") != NULL); /* the floor */
+  CHECK(strstr(store_errmsg(st), "--min-free") != NULL);
+  char path[1400];
+  CHECK(store_artifact_path(st, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+                            path, sizeof path, NULL, NULL, 0) == TH_ERR_NOT_FOUND);
+  snprintf(path, sizeof path,
+           "%s/artifacts/ba/ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", d);
+  CHECK(access(path, F_OK) != 0);
+  CHECK(store_space_check(st, 0, "a build") == TH_ERR_NO_SPACE);
+  store_set_min_free(st, 0);
+  CHECK(store_space_check(st, 0, "a build") == TH_OK);
+  CHECK(store_artifact_put(st, src, "application/octet-stream", digest, NULL) == TH_OK);
+  store_close(st);
+  return 0;
+}
+
 TH_TEST(recover_sweeps_orphans_and_requeues) {
   char *d = tmpdir();
   store_t *st = NULL;
