@@ -42,7 +42,7 @@ EST_TRIAL_S=0.5  # one tuning trial, verification included
 EST_TASKS=20     # tasks of a network before its fallback build says
 MIN_TRIALS=8
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }  # the comment atop this file
 
 # ============================================================================================== pack ====
 
