@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/bench/gpu.sh end to end without a GPU, so that a lent device never spends its minutes on the script
 # (issue 41): `pack` of this build (every pipeline in gpu.sh reads its input to the end: `ldd --version | head
-# -1` died of SIGPIPE under pipefail one pack in three), then `run` in two calls against a fake nvidia-smi on
-# PATH, the unit tests' fake libcuda.so.1 (th_fakecuda) with kernels that do nothing (each launch "takes"
-# 1 ms), and a stub PyTorch peer in place of gpu_torch.py (a python3 on PATH that hands that script to the
+# -1` died of SIGPIPE under pipefail one pack in three), `run --dry-run` (the plan), then `run` in two calls
+# against a fake nvidia-smi on PATH, the unit tests' fake libcuda.so.1 (th_fakecuda) with kernels that do
+# nothing, and a stub PyTorch peer in place of gpu_torch.py (a python3 on PATH that hands that script to the
 # stub and everything else to the real python3). The rows are squeezenet_v1.1:1 and nosuchnet:1 (a network
 # whose builds and PyTorch row fail: the notes say why). The first call stops at its --deadline-s (the stub
 # sleeps after the first row until gpu.sh's timeout ends it, or the builds leave too little time for
@@ -31,7 +31,8 @@ rc=0
 bash "$GPU_SH" pack "$TMP/pack" --xz-level 0 >"$TMP/pack.out" 2>&1 || rc=$?
 cat "$TMP/pack.out"
 [[ $rc -eq 0 ]] || fail "gpu.sh pack exited $rc"
-grep -q '^glibc [0-9][0-9.]* ' "$TMP/pack/MANIFEST.txt" || fail "the manifest has no glibc version: $(cat "$TMP/pack/MANIFEST.txt")"
+grep -q '^glibc [0-9][0-9.]* ' "$TMP/pack/MANIFEST.txt" \
+  || fail "the manifest has no glibc version: $(cat "$TMP/pack/MANIFEST.txt")"
 grep -q '^tests [1-9]' "$TMP/pack/MANIFEST.txt" || fail "the manifest lists no gpu test"
 grep -q '^  bin/tunehub ' "$TMP/pack/MANIFEST.txt" || fail "the manifest lists no tunehub"
 
@@ -67,7 +68,8 @@ echo "torch 2.9.0+stub, cuDNN 91002, NVIDIA H200" >&2
 for row in \$rows; do
   net=\${row%:*} b=\${row#*:}
   if [ "\$net" = nosuchnet ]; then
-    printf '%s\t%s\t%s\t-\t-\t%s\n' "\$net" "\$b" fp32 "KeyError: no network nosuchnet" "\$net" "\$b" tf32 "KeyError: no network nosuchnet" >> "\$out"
+    why="KeyError: no network nosuchnet"
+    printf '%s\t%s\t%s\t-\t-\t%s\n' "\$net" "\$b" fp32 "\$why" "\$net" "\$b" tf32 "\$why" >> "\$out"
     echo "torch \$net b\$b failed: KeyError: no network nosuchnet" >&2
   else
     printf '%s\t%s\t%s\t%s\t%s\t-\n' "\$net" "\$b" fp32 4.000 3.000 "\$net" "\$b" tf32 2.000 1.500 >> "\$out"
@@ -77,7 +79,14 @@ for row in \$rows; do
 done
 EOF
 chmod +x "$TMP/bin/nvidia-smi" "$TMP/bin/python3"
-printf 'int th_emu_launch(const char *n, void **p, const unsigned *g, const unsigned *b);\nint th_emu_launch(const char *n, void **p, const unsigned *g, const unsigned *b) {\n  (void)n, (void)p, (void)g, (void)b;\n  return 0;\n}\n' >"$TMP/noop.c"
+# the fake driver's kernel library (TH_FAKECU_KERNELS): every kernel does nothing
+cat >"$TMP/noop.c" <<'EOF'
+int th_emu_launch(const char *n, void **p, const unsigned *g, const unsigned *b);
+int th_emu_launch(const char *n, void **p, const unsigned *g, const unsigned *b) {
+  (void)n, (void)p, (void)g, (void)b;
+  return 0;
+}
+EOF
 cc -shared -fPIC -o "$TMP/noop.so" "$TMP/noop.c" || fail "cannot build the no-op kernel library"
 export PATH=$TMP/bin:$PATH LD_LIBRARY_PATH=$TH_FAKECUDA_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export TH_FAKECU_KERNELS=$TMP/noop.so
@@ -91,15 +100,25 @@ run_gpu() {
 # res KEY COL: the values recorded for KEY COL, one a line
 res() { awk -F'\t' -v k="$1" -v c="$2" '$1 == k && $2 == c { print $3 }' "$W/results.tsv"; }
 
+# ---- the plan (--dry-run): no device needed; it unpacks the pack into WORK, which the calls below reuse ----
+rc=0
+bash "$GPU_SH" run --pack "$TMP/pack" --work "$W" --rows "squeezenet_v1.1:1 nosuchnet:1" --budget-s 120 \
+  --dry-run >"$TMP/dry.out" 2>&1 || rc=$?
+cat "$TMP/dry.out"
+[[ $rc -eq 0 ]] || fail "the dry run exited $rc"
+grep -q '^  rows: squeezenet_v1.1:1 nosuchnet:1 $' "$TMP/dry.out" || fail "the plan does not list the rows given"
+grep -q '^    squeezenet_v1.1:1: not tuned (' "$TMP/dry.out" || fail "the plan tunes within 120 s"
+[[ ! -s "$W/results.tsv" ]] || fail "the dry run recorded results: $(cat "$W/results.tsv")"
+
 # ---- the first call: stops at its deadline ----
 t0=$(date +%s)
 rc=0
 touch "$TMP/torch_sleep"
-run_gpu --deadline-s 90 >"$TMP/run1.out" 2>"$TMP/run1.err" || rc=$?
+run_gpu --deadline-s 80 >"$TMP/run1.out" 2>"$TMP/run1.err" || rc=$?
 echo "--- first call (exit $rc, $(($(date +%s) - t0)) s) ---"
 cat "$TMP/run1.err" "$TMP/run1.out"
 [[ $rc -eq 3 ]] || fail "the first call exited $rc, want 3 (stopped at its deadline)"
-grep -q '^stopped before .*(--deadline-s 90) is near; run the same command again' "$W/notes.txt" \
+grep -q '^stopped before .*(--deadline-s 80) is near; run the same command again' "$W/notes.txt" \
   || fail "the first call's notes do not say where it stopped: $(cat "$W/notes.txt")"
 grep -q 'NVIDIA H200 (UUID: GPU-fake-0); driver 570.86.15' "$TMP/run1.err" || fail "the device line is not the first GPU's"
 [[ "$(res squeezenet_v1.1:1 th_fp32_fb)" =~ ^[0-9.]+$ ]] || fail "the first call timed no fp32 fallback bundle"
@@ -129,7 +148,8 @@ grep -q '^network  *batch | *fp32 fb ' "$TMP/run2.out" || fail "no table header"
 grep -q 'against PyTorch 2.9.0+stub eager' "$TMP/run2.out" || fail "the table does not name the PyTorch version"
 grep -qE '^squeezenet_v1.1 +1 \| +[0-9.]+ +- \| +[0-9.]+ +- \| +4.000 +2.000 \| +[0-9.]+ +[0-9.]+$' "$TMP/run2.out" \
   || fail "squeezenet's row in the table: $(grep '^squeezenet' "$TMP/run2.out")"
-grep -qE '^nosuchnet +1 \|( +- +- \|){3} +- +-$' "$TMP/run2.out" || fail "nosuchnet's row: $(grep '^nosuchnet' "$TMP/run2.out")"
+grep -qE '^nosuchnet +1 \|( +- +- \|){3} +- +-$' "$TMP/run2.out" \
+  || fail "nosuchnet's row: $(grep '^nosuchnet' "$TMP/run2.out")"
 grep -q "CSV: $TMP/out/gpu.csv" "$TMP/run2.out" || fail "the table does not name the CSV"
 
 # the CSV: one line a row, the ratio the tunehub figure over PyTorch's
