@@ -1,11 +1,13 @@
 #!/bin/bash
 # The GPU benchmark in two phases, for a device machine that has a GPU but no package manager and no network:
 #
-#   scripts/bench/gpu.sh pack [DIR]      here, after the build: the tunehub binary, the `gpu` test binaries,
+#   scripts/bench/gpu.sh pack [DIR] [--xz-level 9]
+#                                        here, after the build: the tunehub binary, the `gpu` test binaries,
 #                                        the libraries they need that a CUDA image may lack, the Python peers
-#                                        and a manifest, in DIR/tunehub-gpu.tar.xz (default DIR .gpu-pack)
+#                                        and a manifest, in DIR/tunehub-gpu.tar.xz (default DIR .gpu-pack;
+#                                        --xz-level 0: seconds instead of minutes, a bigger archive)
 #   scripts/bench/gpu.sh run [--pack DIR] [--budget-s 900] [--deadline-s 540] [--quick] [--dry-run]
-#                            [--skip-tests] [--trials N] [--out DIR] [--work DIR]
+#                            [--skip-tests] [--trials N] [--out DIR] [--work DIR] [--rows "NET:BATCH ..."]
 #                                        on the device, in the repository root, with DIR carried along: the
 #                                        `gpu` tests, fallback bundles (fp32, and tf32 where `tunehub build`
 #                                        takes --precision), tuning within the budget, and tunehub against
@@ -16,7 +18,8 @@
 # carried pack: a carried path is replaced on each call) and stops before --deadline-s seconds, saying so;
 # the same command again goes on where it stopped while the machine is warm. --budget-s is the whole run's
 # time (every call together); tuning gets what the other steps leave. --dry-run prints the plan and needs
-# no device. Nothing is printed that was not measured in this run: a figure not measured is "-".
+# no device. --rows replaces the thesis rows (tuned in the thesis order, then in the order given). Nothing
+# is printed that was not measured in this run: a figure not measured is "-".
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -39,7 +42,7 @@ EST_TRIAL_S=0.5  # one tuning trial, verification included
 EST_TASKS=20     # tasks of a network before its fallback build says
 MIN_TRIALS=8
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }  # the comment atop this file
 
 # ============================================================================================== pack ====
 
@@ -61,7 +64,15 @@ pack__libs() {
 }
 
 cmd_pack() {
-  local dir=${1:-$ROOT/.gpu-pack}
+  local dir=$ROOT/.gpu-pack level=9
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --xz-level) level=$2; shift 2 ;;
+      -*) die "pack: unknown argument '$1' (--help)" ;;
+      *) dir=$1; shift ;;
+    esac
+  done
+  case "$level" in [0-9]) ;; *) die "pack: --xz-level '$level' is not one of 0..9" ;; esac
   local build=${BUILD:-$ROOT/build}
   local tunehub=$build/server/tunehub
   [ -x "$tunehub" ] || die "pack: $tunehub is not built (cmake -S . -B build && cmake --build build)"
@@ -103,7 +114,7 @@ for t in json.load(sys.stdin)["tests"]:
   cp "$HERE/gpu_torch.py" "$HERE/models_torch.py" "$ROOT/tests/unit/conformance_torch.py" "$stage/scripts/"
   local nvrtc glibc commit
   nvrtc=$(readelf -d "$tunehub" | sed -n 's/.*NEEDED.*\[\(libnvrtc[^]]*\)\].*/\1/p')
-  glibc=$(ldd --version | head -1 | awk '{ print $NF }')
+  glibc=$(ldd --version | awk 'NR == 1 { print $NF }')
   commit=$(git -C "$ROOT" rev-parse HEAD)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo "+changes")
   {
     echo "tunehub gpu pack"
@@ -120,7 +131,7 @@ for t in json.load(sys.stdin)["tests"]:
   } > "$stage/MANIFEST"
   mkdir -p "$dir"
   log "pack: compressing $(du -sh "$stage" | cut -f1) with xz"
-  tar -C "$stage" -cf - . | xz -9 -T2 > "$dir/tunehub-gpu.tar.xz.tmp"
+  tar -C "$stage" -cf - . | xz "-$level" -T2 > "$dir/tunehub-gpu.tar.xz.tmp"
   mv "$dir/tunehub-gpu.tar.xz.tmp" "$dir/tunehub-gpu.tar.xz"
   cp "$stage/MANIFEST" "$dir/MANIFEST.txt"
   local bytes
@@ -140,6 +151,7 @@ OUTDIR=${OUT:-}
 BUDGET_S=900
 DEADLINE_S=540
 QUICK=0
+ROWS_ARG=""
 DRY=0
 SKIP_TESTS=0
 TRIALS=32
@@ -191,7 +203,7 @@ prepare_pack() {
   # pack's where it has none; the pack's alone if the mix does not load.
   mkdir -p "$P/missing"
   local f have
-  have=$(ldconfig -p 2>/dev/null | awk 'NR > 1 { print $1 }')
+  have=$(ldconfig -p 2>/dev/null | awk 'NR > 1 { print $1 }' || true)
   for f in "$P"/lib/*; do
     if grep -qxF "$(basename "$f")" <<< "$have"; then rm -f "$P/missing/$(basename "$f")"
     else ln -sf "$f" "$P/missing/$(basename "$f")"; fi
@@ -217,7 +229,7 @@ th_env() { LD_LIBRARY_PATH=$TH_LD${CUDA_LD:+:$CUDA_LD}${LD_LIBRARY_PATH:+:$LD_LI
 find_lib() {
   local so=$1 d path
   shift
-  d=$(ldconfig -p 2>/dev/null | awk -v s="$so" '$1 == s { print $NF; exit }')
+  d=$(ldconfig -p 2>/dev/null | awk -v s="$so" '$1 == s && d == "" { d = $NF } END { print d }' || true)
   if [ -n "$d" ]; then dirname "$d"; return 0; fi
   IFS=: read -r -a path <<< "${LD_LIBRARY_PATH:-}"
   for d in "${path[@]}" "$@"; do
@@ -235,8 +247,8 @@ check_device() {
   [ -n "$smi" ] || die "no CUDA device: nvidia-smi is not installed (no NVIDIA driver on this machine)"
   local gpus
   gpus=$("$smi" -L 2>&1) || die "no CUDA device: nvidia-smi -L failed: $gpus"
-  echo "$gpus" | grep -q '^GPU ' || die "no CUDA device: nvidia-smi found none ($gpus)"
-  log "$(echo "$gpus" | head -1); $("$smi" --query-gpu=driver_version --format=csv,noheader | head -1 | sed 's/^/driver /')"
+  grep -q '^GPU ' <<< "$gpus" || die "no CUDA device: nvidia-smi found none ($gpus)"
+  log "${gpus%%$'\n'*}; $("$smi" --query-gpu=driver_version --format=csv,noheader | sed -n '1s/^/driver /p')"
   local cu nv site
   cu=$(find_lib libcuda.so.1 /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64) ||
     die "nvidia-smi sees a GPU but libcuda.so.1 is nowhere (ldconfig, /usr/local/nvidia/lib64, /usr/lib*)"
@@ -266,7 +278,7 @@ check_device() {
   if [ "$CC_OK" = 0 ]; then
     note "NO C COMPILER that links a shared library here (CC=${CC:-unset}, cc, gcc, clang): tunehub build cuda links model.so with it, so no tunehub figure and no network test can be measured; the template tests and PyTorch still run"
   else
-    log "C compiler: $CC ($("$CC" --version | head -1))"
+    log "C compiler: $CC ($("$CC" --version | sed -n 1p))"
   fi
 }
 
@@ -276,6 +288,7 @@ check_device() {
 rows_of() {
   local r=$ROWS
   [ "$QUICK" = 0 ] || r=$QUICK_ROWS
+  [ -z "$ROWS_ARG" ] || r=$ROWS_ARG
   tr -s '[:space:]' '\n' <<< "$r" | sed '/^$/d'
 }
 has_precision() {
@@ -308,10 +321,13 @@ plan_tuning() {
   trial_s=$(spent_mean est_trial "$EST_TRIAL_S")
   over=$(awk -v b="$(spent_mean est_build "$EST_BUILD_S")" -v r="$(spent_mean run "$EST_RUN_S")" -v p="$(precisions | wc -w)" \
     'BEGIN { printf "%d\n", p * (b + r) }')
-  local rows
+  local rows seen=" "
   rows=" $(rows_of | tr '\n' ' ') "
-  for key in $TUNE_ORDER; do
+  # shellcheck disable=SC2046 # the rows are words
+  for key in $TUNE_ORDER $(rows_of); do
     case "$rows" in *" $key "*) ;; *) continue ;; esac
+    case "$seen" in *" $key "*) continue ;; esac
+    seen="$seen$key "
     t=0
     for prec in $(precisions); do t=$((t + $(tasks "$key" "$prec"))); done
     n=$(awk -v l="$left" -v o="$over" -v t="$t" -v s="$trial_s" -v max="$TRIALS" \
@@ -594,7 +610,7 @@ print_table() {
   done
   echo
   [ ! -f "$WORK/tests.txt" ] || cat "$WORK/tests.txt"
-  echo "tunehub (cuda bundles, tunehub run: host to host) against PyTorch $(sed -n 's/^torch \([^,]*\),.*/\1/p' "$WORK/torch.log" 2>/dev/null | head -1) eager with cuDNN (host to host, CUDA events); median ms; ratio = tunehub best / torch (tuned where tuned), below 1: tunehub faster"
+  echo "tunehub (cuda bundles, tunehub run: host to host) against PyTorch $(sed -n '/^torch [^,]*,/{s/^torch \([^,]*\),.*/\1/p;q;}' "$WORK/torch.log" 2>/dev/null) eager with cuDNN (host to host, CUDA events); median ms; ratio = tunehub best / torch (tuned where tuned), below 1: tunehub faster"
   awk -F, 'NR == 1 { printf "%-16s %5s | %9s %9s | %9s %9s | %9s %9s | %7s %7s\n", "network", "batch", "fp32 fb", "tuned", "tf32 fb", "tuned", "torch32", "torchtf", "fp32 x", "tf32 x"; next }
     { printf "%-16s %5s | %9s %9s | %9s %9s | %9s %9s | %7s %7s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }' "$csv"
   [ ! -s "$WORK/notes.txt" ] || { echo "notes:"; sed 's/^/  /' "$WORK/notes.txt"; }
@@ -617,11 +633,16 @@ cmd_run() {
       --deadline-s) DEADLINE_S=$2; shift 2 ;;
       --trials) TRIALS=$2; shift 2 ;;
       --quick) QUICK=1; REPEAT=10; TRIALS=8; shift ;;
+      --rows) ROWS_ARG=$2; shift 2 ;;
       --dry-run) DRY=1; shift ;;
       --skip-tests) SKIP_TESTS=1; shift ;;
       -h|--help) usage; exit 0 ;;
       *) die "run: unknown argument '$1' (--help)" ;;
     esac
+  done
+  local key
+  for key in $ROWS_ARG; do
+    [[ "$key" =~ ^[A-Za-z0-9_.-]+:[1-9][0-9]*$ ]] || die "run: --rows: '$key' is not NET:BATCH (resnet-18:1)"
   done
   mkdir -p "$WORK"
   touch "$WORK/results.tsv" "$WORK/spent.tsv" "$WORK/notes.txt"
@@ -651,7 +672,6 @@ cmd_run() {
   step_bundles fb $(rows_of)
   step_torch
   step_tune
-  local key
   for key in $(rows_of); do
     [ -n "$(res_get "$key" tuned)" ] || res_set "$key" tuned - "not tuned: out of the budget (see the plan)"
   done
