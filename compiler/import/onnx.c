@@ -706,34 +706,98 @@ static int tc__ox_known(const char *op) {
   return tc__ox_converter(op) || tc__ox_foldable(op);
 }
 
-/* The opset that introduced op, for the known ops that came after TC_ONNX_OPSET_MIN (a file that
- * uses one at a lower opset is not valid ONNX for that opset, and its semantics there are
- * undefined). */
-static int64_t tc__ox_since(const char *op) {
-  static const struct {
-    const char *op;
-    int64_t since;
-  } t[] = {{"Expand", 8},
-           {"Where", 9},
-           {"ConstantOfShape", 9},
-           {"Erf", 9},
-           {"Mod", 10},
-           {"Range", 11},
-           {"HardSwish", 14},
-           {"LayerNormalization", 17},
-           {"LessOrEqual", 12},
-           {"GreaterOrEqual", 12}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-    if (strcmp(t[i].op, op) == 0) return t[i].since;
-  return TC_ONNX_OPSET_MIN;
+/* The opsets whose semantics each known op's converter and folding rule implement: from the version
+ * that introduced the op (or TC_ONNX_OPSET_MIN) to the last one checked against the standard's
+ * changelog (shared/reference/onnx-semantics-facts.md). The version switches inside a range (an
+ * attribute that became an input, opset 6's broadcast attribute, ...) are the converters'. An op
+ * outside its range, or a known op missing here, is refused naming the range. */
+static const struct tc__ox_opset_range {
+  const char *op;
+  int64_t lo, hi;
+} tc__ox_opsets[] = {
+    {"Conv", 6, 21},
+    {"BatchNormalization", 6, 21},
+    {"Relu", 6, 21},
+    {"Tanh", 6, 21},
+    {"Sigmoid", 6, 21},
+    {"HardSigmoid", 6, 21},
+    {"HardSwish", 14, 21},
+    {"Clip", 6, 21},
+    {"Add", 6, 21},
+    {"Sub", 6, 21},
+    {"Mul", 6, 21},
+    {"Div", 6, 21},
+    {"Pow", 6, 21},
+    {"Sqrt", 6, 21},
+    {"Erf", 9, 21},
+    {"MaxPool", 6, 21},
+    {"AveragePool", 6, 21},
+    {"GlobalAveragePool", 6, 21},
+    {"Pad", 6, 21},
+    {"Gemm", 6, 21},
+    {"MatMul", 6, 21},
+    {"Flatten", 6, 21},
+    {"Reshape", 6, 21},
+    {"Squeeze", 6, 21},
+    {"Unsqueeze", 6, 21},
+    {"Transpose", 6, 21},
+    {"Concat", 6, 21},
+    {"Split", 6, 21},
+    {"Slice", 6, 21},
+    {"Gather", 6, 21},
+    {"Cast", 6, 21},
+    {"Expand", 8, 21},
+    {"ReduceMean", 6, 21},
+    {"Softmax", 6, 21},
+    {"LayerNormalization", 17, 21},
+    {"Dropout", 6, 21},
+    {"Identity", 6, 21},
+    {"Shape", 6, 21},
+    {"Size", 6, 21},
+    {"Constant", 6, 21},
+    {"ConstantOfShape", 9, 21},
+    {"Range", 11, 21},
+    {"Where", 9, 21},
+    {"Mod", 10, 21},
+    {"Min", 6, 21},
+    {"Max", 6, 21},
+    {"Equal", 6, 21},
+    {"Less", 6, 21},
+    {"Greater", 6, 21},
+    {"LessOrEqual", 12, 21},
+    {"GreaterOrEqual", 12, 21},
+    {"And", 6, 21},
+    {"Or", 6, 21},
+    {"Xor", 6, 21},
+    {"Not", 6, 21},
+    {"Neg", 6, 21},
+    {"Abs", 6, 21},
+    {"Floor", 6, 21},
+    {"Ceil", 6, 21},
+    {"Reciprocal", 6, 21},
+    {"Exp", 6, 21},
+    {"Log", 6, 21},
+};
+
+int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi) {
+  for (size_t i = 0; i < sizeof tc__ox_opsets / sizeof tc__ox_opsets[0]; i++)
+    if (strcmp(tc__ox_opsets[i].op, op) == 0) {
+      *lo = tc__ox_opsets[i].lo;
+      *hi = tc__ox_opsets[i].hi;
+      return 1;
+    }
+  return 0;
 }
 
 static th_status tc__ox_node(tc__ox *x, int k) {
   const Onnx__NodeProto *n = x->gp->node[k];
   if (!tc__ox_known(n->op_type)) return tc__ox_unsupported(x, n, "%s", "");
-  if (tc__ox_since(n->op_type) > x->opset)
-    return tc__ox_unsupported(x, n, "not in the default domain before opset %lld",
-                              (long long)tc__ox_since(n->op_type));
+  int64_t lo, hi;
+  if (!tc__ox_opset_range(n->op_type, &lo, &hi))
+    return tc__ox_unsupported(x, n, "the importer declares no opset range for it");
+  if (x->opset < lo || x->opset > hi)
+    return tc__ox_unsupported(x, n, "its semantics are implemented for opsets %lld..%lld only",
+                              (long long)lo, (long long)hi);
   for (size_t i = 0; i < n->n_input; i++) {
     tc__oxv *v = tc__ox_find(x, n->input[i]);
     if (!v) continue;

@@ -25,8 +25,8 @@
 #include "graph.h"
 #include "th_status.h"
 
-#define TC_ONNX_OPSET_MIN 7
-#define TC_ONNX_OPSET_MAX 17
+#define TC_ONNX_OPSET_MIN 6
+#define TC_ONNX_OPSET_MAX 21
 
 /* Sanity limits against an "ONNX bomb": a file that declares sizes it does not (or cannot) back. */
 #define TC_ONNX_MAX_DIM ((int64_t)1 << 24)           /* one dimension */
@@ -70,16 +70,16 @@ typedef struct tc_onnx_info {
   int fused_gelu;         /* decomposed gelus matched into TC_OP_GELU */
 } tc_onnx_info;
 
-/* Imports the ONNX model in data[0..len) for opts->batch. On success *out is a finished graph (the caller
- * frees it with tc_graph_free) and *info (if info != NULL) describes the file. Errors (err says why, and
- * lists every unsupported op at once; errlen of 1024 or more keeps long lists whole):
+/* Imports the ONNX model in data[0..len) for opts->batch. On success *out is a finished graph (the
+ * caller frees it with tc_graph_free) and *info (if info != NULL) describes the file. Errors (err
+ * says why, and lists every unsupported op at once; errlen of 1024 or more keeps long lists whole):
  *   TH_ERR_INVALID      not a parsable ONNX model (malformed wire data, or past a scan limit above:
  *                       the message names it), a non-finite float attribute, a missing graph, an
- *                       opset outside 7..17 or another domain's op, a cycle, a dangling input, bad initializer data, a size past the
- *                       limits, a dimension that is symbolic and not fixed by opts->shapes, a bad shapes
- *                       string, a shape the graph IR refuses;
- *   TH_ERR_UNSUPPORTED  ops (or attributes of them) the importer does not map;
- *   TH_ERR_NOMEM. */
+ *                       opset outside 6..21 or another domain's op, a cycle, a dangling input, bad
+ *                       initializer data, a size past the limits, a dimension that is symbolic and
+ *                       not fixed by opts->shapes, a bad shapes string, a shape the graph IR
+ * refuses; TH_ERR_UNSUPPORTED  ops (or attributes of them) the importer does not map, or an op at
+ * an opset outside the range its converter declares; TH_ERR_NOMEM. */
 th_status tc_onnx_import(const void *data, size_t len, const tc_onnx_opts *opts, tc_graph **out,
                          tc_onnx_info *info, char *err, size_t errlen);
 /* The same for a file (mapped read-only, not copied); TH_ERR_IO when it cannot be read. */

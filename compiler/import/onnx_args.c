@@ -117,6 +117,44 @@ th_status tc__ox_axis(tc__ox *x, const Onnx__NodeProto *n, int64_t axis, int ran
   return TH_OK;
 }
 
+th_status tc__ox_legacy_bcast(tc__ox *x, const Onnx__NodeProto *n, const int64_t *adims, int ra,
+                              const int64_t *bdims, int rb, int64_t *out, int *rout) {
+  for (int d = 0; d < rb; d++) out[d] = bdims[d];
+  *rout = rb;
+  if (x->opset >= 7) return TH_OK;
+  int64_t bc, axis;
+  th_status rc = tc__ox_attr_i(x, n, "broadcast", 0, &bc);
+  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "axis", ra - rb, &axis);
+  if (rc != TH_OK) return rc;
+  if (!bc) {
+    /* equal shapes; or ones that differ where the import put its batch in place of the file's first
+     * dimension (a file fixed at batch 1 or 2 holds parameters of the same shape), which numpy's
+     * rule (the only broadcast left then) takes as opset 7 would */
+    int64_t o[TC__OX_RANK];
+    int r;
+    if (ra != rb || (memcmp(adims, bdims, (size_t)ra * sizeof *adims) != 0 &&
+                     !tc__ox_bcast(adims, ra, bdims, rb, o, &r)))
+      return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                          "opset %lld without broadcast = 1 needs inputs of one shape",
+                          (long long)x->opset);
+    return TH_OK;
+  }
+  if (axis < 0) axis += ra; /* opset 6 allows no negative axis; older exporters wrote them anyway */
+  if (rb > ra || axis < 0 || axis + rb > ra)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "broadcast axis %lld does not place %d dimensions inside %d",
+                        (long long)axis, rb, ra);
+  for (int d = 0; d < rb; d++)
+    if (bdims[d] != 1 && bdims[d] != adims[axis + d])
+      return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                          "B's dimension %d (%lld) does not match A's dimension %lld (%lld)", d,
+                          (long long)bdims[d], (long long)(axis + d), (long long)adims[axis + d]);
+  if (rb == 0) return TH_OK; /* a scalar broadcasts anywhere */
+  for (int d = 0; d < ra; d++) out[d] = d < axis || d >= axis + rb ? 1 : bdims[d - axis];
+  *rout = ra;
+  return TH_OK;
+}
+
 int tc__ox_bcast(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *out, int *rank) {
   int r = ra > rb ? ra : rb;
   for (int d = 0; d < r; d++) {
@@ -351,6 +389,21 @@ th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
   if (nout < 1 || nout > TC__OX_RANK * 8)
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "%d outputs", nout);
   int64_t len = dims[*axis], sum = 0;
+  if (cnt < 0 && x->opset >= 18) {
+    /* opset 18: num_outputs chunks of ceil(len / num_outputs), the last one smaller */
+    int64_t num;
+    rc = tc__ox_attr_i(x, n, "num_outputs", nout, &num);
+    if (rc != TH_OK) return rc;
+    if (num != nout)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "num_outputs is %lld for %d outputs",
+                          (long long)num, nout);
+    int64_t chunk = (len + nout - 1) / nout;
+    for (int i = 0; i < nout; i++) {
+      int64_t left = len - chunk * i;
+      sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
+    }
+    return TH_OK;
+  }
   if (cnt < 0) {
     if (len % nout)
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "length %lld does not split in %d", (long long)len,

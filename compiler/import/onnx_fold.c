@@ -772,6 +772,12 @@ static th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **
     if (!b) return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d is missing", i);
     int64_t od[TC__OX_RANK], sa[TC__OX_RANK], sb[TC__OX_RANK];
     int r;
+    tc__oxc legacy = *b; /* b seen through opset 6's broadcast/axis (the same below opset 7) */
+    th_status lrc = tc__ox_legacy_bcast(x, n, a->dims, a->ndim, b->dims, b->ndim, od, &r);
+    if (lrc != TH_OK) return lrc;
+    memcpy(legacy.dims, od, sizeof od);
+    legacy.ndim = r;
+    b = &legacy;
     if (!tc__ox_bcast(a->dims, a->ndim, b->dims, b->ndim, od, &r))
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "the inputs' shapes do not broadcast");
     int cmp = tc__ox_cmp_op(op), fl = a->fl || b->fl;

@@ -236,6 +236,18 @@ int tc__ox_scalar(const tc__oxv *v, double *out);
 typedef th_status (*tc__ox_conv_fn)(tc__ox *x, const Onnx__NodeProto *n);
 /* The converter of op_type, or NULL (unknown to the importer, or only ever folded). */
 tc__ox_conv_fn tc__ox_converter(const char *op_type);
+/* The opsets [*lo, *hi] whose semantics op's converter or folding rule implements; 0 when op
+ * declares none (onnx.c's table). */
+int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi);
+/* Opset 6's binary broadcast (Add, Sub, Mul, Div, Pow, Equal, Less, Greater, And, Or, Xor below
+ * opset 7): with attribute broadcast = 1, B (bdims, rank rb) is aligned with A (rank ra) from
+ * attribute axis (default: its trailing dimensions), so *out gets B's dims padded with 1s to rank
+ * ra (*rout = ra); with broadcast = 0 the shapes must be equal, or of one rank and numpy-compatible
+ * (the batch the import puts in place of a file's first dimension can make equal shapes differ),
+ * and *out = B's. From opset 7 on *out = B's dims unchanged (numpy broadcasting). TH_ERR_INVALID
+ * (reported on n) for an axis or shape the rule refuses. */
+th_status tc__ox_legacy_bcast(tc__ox *x, const Onnx__NodeProto *n, const int64_t *adims, int ra,
+                              const int64_t *bdims, int rb, int64_t *out, int *rout);
 
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */

@@ -43,9 +43,18 @@ static int tc__ox_vec(const tc__oxv *v, int64_t C, int rank) {
 /* ReduceMean over the last axis with keepdims of node k (of rank r). */
 static int tc__ox_mean_last(tc__ox *x, int k, int r) {
   const Onnx__NodeProto *n = x->gp->node[k];
-  const Onnx__AttributeProto *a = tc__ox_attr(n, "axes"), *kd = tc__ox_attr(n, "keepdims");
-  if (n->n_input != 1 || !a || a->n_ints != 1 || (a->ints[0] != -1 && a->ints[0] != r - 1))
-    return 0;
+  const Onnx__AttributeProto *kd = tc__ox_attr(n, "keepdims");
+  int64_t ax;
+  if (x->opset < 18) {
+    const Onnx__AttributeProto *a = tc__ox_attr(n, "axes");
+    if (n->n_input != 1 || !a || a->n_ints != 1) return 0;
+    ax = a->ints[0];
+  } else { /* opset 18: the axes are input 1 */
+    const tc__oxv *v = tc__ox_in(x, n, 1);
+    if (n->n_input != 2 || !v || v->kind != TC__OX_CONST || v->c.fl || v->c.n != 1) return 0;
+    ax = v->c.i[0];
+  }
+  if (ax != -1 && ax != r - 1) return 0;
   return !kd || kd->i == 1;
 }
 

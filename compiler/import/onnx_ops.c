@@ -147,6 +147,10 @@ static th_status tc__ox_c_identity(tc__ox *x, const Onnx__NodeProto *n) {
     if (mask && mask->uses > 0) return tc__ox_unsupported(x, n, "its mask output is used");
     if (train && (!tc__ox_scalar(train, &t) || t != 0))
       return tc__ox_unsupported(x, n, "training_mode is on");
+    int64_t is_test = 1; /* opset 6: is_test = 0 (the default) drops at random */
+    if (x->opset < 7) rc = tc__ox_attr_i(x, n, "is_test", 0, &is_test);
+    if (rc != TH_OK) return rc;
+    if (!is_test) return tc__ox_unsupported(x, n, "is_test = 0 (opset 6's training mode)");
   }
   rc = tc__ox_node_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
@@ -209,6 +213,11 @@ static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
   rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
   rc = tc__ox_float_in(x, n, 1, &b);
+  if (rc != TH_OK || b < 0) return rc;
+  int64_t ad[TC__OX_RANK], bd[TC__OX_RANK], nb[TC__OX_RANK];
+  int ra = tc__ox_tdims(x, a, ad), rb = tc__ox_tdims(x, b, bd), rnb;
+  rc = tc__ox_legacy_bcast(x, n, ad, ra, bd, rb, nb, &rnb); /* opset 6's broadcast/axis */
+  if (rc == TH_OK && rnb != rb) rc = tc__ox_reshape_node(x, n, b, nb, rnb, &b);
   if (rc != TH_OK || b < 0) return rc;
   if (op == 'M' && (id = tc__ox_gated(x, a, b)) >= 0) return tc__ox_set_node(x, n, 0, id);
   id = op == 'A'   ? tc_graph_add(x->g, a, b)
@@ -435,13 +444,15 @@ static th_status tc__ox_bn_affine(tc__ox *x, const Onnx__NodeProto *n, int a, tc
 static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
   int a;
   float eps;
-  int64_t spatial = 1, training = 0;
+  int64_t spatial = 1, training = 0, is_test = 1;
   th_status rc = tc__ox_attr_f(x, n, "epsilon", 1e-5f, &eps);
   if (rc == TH_OK && x->opset < 9) rc = tc__ox_attr_i(x, n, "spatial", 1, &spatial);
   if (rc == TH_OK && x->opset >= 14) rc = tc__ox_attr_i(x, n, "training_mode", 0, &training);
+  /* opset 6: is_test = 0 (the default) normalises by the batch's own statistics */
+  if (rc == TH_OK && x->opset < 7) rc = tc__ox_attr_i(x, n, "is_test", 0, &is_test);
   if (rc != TH_OK) return rc;
-  if (spatial != 1 || training != 0)
-    return tc__ox_unsupported(x, n, "spatial = 0 or training_mode = 1");
+  if (spatial != 1 || training != 0 || is_test == 0)
+    return tc__ox_unsupported(x, n, "spatial = 0, training_mode = 1 or (opset 6) is_test = 0");
   for (int k = 1; k < (int)n->n_output; k++) {
     tc__oxv *o = tc__ox_out(x, n, k);
     if (o && o->uses > 0) return tc__ox_unsupported(x, n, "its training outputs are used");
@@ -536,6 +547,8 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc != TH_OK) return rc;
   if (strcmp(mode, "constant") != 0)
     return tc__ox_unsupported(x, n, "mode '%s' (only zero padding)", mode);
+  if (x->opset >= 18 && tc__ox_in(x, n, 3))
+    return tc__ox_unsupported(x, n, "an axes input (opset 18; pads over every axis only)");
   int before = x->nunsup;
   if (x->opset < 11) {
     rc = tc__ox_attr_ints(x, n, "pads", p, 2 * TC__OX_RANK, &cnt);

@@ -313,9 +313,18 @@ static tb *tt_tiny(int64_t opset) {
   } while (0)
 
 TH_TEST(rejects_opsets_and_domains) {
-  TT_PACK_FAIL(tt_tiny(6), TH_ERR_INVALID,
-               "opset 6 of the default domain is outside the supported 7..17");
-  TT_PACK_FAIL(tt_tiny(18), TH_ERR_INVALID, "opset 18", "7..17");
+  TT_PACK_FAIL(tt_tiny(5), TH_ERR_INVALID,
+               "opset 5 of the default domain is outside the supported 6..21");
+  TT_PACK_FAIL(tt_tiny(22), TH_ERR_INVALID, "opset 22", "6..21");
+  static const int64_t edges[] = {6, 18, 21}; /* the ends of the range, and the Reduce* move */
+  for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++) {
+    size_t len;
+    tb *e = tt_tiny(edges[i]);
+    uint8_t *p = tb_pack(e, &len);
+    tc_graph_free(tt_ok(p, len, 1, NULL));
+    free(p);
+    tb_free(e);
+  }
   TT_PACK_FAIL(tt_tiny(0), TH_ERR_INVALID, "no opset of the default domain");
   tb *b = tt_tiny(13);
   Onnx__NodeProto *n = tb_node(b, "FusedGemm", "fg", "y", "z");
@@ -974,8 +983,117 @@ TH_TEST(activations_match_formulas) {
   tb *b = tt_tiny(13);
   tb_node(b, "HardSwish", "hsw", "y", "z");
   tb_output(b, "z");
-  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED,
-               "HardSwish (node 'hsw', opset 13: not in the default domain before opset 14)");
+  TT_PACK_FAIL(
+      b, TH_ERR_UNSUPPORTED,
+      "HardSwish (node 'hsw', opset 13: its semantics are implemented for opsets 14..21 only)");
+  return 0;
+}
+
+/* ---- opset switches
+ * ------------------------------------------------------------------------------------------ */
+
+/* x [N, 3, 4] (+, opset 6) b [3] with broadcast = 1 and axis = 1: b runs along axis 1, which opset
+ * 7's numpy rule would refuse (3 against the trailing 4). Without broadcast the shapes must agree.
+ */
+static tb *tt_legacy_add(int64_t opset, int bcast, int axis) {
+  tb *b = tb_new(opset);
+  int64_t d[3] = {-1, 3, 4}, c[1] = {3};
+  static const float bv[3] = {10, 20, 30};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, d);
+  tb_init_f(b, "b", 1, c, bv);
+  Onnx__NodeProto *n = tb_node(b, "Add", "add", "x,b", "y");
+  if (bcast >= 0) tb_attr_i(b, n, "broadcast", bcast);
+  if (axis >= 0) tb_attr_i(b, n, "axis", axis);
+  tb_output(b, "y");
+  return b;
+}
+
+TH_TEST(opset6_binary_broadcast_axis) {
+  tb *b = tt_legacy_add(6, 1, 1);
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tt_ok(p, len, 2, NULL);
+  tt_param(g, "b", "b", 0);
+  const float bv[3] = {10, 20, 30};
+  g->params[tc_graph_find_param(g, "b")].data[0] = bv[0]; /* the initializer's own values */
+  g->params[tc_graph_find_param(g, "b")].data[1] = bv[1];
+  g->params[tc_graph_find_param(g, "b")].data[2] = bv[2];
+  float *y = tt_run(g, 7), x[24];
+  tb_fill(x, 24, 7);
+  double worst = 0;
+  for (int i = 0; i < 24; i++) worst = fmax(worst, fabs(y[i] - (x[i] + bv[(i / 4) % 3])));
+  fprintf(stderr, "opset 6 Add broadcast axis 1: max abs diff %.3g\n", worst);
+  CHECK(worst <= 1e-6);
+  free(y);
+  tt_free_params(g);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  TT_PACK_FAIL(tt_legacy_add(6, 0, -1), TH_ERR_INVALID,
+               "without broadcast = 1 needs inputs of one shape");
+  TT_PACK_FAIL(tt_legacy_add(6, 1, 2), TH_ERR_INVALID,
+               "B's dimension 0 (3) does not match A's dimension 2 (4)");
+  /* opset 7 broadcasts as numpy does: [N, 3, 4] + [3] does not */
+  TT_PACK_FAIL(tt_legacy_add(7, -1, -1), TH_ERR_INVALID, "add");
+  return 0;
+}
+
+/* Opset 6's BatchNormalization and Dropout train unless is_test = 1 (its default is 0). */
+TH_TEST(opset6_is_test) {
+  for (int drop = 0; drop < 2; drop++) {
+    for (int is_test = -1; is_test <= 1; is_test++) {
+      tb *b = tb_new(6);
+      int64_t d[4] = {-1, 2, 3, 3}, c[1] = {2};
+      static const float one[2] = {1, 1}, zero[2] = {0, 0};
+      tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d);
+      tb_init_f(b, "s", 1, c, one);
+      tb_init_f(b, "o", 1, c, zero);
+      tb_init_f(b, "m", 1, c, zero);
+      tb_init_f(b, "v", 1, c, one);
+      Onnx__NodeProto *n = drop ? tb_node(b, "Dropout", "nd", "x", "y")
+                                : tb_node(b, "BatchNormalization", "nd", "x,s,o,m,v", "y");
+      if (is_test >= 0) tb_attr_i(b, n, "is_test", is_test);
+      tb_output(b, "y");
+      if (is_test == 1) {
+        size_t len;
+        uint8_t *p = tb_pack(b, &len);
+        tc_graph_free(tt_ok(p, len, 1, NULL));
+        free(p);
+        tb_free(b);
+      } else {
+        TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "is_test = 0");
+      }
+    }
+  }
+  return 0;
+}
+
+/* Split at opset 18: num_outputs chunks of ceil(len / n), the last one smaller (an error before).
+ */
+TH_TEST(opset18_split_num_outputs) {
+  for (int64_t opset = 17; opset <= 18; opset++) {
+    tb *b = tb_new(opset);
+    int64_t d[3] = {-1, 4, 5};
+    tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, d);
+    Onnx__NodeProto *n = tb_node(b, "Split", "sp", "x", "y0,y1");
+    tb_attr_i(b, n, "axis", 2);
+    if (opset >= 18) tb_attr_i(b, n, "num_outputs", 2);
+    tb_output(b, "y0");
+    tb_output(b, "y1");
+    if (opset < 18) {
+      TT_PACK_FAIL(b, TH_ERR_INVALID, "length 5 does not split in 2");
+      continue;
+    }
+    size_t len;
+    uint8_t *p = tb_pack(b, &len);
+    tc_graph *g = tt_ok(p, len, 1, NULL);
+    CHECK_EQ_INT(g->noutputs, 2);
+    CHECK_EQ_INT(g->nodes[g->outputs[0]].out.shape[2], 3);
+    CHECK_EQ_INT(g->nodes[g->outputs[1]].out.shape[2], 2);
+    tc_graph_free(g);
+    free(p);
+    tb_free(b);
+  }
   return 0;
 }
 
