@@ -17,9 +17,9 @@ static const char *const tc__op_names[] = {
     "avg_pool", "global_avg_pool", "adaptive_avg_pool", "concat", "flatten", "dense", "dropout",
     "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
     "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
-    "sigmoid", "hard_sigmoid", "hard_swish", "silu",
+    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math",
 };
-_Static_assert(TC_OP_COUNT == 35, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 36, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
 
 size_t tc_dtype_size(int dtype) {
@@ -775,6 +775,23 @@ int tc_graph_hard_swish(tc_graph *g, int x) {
 
 int tc_graph_silu(tc_graph *g, int x) {
   return tc__tunary(g, TC_OP_SILU, x);
+}
+
+int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta) {
+  if (!g->err[0] && (math < TC_UNARY_EXP || math >= TC_UNARY_COUNT)) {
+    tc__err(g, "math: op %d is not an element-wise math op", math);
+    return -1;
+  }
+  if (!g->err[0] && !(isfinite(alpha) && isfinite(beta))) {
+    tc__err(g, "math: alpha %g and beta %g must be finite", (double)alpha, (double)beta);
+    return -1;
+  }
+  int id = tc__tunary(g, TC_OP_MATH, x);
+  if (id < 0) return -1;
+  g->nodes[id].math = math;
+  g->nodes[id].alpha = alpha;
+  g->nodes[id].shift = beta;
+  return id;
 }
 
 int tc_graph_cast(tc_graph *g, int x, int dtype) {

@@ -68,6 +68,8 @@ typedef enum tc_op {
   TC_OP_HARD_SIGMOID,    /* max(0, min(1, alpha * x + shift)): ONNX HardSigmoid's alpha and beta */
   TC_OP_HARD_SWISH,      /* x * max(0, min(1, x / 6 + 0.5)) */
   TC_OP_SILU,            /* x * sigmoid(x) (swish) */
+  TC_OP_MATH,            /* element-wise math: the TC_UNARY_* in math, with alpha and shift (ONNX Exp,
+                            Log, Elu, ...; never fused) */
   TC_OP_COUNT
 } tc_op;
 
@@ -127,6 +129,7 @@ typedef struct tc_node {
   int perm[TC_MAX_DIMS];    /* transpose */
   int axis, begin, end, step; /* slice (axis also concat) */
   int trans_a, trans_b;     /* matmul */
+  int math;                 /* TC_OP_MATH: its TC_UNARY_* (workload.h) */
   float alpha, shift;       /* matmul and softmax scale (1 when unset); affine x * alpha + shift; hard
                                sigmoid's alpha and beta (also on a conv or dense that fused one) */
 } tc_node;
@@ -219,6 +222,9 @@ int tc_graph_sigmoid(tc_graph *g, int x);
 int tc_graph_hard_sigmoid(tc_graph *g, int x, float alpha, float beta);
 int tc_graph_hard_swish(tc_graph *g, int x);
 int tc_graph_silu(tc_graph *g, int x);
+/* Element-wise math (float32, the input's shape): the TC_UNARY_* op math (EXP and after in
+ * workload.h), with its alpha and beta (finite); -1 and an error for another op. */
+int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Appends a composite parameter `name`: the n (2..TC_MAX_PARTS) parameters parts, none composite,

@@ -177,14 +177,20 @@ static void cg_expr(cg *c, const tc_expr *e) {
       break;
     case TC_EXPR_EXP:
     case TC_EXPR_SQRT:
+    case TC_EXPR_LOG:
+    case TC_EXPR_FLOOR:
+    case TC_EXPR_CEIL:
+    case TC_EXPR_ROUND: {
+      static const char *const fns[] = {"expf(", "sqrtf(", "logf(", "floorf(", "ceilf(", "rintf("};
       if (e->type.lanes != 1) {
-        cg_fail(c, TH_ERR_UNSUPPORTED, "vector exp or sqrt", NULL);
+        cg_fail(c, TH_ERR_UNSUPPORTED, "vector float functions", NULL);
         return;
       }
-      th_buf_appendf(c->b, e->kind == TC_EXPR_EXP ? "expf(" : "sqrtf(");
+      th_buf_appendf(c->b, "%s", fns[e->kind - TC_EXPR_EXP]);
       cg_expr(c, e->a);
       th_buf_appendf(c->b, ")");
       break;
+    }
     default: cg_fail(c, TH_ERR_UNSUPPORTED, "unknown expression kind", NULL); break;
   }
 }

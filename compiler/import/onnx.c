@@ -777,6 +777,15 @@ static const struct tc__ox_opset_range {
     {"Reciprocal", 6, 21},
     {"Exp", 6, 21},
     {"Log", 6, 21},
+    {"Round", 11, 21},
+    {"Sign", 9, 21},
+    {"Softplus", 6, 21},
+    {"Softsign", 6, 21},
+    {"Elu", 6, 21},
+    {"Selu", 6, 21},
+    {"LeakyRelu", 6, 21},
+    {"Celu", 12, 21},
+    {"ThresholdedRelu", 10, 21},
 };
 
 int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "onnx_int.h"
+#include "workload.h"
 
 /* ---- helpers
  * ------------------------------------------------------------------------------------------ */
@@ -227,12 +228,55 @@ static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
   return tc__ox_set_node(x, n, 0, id);
 }
 
+/* The element-wise math ops of one input: the TC_UNARY_* each becomes and its attributes' ONNX
+ * defaults (alpha, and Selu's gamma as beta). Neg is an affine -x. */
+static const struct {
+  const char *op;
+  int math;
+  float alpha, beta;
+} tc__ox_maths[] = {
+    {"Exp", TC_UNARY_EXP, 0, 0},
+    {"Log", TC_UNARY_LOG, 0, 0},
+    {"Abs", TC_UNARY_ABS, 0, 0},
+    {"Sqrt", TC_UNARY_SQRT, 0, 0},
+    {"Reciprocal", TC_UNARY_RECIPROCAL, 0, 0},
+    {"Floor", TC_UNARY_FLOOR, 0, 0},
+    {"Ceil", TC_UNARY_CEIL, 0, 0},
+    {"Round", TC_UNARY_ROUND, 0, 0},
+    {"Sign", TC_UNARY_SIGN, 0, 0},
+    {"Erf", TC_UNARY_ERF, 0, 0},
+    {"Softplus", TC_UNARY_SOFTPLUS, 0, 0},
+    {"Softsign", TC_UNARY_SOFTSIGN, 0, 0},
+    {"Elu", TC_UNARY_ELU, 1.0f, 0},
+    {"Selu", TC_UNARY_SELU, 1.67326319217681884765625f, 1.05070102214813232421875f},
+    {"LeakyRelu", TC_UNARY_LEAKY_RELU, 0.01f, 0},
+    {"Celu", TC_UNARY_CELU, 1.0f, 0},
+    {"ThresholdedRelu", TC_UNARY_THRESHOLDED_RELU, 1.0f, 0},
+};
+
 static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
   const char *op = n->op_type;
-  return tc__ox_unsupported(x, n, "%s",
-                            strcmp(op, "Erf") == 0
-                                ? "only inside a decomposed gelu"
-                                : "only inside a decomposed layer norm (or on constants)");
+  if (strcmp(op, "Pow") == 0)
+    return tc__ox_unsupported(x, n, "only inside a decomposed layer norm (or on constants)");
+  int a;
+  th_status rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  if (strcmp(op, "Neg") == 0)
+    return tc__ox_set_node(x, n, 0, tc_graph_affine(x->g, a, -1.0f, 0.0f));
+  for (size_t i = 0; i < sizeof tc__ox_maths / sizeof tc__ox_maths[0]; i++) {
+    if (strcmp(tc__ox_maths[i].op, op) != 0) continue;
+    float alpha = tc__ox_maths[i].alpha, beta = tc__ox_maths[i].beta;
+    if (alpha != 0) rc = tc__ox_attr_f(x, n, "alpha", alpha, &alpha);
+    if (rc == TH_OK && beta != 0) rc = tc__ox_attr_f(x, n, "gamma", beta, &beta);
+    if (rc != TH_OK) return rc;
+    if (!isfinite(alpha) || !isfinite(beta) ||
+        (tc__ox_maths[i].math == TC_UNARY_CELU && alpha == 0))
+      return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                          "alpha %g and gamma %g must be finite (alpha nonzero for Celu)",
+                          (double)alpha, (double)beta);
+    return tc__ox_set_node(x, n, 0, tc_graph_math(x->g, a, tc__ox_maths[i].math, alpha, beta));
+  }
+  return tc__ox_nfail(x, n, TH_ERR_INTERNAL, "no element-wise math op");
 }
 
 /* ---- CNN ops
@@ -386,8 +430,8 @@ static int tc__ox_bn_folds(tc__ox *x, int a) {
   return 1;
 }
 
-/* Channel c's scale (shift = 0) or shift (shift = 1) of a batch norm with parameters p (scale, bias,
- * mean, var). */
+/* Channel c's scale (shift = 0) or shift (shift = 1) of a batch norm with parameters p (scale,
+ * bias, mean, var). */
 static float tc__ox_bn_coef(tc__oxv **p, float eps, int c, int shift) {
   double sc = p[0]->c.f[c] / sqrt((double)p[3]->c.f[c] + eps);
   return tc__ox_f32(shift ? p[1]->c.f[c] - p[2]->c.f[c] * sc : sc);
@@ -395,9 +439,9 @@ static float tc__ox_bn_coef(tc__oxv **p, float eps, int c, int shift) {
 
 /* A batch norm that no conv takes in (after a dense, a concat, an add): x * s + t over the channel
  * axis, with s = gamma / sqrt(var + eps) and t = beta - mean * s computed here as parameters
- * "<node>.scale" and "<node>.shift" (there is no batch-norm kernel of its own). p: scale, bias, mean,
- * var. On an NCHW map it is a depthwise 1x1 convolution with weights s [C, 1, 1, 1] and bias t: one
- * pass in the channel-blocked layout, into which a following relu or clip folds (densenet's
+ * "<node>.scale" and "<node>.shift" (there is no batch-norm kernel of its own). p: scale, bias,
+ * mean, var. On an NCHW map it is a depthwise 1x1 convolution with weights s [C, 1, 1, 1] and bias
+ * t: one pass in the channel-blocked layout, into which a following relu or clip folds (densenet's
  * pre-activation norm before every conv). Before, it was a multiply and an add in the plain layout:
  * a layout transform and three passes per layer, 26% of densenet121's layer time at batch 1. Other
  * ranks keep the multiply and add of constants [C, 1, ...].
@@ -419,7 +463,8 @@ static th_status tc__ox_bn_affine(tc__ox *x, const Onnx__NodeProto *n, int a, tc
       snprintf(pn, sizeof pn, "%s.%s", nm, k ? "shift" : "scale");
       q->name = th_arena_strdup(x->g->arena, pn);
       q->data = x->opts->weights ? th_arena_alloc(x->g->arena, (size_t)C * sizeof(float)) : NULL;
-      if (!q->name || (x->opts->weights && !q->data)) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+      if (!q->name || (x->opts->weights && !q->data))
+        return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
       for (int c = 0; q->data && c < C; c++) q->data[c] = tc__ox_bn_coef(p, eps, c, k);
     }
     return rc;
@@ -1095,6 +1140,22 @@ static const struct {
     {"Pow", tc__ox_c_math},
     {"Sqrt", tc__ox_c_math},
     {"Erf", tc__ox_c_math},
+    {"Exp", tc__ox_c_math},
+    {"Log", tc__ox_c_math},
+    {"Abs", tc__ox_c_math},
+    {"Neg", tc__ox_c_math},
+    {"Reciprocal", tc__ox_c_math},
+    {"Floor", tc__ox_c_math},
+    {"Ceil", tc__ox_c_math},
+    {"Round", tc__ox_c_math},
+    {"Sign", tc__ox_c_math},
+    {"Softplus", tc__ox_c_math},
+    {"Softsign", tc__ox_c_math},
+    {"Elu", tc__ox_c_math},
+    {"Selu", tc__ox_c_math},
+    {"LeakyRelu", tc__ox_c_math},
+    {"Celu", tc__ox_c_math},
+    {"ThresholdedRelu", tc__ox_c_math},
     {"MaxPool", tc__ox_c_pool},
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},

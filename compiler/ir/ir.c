@@ -295,6 +295,14 @@ const tc_expr *tc_e_sqrt(tc_ir *ir, const tc_expr *a) {
   return float_fn(ir, TC_EXPR_SQRT, a);
 }
 
+const tc_expr *tc_e_float_fn(tc_ir *ir, tc_expr_kind k, const tc_expr *a) {
+  if (k != TC_EXPR_EXP && (k < TC_EXPR_SQRT || k > TC_EXPR_ROUND)) {
+    set_err(ir, TH_ERR_INTERNAL);
+    return NULL;
+  }
+  return float_fn(ir, k, a);
+}
+
 /* A float constant of a's type (broadcast for vectors). */
 static const tc_expr *fconst(tc_ir *ir, const tc_expr *a, double v) {
   const tc_expr *c = tc_e_float(ir, v);

@@ -31,6 +31,9 @@ static const char *bin_op(tc_expr_kind k) {
   }
 }
 
+static const char *const tc__fn_names[] = {"exp", "sqrt", "log", "floor", "ceil", "round"};
+_Static_assert(TC_EXPR_ROUND - TC_EXPR_EXP == 5, "the float functions are consecutive");
+
 th_status tc_ir_print_expr(const tc_expr *e, th_buf *b) {
   th_status rc = TH_OK;
   if (!e) return th_buf_appendf(b, "<null>");
@@ -95,7 +98,11 @@ th_status tc_ir_print_expr(const tc_expr *e, th_buf *b) {
       return rc;
     case TC_EXPR_EXP:
     case TC_EXPR_SQRT:
-      rc = th_buf_appendf(b, "%s(", e->kind == TC_EXPR_EXP ? "exp" : "sqrt");
+    case TC_EXPR_LOG:
+    case TC_EXPR_FLOOR:
+    case TC_EXPR_CEIL:
+    case TC_EXPR_ROUND:
+      rc = th_buf_appendf(b, "%s(", tc__fn_names[e->kind - TC_EXPR_EXP]);
       if (rc == TH_OK) rc = tc_ir_print_expr(e->a, b);
       if (rc == TH_OK) rc = th_buf_appendf(b, ")");
       return rc;

@@ -328,6 +328,10 @@ static LLVMValueRef gen_expr(cg_fn *f, const tc_expr *e) {
       return LLVMBuildFPToSI(f->b, a, ty_of(f->m, e->type), "");
     case TC_EXPR_EXP: return gen_exp(f, a);
     case TC_EXPR_SQRT: return call1(f, "llvm.sqrt", &a, 1);
+    case TC_EXPR_LOG: return call1(f, "llvm.log", &a, 1);
+    case TC_EXPR_FLOOR: return call1(f, "llvm.floor", &a, 1);
+    case TC_EXPR_CEIL: return call1(f, "llvm.ceil", &a, 1);
+    case TC_EXPR_ROUND: return call1(f, "llvm.rint", &a, 1); /* default rounding: halves to even */
     default: fail(f, TH_ERR_INTERNAL, "unknown expression kind"); return NULL;
   }
 }

@@ -86,6 +86,11 @@ const tc_stmt *tc__pieces(tc_ir *ir, int64_t rows, int64_t len, int64_t r, tc__p
 typedef const tc_stmt *(*tc__vec_fn)(tc_ir *ir, void *ctx, const tc_expr *i, int lanes, int slot);
 /* fn over [0, len): a loop of steps of `unroll` vectors of vl lanes (the copies unrolled), the whole
  * vectors left over at constant offsets, then a scalar tail loop. */
+/* TC_UNARY_* op of x (float, any lanes) with the workload's alpha and beta, built from ir.h's
+ * primitives so that the CPU and GPU templates compute the same function; NULL (ir->err set) for
+ * the ops that are not one expression of x (CAST_I64). unary.c. */
+const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha, double beta);
+
 const tc_stmt *tc__vec_loop(tc_ir *ir, int64_t len, int vl, int unroll, tc__vec_fn fn, void *ctx);
 
 /* A row reduction kept in registers: n vector accumulators of vl lanes and a scalar one for the tail,

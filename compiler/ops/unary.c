@@ -1,10 +1,90 @@
-/* Element-wise unary kernels over n elements (ops.h): gelu (erf form), tanh and the CNN activations
- * (sigmoid, hard sigmoid, hard swish, silu) through the composite expressions of ir.h, so the vector
- * and the scalar tail compute the same function; the
+/* Element-wise unary kernels over n elements (ops.h): gelu (erf form), tanh, the CNN activations
+ * (sigmoid, hard sigmoid, hard swish, silu) and ONNX's element-wise math (exp, log, abs, floor,
+ * elu,
+ * ...) through the composite expressions of ir.h, so the vector and the scalar tail (and the GPU
+ * template, which shares tc__unary_expr) compute the same function; the
  * int64 -> float cast (the input buffer holds int64, loaded as 64-bit integer vectors); x * alpha +
  * beta. Pieces of up to 4096 elements run in parallel, each an unrolled vector loop with a scalar
  * tail. Knobs: "pieces" per parallel task and "unroll" vectors per loop step. */
 #include "ops_int.h"
+
+/* The float constant v shaped like x. */
+static const tc_expr *un_k(tc_ir *ir, const tc_expr *x, double v) {
+  const tc_expr *c = tc_e_float(ir, v);
+  return x && x->type.lanes > 1 ? tc_e_broadcast(ir, c, x->type.lanes) : c;
+}
+
+/* e^x - 1 below zero, times alpha (elu, selu, celu's negative side). */
+static const tc_expr *un_expm1(tc_ir *ir, const tc_expr *x, double alpha) {
+  return tc_e_mul(ir, un_k(ir, x, alpha), tc_e_sub(ir, tc_e_exp(ir, x), un_k(ir, x, 1.0)));
+}
+
+const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha, double beta) {
+  const tc_expr *zero = un_k(ir, x, 0.0), *one = un_k(ir, x, 1.0);
+  const tc_expr *abs = tc_e_max(ir, x, tc_e_sub(ir, zero, x));
+  switch (op) {
+    case TC_UNARY_GELU:
+      return tc_e_gelu(ir, x);
+    case TC_UNARY_TANH:
+      return tc_e_tanh(ir, x);
+    case TC_UNARY_SIGMOID:
+      return tc_e_sigmoid(ir, x);
+    case TC_UNARY_HARD_SIGMOID:
+      return tc_e_hard_sigmoid(ir, x, alpha, beta);
+    case TC_UNARY_HARD_SWISH:
+      return tc_e_hard_swish(ir, x);
+    case TC_UNARY_SILU:
+      return tc_e_silu(ir, x);
+    case TC_UNARY_CLIP:
+      return tc_e_min(ir, tc_e_max(ir, x, un_k(ir, x, alpha)), un_k(ir, x, beta));
+    case TC_UNARY_AFFINE:
+      return tc_e_fma(ir, x, un_k(ir, x, alpha), un_k(ir, x, beta));
+    case TC_UNARY_EXP:
+      return tc_e_exp(ir, x);
+    case TC_UNARY_LOG:
+      return tc_e_float_fn(ir, TC_EXPR_LOG, x);
+    case TC_UNARY_ABS:
+      return abs;
+    case TC_UNARY_SQRT:
+      return tc_e_sqrt(ir, x);
+    case TC_UNARY_RECIPROCAL:
+      return tc_e_div(ir, one, x);
+    case TC_UNARY_FLOOR:
+      return tc_e_float_fn(ir, TC_EXPR_FLOOR, x);
+    case TC_UNARY_CEIL:
+      return tc_e_float_fn(ir, TC_EXPR_CEIL, x);
+    case TC_UNARY_ROUND:
+      return tc_e_float_fn(ir, TC_EXPR_ROUND, x);
+    case TC_UNARY_SIGN:
+      return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GT, x, zero), one,
+                         tc_e_select(ir, tc_e_bin(ir, TC_EXPR_LT, x, zero), un_k(ir, x, -1.0), x));
+    case TC_UNARY_ERF:
+      return tc_e_erf(ir, x);
+    case TC_UNARY_SOFTPLUS: /* max(x, 0) + log(1 + e^-|x|): no overflow for large x */
+      return tc_e_add(
+          ir, tc_e_max(ir, x, zero),
+          tc_e_float_fn(ir, TC_EXPR_LOG, tc_e_add(ir, one, tc_e_exp(ir, tc_e_sub(ir, zero, abs)))));
+    case TC_UNARY_SOFTSIGN:
+      return tc_e_div(ir, x, tc_e_add(ir, one, abs));
+    case TC_UNARY_ELU:
+      return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GT, x, zero), x, un_expm1(ir, x, alpha));
+    case TC_UNARY_SELU:
+      return tc_e_mul(
+          ir, un_k(ir, x, beta),
+          tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GT, x, zero), x, un_expm1(ir, x, alpha)));
+    case TC_UNARY_LEAKY_RELU:
+      return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GE, x, zero), x,
+                         tc_e_mul(ir, un_k(ir, x, alpha), x));
+    case TC_UNARY_CELU:
+      return tc_e_add(ir, tc_e_max(ir, x, zero),
+                      tc_e_min(ir, zero, un_expm1(ir, tc_e_div(ir, x, un_k(ir, x, alpha)), alpha)));
+    case TC_UNARY_THRESHOLDED_RELU:
+      return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GT, x, un_k(ir, x, alpha)), x, zero);
+    default:
+      if (ir->err == TH_OK) ir->err = TH_ERR_INTERNAL;
+      return NULL;
+  }
+}
 
 typedef struct un_ctx {
   const tc_workload *wl;
@@ -19,37 +99,10 @@ static const tc_stmt *un_step(tc_ir *ir, void *p, const tc_expr *i, int lanes, i
   const tc_expr *at = tc_e_add(ir, c->base, i);
   const tc_expr *x = tc_e_load(ir, c->in, at, lanes, c->wl->op == TC_UNARY_CAST_I64 ? 8 : 4),
                 *y = NULL;
-  switch (c->wl->op) {
-    case TC_UNARY_GELU:
-      y = tc_e_gelu(ir, x);
-      break;
-    case TC_UNARY_TANH:
-      y = tc_e_tanh(ir, x);
-      break;
-    case TC_UNARY_CAST_I64:
-      y = tc_e_cast(ir, tc_type_f32(lanes), x);
-      break;
-    case TC_UNARY_SIGMOID:
-      y = tc_e_sigmoid(ir, x);
-      break;
-    case TC_UNARY_HARD_SIGMOID:
-      y = tc_e_hard_sigmoid(ir, x, c->wl->alpha, c->wl->beta);
-      break;
-    case TC_UNARY_HARD_SWISH:
-      y = tc_e_hard_swish(ir, x);
-      break;
-    case TC_UNARY_SILU:
-      y = tc_e_silu(ir, x);
-      break;
-    case TC_UNARY_CLIP:
-      y = tc_e_min(ir, tc_e_max(ir, x, tc_e_broadcast(ir, tc_e_float(ir, c->wl->alpha), lanes)),
-                   tc_e_broadcast(ir, tc_e_float(ir, c->wl->beta), lanes));
-      break;
-    default:
-      y = tc_e_fma(ir, x, tc_e_broadcast(ir, tc_e_float(ir, c->wl->alpha), lanes),
-                   tc_e_broadcast(ir, tc_e_float(ir, c->wl->beta), lanes));
-      break;
-  }
+  if (c->wl->op == TC_UNARY_CAST_I64)
+    y = tc_e_cast(ir, tc_type_f32(lanes), x);
+  else
+    y = tc__unary_expr(ir, c->wl->op, x, c->wl->alpha, c->wl->beta);
   return tc_s_store(ir, c->out, at, y, 4);
 }
 

@@ -58,6 +58,24 @@ enum {
   TC_UNARY_HARD_SWISH, /* x * max(0, min(1, x / 6 + 0.5)) */
   TC_UNARY_SILU,       /* x * sigmoid(x) */
   TC_UNARY_CLIP,       /* min(max(x, alpha), beta): a relu or clip that no producer took as its epilogue */
+  /* ONNX element-wise math (alpha and beta are the ONNX attributes where the op has them) */
+  TC_UNARY_EXP,
+  TC_UNARY_LOG,
+  TC_UNARY_ABS,
+  TC_UNARY_SQRT,
+  TC_UNARY_RECIPROCAL, /* 1 / x */
+  TC_UNARY_FLOOR,
+  TC_UNARY_CEIL,
+  TC_UNARY_ROUND,      /* halves to even */
+  TC_UNARY_SIGN,       /* -1, 0 or 1 */
+  TC_UNARY_ERF,
+  TC_UNARY_SOFTPLUS,   /* log(1 + e^x) */
+  TC_UNARY_SOFTSIGN,   /* x / (1 + |x|) */
+  TC_UNARY_ELU,        /* x > 0 ? x : alpha * (e^x - 1) */
+  TC_UNARY_SELU,       /* beta * (x > 0 ? x : alpha * (e^x - 1)) (ONNX's gamma is beta) */
+  TC_UNARY_LEAKY_RELU, /* x >= 0 ? x : alpha * x */
+  TC_UNARY_CELU,       /* max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) */
+  TC_UNARY_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
   TC_UNARY_COUNT
 };
 

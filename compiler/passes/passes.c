@@ -1587,10 +1587,11 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     case TC_OP_SILU:
     case TC_OP_RELU: /* one that no conv, dense or add took as its epilogue (after an imported x * s + b) */
     case TC_OP_CLIP:
+    case TC_OP_MATH:
       /* element-wise: a channel-blocked map is read and written in its own layout */
       tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc__stored_numel(&nd->out), 1, 1, 1, 1, 1, 1);
-      c->wl.op = tc__unary_op(nd->op);
-      if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID) {
+      c->wl.op = nd->op == TC_OP_MATH ? nd->math : tc__unary_op(nd->op);
+      if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID || nd->op == TC_OP_MATH) {
         c->wl.alpha = nd->alpha;
         c->wl.beta = nd->shift;
       } else if (nd->op == TC_OP_RELU || nd->op == TC_OP_CLIP) {

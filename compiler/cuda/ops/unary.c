@@ -1,7 +1,8 @@
 /* GPU unary (n elements, TC_UNARY_*): an element map, `inner` elements per thread. gelu, tanh,
- * sigmoid, hard sigmoid, hard swish and silu are the IR's composites (tc_e_gelu, ...), as on the
- * CPU; the int64 cast reads a `long long` buffer (codegen.c types integer arguments so); affine is
- * x * alpha + beta. */
+ * sigmoid, hard sigmoid, hard swish, silu and the ONNX math are the CPU's expressions
+ * (tc__unary_expr); the int64 cast reads a `long long` buffer (codegen.c types integer arguments
+ * so); affine is x * alpha + beta. */
+#include "../../ops/ops_int.h"
 #include "templates_int.h"
 
 static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
@@ -13,35 +14,10 @@ static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space 
 static const tc_stmt *elem(tc__cuda_lc *L, const tc_expr *idx) {
   const tc_workload *wl = L->wl;
   const tc_expr *x = LD(L->arg[TC_ARG_SIMPLE_IN], idx), *y = x;
-  switch (wl->op) {
-    case TC_UNARY_GELU:
-      y = tc_e_gelu(L->ir, x);
-      break;
-    case TC_UNARY_TANH:
-      y = tc_e_tanh(L->ir, x);
-      break;
-    case TC_UNARY_CAST_I64:
-      y = tc_e_cast(L->ir, tc_type_f32(1), x);
-      break;
-    case TC_UNARY_SIGMOID:
-      y = tc_e_sigmoid(L->ir, x);
-      break;
-    case TC_UNARY_HARD_SIGMOID:
-      y = tc_e_hard_sigmoid(L->ir, x, wl->alpha, wl->beta);
-      break;
-    case TC_UNARY_HARD_SWISH:
-      y = tc_e_hard_swish(L->ir, x);
-      break;
-    case TC_UNARY_SILU:
-      y = tc_e_silu(L->ir, x);
-      break;
-    case TC_UNARY_CLIP:
-      y = tc_e_min(L->ir, tc_e_max(L->ir, x, FLT(wl->alpha)), FLT(wl->beta));
-      break;
-    default:
-      y = tc_e_fma(L->ir, x, FLT(wl->alpha), FLT(wl->beta));
-      break;
-  }
+  if (wl->op == TC_UNARY_CAST_I64)
+    y = tc_e_cast(L->ir, tc_type_f32(1), x);
+  else
+    y = tc__unary_expr(L->ir, wl->op, x, wl->alpha, wl->beta);
   return ST(L->arg[TC_ARG_SIMPLE_OUT], idx, y);
 }
 
