@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ref_kernel.h"
 #include "workload.h"
 
 static float tc__hard_sigmoid(float v, float alpha, float beta) {
@@ -27,31 +28,6 @@ static float tc__act(float v, int epi, const tc_node *nd) {
   if (epi & TC_EPI_HARD_SWISH) v = v * tc__hard_sigmoid(v, 1.0f / 6.0f, 0.5f);
   if (epi & TC_EPI_SILU) v = v / (1.0f + expf(-v));
   return v;
-}
-
-/* TC_OP_MATH's op m with alpha a and beta b, naively through libm in double. */
-static float tc__math(float f, int m, double a, double b) {
-  double v = f;
-  switch (m) {
-    case TC_UNARY_EXP: return (float)exp(v);
-    case TC_UNARY_LOG: return (float)log(v);
-    case TC_UNARY_ABS: return fabsf(f);
-    case TC_UNARY_SQRT: return (float)sqrt(v);
-    case TC_UNARY_RECIPROCAL: return 1.0f / f;
-    case TC_UNARY_FLOOR: return floorf(f);
-    case TC_UNARY_CEIL: return ceilf(f);
-    case TC_UNARY_ROUND: return nearbyintf(f); /* the default mode rounds halves to even */
-    case TC_UNARY_SIGN: return f > 0 ? 1.0f : (f < 0 ? -1.0f : f);
-    case TC_UNARY_ERF: return (float)erf(v);
-    case TC_UNARY_SOFTPLUS: return (float)log1p(exp(v));
-    case TC_UNARY_SOFTSIGN: return (float)(v / (1 + fabs(v)));
-    case TC_UNARY_ELU: return (float)(v > 0 ? v : a * expm1(v));
-    case TC_UNARY_SELU: return (float)(b * (v > 0 ? v : a * expm1(v)));
-    case TC_UNARY_LEAKY_RELU: return (float)(v >= 0 ? v : a * v);
-    case TC_UNARY_CELU: return (float)(fmax(0, v) + fmin(0, a * expm1(v / a)));
-    case TC_UNARY_THRESHOLDED_RELU: return (float)(v > a ? v : 0);
-    default: return NAN;
-  }
 }
 
 /* Row-major element strides of t (a size-1 dimension gets stride 0 when bcast, so that it broadcasts),
@@ -234,7 +210,7 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       for (int64_t k = 0; k < numel; k++) out[k] = tc__act(in0[k], tc_op_activation(nd->op), nd);
       return TH_OK;
     case TC_OP_MATH:
-      for (int64_t k = 0; k < numel; k++) out[k] = tc__math(in0[k], nd->math, nd->alpha, nd->shift);
+      for (int64_t k = 0; k < numel; k++) out[k] = tc_ref_unary_math(in0[k], nd->math, nd->alpha, nd->shift);
       return TH_OK;
     case TC_OP_ADD: {
       int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];

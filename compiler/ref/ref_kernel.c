@@ -108,8 +108,33 @@ static void tc__ref_unary(const tc_workload *wl, const void *in, float *out) {
         break;
       case TC_UNARY_SILU: out[i] = (float)(x[i] / (1.0 + exp(-(double)x[i]))); break;
       case TC_UNARY_CLIP: out[i] = x[i] < wl->alpha ? wl->alpha : x[i] > wl->beta ? wl->beta : x[i]; break;
-      default: out[i] = x[i] * wl->alpha + wl->beta; break; /* TC_UNARY_AFFINE */
+      case TC_UNARY_AFFINE: out[i] = x[i] * wl->alpha + wl->beta; break;
+      default: out[i] = tc_ref_unary_math(x[i], wl->op, wl->alpha, wl->beta); break;
     }
+  }
+}
+
+float tc_ref_unary_math(float f, int m, double a, double b) {
+  double v = f;
+  switch (m) {
+    case TC_UNARY_EXP: return (float)exp(v);
+    case TC_UNARY_LOG: return (float)log(v);
+    case TC_UNARY_ABS: return fabsf(f);
+    case TC_UNARY_SQRT: return (float)sqrt(v);
+    case TC_UNARY_RECIPROCAL: return 1.0f / f;
+    case TC_UNARY_FLOOR: return floorf(f);
+    case TC_UNARY_CEIL: return ceilf(f);
+    case TC_UNARY_ROUND: return nearbyintf(f); /* the default mode rounds halves to even */
+    case TC_UNARY_SIGN: return f > 0 ? 1.0f : (f < 0 ? -1.0f : f);
+    case TC_UNARY_ERF: return (float)erf(v);
+    case TC_UNARY_SOFTPLUS: return (float)log1p(exp(v));
+    case TC_UNARY_SOFTSIGN: return (float)(v / (1 + fabs(v)));
+    case TC_UNARY_ELU: return (float)(v > 0 ? v : a * expm1(v));
+    case TC_UNARY_SELU: return (float)(b * (v > 0 ? v : a * expm1(v)));
+    case TC_UNARY_LEAKY_RELU: return (float)(v >= 0 ? v : a * v);
+    case TC_UNARY_CELU: return (float)(fmax(0, v) + fmin(0, a * expm1(v / a)));
+    case TC_UNARY_THRESHOLDED_RELU: return (float)(v > a ? v : 0);
+    default: return NAN;
   }
 }
 

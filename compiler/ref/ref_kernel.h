@@ -21,4 +21,8 @@
  * TH_ERR_UNSUPPORTED for the other families (conv, pools, ...). Thread-safe; writes only the output. */
 th_status tc_ref_kernel(const tc_workload *wl, void *const *args);
 
+/* The element-wise math op m (TC_UNARY_EXP and after, workload.h) of x with alpha a and beta b,
+ * naively through libm in double (the graph reference's TC_OP_MATH too); NaN for another op. */
+float tc_ref_unary_math(float x, int m, double a, double b);
+
 #endif

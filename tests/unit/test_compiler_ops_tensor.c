@@ -306,6 +306,14 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
     }
   if (wl->kernel == TC_KERNEL_UNARY && wl->op != TC_UNARY_CAST_I64)
     for (size_t i = 0; i < count && slot == 0; i++) f[i] *= 7.0f;
+  int pos = wl->op == TC_UNARY_LOG || wl->op == TC_UNARY_SQRT,
+      rnd = wl->op == TC_UNARY_ROUND || wl->op == TC_UNARY_FLOOR || wl->op == TC_UNARY_CEIL;
+  for (size_t i = 0; i < count && slot == 0 && wl->kernel == TC_KERNEL_UNARY; i++) {
+    if (pos) f[i] = fabsf(f[i]) + 1e-3f; /* log and sqrt: positive (NaN below zero) */
+    if (rnd && i % 3 == 0)
+      f[i] = (float)((int)(i % 31) - 15) * 0.5f; /* exact halves and integers */
+    if (wl->op == TC_UNARY_RECIPROCAL) f[i] += f[i] < 0 ? -0.5f : 0.5f;
+  }
   if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64 && slot == 0)
     for (size_t i = 0; i < count; i++)
       q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) * ((int64_t)1 << (irand(3) * 5));
@@ -461,6 +469,21 @@ TH_TEST(unary_differential) {
   wls[12].alpha = 1.0f / 6.0f; /* torch's hardsigmoid; the other one clamps most inputs (0.5x - 2) */
   wls[12].beta = 0.5f;
   check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
+/* ONNX's element-wise math (exp .. thresholded relu) against libm in double, over [-7, 7] (log and
+ * sqrt over (0, 7]; round, floor and ceil also at exact halves, round's ties going to even), each at
+ * a size with a vector body and at one that is all scalar tail; alpha 0.5 and beta -2 (unary_wl). */
+TH_TEST(math_differential) {
+  init_target();
+  tc_workload wls[2 * (TC_UNARY_COUNT - TC_UNARY_EXP)];
+  int n = 0;
+  for (int op = TC_UNARY_EXP; op < TC_UNARY_COUNT; op++) {
+    wls[n++] = unary_wl(op, 1000);
+    wls[n++] = unary_wl(op, 7);
+  }
+  check_tensor(wls, n);
   return 0;
 }
 
