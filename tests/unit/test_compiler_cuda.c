@@ -699,6 +699,32 @@ TH_TEST(emulated_cnn_activations) {
   return 0;
 }
 
+/* ---- ONNX element-wise math (issue 38) ---- */
+
+/* Each TC_UNARY_* from EXP on at an odd size, alpha 0.5 and beta -2; without log and sqrt when
+ * `real` (inputs in [-4, 4) make NaN of them; the CPU differential feeds them positive values). */
+static int math_set(tc_workload *w, int real) {
+  int n = 0;
+  for (int op = TC_UNARY_EXP; op < TC_UNARY_COUNT; op++)
+    if (!real || (op != TC_UNARY_LOG && op != TC_UNARY_SQRT))
+      w[n++] = tw_unary(301, op, 0.5f, -2.0f);
+  return n;
+}
+
+TH_TEST(nvrtc_math) {
+  tc_workload w[TC_UNARY_COUNT];
+  int n = math_set(w, 0);
+  CHECK(compile_family("math", w, n, 2) >= n * 3);
+  return 0;
+}
+
+TH_TEST(emulated_math) {
+  tc_workload w[TC_UNARY_COUNT];
+  int n = math_set(w, 1);
+  CHECK(emu_check("math", w, n, 3, 3838) == n * 3);
+  return 0;
+}
+
 /* ---- the tensor families (issue 20) ---- */
 
 static int nvrtc_tensor(tc_kernel k) {
