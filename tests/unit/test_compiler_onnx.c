@@ -989,6 +989,44 @@ TH_TEST(activations_match_formulas) {
   return 0;
 }
 
+/* Element-wise math: Elu and Selu with their attributes (Selu's gamma is the node's shift), Neg as
+ * an affine -x, and the refusals: Round before opset 11 and a Celu whose alpha is 0. */
+TH_TEST(math_ops_import) {
+  tb *b = tt_tiny(13);
+  tb_attr_f(b, tb_node(b, "Elu", "elu", "y", "e"), "alpha", 0.25f);
+  Onnx__NodeProto *n = tb_node(b, "Selu", "selu", "e", "s");
+  tb_attr_f(b, n, "gamma", 2.0f);
+  tb_node(b, "Neg", "neg", "s", "z");
+  tb_output(b, "z");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tt_ok(p, len, 1, NULL);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_MATH), 2);
+  CHECK_EQ_INT(tt_count_op(g, TC_OP_AFFINE), 1);
+  int seen = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->op == TC_OP_MATH && nd->math == TC_UNARY_ELU) seen += nd->alpha == 0.25f;
+    if (nd->op == TC_OP_MATH && nd->math == TC_UNARY_SELU)
+      seen += fabsf(nd->alpha - 1.6732632f) < 1e-6f && nd->shift == 2.0f;
+    if (nd->op == TC_OP_AFFINE) seen += nd->alpha == -1.0f && nd->shift == 0.0f;
+  }
+  CHECK_EQ_INT(seen, 3);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  b = tt_tiny(10);
+  tb_node(b, "Round", "r", "y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED,
+               "Round (node 'r', opset 10: its semantics are implemented for opsets 11..21 only)");
+  b = tt_tiny(13);
+  tb_attr_f(b, tb_node(b, "Celu", "c", "y", "z"), "alpha", 0.0f);
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'c'", "alpha nonzero for Celu");
+  return 0;
+}
+
 /* ---- opset switches
  * ------------------------------------------------------------------------------------------ */
 
