@@ -68,8 +68,8 @@ typedef enum tc_op {
   TC_OP_HARD_SIGMOID,    /* max(0, min(1, alpha * x + shift)): ONNX HardSigmoid's alpha and beta */
   TC_OP_HARD_SWISH,      /* x * max(0, min(1, x / 6 + 0.5)) */
   TC_OP_SILU,            /* x * sigmoid(x) (swish) */
-  TC_OP_MATH,            /* element-wise math: the TC_UNARY_* in math, with alpha and shift (ONNX Exp,
-                            Log, Elu, ...; never fused) */
+  TC_OP_MATH,            /* element-wise math: the TC_UNARY_* in math, with alpha and shift
+                            (ONNX Exp, Log, Elu, ...; never fused) */
   TC_OP_COUNT
 } tc_op;
 

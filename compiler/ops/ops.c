@@ -297,8 +297,8 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
     used += (size_t)w;
     w = 0;
     int ab = wl->kernel == TC_KERNEL_UNARY &&
-             (wl->op == TC_UNARY_AFFINE || wl->op == TC_UNARY_HARD_SIGMOID || wl->op == TC_UNARY_CLIP ||
-              wl->op >= TC_UNARY_ELU);
+             (wl->op == TC_UNARY_AFFINE || wl->op == TC_UNARY_HARD_SIGMOID ||
+              wl->op == TC_UNARY_CLIP || wl->op >= TC_UNARY_ELU);
     if (wl->kernel == TC_KERNEL_BATCH_MATMUL || wl->kernel == TC_KERNEL_SOFTMAX_ROWS ||
         wl->kernel == TC_KERNEL_LAYER_NORM || ab)
       w = snprintf(out + used, n - used, " a%.9g", (double)wl->alpha);

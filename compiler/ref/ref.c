@@ -210,7 +210,8 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       for (int64_t k = 0; k < numel; k++) out[k] = tc__act(in0[k], tc_op_activation(nd->op), nd);
       return TH_OK;
     case TC_OP_MATH:
-      for (int64_t k = 0; k < numel; k++) out[k] = tc_ref_unary_math(in0[k], nd->math, nd->alpha, nd->shift);
+      for (int64_t k = 0; k < numel; k++)
+        out[k] = tc_ref_unary_math(in0[k], nd->math, nd->alpha, nd->shift);
       return TH_OK;
     case TC_OP_ADD: {
       int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];

@@ -472,9 +472,9 @@ TH_TEST(unary_differential) {
   return 0;
 }
 
-/* ONNX's element-wise math (exp .. thresholded relu) against libm in double, over [-7, 7] (log and
- * sqrt over (0, 7]; round, floor and ceil also at exact halves, round's ties going to even), each at
- * a size with a vector body and at one that is all scalar tail; alpha 0.5 and beta -2 (unary_wl). */
+/* ONNX's element-wise math (exp .. thresholded relu) against libm in double, over [-7, 7] (log
+ * and sqrt over (0, 7]; round, floor and ceil also at exact halves, round's ties going to even),
+ * each at a size with a vector body and at one that is all scalar tail; alpha 0.5 and beta -2. */
 TH_TEST(math_differential) {
   init_target();
   tc_workload wls[2 * (TC_UNARY_COUNT - TC_UNARY_EXP)];
