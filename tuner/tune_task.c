@@ -101,131 +101,44 @@ int tune_task_features(void *ctx, const tc_space *s, const tc_config *c, float *
   return 0;
 }
 
-/* Elements a strided operand spans: the offset of its last element plus one (a stride 0
- * broadcasts). */
-static int64_t tune__extent(int ndim, const int *shape, const int *stride, int off) {
-  int64_t e = (int64_t)off + 1;
-  for (int d = 0; d < ndim && d < TC_WL_DIMS; d++) {
-    if (shape[d] <= 0) return 0;
-    e += (int64_t)(shape[d] - 1) * (stride[d] < 0 ? -(int64_t)stride[d] : stride[d]);
-  }
-  return e;
-}
-
-static int64_t tune__volume(int ndim, const int *shape) {
-  int64_t v = 1;
-  for (int d = 0; d < ndim && d < TC_WL_DIMS; d++) v *= shape[d];
-  return v;
-}
-
 _Static_assert(TC_PACK_NPARAMS == TUNE_PACK_NPARAMS, "the worker passes every pack parameter");
+_Static_assert(TC_MAX_ARGS <= TUNE_MAX_BUFS, "the worker holds every kernel argument");
 
 th_status tune_task_layout(const tune_task *t, tune_layout *out) {
-  const tc_workload *w = &t->wl;
+  tc_arg_layout args;
   memset(out, 0, sizeof *out);
-  /* maps as stored: a padded channel block rounds the channels up (tc_channels_stored) */
-  int64_t in = (int64_t)w->n * tc_channels_stored(w->c, w->in_cb) * w->h * w->w;
-  int64_t o = (int64_t)w->n * tc_channels_stored(w->oc, w->out_cb) * w->oh * w->ow;
-  switch (w->kernel) {
-    case TC_KERNEL_CONV2D:
-    case TC_KERNEL_DEPTHWISE:
-    case TC_KERNEL_DENSE:
-      out->nbufs = 5;
-      out->nelems[TC_ARG_IN] = in;
-      out->nelems[TC_ARG_WEIGHTS] = w->kernel == TC_KERNEL_CONV2D      ? (int64_t)w->oc * w->c * w->kh * w->kw
-                                    : w->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)w->c * w->kh * w->kw
-                                                                       : (int64_t)w->oc * w->c;
-      out->packed[TC_ARG_WEIGHTS] = 1;
-      out->nelems[TC_ARG_BIAS] = (w->epilogue & TC_EPI_BIAS) ? tc_channels_stored(w->oc, w->out_cb) : 0;
-      out->nelems[TC_ARG_RESIDUAL] = (w->epilogue & TC_EPI_RESIDUAL) ? o : 0;
-      out->nelems[TC_ARG_OUT] = o;
-      out->is_output[TC_ARG_OUT] = 1;
-      break;
-    case TC_KERNEL_ELTWISE:
-      out->nbufs = 3;
-      out->nelems[0] = out->nelems[1] = out->nelems[2] = in;
-      out->is_output[2] = 1;
-      break;
-    case TC_KERNEL_BATCH_MATMUL: /* {a [n, M, K], b [n, K, N], out [n, M, N]}: M = h, K = c, N = oc
-                                  */
-      out->nbufs = 3;
-      out->nelems[0] = (int64_t)w->n * w->h * w->c;
-      out->nelems[1] = (int64_t)w->n * w->c * w->oc;
-      out->nelems[2] = (int64_t)w->n * w->h * w->oc;
-      out->is_output[2] = 1;
-      break;
-    case TC_KERNEL_LAYER_NORM: /* {in, gamma, beta, residual or NULL, out}: n rows of c */
-      out->nbufs = 5;
-      out->nelems[0] = out->nelems[4] = (int64_t)w->n * w->c;
-      out->nelems[1] = out->nelems[2] = w->c;
-      out->nelems[3] = (w->epilogue & TC_EPI_RESIDUAL) ? (int64_t)w->n * w->c : 0;
-      out->is_output[4] = 1;
-      break;
-    case TC_KERNEL_SOFTMAX_ROWS: /* {in, mask [n, w] or NULL, out}: rows [n, c, h] of w */
-      out->nbufs = 3;
-      out->nelems[0] = out->nelems[2] = in;
-      out->nelems[1] = (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
-      out->is_output[2] = 1;
-      break;
-    case TC_KERNEL_UNARY: /* {in, out}: n elements; a cast reads int64 */
-      out->nbufs = 2;
-      out->nelems[0] = out->nelems[1] = w->n;
-      if (w->op == TC_UNARY_CAST_I64) out->elem_bytes[0] = 8; /* small integers: [0, 100) */
-      out->is_output[1] = 1;
-      break;
-    case TC_KERNEL_EMBEDDING: /* {indices [n] int64 in [0, c), table [c, oc], out [n, oc]} */
-      out->nbufs = 3;
-      out->nelems[0] = w->n;
-      out->elem_bytes[0] = 8;
-      out->index_limit[0] = w->c;
-      out->nelems[1] = (int64_t)w->c * w->oc;
-      out->nelems[2] = (int64_t)w->n * w->oc;
-      out->is_output[2] = 1;
-      break;
-    case TC_KERNEL_COPY: { /* {in, out}: the extents of the strided spaces */
-      out->nbufs = 2;
-      out->nelems[0] = tune__extent(w->ndim, w->shape, w->astride, w->aoff);
-      out->nelems[1] = tune__extent(w->ndim, w->shape, w->bstride, w->boff);
-      out->is_output[1] = 1;
-      /* one part of a concat (or a slice's gaps): the rest of the output stays unwritten */
-      out->partial[1] = w->boff != 0 || out->nelems[1] != tune__volume(w->ndim, w->shape);
-      break;
-    }
-    case TC_KERNEL_BINARY: /* {a, b, out}: out contiguous over shape, a and b strided (0 broadcasts)
-                            */
-      out->nbufs = 3;
-      out->nelems[0] = tune__extent(w->ndim, w->shape, w->astride, 0);
-      out->nelems[1] = tune__extent(w->ndim, w->shape, w->bstride, 0);
-      out->nelems[2] = tune__volume(w->ndim, w->shape);
-      out->is_output[2] = 1;
-      break;
-    case TC_KERNEL_COUNT:
-      return TH_ERR_INVALID;
-    default: /* pools, softmax, layout, concat: {in, out} */
-      out->nbufs = 2;
-      out->nelems[0] = in;
-      out->nelems[1] = o;
-      out->is_output[1] = 1;
-      break;
+  th_status rc = tc_op_args(&t->wl, &args);
+  if (rc != TH_OK) return rc;
+  out->nbufs = args.nargs;
+  for (int a = 0; a < args.nargs; a++) {
+    out->nelems[a] = args.nelems[a];
+    out->is_output[a] = args.role[a] == TC_ARG_ROLE_OUT;
+    out->packed[a] = args.role[a] == TC_ARG_ROLE_PACKED;
+    out->elem_bytes[a] = args.elem_bytes[a];
+    out->index_limit[a] = args.index_limit[a];
+    out->partial[a] = args.partial[a];
   }
-  if (tc_op_nargs(w->kernel) != out->nbufs) return TH_ERR_UNSUPPORTED;
   return TH_OK;
 }
 
 th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out) {
   memset(out, 0, sizeof *out);
-  /* only conv, depthwise and dense pack their weights; the tensor families read plain buffers
-   * (layer norm's gamma and beta, an embedding's table) */
-  if (t->wl.kernel != TC_KERNEL_CONV2D && t->wl.kernel != TC_KERNEL_DEPTHWISE &&
-      t->wl.kernel != TC_KERNEL_DENSE)
-    return TH_OK;
+  /* only the families with a packed slot (conv, depthwise, dense) pack their weights; the tensor
+   * families read plain buffers (layer norm's gamma and beta, an embedding's table) */
+  tc_arg_layout args;
+  th_status rc = tc_op_args(&t->wl, &args);
+  if (rc != TH_OK) return rc;
+  int slot = -1;
+  for (int a = 0; a < args.nargs; a++)
+    if (args.role[a] == TC_ARG_ROLE_PACKED) slot = a;
+  if (slot < 0) return TH_OK;
   int p[TC_PACK_NPARAMS];
   int64_t n = 0;
-  th_status rc = tc_backend_pack(&t->target, &t->wl, c, p, &n);
+  rc = tc_backend_pack(&t->target, &t->wl, c, p, &n);
   if (rc != TH_OK) return rc;
   if (n == 0) return TH_ERR_INVALID;
-  for (int i = 0; i < TC_PACK_NPARAMS && i < TUNE_PACK_NPARAMS; i++) out->params[TC_ARG_WEIGHTS][i] = p[i];
-  out->packed_n[TC_ARG_WEIGHTS] = (int64_t)n;
+  for (int i = 0; i < TC_PACK_NPARAMS && i < TUNE_PACK_NPARAMS; i++) out->params[slot][i] = p[i];
+  out->packed_n[slot] = (int64_t)n;
   return TH_OK;
 }
 
