@@ -51,10 +51,10 @@ void tune_shape_features(const char *workload_key, float *out);
  * text lacks), so records of other workloads can train this task's model. */
 void tune_text_knob_features(const tc_space *s, const char *config_text, float *out);
 
-/* The kernel argument layout of the task, per family's argument list (compiler/ops/ops.h): elements
- * per slot (0 for a NULL slot: no bias, residual or mask), outputs, packed weights, int64 slots
- * with their value range (an embedding's indices in [0, c), a cast's small integers) and partial
- * outputs (a copy into one part of its output). Reads only t->wl. TH_ERR_INVALID for
+/* The kernel argument layout of the task, from its family's row of TC_KERNEL_TABLE (tc_op_args):
+ * elements per slot (0 for a NULL slot: no bias, residual or mask), outputs, packed weights, int64
+ * slots with their value range (an embedding's indices in [0, c), a cast's small integers) and
+ * partial outputs (a copy into one part of its output). Reads only t->wl. TH_ERR_INVALID for
  * TC_KERNEL_COUNT. */
 th_status tune_task_layout(const tune_task *t, tune_layout *out);
 /* The weight packing of a config (pack params and packed sizes for the packed slots). */

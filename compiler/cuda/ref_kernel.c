@@ -13,71 +13,16 @@
 #include "tc_cuda.h"
 
 void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]) {
+  tc_arg_layout args;
   memset(sizes, 0, 5 * sizeof sizes[0]);
-  int64_t in = (int64_t)wl->n * wl->c * wl->h * wl->w, out = (int64_t)wl->n * wl->oc * wl->oh * wl->ow;
-  switch (wl->kernel) {
-    case TC_KERNEL_CONV2D:
-    case TC_KERNEL_DEPTHWISE:
-    case TC_KERNEL_DENSE:
-      sizes[TC_ARG_IN] = in;
-      sizes[TC_ARG_WEIGHTS] = wl->kernel == TC_KERNEL_CONV2D ? (int64_t)wl->oc * wl->c * wl->kh * wl->kw
-                              : wl->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)wl->c * wl->kh * wl->kw
-                                                                  : (int64_t)wl->oc * wl->c;
-      sizes[TC_ARG_BIAS] = (wl->epilogue & TC_EPI_BIAS) ? wl->oc : 0;
-      sizes[TC_ARG_RESIDUAL] = (wl->epilogue & TC_EPI_RESIDUAL) ? out : 0;
-      sizes[TC_ARG_OUT] = out;
-      break;
-    case TC_KERNEL_ELTWISE:
-      sizes[0] = sizes[1] = sizes[2] = in;
-      break;
-    case TC_KERNEL_CONCAT:
-      sizes[0] = in;
-      sizes[1] = (int64_t)wl->n * wl->oc * wl->h * wl->w;
-      break;
-    case TC_KERNEL_BATCH_MATMUL:
-      sizes[0] = (int64_t)wl->n * wl->h * wl->c;
-      sizes[1] = (int64_t)wl->n * wl->c * wl->oc;
-      sizes[2] = (int64_t)wl->n * wl->h * wl->oc;
-      break;
-    case TC_KERNEL_LAYER_NORM:
-      sizes[0] = sizes[4] = (int64_t)wl->n * wl->c;
-      sizes[1] = sizes[2] = wl->c;
-      sizes[3] = (wl->epilogue & TC_EPI_RESIDUAL) ? sizes[0] : 0;
-      break;
-    case TC_KERNEL_SOFTMAX_ROWS:
-      sizes[0] = sizes[2] = in;
-      sizes[1] = (wl->epilogue & TC_EPI_MASK) ? (int64_t)wl->n * wl->w : 0;
-      break;
-    case TC_KERNEL_EMBEDDING:
-      sizes[0] = wl->n;
-      sizes[1] = (int64_t)wl->c * wl->oc;
-      sizes[2] = (int64_t)wl->n * wl->oc;
-      break;
-    case TC_KERNEL_COPY:
-    case TC_KERNEL_BINARY: {
-      /* one past the last element each operand touches; binary's output is contiguous */
-      int64_t a = 1 + wl->aoff, b = 1 + wl->boff, o = 1;
-      for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) {
-        a += (int64_t)(wl->shape[d] - 1) * wl->astride[d];
-        b += (int64_t)(wl->shape[d] - 1) * wl->bstride[d];
-        o *= wl->shape[d];
-      }
-      sizes[0] = a;
-      sizes[1] = b;
-      if (wl->kernel == TC_KERNEL_BINARY) sizes[2] = o;
-      break;
-    }
-    default:
-      sizes[0] = in;
-      sizes[1] = wl->kernel == TC_KERNEL_SOFTMAX || wl->kernel == TC_KERNEL_LAYOUT ? in : out;
-      break;
-  }
+  if (tc_op_args(wl, &args) != TH_OK) return;
+  for (int a = 0; a < args.nargs && a < 5; a++) sizes[a] = args.nelems[a];
 }
 
 int tc_cuda_arg_elem_bytes(const tc_workload *wl, int slot) {
-  int i64 = slot == 0 && (wl->kernel == TC_KERNEL_EMBEDDING ||
-                          (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64));
-  return i64 ? 8 : 4;
+  tc_arg_layout args;
+  if (slot < 0 || slot >= TC_MAX_ARGS || tc_op_args(wl, &args) != TH_OK) return 4;
+  return args.elem_bytes[slot] == 8 ? 8 : 4;
 }
 
 void tc_cuda_fill_i64(const tc_workload *wl, int64_t *p, int64_t n, uint64_t *seed) {

@@ -161,7 +161,7 @@ void tc_cuda_target_use_device(tc_cuda_target *t, const tc_cuda_device *d);
  * the kernel (host pointers). The oracle of measurement and of the GPU template tests. */
 th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args);
 /* Element counts of each argument slot of wl (0 for an unused slot, which the kernel never reads:
- * no bias, no residual, no mask), up to 5. */
+ * no bias, no residual, no mask), up to 5: tc_op_args, the family's row of TC_KERNEL_TABLE. */
 void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]);
 /* Bytes per element of slot's buffer: 8 for int64 (embedding's indices, the input of an int64
  * cast), else 4 (float). */

@@ -17,10 +17,55 @@ static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_layer_norm, &tc__op_softmax_rows, &tc__op_unary, &tc__op_embedding, &tc__op_copy,
     &tc__op_binary};
 static const char *const names[TC_KERNEL_COUNT] = {
-    "conv2d_nchwc", "depthwise_nchwc", "dense_pack", "max_pool_nchwc", "avg_pool_nchwc",
-    "global_avg_pool_nchwc", "softmax", "eltwise_add", "concat_nchwc", "layout_transform",
-    "batch_matmul", "layer_norm", "softmax_rows", "unary", "embedding", "copy", "binary"};
-_Static_assert(TC_KERNEL_COUNT == 17, "add the new kernel family to ops[] and names[]");
+#define TC__KERNEL_NAME(id, name, nargs, a0, a1, a2, a3, a4) [TC_KERNEL_##id] = name,
+    TC_KERNEL_TABLE(TC__KERNEL_NAME)
+#undef TC__KERNEL_NAME
+};
+_Static_assert(TC_KERNEL_COUNT == 17, "add the new kernel family to ops[]");
+
+/* TC_KERNEL_TABLE's argument slots: (role, size rule) pairs. */
+#define TC__ROLE(role, size) TC_ARG_ROLE_##role
+#define TC__SIZE(role, size) TC_ARG_SIZE_##size
+typedef struct tc__args {
+  int nargs;
+  tc_arg_role role[TC_MAX_ARGS];
+  tc_arg_size size[TC_MAX_ARGS];
+} tc__args;
+static const tc__args args_table[TC_KERNEL_COUNT] = {
+#define TC__KERNEL_ARGS(id, name, nargs, a0, a1, a2, a3, a4)                             \
+  [TC_KERNEL_##id] = {nargs,                                                             \
+                      {TC__ROLE a0, TC__ROLE a1, TC__ROLE a2, TC__ROLE a3, TC__ROLE a4}, \
+                      {TC__SIZE a0, TC__SIZE a1, TC__SIZE a2, TC__SIZE a3, TC__SIZE a4}},
+    TC_KERNEL_TABLE(TC__KERNEL_ARGS)
+#undef TC__KERNEL_ARGS
+};
+/* Each row: nargs slots named (and none past them), its last one the only output. */
+#define TC__SLOT(a, i, nargs) ((TC__ROLE a != TC_ARG_ROLE_NONE) == ((i) < (nargs)))
+#define TC__OUTS(a0, a1, a2, a3, a4)                                     \
+  ((TC__ROLE a0 == TC_ARG_ROLE_OUT) + (TC__ROLE a1 == TC_ARG_ROLE_OUT) + \
+   (TC__ROLE a2 == TC_ARG_ROLE_OUT) + (TC__ROLE a3 == TC_ARG_ROLE_OUT) + \
+   (TC__ROLE a4 == TC_ARG_ROLE_OUT))
+#define TC__LAST(nargs, a0, a1, a2, a3, a4) \
+  ((nargs) == 1   ? TC__ROLE a0             \
+   : (nargs) == 2 ? TC__ROLE a1             \
+   : (nargs) == 3 ? TC__ROLE a2             \
+   : (nargs) == 4 ? TC__ROLE a3             \
+                  : TC__ROLE a4)
+#define TC__KERNEL_CHECK(id, name, nargs, a0, a1, a2, a3, a4)                                      \
+  _Static_assert((nargs) >= 1 && (nargs) <= TC_MAX_ARGS && TC__SLOT(a0, 0, nargs) &&               \
+                     TC__SLOT(a1, 1, nargs) && TC__SLOT(a2, 2, nargs) && TC__SLOT(a3, 3, nargs) && \
+                     TC__SLOT(a4, 4, nargs),                                                       \
+                 "TC_KERNEL_TABLE: " #id " names nargs slots");                                    \
+  _Static_assert(                                                                                  \
+      TC__OUTS(a0, a1, a2, a3, a4) == 1 && TC__LAST(nargs, a0, a1, a2, a3, a4) == TC_ARG_ROLE_OUT, \
+      "TC_KERNEL_TABLE: " #id "'s last slot is its one output");
+TC_KERNEL_TABLE(TC__KERNEL_CHECK)
+#undef TC__KERNEL_CHECK
+#undef TC__LAST
+#undef TC__OUTS
+#undef TC__SLOT
+#undef TC__SIZE
+#undef TC__ROLE
 
 const char *tc_kernel_name(tc_kernel k) {
   return (k >= 0 && k < TC_KERNEL_COUNT) ? names[k] : "unknown";
@@ -31,18 +76,94 @@ int tc_op_has_template(tc_kernel k) {
 }
 
 int tc_op_nargs(tc_kernel k) {
-  switch (k) {
-    case TC_KERNEL_CONV2D:
-    case TC_KERNEL_DEPTHWISE:
-    case TC_KERNEL_DENSE:
-    case TC_KERNEL_LAYER_NORM: return 5;
-    case TC_KERNEL_ELTWISE:
-    case TC_KERNEL_BATCH_MATMUL:
-    case TC_KERNEL_SOFTMAX_ROWS:
-    case TC_KERNEL_EMBEDDING:
-    case TC_KERNEL_BINARY: return 3;
-    default: return 2;
+  return k >= 0 && k < TC_KERNEL_COUNT ? args_table[k].nargs : 2;
+}
+
+/* Elements a strided operand spans: the offset of its last element plus one (a stride 0
+ * broadcasts). */
+static int64_t tc__extent(const tc_workload *w, const int *stride, int off) {
+  int64_t e = (int64_t)off + 1;
+  for (int d = 0; d < w->ndim && d < TC_WL_DIMS; d++) {
+    if (w->shape[d] <= 0) return 0;
+    e += (int64_t)(w->shape[d] - 1) * (stride[d] < 0 ? -(int64_t)stride[d] : stride[d]);
   }
+  return e;
+}
+
+static int64_t tc__volume(const tc_workload *w) {
+  int64_t v = 1;
+  for (int d = 0; d < w->ndim && d < TC_WL_DIMS; d++) v *= w->shape[d];
+  return v;
+}
+
+static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
+  int64_t map_out = (int64_t)w->n * tc_channels_stored(w->oc, w->out_cb) * w->oh * w->ow;
+  switch (size) {
+    case TC_ARG_SIZE_NONE:
+      return 0;
+    case TC_ARG_SIZE_MAP_IN:
+      return (int64_t)w->n * tc_channels_stored(w->c, w->in_cb) * w->h * w->w;
+    case TC_ARG_SIZE_MAP_OUT:
+      return map_out;
+    case TC_ARG_SIZE_WEIGHTS:
+      return w->kernel == TC_KERNEL_CONV2D      ? (int64_t)w->oc * w->c * w->kh * w->kw
+             : w->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)w->c * w->kh * w->kw
+                                                : (int64_t)w->oc * w->c;
+    case TC_ARG_SIZE_BIAS:
+      return (w->epilogue & TC_EPI_BIAS) ? tc_channels_stored(w->oc, w->out_cb) : 0;
+    case TC_ARG_SIZE_RESIDUAL:
+      return (w->epilogue & TC_EPI_RESIDUAL) ? map_out : 0;
+    case TC_ARG_SIZE_BMM_A:
+      return (int64_t)w->n * w->h * w->c;
+    case TC_ARG_SIZE_BMM_B:
+      return (int64_t)w->n * w->c * w->oc;
+    case TC_ARG_SIZE_BMM_OUT:
+      return (int64_t)w->n * w->h * w->oc;
+    case TC_ARG_SIZE_ROWS:
+      return (int64_t)w->n * w->c;
+    case TC_ARG_SIZE_ROWS_RESIDUAL:
+      return (w->epilogue & TC_EPI_RESIDUAL) ? (int64_t)w->n * w->c : 0;
+    case TC_ARG_SIZE_CHANNELS:
+      return w->c;
+    case TC_ARG_SIZE_MASK:
+      return (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
+    case TC_ARG_SIZE_ELEMS:
+    case TC_ARG_SIZE_UNARY_IN:
+    case TC_ARG_SIZE_INDICES:
+      return w->n;
+    case TC_ARG_SIZE_TABLE:
+      return (int64_t)w->c * w->oc;
+    case TC_ARG_SIZE_GATHER_OUT:
+      return (int64_t)w->n * w->oc;
+    case TC_ARG_SIZE_A_EXTENT:
+      return tc__extent(w, w->astride, w->aoff);
+    case TC_ARG_SIZE_B_EXTENT:
+      return tc__extent(w, w->bstride, w->boff);
+    case TC_ARG_SIZE_VOLUME:
+      return tc__volume(w);
+  }
+  return 0;
+}
+
+th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
+  if (!wl || !out || wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return TH_ERR_INVALID;
+  const tc__args *row = &args_table[wl->kernel];
+  memset(out, 0, sizeof *out);
+  out->nargs = row->nargs;
+  for (int a = 0; a < row->nargs; a++) {
+    tc_arg_size size = row->size[a];
+    out->role[a] = row->role[a];
+    out->nelems[a] = tc__arg_elems(wl, size);
+    out->elem_bytes[a] = 4;
+    if (size == TC_ARG_SIZE_INDICES ||
+        (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64))
+      out->elem_bytes[a] = 8;
+    if (size == TC_ARG_SIZE_INDICES) out->index_limit[a] = wl->c;
+    /* one part of a concat (or a slice's gaps): the rest of the output stays unwritten */
+    if (row->role[a] == TC_ARG_ROLE_OUT && size == TC_ARG_SIZE_B_EXTENT)
+      out->partial[a] = wl->boff != 0 || out->nelems[a] != tc__volume(wl);
+  }
+  return TH_OK;
 }
 
 int tc_channel_block(int channels, int simd_lanes) {

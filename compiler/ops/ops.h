@@ -60,6 +60,7 @@
 #define TC_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ir.h"
 #include "space.h"
@@ -75,8 +76,57 @@ enum { TC_ARG_ELT_A = 0, TC_ARG_ELT_B = 1, TC_ARG_ELT_OUT = 2 }; /* eltwise */
 /* Nonzero when the family has a CPU template (every family will; a new one may land on one backend first). */
 int tc_op_has_template(tc_kernel k);
 
-/* The number of pointers in the kernel's args array for this family (5, 2 or 3). */
+/* The number of pointers in the kernel's args array for this family (5, 2 or 3): TC_KERNEL_TABLE's
+ * nargs. */
 int tc_op_nargs(tc_kernel k);
+
+/* Argument roles and size rules of TC_KERNEL_TABLE (workload.h). The output is the last slot. */
+#define TC_MAX_ARGS 5
+typedef enum tc_arg_role {
+  TC_ARG_ROLE_NONE = 0, /* past nargs */
+  TC_ARG_ROLE_IN,       /* read */
+  TC_ARG_ROLE_OPT,      /* read when its epilogue flag is set, else NULL (0 elements) */
+  TC_ARG_ROLE_PACKED,   /* weights: torch layout in the graph, packed per config (tc_op_pack) */
+  TC_ARG_ROLE_OUT,      /* written */
+} tc_arg_role;
+typedef enum tc_arg_size {
+  TC_ARG_SIZE_NONE = 0,
+  TC_ARG_SIZE_MAP_IN,        /* n * tc_channels_stored(c, in_cb) * h * w */
+  TC_ARG_SIZE_MAP_OUT,       /* n * tc_channels_stored(oc, out_cb) * oh * ow */
+  TC_ARG_SIZE_WEIGHTS,       /* torch layout: conv2d oc*c*kh*kw, depthwise c*kh*kw, dense oc*c */
+  TC_ARG_SIZE_BIAS,          /* tc_channels_stored(oc, out_cb) with TC_EPI_BIAS */
+  TC_ARG_SIZE_RESIDUAL,      /* MAP_OUT with TC_EPI_RESIDUAL */
+  TC_ARG_SIZE_BMM_A,         /* n * h * c */
+  TC_ARG_SIZE_BMM_B,         /* n * c * oc */
+  TC_ARG_SIZE_BMM_OUT,       /* n * h * oc */
+  TC_ARG_SIZE_ROWS,          /* n * c */
+  TC_ARG_SIZE_ROWS_RESIDUAL, /* n * c with TC_EPI_RESIDUAL */
+  TC_ARG_SIZE_CHANNELS,      /* c */
+  TC_ARG_SIZE_MASK,          /* n * w with TC_EPI_MASK */
+  TC_ARG_SIZE_ELEMS,         /* n */
+  TC_ARG_SIZE_UNARY_IN,      /* n; int64 for TC_UNARY_CAST_I64 */
+  TC_ARG_SIZE_INDICES,       /* n int64 indices in [0, c) */
+  TC_ARG_SIZE_TABLE,         /* c * oc */
+  TC_ARG_SIZE_GATHER_OUT,    /* n * oc */
+  TC_ARG_SIZE_A_EXTENT,      /* 1 + aoff + sum (shape[d] - 1) * astride[d] */
+  TC_ARG_SIZE_B_EXTENT, /* 1 + boff + sum (shape[d] - 1) * bstride[d]; as an output, partial when it
+                           is not the whole contiguous space */
+  TC_ARG_SIZE_VOLUME,   /* prod shape[d] */
+} tc_arg_size;
+
+/* A workload's kernel arguments, from its family's row of TC_KERNEL_TABLE. */
+typedef struct tc_arg_layout {
+  int nargs;
+  tc_arg_role role[TC_MAX_ARGS];
+  int64_t nelems[TC_MAX_ARGS];      /* elements as stored (0: a NULL slot); unpacked for PACKED */
+  int elem_bytes[TC_MAX_ARGS];      /* 4: float32, 8: int64 */
+  int64_t index_limit[TC_MAX_ARGS]; /* int64 indices: values in [0, index_limit); 0 otherwise */
+  int partial[TC_MAX_ARGS];         /* an output written only in part (a copy into a slice) */
+} tc_arg_layout;
+
+/* Fills *out for wl (assumed to pass tc_workload_check). TH_ERR_INVALID for a kernel outside the
+ * table. */
+th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out);
 
 /* The channel block for a map of `channels` channels on a target of simd_lanes float lanes: the largest of
  * {16, 8, 4, 2, 1} that divides channels, unless that is narrower than min(8, lanes) while channels >=

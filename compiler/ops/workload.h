@@ -9,26 +9,65 @@
 
 #include "th_status.h"
 
+/* The kernel families, one row each: the one place a family's identity and argument list are
+ * written. X(ID, name, nargs, a0, a1, a2, a3, a4) makes TC_KERNEL_<ID> (in row order), its template
+ * name (tc_kernel_name: records and keys) and its argument slots, the `args` array of the kernel
+ * ABI (ops.h): nargs slots, each a (role, size rule) pair (TC_ARG_ROLE_<role>, TC_ARG_SIZE_<rule>
+ * in ops.h), padded to five with (NONE, NONE). tc_op_nargs, tc_op_args (the tuner's layout, the GPU
+ * measurement's buffers) and the _Static_asserts beside them in ops.c derive from it. Maps are
+ * NCHW[cb]c as stored (ops.h). */
+#define TC_KERNEL_TABLE(X)                                                                         \
+  /* NCHW[cb]c conv, groups == 1 */                                                                \
+  X(CONV2D, "conv2d_nchwc", 5, (IN, MAP_IN), (PACKED, WEIGHTS), (OPT, BIAS), (OPT, RESIDUAL),      \
+    (OUT, MAP_OUT))                                                                                \
+  /* groups == c == oc */                                                                          \
+  X(DEPTHWISE, "depthwise_nchwc", 5, (IN, MAP_IN), (PACKED, WEIGHTS), (OPT, BIAS),                 \
+    (OPT, RESIDUAL), (OUT, MAP_OUT))                                                               \
+  /* [n, k] x [k, m] -> [n, m], weights packed */                                                  \
+  X(DENSE, "dense_pack", 5, (IN, MAP_IN), (PACKED, WEIGHTS), (OPT, BIAS), (OPT, RESIDUAL),         \
+    (OUT, MAP_OUT))                                                                                \
+  X(MAXPOOL, "max_pool_nchwc", 2, (IN, MAP_IN), (OUT, MAP_OUT), (NONE, NONE), (NONE, NONE),        \
+    (NONE, NONE))                                                                                  \
+  X(AVGPOOL, "avg_pool_nchwc", 2, (IN, MAP_IN), (OUT, MAP_OUT), (NONE, NONE), (NONE, NONE),        \
+    (NONE, NONE))                                                                                  \
+  X(GLOBAL_AVGPOOL, "global_avg_pool_nchwc", 2, (IN, MAP_IN), (OUT, MAP_OUT), (NONE, NONE),        \
+    (NONE, NONE), (NONE, NONE))                                                                    \
+  /* over the last axis */                                                                         \
+  X(SOFTMAX, "softmax", 2, (IN, MAP_IN), (OUT, MAP_OUT), (NONE, NONE), (NONE, NONE), (NONE, NONE)) \
+  /* binary add (+ epilogue) of two same-shape tensors */                                          \
+  X(ELTWISE, "eltwise_add", 3, (IN, MAP_IN), (IN, MAP_IN), (OUT, MAP_IN), (NONE, NONE),            \
+    (NONE, NONE))                                                                                  \
+  /* channel concat */                                                                             \
+  X(CONCAT, "concat_nchwc", 2, (IN, MAP_IN), (OUT, MAP_OUT), (NONE, NONE), (NONE, NONE),           \
+    (NONE, NONE))                                                                                  \
+  /* NCHW[a]c <-> NCHW[b]c reorder */                                                              \
+  X(LAYOUT, "layout_transform", 2, (IN, MAP_IN), (OUT, MAP_OUT), (NONE, NONE), (NONE, NONE),       \
+    (NONE, NONE))                                                                                  \
+  /* tensor kernels (transformers, imported graphs): plain row-major, see ops.h for each ABI */    \
+  /* [n, M, K] x [n, K, N] (either operand transposed) -> [n, M, N], times alpha */                \
+  X(BATCH_MATMUL, "batch_matmul", 3, (IN, BMM_A), (IN, BMM_B), (OUT, BMM_OUT), (NONE, NONE),       \
+    (NONE, NONE))                                                                                  \
+  /* over the last axis (c) of n rows, gamma/beta, eps = alpha; optional residual */               \
+  X(LAYER_NORM, "layer_norm", 5, (IN, ROWS), (IN, CHANNELS), (IN, CHANNELS), (OPT, ROWS_RESIDUAL), \
+    (OUT, ROWS))                                                                                   \
+  /* softmax(alpha * x + mask) over w, rows [n, c, h]; mask [n, w] (TC_EPI_MASK) */                \
+  X(SOFTMAX_ROWS, "softmax_rows", 3, (IN, MAP_IN), (OPT, MASK), (OUT, MAP_IN), (NONE, NONE),       \
+    (NONE, NONE))                                                                                  \
+  /* element-wise TC_UNARY_* over n elements (gelu, tanh, cast, affine) */                         \
+  X(UNARY, "unary", 2, (IN, UNARY_IN), (OUT, ELEMS), (NONE, NONE), (NONE, NONE), (NONE, NONE))     \
+  /* gather rows of a [c, oc] table by n int64 indices */                                          \
+  X(EMBEDDING, "embedding", 3, (IN, INDICES), (IN, TABLE), (OUT, GATHER_OUT), (NONE, NONE),        \
+    (NONE, NONE))                                                                                  \
+  /* strided copy over an ndim-D space: transpose, slice, expand, concat parts */                  \
+  X(COPY, "copy", 2, (IN, A_EXTENT), (OUT, B_EXTENT), (NONE, NONE), (NONE, NONE), (NONE, NONE))    \
+  /* broadcast element-wise TC_BINARY_* over an ndim-D space */                                    \
+  X(BINARY, "binary", 3, (IN, A_EXTENT), (IN, B_EXTENT), (OUT, VOLUME), (NONE, NONE), (NONE, NONE))
+
 typedef enum tc_kernel {
-  TC_KERNEL_CONV2D = 0,    /* NCHW[cb]c conv, groups == 1 */
-  TC_KERNEL_DEPTHWISE,     /* groups == c == oc */
-  TC_KERNEL_DENSE,         /* [n, k] x [k, m] -> [n, m], weights packed */
-  TC_KERNEL_MAXPOOL,
-  TC_KERNEL_AVGPOOL,
-  TC_KERNEL_GLOBAL_AVGPOOL,
-  TC_KERNEL_SOFTMAX,       /* over the last axis */
-  TC_KERNEL_ELTWISE,       /* binary add (+ epilogue) of two same-shape tensors */
-  TC_KERNEL_CONCAT,        /* channel concat */
-  TC_KERNEL_LAYOUT,        /* NCHW[a]c <-> NCHW[b]c reorder */
-  /* tensor kernels (transformers, imported graphs): plain row-major layouts, see ops.h for each ABI */
-  TC_KERNEL_BATCH_MATMUL,  /* [n, M, K] x [n, K, N] (either operand transposed) -> [n, M, N], times alpha */
-  TC_KERNEL_LAYER_NORM,    /* over the last axis (c) of n rows, gamma/beta, eps = alpha; optional residual */
-  TC_KERNEL_SOFTMAX_ROWS,  /* softmax(alpha * x + mask) over w, rows [n, c, h]; mask [n, w] (TC_EPI_MASK) */
-  TC_KERNEL_UNARY,         /* element-wise TC_UNARY_* over n elements (gelu, tanh, cast, affine) */
-  TC_KERNEL_EMBEDDING,     /* gather rows of a [c, oc] table by n int64 indices */
-  TC_KERNEL_COPY,          /* strided copy over an ndim-D space: transpose, slice, expand, concat parts */
-  TC_KERNEL_BINARY,        /* broadcast element-wise TC_BINARY_* over an ndim-D space */
-  TC_KERNEL_COUNT
+#define TC__KERNEL_ENUM(id, name, nargs, a0, a1, a2, a3, a4) TC_KERNEL_##id,
+  TC_KERNEL_TABLE(TC__KERNEL_ENUM)
+#undef TC__KERNEL_ENUM
+      TC_KERNEL_COUNT
 } tc_kernel;
 
 /* Epilogue flags, applied in this order after the main computation: + bias, + residual, then activation. */
