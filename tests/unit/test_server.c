@@ -562,12 +562,14 @@ TH_TEST(path_squash) {
                                          {"/v2//x%2F/y", "/v2/x%2F/y"},
                                          {"", ""}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    /* both texts through locals: gcc's -Wformat-overflow under -fsanitize takes a table entry for null */
+    const char *in = cases[i][0], *want = cases[i][1];
     char p[64];
-    snprintf(p, sizeof p, "%s", cases[i][0]);
+    snprintf(p, sizeof p, "%s", in ? in : "");
     srv_path_squash(p);
-    if (strcmp(p, cases[i][1]))
-      fprintf(stderr, "'%s' -> '%s', want '%s'\n", cases[i][0], p, cases[i][1]);
-    CHECK(!strcmp(p, cases[i][1]));
+    if (!want || strcmp(p, want))
+      fprintf(stderr, "'%s' -> '%s', want '%s'\n", in ? in : "", p, want ? want : "");
+    CHECK(want && !strcmp(p, want));
   }
   return 0;
 }
