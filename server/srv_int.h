@@ -8,9 +8,24 @@
 #include <stdint.h>
 
 #include "auth.h"
+#include "route_table.h"
 #include "srv.h"
 #include "store.h"
 #include "th_buf.h"
+
+/* The distinct HTTP statuses /metrics counts per route; later ones share the last slot. */
+#define SRV_STATUS_SLOTS 16
+
+/* Metric labels for routes: 0 for a request no route matched, then one per row of route_table.h. */
+enum srv_route {
+  SRV_ROUTE_OTHER = 0,
+#define X(id, name, methods, pattern, access, handler) SRV_ROUTE_##id,
+  SRV_ROUTE_TABLE(X)
+#undef X
+  SRV_ROUTE_COUNT
+};
+/* "other", then each route's name: the label of /metrics (response.c). */
+extern const char *const srv_route_names[];
 
 typedef struct srv_events srv_events;
 typedef struct srv_upload srv_upload; /* a streamed upload (networks.c) */
@@ -79,8 +94,8 @@ struct srv {
   double gc_last_run;    /* wall clock; 0 before the first */
   /* metrics */
   pthread_mutex_t metrics_mu;
-  int64_t requests[32][16]; /* route x status slot */
-  int status_codes[16];
+  int64_t requests[SRV_ROUTE_COUNT][SRV_STATUS_SLOTS]; /* route x status slot (response.c) */
+  int status_codes[SRV_STATUS_SLOTS];
   int nstatus;
   int64_t bytes_served;
   int lock_fd;
@@ -96,39 +111,5 @@ struct srv {
     uint64_t gen;
   } cache[64];
 };
-
-/* Metric labels for routes. */
-enum srv_route {
-  SRV_ROUTE_OTHER = 0,
-  SRV_ROUTE_MODEL,
-  SRV_ROUTE_MANIFEST,
-  SRV_ROUTE_CATALOG,
-  SRV_ROUTE_BLOB,
-  SRV_ROUTE_TUNE,
-  SRV_ROUTE_MODEL_DELETE,
-  SRV_ROUTE_JOBS,
-  SRV_ROUTE_JOB,
-  SRV_ROUTE_JOB_CANCEL,
-  SRV_ROUTE_NETWORKS,
-  SRV_ROUTE_TARGETS,
-  SRV_ROUTE_HEALTHZ,
-  SRV_ROUTE_READYZ,
-  SRV_ROUTE_METRICS,
-  SRV_ROUTE_WEB,
-  SRV_ROUTE_VERSIONS,
-  SRV_ROUTE_TUNING,
-  SRV_ROUTE_EVENTS,
-  SRV_ROUTE_SCHEDULER,
-  SRV_ROUTE_NETWORK,        /* GET /networks/{name} */
-  SRV_ROUTE_NETWORK_PUT,    /* PUT /networks/{name} */
-  SRV_ROUTE_NETWORK_DELETE, /* DELETE /networks/{name} */
-  SRV_ROUTE_OCI,
-  SRV_ROUTE_ALIASES,      /* GET .../aliases[/{alias}] */
-  SRV_ROUTE_ALIAS_PUT,    /* PUT .../aliases/{alias} */
-  SRV_ROUTE_ALIAS_DELETE, /* DELETE .../aliases/{alias} */
-  SRV_ROUTE_WORKERS,      /* GET /workers */
-  SRV_ROUTE_COUNT
-};
-extern const char *const srv_route_names[SRV_ROUTE_COUNT];
 
 #endif
