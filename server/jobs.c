@@ -7,7 +7,6 @@
 #include "present.h"
 #include "request.h"
 #include "response.h"
-#include "routes.h"
 #include "th_util.h"
 
 static enum MHD_Result srv__jobs(srv_t *s, srv_request *r) {

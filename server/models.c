@@ -22,7 +22,6 @@
 #include "present.h"
 #include "request.h"
 #include "response.h"
-#include "routes.h"
 #include "backend.h"
 #include "tc.h"
 #include "th_log.h"

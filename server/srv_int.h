@@ -1,5 +1,6 @@
 /* The daemon's internal state, shared by the files of server/: the srv_t body, a request in flight and the
- * metric labels of the routes. Functions are declared in the header of the file that defines them. */
+ * routes of route_table.h (their labels, arguments and handlers). Other functions are declared in the
+ * header of the file that defines them. */
 #ifndef SRV_INT_H
 #define SRV_INT_H
 
@@ -111,5 +112,48 @@ struct srv {
     uint64_t gen;
   } cache[64];
 };
+
+/* ---- the routes of route_table.h: what the router hands their handlers ---- */
+
+/* The methods of a route (route_table.h's methods column: SRV_METHODS_<column>). */
+enum {
+  SRV_METHOD_GET = 1,
+  SRV_METHOD_HEAD = 2,
+  SRV_METHOD_POST = 4,
+  SRV_METHOD_PUT = 8,
+  SRV_METHOD_DELETE = 16,
+  SRV_METHODS_GH = SRV_METHOD_GET | SRV_METHOD_HEAD,
+  SRV_METHODS_GET = SRV_METHOD_GET,
+  SRV_METHODS_POST = SRV_METHOD_POST,
+  SRV_METHODS_PUT = SRV_METHOD_PUT,
+  SRV_METHODS_DELETE = SRV_METHOD_DELETE
+};
+
+/* Who may call a route (route_table.h's access column; see there). */
+typedef enum srv_access {
+  SRV_ACCESS_OPEN,
+  SRV_ACCESS_PAGE,
+  SRV_ACCESS_READ,
+  SRV_ACCESS_TUNE,
+  SRV_ACCESS_ADMIN
+} srv_access;
+
+/* The most segments a routed path has (more: 404). */
+#define SRV_ROUTE_MAX_SEGS 8
+
+/* What the router hands a handler: the decoded path segments (borrowed, valid during the call) and,
+ * for a pattern with {key}, the validated key (else NULL). */
+typedef struct srv_route_args {
+  const char *seg[SRV_ROUTE_MAX_SEGS];
+  int nseg;
+  const store_key *key;
+} srv_route_args;
+
+/* The handlers of route_table.h: each queues its response and returns libmicrohttpd's result. The
+ * method, the key and the access column were checked before the call. */
+#define X(id, name, methods, pattern, access, handler) \
+  enum MHD_Result srv_route_##handler(srv_t *s, srv_request *r, const srv_route_args *a);
+SRV_ROUTE_TABLE(X)
+#undef X
 
 #endif

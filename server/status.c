@@ -13,7 +13,6 @@
 #include "limits.h"
 #include "present.h"
 #include "response.h"
-#include "routes.h"
 #include "target.h"
 #include "tc.h"
 #include "th_util.h"

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "response.h"
-#include "routes.h"
 
 static enum MHD_Result srv__web(srv_t *s, srv_request *r, const char *name) {
   static const struct {
