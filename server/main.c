@@ -1,7 +1,7 @@
-/* The one tunehub binary: `serve` runs the registry daemon; `build`, `tune` and `run` are the command-line
- * face of the same compiler and tuner, sharing the daemon's store through --data. The subcommands are one
- * table (commands[]), from which main, `tunehub help` and the "unknown command" list are made. Each command
- * validates its arguments and names the valid values when they are wrong. */
+/* The one tunehub binary: `serve` runs the registry daemon; `build`, `tune` and `run` are the
+ * command-line face of the same compiler and tuner, sharing the daemon's store through --data. The
+ * subcommands are one table (commands[]), from which main, `tunehub help` and the "unknown command"
+ * list are made. Each command validates its arguments and names the valid values when wrong. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
