@@ -14,7 +14,6 @@
 #ifndef SRV_AUTH_H
 #define SRV_AUTH_H
 
-#include <microhttpd.h>
 #include <pthread.h>
 #include <stddef.h>
 
@@ -69,17 +68,6 @@ void srv_auth_fails_free(srv_auth_fails *f);
 int srv_auth_fails_wait(srv_auth_fails *f, const char *ip, double now);
 /* Counts one failed authentication of ip at now. */
 void srv_auth_fails_note(srv_auth_fails *f, const char *ip, double now);
-
-struct srv;
-struct srv_request;
-/* 1 when r carries a bearer token of the daemon's with every bit of scope (SRV_SCOPE_READ,
- * SRV_SCOPE_TUNE, SRV_SCOPE_ADMIN); else queues the 401 (no such token; WWW-Authenticate
- * names the scope), 403 (a token without the scope) or 429 (too many failed authentications from
- * the address), *ret its result, and returns 0. The router checks route_table.h's access column
- * with it; a handler calls it only for a scope that depends on what it finds (a blob that is an
- * uploaded ONNX file, models.c) or before routing (a network's PUT at its headers, networks.c). */
-int srv_authorized(struct srv *s, struct srv_request *r, unsigned scope, enum MHD_Result *ret);
-
 /* tunehub hash-token: reads a token from stdin (one line) and prints "sha256:<hex>" for a token file. */
 int cli_hash_token(int argc, char **argv);
 

@@ -15,6 +15,7 @@
 #include "aliases.h"
 #include "builder.h"
 #include "events.h"
+#include "authorize.h"
 #include "guard.h"
 #include "limits.h"
 #include "longpoll.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "authorize.h"
 #include "guard.h"
 #include "longpoll.h"
 #include "present.h"

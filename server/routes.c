@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "aliases.h"
+#include "authorize.h"
 #include "builder.h"
 #include "events.h"
 #include "model_key.h"
