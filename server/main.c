@@ -1,6 +1,7 @@
-/* The one tunehub binary: `serve` runs the registry daemon; `build`, `tune` and `run` are the command-line
- * face of the same compiler and tuner, sharing the daemon's store through --data. Each command validates its
- * arguments and names the valid values when they are wrong. */
+/* The one tunehub binary: `serve` runs the registry daemon; `build`, `tune` and `run` are the
+ * command-line face of the same compiler and tuner, sharing the daemon's store through --data. The
+ * subcommands are one table (commands[]), from which main, `tunehub help` and the "unknown command"
+ * list are made. Each command validates its arguments and names the valid values when wrong. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,69 +19,111 @@
 #include "tune_task.h"
 #include "zoo.h"
 
-/* the usage text is laid out as it prints */
+/* The subcommands, in the order `tunehub help` lists them: main dispatches through this table, and
+ * the help text and the "unknown command" list are made from it. Adding a command is a row here and
+ * its handler, int f(int argc, char **argv) of the arguments after the command's name, in a file of
+ * its own (declared here, beside the other handlers, or in its file's header). */
+typedef struct th_command {
+  const char *name;
+  const char *alias[2]; /* other spellings: --version, --help, -h */
+  int (*run)(int argc, char **argv);
+  const char *usage; /* its lines in `tunehub help`, as they print; NULL: not listed there */
+  int internal;      /* run by tunehub itself (a worker process): in neither list */
+} th_command;
+
+static int cmd_serve(int argc, char **argv);
+static int cmd_remeasure(int argc, char **argv);
+static int cmd_tune(int argc, char **argv);
+static int cmd_version(int argc, char **argv);
+static int cmd_help(int argc, char **argv);
+static int cmd_measure_worker(int argc, char **argv);
+static int cmd_build_worker(int argc, char **argv);
+
+/* the usage lines are laid out as they print */
 /* clang-format off */
-static void usage(FILE *f) {
-  fprintf(f,
-          "tunehub %s: a registry of auto-tuned, compiled neural networks\n\n"
-          "usage:\n"
-          "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
-          "                [--private]   every read needs a token with the scope read (or tune, admin)\n"
-          "                [--db postgresql://...] [--lease 30]   a store shared with other daemons and workers;\n"
-          "                                                    --workers 0 with --db: a replica that runs no jobs\n"
-          "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
-          "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
-          "                [--memory-budget 12G]   builds and measurements held within it (default: 3/4 of RAM);\n"
-          "                                        a build planned larger is refused (413 over_budget)\n"
-          "                [--min-free 1G]   free bytes on the data directory below which new work is refused\n"
-          "                                  (507; default: 1 GiB or 5%% of the disk, the smaller; 0: off)\n"
-          "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
-          "                [--gc-interval 3600] [--gc-grace 3600]   blob garbage collection every S seconds\n"
-          "                                                    (0: off) of blobs unreferenced for the grace\n"
-          "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
-          "                [--target NAME]   cross-compile for the CPU or GPU the model will run on\n"
-          "                [--precision fp32|tf32]   cuda: tf32 runs the GEMMs on tensor cores (sm_80+)\n"
-          "                [--no-fuse GROUP[,GROUP]]   leave fusion groups out, to time them (files only):\n"
-          "                                  activation, residual, softmax, qkv\n"
-          "                [--memory-budget BYTES]   refuse a build planned larger (default: 3/4 of RAM)\n"
-          "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--db URL] [--trials N]\n"
-          "                [--tuner xgb|ga|random|grid] [--early-stopping N] [--target NAME]\n"
-          "                [--precision fp32|tf32]\n"
-          "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
-          "                [--input NAME=FILE]... [--output-dir DIR]  run once on raw input files,\n"
-          "                                                    write DIR/<output>.bin\n"
-          "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--db URL] [--against DIR|URL]\n"
-          "                [--rounds N] [--target NAME]        time each task's best stored config alone\n"
-          "  tunehub networks [--data ./data] [--db URL]   list the model zoo and the networks imported\n"
-          "  tunehub import MODEL.onnx --name NAME [--data ./data] [--db URL] [--shapes S]\n"
-          "                                                    store a network of your own (ONNX)\n"
-          "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
-          "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"
-          "                                            (default: its CPU, and its CUDA device's arch)\n"
-          "  tunehub migrate --from DIR --to postgresql://...\n"
-          "                                                    copy an embedded store into a new PostgreSQL\n"
-          "                                                    database and verify every row and blob\n"
-          "  tunehub gc [--data ./data] [--db URL] [--grace 3600] [--dry-run] [--json]\n"
-          "                                                    remove blobs no published version, alias or\n"
-          "                                                    network references, unreferenced for the grace\n"
-          "                                                    period (seconds; an hour: longer than a publish)\n"
-          "  tunehub hash-token < TOKEN                       print sha256:HEX, a token-file line that\n"
-          "                                                    does not hold the token itself\n"
-          "  tunehub version\n\n"
-          "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n"
-          "targets (--target): native (this machine's, the default); llvm: an x86-64 CPU name\n"
-          "  LLVM knows, x86-64-v2, x86-64-v3, x86-64-v4; cuda: sm_70..sm_90. A bad name is\n"
-          "  answered with the valid list. tune measures here, so it takes only this machine's\n"
-          "  own target; remeasure any that this machine runs (every CPU feature its code uses)\n\n"
-          "the store: every command that opens it takes --data DIR (default ./data) and --db URL.\n"
-          "  Without --db, and without the environment variable TUNEHUB_DB (which --db overrides), the store\n"
-          "  is the SQLite file DIR/tunehub.db with the artifact files under DIR/artifacts.\n"
-          "  --db postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (or ...?host=SOCKETDIR for a Unix socket)\n"
-          "  puts the store in that PostgreSQL database, which any number of daemons and commands share;\n"
-          "  DIR is then this process's local artifact cache and scratch space (one daemon per DIR).\n",
-          TH_VERSION);
-}
+static const th_command commands[] = {
+    {"serve", {NULL}, cmd_serve,
+     "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
+     "                [--private]   every read needs a token with the scope read (or tune, admin)\n"
+     "                [--db postgresql://...] [--lease 30]   a store shared with other daemons and workers;\n"
+     "                                                    --workers 0 with --db: a replica that runs no jobs\n"
+     "                [--max-queued 256] [--max-batch 256] [--web DIR] [--log-level info]\n"
+     "                [--build-slots N] [--max-streams 64] [--max-streams-per-ip 8] [--max-upload 2G]\n"
+     "                [--memory-budget 12G]   builds and measurements held within it (default: 3/4 of RAM);\n"
+     "                                        a build planned larger is refused (413 over_budget)\n"
+     "                [--min-free 1G]   free bytes on the data directory below which new work is refused\n"
+     "                                  (507; default: 1 GiB or 5% of the disk, the smaller; 0: off)\n"
+     "                [--keep-versions N]   retention: N newest versions per key, plus the aliased\n"
+     "                [--gc-interval 3600] [--gc-grace 3600]   blob garbage collection every S seconds\n"
+     "                                                    (0: off) of blobs unreferenced for the grace\n", 0},
+    {"build", {NULL}, cli_build,
+     "  tunehub build FRAMEWORK NETWORK BATCH -o OUT.tar [--so OUT.so] [--data ./data] [--db URL]\n"
+     "                [--target NAME]   cross-compile for the CPU or GPU the model will run on\n"
+     "                [--precision fp32|tf32]   cuda: tf32 runs the GEMMs on tensor cores (sm_80+)\n"
+     "                [--no-fuse GROUP[,GROUP]]   leave fusion groups out, to time them (files only):\n"
+     "                                  activation, residual, softmax, qkv\n"
+     "                [--memory-budget BYTES]   refuse a build planned larger (default: 3/4 of RAM)\n", 0},
+    {"tune", {NULL}, cmd_tune,
+     "  tunehub tune  FRAMEWORK NETWORK BATCH [--data ./data] [--db URL] [--trials N]\n"
+     "                [--tuner xgb|ga|random|grid] [--early-stopping N] [--target NAME]\n"
+     "                [--precision fp32|tf32]\n", 0},
+    {"run", {NULL}, cli_run,
+     "  tunehub run   BUNDLE.tar [--repeat N] [--profile]   --profile: each layer's median ms\n"
+     "                [--input NAME=FILE]... [--output-dir DIR]  run once on raw input files,\n"
+     "                                                    write DIR/<output>.bin\n", 0},
+    {"remeasure", {NULL}, cmd_remeasure,
+     "  tunehub remeasure llvm|cuda NETWORK BATCH [--data ./data] [--db URL] [--against DIR|URL]\n"
+     "                [--rounds N] [--target NAME]        time each task's best stored config alone\n", 0},
+    {"networks", {NULL}, cli_networks,
+     "  tunehub networks [--data ./data] [--db URL]   list the model zoo and the networks imported\n", 0},
+    {"import", {NULL}, cli_import,
+     "  tunehub import MODEL.onnx --name NAME [--data ./data] [--db URL] [--shapes S]\n"
+     "                                                    store a network of your own (ONNX)\n", 0},
+    {"worker", {NULL}, cli_worker,
+     "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
+     "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"
+     "                                            (default: its CPU, and its CUDA device's arch)\n", 0},
+    {"migrate", {NULL}, cli_migrate,
+     "  tunehub migrate --from DIR --to postgresql://...\n"
+     "                                                    copy an embedded store into a new PostgreSQL\n"
+     "                                                    database and verify every row and blob\n", 0},
+    {"gc", {NULL}, cli_gc,
+     "  tunehub gc [--data ./data] [--db URL] [--grace 3600] [--dry-run] [--json]\n"
+     "                                                    remove blobs no published version, alias or\n"
+     "                                                    network references, unreferenced for the grace\n"
+     "                                                    period (seconds; an hour: longer than a publish)\n", 0},
+    {"hash-token", {NULL}, cli_hash_token,
+     "  tunehub hash-token < TOKEN                       print sha256:HEX, a token-file line that\n"
+     "                                                    does not hold the token itself\n", 0},
+    {"version", {"--version"}, cmd_version,
+     "  tunehub version\n", 0},
+    {"help", {"--help", "-h"}, cmd_help, NULL, 0},
+    {"measure-worker", {NULL}, cmd_measure_worker, NULL, 1},
+    {"build-worker", {NULL}, cmd_build_worker, NULL, 1},
+};
+
+static const char usage_footer[] =
+    "\n"
+    "frameworks: llvm (CPU), cuda (NVIDIA GPU)\n"
+    "targets (--target): native (this machine's, the default); llvm: an x86-64 CPU name\n"
+    "  LLVM knows, x86-64-v2, x86-64-v3, x86-64-v4; cuda: sm_70..sm_90. A bad name is\n"
+    "  answered with the valid list. tune measures here, so it takes only this machine's\n"
+    "  own target; remeasure any that this machine runs (every CPU feature its code uses)\n\n"
+    "the store: every command that opens it takes --data DIR (default ./data) and --db URL.\n"
+    "  Without --db, and without the environment variable TUNEHUB_DB (which --db overrides), the store\n"
+    "  is the SQLite file DIR/tunehub.db with the artifact files under DIR/artifacts.\n"
+    "  --db postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (or ...?host=SOCKETDIR for a Unix socket)\n"
+    "  puts the store in that PostgreSQL database, which any number of daemons and commands share;\n"
+    "  DIR is then this process's local artifact cache and scratch space (one daemon per DIR).\n";
 /* clang-format on */
+
+static void usage(FILE *f) {
+  fprintf(f, "tunehub %s: a registry of auto-tuned, compiled neural networks\n\nusage:\n",
+          TH_VERSION);
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (commands[i].usage) fputs(commands[i].usage, f);
+  fputs(usage_footer, f);
+}
 
 static int cmd_serve(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) { /* serve's flags are the top of usage() */
@@ -262,31 +305,44 @@ int main(int argc, char **argv) {
   /* candidate libraries are built by exec'd workers, never in a fork of this threaded process */
   static char *const build_worker_argv[] = {"/proc/self/exe", "build-worker", NULL};
   tune_build_worker_argv = build_worker_argv;
-  if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
-  if (!strcmp(cmd, "build")) return cli_build(argc - 2, argv + 2);
-  if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
-  if (!strcmp(cmd, "tune")) return cli_tune(argc - 1, argv + 1);
-  if (!strcmp(cmd, "networks")) return cli_networks(argc - 2, argv + 2);
-  if (!strcmp(cmd, "import")) return cli_import(argc - 2, argv + 2);
-  if (!strcmp(cmd, "remeasure")) return cmd_remeasure(argc - 2, argv + 2);
-  if (!strcmp(cmd, "migrate")) return cli_migrate(argc - 2, argv + 2);
-  if (!strcmp(cmd, "gc")) return cli_gc(argc - 2, argv + 2);
-  if (!strcmp(cmd, "hash-token")) return cli_hash_token(argc - 2, argv + 2);
-  if (!strcmp(cmd, "measure-worker")) return cli_measure_worker();
-  if (!strcmp(cmd, "build-worker")) return tune_build_worker_main(0);
-  if (!strcmp(cmd, "worker")) return cli_worker(argc - 2, argv + 2);
-  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-    if (cli_help(argc - 2, argv + 2, "usage: tunehub version   print the version")) return 0;
-    printf("tunehub %s\n", TH_VERSION);
-    return 0;
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+    const th_command *c = &commands[i];
+    if (!strcmp(cmd, c->name) || (c->alias[0] && !strcmp(cmd, c->alias[0])) ||
+        (c->alias[1] && !strcmp(cmd, c->alias[1])))
+      return c->run(argc - 2, argv + 2);
   }
-  if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-    usage(stdout);
-    return 0;
-  }
-  fprintf(stderr,
-          "tunehub: unknown command '%s'; valid commands: serve, worker, build, tune, run, networks, "
-          "import, remeasure, migrate, gc, hash-token, version, help\n",
-          cmd);
+  fprintf(stderr, "tunehub: unknown command '%s'; valid commands: ", cmd);
+  for (size_t i = 0, n = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!commands[i].internal) fprintf(stderr, "%s%s", n++ ? ", " : "", commands[i].name);
+  fputc('\n', stderr);
   return 2;
+}
+
+static int cmd_tune(int argc, char **argv) {
+  return cli_tune(argc + 1, argv - 1); /* cli_tune reads its arguments from the name "tune" on */
+}
+
+static int cmd_version(int argc, char **argv) {
+  if (cli_help(argc, argv, "usage: tunehub version   print the version")) return 0;
+  printf("tunehub %s\n", TH_VERSION);
+  return 0;
+}
+
+static int cmd_help(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  usage(stdout);
+  return 0;
+}
+
+static int cmd_measure_worker(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  return cli_measure_worker();
+}
+
+static int cmd_build_worker(int argc, char **argv) {
+  (void)argc;
+  (void)argv;
+  return tune_build_worker_main(0);
 }

@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "authorize.h"
 #include "guard.h"
 #include "longpoll.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"
-#include "routes.h"
 #include "th_log.h"
 #include "th_sha256.h"
 #include "th_util.h"
@@ -313,8 +313,6 @@ static enum MHD_Result srv__network_put(srv_t *s, srv_request *r, const char *na
 }
 
 static enum MHD_Result srv__network_delete(srv_t *s, srv_request *r, const char *name) {
-  enum MHD_Result ret;
-  if (!srv_authorized(s, r, SRV_SCOPE_ADMIN, &ret)) return ret;
   if (tc_zoo_find(name))
     return srv_error(s, r, TH_ERR_CONFLICT, "zoo_name", NULL, "'%s' is a zoo network, which cannot be deleted", name);
   store_network_change ch;
@@ -340,13 +338,6 @@ enum MHD_Result srv_networks_route(srv_t *s, srv_request *r, const char *name) {
     r->route = SRV_ROUTE_NETWORK_PUT;
     return srv__network_put(s, r, name);
   }
-  if (!strcmp(m, "DELETE")) {
-    r->route = SRV_ROUTE_NETWORK_DELETE;
-    return srv__network_delete(s, r, name);
-  }
-  char msg[256];
-  snprintf(msg, sizeof msg, "%s is not allowed on /networks/{name}; allowed: GET, HEAD, PUT, DELETE", m);
-  struct MHD_Response *resp = srv_error_response(405, "method_not_allowed", NULL, msg);
-  if (resp) MHD_add_response_header(resp, "Allow", "GET, HEAD, PUT, DELETE");
-  return srv_queue(s, r, 405, resp);
+  r->route = SRV_ROUTE_NETWORK_DELETE; /* the router's 405 answered any other method */
+  return srv__network_delete(s, r, name);
 }

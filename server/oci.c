@@ -25,7 +25,8 @@
 #include "present.h"
 #include "request.h"
 #include "response.h"
-#include "routes.h"
+#include "model_key.h"
+#include "models.h"
 #include "th_sha256.h"
 #include "th_util.h"
 

@@ -18,20 +18,31 @@
 #include "th_sha256.h"
 #include "th_util.h"
 
-const char *const srv_route_names[SRV_ROUTE_COUNT] = {
-    "other",   "model",   "manifest", "catalog",  "blob",    "tune",    "model_delete", "jobs",
-    "job",     "job_cancel", "networks", "targets", "healthz", "readyz", "metrics",      "web",
-    "versions", "tuning", "events", "scheduler", "network", "network_put", "network_delete", "oci",
-    "aliases", "alias_put", "alias_delete", "workers"};
+/* clang-format off */
+const char *const srv_route_names[] = {
+    "other",
+#define X(id, name, methods, pattern, access, handler) name,
+    SRV_ROUTE_TABLE(X)
+#undef X
+};
+/* clang-format on */
+/* one label per route, and a metrics row per label: a route added to the table is counted */
+_Static_assert(sizeof srv_route_names / sizeof srv_route_names[0] == SRV_ROUTE_COUNT,
+               "srv_route_names: one name per route of route_table.h");
+_Static_assert(sizeof((srv_t *)0)->requests / sizeof((srv_t *)0)->requests[0] == SRV_ROUTE_COUNT,
+               "srv_t.requests: one row per route of route_table.h");
+_Static_assert(sizeof((srv_t *)0)->requests[0] / sizeof(int64_t) == SRV_STATUS_SLOTS &&
+                   sizeof((srv_t *)0)->status_codes / sizeof(int) == SRV_STATUS_SLOTS,
+               "srv_t.requests: one column per status slot");
 
 static int srv__status_slot(srv_t *s, unsigned int status) {
   for (int i = 0; i < s->nstatus; i++)
     if (s->status_codes[i] == (int)status) return i;
-  if (s->nstatus < 16) {
+  if (s->nstatus < SRV_STATUS_SLOTS) {
     s->status_codes[s->nstatus] = (int)status;
     return s->nstatus++;
   }
-  return 15;
+  return SRV_STATUS_SLOTS - 1;
 }
 
 enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct MHD_Response *resp) {

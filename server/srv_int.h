@@ -1,5 +1,6 @@
 /* The daemon's internal state, shared by the files of server/: the srv_t body, a request in flight and the
- * metric labels of the routes. Functions are declared in the header of the file that defines them. */
+ * routes of route_table.h (their labels, arguments and handlers). Other functions are declared in the
+ * header of the file that defines them. */
 #ifndef SRV_INT_H
 #define SRV_INT_H
 
@@ -8,9 +9,24 @@
 #include <stdint.h>
 
 #include "auth.h"
+#include "route_table.h"
 #include "srv.h"
 #include "store.h"
 #include "th_buf.h"
+
+/* The distinct HTTP statuses /metrics counts per route; later ones share the last slot. */
+#define SRV_STATUS_SLOTS 16
+
+/* Metric labels for routes: 0 for a request no route matched, then one per row of route_table.h. */
+enum srv_route {
+  SRV_ROUTE_OTHER = 0,
+#define X(id, name, methods, pattern, access, handler) SRV_ROUTE_##id,
+  SRV_ROUTE_TABLE(X)
+#undef X
+  SRV_ROUTE_COUNT
+};
+/* "other", then each route's name: the label of /metrics (response.c). */
+extern const char *const srv_route_names[];
 
 typedef struct srv_events srv_events;
 typedef struct srv_upload srv_upload; /* a streamed upload (networks.c) */
@@ -79,8 +95,8 @@ struct srv {
   double gc_last_run;    /* wall clock; 0 before the first */
   /* metrics */
   pthread_mutex_t metrics_mu;
-  int64_t requests[32][16]; /* route x status slot */
-  int status_codes[16];
+  int64_t requests[SRV_ROUTE_COUNT][SRV_STATUS_SLOTS]; /* route x status slot (response.c) */
+  int status_codes[SRV_STATUS_SLOTS];
   int nstatus;
   int64_t bytes_served;
   int lock_fd;
@@ -97,38 +113,47 @@ struct srv {
   } cache[64];
 };
 
-/* Metric labels for routes. */
-enum srv_route {
-  SRV_ROUTE_OTHER = 0,
-  SRV_ROUTE_MODEL,
-  SRV_ROUTE_MANIFEST,
-  SRV_ROUTE_CATALOG,
-  SRV_ROUTE_BLOB,
-  SRV_ROUTE_TUNE,
-  SRV_ROUTE_MODEL_DELETE,
-  SRV_ROUTE_JOBS,
-  SRV_ROUTE_JOB,
-  SRV_ROUTE_JOB_CANCEL,
-  SRV_ROUTE_NETWORKS,
-  SRV_ROUTE_TARGETS,
-  SRV_ROUTE_HEALTHZ,
-  SRV_ROUTE_READYZ,
-  SRV_ROUTE_METRICS,
-  SRV_ROUTE_WEB,
-  SRV_ROUTE_VERSIONS,
-  SRV_ROUTE_TUNING,
-  SRV_ROUTE_EVENTS,
-  SRV_ROUTE_SCHEDULER,
-  SRV_ROUTE_NETWORK,        /* GET /networks/{name} */
-  SRV_ROUTE_NETWORK_PUT,    /* PUT /networks/{name} */
-  SRV_ROUTE_NETWORK_DELETE, /* DELETE /networks/{name} */
-  SRV_ROUTE_OCI,
-  SRV_ROUTE_ALIASES,      /* GET .../aliases[/{alias}] */
-  SRV_ROUTE_ALIAS_PUT,    /* PUT .../aliases/{alias} */
-  SRV_ROUTE_ALIAS_DELETE, /* DELETE .../aliases/{alias} */
-  SRV_ROUTE_WORKERS,      /* GET /workers */
-  SRV_ROUTE_COUNT
+/* ---- the routes of route_table.h: what the router hands their handlers ---- */
+
+/* The methods of a route (route_table.h's methods column: SRV_METHODS_<column>). */
+enum {
+  SRV_METHOD_GET = 1,
+  SRV_METHOD_HEAD = 2,
+  SRV_METHOD_POST = 4,
+  SRV_METHOD_PUT = 8,
+  SRV_METHOD_DELETE = 16,
+  SRV_METHODS_GH = SRV_METHOD_GET | SRV_METHOD_HEAD,
+  SRV_METHODS_GET = SRV_METHOD_GET,
+  SRV_METHODS_POST = SRV_METHOD_POST,
+  SRV_METHODS_PUT = SRV_METHOD_PUT,
+  SRV_METHODS_DELETE = SRV_METHOD_DELETE
 };
-extern const char *const srv_route_names[SRV_ROUTE_COUNT];
+
+/* Who may call a route (route_table.h's access column; see there). */
+typedef enum srv_access {
+  SRV_ACCESS_OPEN,
+  SRV_ACCESS_PAGE,
+  SRV_ACCESS_READ,
+  SRV_ACCESS_TUNE,
+  SRV_ACCESS_ADMIN
+} srv_access;
+
+/* The most segments a routed path has (more: 404). */
+#define SRV_ROUTE_MAX_SEGS 8
+
+/* What the router hands a handler: the decoded path segments (borrowed, valid during the call) and,
+ * for a pattern with {key}, the validated key (else NULL). */
+typedef struct srv_route_args {
+  const char *seg[SRV_ROUTE_MAX_SEGS];
+  int nseg;
+  const store_key *key;
+} srv_route_args;
+
+/* The handlers of route_table.h: each queues its response and returns libmicrohttpd's result. The
+ * method, the key and the access column were checked before the call. */
+#define X(id, name, methods, pattern, access, handler) \
+  enum MHD_Result srv_route_##handler(srv_t *s, srv_request *r, const srv_route_args *a);
+SRV_ROUTE_TABLE(X)
+#undef X
 
 #endif

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "builder.h"
-#include "routes.h"
+#include "model_key.h"
 #include "srv.h"
 #include "srv_int.h"
 #include "store.h"
