@@ -30,7 +30,6 @@
 #include "th_log.h"
 #include "th_sha256.h"
 #include "backend.h"
-#include "target.h"
 #include "tc.h"
 #include "th_util.h"
 #include "tune_net.h"
@@ -42,10 +41,17 @@
 
 /* The index of a framework's backend in tc_backend_at order (s->targets), or -1. */
 static int srv__backend_index(const char *fw) {
-  const tc_backend *b = tc_backend_find(fw, NULL, 0);
-  for (int i = 0; b && tc_backend_at(i); i++)
-    if (tc_backend_at(i) == b) return i;
-  return -1;
+  return tc_backend_index(tc_backend_find(fw, NULL, 0));
+}
+
+/* The error detail of an unknown framework: {"valid":["llvm","cuda"]}, the backends' names. */
+static const char *srv__frameworks_valid(char *buf, size_t n) {
+  size_t len = (size_t)snprintf(buf, n, "{\"valid\":[");
+  for (int i = 0; tc_backend_at(i) && len < n; i++)
+    len += (size_t)snprintf(buf + len, n - len, "%s\"%s\"", i ? "," : "",
+                            tc_backend_name(tc_backend_at(i)));
+  if (len < n) snprintf(buf + len, n - len, "]}");
+  return buf;
 }
 
 /* Whether work on this framework needs a device this server lacks (why gets the reason). */
@@ -58,7 +64,7 @@ static int srv__lacks_device(const char *fw, char *why, size_t n) {
 
 th_status srv_routes_init(srv_t *s, char *err, size_t n) {
   snprintf(s->compiler_version, sizeof s->compiler_version, "%s", TH_VERSION);
-  for (int i = 0; i < 4 && tc_backend_at(i); i++)
+  for (int i = 0; i < TC_BACKEND_COUNT; i++)
     if (tune_target_for(tc_backend_name(tc_backend_at(i)), s->targets[i], sizeof s->targets[i]) != TH_OK) {
       snprintf(err, n, "cannot determine this machine's targets (LLVM has no native target?)");
       return TH_ERR_INTERNAL;
@@ -154,7 +160,9 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
   }
   th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, target, precision, key, why, sizeof why);
   if (rc != TH_OK && srv__backend_index(fw) < 0) {
-    *ret = srv_error(s, r, rc, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}", "%s", why);
+    char valid[128];
+    *ret = srv_error(s, r, rc, "unknown_framework", srv__frameworks_valid(valid, sizeof valid),
+                     "%s", why);
     return 0;
   }
   if (rc == TH_ERR_NOT_FOUND) {
@@ -186,8 +194,8 @@ static int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, c
 th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target,
                         const char *precision, store_key *key, char *why, size_t n) {
   int fw_index = srv__backend_index(fw);
-  if (fw_index < 0 || fw_index >= 4) {
-    snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
+  if (fw_index < 0) {
+    tc_backend_find(fw, why, n); /* "unknown framework 'x'; valid frameworks: llvm, cuda" */
     return TH_ERR_NOT_FOUND;
   }
   char digest[65];
@@ -233,10 +241,13 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, co
 
 void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n) {
   int fw_index = srv__backend_index(key->framework);
-  const char *eq = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
+  char abuf[65];
+  const char *arch = fw_index >= 0 && strcmp(key->target, s->targets[fw_index])
+                         ? tc_backend_target_arch(key->target, abuf, sizeof abuf)
+                         : NULL;
   const char *p = store_key_precision(key);
   int fp32 = strcmp(p, "fp32") == 0;
-  snprintf(out, n, "%s%.64s%s%s", eq ? "-" : "", eq ? eq + 1 : "", fp32 ? "" : "-", fp32 ? "" : p);
+  snprintf(out, n, "%s%s%s%s", arch ? "-" : "", arch ? arch : "", fp32 ? "" : "-", fp32 ? "" : p);
 }
 
 /* Whether a live worker of a shared store registered key's target (this daemon's own scheduler included, which
@@ -248,7 +259,7 @@ static int srv__fleet_measures(srv_t *s, const store_key *key) {
 
 int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
   int fw_index = srv__backend_index(key->framework);
-  if (fw_index < 0 || fw_index >= 4) return 0;
+  if (fw_index < 0) return 0;
   if (srv__fleet_measures(s, key)) return 1;
   if (s->cfg.workers > 0 && strcmp(key->target, s->targets[fw_index]) == 0) return 1;
   if (store_shared(s->st))
@@ -746,9 +757,10 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
       hs = srv_query(r, "state", state, sizeof state);
   if (hf < 0 || hn < 0 || hs < 0)
     return srv_error(s, r, TH_ERR_INVALID, "invalid_query", NULL, "malformed query string");
-  if (hf > 0 && fw[0] && !tc_backend_find(fw, NULL, 0))
-    return srv_error(s, r, TH_ERR_INVALID, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
-                     "unknown framework '%s'; valid frameworks: llvm, cuda", fw);
+  char fwhy[160], valid[128];
+  if (hf > 0 && fw[0] && !tc_backend_find(fw, fwhy, sizeof fwhy))
+    return srv_error(s, r, TH_ERR_INVALID, "unknown_framework",
+                     srv__frameworks_valid(valid, sizeof valid), "%s", fwhy);
   if (hs > 0 && state[0] && strcmp(state, "ready") && strcmp(state, "building") &&
       strcmp(state, "failed"))
     return srv_error(s, r, TH_ERR_INVALID, "invalid_state", "{\"valid\":[\"ready\",\"building\",\"failed\"]}",
@@ -780,9 +792,10 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
       const char *fwm = json_string_value(json_object_get(json_array_get(models, i), "framework"));
       const char *pm = json_string_value(json_object_get(json_array_get(models, i), "precision"));
       int fi = fwm ? srv__backend_index(fwm) : -1;
-      const char *eq = t ? strchr(t, '=') : NULL;
+      char abuf[96];
+      const char *arch = t ? tc_backend_target_arch(t, abuf, sizeof abuf) : NULL;
       int keep = !ht || (t && (!strcmp(tq, "native") ? fi >= 0 && !strcmp(t, s->targets[fi])
-                                                      : eq && !strcmp(eq + 1, tq)));
+                                                     : arch && !strcmp(arch, tq)));
       if (hp > 0 && pq[0]) keep = keep && pm && !strcmp(pm, tc_precision_name(want_prec));
       if (!keep) json_array_remove(models, i);
     }
@@ -880,9 +893,10 @@ static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *
  * (shared by every job and network that tuned the same workload on this target). */
 static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *key) {
   if (tc_backend_find(key->framework, NULL, 0) != tc_backend_default())
-    return srv_error(s, r, TH_ERR_UNSUPPORTED, "not_supported", NULL,
-                     "tuning curves are kept for framework llvm; %s has no tuning records on this server",
-                     key->framework);
+    return srv_error(
+        s, r, TH_ERR_UNSUPPORTED, "not_supported", NULL,
+        "tuning curves are kept for framework %s; %s has no tuning records on this server",
+        tc_backend_name(tc_backend_default()), key->framework);
   char pts[16] = "";
   int64_t max_points = 200;
   if (srv_query(r, "points", pts, sizeof pts) > 0 &&
@@ -938,7 +952,7 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   th_status wrc = store_shared(s->st) ? store_worker_list(s->st, &ws, &nw) : TH_OK;
   if (wrc != TH_OK) return srv_error(s, r, wrc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *arr = json_array();
-  for (int i = 0; i < 4 && tc_backend_at(i); i++) {
+  for (int i = 0; i < TC_BACKEND_COUNT; i++) {
     const tc_backend *b = tc_backend_at(i);
     const char *fw = tc_backend_name(b);
     int on_device = tc_backend_measure_kind(b) == TC_MEASURE_DEVICE; /* a GPU, else the CPU timed in place */
@@ -963,15 +977,20 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
     /* the targets a client may name with ?target= (native is this one), and those this server can tune */
     json_t *valid = json_array();
     json_array_append_new(valid, json_string("native"));
-    if (on_device) {
-      static const char *const archs[] = {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"};
-      for (size_t k = 0; k < sizeof archs / sizeof archs[0]; k++) json_array_append_new(valid, json_string(archs[k]));
-    } else {
-      for (size_t k = 0; tc_target_cpu_at(k); k++) json_array_append_new(valid, json_string(tc_target_cpu_at(k)));
-    }
+    for (int k = 0; tc_backend_target_name_at(b, k); k++)
+      json_array_append_new(valid, json_string(tc_backend_target_name_at(b, k)));
     json_object_set_new(t, "valid_targets", valid);
-    const char *nat = strchr(s->targets[i], '=');
-    json_object_set_new(t, "native", json_string(nat ? nat + 1 : s->targets[i]));
+    char nat[64];
+    json_object_set_new(
+        t, "native",
+        json_string(tc_backend_target_arch(s->targets[i], nat, sizeof nat) ? nat : s->targets[i]));
+    json_t *precisions = json_array(); /* the precisions the framework builds at (?precision=) */
+    for (int p = 0; p < TC_PRECISION_COUNT; p++)
+      if (tc_backend_has_precision(b, (tc_precision)p))
+        json_array_append_new(precisions, json_string(tc_precision_name(p)));
+    json_object_set_new(t, "precisions", precisions);
+    /* GET .../tuning answers for the default backend's models only (srv__tuning) */
+    json_object_set_new(t, "tuning_curve", json_boolean(b == tc_backend_default()));
     int own_ok = !(on_device && !json_is_true(json_object_get(t, "device_present")));
     json_t *tunable = srv__tunable_targets(s, fw, s->targets[i], own_ok, ws, nw);
     /* a device target tunes where this daemon or a live worker measures it: tunable_targets */
