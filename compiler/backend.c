@@ -39,6 +39,91 @@ const char *tc_backend_name(const tc_backend *b) {
   return b ? b->name : "";
 }
 
+_Static_assert(TC__NBACKENDS == TC_BACKEND_COUNT, "TC_BACKEND_COUNT counts tc__backends");
+
+int tc_backend_index(const tc_backend *b) {
+  for (int i = 0; b && i < TC__NBACKENDS; i++)
+    if (tc__backends[i] == b) return i;
+  return -1;
+}
+
+/* ---- target names --------------------------------------------------------------------------- */
+
+const char *tc_backend_target_name_at(const tc_backend *b, int i) {
+  return b && i >= 0 ? b->target_name_at(i) : NULL;
+}
+
+const char *tc_backend_target_hint(const tc_backend *b) {
+  return b ? b->target_hint : "";
+}
+
+/* The backend whose name opens s as a word ("cuda -arch=sm_80", "cuda"), or NULL. */
+static const tc_backend *tc__backend_of_str(const char *s) {
+  for (int i = 0; i < TC__NBACKENDS; i++) {
+    size_t n = strlen(tc__backends[i]->name);
+    if (strncmp(s, tc__backends[i]->name, n) == 0 && (s[n] == '\0' || s[n] == ' '))
+      return tc__backends[i];
+  }
+  return NULL;
+}
+
+const char *tc_backend_target_arch(const char *target_str, char *buf, size_t n) {
+  if (!buf || !n) return NULL;
+  buf[0] = '\0';
+  const tc_backend *b = target_str ? tc__backend_of_str(target_str) : NULL;
+  const char *a = b ? strstr(target_str, b->arch_flag) : NULL;
+  if (a) {
+    a += strlen(b->arch_flag);
+    snprintf(buf, n, "%.*s", (int)strcspn(a, " "), a);
+  }
+  return buf[0] ? buf : NULL;
+}
+
+const tc_backend *tc_backend_of_target_name(const char *name, char *arch, size_t n) {
+  if (arch && n) arch[0] = '\0';
+  if (!name) return NULL;
+  const tc_backend *b = tc__backend_of_str(name);
+  if (b) {
+    tc_backend_target_arch(name, arch, n);
+    return b;
+  }
+  for (int i = 0; !b && i < TC__NBACKENDS; i++)
+    if (tc__backends[i]->claims_arch && tc__backends[i]->claims_arch(name)) b = tc__backends[i];
+  if (arch && n) snprintf(arch, n, "%s", name);
+  return b ? b : tc_backend_default();
+}
+
+/* ---- precisions ----------------------------------------------------------------------------- */
+
+int tc_backend_has_precision(const tc_backend *b, tc_precision p) {
+  if (!b || (int)p < 0 || p >= TC_PRECISION_COUNT) return 0;
+  return p == TC_PRECISION_FP32 || (b->takes_precision && b->takes_precision(NULL, p, NULL, 0));
+}
+
+th_status tc_backend_precision_check(const tc_backend *b, const char *target_str, tc_precision p,
+                                     char *err, size_t errlen) {
+  if (!b || (int)p < 0 || p >= TC_PRECISION_COUNT) return TH_ERR_INVALID;
+  if (p == TC_PRECISION_FP32) return TH_OK;
+  /* "precision tf32 needs the cuda framework; llvm takes fp32" */
+  if (!tc_backend_has_precision(b, p)) {
+    char who[128] = "", has[128] = "";
+    size_t wl = 0, hl = 0;
+    for (int i = 0; i < TC__NBACKENDS && wl < sizeof who; i++)
+      if (tc_backend_has_precision(tc__backends[i], p))
+        wl += (size_t)snprintf(who + wl, sizeof who - wl, "%s%s", wl ? " or " : "",
+                               tc__backends[i]->name);
+    for (int q = 0; q < TC_PRECISION_COUNT && hl < sizeof has; q++)
+      if (tc_backend_has_precision(b, (tc_precision)q))
+        hl += (size_t)snprintf(has + hl, sizeof has - hl, "%s%s", hl ? ", " : "",
+                               tc_precision_name(q));
+    tc__seterr(err, errlen, "precision %s needs the %s framework; %s takes %s",
+               tc_precision_name(p), who, b->name, has);
+    return TH_ERR_INVALID;
+  }
+  if (target_str && !b->takes_precision(target_str, p, err, errlen)) return TH_ERR_INVALID;
+  return TH_OK;
+}
+
 th_status tc_backend_target_init(const tc_backend *b, const char *arch, tc_backend_target *t, char *err,
                                  size_t errlen) {
   if (!b || !t) return TH_ERR_INVALID;

@@ -49,6 +49,41 @@ const char *tc_backend_name(const tc_backend *b);
 const tc_backend *tc_backend_at(int i);
 /* "llvm, cuda": the valid names, for messages. */
 const char *tc_backend_names(void);
+/* How many backends tc_backend_at gives (a compile-time constant, for arrays indexed like
+ * tc_backend_at). */
+#define TC_BACKEND_COUNT 2
+/* The index of b in tc_backend_at order, or -1 for NULL. */
+int tc_backend_index(const tc_backend *b);
+
+/* ---- target names: what a client may write, what a records' target string says -------------- */
+
+/* The i-th target name a client may give b (?target=, --target; i from 0, NULL past the last), for
+ * listings and messages: llvm's x86-64 CPU names and levels in LLVM's order, cuda's sm_70 .. sm_90.
+ * "native" (the server's own target) is valid for every backend and is not listed. */
+const char *tc_backend_target_name_at(const tc_backend *b, int i);
+/* How b's target names look, for messages ("an x86-64 CPU or level", "sm_XX"). */
+const char *tc_backend_target_hint(const tc_backend *b);
+/* The arch a concrete target string names, the short name a client passes ("znver4" of
+ * "llvm -mcpu=znver4", "sm_90" of "cuda -arch=sm_90"), into buf (n bytes) and returned; NULL (buf
+ * "") when target_str belongs to no backend or names no arch. Only parses: the arch may be one this
+ * build does not know. */
+const char *tc_backend_target_arch(const char *target_str, char *buf, size_t n);
+/* The backend of a target name a client gives: a concrete target string ("cuda -arch=sm_90"), a
+ * framework name alone ("cuda"), or a bare arch that a backend claims ("sm_75" is cuda's; any other
+ * the default backend's). The arch it names goes into arch (n bytes; "" when none: the backend's
+ * default). Never NULL for a string. */
+const tc_backend *tc_backend_of_target_name(const char *name, char *arch, size_t n);
+
+/* ---- precisions ----------------------------------------------------------------------------- */
+
+/* Whether b can build at precision p (fp32: every backend; tf32: cuda). */
+int tc_backend_has_precision(const tc_backend *b, tc_precision p);
+/* Whether a build of b for the concrete target target_str (NULL: not known yet, the arch is not
+ * checked) may take precision p: TH_OK, else TH_ERR_INVALID with the reason in err ("precision tf32
+ * needs tensor cores of sm_80 or newer; target cuda -arch=sm_75 takes fp32 only", "precision tf32
+ * needs the cuda framework; llvm takes fp32"). */
+th_status tc_backend_precision_check(const tc_backend *b, const char *target_str, tc_precision p,
+                                     char *err, size_t errlen);
 
 /* Fills *t with the target of b that arch names. cuda: "sm_XX", or NULL/"" for the device's (sm_90 without
  * a device). llvm: an x86-64 CPU name LLVM knows, "x86-64-v2".."x86-64-v4", or NULL/""/"native" for the host

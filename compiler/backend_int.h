@@ -48,6 +48,16 @@ struct tc_backend {
   th_status (*target_init)(const char *arch, tc_backend_target *t, char *err, size_t errlen);
   /* a records' target string that starts with the backend's name ("cuda -arch=sm_80") */
   th_status (*target_parse)(const char *target_str, tc_backend_target *t);
+  /* target names: the i-th a client may give (NULL past the last), how they look for messages, the
+   * flag before the arch in a target string ("-mcpu="), and whether a bare name is this backend's
+   * (NULL: only the default backend takes names no backend claims) */
+  const char *(*target_name_at)(int i);
+  const char *target_hint;
+  const char *arch_flag;
+  int (*claims_arch)(const char *name);
+  /* whether t_str (a concrete target string; NULL: any target of the backend) takes precision p,
+   * else 0 with the reason in why; NULL: fp32 only */
+  int (*takes_precision)(const char *t_str, tc_precision p, char *why, size_t whylen);
   int (*has_device)(char *why, size_t whylen);
   int (*can_build)(char *why, size_t whylen);
   th_status (*device)(tc_device *out, char *err, size_t errlen);

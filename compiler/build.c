@@ -30,16 +30,11 @@ th_status tc_precision_check(const char *framework, const char *target, const ch
     tc__seterr(err, errlen, "precision '%s' is not one of fp32, tf32", precision);
     return TH_ERR_INVALID;
   }
-  if (p != TC_PRECISION_FP32 && strcmp(framework, "cuda") != 0) {
-    tc__seterr(err, errlen, "precision tf32 needs the cuda framework; %s takes fp32", framework);
+  /* which backend takes which precision on which target is the backend's answer */
+  const tc_backend *b = p != TC_PRECISION_FP32 ? tc_backend_find(framework, err, errlen) : NULL;
+  if (p != TC_PRECISION_FP32 &&
+      (!b || tc_backend_precision_check(b, target, p, err, errlen) != TH_OK))
     return TH_ERR_INVALID;
-  }
-  const char *a = p != TC_PRECISION_FP32 && target ? strstr(target, "sm_") : NULL;
-  if (p != TC_PRECISION_FP32 && target && (a ? strtol(a + 3, NULL, 10) : 0) < 80) {
-    tc__seterr(err, errlen, "precision tf32 needs tensor cores of sm_80 or newer; target %s takes fp32 only",
-               target);
-    return TH_ERR_INVALID;
-  }
   if (out) *out = p;
   return TH_OK;
 }

@@ -13,7 +13,6 @@
 #include "builder.h"
 #include "request.h"
 #include "response.h"
-#include "target.h"
 #include "tc.h"
 #include "th_util.h"
 #include "tune_net.h"
@@ -21,10 +20,17 @@
 
 /* The index of a framework's backend in tc_backend_at order (s->targets), or -1. */
 int srv__backend_index(const char *fw) {
-  const tc_backend *b = tc_backend_find(fw, NULL, 0);
-  for (int i = 0; b && tc_backend_at(i); i++)
-    if (tc_backend_at(i) == b) return i;
-  return -1;
+  return tc_backend_index(tc_backend_find(fw, NULL, 0));
+}
+
+/* The error detail of an unknown framework: {"valid":["llvm","cuda"]}, the backends' names. */
+const char *srv_frameworks_valid(char *buf, size_t n) {
+  size_t len = (size_t)snprintf(buf, n, "{\"valid\":[");
+  for (int i = 0; tc_backend_at(i) && len < n; i++)
+    len += (size_t)snprintf(buf + len, n - len, "%s\"%s\"", i ? "," : "",
+                            tc_backend_name(tc_backend_at(i)));
+  if (len < n) snprintf(buf + len, n - len, "]}");
+  return buf;
 }
 
 /* Whether work on this framework needs a device this server lacks (why gets the reason). */
@@ -99,7 +105,9 @@ int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const ch
   }
   th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, target, precision, key, why, sizeof why);
   if (rc != TH_OK && srv__backend_index(fw) < 0) {
-    *ret = srv_error(s, r, rc, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}", "%s", why);
+    char valid[128];
+    *ret = srv_error(s, r, rc, "unknown_framework", srv_frameworks_valid(valid, sizeof valid),
+                     "%s", why);
     return 0;
   }
   if (rc == TH_ERR_NOT_FOUND) {
@@ -131,8 +139,8 @@ int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const ch
 th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, const char *target,
                         const char *precision, store_key *key, char *why, size_t n) {
   int fw_index = srv__backend_index(fw);
-  if (fw_index < 0 || fw_index >= 4) {
-    snprintf(why, n, "unknown framework '%s'; valid frameworks: llvm (CPU), cuda (NVIDIA GPU)", fw);
+  if (fw_index < 0) {
+    tc_backend_find(fw, why, n); /* "unknown framework 'x'; valid frameworks: llvm, cuda" */
     return TH_ERR_NOT_FOUND;
   }
   char digest[65];
@@ -178,10 +186,13 @@ th_status srv_model_key(srv_t *s, const char *fw, const char *net, int batch, co
 
 void srv_target_suffix(srv_t *s, const store_key *key, char *out, size_t n) {
   int fw_index = srv__backend_index(key->framework);
-  const char *eq = fw_index >= 0 && strcmp(key->target, s->targets[fw_index]) ? strchr(key->target, '=') : NULL;
+  char abuf[65];
+  const char *arch = fw_index >= 0 && strcmp(key->target, s->targets[fw_index])
+                         ? tc_backend_target_arch(key->target, abuf, sizeof abuf)
+                         : NULL;
   const char *p = store_key_precision(key);
   int fp32 = strcmp(p, "fp32") == 0;
-  snprintf(out, n, "%s%.64s%s%s", eq ? "-" : "", eq ? eq + 1 : "", fp32 ? "" : "-", fp32 ? "" : p);
+  snprintf(out, n, "%s%s%s%s", arch ? "-" : "", arch ? arch : "", fp32 ? "" : "-", fp32 ? "" : p);
 }
 
 /* Whether a live worker of a shared store registered key's target (this daemon's own scheduler included, which
@@ -193,7 +204,7 @@ int srv__fleet_measures(srv_t *s, const store_key *key) {
 
 int srv_target_tunable(srv_t *s, const store_key *key, char *why, size_t n) {
   int fw_index = srv__backend_index(key->framework);
-  if (fw_index < 0 || fw_index >= 4) return 0;
+  if (fw_index < 0) return 0;
   if (srv__fleet_measures(s, key)) return 1;
   if (s->cfg.workers > 0 && strcmp(key->target, s->targets[fw_index]) == 0) return 1;
   if (store_shared(s->st))

@@ -36,6 +36,8 @@ int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const ch
              store_key *key, enum MHD_Result *ret);
 /* The index of a framework's backend in tc_backend_at order (s->targets), or -1. */
 int srv__backend_index(const char *fw);
+/* The error detail of an unknown framework, {"valid":[...]} with the backends' names, in buf. */
+const char *srv_frameworks_valid(char *buf, size_t n);
 /* Whether work on this framework needs a device this server lacks (why gets the reason). */
 int srv__lacks_device(const char *fw, char *why, size_t n);
 /* Whether a live worker of a shared store registered key's target. */

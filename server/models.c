@@ -449,9 +449,10 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
       hs = srv_query(r, "state", state, sizeof state);
   if (hf < 0 || hn < 0 || hs < 0)
     return srv_error(s, r, TH_ERR_INVALID, "invalid_query", NULL, "malformed query string");
-  if (hf > 0 && fw[0] && !tc_backend_find(fw, NULL, 0))
-    return srv_error(s, r, TH_ERR_INVALID, "unknown_framework", "{\"valid\":[\"llvm\",\"cuda\"]}",
-                     "unknown framework '%s'; valid frameworks: llvm, cuda", fw);
+  char fwhy[160], valid[128];
+  if (hf > 0 && fw[0] && !tc_backend_find(fw, fwhy, sizeof fwhy))
+    return srv_error(s, r, TH_ERR_INVALID, "unknown_framework",
+                     srv_frameworks_valid(valid, sizeof valid), "%s", fwhy);
   if (hs > 0 && state[0] && strcmp(state, "ready") && strcmp(state, "building") &&
       strcmp(state, "failed"))
     return srv_error(s, r, TH_ERR_INVALID, "invalid_state", "{\"valid\":[\"ready\",\"building\",\"failed\"]}",
@@ -483,9 +484,10 @@ static enum MHD_Result srv__catalog(srv_t *s, srv_request *r) {
       const char *fwm = json_string_value(json_object_get(json_array_get(models, i), "framework"));
       const char *pm = json_string_value(json_object_get(json_array_get(models, i), "precision"));
       int fi = fwm ? srv__backend_index(fwm) : -1;
-      const char *eq = t ? strchr(t, '=') : NULL;
+      char abuf[96];
+      const char *arch = t ? tc_backend_target_arch(t, abuf, sizeof abuf) : NULL;
       int keep = !ht || (t && (!strcmp(tq, "native") ? fi >= 0 && !strcmp(t, s->targets[fi])
-                                                      : eq && !strcmp(eq + 1, tq)));
+                                                      : arch && !strcmp(arch, tq)));
       if (hp > 0 && pq[0]) keep = keep && pm && !strcmp(pm, tc_precision_name(want_prec));
       if (!keep) json_array_remove(models, i);
     }
@@ -539,9 +541,10 @@ static enum MHD_Result srv__versions(srv_t *s, srv_request *r, const store_key *
  * (shared by every job and network that tuned the same workload on this target). */
 static enum MHD_Result srv__tuning(srv_t *s, srv_request *r, const store_key *key) {
   if (tc_backend_find(key->framework, NULL, 0) != tc_backend_default())
-    return srv_error(s, r, TH_ERR_UNSUPPORTED, "not_supported", NULL,
-                     "tuning curves are kept for framework llvm; %s has no tuning records on this server",
-                     key->framework);
+    return srv_error(
+        s, r, TH_ERR_UNSUPPORTED, "not_supported", NULL,
+        "tuning curves are kept for framework %s; %s has no tuning records on this server",
+        tc_backend_name(tc_backend_default()), key->framework);
   char pts[16] = "";
   int64_t max_points = 200;
   if (srv_query(r, "points", pts, sizeof pts) > 0 &&

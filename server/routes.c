@@ -29,7 +29,7 @@
 
 th_status srv_routes_init(srv_t *s, char *err, size_t n) {
   snprintf(s->compiler_version, sizeof s->compiler_version, "%s", TH_VERSION);
-  for (int i = 0; i < 4 && tc_backend_at(i); i++)
+  for (int i = 0; i < TC_BACKEND_COUNT; i++)
     if (tune_target_for(tc_backend_name(tc_backend_at(i)), s->targets[i], sizeof s->targets[i]) != TH_OK) {
       snprintf(err, n, "cannot determine this machine's targets (LLVM has no native target?)");
       return TH_ERR_INTERNAL;

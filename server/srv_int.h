@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "auth.h"
+#include "backend.h"
 #include "route_table.h"
 #include "srv.h"
 #include "store.h"
@@ -64,7 +65,8 @@ struct srv {
   int have_token;
   srv_auth_fails auth_fails; /* failed authentications per client address (auth.h) */
   char *networks_json; /* cached GET /networks body */
-  char targets[4][256]; /* this machine's target string per backend, in tc_backend_at order */
+  /* this machine's target string per backend, in tc_backend_at order */
+  char targets[TC_BACKEND_COUNT][256];
   char compiler_version[32];
   double started_at;
   /* suspended long-poll requests */

@@ -13,7 +13,6 @@
 #include "limits.h"
 #include "present.h"
 #include "response.h"
-#include "target.h"
 #include "tc.h"
 #include "th_util.h"
 
@@ -50,7 +49,7 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
   th_status wrc = store_shared(s->st) ? store_worker_list(s->st, &ws, &nw) : TH_OK;
   if (wrc != TH_OK) return srv_error(s, r, wrc, "store_error", NULL, "%s", store_errmsg(s->st));
   json_t *arr = json_array();
-  for (int i = 0; i < 4 && tc_backend_at(i); i++) {
+  for (int i = 0; i < TC_BACKEND_COUNT; i++) {
     const tc_backend *b = tc_backend_at(i);
     const char *fw = tc_backend_name(b);
     int on_device = tc_backend_measure_kind(b) == TC_MEASURE_DEVICE; /* a GPU, else the CPU timed in place */
@@ -75,15 +74,20 @@ static enum MHD_Result srv__targets(srv_t *s, srv_request *r) {
     /* the targets a client may name with ?target= (native is this one), and those this server can tune */
     json_t *valid = json_array();
     json_array_append_new(valid, json_string("native"));
-    if (on_device) {
-      static const char *const archs[] = {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"};
-      for (size_t k = 0; k < sizeof archs / sizeof archs[0]; k++) json_array_append_new(valid, json_string(archs[k]));
-    } else {
-      for (size_t k = 0; tc_target_cpu_at(k); k++) json_array_append_new(valid, json_string(tc_target_cpu_at(k)));
-    }
+    for (int k = 0; tc_backend_target_name_at(b, k); k++)
+      json_array_append_new(valid, json_string(tc_backend_target_name_at(b, k)));
     json_object_set_new(t, "valid_targets", valid);
-    const char *nat = strchr(s->targets[i], '=');
-    json_object_set_new(t, "native", json_string(nat ? nat + 1 : s->targets[i]));
+    char nat[64];
+    json_object_set_new(
+        t, "native",
+        json_string(tc_backend_target_arch(s->targets[i], nat, sizeof nat) ? nat : s->targets[i]));
+    json_t *precisions = json_array(); /* the precisions the framework builds at (?precision=) */
+    for (int p = 0; p < TC_PRECISION_COUNT; p++)
+      if (tc_backend_has_precision(b, (tc_precision)p))
+        json_array_append_new(precisions, json_string(tc_precision_name(p)));
+    json_object_set_new(t, "precisions", precisions);
+    /* GET .../tuning answers for the default backend's models only (srv__tuning) */
+    json_object_set_new(t, "tuning_curve", json_boolean(b == tc_backend_default()));
     int own_ok = !(on_device && !json_is_true(json_object_get(t, "device_present")));
     json_t *tunable = srv__tunable_targets(s, fw, s->targets[i], own_ok, ws, nw);
     /* a device target tunes where this daemon or a live worker measures it: tunable_targets */

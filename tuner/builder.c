@@ -16,7 +16,6 @@
 #include "backend.h"
 #include "measure.h"
 #include "tc.h"
-#include "target.h"
 #include "th_buf.h"
 #include "th_log.h"
 #include "th_util.h"
@@ -32,14 +31,13 @@ typedef struct tb__dev_info {
   char why[256];
 } tb__dev_info;
 
-static tb__dev_info tb__devs[4];
+static tb__dev_info tb__devs[TC_BACKEND_COUNT];
 static pthread_mutex_t tb__devs_mu = PTHREAD_MUTEX_INITIALIZER;
 
 int tune_device(const tc_backend *b, char *name, size_t name_n, char *arch, size_t arch_n, char *why,
                 size_t why_n) {
-  int i = 0;
-  while (tc_backend_at(i) && tc_backend_at(i) != b) i++;
-  if (!b || i >= 4 || !tc_backend_at(i)) return 0;
+  int i = tc_backend_index(b);
+  if (i < 0) return 0;
   pthread_mutex_lock(&tb__devs_mu);
   tb__dev_info *d = &tb__devs[i];
   if (!d->done) {
@@ -47,9 +45,9 @@ int tune_device(const tc_backend *b, char *name, size_t name_n, char *arch, size
                  tc_backend_device(b, &d->dev, d->why, sizeof d->why) == TH_OK;
     if (!d->present) {
       memset(&d->dev, 0, sizeof d->dev);
-      tc_backend_target t; /* the default build target's arch without a device (sm_90) */
-      const char *a = tc_backend_target_init(b, NULL, &t, NULL, 0) == TH_OK ? strstr(t.str, "-arch=") : NULL;
-      snprintf(d->dev.arch, sizeof d->dev.arch, "%s", a ? a + 6 : "");
+      tc_backend_target t; /* the default build target's arch without a device */
+      if (tc_backend_target_init(b, NULL, &t, NULL, 0) == TH_OK)
+        tc_backend_target_arch(t.str, d->dev.arch, sizeof d->dev.arch);
     }
     d->done = 1;
   }
@@ -80,37 +78,37 @@ int tune_local_targets(char (*out)[256], int max) {
   return n;
 }
 
-/* The CPU names this machine can run code for, ", "-separated, for messages. */
-static void tb__runnable_cpus(char *out, size_t n) {
-  const tc_backend *b = tc_backend_find("llvm", NULL, 0);
+/* The target names of b whose code this machine can run, ", "-separated, for messages. */
+static void tb__runnable_names(const tc_backend *b, char *out, size_t n) {
   size_t len = (size_t)snprintf(out, n, "native");
-  for (size_t k = 0; b && tc_target_cpu_at(k) && len < n; k++) {
+  for (int k = 0; tc_backend_target_name_at(b, k) && len < n; k++) {
+    const char *name = tc_backend_target_name_at(b, k);
     tc_backend_target t;
-    if (tc_backend_target_init(b, tc_target_cpu_at(k), &t, NULL, 0) == TH_OK && tc_backend_target_runs_here(&t, NULL, 0))
-      len += (size_t)snprintf(out + len, n - len, ", %s", tc_target_cpu_at(k));
+    if (tc_backend_target_init(b, name, &t, NULL, 0) == TH_OK &&
+        tc_backend_target_runs_here(&t, NULL, 0))
+      len += (size_t)snprintf(out + len, n - len, ", %s", name);
   }
 }
 
 th_status tune_target_measurable(const char *name, char *out, size_t n, char *err, size_t errn) {
-  if (!name || !*name) {
-    snprintf(err, errn, "an empty target name; name native, an x86-64 CPU or level, or sm_XX");
+  if (!name || !*name) { /* "name native, an x86-64 CPU or level, or sm_XX" */
+    size_t len = (size_t)snprintf(err, errn, "an empty target name; name native");
+    for (int i = 0; tc_backend_at(i) && len < errn; i++)
+      len += (size_t)snprintf(err + len, errn - len, ", %s%s", tc_backend_at(i + 1) ? "" : "or ",
+                              tc_backend_target_hint(tc_backend_at(i)));
     return TH_ERR_INVALID;
   }
-  /* a concrete target string names its backend; a bare sm_XX is cuda's, anything else the CPU's */
-  const char *fw = !strncmp(name, "sm_", 3) || !strncmp(name, "cuda", 4) ? "cuda" : "llvm";
-  const char *arch = name;
+  /* a concrete target string or a framework names its backend, a bare arch the backend that claims
+   * it */
   char archbuf[64];
-  if (!strncmp(name, "llvm ", 5) || !strncmp(name, "cuda ", 5) || !strcmp(name, "cuda")) {
-    const char *eq = strstr(name, fw[0] == 'c' ? "-arch=" : "-mcpu=");
-    snprintf(archbuf, sizeof archbuf, "%.*s", eq ? (int)strcspn(eq + 6, " ") : 0, eq ? eq + 6 : "");
-    arch = archbuf;
-  }
-  const tc_backend *b = tc_backend_find(fw, err, errn);
-  if (!b) return TH_ERR_NOT_FOUND;
+  const tc_backend *b = tc_backend_of_target_name(name, archbuf, sizeof archbuf);
+  const char *arch = archbuf, *fw = tc_backend_name(b);
+  /* a backend that times on a device measures only its device's own arch */
+  int on_device = tc_backend_measure_kind(b) == TC_MEASURE_DEVICE;
   char why[512] = "", devarch[32] = "";
-  if (!strcmp(fw, "cuda")) {
+  if (on_device) {
     if (!tune_device(b, NULL, 0, devarch, sizeof devarch, why, sizeof why)) {
-      snprintf(err, errn, "target %s: this machine cannot measure cuda code: %s", name, why);
+      snprintf(err, errn, "target %s: this machine cannot measure %s code: %s", name, fw, why);
       return TH_ERR_UNSUPPORTED;
     }
     if (!*arch) arch = devarch;
@@ -122,15 +120,16 @@ th_status tune_target_measurable(const char *name, char *out, size_t n, char *er
     snprintf(err, errn, "unknown target '%s': %s", name, terr[0] ? terr : th_status_str(rc));
     return rc == TH_ERR_COMPILE ? TH_ERR_INVALID : rc;
   }
-  if (!strcmp(fw, "cuda") && strcmp(arch, devarch) != 0) {
-    snprintf(err, errn, "target %s: this machine's CUDA device is %s, so of cuda targets it measures only %s", name,
-             devarch, devarch);
+  if (on_device && strcmp(arch, devarch) != 0) {
+    snprintf(err, errn,
+             "target %s: this machine's %s device is %s, so of %s targets it measures only %s",
+             name, fw, devarch, fw, devarch);
     return TH_ERR_UNSUPPORTED;
   }
-  if (!strcmp(fw, "llvm") && !tc_backend_target_runs_here(&t, why, sizeof why)) {
-    char cpus[2048];
-    tb__runnable_cpus(cpus, sizeof cpus);
-    snprintf(err, errn, "target %s: %s; this machine can measure: %s", name, why, cpus);
+  if (!on_device && !tc_backend_target_runs_here(&t, why, sizeof why)) {
+    char names[2048];
+    tb__runnable_names(b, names, sizeof names);
+    snprintf(err, errn, "target %s: %s; this machine can measure: %s", name, why, names);
     return TH_ERR_UNSUPPORTED;
   }
   snprintf(out, n, "%s", t.str);
@@ -234,17 +233,10 @@ static th_status tb__manifest_facts(const char *manifest, double *latency_ms, in
  * the message, and a GET never queues a failed key again (POST .../tune does). Had the job published an
  * untuned version and succeeded, each such GET would find no tuned version and no failure, queue the same
  * tuning again and add one more identical version per round until its wait ran out. */
-/* The arch a key's target names for the compiler: its -mcpu= (llvm) or -arch= (cuda) value into buf, returned;
- * NULL when the target names none (the compiler's default). */
-static const char *tb__arch_of(const char *framework, const char *target, char *buf, size_t n) {
-  const char *arch = strstr(target, tb__on_device(framework) ? "-arch=" : "-mcpu=");
-  buf[0] = '\0';
-  if (arch) snprintf(buf, n, "%.*s", (int)strcspn(arch + 6, " "), arch + 6);
-  return buf[0] ? buf : NULL;
-}
-
-static const char *tb__arch(const tune_build_env *env, const char *target, char *buf, size_t n) {
-  return tb__arch_of(env->key->framework, target, buf, n);
+/* The arch a key's target names for the compiler (the backend parses its own target string) into
+ * buf, returned; NULL when the target names none (the compiler's default). */
+static const char *tb__arch(const char *target, char *buf, size_t n) {
+  return tc_backend_target_arch(target, buf, n);
 }
 
 th_status tune_key_footprint(store_t *st, const store_key *key, const char *target,
@@ -261,8 +253,7 @@ th_status tune_key_footprint(store_t *st, const store_key *key, const char *targ
   }
   tc_backend_target bt;
   if (rc == TH_OK)
-    rc = tc_backend_target_init(b, tb__arch_of(key->framework, target, archbuf, sizeof archbuf),
-                                &bt, err, n);
+    rc = tc_backend_target_init(b, tb__arch(target, archbuf, sizeof archbuf), &bt, err, n);
   tune_net own;
   int resolved = 0;
   if (rc == TH_OK && !net) {
@@ -326,7 +317,7 @@ static th_status tb__build_publish(const tune_build_env *env, const tune_net *ne
    * timed only where there is a device, an llvm one only where this CPU can run it: tc_build_bundle
    * checks, and an untimed manifest says why ("unmeasured") */
   char archbuf[64];
-  o.arch = tb__arch(env, target, archbuf, sizeof archbuf);
+  o.arch = tb__arch(target, archbuf, sizeof archbuf);
   o.precision = store_key_precision(env->key); /* the server and the CLI refused what the target cannot take */
   o.measure = 1;
   o.measure_fn = tb__time_model;
@@ -377,7 +368,7 @@ static th_status tb__session(const tune_build_env *env, const tune_net *net, con
   const tc_backend *b = tc_backend_find(env->key->framework, err, n);
   if (!b) return TH_ERR_INVALID;
   char archbuf[64];
-  th_status rc = tune_session_new(env->st, b, tb__arch(env, target, archbuf, sizeof archbuf), &net->src,
+  th_status rc = tune_session_new(env->st, b, tb__arch(target, archbuf, sizeof archbuf), &net->src,
                                   env->key->batch, o, s);
   if (rc != TH_OK)
     snprintf(err, n, "cannot start tuning: %s", tune_session_new_errmsg()[0] ? tune_session_new_errmsg()

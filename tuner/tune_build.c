@@ -17,7 +17,6 @@
 
 #include "link.h"
 #include "th_util.h"
-#include "tune_cuda.h"
 
 typedef struct tune_build_job {
   const tune_task *t;
@@ -60,9 +59,35 @@ static void tune__single_so(const tune_build_job *j, int i, char *out, size_t n)
   snprintf(out, n, "%.*s.%d.so", stem < 480 ? stem : 480, j->so, i);
 }
 
+/* One candidate of a task timed on a device (TC_MEASURE_DEVICE): validity, codegen and one device
+ * compile of cfg into the image file img_path, through tc_backend_compile, named in so_path
+ * (TUNE_PATH_MAX bytes) when written; otherwise *err_class and msg (160 bytes) say why: 1 for a
+ * config over the device's limits, 3 for a device compiler error, 2 for a codegen error. An image
+ * that could not be written (TH_ERR_IO) leaves so_path and *err_class alone: the worker then
+ * compiles the candidate itself. It runs in the build child, so a hung or crashing device compiler
+ * costs that child only, and the measure stage does no compiler work. */
+static void tune__build_image(const tune_task *t, const tc_config *cfg, const char *img_path,
+                              char *so_path, int *err_class, char *msg) {
+  char err[2048] = "";
+  const char *fn = "th_candidate";
+  th_status rc = tc_backend_compile(&t->target, 1, &t->wl, cfg, &fn, img_path, err, sizeof err);
+  if (rc == TH_OK) {
+    snprintf(so_path, TUNE_PATH_MAX, "%s", img_path);
+  } else if (rc == TH_ERR_INVALID) {
+    *err_class = TC_ERROR_CLASS_INSTANTIATION;
+    snprintf(msg, 160, "invalid config: %.140s", err[0] ? err : "device limits");
+  } else if (rc == TH_ERR_COMPILE) {
+    *err_class = TC_ERROR_CLASS_COMPILE_DEVICE;
+    snprintf(msg, 160, "device compile: %.135s", err[0] ? err : th_status_str(rc));
+  } else if (rc != TH_ERR_IO) {
+    *err_class = TC_ERROR_CLASS_COMPILE_HOST;
+    snprintf(msg, 160, "codegen: %.140s", err[0] ? err : th_status_str(rc));
+  }
+}
+
 /* Builds j's candidates here: one library, or one each when it fails. A device task's get one image
- * each: "<so stem>.cubin" for a job of one (as tune__build_thread makes them), else
- * "<so stem>.<i>.cubin". */
+ * each: "<so stem>.image" for a job of one (as tune__build_thread makes them), else
+ * "<so stem>.<i>.image". */
 static void tune__build_local(tune_build_job *j) {
   char err[160] = "";
   if (tune_build_fault_hook)
@@ -72,10 +97,10 @@ static void tune__build_local(tune_build_job *j) {
       int k = j->which[i], stem = (int)strlen(j->so) - 3;
       char img[TUNE_PATH_MAX];
       if (j->n == 1)
-        snprintf(img, sizeof img, "%.*s.cubin", stem < 480 ? stem : 480, j->so);
+        snprintf(img, sizeof img, "%.*s.image", stem < 480 ? stem : 480, j->so);
       else
-        snprintf(img, sizeof img, "%.*s.%d.cubin", stem < 480 ? stem : 480, j->so, i);
-      tune_cuda_build_one(j->t, &j->cfgs[k], img, j->so_paths[k], &j->err_class[k], j->msgs[k]);
+        snprintf(img, sizeof img, "%.*s.%d.image", stem < 480 ? stem : 480, j->so, i);
+      tune__build_image(j->t, &j->cfgs[k], img, j->so_paths[k], &j->err_class[k], j->msgs[k]);
     }
     return;
   }

@@ -77,7 +77,7 @@ th_status tune_task_pack(const tune_task *t, const tc_config *c, tune_pack *out)
  * timeout_s: codegen (TC_ERROR_CLASS_COMPILE_HOST) and one NVRTC compile
  * (TC_ERROR_CLASS_COMPILE_DEVICE; a crash is one too; TC_ERROR_CLASS_BUILD_TIMEOUT past the
  * deadline), so that a hung NVRTC costs a child, never a scheduler thread. fn_names[i] is
- * "th_candidate" and so_paths[i] the image ("dir/tag_j.i.cubin"; empty when it could not be
+ * "th_candidate" and so_paths[i] the image ("dir/tag_j.i.image"; empty when it could not be
  * written: the worker then compiles the candidate itself, tc_backend_measure). */
 th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int nthreads, double timeout_s,
                           const char *dir, const char *tag, char (*so_paths)[TUNE_PATH_MAX],

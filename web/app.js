@@ -67,12 +67,23 @@
      the short name a client passes as ?target= ("x86-64-v2" of "llvm -mcpu=x86-64-v2", "sm_75" of
      "cuda -arch=sm_75"), or '' for the server's own target of the framework (GET /targets), which needs none. */
   function targetShort(t) {
-    const m = /-(?:mcpu|arch)=(\S+)/.exec(String(t || ''));
+    const m = /^\S+ -[\w-]+=(\S+)/.exec(String(t || '')); // "<framework> -<flag>=<arch>"
     return m ? m[1] : String(t || '');
   }
+  function allTargets() {
+    return data.targets && Array.isArray(data.targets.targets) ? data.targets.targets : [];
+  }
   function targetsOf(fw) {
-    const ts = data.targets && Array.isArray(data.targets.targets) ? data.targets.targets : [];
-    return ts.find(x => x.framework === fw) || null;
+    return allTargets().find(x => x.framework === fw) || null;
+  }
+  // "llvm (CPU)": a framework as the selects show it, its device from GET /targets
+  function frameworkLabel(t) {
+    return t.framework + (t.device ? ' (' + String(t.device).toUpperCase() + ')' : '');
+  }
+  // whether a framework builds at more than one precision (its rows then show which one)
+  function hasPrecisions(fw) {
+    const t = targetsOf(fw);
+    return !!(t && Array.isArray(t.precisions) && t.precisions.length > 1);
   }
   // '' when name (short or concrete) is the framework's native target; the short name otherwise. Before
   // /targets has answered every name is kept: the server takes its own target's name as native too.
@@ -231,6 +242,7 @@
   async function loadStatic() {
     try { data.networks = (await api('/networks')).body.networks || []; } catch (e) { data.networks = data.networks || null; }
     try { data.targets = (await api('/targets')).body; } catch (e) { /* keep */ }
+    fillFrameworks();
     fillNetworks();
   }
 
@@ -299,7 +311,8 @@
       return r || cmp(a, b, 'network') || cmp(a, b, 'batch');
     });
     empty.hidden = data.models.length !== 0;
-    $('#empty-curl').textContent = 'curl -f --retry 100 --retry-max-time 3600 -o squeezenet.tar ' + ORIGIN + '/models/llvm/squeezenet_v1.1/1';
+    $('#empty-curl').textContent = 'curl -f --retry 100 --retry-max-time 3600 -o squeezenet.tar ' + ORIGIN + '/models/' +
+      ((allTargets()[0] || {}).framework || '{framework}') + '/squeezenet_v1.1/1';
     $('#catalog').hidden = data.models.length === 0;
     if (data.models.length === 0) status.textContent = '';
     else if (rows.length === 0) status.textContent = 'No model matches these filters (' + data.models.length + ' in all).';
@@ -317,7 +330,7 @@
           m.source === 'onnx' ? [' ', h('span', { class: 'pill onnx', title: 'an uploaded ONNX network' }, 'onnx')] : null),
         h('td', { class: 'num', 'data-label': 'Batch' }, m.batch),
         h('td', { class: 'target', 'data-label': 'Target', title: m.target || null }, targetCell(m),
-          m.framework === 'cuda' ? [' ', h('span', { class: 'pill precision', title: m.precision === 'tf32'
+          hasPrecisions(m.framework) ? [' ', h('span', { class: 'pill precision', title: m.precision === 'tf32'
             ? 'tensor cores, fp32 accumulation' : 'IEEE fp32 with FMA' }, m.precision || 'fp32')] : null),
         h('td', { 'data-label': 'State' }, h('span', { class: 'pill ' + m.state }, m.state)),
         h('td', { class: 'num', 'data-label': 'Version' }, m.version != null ? 'v' + m.version : '—'),
@@ -447,7 +460,7 @@
     return h('div', null, grid,
       h('div', { class: 'grid' },
         h('div', { class: 'card full', id: 'tuning-card' }, h('div', { id: 'tuning-body' }, h('h3', null, 'Tuning curve'), h('p', { class: 'muted' }, 'Loading the tuning records…')),
-          m.framework === 'llvm' ? tuneForm(key) : null),
+          (targetsOf(m.framework) || {}).tuning_curve ? tuneForm(key) : null),
         h('div', { class: 'card full', id: 'versions-card' }, h('h3', null, 'Latency per version'), h('p', { class: 'muted' }, 'Loading the versions…'))),
       h('div', { class: 'grid' },
         h('div', { class: 'card', id: 'manifest-card' }, h('h3', null, 'Manifest'), h('p', { class: 'muted' }, m.state === 'ready' ? 'Loading the manifest…' : 'No manifest until the model is published.')),
@@ -1341,6 +1354,16 @@
   }
 
   /* ---------- build form ---------- */
+  // the frameworks of GET /targets into the catalog filter (after "any") and the build form (the first selected)
+  function fillFrameworks() {
+    const ts = allTargets();
+    if (!ts.length) return;
+    const f = $('#f-framework'), b = $('#b-framework'), fcur = f.value, bcur = b.value;
+    f.replaceChildren(h('option', { value: '' }, 'any'), ...ts.map(t => h('option', { value: t.framework }, frameworkLabel(t))));
+    b.replaceChildren(...ts.map(t => h('option', { value: t.framework }, frameworkLabel(t))));
+    f.value = fcur;
+    b.value = ts.some(t => t.framework === bcur) ? bcur : ts[0].framework;
+  }
   function fillNetworks() {
     const sel = $('#b-network');
     const dl = $('#network-list');
@@ -1355,7 +1378,7 @@
     if (t && Array.isArray(t.targets)) {
       for (const opt of $('#b-framework').options) {
         const tt = t.targets.find(x => x.framework === opt.value);
-        if (tt && tt.available === false) opt.textContent = opt.value + (opt.value === 'cuda' ? ' (GPU)' : ' (CPU)') + ' — unavailable here';
+        if (tt && tt.available === false) opt.textContent = frameworkLabel(tt) + ' — unavailable here';
       }
       if (t.compiler_version) $('#compiler-version').textContent = 'compiler ' + t.compiler_version;
     }

@@ -108,6 +108,30 @@ static th_status cuda__target_parse(const char *target_str, tc_backend_target *t
   return cuda__target_init(arch[0] ? arch : "sm_90", t, NULL, 0);
 }
 
+/* The archs a client may name, one per row of tc_cuda_target's limits table (tc_cuda.h); newer ones
+ * (up to sm_121) are taken too, with sm_90's limits. */
+static const char *const cuda__archs[] = {"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"};
+
+static const char *cuda__target_name_at(int i) {
+  return i >= 0 && i < (int)(sizeof cuda__archs / sizeof cuda__archs[0]) ? cuda__archs[i] : NULL;
+}
+
+static int cuda__claims_arch(const char *name) {
+  return strncmp(name, "sm_", 3) == 0;
+}
+
+/* fp32 everywhere; tf32 on the tensor cores of sm_80 and newer */
+static int cuda__takes_precision(const char *t_str, tc_precision p, char *why, size_t whylen) {
+  if (p == TC_PRECISION_FP32) return 1;
+  if (p != TC_PRECISION_TF32) return 0;
+  const char *a = t_str ? strstr(t_str, "sm_") : NULL;
+  if (!t_str || (a ? strtol(a + 3, NULL, 10) : 0) >= 80) return 1;
+  tc__seterr(why, whylen,
+             "precision tf32 needs tensor cores of sm_80 or newer; target %s takes fp32 only",
+             t_str);
+  return 0;
+}
+
 /* ---- template table: templates.c ---------------------------------------------------------------------- */
 
 static int cuda__supports_op(tc_kernel k) {
@@ -303,6 +327,11 @@ const tc_backend tc__backend_cuda = {
     .name = "cuda",
     .target_init = cuda__target_init,
     .target_parse = cuda__target_parse,
+    .target_name_at = cuda__target_name_at,
+    .target_hint = "sm_XX",
+    .arch_flag = "-arch=",
+    .claims_arch = cuda__claims_arch,
+    .takes_precision = cuda__takes_precision,
     .has_device = cuda__has_device,
     .can_build = cuda__can_build,
     .device = cuda__device,

@@ -49,6 +49,10 @@ static th_status llvm__target_parse(const char *target_str, tc_backend_target *t
   return llvm__target_init(name, t, NULL, 0);
 }
 
+static const char *llvm__target_name_at(int i) {
+  return tc_target_cpu_at((size_t)i); /* the CPU names and x86-64-vN levels tc_target_named knows */
+}
+
 static int llvm__runs_here(const tc_backend_target *t, char *why, size_t whylen) {
   tc_target host;
   if (tc_target_host(&host) != TH_OK) return 0;
@@ -258,6 +262,11 @@ const tc_backend tc__backend_llvm = {
     .name = "llvm",
     .target_init = llvm__target_init,
     .target_parse = llvm__target_parse,
+    .target_name_at = llvm__target_name_at,
+    .target_hint = "an x86-64 CPU or level",
+    .arch_flag = "-mcpu=",
+    .claims_arch = NULL, /* the default backend: every name no other backend claims */
+    .takes_precision = NULL,
     .has_device = llvm__yes,
     .can_build = llvm__yes,
     .device = llvm__device,

@@ -342,6 +342,13 @@ async function main() {
   await page.waitForSelector('#b-target option[value="' + tgt + '"]', { state: 'attached', timeout: 10000 });
   check(await page.inputValue('#b-target') === 'native', 'the build form\'s target defaults to native');
   check(await page.$$eval('#b-target option', os => os.length) === llvmT.valid_targets.length, 'the build form offers every valid llvm target of /targets');
+  // the frameworks come from /targets too (issue 37: the page names none), in its order, the first selected
+  const fws = targets.targets.map(t => t.framework);
+  const offered = await page.$$eval('#b-framework option', os => os.map(o => o.value));
+  const filters = await page.$$eval('#f-framework option', os => os.map(o => o.value));
+  check(JSON.stringify(offered) === JSON.stringify(fws) && await page.inputValue('#b-framework') === fws[0] &&
+    JSON.stringify(filters) === JSON.stringify([''].concat(fws)),
+    'the framework selects offer the frameworks of /targets (' + offered + '; filter ' + filters + ')');
   await page.selectOption('#b-network', 'squeezenet_v1.1');
   await page.fill('#b-batch', '1');
   await page.selectOption('#b-target', tgt);

@@ -67,9 +67,11 @@ if(TH_FUZZ AND TH_CLANG16 AND TH_FUZZ_WORKS)
     DEPENDS tc_onnx_proto # the generated onnx.pb-c.c
     SEED ${TH_FUZZ_DIR}/seeds_onnx.sh $<TARGET_FILE:test_compiler_onnx> ${TH_SOURCE_DIR})
 
-  # server/ headers pull in libmicrohttpd's, the store's and the tuner's
+  # server/ headers pull in libmicrohttpd's, the store's, the tuner's and the compiler's public ones
+  # (srv_int.h sizes its per-backend arrays by backend.h's TC_BACKEND_COUNT)
   set(TH_FUZZ_SRV_INC ${TH_SOURCE_DIR}/server ${TH_SOURCE_DIR}/store ${TH_SOURCE_DIR}/tuner
-      ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/runtime)
+      ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/ir ${TH_SOURCE_DIR}/compiler/ops
+      ${TH_SOURCE_DIR}/compiler/import ${TH_SOURCE_DIR}/compiler/runtime)
   th_fuzz_target(headers SOURCES ${TH_SOURCE_DIR}/server/response.c ${TH_SOURCE_DIR}/server/request.c
                  INCLUDES ${TH_FUZZ_SRV_INC} LIBS ${MHD_LINK_LIBRARIES} ${JANSSON_LINK_LIBRARIES})
   th_fuzz_target(json_bodies SOURCES ${TH_SOURCE_DIR}/server/request.c INCLUDES ${TH_FUZZ_SRV_INC}
