@@ -755,6 +755,8 @@ static const struct tc__ox_opset_range {
     {"Softmax", 6, 21},
     {"LogSoftmax", 6, 21},
     {"GatherElements", 11, 21},
+    {"NegativeLogLikelihoodLoss", 12, 21},
+    {"SoftmaxCrossEntropyLoss", 12, 21},
     {"LayerNormalization", 17, 21},
     {"Dropout", 6, 21},
     {"Identity", 6, 21},

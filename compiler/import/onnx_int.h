@@ -268,6 +268,9 @@ th_status tc__ox_c_softmax(tc__ox *x, const Onnx__NodeProto *n);
 /* Gather (constant indices as a slice, rows of a constant table as an embedding, else the gather
  * family) and GatherElements. */
 th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n);
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: a gather of the target's class, weights
+ * gathered the same way, sums as products with ones. */
+th_status tc__ox_c_loss(tc__ox *x, const Onnx__NodeProto *n);
 
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */

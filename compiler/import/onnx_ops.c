@@ -1065,6 +1065,8 @@ static const struct {
     {"ReduceMean", tc__ox_c_reduce_mean},
     {"Softmax", tc__ox_c_softmax},
     {"LogSoftmax", tc__ox_c_softmax},
+    {"NegativeLogLikelihoodLoss", tc__ox_c_loss},
+    {"SoftmaxCrossEntropyLoss", tc__ox_c_loss},
     {"LayerNormalization", tc__ox_c_layer_norm},
     {"Dropout", tc__ox_c_identity},
     {"Identity", tc__ox_c_identity},
