@@ -231,32 +231,19 @@ static th_status tc__tensor_check(const tc_workload *w) {
       if ((int64_t)w->c * w->oc > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
       break;
     case TC_KERNEL_COPY:
-    case TC_KERNEL_BINARY: {
-      if (w->c != 1 || w->h != 1 || w->w != 1 || w->oc != 1 || w->oh != 1 || w->ow != 1 || w->n != 1 ||
-          w->ndim < 1 || w->ndim > TC_WL_DIMS)
+    case TC_KERNEL_BINARY:
+    case TC_KERNEL_GATHER: {
+      /* gather: c is the gathered axis' extent and oc its stride; kh 1 with kw the ignored index */
+      int ga = w->kernel == TC_KERNEL_GATHER;
+      if ((ga ? w->c < 1 || w->oc < 0 || (w->kh & ~1) || (!w->kh && w->kw) || w->aoff || w->boff
+              : w->c != 1 || w->oc != 1) ||
+          w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || w->n != 1 || w->ndim < 1 ||
+          w->ndim > TC_WL_DIMS)
         return TH_ERR_INVALID;
       if (w->kernel == TC_KERNEL_BINARY && (w->op < 0 || w->op >= TC_BINARY_COUNT || w->aoff || w->boff))
         return TH_ERR_INVALID;
       if (w->aoff < 0 || w->boff < 0) return TH_ERR_INVALID;
-      int64_t total = 1, amax = w->aoff, bmax = w->boff;
-      for (int d = 0; d < w->ndim; d++) {
-        if (w->shape[d] < 1 || w->astride[d] < 0 || w->bstride[d] < 0) return TH_ERR_INVALID;
-        total *= w->shape[d];
-        amax += (int64_t)(w->shape[d] - 1) * w->astride[d];
-        bmax += (int64_t)(w->shape[d] - 1) * w->bstride[d];
-        if (total > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
-      }
-      if (amax >= (int64_t)1 << 31 || bmax >= (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
-      for (int d = w->ndim; d < TC_WL_DIMS; d++)
-        if (w->shape[d] || w->astride[d] || w->bstride[d]) return TH_ERR_INVALID;
-      break;
-    }
-    case TC_KERNEL_GATHER: {
-      if (w->n != 1 || w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || w->c < 1 ||
-          w->oc < 0 || w->ndim < 1 || w->ndim > TC_WL_DIMS || (w->kh & ~1) ||
-          (!w->kh && w->kw) || w->aoff || w->boff)
-        return TH_ERR_INVALID;
-      int64_t total = 1, amax = (int64_t)(w->c - 1) * w->oc, bmax = 0;
+      int64_t total = 1, amax = ga ? (int64_t)(w->c - 1) * w->oc : w->aoff, bmax = w->boff;
       for (int d = 0; d < w->ndim; d++) {
         if (w->shape[d] < 1 || w->astride[d] < 0 || w->bstride[d] < 0) return TH_ERR_INVALID;
         total *= w->shape[d];

@@ -256,6 +256,18 @@ TH_TEST(ref_rejects) {
   wl.epilogue = TC_EPI_BIAS;
   args[TC_ARG_BIAS] = NULL;
   CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_ERR_INVALID);
+  /* gather: an ignored index without the flag, an empty axis, a flag other than 0 or 1 */
+  tc_workload ga = strided_wl(TC_KERNEL_GATHER, 1, (int[]){2}, (int[]){0}, (int[]){1});
+  ga.c = 2;
+  ga.kh = 0;
+  ga.kw = 0;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_OK);
+  ga.kw = 3;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_ERR_INVALID);
+  ga.kw = 0, ga.c = 0;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_ERR_INVALID);
+  ga.c = 2, ga.kh = 2;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_ERR_INVALID);
   return 0;
 }
 
