@@ -17,9 +17,9 @@ static const char *const tc__op_names[] = {
     "avg_pool", "global_avg_pool", "adaptive_avg_pool", "concat", "flatten", "dense", "dropout",
     "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
     "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
-    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math",
+    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math", "gather",
 };
-_Static_assert(TC_OP_COUNT == 36, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 37, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
 
 size_t tc_dtype_size(int dtype) {
@@ -1114,4 +1114,47 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
   th_status rc = th_buf_append(b, s, strlen(s));
   free(s);
   return rc;
+}
+
+int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int has_ignore,
+                    int ignore) {
+  const tc_tensor *t = tc__tin(g, data, "gather", 0), *ti = tc__tin(g, idx, "gather indices", 1);
+  if (!t || !ti) return -1;
+  char s0[96], s1[96];
+  tc__shape_str(t, s0, sizeof s0);
+  tc__shape_str(ti, s1, sizeof s1);
+  if (ti->dtype != TC_DTYPE_I64 || axis < 0 || axis >= t->ndim) {
+    tc__err(g, "gather: needs int64 indices (got %s) and an axis in [0, %d) (got %d)",
+            tc_dtype_name(ti->dtype), t->ndim, axis);
+    return -1;
+  }
+  tc_tensor out = *t;
+  if (elements) {
+    int ok = ti->ndim == t->ndim;
+    for (int d = 0; ok && d < t->ndim; d++) ok = d == axis || ti->shape[d] <= t->shape[d];
+    if (!ok) {
+      tc__err(g, "gather elements: indices %s must have the rank of data %s and no larger dims "
+              "but on axis %d", s1, s0, axis);
+      return -1;
+    }
+    out = *ti;
+  } else {
+    if (t->ndim - 1 + ti->ndim > TC_MAX_DIMS) {
+      tc__err(g, "gather: data %s and indices %s give more than %d dims", s0, s1, TC_MAX_DIMS);
+      return -1;
+    }
+    out.ndim = 0;
+    for (int d = 0; d < axis; d++) out.shape[out.ndim++] = t->shape[d];
+    for (int d = 0; d < ti->ndim; d++) out.shape[out.ndim++] = ti->shape[d];
+    for (int d = axis + 1; d < t->ndim; d++) out.shape[out.ndim++] = t->shape[d];
+  }
+  out.dtype = TC_DTYPE_F32;
+  int xs[2] = {data, idx};
+  int id = tc__tnode(g, TC_OP_GATHER, NULL, 2, xs, &out);
+  if (id < 0) return -1;
+  g->nodes[id].axis = axis;
+  g->nodes[id].gather_elements = elements != 0;
+  g->nodes[id].has_ignore = has_ignore != 0;
+  g->nodes[id].ignore = has_ignore ? ignore : 0;
+  return id;
 }

@@ -70,6 +70,8 @@ typedef enum tc_op {
   TC_OP_SILU,            /* x * sigmoid(x) (swish) */
   TC_OP_MATH,            /* element-wise math: the TC_UNARY_* in math, with alpha and shift
                             (ONNX Exp, Log, Elu, ...; never fused) */
+  TC_OP_GATHER,          /* inputs[0] float data, inputs[1] int64 indices, along axis: ONNX Gather
+                            (gather_elements 0) or GatherElements (1) */
   TC_OP_COUNT
 } tc_op;
 
@@ -130,6 +132,8 @@ typedef struct tc_node {
   int axis, begin, end, step; /* slice (axis also concat) */
   int trans_a, trans_b;     /* matmul */
   int math;                 /* TC_OP_MATH: its TC_UNARY_* (workload.h) */
+  int gather_elements;      /* TC_OP_GATHER: GatherElements (else Gather) */
+  int has_ignore, ignore;   /* TC_OP_GATHER: an index equal to `ignore` reads 0 */
   float alpha, shift;       /* matmul and softmax scale (1 when unset); affine x * alpha + shift; hard
                                sigmoid's alpha and beta (also on a conv or dense that fused one) */
 } tc_node;
@@ -225,6 +229,13 @@ int tc_graph_silu(tc_graph *g, int x);
 /* Element-wise math (float32, the input's shape): the TC_UNARY_* op math (EXP and after in
  * workload.h), with its alpha and beta (finite); -1 and an error for another op. */
 int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
+/* Gathers float32 data along axis by the int64 tensor idx (a negative index counts from the end of
+ * the axis; one outside [-len, len) reads 0, as does one equal to ignore when has_ignore). Gather
+ * (elements 0): the output is data's dims before axis, idx's dims, data's dims after axis (rank at
+ * most TC_MAX_DIMS). GatherElements (elements 1): idx has data's rank, each dim but axis at most
+ * data's, and the output has idx's shape: out[i] = data[i with axis replaced by idx[i]]. */
+int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int has_ignore,
+                    int ignore);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Appends a composite parameter `name`: the n (2..TC_MAX_PARTS) parameters parts, none composite,

@@ -19,8 +19,8 @@ static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
     &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, &tc__cuda_op_layer_norm,
     &tc__cuda_op_softmax_rows, &tc__cuda_op_unary,        &tc__cuda_op_embedding,
-    &tc__cuda_op_copy,         &tc__cuda_op_binary};
-_Static_assert(TC_KERNEL_COUNT == 17,
+    &tc__cuda_op_copy,         &tc__cuda_op_binary,       &tc__cuda_op_gather};
+_Static_assert(TC_KERNEL_COUNT == 18,
                "add the new kernel family's GPU template to ops[] (or NULL)");
 
 /* The template of wl's family, or NULL when there is none for it or for its layout. */
@@ -293,6 +293,11 @@ int64_t tc__cuda_in_total(const tc_workload *wl) {
 }
 
 int64_t tc__cuda_out_total(const tc_workload *wl) {
+  if (wl->kernel == TC_KERNEL_GATHER) { /* a contiguous output over the iteration space */
+    int64_t v = 1;
+    for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) v *= wl->shape[d];
+    return v;
+  }
   return (int64_t)wl->n * wl->oc * wl->oh * wl->ow;
 }
 

@@ -668,6 +668,10 @@ static th_status tc__ox_inputs(tc__ox *x) {
                            d, (long long)v, (long long)TC_ONNX_MAX_DIM);
       if (d == 0) {
         if (x->g->ninputs == 0) x->file_batch = (int)v;
+        /* an input whose fixed first dim differs from the first input's has no batch dim (Gather's
+           indices): taken as the file gives it */
+        if (x->g->ninputs > 0 && x->file_batch > 0 && v > 0 && v != x->file_batch)
+          shape[0] = (int)v;
         continue;
       }
       if (grank > 0) v = given[d];
@@ -749,6 +753,10 @@ static const struct tc__ox_opset_range {
     {"Expand", 8, 21},
     {"ReduceMean", 6, 21},
     {"Softmax", 6, 21},
+    {"LogSoftmax", 6, 21},
+    {"GatherElements", 11, 21},
+    {"NegativeLogLikelihoodLoss", 12, 21},
+    {"SoftmaxCrossEntropyLoss", 12, 21},
     {"LayerNormalization", 17, 21},
     {"Dropout", 6, 21},
     {"Identity", 6, 21},

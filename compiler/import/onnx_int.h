@@ -249,6 +249,29 @@ int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi);
 th_status tc__ox_legacy_bcast(tc__ox *x, const Onnx__NodeProto *n, const int64_t *adims, int ra,
                               const int64_t *bdims, int rb, int64_t *out, int *rout);
 
+/* Shared converter helpers (onnx_ops.c): the output tensor of graph node id; input k as a graph
+ * node (constants materialised; *id = -1 when reported unsupported); the same, reporting an int64
+ * tensor; node id's dims as int64 (returns the rank); node id reshaped to dims (no node when they
+ * are its own; a rank or size the graph cannot hold is reported, *out = -1). */
+const tc_tensor *tc__ox_t(tc__ox *x, int id);
+th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+int tc__ox_tdims(tc__ox *x, int id, int64_t *dims);
+th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
+                              int r, int *out);
+
+/* ---- onnx_ops_index.c: softmax family, gathers and scatters, losses, TopK
+ * ----------------------------------------------------- */
+
+/* Softmax and LogSoftmax over any axis (opset < 13: the input coerced to 2-D at axis). */
+th_status tc__ox_c_softmax(tc__ox *x, const Onnx__NodeProto *n);
+/* Gather (constant indices as a slice, rows of a constant table as an embedding, else the gather
+ * family) and GatherElements. */
+th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n);
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: a gather of the target's class, weights
+ * gathered the same way, sums as products with ones. */
+th_status tc__ox_c_loss(tc__ox *x, const Onnx__NodeProto *n);
+
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */
 

@@ -17,12 +17,12 @@
 /* ---- helpers
  * ------------------------------------------------------------------------------------------ */
 
-static const tc_tensor *tc__ox_t(tc__ox *x, int id) {
+const tc_tensor *tc__ox_t(tc__ox *x, int id) {
   return &x->g->nodes[id].out;
 }
 
 /* Input k as a graph node (constants materialised): *id = -1 when it was reported unsupported. */
-static th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
   tc__oxv *v = tc__ox_in(x, n, k);
   *id = -1;
   if (!v) return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d is missing", k);
@@ -30,7 +30,7 @@ static th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int 
 }
 
 /* A float input node: reports int64 ones (the graph's arithmetic is float32). */
-static th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
   th_status rc = tc__ox_node_in(x, n, k, id);
   if (rc != TH_OK || *id < 0) return rc;
   if (tc__ox_t(x, *id)->dtype != TC_DTYPE_F32) {
@@ -51,7 +51,7 @@ static int tc__ox_affine(tc__ox *x, int id, float alpha, float shift) {
 }
 
 /* Dims of a graph tensor as int64. */
-static int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
+int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
   const tc_tensor *t = tc__ox_t(x, id);
   for (int d = 0; d < t->ndim; d++) dims[d] = t->shape[d];
   return t->ndim;
@@ -59,8 +59,8 @@ static int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
 
 /* Reshapes node id to dims (no node when they are its own); reports a rank or size the graph cannot
  * hold. */
-static th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id,
-                                     const int64_t *dims, int r, int *out) {
+th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
+                              int r, int *out) {
   const tc_tensor *t = tc__ox_t(x, id);
   *out = -1;
   if (r < 1 || r > TC_MAX_DIMS)
@@ -896,66 +896,6 @@ static th_status tc__ox_c_slice(tc__ox *x, const Onnx__NodeProto *n) {
   return tc__ox_set_node(x, n, 0, id);
 }
 
-static th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n) {
-  tc__oxv *vd = tc__ox_in(x, n, 0), *vi = tc__ox_in(x, n, 1);
-  int64_t ax;
-  th_status rc = tc__ox_attr_i(x, n, "axis", 0, &ax);
-  if (rc != TH_OK) return rc;
-  if (!vd || !vi) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs data and indices");
-  char nm[256];
-  tc__ox_gname(x, n, nm, sizeof nm);
-  if (vi->kind ==
-      TC__OX_NODE) { /* an embedding: rows of a constant table by runtime int64 indices */
-    const tc_tensor *ti = tc__ox_t(x, vi->node);
-    if (vd->kind != TC__OX_CONST || !vd->c.fl || vd->c.ndim != 2 || (ax != 0 && ax != -2))
-      return tc__ox_unsupported(
-          x, n, "gathers by runtime indices only rows of a constant 2-D table (an embedding)");
-    if (ti->dtype != TC_DTYPE_I64) return tc__ox_unsupported(x, n, "the indices must be int64");
-    if (vd->c.dims[0] > INT_MAX || vd->c.dims[1] > INT_MAX || vd->c.n == 0)
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the table is too large or empty");
-    int id = tc_graph_embedding(x->g, nm, vi->node, (int)vd->c.dims[0], (int)vd->c.dims[1]);
-    rc = tc__ox_set_node(x, n, 0, id);
-    if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, vd, 0, 1.0f);
-    return rc;
-  }
-  if (vi->c.fl) return tc__ox_nfail(x, n, TH_ERR_INVALID, "indices must be integers");
-  /* constant indices into a tensor: a slice when they run in even steps */
-  int a;
-  rc = tc__ox_float_in(x, n, 0, &a);
-  if (rc != TH_OK || a < 0) return rc;
-  int64_t dims[TC__OX_RANK], od[TC__OX_RANK];
-  int r = tc__ox_tdims(x, a, dims), axis;
-  rc = tc__ox_axis(x, n, ax, r, &axis);
-  if (rc != TH_OK) return rc;
-  int64_t len = dims[axis], cnt = vi->c.n, first = 0, step = 1;
-  if (cnt == 0) return tc__ox_unsupported(x, n, "no indices");
-  for (int64_t j = 0; j < cnt; j++) {
-    int64_t v = vi->c.i[j];
-    if (v < -len || v >= len)
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "index %lld is out of range for length %lld",
-                          (long long)v, (long long)len);
-    v = v < 0 ? v + len : v;
-    if (j == 0)
-      first = v;
-    else if (j == 1)
-      step = v - first;
-    if (j > 0 && (step < 1 || v != first + j * step))
-      return tc__ox_unsupported(x, n, "constant indices that do not run in even increasing steps");
-  }
-  int ro = 0;
-  for (int d = 0; d < axis; d++) od[ro++] = dims[d];
-  for (int d = 0; d < vi->c.ndim && ro < TC__OX_RANK; d++) od[ro++] = vi->c.dims[d];
-  for (int d = axis + 1; d < r && ro < TC__OX_RANK; d++) od[ro++] = dims[d];
-  if (ro != r - 1 + vi->c.ndim)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has too many dimensions");
-  int id =
-      tc_graph_slice(x->g, a, axis, (int)first, (int)(first + (cnt - 1) * step + 1), (int)step);
-  rc = tc__ox_bind_node(x, n, NULL, id);
-  if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, od, ro, &id);
-  if (rc != TH_OK || id < 0) return rc;
-  return tc__ox_set_node(x, n, 0, id);
-}
-
 static th_status tc__ox_c_cast(tc__ox *x, const Onnx__NodeProto *n) {
   int64_t to;
   int a;
@@ -1032,58 +972,6 @@ static th_status tc__ox_c_reduce_mean(tc__ox *x, const Onnx__NodeProto *n) {
     if (rc != TH_OK || id < 0) return rc;
   }
   return tc__ox_set_node(x, n, 0, id);
-}
-
-/* softmax over the last axis of node a, with a mask added before it and a scalar scale folded in */
-static int tc__ox_softmax_last(tc__ox *x, int a) {
-  const tc_node *nd = &x->g->nodes[a];
-  int mask = -1;
-  float alpha = 1.0f;
-  if (nd->op == TC_OP_ADD) {
-    for (int side = 0; side < 2; side++) {
-      const tc_tensor *p = tc__ox_t(x, nd->inputs[side]);
-      if (p->ndim == nd->out.ndim && memcmp(p->shape, nd->out.shape, sizeof p->shape) == 0) {
-        mask = nd->inputs[!side];
-        a = nd->inputs[side];
-        break;
-      }
-    }
-  }
-  a = tc__ox_unscale(x, a, &alpha);
-  return tc_graph_softmax_ex(x->g, a, alpha, mask);
-}
-
-static th_status tc__ox_c_softmax(tc__ox *x, const Onnx__NodeProto *n) {
-  int64_t ax;
-  int a, axis;
-  th_status rc = tc__ox_attr_i(x, n, "axis", x->opset < 13 ? 1 : -1, &ax);
-  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
-  if (rc != TH_OK || a < 0) return rc;
-  int64_t dims[TC__OX_RANK];
-  int r = tc__ox_tdims(x, a, dims);
-  rc = tc__ox_axis(x, n, ax, r, &axis);
-  if (rc != TH_OK) return rc;
-  if (axis == r - 1) return tc__ox_set_node(x, n, 0, tc__ox_softmax_last(x, a));
-  int id;
-  if (x->opset <
-      13) { /* softmax of the input flattened to [prod(dims[:axis]), prod(dims[axis:])] */
-    int64_t two[2] = {1, 1};
-    for (int d = 0; d < r; d++) two[d >= axis] *= dims[d];
-    rc = tc__ox_reshape_node(x, n, a, two, 2, &id);
-    if (rc != TH_OK || id < 0) return rc;
-    id = tc_graph_softmax_ex(x->g, id, 1.0f, -1);
-    rc = tc__ox_bind_node(x, n, NULL, id);
-    if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
-    if (rc != TH_OK || id < 0) return rc;
-    return tc__ox_set_node(x, n, 0, id);
-  }
-  int perm[TC_MAX_DIMS];
-  for (int d = 0; d < r; d++) perm[d] = d;
-  perm[axis] = r - 1;
-  perm[r - 1] = axis; /* a swap is its own inverse */
-  id = tc_graph_transpose(x->g, a, perm);
-  id = tc_graph_softmax_ex(x->g, id, 1.0f, -1);
-  return tc__ox_set_node(x, n, 0, tc_graph_transpose(x->g, id, perm));
 }
 
 static th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
@@ -1171,10 +1059,14 @@ static const struct {
     {"Split", tc__ox_c_split},
     {"Slice", tc__ox_c_slice},
     {"Gather", tc__ox_c_gather},
+    {"GatherElements", tc__ox_c_gather},
     {"Cast", tc__ox_c_cast},
     {"Expand", tc__ox_c_expand},
     {"ReduceMean", tc__ox_c_reduce_mean},
     {"Softmax", tc__ox_c_softmax},
+    {"LogSoftmax", tc__ox_c_softmax},
+    {"NegativeLogLikelihoodLoss", tc__ox_c_loss},
+    {"SoftmaxCrossEntropyLoss", tc__ox_c_loss},
     {"LayerNormalization", tc__ox_c_layer_norm},
     {"Dropout", tc__ox_c_identity},
     {"Identity", tc__ox_c_identity},

@@ -15,13 +15,14 @@ static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_concat,  &tc__op_layout,
     &tc__op_batch_matmul,
     &tc__op_layer_norm, &tc__op_softmax_rows, &tc__op_unary, &tc__op_embedding, &tc__op_copy,
-    &tc__op_binary};
+    &tc__op_binary,
+    &tc__op_gather};
 static const char *const names[TC_KERNEL_COUNT] = {
 #define TC__KERNEL_NAME(id, name, nargs, a0, a1, a2, a3, a4) [TC_KERNEL_##id] = name,
     TC_KERNEL_TABLE(TC__KERNEL_NAME)
 #undef TC__KERNEL_NAME
 };
-_Static_assert(TC_KERNEL_COUNT == 17, "add the new kernel family to ops[]");
+_Static_assert(TC_KERNEL_COUNT == 18, "add the new kernel family to ops[]");
 
 /* TC_KERNEL_TABLE's argument slots: (role, size rule) pairs. */
 #define TC__ROLE(role, size) TC_ARG_ROLE_##role
@@ -141,6 +142,10 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
       return tc__extent(w, w->bstride, w->boff);
     case TC_ARG_SIZE_VOLUME:
       return tc__volume(w);
+    case TC_ARG_SIZE_GATHER_DATA:
+      return tc__extent(w, w->astride, 0) + (int64_t)(w->c - 1) * w->oc;
+    case TC_ARG_SIZE_GATHER_INDEX:
+      return tc__extent(w, w->bstride, 0);
   }
   return 0;
 }
@@ -155,10 +160,11 @@ th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
     out->role[a] = row->role[a];
     out->nelems[a] = tc__arg_elems(wl, size);
     out->elem_bytes[a] = 4;
-    if (size == TC_ARG_SIZE_INDICES ||
+    if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX ||
         (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64))
       out->elem_bytes[a] = 8;
-    if (size == TC_ARG_SIZE_INDICES) out->index_limit[a] = wl->c;
+    if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX)
+      out->index_limit[a] = wl->c;
     /* one part of a concat (or a slice's gaps): the rest of the output stays unwritten */
     if (row->role[a] == TC_ARG_ROLE_OUT && size == TC_ARG_SIZE_B_EXTENT)
       out->partial[a] = wl->boff != 0 || out->nelems[a] != tc__volume(wl);
@@ -225,14 +231,19 @@ static th_status tc__tensor_check(const tc_workload *w) {
       if ((int64_t)w->c * w->oc > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
       break;
     case TC_KERNEL_COPY:
-    case TC_KERNEL_BINARY: {
-      if (w->c != 1 || w->h != 1 || w->w != 1 || w->oc != 1 || w->oh != 1 || w->ow != 1 || w->n != 1 ||
-          w->ndim < 1 || w->ndim > TC_WL_DIMS)
+    case TC_KERNEL_BINARY:
+    case TC_KERNEL_GATHER: {
+      /* gather: c is the gathered axis' extent and oc its stride; kh 1 with kw the ignored index */
+      int ga = w->kernel == TC_KERNEL_GATHER;
+      if ((ga ? w->c < 1 || w->oc < 0 || (w->kh & ~1) || (!w->kh && w->kw) || w->aoff || w->boff
+              : w->c != 1 || w->oc != 1) ||
+          w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || w->n != 1 || w->ndim < 1 ||
+          w->ndim > TC_WL_DIMS)
         return TH_ERR_INVALID;
       if (w->kernel == TC_KERNEL_BINARY && (w->op < 0 || w->op >= TC_BINARY_COUNT || w->aoff || w->boff))
         return TH_ERR_INVALID;
       if (w->aoff < 0 || w->boff < 0) return TH_ERR_INVALID;
-      int64_t total = 1, amax = w->aoff, bmax = w->boff;
+      int64_t total = 1, amax = ga ? (int64_t)(w->c - 1) * w->oc : w->aoff, bmax = w->boff;
       for (int d = 0; d < w->ndim; d++) {
         if (w->shape[d] < 1 || w->astride[d] < 0 || w->bstride[d] < 0) return TH_ERR_INVALID;
         total *= w->shape[d];
@@ -430,7 +441,8 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
       if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
       used += (size_t)w;
     }
-    if (wl->kernel == TC_KERNEL_COPY || wl->kernel == TC_KERNEL_BINARY) {
+    if (wl->kernel == TC_KERNEL_COPY || wl->kernel == TC_KERNEL_BINARY ||
+        wl->kernel == TC_KERNEL_GATHER) {
       const int *v[3] = {wl->shape, wl->astride, wl->bstride};
       const char *tag[3] = {" d", " sa", " sb"};
       for (int q = 0; q < 3; q++) {
@@ -468,7 +480,8 @@ double tc_workload_flops(const tc_workload *wl) {
     case TC_KERNEL_LAYER_NORM: return 8.0 * wl->n * (double)wl->c;
     case TC_KERNEL_SOFTMAX_ROWS: return 5.0 * wl->n * (double)wl->c * wl->h * wl->w;
     case TC_KERNEL_UNARY: return wl->n;
-    case TC_KERNEL_BINARY: {
+    case TC_KERNEL_BINARY:
+    case TC_KERNEL_GATHER: {
       double e = 1;
       for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) e *= wl->shape[d];
       return e;

@@ -52,6 +52,10 @@
  *                 (stride 0) and the parts of a concat along any axis are all copies.
  *   binary:       {a, b, out}: out (contiguous, shape[0..ndim)) = a op b with element strides astride
  *                 and bstride per output dimension (0 broadcasts); op is TC_BINARY_*.
+ *   gather:       {data, indices, out}: out (contiguous, shape[0..ndim)) element e at digits (i_d) is
+ *                 data[sum i_d * astride[d] + k * oc] with k = indices[sum i_d * bstride[d]] (int64),
+ *                 k + c when k < 0; 0 when k is outside [0, c) (never read), or when kh == 1 and the
+ *                 raw index equals kw (a loss's ignore_index). n = h = w = oh = ow = 1.
  *
  * Packed weights. tc_op_packed_size() gives the packed size in floats (0: the kernel takes no weights);
  * tc_op_pack_params() gives the ints that th_rt_pack_weights() (runtime/th_rt.h) needs, so a model .so
@@ -112,6 +116,8 @@ typedef enum tc_arg_size {
   TC_ARG_SIZE_B_EXTENT, /* 1 + boff + sum (shape[d] - 1) * bstride[d]; as an output, partial when it
                            is not the whole contiguous space */
   TC_ARG_SIZE_VOLUME,   /* prod shape[d] */
+  TC_ARG_SIZE_GATHER_DATA,  /* A_EXTENT plus (c - 1) * oc: the gathered axis */
+  TC_ARG_SIZE_GATHER_INDEX, /* B_EXTENT int64 indices in [0, c) */
 } tc_arg_size;
 
 /* A workload's kernel arguments, from its family's row of TC_KERNEL_TABLE. */

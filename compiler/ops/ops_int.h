@@ -24,6 +24,8 @@ extern const tc__op tc__op_conv2d, tc__op_depthwise, tc__op_dense, tc__op_maxpoo
 /* the tensor families (issue 20) */
 extern const tc__op tc__op_batch_matmul, tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary,
     tc__op_embedding, tc__op_copy, tc__op_binary;
+/* ONNX indexing (issue 38) */
+extern const tc__op tc__op_gather;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
 const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);

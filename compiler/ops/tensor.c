@@ -52,6 +52,11 @@ static shape shape_of(const tc_workload *wl) {
     }
     case TC_KERNEL_EMBEDDING:
       return pieces(wl->n, wl->oc, 1.0, wl->oc);
+    case TC_KERNEL_GATHER: { /* scalar: an index load, a check and a dependent load per element */
+      int64_t rows = 1;
+      for (int d = 0; d < wl->ndim - 1; d++) rows *= wl->shape[d];
+      return pieces(rows, wl->ndim ? wl->shape[wl->ndim - 1] : 1, 3.0, 0);
+    }
     default: /* copy, binary: vectors where the output side runs on contiguously */
       tc__strided_init(wl, &st);
       return pieces(st.rows, st.len, 1.0,

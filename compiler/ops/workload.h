@@ -61,7 +61,10 @@
   /* strided copy over an ndim-D space: transpose, slice, expand, concat parts */                  \
   X(COPY, "copy", 2, (IN, A_EXTENT), (OUT, B_EXTENT), (NONE, NONE), (NONE, NONE), (NONE, NONE))    \
   /* broadcast element-wise TC_BINARY_* over an ndim-D space */                                    \
-  X(BINARY, "binary", 3, (IN, A_EXTENT), (IN, B_EXTENT), (OUT, VOLUME), (NONE, NONE), (NONE, NONE))
+  X(BINARY, "binary", 3, (IN, A_EXTENT), (IN, B_EXTENT), (OUT, VOLUME), (NONE, NONE), (NONE, NONE)) \
+  /* out[e] = data[a(e) + idx[b(e)] * oc] over an ndim-D space (ONNX Gather, GatherElements) */    \
+  X(GATHER, "gather", 3, (IN, GATHER_DATA), (IN, GATHER_INDEX), (OUT, VOLUME), (NONE, NONE),      \
+    (NONE, NONE))
 
 typedef enum tc_kernel {
 #define TC__KERNEL_ENUM(id, name, nargs, a0, a1, a2, a3, a4) TC_KERNEL_##id,

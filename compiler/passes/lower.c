@@ -271,6 +271,39 @@ static th_status tc__softmax_call(tc_graph *g, const tc__views *vs, tc_call *c, 
   return rc;
 }
 
+/* Gather and GatherElements: TC_KERNEL_GATHER over the output's shape, with data strides per
+ * output dim (0 where the index stands in for the axis) and the index's strides. */
+static th_status tc__gather_call(tc_graph *g, const tc__views *vs, tc_call *c, int i) {
+  const tc_node *nd = &g->nodes[i];
+  const tc_tensor *td = &g->nodes[nd->inputs[0]].out, *ti = &g->nodes[nd->inputs[1]].out;
+  int64_t ds[TC_MAX_DIMS], is[TC_MAX_DIMS];
+  tc__rowmajor(td, ds);
+  tc__rowmajor(ti, is);
+  int ax = nd->axis, q = ti->ndim, r = nd->out.ndim;
+  tc__wl_tensor(&c->wl, TC_KERNEL_GATHER, 1, td->shape[ax], 1, 1, (int)ds[ax], 1, 1);
+  c->wl.ndim = r;
+  c->wl.kh = nd->has_ignore;
+  c->wl.kw = nd->has_ignore ? nd->ignore : 0;
+  for (int d = 0; d < r; d++) {
+    c->wl.shape[d] = nd->out.shape[d];
+    if (nd->gather_elements) {
+      c->wl.astride[d] = d == ax ? 0 : (int)ds[d];
+      c->wl.bstride[d] = (int)is[d];
+    } else {
+      c->wl.astride[d] = d < ax ? (int)ds[d] : d >= ax + q ? (int)ds[d - q + 1] : 0;
+      c->wl.bstride[d] = d >= ax && d < ax + q ? (int)is[d - ax] : 0;
+    }
+  }
+  if (r > TC_WL_DIMS)
+    return tc__fail(g, TH_ERR_UNSUPPORTED, "node %d (gather): %d dimensions (at most %d)", i, r,
+                    TC_WL_DIMS);
+  c->nargs = 3;
+  th_status rc = tc__arg_in(g, vs, c, 0, nd->inputs[0]);
+  if (rc == TH_OK) rc = tc__arg_in(g, vs, c, 1, nd->inputs[1]);
+  tc__arg_work(c, 2, nd->out.offset);
+  return rc;
+}
+
 /* TC_KERNEL_UNARY's operation for a unary graph op. */
 static int tc__unary_op(tc_op op) {
   switch (op) {
@@ -483,6 +516,9 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
       tc__arg_work(c, 2, out);
       break;
     }
+    case TC_OP_GATHER:
+      rc = tc__gather_call(g, vs, c, i);
+      break;
     default:
       return tc__fail(g, TH_ERR_UNSUPPORTED, "node %d (%s) has no kernel after the passes", i,
                       tc_op_name(nd->op));

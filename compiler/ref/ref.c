@@ -174,6 +174,38 @@ static void tc__adaptive(const tc_graph *g, const tc_node *nd, const float *in, 
   }
 }
 
+/* Gather and GatherElements from the output's coordinates: the data coordinate along the axis is
+ * the index there (wrapped once; 0 out of range or ignored). */
+static void tc__gather(const tc_graph *g, const tc_node *nd, const float *data, const int64_t *ix,
+                       float *out) {
+  const tc_tensor *td = &g->nodes[nd->inputs[0]].out, *ti = &g->nodes[nd->inputs[1]].out;
+  int ax = nd->axis, q = ti->ndim, len = td->shape[ax];
+  int64_t numel = tc_tensor_numel(&nd->out);
+  for (int64_t e = 0; e < numel; e++) {
+    int oc[TC_MAX_DIMS], dc[TC_MAX_DIMS];
+    int64_t rem = e, ip = 0, dp = 0;
+    for (int d = nd->out.ndim - 1; d >= 0; d--) {
+      oc[d] = (int)(rem % nd->out.shape[d]);
+      rem /= nd->out.shape[d];
+    }
+    if (nd->gather_elements) {
+      ip = e;
+      memcpy(dc, oc, sizeof dc);
+    } else {
+      for (int d = 0; d < q; d++) ip = ip * ti->shape[d] + oc[ax + d];
+      for (int d = 0; d < td->ndim; d++) dc[d] = d < ax ? oc[d] : d > ax ? oc[d - 1 + q] : 0;
+    }
+    int64_t raw = ix[ip], k = raw < 0 ? raw + len : raw;
+    if (k < 0 || k >= len || (nd->has_ignore && raw == nd->ignore)) {
+      out[e] = 0.0f;
+      continue;
+    }
+    dc[ax] = (int)k;
+    for (int d = 0; d < td->ndim; d++) dp = dp * td->shape[d] + dc[d];
+    out[e] = data[dp];
+  }
+}
+
 static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf, float *out,
                               char *err, size_t errlen) {
   const float *in0 = nd->ninputs > 0 ? buf[nd->inputs[0]] : NULL;
@@ -379,6 +411,9 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       }
       return TH_OK;
     }
+    case TC_OP_GATHER:
+      tc__gather(g, nd, in0, (const int64_t *)(const void *)buf[nd->inputs[1]], out);
+      return TH_OK;
     case TC_OP_COUNT: break;
   }
   snprintf(err, errlen, "reference: unsupported op %d", (int)nd->op);

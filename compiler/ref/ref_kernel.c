@@ -171,6 +171,26 @@ static void tc__ref_strided(const tc_workload *wl, const float *a, const float *
   }
 }
 
+/* Gather: an odometer over the output; the index read at b, wrapped once, checked, then the data.
+ */
+static void tc__ref_gather(const tc_workload *wl, const float *data, const int64_t *idx,
+                           float *out) {
+  int64_t total = 1;
+  for (int d = 0; d < wl->ndim; d++) total *= wl->shape[d];
+  int i[TC_WL_DIMS] = {0};
+  for (int64_t e = 0; e < total; e++) {
+    int64_t ai = 0, bi = 0;
+    for (int d = 0; d < wl->ndim; d++) {
+      ai += (int64_t)i[d] * wl->astride[d];
+      bi += (int64_t)i[d] * wl->bstride[d];
+    }
+    int64_t raw = idx[bi], k = raw < 0 ? raw + wl->c : raw;
+    int skip = k < 0 || k >= wl->c || (wl->kh && raw == wl->kw);
+    out[e] = skip ? 0.0f : data[ai + k * wl->oc];
+    for (int d = wl->ndim - 1; d >= 0 && ++i[d] == wl->shape[d]; d--) i[d] = 0;
+  }
+}
+
 th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
   if (!wl || !args || tc_workload_check(wl) != TH_OK) return TH_ERR_INVALID;
   int epi = wl->epilogue;
@@ -190,6 +210,10 @@ th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
     case TC_KERNEL_SOFTMAX_ROWS:
       if (!args[0] || !args[2] || ((epi & TC_EPI_MASK) && !args[1])) return TH_ERR_INVALID;
       tc__ref_softmax_rows(wl, args[0], args[1], args[2]);
+      return TH_OK;
+    case TC_KERNEL_GATHER:
+      if (!args[0] || !args[1] || !args[2]) return TH_ERR_INVALID;
+      tc__ref_gather(wl, args[0], args[1], args[2]);
       return TH_OK;
     case TC_KERNEL_BATCH_MATMUL:
     case TC_KERNEL_EMBEDDING:

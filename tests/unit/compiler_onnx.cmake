@@ -18,3 +18,9 @@ th_unit_test(compiler_onnx_wire SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_co
              LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_wire PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# The softmax family, runtime gathers and losses (compiler/import/onnx_ops_index.c) against naive loops.
+th_unit_test(compiler_onnx_index SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_index.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_models.c
+             LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_index PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)

@@ -790,6 +790,13 @@ TH_TEST(emulated_binary) {
   return emulated_tensor(TC_KERNEL_BINARY);
 }
 
+TH_TEST(nvrtc_gather) {
+  return nvrtc_tensor(TC_KERNEL_GATHER);
+}
+TH_TEST(emulated_gather) {
+  return emulated_tensor(TC_KERNEL_GATHER);
+}
+
 /* Rows masked with -inf everywhere (where torch's softmax gives NaN) come out uniform, never NaN;
  * rows with some -inf positions give them 0 and match the reference. */
 TH_TEST(emulated_softmax_rows_inf_mask) {

@@ -146,6 +146,34 @@ TH_TEST(ref_embedding) {
   return 0;
 }
 
+TH_TEST(ref_gather) {
+  /* Gather along axis 1 of data [2, 3] by indices [2] = {2, -3}: out [2, 2] (-3 wraps to 0) */
+  float data[6] = {1, 2, 3, 4, 5, 6}, out[4];
+  int64_t idx[3] = {2, -3, 3};
+  tc_workload wl = strided_wl(TC_KERNEL_GATHER, 2, (int[]){2, 2}, (int[]){3, 0}, (int[]){0, 1});
+  wl.c = 3;
+  wl.oc = 1;
+  wl.kh = wl.kw = 0;
+  void *args[3] = {data, idx, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){3, 1, 6, 4}, 4, 0);
+  /* GatherElements along axis 0 by [[1, 0, 2]]... here indices {2, -3, 3}: 3 is outside (0) */
+  tc_workload el = strided_wl(TC_KERNEL_GATHER, 2, (int[]){1, 3}, (int[]){0, 1}, (int[]){3, 1});
+  el.c = 2;
+  el.oc = 3;
+  el.kh = el.kw = 0;
+  int64_t rows[3] = {1, -2, 2};
+  void *eargs[3] = {data, rows, out};
+  CHECK_EQ_INT(tc_ref_kernel(&el, eargs), TH_OK);
+  expect(out, (float[]){4, 2, 0}, 3, 0);
+  /* an ignored index (a loss's ignore_index 1) reads 0 */
+  el.kh = 1;
+  el.kw = 1;
+  CHECK_EQ_INT(tc_ref_kernel(&el, eargs), TH_OK);
+  expect(out, (float[]){0, 2, 0}, 3, 0);
+  return 0;
+}
+
 TH_TEST(ref_copy) {
   float in[6] = {0, 1, 2, 3, 4, 5}, out[6];
   /* transpose [2, 3] -> [3, 2]: out[j * 2 + i] = in[i * 3 + j] */
@@ -228,6 +256,18 @@ TH_TEST(ref_rejects) {
   wl.epilogue = TC_EPI_BIAS;
   args[TC_ARG_BIAS] = NULL;
   CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_ERR_INVALID);
+  /* gather: an ignored index without the flag, an empty axis, a flag other than 0 or 1 */
+  tc_workload ga = strided_wl(TC_KERNEL_GATHER, 1, (int[]){2}, (int[]){0}, (int[]){1});
+  ga.c = 2;
+  ga.kh = 0;
+  ga.kw = 0;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_OK);
+  ga.kw = 3;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_ERR_INVALID);
+  ga.kw = 0, ga.c = 0;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_ERR_INVALID);
+  ga.c = 2, ga.kh = 2;
+  CHECK_EQ_INT(tc_workload_check(&ga), TH_ERR_INVALID);
   return 0;
 }
 
@@ -282,6 +322,13 @@ static slots arg_slots(const tc_workload *wl) {
       a.count[2] = 1;
       for (int d = 0; d < wl->ndim; d++) a.count[2] *= (size_t)wl->shape[d];
       break;
+    case TC_KERNEL_GATHER:
+      a.count[0] = span(wl, wl->astride, 0) + (size_t)(wl->c - 1) * (size_t)wl->oc;
+      a.count[1] = span(wl, wl->bstride, 0);
+      a.size[1] = sizeof(int64_t);
+      a.count[2] = 1;
+      for (int d = 0; d < wl->ndim; d++) a.count[2] *= (size_t)wl->shape[d];
+      break;
     default:
       CHECK(0);
   }
@@ -319,6 +366,9 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
       q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) * ((int64_t)1 << (irand(3) * 5));
   if (wl->kernel == TC_KERNEL_EMBEDDING && slot == 0)
     for (size_t i = 0; i < count; i++) q[i] = i == 0 ? wl->c : i == 1 ? -1 : irand(wl->c + 4) - 2;
+  if (wl->kernel == TC_KERNEL_GATHER && slot == 1) /* negative ones, c and -c - 1 outside */
+    for (size_t i = 0; i < count; i++)
+      q[i] = i == 0 ? wl->c : i == 1 ? -wl->c - 1 : irand(2 * wl->c + 2) - wl->c - 1;
   if (wl->kernel == TC_KERNEL_BINARY && slot == 1 && wl->op == TC_BINARY_DIV)
     for (size_t i = 0; i < count; i++) f[i] += f[i] < 0 ? -0.5f : 0.5f;
 }
@@ -508,6 +558,52 @@ TH_TEST(embedding_differential) {
 /* Row-major element strides of shape[0..nd) into st. */
 static void contiguous(int nd, const int *shape, int *st) {
   for (int d = nd - 1, m = 1; d >= 0; m *= shape[d], d--) st[d] = m;
+}
+
+/* The gather workload of ONNX Gather (elements 0) or GatherElements (1) along axis of contiguous
+ * data dims[0..nd) by contiguous indices idims[0..ni), as the lowering builds it. */
+static tc_workload gather_wl(int elements, int nd, const int *dims, int ni, const int *idims,
+                             int axis, int ignore) {
+  int ds[TC_WL_DIMS], is[TC_WL_DIMS], shape[TC_WL_DIMS], as[TC_WL_DIMS], bs[TC_WL_DIMS], r = 0;
+  contiguous(nd, dims, ds);
+  contiguous(ni, idims, is);
+  if (elements) {
+    for (int d = 0; d < nd; d++, r++) {
+      shape[r] = idims[d];
+      as[r] = d == axis ? 0 : ds[d];
+      bs[r] = is[d];
+    }
+  } else {
+    for (int d = 0; d < nd - 1 + ni; d++, r++) {
+      shape[r] = d < axis ? dims[d] : d < axis + ni ? idims[d - axis] : dims[d - ni + 1];
+      as[r] = d < axis ? ds[d] : d >= axis + ni ? ds[d - ni + 1] : 0;
+      bs[r] = d >= axis && d < axis + ni ? is[d - axis] : 0;
+    }
+  }
+  tc_workload wl = strided_wl(TC_KERNEL_GATHER, r, shape, as, bs);
+  wl.c = dims[axis];
+  wl.oc = ds[axis];
+  wl.kh = ignore != INT32_MIN;
+  wl.kw = wl.kh ? ignore : 0;
+  return wl;
+}
+
+/* Gather (axis 0, a middle and the last axis; 2-D indices; one element) and GatherElements (the
+ * losses' class pick [N, 1, d] along axis 1, with an ignored index; a last-axis pick), runs longer
+ * than a piece; indices negative and outside [-c, c) (fill_slot). */
+TH_TEST(gather_differential) {
+  init_target();
+  tc_workload wls[] = {
+      gather_wl(0, 2, (int[]){10, 7}, 1, (int[]){5}, 0, INT32_MIN),
+      gather_wl(0, 3, (int[]){3, 9, 5}, 2, (int[]){2, 3}, 1, INT32_MIN),
+      gather_wl(0, 3, (int[]){2, 3, 4}, 1, (int[]){6}, 2, INT32_MIN),
+      gather_wl(0, 1, (int[]){5}, 1, (int[]){1}, 0, INT32_MIN),
+      gather_wl(1, 3, (int[]){4, 5, 6}, 3, (int[]){4, 1, 6}, 1, 2),
+      gather_wl(1, 2, (int[]){3, 5000}, 2, (int[]){3, 4100}, 1, INT32_MIN),
+      gather_wl(0, 2, (int[]){3, 5000}, 1, (int[]){2}, 0, INT32_MIN),
+  };
+  check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
 }
 
 /* The copy of a contiguous tensor in_shape[0..nd) into its permutation out dim d = in dim perm[d]

@@ -63,6 +63,16 @@ static inline tc_workload tw_emb(int n, int rows, int dim) {
   return wl;
 }
 
+/* gather over shape[0..nd) (data strides as, index strides bs), axis extent c and stride oc,
+ * ignored index ignore (-1: none) */
+static inline tc_workload tw_gather(int nd, const int *shape, const int *as, const int *bs, int c,
+                                    int oc, int ignore) {
+  tc_workload wl = tw_base(TC_KERNEL_GATHER);
+  wl.ndim = nd, wl.c = c, wl.oc = oc, wl.kh = ignore >= 0, wl.kw = ignore >= 0 ? ignore : 0;
+  for (int d = 0; d < nd; d++) wl.shape[d] = shape[d], wl.astride[d] = as[d], wl.bstride[d] = bs[d];
+  return wl;
+}
+
 /* copy (bstride: the output's) or binary (bstride: b's) over shape[0..nd) */
 static inline tc_workload tw_strided(tc_kernel k, int nd, const int *shape, const int *as,
                                      const int *bs, int aoff, int boff) {
@@ -244,6 +254,17 @@ static inline int tw_edge_set(tc_kernel k, tc_workload *w) {
       w[n++] = tw_binary(TC_BINARY_DIV, 1, s3, a3, b3);
       int s4[3] = {2, 7, 3}, a4[3] = {0, 3, 1}, b4[3] = {1, 0, 0}; /* both broadcast, no float4 */
       w[n++] = tw_binary(TC_BINARY_ADD, 3, s4, a4, b4);
+      break;
+    }
+    case TC_KERNEL_GATHER: { /* indices in [-c, c) and some outside (tc_cuda_fill_i64) */
+      int s0[2] = {5, 7}, a0[2] = {0, 1}, b0[2] = {1, 0}; /* Gather axis 0 of [10, 7] by 5 */
+      w[n++] = tw_gather(2, s0, a0, b0, 10, 7, -1);
+      int s1[3] = {2, 3, 6}, a1[3] = {12, 4, 0}, b1[3] = {0, 0, 1}; /* last axis of [2, 3, 4] */
+      w[n++] = tw_gather(3, s1, a1, b1, 4, 1, -1);
+      int s2[3] = {4, 1, 6}, a2[3] = {30, 0, 1}, b2[3] = {6, 6, 1}; /* a loss's pick, ignore 2 */
+      w[n++] = tw_gather(3, s2, a2, b2, 5, 6, 2);
+      int s3[2] = {3, 4100}, a3[2] = {5000, 0}, b3[2] = {4100, 1}; /* GatherElements, last axis */
+      w[n++] = tw_gather(2, s3, a3, b3, 5000, 1, -1);
       break;
     }
     default:
