@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "events.h"
-#include "limits.h"
+#include "srv_limits.h"
 
 #include "present.h"
 #include "request.h"

@@ -16,7 +16,7 @@
 #include "builder.h"
 #include "events.h"
 #include "gc.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "guard.h"
 #include "longpoll.h"
 #include "relay.h"

@@ -14,7 +14,7 @@
  *
  * srv_request_scopes counts failed authentications per address (auth.h's srv_auth_fails), so that a miss's
  * token check is no oracle for guessing tokens either. */
-#include "limits.h"
+#include "srv_limits.h"
 
 #include <arpa/inet.h>
 #include <math.h>

@@ -21,7 +21,7 @@
 #include "oci.h"
 
 #include "aliases.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"

@@ -20,7 +20,7 @@
 #include "events.h"
 #include "gc.h"
 #include "guard.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "longpoll.h"
 #include "networks.h"
 #include "oci.h"
