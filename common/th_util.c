@@ -106,8 +106,9 @@ th_status th_read_file(const char *path, size_t max, char **data, size_t *len) {
 
 th_status th_fsync_parent(const char *path) {
   char tmp[4096];
-  if (strlen(path) >= sizeof tmp) return TH_ERR_INVALID;
-  strcpy(tmp, path); /* length checked above */
+  size_t n = strlen(path);
+  if (n >= sizeof tmp) return TH_ERR_INVALID;
+  memcpy(tmp, path, n + 1); /* length checked above */
   int dfd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return TH_ERR_IO;
   int rc = fsync(dfd);

@@ -228,7 +228,7 @@ th_status db__pg_schema_version(db_t *db, int *v) {
     PQclear(res);
     return rc;
   }
-  *v = PQntuples(res) > 0 ? atoi(PQgetvalue(res, 0, 0)) : 0;
+  *v = PQntuples(res) > 0 ? (int)strtol(PQgetvalue(res, 0, 0), NULL, 10) : 0;
   PQclear(res);
   return TH_OK;
 }
