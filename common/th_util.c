@@ -1,6 +1,7 @@
 /* File-system and clock helpers. Durable writes follow the write-temp, fsync, rename, fsync-directory
  * sequence, so a crash leaves either the old file or the complete new one, never a torn one. */
 #include "th_util.h"
+#include "th_alloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -81,7 +82,7 @@ th_status th_read_file(const char *path, size_t max, char **data, size_t *len) {
     return TH_ERR_TOO_LARGE;
   }
   size_t size = (size_t)st.st_size;
-  char *buf = malloc(size + 1);
+  char *buf = th_malloc(size + 1);
   if (!buf) {
     close(fd);
     return TH_ERR_NOMEM;

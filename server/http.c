@@ -26,6 +26,7 @@
 #include "response.h"
 #include "routes.h"
 #include "scheduler.h"
+#include "th_alloc.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -34,7 +35,7 @@
  * marks the request uri_too_long: a cut one could name another resource, or drop a parameter the
  * client sent. */
 static srv_request *srv__request_new(const char *uri) {
-  srv_request *r = calloc(1, sizeof *r);
+  srv_request *r = th_calloc(1, sizeof *r);
   if (!r) return NULL;
   th_buf_init(&r->body, SRV_MAX_BODY);
   const char *q = strchr(uri, '?');
@@ -167,7 +168,7 @@ static th_status srv__read_token(srv_t *s, char *err, size_t n) {
 
 th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **out, char *err,
                     size_t n) {
-  srv_t *s = calloc(1, sizeof *s);
+  srv_t *s = th_calloc(1, sizeof *s);
   if (!s) return TH_ERR_NOMEM;
   s->cfg = *c;
   s->builder = builder;

@@ -17,6 +17,7 @@
 #include "request.h"
 #include "response.h"
 #include "routes.h"
+#include "th_alloc.h"
 #include "th_log.h"
 #include "th_sha256.h"
 #include "th_util.h"
@@ -98,7 +99,7 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
     *ret = srv_guard_error(s, r, grc, "store_error", why);
     return 1;
   }
-  srv_upload *u = calloc(1, sizeof *u);
+  srv_upload *u = th_calloc(1, sizeof *u);
   if (!u) {
     *ret = MHD_NO;
     return 1;

@@ -26,6 +26,7 @@
 #include "request.h"
 #include "response.h"
 #include "routes.h"
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 
@@ -243,7 +244,7 @@ static th_status oci__repo_versions(srv_t *s, const char *fw, const char *net, s
       rc = vr;
       break;
     }
-    store_model *grown = realloc(all, (total + nv) * sizeof *grown);
+    store_model *grown = th_realloc(all, (total + nv) * sizeof *grown);
     if (!grown) {
       store_model_list_free(vs, nv);
       rc = TH_ERR_NOMEM;
@@ -286,7 +287,7 @@ static enum MHD_Result oci__catalog(srv_t *s, srv_request *r) {
   store_catalog_free(rows, n);
   /* lexical order, then the spec's pagination: ?n=N&last=NAME */
   size_t count = json_array_size(repos);
-  const char **names = calloc(count ? count : 1, sizeof *names);
+  const char **names = th_calloc(count ? count : 1, sizeof *names);
   for (size_t i = 0; names && i < count; i++) names[i] = json_string_value(json_array_get(repos, i));
   for (size_t i = 1; names && i < count; i++)
     for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {

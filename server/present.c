@@ -9,6 +9,7 @@
 
 #include "graph.h"
 #include "onnx.h"
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 #include "tune_job.h"
@@ -398,7 +399,7 @@ char *srv_present_event(const tune_event *ev) {
                     "task", ev->task, "ntasks", ev->ntasks);
       break;
     case TUNE_EV_PROGRESS:
-      return strdup(ev->progress_doc ? ev->progress_doc : "{}");
+      return th_strdup(ev->progress_doc ? ev->progress_doc : "{}");
     case TUNE_EV_PUBLISHED:
       o = json_pack("{s:I,s:i,s:b,s:o}", "job", (json_int_t)ev->job_id, "version", ev->version, "tuned",
                     ev->tuned, "digest", srv__digest(ev->digest));

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 
@@ -93,7 +94,7 @@ struct MHD_Response *srv_json_response(json_t *doc) {
 
 enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const char *json) {
   size_t n = strlen(json);
-  char *body = malloc(n + 1);
+  char *body = th_malloc(n + 1);
   if (!body) return MHD_NO;
   memcpy(body, json, n);
   return srv_queue(s, r, status, srv__json_text_response(body, n));

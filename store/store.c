@@ -22,6 +22,7 @@
 
 #include "schema_sql.h"
 #include "store_int.h"
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 
@@ -61,7 +62,7 @@ th_status store__db_fail(store_t *st, const char *what) {
 void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem) {
   if (n < *cap) return arr;
   size_t ncap = *cap ? *cap * 2 : 16;
-  void *grown = realloc(arr, ncap * elem);
+  void *grown = th_realloc(arr, ncap * elem);
   if (!grown) {
     store__fail(st, TH_ERR_NOMEM, "out of memory");
     return NULL;
@@ -123,7 +124,7 @@ th_status store__fenced_end(store_t *st, int attempt, th_status rc) {
 
 char *store__col_dup(db_stmt *s, int col) {
   const char *t = db_col_text(s, col);
-  return t ? strdup(t) : NULL;
+  return t ? th_strdup(t) : NULL;
 }
 
 void store__col_copy(db_stmt *s, int col, char *out, size_t n) {
@@ -204,7 +205,7 @@ static th_status store__migrate(store_t *st) {
     size_t len = next ? (size_t)(next - body) : strlen(body);
     if (n > latest) latest = n;
     if (n > current) {
-      char *sql = strndup(body, len);
+      char *sql = th_strndup(body, len);
       if (!sql) {
         rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
         break;
@@ -323,7 +324,7 @@ th_status store_open(const char *data_dir, store_t **out) {
 }
 
 th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out) {
-  store_t *st = calloc(1, sizeof *st);
+  store_t *st = th_calloc(1, sizeof *st);
   if (!st) return TH_ERR_NOMEM;
   pthread_mutex_init(&st->mu, NULL);
   pthread_mutex_init(&st->fetch_mu, NULL);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "th_alloc.h"
 #include "th_util.h"
 
 #define STORE__CHANNEL "tunehub_jobs"
@@ -61,7 +62,7 @@ struct store_listener {
 th_status store_listener_open(store_t *st, store_listener **out) {
   *out = NULL;
   if (!st->shared) return store__fail(st, TH_ERR_UNSUPPORTED, "the embedded store has no notifications");
-  store_listener *l = calloc(1, sizeof *l);
+  store_listener *l = th_calloc(1, sizeof *l);
   if (!l) return store__fail(st, TH_ERR_NOMEM, "out of memory");
   char err[1024];
   pthread_mutex_lock(&st->mu);
