@@ -217,7 +217,10 @@ void db_bind_text(db_stmt *s, int i, const char *v) {
     return;
   }
   p->text = th_strdup(v);
-  if (p->text) p->type = DB__P_TEXT;
+  if (p->text)
+    p->type = DB__P_TEXT;
+  else
+    p->oom = 1;
 }
 
 /* A number's text for PostgreSQL, in p->text (NULL when out of memory). */
@@ -229,6 +232,7 @@ static void db__param_format(db__param *p, const char *fmt, ...) {
   vsnprintf(t, sizeof t, fmt, ap);
   va_end(ap);
   p->text = th_strdup(t);
+  if (!p->text) p->oom = 1;
 }
 
 void db_bind_int64(db_stmt *s, int i, int64_t v) {
@@ -256,6 +260,11 @@ void db_bind_null(db_stmt *s, int i) {
 }
 
 int db_step(db_stmt *s) {
+  for (int i = 0; i < s->nparams; i++)
+    if (s->params[i].oom) {
+      db__fail(s->db, TH_ERR_NOMEM, "out of memory binding parameter %d", i + 1);
+      return DB_ERROR;
+    }
   return s->db->engine == DB_POSTGRES ? db__pg_step(s) : db__sq_step(s);
 }
 
@@ -343,7 +352,12 @@ void db_rollback(db_t *db) {
   char keep[sizeof db->err];
   th_status cls = db->errclass;
   memcpy(keep, db->err, sizeof keep);
-  db_exec(db, "ROLLBACK");
+  /* straight to the engine: db_exec's translation allocates, and a rollback that out-of-memory skipped
+   * would leave the transaction open for the next caller's writes to join and commit */
+  if (db->engine == DB_POSTGRES)
+    db__pg_exec(db, "ROLLBACK");
+  else
+    db__sq_exec(db, "ROLLBACK");
   db->in_tx = 0;
   memcpy(db->err, keep, sizeof keep);
   db->errclass = cls;

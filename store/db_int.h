@@ -17,6 +17,8 @@ typedef struct db__param {
                 told text */
   int null_text; /* a NULL bound by db_bind_text: PostgreSQL is told it is text ("? IS NULL" needs a type) */
   char *text; /* owned: the text (DB__P_TEXT), or the number formatted for PostgreSQL */
+  int oom;    /* the copy of the bound value could not be made: db_step fails (TH_ERR_NOMEM) until the
+                 parameter is bound again, instead of running the statement with a NULL in its place */
   int64_t i;
   double d;
 } db__param;
