@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 th_status th_mkdir_p(const char *path) {
-  char tmp[4096];
+  char tmp[PATH_MAX];
   size_t n = strlen(path);
   if (n == 0 || n >= sizeof tmp) return TH_ERR_INVALID;
   memcpy(tmp, path, n + 1);
@@ -106,7 +106,7 @@ th_status th_read_file(const char *path, size_t max, char **data, size_t *len) {
 }
 
 th_status th_fsync_parent(const char *path) {
-  char tmp[4096];
+  char tmp[PATH_MAX];
   size_t n = strlen(path);
   if (n >= sizeof tmp) return TH_ERR_INVALID;
   memcpy(tmp, path, n + 1); /* length checked above */
@@ -118,7 +118,7 @@ th_status th_fsync_parent(const char *path) {
 }
 
 th_status th_write_file_atomic(const char *path, const void *data, size_t len) {
-  char tmp[4200];
+  char tmp[PATH_MAX + 32]; /* path.tmp.<pid> */
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return TH_ERR_IO;

@@ -28,7 +28,7 @@ static json_t *srv__time(double t) {
 }
 
 static json_t *srv__digest(const char *hex) {
-  char d[80];
+  char d[TH_DIGEST_MAX];
   snprintf(d, sizeof d, "sha256:%s", hex);
   return json_string(d);
 }
@@ -127,7 +127,7 @@ static void srv__worker_label(const store_worker *w, char *out, size_t n) {
   }
   th_sha256 h;
   unsigned char d[32];
-  char hex[65];
+  char hex[TH_HEX_MAX];
   th_sha256_init(&h);
   th_sha256_update(&h, w->name, strlen(w->name));
   th_sha256_final(&h, d);

@@ -48,7 +48,7 @@ struct srv {
   int have_token;
   srv_auth_fails auth_fails; /* failed authentications per client address (auth.h) */
   char *networks_json; /* cached GET /networks body */
-  char targets[4][256]; /* this machine's target string per backend, in tc_backend_at order */
+  char targets[4][TH_TARGET_MAX]; /* this machine's target string per backend, in tc_backend_at order */
   char compiler_version[32];
   double started_at;
   /* suspended long-poll requests */
@@ -89,7 +89,7 @@ struct srv {
   pthread_mutex_t cache_mu;
   uint64_t cache_gen;
   struct srv_manifest_entry {
-    char key[512]; /* every field of the store_key (srv__manifest) */
+    char key[TH_KEY_MAX]; /* every field of the store_key (srv__manifest) */
     char etag[80];
     char *manifest;
     size_t len;

@@ -34,7 +34,7 @@ static th_status srv__upload_tasks(const tc_netsrc *net, char *err, size_t n) {
   th_status rc = tc_backend_target_init(tc_backend_default(), NULL, &t, err, n);
   tc_task *tasks = NULL;
   int nt = 0;
-  char why[512] = "";
+  char why[TH_WHY_MAX] = "";
   if (rc == TH_OK) rc = tc_network_tasks_err(&t, net, 1, &tasks, &nt, why, sizeof why);
   if (rc != TH_OK && err[0] == '\0')
     snprintf(err, n, "%s: the graph passes refused the imported graph: %s", net->name,

@@ -4,6 +4,7 @@
 #define STORE_DB_INT_H
 
 #include "db.h"
+#include "th_limits.h"
 
 #define DB__MAX_PARAMS 32
 
@@ -25,8 +26,8 @@ typedef struct db__param {
 
 struct db {
   db_engine engine;
-  char display[512];
-  char err[1024];
+  char display[TH_DIR_MAX]; /* the --db URL without its password */
+  char err[TH_ERR_MAX];
   th_status errclass;
   int64_t changes;
   void *h;            /* sqlite3 * or PGconn * */

@@ -62,7 +62,7 @@ static th_status db__pg_fail(db_t *db, const PGresult *res, const char *what) {
   th_status cls = db__pg_class(db, res);
   const char *msg = res ? PQresultErrorMessage(res) : "";
   if (!msg || !*msg) msg = PQerrorMessage(db->h);
-  char clean[900];
+  char clean[TH_ERR_MAX];
   db__pg_oneline(msg, clean, sizeof clean);
   if (cls == TH_ERR_UNAVAILABLE) {
     db->in_tx = 0; /* the server ended the transaction with the connection */
@@ -75,7 +75,7 @@ static th_status db__pg_connect(db_t *db) {
   PGconn *c = PQconnectdb(db->conninfo);
   if (!c) return db__fail(db, TH_ERR_NOMEM, "out of memory");
   if (PQstatus(c) != CONNECTION_OK) {
-    char msg[600];
+    char msg[TH_ERR_MAX];
     db__pg_oneline(PQerrorMessage(c), msg, sizeof msg);
     PQfinish(c);
     return db__fail(db, TH_ERR_UNAVAILABLE, "cannot connect to %s: %s", db->display, msg);

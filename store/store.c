@@ -26,7 +26,7 @@
 #include "th_sha256.h"
 #include "th_util.h"
 
-static _Thread_local char store__errbuf[1024];
+static _Thread_local char store__errbuf[TH_ERR_MAX];
 static _Thread_local const store_t *store__errowner;
 
 th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) {
@@ -215,7 +215,7 @@ static th_status store__migrate(store_t *st) {
         rc = store__db_fail(st, "set the schema version");
       free(sql);
       if (rc != TH_OK) {
-        char keep[1024];
+        char keep[sizeof store__errbuf];
         snprintf(keep, sizeof keep, "%s", store__errbuf);
         store__fail(st, rc, "migration %d failed: %s", n, keep);
         break;
@@ -240,18 +240,18 @@ static void store__db_path(const char *data_dir, char *out, size_t n) {
 }
 
 int store_exists(const char *data_dir) {
-  char dbpath[1200];
+  char dbpath[TH_SUBDIR_MAX];
   store__db_path(data_dir, dbpath, sizeof dbpath);
   return access(dbpath, R_OK) == 0;
 }
 
 /* st->owner: "<host>:<data directory's absolute path>" (see store_owner). */
 static void store__owner_init(store_t *st) {
-  char host[256] = "localhost", dir[PATH_MAX];
+  char host[TH_NAME_MAX] = "localhost", dir[PATH_MAX];
   if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "localhost");
   host[sizeof host - 1] = '\0';
   if (!realpath(st->data_dir, dir)) snprintf(dir, sizeof dir, "%s", st->data_dir);
-  snprintf(st->owner, sizeof st->owner, "%.255s:%.1100s", host, dir);
+  snprintf(st->owner, sizeof st->owner, "%s:%.*s", host, TH_DIR_MAX - 1, dir);
 }
 
 const char *store_owner(const store_t *st) {
@@ -304,7 +304,7 @@ th_status store_exists_db(const char *db_spec, const char *data_dir, int *exists
   if (!db_is_postgres_url(db_spec))
     return store__fail(NULL, TH_ERR_INVALID, "the store's database must be " STORE__URL_FORM);
   db_t *db = NULL;
-  char err[1024];
+  char err[TH_ERR_MAX];
   th_status rc = db_open(db_spec, &db, err, sizeof err);
   if (rc != TH_OK) return store__fail(NULL, rc, "%s", err);
   db_stmt *s = NULL;
@@ -349,7 +349,7 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
         db_spec);
     goto fail;
   }
-  char dbpath[1200], err[1024];
+  char dbpath[TH_SUBDIR_MAX], err[TH_ERR_MAX];
   store__db_path(data_dir, dbpath, sizeof dbpath);
   rc = db_open(st->shared ? db_spec : dbpath, &st->db, err, sizeof err);
   if (rc != TH_OK) {
@@ -415,7 +415,7 @@ static th_status store__sweep_dir(store_t *st, const char *dir, int check_rows, 
   struct dirent *e;
   while (rc == TH_OK && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
-    char path[2400];
+    char path[TH_PATH_MAX + TH_NAME_MAX]; /* dir (at most a store file's path) and a name in it */
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     struct stat sb;
     if (st->shared && (stat(path, &sb) != 0 || sb.st_mtime > time(NULL) - 3600)) continue;
@@ -485,7 +485,7 @@ th_status store_recover(store_t *st, int *requeued, int *swept) {
       struct dirent *e;
       while (rc == TH_OK && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
-        char sub[1400];
+        char sub[TH_PATH_MAX];
         snprintf(sub, sizeof sub, "%s/%s", st->artifacts_dir, e->d_name);
         rc = store__sweep_dir(st, sub, 1, &sw);
       }
