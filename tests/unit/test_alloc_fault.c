@@ -126,132 +126,166 @@ TH_TEST(store_open_every_n) {
   return 0;
 }
 
-/* store_job_enqueue of a new key: a failed call queues nothing, a successful one exactly one job,
- * on the open store and on the same directory reopened. */
-TH_TEST(store_job_enqueue_every_n) {
-  char *d = af_tmpdir();
+/* One write operation under the switch: run makes case i's change (a key, a record of its own) and
+ * returns its status; check looks at the store afterwards, given that status. */
+typedef struct af_write {
+  const char *what;
+  th_status (*run)(store_t *st, void *ctx, long i);
+  void (*check)(store_t *st, void *ctx, long i, th_status rc);
+  void *ctx;
+} af_write;
+
+/* Walks op through N = 1, 2, ... with the Nth allocation failed once, then from the Nth on, until a
+ * run reaches no armed allocation. After each run: check on the open handle, a probe write on it,
+ * and check again on the directory reopened. Returns the allocations of a run that fails none. */
+static long af_walk_write(const char *dir, const af_write *op) {
   store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
+  CHECK(store_open(dir, &st) == TH_OK);
   long n = 1;
-  for (int persist = 0; persist < 2; persist++)
+  for (int persist = 0; persist < 2; persist++) {
     for (n = 1; n <= AF_MAX_N; n++) {
-      store_key k = af_key((int)(persist * 10000 + n));
-      int64_t id = -1;
-      int created = -1;
+      long i = persist * 10000 + n;
       th_alloc_fault_arm(n, persist);
-      th_status rc = store_job_enqueue(st, &k, "build", "{}", 0, &id, &created);
+      th_status rc = op->run(st, op->ctx, i);
       long hits = th_alloc_fault_disarm();
-      af_check_rc("store_job_enqueue", n, hits, rc, store_errmsg(st));
-      if (rc != TH_OK) CHECK(id == -1 && created == -1); /* out-params on success only */
+      af_check_rc(op->what, n, hits, rc, store_errmsg(st));
       for (int reopen = 0; reopen < 2; reopen++) {
-        store_job j;
-        th_status g = store_job_latest(st, &k, &j);
-        if (rc == TH_OK) {
-          CHECK(g == TH_OK && j.id == id && created == 1 && j.state == STORE_JOB_QUEUED);
-          store_job_clear(&j);
-        } else {
-          if (g != TH_ERR_NOT_FOUND)
-            fprintf(stderr, "store_job_enqueue at N=%ld failed (%s) but left job %lld\n", n,
-                    th_status_str(rc), g == TH_OK ? (long long)j.id : -1LL);
-          CHECK(g == TH_ERR_NOT_FOUND);
-        }
-        if (!reopen) af_probe_write(st, "store_job_enqueue", n);
+        op->check(st, op->ctx, i, rc);
+        if (!reopen) af_probe_write(st, op->what, n);
         store_close(st);
-        CHECK(store_open(d, &st) == TH_OK);
+        CHECK(store_open(dir, &st) == TH_OK);
       }
       if (hits == 0) break;
     }
-  int64_t counts[5];
-  CHECK(store_job_counts(st, counts) == TH_OK);
-  fprintf(
-      stderr,
-      "store_job_enqueue: %ld allocations, each failed once and from each on; %lld job(s) queued\n",
-      n - 1, (long long)counts[STORE_JOB_QUEUED]);
+    CHECK(n > 1 && n <= AF_MAX_N);
+  }
   store_close(st);
-  CHECK(n > 1 && n <= AF_MAX_N);
+  fprintf(stderr, "%s: %ld allocations, each failed once and from each on\n", op->what, n - 1);
+  return n - 1;
+}
+
+typedef struct af_enqueue {
+  int64_t id;
+  int created;
+} af_enqueue;
+
+static th_status af_enqueue_run(store_t *st, void *ctx, long i) {
+  af_enqueue *e = ctx;
+  store_key k = af_key((int)i);
+  e->id = -1;
+  e->created = -1;
+  th_status rc = store_job_enqueue(st, &k, "build", "{}", 0, &e->id, &e->created);
+  if (rc != TH_OK) CHECK(e->id == -1 && e->created == -1); /* out-params on success only */
+  return rc;
+}
+
+static void af_enqueue_check(store_t *st, void *ctx, long i, th_status rc) {
+  af_enqueue *e = ctx;
+  store_key k = af_key((int)i);
+  store_job j;
+  th_status g = store_job_latest(st, &k, &j);
+  if (rc == TH_OK) {
+    CHECK(g == TH_OK && j.id == e->id && e->created == 1 && j.state == STORE_JOB_QUEUED);
+    store_job_clear(&j);
+  } else {
+    if (g != TH_ERR_NOT_FOUND)
+      fprintf(stderr, "store_job_enqueue of case %ld failed (%s) but left job %lld\n", i,
+              th_status_str(rc), g == TH_OK ? (long long)j.id : -1LL);
+    CHECK(g == TH_ERR_NOT_FOUND);
+  }
+}
+
+/* store_job_enqueue of a new key: a failed call queues nothing, a successful one exactly one job.
+ */
+TH_TEST(store_job_enqueue_every_n) {
+  af_enqueue e;
+  af_write op = {"store_job_enqueue", af_enqueue_run, af_enqueue_check, &e};
+  af_walk_write(af_tmpdir(), &op);
   return 0;
+}
+
+typedef struct af_publish {
+  char digest[TH_HEX_MAX], so[TH_HEX_MAX];
+  int version;
+} af_publish;
+
+static th_status af_publish_run(store_t *st, void *ctx, long i) {
+  af_publish *p = ctx;
+  store_key k = af_key((int)i);
+  p->version = -1;
+  return store_model_publish(st, &k, 0, p->digest, p->so, "{\"layers\":[]}", 1.5, 0, 0,
+                             &p->version);
+}
+
+static void af_publish_check(store_t *st, void *ctx, long i, th_status rc) {
+  af_publish *p = ctx;
+  store_key k = af_key((int)i);
+  store_model m;
+  th_status g = store_model_get(st, &k, 0, &m);
+  if (rc == TH_OK) {
+    CHECK(g == TH_OK && p->version == 1 && m.version == 1 && strcmp(m.tar_digest, p->digest) == 0);
+    CHECK(m.manifest && strcmp(m.manifest, "{\"layers\":[]}") == 0);
+    store_model_clear(&m);
+  } else {
+    CHECK(p->version == -1);
+    CHECK(g == TH_ERR_NOT_FOUND);
+  }
+}
+
+/* Puts a file of the given bytes into the store at dir and returns its digest in hex. */
+static void af_artifact(const char *dir, const char *name, const char *bytes,
+                        char hex[TH_HEX_MAX]) {
+  store_t *st = NULL;
+  CHECK(store_open(dir, &st) == TH_OK);
+  char src[TH_PATH_MAX];
+  snprintf(src, sizeof src, "%s/%s", dir, name);
+  CHECK(th_write_file_atomic(src, bytes, strlen(bytes)) == TH_OK);
+  CHECK(store_artifact_put(st, src, "application/octet-stream", hex, NULL) == TH_OK);
+  store_close(st);
 }
 
 /* store_model_publish of version 1 of a new key: a failed call publishes nothing. */
 TH_TEST(store_model_publish_every_n) {
   char *d = af_tmpdir();
-  store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
-  char src[1100], digest[65], so[65];
-  snprintf(src, sizeof src, "%s/model.tar", d);
-  CHECK(th_write_file_atomic(src, "tar bytes", 9) == TH_OK);
-  CHECK(store_artifact_put(st, src, "application/x-tar", digest, NULL) == TH_OK);
-  snprintf(src, sizeof src, "%s/model.so", d);
-  CHECK(th_write_file_atomic(src, "so bytes", 8) == TH_OK);
-  CHECK(store_artifact_put(st, src, "application/x-sharedlib", so, NULL) == TH_OK);
-  long n = 1;
-  for (int persist = 0; persist < 2; persist++)
-    for (n = 1; n <= AF_MAX_N; n++) {
-      store_key k = af_key((int)(persist * 10000 + n));
-      int version = -1;
-      th_alloc_fault_arm(n, persist);
-      th_status rc =
-          store_model_publish(st, &k, 0, digest, so, "{\"layers\":[]}", 1.5, 0, 0, &version);
-      long hits = th_alloc_fault_disarm();
-      af_check_rc("store_model_publish", n, hits, rc, store_errmsg(st));
-      for (int reopen = 0; reopen < 2; reopen++) {
-        store_model m;
-        th_status g = store_model_get(st, &k, 0, &m);
-        if (rc == TH_OK) {
-          CHECK(g == TH_OK && version == 1 && m.version == 1 && strcmp(m.tar_digest, digest) == 0);
-          CHECK(m.manifest && strcmp(m.manifest, "{\"layers\":[]}") == 0);
-          store_model_clear(&m);
-        } else {
-          CHECK(version == -1);
-          CHECK(g == TH_ERR_NOT_FOUND);
-        }
-        if (!reopen) af_probe_write(st, "store_model_publish", n);
-        store_close(st);
-        CHECK(store_open(d, &st) == TH_OK);
-      }
-      if (hits == 0) break;
-    }
-  fprintf(stderr, "store_model_publish: %ld allocations, each failed once and from each on\n",
-          n - 1);
-  store_close(st);
-  CHECK(n > 1 && n <= AF_MAX_N);
+  af_publish p;
+  af_artifact(d, "model.tar", "tar bytes", p.digest);
+  af_artifact(d, "model.so", "so bytes", p.so);
+  af_write op = {"store_model_publish", af_publish_run, af_publish_check, &p};
+  af_walk_write(d, &op);
   return 0;
+}
+
+static void af_record_of(long i, store_record *r) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->workload_key, sizeof r->workload_key, "[\"conv2d\",%ld]", i);
+  snprintf(r->template_name, sizeof r->template_name, "conv2d");
+  snprintf(r->target, sizeof r->target, "llvm -mcpu=test");
+  snprintf(r->config, sizeof r->config, "{\"tile\":4}");
+  snprintf(r->tuner, sizeof r->tuner, "ga");
+  r->cost_mean_s = 0.001;
+  r->gflops = 10;
+}
+
+static th_status af_record_run(store_t *st, void *ctx, long i) {
+  (void)ctx;
+  store_record r;
+  af_record_of(i, &r);
+  return store_record_add(st, &r);
+}
+
+static void af_record_check(store_t *st, void *ctx, long i, th_status rc) {
+  (void)ctx;
+  store_record r;
+  af_record_of(i, &r);
+  int64_t count = -1;
+  CHECK(store_record_count(st, r.workload_key, r.target, &count) == TH_OK);
+  CHECK_EQ_INT(count, rc == TH_OK ? 1 : 0);
 }
 
 /* store_record_add: a failed call stores no record. */
 TH_TEST(store_record_add_every_n) {
-  char *d = af_tmpdir();
-  store_t *st = NULL;
-  CHECK(store_open(d, &st) == TH_OK);
-  long n = 1;
-  for (int persist = 0; persist < 2; persist++)
-    for (n = 1; n <= AF_MAX_N; n++) {
-      store_record r;
-      memset(&r, 0, sizeof r);
-      snprintf(r.workload_key, sizeof r.workload_key, "[\"conv2d\",%ld]", persist * 10000 + n);
-      snprintf(r.template_name, sizeof r.template_name, "conv2d");
-      snprintf(r.target, sizeof r.target, "llvm -mcpu=test");
-      snprintf(r.config, sizeof r.config, "{\"tile\":4}");
-      snprintf(r.tuner, sizeof r.tuner, "ga");
-      r.cost_mean_s = 0.001;
-      r.gflops = 10;
-      th_alloc_fault_arm(n, persist);
-      th_status rc = store_record_add(st, &r);
-      long hits = th_alloc_fault_disarm();
-      af_check_rc("store_record_add", n, hits, rc, store_errmsg(st));
-      for (int reopen = 0; reopen < 2; reopen++) {
-        int64_t count = -1;
-        CHECK(store_record_count(st, r.workload_key, r.target, &count) == TH_OK);
-        CHECK_EQ_INT(count, rc == TH_OK ? 1 : 0);
-        if (!reopen) af_probe_write(st, "store_record_add", n);
-        store_close(st);
-        CHECK(store_open(d, &st) == TH_OK);
-      }
-      if (hits == 0) break;
-    }
-  fprintf(stderr, "store_record_add: %ld allocations, each failed once and from each on\n", n - 1);
-  store_close(st);
-  CHECK(n > 1 && n <= AF_MAX_N);
+  af_write op = {"store_record_add", af_record_run, af_record_check, NULL};
+  af_walk_write(af_tmpdir(), &op);
   return 0;
 }
 
@@ -259,12 +293,10 @@ TH_TEST(store_record_add_every_n) {
  * owned texts (the manifest, the job's options) went missing for want of memory. */
 TH_TEST(store_reads_every_n) {
   char *d = af_tmpdir();
+  char digest[TH_HEX_MAX];
+  af_artifact(d, "model.tar", "tar bytes", digest);
   store_t *st = NULL;
   CHECK(store_open(d, &st) == TH_OK);
-  char src[1100], digest[65];
-  snprintf(src, sizeof src, "%s/model.tar", d);
-  CHECK(th_write_file_atomic(src, "tar bytes", 9) == TH_OK);
-  CHECK(store_artifact_put(st, src, "application/x-tar", digest, NULL) == TH_OK);
   store_key k = af_key(1);
   int version = 0;
   CHECK(store_model_publish(st, &k, 0, digest, digest, "{\"layers\":[]}", 1.5, 0, 0, &version) ==
