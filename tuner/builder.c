@@ -17,6 +17,7 @@
 #include "measure.h"
 #include "tc.h"
 #include "target.h"
+#include "th_alloc.h"
 #include "th_buf.h"
 #include "th_log.h"
 #include "th_util.h"
@@ -171,7 +172,7 @@ static void tb__snapshot_take(tb__snapshot *sn, const tune_session_t *s) {
   tune_progress p;
   tune_session_progress(s, &p);
   if (p.ntasks > sn->cap) {
-    tune_task_progress *t = realloc(sn->tasks, (size_t)p.ntasks * sizeof *t);
+    tune_task_progress *t = th_realloc(sn->tasks, (size_t)p.ntasks * sizeof *t);
     if (!t) return;
     sn->tasks = t;
     sn->cap = p.ntasks;
@@ -566,7 +567,7 @@ static th_status tb__published_by_job(const tune_build_env *env, int *count, cha
 
 static th_status tb__open(void *self, const tune_build_env *env, void **out, char *err, size_t n) {
   (void)self;
-  tb__job *j = calloc(1, sizeof *j);
+  tb__job *j = th_calloc(1, sizeof *j);
   if (!j) return TH_ERR_NOMEM;
   j->env = env;
   j->is_tune = strcmp(env->kind, "tune") == 0;

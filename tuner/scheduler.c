@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "th_alloc.h"
 #include "th_log.h"
 #include "backend.h"
 #include "th_util.h"
@@ -433,7 +434,7 @@ static void tune__admit(tune_sched *s) {
       }
       return;
     }
-    tune__sjob *j = calloc(1, sizeof *j);
+    tune__sjob *j = th_calloc(1, sizeof *j);
     if (!j) {
       store_job_finish(s->st, job.id, job.attempts, STORE_JOB_FAILED, "out of memory");
       store_job_clear(&job);
@@ -771,7 +772,7 @@ th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_
       o->ntargets < 0 || o->ntargets > TUNE_SCHED_MAX_TARGETS || (o->ntargets > 0 && !o->targets))
     return TH_ERR_INVALID;
   if (builder->open && (!builder->next || !builder->step)) return TH_ERR_INVALID;
-  tune_sched *s = calloc(1, sizeof *s);
+  tune_sched *s = th_calloc(1, sizeof *s);
   if (!s) return TH_ERR_NOMEM;
   s->st = st;
   s->b = builder;
@@ -896,7 +897,7 @@ th_status tune_sched_info_get(tune_sched *s, tune_sched_info *out) {
   in.max_jobs = s->o.max_jobs;
   in.aging_s = s->o.policy.aging_s;
   in.estimates = s->est;
-  in.jobs = calloc((size_t)(s->njobs > 0 ? s->njobs : 1), sizeof *in.jobs);
+  in.jobs = th_calloc((size_t)(s->njobs > 0 ? s->njobs : 1), sizeof *in.jobs);
   for (tune__sjob *j = s->jobs; in.jobs && j; j = j->next) {
     tune_sched_job_info *o = &in.jobs[in.njobs++];
     o->id = j->job.id;
