@@ -117,7 +117,7 @@ th_status tune_target_measurable(const char *name, char *out, size_t n, char *er
     if (!*arch) arch = devarch;
   }
   tc_backend_target t;
-  char terr[2048] = "";
+  char terr[TH_MSG_MAX] = "";
   th_status rc = tc_backend_target_init(b, arch, &t, terr, sizeof terr);
   if (rc != TH_OK) {
     snprintf(err, errn, "unknown target '%s': %s", name, terr[0] ? terr : th_status_str(rc));
@@ -305,7 +305,7 @@ static th_status tb__time_model(void *ctx, const char *so_path, const char *para
 static th_status tb__build_publish(const tune_build_env *env, const tune_net *net, const char *target,
                                    const char *tag, const char *phase, const tune_progress *base_progress,
                                    int need_tuned, char *err, size_t n) {
-  char dir[1200], tar[1300], so[1300];
+  char dir[TH_PATH_MAX], tar[TH_PATH_MAX], so[TH_PATH_MAX]; /* the job's work_dir and a tag */
   snprintf(dir, sizeof dir, "%s/%s", env->work_dir, tag);
   snprintf(tar, sizeof tar, "%s/%s.tar", env->work_dir, tag);
   snprintf(so, sizeof so, "%s/%s.so", env->work_dir, tag);
@@ -400,7 +400,7 @@ static th_status tb__tune(const tune_build_env *env, const tune_net *net, const 
   tb__tune_options(env, &o);
   o.job_id = env->job_id;
   o.attempt = env->attempt;
-  char wd[1200];
+  char wd[TH_PATH_MAX];
   snprintf(wd, sizeof wd, "%s/tune", env->work_dir);
   th_mkdir_p(wd);
   o.work_dir = wd;
@@ -499,7 +499,7 @@ static th_status tb__net(const tune_build_env *env, tune_net *net, char *err, si
 
 static th_status tb__run(void *self, const tune_build_env *env, char *err, size_t n) {
   (void)self;
-  char target[256];
+  char target[TH_TARGET_MAX];
   th_status rc = tb__target(env, target, sizeof target);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot determine the %s target", env->key->framework);
@@ -530,7 +530,7 @@ enum { TB_QUICK = 0, TB_TUNE, TB_REBUILD, TB_DONE };
 typedef struct tb__job {
   const tune_build_env *env;
   tune_net net; /* resolved once, at open (zeroed until then) */
-  char target[256];
+  char target[TH_TARGET_MAX];
   int phase;
   int is_tune;
   tune_options o;

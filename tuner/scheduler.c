@@ -139,7 +139,7 @@ typedef struct tune__sjob {
   tune_sched *s;
   store_job job;
   tune_build_env env;
-  char dir[1200];
+  char dir[TH_SUBDIR_MAX + 32]; /* work_root/job-<id> */
   void *bj;         /* the builder's job state (staged builders) */
   int done_whole;   /* unstaged builder: its one stage ran */
   int running;      /* a stage is in flight */
@@ -151,7 +151,7 @@ typedef struct tune__sjob {
   double ready_at, started_at, admitted_at;
   int64_t stages_run;
   double stage_s[TUNE_SK_COUNT]; /* time spent running stages of each kind */
-  char err[2048];
+  char err[TH_MSG_MAX];
   /* atomics, as the env callbacks set them from a stage's thread or from open (which runs under mu) */
   atomic_int lost;       /* another claim holds the job (a write was refused, or the heartbeat saw it) */
   atomic_int handed_off; /* the builder handed it back to the queue for a worker with its target */
@@ -164,7 +164,7 @@ struct tune_sched {
   store_t *st;
   const tune_builder *b;
   tune_sched_opts o;
-  char work_root[1024];
+  char work_root[TH_SUBDIR_MAX]; /* data_dir/work */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int stopping;
@@ -178,7 +178,7 @@ struct tune_sched {
   pthread_t th[32];
   char worker_name[1400];
   char host[128];
-  char targets[TUNE_SCHED_MAX_TARGETS][256]; /* the concrete targets it registered */
+  char targets[TUNE_SCHED_MAX_TARGETS][TH_TARGET_MAX]; /* the concrete targets it registered */
   const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];
   int ntargets;
   int registered; /* a worker row exists (max_jobs > 0) */

@@ -8,9 +8,11 @@
 
 #include <stdio.h>
 
+#include "th_limits.h"
+
 void tune_cuda_build_one(const tune_task *t, const tc_config *cfg, const char *img_path,
                          char *so_path, int *err_class, char *msg) {
-  char err[2048] = "";
+  char err[TH_MSG_MAX] = "";
   const char *fn = "th_candidate";
   th_status rc = tc_backend_compile(&t->target, 1, &t->wl, cfg, &fn, img_path, err, sizeof err);
   if (rc == TH_OK) {
