@@ -1,6 +1,7 @@
 /* Growable buffers and arenas. Buffers double their capacity up to the cap; arenas chain blocks and serve
  * oversized requests from a dedicated block so that one big tensor does not waste a whole chain. */
 #include "th_buf.h"
+#include "th_alloc.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -28,7 +29,7 @@ static th_status th__buf_reserve(th_buf *b, size_t extra) {
   if (need <= b->cap) return TH_OK;
   size_t cap = b->cap ? b->cap : 256;
   while (cap < need) cap *= 2;
-  char *p = realloc(b->data, cap);
+  char *p = th_realloc(b->data, cap);
   if (!p) return TH_ERR_NOMEM;
   b->data = p;
   b->cap = cap;
@@ -61,7 +62,7 @@ th_status th_buf_appendf(th_buf *b, const char *fmt, ...) {
 
 char *th_buf_steal(th_buf *b) {
   char *p = b->data;
-  if (!p) p = calloc(1, 1);
+  if (!p) p = th_calloc(1, 1);
   b->data = NULL;
   b->len = b->cap = 0;
   return p;
@@ -79,7 +80,7 @@ struct th_arena {
 };
 
 th_arena *th_arena_new(size_t block_size) {
-  th_arena *a = calloc(1, sizeof *a);
+  th_arena *a = th_calloc(1, sizeof *a);
   if (!a) return NULL;
   a->block_size = block_size ? block_size : 64 * 1024;
   return a;
@@ -102,7 +103,7 @@ void *th_arena_alloc(th_arena *a, size_t n) {
   struct th__arena_block *b = a->head;
   if (!b || b->size - b->used < n) {
     size_t size = n > a->block_size ? n : a->block_size;
-    struct th__arena_block *nb = aligned_alloc(64, (sizeof *nb + size + 63) & ~(size_t)63);
+    struct th__arena_block *nb = th_aligned_alloc(64, (sizeof *nb + size + 63) & ~(size_t)63);
     if (!nb) return NULL;
     nb->used = 0;
     nb->size = size;

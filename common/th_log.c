@@ -2,6 +2,8 @@
  * lines from worker threads never interleave mid-line. */
 #include "th_log.h"
 
+#include "th_limits.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +14,7 @@ int th_log_level_current = TH_LOG_INFO;
 static const char *const th__log_names[] = {"error", "warn", "info", "debug"};
 
 void th_log_write(int level, const char *func, const char *fmt, ...) {
-  char msg[2048];
+  char msg[TH_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);

@@ -146,7 +146,7 @@ th_status th_unhex32(const char *hex, unsigned char out[32]) {
   return TH_OK;
 }
 
-th_status th_sha256_file(const char *path, char hex[65], int64_t *size) {
+th_status th_sha256_file(const char *path, char hex[TH_HEX_MAX], int64_t *size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return TH_ERR_IO;
   th_sha256 s;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "th_limits.h"
 #include "th_status.h"
 
 typedef struct th_sha256 {
@@ -29,6 +30,6 @@ th_status th_unhex32(const char *hex, unsigned char out[32]);
 int th_is_sha256_hex(const char *s);
 
 /* Hashes a whole file. On success writes the hex digest (65 bytes) and the size. */
-th_status th_sha256_file(const char *path, char hex[65], int64_t *size);
+th_status th_sha256_file(const char *path, char hex[TH_HEX_MAX], int64_t *size);
 
 #endif

@@ -1,6 +1,7 @@
 /* File-system and clock helpers. Durable writes follow the write-temp, fsync, rename, fsync-directory
  * sequence, so a crash leaves either the old file or the complete new one, never a torn one. */
 #include "th_util.h"
+#include "th_alloc.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,7 +19,7 @@
 #include <unistd.h>
 
 th_status th_mkdir_p(const char *path) {
-  char tmp[4096];
+  char tmp[PATH_MAX];
   size_t n = strlen(path);
   if (n == 0 || n >= sizeof tmp) return TH_ERR_INVALID;
   memcpy(tmp, path, n + 1);
@@ -81,7 +82,7 @@ th_status th_read_file(const char *path, size_t max, char **data, size_t *len) {
     return TH_ERR_TOO_LARGE;
   }
   size_t size = (size_t)st.st_size;
-  char *buf = malloc(size + 1);
+  char *buf = th_malloc(size + 1);
   if (!buf) {
     close(fd);
     return TH_ERR_NOMEM;
@@ -105,9 +106,10 @@ th_status th_read_file(const char *path, size_t max, char **data, size_t *len) {
 }
 
 th_status th_fsync_parent(const char *path) {
-  char tmp[4096];
-  if (strlen(path) >= sizeof tmp) return TH_ERR_INVALID;
-  strcpy(tmp, path); /* length checked above */
+  char tmp[PATH_MAX];
+  size_t n = strlen(path);
+  if (n >= sizeof tmp) return TH_ERR_INVALID;
+  memcpy(tmp, path, n + 1); /* length checked above */
   int dfd = open(dirname(tmp), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return TH_ERR_IO;
   int rc = fsync(dfd);
@@ -116,7 +118,7 @@ th_status th_fsync_parent(const char *path) {
 }
 
 th_status th_write_file_atomic(const char *path, const void *data, size_t len) {
-  char tmp[4200];
+  char tmp[PATH_MAX + 32]; /* path.tmp.<pid> */
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return TH_ERR_IO;

@@ -14,8 +14,9 @@
 #   --ci: the slice scripts/test.sh runs before the main suite, about 4 minutes: only the targets it needs are
 #     built; under ASan+UBSan the server, store, scheduler, worker, gc and common tests, the graph passes
 #     (not the four whole-transformer ones), the ONNX importer and its wire scan, the tensor ops, the build children and
-#     build-worker pool, and the daemon's request, bad-input, range, OCI-error, auth, abuse, queue and metrics
-#     integration tests; under TSan the server, store, scheduler, worker, gc and build-worker tests, and the
+#     build-worker pool, the out-of-memory tests (alloc_fault: the leaks of every failure path), and the
+#     daemon's request, bad-input, range, OCI-error, auth, abuse, queue and metrics integration tests; under
+#     TSan the server, store, scheduler, worker, gc and build-worker tests, and the
 #     exit status of a forked child (common.child_exit_*).
 # Usage: scripts/sanitize.sh [--ci] [asan|tsan]... (default both). Filters: SAN_UNIT, SAN_UNIT_EXCLUDE, SAN_IT.
 set -euo pipefail
@@ -42,10 +43,10 @@ if [[ $scope == full ]]; then
   asan_targets=(all)
   tsan_targets=(all)
 else
-  UNIT=${SAN_UNIT:-'^((server|store|scheduler|worker|gc|common|compiler_graph|compiler_onnx|compiler_onnx_wire|compiler_ops_tensor)\.|tuner\.build_)'}
+  UNIT=${SAN_UNIT:-'^((server|store|alloc_fault|scheduler|worker|gc|common|compiler_graph|compiler_onnx|compiler_onnx_wire|compiler_ops_tensor)\.|tuner\.build_)'}
   UNIT_EXCLUDE=${SAN_UNIT_EXCLUDE:-'^compiler_graph\.(passes_vit_preserve|passes_bert_preserve|passes_bert_fusion_groups|ref_all_networks_finite)$|_pg\.'}
   IT=${SAN_IT:-'^integration\.(bad_inputs|endpoints|miss_then_hit|range_304_head|oci_errors|auth_scopes|abuse_[a-z_]+|queue_full|metrics_promtool)$'}
-  asan_targets=(tunehub test_server test_store test_scheduler test_worker test_gc test_common test_compiler_graph
+  asan_targets=(tunehub test_server test_store test_alloc_fault test_scheduler test_worker test_gc test_common test_compiler_graph
                 test_compiler_onnx test_compiler_onnx_wire test_compiler_ops_tensor test_tuner)
   tsan_targets=(test_server test_store test_scheduler test_worker test_gc test_tuner test_common)
 fi

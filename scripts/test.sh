@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One command on a fresh machine: installs what is missing (build and test dependencies), builds with
+# One command on a fresh machine: installs what is missing (build and test dependencies), runs scripts/lint.sh
+# (banned functions; clang-format once .clang-format-enforced exists), builds with
 # warnings as errors, runs the sanitizer slice (scripts/sanitize.sh --ci: ASan+UBSan and TSan builds of the
 # daemon's and the store's tests, about 4 minutes), then every ctest test except the `bench` label (benchmarks
 # are run by scripts/bench/, not as tests). The output ends with ctest's summary.
@@ -8,6 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh --test
+scripts/lint.sh
 # the browser test's playwright-core and the ONNX conformance tests' onnxruntime-node
 for dir in tests/e2e tests/conformance; do
   if [[ -f $dir/package.json ]]; then

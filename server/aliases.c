@@ -132,7 +132,7 @@ int srv_alias_resolve(srv_t *s, srv_request *r, const store_key *key, const char
 
 /* The body of a PUT: exactly one of {"version": N} and {"digest": "sha256:<hex>"}; on bad input queues the 400
  * and returns 0. */
-static int srv__alias_body(srv_t *s, srv_request *r, int *version, char digest[65], enum MHD_Result *ret) {
+static int srv__alias_body(srv_t *s, srv_request *r, int *version, char digest[TH_HEX_MAX], enum MHD_Result *ret) {
   static const char usage[] = "the body is {\"version\": N} or {\"digest\": \"sha256:<64 hex digits>\"}";
   const char *why = srv_alias_body_parse(r->body.data, r->body.len, version, digest);
   if (why) {
@@ -145,13 +145,13 @@ static int srv__alias_body(srv_t *s, srv_request *r, int *version, char digest[6
 static enum MHD_Result srv__alias_put(srv_t *s, srv_request *r, const store_key *key, const char *name) {
   enum MHD_Result ret;
   int version = 0;
-  char digest[65];
+  char digest[TH_HEX_MAX];
   if (!srv__alias_body(s, r, &version, digest, &ret)) return ret;
   store_alias a;
   int previous = 0;
   th_status rc = store_alias_set(s->st, key, name, version, version ? NULL : digest, &a, &previous);
   if (rc == TH_ERR_NOT_FOUND) {
-    char why[512], list[1024];
+    char why[TH_WHY_MAX], list[1024];
     snprintf(why, sizeof why, "%s", store_errmsg(s->st));
     char *valid = srv__valid_versions(s, key, list, sizeof list);
     ret = srv_error(s, r, TH_ERR_NOT_FOUND, "unknown_version", valid, "%s; published versions: %s", why, list);

@@ -75,7 +75,7 @@ th_status srv_tokens_parse(const char *text, srv_tokens *out, char *err, size_t 
       }
       unsigned char *h = out->t[out->n].hash;
       if (tl > 7 && !memcmp(p, "sha256:", 7)) {
-        char hex[65];
+        char hex[TH_HEX_MAX];
         snprintf(hex, sizeof hex, "%.*s", (int)(tl - 7), p + 7);
         if (tl - 7 != 64 || th_unhex32(hex, h) != TH_OK) {
           snprintf(err, n, "line %d: a hashed token is sha256: and 64 hex digits (tunehub hash-token prints one)",
@@ -142,7 +142,7 @@ int cli_hash_token(int argc, char **argv) {
     return 2;
   }
   unsigned char h[32];
-  char hex[65];
+  char hex[TH_HEX_MAX];
   auth__hash(line, len, h);
   th_hex(h, 32, hex);
   printf("sha256:%s\n", hex);

@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "limits.h"
+#include "srv_limits.h"
 #include "response.h"
 
 /* A 401 for a request without a usable token: WWW-Authenticate says the scheme and the scope (RFC

@@ -43,7 +43,7 @@ int cli_help(int argc, char **argv, const char *usage) {
 }
 
 int cli_db(const char *cmd, const char *flag, const char **db) {
-  char err[512];
+  char err[TH_WHY_MAX];
   if (store_db_resolve(flag, db, err, sizeof err) == TH_OK) return 0;
   fprintf(stderr, "tunehub %s: %s\n", cmd, err);
   return 2;
@@ -59,7 +59,7 @@ int cli_store_exists(const char *cmd, const char *db, const char *data) {
 store_t *cli_store_open(const char *cmd, const char *db, const char *data) {
   store_t *st = NULL;
   if (store_open_db(db, data, &st) == TH_OK) return st;
-  char where[1024];
+  char where[TH_DIR_MAX];
   store_describe(db, data, where, sizeof where);
   fprintf(stderr, "tunehub %s: cannot open the store %s: %s\n", cmd, where, store_errmsg(NULL));
   return NULL;
@@ -149,7 +149,7 @@ int cli_build(int argc, char **argv) {
   /* the target: the host's by default; --target NAME cross-compiles (a CPU name, x86-64-vN, sm_XX); with the
    * precision it takes, checked before any store is opened, so that a refusal writes nothing */
   tc_backend_target bt;
-  char terr[2048] = "";
+  char terr[TH_MSG_MAX] = "";
   if (tc_backend_target_init(tc_backend_find(pos[0], NULL, 0), target_name, &bt, terr, sizeof terr) != TH_OK) {
     fprintf(stderr, "tunehub build: %s\n", terr);
     return 2;
@@ -159,13 +159,13 @@ int cli_build(int argc, char **argv) {
     return 2;
   }
   /* an uploaded network is named in the store it was imported into; a zoo network needs none to be named */
-  char err[2048] = "";
+  char err[TH_MSG_MAX] = "";
   tune_net net;
   if (!tc_zoo_find(pos[1])) {
     int have = cli_store_exists("build", db, data);
     if (have < 0) return 1;
     if (!have) {
-      char where[1024];
+      char where[TH_DIR_MAX];
       store_describe(db, data, where, sizeof where);
       tune_net_names(NULL, err, sizeof err);
       fprintf(stderr, "tunehub build: unknown network '%s' (%s has no store); valid networks: %s\n",
@@ -181,7 +181,7 @@ int cli_build(int argc, char **argv) {
     store_close(st);
     return rc == TH_ERR_NOT_FOUND ? 2 : 1;
   }
-  char target[256];
+  char target[TH_TARGET_MAX];
   snprintf(target, sizeof target, "%s", bt.str);
   /* a build the machine cannot hold is refused before it starts, as the daemon refuses it
    * (server/guard.c) */
@@ -359,7 +359,7 @@ int cli_run(int argc, char **argv) {
   o.ninputs = ninputs;
   o.output_dir = outdir;
   tc_run_stats s;
-  char err[2048] = "";
+  char err[TH_MSG_MAX] = "";
   th_status rc = tc_bundle_infer(path, &o, &s, err, sizeof err);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub run: %s: %s\n", path, err[0] ? err : th_status_str(rc));
@@ -517,7 +517,7 @@ int cli_import(int argc, char **argv) {
   }
   store_t *st = cli_store_open("import", db, data);
   if (!st) return 1;
-  char err[2048] = "";
+  char err[TH_MSG_MAX] = "";
   json_t *doc = NULL;
   store_network_change ch;
   srv_upload_in in = {name, path, 0, NULL, shapes};

@@ -182,7 +182,7 @@ int cli_worker(int argc, char **argv) {
   /* its builds publish nothing that would leave the data directory (the local cache) below the floor */
   store_set_min_free(st, min_free >= 0 ? min_free : srv_min_free_default(data));
   /* a scratch root of its own: workers may share a data directory (one machine, tests) */
-  char work_root[1200];
+  char work_root[TH_SUBDIR_MAX];
   snprintf(work_root, sizeof work_root, "%s/work/worker-%ld", data, (long)getpid());
   tune_sched_opts o;
   tune_sched_opts_default(&o);

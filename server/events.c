@@ -20,12 +20,13 @@
 #include <time.h>
 
 #include "events.h"
-#include "limits.h"
+#include "srv_limits.h"
 
 #include "present.h"
 #include "request.h"
 #include "response.h"
 #include "scheduler.h"
+#include "th_alloc.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -164,7 +165,7 @@ void srv_events_on_job(void *ctx, const tune_event *ev) {
   j->touched = th_now_mono();
   if (kind == TUNE_EV_PROGRESS) {
     free(j->last_progress);
-    j->last_progress = strdup(json);
+    j->last_progress = th_strdup(json);
   }
   if (kind == TUNE_EV_DONE) j->done = 1;
   for (ev_stream *st = E->streams; st; st = st->next)
@@ -292,7 +293,7 @@ static void *ev__timer(void *arg) {
 }
 
 th_status srv_events_new(int max_total, int max_per_ip, srv_events **out) {
-  srv_events *E = calloc(1, sizeof *E);
+  srv_events *E = th_calloc(1, sizeof *E);
   if (!E) return TH_ERR_NOMEM;
   E->max_total = max_total;
   E->max_per_ip = max_per_ip;
@@ -348,7 +349,7 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
   srv_events *E = s->events;
   char ip[64];
   srv_client_ip(r->con, ip, sizeof ip);
-  ev_stream *st = calloc(1, sizeof *st);
+  ev_stream *st = th_calloc(1, sizeof *st);
   if (!st) {
     store_job_clear(&job);
     return MHD_NO;
@@ -418,7 +419,7 @@ enum MHD_Result srv_events_route(srv_t *s, srv_request *r, const char *id_text) 
     free(dt);
     st->ended = 1;
   } else {
-    if (!j->last_progress && job.progress && *job.progress) j->last_progress = strdup(job.progress);
+    if (!j->last_progress && job.progress && *job.progress) j->last_progress = th_strdup(job.progress);
     if (last > 0) {
       st->last_sent = last; /* resume: the ring's events after it, or a snapshot when they are gone */
       ev__drain_ring(st, j);

@@ -38,7 +38,7 @@ static json_t *srv__gc_json(const store_gc_report *r, int dry_run, double grace_
   json_t *list = json_array();
   for (size_t i = 0; list && i < r->nremoved; i++) {
     const store_gc_blob *b = &r->removed[i];
-    char digest[80];
+    char digest[TH_DIGEST_MAX];
     snprintf(digest, sizeof digest, "sha256:%s", b->digest);
     json_array_append_new(list, json_pack("{s:s,s:I,s:s,s:b}", "digest", digest, "size", (json_int_t)b->size,
                                           "media_type", b->media_type, "leftover", b->leftover));
@@ -97,7 +97,7 @@ int cli_gc(int argc, char **argv) {
   int exists = cli_store_exists("gc", db, data);
   if (exists < 0) return 1;
   if (!exists) {
-    char where[1024];
+    char where[TH_DIR_MAX];
     store_describe(db, data, where, sizeof where);
     fprintf(stderr, "tunehub gc: %s holds no store (%s)\n", where,
             db ? "no tunehub schema in that database" : "no readable tunehub.db");

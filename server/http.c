@@ -16,7 +16,7 @@
 #include "builder.h"
 #include "events.h"
 #include "gc.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "guard.h"
 #include "longpoll.h"
 #include "relay.h"
@@ -26,6 +26,7 @@
 #include "response.h"
 #include "routes.h"
 #include "scheduler.h"
+#include "th_alloc.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -34,7 +35,7 @@
  * marks the request uri_too_long: a cut one could name another resource, or drop a parameter the
  * client sent. */
 static srv_request *srv__request_new(const char *uri) {
-  srv_request *r = calloc(1, sizeof *r);
+  srv_request *r = th_calloc(1, sizeof *r);
   if (!r) return NULL;
   th_buf_init(&r->body, SRV_MAX_BODY);
   const char *q = strchr(uri, '?');
@@ -145,7 +146,7 @@ static th_status srv__read_token(srv_t *s, char *err, size_t n) {
     snprintf(err, n, "cannot read --token-file %s: %s", s->cfg.token_file, strerror(errno));
     return TH_ERR_IO;
   }
-  char why[512];
+  char why[TH_WHY_MAX];
   th_status rc = srv_tokens_parse(data, &s->tokens, why, sizeof why);
   free(data);
   if (rc != TH_OK) {
@@ -167,7 +168,7 @@ static th_status srv__read_token(srv_t *s, char *err, size_t n) {
 
 th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **out, char *err,
                     size_t n) {
-  srv_t *s = calloc(1, sizeof *s);
+  srv_t *s = th_calloc(1, sizeof *s);
   if (!s) return TH_ERR_NOMEM;
   s->cfg = *c;
   s->builder = builder;
@@ -186,7 +187,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
     rc = TH_ERR_IO;
     goto fail_token;
   }
-  char lock_path[1200];
+  char lock_path[TH_SUBDIR_MAX];
   snprintf(lock_path, sizeof lock_path, "%s/daemon.lock", c->data_dir);
   s->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
@@ -199,7 +200,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   store_wait_limit(SRV_STORE_WAIT_MS);
   rc = store_open_db(c->db[0] ? c->db : NULL, c->data_dir, &s->st);
   if (rc != TH_OK) {
-    char where[1024];
+    char where[TH_DIR_MAX];
     store_describe(c->db[0] ? c->db : NULL, c->data_dir, where, sizeof where);
     snprintf(err, n, "cannot open the store %s: %s", where, store_errmsg(NULL));
     goto fail_token;
@@ -230,7 +231,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   rc = srv_routes_init(s, err, n);
   if (rc != TH_OK) goto fail_store;
 
-  char work_root[1200];
+  char work_root[TH_SUBDIR_MAX];
   snprintf(work_root, sizeof work_root, "%s/work", c->data_dir);
   rc = srv_events_new(c->max_streams, c->max_streams_per_ip, &s->events);
   if (rc != TH_OK) {

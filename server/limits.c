@@ -14,7 +14,7 @@
  *
  * srv_request_scopes counts failed authentications per address (auth.h's srv_auth_fails), so that a miss's
  * token check is no oracle for guessing tokens either. */
-#include "limits.h"
+#include "srv_limits.h"
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "th_alloc.h"
 #include "th_log.h"
 #include "th_util.h"
 
@@ -141,7 +142,7 @@ static int lim__anon_reserve(srv_t *s, srv_request *r, const char *ip, char *why
   }
   if (s->nanon == s->anon_cap) {
     int cap = s->anon_cap ? 2 * s->anon_cap : 64;
-    struct srv_anon_job *grown = realloc(s->anon, (size_t)cap * sizeof *grown);
+    struct srv_anon_job *grown = th_realloc(s->anon, (size_t)cap * sizeof *grown);
     if (!grown) {
       snprintf(why, n, "out of memory counting the jobs of clients without a token; retry later");
       return 0;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "limits.h"
+#include "srv_limits.h"
 #include "th_util.h"
 
 /* Suspended requests the table holds at most: half the connection limit, so that waits never take all of

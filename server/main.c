@@ -132,7 +132,7 @@ static int cmd_serve(int argc, char **argv) {
   }
   srv_config cfg;
   srv_config_defaults(&cfg);
-  char err[1024] = "";
+  char err[TH_ERR_MAX] = "";
   if (srv_config_parse(&cfg, argc, argv, err, sizeof err) != TH_OK) {
     fprintf(stderr, "tunehub serve: %s\n", err);
     return 2;
@@ -208,7 +208,7 @@ static int cmd_remeasure(int argc, char **argv) {
   }
   /* the target's name, checked before a store is read (whether it runs here: tune_remeasure) */
   tc_backend_target bt;
-  char terr[2048] = "";
+  char terr[TH_MSG_MAX] = "";
   if (tc_backend_target_init(be, target_name, &bt, terr, sizeof terr) != TH_OK) {
     fprintf(stderr, "tunehub remeasure: %s\n", terr);
     return 2;
@@ -217,7 +217,7 @@ static int cmd_remeasure(int argc, char **argv) {
   int have = cli_store_exists("remeasure", db, data);
   if (have < 0) return 1;
   if (!tc_zoo_find(pos[1]) && !have) {
-    char names[2048];
+    char names[TH_LIST_MAX];
     tune_net_names(NULL, names, sizeof names);
     fprintf(stderr, "tunehub remeasure: unknown network '%s'; valid networks: %s\n", pos[1], names);
     return 2;
@@ -235,7 +235,7 @@ static int cmd_remeasure(int argc, char **argv) {
     int exists = i == 0 ? have : cli_store_exists("remeasure", dbs[i], dirs[i]);
     if (exists < 0) return 1;
     if (!exists) {
-      char where[1024];
+      char where[TH_DIR_MAX];
       store_describe(dbs[i], dirs[i], where, sizeof where);
       fprintf(stderr, "tunehub remeasure: %s holds no store (%s)\n", where,
               dbs[i] ? "no tunehub schema in that database" : "no readable tunehub.db");
@@ -247,7 +247,7 @@ static int cmd_remeasure(int argc, char **argv) {
     store_close(st);
     return 1;
   }
-  char err[2048] = "";
+  char err[TH_MSG_MAX] = "";
   tune_net net;
   th_status rc = tune_net_resolve(st, pos[1], NULL, &net, err, sizeof err);
   if (rc != TH_OK) {
@@ -277,7 +277,7 @@ static int cmd_remeasure(int argc, char **argv) {
     tc_backend_target here;
     int own = tc_backend_target_init(be, NULL, &here, terr, sizeof terr) == TH_OK &&
               !strcmp(here.str, bt.str);
-    char where[1024], where2[1024];
+    char where[TH_DIR_MAX], where2[TH_DIR_MAX];
     store_describe(db, data, where, sizeof where);
     store_describe(against_db, against_dir ? against_dir : "", where2, sizeof where2);
     fprintf(stderr,

@@ -41,7 +41,7 @@ static int migrate__verify_blobs(store_t *from, const char *to_url, const char *
   *n = 0;
   for (size_t i = 0; i < count; i++) {
     const char *digest = digests + i * 65;
-    char path[1400], media[128], got[65];
+    char path[TH_PATH_MAX], media[128], got[TH_HEX_MAX];
     int64_t size = 0, got_size = 0;
     th_status rc = store_artifact_path(fresh, digest, path, sizeof path, &size, media, sizeof media);
     if (rc == TH_OK) rc = th_sha256_file(path, got, &got_size);
@@ -86,7 +86,7 @@ int cli_migrate(int argc, char **argv) {
     fprintf(stderr, "tunehub migrate: %s holds no tunehub store (no %s/tunehub.db)\n", from_dir, from_dir);
     return 1;
   }
-  char lock_path[1200];
+  char lock_path[TH_SUBDIR_MAX];
   snprintf(lock_path, sizeof lock_path, "%s/daemon.lock", from_dir);
   int lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0) {

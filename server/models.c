@@ -17,7 +17,7 @@
 #include "events.h"
 #include "authorize.h"
 #include "guard.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "longpoll.h"
 #include "model_key.h"
 #include "present.h"

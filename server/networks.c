@@ -17,6 +17,7 @@
 #include "present.h"
 #include "request.h"
 #include "response.h"
+#include "th_alloc.h"
 #include "th_log.h"
 #include "th_sha256.h"
 #include "th_util.h"
@@ -29,7 +30,7 @@
 
 struct srv_upload {
   int fd; /* -1 once closed */
-  char path[1400];
+  char path[TH_PATH_MAX];
   th_sha256 sha;
   int64_t size, dropped;
   int too_large, io_error;
@@ -98,7 +99,7 @@ int srv_networks_put_begin(srv_t *s, srv_request *r, enum MHD_Result *ret) {
     *ret = srv_guard_error(s, r, grc, "store_error", why);
     return 1;
   }
-  srv_upload *u = calloc(1, sizeof *u);
+  srv_upload *u = th_calloc(1, sizeof *u);
   if (!u) {
     *ret = MHD_NO;
     return 1;
@@ -263,7 +264,7 @@ static enum MHD_Result srv__network_put(srv_t *s, srv_request *r, const char *na
   u->fd = -1;
   if (!closed) return srv_error(s, r, TH_ERR_IO, "store_error", NULL, "cannot write the upload to the store's disk");
   unsigned char sha[32];
-  char hex[65];
+  char hex[TH_HEX_MAX];
   th_sha256_final(&u->sha, sha);
   th_hex(sha, 32, hex);
   const char *cd = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "Content-Digest");
@@ -283,7 +284,7 @@ static enum MHD_Result srv__network_put(srv_t *s, srv_request *r, const char *na
                        "upload was damaged or truncated; nothing was stored",
                        b64, u->size);
   }
-  char err[2048] = "";
+  char err[TH_MSG_MAX] = "";
   json_t *doc = NULL;
   store_network_change ch;
   srv_upload_in in = {name, u->path, 1, hex, u->has_shapes ? u->shapes : NULL};

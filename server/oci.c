@@ -21,12 +21,13 @@
 #include "oci.h"
 
 #include "aliases.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"
 #include "model_key.h"
 #include "models.h"
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 
@@ -53,7 +54,7 @@ static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status,
                                   json_t *detail, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status, const char *code,
                                   json_t *detail, const char *fmt, ...) {
-  char msg[2600];
+  char msg[TH_WHY_LIST_MAX + TH_WHY_MAX]; /* a why (up to a list of valid values) in context */
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -70,7 +71,7 @@ static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status,
 /* A generated document (manifest or config): body text with its digest, media type and ETag. */
 static enum MHD_Result oci__send_doc(srv_t *s, srv_request *r, const char *text, const char *digest_hex,
                                      const char *media_type) {
-  char etag[80], dcd[80];
+  char etag[TH_ETAG_MAX], dcd[TH_DIGEST_MAX];
   snprintf(etag, sizeof etag, "\"sha256:%s\"", digest_hex);
   snprintf(dcd, sizeof dcd, "sha256:%s", digest_hex);
   const char *inm = MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "If-None-Match");
@@ -94,9 +95,9 @@ static enum MHD_Result oci__send_doc(srv_t *s, srv_request *r, const char *text,
 
 typedef struct oci_image {
   char *config; /* text */
-  char config_digest[65];
+  char config_digest[TH_HEX_MAX];
   char *manifest; /* text */
-  char manifest_digest[65];
+  char manifest_digest[TH_HEX_MAX];
 } oci_image;
 
 static void oci__image_free(oci_image *im) {
@@ -105,7 +106,7 @@ static void oci__image_free(oci_image *im) {
   memset(im, 0, sizeof *im);
 }
 
-static void oci__digest(const char *text, char hex[65]) {
+static void oci__digest(const char *text, char hex[TH_HEX_MAX]) {
   th_sha256 h;
   unsigned char d[32];
   th_sha256_init(&h);
@@ -150,7 +151,7 @@ static th_status oci__image(const store_model *m, oci_image *im) {
     return TH_ERR_NOMEM;
   }
   oci__digest(im->config, im->config_digest);
-  char cdig[80];
+  char cdig[TH_DIGEST_MAX];
   snprintf(cdig, sizeof cdig, "sha256:%s", im->config_digest);
   json_t *man = json_pack("{s:i, s:s, s:{s:s, s:s, s:I}, s:[{s:s, s:s, s:I, s:{s:s}}], s:o}", "schemaVersion", 2,
                           "mediaType", OCI_MANIFEST_TYPE, "config", "mediaType", OCI_CONFIG_TYPE, "digest", cdig,
@@ -244,7 +245,7 @@ static th_status oci__repo_versions(srv_t *s, const char *fw, const char *net, s
       rc = vr;
       break;
     }
-    store_model *grown = realloc(all, (total + nv) * sizeof *grown);
+    store_model *grown = th_realloc(all, (total + nv) * sizeof *grown);
     if (!grown) {
       store_model_list_free(vs, nv);
       rc = TH_ERR_NOMEM;
@@ -287,7 +288,7 @@ static enum MHD_Result oci__catalog(srv_t *s, srv_request *r) {
   store_catalog_free(rows, n);
   /* lexical order, then the spec's pagination: ?n=N&last=NAME */
   size_t count = json_array_size(repos);
-  const char **names = calloc(count ? count : 1, sizeof *names);
+  const char **names = th_calloc(count ? count : 1, sizeof *names);
   for (size_t i = 0; names && i < count; i++) names[i] = json_string_value(json_array_get(repos, i));
   for (size_t i = 1; names && i < count; i++)
     for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
@@ -324,7 +325,7 @@ static enum MHD_Result oci__tags(srv_t *s, srv_request *r, const char *fw, const
     return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s", store_errmsg(s->st));
   json_t *tags = json_array();
   store_key repo;
-  char why[512];
+  char why[TH_WHY_MAX];
   rc = srv_model_key(s, fw, net, 1, NULL, NULL, &repo, why, sizeof why);
   for (size_t i = 0; rc == TH_OK && i < n; i++) {
     char t[160], sfx[80];
@@ -420,7 +421,7 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       return oci__error(s, r, 400, "MANIFEST_INVALID", NULL,
                         "invalid tag '%s': a tag is [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}", ref);
     store_key key;
-    char why[2400]; /* an unknown target's message lists every valid one */
+    char why[TH_WHY_LIST_MAX]; /* an unknown target's message lists every valid one */
     if (!oci__tag_parse(ref, &batch, &version, tag_target, sizeof tag_target)) {
       /* an alias of the repository (of its tf32 keys with "-tf32" after the name), else an unknown tag */
       store_alias a;
@@ -507,7 +508,7 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       srv_job_url(job_id, loc, sizeof loc);
       if (rc != TH_OK)
         return oci__error(s, r, 404, "MANIFEST_UNKNOWN", json_pack("{s:s}", "job", loc), "%s", why);
-      char msg[512];
+      char msg[TH_WHY_MAX];
       snprintf(msg, sizeof msg,
                "%s/%s:%s is not built yet; job %lld is %s. Retry later (Retry-After), or follow %s", fw, net, ref,
                (long long)job_id, created ? "now queued" : "already in progress", loc);
@@ -547,7 +548,7 @@ static enum MHD_Result oci__blob(srv_t *s, srv_request *r, const char *fw, const
     oci__image_free(&im);
     return ret;
   }
-  char path[1400], filename[200];
+  char path[TH_PATH_MAX], filename[200];
   int64_t size = 0;
   rc = store_artifact_path(s->st, layer.tar_digest, path, sizeof path, &size, NULL, 0);
   snprintf(filename, sizeof filename, "%s_%s_b%d_v%d.tar", layer.key.network, layer.key.framework,
@@ -591,7 +592,7 @@ enum MHD_Result srv_oci_route(srv_t *s, srv_request *r) {
     return oci__error(s, r, 400, !strcmp(kind, "blobs") ? "DIGEST_INVALID" : "MANIFEST_INVALID", NULL,
                       "'%s' is not a valid reference", ref);
   store_key key;
-  char why[512];
+  char why[TH_WHY_MAX];
   th_status rc = srv_model_key(s, fw, net, 1, NULL, NULL, &key, why, sizeof why);
   if (rc != TH_OK) return oci__error(s, r, 404, "NAME_UNKNOWN", NULL, "%s", why);
   if (!strcmp(kind, "manifests")) return oci__manifest(s, r, fw, net, ref);

@@ -9,6 +9,7 @@
 
 #include "graph.h"
 #include "onnx.h"
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 #include "tune_job.h"
@@ -27,7 +28,7 @@ static json_t *srv__time(double t) {
 }
 
 static json_t *srv__digest(const char *hex) {
-  char d[80];
+  char d[TH_DIGEST_MAX];
   snprintf(d, sizeof d, "sha256:%s", hex);
   return json_string(d);
 }
@@ -126,7 +127,7 @@ static void srv__worker_label(const store_worker *w, char *out, size_t n) {
   }
   th_sha256 h;
   unsigned char d[32];
-  char hex[65];
+  char hex[TH_HEX_MAX];
   th_sha256_init(&h);
   th_sha256_update(&h, w->name, strlen(w->name));
   th_sha256_final(&h, d);
@@ -398,7 +399,7 @@ char *srv_present_event(const tune_event *ev) {
                     "task", ev->task, "ntasks", ev->ntasks);
       break;
     case TUNE_EV_PROGRESS:
-      return strdup(ev->progress_doc ? ev->progress_doc : "{}");
+      return th_strdup(ev->progress_doc ? ev->progress_doc : "{}");
     case TUNE_EV_PUBLISHED:
       o = json_pack("{s:I,s:i,s:b,s:o}", "job", (json_int_t)ev->job_id, "version", ev->version, "tuned",
                     ev->tuned, "digest", srv__digest(ev->digest));

@@ -147,7 +147,7 @@ int srv_tune_body_check(const char *data, size_t len, json_t **body, const char 
   return 0;
 }
 
-const char *srv_alias_body_parse(const char *data, size_t len, int *version, char digest[65]) {
+const char *srv_alias_body_parse(const char *data, size_t len, int *version, char digest[TH_HEX_MAX]) {
   json_error_t jerr;
   json_t *body = len ? json_loadb(data, len, 0, &jerr) : NULL;
   const char *why = NULL;

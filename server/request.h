@@ -35,7 +35,7 @@ int srv_tune_body_check(const char *data, size_t len, json_t **body, const char 
 /* The body of PUT .../aliases/{alias} (len bytes): exactly one of {"version": N} (1..1e9) and {"digest":
  * "sha256:<64 lowercase hex>"}. Returns NULL and sets *version (0 for a digest) and digest ("" for a
  * version), or returns why the body is invalid (a static string; out-params untouched). */
-const char *srv_alias_body_parse(const char *data, size_t len, int *version, char digest[65]);
+const char *srv_alias_body_parse(const char *data, size_t len, int *version, char digest[TH_HEX_MAX]);
 /* A Last-Event-ID header (NULL when absent): 0 and *last the event id a resumed stream continues after (0
  * when absent or empty: a new stream), or -1 when it is not a whole number >= 0. */
 int srv_last_event_id_parse(const char *header, int64_t *last);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 
@@ -104,7 +105,7 @@ struct MHD_Response *srv_json_response(json_t *doc) {
 
 enum MHD_Result srv_json(srv_t *s, srv_request *r, unsigned int status, const char *json) {
   size_t n = strlen(json);
-  char *body = malloc(n + 1);
+  char *body = th_malloc(n + 1);
   if (!body) return MHD_NO;
   memcpy(body, json, n);
   return srv_queue(s, r, status, srv__json_text_response(body, n));
@@ -127,7 +128,7 @@ struct MHD_Response *srv_error_response(unsigned int http, const char *code, jso
 
 static enum MHD_Result srv__error_v(srv_t *s, srv_request *r, unsigned int http, const char *code,
                                     const char *extra_json, const char *fmt, va_list ap) {
-  char msg[2048];
+  char msg[TH_MSG_MAX];
   vsnprintf(msg, sizeof msg, fmt, ap);
   json_t *extra = extra_json ? json_loads(extra_json, 0, NULL) : NULL;
   return srv_queue(s, r, http, srv_error_response(http, code, extra, msg));
@@ -225,7 +226,7 @@ int srv_etag_matches(const char *header, const char *etag) {
 enum MHD_Result srv_send_file(srv_t *s, srv_request *r, const char *path, int64_t size, const char *digest,
                               const char *media_type, const char *filename, int immutable,
                               const char *extra_hdrs[][2]) {
-  char docker_digest[80], etag[84];
+  char docker_digest[TH_DIGEST_MAX], etag[TH_ETAG_MAX];
   snprintf(docker_digest, sizeof docker_digest, "sha256:%s", digest);
   snprintf(etag, sizeof etag, "\"%s\"", docker_digest);
   unsigned char raw[32];

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "th_limits.h"
 #include "th_status.h"
 #include "worker.h"
 
@@ -26,15 +27,15 @@
 typedef struct srv_config {
   char listen_host[64];
   int port;
-  char data_dir[1024]; /* the embedded store, or with db the local cache and scratch space */
-  char db[1024]; /* --db or TUNEHUB_DB: the PostgreSQL URL of a shared store; "" for the embedded
+  char data_dir[TH_DIR_MAX]; /* the embedded store, or with db the local cache and scratch space */
+  char db[TH_DIR_MAX]; /* --db or TUNEHUB_DB: the PostgreSQL URL of a shared store; "" for the embedded
                     one */
-  char token_file[1024];
+  char token_file[TH_DIR_MAX];
   int private_reads;   /* --private: every read but /healthz, /readyz and the page's files needs a
                           read token */
   int auth_fail_limit; /* failed authentications an address may make a minute
                           (SRV_AUTH_FAILS_PER_MIN; 0: no limit, for the fuzz harness); not a flag */
-  char web_dir[1024];
+  char web_dir[TH_DIR_MAX];
   int workers;
   int http_threads;
   int max_batch;

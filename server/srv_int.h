@@ -66,7 +66,7 @@ struct srv {
   srv_auth_fails auth_fails; /* failed authentications per client address (auth.h) */
   char *networks_json; /* cached GET /networks body */
   /* this machine's target string per backend, in tc_backend_at order */
-  char targets[TC_BACKEND_COUNT][256];
+  char targets[TC_BACKEND_COUNT][TH_TARGET_MAX];
   char compiler_version[32];
   double started_at;
   /* suspended long-poll requests */
@@ -107,7 +107,7 @@ struct srv {
   pthread_mutex_t cache_mu;
   uint64_t cache_gen;
   struct srv_manifest_entry {
-    char key[512]; /* every field of the store_key (srv__manifest) */
+    char key[TH_KEY_MAX]; /* every field of the store_key (srv__manifest) */
     char etag[80];
     char *manifest;
     size_t len;

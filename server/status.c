@@ -10,7 +10,7 @@
 #include "builder.h"
 #include "gc.h"
 #include "guard.h"
-#include "limits.h"
+#include "srv_limits.h"
 #include "present.h"
 #include "response.h"
 #include "tc.h"

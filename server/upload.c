@@ -14,6 +14,7 @@
 #include "present.h"
 #include "space.h"
 #include "zoo.h"
+#include "th_alloc.h"
 
 int srv_network_name_ok(const char *name) {
   size_t n = name ? strlen(name) : 0;
@@ -33,7 +34,7 @@ static th_status srv__upload_tasks(const tc_netsrc *net, char *err, size_t n) {
   th_status rc = tc_backend_target_init(tc_backend_default(), NULL, &t, err, n);
   tc_task *tasks = NULL;
   int nt = 0;
-  char why[512] = "";
+  char why[TH_WHY_MAX] = "";
   if (rc == TH_OK) rc = tc_network_tasks_err(&t, net, 1, &tasks, &nt, why, sizeof why);
   if (rc != TH_OK && err[0] == '\0')
     snprintf(err, n, "%s: the graph passes refused the imported graph: %s", net->name,
@@ -53,7 +54,7 @@ static th_status srv__upload_tasks(const tc_netsrc *net, char *err, size_t n) {
 /* The description of the file at path: imported at batch 1 with its weights (which checks every initializer)
  * and at batch 2 without (the batch dimensions); then, with those graphs freed, its tasks. */
 static th_status srv__upload_describe(const srv_upload_in *in, json_t **doc, char *err, size_t n) {
-  tc_onnx_info *info = calloc(1, sizeof *info);
+  tc_onnx_info *info = th_calloc(1, sizeof *info);
   if (!info) return TH_ERR_NOMEM;
   tc_graph *g1 = NULL, *g2 = NULL;
   tc_onnx_opts o1 = {.network = in->name, .batch = 1, .shapes = in->shapes, .weights = 1};

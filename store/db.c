@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "db_int.h"
+#include "th_alloc.h"
 
 th_status db__fail(db_t *db, th_status cls, const char *fmt, ...) {
   va_list ap;
@@ -33,7 +34,7 @@ void db_display_spec(const char *spec, char *out, size_t n) {
 
 th_status db_open(const char *spec, db_t **out, char *err, size_t n) {
   *out = NULL;
-  db_t *db = calloc(1, sizeof *db);
+  db_t *db = th_calloc(1, sizeof *db);
   if (!db) {
     snprintf(err, n, "out of memory");
     return TH_ERR_NOMEM;
@@ -114,7 +115,7 @@ static char *db__translate(db_engine e, const char *sql, int *nref) {
   size_t len = strlen(sql), braces = 0;
   for (const char *p = sql; *p; p++) braces += *p == '{';
   size_t cap = len * 4 + braces * 64 + 1;
-  char *out = malloc(cap);
+  char *out = th_malloc(cap);
   if (!out) return NULL;
   size_t n = 0;
   int next = 0;
@@ -173,7 +174,7 @@ th_status db_exec(db_t *db, const char *sql) {
 
 th_status db_prepare(db_t *db, const char *sql, db_stmt **out) {
   *out = NULL;
-  db_stmt *s = calloc(1, sizeof *s);
+  db_stmt *s = th_calloc(1, sizeof *s);
   if (!s) return db__fail(db, TH_ERR_NOMEM, "out of memory");
   s->db = db;
   s->sql = db__translate(db->engine, sql, &s->nref);
@@ -215,8 +216,23 @@ void db_bind_text(db_stmt *s, int i, const char *v) {
     p->null_text = 1;
     return;
   }
-  p->text = strdup(v);
-  if (p->text) p->type = DB__P_TEXT;
+  p->text = th_strdup(v);
+  if (p->text)
+    p->type = DB__P_TEXT;
+  else
+    p->oom = 1;
+}
+
+/* A number's text for PostgreSQL, in p->text (NULL when out of memory). */
+static void db__param_format(db__param *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void db__param_format(db__param *p, const char *fmt, ...) {
+  char t[32]; /* "%lld" and "%.17g" need at most 24 */
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(t, sizeof t, fmt, ap);
+  va_end(ap);
+  p->text = th_strdup(t);
+  if (!p->text) p->oom = 1;
 }
 
 void db_bind_int64(db_stmt *s, int i, int64_t v) {
@@ -224,7 +240,7 @@ void db_bind_int64(db_stmt *s, int i, int64_t v) {
   if (!p) return;
   p->type = DB__P_INT64;
   p->i = v;
-  if (s->db->engine == DB_POSTGRES && asprintf(&p->text, "%lld", (long long)v) < 0) p->text = NULL;
+  if (s->db->engine == DB_POSTGRES) db__param_format(p, "%lld", (long long)v);
 }
 
 void db_bind_int(db_stmt *s, int i, int v) {
@@ -236,7 +252,7 @@ void db_bind_double(db_stmt *s, int i, double v) {
   if (!p) return;
   p->type = DB__P_DOUBLE;
   p->d = v;
-  if (s->db->engine == DB_POSTGRES && asprintf(&p->text, "%.17g", v) < 0) p->text = NULL;
+  if (s->db->engine == DB_POSTGRES) db__param_format(p, "%.17g", v);
 }
 
 void db_bind_null(db_stmt *s, int i) {
@@ -244,6 +260,11 @@ void db_bind_null(db_stmt *s, int i) {
 }
 
 int db_step(db_stmt *s) {
+  for (int i = 0; i < s->nparams; i++)
+    if (s->params[i].oom) {
+      db__fail(s->db, TH_ERR_NOMEM, "out of memory binding parameter %d", i + 1);
+      return DB_ERROR;
+    }
   return s->db->engine == DB_POSTGRES ? db__pg_step(s) : db__sq_step(s);
 }
 
@@ -331,7 +352,12 @@ void db_rollback(db_t *db) {
   char keep[sizeof db->err];
   th_status cls = db->errclass;
   memcpy(keep, db->err, sizeof keep);
-  db_exec(db, "ROLLBACK");
+  /* straight to the engine: db_exec's translation allocates, and a rollback that out-of-memory skipped
+   * would leave the transaction open for the next caller's writes to join and commit */
+  if (db->engine == DB_POSTGRES)
+    db__pg_exec(db, "ROLLBACK");
+  else
+    db__sq_exec(db, "ROLLBACK");
   db->in_tx = 0;
   memcpy(db->err, keep, sizeof keep);
   db->errclass = cls;

@@ -4,6 +4,7 @@
 #define STORE_DB_INT_H
 
 #include "db.h"
+#include "th_limits.h"
 
 #define DB__MAX_PARAMS 32
 
@@ -17,14 +18,16 @@ typedef struct db__param {
                 told text */
   int null_text; /* a NULL bound by db_bind_text: PostgreSQL is told it is text ("? IS NULL" needs a type) */
   char *text; /* owned: the text (DB__P_TEXT), or the number formatted for PostgreSQL */
+  int oom;    /* the copy of the bound value could not be made: db_step fails (TH_ERR_NOMEM) until the
+                 parameter is bound again, instead of running the statement with a NULL in its place */
   int64_t i;
   double d;
 } db__param;
 
 struct db {
   db_engine engine;
-  char display[512];
-  char err[1024];
+  char display[TH_DIR_MAX]; /* the --db URL without its password */
+  char err[TH_ERR_MAX];
   th_status errclass;
   int64_t changes;
   void *h;            /* sqlite3 * or PGconn * */

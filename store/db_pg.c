@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "db_int.h"
+#include "th_alloc.h"
 #include "th_util.h"
 
 /* The key of the advisory lock every write transaction takes (db_begin_write): "tunehub" on a phone
@@ -61,7 +62,7 @@ static th_status db__pg_fail(db_t *db, const PGresult *res, const char *what) {
   th_status cls = db__pg_class(db, res);
   const char *msg = res ? PQresultErrorMessage(res) : "";
   if (!msg || !*msg) msg = PQerrorMessage(db->h);
-  char clean[900];
+  char clean[TH_ERR_MAX];
   db__pg_oneline(msg, clean, sizeof clean);
   if (cls == TH_ERR_UNAVAILABLE) {
     db->in_tx = 0; /* the server ended the transaction with the connection */
@@ -74,7 +75,7 @@ static th_status db__pg_connect(db_t *db) {
   PGconn *c = PQconnectdb(db->conninfo);
   if (!c) return db__fail(db, TH_ERR_NOMEM, "out of memory");
   if (PQstatus(c) != CONNECTION_OK) {
-    char msg[600];
+    char msg[TH_ERR_MAX];
     db__pg_oneline(PQerrorMessage(c), msg, sizeof msg);
     PQfinish(c);
     return db__fail(db, TH_ERR_UNAVAILABLE, "cannot connect to %s: %s", db->display, msg);
@@ -91,7 +92,7 @@ static th_status db__pg_connect(db_t *db) {
 }
 
 th_status db__pg_open(db_t *db, const char *url) {
-  db->conninfo = strdup(url);
+  db->conninfo = th_strdup(url);
   if (!db->conninfo) return db__fail(db, TH_ERR_NOMEM, "out of memory");
   return db__pg_connect(db);
 }
@@ -228,7 +229,7 @@ th_status db__pg_schema_version(db_t *db, int *v) {
     PQclear(res);
     return rc;
   }
-  *v = PQntuples(res) > 0 ? atoi(PQgetvalue(res, 0, 0)) : 0;
+  *v = PQntuples(res) > 0 ? (int)strtol(PQgetvalue(res, 0, 0), NULL, 10) : 0;
   PQclear(res);
   return TH_OK;
 }
@@ -258,7 +259,7 @@ th_status db__pg_lo_import(db_t *db, const char *path, int64_t *oid) {
   if (rc != TH_OK) return rc;
   int in = open(path, O_RDONLY | O_CLOEXEC);
   if (in < 0) return db__fail(db, TH_ERR_IO, "cannot read %s: %s", path, strerror(errno));
-  char *buf = malloc(DB__PG_LO_CHUNK);
+  char *buf = th_malloc(DB__PG_LO_CHUNK);
   Oid id = buf ? lo_creat(db->h, INV_READ | INV_WRITE) : InvalidOid;
   int lo = id != InvalidOid ? lo_open(db->h, id, INV_WRITE) : -1;
   if (!buf)
@@ -285,7 +286,7 @@ th_status db__pg_lo_export(db_t *db, int64_t oid, int fd) {
   int own = !db->in_tx;
   th_status rc = own ? db__pg_exec(db, "BEGIN READ ONLY") : db__pg_ready(db);
   if (rc != TH_OK) return rc;
-  char *buf = malloc(DB__PG_LO_CHUNK);
+  char *buf = th_malloc(DB__PG_LO_CHUNK);
   int lo = buf ? lo_open(db->h, (Oid)oid, INV_READ) : -1;
   if (!buf)
     rc = db__fail(db, TH_ERR_NOMEM, "out of memory");

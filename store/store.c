@@ -22,10 +22,11 @@
 
 #include "schema_sql.h"
 #include "store_int.h"
+#include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 
-static _Thread_local char store__errbuf[1024];
+static _Thread_local char store__errbuf[TH_ERR_MAX];
 static _Thread_local const store_t *store__errowner;
 
 th_status store__fail(store_t *st, th_status rc, const char *fmt, ...) {
@@ -61,7 +62,7 @@ th_status store__db_fail(store_t *st, const char *what) {
 void *store__grow(store_t *st, void *arr, size_t *cap, size_t n, size_t elem) {
   if (n < *cap) return arr;
   size_t ncap = *cap ? *cap * 2 : 16;
-  void *grown = realloc(arr, ncap * elem);
+  void *grown = th_realloc(arr, ncap * elem);
   if (!grown) {
     store__fail(st, TH_ERR_NOMEM, "out of memory");
     return NULL;
@@ -123,7 +124,7 @@ th_status store__fenced_end(store_t *st, int attempt, th_status rc) {
 
 char *store__col_dup(db_stmt *s, int col) {
   const char *t = db_col_text(s, col);
-  return t ? strdup(t) : NULL;
+  return t ? th_strdup(t) : NULL;
 }
 
 void store__col_copy(db_stmt *s, int col, char *out, size_t n) {
@@ -204,7 +205,7 @@ static th_status store__migrate(store_t *st) {
     size_t len = next ? (size_t)(next - body) : strlen(body);
     if (n > latest) latest = n;
     if (n > current) {
-      char *sql = strndup(body, len);
+      char *sql = th_strndup(body, len);
       if (!sql) {
         rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
         break;
@@ -214,7 +215,7 @@ static th_status store__migrate(store_t *st) {
         rc = store__db_fail(st, "set the schema version");
       free(sql);
       if (rc != TH_OK) {
-        char keep[1024];
+        char keep[sizeof store__errbuf];
         snprintf(keep, sizeof keep, "%s", store__errbuf);
         store__fail(st, rc, "migration %d failed: %s", n, keep);
         break;
@@ -239,18 +240,18 @@ static void store__db_path(const char *data_dir, char *out, size_t n) {
 }
 
 int store_exists(const char *data_dir) {
-  char dbpath[1200];
+  char dbpath[TH_SUBDIR_MAX];
   store__db_path(data_dir, dbpath, sizeof dbpath);
   return access(dbpath, R_OK) == 0;
 }
 
 /* st->owner: "<host>:<data directory's absolute path>" (see store_owner). */
 static void store__owner_init(store_t *st) {
-  char host[256] = "localhost", dir[PATH_MAX];
+  char host[TH_NAME_MAX] = "localhost", dir[PATH_MAX];
   if (gethostname(host, sizeof host - 1) != 0) snprintf(host, sizeof host, "localhost");
   host[sizeof host - 1] = '\0';
   if (!realpath(st->data_dir, dir)) snprintf(dir, sizeof dir, "%s", st->data_dir);
-  snprintf(st->owner, sizeof st->owner, "%.255s:%.1100s", host, dir);
+  snprintf(st->owner, sizeof st->owner, "%s:%.*s", host, TH_DIR_MAX - 1, dir);
 }
 
 const char *store_owner(const store_t *st) {
@@ -303,7 +304,7 @@ th_status store_exists_db(const char *db_spec, const char *data_dir, int *exists
   if (!db_is_postgres_url(db_spec))
     return store__fail(NULL, TH_ERR_INVALID, "the store's database must be " STORE__URL_FORM);
   db_t *db = NULL;
-  char err[1024];
+  char err[TH_ERR_MAX];
   th_status rc = db_open(db_spec, &db, err, sizeof err);
   if (rc != TH_OK) return store__fail(NULL, rc, "%s", err);
   db_stmt *s = NULL;
@@ -323,7 +324,7 @@ th_status store_open(const char *data_dir, store_t **out) {
 }
 
 th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out) {
-  store_t *st = calloc(1, sizeof *st);
+  store_t *st = th_calloc(1, sizeof *st);
   if (!st) return TH_ERR_NOMEM;
   pthread_mutex_init(&st->mu, NULL);
   pthread_mutex_init(&st->fetch_mu, NULL);
@@ -348,7 +349,7 @@ th_status store_open_db(const char *db_spec, const char *data_dir, store_t **out
         db_spec);
     goto fail;
   }
-  char dbpath[1200], err[1024];
+  char dbpath[TH_SUBDIR_MAX], err[TH_ERR_MAX];
   store__db_path(data_dir, dbpath, sizeof dbpath);
   rc = db_open(st->shared ? db_spec : dbpath, &st->db, err, sizeof err);
   if (rc != TH_OK) {
@@ -414,7 +415,7 @@ static th_status store__sweep_dir(store_t *st, const char *dir, int check_rows, 
   struct dirent *e;
   while (rc == TH_OK && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
-    char path[2400];
+    char path[TH_PATH_MAX + TH_NAME_MAX]; /* dir (at most a store file's path) and a name in it */
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     struct stat sb;
     if (st->shared && (stat(path, &sb) != 0 || sb.st_mtime > time(NULL) - 3600)) continue;
@@ -484,7 +485,7 @@ th_status store_recover(store_t *st, int *requeued, int *swept) {
       struct dirent *e;
       while (rc == TH_OK && (e = readdir(d)) != NULL) {
         if (e->d_name[0] == '.') continue;
-        char sub[1400];
+        char sub[TH_PATH_MAX];
         snprintf(sub, sizeof sub, "%s/%s", st->artifacts_dir, e->d_name);
         rc = store__sweep_dir(st, sub, 1, &sw);
       }

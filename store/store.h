@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "th_limits.h"
 #include "th_status.h"
 
 typedef struct store store_t;
@@ -98,12 +99,12 @@ typedef struct store_key {
   char framework[16];
   char network[64];
   int batch;
-  char target[256];
+  char target[TH_TARGET_MAX];
   char compiler_version[32];
   char precision[8];   /* cuda's arithmetic: "fp32" (IEEE fp32 with FMA) or "tf32" (tensor cores, fp32
                           accumulation); llvm keys are always "fp32". "" reads as "fp32". A name column of
                           the key like target: each precision has its own versions, jobs and aliases. */
-  char net_digest[65]; /* the network's revision (store_network.digest): "" for a zoo network */
+  char net_digest[TH_HEX_MAX]; /* the network's revision (store_network.digest): "" for a zoo network */
 } store_key;
 
 /* The key's precision as stored: k->precision, or "fp32" when it is "". */
@@ -114,11 +115,11 @@ const char *store_key_precision(const store_key *k);
  * in a shared store the row's transaction also writes the bytes to the database) and returns its
  * digest (hex) and size. Storing the same bytes twice is a no-op, in one process or in several at
  * once. src is left in place. */
-th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
+th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[TH_HEX_MAX],
                              int64_t *size);
 /* Creates an empty file in the store's scratch directory (data_dir/tmp, emptied at start-up by store_recover) for
  * a caller that streams bytes into the store (the server's uploads): *fd is open for writing (the caller closes
- * it) and path (n >= 1400 bytes) gets its name. The caller unlinks the file, or hands it to store_network_put
+ * it) and path (n >= TH_PATH_MAX bytes) gets its name. The caller unlinks the file, or hands it to store_network_put
  * with take set. */
 th_status store_tmp_file(store_t *st, const char *prefix, char *path, size_t n, int *fd);
 /* Path of the artifact file for a digest (hex) in this data directory; TH_ERR_NOT_FOUND when
@@ -135,8 +136,8 @@ typedef struct store_model {
   store_key key;
   int version;
   int tuned;
-  char tar_digest[65];
-  char so_digest[65];
+  char tar_digest[TH_HEX_MAX];
+  char so_digest[TH_HEX_MAX];
   int64_t tar_size, so_size;
   char *manifest; /* owned; free with store_model_clear */
   double latency_ms; /* < 0 when unmeasured */
@@ -180,8 +181,8 @@ typedef struct store_alias {
   store_key key;         /* the key it belongs to; net_digest is the revision of the pinned version */
   char name[65];
   int version;
-  char tar_digest[65];   /* the pinned version's bundle and .so */
-  char so_digest[65];
+  char tar_digest[TH_HEX_MAX];   /* the pinned version's bundle and .so */
+  char so_digest[TH_HEX_MAX];
   int retired;           /* 1: the version is no longer served (unpublished, or of a replaced network revision) */
   double updated_at;
 } store_alias;
@@ -232,7 +233,7 @@ typedef struct store_job {
   int attempts; /* claims so far; the running claim's fencing token */
   double created_at, started_at, finished_at; /* 0 when unset */
   char worker[128];       /* the worker that runs it (running), else "" */
-  char needs_target[256]; /* "" any worker may claim it; else only one that registered this target */
+  char needs_target[TH_TARGET_MAX]; /* "" any worker may claim it; else only one that registered this target */
   double lease_until;     /* the running claim's lease ends (the database's clock); 0 when not leased */
 } store_job;
 
@@ -349,7 +350,7 @@ th_status store_worker_live(store_t *st, const char *target, int *n);
 /* Per concrete target: queued jobs of keys with that target, how many of them wait for a worker with it
  * (needs_target), and the live workers that registered it; targets with none of the three are left out. */
 typedef struct store_target_stat {
-  char target[256];
+  char target[TH_TARGET_MAX];
   int64_t queued, waiting;
   int64_t workers_alive;
 } store_target_stat;
@@ -400,11 +401,11 @@ th_status store_network_upsert(store_t *st, const char *name, const char *input_
 typedef struct store_network {
   char name[64];
   int onnx;               /* 1: an uploaded ONNX file; 0: a zoo network (the fields below are empty) */
-  char digest[65];        /* the revision models and jobs record as store_key.net_digest: the file's sha256, or
+  char digest[TH_HEX_MAX];        /* the revision models and jobs record as store_key.net_digest: the file's sha256, or
                              with shapes the sha256 of "<file sha256>\n<shapes>"; "" for a zoo network */
-  char onnx_digest[65];   /* sha256 hex of the ONNX file (an artifact, media type application/onnx) */
+  char onnx_digest[TH_HEX_MAX];   /* sha256 hex of the ONNX file (an artifact, media type application/onnx) */
   int64_t onnx_size;
-  char onnx_path[1200];   /* the file in this data directory's content-addressed store:
+  char onnx_path[TH_PATH_MAX]; /* the file in this data directory's content-addressed store:
                              store_network_get makes sure it is there (a shared store fetches it),
                              store_network_list does not */
   char *shapes;           /* owned: the importer's shapes string, or NULL */
@@ -470,9 +471,9 @@ th_status store_workload_upsert(store_t *st, const char *key, const char *templa
 
 typedef struct store_record {
   int64_t id;
-  char workload_key[512];
+  char workload_key[TH_KEY_MAX];
   char template_name[64];
-  char target[256];
+  char target[TH_TARGET_MAX];
   char config[1024];
   int64_t config_index;
   double cost_mean_s, cost_std_s; /* seconds; 1e9 when failed */
@@ -523,7 +524,7 @@ typedef struct store_event {
   store_event_kind kind;
   char origin[17]; /* the sending handle's token (store_origin) */
   int version, tuned;
-  char digest[65];
+  char digest[TH_HEX_MAX];
 } store_event;
 
 /* "queued", "claimed", "progress", "published", "done", "catalog", "resync". */
@@ -546,7 +547,7 @@ void store_listener_close(store_listener *l);
 /* ---- garbage collection of blobs (store_gc.c) ---- */
 /* One blob a collection removed (a dry run: would remove). */
 typedef struct store_gc_blob {
-  char digest[65];
+  char digest[TH_HEX_MAX];
   int64_t size;
   char media_type[64]; /* "" for a leftover */
   int leftover;        /* 1: a file under artifacts/ that no row names (a put or a collection that died, or

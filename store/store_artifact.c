@@ -63,7 +63,8 @@ static th_status store__fsync_path(const char *path) {
 }
 
 th_status store__artifact_place(store_t *st, const char *src, int take, const char *hex, int64_t sz) {
-  char dir[1200], final_path[1300], tmp[1300];
+  char dir[sizeof st->artifacts_dir + 3]; /* artifacts/ab */
+  char final_path[TH_PATH_MAX], tmp[TH_PATH_MAX];
   snprintf(dir, sizeof dir, "%s/%.2s", st->artifacts_dir, hex);
   snprintf(final_path, sizeof final_path, "%s/%s", dir, hex);
   snprintf(tmp, sizeof tmp, "%s/%s.%ld", st->tmp_dir, hex, (long)getpid());
@@ -72,7 +73,7 @@ th_status store__artifact_place(store_t *st, const char *src, int take, const ch
   if (stat(final_path, &sb) == 0 && sb.st_size == sz) {
     /* the right size is not the right bytes: a torn write or a corrupted disk block would otherwise be served
      * under this digest forever. A file that does not hash to its name is replaced below. */
-    char have_hex[65];
+    char have_hex[TH_HEX_MAX];
     int64_t have_sz = 0;
     have_file = th_sha256_file(final_path, have_hex, &have_sz) == TH_OK && have_sz == sz &&
                 strcmp(have_hex, hex) == 0;
@@ -205,13 +206,13 @@ void store__artifact_file(store_t *st, const char *hex, char *path, size_t n) {
   snprintf(path, n, "%s/%.2s/%s", st->artifacts_dir, hex, hex);
 }
 
-th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[65],
+th_status store_artifact_put(store_t *st, const char *src, const char *media_type, char digest[TH_HEX_MAX],
                              int64_t *size) {
-  char hex[65];
+  char hex[TH_HEX_MAX];
   int64_t sz = 0;
   if (th_sha256_file(src, hex, &sz) != TH_OK)
     return store__fail(st, TH_ERR_IO, "cannot read %s: %s", src, strerror(errno));
-  char path[1300];
+  char path[TH_PATH_MAX];
   store__artifact_file(st, hex, path, sizeof path);
   th_status rc = TH_OK;
   /* The file is placed before the row, outside the lock; a garbage collector may remove a file that was
@@ -265,11 +266,11 @@ static th_status store__artifact_fetch(store_t *st, const char *hex, int64_t ref
         st, TH_ERR_NOT_FOUND,
         "artifact sha256:%s has no copy in %s and is not in this data directory's cache (%s)", hex,
         db_display(st->db), st->artifacts_dir);
-  char tmp[1400];
+  char tmp[TH_PATH_MAX];
   int fd = -1;
   th_status rc = store_tmp_file(st, "fetch", tmp, sizeof tmp, &fd);
   if (rc != TH_OK) return rc;
-  char err[1024] = "";
+  char err[TH_ERR_MAX] = "";
   pthread_mutex_lock(&st->fetch_mu);
   if (!st->fetch_db) {
     pthread_mutex_lock(&st->mu); /* db_open_again reads st->db */
@@ -290,7 +291,7 @@ static th_status store__artifact_fetch(store_t *st, const char *hex, int64_t ref
     return store__fail(st, rc == TH_ERR_CONFLICT ? TH_ERR_DB : rc, "fetch artifact sha256:%s: %s",
                        hex, err);
   }
-  char got[65];
+  char got[TH_HEX_MAX];
   int64_t got_size = -1;
   if (th_sha256_file(tmp, got, &got_size) != TH_OK || got_size != size || strcmp(got, hex) != 0) {
     unlink(tmp);
@@ -328,7 +329,7 @@ th_status store_artifact_path(store_t *st, const char *digest, char *path, size_
   }
   db_finalize(s);
   pthread_mutex_unlock(&st->mu);
-  char file[1300];
+  char file[TH_PATH_MAX];
   store__artifact_file(st, digest, file, sizeof file);
   /* the files engine's local file is the artifact itself: a missing one is reported by whoever
    * opens it */

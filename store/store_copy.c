@@ -126,7 +126,7 @@ static th_status store__copy_table(store_t *from, store_t *to, const char *table
 
 /* The digest of a table's rows (see the top of this file) into hex, and their number. */
 static th_status store__table_digest(store_t *st, const char *table, const char *order, const store__col *cols,
-                                     int n, char hex[65], int64_t *rows) {
+                                     int n, char hex[TH_HEX_MAX], int64_t *rows) {
   char list[2048], sql[4096];
   store__col_list(cols, n, list, sizeof list);
   snprintf(sql, sizeof sql, "SELECT %s FROM %s ORDER BY %s", list, table, order);
@@ -199,7 +199,7 @@ th_status store_copy(store_t *from, store_t *to, store_copy_progress_fn progress
   db_stmt *s = NULL;
   rc = store__prepare(from, "SELECT digest, media_type, size FROM artifacts ORDER BY digest", &s);
   typedef struct {
-    char digest[65], media[128];
+    char digest[TH_HEX_MAX], media[128];
     int64_t size;
   } blob;
   blob *blobs = NULL;
@@ -221,7 +221,7 @@ th_status store_copy(store_t *from, store_t *to, store_copy_progress_fn progress
   db_finalize(s);
   pthread_mutex_unlock(&from->mu);
   for (size_t i = 0; i < nb && rc == TH_OK; i++) {
-    char path[1400], media[128], got[65];
+    char path[TH_PATH_MAX], media[128], got[TH_HEX_MAX];
     int64_t size = 0;
     rc = store_artifact_path(from, blobs[i].digest, path, sizeof path, &size, media, sizeof media);
     if (rc == TH_OK) rc = store_artifact_put(to, path, blobs[i].media, got, &size);
@@ -270,7 +270,7 @@ th_status store_copy_verify(store_t *from, store_t *to, store_copy_report *rep) 
   for (size_t t = 0; t < STORE__NTABLES && rc == TH_OK; t++) {
     store__col cols[40];
     int n = 0;
-    char a[65], b[65];
+    char a[TH_HEX_MAX], b[TH_HEX_MAX];
     int64_t ra = 0, rb = 0;
     pthread_mutex_lock(&from->mu);
     rc = store__columns(from, store__copy_tables[t].name, cols, 40, &n);

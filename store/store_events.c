@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "store_int.h"
+#include "th_alloc.h"
 #include "th_util.h"
 
 #define STORE__CHANNEL "tunehub_jobs"
@@ -61,9 +62,9 @@ struct store_listener {
 th_status store_listener_open(store_t *st, store_listener **out) {
   *out = NULL;
   if (!st->shared) return store__fail(st, TH_ERR_UNSUPPORTED, "the embedded store has no notifications");
-  store_listener *l = calloc(1, sizeof *l);
+  store_listener *l = th_calloc(1, sizeof *l);
   if (!l) return store__fail(st, TH_ERR_NOMEM, "out of memory");
-  char err[1024];
+  char err[TH_ERR_MAX];
   pthread_mutex_lock(&st->mu);
   th_status rc = db_open_again(st->db, &l->db, err, sizeof err);
   pthread_mutex_unlock(&st->mu);
@@ -84,7 +85,7 @@ th_status store_listener_open(store_t *st, store_listener **out) {
 
 /* Parses a payload; 0 when it is not one of ours. */
 static int store__parse_event(const char *p, store_event *ev) {
-  char kind[16], digest[65];
+  char kind[16], digest[TH_HEX_MAX];
   long long id;
   memset(ev, 0, sizeof *ev);
   if (sscanf(p, "%lld %15s %16s %d %d %64s", &id, kind, ev->origin, &ev->version, &ev->tuned, digest) != 6)

@@ -40,7 +40,7 @@
 
 /* An artifact row as the mark saw it. */
 typedef struct store__gc_row {
-  char digest[65];
+  char digest[TH_HEX_MAX];
   char media[64];
   int64_t size;
   double touched;
@@ -116,7 +116,7 @@ static th_status store__gc_sweep_one(store_t *st, const char *hex, double cutoff
   /* the cutoff as a literal: %.17g reads back as the same double on both engines */
   snprintf(where, sizeof where, "coalesce(touched_at, created_at) < %.17g AND NOT " STORE__GC_LIVE("?1"),
            cutoff);
-  char path[1300];
+  char path[TH_PATH_MAX];
   store__artifact_file(st, hex, path, sizeof path);
   int went = 0, n = 0;
   pthread_mutex_lock(&st->mu);
@@ -175,7 +175,7 @@ static th_status store__gc_leftovers(store_t *st, const store__gc_row *rows, siz
   struct dirent *e;
   while (rc == TH_OK && (e = readdir(top)) != NULL) {
     if (strlen(e->d_name) != 2 || e->d_name[0] == '.') continue;
-    char sub[1400];
+    char sub[TH_PATH_MAX];
     snprintf(sub, sizeof sub, "%s/%s", st->artifacts_dir, e->d_name);
     DIR *d = opendir(sub);
     if (!d) continue;
@@ -185,7 +185,7 @@ static th_status store__gc_leftovers(store_t *st, const store__gc_row *rows, siz
       /* (rows is NULL when no artifact has a row: bsearch must not be handed it) */
       if (!th_is_sha256_hex(f->d_name) || (nrows > 0 && bsearch(f->d_name, rows, nrows, sizeof *rows, store__gc_cmp)))
         continue;
-      char path[2400];
+      char path[TH_PATH_MAX + TH_NAME_MAX]; /* sub and a name in it */
       snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
       struct stat sb;
       if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || (double)sb.st_mtime >= cutoff) continue;
@@ -232,7 +232,7 @@ static th_status store__gc_lock(store_t *st, int *got, int *fd) {
     pthread_mutex_unlock(&st->mu);
     return rc;
   }
-  char path[1200];
+  char path[TH_SUBDIR_MAX];
   snprintf(path, sizeof path, "%s/gc.lock", st->data_dir);
   int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (f < 0) return store__fail(st, TH_ERR_IO, "gc: cannot open %s: %s", path, strerror(errno));

@@ -18,10 +18,10 @@ struct store {
                      a big fetch never holds mu; opened at the first miss */
   pthread_mutex_t fetch_mu; /* serialises fetch_db */
   char origin[17];    /* this handle's random token in the notifications it sends (store_events.c) */
-  char data_dir[1024];
-  char owner[1400]; /* store_owner */
-  char artifacts_dir[1100];
-  char tmp_dir[1100];
+  char data_dir[TH_DIR_MAX];
+  char owner[TH_NAME_MAX + TH_DIR_MAX]; /* store_owner: "<host>:<data directory>" */
+  char artifacts_dir[TH_SUBDIR_MAX];
+  char tmp_dir[TH_SUBDIR_MAX];
   int64_t
       min_free; /* store_set_min_free: bytes a new artifact must leave free on the data directory */
 };

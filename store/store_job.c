@@ -37,17 +37,26 @@ void store_job_clear(store_job *j) {
   "progress, error, cancel_requested, attempts, created_at, started_at, finished_at, net_digest, "          \
   "coalesce(worker, ''), needs_target, lease_until"
 
-static void store__job_row(db_stmt *s, store_job *j) {
+/* store__col_dup into *out: 0 when the column holds a text that could not be copied (out of memory), which
+ * a NULL in *out alone would pass off as an SQL NULL. */
+static int store__job_text(db_stmt *s, int col, char **out) {
+  *out = store__col_dup(s, col);
+  return *out != NULL || db_col_is_null(s, col);
+}
+
+/* Reads the row into *j. TH_ERR_NOMEM (on st's handle, *j cleared) when a text could not be copied: a job
+ * whose options went missing would run with the defaults instead of what was asked. */
+static th_status store__job_row(store_t *st, db_stmt *s, store_job *j) {
   memset(j, 0, sizeof *j);
   j->id = db_col_int64(s, 0);
   store__col_key(s, 1, &j->key);
   store__col_copy(s, 7, j->kind, sizeof j->kind);
-  j->options = store__col_dup(s, 8);
+  int copied = store__job_text(s, 8, &j->options);
   j->priority = db_col_int(s, 9);
   j->state = store_job_state_parse(db_col_text(s, 10));
   store__col_copy(s, 11, j->stage, sizeof j->stage);
-  j->progress = store__col_dup(s, 12);
-  j->error = store__col_dup(s, 13);
+  copied = store__job_text(s, 12, &j->progress) && copied;
+  copied = store__job_text(s, 13, &j->error) && copied;
   j->cancel_requested = db_col_int(s, 14);
   j->attempts = db_col_int(s, 15);
   j->created_at = db_col_double(s, 16);
@@ -57,6 +66,9 @@ static void store__job_row(db_stmt *s, store_job *j) {
   store__col_copy(s, 20, j->worker, sizeof j->worker);
   store__col_copy(s, 21, j->needs_target, sizeof j->needs_target);
   j->lease_until = db_col_double(s, 22);
+  if (copied) return TH_OK;
+  store_job_clear(j);
+  return store__fail(st, TH_ERR_NOMEM, "out of memory reading job %lld", (long long)j->id);
 }
 
 static th_status store__job_select(store_t *st, const char *where, int64_t id, const store_key *k,
@@ -73,7 +85,7 @@ static th_status store__job_select(store_t *st, const char *where, int64_t id, c
     }
     int r = db_step(s);
     if (r == DB_ROW)
-      store__job_row(s, out);
+      rc = store__job_row(st, s, out);
     else if (r == DB_DONE)
       rc = store__fail(st, TH_ERR_NOT_FOUND, "no such job");
     else
@@ -247,8 +259,8 @@ th_status store_job_claim(store_t *st, const char *worker, double lease_s, store
       db_bind_text(s, 1, worker);
       int r = db_step(s);
       if (r == DB_ROW) {
-        store__job_row(s, &j);
-        have = 1;
+        rc = store__job_row(st, s, &j);
+        have = rc == TH_OK;
       } else if (r == DB_DONE) {
         rc = TH_ERR_NOT_FOUND;
       } else {
@@ -562,7 +574,9 @@ th_status store_job_list(store_t *st, const char *state, int limit, store_job **
         break;
       }
       jobs = grown;
-      store__job_row(s, &jobs[n++]);
+      rc = store__job_row(st, s, &jobs[n]);
+      if (rc != TH_OK) break;
+      n++;
     }
     if (rc == TH_OK && r != DB_DONE) rc = store__db_fail(st, "list jobs");
   }

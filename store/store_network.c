@@ -224,7 +224,7 @@ static th_status store__network_tx_end(store_t *st, th_status rc) {
 }
 
 /* The revision digest of a file and its shapes (see store_network.digest). */
-static void store__revision(const char *file_hex, const char *shapes, char digest[65]) {
+static void store__revision(const char *file_hex, const char *shapes, char digest[TH_HEX_MAX]) {
   if (!shapes || !shapes[0]) {
     memcpy(digest, file_hex, 65);
     return;
@@ -274,7 +274,7 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
     return store__fail(st, TH_ERR_INVALID, "a network name and an ONNX file are required");
   size_t nl = strlen(up->name);
   if (nl < 1 || nl > 63) return store__fail(st, TH_ERR_INVALID, "a network name has 1 to 63 characters");
-  char hex[65];
+  char hex[TH_HEX_MAX];
   int64_t sz = 0;
   if (up->sha256) {
     struct stat sb;
@@ -285,7 +285,7 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
   } else if (th_sha256_file(up->path, hex, &sz) != TH_OK) {
     return store__fail(st, TH_ERR_IO, "cannot read %s: %s", up->path, strerror(errno));
   }
-  char digest[65];
+  char digest[TH_HEX_MAX];
   store__revision(hex, up->shapes, digest);
   /* the file first, outside the lock (a copy of hundreds of MB); a put that fails later leaves a file without a
    * row, which store_recover sweeps */
@@ -294,7 +294,7 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
 
   store_network_change ch;
   memset(&ch, 0, sizeof ch);
-  char old_file[65] = "";
+  char old_file[TH_HEX_MAX] = "";
   int old_gone = 0;
   pthread_mutex_lock(&st->mu);
   rc = store__begin(st);
@@ -307,7 +307,7 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
       ch.changed = 0; /* the same file and shapes: nothing to write */
     } else if (g == TH_OK || g == TH_ERR_NOT_FOUND) {
       ch.changed = g == TH_OK ? 2 : 1;
-      char file[1300];
+      char file[TH_PATH_MAX];
       store__artifact_file(st, hex, file, sizeof file);
       rc = store__artifact_row(st, hex, sz, STORE__ONNX_MEDIA, file);
       if (rc == TH_OK) rc = store__network_write(st, up, digest, hex, g == TH_OK);
@@ -344,7 +344,7 @@ th_status store_network_put(store_t *st, const store_network_upload *up, store_n
   }
   pthread_mutex_unlock(&st->mu);
   if (rc == TH_OK && old_gone) {
-    char path[1300];
+    char path[TH_PATH_MAX];
     store__artifact_file(st, old_file, path, sizeof path);
     unlink(path);
   }
@@ -364,7 +364,7 @@ th_status store_network_delete(store_t *st, const char *name, store_network_chan
   if (!name) return store__fail(st, TH_ERR_INVALID, "a network name is required");
   store_network_change ch;
   memset(&ch, 0, sizeof ch);
-  char file[65] = "";
+  char file[TH_HEX_MAX] = "";
   int gone = 0;
   pthread_mutex_lock(&st->mu);
   th_status rc = store__begin(st);
@@ -395,7 +395,7 @@ th_status store_network_delete(store_t *st, const char *name, store_network_chan
     return rc;
   }
   if (gone) {
-    char path[1300];
+    char path[TH_PATH_MAX];
     store__artifact_file(st, file, path, sizeof path);
     unlink(path);
   }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "th_alloc.h"
 #include "th_util.h"
 
 th_status store_workload_upsert(store_t *st, const char *key, const char *template_name, double flops) {
@@ -117,7 +118,7 @@ th_status store_record_each(store_t *st, const char *template_name, const char *
   int64_t after = 0;
   th_status rc = TH_OK;
   enum { PAGE = 256 };
-  store_record *page = malloc(PAGE * sizeof *page);
+  store_record *page = th_malloc(PAGE * sizeof *page);
   if (!page) return store__fail(st, TH_ERR_NOMEM, "out of memory");
   for (;;) {
     int n = 0;
@@ -186,7 +187,7 @@ th_status store_record_gflops(store_t *st, const char *workload_key, const char 
     while (rc == TH_OK && (r = db_step(s)) == DB_ROW) {
       if ((size_t)*n == cap) {
         cap = cap ? cap * 2 : 64;
-        double *g = realloc(*gflops, cap * sizeof *g);
+        double *g = th_realloc(*gflops, cap * sizeof *g);
         if (!g) {
           rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
           break;

@@ -8,12 +8,13 @@
 #include <string.h>
 
 #include "store_int.h"
+#include "th_alloc.h"
 
 /* targets as a JSON array of strings into a new buffer (NULL when out of memory). */
 static char *store__targets_json(const char *const *targets, int n) {
   size_t cap = 3;
   for (int i = 0; i < n; i++) cap += strlen(targets[i]) * 6 + 3;
-  char *out = malloc(cap), *p = out;
+  char *out = th_malloc(cap), *p = out;
   if (!out) return NULL;
   *p++ = '[';
   for (int i = 0; i < n; i++) {
@@ -221,7 +222,7 @@ static th_status store__worker_jobs(store_t *st, store_worker *ws, size_t n) {
     for (size_t i = 0; worker && i < n && !w; i++)
       if (!strcmp(ws[i].name, worker)) w = &ws[i];
     if (!w) continue; /* a worker forgotten meanwhile */
-    store_worker_job *grown = realloc(w->jobs, (w->njobs + 1) * sizeof *grown);
+    store_worker_job *grown = th_realloc(w->jobs, (w->njobs + 1) * sizeof *grown);
     if (!grown) {
       rc = store__fail(st, TH_ERR_NOMEM, "out of memory");
       break;

@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "measure.h"
 #include "tc.h"
+#include "th_alloc.h"
 #include "th_buf.h"
 #include "th_log.h"
 #include "th_util.h"
@@ -114,7 +115,7 @@ th_status tune_target_measurable(const char *name, char *out, size_t n, char *er
     if (!*arch) arch = devarch;
   }
   tc_backend_target t;
-  char terr[2048] = "";
+  char terr[TH_MSG_MAX] = "";
   th_status rc = tc_backend_target_init(b, arch, &t, terr, sizeof terr);
   if (rc != TH_OK) {
     snprintf(err, errn, "unknown target '%s': %s", name, terr[0] ? terr : th_status_str(rc));
@@ -170,7 +171,7 @@ static void tb__snapshot_take(tb__snapshot *sn, const tune_session_t *s) {
   tune_progress p;
   tune_session_progress(s, &p);
   if (p.ntasks > sn->cap) {
-    tune_task_progress *t = realloc(sn->tasks, (size_t)p.ntasks * sizeof *t);
+    tune_task_progress *t = th_realloc(sn->tasks, (size_t)p.ntasks * sizeof *t);
     if (!t) return;
     sn->tasks = t;
     sn->cap = p.ntasks;
@@ -295,7 +296,7 @@ static th_status tb__time_model(void *ctx, const char *so_path, const char *para
 static th_status tb__build_publish(const tune_build_env *env, const tune_net *net, const char *target,
                                    const char *tag, const char *phase, const tune_progress *base_progress,
                                    int need_tuned, char *err, size_t n) {
-  char dir[1200], tar[1300], so[1300];
+  char dir[TH_PATH_MAX], tar[TH_PATH_MAX], so[TH_PATH_MAX]; /* the job's work_dir and a tag */
   snprintf(dir, sizeof dir, "%s/%s", env->work_dir, tag);
   snprintf(tar, sizeof tar, "%s/%s.tar", env->work_dir, tag);
   snprintf(so, sizeof so, "%s/%s.so", env->work_dir, tag);
@@ -390,7 +391,7 @@ static th_status tb__tune(const tune_build_env *env, const tune_net *net, const 
   tb__tune_options(env, &o);
   o.job_id = env->job_id;
   o.attempt = env->attempt;
-  char wd[1200];
+  char wd[TH_PATH_MAX];
   snprintf(wd, sizeof wd, "%s/tune", env->work_dir);
   th_mkdir_p(wd);
   o.work_dir = wd;
@@ -489,7 +490,7 @@ static th_status tb__net(const tune_build_env *env, tune_net *net, char *err, si
 
 static th_status tb__run(void *self, const tune_build_env *env, char *err, size_t n) {
   (void)self;
-  char target[256];
+  char target[TH_TARGET_MAX];
   th_status rc = tb__target(env, target, sizeof target);
   if (rc != TH_OK) {
     snprintf(err, n, "cannot determine the %s target", env->key->framework);
@@ -520,7 +521,7 @@ enum { TB_QUICK = 0, TB_TUNE, TB_REBUILD, TB_DONE };
 typedef struct tb__job {
   const tune_build_env *env;
   tune_net net; /* resolved once, at open (zeroed until then) */
-  char target[256];
+  char target[TH_TARGET_MAX];
   int phase;
   int is_tune;
   tune_options o;
@@ -557,7 +558,7 @@ static th_status tb__published_by_job(const tune_build_env *env, int *count, cha
 
 static th_status tb__open(void *self, const tune_build_env *env, void **out, char *err, size_t n) {
   (void)self;
-  tb__job *j = calloc(1, sizeof *j);
+  tb__job *j = th_calloc(1, sizeof *j);
   if (!j) return TH_ERR_NOMEM;
   j->env = env;
   j->is_tune = strcmp(env->kind, "tune") == 0;

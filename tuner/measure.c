@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "measure_proto.h"
+#include "th_alloc.h"
 #include "th_util.h"
 
 void tune_measure_opts_default(tune_measure_opts *o) {
@@ -182,7 +183,7 @@ static th_status tune__start_task(tune_measurer_t *m) {
 }
 
 th_status tune_measurer_new(const tune_measure_opts *opts, tune_measurer_t **out) {
-  tune_measurer_t *m = calloc(1, sizeof *m);
+  tune_measurer_t *m = th_calloc(1, sizeof *m);
   if (!m) return TH_ERR_NOMEM;
   if (opts)
     m->opts = *opts;
@@ -251,7 +252,7 @@ th_status tune_measurer_set_task(tune_measurer_t *m, const tune_layout *layout, 
 /* A request of the given type carrying the measurer's timing and checking options (malloc'd; NULL when out
  * of memory). */
 static tune_req *tune__new_req(const tune_measurer_t *m, int type) {
-  tune_req *q = calloc(1, sizeof *q);
+  tune_req *q = th_calloc(1, sizeof *q);
   if (!q) return NULL;
   q->magic = TUNE_MSG_MAGIC;
   q->type = type;

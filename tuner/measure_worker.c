@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "th_alloc.h"
 #include "th_util.h"
 
 typedef void (*tune_kernel_fn)(void *const *args);
@@ -140,7 +141,7 @@ static int tune__pack(tune_worker *w, const tune_pack *p, char *msg, size_t msgn
       memcpy(&pf, &sym, sizeof pf);
     }
     free(w->bufs[i]);
-    w->bufs[i] = aligned_alloc(64, tune__round64((size_t)n * sizeof(float) + TUNE_GUARD_BYTES));
+    w->bufs[i] = th_aligned_alloc(64, tune__round64((size_t)n * sizeof(float) + TUNE_GUARD_BYTES));
     if (!w->bufs[i]) {
       snprintf(msg, msgn, "out of memory");
       return -1;
@@ -177,9 +178,9 @@ static void tune__worker_task(tune_worker *w, const tune_req *q, tune_rep *rep) 
     }
     size_t bytes = (size_t)n * tune__elem(&w->layout, i);
     w->live_n[i] = (int64_t)(bytes / sizeof(float));
-    if (!w->layout.packed[i]) w->bufs[i] = aligned_alloc(64, tune__round64(bytes + TUNE_GUARD_BYTES));
-    w->pristine[i] = malloc(bytes);
-    if (w->layout.is_output[i]) w->ref[i] = malloc(bytes);
+    if (!w->layout.packed[i]) w->bufs[i] = th_aligned_alloc(64, tune__round64(bytes + TUNE_GUARD_BYTES));
+    w->pristine[i] = th_malloc(bytes);
+    if (w->layout.is_output[i]) w->ref[i] = th_malloc(bytes);
     if ((!w->layout.packed[i] && !w->bufs[i]) || !w->pristine[i] || (w->layout.is_output[i] && !w->ref[i])) {
       snprintf(rep->res.msg, sizeof rep->res.msg, "out of memory");
       return;
@@ -269,7 +270,7 @@ static void tune__flush_cache(tune_worker *w) {
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     size_t n = (size_t)(l2 > 0 ? l2 : 1 << 20) * 4;
     if (l3 > 0 && (size_t)l3 * 2 > n && l3 <= (64 << 20)) n = (size_t)l3 * 2;
-    w->flush = malloc(n);
+    w->flush = th_malloc(n);
     if (!w->flush) return;
     w->flush_n = n;
   }
@@ -457,7 +458,7 @@ int tune_measure_worker_main(int in_fd, int out_fd) {
   }
   tune_worker w;
   memset(&w, 0, sizeof w);
-  tune_req *q = malloc(sizeof *q);
+  tune_req *q = th_malloc(sizeof *q);
   if (!q) return 1;
   int rc = 0;
   for (;;) {

@@ -9,6 +9,7 @@
 
 #include "measure.h"
 #include "backend.h"
+#include "th_alloc.h"
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_space.h"
@@ -46,7 +47,7 @@ static th_status tune__rm_time(tune__rm *x, const tune_task *t, const tc_config 
     fprintf(stderr, "remeasure: %s: reference: %s\n", t->key, ec[0] ? msg[0] : tune_measurer_errmsg(x->m));
     return TH_OK;
   }
-  double *cost = calloc((size_t)(k * rounds), sizeof *cost);
+  double *cost = th_calloc((size_t)(k * rounds), sizeof *cost);
   if (!cost) return TH_ERR_NOMEM;
   int bad[2] = {ec[1] != 0, k > 1 && ec[2] != 0};
   for (int j = 0; j < k; j++)
@@ -158,7 +159,7 @@ th_status tune_remeasure(const tune_remeasure_opts *o, FILE *out, int *rows, cha
     rc = tc_network_tasks(&x.tgt, &net.src, o->batch, &tasks, &nt);
     if (rc != TH_OK) snprintf(err, n, "cannot list the tasks of %s at batch %d", o->network, o->batch);
   }
-  tune_task *t = rc == TH_OK ? malloc(sizeof *t) : NULL;
+  tune_task *t = rc == TH_OK ? th_malloc(sizeof *t) : NULL;
   if (rc == TH_OK && !t) rc = TH_ERR_NOMEM;
   for (int i = 0; rc == TH_OK && i < nt; i++) {
     if (!tune__rm_task(&x, &tasks[i], t)) continue;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "th_alloc.h"
 #include "th_log.h"
 #include "backend.h"
 #include "th_util.h"
@@ -138,7 +139,7 @@ typedef struct tune__sjob {
   tune_sched *s;
   store_job job;
   tune_build_env env;
-  char dir[1200];
+  char dir[TH_SUBDIR_MAX + 32]; /* work_root/job-<id> */
   void *bj;         /* the builder's job state (staged builders) */
   int done_whole;   /* unstaged builder: its one stage ran */
   int running;      /* a stage is in flight */
@@ -150,7 +151,7 @@ typedef struct tune__sjob {
   double ready_at, started_at, admitted_at;
   int64_t stages_run;
   double stage_s[TUNE_SK_COUNT]; /* time spent running stages of each kind */
-  char err[2048];
+  char err[TH_MSG_MAX];
   /* atomics, as the env callbacks set them from a stage's thread or from open (which runs under mu) */
   atomic_int lost;       /* another claim holds the job (a write was refused, or the heartbeat saw it) */
   atomic_int handed_off; /* the builder handed it back to the queue for a worker with its target */
@@ -163,7 +164,7 @@ struct tune_sched {
   store_t *st;
   const tune_builder *b;
   tune_sched_opts o;
-  char work_root[1024];
+  char work_root[TH_SUBDIR_MAX]; /* data_dir/work */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int stopping;
@@ -177,7 +178,7 @@ struct tune_sched {
   pthread_t th[32];
   char worker_name[1400];
   char host[128];
-  char targets[TUNE_SCHED_MAX_TARGETS][256]; /* the concrete targets it registered */
+  char targets[TUNE_SCHED_MAX_TARGETS][TH_TARGET_MAX]; /* the concrete targets it registered */
   const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];
   int ntargets;
   int registered; /* a worker row exists (max_jobs > 0) */
@@ -433,7 +434,7 @@ static void tune__admit(tune_sched *s) {
       }
       return;
     }
-    tune__sjob *j = calloc(1, sizeof *j);
+    tune__sjob *j = th_calloc(1, sizeof *j);
     if (!j) {
       store_job_finish(s->st, job.id, job.attempts, STORE_JOB_FAILED, "out of memory");
       store_job_clear(&job);
@@ -771,7 +772,7 @@ th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_
       o->ntargets < 0 || o->ntargets > TUNE_SCHED_MAX_TARGETS || (o->ntargets > 0 && !o->targets))
     return TH_ERR_INVALID;
   if (builder->open && (!builder->next || !builder->step)) return TH_ERR_INVALID;
-  tune_sched *s = calloc(1, sizeof *s);
+  tune_sched *s = th_calloc(1, sizeof *s);
   if (!s) return TH_ERR_NOMEM;
   s->st = st;
   s->b = builder;
@@ -896,7 +897,7 @@ th_status tune_sched_info_get(tune_sched *s, tune_sched_info *out) {
   in.max_jobs = s->o.max_jobs;
   in.aging_s = s->o.policy.aging_s;
   in.estimates = s->est;
-  in.jobs = calloc((size_t)(s->njobs > 0 ? s->njobs : 1), sizeof *in.jobs);
+  in.jobs = th_calloc((size_t)(s->njobs > 0 ? s->njobs : 1), sizeof *in.jobs);
   for (tune__sjob *j = s->jobs; in.jobs && j; j = j->next) {
     tune_sched_job_info *o = &in.jobs[in.njobs++];
     o->id = j->job.id;

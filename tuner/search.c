@@ -1,6 +1,7 @@
 /* The strategy-independent layer of the search (budget, early stopping, visited set, seeds, best tracking)
  * and the two model-free strategies, random and grid. */
 #include "search_int.h"
+#include "th_alloc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -65,7 +66,7 @@ th_status tune_search_new(const tune_search_opts *o, const tune_search_space *ss
     ops = &tune__search_xgb_ops;
   else
     return TH_ERR_INVALID;
-  tune_search_t *s = calloc(1, sizeof *s);
+  tune_search_t *s = th_calloc(1, sizeof *s);
   if (!s) return TH_ERR_NOMEM;
   s->ops = ops;
   s->o = *o;
@@ -103,7 +104,7 @@ const char *tune_search_errmsg(const tune_search_t *s) {
 
 void tune_search_seed(tune_search_t *s, const tc_config *cfgs, int n) {
   if (n <= 0) return;
-  tc_config *ns = realloc(s->seeds, sizeof *ns * (size_t)(s->nseeds + n));
+  tc_config *ns = th_realloc(s->seeds, sizeof *ns * (size_t)(s->nseeds + n));
   if (!ns) return;
   s->seeds = ns;
   for (int i = 0; i < n; i++) {
@@ -165,7 +166,7 @@ static void tune__search_note(tune_search_t *s, const tc_config *c, double cost)
 
 th_status tune_search_update(tune_search_t *s, const tc_config *cfgs, const double *costs, int n) {
   if (n <= 0) return TH_OK;
-  double *scores = malloc(sizeof *scores * (size_t)n);
+  double *scores = th_malloc(sizeof *scores * (size_t)n);
   if (!scores) return TH_ERR_NOMEM;
   for (int i = 0; i < n; i++) {
     tune__search_note(s, &cfgs[i], costs[i]);
@@ -243,7 +244,7 @@ const tune_search_ops tune__search_random_ops = {
 static int tune__grid_next(tune_search_t *s, tc_config *out, int n) {
   int64_t *pos = s->impl ? s->impl : NULL;
   if (!pos) {
-    pos = calloc(1, sizeof *pos);
+    pos = th_calloc(1, sizeof *pos);
     if (!pos) return 0;
     s->impl = pos;
   }

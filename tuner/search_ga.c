@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "search_int.h"
+#include "th_alloc.h"
 
 typedef struct tune_ga {
   tc_config *gen;    /* current generation: elites first, then children */
@@ -16,14 +17,14 @@ typedef struct tune_ga {
 } tune_ga;
 
 static th_status tune__ga_init(tune_search_t *s) {
-  tune_ga *g = calloc(1, sizeof *g);
+  tune_ga *g = th_calloc(1, sizeof *g);
   if (!g) return TH_ERR_NOMEM;
   if (s->o.pop_size < 2) s->o.pop_size = 2;
   if (s->o.elites < 0) s->o.elites = 0;
   if (s->o.elites >= s->o.pop_size) s->o.elites = s->o.pop_size - 1;
   g->cap = s->o.pop_size;
-  g->gen = calloc((size_t)g->cap, sizeof *g->gen);
-  g->score = calloc((size_t)g->cap, sizeof *g->score);
+  g->gen = th_calloc((size_t)g->cap, sizeof *g->gen);
+  g->score = th_calloc((size_t)g->cap, sizeof *g->score);
   if (!g->gen || !g->score) {
     free(g->gen);
     free(g->score);
@@ -83,8 +84,8 @@ static void tune__ga_breed(tune_search_t *s, tune_ga *g) {
   }
   double total = 0;
   for (int i = 0; i < g->n; i++) total += g->score[i] > 0 ? g->score[i] : 0;
-  tc_config *parents = malloc(sizeof *parents * (size_t)g->n);
-  double *pscore = malloc(sizeof *pscore * (size_t)g->n);
+  tc_config *parents = th_malloc(sizeof *parents * (size_t)g->n);
+  double *pscore = th_malloc(sizeof *pscore * (size_t)g->n);
   if (!parents || !pscore) {
     free(parents);
     free(pscore);

@@ -15,6 +15,7 @@
 #include <xgboost/c_api.h>
 
 #include "search_int.h"
+#include "th_alloc.h"
 
 typedef struct tune_fcache { /* features per flat index */
   int64_t *keys;             /* -1 empty */
@@ -52,8 +53,8 @@ static size_t tune__fc_hash(int64_t k, size_t cap) {
 
 static int tune__fc_grow(tune_fcache *c, int nf) {
   size_t ncap = c->cap ? c->cap * 2 : 1024;
-  int64_t *nk = malloc(ncap * sizeof *nk);
-  float *nr = malloc(ncap * (size_t)nf * sizeof *nr);
+  int64_t *nk = th_malloc(ncap * sizeof *nk);
+  float *nr = th_malloc(ncap * (size_t)nf * sizeof *nr);
   if (!nk || !nr) {
     free(nk);
     free(nr);
@@ -103,7 +104,7 @@ static int tune__xgb_features(tune_search_t *s, const tc_config *cfg, float *out
 }
 
 static th_status tune__xgb_init(tune_search_t *s) {
-  tune_xgb *x = calloc(1, sizeof *x);
+  tune_xgb *x = th_calloc(1, sizeof *x);
   if (!x) return TH_ERR_NOMEM;
   x->nf = tune_search_feature_count(s);
   if (x->nf < 1) x->nf = 1;
@@ -112,7 +113,7 @@ static th_status tune__xgb_init(tune_search_t *s) {
   if (s->o.min_fit < 2) s->o.min_fit = 2;
   if (s->o.refit_every < 1) s->o.refit_every = 1;
   if (s->o.num_rounds < 1) s->o.num_rounds = 80;
-  x->plan = calloc((size_t)s->o.plan_size, sizeof *x->plan);
+  x->plan = th_calloc((size_t)s->o.plan_size, sizeof *x->plan);
   if (!x->plan) {
     free(x);
     return TH_ERR_NOMEM;
@@ -149,10 +150,10 @@ static th_status tune__xgb_fit(tune_search_t *s) {
   tune_xgb *x = s->impl;
   int rows = x->n + x->pn;
   if (rows < 2) return TH_OK;
-  float *mat = malloc(sizeof *mat * (size_t)rows * (size_t)x->nf);
-  float *lab = malloc(sizeof *lab * (size_t)rows);
-  unsigned *groups = malloc(sizeof *groups * (size_t)(rows + 1));
-  int *order = malloc(sizeof *order * (size_t)(x->pn + 1));
+  float *mat = th_malloc(sizeof *mat * (size_t)rows * (size_t)x->nf);
+  float *lab = th_malloc(sizeof *lab * (size_t)rows);
+  unsigned *groups = th_malloc(sizeof *groups * (size_t)(rows + 1));
+  int *order = th_malloc(sizeof *order * (size_t)(x->pn + 1));
   th_status rc = TH_OK;
   DMatrixHandle d = NULL;
   BoosterHandle b = NULL;
@@ -275,7 +276,7 @@ static th_status tune__xgb_plan(tune_search_t *s) {
   if ((int64_t)nchains > s->size) nchains = (int)s->size;
   th_status rc = TH_OK;
   if (x->nchains == 0) {
-    x->chains = calloc((size_t)nchains, sizeof *x->chains);
+    x->chains = th_calloc((size_t)nchains, sizeof *x->chains);
     if (!x->chains) return TH_ERR_NOMEM;
     for (int i = 0; i < nchains; i++) {
       int tries = 0;
@@ -285,11 +286,11 @@ static th_status tune__xgb_plan(tune_search_t *s) {
     x->nchains = nchains;
   }
   nchains = x->nchains;
-  tc_config *prop = malloc(sizeof *prop * (size_t)nchains);
-  double *cur = malloc(sizeof *cur * (size_t)nchains);
-  double *nxt = malloc(sizeof *nxt * (size_t)nchains);
-  float *feat = malloc(sizeof *feat * (size_t)nchains * (size_t)x->nf);
-  tune_topk top = {malloc(sizeof(int64_t) * (size_t)k), malloc(sizeof(double) * (size_t)k), 0, k};
+  tc_config *prop = th_malloc(sizeof *prop * (size_t)nchains);
+  double *cur = th_malloc(sizeof *cur * (size_t)nchains);
+  double *nxt = th_malloc(sizeof *nxt * (size_t)nchains);
+  float *feat = th_malloc(sizeof *feat * (size_t)nchains * (size_t)x->nf);
+  tune_topk top = {th_malloc(sizeof(int64_t) * (size_t)k), th_malloc(sizeof(double) * (size_t)k), 0, k};
   if (!prop || !cur || !nxt || !feat || !top.idx || !top.score) rc = TH_ERR_NOMEM;
   if (rc == TH_OK) rc = tune__xgb_predict(s, x->chains, nchains, feat, cur);
   if (rc == TH_OK)
@@ -393,10 +394,10 @@ static th_status tune__xgb_update(tune_search_t *s, const tc_config *cfgs, const
   if (x->n + n > x->cap) {
     int ncap = x->cap ? x->cap : 256;
     while (ncap < x->n + n) ncap *= 2;
-    float *nx = realloc(x->x, sizeof *nx * (size_t)ncap * (size_t)x->nf);
+    float *nx = th_realloc(x->x, sizeof *nx * (size_t)ncap * (size_t)x->nf);
     if (!nx) return TH_ERR_NOMEM;
     x->x = nx;
-    float *ny = realloc(x->y, sizeof *ny * (size_t)ncap);
+    float *ny = th_realloc(x->y, sizeof *ny * (size_t)ncap);
     if (!ny) return TH_ERR_NOMEM;
     x->y = ny;
     x->cap = ncap;
@@ -413,13 +414,13 @@ static th_status tune__xgb_add_prior(tune_search_t *s, const float *f, double sc
   tune_xgb *x = s->impl;
   if (x->pn == x->pcap) {
     int ncap = x->pcap ? x->pcap * 2 : 256;
-    float *nx = realloc(x->px, sizeof *nx * (size_t)ncap * (size_t)x->nf);
+    float *nx = th_realloc(x->px, sizeof *nx * (size_t)ncap * (size_t)x->nf);
     if (!nx) return TH_ERR_NOMEM;
     x->px = nx;
-    float *ny = realloc(x->py, sizeof *ny * (size_t)ncap);
+    float *ny = th_realloc(x->py, sizeof *ny * (size_t)ncap);
     if (!ny) return TH_ERR_NOMEM;
     x->py = ny;
-    int *ng = realloc(x->pg, sizeof *ng * (size_t)ncap);
+    int *ng = th_realloc(x->pg, sizeof *ng * (size_t)ncap);
     if (!ng) return TH_ERR_NOMEM;
     x->pg = ng;
     x->pcap = ncap;

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "link.h"
+#include "th_limits.h"
+#include "th_alloc.h"
 #include "th_util.h"
 
 typedef struct tune_build_job {
@@ -33,9 +35,9 @@ typedef struct tune_build_job {
 
 static th_status tune__build_lib(const tune_task *t, const tc_config *cfgs, const int *which, int n,
                                  char (*fn_names)[TUNE_FN_MAX], const char *so, char *err, size_t errlen) {
-  tc_workload *wls = malloc(sizeof *wls * (size_t)n);
-  tc_config *cs = malloc(sizeof *cs * (size_t)n);
-  const char **names = malloc(sizeof *names * (size_t)n);
+  tc_workload *wls = th_malloc(sizeof *wls * (size_t)n);
+  tc_config *cs = th_malloc(sizeof *cs * (size_t)n);
+  const char **names = th_malloc(sizeof *names * (size_t)n);
   th_status rc = TH_ERR_NOMEM;
   if (wls && cs && names) {
     for (int i = 0; i < n; i++) {
@@ -68,7 +70,7 @@ static void tune__single_so(const tune_build_job *j, int i, char *out, size_t n)
  * costs that child only, and the measure stage does no compiler work. */
 static void tune__build_image(const tune_task *t, const tc_config *cfg, const char *img_path,
                               char *so_path, int *err_class, char *msg) {
-  char err[2048] = "";
+  char err[TH_MSG_MAX] = "";
   const char *fn = "th_candidate";
   th_status rc = tc_backend_compile(&t->target, 1, &t->wl, cfg, &fn, img_path, err, sizeof err);
   if (rc == TH_OK) {
@@ -150,9 +152,9 @@ typedef struct tune_build_hdr {
 
 /* Sends j to the exec'd worker on fd. 0, or -1 when the worker went away. */
 static int tune__send_build(int fd, const tune_build_job *j) {
-  tune_build_hdr *h = calloc(1, sizeof *h);
-  tc_config *cs = malloc(sizeof *cs * (size_t)j->n);
-  char(*names)[TUNE_FN_MAX] = malloc(sizeof *names * (size_t)j->n);
+  tune_build_hdr *h = th_calloc(1, sizeof *h);
+  tc_config *cs = th_malloc(sizeof *cs * (size_t)j->n);
+  char(*names)[TUNE_FN_MAX] = th_malloc(sizeof *names * (size_t)j->n);
   int r = -1;
   const char *rt = NULL;
   char rt_err[160];
@@ -184,7 +186,7 @@ static int tune__send_build(int fd, const tune_build_job *j) {
 /* One request on fd: 0 served, 1 the parent closed the socket or stayed silent for TUNE_BUILD_IDLE_S (the
  * worker's end), -1 a malformed request or a failed reply. */
 static int tune__serve_build(int fd) {
-  tune_build_hdr *h = calloc(1, sizeof *h);
+  tune_build_hdr *h = th_calloc(1, sizeof *h);
   if (!h) return -1;
   int r = th_read_full(fd, h, sizeof *h, th_now_mono() + TUNE_BUILD_IDLE_S);
   if (r != 0 || h->magic != TUNE_BUILD_MAGIC || h->n < 1 || h->n > 65536) {
@@ -196,13 +198,13 @@ static int tune__serve_build(int fd) {
   h->backend[sizeof h->backend - 1] = '\0';
   h->so[sizeof h->so - 1] = '\0';
   h->rt_obj[sizeof h->rt_obj - 1] = '\0';
-  tune_task *t = calloc(1, sizeof *t);
+  tune_task *t = th_calloc(1, sizeof *t);
   int n = h->n;
-  tc_config *cfgs = malloc(sizeof *cfgs * (size_t)n);
-  char(*names)[TUNE_FN_MAX] = malloc(sizeof *names * (size_t)n);
-  char(*so_paths)[TUNE_PATH_MAX] = calloc((size_t)n, sizeof *so_paths);
-  char(*msgs)[160] = calloc((size_t)n, sizeof *msgs);
-  int *which = malloc(sizeof *which * (size_t)n), *err_class = calloc((size_t)n, sizeof *err_class);
+  tc_config *cfgs = th_malloc(sizeof *cfgs * (size_t)n);
+  char(*names)[TUNE_FN_MAX] = th_malloc(sizeof *names * (size_t)n);
+  char(*so_paths)[TUNE_PATH_MAX] = th_calloc((size_t)n, sizeof *so_paths);
+  char(*msgs)[160] = th_calloc((size_t)n, sizeof *msgs);
+  int *which = th_malloc(sizeof *which * (size_t)n), *err_class = th_calloc((size_t)n, sizeof *err_class);
   char err[160];
   const tc_backend *b = tc_backend_find(h->backend, err, sizeof err);
   if (!b) fprintf(stderr, "tunehub build-worker: %s\n", err);
@@ -399,7 +401,7 @@ void tune_build_workers_stop(void) {
 
 /* j's build by a pooled build worker, with a deadline of timeout_s: as tune__build_child. */
 static int tune__build_pooled(tune_build_job *j, double timeout_s, char *why, size_t n) {
-  tune_build_rep *reps = malloc(sizeof *reps * (size_t)j->n);
+  tune_build_rep *reps = th_malloc(sizeof *reps * (size_t)j->n);
   if (!reps) {
     snprintf(why, n, "out of memory");
     return -1;
@@ -470,7 +472,7 @@ static int tune__build_child(tune_build_job *j, double timeout_s, char *why, siz
   close(sv[1]);
   double deadline = th_now_mono() + timeout_s;
   int r = 0;
-  tune_build_rep *reps = malloc(sizeof *reps * (size_t)j->n);
+  tune_build_rep *reps = th_malloc(sizeof *reps * (size_t)j->n);
   if (!reps) r = -1;
   for (int i = 0; r == 0 && i < j->n; i++) r = th_read_full(sv[0], &reps[i], sizeof reps[i], deadline);
   close(sv[0]);
@@ -515,9 +517,9 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
                           char (*fn_names)[TUNE_FN_MAX], int *err_class, char (*msgs)[160]) {
   if (n <= 0) return TH_OK;
   if (nthreads < 1) nthreads = 1;
-  int *which = malloc(sizeof *which * (size_t)n);
-  tune_build_job *jobs = calloc((size_t)nthreads, sizeof *jobs);
-  pthread_t *th = calloc((size_t)nthreads, sizeof *th);
+  int *which = th_malloc(sizeof *which * (size_t)n);
+  tune_build_job *jobs = th_calloc((size_t)nthreads, sizeof *jobs);
+  pthread_t *th = th_calloc((size_t)nthreads, sizeof *th);
   if (!which || !jobs || !th) {
     free(which);
     free(jobs);
@@ -559,7 +561,7 @@ th_status tune_task_build(const tune_task *t, const tc_config *cfgs, int n, int 
     snprintf(jobs[j].so, sizeof jobs[j].so, "%.300s/%.64s_%d.so", dir, tag, j);
     pos += cnt;
   }
-  char *started = calloc((size_t)nthreads, 1);
+  char *started = th_calloc((size_t)nthreads, 1);
   for (int j = 1; j < njobs; j++) {
     if (started && pthread_create(&th[j], NULL, tune__build_thread, &jobs[j]) == 0)
       started[j] = 1;

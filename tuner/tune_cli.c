@@ -144,7 +144,7 @@ int tune_cli_main(int argc, char **argv) {
     tune__usage(stderr);
     return 2;
   }
-  char err[2048];
+  char err[TH_MSG_MAX];
   if (store_db_resolve(db_flag, &db, err, sizeof err) != TH_OK) {
     fprintf(stderr, "tunehub tune: %s\n", err);
     return 2;
@@ -158,7 +158,7 @@ int tune_cli_main(int argc, char **argv) {
   /* tuning measures on this machine: --target may name it (native, or its own CPU name or arch), and another
    * target is refused with the way to get its untuned cross-compiled build */
   tc_backend_target want, here;
-  char terr[2048] = "";
+  char terr[TH_MSG_MAX] = "";
   if (target_name && tc_backend_target_init(be, target_name, &want, terr, sizeof terr) != TH_OK) {
     fprintf(stderr, "tunehub tune: %s\n", terr);
     return 2;
@@ -195,7 +195,7 @@ int tune_cli_main(int argc, char **argv) {
   store_t *st = NULL;
   if (rc == TH_OK) rc = store_open_db(db, data, &st);
   if (rc != TH_OK && rc != TH_ERR_NOT_FOUND) {
-    char where[1024];
+    char where[TH_DIR_MAX];
     store_describe(db, data, where, sizeof where);
     fprintf(stderr, "tunehub tune: cannot open the store %s: %s\n", where, store_errmsg(NULL));
     return 1;

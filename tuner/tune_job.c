@@ -10,6 +10,7 @@
 
 #include "tc.h"
 #include "search.h"
+#include "th_alloc.h"
 #include "th_util.h"
 #include "tune_task.h"
 
@@ -60,12 +61,12 @@ th_status tune__fail(tune_session_t *s, th_status rc, const char *fmt, const cha
 
 static th_status tune__alloc_batch(tune_session_t *s) {
   int b = s->o.batch > s->o.verify_top + 1 ? s->o.batch : s->o.verify_top + 1;
-  s->cfgs = calloc((size_t)b, sizeof *s->cfgs);
-  s->so_paths = calloc((size_t)b, sizeof *s->so_paths);
-  s->fn_names = calloc((size_t)b, sizeof *s->fn_names);
-  s->err_class = calloc((size_t)b, sizeof *s->err_class);
-  s->msgs = calloc((size_t)b, sizeof *s->msgs);
-  s->res = calloc((size_t)b, sizeof *s->res);
+  s->cfgs = th_calloc((size_t)b, sizeof *s->cfgs);
+  s->so_paths = th_calloc((size_t)b, sizeof *s->so_paths);
+  s->fn_names = th_calloc((size_t)b, sizeof *s->fn_names);
+  s->err_class = th_calloc((size_t)b, sizeof *s->err_class);
+  s->msgs = th_calloc((size_t)b, sizeof *s->msgs);
+  s->res = th_calloc((size_t)b, sizeof *s->res);
   return s->cfgs && s->so_paths && s->fn_names && s->err_class && s->msgs && s->res ? TH_OK : TH_ERR_NOMEM;
 }
 
@@ -87,7 +88,7 @@ static th_status tune__session_new(store_t *st, const tc_backend_target *target,
     tune_measurer_free(measurer);
     return TH_ERR_INVALID;
   }
-  tune_session_t *s = calloc(1, sizeof *s);
+  tune_session_t *s = th_calloc(1, sizeof *s);
   if (!s) {
     tune_measurer_free(measurer);
     return TH_ERR_NOMEM;
@@ -99,8 +100,8 @@ static th_status tune__session_new(store_t *st, const tc_backend_target *target,
   s->target = *target;
   s->on_device = tc_backend_measure_kind(target->backend) == TC_MEASURE_DEVICE;
   if (rc == TH_OK) {
-    s->tasks = calloc((size_t)n, sizeof *s->tasks);
-    s->prog = calloc((size_t)n, sizeof *s->prog);
+    s->tasks = th_calloc((size_t)n, sizeof *s->tasks);
+    s->prog = th_calloc((size_t)n, sizeof *s->prog);
     if (!s->tasks || !s->prog) rc = TH_ERR_NOMEM;
   }
   for (int i = 0; rc == TH_OK && i < n; i++) {
@@ -512,8 +513,8 @@ th_status tune_session_new(store_t *st, const tc_backend *b, const char *arch, c
   int n = 0;
   rc = tc_network_tasks(&t, net, batch, &tasks, &n);
   if (rc == TH_OK) rc = tc_tasks_take_precision(tasks, n, (tc_precision)o->precision);
-  tc_workload *wls = rc == TH_OK ? malloc(sizeof *wls * (size_t)(n > 0 ? n : 1)) : NULL;
-  int *weights = rc == TH_OK ? malloc(sizeof *weights * (size_t)(n > 0 ? n : 1)) : NULL;
+  tc_workload *wls = rc == TH_OK ? th_malloc(sizeof *wls * (size_t)(n > 0 ? n : 1)) : NULL;
+  int *weights = rc == TH_OK ? th_malloc(sizeof *weights * (size_t)(n > 0 ? n : 1)) : NULL;
   int k = 0;
   if (rc == TH_OK && (!wls || !weights)) rc = TH_ERR_NOMEM;
   for (int i = 0; rc == TH_OK && i < n; i++) {

@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "tune_space.h"
 #include "tune_task.h"
+#include "th_alloc.h"
 
 typedef struct tune_lookup_ctx {
   const tc_workload *wl;
@@ -66,7 +67,7 @@ th_status tune_lookup_config(store_t *st, const char *target, const tc_workload 
   } else if (rc != TH_ERR_NOT_FOUND) {
     return rc;
   }
-  tune_lookup_ctx *c = calloc(1, sizeof *c);
+  tune_lookup_ctx *c = th_calloc(1, sizeof *c);
   if (!c) return TH_ERR_NOMEM;
   c->wl = wl;
   c->space = space;

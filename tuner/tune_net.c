@@ -51,7 +51,7 @@ th_status tune_net_resolve(store_t *st, const char *name, const char *digest, tu
   th_status rc = st ? store_network_get(st, name, &row) : TH_ERR_NOT_FOUND;
   if (rc == TH_ERR_NOT_FOUND || (rc == TH_OK && !row.onnx)) {
     if (rc == TH_OK) store_network_clear(&row);
-    char names[2048];
+    char names[TH_LIST_MAX];
     tune_net_names(st, names, sizeof names);
     if (digest && digest[0])
       snprintf(err, n, "network '%s' was deleted after this job was queued", name);

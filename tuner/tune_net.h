@@ -16,7 +16,7 @@
 typedef struct tune_net {
   tc_netsrc src;        /* hand &net.src to the compiler while net lives */
   char name[64];
-  char onnx_path[1200]; /* "" for a zoo network */
+  char onnx_path[TH_PATH_MAX]; /* "" for a zoo network */
   char *shapes;         /* owned, or NULL */
   char digest[65];      /* the network's revision (store_key.net_digest): "" for a zoo network */
   int version;          /* an uploaded network's version; 0 for a zoo network */

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "ops.h"
+#include "th_alloc.h"
 
 /* The points of a curve: where the best improved, plus the last trial, thinned to at most about max points.
  * Writes a malloc'd array (NULL when empty). */
@@ -23,7 +24,7 @@ static th_status tune__curve(const double *g, int64_t n, int max, tune_curve_poi
     if ((improved || i == n - 1) && best > 0) kept++;
   }
   if (kept == 0) return TH_OK;
-  tune_curve_point *pts = malloc((size_t)kept * sizeof *pts);
+  tune_curve_point *pts = th_malloc((size_t)kept * sizeof *pts);
   if (!pts) return TH_ERR_NOMEM;
   /* keep every k-th improvement when there are too many, always the last point */
   int64_t every = kept > max ? (kept + max - 1) / max : 1;
@@ -62,7 +63,7 @@ th_status tune_curve_get(store_t *st, const tc_backend_target *target, const cha
   snprintf(c.network, sizeof c.network, "%s", net->name);
   c.batch = batch;
   snprintf(c.target, sizeof c.target, "%s", target_str);
-  c.tasks = calloc((size_t)(ntasks > 0 ? ntasks : 1), sizeof *c.tasks);
+  c.tasks = th_calloc((size_t)(ntasks > 0 ? ntasks : 1), sizeof *c.tasks);
   if (!c.tasks) {
     snprintf(err, n, "out of memory");
     rc = TH_ERR_NOMEM;

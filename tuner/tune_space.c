@@ -2,6 +2,7 @@
  * features, parsing of recorded config text, and a visited set. Pure functions over tc_space, so every
  * strategy explores a space the same way and tests can run them on synthetic spaces. */
 #include "tune_space.h"
+#include "th_alloc.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -239,7 +240,7 @@ static size_t tune__hash(int64_t x, size_t cap) {
 
 static int tune__visited_grow(tune_visited *v) {
   size_t ncap = v->cap ? v->cap * 2 : 256;
-  int64_t *ns = malloc(ncap * sizeof *ns);
+  int64_t *ns = th_malloc(ncap * sizeof *ns);
   if (!ns) return -1;
   for (size_t i = 0; i < ncap; i++) ns[i] = -1;
   for (size_t i = 0; i < v->cap; i++) {

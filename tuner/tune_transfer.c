@@ -11,6 +11,7 @@
 #include "search.h"
 #include "tune_space.h"
 #include "tune_task.h"
+#include "th_alloc.h"
 
 #define TUNE_MAX_SEEDS 8
 
@@ -98,8 +99,8 @@ static int tune__load_cb(void *ctx, const store_record *r) {
     if (tune_config_from_text(&t->space, r->config, &cfg) != TH_OK) return 0;
     if (c->nhist == c->hist_cap) {
       int ncap = c->hist_cap ? c->hist_cap * 2 : 256;
-      tc_config *nh = realloc(c->hist, sizeof *nh * (size_t)ncap);
-      double *nc = nh ? realloc(c->hist_cost, sizeof *nc * (size_t)ncap) : NULL;
+      tc_config *nh = th_realloc(c->hist, sizeof *nh * (size_t)ncap);
+      double *nc = nh ? th_realloc(c->hist_cost, sizeof *nc * (size_t)ncap) : NULL;
       if (nh) c->hist = nh;
       if (!nh || !nc) {
         c->rc = TH_ERR_NOMEM;
@@ -158,11 +159,11 @@ th_status tune__task_start(tune_session_t *s) {
                           .extra = tune_task_features, .extra_ctx = t, .nextra = tune_task_feature_count()};
   rc = tune_search_new(&so, &ss, &s->search);
   if (rc != TH_OK) return tune__fail(s, rc, "cannot create the %s strategy%s", s->o.tuner, NULL);
-  tune_load_ctx *c = calloc(1, sizeof *c);
+  tune_load_ctx *c = th_calloc(1, sizeof *c);
   if (!c) return TH_ERR_NOMEM;
   c->s = s;
   c->t = t;
-  c->row = malloc(sizeof(float) * (size_t)tune_search_feature_count(s->search));
+  c->row = th_malloc(sizeof(float) * (size_t)tune_search_feature_count(s->search));
   rc = c->row ? store_record_each(s->st, t->template_name, t->target_str, tune__load_cb, c) : TH_ERR_NOMEM;
   if (rc == TH_OK) rc = c->rc;
   if (rc == TH_OK && c->nhist > 0) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "th_alloc.h"
 #include "th_util.h"
 #include "tune_space.h"
 #include "tune_task.h"
@@ -42,7 +43,7 @@ void tune__unlink_batch(const tune_session_t *s) {
 void tune__keep(tune_session_t *s, const tc_config *cfg, const char *so, const char *fn) {
   if (s->nkept == s->capkept) {
     int cap = s->capkept ? s->capkept * 2 : 64;
-    tune_built *k = realloc(s->kept, sizeof *k * (size_t)cap);
+    tune_built *k = th_realloc(s->kept, sizeof *k * (size_t)cap);
     if (!k) {
       unlink(so); /* not kept: verification builds it again if it needs it */
       return;
@@ -118,7 +119,7 @@ static int tune__top_cb(void *ctx, const store_record *r) {
 int tune__verify_start(tune_session_t *s) {
   if (!tune__verifies(s)) return 0;
   tune_task *t = &s->tasks[s->cur];
-  tune_top_ctx *c = calloc(1, sizeof *c);
+  tune_top_ctx *c = th_calloc(1, sizeof *c);
   if (!c) return 0;
   c->key = t->key;
   c->k = s->o.verify_top;

@@ -998,7 +998,7 @@ TH_TEST(network_put_versions_and_delete) {
   CHECK(store_network_upsert(st, "tiny", "[1]", 1, 1) == TH_OK);
   CHECK(store_network_get(st, "tiny", &n) == TH_OK);
   CHECK(n.onnx && n.params == 42);
-  char file_b[1200];
+  char file_b[sizeof n.onnx_path];
   snprintf(file_b, sizeof file_b, "%s", n.onnx_path);
   store_network_clear(&n);
   /* delete: its models marked deleted, a running job asked to stop, the row and the file gone */

@@ -1,4 +1,4 @@
-/* limits: per-client limits on the work requests may queue and on failed authentications (see
+/* srv_limits.h: per-client limits on the work requests may queue and on failed authentications (see
  * limits.c). */
 #ifndef SRV_LIMITS_H
 #define SRV_LIMITS_H
