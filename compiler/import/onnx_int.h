@@ -116,8 +116,8 @@ typedef struct tc__ox {
   tc_onnx_info info;
 } tc__ox;
 
-/* ---- onnx.c: errors, values, outputs, parameters
- * ---------------------------------------------------- */
+/* ---- onnx_values.c: errors, values, outputs, parameters
+ * --------------------------------------------- */
 
 /* The string or "" (protobuf-c leaves absent strings NULL). */
 const char *tc__ox_s(const char *s);
@@ -165,6 +165,27 @@ th_status tc__ox_fill_param(tc__ox *x, int pid, float fill);
 /* A graph-safe name for builders from the node ("" -> its output's), truncated to fit parameter
  * names. */
 const char *tc__ox_gname(tc__ox *x, const Onnx__NodeProto *n, char *buf, size_t len);
+
+/* Marks n's outputs bad (TC__OX_BAD): what reads them is not converted either. */
+void tc__ox_poison(tc__ox *x, const Onnx__NodeProto *n);
+/* FNV-1a of s, for the name table. */
+uint32_t tc__ox_hash(const char *s);
+/* Adds a value named s; -1 when the name is taken (the caller decides whether that is an error). */
+int tc__ox_add(tc__ox *x, const char *s);
+
+/* ---- onnx_check.c: before any node is converted
+ * ----------------------------------------------------- */
+
+/* Validates the model as a whole (its graph, opsets, domains, node and initializer counts); fails naming the first
+ * fault. */
+th_status tc__ox_check_model(tc__ox *x);
+/* Builds the value table: initializers decoded, graph inputs and node outputs named (each once), every
+ * node input resolved. */
+th_status tc__ox_values(tc__ox *x);
+/* Orders the nodes into x->order (Kahn's algorithm; constant-only nodes first); fails on a cycle. */
+th_status tc__ox_sort(tc__ox *x);
+/* Declares the graph's runtime inputs with the shapes the options give or the file fixes. */
+th_status tc__ox_inputs(tc__ox *x);
 
 /* Helpers that find a node unsupported report it (tc__ox_unsupported) and return TH_OK; the caller
  * sees the list grow and stops converting that node. */
