@@ -1,6 +1,6 @@
-/* The graph IR's core: the op and dtype names, a graph's life cycle and first error, the node table and the
- * parameter declarations the constructors (graph_build.c) append to, the input checks they share (graph_int.h),
- * the declared outputs, and the FLOP and parameter counts. */
+/* The graph IR's core: the op and dtype names, a graph's life cycle and first error, the node table
+ * and the parameter declarations the constructors (graph_build.c) append to, the input checks they
+ * share (graph_int.h), the declared outputs, and the FLOP and parameter counts. */
 #include "graph.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
-/* The graph constructors (tc_graph_<op>): one function per operator that checks its inputs' shapes and
- * dtypes, infers the output tensor and appends the node, recording the first error on the graph instead of
- * aborting, so a bad zoo definition or a too-small input size is reported as a status. The node table, the
- * parameters and the checks they share are in graph.c (graph_int.h). */
+/* The graph constructors (tc_graph_<op>): one function per operator that checks its inputs' shapes
+ * and dtypes, infers the output tensor and appends the node, recording the first error on the graph
+ * instead of aborting, so a bad zoo definition or a too-small input size is reported as a status.
+ * The node table, the parameters and the checks they share are in graph.c (graph_int.h). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-/* The graph's JSON dump (graph.json in a bundle): nodes with their op, inputs, attributes and output shape,
- * the declared inputs and outputs, and the parameters. */
+/* The graph's JSON dump (graph.json in a bundle): nodes with their op, inputs, attributes and
+ * output shape, the declared inputs and outputs, and the parameters. */
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>

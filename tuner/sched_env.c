@@ -1,7 +1,7 @@
-/* The callbacks a running stage calls back into the scheduler through its tune_build_env (progress, cancel
- * checks, the hand-off to another worker, publishing a built bundle), and the event fan-out they share with the
- * runtime. They run on the stage's thread without the scheduler lock; every store write carries the claim's
- * fencing token, and a refused one marks the job lost. */
+/* The callbacks a running stage calls back into the scheduler through its tune_build_env (progress,
+ * cancel checks, the hand-off to another worker, publishing a built bundle), and the event fan-out
+ * they share with the runtime. They run on the stage's thread without the scheduler lock; every
+ * store write carries the claim's fencing token, and a refused one marks the job lost. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

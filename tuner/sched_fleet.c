@@ -1,6 +1,6 @@
-/* The scheduler as a worker of the fleet: its name, its registration in the store with the targets it
- * measures, and the heartbeat thread that renews its leases, requeues jobs whose lease expired anywhere and marks
- * the admitted jobs another claim took. */
+/* The scheduler as a worker of the fleet: its name, its registration in the store with the targets
+ * it measures, and the heartbeat thread that renews its leases, requeues jobs whose lease expired
+ * anywhere and marks the admitted jobs another claim took. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -1,6 +1,7 @@
-/* The scheduler runtime's internal state, shared by the files of tune_sched (scheduler.c: admission, rounds and
- * the threads; sched_env.c: the callbacks a stage calls; sched_fleet.c: worker registration and heartbeats).
- * Nothing outside tuner/scheduler*.c and tuner/sched_*.c includes it. */
+/* The scheduler runtime's internal state, shared by the files of tune_sched (scheduler.c:
+ * admission, rounds and the threads; sched_env.c: the callbacks a stage calls; sched_fleet.c:
+ * worker registration and heartbeats). Nothing outside tuner/scheduler*.c and tuner/sched_*.c
+ * includes it. */
 #ifndef TUNE_SCHED_INT_H
 #define TUNE_SCHED_INT_H
 
@@ -72,8 +73,8 @@ struct tune_sched {
   double claim_warned_at; /* a failing claim is logged once per 10 s, not once per round */
 };
 
-/* sched_env.c: the event fan-out (on_event, and the plain listener for what a reader can see), the fencing
- * check of a refused write, and the tune_build_env callbacks (ctx: the tune__sjob). */
+/* sched_env.c: the event fan-out (on_event, and the plain listener for what a reader can see), the
+ * fencing check of a refused write, and the tune_build_env callbacks (ctx: the tune__sjob). */
 void tune__emit(tune_sched *s, const tune_event *ev);
 void tune__refused(tune__sjob *j, th_status rc, const char *what);
 void tune__progress(void *ctx, const char *stage, const tune_job_progress *p);
@@ -81,7 +82,8 @@ int tune__cancelled(void *ctx);
 th_status tune__handoff(void *ctx, const char *target);
 th_status tune__publish(void *ctx, const tune_build_output *out, int *version);
 
-/* sched_fleet.c: the worker name (and host) into s, its registration, and the heartbeat thread's body. */
+/* sched_fleet.c: the worker name (and host) into s, its registration, and the heartbeat thread's
+ * body. */
 void tune__worker_name(tune_sched *s, const char *given);
 th_status tune__register(tune_sched *s);
 void *tune__heartbeat_main(void *arg);

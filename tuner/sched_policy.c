@@ -1,6 +1,6 @@
-/* The scheduling policy (see sched_policy.h): the pure pick over plain structs and the learned stage-duration
- * estimates. Nothing here locks, sleeps, reads a clock or touches the store: the runtime (scheduler.c) passes
- * the state in and applies the answer. */
+/* The scheduling policy (see sched_policy.h): the pure pick over plain structs and the learned
+ * stage-duration estimates. Nothing here locks, sleeps, reads a clock or touches the store: the
+ * runtime (scheduler.c) passes the state in and applies the answer. */
 #include "sched_policy.h"
 
 /* ---- the pure decision ---- */

@@ -1,7 +1,8 @@
-/* The scheduling policy of tune_sched (scheduler.h), a pure function of plain structs with no threads, store or
- * clock of its own: which waiting stage starts now on which resources (tune_sched_pick: priority, aging,
- * memory, backfilling by estimates), and the learned stage-duration estimates it reads. Kept apart from the
- * runtime so that it can be tested, and reasoned about, as a function of its arguments. */
+/* The scheduling policy of tune_sched (scheduler.h), a pure function of plain structs with no
+ * threads, store or clock of its own: which waiting stage starts now on which resources
+ * (tune_sched_pick: priority, aging, memory, backfilling by estimates), and the learned
+ * stage-duration estimates it reads. Kept apart from the runtime so that it can be tested, and
+ * reasoned about, as a function of its arguments. */
 #ifndef TUNE_SCHED_POLICY_H
 #define TUNE_SCHED_POLICY_H
 

@@ -1,7 +1,7 @@
-/* The load-aware scheduler's runtime (see scheduler.h): claims jobs from the store under a lease, runs their
- * stages on a small thread pool in the order the policy (sched_policy.c) picks, and records each job's outcome
- * under the claim's fencing token. The stage callbacks are in sched_env.c, the worker's registration and
- * heartbeat in sched_fleet.c. */
+/* The load-aware scheduler's runtime (see scheduler.h): claims jobs from the store under a lease,
+ * runs their stages on a small thread pool in the order the policy (sched_policy.c) picks, and
+ * records each job's outcome under the claim's fencing token. The stage callbacks are in
+ * sched_env.c, the worker's registration and heartbeat in sched_fleet.c. */
 #include "scheduler.h"
 
 #include <pthread.h>

@@ -1,9 +1,9 @@
 /* The ONNX importer's top level: it scans the wire format first (onnx_wire.c: depth, counts,
- * allocation), parses the file with protoc-c's code under a byte budget, has it validated, its value
- * table built and its nodes ordered (onnx_check.c), runs every node through folding, the pattern
- * matchers and the converters, lists every unsupported op in one error, and finishes the graph: dead
- * nodes and unused parameters dropped, outputs named as in the file, info filled. The table of the
- * opsets each op supports is here. */
+ * allocation), parses the file with protoc-c's code under a byte budget, has it validated, its
+ * value table built and its nodes ordered (onnx_check.c), runs every node through folding, the
+ * pattern matchers and the converters, lists every unsupported op in one error, and finishes the
+ * graph: dead nodes and unused parameters dropped, outputs named as in the file, info filled. The
+ * table of the opsets each op supports is here. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

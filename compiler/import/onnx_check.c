@@ -1,8 +1,8 @@
-/* What the ONNX importer does before a node is converted: validating what a malicious or broken file
- * could get wrong (opsets, domains, sizes, names, dangling inputs, cycles), building the value table
- * from the initializers, inputs and node outputs, ordering the nodes (ONNX does not require a sorted
- * graph; constants go first so that patterns see them), and declaring the graph's inputs with the
- * shapes the caller gives. */
+/* What the ONNX importer does before a node is converted: validating what a malicious or broken
+ * file could get wrong (opsets, domains, sizes, names, dangling inputs, cycles), building the value
+ * table from the initializers, inputs and node outputs, ordering the nodes (ONNX does not require a
+ * sorted graph; constants go first so that patterns see them), and declaring the graph's inputs
+ * with the shapes the caller gives. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

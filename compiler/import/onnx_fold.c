@@ -1,10 +1,10 @@
-/* Constant folding in the ONNX importer: evaluating at import every node whose inputs are constants,
- * through one table from op type to fold. Here are the table, its driver and the folds that move or
- * compute shapes and indices: torch's shape arithmetic (Shape -> Gather -> Unsqueeze -> Concat ->
- * Reshape), Slice, Split, Transpose, Expand, ConstantOfShape, Range, Constant and Cast; the element-wise
- * folds are in onnx_fold_math.c and the constant tensors they work on in onnx_tensor.c. Results are
- * capped at TC__OX_FOLD_MAX elements; weights are never copied through a fold (views of them are
- * zero-copy), so a node computing on a weight is left to the converters. */
+/* Constant folding in the ONNX importer: evaluating at import every node whose inputs are
+ * constants, through one table from op type to fold. Here are the table, its driver and the folds
+ * that move or compute shapes and indices: torch's shape arithmetic (Shape -> Gather -> Unsqueeze
+ * -> Concat -> Reshape), Slice, Split, Transpose, Expand, ConstantOfShape, Range, Constant and
+ * Cast; the element-wise folds are in onnx_fold_math.c and the constant tensors they work on in
+ * onnx_tensor.c. Results are capped at TC__OX_FOLD_MAX elements; weights are never copied through a
+ * fold (views of them are zero-copy), so a node computing on a weight is left to the converters. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>

@@ -1,7 +1,8 @@
 /* The ONNX importer's element-wise folds: arithmetic, comparisons and logic on two or more constant
- * inputs with numpy broadcasting (Add ... Xor, variadic Min/Max), Where, and the unary float math (Neg
- * ... Log), computed at import in each input's element type. The table that dispatches to them is in
- * onnx_fold.c. */
+ * inputs with numpy broadcasting (Add ... Xor, variadic Min/Max), Where, and the unary float math
+ * (Neg
+ * ... Log), computed at import in each input's element type. The table that dispatches to them is
+ * in onnx_fold.c. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>

@@ -176,13 +176,14 @@ int tc__ox_add(tc__ox *x, const char *s);
 /* ---- onnx_check.c: before any node is converted
  * ----------------------------------------------------- */
 
-/* Validates the model as a whole (its graph, opsets, domains, node and initializer counts); fails naming the first
- * fault. */
+/* Validates the model as a whole (its graph, opsets, domains, node and initializer counts); fails
+ * naming the first fault. */
 th_status tc__ox_check_model(tc__ox *x);
-/* Builds the value table: initializers decoded, graph inputs and node outputs named (each once), every
- * node input resolved. */
+/* Builds the value table: initializers decoded, graph inputs and node outputs named (each once),
+ * every node input resolved. */
 th_status tc__ox_values(tc__ox *x);
-/* Orders the nodes into x->order (Kahn's algorithm; constant-only nodes first); fails on a cycle. */
+/* Orders the nodes into x->order (Kahn's algorithm; constant-only nodes first); fails on a cycle.
+ */
 th_status tc__ox_sort(tc__ox *x);
 /* Declares the graph's runtime inputs with the shapes the options give or the file fixes. */
 th_status tc__ox_inputs(tc__ox *x);

@@ -1,7 +1,7 @@
 /* Constant tensors of the ONNX importer: their element types and conversions (float16, integer
- * wrap-around, float to integer), decoding initializers and Constant values (every byte count checked
- * against the dims before a byte is read), and the result tensors and strided element access that the
- * folds (onnx_fold.c, onnx_fold_math.c) build on. */
+ * wrap-around, float to integer), decoding initializers and Constant values (every byte count
+ * checked against the dims before a byte is read), and the result tensors and strided element
+ * access that the folds (onnx_fold.c, onnx_fold_math.c) build on. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>

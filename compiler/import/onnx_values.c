@@ -1,8 +1,8 @@
-/* The ONNX importer's shared services, used by every converter and pattern: its errors (the first fatal
- * one kept, unsupported nodes listed rather than fatal), the value table (each name in the file to a
- * constant, a graph node or nothing yet; lookups, inputs and outputs of a node, binding to graph
- * nodes), and the graph parameters made from initializers (shared between nodes that read the same
- * weight in the same form). */
+/* The ONNX importer's shared services, used by every converter and pattern: its errors (the first
+ * fatal one kept, unsupported nodes listed rather than fatal), the value table (each name in the
+ * file to a constant, a graph node or nothing yet; lookups, inputs and outputs of a node, binding
+ * to graph nodes), and the graph parameters made from initializers (shared between nodes that read
+ * the same weight in the same form). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

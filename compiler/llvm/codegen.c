@@ -1,10 +1,10 @@
 /* Loop IR -> LLVM IR through the LLVM 16 C API. Each kernel becomes `void name(void *const *args)`;
  * argument buffers are loaded from args at entry. Unrolled loops are replicated here (so that local
- * accumulator arrays are indexed by constants and SROA turns them into registers), serial loops become
- * phi loops, and each parallel loop body is outlined into `name_parN(ctx, begin, end)` and handed to the
- * runtime's th_rt_parallel_for with its captured values in a stack struct. Local buffers become entry-block
- * allocas. Errors (never aborts) are kept on the module with LLVM's message; the module itself, its O3
- * pipeline and its emission are module.c. */
+ * accumulator arrays are indexed by constants and SROA turns them into registers), serial loops
+ * become phi loops, and each parallel loop body is outlined into `name_parN(ctx, begin, end)` and
+ * handed to the runtime's th_rt_parallel_for with its captured values in a stack struct. Local
+ * buffers become entry-block allocas. Errors (never aborts) are kept on the module with LLVM's
+ * message; the module itself, its O3 pipeline and its emission are module.c. */
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
-/* The LLVM module of one build: LLVM's one-time native-target set-up, the module's life cycle with its target
- * machine for the target CPU, the last error kept on it, and the end of its life: verification, the O3
- * pipeline (LLVMRunPasses "default<O3>") and emission as an object file or as textual IR. The lowering of
- * kernels into it is codegen.c. */
+/* The LLVM module of one build: LLVM's one-time native-target set-up, the module's life cycle with
+ * its target machine for the target CPU, the last error kept on it, and the end of its life:
+ * verification, the O3 pipeline (LLVMRunPasses "default<O3>") and emission as an object file or as
+ * textual IR. The lowering of kernels into it is codegen.c. */
 #include <errno.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
