@@ -1,9 +1,11 @@
-/* Internals of the ONNX importer, shared by its files: onnx.c (parsing, validation, evaluation
- * order, the import loop, finishing the graph, info), onnx_args.c (node attributes and the
- * per-opset decoding of axes, shapes, slices and splits that folding and conversion share),
- * onnx_fold.c (constant tensors: decoding and evaluation at import), onnx_ops.c (one converter per
- * op onto the graph builders) and onnx_match.c (decomposed layer norm and gelu, scale and mask
- * absorption). Nothing here is public. */
+/* Internals of the ONNX importer, shared by its files: onnx.c (parsing, the import loop, finishing
+ * the graph, info), onnx_check.c (validation, the value table, evaluation order, inputs),
+ * onnx_values.c (errors, value look-ups and bindings, parameters), onnx_args.c (node attributes and
+ * the per-opset decoding of axes, shapes, slices and splits that folding and conversion share),
+ * onnx_tensor.c and onnx_fold*.c (constant tensors: decoding and evaluation at import; their own
+ * shared helpers are in onnx_fold_int.h), onnx_ops.c (one converter per op onto the graph builders)
+ * and onnx_match.c (decomposed layer norm and gelu, scale and mask absorption). Nothing here is
+ * public. */
 #ifndef TC_ONNX_INT_H
 #define TC_ONNX_INT_H
 
@@ -238,8 +240,8 @@ th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
 th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw,
                              const int64_t *k, const int64_t *s, int64_t *pads);
 
-/* ---- onnx_fold.c: constant tensors
- * -------------------------------------------------------------------- */
+/* ---- onnx_tensor.c, onnx_fold.c: constant tensors
+ * ----------------------------------------------------- */
 
 /* Decodes tensor t (an initializer or a Constant's value; `what` names it in errors) into c. */
 th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what, tc__oxc *c);
