@@ -19,20 +19,6 @@
 typedef th_status (*tc__ox_fold_fn)(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
                                     int *big);
 
-th_status tc__ox_f_identity(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
-                            int *big) {
-  (void)nin;
-  tc__ox_set(x, n, 0, in[0]);
-  if (tc__ox_out(x, n, 1)) { /* Dropout's mask: all true at inference */
-    tc__oxc m;
-    th_status rc = tc__ox_new(x, n, &m, T_BOOL, in[0]->ndim, in[0]->dims, big);
-    if (rc != TH_OK || *big) return rc;
-    for (int64_t k = 0; k < m.n; k++) ((int64_t *)m.i)[k] = 1;
-    tc__ox_set(x, n, 1, &m);
-  }
-  return TH_OK;
-}
-
 static th_status tc__ox_f_cast(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
                                int *big) {
   (void)nin;

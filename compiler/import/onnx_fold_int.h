@@ -61,10 +61,9 @@ void tc__ox_strides(const int64_t *dims, int r, int64_t *st);
 /* ---- folds: each computes node n's outputs from its constant inputs in[0..nin) (NULL for one not
  * given); *big = 1 when a result would exceed TC__OX_FOLD_MAX elements (the node is left to the
  * converters) ---- */
-/* Identity and Dropout (onnx_fold.c). */
+/* Element-wise (onnx_fold_math.c): Identity and Dropout, the binary arithmetic, comparison and logic
+ * ops, Where, and the unary float math. */
 th_status tc__ox_f_identity(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big);
-/* Element-wise (onnx_fold_math.c): the binary arithmetic, comparison and logic ops, Where, and the
- * unary float math. */
 th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big);
 th_status tc__ox_f_where(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big);
 th_status tc__ox_f_unary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin, int *big);

@@ -1,8 +1,7 @@
-/* The ONNX importer's element-wise folds: arithmetic, comparisons and logic on two or more constant
- * inputs with numpy broadcasting (Add ... Xor, variadic Min/Max), Where, and the unary float math
- * (Neg
- * ... Log), computed at import in each input's element type. The table that dispatches to them is
- * in onnx_fold.c. */
+/* The ONNX importer's element-wise folds: Identity and Dropout (a copy, and Dropout's all-true
+ * mask), arithmetic, comparisons and logic on two or more constant inputs with numpy broadcasting
+ * (Add ... Xor, variadic Min/Max), Where, and the unary float math (Neg ... Log), computed at
+ * import in each input's element type. The table that dispatches to them is in onnx_fold.c. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -91,6 +90,20 @@ static int tc__ox_iop(const char *op, int64_t a, int64_t b, int64_t *r) {
       *r = (int64_t)tc__ox_fop(op, (double)a, (double)b);
       return 1;
   }
+}
+
+th_status tc__ox_f_identity(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
+                            int *big) {
+  (void)nin;
+  tc__ox_set(x, n, 0, in[0]);
+  if (tc__ox_out(x, n, 1)) { /* Dropout's mask: all true at inference */
+    tc__oxc m;
+    th_status rc = tc__ox_new(x, n, &m, T_BOOL, in[0]->ndim, in[0]->dims, big);
+    if (rc != TH_OK || *big) return rc;
+    for (int64_t k = 0; k < m.n; k++) ((int64_t *)m.i)[k] = 1;
+    tc__ox_set(x, n, 1, &m);
+  }
+  return TH_OK;
 }
 
 th_status tc__ox_f_binary(tc__ox *x, const Onnx__NodeProto *n, tc__oxc **in, int nin,
