@@ -8,15 +8,6 @@
 #include "db_int.h"
 #include "th_alloc.h"
 
-th_status db__fail(db_t *db, th_status cls, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(db->err, sizeof db->err, fmt, ap);
-  va_end(ap);
-  db->errclass = cls;
-  return cls;
-}
-
 int db_is_postgres_url(const char *spec) {
   return spec && (strncmp(spec, "postgresql://", 13) == 0 || strncmp(spec, "postgres://", 11) == 0);
 }

@@ -111,17 +111,6 @@ th_status store__tx_end(store_t *st, th_status rc) {
   return rc;
 }
 
-th_status store__fenced_begin(store_t *st, int64_t job_id, int attempt) {
-  if (attempt <= 0) return TH_OK;
-  th_status rc = store__begin(st);
-  if (rc == TH_OK) rc = store__fence(st, job_id, attempt);
-  return rc;
-}
-
-th_status store__fenced_end(store_t *st, int attempt, th_status rc) {
-  return attempt > 0 ? store__tx_end(st, rc) : rc;
-}
-
 char *store__col_dup(db_stmt *s, int col) {
   const char *t = db_col_text(s, col);
   return t ? th_strdup(t) : NULL;

@@ -347,6 +347,17 @@ th_status store__fence(store_t *st, int64_t job_id, int attempt) {
   return rc;
 }
 
+th_status store__fenced_begin(store_t *st, int64_t job_id, int attempt) {
+  if (attempt <= 0) return TH_OK;
+  th_status rc = store__begin(st);
+  if (rc == TH_OK) rc = store__fence(st, job_id, attempt);
+  return rc;
+}
+
+th_status store__fenced_end(store_t *st, int attempt, th_status rc) {
+  return attempt > 0 ? store__tx_end(st, rc) : rc;
+}
+
 th_status store_job_fence(store_t *st, int64_t id, int attempt) {
   if (attempt <= 0) return TH_OK;
   pthread_mutex_lock(&st->mu);

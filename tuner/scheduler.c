@@ -1,202 +1,24 @@
-/* The load-aware scheduler (see scheduler.h): the pure pick over plain structs, the learned stage-duration
- * estimates, and the in-process runtime that claims jobs from the store under a lease, runs their stages on a
- * small thread pool by resource, priority, aging and estimates, renews its leases from a heartbeat thread, and
- * records each job's outcome under the claim's fencing token. */
+/* The load-aware scheduler's runtime (see scheduler.h): claims jobs from the store under a lease,
+ * runs their stages on a small thread pool in the order the policy (sched_policy.c) picks, and
+ * records each job's outcome under the claim's fencing token. The stage callbacks are in
+ * sched_env.c, the worker's registration and heartbeat in sched_fleet.c. */
 #include "scheduler.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
+#include "sched_int.h"
 #include "th_alloc.h"
 #include "th_log.h"
-#include "backend.h"
 #include "th_util.h"
 
-/* ---- the pure decision ---- */
-
-static int tune__uses_cpu(const tune_sched_resources *r, const tune_sched_cand *c) {
-  int dev_cpu = c->device >= 0 && c->device < r->ndevices && r->device_is_cpu[c->device];
-  return dev_cpu || c->cpu_min != 0;
-}
-
-/* 1 when c's memory estimate fits beside the running stages' (or none that holds memory runs). */
-static int tune__mem_fits(const tune_sched_resources *r, const tune_sched_cand *c) {
-  return c->mem_bytes <= 0 || r->mem_budget <= 0 || r->mem_busy <= 0 || r->mem_busy + c->mem_bytes <= r->mem_budget;
-}
-
-/* 1 when c can start now; *grant = the CPU slots it gets. */
-static int tune__fits(const tune_sched_resources *r, const tune_sched_cand *c, int *grant) {
-  *grant = 0;
-  if (c->device >= r->ndevices) return 0;
-  if (!tune__mem_fits(r, c)) return 0;
-  if (c->device >= 0 && r->device_busy[c->device]) return 0;
-  int dev_cpu = c->device >= 0 && r->device_is_cpu[c->device];
-  int free_slots = r->cpu_total - r->cpu_busy;
-  if (dev_cpu || c->cpu_min < 0) { /* the whole pool: a CPU measurement, or a stage that asks for it all */
-    if (r->cpu_busy != 0) return 0;
-    *grant = r->cpu_total;
-    return 1;
-  }
-  if (c->cpu_min == 0) return 1;
-  int need = c->cpu_min > r->cpu_total ? r->cpu_total : c->cpu_min;
-  if (free_slots < need || free_slots < 1) return 0;
-  int max = c->cpu_max < 0 || c->cpu_max > r->cpu_total ? r->cpu_total : c->cpu_max;
-  *grant = free_slots < max ? free_slots : max;
-  if (*grant < need) *grant = need;
-  return 1;
-}
-
-static double tune__score(const tune_sched_cand *c, double now, double aging_s) {
-  double waited = now - c->ready_at;
-  if (waited < 0) waited = 0;
-  return (double)c->priority + waited / aging_s;
-}
-
-int tune_sched_pick(const tune_sched_resources *r, const tune_sched_cand *c, int n, double now,
-                    const tune_sched_policy *p, int *cpu_grant) {
-  double aging = p && p->aging_s > 0 ? p->aging_s : 5.0;
-  int order[256];
-  if (n > 256) n = 256;
-  for (int i = 0; i < n; i++) order[i] = i;
-  /* best first: score, then the shorter estimate, then the older job */
-  for (int i = 1; i < n; i++) {
-    int k = order[i], j = i;
-    double sk = tune__score(&c[k], now, aging);
-    while (j > 0) {
-      const tune_sched_cand *a = &c[order[j - 1]];
-      double sa = tune__score(a, now, aging);
-      int before = sk > sa + 1e-12 ||
-                   (sk > sa - 1e-12 && (c[k].estimate_s < a->estimate_s ||
-                                        (c[k].estimate_s == a->estimate_s && c[k].job < a->job)));
-      if (!before) break;
-      order[j] = order[j - 1];
-      j--;
-    }
-    order[j] = k;
-  }
-  /* reservations held by the best blocked stage on each resource: when it could start */
-  double cpu_resv = -1, dev_resv[TUNE_SCHED_MAX_DEVICES];
-  int mem_resv = 0; /* a better stage waits for memory: no later one may take memory before it */
-  for (int d = 0; d < TUNE_SCHED_MAX_DEVICES; d++) dev_resv[d] = -1;
-  for (int oi = 0; oi < n; oi++) {
-    const tune_sched_cand *x = &c[order[oi]];
-    int uses_cpu = tune__uses_cpu(r, x);
-    int dev = x->device >= 0 && x->device < r->ndevices ? x->device : -1;
-    double end = now + (x->estimate_s > 0 ? x->estimate_s : 0);
-    int conflict = (uses_cpu && cpu_resv >= 0 && end > cpu_resv) || (dev >= 0 && dev_resv[dev] >= 0 && end > dev_resv[dev]) ||
-                   (mem_resv && x->mem_bytes > 0);
-    int grant = 0;
-    if (!conflict && tune__fits(r, x, &grant)) {
-      if (cpu_grant) *cpu_grant = grant;
-      return order[oi];
-    }
-    if (conflict) continue;
-    /* blocked: reserve what it waits for, from the time the holders are expected to end */
-    double at = now;
-    if (uses_cpu && r->cpu_busy > 0 && r->cpu_free_at > at) at = r->cpu_free_at;
-    if (dev >= 0 && r->device_busy[dev] && r->device_free_at[dev] > at) at = r->device_free_at[dev];
-    if (uses_cpu && cpu_resv < 0) cpu_resv = at;
-    if (dev >= 0 && dev_resv[dev] < 0) dev_resv[dev] = at;
-    if (!tune__mem_fits(r, x)) mem_resv = 1;
-  }
-  return -1;
-}
-
-/* ---- estimates ---- */
-
-static const char *const tune__kind_names[TUNE_SK_COUNT] = {"quick", "select", "build", "measure",
-                                                            "update", "rebuild", "job"};
-static const double tune__kind_prior[TUNE_SK_COUNT] = {10.0, 0.05, 2.0, 2.0, 0.05, 10.0, 10.0};
-
-const char *tune_sched_kind_str(int kind) {
-  return kind >= 0 && kind < TUNE_SK_COUNT ? tune__kind_names[kind] : "unknown";
-}
-
-void tune_sched_estimates_init(tune_sched_estimates *e) {
-  for (int i = 0; i < TUNE_SK_COUNT; i++) {
-    e->mean_s[i] = tune__kind_prior[i];
-    e->samples[i] = 0;
-  }
-}
-
-void tune_sched_estimates_add(tune_sched_estimates *e, int kind, double seconds) {
-  if (kind < 0 || kind >= TUNE_SK_COUNT || seconds < 0) return;
-  e->mean_s[kind] = e->samples[kind] == 0 ? seconds : 0.7 * e->mean_s[kind] + 0.3 * seconds;
-  e->samples[kind]++;
-}
-
 /* ---- the runtime ---- */
-
-typedef struct tune__sjob {
-  struct tune__sjob *next;
-  tune_sched *s;
-  store_job job;
-  tune_build_env env;
-  char dir[TH_SUBDIR_MAX + 32]; /* work_root/job-<id> */
-  void *bj;         /* the builder's job state (staged builders) */
-  int done_whole;   /* unstaged builder: its one stage ran */
-  int running;      /* a stage is in flight */
-  int have_desc;
-  tune_stage_desc d;
-  int device;       /* index of d.device, or -1 */
-  int cpu_grant;
-  int64_t mem_held; /* the running stage's memory estimate, counted in res.mem_busy */
-  double ready_at, started_at, admitted_at;
-  int64_t stages_run;
-  double stage_s[TUNE_SK_COUNT]; /* time spent running stages of each kind */
-  char err[TH_MSG_MAX];
-  /* atomics, as the env callbacks set them from a stage's thread or from open (which runs under mu) */
-  atomic_int lost;       /* another claim holds the job (a write was refused, or the heartbeat saw it) */
-  atomic_int handed_off; /* the builder handed it back to the queue for a worker with its target */
-} tune__sjob;
-
-/* How a job leaves the scheduler besides a store_job_state: its outcome is not recorded here. */
-enum { TUNE__END_SHUTDOWN = -1, TUNE__END_LOST = -2, TUNE__END_HANDED_OFF = -3, TUNE__REQUEUE = -4 };
-
-struct tune_sched {
-  store_t *st;
-  const tune_builder *b;
-  tune_sched_opts o;
-  char work_root[TH_SUBDIR_MAX]; /* data_dir/work */
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  int stopping;
-  tune__sjob *jobs;
-  int njobs;
-  tune_sched_resources res;
-  char devname[TUNE_SCHED_MAX_DEVICES][16];
-  int64_t dev_holder[TUNE_SCHED_MAX_DEVICES];
-  tune_sched_estimates est;
-  int nthreads;
-  pthread_t th[32];
-  char worker_name[1400];
-  char host[128];
-  char targets[TUNE_SCHED_MAX_TARGETS][TH_TARGET_MAX]; /* the concrete targets it registered */
-  const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];
-  int ntargets;
-  int registered; /* a worker row exists (max_jobs > 0) */
-  pthread_t hb;   /* the heartbeat thread */
-  int hb_started;
-  int hb_failing; /* the last heartbeat failed (logged once until it works again) */
-  /* what the store could not take while its database was away, written once it answers again
-   * (tune__flush_pending): a job's outcome, or its return to the queue */
-  struct {
-    int64_t id;
-    int attempt; /* the claim it was made under: the write stays fenced */
-    int state;   /* a store_job_state, or TUNE__REQUEUE */
-    char error[512];
-  } pending[64];
-  int npending;
-  double claim_warned_at; /* a failing claim is logged once per 10 s, not once per round */
-};
-
 
 void tune_sched_opts_default(tune_sched_opts *o) {
   memset(o, 0, sizeof *o);
@@ -209,89 +31,6 @@ void tune_sched_opts_default(tune_sched_opts *o) {
   /* three quarters of the machine: the rest is the daemon, the page cache and whatever else runs there */
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   o->mem_budget = pages > 0 && page > 0 ? (int64_t)pages * page / 4 * 3 : 0;
-}
-
-/* Typed events go to on_event; the plain listener (long polls, caches) hears the changes that a reader of the
- * job or the models can see: progress, publishes and the end, not every stage start. */
-static void tune__emit(tune_sched *s, const tune_event *ev) {
-  if (s->o.on_event) s->o.on_event(s->o.listener_ctx, ev);
-  if (s->o.listener && ev->kind != TUNE_EV_STAGE) s->o.listener(s->o.listener_ctx, ev->job_id);
-}
-
-/* A fenced write of job j was refused (rc TH_ERR_CONFLICT; what names the write): the job is another claim's
- * now, and stops here at its next check. Lock-free (lost is atomic): open calls back under mu. */
-static void tune__refused(tune__sjob *j, th_status rc, const char *what) {
-  if (rc != TH_ERR_CONFLICT) return;
-  TH_LOG(TH_LOG_WARN, "job %lld: %s refused: %s", (long long)j->job.id, what, store_errmsg(j->s->st));
-  atomic_store(&j->lost, 1);
-  pthread_cond_broadcast(&j->s->cv);
-}
-
-/* env callbacks (run on the stage's thread, without the scheduler lock) */
-static void tune__progress(void *ctx, const char *stage, const tune_job_progress *p) {
-  tune__sjob *j = ctx;
-  tune_sched *s = j->s;
-  char *doc = p && s->o.encode_progress ? s->o.encode_progress(s->o.listener_ctx, p) : NULL;
-  th_status rc = store_job_progress(s->st, j->job.id, j->job.attempts, stage, doc);
-  tune__refused(j, rc, "a progress write");
-  if (rc != TH_ERR_CONFLICT) {
-    tune_event ev = {.kind = TUNE_EV_PROGRESS, .job_id = j->job.id, .progress = p, .progress_doc = doc};
-    tune__emit(s, &ev);
-  }
-  free(doc);
-}
-
-static int tune__cancelled(void *ctx) {
-  tune__sjob *j = ctx;
-  pthread_mutex_lock(&j->s->mu);
-  int stop = j->s->stopping;
-  pthread_mutex_unlock(&j->s->mu);
-  return stop || atomic_load(&j->lost) || atomic_load(&j->handed_off) ||
-         store_job_cancel_requested(j->s->st, j->job.id);
-}
-
-static th_status tune__handoff(void *ctx, const char *target) {
-  tune__sjob *j = ctx;
-  th_status rc = store_job_handoff(j->s->st, j->job.id, j->job.attempts, target, NULL);
-  tune__refused(j, rc, "the handoff");
-  if (rc != TH_OK) return rc;
-  TH_LOG(TH_LOG_INFO, "job %lld handed back to the queue: tuning %s/%s/%d waits for a worker with target %s",
-         (long long)j->job.id, j->job.key.framework, j->job.key.network, j->job.key.batch, target);
-  atomic_store(&j->handed_off, 1);
-  /* long polls on the job see it queued again (its stream already has the progress that says why) */
-  if (j->s->o.listener) j->s->o.listener(j->s->o.listener_ctx, j->job.id);
-  return TH_OK;
-}
-
-static th_status tune__publish(void *ctx, const tune_build_output *out, int *version) {
-  tune__sjob *j = ctx;
-  store_t *st = j->s->st;
-  char tar_digest[65], so_digest[65];
-  /* a claim already lost copies no bundle; the publish itself is fenced in its own transaction */
-  th_status rc = store_job_fence(st, j->job.id, j->job.attempts);
-  if (rc == TH_OK) rc = store_artifact_put(st, out->tar_path, "application/x-tar", tar_digest, NULL);
-  if (rc == TH_OK) rc = store_artifact_put(st, out->so_path, "application/x-sharedlib", so_digest, NULL);
-  if (rc == TH_OK)
-    rc = store_model_publish(st, &j->job.key, out->tuned, tar_digest, so_digest, out->manifest, out->latency_ms,
-                             j->job.id, j->job.attempts, version);
-  tune__refused(j, rc, "the publish");
-  if (rc == TH_OK) {
-    TH_LOG(TH_LOG_INFO, "job %lld published %s/%s/%d v%d (sha256:%.12s…)", (long long)j->job.id,
-           j->job.key.framework, j->job.key.network, j->job.key.batch, *version, tar_digest);
-    /* retention after the publish, before the event: a reader woken by it sees the versions that stay. A
-     * failure is logged, not the job's: the version is published, and the next publish retries. */
-    int retired = 0;
-    if (j->s->o.keep_versions > 0 && store_model_retain(st, &j->job.key, j->s->o.keep_versions, &retired) != TH_OK)
-      TH_LOG(TH_LOG_WARN, "job %lld: retention (--keep-versions %d) failed: %s", (long long)j->job.id,
-             j->s->o.keep_versions, store_errmsg(st));
-    else if (retired > 0)
-      TH_LOG(TH_LOG_INFO, "retention: %d old version(s) of %s/%s/%d unpublished (keeping %d and the aliased ones)",
-             retired, j->job.key.framework, j->job.key.network, j->job.key.batch, j->s->o.keep_versions);
-    tune_event ev = {.kind = TUNE_EV_PUBLISHED, .job_id = j->job.id, .version = *version, .tuned = out->tuned,
-                     .digest = tar_digest};
-    tune__emit(j->s, &ev);
-  }
-  return rc;
 }
 
 static int tune__device_index(tune_sched *s, const char *name) {
@@ -514,25 +253,6 @@ static double tune__estimate(tune_sched *s, const tune__sjob *j) {
   return s->est.mean_s[j->d.kind];
 }
 
-const char *tune_sched_stage_str(int kind) {
-  switch (kind) {
-    case TUNE_SK_SELECT: return "select";
-    case TUNE_SK_MEASURE: return "measure";
-    case TUNE_SK_UPDATE: return "update";
-    case TUNE_SK_REBUILD: return "rebuild";
-    default: return "build";
-  }
-}
-
-const char *tune_sched_phase_str(int kind) {
-  switch (kind) {
-    case TUNE_SK_QUICK: return "quick";
-    case TUNE_SK_REBUILD: return "rebuild";
-    case TUNE_SK_JOB: return "job";
-    default: return "tune";
-  }
-}
-
 /* Ends job j, whose builder has no stage left: succeeded, unless it was handed back to the queue or lost. Caller
  * holds mu. */
 static void tune__complete(tune_sched *s, tune__sjob *j) {
@@ -666,104 +386,6 @@ static void *tune__sched_main(void *arg) {
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
-}
-
-/* ---- the worker: registration, heartbeat, leases ---- */
-
-/* name (and host) of this process as a worker: the given name, else host:pid:random (a restarted process is a
- * new worker, so nothing it did before can be mistaken for its own). */
-static void tune__worker_name(tune_sched *s, const char *given) {
-  if (gethostname(s->host, sizeof s->host) != 0 || !s->host[0]) snprintf(s->host, sizeof s->host, "localhost");
-  s->host[sizeof s->host - 1] = '\0';
-  if (given && *given) {
-    snprintf(s->worker_name, sizeof s->worker_name, "%s", given);
-    return;
-  }
-  unsigned r = 0;
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || read(fd, &r, sizeof r) != (ssize_t)sizeof r) r = (unsigned)(th_now_wall() * 1e6) ^ (unsigned)getpid();
-  if (fd >= 0) close(fd);
-  snprintf(s->worker_name, sizeof s->worker_name, "%.80s:%ld:%06x", s->host, (long)getpid(), r & 0xffffff);
-}
-
-static th_status tune__register(tune_sched *s) {
-  int requeued = 0;
-  th_status rc = store_worker_register(s->st, s->worker_name, s->host, s->target_ptrs, s->ntargets, s->o.max_jobs,
-                                       s->o.lease_s, &requeued);
-  if (rc != TH_OK) return rc;
-  char list[1024] = "";
-  size_t len = 0;
-  for (int i = 0; i < s->ntargets && len < sizeof list; i++)
-    len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", s->targets[i]);
-  TH_LOG(TH_LOG_INFO, "worker %s registered: targets [%s], %d slot(s), lease %.1f s, memory budget %.1f GiB",
-         s->worker_name, list, s->o.max_jobs, s->o.lease_s, s->o.mem_budget / 1073741824.0);
-  if (requeued > 0)
-    TH_LOG(TH_LOG_INFO, "requeued %d job(s) an earlier worker named %s held", requeued, s->worker_name);
-  return TH_OK;
-}
-
-/* One heartbeat: renews this worker's leases, requeues any job whose lease expired (whoever held it), and marks
- * the admitted jobs that another claim took (they stop at their next check). Runs on the heartbeat thread. */
-static void tune__beat(tune_sched *s) {
-  th_status rc = TH_OK;
-  if (s->registered) {
-    rc = store_worker_heartbeat(s->st, s->worker_name, s->o.lease_s, NULL);
-    if (rc == TH_ERR_NOT_FOUND) rc = tune__register(s); /* forgotten after a long silence */
-  }
-  int requeued = 0;
-  if (rc == TH_OK) rc = store_job_reap(s->st, &requeued);
-  if (rc != TH_OK) {
-    if (!s->hb_failing)
-      TH_LOG(TH_LOG_WARN, "worker %s: heartbeat failed (leases are not renewed meanwhile): %s", s->worker_name,
-             store_errmsg(s->st));
-    s->hb_failing = 1;
-    return;
-  }
-  if (s->hb_failing) TH_LOG(TH_LOG_INFO, "worker %s: heartbeat works again", s->worker_name);
-  s->hb_failing = 0;
-  if (requeued > 0) TH_LOG(TH_LOG_INFO, "requeued %d job(s) whose lease expired", requeued);
-  int64_t ids[256];
-  int attempts[256], n = 0;
-  pthread_mutex_lock(&s->mu);
-  if (requeued > 0) pthread_cond_broadcast(&s->cv);
-  for (tune__sjob *j = s->jobs; j && n < 256; j = j->next)
-    if (!atomic_load(&j->lost) && !atomic_load(&j->handed_off)) {
-      ids[n] = j->job.id;
-      attempts[n++] = j->job.attempts;
-    }
-  pthread_mutex_unlock(&s->mu);
-  for (int i = 0; i < n; i++) {
-    if (store_job_fence(s->st, ids[i], attempts[i]) != TH_ERR_CONFLICT) continue;
-    TH_LOG(TH_LOG_WARN, "job %lld: the heartbeat's fencing check refused attempt %d: %s", (long long)ids[i],
-           attempts[i], store_errmsg(s->st));
-    pthread_mutex_lock(&s->mu);
-    for (tune__sjob *j = s->jobs; j; j = j->next)
-      if (j->job.id == ids[i] && j->job.attempts == attempts[i]) atomic_store(&j->lost, 1);
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-  }
-}
-
-static void *tune__heartbeat_main(void *arg) {
-  tune_sched *s = arg;
-  double every = s->o.lease_s / 3;
-  pthread_mutex_lock(&s->mu);
-  while (!s->stopping) {
-    pthread_mutex_unlock(&s->mu);
-    tune__beat(s);
-    double next = th_now_mono() + every;
-    pthread_mutex_lock(&s->mu);
-    while (!s->stopping && th_now_mono() < next) {
-      struct timespec ts = th_deadline_in(next - th_now_mono());
-      pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-    }
-  }
-  pthread_mutex_unlock(&s->mu);
-  return NULL;
-}
-
-const char *tune_sched_name(tune_sched *s) {
-  return s->worker_name;
 }
 
 th_status tune_sched_start(store_t *st, const tune_builder *builder, const tune_sched_opts *o,

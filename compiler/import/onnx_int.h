@@ -1,9 +1,11 @@
-/* Internals of the ONNX importer, shared by its files: onnx.c (parsing, validation, evaluation
- * order, the import loop, finishing the graph, info), onnx_args.c (node attributes and the
- * per-opset decoding of axes, shapes, slices and splits that folding and conversion share),
- * onnx_fold.c (constant tensors: decoding and evaluation at import), onnx_ops.c (one converter per
- * op onto the graph builders) and onnx_match.c (decomposed layer norm and gelu, scale and mask
- * absorption). Nothing here is public. */
+/* Internals of the ONNX importer, shared by its files: onnx.c (parsing, the import loop, finishing
+ * the graph, info), onnx_check.c (validation, the value table, evaluation order, inputs),
+ * onnx_values.c (errors, value look-ups and bindings, parameters), onnx_args.c (node attributes and
+ * the per-opset decoding of axes, shapes, slices and splits that folding and conversion share),
+ * onnx_tensor.c and onnx_fold*.c (constant tensors: decoding and evaluation at import; their own
+ * shared helpers are in onnx_fold_int.h), onnx_ops.c (one converter per op onto the graph builders)
+ * and onnx_match.c (decomposed layer norm and gelu, scale and mask absorption). Nothing here is
+ * public. */
 #ifndef TC_ONNX_INT_H
 #define TC_ONNX_INT_H
 
@@ -116,8 +118,8 @@ typedef struct tc__ox {
   tc_onnx_info info;
 } tc__ox;
 
-/* ---- onnx.c: errors, values, outputs, parameters
- * ---------------------------------------------------- */
+/* ---- onnx_values.c: errors, values, outputs, parameters
+ * --------------------------------------------- */
 
 /* The string or "" (protobuf-c leaves absent strings NULL). */
 const char *tc__ox_s(const char *s);
@@ -165,6 +167,28 @@ th_status tc__ox_fill_param(tc__ox *x, int pid, float fill);
 /* A graph-safe name for builders from the node ("" -> its output's), truncated to fit parameter
  * names. */
 const char *tc__ox_gname(tc__ox *x, const Onnx__NodeProto *n, char *buf, size_t len);
+
+/* Marks n's outputs bad (TC__OX_BAD): what reads them is not converted either. */
+void tc__ox_poison(tc__ox *x, const Onnx__NodeProto *n);
+/* FNV-1a of s, for the name table. */
+uint32_t tc__ox_hash(const char *s);
+/* Adds a value named s; -1 when the name is taken (the caller decides whether that is an error). */
+int tc__ox_add(tc__ox *x, const char *s);
+
+/* ---- onnx_check.c: before any node is converted
+ * ----------------------------------------------------- */
+
+/* Validates the model as a whole (its graph, opsets, domains, node and initializer counts); fails
+ * naming the first fault. */
+th_status tc__ox_check_model(tc__ox *x);
+/* Builds the value table: initializers decoded, graph inputs and node outputs named (each once),
+ * every node input resolved. */
+th_status tc__ox_values(tc__ox *x);
+/* Orders the nodes into x->order (Kahn's algorithm; constant-only nodes first); fails on a cycle.
+ */
+th_status tc__ox_sort(tc__ox *x);
+/* Declares the graph's runtime inputs with the shapes the options give or the file fixes. */
+th_status tc__ox_inputs(tc__ox *x);
 
 /* Helpers that find a node unsupported report it (tc__ox_unsupported) and return TH_OK; the caller
  * sees the list grow and stops converting that node. */
@@ -216,8 +240,8 @@ th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
 th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw,
                              const int64_t *k, const int64_t *s, int64_t *pads);
 
-/* ---- onnx_fold.c: constant tensors
- * -------------------------------------------------------------------- */
+/* ---- onnx_tensor.c, onnx_fold.c: constant tensors
+ * ----------------------------------------------------- */
 
 /* Decodes tensor t (an initializer or a Constant's value; `what` names it in errors) into c. */
 th_status tc__ox_decode(tc__ox *x, const Onnx__TensorProto *t, const char *what, tc__oxc *c);

@@ -1,33 +1,19 @@
 /* Loop IR -> LLVM IR through the LLVM 16 C API. Each kernel becomes `void name(void *const *args)`;
  * argument buffers are loaded from args at entry. Unrolled loops are replicated here (so that local
- * accumulator arrays are indexed by constants and SROA turns them into registers), serial loops become
- * phi loops, and each parallel loop body is outlined into `name_parN(ctx, begin, end)` and handed to the
- * runtime's th_rt_parallel_for with its captured values in a stack struct. Local buffers become entry-block
- * allocas. Errors (never aborts) are kept on the module with LLVM's message. */
-#include <errno.h>
-#include <llvm-c/Analysis.h>
+ * accumulator arrays are indexed by constants and SROA turns them into registers), serial loops
+ * become phi loops, and each parallel loop body is outlined into `name_parN(ctx, begin, end)` and
+ * handed to the runtime's th_rt_parallel_for with its captured values in a stack struct. Local
+ * buffers become entry-block allocas. Errors (never aborts) are kept on the module with LLVM's
+ * message; the module itself, its O3 pipeline and its emission are module.c. */
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
-#include <llvm-c/Target.h>
-#include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen_int.h"
 #include "ops.h"
 #include "tc_llvm.h"
-
-struct tc_llvm_module {
-  tc_target t;
-  LLVMContextRef ctx;
-  LLVMModuleRef mod;
-  LLVMTargetMachineRef tm;
-  int nouts; /* outlined functions so far, for unique names */
-  int emitted;
-  char err[2048];
-};
 
 typedef struct cg_fn {
   tc_llvm_module_t *m;
@@ -47,65 +33,12 @@ static const char *cg__fma(const cg_fn *f) {
   return p && (p[4] == ',' || p[4] == '\0') ? "llvm.fma" : "llvm.fmuladd";
 }
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static int init_ok;
-
-static void init_llvm(void) {
-  init_ok = LLVMInitializeNativeTarget() == 0 && LLVMInitializeNativeAsmPrinter() == 0;
-}
-
-static void set_errf(tc_llvm_module_t *m, const char *what, const char *msg) {
-  snprintf(m->err, sizeof m->err, "%s%s%s", what, msg ? ": " : "", msg ? msg : "");
-}
-
 static th_status fail(cg_fn *f, th_status rc, const char *msg) {
   if (f->rc == TH_OK) {
     f->rc = rc;
-    set_errf(f->m, f->name, msg);
+    tc_llvm__set_errf(f->m, f->name, msg);
   }
   return rc;
-}
-
-const char *tc_llvm_errmsg(const tc_llvm_module_t *m) {
-  return m ? m->err : "";
-}
-
-th_status tc_llvm_module_new(const tc_target *t, const char *name, tc_llvm_module_t **out) {
-  if (!t || !out) return TH_ERR_INVALID;
-  pthread_once(&init_once, init_llvm);
-  if (!init_ok) return TH_ERR_COMPILE;
-  tc_llvm_module_t *m = calloc(1, sizeof *m);
-  if (!m) return TH_ERR_NOMEM;
-  m->t = *t;
-  LLVMTargetRef target = NULL;
-  char *msg = NULL;
-  if (LLVMGetTargetFromTriple(t->triple, &target, &msg)) {
-    if (msg) LLVMDisposeMessage(msg);
-    free(m);
-    return TH_ERR_COMPILE;
-  }
-  m->tm = LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive,
-                                  LLVMRelocPIC, LLVMCodeModelDefault);
-  if (!m->tm) {
-    free(m);
-    return TH_ERR_COMPILE;
-  }
-  m->ctx = LLVMContextCreate();
-  m->mod = LLVMModuleCreateWithNameInContext(name ? name : "tunehub", m->ctx);
-  LLVMSetTarget(m->mod, t->triple);
-  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(m->tm);
-  LLVMSetModuleDataLayout(m->mod, dl);
-  LLVMDisposeTargetData(dl);
-  *out = m;
-  return TH_OK;
-}
-
-void tc_llvm_module_free(tc_llvm_module_t *m) {
-  if (!m) return;
-  if (m->mod) LLVMDisposeModule(m->mod);
-  if (m->ctx) LLVMContextDispose(m->ctx);
-  if (m->tm) LLVMDisposeTargetMachine(m->tm);
-  free(m);
 }
 
 /* ---- types ---- */
@@ -709,7 +642,7 @@ th_status tc_llvm_add_stmt(tc_llvm_module_t *m, const char *fn_name, const tc_st
   if (!m || !fn_name || !body) return TH_ERR_INVALID;
   if (m->emitted) return TH_ERR_INVALID;
   if (LLVMGetNamedFunction(m->mod, fn_name)) {
-    set_errf(m, fn_name, "duplicate kernel name");
+    tc_llvm__set_errf(m, fn_name, "duplicate kernel name");
     return TH_ERR_INVALID;
   }
   LLVMTypeRef ptr = LLVMPointerTypeInContext(m->ctx, 0);
@@ -745,73 +678,8 @@ th_status tc_llvm_add_kernel(tc_llvm_module_t *m, const char *fn_name, const tc_
   if (!a) return TH_ERR_NOMEM;
   const tc_stmt *body = NULL;
   th_status rc = tc_op_lower(wl, cfg, &m->t, a, &body);
-  if (rc != TH_OK) set_errf(m, fn_name, "the template rejected the workload or config");
+  if (rc != TH_OK) tc_llvm__set_errf(m, fn_name, "the template rejected the workload or config");
   if (rc == TH_OK) rc = tc_llvm_add_stmt(m, fn_name, body);
   th_arena_free(a);
   return rc;
-}
-
-static th_status optimise(tc_llvm_module_t *m) {
-  char *msg = NULL;
-  if (LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg)) {
-    set_errf(m, "verify", msg);
-    LLVMDisposeMessage(msg);
-    return TH_ERR_COMPILE;
-  }
-  if (msg) LLVMDisposeMessage(msg);
-  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e = LLVMRunPasses(m->mod, "default<O3>", m->tm, opts);
-  LLVMDisposePassBuilderOptions(opts);
-  if (e) {
-    char *em = LLVMGetErrorMessage(e);
-    set_errf(m, "passes", em);
-    LLVMDisposeErrorMessage(em);
-    return TH_ERR_COMPILE;
-  }
-  return TH_OK;
-}
-
-th_status tc_llvm_emit_object(tc_llvm_module_t *m, const char *path) {
-  if (!m || !path || m->emitted) return TH_ERR_INVALID;
-  m->emitted = 1;
-  th_status rc = optimise(m);
-  if (rc != TH_OK) return rc;
-  char *msg = NULL;
-  LLVMMemoryBufferRef buf = NULL;
-  /* emitted to memory and written here: LLVM's own file stream aborts the whole process on a write
-   * error (a full disk: "LLVM ERROR: IO failure on output stream"), where this returns the error
-   * with its errno */
-  if (LLVMTargetMachineEmitToMemoryBuffer(m->tm, m->mod, LLVMObjectFile, &msg, &buf)) {
-    set_errf(m, "emit", msg);
-    if (msg) LLVMDisposeMessage(msg);
-    return TH_ERR_COMPILE;
-  }
-  if (msg) LLVMDisposeMessage(msg);
-  size_t n = LLVMGetBufferSize(buf);
-  FILE *f = fopen(path, "wbe");
-  size_t w = f ? fwrite(LLVMGetBufferStart(buf), 1, n, f) : 0;
-  int werr = f && w == n ? 0 : errno;
-  int closed =
-      f ? fclose(f) == 0 : 0; /* a full disk often shows only here, when the buffer is flushed */
-  if (!werr && !closed) werr = errno;
-  LLVMDisposeMemoryBuffer(buf);
-  if (werr || !f) {
-    char why[1200];
-    snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(werr ? werr : EIO));
-    set_errf(m, "emit", why);
-    return TH_ERR_IO;
-  }
-  return TH_OK;
-}
-
-th_status tc_llvm_emit_ir(tc_llvm_module_t *m, char **ir_text) {
-  if (!m || !ir_text || m->emitted) return TH_ERR_INVALID;
-  m->emitted = 1;
-  th_status rc = optimise(m);
-  if (rc != TH_OK) return rc;
-  char *s = LLVMPrintModuleToString(m->mod);
-  if (!s) return TH_ERR_NOMEM;
-  *ir_text = strdup(s);
-  LLVMDisposeMessage(s);
-  return *ir_text ? TH_OK : TH_ERR_NOMEM;
 }

@@ -54,12 +54,14 @@ if(TH_FUZZ AND TH_CLANG16 AND TH_FUZZ_WORKS)
     set_tests_properties(fuzz.${name} PROPERTIES LABELS fuzz TIMEOUT ${limit})
   endfunction()
 
+  # the graph IR (graph.c and the files beside it: its constructors and JSON dump)
+  file(GLOB TH_FUZZ_GRAPH_SRC CONFIGURE_DEPENDS ${TH_SOURCE_DIR}/compiler/graph*.c)
   # the ONNX importer alone: network.c (a network's source, zoo or ONNX) needs the zoo and is no part of the parse
   file(GLOB TH_FUZZ_ONNX_SRC CONFIGURE_DEPENDS ${TH_SOURCE_DIR}/compiler/import/*.c)
   list(FILTER TH_FUZZ_ONNX_SRC EXCLUDE REGEX "/network\\.c$")
   set(TC_ONNX_GEN_DIR ${CMAKE_BINARY_DIR}/compiler/onnx_gen)
   th_fuzz_target(onnx
-    SOURCES ${TH_FUZZ_ONNX_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${TH_SOURCE_DIR}/compiler/graph.c
+    SOURCES ${TH_FUZZ_ONNX_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${TH_FUZZ_GRAPH_SRC}
             ${TC_ONNX_GEN_DIR}/onnx/onnx.pb-c.c
     INCLUDES ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/ops ${TH_SOURCE_DIR}/compiler/import
              ${CMAKE_CURRENT_SOURCE_DIR}/unit ${TC_ONNX_GEN_DIR}
@@ -80,7 +82,7 @@ if(TH_FUZZ AND TH_CLANG16 AND TH_FUZZ_WORKS)
                  LIBS ${JANSSON_LINK_LIBRARIES})
   th_fuzz_target(params
     SOURCES ${TH_SOURCE_DIR}/compiler/params.c ${TH_SOURCE_DIR}/compiler/runtime/th_params.c
-            ${TH_SOURCE_DIR}/compiler/graph.c
+            ${TH_FUZZ_GRAPH_SRC}
     INCLUDES ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/runtime ${TH_SOURCE_DIR}/compiler/ops
     LIBS ${JANSSON_LINK_LIBRARIES})
   th_fuzz_target(bundle SOURCES ${TH_SOURCE_DIR}/compiler/bundle_read.c INCLUDES ${TH_SOURCE_DIR}/compiler
