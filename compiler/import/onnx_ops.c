@@ -303,10 +303,11 @@ static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *na
 }
 
 /* The window attributes of Conv and the pools: kernel (given, or from the attribute), strides,
- * dilations (1 only) and pads; pads of a pending zero Pad on the input are added. *in = the input
- * node. */
+ * dilations and pads; pads of a pending zero Pad on the input are added. With dil (Conv), dil gets
+ * the dilations and k the dilated kernel's extent, (k - 1) * d + 1; without, dilations must be 1.
+ * *in = the input node. */
 static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, int64_t *s,
-                               int64_t *pads, int *in, int *padded) {
+                               int64_t *dil, int64_t *pads, int *in, int *padded) {
   tc__oxv *v = tc__ox_in(x, n, 0);
   *in = -1;
   *padded = 0;
@@ -335,9 +336,18 @@ static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, 
   if (rc != TH_OK) return rc;
   rc = tc__ox_attr_ints(x, n, "dilations", a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  for (int i = 0; i < cnt; i++)
-    if (a[i] != 1)
+  if (cnt >= 0 && cnt != 2)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "dilations must have 2 values (2-D)");
+  for (int i = 0; i < cnt; i++) {
+    if (a[i] < 1 || a[i] > 64)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "dilations %lld (1..64)", (long long)a[i]);
+    if (a[i] != 1 && !dil)
       return tc__ox_unsupported(x, n, "attribute dilations = %lld (only 1)", (long long)a[i]);
+  }
+  for (int i = 0; dil && i < 2; i++) {
+    dil[i] = cnt == 2 ? a[i] : 1;
+    k[i] = (k[i] - 1) * dil[i] + 1;
+  }
   rc = tc__ox_window_pads(x, n, hw, k, s, pads);
   if (rc != TH_OK) return rc;
   if (*padded)
@@ -384,9 +394,9 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   if (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != w->c.dims[0]))
     return tc__ox_unsupported(x, n, "the bias must be a constant of %lld floats",
                               (long long)w->c.dims[0]);
-  int64_t k[2] = {w->c.dims[2], w->c.dims[3]}, s[2], pads[4], group;
+  int64_t k[2] = {w->c.dims[2], w->c.dims[3]}, s[2], dil[2], pads[4], group;
   int in, padded;
-  th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
+  th_status rc = tc__ox_window(x, n, k, s, dil, pads, &in, &padded);
   if (rc != TH_OK || in < 0) return rc;
   rc = tc__ox_attr_i(x, n, "group", 1, &group);
   if (rc != TH_OK) return rc;
@@ -397,10 +407,18 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
                         "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
                         (long long)oc, (long long)w->c.dims[1], (long long)group, t->shape[1]);
-  if (group != 1 && (group != oc || group != t->shape[1]))
-    return tc__ox_unsupported(
-        x, n, "group %lld: only 1 or depthwise (group = channels = output channels) have kernels",
-        (long long)group);
+  /* groups other than 1 and depthwise, and dilations, run as the conv of expanded weights */
+  int dw = group == oc && group == t->shape[1];
+  int expand = (group != 1 && !dw) || dil[0] != 1 || dil[1] != 1;
+  int64_t kg = dw ? group : 1;
+  if (expand && (double)oc * (double)(t->shape[1] / kg) * (double)(k[0] * k[1]) >
+                    TC__OX_CONV_EXPAND_MAX)
+    return tc__ox_unsupported(x, n,
+                              "group %lld, dilations %lldx%lld: the expanded weights "
+                              "[%lld, %lld, %lld, %lld] pass %d elements",
+                              (long long)group, (long long)dil[0], (long long)dil[1],
+                              (long long)oc, (long long)(t->shape[1] / kg), (long long)k[0],
+                              (long long)k[1], TC__OX_CONV_EXPAND_MAX);
   int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], 0);
   int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], 0);
   if (oh < 1 || ow < 1)
@@ -409,11 +427,15 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   char nm[256];
   int64_t ph = pads[0] > pads[2] ? pads[0] : pads[2], pw = pads[1] > pads[3] ? pads[1] : pads[3];
   int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, (int)oc, (int)k[0], (int)k[1],
-                         (int)s[0], (int)s[1], (int)ph, (int)pw, (int)group, b != NULL);
+                         (int)s[0], (int)s[1], (int)ph, (int)pw, expand ? (int)kg : (int)group,
+                         b != NULL);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc != TH_OK) return rc;
   tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
-  rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
+  if (expand)
+    rc = tc__ox_conv_expand(x, &x->g->params[x->g->nodes[id].weight], w, (int)group, dil);
+  else
+    rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
   if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
   return rc;
 }
@@ -536,7 +558,7 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
   if (idx && idx->uses > 0) return tc__ox_unsupported(x, n, "its Indices output is used");
   if (!tc__ox_attr(n, "kernel_shape"))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape is missing");
-  th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
+  th_status rc = tc__ox_window(x, n, k, s, NULL, pads, &in, &padded);
   if (rc != TH_OK || in < 0) return rc;
   if (x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
   if (rc == TH_OK && !is_max) rc = tc__ox_attr_i(x, n, "count_include_pad", 0, &cip);
@@ -1160,6 +1182,11 @@ static const struct {
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},
     {"Pad", tc__ox_c_pad},
+    {"ConvTranspose", tc__ox_c_conv_transpose},
+    {"Resize", tc__ox_c_resize},
+    {"Upsample", tc__ox_c_resize},
+    {"DepthToSpace", tc__ox_c_depth_to_space},
+    {"SpaceToDepth", tc__ox_c_depth_to_space},
     {"Gemm", tc__ox_c_gemm},
     {"MatMul", tc__ox_c_matmul},
     {"Flatten", tc__ox_c_reshape},
