@@ -411,14 +411,14 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   int dw = group == oc && group == t->shape[1];
   int expand = (group != 1 && !dw) || dil[0] != 1 || dil[1] != 1;
   int64_t kg = dw ? group : 1;
-  if (expand && (double)oc * (double)(t->shape[1] / kg) * (double)(k[0] * k[1]) >
-                    TC__OX_CONV_EXPAND_MAX)
+  if (expand &&
+      (double)oc * (double)(t->shape[1] / kg) * (double)(k[0] * k[1]) > TC__OX_CONV_EXPAND_MAX)
     return tc__ox_unsupported(x, n,
                               "group %lld, dilations %lldx%lld: the expanded weights "
                               "[%lld, %lld, %lld, %lld] pass %d elements",
-                              (long long)group, (long long)dil[0], (long long)dil[1],
-                              (long long)oc, (long long)(t->shape[1] / kg), (long long)k[0],
-                              (long long)k[1], TC__OX_CONV_EXPAND_MAX);
+                              (long long)group, (long long)dil[0], (long long)dil[1], (long long)oc,
+                              (long long)(t->shape[1] / kg), (long long)k[0], (long long)k[1],
+                              TC__OX_CONV_EXPAND_MAX);
   int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], 0);
   int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], 0);
   if (oh < 1 || ow < 1)
