@@ -284,15 +284,21 @@ static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
  */
 
 /* A 2-value window attribute (kernel_shape, strides) into out, which keeps its preset values when
- * the attribute is absent; both must end up in 1..1024. */
-static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out) {
+ * the attribute is absent; both must end up in 1..1024. A 1-D window (one) has 1 value, the
+ * width's (its height is 1). */
+static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *name, int one,
+                             int64_t *out) {
   int64_t a[8];
   int cnt;
   th_status rc = tc__ox_attr_ints(x, n, name, a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  if (cnt >= 0 && cnt != 2)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have 2 values (2-D)", name);
-  if (cnt == 2) {
+  if (cnt >= 0 && cnt != 2 - one)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have %d values (%d-D)", name, 2 - one,
+                        2 - one);
+  if (cnt == 1 && one) {
+    out[0] = 1;
+    out[1] = a[0];
+  } else if (cnt == 2) {
     out[0] = a[0];
     out[1] = a[1];
   }
@@ -305,7 +311,8 @@ static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *na
 /* The window attributes of Conv and the pools: kernel (given, or from the attribute), strides,
  * dilations and pads; pads of a pending zero Pad on the input are added. With dil (Conv), dil gets
  * the dilations and k the dilated kernel's extent, (k - 1) * d + 1; without, dilations must be 1.
- * *in = the input node. */
+ * *in = the input node; a 1-D window's [N, C, L] input is viewed as [N, C, 1, L] (the caller views
+ * its result back). */
 static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, int64_t *s,
                                int64_t *dil, int64_t *pads, int *in, int *padded) {
   tc__oxv *v = tc__ox_in(x, n, 0);
@@ -321,23 +328,38 @@ static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, 
     if (rc != TH_OK || id < 0) return rc;
   }
   const tc_tensor *t = tc__ox_t(x, id);
-  if (t->ndim != 4)
-    return tc__ox_unsupported(x, n, "only 2-D windows over NCHW maps (the input has %d dimensions)",
-                              t->ndim);
+  int one = t->ndim == 3;
+  if (one && *padded) return tc__ox_unsupported(x, n, "a Pad before a 1-D window");
+  if (one) {
+    int s4[4] = {t->shape[0], t->shape[1], 1, t->shape[2]};
+    id = tc_graph_reshape(x->g, id, 4, s4);
+    th_status rc = tc__ox_bind_node(x, n, NULL, id);
+    if (rc != TH_OK) return rc;
+    t = tc__ox_t(x, id);
+  } else if (t->ndim != 4) {
+    return tc__ox_unsupported(
+        x, n, "only 1-D and 2-D windows over NCL/NCHW maps (the input has %d dimensions)", t->ndim);
+  }
   int64_t a[8], hw[2] = {t->shape[2], t->shape[3]};
   int cnt;
   th_status rc = tc__ox_attr_ints(x, n, "kernel_shape", a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  if (cnt >= 0 && k[0] > 0 && cnt == 2 && (a[0] != k[0] || a[1] != k[1]))
+  if (cnt >= 0 && k[0] > 0 && cnt == 2 - one &&
+      (one ? a[0] != k[1] : (a[0] != k[0] || a[1] != k[1])))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape does not fit the weights");
   s[0] = s[1] = 1;
-  rc = tc__ox_pair(x, n, "kernel_shape", k);
-  if (rc == TH_OK) rc = tc__ox_pair(x, n, "strides", s);
+  rc = tc__ox_pair(x, n, "kernel_shape", one, k);
+  if (rc == TH_OK) rc = tc__ox_pair(x, n, "strides", one, s);
   if (rc != TH_OK) return rc;
   rc = tc__ox_attr_ints(x, n, "dilations", a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  if (cnt >= 0 && cnt != 2)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "dilations must have 2 values (2-D)");
+  if (cnt >= 0 && cnt != 2 - one)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "dilations must have %d values", 2 - one);
+  if (one && cnt == 1) {
+    a[1] = a[0];
+    a[0] = 1;
+    cnt = 2;
+  }
   for (int i = 0; i < cnt; i++) {
     if (a[i] < 1 || a[i] > 64)
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "dilations %lld (1..64)", (long long)a[i]);
@@ -348,7 +370,19 @@ static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, 
     dil[i] = cnt == 2 ? a[i] : 1;
     k[i] = (k[i] - 1) * dil[i] + 1;
   }
-  rc = tc__ox_window_pads(x, n, hw, k, s, pads);
+  char ap[32];
+  rc = tc__ox_attr_s(x, n, "auto_pad", "NOTSET", ap, sizeof ap);
+  if (rc == TH_OK && one && strcmp(ap, "NOTSET") == 0) { /* pads [begin, end] of the width */
+    rc = tc__ox_attr_ints(x, n, "pads", a, 8, &cnt);
+    if (rc == TH_OK && cnt >= 0 && cnt != 2)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (2 for 1-D)", cnt);
+    for (int i = 0; i < 4; i++) pads[i] = cnt == 2 && i % 2 ? a[i / 2] : 0;
+    for (int i = 0; rc == TH_OK && i < 4; i++)
+      if (pads[i] < 0 || pads[i] > TC_ONNX_MAX_DIM)
+        return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)pads[i]);
+  } else if (rc == TH_OK) {
+    rc = tc__ox_window_pads(x, n, hw, k, s, pads);
+  }
   if (rc != TH_OK) return rc;
   if (*padded)
     for (int i = 0; i < 4; i++) pads[i] += v->pads[i];
@@ -385,16 +419,30 @@ static void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, c
   nd->out.shape[3] = (int)ow;
 }
 
+/* A 1-D window's [N, C, 1, L] result (node id) viewed back as n's [N, C, L] output. */
+static th_status tc__ox_flat_window(tc__ox *x, const Onnx__NodeProto *n, int id) {
+  const tc_tensor *t = tc__ox_t(x, id);
+  int s3[3] = {t->shape[0], t->shape[1], t->shape[3]};
+  return tc__ox_set_node(x, n, 0, tc_graph_reshape(x->g, id, 3, s3));
+}
+
 static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   tc__oxv *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   if (!w) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the weights are missing");
-  if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim != 4)
+  if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim < 3 || w->c.ndim > 4)
     return tc__ox_unsupported(
-        x, n, "weights must be a constant 4-D float tensor (1-D/3-D convolutions are not mapped)");
+        x, n,
+        "weights must be a constant 3-D or 4-D float tensor (3-D convolutions are not mapped)");
+  int64_t xd[TC__OX_RANK];
+  tc__oxv *xv = tc__ox_in(x, n, 0);
+  int one = xv && xv->kind != TC__OX_BAD && tc__ox_dims(x, xv, xd) == 3;
+  if (one != (w->c.ndim == 3))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%d-D weights for a %s input", w->c.ndim,
+                        one ? "1-D" : "2-D");
   if (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != w->c.dims[0]))
     return tc__ox_unsupported(x, n, "the bias must be a constant of %lld floats",
                               (long long)w->c.dims[0]);
-  int64_t k[2] = {w->c.dims[2], w->c.dims[3]}, s[2], dil[2], pads[4], group;
+  int64_t k[2] = {one ? 1 : w->c.dims[2], w->c.dims[one ? 2 : 3]}, s[2], dil[2], pads[4], group;
   int in, padded;
   th_status rc = tc__ox_window(x, n, k, s, dil, pads, &in, &padded);
   if (rc != TH_OK || in < 0) return rc;
@@ -437,7 +485,7 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   else
     rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
   if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
-  return rc;
+  return rc == TH_OK && one ? tc__ox_flat_window(x, n, id) : rc;
 }
 
 /* Whether tc_pass_fold_bn will fold a batch norm on node a into it: a plain conv (4-D) used by
@@ -592,6 +640,8 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
                   : tc_graph_avg_pool(x->g, in, 1, 1, 0, (int)cip);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc == TH_OK) tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
+  int64_t xd[TC__OX_RANK];
+  if (rc == TH_OK && tc__ox_dims(x, tc__ox_in(x, n, 0), xd) == 3) rc = tc__ox_flat_window(x, n, id);
   return rc;
 }
 

@@ -25,7 +25,7 @@ static th_status tc__ox_expand(tc__ox *x, tc_param *p, const tc__oxv *w, int gro
   if (!x->opts->weights) return TH_OK;
   const tc__oxc *c = &w->c;
   int64_t M = p->shape[0], CP = p->shape[1], KH = p->shape[2], KW = p->shape[3];
-  int64_t kh = c->dims[2], kw = c->dims[3];
+  int64_t kh = c->ndim == 3 ? 1 : c->dims[2], kw = c->dims[c->ndim - 1];
   int64_t icg = transposed ? c->dims[0] / group : c->dims[1], ocg = M / group;
   float *d = th_arena_alloc(x->g->arena, (size_t)p->numel * sizeof(float));
   if (!d) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory expanding the weights '%s'", w->name);

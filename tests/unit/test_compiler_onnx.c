@@ -539,11 +539,11 @@ TH_TEST(lists_every_unsupported_op) {
   tb_const_f(b, "three", 3.0f);
   tb_node(b, "Pow", "cube", "y,three", "c");
   int64_t d[1] = {2};
-  int64_t w[3] = {4, 4, 1};
-  tb_param(b, "cw", 3, w, 0);
+  int64_t w[5] = {4, 4, 1, 1, 1};
+  tb_param(b, "cw", 5, w, 0);
   tb_const_ints(b, "ax", 1, d);
   tb_node(b, "Unsqueeze", "u2", "y,ax", "y4b");
-  Onnx__NodeProto *n = tb_node(b, "Conv", "dil", "y,cw", "cv"); /* 1-D */
+  Onnx__NodeProto *n = tb_node(b, "Conv", "dil", "y,cw", "cv"); /* 3-D */
   tb_node(b, "NonZero", "nz", "y", "nzo");
   n = tb_node(b, "Cast", "to_str", "ax",
               "strs"); /* a constant: the fold reports it (no output needs it) */
@@ -565,7 +565,7 @@ TH_TEST(lists_every_unsupported_op) {
       "RoiAlign (node 'up1', opset 13)",
       "LSTM (node 'lstm', opset 13)",
       "Pow (node 'cube', opset 13: only inside a decomposed layer norm",
-      "Conv (node 'dil', opset 13: weights must be a constant 4-D float tensor (1-D/3-D",
+      "Conv (node 'dil', opset 13: weights must be a constant 3-D or 4-D float tensor",
       "NonZero (node 'nz', opset 13)",
       "Cast (node 'to_str', opset 13: a cast to element type 8)",
       "Equal (node 'eq', opset 13: only folded at import, and it depends on the "

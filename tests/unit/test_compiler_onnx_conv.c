@@ -341,3 +341,75 @@ TH_TEST(conv_family_refusals_name_the_rule) {
   }
   return 0;
 }
+
+/* 1-D Conv (2 groups, dilation 2, pads 1 and 2) and MaxPool (3 wide, stride 2, pads 1) over
+ * [N, C, L] run as 2-D windows of height 1 and come back as [N, C, L']. */
+TH_TEST(conv_and_pool_1d_match_naive) {
+  enum {
+    N = 2,
+    C = 4,
+    L = 9,
+    M = 6,
+    G = 2,
+    K = 3,
+    OL = (L + 3 - 5) / 1 + 1,
+    PL = (L + 2 - 3) / 2 + 1
+  };
+  tb *b = tb_new(13);
+  int64_t xd[3] = {-1, C, L}, wd[3] = {M, C / G, K};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, xd);
+  tb_param(b, "w", 3, wd, 0);
+  Onnx__NodeProto *n = tb_node(b, "Conv", "c1", "x,w", "y");
+  static const int64_t dil[1] = {2}, pads[2] = {1, 2}, k3[1] = {3}, s2[1] = {2}, p11[2] = {1, 1};
+  tb_attr_i(b, n, "group", G);
+  tb_attr_ints(b, n, "dilations", 1, dil);
+  tb_attr_ints(b, n, "pads", 2, pads);
+  n = tb_node(b, "MaxPool", "p1", "x", "z");
+  tb_attr_ints(b, n, "kernel_shape", 1, k3);
+  tb_attr_ints(b, n, "strides", 1, s2);
+  tb_attr_ints(b, n, "pads", 2, p11);
+  tb_output(b, "y");
+  tb_output(b, "z");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tv_import(p, len, N, TH_OK, NULL);
+  CHECK(g != NULL);
+  for (int k = 0; k < 2; k++) {
+    const tc_tensor *t = &g->nodes[g->outputs[k]].out;
+    CHECK(t->ndim == 3 && t->shape[0] == N && t->shape[1] == (k ? C : M) &&
+          t->shape[2] == (k ? PL : OL));
+  }
+  float x[N * C * L], w[M * (C / G) * K], y[N * M * OL], z[N * C * PL];
+  tb_fill(x, N * C * L, 9);
+  tb_data("w", M * (C / G) * K, 0, w);
+  void *outs[2] = {y, z};
+  const void *ins[1] = {x};
+  CHECK(tc_ref_run_io(g, ins, outs, NULL, 0) == TH_OK);
+  double worst = 0;
+  for (int nn = 0; nn < N; nn++)
+    for (int m = 0; m < M; m++)
+      for (int o = 0; o < OL; o++) {
+        double acc = 0;
+        for (int ci = 0; ci < C / G; ci++)
+          for (int kk = 0; kk < K; kk++)
+            acc += w[(m * (C / G) + ci) * K + kk] *
+                   tv_at(x, C, 1, L, nn, (m / (M / G)) * (C / G) + ci, 0, o - 1 + 2 * kk);
+        worst = fmax(worst, fabs(acc - y[(nn * M + m) * OL + o]));
+      }
+  for (int nn = 0; nn < N; nn++)
+    for (int c = 0; c < C; c++)
+      for (int o = 0; o < PL; o++) {
+        double mx = -1e30;
+        for (int kk = 0; kk < 3; kk++) {
+          int i = o * 2 - 1 + kk;
+          if (i >= 0 && i < L) mx = fmax(mx, x[(nn * C + c) * L + i]);
+        }
+        worst = fmax(worst, fabs(mx - z[(nn * C + c) * PL + o]));
+      }
+  fprintf(stderr, "1-D conv and pool: max |diff| %.3g\n", worst);
+  CHECK(worst < 1e-4);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  return 0;
+}
