@@ -739,6 +739,8 @@ static const struct tc__ox_opset_range {
     {"Upsample", 7, 9},
     {"DepthToSpace", 6, 21},
     {"SpaceToDepth", 6, 21},
+    {"PRelu", 6, 21},
+    {"GlobalMaxPool", 6, 21},
     {"Gemm", 6, 21},
     {"MatMul", 6, 21},
     {"Flatten", 6, 21},

@@ -263,6 +263,8 @@ th_status tc__ox_conv_expand(tc__ox *x, tc_param *p, const tc__oxv *w, int group
 th_status tc__ox_c_conv_transpose(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_resize(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_depth_to_space(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_prelu(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_global_max_pool(tc__ox *x, const Onnx__NodeProto *n);
 
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */

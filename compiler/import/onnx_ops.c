@@ -1237,6 +1237,8 @@ static const struct {
     {"Upsample", tc__ox_c_resize},
     {"DepthToSpace", tc__ox_c_depth_to_space},
     {"SpaceToDepth", tc__ox_c_depth_to_space},
+    {"PRelu", tc__ox_c_prelu},
+    {"GlobalMaxPool", tc__ox_c_global_max_pool},
     {"Gemm", tc__ox_c_gemm},
     {"MatMul", tc__ox_c_matmul},
     {"Flatten", tc__ox_c_reshape},

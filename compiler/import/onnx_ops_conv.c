@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "onnx_int.h"
+#include "workload.h"
 
 /* Fills p with the weights of w as a conv of groups `group`: transposed = 0 reads w as a Conv's
  * [M, C/group, kh, kw]; transposed = 1 as a ConvTranspose's [C, M/group, kh, kw], flipped in both
@@ -562,4 +563,74 @@ th_status tc__ox_c_depth_to_space(tc__ox *x, const Onnx__NodeProto *n) {
   rc = tc__ox_bind_node(x, n, NULL, id);
   if (rc != TH_OK) return rc;
   return tc__ox_set_node(x, n, 0, tc_graph_reshape(x->g, id, 4, s4));
+}
+
+/* ---- PRelu, GlobalMaxPool
+ * ----------------------------------------------------------------------------- */
+
+/* PRelu: x >= 0 ? x : slope * x. One slope is a leaky relu; others are relu(x) + slope * (x -
+ * relu(x)) with the slope broadcast to x (numpy's rules; opset 6's slope [C] is per channel). */
+th_status tc__ox_c_prelu(tc__ox *x, const Onnx__NodeProto *n) {
+  tc__oxv *v = tc__ox_in(x, n, 0), *sv = tc__ox_in(x, n, 1);
+  if (!v || !sv) return tc__ox_nfail(x, n, TH_ERR_INVALID, "needs X and slope");
+  int a = -1, sl = -1;
+  th_status rc = tc__ox_tensor(x, n, v, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  tc_tensor t = x->g->nodes[a].out;
+  if (t.dtype != TC_DTYPE_F32) return tc__ox_unsupported(x, n, "only float32 inputs");
+  if (sv->kind == TC__OX_CONST && sv->c.fl && sv->c.n == 1)
+    return tc__ox_set_node(x, n, 0, tc_graph_math(x->g, a, TC_UNARY_LEAKY_RELU, sv->c.f[0], 0));
+  rc = tc__ox_tensor(x, n, sv, &sl);
+  if (rc != TH_OK || sl < 0) return rc;
+  tc_tensor st = x->g->nodes[sl].out;
+  if (x->opset < 7 && st.ndim == 1 && t.ndim > 2 && st.shape[0] == t.shape[1]) {
+    int sh[TC_MAX_DIMS];
+    sh[0] = st.shape[0];
+    for (int d = 1; d < t.ndim - 1; d++) sh[d] = 1;
+    sl = tc_graph_reshape(x->g, sl, t.ndim - 1, sh);
+    rc = tc__ox_bind_node(x, n, NULL, sl);
+    if (rc != TH_OK) return rc;
+  }
+  int r = tc_graph_relu(x->g, a);
+  rc = tc__ox_bind_node(x, n, NULL, r);
+  int d = rc == TH_OK ? tc_graph_sub(x->g, a, r) : -1;
+  if (rc == TH_OK) rc = tc__ox_bind_node(x, n, NULL, d);
+  int m = rc == TH_OK ? tc_graph_mul(x->g, d, sl) : -1;
+  if (rc == TH_OK) rc = tc__ox_bind_node(x, n, NULL, m);
+  if (rc != TH_OK) return rc;
+  if (x->g->nodes[m].out.ndim != t.ndim)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the slope does not broadcast to X");
+  return tc__ox_set_node(x, n, 0, tc_graph_add(x->g, r, m));
+}
+
+/* GlobalMaxPool of an [N, C, H, W] (or [N, C, L]) map: a max pool whose window is the map. */
+th_status tc__ox_c_global_max_pool(tc__ox *x, const Onnx__NodeProto *n) {
+  tc__oxv *v = tc__ox_in(x, n, 0);
+  if (!v) return tc__ox_nfail(x, n, TH_ERR_INVALID, "input 0 is missing");
+  int a = -1;
+  th_status rc = tc__ox_tensor(x, n, v, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  tc_tensor t = x->g->nodes[a].out;
+  if (t.dtype != TC_DTYPE_F32 || (t.ndim != 3 && t.ndim != 4))
+    return tc__ox_unsupported(x, n, "only float32 NCL or NCHW maps");
+  if (t.ndim == 3) {
+    int s4[4] = {t.shape[0], t.shape[1], 1, t.shape[2]};
+    a = tc_graph_reshape(x->g, a, 4, s4);
+    rc = tc__ox_bind_node(x, n, NULL, a);
+    if (rc != TH_OK) return rc;
+  }
+  const tc_tensor *t4 = &x->g->nodes[a].out;
+  int kh = t4->shape[2], kw = t4->shape[3];
+  if (kh > 1024 || kw > 1024)
+    return tc__ox_unsupported(x, n, "a %dx%d map (windows up to 1024)", kh, kw);
+  int id = tc_graph_max_pool(x->g, a, 1, 1, 0, 0);
+  rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc != TH_OK) return rc;
+  tc_node *nd = &x->g->nodes[id];
+  nd->kh = kh;
+  nd->kw = kw;
+  nd->out.shape[2] = nd->out.shape[3] = 1;
+  if (t.ndim == 4) return tc__ox_set_node(x, n, 0, id);
+  int s3[3] = {t.shape[0], t.shape[1], 1};
+  return tc__ox_set_node(x, n, 0, tc_graph_reshape(x->g, id, 3, s3));
 }

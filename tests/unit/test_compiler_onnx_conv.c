@@ -413,3 +413,46 @@ TH_TEST(conv_and_pool_1d_match_naive) {
   tb_free(b);
   return 0;
 }
+
+/* PRelu with a slope per channel ([C, 1, 1], broadcast) and with one slope, and GlobalMaxPool. */
+TH_TEST(prelu_and_global_max_pool_match_naive) {
+  enum { N = 2, C = 3, H = 4, W = 5 };
+  tb *b = tb_new(13);
+  int64_t xd[4] = {-1, C, H, W}, sd[3] = {C, 1, 1}, one[1] = {1};
+  static const float slopes[C] = {0.25f, -0.5f, 2.0f}, s1[1] = {0.1f};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+  tb_init_f(b, "slope", 3, sd, slopes);
+  tb_init_f(b, "s1", 1, one, s1);
+  tb_node(b, "PRelu", "pc", "x,slope", "y");
+  tb_node(b, "PRelu", "p1", "x,s1", "z");
+  tb_node(b, "GlobalMaxPool", "gmp", "x", "m");
+  tb_output(b, "y");
+  tb_output(b, "z");
+  tb_output(b, "m");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tv_import(p, len, N, TH_OK, NULL);
+  CHECK(g != NULL);
+  float x[N * C * H * W], y[N * C * H * W], z[N * C * H * W], m[N * C];
+  tb_fill(x, N * C * H * W, 10);
+  void *outs[3] = {y, z, m};
+  const void *ins[1] = {x};
+  CHECK(tc_ref_run_io(g, ins, outs, NULL, 0) == TH_OK);
+  double worst = 0;
+  for (int i = 0; i < N * C * H * W; i++) {
+    int c = i / (H * W) % C;
+    worst = fmax(worst, fabs((x[i] >= 0 ? x[i] : slopes[c] * x[i]) - y[i]));
+    worst = fmax(worst, fabs((x[i] >= 0 ? x[i] : s1[0] * x[i]) - z[i]));
+  }
+  for (int i = 0; i < N * C; i++) {
+    float mx = x[i * H * W];
+    for (int k = 1; k < H * W; k++) mx = fmaxf(mx, x[i * H * W + k]);
+    worst = fmax(worst, fabs(mx - m[i]));
+  }
+  fprintf(stderr, "prelu, global max pool: max |diff| %.3g\n", worst);
+  CHECK(worst < 1e-6);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  return 0;
+}
