@@ -99,18 +99,19 @@ static float *tc__ox_zeros(tc__ox *x, int64_t cnt) {
  * ------------------------------------------------------------------------------------ */
 
 /* A 2-value attribute into out (kept at its preset values when absent); 4 values give the last 2
- * (output_shape written with N and C). */
-static th_status tc__ox_pair2(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out,
-                              int *given) {
+ * (output_shape written with N and C). A 1-D one (one) has 1 value (3 with N and C): the width's.
+ */
+static th_status tc__ox_pair2(tc__ox *x, const Onnx__NodeProto *n, const char *name, int one,
+                              int64_t *out, int *given) {
   int64_t a[8];
-  int cnt;
+  int cnt, want = 2 - one;
   th_status rc = tc__ox_attr_ints(x, n, name, a, 8, &cnt);
   if (rc != TH_OK) return rc;
   if (given) *given = cnt >= 0;
   if (cnt < 0) return TH_OK;
-  if (cnt != 2 && !(cnt == 4 && given))
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have 2 values (2-D)", name);
-  out[0] = a[cnt - 2];
+  if (cnt != want && !(cnt == want + 2 && given))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have %d values (%d-D)", name, want, want);
+  if (!one) out[0] = a[cnt - 2];
   out[1] = a[cnt - 1];
   return TH_OK;
 }
@@ -118,28 +119,37 @@ static th_status tc__ox_pair2(tc__ox *x, const Onnx__NodeProto *n, const char *n
 th_status tc__ox_c_conv_transpose(tc__ox *x, const Onnx__NodeProto *n) {
   tc__oxv *v = tc__ox_in(x, n, 0), *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   if (!v || !w) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input or the weights are missing");
-  if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim != 4)
+  if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim < 3 || w->c.ndim > 4)
     return tc__ox_unsupported(
         x, n,
-        "weights must be a constant 4-D float tensor (1-D/3-D transposed convolutions are not "
-        "mapped)");
-  int in = -1;
+        "weights must be a constant 3-D or 4-D float tensor (3-D transposed convolutions are "
+        "not mapped)");
+  int in = -1, one = w->c.ndim == 3;
   th_status rc = tc__ox_tensor(x, n, v, &in);
   if (rc != TH_OK || in < 0) return rc;
   tc_tensor t = x->g->nodes[in].out;
-  if (t.dtype != TC_DTYPE_F32 || t.ndim != 4)
-    return tc__ox_unsupported(x, n, "only float32 NCHW inputs (the input has %d dimensions)",
-                              t.ndim);
-  int64_t group, C = w->c.dims[0], k[2] = {w->c.dims[2], w->c.dims[3]};
-  int64_t s[2] = {1, 1}, dil[2] = {1, 1}, op[2] = {0, 0}, os[2] = {0, 0}, pads[4] = {0, 0, 0, 0};
+  if (t.dtype != TC_DTYPE_F32 || t.ndim != 4 - one)
+    return tc__ox_unsupported(x, n,
+                              "only float32 %s inputs for %d-D weights (the input has %d "
+                              "dimensions)",
+                              one ? "NCL" : "NCHW", w->c.ndim, t.ndim);
+  if (one) { /* [N, C, L] as [N, C, 1, L] */
+    int s4[4] = {t.shape[0], t.shape[1], 1, t.shape[2]};
+    in = tc_graph_reshape(x->g, in, 4, s4);
+    rc = tc__ox_bind_node(x, n, NULL, in);
+    if (rc != TH_OK) return rc;
+    t = x->g->nodes[in].out;
+  }
+  int64_t group, C = w->c.dims[0], k[2] = {one ? 1 : w->c.dims[2], w->c.dims[w->c.ndim - 1]};
+  int64_t s[2] = {1, 1}, dil[2] = {1, 1}, op[2] = {0, 0}, os[2] = {1, 0}, pads[4] = {0, 0, 0, 0};
   int has_os = 0, has_k = 0;
   int64_t ks[2] = {k[0], k[1]};
   rc = tc__ox_attr_i(x, n, "group", 1, &group);
-  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "kernel_shape", ks, NULL);
-  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "strides", s, NULL);
-  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "dilations", dil, NULL);
-  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "output_padding", op, NULL);
-  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "output_shape", os, &has_os);
+  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "kernel_shape", one, ks, NULL);
+  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "strides", one, s, NULL);
+  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "dilations", one, dil, NULL);
+  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "output_padding", one, op, NULL);
+  if (rc == TH_OK) rc = tc__ox_pair2(x, n, "output_shape", one, os, &has_os);
   if (rc != TH_OK) return rc;
   (void)has_k;
   if (group < 1 || C != t.shape[1] || C % group != 0)
@@ -172,12 +182,14 @@ th_status tc__ox_c_conv_transpose(tc__ox *x, const Onnx__NodeProto *n) {
     int cnt;
     rc = tc__ox_attr_ints(x, n, "pads", p, 8, &cnt);
     if (rc != TH_OK) return rc;
-    if (cnt >= 0 && cnt != 4)
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (4 for 2-D)", cnt);
-    for (int i = 0; cnt == 4 && i < 4; i++) {
-      if (p[i] < 0 || p[i] > TC_ONNX_MAX_DIM)
-        return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)p[i]);
-      pads[i] = p[i];
+    if (cnt >= 0 && cnt != 4 - 2 * one)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (%d for %d-D)", cnt,
+                          4 - 2 * one, 2 - one);
+    for (int i = 0; cnt > 0 && i < 4; i++) {
+      int64_t pv = !one ? p[i] : i % 2 ? p[i / 2] : 0;
+      if (pv < 0 || pv > TC_ONNX_MAX_DIM)
+        return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)pv);
+      pads[i] = pv;
     }
   }
   for (int d = 0; d < 2; d++) {
@@ -240,7 +252,9 @@ th_status tc__ox_c_conv_transpose(tc__ox *x, const Onnx__NodeProto *n) {
   nd->out.shape[3] = (int)out[1];
   rc = tc__ox_expand(x, &x->g->params[nd->weight], w, (int)group, dil, 1);
   if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
-  return rc;
+  if (rc != TH_OK || !one) return rc;
+  int s3[3] = {t.shape[0], (int)M, (int)out[1]};
+  return tc__ox_set_node(x, n, 0, tc_graph_reshape(x->g, id, 3, s3));
 }
 
 /* ---- Resize, Upsample

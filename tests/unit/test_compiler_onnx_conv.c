@@ -456,3 +456,50 @@ TH_TEST(prelu_and_global_max_pool_match_naive) {
   tb_free(b);
   return 0;
 }
+
+/* A 1-D ConvTranspose (stride 2, pads 1 and 0, output_padding 1) over [N, C, L]. */
+TH_TEST(conv_transpose_1d_matches_naive) {
+  enum { N = 2, C = 2, L = 5, M = 3, K = 3, OL = 2 * (L - 1) + 1 + K - 1 };
+  tb *b = tb_new(11);
+  int64_t xd[3] = {-1, C, L}, wd[3] = {C, M, K};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, xd);
+  tb_param(b, "w", 3, wd, 0);
+  Onnx__NodeProto *n = tb_node(b, "ConvTranspose", "up1", "x,w", "y");
+  static const int64_t st[1] = {2}, pads[2] = {1, 0}, op[1] = {1};
+  tb_attr_ints(b, n, "strides", 1, st);
+  tb_attr_ints(b, n, "pads", 2, pads);
+  tb_attr_ints(b, n, "output_padding", 1, op);
+  tb_output(b, "y");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tv_import(p, len, N, TH_OK, NULL);
+  CHECK(g != NULL);
+  const tc_tensor *t = &g->nodes[g->outputs[0]].out;
+  CHECK(t->ndim == 3 && t->shape[0] == N && t->shape[1] == M && t->shape[2] == OL);
+  float x[N * C * L], w[C * M * K], y[N * M * OL];
+  double want[N * M * OL];
+  tb_fill(x, N * C * L, 11);
+  tb_data("w", C * M * K, 0, w);
+  memset(want, 0, sizeof want);
+  for (int nn = 0; nn < N; nn++)
+    for (int c = 0; c < C; c++)
+      for (int m = 0; m < M; m++)
+        for (int i = 0; i < L; i++)
+          for (int k = 0; k < K; k++) {
+            int o = i * 2 - 1 + k;
+            if (o >= 0 && o < OL)
+              want[(nn * M + m) * OL + o] +=
+                  (double)x[(nn * C + c) * L + i] * w[(c * M + m) * K + k];
+          }
+  void *outs[1] = {y};
+  const void *ins[1] = {x};
+  CHECK(tc_ref_run_io(g, ins, outs, NULL, 0) == TH_OK);
+  double worst = 0;
+  for (int i = 0; i < N * M * OL; i++) worst = fmax(worst, fabs(want[i] - y[i]));
+  fprintf(stderr, "1-D conv transpose: max |diff| %.3g\n", worst);
+  CHECK(worst < 1e-4);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  return 0;
+}
