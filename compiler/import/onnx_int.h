@@ -265,6 +265,10 @@ th_status tc__ox_c_resize(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_depth_to_space(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_prelu(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_global_max_pool(tc__ox *x, const Onnx__NodeProto *n);
+/* Pad of node a by p (begins, then ends; negative ones crop) in mode constant (val), reflect, edge
+ * or wrap: a 0/1 matrix per padded axis (a dense, the constant as its bias). Sets n's output. */
+th_status tc__ox_pad_maps(tc__ox *x, const Onnx__NodeProto *n, int a, const int64_t *p,
+                          const char *mode, float val);
 
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */

@@ -662,8 +662,11 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   float val = 0.0f;
   th_status rc = tc__ox_attr_s(x, n, "mode", "constant", mode, sizeof mode);
   if (rc != TH_OK) return rc;
-  if (strcmp(mode, "constant") != 0)
-    return tc__ox_unsupported(x, n, "mode '%s' (only zero padding)", mode);
+  int cst = strcmp(mode, "constant") == 0, crop = 0;
+  if (!cst && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0 &&
+      strcmp(mode, "wrap") != 0)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "mode '%s' is not constant, reflect, edge or wrap",
+                        mode);
   if (x->opset >= 18 && tc__ox_in(x, n, 3))
     return tc__ox_unsupported(x, n, "an axes input (opset 18; pads over every axis only)");
   int before = x->nunsup;
@@ -687,8 +690,8 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values for %d dimensions", cnt, t->ndim);
   int zero = 1, spatial = t->ndim == 4;
   for (int i = 0; i < cnt; i++) {
-    if (p[i] < 0) return tc__ox_unsupported(x, n, "negative pads (cropping)");
-    if (p[i] > TC_ONNX_MAX_DIM)
+    crop |= p[i] < 0;
+    if (p[i] > TC_ONNX_MAX_DIM || p[i] < -TC_ONNX_MAX_DIM)
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)p[i]);
     zero = zero && p[i] == 0;
     if (i % t->ndim < 2 && p[i] != 0) spatial = 0;
@@ -699,9 +702,7 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   const Onnx__NodeProto *cn = c >= 0 ? x->gp->node[c] : NULL;
   int fits = cn && (strcmp(cn->op_type, "Conv") == 0 || strcmp(cn->op_type, "AveragePool") == 0) &&
              tc__ox_in(x, cn, 0) == o && val == 0.0f && spatial;
-  if (!fits)
-    return tc__ox_unsupported(
-        x, n, "only zero padding of H and W right before a Conv or AveragePool is mapped");
+  if (!fits || crop || !cst) return tc__ox_pad_maps(x, n, a, p, mode, val);
   o->kind = TC__OX_PAD;
   o->node = a;
   o->pads[0] = (int)p[2];

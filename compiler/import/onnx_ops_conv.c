@@ -648,3 +648,49 @@ th_status tc__ox_c_global_max_pool(tc__ox *x, const Onnx__NodeProto *n) {
   int s3[3] = {t.shape[0], t.shape[1], 1};
   return tc__ox_set_node(x, n, 0, tc_graph_reshape(x->g, id, 3, s3));
 }
+
+/* ---- Pad that no Conv or AveragePool takes
+ * ------------------------------------------------------------ */
+
+th_status tc__ox_pad_maps(tc__ox *x, const Onnx__NodeProto *n, int a, const int64_t *p,
+                          const char *mode, float val) {
+  tc_tensor t = x->g->nodes[a].out;
+  int r = t.ndim, cst = strcmp(mode, "constant") == 0;
+  if (r < 2) return tc__ox_unsupported(x, n, "a Pad of a 1-D tensor");
+  for (int d = 0; d < r; d++) {
+    int64_t pb = p[d], pe = p[d + r], L = t.shape[d], Lo = L + pb + pe;
+    if (pb == 0 && pe == 0) continue;
+    if (d == 0) return tc__ox_unsupported(x, n, "it pads the batch axis");
+    if (Lo < 1 || Lo > TC_ONNX_MAX_DIM)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %d would be %lld long", d, (long long)Lo);
+    if (strcmp(mode, "reflect") == 0 && L > 1 && (pb >= L || pe >= L))
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s pads of %lld and %lld on an axis of %lld", mode,
+                          (long long)pb, (long long)pe, (long long)L);
+    if ((double)Lo * (double)L > TC__OX_CONV_EXPAND_MAX)
+      return tc__ox_unsupported(x, n, "axis %d: the %lld x %lld matrix passes %d elements", d,
+                                (long long)Lo, (long long)L, TC__OX_CONV_EXPAND_MAX);
+    float *A = tc__ox_zeros(x, Lo * L), *bias = tc__ox_zeros(x, Lo);
+    if (!A || !bias) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+    int biased = 0;
+    for (int64_t o = 0; o < Lo; o++) {
+      int64_t s = o - pb;
+      if (s < 0 || s >= L) {
+        if (cst) {
+          bias[o] = val;
+          biased |= val != 0.0f;
+          continue;
+        }
+        if (strcmp(mode, "edge") == 0)
+          s = s < 0 ? 0 : L - 1;
+        else if (strcmp(mode, "wrap") == 0)
+          s = ((s % L) + L) % L;
+        else
+          s = L == 1 ? 0 : s < 0 ? -s : 2 * (L - 1) - s; /* reflect */
+      }
+      A[o * L + s] = 1.0f;
+    }
+    th_status rc = tc__ox_axis_map(x, n, &a, d, (int)Lo, A, biased ? bias : NULL, "pad");
+    if (rc != TH_OK) return rc;
+  }
+  return tc__ox_set_node(x, n, 0, a);
+}

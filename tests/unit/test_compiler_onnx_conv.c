@@ -503,3 +503,58 @@ TH_TEST(conv_transpose_1d_matches_naive) {
   tb_free(b);
   return 0;
 }
+
+/* Pad that no Conv takes: constant (value 1.5, cropping one column), reflect and edge. */
+TH_TEST(pad_modes_match_naive) {
+  enum { N = 2, C = 2, H = 3, W = 4 };
+  static const char *const modes[3] = {"constant", "reflect", "edge"};
+  /* [N, C, H, W] begins then ends: H 2 before 1 after, W 1 before, -1 (constant) or 2 after */
+  static const int64_t pc[8] = {0, 0, 2, 1, 0, 0, 1, -1}, pr[8] = {0, 0, 2, 1, 0, 0, 1, 2};
+  for (int md = 0; md < 3; md++) {
+    tb *b = tb_new(13);
+    int64_t xd[4] = {-1, C, H, W};
+    const int64_t *pp = md == 0 ? pc : pr;
+    tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
+    tb_const_ints(b, "pads", 8, pp);
+    tb_const_f(b, "val", 1.5f);
+    Onnx__NodeProto *n = tb_node(b, "Pad", "pad", md == 0 ? "x,pads,val" : "x,pads", "y");
+    tb_attr_s(b, n, "mode", modes[md]);
+    tb_output(b, "y");
+    size_t len;
+    uint8_t *p = tb_pack(b, &len);
+    tc_graph *g = tv_import(p, len, N, TH_OK, NULL);
+    CHECK(g != NULL);
+    int OH = H + 3, OW = (int)(W + pp[3] + pp[7]);
+    float x[N * C * H * W];
+    tb_fill(x, N * C * H * W, 12);
+    int shape[4] = {N, C, OH, OW};
+    float *y = tv_run(g, x, 0, shape);
+    double worst = 0;
+    for (int i = 0; i < N * C; i++)
+      for (int oy = 0; oy < OH; oy++)
+        for (int ox = 0; ox < OW; ox++) {
+          int sy = oy - 2, sx = ox - 1;
+          double want;
+          if (md == 0) {
+            want = sy < 0 || sy >= H || sx < 0 || sx >= W ? 1.5 : x[(i * H + sy) * W + sx];
+          } else {
+            if (md == 1) {
+              sy = sy < 0 ? -sy : sy >= H ? 2 * (H - 1) - sy : sy;
+              sx = sx < 0 ? -sx : sx >= W ? 2 * (W - 1) - sx : sx;
+            } else {
+              sy = sy < 0 ? 0 : sy >= H ? H - 1 : sy;
+              sx = sx < 0 ? 0 : sx >= W ? W - 1 : sx;
+            }
+            want = x[(i * H + sy) * W + sx];
+          }
+          worst = fmax(worst, fabs(want - y[(i * OH + oy) * OW + ox]));
+        }
+    fprintf(stderr, "pad %s: max |diff| %.3g\n", modes[md], worst);
+    CHECK(worst < 1e-6);
+    free(y);
+    tc_graph_free(g);
+    free(p);
+    tb_free(b);
+  }
+  return 0;
+}
