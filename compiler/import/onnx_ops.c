@@ -284,15 +284,21 @@ static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
  */
 
 /* A 2-value window attribute (kernel_shape, strides) into out, which keeps its preset values when
- * the attribute is absent; both must end up in 1..1024. */
-static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *name, int64_t *out) {
+ * the attribute is absent; both must end up in 1..1024. A 1-D window (one) has 1 value, the
+ * width's (its height is 1). */
+static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *name, int one,
+                             int64_t *out) {
   int64_t a[8];
   int cnt;
   th_status rc = tc__ox_attr_ints(x, n, name, a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  if (cnt >= 0 && cnt != 2)
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have 2 values (2-D)", name);
-  if (cnt == 2) {
+  if (cnt >= 0 && cnt != 2 - one)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have %d values (%d-D)", name, 2 - one,
+                        2 - one);
+  if (cnt == 1 && one) {
+    out[0] = 1;
+    out[1] = a[0];
+  } else if (cnt == 2) {
     out[0] = a[0];
     out[1] = a[1];
   }
@@ -303,10 +309,12 @@ static th_status tc__ox_pair(tc__ox *x, const Onnx__NodeProto *n, const char *na
 }
 
 /* The window attributes of Conv and the pools: kernel (given, or from the attribute), strides,
- * dilations (1 only) and pads; pads of a pending zero Pad on the input are added. *in = the input
- * node. */
+ * dilations and pads; pads of a pending zero Pad on the input are added. With dil (Conv), dil gets
+ * the dilations and k the dilated kernel's extent, (k - 1) * d + 1; without, dilations must be 1.
+ * *in = the input node; a 1-D window's [N, C, L] input is viewed as [N, C, 1, L] (the caller views
+ * its result back). */
 static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, int64_t *s,
-                               int64_t *pads, int *in, int *padded) {
+                               int64_t *dil, int64_t *pads, int *in, int *padded) {
   tc__oxv *v = tc__ox_in(x, n, 0);
   *in = -1;
   *padded = 0;
@@ -320,25 +328,61 @@ static th_status tc__ox_window(tc__ox *x, const Onnx__NodeProto *n, int64_t *k, 
     if (rc != TH_OK || id < 0) return rc;
   }
   const tc_tensor *t = tc__ox_t(x, id);
-  if (t->ndim != 4)
-    return tc__ox_unsupported(x, n, "only 2-D windows over NCHW maps (the input has %d dimensions)",
-                              t->ndim);
+  int one = t->ndim == 3;
+  if (one && *padded) return tc__ox_unsupported(x, n, "a Pad before a 1-D window");
+  if (one) {
+    int s4[4] = {t->shape[0], t->shape[1], 1, t->shape[2]};
+    id = tc_graph_reshape(x->g, id, 4, s4);
+    th_status rc = tc__ox_bind_node(x, n, NULL, id);
+    if (rc != TH_OK) return rc;
+    t = tc__ox_t(x, id);
+  } else if (t->ndim != 4) {
+    return tc__ox_unsupported(
+        x, n, "only 1-D and 2-D windows over NCL/NCHW maps (the input has %d dimensions)", t->ndim);
+  }
   int64_t a[8], hw[2] = {t->shape[2], t->shape[3]};
   int cnt;
   th_status rc = tc__ox_attr_ints(x, n, "kernel_shape", a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  if (cnt >= 0 && k[0] > 0 && cnt == 2 && (a[0] != k[0] || a[1] != k[1]))
+  if (cnt >= 0 && k[0] > 0 && cnt == 2 - one &&
+      (one ? a[0] != k[1] : (a[0] != k[0] || a[1] != k[1])))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape does not fit the weights");
   s[0] = s[1] = 1;
-  rc = tc__ox_pair(x, n, "kernel_shape", k);
-  if (rc == TH_OK) rc = tc__ox_pair(x, n, "strides", s);
+  rc = tc__ox_pair(x, n, "kernel_shape", one, k);
+  if (rc == TH_OK) rc = tc__ox_pair(x, n, "strides", one, s);
   if (rc != TH_OK) return rc;
   rc = tc__ox_attr_ints(x, n, "dilations", a, 8, &cnt);
   if (rc != TH_OK) return rc;
-  for (int i = 0; i < cnt; i++)
-    if (a[i] != 1)
+  if (cnt >= 0 && cnt != 2 - one)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "dilations must have %d values", 2 - one);
+  if (one && cnt == 1) {
+    a[1] = a[0];
+    a[0] = 1;
+    cnt = 2;
+  }
+  for (int i = 0; i < cnt; i++) {
+    if (a[i] < 1 || a[i] > 64)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "dilations %lld (1..64)", (long long)a[i]);
+    if (a[i] != 1 && !dil)
       return tc__ox_unsupported(x, n, "attribute dilations = %lld (only 1)", (long long)a[i]);
-  rc = tc__ox_window_pads(x, n, hw, k, s, pads);
+  }
+  for (int i = 0; dil && i < 2; i++) {
+    dil[i] = cnt == 2 ? a[i] : 1;
+    k[i] = (k[i] - 1) * dil[i] + 1;
+  }
+  char ap[32];
+  rc = tc__ox_attr_s(x, n, "auto_pad", "NOTSET", ap, sizeof ap);
+  if (rc == TH_OK && one && strcmp(ap, "NOTSET") == 0) { /* pads [begin, end] of the width */
+    rc = tc__ox_attr_ints(x, n, "pads", a, 8, &cnt);
+    if (rc == TH_OK && cnt >= 0 && cnt != 2)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (2 for 1-D)", cnt);
+    for (int i = 0; i < 4; i++) pads[i] = cnt == 2 && i % 2 ? a[i / 2] : 0;
+    for (int i = 0; rc == TH_OK && i < 4; i++)
+      if (pads[i] < 0 || pads[i] > TC_ONNX_MAX_DIM)
+        return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)pads[i]);
+  } else if (rc == TH_OK) {
+    rc = tc__ox_window_pads(x, n, hw, k, s, pads);
+  }
   if (rc != TH_OK) return rc;
   if (*padded)
     for (int i = 0; i < 4; i++) pads[i] += v->pads[i];
@@ -375,18 +419,32 @@ static void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, c
   nd->out.shape[3] = (int)ow;
 }
 
+/* A 1-D window's [N, C, 1, L] result (node id) viewed back as n's [N, C, L] output. */
+static th_status tc__ox_flat_window(tc__ox *x, const Onnx__NodeProto *n, int id) {
+  const tc_tensor *t = tc__ox_t(x, id);
+  int s3[3] = {t->shape[0], t->shape[1], t->shape[3]};
+  return tc__ox_set_node(x, n, 0, tc_graph_reshape(x->g, id, 3, s3));
+}
+
 static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   tc__oxv *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   if (!w) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the weights are missing");
-  if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim != 4)
+  if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim < 3 || w->c.ndim > 4)
     return tc__ox_unsupported(
-        x, n, "weights must be a constant 4-D float tensor (1-D/3-D convolutions are not mapped)");
+        x, n,
+        "weights must be a constant 3-D or 4-D float tensor (3-D convolutions are not mapped)");
+  int64_t xd[TC__OX_RANK];
+  tc__oxv *xv = tc__ox_in(x, n, 0);
+  int one = xv && xv->kind != TC__OX_BAD && tc__ox_dims(x, xv, xd) == 3;
+  if (one != (w->c.ndim == 3))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "%d-D weights for a %s input", w->c.ndim,
+                        one ? "1-D" : "2-D");
   if (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != w->c.dims[0]))
     return tc__ox_unsupported(x, n, "the bias must be a constant of %lld floats",
                               (long long)w->c.dims[0]);
-  int64_t k[2] = {w->c.dims[2], w->c.dims[3]}, s[2], pads[4], group;
+  int64_t k[2] = {one ? 1 : w->c.dims[2], w->c.dims[one ? 2 : 3]}, s[2], dil[2], pads[4], group;
   int in, padded;
-  th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
+  th_status rc = tc__ox_window(x, n, k, s, dil, pads, &in, &padded);
   if (rc != TH_OK || in < 0) return rc;
   rc = tc__ox_attr_i(x, n, "group", 1, &group);
   if (rc != TH_OK) return rc;
@@ -397,10 +455,18 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
                         "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
                         (long long)oc, (long long)w->c.dims[1], (long long)group, t->shape[1]);
-  if (group != 1 && (group != oc || group != t->shape[1]))
-    return tc__ox_unsupported(
-        x, n, "group %lld: only 1 or depthwise (group = channels = output channels) have kernels",
-        (long long)group);
+  /* groups other than 1 and depthwise, and dilations, run as the conv of expanded weights */
+  int dw = group == oc && group == t->shape[1];
+  int expand = (group != 1 && !dw) || dil[0] != 1 || dil[1] != 1;
+  int64_t kg = dw ? group : 1;
+  if (expand &&
+      (double)oc * (double)(t->shape[1] / kg) * (double)(k[0] * k[1]) > TC__OX_CONV_EXPAND_MAX)
+    return tc__ox_unsupported(x, n,
+                              "group %lld, dilations %lldx%lld: the expanded weights "
+                              "[%lld, %lld, %lld, %lld] pass %d elements",
+                              (long long)group, (long long)dil[0], (long long)dil[1], (long long)oc,
+                              (long long)(t->shape[1] / kg), (long long)k[0], (long long)k[1],
+                              TC__OX_CONV_EXPAND_MAX);
   int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], 0);
   int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], 0);
   if (oh < 1 || ow < 1)
@@ -409,13 +475,17 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   char nm[256];
   int64_t ph = pads[0] > pads[2] ? pads[0] : pads[2], pw = pads[1] > pads[3] ? pads[1] : pads[3];
   int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, (int)oc, (int)k[0], (int)k[1],
-                         (int)s[0], (int)s[1], (int)ph, (int)pw, (int)group, b != NULL);
+                         (int)s[0], (int)s[1], (int)ph, (int)pw, expand ? (int)kg : (int)group,
+                         b != NULL);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc != TH_OK) return rc;
   tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
-  rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
+  if (expand)
+    rc = tc__ox_conv_expand(x, &x->g->params[x->g->nodes[id].weight], w, (int)group, dil);
+  else
+    rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
   if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
-  return rc;
+  return rc == TH_OK && one ? tc__ox_flat_window(x, n, id) : rc;
 }
 
 /* Whether tc_pass_fold_bn will fold a batch norm on node a into it: a plain conv (4-D) used by
@@ -536,7 +606,7 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
   if (idx && idx->uses > 0) return tc__ox_unsupported(x, n, "its Indices output is used");
   if (!tc__ox_attr(n, "kernel_shape"))
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape is missing");
-  th_status rc = tc__ox_window(x, n, k, s, pads, &in, &padded);
+  th_status rc = tc__ox_window(x, n, k, s, NULL, pads, &in, &padded);
   if (rc != TH_OK || in < 0) return rc;
   if (x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
   if (rc == TH_OK && !is_max) rc = tc__ox_attr_i(x, n, "count_include_pad", 0, &cip);
@@ -570,6 +640,8 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
                   : tc_graph_avg_pool(x->g, in, 1, 1, 0, (int)cip);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc == TH_OK) tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
+  int64_t xd[TC__OX_RANK];
+  if (rc == TH_OK && tc__ox_dims(x, tc__ox_in(x, n, 0), xd) == 3) rc = tc__ox_flat_window(x, n, id);
   return rc;
 }
 
@@ -590,8 +662,11 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   float val = 0.0f;
   th_status rc = tc__ox_attr_s(x, n, "mode", "constant", mode, sizeof mode);
   if (rc != TH_OK) return rc;
-  if (strcmp(mode, "constant") != 0)
-    return tc__ox_unsupported(x, n, "mode '%s' (only zero padding)", mode);
+  int cst = strcmp(mode, "constant") == 0, crop = 0;
+  if (!cst && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0 &&
+      strcmp(mode, "wrap") != 0)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "mode '%s' is not constant, reflect, edge or wrap",
+                        mode);
   if (x->opset >= 18 && tc__ox_in(x, n, 3))
     return tc__ox_unsupported(x, n, "an axes input (opset 18; pads over every axis only)");
   int before = x->nunsup;
@@ -615,8 +690,8 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values for %d dimensions", cnt, t->ndim);
   int zero = 1, spatial = t->ndim == 4;
   for (int i = 0; i < cnt; i++) {
-    if (p[i] < 0) return tc__ox_unsupported(x, n, "negative pads (cropping)");
-    if (p[i] > TC_ONNX_MAX_DIM)
+    crop |= p[i] < 0;
+    if (p[i] > TC_ONNX_MAX_DIM || p[i] < -TC_ONNX_MAX_DIM)
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)p[i]);
     zero = zero && p[i] == 0;
     if (i % t->ndim < 2 && p[i] != 0) spatial = 0;
@@ -627,9 +702,7 @@ static th_status tc__ox_c_pad(tc__ox *x, const Onnx__NodeProto *n) {
   const Onnx__NodeProto *cn = c >= 0 ? x->gp->node[c] : NULL;
   int fits = cn && (strcmp(cn->op_type, "Conv") == 0 || strcmp(cn->op_type, "AveragePool") == 0) &&
              tc__ox_in(x, cn, 0) == o && val == 0.0f && spatial;
-  if (!fits)
-    return tc__ox_unsupported(
-        x, n, "only zero padding of H and W right before a Conv or AveragePool is mapped");
+  if (!fits || crop || !cst) return tc__ox_pad_maps(x, n, a, p, mode, val);
   o->kind = TC__OX_PAD;
   o->node = a;
   o->pads[0] = (int)p[2];
@@ -1048,6 +1121,13 @@ static const struct {
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},
     {"Pad", tc__ox_c_pad},
+    {"ConvTranspose", tc__ox_c_conv_transpose},
+    {"Resize", tc__ox_c_resize},
+    {"Upsample", tc__ox_c_resize},
+    {"DepthToSpace", tc__ox_c_depth_to_space},
+    {"SpaceToDepth", tc__ox_c_depth_to_space},
+    {"PRelu", tc__ox_c_prelu},
+    {"GlobalMaxPool", tc__ox_c_global_max_pool},
     {"Gemm", tc__ox_c_gemm},
     {"MatMul", tc__ox_c_matmul},
     {"Flatten", tc__ox_c_reshape},

@@ -8,7 +8,8 @@
 # because only the second row of its inputs is padded, so batch 1 never tests the attention mask.
 # Cases exit 77 (skipped) without torch or onnxruntime-node.
 foreach(spec resnet50:1,2:900 mobilenet_v3_large:1,2:600 efficientnet_b0:1,2:600 densenet121:1,2:900
-        convnext_tiny:1,2:900 googlenet:1,2:600 shufflenet_v2_x1_0:1,2:600 vit_b_16:1:900 bert_base:1,2:900)
+        convnext_tiny:1,2:900 googlenet:1,2:600 shufflenet_v2_x1_0:1,2:600 vit_b_16:1:900 bert_base:1,2:900
+        regnet_x_400mf:1:900 lraspp_mobilenet_v3_large:1:600)
   string(REPLACE ":" ";" parts ${spec})
   list(GET parts 0 name)
   list(GET parts 1 batches)

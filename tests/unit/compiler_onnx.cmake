@@ -24,3 +24,10 @@ th_unit_test(compiler_onnx_index SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_c
              LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_index PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# The convolution family and resampling (issue 38): grouped/dilated Conv, ConvTranspose, Resize,
+# DepthToSpace/SpaceToDepth imported and run by the reference interpreter against naive loops.
+th_unit_test(compiler_onnx_conv SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_conv.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_models.c
+             LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_conv PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)
