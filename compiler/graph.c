@@ -17,9 +17,9 @@ static const char *const tc__op_names[] = {
     "avg_pool", "global_avg_pool", "adaptive_avg_pool", "concat", "flatten", "dense", "dropout",
     "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
     "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
-    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math",
+    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math", "binary",
 };
-_Static_assert(TC_OP_COUNT == 36, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 37, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
 
 size_t tc_dtype_size(int dtype) {
@@ -257,7 +257,7 @@ static const char *tc__shape_str(const tc_tensor *t, char *buf, size_t n) {
 
 int tc_graph_input_tensor(tc_graph *g, const char *name, int dtype, int ndim, const int *shape) {
   if (g->err[0]) return -1;
-  if (!name || !name[0] || g->ninputs >= TC_MAX_IO || tc_dtype_size(dtype) == 0 || ndim < 1 ||
+  if (!name || !name[0] || g->ninputs >= TC_MAX_IO || tc_dtype_size(dtype) == 0 || ndim < 0 ||
       ndim > TC_MAX_DIMS) {
     tc__err(g, "input %s: bad name, dtype, rank or too many inputs", name ? name : "(null)");
     return -1;
@@ -1114,4 +1114,32 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
   th_status rc = th_buf_append(b, s, strlen(s));
   free(s);
   return rc;
+}
+
+int tc_graph_binary(tc_graph *g, int a, int b, int op) {
+  if (!g->err[0] && (op < TC_BINARY_MAX || op >= TC_BINARY_COUNT)) {
+    tc__err(g, "binary: op %d is not an element-wise binary math op", op);
+    return -1;
+  }
+  const tc_tensor *ta = tc__in(g, a), *tb = tc__in(g, b);
+  if (!g->err[0] && ta && tb && (ta->dtype != TC_DTYPE_F32 || tb->dtype != TC_DTYPE_F32)) {
+    tc__err(g, "binary: operands must be float32");
+    return -1;
+  }
+  int id = tc__binary(g, TC_OP_BINARY, a, b);
+  if (id >= 0) g->nodes[id].math = op;
+  return id;
+}
+
+int tc_graph_nonfinite(const tc_graph *g) {
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->dead) continue;
+    if (nd->op == TC_OP_DIV || (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_POW) ||
+        (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_FMOD) ||
+        (nd->op == TC_OP_MATH && (nd->math == TC_UNARY_LOG || nd->math == TC_UNARY_SQRT ||
+                                  nd->math == TC_UNARY_RECIPROCAL)))
+      return 1;
+  }
+  return 0;
 }

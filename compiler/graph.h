@@ -70,6 +70,8 @@ typedef enum tc_op {
   TC_OP_SILU,            /* x * sigmoid(x) (swish) */
   TC_OP_MATH,            /* element-wise math: the TC_UNARY_* in math, with alpha and shift
                             (ONNX Exp, Log, Elu, ...; never fused) */
+  TC_OP_BINARY,          /* broadcast element-wise a op b: the TC_BINARY_* in math (MAX and after:
+                            ONNX Max, Min, Pow, Mod, the comparisons as float 1/0) */
   TC_OP_COUNT
 } tc_op;
 
@@ -225,6 +227,12 @@ int tc_graph_silu(tc_graph *g, int x);
 /* Element-wise math (float32, the input's shape): the TC_UNARY_* op math (EXP and after in
  * workload.h), with its alpha and beta (finite); -1 and an error for another op. */
 int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
+/* Broadcast element-wise a op b (float32, numpy rules): the TC_BINARY_* op (MAX and after in
+ * workload.h; add, mul, sub and div have their builders); -1 and an error for another op. */
+int tc_graph_binary(tc_graph *g, int a, int b, int op);
+/* Whether an op of g can give NaN or infinity on some finite inputs (log, sqrt, reciprocal, division,
+ * pow, fmod): a non-finite output of a build's timing run is then no sign of a broken kernel. */
+int tc_graph_nonfinite(const tc_graph *g);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Appends a composite parameter `name`: the n (2..TC_MAX_PARTS) parameters parts, none composite,

@@ -34,6 +34,8 @@ typedef struct tc_time_opts {
   int max_rounds;   /* 0 means 10 */
   int min_round_ms; /* 0: one run per round */
   int warmup;       /* untimed runs, at most; after the first, only while they fit in a tenth of budget_s */
+  int nonfinite_ok; /* nonzero: a non-finite output is no error (the graph has an op that gives NaN or
+                       infinity on some finite inputs, tc_graph_nonfinite: log, pow, ...) */
 } tc_time_opts;
 
 /* The defaults of a published build: 2 s of rounds (at most 10) of at least 50 ms, 3 warm-up runs. */
@@ -134,6 +136,7 @@ typedef struct tc_run_opts {
   double budget_s;  /* 0, or the time bound of tc_time_opts */
   int min_round_ms; /* 0 (one run per round), or as tc_time_opts */
   int profile; /* nonzero: as tc_bundle_profile */
+  int nonfinite_ok; /* as tc_time_opts */
   const tc_run_input *inputs; /* ninputs of them (borrowed), each name at most once; the model's other
                                  inputs get the fill tc_bundle_run uses (float32 a fixed pattern in
                                  [-0.5, 0.5), int64 i % 2) */

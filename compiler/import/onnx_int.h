@@ -249,6 +249,22 @@ int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi);
 th_status tc__ox_legacy_bcast(tc__ox *x, const Onnx__NodeProto *n, const int64_t *adims, int ra,
                               const int64_t *bdims, int rb, int64_t *out, int *rout);
 
+/* Input k as a graph node (constants materialised): *id = -1 when it was reported unsupported. */
+th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+/* A float input node: reports int64 ones (the graph's arithmetic is float32), *id = -1. */
+th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+/* Reshapes node id to dims (no node when they are its own); reports a rank or size the graph cannot
+ * hold. */
+th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
+                              int r, int *out);
+
+/* ---- onnx_ops_binary.c: element-wise binary math and comparisons
+ * ------------------------------------------------ */
+
+/* Max, Min, Sum, Mean, Pow, Mod, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor,
+ * Not. */
+th_status tc__ox_c_binary_math(tc__ox *x, const Onnx__NodeProto *n);
+
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */
 

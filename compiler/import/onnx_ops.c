@@ -21,16 +21,14 @@ static const tc_tensor *tc__ox_t(tc__ox *x, int id) {
   return &x->g->nodes[id].out;
 }
 
-/* Input k as a graph node (constants materialised): *id = -1 when it was reported unsupported. */
-static th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
   tc__oxv *v = tc__ox_in(x, n, k);
   *id = -1;
   if (!v) return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d is missing", k);
   return tc__ox_tensor(x, n, v, id);
 }
 
-/* A float input node: reports int64 ones (the graph's arithmetic is float32). */
-static th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
   th_status rc = tc__ox_node_in(x, n, k, id);
   if (rc != TH_OK || *id < 0) return rc;
   if (tc__ox_t(x, *id)->dtype != TC_DTYPE_F32) {
@@ -57,10 +55,8 @@ static int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
   return t->ndim;
 }
 
-/* Reshapes node id to dims (no node when they are its own); reports a rank or size the graph cannot
- * hold. */
-static th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id,
-                                     const int64_t *dims, int r, int *out) {
+th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
+                              int r, int *out) {
   const tc_tensor *t = tc__ox_t(x, id);
   *out = -1;
   if (r < 1 || r > TC_MAX_DIMS)
@@ -256,8 +252,6 @@ static const struct {
 
 static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
   const char *op = n->op_type;
-  if (strcmp(op, "Pow") == 0)
-    return tc__ox_unsupported(x, n, "only inside a decomposed layer norm (or on constants)");
   int a;
   th_status rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
@@ -1137,7 +1131,7 @@ static const struct {
     {"Sub", tc__ox_c_binary},
     {"Mul", tc__ox_c_binary},
     {"Div", tc__ox_c_binary},
-    {"Pow", tc__ox_c_math},
+    {"Pow", tc__ox_c_binary_math},
     {"Sqrt", tc__ox_c_math},
     {"Erf", tc__ox_c_math},
     {"Exp", tc__ox_c_math},
@@ -1178,6 +1172,20 @@ static const struct {
     {"LayerNormalization", tc__ox_c_layer_norm},
     {"Dropout", tc__ox_c_identity},
     {"Identity", tc__ox_c_identity},
+    {"Max", tc__ox_c_binary_math},
+    {"Min", tc__ox_c_binary_math},
+    {"Sum", tc__ox_c_binary_math},
+    {"Mean", tc__ox_c_binary_math},
+    {"Mod", tc__ox_c_binary_math},
+    {"Equal", tc__ox_c_binary_math},
+    {"Less", tc__ox_c_binary_math},
+    {"Greater", tc__ox_c_binary_math},
+    {"LessOrEqual", tc__ox_c_binary_math},
+    {"GreaterOrEqual", tc__ox_c_binary_math},
+    {"And", tc__ox_c_binary_math},
+    {"Or", tc__ox_c_binary_math},
+    {"Xor", tc__ox_c_binary_math},
+    {"Not", tc__ox_c_binary_math},
 };
 
 tc__ox_conv_fn tc__ox_converter(const char *op_type) {

@@ -148,6 +148,26 @@ static void tc__ref_embedding(const tc_workload *wl, const int64_t *idx, const f
   }
 }
 
+float tc_ref_binary(int op, float x, float y) {
+  switch (op) {
+    case TC_BINARY_ADD: return x + y;
+    case TC_BINARY_MUL: return x * y;
+    case TC_BINARY_SUB: return x - y;
+    case TC_BINARY_DIV: return x / y;
+    case TC_BINARY_MAX: return x > y ? x : y;
+    case TC_BINARY_MIN: return x < y ? x : y;
+    case TC_BINARY_POW: return (float)pow(x, y);
+    case TC_BINARY_FMOD: return (float)fmod(x, y);
+    case TC_BINARY_EQ: return x == y;
+    case TC_BINARY_LT: return x < y;
+    case TC_BINARY_GT: return x > y;
+    case TC_BINARY_LE: return x <= y;
+    case TC_BINARY_GE: return x >= y;
+    case TC_BINARY_NE: return x != y;
+    default: return NAN;
+  }
+}
+
 /* Copy and binary: an odometer over shape[0..ndim), the last axis fastest. */
 static void tc__ref_strided(const tc_workload *wl, const float *a, const float *b, float *out) {
   int copy = wl->kernel == TC_KERNEL_COPY;
@@ -164,8 +184,7 @@ static void tc__ref_strided(const tc_workload *wl, const float *a, const float *
       out[bi] = a[ai];
     } else {
       float x = a[ai], y = b[bi];
-      out[e] = wl->op == TC_BINARY_ADD ? x + y : wl->op == TC_BINARY_MUL ? x * y
-               : wl->op == TC_BINARY_SUB ? x - y : x / y;
+      out[e] = tc_ref_binary(wl->op, x, y);
     }
     for (int d = wl->ndim - 1; d >= 0 && ++i[d] == wl->shape[d]; d--) i[d] = 0;
   }
