@@ -161,7 +161,7 @@ void tc_graph_free(tc_graph *g);
  * only when the graph is later filled (tc_zoo_fill or tc_graph_load_params). */
 /* The CNN input "input": float32 [batch, c, h, w]. */
 int tc_graph_input(tc_graph *g, int c, int h, int w);
-/* A named input of any dtype and shape (shape[0] is usually the batch). */
+/* A named input of any dtype and shape, rank 0..TC_MAX_DIMS (shape[0] is usually the batch). */
 int tc_graph_input_tensor(tc_graph *g, const char *name, int dtype, int ndim, const int *shape);
 /* Appends node x to the network's outputs under `name`; returns x, or -1 (too many, bad id, duplicate
  * name). A graph without any output gets its last node as "output" from tc_graph_finish. */
