@@ -1137,8 +1137,10 @@ int tc_graph_nonfinite(const tc_graph *g) {
     if (nd->dead) continue;
     if (nd->op == TC_OP_DIV || (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_POW) ||
         (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_FMOD) ||
-        (nd->op == TC_OP_MATH && (nd->math == TC_UNARY_LOG || nd->math == TC_UNARY_SQRT ||
-                                  nd->math == TC_UNARY_RECIPROCAL)))
+        (nd->op == TC_OP_MATH &&
+         (nd->math == TC_UNARY_LOG || nd->math == TC_UNARY_SQRT || nd->math == TC_UNARY_RECIPROCAL ||
+          nd->math == TC_UNARY_ACOSH || nd->math == TC_UNARY_ATANH || nd->math == TC_UNARY_SINH ||
+          nd->math == TC_UNARY_COSH)))
       return 1;
   }
   return 0;

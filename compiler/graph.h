@@ -231,7 +231,7 @@ int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
  * workload.h; add, mul, sub and div have their builders); -1 and an error for another op. */
 int tc_graph_binary(tc_graph *g, int a, int b, int op);
 /* Whether an op of g can give NaN or infinity on some finite inputs (log, sqrt, reciprocal, division,
- * pow, fmod): a non-finite output of a build's timing run is then no sign of a broken kernel. */
+ * pow, fmod, sinh, cosh, acosh, atanh): a non-finite output of a build's timing run is then no sign of a broken kernel. */
 int tc_graph_nonfinite(const tc_graph *g);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);

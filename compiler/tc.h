@@ -145,8 +145,9 @@ typedef struct tc_run_opts {
                              tc_run_output_path names it, raw little-endian in the output's dtype */
 } tc_run_opts;
 
-/* tc_bundle_run with the options above: every run feeds the given files' exact bytes. Besides the errors
- * of tc_bundle_run (and tc_bundle_profile with o->profile): TH_ERR_INVALID for an input name the model
+/* tc_bundle_run with the options above: every run feeds the given files' exact bytes. A non-finite
+ * output is an error (TH_ERR_WRONG_ANSWER) only while some input gets the fill (given every input, it is
+ * the model's answer to them, as sqrt(-1) is NaN). Besides the errors of tc_bundle_run (and tc_bundle_profile with o->profile): TH_ERR_INVALID for an input name the model
  * does not have (err lists the valid ones), a name given twice, or a file whose size is not the input's
  * byte size (err names the input, its dtype and shape, the expected and the actual bytes); TH_ERR_IO for
  * a file that cannot be read or an output that cannot be written. Nothing is written to output_dir unless

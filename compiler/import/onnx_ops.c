@@ -248,6 +248,11 @@ static const struct {
     {"LeakyRelu", TC_UNARY_LEAKY_RELU, 0.01f, 0},
     {"Celu", TC_UNARY_CELU, 1.0f, 0},
     {"ThresholdedRelu", TC_UNARY_THRESHOLDED_RELU, 1.0f, 0},
+    {"Sinh", TC_UNARY_SINH, 0, 0},
+    {"Cosh", TC_UNARY_COSH, 0, 0},
+    {"Asinh", TC_UNARY_ASINH, 0, 0},
+    {"Acosh", TC_UNARY_ACOSH, 0, 0},
+    {"Atanh", TC_UNARY_ATANH, 0, 0},
 };
 
 static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
@@ -1150,6 +1155,11 @@ static const struct {
     {"LeakyRelu", tc__ox_c_math},
     {"Celu", tc__ox_c_math},
     {"ThresholdedRelu", tc__ox_c_math},
+    {"Sinh", tc__ox_c_math},
+    {"Cosh", tc__ox_c_math},
+    {"Asinh", tc__ox_c_math},
+    {"Acosh", tc__ox_c_math},
+    {"Atanh", tc__ox_c_math},
     {"MaxPool", tc__ox_c_pool},
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},

@@ -115,6 +115,12 @@ enum {
   TC_UNARY_LEAKY_RELU, /* x >= 0 ? x : alpha * x */
   TC_UNARY_CELU,       /* max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) */
   TC_UNARY_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
+  /* the hyperbolic functions and their inverses, through e^x and log (ONNX Sinh, ...) */
+  TC_UNARY_SINH,  /* (e^x - e^-x) / 2 */
+  TC_UNARY_COSH,  /* (e^x + e^-x) / 2 */
+  TC_UNARY_ASINH, /* sign(x) log(|x| + sqrt(x^2 + 1)) */
+  TC_UNARY_ACOSH, /* log(x + sqrt(x^2 - 1)); NaN below 1 */
+  TC_UNARY_ATANH, /* log((1 + x) / (1 - x)) / 2; NaN outside [-1, 1] */
   TC_UNARY_COUNT
 };
 

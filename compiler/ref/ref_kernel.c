@@ -134,6 +134,11 @@ float tc_ref_unary_math(float f, int m, double a, double b) {
     case TC_UNARY_LEAKY_RELU: return (float)(v >= 0 ? v : a * v);
     case TC_UNARY_CELU: return (float)(fmax(0, v) + fmin(0, a * expm1(v / a)));
     case TC_UNARY_THRESHOLDED_RELU: return (float)(v > a ? v : 0);
+    case TC_UNARY_SINH: return (float)sinh(v);
+    case TC_UNARY_COSH: return (float)cosh(v);
+    case TC_UNARY_ASINH: return (float)asinh(v);
+    case TC_UNARY_ACOSH: return (float)acosh(v);
+    case TC_UNARY_ATANH: return (float)atanh(v);
     default: return NAN;
   }
 }
