@@ -637,30 +637,23 @@ static int64_t tc__ox_lead(const Onnx__ValueInfoProto *vi, int *rank) {
                                                                                    : 0;
 }
 
-/* The batch rule (README, "Uploading an ONNX network"): the network's batch dimension is the
- * leading dimension of its first input of rank >= 2 (else of rank 1). An input is batched (its
- * first dimension becomes opts->batch) when its leading dimension is symbolic, or is the number
- * the batch dimension fixes, except a vector beside inputs of rank >= 2: numpy broadcasting aligns
- * a vector with the trailing dimension (a bias, a scale), never with the batch. Rank 0 inputs, and
+/* The batch rule (README, "The batch rule"): the network's batch dimension is the leading dimension
+ * of its first input of rank >= 2. An input is batched (its first dimension becomes opts->batch)
+ * when its leading dimension is symbolic, or when it has rank >= 2 and its leading dimension is the
+ * number the batch dimension fixes. A vector of fixed length is data (numpy broadcasting aligns it
+ * with the trailing dimension: a bias, a scale, a list to split), never a batch; rank-0 inputs, and
  * inputs whose leading dimension is another fixed number, are taken as the file gives them. */
 static void tc__ox_batch_rule(tc__ox *x, unsigned char *batched) {
   int64_t lead = -1;
-  int def_rank = 0;
-  for (int pass = 2; pass >= 1 && lead < 0; pass--)
-    for (size_t i = 0; i < x->gp->n_input && lead < 0; i++) {
-      int r;
-      int64_t v = tc__ox_lead(x->gp->input[i], &r);
-      if (tc__ox_is_init(x, tc__ox_s(x->gp->input[i]->name))) continue;
-      if (r < 0) r = 2; /* no shape in the file: opts->shapes gives it, the batch first */
-      if (pass == 2 ? r >= 2 : r == 1) {
-        lead = v;
-        def_rank = r;
-      }
-    }
+  for (size_t i = 0; i < x->gp->n_input && lead < 0; i++) {
+    int r;
+    int64_t v = tc__ox_lead(x->gp->input[i], &r);
+    if (!tc__ox_is_init(x, tc__ox_s(x->gp->input[i]->name)) && (r < 0 || r >= 2)) lead = v;
+  }
   for (size_t i = 0; i < x->gp->n_input; i++) {
     int r;
     int64_t v = tc__ox_lead(x->gp->input[i], &r);
-    batched[i] = r < 0 || (r >= 1 && (v == 0 || (v == lead && (r >= 2 || def_rank == 1))));
+    batched[i] = r < 0 || (r >= 1 && (v == 0 || (r >= 2 && v == lead)));
   }
   x->file_batch = lead > 0 && lead <= INT_MAX ? (int)lead : 0;
 }

@@ -7,8 +7,8 @@
  * - Shape arithmetic (Shape, Gather, Unsqueeze, Concat, Cast, Equal, Where, ConstantOfShape, ... on
  *   constants) is folded at import; decomposed layer norm and erf gelu become the fused graph ops.
  * - The batch (README's batch rule): the first dimension of every graph input that shares the
- *   network's batch dimension (symbolic, or the number the first input of rank >= 2 fixes; a vector
- *   beside such inputs never) becomes opts->batch; rank-0 inputs and other leading dimensions are taken
+ *   network's batch dimension (symbolic, or, at rank >= 2, the number the first input of rank >= 2
+ *   fixes; a fixed-length vector never) becomes opts->batch; rank-0 inputs and other leading dimensions are taken
  *   as the file gives them; every other dimension must be static in the file or fixed by
  *   opts->shapes.
  * - Weights are the initializers: graph parameters named as in the file (a weight whose layout the graph

@@ -81,7 +81,7 @@ TH_TEST(batch_rule_symbolic_leading_dims) {
 
 TH_TEST(batch_rule_fixed_leading_dims) {
   /* a [2, 3] fixes the batch dimension at 2: c [2, 3] shares it, w [3, 3] and the vector u [3]
-   * do not; a single 1-D input is batched (it is the batch dimension) */
+   * do not; a 1-D input of fixed length is data, never batched (a symbolic one is) */
   tb *b = tb_new(13);
   int64_t da[2] = {2, 3}, dw[2] = {3, 3}, du[1] = {3};
   tb_input(b, "a", F32, 2, da);
@@ -107,8 +107,13 @@ TH_TEST(batch_rule_fixed_leading_dims) {
   tb_input(b, "x", F32, 1, d6);
   tb_node(b, "Relu", "r", "x", "y");
   tb_output(b, "y");
+  int64_t dn[1] = {-1};
+  tb_input(b, "n", F32, 1, dn);
+  tb_node(b, "Relu", "rn", "n", "yn");
+  tb_output(b, "yn");
   g = tg_import(b, 4, NULL, err, sizeof err, TH_OK);
-  if (g) tg_shape(g, 0, 1, (const int[]){4});
+  if (g) tg_shape(g, 0, 1, (const int[]){6});
+  if (g) tg_shape(g, 1, 1, (const int[]){4});
   tc_graph_free(g);
   tb_free(b);
   return 0;
