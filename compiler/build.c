@@ -537,6 +537,7 @@ th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const cha
     tc_time_opts topts;
     tc_time_opts_default(&topts);
     if (o->timing) topts = *o->timing;
+    topts.nonfinite_ok = tc_graph_nonfinite(g);
     if (rc == TH_OK && o->measure_fn) {
       /* in another process: the caller's measurement worker reads the weights from this file */
       char pbin[2200];

@@ -17,9 +17,9 @@ static const char *const tc__op_names[] = {
     "avg_pool", "global_avg_pool", "adaptive_avg_pool", "concat", "flatten", "dense", "dropout",
     "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
     "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
-    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math", "gather",
+    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math", "gather", "binary",
 };
-_Static_assert(TC_OP_COUNT == 37, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 38, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
 
 size_t tc_dtype_size(int dtype) {
@@ -370,4 +370,19 @@ th_status tc_graph_alloc_params(tc_graph *g) {
   }
   g->has_data = 1;
   return tc_graph_concat_params(g);
+}
+
+int tc_graph_nonfinite(const tc_graph *g) {
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->dead) continue;
+    if (nd->op == TC_OP_DIV || (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_POW) ||
+        (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_FMOD) ||
+        (nd->op == TC_OP_MATH &&
+         (nd->math == TC_UNARY_LOG || nd->math == TC_UNARY_SQRT || nd->math == TC_UNARY_RECIPROCAL ||
+          nd->math == TC_UNARY_ACOSH || nd->math == TC_UNARY_ATANH || nd->math == TC_UNARY_SINH ||
+          nd->math == TC_UNARY_COSH)))
+      return 1;
+  }
+  return 0;
 }

@@ -72,6 +72,8 @@ typedef enum tc_op {
                             (ONNX Exp, Log, Elu, ...; never fused) */
   TC_OP_GATHER,          /* inputs[0] float data, inputs[1] int64 indices, along axis: ONNX Gather
                             (gather_elements 0) or GatherElements (1) */
+  TC_OP_BINARY,          /* broadcast element-wise a op b: the TC_BINARY_* in math (MAX and after:
+                            ONNX Max, Min, Pow, Mod, the comparisons as float 1/0) */
   TC_OP_COUNT
 } tc_op;
 
@@ -163,7 +165,7 @@ void tc_graph_free(tc_graph *g);
  * only when the graph is later filled (tc_zoo_fill or tc_graph_load_params). */
 /* The CNN input "input": float32 [batch, c, h, w]. */
 int tc_graph_input(tc_graph *g, int c, int h, int w);
-/* A named input of any dtype and shape (shape[0] is usually the batch). */
+/* A named input of any dtype and shape, rank 0..TC_MAX_DIMS (shape[0] is usually the batch). */
 int tc_graph_input_tensor(tc_graph *g, const char *name, int dtype, int ndim, const int *shape);
 /* Appends node x to the network's outputs under `name`; returns x, or -1 (too many, bad id, duplicate
  * name). A graph without any output gets its last node as "output" from tc_graph_finish. */
@@ -236,6 +238,12 @@ int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
  * data's, and the output has idx's shape: out[i] = data[i with axis replaced by idx[i]]. */
 int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int has_ignore,
                     int ignore);
+/* Broadcast element-wise a op b (float32, numpy rules): the TC_BINARY_* op (MAX and after in
+ * workload.h; add, mul, sub and div have their builders); -1 and an error for another op. */
+int tc_graph_binary(tc_graph *g, int a, int b, int op);
+/* Whether an op of g can give NaN or infinity on some finite inputs (log, sqrt, reciprocal, division,
+ * pow, fmod, sinh, cosh, acosh, atanh): a non-finite output of a build's timing run is then no sign of a broken kernel. */
+int tc_graph_nonfinite(const tc_graph *g);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Appends a composite parameter `name`: the n (2..TC_MAX_PARTS) parameters parts, none composite,

@@ -23,7 +23,7 @@ int tc_graph_input(tc_graph *g, int c, int h, int w) {
 
 int tc_graph_input_tensor(tc_graph *g, const char *name, int dtype, int ndim, const int *shape) {
   if (g->err[0]) return -1;
-  if (!name || !name[0] || g->ninputs >= TC_MAX_IO || tc_dtype_size(dtype) == 0 || ndim < 1 ||
+  if (!name || !name[0] || g->ninputs >= TC_MAX_IO || tc_dtype_size(dtype) == 0 || ndim < 0 ||
       ndim > TC_MAX_DIMS) {
     tc__err(g, "input %s: bad name, dtype, rank or too many inputs", name ? name : "(null)");
     return -1;
@@ -708,5 +708,20 @@ int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int 
   g->nodes[id].gather_elements = elements != 0;
   g->nodes[id].has_ignore = has_ignore != 0;
   g->nodes[id].ignore = has_ignore ? ignore : 0;
+  return id;
+}
+
+int tc_graph_binary(tc_graph *g, int a, int b, int op) {
+  if (!g->err[0] && (op < TC_BINARY_MAX || op >= TC_BINARY_COUNT)) {
+    tc__err(g, "binary: op %d is not an element-wise binary math op", op);
+    return -1;
+  }
+  const tc_tensor *ta = tc__in(g, a), *tb = tc__in(g, b);
+  if (!g->err[0] && ta && tb && (ta->dtype != TC_DTYPE_F32 || tb->dtype != TC_DTYPE_F32)) {
+    tc__err(g, "binary: operands must be float32");
+    return -1;
+  }
+  int id = tc__binary(g, TC_OP_BINARY, a, b);
+  if (id >= 0) g->nodes[id].math = op;
   return id;
 }

@@ -34,6 +34,8 @@ typedef struct tc_time_opts {
   int max_rounds;   /* 0 means 10 */
   int min_round_ms; /* 0: one run per round */
   int warmup;       /* untimed runs, at most; after the first, only while they fit in a tenth of budget_s */
+  int nonfinite_ok; /* nonzero: a non-finite output is no error (the graph has an op that gives NaN or
+                       infinity on some finite inputs, tc_graph_nonfinite: log, pow, ...) */
 } tc_time_opts;
 
 /* The defaults of a published build: 2 s of rounds (at most 10) of at least 50 ms, 3 warm-up runs. */
@@ -134,6 +136,7 @@ typedef struct tc_run_opts {
   double budget_s;  /* 0, or the time bound of tc_time_opts */
   int min_round_ms; /* 0 (one run per round), or as tc_time_opts */
   int profile; /* nonzero: as tc_bundle_profile */
+  int nonfinite_ok; /* as tc_time_opts */
   const tc_run_input *inputs; /* ninputs of them (borrowed), each name at most once; the model's other
                                  inputs get the fill tc_bundle_run uses (float32 a fixed pattern in
                                  [-0.5, 0.5), int64 i % 2) */
@@ -142,8 +145,9 @@ typedef struct tc_run_opts {
                              tc_run_output_path names it, raw little-endian in the output's dtype */
 } tc_run_opts;
 
-/* tc_bundle_run with the options above: every run feeds the given files' exact bytes. Besides the errors
- * of tc_bundle_run (and tc_bundle_profile with o->profile): TH_ERR_INVALID for an input name the model
+/* tc_bundle_run with the options above: every run feeds the given files' exact bytes. A non-finite
+ * output is an error (TH_ERR_WRONG_ANSWER) only while some input gets the fill (given every input, it is
+ * the model's answer to them, as sqrt(-1) is NaN). Besides the errors of tc_bundle_run (and tc_bundle_profile with o->profile): TH_ERR_INVALID for an input name the model
  * does not have (err lists the valid ones), a name given twice, or a file whose size is not the input's
  * byte size (err names the input, its dtype and shape, the expected and the actual bytes); TH_ERR_IO for
  * a file that cannot be read or an output that cannot be written. Nothing is written to output_dir unless

@@ -465,14 +465,18 @@ th_status srv_present_scheduler(const tune_sched_info *in, json_t *queue, th_buf
 
 /* {"name","dtype","shape"} of a network input or output: dims that differ between the graphs built
  * at batch 1 (t1) and 2 (t2) are "batch". */
+/* batched: a dimension follows the batch (README's batch rule: an input without one is taken as
+ * the file gives it) */
 static json_t *srv__io(const char *name, const tc_tensor *t1, const tc_tensor *t2) {
   json_t *shape = json_array();
-  for (int d = 0; d < t1->ndim; d++)
-    json_array_append_new(shape, t2->ndim == t1->ndim && t2->shape[d] != t1->shape[d]
-                                     ? json_string("batch")
-                                     : json_integer(t1->shape[d]));
-  return json_pack("{s:s,s:s,s:o}", "name", name ? name : "", "dtype", tc_dtype_name(t1->dtype),
-                   "shape", shape);
+  int batched = 0;
+  for (int d = 0; d < t1->ndim; d++) {
+    int b = t2->ndim == t1->ndim && t2->shape[d] != t1->shape[d];
+    batched |= b;
+    json_array_append_new(shape, b ? json_string("batch") : json_integer(t1->shape[d]));
+  }
+  return json_pack("{s:s,s:s,s:o,s:b}", "name", name ? name : "", "dtype",
+                   tc_dtype_name(t1->dtype), "shape", shape, "batched", batched);
 }
 
 /* A copy of a shape with its "batch" dims set to batch. */

@@ -6,8 +6,11 @@
  *   converted by the rule of the highest opset version not above the model's (as TVM's importer does).
  * - Shape arithmetic (Shape, Gather, Unsqueeze, Concat, Cast, Equal, Where, ConstantOfShape, ... on
  *   constants) is folded at import; decomposed layer norm and erf gelu become the fused graph ops.
- * - The batch: the first dimension of every graph input (symbolic or fixed in the file) becomes
- *   opts->batch; every other dimension must be static in the file or fixed by opts->shapes.
+ * - The batch (README's batch rule): the first dimension of every graph input that shares the
+ *   network's batch dimension (symbolic, or, at rank >= 2, the number the first input of rank >= 2
+ *   fixes; a fixed-length vector never) becomes opts->batch; rank-0 inputs and other leading dimensions are taken
+ *   as the file gives them; every other dimension must be static in the file or fixed by
+ *   opts->shapes.
  * - Weights are the initializers: graph parameters named as in the file (a weight whose layout the graph
  *   needs transposed keeps its name; graph.json and the manifest say so).
  * - Errors: every unsupported op is listed in one message with its node name and opset ("unsupported
@@ -45,7 +48,7 @@
 
 typedef struct tc_onnx_opts {
   const char *network; /* the graph's network name (g->network) */
-  int batch;           /* 1..4096: the first dimension of every input */
+  int batch;           /* 1..4096: the first dimension of every batched input (the batch rule) */
   const char *shapes;  /* NULL, or "NAME:DxDxD,NAME2:DxD": the full shape of named inputs, for dimensions
                           the file leaves symbolic; the first D may be "N" (the batch replaces it anyway) */
   int weights;         /* nonzero: parameters get the initializers' data; 0: shapes only (cheaper) */

@@ -3,6 +3,7 @@
  * table from the initializers, inputs and node outputs, ordering the nodes (ONNX does not require a
  * sorted graph; constants go first so that patterns see them), and declaring the graph's inputs
  * with the shapes the caller gives. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,9 +351,48 @@ static th_status tc__ox_check_shapes(tc__ox *x) {
   return TH_OK;
 }
 
+/* The leading dimension of input vi as the file writes it: its value, 0 when symbolic (a dim_param
+ * or nothing); *rank gets the file's rank (-1 when it gives no shape). */
+static int64_t tc__ox_lead(const Onnx__ValueInfoProto *vi, int *rank) {
+  const Onnx__TypeProto *tp = vi->type;
+  const Onnx__TensorShapeProto *sh =
+      tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE && tp->tensor_type
+          ? tp->tensor_type->shape
+          : NULL;
+  *rank = sh ? (int)(sh->n_dim > 64 ? 64 : sh->n_dim) : -1;
+  if (!sh || sh->n_dim == 0) return 0;
+  const Onnx__TensorShapeProto__Dimension *d = sh->dim[0];
+  return d && d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? d->dim_value
+                                                                                   : 0;
+}
+
+/* The batch rule (README, "The batch rule"): the network's batch dimension is the leading dimension
+ * of its first input of rank >= 2. An input is batched (its first dimension becomes opts->batch)
+ * when its leading dimension is symbolic, or when it has rank >= 2 and its leading dimension is the
+ * number the batch dimension fixes. A vector of fixed length is data (numpy broadcasting aligns it
+ * with the trailing dimension: a bias, a scale, a list to split), never a batch; rank-0 inputs, and
+ * inputs whose leading dimension is another fixed number, are taken as the file gives them. */
+static void tc__ox_batch_rule(tc__ox *x, unsigned char *batched) {
+  int64_t lead = -1;
+  for (size_t i = 0; i < x->gp->n_input && lead < 0; i++) {
+    int r;
+    int64_t v = tc__ox_lead(x->gp->input[i], &r);
+    if (!tc__ox_is_init(x, tc__ox_s(x->gp->input[i]->name)) && (r < 0 || r >= 2)) lead = v;
+  }
+  for (size_t i = 0; i < x->gp->n_input; i++) {
+    int r;
+    int64_t v = tc__ox_lead(x->gp->input[i], &r);
+    batched[i] = r < 0 || (r >= 1 && (v == 0 || (r >= 2 && v == lead)));
+  }
+  x->file_batch = lead > 0 && lead <= INT_MAX ? (int)lead : 0;
+}
+
 th_status tc__ox_inputs(tc__ox *x) {
   th_status rc = tc__ox_check_shapes(x);
   if (rc != TH_OK) return rc;
+  unsigned char *batched = th_arena_alloc(x->arena, x->gp->n_input + 1);
+  if (!batched) return TH_ERR_NOMEM;
+  tc__ox_batch_rule(x, batched);
   for (size_t i = 0; i < x->gp->n_input; i++) {
     const Onnx__ValueInfoProto *vi = x->gp->input[i];
     const char *nm = tc__ox_s(vi->name);
@@ -380,13 +420,17 @@ th_status tc__ox_inputs(tc__ox *x) {
       return tc__ox_fail(x, TH_ERR_INVALID,
                          "shapes gives input '%.100s' %d dimensions, the file %d", nm, grank, rank);
     if (rank < 0) rank = grank;
-    if (rank < 1 || rank > TC_MAX_DIMS)
+    if (rank < 0 || rank > TC_MAX_DIMS)
+      return tc__ox_fail(x, TH_ERR_INVALID, "input '%.100s' has %d dimensions (0..%d)", nm, rank,
+                         TC_MAX_DIMS);
+    if (!batched[i] && grank > 0 && given[0] == 0)
       return tc__ox_fail(x, TH_ERR_INVALID,
-                         "input '%.100s' has %d dimensions (1..%d, the first is the batch)", nm,
-                         rank, TC_MAX_DIMS);
+                         "shapes gives input '%.100s' the batch (N) first, but the file fixes its "
+                         "first dimension apart from the batch's; give it as a number",
+                         nm);
     int shape[TC_MAX_DIMS];
     shape[0] = x->opts->batch;
-    for (int d = 0; d < rank; d++) {
+    for (int d = batched[i] ? 1 : 0; d < rank; d++) {
       const Onnx__TensorShapeProto__Dimension *dim =
           tt->shape && (size_t)d < tt->shape->n_dim ? tt->shape->dim[d] : NULL;
       int64_t v = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
@@ -395,14 +439,6 @@ th_status tc__ox_inputs(tc__ox *x) {
       if (v < 0 || v > TC_ONNX_MAX_DIM)
         return tc__ox_fail(x, TH_ERR_INVALID, "input '%.100s': dimension %d is %lld (0..%lld)", nm,
                            d, (long long)v, (long long)TC_ONNX_MAX_DIM);
-      if (d == 0) {
-        if (x->g->ninputs == 0) x->file_batch = (int)v;
-        /* an input whose fixed first dim differs from the first input's has no batch dim (Gather's
-           indices): taken as the file gives it */
-        if (x->g->ninputs > 0 && x->file_batch > 0 && v > 0 && v != x->file_batch)
-          shape[0] = (int)v;
-        continue;
-      }
       if (grank > 0) v = given[d];
       if (v == 0) {
         const char *param =

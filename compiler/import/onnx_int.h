@@ -317,6 +317,13 @@ th_status tc__ox_c_global_max_pool(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_pad_maps(tc__ox *x, const Onnx__NodeProto *n, int a, const int64_t *p,
                           const char *mode, float val);
 
+/* ---- onnx_ops_binary.c: element-wise binary math and comparisons
+ * ------------------------------------------------ */
+
+/* Max, Min, Sum, Mean, Pow, Mod, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, And, Or, Xor,
+ * Not. */
+th_status tc__ox_c_binary_math(tc__ox *x, const Onnx__NodeProto *n);
+
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */
 

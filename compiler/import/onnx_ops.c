@@ -252,12 +252,15 @@ static const struct {
     {"LeakyRelu", TC_UNARY_LEAKY_RELU, 0.01f, 0},
     {"Celu", TC_UNARY_CELU, 1.0f, 0},
     {"ThresholdedRelu", TC_UNARY_THRESHOLDED_RELU, 1.0f, 0},
+    {"Sinh", TC_UNARY_SINH, 0, 0},
+    {"Cosh", TC_UNARY_COSH, 0, 0},
+    {"Asinh", TC_UNARY_ASINH, 0, 0},
+    {"Acosh", TC_UNARY_ACOSH, 0, 0},
+    {"Atanh", TC_UNARY_ATANH, 0, 0},
 };
 
 static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
   const char *op = n->op_type;
-  if (strcmp(op, "Pow") == 0)
-    return tc__ox_unsupported(x, n, "only inside a decomposed layer norm (or on constants)");
   int a;
   th_status rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
@@ -1098,7 +1101,7 @@ static const struct {
     {"Sub", tc__ox_c_binary},
     {"Mul", tc__ox_c_binary},
     {"Div", tc__ox_c_binary},
-    {"Pow", tc__ox_c_math},
+    {"Pow", tc__ox_c_binary_math},
     {"Sqrt", tc__ox_c_math},
     {"Erf", tc__ox_c_math},
     {"Exp", tc__ox_c_math},
@@ -1117,6 +1120,11 @@ static const struct {
     {"LeakyRelu", tc__ox_c_math},
     {"Celu", tc__ox_c_math},
     {"ThresholdedRelu", tc__ox_c_math},
+    {"Sinh", tc__ox_c_math},
+    {"Cosh", tc__ox_c_math},
+    {"Asinh", tc__ox_c_math},
+    {"Acosh", tc__ox_c_math},
+    {"Atanh", tc__ox_c_math},
     {"MaxPool", tc__ox_c_pool},
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},
@@ -1150,6 +1158,20 @@ static const struct {
     {"LayerNormalization", tc__ox_c_layer_norm},
     {"Dropout", tc__ox_c_identity},
     {"Identity", tc__ox_c_identity},
+    {"Max", tc__ox_c_binary_math},
+    {"Min", tc__ox_c_binary_math},
+    {"Sum", tc__ox_c_binary_math},
+    {"Mean", tc__ox_c_binary_math},
+    {"Mod", tc__ox_c_binary_math},
+    {"Equal", tc__ox_c_binary_math},
+    {"Less", tc__ox_c_binary_math},
+    {"Greater", tc__ox_c_binary_math},
+    {"LessOrEqual", tc__ox_c_binary_math},
+    {"GreaterOrEqual", tc__ox_c_binary_math},
+    {"And", tc__ox_c_binary_math},
+    {"Or", tc__ox_c_binary_math},
+    {"Xor", tc__ox_c_binary_math},
+    {"Not", tc__ox_c_binary_math},
 };
 
 tc__ox_conv_fn tc__ox_converter(const char *op_type) {

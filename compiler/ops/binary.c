@@ -1,4 +1,5 @@
-/* Broadcast element-wise add, mul, sub and div (ops.h) over up to 6 dims into a contiguous output.
+/* Broadcast element-wise binary ops (TC_BINARY_*: add, mul, sub, div, max, min, pow, fmod and the
+ * comparisons, ops.h) over up to 6 dims into a contiguous output.
  * The iteration space is normalised first (tensor.c), so same-shape operands are one long run; each
  * run is vectorised on the output, an operand loaded contiguously (stride 1), broadcast from one
  * scalar (stride 0) or gathered (other strides), with a scalar tail. Runs (pieces of up to 4096
@@ -14,15 +15,52 @@ typedef struct bi_ctx {
   int vl, unroll;
 } bi_ctx;
 
+/* The float constant v shaped like x. */
+static const tc_expr *bi_k(tc_ir *ir, const tc_expr *x, double v) {
+  const tc_expr *c = tc_e_float(ir, v);
+  return x->type.lanes > 1 ? tc_e_broadcast(ir, c, x->type.lanes) : c;
+}
+
+const tc_expr *tc__binary_expr(tc_ir *ir, int op, const tc_expr *x, const tc_expr *y) {
+  static const tc_expr_kind direct[] = {TC_EXPR_ADD, TC_EXPR_MUL, TC_EXPR_SUB, TC_EXPR_DIV,
+                                        TC_EXPR_MAX, TC_EXPR_MIN};
+  static const tc_expr_kind cmp[] = {TC_EXPR_EQ, TC_EXPR_LT, TC_EXPR_GT,
+                                     TC_EXPR_LE, TC_EXPR_GE, TC_EXPR_NE};
+  const tc_expr *zero = bi_k(ir, x, 0.0), *one = bi_k(ir, x, 1.0);
+  if (op >= 0 && op <= TC_BINARY_MIN) return tc_e_bin(ir, direct[op], x, y);
+  if (op >= TC_BINARY_EQ && op < TC_BINARY_COUNT)
+    return tc_e_select(ir, tc_e_bin(ir, cmp[op - TC_BINARY_EQ], x, y), one, zero);
+  if (op == TC_BINARY_FMOD) { /* x - y * trunc(x / y), the product subtracted exactly */
+    const tc_expr *q = tc_e_div(ir, x, y);
+    const tc_expr *t = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_LT, q, zero),
+                                   tc_e_float_fn(ir, TC_EXPR_CEIL, q),
+                                   tc_e_float_fn(ir, TC_EXPR_FLOOR, q));
+    return tc_e_fma(ir, tc_e_sub(ir, zero, y), t, x);
+  }
+  if (op != TC_BINARY_POW) {
+    if (ir->err == TH_OK) ir->err = TH_ERR_INTERNAL;
+    return NULL;
+  }
+  /* e^(y log |x|) for an integral y (negated for an odd one below zero), else e^(y log x): NaN
+   * for x < 0; y = 0 gives 1 even at x = 0 (0 * log 0 would be NaN) */
+  const tc_expr *integral = tc_e_bin(ir, TC_EXPR_EQ, tc_e_float_fn(ir, TC_EXPR_FLOOR, y), y);
+  const tc_expr *half = tc_e_float_fn(ir, TC_EXPR_FLOOR, tc_e_mul(ir, y, bi_k(ir, x, 0.5)));
+  const tc_expr *odd = tc_e_bin(ir, TC_EXPR_EQ, tc_e_fma(ir, half, bi_k(ir, x, -2.0), y), one);
+  const tc_expr *ax = tc_e_max(ir, x, tc_e_sub(ir, zero, x));
+  const tc_expr *r = tc_e_exp(
+      ir, tc_e_mul(ir, y, tc_e_float_fn(ir, TC_EXPR_LOG, tc_e_select(ir, integral, ax, x))));
+  r = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_AND, tc_e_bin(ir, TC_EXPR_LT, x, zero), odd),
+                  tc_e_sub(ir, zero, r), r);
+  return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_EQ, y, zero), one, r);
+}
+
 static const tc_stmt *bi_step(tc_ir *ir, void *p, const tc_expr *i, int lanes, int slot) {
   (void)slot;
-  static const tc_expr_kind ops[TC_BINARY_COUNT] = {TC_EXPR_ADD, TC_EXPR_MUL, TC_EXPR_SUB,
-                                                    TC_EXPR_DIV};
   const bi_ctx *c = p;
   int last = c->st->nd - 1;
   const tc_expr *x = tc__strided_load(ir, c->a, c->ao, c->st->as[last], i, lanes);
   const tc_expr *y = tc__strided_load(ir, c->b, c->bo, c->st->bs[last], i, lanes);
-  return tc_s_store(ir, c->out, tc_e_add(ir, c->oo, i), tc_e_bin(ir, ops[c->wl->op], x, y), 4);
+  return tc_s_store(ir, c->out, tc_e_add(ir, c->oo, i), tc__binary_expr(ir, c->wl->op, x, y), 4);
 }
 
 static const tc_stmt *bi_piece(tc_ir *ir, void *p, const tc_expr *row, const tc_expr *off,

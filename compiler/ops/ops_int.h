@@ -92,6 +92,9 @@ typedef const tc_stmt *(*tc__vec_fn)(tc_ir *ir, void *ctx, const tc_expr *i, int
  * primitives so that the CPU and GPU templates compute the same function; NULL (ir->err set) for
  * the ops that are not one expression of x (CAST_I64). unary.c. */
 const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha, double beta);
+/* TC_BINARY_* op of x and y (floats of equal lanes), shared by the CPU and GPU templates. binary.c.
+ */
+const tc_expr *tc__binary_expr(tc_ir *ir, int op, const tc_expr *x, const tc_expr *y);
 
 const tc_stmt *tc__vec_loop(tc_ir *ir, int64_t len, int vl, int unroll, tc__vec_fn fn, void *ctx);
 

@@ -78,6 +78,24 @@ const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha,
     case TC_UNARY_CELU:
       return tc_e_add(ir, tc_e_max(ir, x, zero),
                       tc_e_min(ir, zero, un_expm1(ir, tc_e_div(ir, x, un_k(ir, x, alpha)), alpha)));
+    case TC_UNARY_SINH:
+    case TC_UNARY_COSH: {
+      const tc_expr *ep = tc_e_exp(ir, x), *en = tc_e_exp(ir, tc_e_sub(ir, zero, x));
+      return tc_e_mul(ir, un_k(ir, x, 0.5),
+                      op == TC_UNARY_SINH ? tc_e_sub(ir, ep, en) : tc_e_add(ir, ep, en));
+    }
+    case TC_UNARY_ASINH: { /* on |x|, so that large negative x loses nothing to cancellation */
+      const tc_expr *r =
+          tc_e_float_fn(ir, TC_EXPR_LOG, tc_e_add(ir, abs, tc_e_sqrt(ir, tc_e_fma(ir, x, x, one))));
+      return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_LT, x, zero), tc_e_sub(ir, zero, r), r);
+    }
+    case TC_UNARY_ACOSH:
+      return tc_e_float_fn(ir, TC_EXPR_LOG,
+                           tc_e_add(ir, x, tc_e_sqrt(ir, tc_e_fma(ir, x, x, un_k(ir, x, -1.0)))));
+    case TC_UNARY_ATANH:
+      return tc_e_mul(
+          ir, un_k(ir, x, 0.5),
+          tc_e_float_fn(ir, TC_EXPR_LOG, tc_e_div(ir, tc_e_add(ir, one, x), tc_e_sub(ir, one, x))));
     case TC_UNARY_THRESHOLDED_RELU:
       return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GT, x, un_k(ir, x, alpha)), x, zero);
     default:

@@ -118,6 +118,12 @@ enum {
   TC_UNARY_LEAKY_RELU, /* x >= 0 ? x : alpha * x */
   TC_UNARY_CELU,       /* max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) */
   TC_UNARY_THRESHOLDED_RELU, /* x > alpha ? x : 0 */
+  /* the hyperbolic functions and their inverses, through e^x and log (ONNX Sinh, ...) */
+  TC_UNARY_SINH,  /* (e^x - e^-x) / 2 */
+  TC_UNARY_COSH,  /* (e^x + e^-x) / 2 */
+  TC_UNARY_ASINH, /* sign(x) log(|x| + sqrt(x^2 + 1)) */
+  TC_UNARY_ACOSH, /* log(x + sqrt(x^2 - 1)); NaN below 1 */
+  TC_UNARY_ATANH, /* log((1 + x) / (1 - x)) / 2; NaN outside [-1, 1] */
   TC_UNARY_COUNT
 };
 
@@ -133,8 +139,25 @@ const char *tc_precision_name(int p);
 /* Parses "fp32" or "tf32" (NULL or "" means fp32) into *out; TH_ERR_INVALID for anything else. */
 th_status tc_precision_parse(const char *s, tc_precision *out);
 
-/* TC_KERNEL_BINARY's operation (tc_workload.op). */
-enum { TC_BINARY_ADD = 0, TC_BINARY_MUL, TC_BINARY_SUB, TC_BINARY_DIV, TC_BINARY_COUNT };
+/* TC_KERNEL_BINARY's operation (tc_workload.op): a op b on floats. The comparisons give 1.0 where
+ * they hold and 0.0 elsewhere (ONNX's bool results, held as float32). */
+enum {
+  TC_BINARY_ADD = 0,
+  TC_BINARY_MUL,
+  TC_BINARY_SUB,
+  TC_BINARY_DIV,
+  TC_BINARY_MAX, /* ONNX Max, Min (variadic ones are chains) */
+  TC_BINARY_MIN,
+  TC_BINARY_POW,  /* a^b: negative a only with an integral b (else NaN); a^0 = 1 */
+  TC_BINARY_FMOD, /* C's fmod: a - b * trunc(a / b), the sign of a (ONNX Mod with fmod = 1) */
+  TC_BINARY_EQ,
+  TC_BINARY_LT,
+  TC_BINARY_GT,
+  TC_BINARY_LE,
+  TC_BINARY_GE,
+  TC_BINARY_NE, /* also ONNX Xor of bools held as 0/1 (And is MIN, Or is MAX) */
+  TC_BINARY_COUNT
+};
 
 #define TC_WL_DIMS 6
 

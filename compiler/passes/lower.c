@@ -416,6 +416,7 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
                            : nd->op == TC_OP_SUB ? TC_BINARY_SUB
                                                  : TC_BINARY_DIV);
       break;
+    case TC_OP_BINARY: rc = tc__binary_call(g, vs, c, i, nd->math); break;
     case TC_OP_CONCAT: {
       int64_t off = 0, ost[TC_MAX_DIMS];
       tc__rowmajor(&nd->out, ost);

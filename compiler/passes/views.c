@@ -141,7 +141,8 @@ int tc__reads_strided(const tc_graph *g, const tc__views *vs, int c, int k) {
     case TC_OP_CONCAT: return !vs->map[c];
     case TC_OP_MUL:
     case TC_OP_SUB:
-    case TC_OP_DIV: return 1;
+    case TC_OP_DIV:
+    case TC_OP_BINARY: return 1;
     case TC_OP_ADD: return tc__add_binary(g, vs, c);
     default: return 0;
   }

@@ -339,14 +339,19 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
     }
     case TC_OP_MUL:
     case TC_OP_SUB:
-    case TC_OP_DIV: {
+    case TC_OP_DIV:
+    case TC_OP_BINARY: {
+      int op = nd->op == TC_OP_BINARY ? nd->math
+               : nd->op == TC_OP_MUL  ? TC_BINARY_MUL
+               : nd->op == TC_OP_SUB  ? TC_BINARY_SUB
+                                      : TC_BINARY_DIV;
       int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];
       tc__strides(&g->nodes[nd->inputs[0]].out, nd->out.ndim, 1, sa);
       tc__strides(&g->nodes[nd->inputs[1]].out, nd->out.ndim, 1, sb);
       const float *b = buf[nd->inputs[1]];
       for (int64_t k = 0; k < numel; k++) {
         float x = in0[tc__offset_of(&nd->out, sa, k)], y = b[tc__offset_of(&nd->out, sb, k)];
-        out[k] = nd->op == TC_OP_MUL ? x * y : nd->op == TC_OP_SUB ? x - y : x / y;
+        out[k] = tc_ref_binary(op, x, y);
       }
       return TH_OK;
     }

@@ -134,6 +134,11 @@ float tc_ref_unary_math(float f, int m, double a, double b) {
     case TC_UNARY_LEAKY_RELU: return (float)(v >= 0 ? v : a * v);
     case TC_UNARY_CELU: return (float)(fmax(0, v) + fmin(0, a * expm1(v / a)));
     case TC_UNARY_THRESHOLDED_RELU: return (float)(v > a ? v : 0);
+    case TC_UNARY_SINH: return (float)sinh(v);
+    case TC_UNARY_COSH: return (float)cosh(v);
+    case TC_UNARY_ASINH: return (float)asinh(v);
+    case TC_UNARY_ACOSH: return (float)acosh(v);
+    case TC_UNARY_ATANH: return (float)atanh(v);
     default: return NAN;
   }
 }
@@ -145,6 +150,26 @@ static void tc__ref_embedding(const tc_workload *wl, const int64_t *idx, const f
       memcpy(out + i * D, table + idx[i] * D, (size_t)D * sizeof *out);
     else
       for (int64_t j = 0; j < D; j++) out[i * D + j] = 0.0f;
+  }
+}
+
+float tc_ref_binary(int op, float x, float y) {
+  switch (op) {
+    case TC_BINARY_ADD: return x + y;
+    case TC_BINARY_MUL: return x * y;
+    case TC_BINARY_SUB: return x - y;
+    case TC_BINARY_DIV: return x / y;
+    case TC_BINARY_MAX: return x > y ? x : y;
+    case TC_BINARY_MIN: return x < y ? x : y;
+    case TC_BINARY_POW: return (float)pow(x, y);
+    case TC_BINARY_FMOD: return (float)fmod(x, y);
+    case TC_BINARY_EQ: return x == y;
+    case TC_BINARY_LT: return x < y;
+    case TC_BINARY_GT: return x > y;
+    case TC_BINARY_LE: return x <= y;
+    case TC_BINARY_GE: return x >= y;
+    case TC_BINARY_NE: return x != y;
+    default: return NAN;
   }
 }
 
@@ -164,8 +189,7 @@ static void tc__ref_strided(const tc_workload *wl, const float *a, const float *
       out[bi] = a[ai];
     } else {
       float x = a[ai], y = b[bi];
-      out[e] = wl->op == TC_BINARY_ADD ? x + y : wl->op == TC_BINARY_MUL ? x * y
-               : wl->op == TC_BINARY_SUB ? x - y : x / y;
+      out[e] = tc_ref_binary(wl->op, x, y);
     }
     for (int d = wl->ndim - 1; d >= 0 && ++i[d] == wl->shape[d]; d--) i[d] = 0;
   }

@@ -24,5 +24,8 @@ th_status tc_ref_kernel(const tc_workload *wl, void *const *args);
 /* The element-wise math op m (TC_UNARY_EXP and after, workload.h) of x with alpha a and beta b,
  * naively through libm in double (the graph reference's TC_OP_MATH too); NaN for another op. */
 float tc_ref_unary_math(float x, int m, double a, double b);
+/* x op y for the TC_BINARY_* op (workload.h), naively through libm (the graph reference's binary
+ * ops too); comparisons give 1 or 0; NaN for another op. */
+float tc_ref_binary(int op, float x, float y);
 
 #endif

@@ -31,3 +31,10 @@ th_unit_test(compiler_onnx_conv SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_co
              LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_conv PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# Graph forms and element-wise binary operators of the importer (issue 38): the batch rule (unbatched and
+# rank-0 inputs), Max/Min/Sum/Mean/Pow/Mod, the comparisons and the logical ops against naive loops.
+th_unit_test(compiler_onnx_graph SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_graph.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_models.c
+             LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_graph PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)

@@ -439,6 +439,14 @@ static void emu_fill(const tc_workload *wl, int slot, void *buf, int64_t n, uint
   }
   float *f = buf;
   tw_fill_floats(f, n, s);
+  /* pow: negative bases with integral exponents (the CPU differential takes fractional ones over
+   * positive bases); fmod: divisors away from 0; comparisons: halves, so that equal pairs occur */
+  for (int64_t j = 0; wl->kernel == TC_KERNEL_BINARY && wl->op == TC_BINARY_POW && j < n; j++)
+    f[j] = slot == 0 ? (j % 2 ? -1.0f : 1.0f) * (0.5f + 0.25f * fabsf(f[j])) : roundf(f[j]);
+  for (int64_t j = 0; wl->kernel == TC_KERNEL_BINARY && wl->op == TC_BINARY_FMOD && j < n; j++)
+    if (slot == 1) f[j] += f[j] < 0 ? -0.5f : 0.5f;
+  for (int64_t j = 0; wl->kernel == TC_KERNEL_BINARY && wl->op >= TC_BINARY_EQ && j < n; j++)
+    f[j] = roundf(f[j]) * 0.5f;
   if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 1) {
     for (int j = wl->w / 2; j < wl->w; j++) f[j] = j == wl->w - 1 && j > 0 ? -INFINITY : -10000.0f;
     for (int j = 0; wl->n > 1 && j < wl->w; j++) f[wl->w + j] = -3.4028235e38f;
@@ -701,12 +709,13 @@ TH_TEST(emulated_cnn_activations) {
 
 /* ---- ONNX element-wise math (issue 38) ---- */
 
-/* Each TC_UNARY_* from EXP on at an odd size, alpha 0.5 and beta -2; without log and sqrt when
+/* Each TC_UNARY_* from EXP on at an odd size, alpha 0.5 and beta -2; without log, sqrt, acosh, atanh when
  * `real` (inputs in [-4, 4) make NaN of them; the CPU differential feeds them positive values). */
 static int math_set(tc_workload *w, int real) {
   int n = 0;
   for (int op = TC_UNARY_EXP; op < TC_UNARY_COUNT; op++)
-    if (!real || (op != TC_UNARY_LOG && op != TC_UNARY_SQRT))
+    if (!real || (op != TC_UNARY_LOG && op != TC_UNARY_SQRT && op != TC_UNARY_ACOSH &&
+                  op != TC_UNARY_ATANH))
       w[n++] = tw_unary(301, op, 0.5f, -2.0f);
   return n;
 }
@@ -722,6 +731,33 @@ TH_TEST(emulated_math) {
   tc_workload w[TC_UNARY_COUNT];
   int n = math_set(w, 1);
   CHECK(emu_check("math", w, n, 3, 3838) == n * 3);
+  return 0;
+}
+
+/* ---- ONNX element-wise binary ops (issue 38) ---- */
+
+/* Each TC_BINARY_* from MAX on: b broadcast over the rows of a float4-able [4, 8] space, and an odd
+ * same-shape run (scalar code). */
+static int binary_math_set(tc_workload *w) {
+  int n = 0;
+  for (int op = TC_BINARY_MAX; op < TC_BINARY_COUNT; op++) {
+    w[n++] = tw_binary(op, 2, (int[]){4, 8}, (int[]){8, 1}, (int[]){0, 1});
+    w[n++] = tw_binary(op, 1, (int[]){37}, (int[]){1}, (int[]){1});
+  }
+  return n;
+}
+
+TH_TEST(nvrtc_binary_math) {
+  tc_workload w[2 * TC_BINARY_COUNT];
+  int n = binary_math_set(w);
+  CHECK(compile_family("binary_math", w, n, 2) >= n * 3);
+  return 0;
+}
+
+TH_TEST(emulated_binary_math) {
+  tc_workload w[2 * TC_BINARY_COUNT];
+  int n = binary_math_set(w);
+  CHECK(emu_check("binary_math", w, n, 3, 3939) == n * 3);
   return 0;
 }
 

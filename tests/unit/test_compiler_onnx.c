@@ -537,7 +537,7 @@ TH_TEST(lists_every_unsupported_op) {
   tb_node(b, "LSTM", "lstm", "r", "l");
   tb_node(b, "Relu", "after", "l", "a"); /* downstream of unsupported nodes: not listed */
   tb_const_f(b, "three", 3.0f);
-  tb_node(b, "Pow", "cube", "y,three", "c");
+  tb_node(b, "Mod", "cube", "y,three", "c"); /* fmod = 0: integer Mod */
   int64_t d[1] = {2};
   int64_t w[5] = {4, 4, 1, 1, 1};
   tb_param(b, "cw", 5, w, 0);
@@ -548,7 +548,7 @@ TH_TEST(lists_every_unsupported_op) {
   n = tb_node(b, "Cast", "to_str", "ax",
               "strs"); /* a constant: the fold reports it (no output needs it) */
   tb_attr_i(b, n, "to", ONNX__TENSOR_PROTO__DATA_TYPE__STRING);
-  tb_node(b, "Equal", "eq", "y,y", "eqo");
+  tb_node(b, "Where", "eq", "y,y,y", "eqo");
   tb_output(b, "eqo");
   static const int64_t ax12[2] = {1, 2};
   n = tb_node(b, "ReduceMean", "rm", "y4b", "rmo"); /* a 4-D map, the wrong axes */
@@ -564,11 +564,11 @@ TH_TEST(lists_every_unsupported_op) {
       "unsupported ONNX operators: ",
       "RoiAlign (node 'up1', opset 13)",
       "LSTM (node 'lstm', opset 13)",
-      "Pow (node 'cube', opset 13: only inside a decomposed layer norm",
+      "Mod (node 'cube', opset 13: fmod = 0 (integer Mod): only float32 with fmod = 1)",
       "Conv (node 'dil', opset 13: weights must be a constant 3-D or 4-D float tensor",
       "NonZero (node 'nz', opset 13)",
       "Cast (node 'to_str', opset 13: a cast to element type 8)",
-      "Equal (node 'eq', opset 13: only folded at import, and it depends on the "
+      "Where (node 'eq', opset 13: only folded at import, and it depends on the "
       "runtime tensor 'y')",
       "ReduceMean (node 'rm', opset 13: only over the spatial axes [2, 3] of a 4-D map",
       NULL};

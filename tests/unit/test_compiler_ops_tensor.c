@@ -360,6 +360,8 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
     if (rnd && i % 3 == 0)
       f[i] = (float)((int)(i % 31) - 15) * 0.5f; /* exact halves and integers */
     if (wl->op == TC_UNARY_RECIPROCAL) f[i] += f[i] < 0 ? -0.5f : 0.5f;
+    if (wl->op == TC_UNARY_ACOSH) f[i] = 1.0f + fabsf(f[i]); /* NaN below 1 */
+    if (wl->op == TC_UNARY_ATANH) f[i] *= 0.13f;             /* within (-1, 1) */
   }
   if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64 && slot == 0)
     for (size_t i = 0; i < count; i++)
@@ -369,8 +371,15 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
   if (wl->kernel == TC_KERNEL_GATHER && slot == 1) /* negative ones, c and -c - 1 outside */
     for (size_t i = 0; i < count; i++)
       q[i] = i == 0 ? wl->c : i == 1 ? -wl->c - 1 : irand(2 * wl->c + 2) - wl->c - 1;
-  if (wl->kernel == TC_KERNEL_BINARY && slot == 1 && wl->op == TC_BINARY_DIV)
+  if (wl->kernel == TC_KERNEL_BINARY && slot == 1 &&
+      (wl->op == TC_BINARY_DIV || wl->op == TC_BINARY_FMOD))
     for (size_t i = 0; i < count; i++) f[i] += f[i] < 0 ? -0.5f : 0.5f;
+  /* pow: positive bases, fractional exponents in [-3, 3] (the emulator's check takes negative
+   * bases with integral ones); comparisons: halves, so that equal pairs occur */
+  if (wl->kernel == TC_KERNEL_BINARY && wl->op == TC_BINARY_POW)
+    for (size_t i = 0; i < count; i++) f[i] = slot == 0 ? 0.25f + fabsf(f[i]) : 3.0f * f[i];
+  if (wl->kernel == TC_KERNEL_BINARY && wl->op >= TC_BINARY_EQ)
+    for (size_t i = 0; i < count; i++) f[i] = roundf(f[i] * 2.0f) * 0.5f;
 }
 
 /* Builds every (workload, config) into one library, runs each with random inputs (the output buffer
@@ -688,6 +697,23 @@ TH_TEST(binary_differential) {
       binary_wl(TC_BINARY_ADD, 3, (int[]){1, 197, 768}, (int[]){0, 768, 1}, (int[]){0, 768, 1});
   w[n++] = binary_wl(TC_BINARY_MUL, 1, (int[]){1}, (int[]){1}, (int[]){1});
   w[n++] = binary_wl(TC_BINARY_SUB, 2, (int[]){129, 3}, (int[]){3, 1}, (int[]){1, 0});
+  CHECK(n <= N);
+  check_tensor(w, n);
+  return 0;
+}
+
+/* The element-wise math and comparison ops (max and on: ONNX's binary operators, issue 38), each
+ * with b broadcast along the rows, a strided a, and same-shape runs of a vector and a tail. */
+TH_TEST(binary_math_differential) {
+  init_target();
+  enum { N = 3 * TC_BINARY_COUNT };
+  tc_workload w[N];
+  int n = 0;
+  for (int op = TC_BINARY_MAX; op < TC_BINARY_COUNT; op++) {
+    w[n++] = binary_wl(op, 2, (int[]){5, 37}, (int[]){37, 1}, (int[]){0, 1});
+    w[n++] = binary_wl(op, 3, (int[]){2, 3, 7}, (int[]){1, 2, 6}, (int[]){21, 7, 1});
+    w[n++] = binary_wl(op, 1, (int[]){67}, (int[]){1}, (int[]){1});
+  }
   CHECK(n <= N);
   check_tensor(w, n);
   return 0;
