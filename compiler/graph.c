@@ -17,9 +17,9 @@ static const char *const tc__op_names[] = {
     "avg_pool", "global_avg_pool", "adaptive_avg_pool", "concat", "flatten", "dense", "dropout",
     "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
     "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
-    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math",
+    "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math", "reduce",
 };
-_Static_assert(TC_OP_COUNT == 36, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 37, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
 
 size_t tc_dtype_size(int dtype) {
@@ -1114,4 +1114,18 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
   th_status rc = th_buf_append(b, s, strlen(s));
   free(s);
   return rc;
+}
+
+int tc_graph_reduce(tc_graph *g, int x, int op) {
+  const tc_tensor *t = tc__tin(g, x, "reduce", 0);
+  if (!t) return -1;
+  if (op < 0 || op >= TC_REDUCE_COUNT) {
+    tc__err(g, "reduce: op %d is not a reduction", op);
+    return -1;
+  }
+  tc_tensor out = *t;
+  out.shape[out.ndim - 1] = 1;
+  int id = tc__tnode(g, TC_OP_REDUCE, NULL, 1, &x, &out);
+  if (id >= 0) g->nodes[id].math = op;
+  return id;
 }

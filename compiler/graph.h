@@ -70,6 +70,7 @@ typedef enum tc_op {
   TC_OP_SILU,            /* x * sigmoid(x) (swish) */
   TC_OP_MATH,            /* element-wise math: the TC_UNARY_* in math, with alpha and shift
                             (ONNX Exp, Log, Elu, ...; never fused) */
+  TC_OP_REDUCE,          /* the TC_REDUCE_* in math over the last axis, which becomes 1 */
   TC_OP_COUNT
 } tc_op;
 
@@ -129,7 +130,7 @@ typedef struct tc_node {
   int perm[TC_MAX_DIMS];    /* transpose */
   int axis, begin, end, step; /* slice (axis also concat) */
   int trans_a, trans_b;     /* matmul */
-  int math;                 /* TC_OP_MATH: its TC_UNARY_* (workload.h) */
+  int math;                 /* TC_OP_MATH: its TC_UNARY_*; TC_OP_REDUCE: its TC_REDUCE_* (workload.h) */
   float alpha, shift;       /* matmul and softmax scale (1 when unset); affine x * alpha + shift; hard
                                sigmoid's alpha and beta (also on a conv or dense that fused one) */
 } tc_node;
@@ -225,6 +226,9 @@ int tc_graph_silu(tc_graph *g, int x);
 /* Element-wise math (float32, the input's shape): the TC_UNARY_* op math (EXP and after in
  * workload.h), with its alpha and beta (finite); -1 and an error for another op. */
 int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
+/* The TC_REDUCE_* op (workload.h) over the last axis of float32 x, kept as an axis of 1 (ONNX's
+ * Reduce* over other axes move them last first); -1 and an error for another op. */
+int tc_graph_reduce(tc_graph *g, int x, int op);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Appends a composite parameter `name`: the n (2..TC_MAX_PARTS) parameters parts, none composite,

@@ -17,12 +17,12 @@
 /* ---- helpers
  * ------------------------------------------------------------------------------------------ */
 
-static const tc_tensor *tc__ox_t(tc__ox *x, int id) {
+const tc_tensor *tc__ox_t(tc__ox *x, int id) {
   return &x->g->nodes[id].out;
 }
 
 /* Input k as a graph node (constants materialised): *id = -1 when it was reported unsupported. */
-static th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
   tc__oxv *v = tc__ox_in(x, n, k);
   *id = -1;
   if (!v) return tc__ox_nfail(x, n, TH_ERR_INVALID, "input %d is missing", k);
@@ -30,7 +30,7 @@ static th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int 
 }
 
 /* A float input node: reports int64 ones (the graph's arithmetic is float32). */
-static th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
   th_status rc = tc__ox_node_in(x, n, k, id);
   if (rc != TH_OK || *id < 0) return rc;
   if (tc__ox_t(x, *id)->dtype != TC_DTYPE_F32) {
@@ -51,7 +51,7 @@ static int tc__ox_affine(tc__ox *x, int id, float alpha, float shift) {
 }
 
 /* Dims of a graph tensor as int64. */
-static int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
+int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
   const tc_tensor *t = tc__ox_t(x, id);
   for (int d = 0; d < t->ndim; d++) dims[d] = t->shape[d];
   return t->ndim;
@@ -59,8 +59,8 @@ static int tc__ox_tdims(tc__ox *x, int id, int64_t *dims) {
 
 /* Reshapes node id to dims (no node when they are its own); reports a rank or size the graph cannot
  * hold. */
-static th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id,
-                                     const int64_t *dims, int r, int *out) {
+th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
+                              int r, int *out) {
   const tc_tensor *t = tc__ox_t(x, id);
   *out = -1;
   if (r < 1 || r > TC_MAX_DIMS)
@@ -1005,35 +1005,6 @@ static th_status tc__ox_c_expand(tc__ox *x, const Onnx__NodeProto *n) {
 /* ---- normalisation and reductions
  * ------------------------------------------------------------------------ */
 
-static th_status tc__ox_c_reduce_mean(tc__ox *x, const Onnx__NodeProto *n) {
-  int64_t axes[TC__OX_RANK], keep;
-  int cnt, a, before = x->nunsup;
-  th_status rc = tc__ox_list(x, n, "axes", 1, 18, axes, TC__OX_RANK, &cnt);
-  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "keepdims", 1, &keep);
-  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
-  rc = tc__ox_float_in(x, n, 0, &a);
-  if (rc != TH_OK || a < 0) return rc;
-  const tc_tensor *t = tc__ox_t(x, a);
-  int mask = 0;
-  for (int i = 0; i < cnt; i++) {
-    int d;
-    rc = tc__ox_axis(x, n, axes[i], t->ndim, &d);
-    if (rc != TH_OK) return rc;
-    mask |= 1 << d;
-  }
-  if (t->ndim != 4 || mask != 12)
-    return tc__ox_unsupported(
-        x, n, "only over the spatial axes [2, 3] of a 4-D map, or inside a decomposed layer norm");
-  int id = tc_graph_global_avg_pool(x->g, a);
-  if (!keep) {
-    int64_t nc[2] = {t->shape[0], t->shape[1]};
-    rc = tc__ox_bind_node(x, n, NULL, id);
-    if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, nc, 2, &id);
-    if (rc != TH_OK || id < 0) return rc;
-  }
-  return tc__ox_set_node(x, n, 0, id);
-}
-
 /* softmax over the last axis of node a, with a mask added before it and a scalar scale folded in */
 static int tc__ox_softmax_last(tc__ox *x, int a) {
   const tc_node *nd = &x->g->nodes[a];
@@ -1173,7 +1144,16 @@ static const struct {
     {"Gather", tc__ox_c_gather},
     {"Cast", tc__ox_c_cast},
     {"Expand", tc__ox_c_expand},
-    {"ReduceMean", tc__ox_c_reduce_mean},
+    {"ReduceMean", tc__ox_c_reduce},
+    {"ReduceSum", tc__ox_c_reduce},
+    {"ReduceMax", tc__ox_c_reduce},
+    {"ReduceMin", tc__ox_c_reduce},
+    {"ReduceProd", tc__ox_c_reduce},
+    {"ReduceSumSquare", tc__ox_c_reduce},
+    {"ReduceL1", tc__ox_c_reduce},
+    {"ReduceL2", tc__ox_c_reduce},
+    {"ReduceLogSum", tc__ox_c_reduce},
+    {"ReduceLogSumExp", tc__ox_c_reduce},
     {"Softmax", tc__ox_c_softmax},
     {"LayerNormalization", tc__ox_c_layer_norm},
     {"Dropout", tc__ox_c_identity},

@@ -15,13 +15,13 @@ static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_concat,  &tc__op_layout,
     &tc__op_batch_matmul,
     &tc__op_layer_norm, &tc__op_softmax_rows, &tc__op_unary, &tc__op_embedding, &tc__op_copy,
-    &tc__op_binary};
+    &tc__op_binary, &tc__op_reduce};
 static const char *const names[TC_KERNEL_COUNT] = {
 #define TC__KERNEL_NAME(id, name, nargs, a0, a1, a2, a3, a4) [TC_KERNEL_##id] = name,
     TC_KERNEL_TABLE(TC__KERNEL_NAME)
 #undef TC__KERNEL_NAME
 };
-_Static_assert(TC_KERNEL_COUNT == 17, "add the new kernel family to ops[]");
+_Static_assert(TC_KERNEL_COUNT == 18, "add the new kernel family to ops[]");
 
 /* TC_KERNEL_TABLE's argument slots: (role, size rule) pairs. */
 #define TC__ROLE(role, size) TC_ARG_ROLE_##role
@@ -220,6 +220,12 @@ static th_status tc__tensor_check(const tc_workload *w) {
           w->op >= TC_UNARY_COUNT || !isfinite(w->alpha) || !isfinite(w->beta))
         return TH_ERR_INVALID;
       break;
+    case TC_KERNEL_REDUCE:
+      if (w->c < 1 || w->oc != 1 || w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || w->op < 0 ||
+          w->op >= TC_REDUCE_COUNT)
+        return TH_ERR_INVALID;
+      if ((int64_t)w->n * w->c > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
+      break;
     case TC_KERNEL_EMBEDDING:
       if (w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1) return TH_ERR_INVALID;
       if ((int64_t)w->c * w->oc > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
@@ -410,7 +416,8 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
   if (wl->kernel >= TC_KERNEL_BATCH_MATMUL) {
     /* the tensor families' own fields, each only where the family reads it */
     w = 0;
-    if (wl->kernel == TC_KERNEL_UNARY || wl->kernel == TC_KERNEL_BINARY)
+    if (wl->kernel == TC_KERNEL_UNARY || wl->kernel == TC_KERNEL_BINARY ||
+        wl->kernel == TC_KERNEL_REDUCE)
       w = snprintf(out + used, n - used, " op%d", wl->op);
     else if (wl->kernel == TC_KERNEL_BATCH_MATMUL)
       w = snprintf(out + used, n - used, " t%d,%d", wl->trans_a, wl->trans_b);
@@ -468,6 +475,7 @@ double tc_workload_flops(const tc_workload *wl) {
     case TC_KERNEL_LAYER_NORM: return 8.0 * wl->n * (double)wl->c;
     case TC_KERNEL_SOFTMAX_ROWS: return 5.0 * wl->n * (double)wl->c * wl->h * wl->w;
     case TC_KERNEL_UNARY: return wl->n;
+    case TC_KERNEL_REDUCE: return (double)wl->n * wl->c;
     case TC_KERNEL_BINARY: {
       double e = 1;
       for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) e *= wl->shape[d];

@@ -52,6 +52,8 @@
  *                 (stride 0) and the parts of a concat along any axis are all copies.
  *   binary:       {a, b, out}: out (contiguous, shape[0..ndim)) = a op b with element strides astride
  *                 and bstride per output dimension (0 broadcasts); op is TC_BINARY_*.
+ *   reduce:       {in, out}: in is n rows of c floats, out[i] = TC_REDUCE_* (op) of row i (oc = h = w
+ *                 = 1): sum, mean, max, min, prod, sum of squares, L1, L2, log-sum, log-sum-exp.
  *
  * Packed weights. tc_op_packed_size() gives the packed size in floats (0: the kernel takes no weights);
  * tc_op_pack_params() gives the ints that th_rt_pack_weights() (runtime/th_rt.h) needs, so a model .so

@@ -23,7 +23,7 @@ extern const tc__op tc__op_conv2d, tc__op_depthwise, tc__op_dense, tc__op_maxpoo
     tc__op_global_avgpool, tc__op_softmax, tc__op_eltwise, tc__op_concat, tc__op_layout;
 /* the tensor families (issue 20) */
 extern const tc__op tc__op_batch_matmul, tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary,
-    tc__op_embedding, tc__op_copy, tc__op_binary;
+    tc__op_embedding, tc__op_copy, tc__op_binary, tc__op_reduce;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
 const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);
@@ -90,6 +90,13 @@ typedef const tc_stmt *(*tc__vec_fn)(tc_ir *ir, void *ctx, const tc_expr *i, int
  * primitives so that the CPU and GPU templates compute the same function; NULL (ir->err set) for
  * the ops that are not one expression of x (CAST_I64). unary.c. */
 const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha, double beta);
+
+/* The pieces of TC_REDUCE_* (reduce.c) that the CPU and GPU templates share: the fold (op and
+ * starting value; log-sum-exp's second pass), the map of an element x before it is folded (mx, the
+ * row's max, for log-sum-exp only) and the finishing of the folded s (c: the row's length). */
+void tc__reduce_fold(int op, tc_expr_kind *k, double *init);
+const tc_expr *tc__reduce_map(tc_ir *ir, int op, const tc_expr *x, const tc_expr *mx);
+const tc_expr *tc__reduce_finish(tc_ir *ir, int op, const tc_expr *s, const tc_expr *mx, int64_t c);
 
 const tc_stmt *tc__vec_loop(tc_ir *ir, int64_t len, int vl, int unroll, tc__vec_fn fn, void *ctx);
 

@@ -61,7 +61,9 @@
   /* strided copy over an ndim-D space: transpose, slice, expand, concat parts */                  \
   X(COPY, "copy", 2, (IN, A_EXTENT), (OUT, B_EXTENT), (NONE, NONE), (NONE, NONE), (NONE, NONE))    \
   /* broadcast element-wise TC_BINARY_* over an ndim-D space */                                    \
-  X(BINARY, "binary", 3, (IN, A_EXTENT), (IN, B_EXTENT), (OUT, VOLUME), (NONE, NONE), (NONE, NONE))
+  X(BINARY, "binary", 3, (IN, A_EXTENT), (IN, B_EXTENT), (OUT, VOLUME), (NONE, NONE), (NONE, NONE)) \
+  /* TC_REDUCE_* over each of n rows of c floats -> n floats */                                    \
+  X(REDUCE, "reduce", 2, (IN, ROWS), (OUT, ELEMS), (NONE, NONE), (NONE, NONE), (NONE, NONE))
 
 typedef enum tc_kernel {
 #define TC__KERNEL_ENUM(id, name, nargs, a0, a1, a2, a3, a4) TC_KERNEL_##id,
@@ -130,6 +132,21 @@ const char *tc_precision_name(int p);
 /* Parses "fp32" or "tf32" (NULL or "" means fp32) into *out; TH_ERR_INVALID for anything else. */
 th_status tc_precision_parse(const char *s, tc_precision *out);
 
+/* TC_KERNEL_REDUCE's operation (tc_workload.op): ONNX's Reduce* over a row of c elements. */
+enum {
+  TC_REDUCE_SUM = 0,
+  TC_REDUCE_MEAN,
+  TC_REDUCE_MAX,
+  TC_REDUCE_MIN,
+  TC_REDUCE_PROD,
+  TC_REDUCE_SUM_SQUARE,  /* sum of x^2 */
+  TC_REDUCE_L1,          /* sum of |x| */
+  TC_REDUCE_L2,          /* sqrt(sum of x^2) */
+  TC_REDUCE_LOG_SUM,     /* log(sum of x) */
+  TC_REDUCE_LOG_SUM_EXP, /* max + log(sum of e^(x - max)): no overflow */
+  TC_REDUCE_COUNT
+};
+
 /* TC_KERNEL_BINARY's operation (tc_workload.op). */
 enum { TC_BINARY_ADD = 0, TC_BINARY_MUL, TC_BINARY_SUB, TC_BINARY_DIV, TC_BINARY_COUNT };
 
@@ -151,7 +168,7 @@ typedef struct tc_workload {
   int c_offset;          /* concat: channel offset of this input inside the output */
   /* tensor kernels (zero for the CNN families above but for a hard-sigmoid epilogue's alpha and beta;
      see ops.h for which family reads what) */
-  int op;                     /* UNARY: TC_UNARY_*; BINARY: TC_BINARY_* */
+  int op;                     /* UNARY: TC_UNARY_*; BINARY: TC_BINARY_*; REDUCE: TC_REDUCE_* */
   int trans_a, trans_b;       /* BATCH_MATMUL: operand stored transposed ([n, K, M] / [n, N, K]) */
   float alpha, beta;          /* BATCH_MATMUL, SOFTMAX_ROWS: scale; LAYER_NORM: eps; UNARY affine and
                                  hard sigmoid; conv2d, depthwise, dense: TC_EPI_HARD_SIGMOID's */

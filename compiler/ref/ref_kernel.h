@@ -5,6 +5,8 @@
 #ifndef TC_REF_KERNEL_H
 #define TC_REF_KERNEL_H
 
+#include <stdint.h>
+
 #include "th_status.h"
 #include "workload.h"
 
@@ -24,5 +26,9 @@ th_status tc_ref_kernel(const tc_workload *wl, void *const *args);
 /* The element-wise math op m (TC_UNARY_EXP and after, workload.h) of x with alpha a and beta b,
  * naively through libm in double (the graph reference's TC_OP_MATH too); NaN for another op. */
 float tc_ref_unary_math(float x, int m, double a, double b);
+
+/* The TC_REDUCE_* op (workload.h) of the n floats x, naively in double (log-sum-exp from the max):
+ * the reduce kernel's and the graph reference's TC_OP_REDUCE. */
+float tc_ref_reduce(const float *x, int64_t n, int op);
 
 #endif

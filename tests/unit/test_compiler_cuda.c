@@ -725,6 +725,37 @@ TH_TEST(emulated_math) {
   return 0;
 }
 
+/* ---- ONNX reductions (issue 38) ---- */
+
+/* Each TC_REDUCE_* over rows of 1, 3, 37 and 300 (without log-sum when `real`: inputs in [-4, 4)
+ * give it a negative sum; the CPU differential feeds it positive values). */
+static int reduce_set(tc_workload *w, int real) {
+  static const int lens[4] = {1, 3, 37, 300};
+  int n = 0;
+  for (int op = 0; op < TC_REDUCE_COUNT; op++)
+    for (int l = 0; l < 4; l++)
+      if (!real || op != TC_REDUCE_LOG_SUM) {
+        w[n] = tw_base(TC_KERNEL_REDUCE);
+        w[n].n = 5, w[n].c = op == TC_REDUCE_PROD && lens[l] > 37 ? 37 : lens[l], w[n].op = op;
+        n++;
+      }
+  return n;
+}
+
+TH_TEST(nvrtc_reduce) {
+  tc_workload w[4 * TC_REDUCE_COUNT];
+  int n = reduce_set(w, 0);
+  CHECK(compile_family("reduce", w, n, 2) >= n * 3);
+  return 0;
+}
+
+TH_TEST(emulated_reduce) {
+  tc_workload w[4 * TC_REDUCE_COUNT];
+  int n = reduce_set(w, 1);
+  CHECK(emu_check("reduce", w, n, 3, 3939) == n * 3);
+  return 0;
+}
+
 /* ---- the tensor families (issue 20) ---- */
 
 static int nvrtc_tensor(tc_kernel k) {

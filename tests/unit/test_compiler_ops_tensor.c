@@ -266,6 +266,10 @@ static slots arg_slots(const tc_workload *wl) {
       a.count[0] = a.count[1] = (size_t)wl->n;
       if (wl->op == TC_UNARY_CAST_I64) a.size[0] = sizeof(int64_t);
       break;
+    case TC_KERNEL_REDUCE:
+      a.count[0] = (size_t)wl->n * wl->c;
+      a.count[1] = (size_t)wl->n;
+      break;
     case TC_KERNEL_EMBEDDING:
       a.count[0] = (size_t)wl->n;
       a.size[0] = sizeof(int64_t);
@@ -319,6 +323,12 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
       q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) * ((int64_t)1 << (irand(3) * 5));
   if (wl->kernel == TC_KERNEL_EMBEDDING && slot == 0)
     for (size_t i = 0; i < count; i++) q[i] = i == 0 ? wl->c : i == 1 ? -1 : irand(wl->c + 4) - 2;
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_LOG_SUM)
+    for (size_t i = 0; i < count; i++) f[i] = fabsf(f[i]) + 1e-3f; /* a positive sum */
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_PROD)
+    for (size_t i = 0; i < count; i++) f[i] = f[i] < 0 ? f[i] - 0.5f : f[i] + 0.5f; /* |x| ~ 1 */
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_LOG_SUM_EXP)
+    for (size_t i = 0; i < count; i++) f[i] = 100.0f * f[i]; /* e^x alone would overflow */
   if (wl->kernel == TC_KERNEL_BINARY && slot == 1 && wl->op == TC_BINARY_DIV)
     for (size_t i = 0; i < count; i++) f[i] += f[i] < 0 ? -0.5f : 0.5f;
 }
@@ -482,6 +492,29 @@ TH_TEST(math_differential) {
   for (int op = TC_UNARY_EXP; op < TC_UNARY_COUNT; op++) {
     wls[n++] = unary_wl(op, 1000);
     wls[n++] = unary_wl(op, 7);
+  }
+  check_tensor(wls, n);
+  return 0;
+}
+
+static tc_workload reduce_wl(int op, int rows, int len) {
+  tc_workload wl = tensor_wl(TC_KERNEL_REDUCE, rows, len, 1, 1);
+  wl.oc = 1;
+  wl.op = op;
+  return wl;
+}
+
+/* Every TC_REDUCE_* over rows with a vector body and a tail, all tail, one element, and a long row
+ * (a global pool's); log-sum-exp's inputs reach 100 (e^x overflows float32 without the max). */
+TH_TEST(reduce_differential) {
+  init_target();
+  tc_workload wls[4 * TC_REDUCE_COUNT];
+  int n = 0;
+  for (int op = 0; op < TC_REDUCE_COUNT; op++) {
+    wls[n++] = reduce_wl(op, 6, 37);
+    wls[n++] = reduce_wl(op, 5, 3);
+    wls[n++] = reduce_wl(op, 3, 1);
+    wls[n++] = reduce_wl(op, 2, op == TC_REDUCE_PROD ? 40 : 3136);
   }
   check_tensor(wls, n);
   return 0;

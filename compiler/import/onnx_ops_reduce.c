@@ -1,0 +1,101 @@
+/* The ONNX importer's reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd,
+ * ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum and ReduceLogSumExp at every opset (axes an
+ * attribute below 13 for ReduceSum and below 18 for the others, an input from then; keepdims;
+ * noop_with_empty_axes; empty axes reducing all; negative axes) onto one graph op, TC_OP_REDUCE
+ * over the last axis: the reduced axes are moved last (a transpose where they are not already) and
+ * merged into one. ReduceMean over the spatial axes of a 4-D map stays a global average pool. */
+#include <string.h>
+
+#include "onnx_int.h"
+#include "workload.h"
+
+static const struct {
+  const char *op;
+  int reduce;
+  int64_t input_since; /* the opset from which axes is an input */
+} tc__ox_reductions[] = {
+    {"ReduceSum", TC_REDUCE_SUM, 13},        {"ReduceMean", TC_REDUCE_MEAN, 18},
+    {"ReduceMax", TC_REDUCE_MAX, 18},        {"ReduceMin", TC_REDUCE_MIN, 18},
+    {"ReduceProd", TC_REDUCE_PROD, 18},      {"ReduceSumSquare", TC_REDUCE_SUM_SQUARE, 18},
+    {"ReduceL1", TC_REDUCE_L1, 18},          {"ReduceL2", TC_REDUCE_L2, 18},
+    {"ReduceLogSum", TC_REDUCE_LOG_SUM, 18}, {"ReduceLogSumExp", TC_REDUCE_LOG_SUM_EXP, 18},
+};
+
+/* Node a with the axes in mask (of its rank r) reduced by op into one value each, in the output
+ * shape dims[0 .. *rout) (keepdims: the reduced axes kept as 1). A mask of 0 reduces over a new
+ * trailing axis of one (ONNX's noop_with_empty_axes, where LogSum still takes the log). */
+static th_status tc__ox_reduce_axes(tc__ox *x, const Onnx__NodeProto *n, int a, int mask, int op,
+                                    int keep, int *out) {
+  int64_t dims[TC__OX_RANK], od[TC__OX_RANK], rows[TC__OX_RANK];
+  int r = tc__ox_tdims(x, a, dims), perm[TC_MAX_DIMS], np = 0, ro = 0, nk = 0, moved = 0;
+  int64_t len = 1;
+  *out = -1;
+  for (int d = 0; d < r; d++)
+    if (!(mask >> d & 1)) {
+      moved = moved || np != d;
+      perm[np++] = d;
+      rows[nk++] = dims[d];
+    }
+  for (int d = 0; d < r; d++)
+    if (mask >> d & 1) {
+      moved = moved || np != d;
+      perm[np++] = d;
+      len *= dims[d];
+    }
+  for (int d = 0; d < r; d++)
+    if (!(mask >> d & 1) || keep) od[ro++] = mask >> d & 1 ? 1 : dims[d];
+  int id = moved ? tc_graph_transpose(x->g, a, perm) : a;
+  th_status rc = tc__ox_bind_node(x, n, NULL, id);
+  rows[nk++] = len;
+  if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, rows, nk, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  id = tc_graph_reduce(x->g, id, op);
+  rc = tc__ox_bind_node(x, n, NULL, id);
+  if (ro == 0) od[ro++] = 1; /* a scalar: one value */
+  if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, od, ro, out);
+  return rc;
+}
+
+th_status tc__ox_c_reduce(tc__ox *x, const Onnx__NodeProto *n) {
+  size_t k = 0;
+  while (strcmp(tc__ox_reductions[k].op, n->op_type) != 0) k++;
+  int op = tc__ox_reductions[k].reduce;
+  int64_t axes[TC__OX_RANK], keep, noop = 0;
+  int cnt, a, before = x->nunsup;
+  th_status rc =
+      tc__ox_list(x, n, "axes", 1, tc__ox_reductions[k].input_since, axes, TC__OX_RANK, &cnt);
+  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "keepdims", 1, &keep);
+  if (rc == TH_OK && x->opset >= tc__ox_reductions[k].input_since)
+    rc = tc__ox_attr_i(x, n, "noop_with_empty_axes", 0, &noop);
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  const tc_tensor *t = tc__ox_t(x, a);
+  int mask = 0;
+  for (int i = 0; i < cnt; i++) {
+    int d;
+    rc = tc__ox_axis(x, n, axes[i], t->ndim, &d);
+    if (rc != TH_OK) return rc;
+    if (mask >> d & 1) return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %d is named twice", d);
+    mask |= 1 << d;
+  }
+  if (cnt <= 0 && !noop) mask = (1 << t->ndim) - 1; /* no axes: all of them */
+  if (mask == 0) {
+    if (op == TC_REDUCE_SUM || op == TC_REDUCE_MEAN || op == TC_REDUCE_MAX || op == TC_REDUCE_MIN ||
+        op == TC_REDUCE_PROD || op == TC_REDUCE_LOG_SUM_EXP)
+      return tc__ox_set_node(x, n, 0, a);
+  }
+  int id;
+  if (op == TC_REDUCE_MEAN && t->ndim == 4 && mask == 12) { /* global pooling: its own kernel */
+    id = tc_graph_global_avg_pool(x->g, a);
+    if (!keep) {
+      int64_t nc[2] = {t->shape[0], t->shape[1]};
+      rc = tc__ox_bind_node(x, n, NULL, id);
+      if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, nc, 2, &id);
+    }
+  } else {
+    rc = tc__ox_reduce_axes(x, n, a, mask, op, keep != 0, &id);
+  }
+  if (rc != TH_OK || id < 0) return rc;
+  return tc__ox_set_node(x, n, 0, id);
+}
