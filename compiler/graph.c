@@ -1125,6 +1125,7 @@ int tc_graph_reduce(tc_graph *g, int x, int op) {
   }
   tc_tensor out = *t;
   out.shape[out.ndim - 1] = 1;
+  if (op >= TC_REDUCE_ARGMAX) out.dtype = TC_DTYPE_I64;
   int id = tc__tnode(g, TC_OP_REDUCE, NULL, 1, &x, &out);
   if (id >= 0) g->nodes[id].math = op;
   return id;

@@ -227,7 +227,8 @@ int tc_graph_silu(tc_graph *g, int x);
  * workload.h), with its alpha and beta (finite); -1 and an error for another op. */
 int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
 /* The TC_REDUCE_* op (workload.h) over the last axis of float32 x, kept as an axis of 1 (ONNX's
- * Reduce* over other axes move them last first); -1 and an error for another op. */
+ * Reduce* over other axes move them last first; ArgMax and ArgMin give int64); -1 and an error for
+ * another op. */
 int tc_graph_reduce(tc_graph *g, int x, int op);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);

@@ -757,6 +757,8 @@ static const struct tc__ox_opset_range {
     {"ReduceL2", 6, 21},
     {"ReduceLogSum", 6, 21},
     {"ReduceLogSumExp", 6, 21},
+    {"ArgMax", 6, 21},
+    {"ArgMin", 6, 21},
     {"Softmax", 6, 21},
     {"LayerNormalization", 17, 21},
     {"Dropout", 6, 21},

@@ -1154,6 +1154,8 @@ static const struct {
     {"ReduceL2", tc__ox_c_reduce},
     {"ReduceLogSum", tc__ox_c_reduce},
     {"ReduceLogSumExp", tc__ox_c_reduce},
+    {"ArgMax", tc__ox_c_arg},
+    {"ArgMin", tc__ox_c_arg},
     {"Softmax", tc__ox_c_softmax},
     {"LayerNormalization", tc__ox_c_layer_norm},
     {"Dropout", tc__ox_c_identity},

@@ -99,3 +99,24 @@ th_status tc__ox_c_reduce(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc != TH_OK || id < 0) return rc;
   return tc__ox_set_node(x, n, 0, id);
 }
+
+/* ArgMax and ArgMin (axis, keepdims, select_last_index from opset 12): the int64 index along one
+ * axis, the same reduction with the axis moved last. */
+th_status tc__ox_c_arg(tc__ox *x, const Onnx__NodeProto *n) {
+  int max = strcmp(n->op_type, "ArgMax") == 0;
+  int64_t ax, keep, last = 0;
+  int a, d;
+  th_status rc = tc__ox_attr_i(x, n, "axis", 0, &ax);
+  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "keepdims", 1, &keep);
+  if (rc == TH_OK && x->opset >= 12) rc = tc__ox_attr_i(x, n, "select_last_index", 0, &last);
+  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  rc = tc__ox_axis(x, n, ax, tc__ox_t(x, a)->ndim, &d);
+  if (rc != TH_OK) return rc;
+  int op = last ? (max ? TC_REDUCE_ARGMAX_LAST : TC_REDUCE_ARGMIN_LAST)
+                : (max ? TC_REDUCE_ARGMAX : TC_REDUCE_ARGMIN);
+  int id;
+  rc = tc__ox_reduce_axes(x, n, a, 1 << d, op, keep != 0, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  return tc__ox_set_node(x, n, 0, id);
+}

@@ -128,6 +128,7 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
     case TC_ARG_SIZE_MASK:
       return (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
     case TC_ARG_SIZE_ELEMS:
+    case TC_ARG_SIZE_REDUCE_OUT:
     case TC_ARG_SIZE_UNARY_IN:
     case TC_ARG_SIZE_INDICES:
       return w->n;
@@ -156,7 +157,8 @@ th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
     out->nelems[a] = tc__arg_elems(wl, size);
     out->elem_bytes[a] = 4;
     if (size == TC_ARG_SIZE_INDICES ||
-        (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64))
+        (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64) ||
+        (size == TC_ARG_SIZE_REDUCE_OUT && wl->op >= TC_REDUCE_ARGMAX))
       out->elem_bytes[a] = 8;
     if (size == TC_ARG_SIZE_INDICES) out->index_limit[a] = wl->c;
     /* one part of a concat (or a slice's gaps): the rest of the output stays unwritten */

@@ -63,7 +63,7 @@
   /* broadcast element-wise TC_BINARY_* over an ndim-D space */                                    \
   X(BINARY, "binary", 3, (IN, A_EXTENT), (IN, B_EXTENT), (OUT, VOLUME), (NONE, NONE), (NONE, NONE)) \
   /* TC_REDUCE_* over each of n rows of c floats -> n floats */                                    \
-  X(REDUCE, "reduce", 2, (IN, ROWS), (OUT, ELEMS), (NONE, NONE), (NONE, NONE), (NONE, NONE))
+  X(REDUCE, "reduce", 2, (IN, ROWS), (OUT, REDUCE_OUT), (NONE, NONE), (NONE, NONE), (NONE, NONE))
 
 typedef enum tc_kernel {
 #define TC__KERNEL_ENUM(id, name, nargs, a0, a1, a2, a3, a4) TC_KERNEL_##id,
@@ -144,6 +144,11 @@ enum {
   TC_REDUCE_L2,          /* sqrt(sum of x^2) */
   TC_REDUCE_LOG_SUM,     /* log(sum of x) */
   TC_REDUCE_LOG_SUM_EXP, /* max + log(sum of e^(x - max)): no overflow */
+  /* ArgMax, ArgMin: the int64 index of the first (or, _LAST, the last) max or min of the row */
+  TC_REDUCE_ARGMAX,
+  TC_REDUCE_ARGMIN,
+  TC_REDUCE_ARGMAX_LAST,
+  TC_REDUCE_ARGMIN_LAST,
   TC_REDUCE_COUNT
 };
 

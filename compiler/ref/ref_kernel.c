@@ -171,6 +171,16 @@ static void tc__ref_strided(const tc_workload *wl, const float *a, const float *
   }
 }
 
+int64_t tc_ref_arg(const float *x, int64_t n, int op) {
+  int mx = op == TC_REDUCE_ARGMAX || op == TC_REDUCE_ARGMAX_LAST, last = op >= TC_REDUCE_ARGMAX_LAST;
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (mx ? (x[i] > x[best] || (last && x[i] == x[best]))
+           : (x[i] < x[best] || (last && x[i] == x[best])))
+      best = i;
+  return best;
+}
+
 float tc_ref_reduce(const float *x, int64_t n, int op) {
   double acc = op == TC_REDUCE_PROD ? 1.0 : op == TC_REDUCE_MAX ? -INFINITY
                : op == TC_REDUCE_MIN ? INFINITY : 0.0;
@@ -233,7 +243,10 @@ th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
     case TC_KERNEL_REDUCE:
       if (!args[0] || !args[1]) return TH_ERR_INVALID;
       for (int64_t r = 0; r < wl->n; r++)
-        ((float *)args[1])[r] = tc_ref_reduce((const float *)args[0] + r * wl->c, wl->c, wl->op);
+        if (wl->op >= TC_REDUCE_ARGMAX)
+          ((int64_t *)args[1])[r] = tc_ref_arg((const float *)args[0] + r * wl->c, wl->c, wl->op);
+        else
+          ((float *)args[1])[r] = tc_ref_reduce((const float *)args[0] + r * wl->c, wl->c, wl->op);
       return TH_OK;
     case TC_KERNEL_UNARY:
     case TC_KERNEL_COPY:

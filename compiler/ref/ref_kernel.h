@@ -30,5 +30,7 @@ float tc_ref_unary_math(float x, int m, double a, double b);
 /* The TC_REDUCE_* op (workload.h) of the n floats x, naively in double (log-sum-exp from the max):
  * the reduce kernel's and the graph reference's TC_OP_REDUCE. */
 float tc_ref_reduce(const float *x, int64_t n, int op);
+/* The index of the first (TC_REDUCE_ARGMAX, ARGMIN) or last (the _LAST ones) max or min of x. */
+int64_t tc_ref_arg(const float *x, int64_t n, int op);
 
 #endif

@@ -595,7 +595,15 @@ static int emu_verify(const char *label, emu_lib *ep, int nw) {
       for (int64_t i = 0; i < sizes[out]; i++) maxref = fmax(maxref, fabs(la[out][i]));
       free(la[out]);
     }
-    for (int64_t i = 0; i < sizes[out]; i++) {
+    if (tc_cuda_arg_elem_bytes(wl, out) == 8) /* int64 results (ArgMax, ArgMin): exactly */
+      for (int64_t i = 0; i < sizes[out]; i++)
+        if (((int64_t *)a[out])[i] != ((int64_t *)ref[out])[i]) {
+          fprintf(stderr, "%s: kernel k%d: element %lld: %lld vs reference %lld\n", label, k,
+                  (long long)i, (long long)((int64_t *)a[out])[i],
+                  (long long)((int64_t *)ref[out])[i]);
+          CHECK(0);
+        }
+    for (int64_t i = 0; i < sizes[out] && tc_cuda_arg_elem_bytes(wl, out) == 4; i++) {
       double d = fabs((double)a[out][i] - ref[out][i]);
       maxerr = fmax(maxerr, d);
       if (!(d <= atol * maxref + rtol * fabs(ref[out][i]))) {

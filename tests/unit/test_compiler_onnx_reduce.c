@@ -250,3 +250,59 @@ TH_TEST(reduce_refusals) {
   free(p);
   return 0;
 }
+
+/* ArgMax and ArgMin along each axis (negative too), keepdims, select_last_index at opset 12 (and
+ * ignored below it), on integers with ties: an int64 output, against a naive scan. */
+TH_TEST(arg_every_axis) {
+  float x[N * C * H * W];
+  const int dims[4] = {N, C, H, W};
+  for (int i = 0; i < N * C * H * W; i++) x[i] = (float)((i * 7 + i / 5) % 4);
+  for (int max = 0; max < 2; max++)
+    for (int ax = -1; ax < 4; ax++)
+      for (int last = 0; last < 2; last++) {
+        tb *b = tb_new(last ? 12 : 11);
+        int64_t d[4] = {-1, C, H, W};
+        tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d);
+        Onnx__NodeProto *n = tb_node(b, max ? "ArgMax" : "ArgMin", "a", "x", "z");
+        tb_attr_i(b, n, "axis", ax);
+        tb_attr_i(b, n, "keepdims", ax & 1);
+        if (last) tb_attr_i(b, n, "select_last_index", 1);
+        tb_output(b, "z");
+        size_t len;
+        uint8_t *p = tb_pack(b, &len);
+        tb_free(b);
+        tc_graph *g = import_ok(p, len);
+        const tc_tensor *t = &g->nodes[g->outputs[0]].out;
+        CHECK_EQ_INT(t->dtype, TC_DTYPE_I64);
+        CHECK_EQ_INT(t->ndim, ax & 1 ? 4 : 3);
+        int a = ax < 0 ? 3 : ax;
+        int64_t nout = tc_tensor_numel(t), *got = malloc((size_t)nout * sizeof *got);
+        const void *ins[1] = {x};
+        void *outs[1] = {got};
+        char err[256];
+        CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+        int64_t o = 0;
+        for (int64_t e = 0; e < N * C * H * W; e++) {
+          int idx[4];
+          int64_t r = e;
+          for (int k = 3; k >= 0; k--) idx[k] = (int)(r % dims[k]), r /= dims[k];
+          if (idx[a] != 0) continue;
+          int64_t stride = 1, best = 0;
+          for (int k = a + 1; k < 4; k++) stride *= dims[k];
+          for (int64_t i = 1; i < dims[a]; i++) {
+            float v = x[e + i * stride], bv = x[e + best * stride];
+            if (max ? v > bv || (last && v == bv) : v < bv || (last && v == bv)) best = i;
+          }
+          if (got[o] != best)
+            fprintf(stderr, "%s axis %d last %d: [%lld] %lld vs %lld\n", max ? "max" : "min", ax,
+                    last, (long long)o, (long long)got[o], (long long)best);
+          CHECK(got[o] == best);
+          o++;
+        }
+        CHECK_EQ_INT((int)o, (int)nout);
+        free(got);
+        tc_graph_free(g);
+        free(p);
+      }
+  return 0;
+}

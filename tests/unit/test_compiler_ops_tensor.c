@@ -266,9 +266,9 @@ static slots arg_slots(const tc_workload *wl) {
       a.count[0] = a.count[1] = (size_t)wl->n;
       if (wl->op == TC_UNARY_CAST_I64) a.size[0] = sizeof(int64_t);
       break;
-    case TC_KERNEL_REDUCE:
+    case TC_KERNEL_REDUCE: /* ArgMax / ArgMin: int64 indices, as two floats each */
       a.count[0] = (size_t)wl->n * wl->c;
-      a.count[1] = (size_t)wl->n;
+      a.count[1] = (size_t)wl->n * (wl->op >= TC_REDUCE_ARGMAX ? 2 : 1);
       break;
     case TC_KERNEL_EMBEDDING:
       a.count[0] = (size_t)wl->n;
@@ -323,6 +323,8 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
       q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) * ((int64_t)1 << (irand(3) * 5));
   if (wl->kernel == TC_KERNEL_EMBEDDING && slot == 0)
     for (size_t i = 0; i < count; i++) q[i] = i == 0 ? wl->c : i == 1 ? -1 : irand(wl->c + 4) - 2;
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op >= TC_REDUCE_ARGMAX)
+    for (size_t i = 0; i < count; i++) f[i] = (float)irand(5); /* ties: first and last differ */
   if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_LOG_SUM)
     for (size_t i = 0; i < count; i++) f[i] = fabsf(f[i]) + 1e-3f; /* a positive sum */
   if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_PROD)
@@ -366,7 +368,16 @@ static void check_tensor_list(const tc_workload *wls, const tc_config *cfgs, int
     CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
     tc_workload_key(wl, key, sizeof key);
     tc_config_str(&s, &cfgs[q], cfg, sizeof cfg);
-    if (!compare(key, args[a.out], ref, osz)) {
+    int exact = wl->kernel == TC_KERNEL_REDUCE && wl->op >= TC_REDUCE_ARGMAX; /* indices */
+    if (exact && memcmp(args[a.out], ref, osz * sizeof *ref) != 0) {
+      const int64_t *gi = args[a.out], *ri = (const int64_t *)ref;
+      for (size_t i = 0; i < osz / 2; i++)
+        if (gi[i] != ri[i])
+          fprintf(stderr, "%s: row %zu: index %lld, want %lld\n", key, i, (long long)gi[i],
+                  (long long)ri[i]);
+      CHECK(0);
+    }
+    if (!exact && !compare(key, args[a.out], ref, osz)) {
       fprintf(stderr, "lanes %d config %s\n", target.simd_lanes, cfg);
       CHECK(0);
     }
@@ -504,19 +515,31 @@ static tc_workload reduce_wl(int op, int rows, int len) {
   return wl;
 }
 
-/* Every TC_REDUCE_* over rows with a vector body and a tail, all tail, one element, and a long row
- * (a global pool's); log-sum-exp's inputs reach 100 (e^x overflows float32 without the max). */
-TH_TEST(reduce_differential) {
-  init_target();
+/* The TC_REDUCE_* ops [lo, hi) over rows with a vector body and a tail, all tail, one element, and
+ * a long row (a global pool's). */
+static void check_reduce(int lo, int hi) {
   tc_workload wls[4 * TC_REDUCE_COUNT];
   int n = 0;
-  for (int op = 0; op < TC_REDUCE_COUNT; op++) {
+  for (int op = lo; op < hi; op++) {
     wls[n++] = reduce_wl(op, 6, 37);
     wls[n++] = reduce_wl(op, 5, 3);
     wls[n++] = reduce_wl(op, 3, 1);
     wls[n++] = reduce_wl(op, 2, op == TC_REDUCE_PROD ? 40 : 3136);
   }
   check_tensor(wls, n);
+}
+
+/* The reductions; log-sum-exp's inputs reach 100 (e^x overflows float32 without the max). */
+TH_TEST(reduce_differential) {
+  init_target();
+  check_reduce(0, TC_REDUCE_ARGMAX);
+  return 0;
+}
+
+/* ArgMax and ArgMin, first and last index, exactly, over small integers (ties everywhere). */
+TH_TEST(reduce_arg_differential) {
+  init_target();
+  check_reduce(TC_REDUCE_ARGMAX, TC_REDUCE_COUNT);
   return 0;
 }
 

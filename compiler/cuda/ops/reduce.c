@@ -26,6 +26,39 @@ static const tc_stmt *fold(tc__cuda_lc *L, const tc__cuda_row *R, const tc_expr 
   return ST(c->acc, I(0), BIN(c->k, LD(c->acc, I(0)), y));
 }
 
+/* ArgMax / ArgMin's second pass: the least (last: the greatest) position holding the row's m */
+static const tc_stmt *locate(tc__cuda_lc *L, const tc__cuda_row *R, const tc_expr *pos,
+                             const tc_expr *q, const tc_expr *x) {
+  (void)R, (void)q;
+  const rd *c = L->ctx;
+  const tc_expr *a = LD(c->acc, I(0));
+  return ST(c->acc, I(0),
+            tc_e_select(L->ir, BIN(TC_EXPR_EQ, x, V(c->m)),
+                        BIN(c->k, a, tc_e_cast(L->ir, tc_type_f32(1), pos)), a));
+}
+
+/* ArgMax / ArgMin: the row's max (min), then the position of its first (last) occurrence, as
+ * int64 (positions are exact in float up to 2^24). */
+static const tc_stmt *arg_body(tc__cuda_lc *L, tc__cuda_row *R, tc_var *acc, const tc_expr *mine) {
+  const tc_workload *wl = L->wl;
+  int mx = wl->op == TC_REDUCE_ARGMAX || wl->op == TC_REDUCE_ARGMAX_LAST,
+      last = wl->op >= TC_REDUCE_ARGMAX_LAST;
+  tc_var *m = tc_var_new(L->ir, "m", tc_type_f32(1)), *at = tc_var_new(L->ir, "at", tc_type_f32(1));
+  rd find = {acc, m, TC_REDUCE_MAX, last ? TC_EXPR_MAX : TC_EXPR_MIN};
+  L->ctx = &find;
+  const tc_stmt *store =
+      tc_s_if(L->ir, mine, ST(L->arg[1], V(R->row), tc_e_cast(L->ir, tc_type_int(), V(at))), NULL);
+  const tc_stmt *second[3] = {ST(acc, I(0), FLT(last ? -1.0 : (double)wl->c)),
+                              tc__cuda_row_pass(L, R, 0, locate),
+                              tc__cuda_row_allreduce(L, R, acc, find.k, at, store)};
+  rd ext = {acc, NULL, TC_REDUCE_MAX, mx ? TC_EXPR_MAX : TC_EXPR_MIN};
+  L->ctx = &ext;
+  const tc_stmt *first[3] = {
+      ST(acc, I(0), FLT(mx ? -INFINITY : INFINITY)), tc__cuda_row_pass(L, R, 1, fold),
+      tc__cuda_row_allreduce(L, R, acc, ext.k, m, tc_s_seq(L->ir, 3, second))};
+  return tc_s_seq(L->ir, 3, first);
+}
+
 static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *cfg) {
   const tc_workload *wl = L->wl;
   int lse = wl->op == TC_REDUCE_LOG_SUM_EXP;
@@ -39,6 +72,8 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
   tc_var *total = tc_var_new(L->ir, "total", tc_type_f32(1));
   const tc_expr *mine = BIN(TC_EXPR_EQ, V(R.tx_v), I(0));
   if (R.rows % R.ty) mine = BIN(TC_EXPR_AND, mine, BIN(TC_EXPR_LT, V(R.row), I(R.rows)));
+  if (wl->op >= TC_REDUCE_ARGMAX)
+    return tc__cuda_row_kernel(L, &R, c.acc, arg_body(L, &R, c.acc, mine));
   const tc_stmt *store =
       tc_s_if(L->ir, mine,
               ST(L->arg[1], V(R.row),
