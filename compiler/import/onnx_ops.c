@@ -1057,38 +1057,6 @@ static th_status tc__ox_c_softmax(tc__ox *x, const Onnx__NodeProto *n) {
   return tc__ox_set_node(x, n, 0, tc_graph_transpose(x->g, id, perm));
 }
 
-static th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
-  int64_t ax;
-  float eps;
-  int a, axis;
-  th_status rc = tc__ox_attr_i(x, n, "axis", -1, &ax);
-  if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "epsilon", 1e-5f, &eps);
-  for (int k = 1; rc == TH_OK && k < (int)n->n_output; k++) {
-    tc__oxv *o = tc__ox_out(x, n, k);
-    if (o && o->uses > 0) return tc__ox_unsupported(x, n, "its Mean or InvStdDev output is used");
-  }
-  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
-  if (rc != TH_OK || a < 0) return rc;
-  const tc_tensor *t = tc__ox_t(x, a);
-  rc = tc__ox_axis(x, n, ax, t->ndim, &axis);
-  if (rc != TH_OK) return rc;
-  if (axis != t->ndim - 1) return tc__ox_unsupported(x, n, "only over the last axis");
-  tc__oxv *sc = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
-  int64_t C = t->shape[t->ndim - 1];
-  if (!sc || sc->kind != TC__OX_CONST || !sc->c.fl || sc->c.n != C ||
-      (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != C)))
-    return tc__ox_unsupported(x, n, "Scale and B must be constants of %lld floats", (long long)C);
-  if (!(eps > 0)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "epsilon must be positive");
-  char nm[256];
-  int id = tc_graph_layer_norm(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, eps);
-  rc = tc__ox_set_node(x, n, 0, id);
-  if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].gamma, sc, 0, 1.0f);
-  if (rc == TH_OK)
-    rc = b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
-           : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
-  return rc;
-}
-
 /* ---- the table
  * ------------------------------------------------------------------------------------------ */
 

@@ -172,7 +172,8 @@ static void tc__ref_strided(const tc_workload *wl, const float *a, const float *
 }
 
 int64_t tc_ref_arg(const float *x, int64_t n, int op) {
-  int mx = op == TC_REDUCE_ARGMAX || op == TC_REDUCE_ARGMAX_LAST, last = op >= TC_REDUCE_ARGMAX_LAST;
+  int mx = op == TC_REDUCE_ARGMAX || op == TC_REDUCE_ARGMAX_LAST;
+  int last = op >= TC_REDUCE_ARGMAX_LAST;
   int64_t best = 0;
   for (int64_t i = 1; i < n; i++)
     if (mx ? (x[i] > x[best] || (last && x[i] == x[best]))
