@@ -123,35 +123,61 @@ th_status tc__ox_c_arg(tc__ox *x, const Onnx__NodeProto *n) {
 
 /* LayerNormalization over axes [axis, rank): the input as rows of their product, normalised
  * over the last axis. */
+/* LayerNormalization's Mean and InvStdDev outputs (where used) from x2, the input as [rows, C]:
+ * the row means and 1 / sqrt(mean((x - mean)^2) + eps), in the shape sd[0 .. r). */
+static th_status tc__ox_ln_stats(tc__ox *x, const Onnx__NodeProto *n, int x2, float eps,
+                                 const int64_t *sd, int r) {
+  int mean = tc_graph_reduce(x->g, x2, TC_REDUCE_MEAN), id;
+  int d = tc_graph_sub(x->g, x2, mean);
+  int var = tc_graph_reduce(x->g, tc_graph_mul(x->g, d, d), TC_REDUCE_MEAN);
+  int inv = tc_graph_math(x->g, tc_graph_affine(x->g, var, 1.0f, eps), TC_UNARY_SQRT, 0, 0);
+  inv = tc_graph_math(x->g, inv, TC_UNARY_RECIPROCAL, 0, 0);
+  th_status rc = tc__ox_bind_node(x, n, NULL, inv);
+  for (int k = 1; rc == TH_OK && k < 3 && k < (int)n->n_output; k++) {
+    if (!tc__ox_out(x, n, k)) continue;
+    rc = tc__ox_reshape_node(x, n, k == 1 ? mean : inv, sd, r, &id);
+    if (rc == TH_OK && id >= 0) rc = tc__ox_set_node(x, n, k, id);
+  }
+  return rc;
+}
+
 th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
   int64_t ax;
   float eps;
   int a, axis;
   th_status rc = tc__ox_attr_i(x, n, "axis", -1, &ax);
   if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "epsilon", 1e-5f, &eps);
-  for (int k = 1; rc == TH_OK && k < (int)n->n_output; k++) {
-    tc__oxv *o = tc__ox_out(x, n, k);
-    if (o && o->uses > 0) return tc__ox_unsupported(x, n, "its Mean or InvStdDev output is used");
-  }
   if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
-  const tc_tensor *t = tc__ox_t(x, a);
-  rc = tc__ox_axis(x, n, ax, t->ndim, &axis);
+  int64_t dims[TC__OX_RANK], two[2] = {1, 1}, sd[TC__OX_RANK];
+  int r = tc__ox_tdims(x, a, dims);
+  rc = tc__ox_axis(x, n, ax, r, &axis);
   if (rc != TH_OK) return rc;
-  if (axis != t->ndim - 1) return tc__ox_unsupported(x, n, "only over the last axis");
+  for (int d = 0; d < r; d++) {
+    two[d >= axis] *= dims[d];
+    sd[d] = d < axis ? dims[d] : 1;
+  }
   tc__oxv *sc = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
-  int64_t C = t->shape[t->ndim - 1];
+  int64_t C = two[1];
   if (!sc || sc->kind != TC__OX_CONST || !sc->c.fl || sc->c.n != C ||
       (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != C)))
     return tc__ox_unsupported(x, n, "Scale and B must be constants of %lld floats", (long long)C);
   if (!(eps > 0)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "epsilon must be positive");
+  int x2 = a, id;
+  if (axis != r - 1) rc = tc__ox_reshape_node(x, n, a, two, 2, &x2);
+  if (rc != TH_OK || x2 < 0) return rc;
   char nm[256];
-  int id = tc_graph_layer_norm(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, eps);
-  rc = tc__ox_set_node(x, n, 0, id);
+  id = tc_graph_layer_norm(x->g, tc__ox_gname(x, n, nm, sizeof nm), x2, eps);
+  rc = tc__ox_bind_node(x, n, NULL, id);
   if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].gamma, sc, 0, 1.0f);
   if (rc == TH_OK)
     rc = b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
            : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
+  if (rc == TH_OK && x2 != a) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
+  if (rc == TH_OK && id >= 0) rc = tc__ox_set_node(x, n, 0, id);
+  if (rc == TH_OK && id >= 0 && (tc__ox_out(x, n, 1) || tc__ox_out(x, n, 2))) {
+    if (axis == r - 1) rc = tc__ox_reshape_node(x, n, a, two, 2, &x2);
+    if (rc == TH_OK && x2 >= 0) rc = tc__ox_ln_stats(x, n, x2, eps, sd, r);
+  }
   return rc;
 }
-

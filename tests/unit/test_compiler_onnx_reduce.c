@@ -306,3 +306,60 @@ TH_TEST(arg_every_axis) {
       }
   return 0;
 }
+
+/* LayerNormalization over axes [2, 4) and [3, 4) of [N, C, H, W] with Scale and B, and its Mean and
+ * InvStdDev outputs (shape [N, C, 1, 1] or [N, C, H, 1]), against naive loops. */
+TH_TEST(layer_norm_any_axis) {
+  float x[N * C * H * W], sc[H * W], bi[H * W];
+  tb_fill(x, N * C * H * W, 5);
+  tb_fill(sc, H * W, 6);
+  tb_fill(bi, H * W, 7);
+  for (int axis = 2; axis < 4; axis++) {
+    int64_t inner = axis == 2 ? H * W : W, rows = N * C * H * W / inner;
+    tb *b = tb_new(17);
+    int64_t d[4] = {-1, C, H, W}, pd[2] = {H, W};
+    tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d);
+    tb_init_f(b, "s", axis == 2 ? 2 : 1, axis == 2 ? pd : pd + 1, sc);
+    tb_init_f(b, "b", axis == 2 ? 2 : 1, axis == 2 ? pd : pd + 1, bi);
+    Onnx__NodeProto *n = tb_node(b, "LayerNormalization", "ln", "x,s,b", "y,mean,inv");
+    tb_attr_i(b, n, "axis", axis);
+    tb_attr_f(b, n, "epsilon", 0.01f);
+    tb_output(b, "y");
+    tb_output(b, "mean");
+    tb_output(b, "inv");
+    size_t len;
+    uint8_t *p = tb_pack(b, &len);
+    tb_free(b);
+    tc_graph *g = import_ok(p, len);
+    CHECK_EQ_INT(g->noutputs, 3);
+    const tc_tensor *tm = &g->nodes[g->outputs[1]].out;
+    CHECK_EQ_INT(tm->ndim, 4);
+    CHECK_EQ_INT(tm->shape[2], axis == 2 ? 1 : H);
+    CHECK_EQ_INT(tm->shape[3], 1);
+    float y[N * C * H * W], mean[N * C * H], inv[N * C * H];
+    const void *ins[1] = {x};
+    void *outs[3] = {y, mean, inv};
+    char err[256];
+    CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+    for (int64_t r = 0; r < rows; r++) {
+      double m = 0, v = 0;
+      for (int64_t i = 0; i < inner; i++) m += x[r * inner + i];
+      m /= (double)inner;
+      for (int64_t i = 0; i < inner; i++) v += (x[r * inner + i] - m) * (x[r * inner + i] - m);
+      double is = 1.0 / sqrt(v / (double)inner + 0.01);
+      CHECK(fabs(mean[r] - m) <= 1e-5);
+      CHECK(fabs(inv[r] - is) <= 1e-4 * is);
+      for (int64_t i = 0; i < inner; i++) {
+        double want = (x[r * inner + i] - m) * is * sc[i] + bi[i];
+        if (fabs(y[r * inner + i] - want) > 1e-4) {
+          fprintf(stderr, "axis %d row %lld [%lld]: %.7g vs %.7g\n", axis, (long long)r,
+                  (long long)i, (double)y[r * inner + i], want);
+          CHECK(0);
+        }
+      }
+    }
+    tc_graph_free(g);
+    free(p);
+  }
+  return 0;
+}
