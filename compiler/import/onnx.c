@@ -759,6 +759,7 @@ static const struct tc__ox_opset_range {
     {"ReduceLogSumExp", 6, 21},
     {"ArgMax", 6, 21},
     {"ArgMin", 6, 21},
+    {"InstanceNormalization", 6, 21},
     {"Softmax", 6, 21},
     {"LayerNormalization", 17, 21},
     {"Dropout", 6, 21},

@@ -252,6 +252,8 @@ th_status tc__ox_c_reduce(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_arg(tc__ox *x, const Onnx__NodeProto *n);
 /* LayerNormalization over any axis. */
 th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n);
+/* InstanceNormalization (over the spatial axes of each channel). */
+th_status tc__ox_c_instance_norm(tc__ox *x, const Onnx__NodeProto *n);
 /* The converter of op_type, or NULL (unknown to the importer, or only ever folded). */
 tc__ox_conv_fn tc__ox_converter(const char *op_type);
 /* The opsets [*lo, *hi] whose semantics op's converter or folding rule implements; 0 when op

@@ -1124,6 +1124,7 @@ static const struct {
     {"ReduceLogSumExp", tc__ox_c_reduce},
     {"ArgMax", tc__ox_c_arg},
     {"ArgMin", tc__ox_c_arg},
+    {"InstanceNormalization", tc__ox_c_instance_norm},
     {"Softmax", tc__ox_c_softmax},
     {"LayerNormalization", tc__ox_c_layer_norm},
     {"Dropout", tc__ox_c_identity},

@@ -4,6 +4,7 @@
  * noop_with_empty_axes; empty axes reducing all; negative axes) onto one graph op, TC_OP_REDUCE
  * over the last axis: the reduced axes are moved last (a transpose where they are not already) and
  * merged into one. ReduceMean over the spatial axes of a 4-D map stays a global average pool. */
+#include <stdio.h>
 #include <string.h>
 
 #include "onnx_int.h"
@@ -180,4 +181,46 @@ th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
     if (rc == TH_OK && x2 >= 0) rc = tc__ox_ln_stats(x, n, x2, eps, sd, r);
   }
   return rc;
+}
+
+/* InstanceNormalization: each (n, c) plane normalised over its spatial axes (a layer norm of the
+ * rows [N * C, spatial]), then times scale[c] plus B[c] (constants [C, 1, ...] broadcast). */
+th_status tc__ox_c_instance_norm(tc__ox *x, const Onnx__NodeProto *n) {
+  float eps;
+  int a, id;
+  th_status rc = tc__ox_attr_f(x, n, "epsilon", 1e-5f, &eps);
+  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int64_t dims[TC__OX_RANK], two[2] = {1, 1}, cshape[TC_MAX_DIMS];
+  int r = tc__ox_tdims(x, a, dims);
+  if (r < 3)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input has %d dimensions (at least 3)", r);
+  for (int d = 0; d < r; d++) two[d >= 2] *= dims[d];
+  tc__oxv *p[2] = {tc__ox_in(x, n, 1), tc__ox_in(x, n, 2)};
+  for (int k = 0; k < 2; k++)
+    if (!p[k] || p[k]->kind != TC__OX_CONST || !p[k]->c.fl || p[k]->c.n != dims[1])
+      return tc__ox_unsupported(x, n, "scale and B must be constants of %lld floats",
+                                (long long)dims[1]);
+  if (!(eps > 0)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "epsilon must be positive");
+  char nm[256], pn[300];
+  tc__ox_gname(x, n, nm, sizeof nm);
+  rc = tc__ox_reshape_node(x, n, a, two, 2, &id);
+  if (rc != TH_OK || id < 0) return rc;
+  id = tc_graph_layer_norm(x->g, nm, id, eps);
+  rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc == TH_OK) rc = tc__ox_fill_param(x, x->g->nodes[id].gamma, 1.0f);
+  if (rc == TH_OK) rc = tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
+  if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
+  cshape[0] = dims[1];
+  for (int d = 1; d < r - 1; d++) cshape[d] = 1;
+  for (int k = 0; rc == TH_OK && id >= 0 && k < 2; k++) {
+    snprintf(pn, sizeof pn, "%s.%s", nm, k ? "shift" : "scale");
+    int c = tc_graph_const(x->g, pn, r - 1, cshape, TC_INIT_EMBED, 1);
+    rc = tc__ox_bind_node(x, n, NULL, c);
+    if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[c].weight, p[k], 0, 1.0f);
+    if (rc == TH_OK) id = k ? tc_graph_add(x->g, id, c) : tc_graph_mul(x->g, id, c);
+    if (rc == TH_OK) rc = tc__ox_bind_node(x, n, NULL, id);
+  }
+  if (rc != TH_OK || id < 0) return rc;
+  return tc__ox_set_node(x, n, 0, id);
 }

@@ -363,3 +363,44 @@ TH_TEST(layer_norm_any_axis) {
   }
   return 0;
 }
+
+/* InstanceNormalization of [N, C, H, W]: each plane normalised, times scale[c] plus B[c]. */
+TH_TEST(instance_norm) {
+  float x[N * C * H * W], sc[C], bi[C], y[N * C * H * W];
+  tb_fill(x, N * C * H * W, 8);
+  tb_fill(sc, C, 9);
+  tb_fill(bi, C, 10);
+  tb *b = tb_new(6);
+  int64_t d[4] = {-1, C, H, W}, pc[1] = {C};
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, d);
+  tb_init_f(b, "s", 1, pc, sc);
+  tb_init_f(b, "b", 1, pc, bi);
+  tb_attr_f(b, tb_node(b, "InstanceNormalization", "in", "x,s,b", "y"), "epsilon", 0.01f);
+  tb_output(b, "y");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tb_free(b);
+  tc_graph *g = import_ok(p, len);
+  const void *ins[1] = {x};
+  void *outs[1] = {y};
+  char err[256];
+  CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+  for (int r = 0; r < N * C; r++) {
+    double m = 0, v = 0;
+    const float *xr = x + r * H * W;
+    for (int i = 0; i < H * W; i++) m += xr[i];
+    m /= H * W;
+    for (int i = 0; i < H * W; i++) v += (xr[i] - m) * (xr[i] - m);
+    double is = 1.0 / sqrt(v / (H * W) + 0.01);
+    for (int i = 0; i < H * W; i++) {
+      double want = (xr[i] - m) * is * sc[r % C] + bi[r % C];
+      if (fabs(y[r * H * W + i] - want) > 1e-4) {
+        fprintf(stderr, "plane %d [%d]: %.7g vs %.7g\n", r, i, (double)y[r * H * W + i], want);
+        CHECK(0);
+      }
+    }
+  }
+  tc_graph_free(g);
+  free(p);
+  return 0;
+}
