@@ -74,6 +74,7 @@ typedef enum tc_op {
                             (gather_elements 0) or GatherElements (1) */
   TC_OP_BINARY,          /* broadcast element-wise a op b: the TC_BINARY_* in math (MAX and after:
                             ONNX Max, Min, Pow, Mod, the comparisons as float 1/0) */
+  TC_OP_REDUCE,          /* the TC_REDUCE_* in math over the last axis, which becomes 1 */
   TC_OP_COUNT
 } tc_op;
 
@@ -133,7 +134,8 @@ typedef struct tc_node {
   int perm[TC_MAX_DIMS];    /* transpose */
   int axis, begin, end, step; /* slice (axis also concat) */
   int trans_a, trans_b;     /* matmul */
-  int math;                 /* TC_OP_MATH: its TC_UNARY_* (workload.h) */
+  int math;                 /* TC_OP_MATH: its TC_UNARY_*; TC_OP_BINARY: its TC_BINARY_*; TC_OP_REDUCE:
+                               its TC_REDUCE_* (workload.h) */
   int gather_elements;      /* TC_OP_GATHER: GatherElements (else Gather) */
   int has_ignore, ignore;   /* TC_OP_GATHER: an index equal to `ignore` reads 0 */
   float alpha, shift;       /* matmul and softmax scale (1 when unset); affine x * alpha + shift; hard
@@ -244,6 +246,10 @@ int tc_graph_binary(tc_graph *g, int a, int b, int op);
 /* Whether an op of g can give NaN or infinity on some finite inputs (log, sqrt, reciprocal, division,
  * pow, fmod, sinh, cosh, acosh, atanh): a non-finite output of a build's timing run is then no sign of a broken kernel. */
 int tc_graph_nonfinite(const tc_graph *g);
+/* The TC_REDUCE_* op (workload.h) over the last axis of float32 x, kept as an axis of 1 (ONNX's
+ * Reduce* over other axes move them last first; ArgMax and ArgMin give int64); -1 and an error for
+ * another op. */
+int tc_graph_reduce(tc_graph *g, int x, int op);
 /* Appends a parameter; returns its id or -1. */
 int tc_graph_param(tc_graph *g, const char *name, int ndim, const int64_t *shape, int init, int fan_in);
 /* Appends a composite parameter `name`: the n (2..TC_MAX_PARTS) parameters parts, none composite,

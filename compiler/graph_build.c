@@ -725,3 +725,18 @@ int tc_graph_binary(tc_graph *g, int a, int b, int op) {
   if (id >= 0) g->nodes[id].math = op;
   return id;
 }
+
+int tc_graph_reduce(tc_graph *g, int x, int op) {
+  const tc_tensor *t = tc__tin(g, x, "reduce", 0);
+  if (!t) return -1;
+  if (op < 0 || op >= TC_REDUCE_COUNT) {
+    tc__err(g, "reduce: op %d is not a reduction", op);
+    return -1;
+  }
+  tc_tensor out = *t;
+  out.shape[out.ndim - 1] = 1;
+  if (op >= TC_REDUCE_ARGMAX) out.dtype = TC_DTYPE_I64;
+  int id = tc__tnode(g, TC_OP_REDUCE, NULL, 1, &x, &out);
+  if (id >= 0) g->nodes[id].math = op;
+  return id;
+}

@@ -19,8 +19,9 @@ static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_softmax,      &tc__cuda_op_eltwise,      &tc__cuda_op_concat,
     &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, &tc__cuda_op_layer_norm,
     &tc__cuda_op_softmax_rows, &tc__cuda_op_unary,        &tc__cuda_op_embedding,
-    &tc__cuda_op_copy,         &tc__cuda_op_binary,       &tc__cuda_op_gather};
-_Static_assert(TC_KERNEL_COUNT == 18,
+    &tc__cuda_op_copy,         &tc__cuda_op_binary,       &tc__cuda_op_gather,
+    &tc__cuda_op_reduce};
+_Static_assert(TC_KERNEL_COUNT == 19,
                "add the new kernel family's GPU template to ops[] (or NULL)");
 
 /* The template of wl's family, or NULL when there is none for it or for its layout. */
@@ -371,11 +372,11 @@ const tc_stmt *tc__cuda_window_map(tc__cuda_lc *L, const tc_space *s, const tc_c
 
 /* the rows and their length: layer_norm's n rows of c, softmax_rows' n*c*h rows of w */
 static int64_t tc__cuda_rows(const tc_workload *wl) {
-  return wl->kernel == TC_KERNEL_LAYER_NORM ? wl->n : (int64_t)wl->n * wl->c * wl->h;
+  return wl->kernel != TC_KERNEL_SOFTMAX_ROWS ? wl->n : (int64_t)wl->n * wl->c * wl->h;
 }
 
 static int64_t tc__cuda_row_len(const tc_workload *wl) {
-  return wl->kernel == TC_KERNEL_LAYER_NORM ? wl->c : wl->w;
+  return wl->kernel != TC_KERNEL_SOFTMAX_ROWS ? wl->c : wl->w;
 }
 
 th_status tc__cuda_row_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
@@ -663,7 +664,9 @@ const tc_stmt *tc__cuda_tree(tc__cuda_lc *L, tc_var *red, const tc_expr *base, t
   tc_stmt_list l = {0};
   for (int s = width / 2; s >= 1; s /= 2) {
     const tc_expr *a = LD(red, ADD(base, V(tx))), *b = LD(red, ADD(base, ADD(V(tx), I(s))));
-    const tc_expr *v = is_max ? tc_e_max(L->ir, a, b) : ADD(a, b);
+    const tc_expr *v = is_max == 1 || is_max == TC_EXPR_MAX ? tc_e_max(L->ir, a, b)
+                       : is_max == TC_EXPR_MIN || is_max == TC_EXPR_MUL ? BIN(is_max, a, b)
+                                                                         : ADD(a, b);
     tc_list_push(L->ir, &l,
                  tc_s_if(L->ir, BIN(TC_EXPR_LT, V(tx), I(s)), ST(red, ADD(base, V(tx)), v), NULL));
     tc_list_push(L->ir, &l, tc_s_sync(L->ir));

@@ -57,7 +57,8 @@ extern const tc__cuda_op tc__cuda_op_conv2d, tc__cuda_op_depthwise, tc__cuda_op_
     tc__cuda_op_maxpool, tc__cuda_op_avgpool, tc__cuda_op_global_avgpool, tc__cuda_op_softmax,
     tc__cuda_op_eltwise, tc__cuda_op_concat, tc__cuda_op_layout, tc__cuda_op_batch_matmul,
     tc__cuda_op_layer_norm, tc__cuda_op_softmax_rows, tc__cuda_op_unary, tc__cuda_op_embedding,
-    tc__cuda_op_copy, tc__cuda_op_binary, tc__cuda_op_gather;
+    tc__cuda_op_copy, tc__cuda_op_binary, tc__cuda_op_gather,
+    tc__cuda_op_reduce;
 
 /* ---- spaces and configs (templates.c) ---- */
 
@@ -155,7 +156,8 @@ struct tc__cuda_row {
   tc_var *vals;                   /* local [per]: the stash */
   tc__cuda_row_value value;
 };
-/* The row families' tc__cuda_op entries (layer_norm: n rows of c; softmax_rows: n*c*h rows of w):
+/* The row families' tc__cuda_op entries (layer_norm, reduce: n rows of c; softmax_rows: n*c*h
+ * rows of w):
  * knobs threads {32 .. 1024} and rows_per_block {1, 2, 4, 8}; the launch, ceil(rows / ty) blocks of
  * tx x ty threads (far more threads than elements: invalid); the fallback, about 8 elements per
  * thread and blocks of at least 128 threads. */
@@ -169,7 +171,8 @@ void tc__cuda_row_init(tc__cuda_lc *L, tc__cuda_row *R, const tc_space *s, const
 /* fn over the thread's elements of its row; the first pass reads them (and stashes them). */
 const tc_stmt *tc__cuda_row_pass(tc__cuda_lc *L, const tc__cuda_row *R, int first,
                                  tc__cuda_row_fn fn);
-/* acc[0] of every thread of the row combined (max or sum) into `result`, bound around rest. */
+/* acc[0] of every thread of the row combined (max or sum, or is_max as tc__cuda_tree's) into
+ * `result`, bound around rest. */
 const tc_stmt *tc__cuda_row_allreduce(tc__cuda_lc *L, const tc__cuda_row *R, tc_var *acc,
                                       int is_max, tc_var *result, const tc_stmt *rest);
 /* The kernel around body: the launch loops, red, the stash and acc (a local float). */
@@ -274,8 +277,9 @@ const tc_expr *tc__cuda_epi(tc__cuda_lc *L, const tc_expr *v, const tc_expr *ch,
 /* Cooperative load of `count` elements by T threads (linear id lt): for each e < count, body(e). */
 const tc_stmt *tc__cuda_coop(tc__cuda_lc *L, int64_t count, int64_t T, tc_var *lt, tc_var *e,
                              const tc_stmt *body);
-/* red[base + tx] combined pairwise down to red[base] by `width` (a power of two) threads, max or
- * sum; every thread of the block reaches every barrier. */
+/* red[base + tx] combined pairwise down to red[base] by `width` (a power of two) threads, max
+ * (is_max 1) or sum (0), or with the tc_expr_kind is_max when it is TC_EXPR_MIN or TC_EXPR_MUL;
+ * every thread of the block reaches every barrier. */
 const tc_stmt *tc__cuda_tree(tc__cuda_lc *L, tc_var *red, const tc_expr *base, tc_var *tx,
                              int width, int is_max);
 

@@ -258,6 +258,26 @@ int tc__ox_scalar(const tc__oxv *v, double *out);
  * ------------------------------------------------------------------------- */
 
 typedef th_status (*tc__ox_conv_fn)(tc__ox *x, const Onnx__NodeProto *n);
+/* The output of graph node id. */
+const tc_tensor *tc__ox_t(tc__ox *x, int id);
+/* Dims of graph node id as int64; returns its rank. */
+int tc__ox_tdims(tc__ox *x, int id, int64_t *dims);
+/* Input k as a graph node (constants materialised): *id = -1 when it was reported unsupported. */
+th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+/* The same for a float input: an int64 one is reported unsupported. */
+th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+/* Node id reshaped to dims[0 .. r) (id itself when they are its dims), bound to n: *out = -1 when
+ * the graph cannot hold the result (reported). */
+th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
+                              int r, int *out);
+/* onnx_ops_reduce.c: ReduceSum, ReduceMean, ReduceMax, ... at every opset. */
+th_status tc__ox_c_reduce(tc__ox *x, const Onnx__NodeProto *n);
+/* ArgMax, ArgMin (int64 results). */
+th_status tc__ox_c_arg(tc__ox *x, const Onnx__NodeProto *n);
+/* LayerNormalization over any axis. */
+th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n);
+/* InstanceNormalization (over the spatial axes of each channel). */
+th_status tc__ox_c_instance_norm(tc__ox *x, const Onnx__NodeProto *n);
 /* The converter of op_type, or NULL (unknown to the importer, or only ever folded). */
 tc__ox_conv_fn tc__ox_converter(const char *op_type);
 /* The opsets [*lo, *hi] whose semantics op's converter or folding rule implements; 0 when op

@@ -1018,70 +1018,6 @@ static th_status tc__ox_c_expand(tc__ox *x, const Onnx__NodeProto *n) {
   return tc__ox_set_node(x, n, 0, same ? a : tc_graph_expand(x->g, a, r, s));
 }
 
-/* ---- normalisation and reductions
- * ------------------------------------------------------------------------ */
-
-static th_status tc__ox_c_reduce_mean(tc__ox *x, const Onnx__NodeProto *n) {
-  int64_t axes[TC__OX_RANK], keep;
-  int cnt, a, before = x->nunsup;
-  th_status rc = tc__ox_list(x, n, "axes", 1, 18, axes, TC__OX_RANK, &cnt);
-  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "keepdims", 1, &keep);
-  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
-  rc = tc__ox_float_in(x, n, 0, &a);
-  if (rc != TH_OK || a < 0) return rc;
-  const tc_tensor *t = tc__ox_t(x, a);
-  int mask = 0;
-  for (int i = 0; i < cnt; i++) {
-    int d;
-    rc = tc__ox_axis(x, n, axes[i], t->ndim, &d);
-    if (rc != TH_OK) return rc;
-    mask |= 1 << d;
-  }
-  if (t->ndim != 4 || mask != 12)
-    return tc__ox_unsupported(
-        x, n, "only over the spatial axes [2, 3] of a 4-D map, or inside a decomposed layer norm");
-  int id = tc_graph_global_avg_pool(x->g, a);
-  if (!keep) {
-    int64_t nc[2] = {t->shape[0], t->shape[1]};
-    rc = tc__ox_bind_node(x, n, NULL, id);
-    if (rc == TH_OK) rc = tc__ox_reshape_node(x, n, id, nc, 2, &id);
-    if (rc != TH_OK || id < 0) return rc;
-  }
-  return tc__ox_set_node(x, n, 0, id);
-}
-
-static th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
-  int64_t ax;
-  float eps;
-  int a, axis;
-  th_status rc = tc__ox_attr_i(x, n, "axis", -1, &ax);
-  if (rc == TH_OK) rc = tc__ox_attr_f(x, n, "epsilon", 1e-5f, &eps);
-  for (int k = 1; rc == TH_OK && k < (int)n->n_output; k++) {
-    tc__oxv *o = tc__ox_out(x, n, k);
-    if (o && o->uses > 0) return tc__ox_unsupported(x, n, "its Mean or InvStdDev output is used");
-  }
-  if (rc == TH_OK) rc = tc__ox_float_in(x, n, 0, &a);
-  if (rc != TH_OK || a < 0) return rc;
-  const tc_tensor *t = tc__ox_t(x, a);
-  rc = tc__ox_axis(x, n, ax, t->ndim, &axis);
-  if (rc != TH_OK) return rc;
-  if (axis != t->ndim - 1) return tc__ox_unsupported(x, n, "only over the last axis");
-  tc__oxv *sc = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
-  int64_t C = t->shape[t->ndim - 1];
-  if (!sc || sc->kind != TC__OX_CONST || !sc->c.fl || sc->c.n != C ||
-      (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != C)))
-    return tc__ox_unsupported(x, n, "Scale and B must be constants of %lld floats", (long long)C);
-  if (!(eps > 0)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "epsilon must be positive");
-  char nm[256];
-  int id = tc_graph_layer_norm(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, eps);
-  rc = tc__ox_set_node(x, n, 0, id);
-  if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].gamma, sc, 0, 1.0f);
-  if (rc == TH_OK)
-    rc = b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
-           : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
-  return rc;
-}
-
 /* ---- the table
  * ------------------------------------------------------------------------------------------ */
 
@@ -1150,7 +1086,19 @@ static const struct {
     {"GatherElements", tc__ox_c_gather},
     {"Cast", tc__ox_c_cast},
     {"Expand", tc__ox_c_expand},
-    {"ReduceMean", tc__ox_c_reduce_mean},
+    {"ReduceMean", tc__ox_c_reduce},
+    {"ReduceSum", tc__ox_c_reduce},
+    {"ReduceMax", tc__ox_c_reduce},
+    {"ReduceMin", tc__ox_c_reduce},
+    {"ReduceProd", tc__ox_c_reduce},
+    {"ReduceSumSquare", tc__ox_c_reduce},
+    {"ReduceL1", tc__ox_c_reduce},
+    {"ReduceL2", tc__ox_c_reduce},
+    {"ReduceLogSum", tc__ox_c_reduce},
+    {"ReduceLogSumExp", tc__ox_c_reduce},
+    {"ArgMax", tc__ox_c_arg},
+    {"ArgMin", tc__ox_c_arg},
+    {"InstanceNormalization", tc__ox_c_instance_norm},
     {"Softmax", tc__ox_c_softmax},
     {"LogSoftmax", tc__ox_c_softmax},
     {"NegativeLogLikelihoodLoss", tc__ox_c_loss},

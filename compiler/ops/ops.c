@@ -16,13 +16,14 @@ static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_batch_matmul,
     &tc__op_layer_norm, &tc__op_softmax_rows, &tc__op_unary, &tc__op_embedding, &tc__op_copy,
     &tc__op_binary,
-    &tc__op_gather};
+    &tc__op_gather,
+    &tc__op_reduce};
 static const char *const names[TC_KERNEL_COUNT] = {
 #define TC__KERNEL_NAME(id, name, nargs, a0, a1, a2, a3, a4) [TC_KERNEL_##id] = name,
     TC_KERNEL_TABLE(TC__KERNEL_NAME)
 #undef TC__KERNEL_NAME
 };
-_Static_assert(TC_KERNEL_COUNT == 18, "add the new kernel family to ops[]");
+_Static_assert(TC_KERNEL_COUNT == 19, "add the new kernel family to ops[]");
 
 /* TC_KERNEL_TABLE's argument slots: (role, size rule) pairs. */
 #define TC__ROLE(role, size) TC_ARG_ROLE_##role
@@ -129,6 +130,7 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
     case TC_ARG_SIZE_MASK:
       return (w->epilogue & TC_EPI_MASK) ? (int64_t)w->n * w->w : 0;
     case TC_ARG_SIZE_ELEMS:
+    case TC_ARG_SIZE_REDUCE_OUT:
     case TC_ARG_SIZE_UNARY_IN:
     case TC_ARG_SIZE_INDICES:
       return w->n;
@@ -161,7 +163,8 @@ th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
     out->nelems[a] = tc__arg_elems(wl, size);
     out->elem_bytes[a] = 4;
     if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX ||
-        (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64))
+        (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64) ||
+        (size == TC_ARG_SIZE_REDUCE_OUT && wl->op >= TC_REDUCE_ARGMAX))
       out->elem_bytes[a] = 8;
     if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX)
       out->index_limit[a] = wl->c;
@@ -225,6 +228,12 @@ static th_status tc__tensor_check(const tc_workload *w) {
       if (w->c != 1 || w->h != 1 || w->w != 1 || w->oc != 1 || w->oh != 1 || w->ow != 1 || w->op < 0 ||
           w->op >= TC_UNARY_COUNT || !isfinite(w->alpha) || !isfinite(w->beta))
         return TH_ERR_INVALID;
+      break;
+    case TC_KERNEL_REDUCE:
+      if (w->c < 1 || w->oc != 1 || w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || w->op < 0 ||
+          w->op >= TC_REDUCE_COUNT)
+        return TH_ERR_INVALID;
+      if ((int64_t)w->n * w->c > (int64_t)1 << 31) return TH_ERR_TOO_LARGE;
       break;
     case TC_KERNEL_EMBEDDING:
       if (w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1) return TH_ERR_INVALID;
@@ -421,7 +430,8 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
   if (wl->kernel >= TC_KERNEL_BATCH_MATMUL) {
     /* the tensor families' own fields, each only where the family reads it */
     w = 0;
-    if (wl->kernel == TC_KERNEL_UNARY || wl->kernel == TC_KERNEL_BINARY)
+    if (wl->kernel == TC_KERNEL_UNARY || wl->kernel == TC_KERNEL_BINARY ||
+        wl->kernel == TC_KERNEL_REDUCE)
       w = snprintf(out + used, n - used, " op%d", wl->op);
     else if (wl->kernel == TC_KERNEL_BATCH_MATMUL)
       w = snprintf(out + used, n - used, " t%d,%d", wl->trans_a, wl->trans_b);
@@ -480,6 +490,7 @@ double tc_workload_flops(const tc_workload *wl) {
     case TC_KERNEL_LAYER_NORM: return 8.0 * wl->n * (double)wl->c;
     case TC_KERNEL_SOFTMAX_ROWS: return 5.0 * wl->n * (double)wl->c * wl->h * wl->w;
     case TC_KERNEL_UNARY: return wl->n;
+    case TC_KERNEL_REDUCE: return (double)wl->n * wl->c;
     case TC_KERNEL_BINARY:
     case TC_KERNEL_GATHER: {
       double e = 1;

@@ -56,6 +56,9 @@
  *                 data[sum i_d * astride[d] + k * oc] with k = indices[sum i_d * bstride[d]] (int64),
  *                 k + c when k < 0; 0 when k is outside [0, c) (never read), or when kh == 1 and the
  *                 raw index equals kw (a loss's ignore_index). n = h = w = oh = ow = 1.
+ *   reduce:       {in, out}: in is n rows of c floats, out[i] = TC_REDUCE_* (op) of row i (oc = h = w
+ *                 = 1): sum, mean, max, min, prod, sum of squares, L1, L2, log-sum, log-sum-exp;
+ *                 or the int64 index of the row's first (last) max (min): out holds int64 then.
  *
  * Packed weights. tc_op_packed_size() gives the packed size in floats (0: the kernel takes no weights);
  * tc_op_pack_params() gives the ints that th_rt_pack_weights() (runtime/th_rt.h) needs, so a model .so
@@ -108,6 +111,7 @@ typedef enum tc_arg_size {
   TC_ARG_SIZE_CHANNELS,      /* c */
   TC_ARG_SIZE_MASK,          /* n * w with TC_EPI_MASK */
   TC_ARG_SIZE_ELEMS,         /* n */
+  TC_ARG_SIZE_REDUCE_OUT,    /* n; int64 for TC_REDUCE_ARGMAX and after */
   TC_ARG_SIZE_UNARY_IN,      /* n; int64 for TC_UNARY_CAST_I64 */
   TC_ARG_SIZE_INDICES,       /* n int64 indices in [0, c) */
   TC_ARG_SIZE_TABLE,         /* c * oc */

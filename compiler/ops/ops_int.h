@@ -26,6 +26,7 @@ extern const tc__op tc__op_batch_matmul, tc__op_layer_norm, tc__op_softmax_rows,
     tc__op_embedding, tc__op_copy, tc__op_binary;
 /* ONNX indexing (issue 38) */
 extern const tc__op tc__op_gather;
+extern const tc__op tc__op_reduce;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
 const int *tc__knob(const tc_space *s, const tc_config *c, const char *name);
@@ -95,6 +96,13 @@ const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha,
 /* TC_BINARY_* op of x and y (floats of equal lanes), shared by the CPU and GPU templates. binary.c.
  */
 const tc_expr *tc__binary_expr(tc_ir *ir, int op, const tc_expr *x, const tc_expr *y);
+
+/* The pieces of TC_REDUCE_* (reduce.c) that the CPU and GPU templates share: the fold (op and
+ * starting value; log-sum-exp's second pass), the map of an element x before it is folded (mx, the
+ * row's max, for log-sum-exp only) and the finishing of the folded s (c: the row's length). */
+void tc__reduce_fold(int op, tc_expr_kind *k, double *init);
+const tc_expr *tc__reduce_map(tc_ir *ir, int op, const tc_expr *x, const tc_expr *mx);
+const tc_expr *tc__reduce_finish(tc_ir *ir, int op, const tc_expr *s, const tc_expr *mx, int64_t c);
 
 const tc_stmt *tc__vec_loop(tc_ir *ir, int64_t len, int vl, int unroll, tc__vec_fn fn, void *ctx);
 

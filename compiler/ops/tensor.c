@@ -44,6 +44,9 @@ static shape shape_of(const tc_workload *wl) {
   switch (wl->kernel) {
     case TC_KERNEL_LAYER_NORM:
       return (shape){"rows", wl->n, 3.0 * wl->c, "accs", wl->c, 2};
+    case TC_KERNEL_REDUCE: /* log-sum-exp: two passes and an exp */
+      return (shape){"rows", wl->n, (wl->op == TC_REDUCE_LOG_SUM_EXP ? 6.0 : 1.0) * wl->c, "accs",
+                     wl->c, 2};
     case TC_KERNEL_SOFTMAX_ROWS: /* three passes and an exp */
       return (shape){"rows", (int64_t)wl->n * wl->c * wl->h, 6.0 * wl->w, "accs", wl->w, 2};
     case TC_KERNEL_UNARY: { /* gelu and tanh cost about an exp */

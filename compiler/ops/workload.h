@@ -64,7 +64,9 @@
   X(BINARY, "binary", 3, (IN, A_EXTENT), (IN, B_EXTENT), (OUT, VOLUME), (NONE, NONE), (NONE, NONE)) \
   /* out[e] = data[a(e) + idx[b(e)] * oc] over an ndim-D space (ONNX Gather, GatherElements) */    \
   X(GATHER, "gather", 3, (IN, GATHER_DATA), (IN, GATHER_INDEX), (OUT, VOLUME), (NONE, NONE),      \
-    (NONE, NONE))
+    (NONE, NONE))                                                                                 \
+  /* TC_REDUCE_* over each of n rows of c floats -> n floats */                                    \
+  X(REDUCE, "reduce", 2, (IN, ROWS), (OUT, REDUCE_OUT), (NONE, NONE), (NONE, NONE), (NONE, NONE))
 
 typedef enum tc_kernel {
 #define TC__KERNEL_ENUM(id, name, nargs, a0, a1, a2, a3, a4) TC_KERNEL_##id,
@@ -139,6 +141,26 @@ const char *tc_precision_name(int p);
 /* Parses "fp32" or "tf32" (NULL or "" means fp32) into *out; TH_ERR_INVALID for anything else. */
 th_status tc_precision_parse(const char *s, tc_precision *out);
 
+/* TC_KERNEL_REDUCE's operation (tc_workload.op): ONNX's Reduce* over a row of c elements. */
+enum {
+  TC_REDUCE_SUM = 0,
+  TC_REDUCE_MEAN,
+  TC_REDUCE_MAX,
+  TC_REDUCE_MIN,
+  TC_REDUCE_PROD,
+  TC_REDUCE_SUM_SQUARE,  /* sum of x^2 */
+  TC_REDUCE_L1,          /* sum of |x| */
+  TC_REDUCE_L2,          /* sqrt(sum of x^2) */
+  TC_REDUCE_LOG_SUM,     /* log(sum of x) */
+  TC_REDUCE_LOG_SUM_EXP, /* max + log(sum of e^(x - max)): no overflow */
+  /* ArgMax, ArgMin: the int64 index of the first (or, _LAST, the last) max or min of the row */
+  TC_REDUCE_ARGMAX,
+  TC_REDUCE_ARGMIN,
+  TC_REDUCE_ARGMAX_LAST,
+  TC_REDUCE_ARGMIN_LAST,
+  TC_REDUCE_COUNT
+};
+
 /* TC_KERNEL_BINARY's operation (tc_workload.op): a op b on floats. The comparisons give 1.0 where
  * they hold and 0.0 elsewhere (ONNX's bool results, held as float32). */
 enum {
@@ -177,7 +199,7 @@ typedef struct tc_workload {
   int c_offset;          /* concat: channel offset of this input inside the output */
   /* tensor kernels (zero for the CNN families above but for a hard-sigmoid epilogue's alpha and beta;
      see ops.h for which family reads what) */
-  int op;                     /* UNARY: TC_UNARY_*; BINARY: TC_BINARY_* */
+  int op;                     /* UNARY: TC_UNARY_*; BINARY: TC_BINARY_*; REDUCE: TC_REDUCE_* */
   int trans_a, trans_b;       /* BATCH_MATMUL: operand stored transposed ([n, K, M] / [n, N, K]) */
   float alpha, beta;          /* BATCH_MATMUL, SOFTMAX_ROWS: scale; LAYER_NORM: eps; UNARY affine and
                                  hard sigmoid; conv2d, depthwise, dense: TC_EPI_HARD_SIGMOID's */

@@ -507,6 +507,16 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
       rc = tc__arg_in(g, vs, c, 0, nd->inputs[0]);
       tc__arg_work(c, 1, out);
       break;
+    case TC_OP_REDUCE: {
+      const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+      tc__wl_tensor(&c->wl, TC_KERNEL_REDUCE, (int)tc_tensor_numel(&nd->out),
+                    ti->shape[ti->ndim - 1], 1, 1, 1, 1, 1);
+      c->wl.op = nd->math;
+      c->nargs = 2;
+      rc = tc__arg_in(g, vs, c, 0, nd->inputs[0]);
+      tc__arg_work(c, 1, out);
+      break;
+    }
     case TC_OP_EMBEDDING: {
       const tc_param *tab = &g->params[nd->weight];
       tc__wl_tensor(&c->wl, TC_KERNEL_EMBEDDING, (int)tc_tensor_numel(&g->nodes[nd->inputs[0]].out),

@@ -245,6 +245,16 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       for (int64_t k = 0; k < numel; k++)
         out[k] = tc_ref_unary_math(in0[k], nd->math, nd->alpha, nd->shift);
       return TH_OK;
+    case TC_OP_REDUCE: {
+      const tc_tensor *ti = &g->nodes[nd->inputs[0]].out;
+      int64_t len = ti->shape[ti->ndim - 1];
+      for (int64_t k = 0; k < numel; k++)
+        if (nd->math >= TC_REDUCE_ARGMAX)
+          ((int64_t *)out)[k] = tc_ref_arg(in0 + k * len, len, nd->math);
+        else
+          out[k] = tc_ref_reduce(in0 + k * len, len, nd->math);
+      return TH_OK;
+    }
     case TC_OP_ADD: {
       int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];
       tc__strides(&g->nodes[nd->inputs[0]].out, nd->out.ndim, 1, sa);

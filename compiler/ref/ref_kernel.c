@@ -215,6 +215,45 @@ static void tc__ref_gather(const tc_workload *wl, const float *data, const int64
   }
 }
 
+int64_t tc_ref_arg(const float *x, int64_t n, int op) {
+  int mx = op == TC_REDUCE_ARGMAX || op == TC_REDUCE_ARGMAX_LAST;
+  int last = op >= TC_REDUCE_ARGMAX_LAST;
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (mx ? (x[i] > x[best] || (last && x[i] == x[best]))
+           : (x[i] < x[best] || (last && x[i] == x[best])))
+      best = i;
+  return best;
+}
+
+float tc_ref_reduce(const float *x, int64_t n, int op) {
+  double acc = op == TC_REDUCE_PROD ? 1.0 : op == TC_REDUCE_MAX ? -INFINITY
+               : op == TC_REDUCE_MIN ? INFINITY : 0.0;
+  double mx = -INFINITY;
+  if (op == TC_REDUCE_LOG_SUM_EXP)
+    for (int64_t i = 0; i < n; i++) mx = fmax(mx, x[i]);
+  for (int64_t i = 0; i < n; i++) {
+    double v = x[i];
+    switch (op) {
+      case TC_REDUCE_MAX: acc = fmax(acc, v); break;
+      case TC_REDUCE_MIN: acc = fmin(acc, v); break;
+      case TC_REDUCE_PROD: acc *= v; break;
+      case TC_REDUCE_SUM_SQUARE:
+      case TC_REDUCE_L2: acc += v * v; break;
+      case TC_REDUCE_L1: acc += fabs(v); break;
+      case TC_REDUCE_LOG_SUM_EXP: acc += exp(v - mx); break;
+      default: acc += v;
+    }
+  }
+  switch (op) {
+    case TC_REDUCE_MEAN: return (float)(acc / (double)n);
+    case TC_REDUCE_L2: return (float)sqrt(acc);
+    case TC_REDUCE_LOG_SUM: return (float)log(acc);
+    case TC_REDUCE_LOG_SUM_EXP: return (float)(mx + log(acc));
+    default: return (float)acc;
+  }
+}
+
 th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
   if (!wl || !args || tc_workload_check(wl) != TH_OK) return TH_ERR_INVALID;
   int epi = wl->epilogue;
@@ -249,6 +288,14 @@ th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
         tc__ref_embedding(wl, args[0], args[1], args[2]);
       else
         tc__ref_strided(wl, args[0], args[1], args[2]);
+      return TH_OK;
+    case TC_KERNEL_REDUCE:
+      if (!args[0] || !args[1]) return TH_ERR_INVALID;
+      for (int64_t r = 0; r < wl->n; r++)
+        if (wl->op >= TC_REDUCE_ARGMAX)
+          ((int64_t *)args[1])[r] = tc_ref_arg((const float *)args[0] + r * wl->c, wl->c, wl->op);
+        else
+          ((float *)args[1])[r] = tc_ref_reduce((const float *)args[0] + r * wl->c, wl->c, wl->op);
       return TH_OK;
     case TC_KERNEL_UNARY:
     case TC_KERNEL_COPY:

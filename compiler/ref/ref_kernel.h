@@ -5,6 +5,8 @@
 #ifndef TC_REF_KERNEL_H
 #define TC_REF_KERNEL_H
 
+#include <stdint.h>
+
 #include "th_status.h"
 #include "workload.h"
 
@@ -27,5 +29,11 @@ float tc_ref_unary_math(float x, int m, double a, double b);
 /* x op y for the TC_BINARY_* op (workload.h), naively through libm (the graph reference's binary
  * ops too); comparisons give 1 or 0; NaN for another op. */
 float tc_ref_binary(int op, float x, float y);
+
+/* The TC_REDUCE_* op (workload.h) of the n floats x, naively in double (log-sum-exp from the max):
+ * the reduce kernel's and the graph reference's TC_OP_REDUCE. */
+float tc_ref_reduce(const float *x, int64_t n, int op);
+/* The index of the first (TC_REDUCE_ARGMAX, ARGMIN) or last (the _LAST ones) max or min of x. */
+int64_t tc_ref_arg(const float *x, int64_t n, int op);
 
 #endif

@@ -38,3 +38,8 @@ th_unit_test(compiler_onnx_graph SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_c
              LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_graph PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# The reductions (compiler/import/onnx_ops_reduce.c): every Reduce* against naive loops, noop and refusals.
+th_unit_test(compiler_onnx_reduce SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_reduce.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_reduce PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)

@@ -603,7 +603,15 @@ static int emu_verify(const char *label, emu_lib *ep, int nw) {
       for (int64_t i = 0; i < sizes[out]; i++) maxref = fmax(maxref, fabs(la[out][i]));
       free(la[out]);
     }
-    for (int64_t i = 0; i < sizes[out]; i++) {
+    if (tc_cuda_arg_elem_bytes(wl, out) == 8) /* int64 results (ArgMax, ArgMin): exactly */
+      for (int64_t i = 0; i < sizes[out]; i++)
+        if (((int64_t *)a[out])[i] != ((int64_t *)ref[out])[i]) {
+          fprintf(stderr, "%s: kernel k%d: element %lld: %lld vs reference %lld\n", label, k,
+                  (long long)i, (long long)((int64_t *)a[out])[i],
+                  (long long)((int64_t *)ref[out])[i]);
+          CHECK(0);
+        }
+    for (int64_t i = 0; i < sizes[out] && tc_cuda_arg_elem_bytes(wl, out) == 4; i++) {
       double d = fabs((double)a[out][i] - ref[out][i]);
       maxerr = fmax(maxerr, d);
       if (!(d <= atol * maxref + rtol * fabs(ref[out][i]))) {
@@ -758,6 +766,37 @@ TH_TEST(emulated_binary_math) {
   tc_workload w[2 * TC_BINARY_COUNT];
   int n = binary_math_set(w);
   CHECK(emu_check("binary_math", w, n, 3, 3939) == n * 3);
+  return 0;
+}
+
+/* ---- ONNX reductions (issue 38) ---- */
+
+/* Each TC_REDUCE_* over rows of 1, 3, 37 and 300 (without log-sum when `real`: inputs in [-4, 4)
+ * give it a negative sum; the CPU differential feeds it positive values). */
+static int reduce_set(tc_workload *w, int real) {
+  static const int lens[4] = {1, 3, 37, 300};
+  int n = 0;
+  for (int op = 0; op < TC_REDUCE_COUNT; op++)
+    for (int l = 0; l < 4; l++)
+      if (!real || op != TC_REDUCE_LOG_SUM) {
+        w[n] = tw_base(TC_KERNEL_REDUCE);
+        w[n].n = 5, w[n].c = op == TC_REDUCE_PROD && lens[l] > 37 ? 37 : lens[l], w[n].op = op;
+        n++;
+      }
+  return n;
+}
+
+TH_TEST(nvrtc_reduce) {
+  tc_workload w[4 * TC_REDUCE_COUNT];
+  int n = reduce_set(w, 0);
+  CHECK(compile_family("reduce", w, n, 2) >= n * 3);
+  return 0;
+}
+
+TH_TEST(emulated_reduce) {
+  tc_workload w[4 * TC_REDUCE_COUNT];
+  int n = reduce_set(w, 1);
+  CHECK(emu_check("reduce", w, n, 3, 3939) == n * 3);
   return 0;
 }
 

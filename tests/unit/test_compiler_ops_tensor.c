@@ -306,6 +306,10 @@ static slots arg_slots(const tc_workload *wl) {
       a.count[0] = a.count[1] = (size_t)wl->n;
       if (wl->op == TC_UNARY_CAST_I64) a.size[0] = sizeof(int64_t);
       break;
+    case TC_KERNEL_REDUCE: /* ArgMax / ArgMin: int64 indices, as two floats each */
+      a.count[0] = (size_t)wl->n * wl->c;
+      a.count[1] = (size_t)wl->n * (wl->op >= TC_REDUCE_ARGMAX ? 2 : 1);
+      break;
     case TC_KERNEL_EMBEDDING:
       a.count[0] = (size_t)wl->n;
       a.size[0] = sizeof(int64_t);
@@ -371,6 +375,14 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
   if (wl->kernel == TC_KERNEL_GATHER && slot == 1) /* negative ones, c and -c - 1 outside */
     for (size_t i = 0; i < count; i++)
       q[i] = i == 0 ? wl->c : i == 1 ? -wl->c - 1 : irand(2 * wl->c + 2) - wl->c - 1;
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op >= TC_REDUCE_ARGMAX)
+    for (size_t i = 0; i < count; i++) f[i] = (float)irand(5); /* ties: first and last differ */
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_LOG_SUM)
+    for (size_t i = 0; i < count; i++) f[i] = fabsf(f[i]) + 1e-3f; /* a positive sum */
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_PROD)
+    for (size_t i = 0; i < count; i++) f[i] = f[i] < 0 ? f[i] - 0.5f : f[i] + 0.5f; /* |x| ~ 1 */
+  if (wl->kernel == TC_KERNEL_REDUCE && slot == 0 && wl->op == TC_REDUCE_LOG_SUM_EXP)
+    for (size_t i = 0; i < count; i++) f[i] = 100.0f * f[i]; /* e^x alone would overflow */
   if (wl->kernel == TC_KERNEL_BINARY && slot == 1 &&
       (wl->op == TC_BINARY_DIV || wl->op == TC_BINARY_FMOD))
     for (size_t i = 0; i < count; i++) f[i] += f[i] < 0 ? -0.5f : 0.5f;
@@ -415,7 +427,16 @@ static void check_tensor_list(const tc_workload *wls, const tc_config *cfgs, int
     CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
     tc_workload_key(wl, key, sizeof key);
     tc_config_str(&s, &cfgs[q], cfg, sizeof cfg);
-    if (!compare(key, args[a.out], ref, osz)) {
+    int exact = wl->kernel == TC_KERNEL_REDUCE && wl->op >= TC_REDUCE_ARGMAX; /* indices */
+    if (exact && memcmp(args[a.out], ref, osz * sizeof *ref) != 0) {
+      const int64_t *gi = args[a.out], *ri = (const int64_t *)ref;
+      for (size_t i = 0; i < osz / 2; i++)
+        if (gi[i] != ri[i])
+          fprintf(stderr, "%s: row %zu: index %lld, want %lld\n", key, i, (long long)gi[i],
+                  (long long)ri[i]);
+      CHECK(0);
+    }
+    if (!exact && !compare(key, args[a.out], ref, osz)) {
       fprintf(stderr, "lanes %d config %s\n", target.simd_lanes, cfg);
       CHECK(0);
     }
@@ -543,6 +564,41 @@ TH_TEST(math_differential) {
     wls[n++] = unary_wl(op, 7);
   }
   check_tensor(wls, n);
+  return 0;
+}
+
+static tc_workload reduce_wl(int op, int rows, int len) {
+  tc_workload wl = tensor_wl(TC_KERNEL_REDUCE, rows, len, 1, 1);
+  wl.oc = 1;
+  wl.op = op;
+  return wl;
+}
+
+/* The TC_REDUCE_* ops [lo, hi) over rows with a vector body and a tail, all tail, one element, and
+ * a long row (a global pool's). */
+static void check_reduce(int lo, int hi) {
+  tc_workload wls[4 * TC_REDUCE_COUNT];
+  int n = 0;
+  for (int op = lo; op < hi; op++) {
+    wls[n++] = reduce_wl(op, 6, 37);
+    wls[n++] = reduce_wl(op, 5, 3);
+    wls[n++] = reduce_wl(op, 3, 1);
+    wls[n++] = reduce_wl(op, 2, op == TC_REDUCE_PROD ? 40 : 3136);
+  }
+  check_tensor(wls, n);
+}
+
+/* The reductions; log-sum-exp's inputs reach 100 (e^x overflows float32 without the max). */
+TH_TEST(reduce_differential) {
+  init_target();
+  check_reduce(0, TC_REDUCE_ARGMAX);
+  return 0;
+}
+
+/* ArgMax and ArgMin, first and last index, exactly, over small integers (ties everywhere). */
+TH_TEST(reduce_arg_differential) {
+  init_target();
+  check_reduce(TC_REDUCE_ARGMAX, TC_REDUCE_COUNT);
   return 0;
 }
 
