@@ -404,3 +404,16 @@ TH_TEST(instance_norm) {
   free(p);
   return 0;
 }
+
+/* A build's timing run accepts NaN or infinity from the log-sum and product reductions (a negative
+ * sum's log, a product past FLT_MAX) and from no other reduction. */
+TH_TEST(reduce_nonfinite_ops) {
+  for (int op = 0; op < TC_REDUCE_COUNT; op++) {
+    tc_graph *g = tc_graph_new("nonfinite", 1);
+    int id = tc_graph_reduce(g, tc_graph_input(g, 3, 4, 5), op);
+    CHECK(id >= 0);
+    CHECK_EQ_INT(tc_graph_nonfinite(g), op == TC_REDUCE_LOG_SUM || op == TC_REDUCE_PROD);
+    tc_graph_free(g);
+  }
+  return 0;
+}
