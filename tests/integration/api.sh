@@ -324,7 +324,7 @@ case_endpoints() {
     == ["input_ids int64 [\"batch\",128]", "token_type_ids int64 [\"batch\",128]",
         "attention_mask int64 [\"batch\",128]"]' "$TMP/body" >/dev/null || fail "bert inputs"
   jq -e '.networks[] | select(.name=="resnet-18") | .inputs == [{"name": "input", "dtype": "float32",
-    "shape": ["batch", 3, 224, 224]}] and .input == [1, 3, 224, 224]' "$TMP/body" >/dev/null \
+    "shape": ["batch", 3, 224, 224], "batched": true}] and .input == [1, 3, 224, 224]' "$TMP/body" >/dev/null \
     || fail "resnet-18 inputs"
   expect_status 200 "$BASE/networks?batch=8"
   jq -e '.networks[] | select(.name=="bert") | .outputs[0].shape == [8, 128, 768]

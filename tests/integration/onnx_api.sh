@@ -72,8 +72,8 @@ case_upload_serve() {
   expect_put 201 "$TMP/a.onnx" "${auth[@]}"
   jq_ok ".name == \"tiny\" and .source == \"onnx\" and .version == 1 and .created == true
          and .digest == \"sha256:$SHA_A\" and .size == $(stat -c %s "$TMP/a.onnx") and .shapes == null"
-  jq_ok '.inputs == [{"name": "input", "dtype": "float32", "shape": ["batch", 3, 8, 8]}]
-         and .outputs == [{"name": "output", "dtype": "float32", "shape": ["batch", 10]}]
+  jq_ok '.inputs == [{"name": "input", "dtype": "float32", "shape": ["batch", 3, 8, 8], "batched": true}]
+         and .outputs == [{"name": "output", "dtype": "float32", "shape": ["batch", 10], "batched": true}]
          and .input == [1, 3, 8, 8] and .flops > 0 and .params > 0'
   jq_ok '[.ops[].op_type] as $o | ($o | index("Conv")) != null and ($o | index("Gemm")) != null
          and (.ops | all(.count >= 1)) and .onnx.opset == 13'
