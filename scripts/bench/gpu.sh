@@ -6,6 +6,12 @@
 #                                        the libraries they need that a CUDA image may lack, the Python peers
 #                                        and a manifest, in DIR/tunehub-gpu.tar.xz (default DIR .gpu-pack;
 #                                        --xz-level 0: seconds instead of minutes, a bigger archive)
+#   scripts/bench/gpu.sh daemon [--pack DIR] [--work DIR] [--out DIR] [--trials 4] [--wait-s 240] [--key NET/BATCH]
+#                                        on the device, after `run` or alone: the daemon's own path once:
+#                                        `tunehub serve` on a fresh store, GET /models/cuda/resnet-18/100
+#                                        (the miss queues a job: version 1, the quick build), then ?tuned=1
+#                                        (version 2, tuned with --trials a task), each bundle timed with
+#                                        tunehub run; DIR/gpu-daemon.txt says what happened, with the times
 #   scripts/bench/gpu.sh run [--pack DIR] [--budget-s 900] [--deadline-s 540] [--quick] [--dry-run]
 #                            [--skip-tests] [--trials N] [--out DIR] [--work DIR] [--rows "NET:BATCH ..."]
 #                                        on the device, in the repository root, with DIR carried along: the
@@ -156,6 +162,11 @@ DRY=0
 SKIP_TESTS=0
 TRIALS=32
 REPEAT=30
+# how many gpu tests and fallback builds run at once: from the machine's cores (6 and 4 on 16), or
+# GPU_TEST_JOBS and GPU_BUILD_JOBS
+NCPU=$(nproc 2>/dev/null || echo 4)
+TEST_JOBS=${GPU_TEST_JOBS:-$(( NCPU * 3 / 8 > 0 ? NCPU * 3 / 8 : 1 ))}
+BUILD_JOBS=${GPU_BUILD_JOBS:-$(( NCPU / 4 > 0 ? NCPU / 4 : 1 ))}
 
 T_CALL=$(date +%s)
 call_left() { echo $((DEADLINE_S - ($(date +%s) - T_CALL))); }
@@ -293,7 +304,7 @@ rows_of() {
 }
 has_precision() {
   local help
-  help=$("$TUNEHUB" help 2>&1 || true)
+  help=$(th_env "$TUNEHUB" help 2>&1 || true)
   case "$help" in *--precision*) return 0 ;; *) return 1 ;; esac
 }
 precisions() { if [ "$TF32" = 1 ]; then echo "fp32 tf32"; else echo fp32; fi; }
@@ -352,13 +363,13 @@ print_plan() {
   if [ "$TF32" = 1 ]; then echo "  precisions: fp32 tf32"
   else echo "  precisions: fp32 only: this tunehub's help has no --precision, so the tf32 columns stay empty"; fi
   if [ "$SKIP_TESTS" = 1 ]; then echo "  gpu tests: skipped (--skip-tests)"
-  else echo "  gpu tests: $(wc -l < "$P/tests.tsv") cases, 6 at a time, with TH_TEST_GPU_REQUIRED=1 (~${EST_TESTS_S}s)"; fi
-  echo "  fallback builds: $((nrows * nprec)) (4 at a time, ~${EST_BUILD_S}s each), each timed with tunehub run --repeat $REPEAT"
+  else echo "  gpu tests: $(wc -l < "$P/tests.tsv") cases, $TEST_JOBS at a time, with TH_TEST_GPU_REQUIRED=1 (~${EST_TESTS_S}s)"; fi
+  echo "  fallback builds: $((nrows * nprec)) ($BUILD_JOBS at a time, ~${EST_BUILD_S}s each), each timed with tunehub run --repeat $REPEAT"
   echo "  PyTorch eager: $nrows rows x TF32 off/on, median of $REPEAT after warm-up, CUDA events"
   local fixed tune_s
   fixed=$(awk -v t="$([ "$SKIP_TESTS" = 1 ] && echo 0 || echo "$EST_TESTS_S")" -v n="$((nrows * nprec))" \
     -v b="$EST_BUILD_S" -v r="$EST_RUN_S" -v rows="$nrows" -v p="$EST_TORCH_S" \
-    'BEGIN { printf "%d", t + n * b / 4 + n * r + rows * p }')
+    -v bj="$BUILD_JOBS" 'BEGIN { printf "%d", t + n * b / bj + n * r + rows * p }')
   tune_s=$((BUDGET_S - fixed))
   echo "  tuning: ${tune_s}s left for it (budget less ~${fixed}s of the rest), at most $TRIALS trials a task:"
   plan_tuning "$tune_s" 2>&1 | sed 's/^/    /' | awk '
@@ -395,7 +406,7 @@ step_tests() {
       fi
     ) &
     running=$((running + 1))
-    if [ "$running" -ge 6 ]; then wait -n || true; running=$((running - 1)); fi
+    if [ "$running" -ge "$TEST_JOBS" ]; then wait -n || true; running=$((running - 1)); fi
   done
   wait || true
   spent_add tests $(($(date +%s) - t0))
@@ -470,7 +481,7 @@ time_one() {
 # time from the tuning store) and times (one at a time) what has no result yet
 step_bundles() {
   local kind=$1 key prec todo=() par=1
-  [ "$kind" = tuned ] || par=4
+  [ "$kind" = tuned ] || par=$BUILD_JOBS
   shift
   for key in "$@"; do
     for prec in $(precisions); do
@@ -655,6 +666,7 @@ cmd_run() {
     return 0
   fi
   check_device
+  if has_precision; then TF32=1; fi  # (with the device's CUDA libraries on the path now)
   # an earlier call's stop at its deadline is history once this call goes on
   sed -i '/^stopped before /d' "$WORK/notes.txt"
   if [ "$TF32" = 0 ] && ! grep -q 'no --precision' "$WORK/notes.txt"; then
@@ -680,9 +692,98 @@ cmd_run() {
   grep -q ' 0 failed' "$WORK/tests.txt" || [ "$SKIP_TESTS" = 1 ] || { echo "$ME: the gpu tests did not all pass" >&2; exit 1; }
 }
 
+# ============================================================================================ daemon ====
+
+# http_get URL BODY HEADERS: GET with Python's urllib (no curl needed); prints the status code
+http_get() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import sys, urllib.request, urllib.error
+url, body, hdrs = sys.argv[1:4]
+try:
+    r = urllib.request.urlopen(url, timeout=900)
+    code, data, h = r.status, r.read(), r.headers
+except urllib.error.HTTPError as e:
+    code, data, h = e.code, e.read(), e.headers
+except Exception as e:  # refused, reset: not an HTTP answer
+    code, data, h = 0, str(e).encode(), {}
+open(body, "wb").write(data)
+open(hdrs, "w").write("".join("%s: %s\n" % kv for kv in h.items()))
+print(code)
+PY
+}
+
+cmd_daemon() {
+  local trials=4 wait_s=240 key=resnet-18/100
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --pack) PACK=$(realpath -m "$2"); shift 2 ;;
+      --work) WORK=$(realpath -m "$2"); shift 2 ;;
+      --out) OUTDIR=$(realpath -m "$2"); shift 2 ;;
+      --trials) trials=$2; shift 2 ;;
+      --wait-s) wait_s=$2; shift 2 ;;
+      --key) key=$2; shift 2 ;;
+      -h|--help) usage; exit 0 ;;
+      *) die "daemon: unknown argument '$1' (--help)" ;;
+    esac
+  done
+  [[ "$key" =~ ^[A-Za-z0-9_.-]+/[1-9][0-9]*$ ]] || die "daemon: --key '$key' is not NET/BATCH (resnet-18/100)"
+  mkdir -p "$WORK"
+  [ -n "$OUTDIR" ] || OUTDIR=$WORK/out
+  mkdir -p "$OUTDIR"
+  prepare_pack
+  check_device
+  [ "$CC_OK" = 1 ] || die "daemon: no C compiler here: the daemon's builds link model.so with it"
+  local d=$WORK/daemon port=18093 rep=$OUTDIR/gpu-daemon.txt
+  rm -rf "$d" && mkdir -p "$d"
+  : > "$rep"
+  dlog() { echo "$*" | tee -a "$rep" >&2; }
+  th_env "$TUNEHUB" serve --listen "127.0.0.1:$port" --data "$d/data" --miss-trials "$trials" \
+    > "$d/serve.log" 2>&1 < /dev/null &
+  local pid=$! i code
+  # shellcheck disable=SC2064 # the pid is known now
+  trap "kill $pid 2>/dev/null; wait $pid 2>/dev/null" EXIT
+  for i in $(seq 1 100); do
+    code=$(http_get "http://127.0.0.1:$port/healthz" "$d/h.body" "$d/h.hdrs")
+    [ "$code" != 200 ] || break
+    kill -0 "$pid" 2>/dev/null || { tail -20 "$d/serve.log" >&2; die "daemon: tunehub serve exited"; }
+    sleep 0.2
+  done
+  [ "$code" = 200 ] || die "daemon: /healthz answered $code after 20 s"
+  dlog "tunehub serve on a fresh store ($d/data), --miss-trials $trials; GET /models/cuda/$key"
+  local t0 t1 v tuned ms out step
+  for step in quick tuned; do
+    local q="?wait=$wait_s"
+    [ "$step" = quick ] || q="?tuned=1&wait=$wait_s"
+    t0=$(date +%s.%N)
+    code=$(http_get "http://127.0.0.1:$port/models/cuda/$key$q" "$d/$step.tar" "$d/$step.hdrs")
+    t1=$(date +%s.%N)
+    v=$(sed -n 's/^X-Tunehub-Version: *//Ip' "$d/$step.hdrs" | tr -d '\r')
+    tuned=$(sed -n 's/^X-Tunehub-Tuned: *//Ip' "$d/$step.hdrs" | tr -d '\r')
+    dlog "  GET /models/cuda/$key$q: $code after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s, version ${v:--}, tuned ${tuned:--}, $(stat -c %s "$d/$step.tar") bytes"
+    if [ "$code" != 200 ]; then
+      dlog "    answer: $(head -c 600 "$d/$step.tar")"
+      break
+    fi
+    if out=$(th_env "$TUNEHUB" run "$d/$step.tar" --repeat 30 2>&1 < /dev/null); then
+      ms=$(echo "$out" | sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' | tail -1)
+      dlog "    tunehub run --repeat 30: median ${ms:--} ms"
+    else
+      dlog "    tunehub run failed: $(echo "$out" | tail -3)"
+    fi
+  done
+  http_get "http://127.0.0.1:$port/models/cuda/$key/versions" "$d/versions.json" "$d/v.hdrs" > /dev/null
+  http_get "http://127.0.0.1:$port/jobs" "$d/jobs.json" "$d/j.hdrs" > /dev/null
+  dlog "  versions: $(head -c 1500 "$d/versions.json")"
+  dlog "  jobs: $(head -c 1500 "$d/jobs.json")"
+  dlog "  the daemon's log, last lines:"
+  tail -15 "$d/serve.log" | sed 's/^/    /' | tee -a "$rep" >&2
+  echo "report: $rep"
+}
+
 case "${1:-}" in
   pack) shift; cmd_pack "$@" ;;
+  daemon) shift; cmd_daemon "$@" ;;
   run) shift; cmd_run "$@" ;;
   -h|--help|"") usage; [ -n "${1:-}" ] || exit 2 ;;
-  *) die "unknown command '$1': pack or run (--help)" ;;
+  *) die "unknown command '$1': pack, run or daemon (--help)" ;;
 esac
