@@ -406,7 +406,10 @@ th_status tc_cuda_measure(const tc_workload *wl, const tc_config *cfg, const tc_
       TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "allocating %lld floats of scratch: %s",
                (long long)l.scratch_floats, tc__cu_errstr(cu, cr));
   }
-  cr = cu->StreamCreate(&stream, 1);
+  /* the arguments' cuMemcpyHtoD from pageable memory return once the bytes are staged; the timing
+   * stream is non-blocking (it does not wait for the legacy stream), so wait for them to land */
+  cr = cu->StreamSynchronize(NULL);
+  if (cr == 0) cr = cu->StreamCreate(&stream, 1);
   if (cr == 0) cr = cu->EventCreate(&ev0, 0);
   if (cr == 0) cr = cu->EventCreate(&ev1, 0);
   if (cr != 0) TC__FAIL(TC_ERROR_CLASS_RUNTIME_DEVICE, "stream/events: %s", tc__cu_errstr(cu, cr));

@@ -92,8 +92,10 @@ int th_model_run_io_profiled(struct th_model *m, const void *const *inputs, void
 void th_model_free(struct th_model *m);
 const char *th_model_last_error(void);
 /* CUDA bundles only (target "cuda ..."): runs on device memory. d_input and d_output are CUdeviceptr
- * values (input_size / output_size floats) of the current device; stream is a CUstream, or NULL for the
- * model's own stream. The call only enqueues work: synchronise the stream before reading d_output.
+ * values (input_size / output_size floats) of the current device; stream is a CUstream, or NULL for
+ * CUDA's legacy default stream (stream 0: ordered after the caller's earlier work on it and on blocking
+ * streams, such as a cudaMemcpy into d_input). The call only enqueues work: synchronise the stream
+ * before reading d_output (a synchronous cudaMemcpy from d_output does, for stream 0).
  * Networks with one float32 input and output only (like th_model_run); others get -1. */
 int th_model_run_device(struct th_model *m, const void *d_input, void *d_output, void *stream);
 /* CUDA bundles only: how m runs its kernels, "graph" (a CUDA graph replayed per run) or "launches (why)":

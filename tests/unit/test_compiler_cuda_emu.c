@@ -323,6 +323,20 @@ static int emu_net_arch(const char *net, int batch, int hw, const char *arch, co
     /* device pointers: with the fake driver device memory is host memory */
     CHECK(e.rund(m, e.x, y2, NULL) == 0);
     CHECK(memcmp(y, y2, (size_t)e.nout * 4) == 0);
+    /* device buffers filled by a synchronous copy from pageable memory, as a CUDA caller fills them
+     * (and test_compiler_cuda_gpu's check): with stream NULL the run is ordered after that copy */
+    const tc_cu *cu = NULL;
+    char cuerr[512];
+    CHECK(tc__cu_get(&cu, cuerr, sizeof cuerr) == TH_OK);
+    tc_cu_ptr din = 0, dout = 0;
+    CHECK(cu->MemAlloc(&din, (size_t)e.nin * 4) == 0 && cu->MemAlloc(&dout, (size_t)e.nout * 4) == 0);
+    CHECK(cu->MemcpyHtoD(din, e.x, (size_t)e.nin * 4) == 0);
+    memset(y2, 0, (size_t)e.nout * 4);
+    CHECK(e.rund(m, (const void *)(uintptr_t)din, (void *)(uintptr_t)dout, NULL) == 0);
+    CHECK(cu->MemcpyDtoH(y2, dout, (size_t)e.nout * 4) == 0);
+    CHECK(memcmp(y, y2, (size_t)e.nout * 4) == 0);
+    cu->MemFree(din);
+    cu->MemFree(dout);
     /* th_model_run_io: the same host copies, per tensor */
     memset(y2, 0, (size_t)e.nout * 4);
     const void *ins[1] = {e.x};
@@ -760,8 +774,9 @@ static void emu_cleanup(const char *dir) {
 
 /* The tf32 GEMM device check (test_cuda_tf32_check.h, the gpu case tf32_gemm_vs_reference) through the
  * fake driver: NVRTC compiles the real kernel, the fake runs the same CUDA C emulated (mma per warp with
- * TF32 rounding), and the check's arguments, launch shape and tolerance hold for a dense with a clip, a
- * dense with bias over 1000 columns, and a batch_matmul with a transposed operand. */
+ * TF32 rounding), and the check's arguments, launch shape and tolerance hold for a split-k dense (its
+ * scratch and second kernel), a dense with a clip, a dense with bias over 1000 columns, and a
+ * batch_matmul with a transposed operand. */
 static void tf32_emulate(const th_buf *src, void *ctx) {
   char *dir = ctx, path[600], emu[600];
   snprintf(path, sizeof path, "%s/kernels.cu", dir);
@@ -775,13 +790,16 @@ TH_TEST(tf32_gemm_device_path) {
   if (!fake_target(&t)) return 77;
   tc_workload w[TW_TF32_GEMM_MAX];
   int n = tw_tf32_gemm_set(w);
-  const int pick[3] = {3, 5, 10}; /* clip at 128 rows; tanh over 1000 columns; bmm 197x67x37 B^T */
+  /* K 768 at 3 rows, whose fallback splits K on a 132-SM part (the two-kernel launch with its scratch);
+   * clip at 128 rows; tanh over 1000 columns; bmm 197x67x37 B^T */
+  const int pick[4] = {1, 3, 5, 10};
   CHECK(n > 10);
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     tc_space s;
     tc_config c;
     CHECK(tc_cuda_space(&w[pick[i]], &t, &s) == TH_OK);
     CHECK(tc_cuda_fallback(&w[pick[i]], &t, &s, &c) == TH_OK);
+    if (i == 0) CHECK(tc_config_int(&s, &c, "split_k", 1) > 1);
     char dir[] = "/tmp/tc-cuda-emu-tf32-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     double e = tf32_on_device(&w[pick[i]], &c, &t, 7 + (uint64_t)i, tf32_emulate, dir);

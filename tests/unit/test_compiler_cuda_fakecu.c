@@ -1,5 +1,7 @@
 /* A fake libcuda.so.1 for tests on machines without a GPU: the driver API subset tunehub uses, on
- * the CPU. Memory is malloc, copies are memcpy, streams and events are synchronous (an event pair
+ * the CPU. Device memory is mapped so that each allocation ends at an inaccessible guard page and
+ * starts after one (an emulated kernel that reads or writes past either end of a buffer faults here
+ * as it would on a device, instead of reading its neighbour), copies are memcpy, streams and events are synchronous (an event pair
  * reports 1 ms per launch between them; an event reads not ready once after each record), and
  * cuLaunchKernel runs the kernel through the CPU emulation library named by $TH_FAKECU_KERNELS (the
  * bundle's kernels.cu compiled with the test's emulation header; loaded again when the variable
@@ -7,6 +9,11 @@
  * th_emu_module(image), told of every image cuModuleLoadData loads (a test that emulates a tuner's
  * cubins maps them back to their source there). It lets a CUDA model .so run end to end (create,
  * upload, plan, launches, copies) against the reference.
+ * A synchronous cuMemcpyHtoD from pageable memory returns, as the driver's does, once the bytes are
+ * staged, before they reach the device: they land at the next operation on the legacy (NULL) stream
+ * or a blocking stream, or the next synchronous call, and work on a non-blocking stream does not wait
+ * for them (CUDA's "API synchronization behavior"; a model run on its own non-blocking stream read a
+ * half-copied input so on an H200, 2026-11-28).
  * Stream capture is honest: while a stream captures, its launches and copies are recorded (kernel
  * arguments by value, as the driver does) and nothing runs; cuGraphLaunch replays the instantiated
  * list in order, and a synchronize or a synchronous call during a capture invalidates it, as on a
@@ -16,6 +23,8 @@
  * a replay from plain launches. */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,9 +54,31 @@ typedef struct oplist {
   int nops;
 } oplist;
 typedef struct fstream {
-  int capturing, invalid;
+  int capturing, invalid, nonblocking;
   oplist rec;
 } fstream;
+
+/* Pageable host-to-device copies staged and not yet on the device, in order. */
+static struct staged {
+  void *dst, *bytes;
+  size_t n;
+} *staged;
+static int nstaged;
+/* They land: at anything ordered after the legacy stream's earlier work. */
+static void land_staged(void) {
+  for (int i = 0; i < nstaged; i++) {
+    memcpy(staged[i].dst, staged[i].bytes, staged[i].n);
+    free(staged[i].bytes);
+  }
+  free(staged);
+  staged = NULL, nstaged = 0;
+}
+/* An operation on stream st: on the legacy stream (NULL) or a blocking one, the staged copies land
+ * first. */
+static void on_stream(void *st) {
+  const fstream *fs = st;
+  if (!fs || !fs->nonblocking) land_staged();
+}
 static int capturing; /* streams capturing now: synchronous calls are illegal meanwhile */
 
 static CUresult record(void *st, const op *o) {
@@ -154,21 +185,56 @@ CUresult cuFuncSetAttribute(void *f, int attr, int value) {
   th_fakecu_opt_ins++;
   return 0;
 }
+/* A mapping of [guard page][header page][data pages][guard page]: the data (n rounded up to 256
+ * bytes, the driver's alignment) ends where the last guard page starts, and the header page holds the
+ * mapping's size for cuMemFree. An access past the end faults at once; one before the start lands in
+ * the header page only if it is less than a page early, else in the first guard. */
 CUresult cuMemAlloc_v2(uint64_t *p, size_t n) {
   if (capture_violated()) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
-  void *q = NULL;
-  if (posix_memalign(&q, 256, n ? n : 1) != 0) return 2;
-  *p = (uint64_t)(uintptr_t)q;
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE), data = ((n ? n : 1) + 255) / 256 * 256;
+  size_t dpages = (data + pg - 1) / pg * pg, total = pg + pg + dpages + pg;
+  char *m = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  if (mprotect(m + pg, pg + dpages, PROT_READ | PROT_WRITE) != 0) {
+    munmap(m, total);
+    return 2;
+  }
+  memcpy(m + pg, &total, sizeof total);
+  *p = (uint64_t)(uintptr_t)(m + pg + pg + dpages - data);
   return 0;
 }
-CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
+CUresult cuMemFree_v2(uint64_t p) {
+  if (!p) return 0;
+  land_staged(); /* cuMemFree waits for the device */
+  size_t pg = (size_t)sysconf(_SC_PAGESIZE), total;
+  /* the data starts less than a page into its first page (the data pages hold it rounded up to
+   * whole pages), and the header page is the one before */
+  char *hdr = (char *)(uintptr_t)(p / pg * pg) - pg;
+  memcpy(&total, hdr, sizeof total);
+  char *m = hdr - pg;
+  munmap(m, total);
+  return 0;
+}
+static int is_pinned(const void *h, size_t n);
 CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) {
   if (capture_violated()) return 906; /* CUDA_ERROR_STREAM_CAPTURE_IMPLICIT */
-  memcpy((void *)(uintptr_t)d, s, n);
+  land_staged();
+  if (is_pinned(s, n)) {
+    memcpy((void *)(uintptr_t)d, s, n);
+    return 0;
+  }
+  struct staged *g = realloc(staged, (size_t)(nstaged + 1) * sizeof *g);
+  if (!g) return 2;
+  staged = g;
+  if (!(g[nstaged].bytes = malloc(n ? n : 1))) return 2;
+  memcpy(g[nstaged].bytes, s, n);
+  g[nstaged].dst = (void *)(uintptr_t)d, g[nstaged].n = n;
+  nstaged++;
   return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) {
   if (capture_violated()) return 906;
+  land_staged();
   memcpy(d, (const void *)(uintptr_t)s, n);
   return 0;
 }
@@ -181,6 +247,7 @@ static CUresult copy_async(void *d, const void *s, size_t n, void *st) {
     o.dst = d, o.src = s, o.n = n;
     return record(fs, &o);
   }
+  on_stream(st);
   memmove(d, s, n);
   return 0;
 }
@@ -204,10 +271,13 @@ CUresult cuMemFreeHost(void *p) {
     }
   return 1; /* CUDA_ERROR_INVALID_VALUE */
 }
-static void count_pageable(const void *h, size_t n) {
+static int is_pinned(const void *h, size_t n) {
   for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
-    if (pinned[i].p && (const char *)h >= pinned[i].p && (const char *)h + n <= pinned[i].p + pinned[i].n) return;
-  th_fakecu_pageable_copies++;
+    if (pinned[i].p && (const char *)h >= pinned[i].p && (const char *)h + n <= pinned[i].p + pinned[i].n) return 1;
+  return 0;
+}
+static void count_pageable(const void *h, size_t n) {
+  if (!is_pinned(h, n)) th_fakecu_pageable_copies++;
 }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t d, const void *s, size_t n, void *st) {
   count_pageable(s, n);
@@ -220,12 +290,17 @@ CUresult cuMemcpyDtoHAsync_v2(void *d, uint64_t s, size_t n, void *st) {
 CUresult cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void *st) {
   return copy_async((void *)(uintptr_t)d, (const void *)(uintptr_t)s, n, st);
 }
-CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return 0; }
+CUresult cuMemsetD8_v2(uint64_t d, unsigned char v, size_t n) {
+  land_staged();
+  memset((void *)(uintptr_t)d, v, n);
+  return 0;
+}
 static long long memset_async_bytes; /* what cuMemsetD8Async wrote (the measurement's L2 flushes) */
 CUresult cuMemsetD8Async(uint64_t d, unsigned char v, size_t n, void *st) {
-  (void)st;
+  on_stream(st);
   memset_async_bytes += (long long)n;
-  return cuMemsetD8_v2(d, v, n);
+  memset((void *)(uintptr_t)d, v, n);
+  return 0;
 }
 /* Not the driver's: tests find it with dlsym on this library. */
 long long th_fakecu_memset_async_bytes(void);
@@ -260,12 +335,15 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     return record(s, &o);
   }
   th_fakecu_launches++;
+  on_stream(st);
   return run_op(&o);
 }
 CUresult cuStreamCreate(void **s, unsigned f) {
-  (void)f;
-  *s = calloc(1, sizeof(fstream));
-  return *s ? 0 : 2;
+  fstream *fs = calloc(1, sizeof(fstream));
+  if (!fs) return 2;
+  fs->nonblocking = (f & 1) != 0; /* CU_STREAM_NON_BLOCKING */
+  *s = fs;
+  return 0;
 }
 CUresult cuStreamDestroy_v2(void *s) {
   fstream *fs = s;
@@ -281,6 +359,7 @@ CUresult cuStreamSynchronize(void *s) {
     fs->invalid = 1;
     return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
   }
+  on_stream(s);
   return 0;
 }
 #ifndef TH_FAKECU_NO_GRAPHS
@@ -325,6 +404,7 @@ CUresult cuGraphLaunch(void *exec, void *st) {
   if (!l) return 400; /* CUDA_ERROR_INVALID_HANDLE */
   if (s && s->capturing) return 900;
   th_fakecu_replays++;
+  on_stream(st);
   for (int i = 0; i < l->nops; i++) {
     CUresult r = run_op(&l->ops[i]);
     if (r != 0) return r;
@@ -354,7 +434,7 @@ CUresult cuEventCreate(void **e, unsigned f) {
 }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
 CUresult cuEventRecord(void *e, void *s) {
-  (void)s;
+  on_stream(s);
   ((fake_event *)e)->ticks = ticks;
   ((fake_event *)e)->pending = 1;
   return 0;

@@ -33,7 +33,11 @@ static void tf32_fill(const tc_workload *wl, int slot, void *buf, int64_t n, uin
  * or pre-activation output (an activation scales the error, a clip bounds the output, not it) plus
  * 1e-3 relative. tc_cuda_measure's check cannot say this: it scales by the output alone. prepare
  * (NULL: none) gets the kernel's CUDA C before NVRTC compiles it: the fake driver's twin of this check
- * builds its emulation there. Returns the largest error relative to that scale. */
+ * builds its emulation there. The launch is the one a model makes: with the config's dynamic shared
+ * memory (opted in above 48 KiB) and, for a split-k config, the partial sums' scratch after the
+ * arguments and the second kernel th_tf32_r (the H200 run of 2026-11-28 launched neither, and a
+ * split-k fallback wrote through a null scratch: an illegal address). Returns the largest error
+ * relative to that scale. */
 static double tf32_on_device(const tc_workload *wl, const tc_config *c, const tc_cuda_target *t,
                              uint64_t seed, void (*prepare)(const th_buf *src, void *arg),
                              void *arg) {
@@ -57,12 +61,16 @@ static double tf32_on_device(const tc_workload *wl, const tc_config *c, const tc
   if (rc != TH_OK) fprintf(stderr, "NVRTC: %s\n", err);
   CHECK(rc == TH_OK);
   CHECK(cu->ModuleLoadData(&mod, cubin) == 0 && cu->ModuleGetFunction(&fn, mod, "th_tf32") == 0);
+  tc_cu_handle post = NULL;
+  if (l.scratch_floats > 0) CHECK(cu->ModuleGetFunction(&post, mod, "th_tf32_r") == 0);
+  if (l.dyn_shared > 48 * 1024)
+    CHECK(cu->FuncSetAttribute(fn, TC_CU_FUNC_ATTR_MAX_DYNAMIC_SHARED, l.dyn_shared) == 0);
   int64_t sizes[5];
   tc_cuda_arg_sizes(wl, sizes);
   int nargs = tc_op_nargs(wl->kernel), out = nargs - 1;
   float *host[5] = {0};
-  tc_cu_ptr d[5] = {0};
-  void *params[6] = {0};
+  tc_cu_ptr d[6] = {0};
+  void *params[7] = {0};
   for (int i = 0; i < nargs; i++) {
     params[i] = &d[i];
     if (!sizes[i]) continue;
@@ -75,9 +83,18 @@ static double tf32_on_device(const tc_workload *wl, const tc_config *c, const tc
       tf32_fill(wl, i, host[i], sizes[i], &seed);
     CHECK(cu->MemAlloc(&d[i], bytes) == 0 && cu->MemcpyHtoD(d[i], host[i], bytes) == 0);
   }
+  if (l.scratch_floats > 0) {
+    CHECK(cu->MemAlloc(&d[nargs], (size_t)l.scratch_floats * sizeof(float)) == 0);
+    params[nargs] = &d[nargs];
+  }
   tc_cu_result cr = cu->LaunchKernel(
       fn, (unsigned)l.grid[0], (unsigned)l.grid[1], (unsigned)l.grid[2], (unsigned)l.block[0],
-      (unsigned)l.block[1], (unsigned)l.block[2], 0, NULL, params, NULL);
+      (unsigned)l.block[1], (unsigned)l.block[2], (unsigned)l.dyn_shared, NULL, params, NULL);
+  if (cr == 0 && post)
+    cr = cu->LaunchKernel(post, (unsigned)l.post_grid[0], (unsigned)l.post_grid[1],
+                          (unsigned)l.post_grid[2], (unsigned)l.post_block[0],
+                          (unsigned)l.post_block[1], (unsigned)l.post_block[2], 0, NULL, params,
+                          NULL);
   if (cr != 0) fprintf(stderr, "cuLaunchKernel: %s\n", tc__cu_errstr(cu, cr));
   CHECK(cr == 0);
   float *got = malloc((size_t)sizes[out] * 4), *lin = calloc((size_t)sizes[out], 4);
@@ -106,9 +123,9 @@ static double tf32_on_device(const tc_workload *wl, const tc_config *c, const tc
       CHECK(0);
     }
   }
-  for (int i = 0; i < nargs; i++) {
+  for (int i = 0; i <= nargs; i++) {
     if (d[i]) cu->MemFree(d[i]);
-    free(host[i]);
+    if (i < nargs) free(host[i]);
   }
   free(got);
   free(lin);

@@ -244,6 +244,9 @@ static int th__setup(struct th_model *m, const float *host) {
   TH__CU(th__cu.MemsetD8(m->workspace, 0, wsbytes ? wsbytes : 256), "clearing the workspace");
   if (th__weights_floats > 0)
     TH__CU(th__cu.MemcpyHtoD(m->weights, host, (size_t)th__weights_floats * sizeof(float)), "uploading the weights");
+  /* cuMemcpyHtoD from pageable memory returns once the bytes are staged, and the model's stream is
+   * non-blocking (it does not wait for the legacy stream): wait for the upload to land */
+  TH__CU(th__cu.StreamSynchronize(NULL), "uploading the weights");
   TH__CU(th__cu.StreamCreate(&m->stream, 1 /* non-blocking */), "cuStreamCreate");
   /* not fatal: pinned memory is a limited resource, and pageable copies are merely slower */
   void *pin = NULL;
@@ -381,7 +384,9 @@ int th_model_create(const void *params, size_t size, struct th_model **out) {
 int th_model_run_device(struct th_model *m, const void *d_input, void *d_output, void *stream) {
   if (!m || !d_input || !d_output) return th__fail("th_model_run_device: NULL argument");
   if (th__check_single("th_model_run_device") != 0) return -1;
-  th__cuh s = stream ? (th__cuh)stream : m->stream;
+  /* NULL is CUDA's stream 0, the legacy default stream: ordered after the caller's earlier work on it
+   * and on blocking streams (a cudaMemcpy into d_input), as a CUDA caller expects of stream 0 */
+  th__cuh s = (th__cuh)stream;
   TH__CU(th__cu.CtxSetCurrent(m->ctx), "cuCtxSetCurrent");
   TH__CU(th__cu.MemcpyDtoDAsync(m->workspace + (th__cuptr)th__in[0].off * sizeof(float),
                                 (th__cuptr)(uintptr_t)d_input, th__in[0].bytes, s),
