@@ -32,6 +32,8 @@ store_t *cli_store_open(const char *cmd, const char *db, const char *data);
 int cli_migrate(int argc, char **argv);
 /* `tunehub gc [--data DIR] [--db URL] [--grace S] [--dry-run] [--json]` (gc.c): one blob garbage collection. */
 int cli_gc(int argc, char **argv);
+/* `tunehub records export|import ...` (cli_records.c): tuning records out of a store as JSON Lines, and into one. */
+int cli_records(int argc, char **argv);
 /* `tunehub worker --db URL ...` (cli_worker.c): runs jobs from a shared store until SIGTERM or SIGINT. */
 int cli_worker(int argc, char **argv);
 /* For a long-running command: blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards

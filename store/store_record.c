@@ -1,5 +1,6 @@
 /* Tuning records and workloads. Every trial the tuner runs is one row; a build asks for the
  * best valid row per (workload, target), and transfer learning walks the rows of one template. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,5 +206,112 @@ th_status store_record_gflops(store_t *st, const char *workload_key, const char 
     *gflops = NULL;
     *n = 0;
   }
+  return rc;
+}
+
+/* The records a query selects, as store_record_each pages them: copied out under the lock, cb run without it.
+ * The best record of a (workload, template, target) is store_record_best's choice, spelled as a window over all
+ * of them at once: the records of the latest verification first, then the fastest, then the oldest. */
+th_status store_record_select(store_t *st, const store_record_query *q,
+                              int (*cb)(void *ctx, const store_record *r), void *ctx) {
+  const char *target = q && q->target && q->target[0] ? q->target : NULL;
+  const char *prefix = q && q->target_prefix && q->target_prefix[0] ? q->target_prefix : NULL;
+  int best = q && q->best;
+  /* the filters are fixed fragments; their values are bound (?1 target, ?2 prefix, ?3 after) */
+  char sql[1536];
+  snprintf(sql, sizeof sql,
+           "SELECT " STORE__REC_COLS " FROM (SELECT r.*, %s AS rn FROM tuning_records r WHERE %s AND %s AND %s) b "
+           "WHERE rn = 1 AND id > ?3 ORDER BY id LIMIT 256",
+           best ? "row_number() OVER (PARTITION BY r.workload_key, r.template_name, r.target ORDER BY "
+                  "(r.tuner = '" STORE_TUNER_VERIFY "' AND r.created_at >= (SELECT max(v.created_at) FROM "
+                  "tuning_records v WHERE v.workload_key = r.workload_key AND v.target = r.target AND "
+                  "v.tuner = '" STORE_TUNER_VERIFY "')) DESC, r.cost_mean_s, r.id)"
+                : "1",
+           best ? "r.error_class = 0" : "1 = 1", target ? "r.target = ?1" : "?1 = ?1",
+           prefix ? "substr(r.target, 1, length(?2)) = ?2" : "?2 = ?2");
+  int64_t after = 0;
+  th_status rc = TH_OK;
+  enum { PAGE = 256 };
+  store_record *page = th_malloc(PAGE * sizeof *page);
+  if (!page) return store__fail(st, TH_ERR_NOMEM, "out of memory");
+  for (;;) {
+    int n = 0;
+    pthread_mutex_lock(&st->mu);
+    db_stmt *s = NULL;
+    rc = store__prepare(st, sql, &s);
+    if (rc == TH_OK) {
+      db_bind_text(s, 1, target ? target : "");
+      db_bind_text(s, 2, prefix ? prefix : "");
+      db_bind_int64(s, 3, after);
+      int r = DB_DONE;
+      while (n < PAGE && (r = db_step(s)) == DB_ROW) store__record_row(s, &page[n++]);
+      if (r == DB_ERROR) rc = store__db_fail(st, "select records");
+    }
+    db_finalize(s);
+    pthread_mutex_unlock(&st->mu);
+    if (rc != TH_OK) break;
+    int stop = 0;
+    for (int i = 0; i < n && !stop; i++) stop = cb(ctx, &page[i]);
+    if (stop || n < PAGE) break;
+    after = page[n - 1].id;
+  }
+  free(page);
+  return rc;
+}
+
+th_status store_record_import(store_t *st, const store_record *recs, size_t n, int64_t *added) {
+  int64_t count = 0;
+  pthread_mutex_lock(&st->mu);
+  db_stmt *have = NULL, *ins = NULL;
+  th_status rc = store__begin(st);
+  int began = rc == TH_OK;
+  if (rc == TH_OK)
+    rc = store__prepare(st,
+                        "SELECT 1 FROM tuning_records WHERE workload_key = ? AND template_name = ? AND "
+                        "target = ? AND config_index = ? AND tuner = ? AND cost_mean_s = ? LIMIT 1",
+                        &have);
+  if (rc == TH_OK)
+    rc = store__prepare(st,
+                        "INSERT INTO tuning_records (workload_key, template_name, target, config, "
+                        "config_index, cost_mean_s, cost_std_s, error_class, gflops, tuner, job_id, "
+                        "created_at, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, 0)",
+                        &ins);
+  for (size_t i = 0; rc == TH_OK && i < n; i++) {
+    const store_record *r = &recs[i];
+    db_reset(have);
+    db_bind_text(have, 1, r->workload_key);
+    db_bind_text(have, 2, r->template_name);
+    db_bind_text(have, 3, r->target);
+    db_bind_int64(have, 4, r->config_index);
+    db_bind_text(have, 5, r->tuner);
+    db_bind_double(have, 6, r->cost_mean_s);
+    int found = db_step(have);
+    if (found == DB_ERROR) {
+      rc = store__db_fail(st, "look up record");
+      break;
+    }
+    if (found == DB_ROW) continue;
+    db_reset(ins);
+    db_bind_text(ins, 1, r->workload_key);
+    db_bind_text(ins, 2, r->template_name);
+    db_bind_text(ins, 3, r->target);
+    db_bind_text(ins, 4, r->config);
+    db_bind_int64(ins, 5, r->config_index);
+    db_bind_double(ins, 6, r->cost_mean_s);
+    db_bind_double(ins, 7, r->cost_std_s);
+    db_bind_int(ins, 8, r->error_class);
+    db_bind_double(ins, 9, r->gflops);
+    db_bind_text(ins, 10, r->tuner);
+    db_bind_double(ins, 11, r->created_at > 0 ? r->created_at : th_now_wall());
+    if (db_step(ins) != DB_DONE)
+      rc = store__db_fail(st, "insert record");
+    else
+      count++;
+  }
+  db_finalize(have);
+  db_finalize(ins);
+  if (began) rc = store__tx_end(st, rc); /* all or nothing: an error rolls back every insert */
+  pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK && added) *added = count;
   return rc;
 }
