@@ -81,29 +81,30 @@ case_bad_input() {
   sed -n 2,4p "$RECORDS" >>"$TMP/three.jsonl"
   "$TUNEHUB" records import "$TMP/three.jsonl" --data "$DATA" >/dev/null || fail "import of three records"
   [[ $(records_in_store) == 3 ]] || fail "$(records_in_store) records stored, not 3"
-  # bad lines, each at line 5 of a file of the header and 6 records (lines 2..4 already stored)
+  # bad lines, each at line 7 of a file of the header and 6 records (lines 2..4 already stored, 5 and 6 new:
+  # the records before a bad line are not stored either)
   local good="$TMP/six.jsonl"
   head -1 "$RECORDS" | jq -c '.count = 6' >"$good"
   sed -n 2,7p "$RECORDS" >>"$good"
-  mk() { # mk NAME JQ: good with line 5 changed by JQ
-    { head -4 "$good"; sed -n 5p "$good" | jq -c "$2"; tail -n +6 "$good"; } >"$TMP/$1.jsonl"
+  mk() { # mk NAME JQ: good with line 7 changed by JQ
+    { head -6 "$good"; sed -n 7p "$good" | jq -c "$2"; tail -n +8 "$good"; } >"$TMP/$1.jsonl"
   }
-  { head -4 "$good"; sed -n 5p "$good" | head -c 100; echo; tail -n +6 "$good"; } >"$TMP/cut.jsonl"
-  expect_refused "cut.jsonl line 5: not JSON" "$TMP/cut.jsonl"
+  { head -6 "$good"; sed -n 7p "$good" | head -c 100; echo; } >"$TMP/cut.jsonl"
+  expect_refused "cut.jsonl line 7: not JSON" "$TMP/cut.jsonl"
   mk config_string '.config = "tile_f=4"'
-  expect_refused "config_string.jsonl line 5: field 'config' must be an array of knobs .*it is not an array" \
+  expect_refused "config_string.jsonl line 7: field 'config' must be an array of knobs .*it is not an array" \
     "$TMP/config_string.jsonl"
   mk config_bad '.config = [[1, 2]]'
-  expect_refused "config_bad.jsonl line 5: field 'config' must be an array of knobs .*does not parse" \
+  expect_refused "config_bad.jsonl line 7: field 'config' must be an array of knobs .*does not parse" \
     "$TMP/config_bad.jsonl"
   mk template '.template = "conv9d"'
-  expect_refused "template.jsonl line 5: field 'template': unknown template 'conv9d'" "$TMP/template.jsonl"
+  expect_refused "template.jsonl line 7: field 'template': unknown template 'conv9d'" "$TMP/template.jsonl"
   mk target '.target = "tpu -arch=v5"'
-  expect_refused "target.jsonl line 5: field 'target': 'tpu -arch=v5' is no target" "$TMP/target.jsonl"
+  expect_refused "target.jsonl line 7: field 'target': 'tpu -arch=v5' is no target" "$TMP/target.jsonl"
   mk cost '.cost_mean_s = "fast"'
-  expect_refused "cost.jsonl line 5: field 'cost_mean_s' must be a number" "$TMP/cost.jsonl"
+  expect_refused "cost.jsonl line 7: field 'cost_mean_s' must be a number" "$TMP/cost.jsonl"
   mk noworkload 'del(.workload)'
-  expect_refused "noworkload.jsonl line 5: field 'workload' must be a non-empty string" "$TMP/noworkload.jsonl"
+  expect_refused "noworkload.jsonl line 7: field 'workload' must be a non-empty string" "$TMP/noworkload.jsonl"
   # a header that is not one; a file cut at a line's end (the header's count says so)
   { echo '{"records":1}'; tail -n +2 "$good"; } >"$TMP/nohead.jsonl"
   expect_refused "nohead.jsonl line 1: not a tunehub records file" "$TMP/nohead.jsonl"
