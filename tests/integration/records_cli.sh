@@ -131,28 +131,35 @@ case_bad_input() {
   [[ $(wc -l <"$TMP/llvm.jsonl") == 1 ]] || fail "llvm records from a cuda store: $(head -3 "$TMP/llvm.jsonl")"
 }
 
-# a store that `tunehub tune llvm` filled: every trial exported, --best one per tuned workload, and a build
-# from a store that imported --best applies them as tuned
+# a store that `tunehub tune llvm` filled (the fault tests' small uploaded network, 2 trials a task: about a
+# second): every trial exported, --best one per tuned workload, --network of an uploaded network, imported into
+# another store whose build applies them as tuned
 case_llvm_export() {
-  local net=squeezenet_v1.1
-  "$TUNEHUB" tune llvm "$net" 1 --data "$DATA" --trials 2 >"$TMP/tune.log" 2>&1 ||
+  /usr/bin/python3 "$here/onnx_models.py" small "$TMP/small.onnx" || fail "cannot write small.onnx"
+  "$TUNEHUB" import "$TMP/small.onnx" --name small --data "$DATA" >/dev/null || fail "import small.onnx"
+  "$TUNEHUB" tune llvm small 1 --data "$DATA" --trials 2 >"$TMP/tune.log" 2>&1 ||
     { tail -20 "$TMP/tune.log"; fail "tune"; }
   local all tuned
   all=$(records_in_store)
   tuned=$(store_sql "SELECT count(DISTINCT workload_key) FROM tuning_records WHERE error_class = 0")
+  [[ $tuned -ge 1 ]] || fail "nothing tuned: $(tail -5 "$TMP/tune.log")"
   "$TUNEHUB" records export --data "$DATA" --framework llvm -o "$TMP/all.jsonl" 2>/dev/null || fail "export"
   [[ $(($(wc -l <"$TMP/all.jsonl") - 1)) == "$all" ]] || fail "$(wc -l <"$TMP/all.jsonl") lines for $all records"
-  "$TUNEHUB" records export --data "$DATA" --target native --best -o "$TMP/best.jsonl" 2>/dev/null ||
-    fail "export --best"
+  "$TUNEHUB" records export --data "$DATA" --target native --best --network small --batch 1 \
+    -o "$TMP/best.jsonl" 2>/dev/null || fail "export --best"
   [[ $(($(wc -l <"$TMP/best.jsonl") - 1)) == "$tuned" ]] ||
     fail "$(($(wc -l <"$TMP/best.jsonl") - 1)) best records for $tuned tuned workloads"
   tail -n +2 "$TMP/best.jsonl" | jq -e -s 'all(.error_class == 0 and (.target | startswith("llvm -mcpu=")))' \
     >/dev/null || fail "best: $(sed -n 2p "$TMP/best.jsonl")"
-  # into another store (embedded: a PostgreSQL twin has one database) and built from there
+  "$TUNEHUB" records export --data "$DATA" --best --network small --batch 2 >"$TMP/b2.jsonl" || fail "batch 2"
+  [[ $(wc -l <"$TMP/b2.jsonl") == 1 ]] || fail "batch 2's workloads have records: $(sed -n 2p "$TMP/b2.jsonl")"
+  # into another store (embedded: a PostgreSQL twin has one database), whose build applies them
   [[ -z "${TH_TEST_DB:-}" ]] || return 0
-  env -u TUNEHUB_DB "$TUNEHUB" records import "$TMP/best.jsonl" --data "$TMP/d2" >"$TMP/out" || fail "import"
+  local d2=(--data "$TMP/d2")
+  env -u TUNEHUB_DB "$TUNEHUB" import "$TMP/small.onnx" --name small "${d2[@]}" >/dev/null || fail "import small"
+  env -u TUNEHUB_DB "$TUNEHUB" records import "$TMP/best.jsonl" "${d2[@]}" >"$TMP/out" || fail "import"
   grep -qx "imported $tuned records (0 already present) for 1 target" "$TMP/out" || fail "import: $(cat "$TMP/out")"
-  env -u TUNEHUB_DB "$TUNEHUB" build llvm "$net" 1 -o "$TMP/b.tar" --data "$TMP/d2" >"$TMP/build.log" 2>&1 ||
+  env -u TUNEHUB_DB "$TUNEHUB" build llvm small 1 -o "$TMP/b.tar" "${d2[@]}" >"$TMP/build.log" 2>&1 ||
     { tail -20 "$TMP/build.log"; fail "build"; }
   tar -xOf "$TMP/b.tar" manifest.json | jq -e '.tuned == true and any(.layers[]; .source == "tuned")' >/dev/null ||
     fail "manifest: $(tar -xOf "$TMP/b.tar" manifest.json | jq -c '{tuned, s: [.layers[].source]}')"
