@@ -258,7 +258,14 @@ static int cli__records_export(int argc, char **argv) {
     if (h && network) json_object_set_new(h, "network", json_string(network));
     if (h && network) json_object_set_new(h, "batch", json_integer(batch));
     int bad = cli__put_line(f, h);
-    for (size_t i = 0; !bad && i < x.n; i++) bad = cli__put_line(f, cli__record_json(&x.recs[i]));
+    for (size_t i = 0; !bad && i < x.n; i++) {
+      json_t *o = cli__record_json(&x.recs[i]);
+      if (!o)
+        fprintf(stderr,
+                "tunehub records export: record %lld: its stored config is not JSON: %.200s\n",
+                (long long)x.recs[i].id, x.recs[i].config);
+      bad = o ? cli__put_line(f, o) : -1;
+    }
     if (fflush(f) != 0) bad = 1;
     if (f != stdout && fclose(f) != 0) bad = 1;
     if (bad) {
@@ -349,17 +356,23 @@ static int cli__record_parse(const json_t *o, store_record *r, char *err, size_t
              r->workload_key, r->template_name);
     return -1;
   }
+  /* a target no backend owns, or an arch this build does not know: no build here could apply the
+   * record */
   tc_backend_target t;
-  if (tc_backend_target_parse(r->target, &t) != TH_OK) {
+  th_status trc = tc_backend_target_parse(r->target, &t);
+  if (trc == TH_ERR_INVALID) {
     snprintf(err, n, "field 'target': '%s' is no target of a framework (%s)", r->target,
              tc_backend_names());
+    return -1;
+  } else if (trc != TH_OK) {
+    snprintf(err, n, "field 'target': '%s' names an arch this tunehub does not know", r->target);
     return -1;
   }
   const json_t *cfg = json_object_get(o, "config");
   char *text = json_is_array(cfg) ? json_dumps(cfg, JSON_COMPACT) : NULL;
   enum { MAXK = 64 };
-  static char names[MAXK][24];
-  static int values[MAXK][TC_KNOB_WIDTH], widths[MAXK];
+  char names[MAXK][24];
+  int values[MAXK][TC_KNOB_WIDTH], widths[MAXK];
   int ok = text && strlen(text) < sizeof r->config &&
            tune_config_parse(text, names, values, widths, MAXK) > 0;
   if (ok) snprintf(r->config, sizeof r->config, "%s", text);

@@ -101,6 +101,9 @@ case_bad_input() {
   expect_refused "template.jsonl line 7: field 'template': unknown template 'conv9d'" "$TMP/template.jsonl"
   mk target '.target = "tpu -arch=v5"'
   expect_refused "target.jsonl line 7: field 'target': 'tpu -arch=v5' is no target" "$TMP/target.jsonl"
+  mk arch '.target = "llvm -mcpu=pentium9"'
+  expect_refused "arch.jsonl line 7: field 'target': 'llvm -mcpu=pentium9' names an arch this tunehub does not know" \
+    "$TMP/arch.jsonl"
   mk cost '.cost_mean_s = "fast"'
   expect_refused "cost.jsonl line 7: field 'cost_mean_s' must be a number" "$TMP/cost.jsonl"
   mk noworkload 'del(.workload)'
