@@ -201,18 +201,10 @@ static int cli__records_export(int argc, char **argv) {
       return 2;
     }
   } else if (b) {
-    snprintf(prefix, sizeof prefix, "%s ",
-             tc_backend_name(b)); /* "cuda -arch=sm_90": the framework's */
+    /* the framework's targets: "cuda -arch=sm_90" */
+    snprintf(prefix, sizeof prefix, "%s ", tc_backend_name(b));
   }
-  int have = cli_store_exists("records export", db, data);
-  if (have < 0) return 1;
-  if (!have) {
-    char where[TH_DIR_MAX];
-    store_describe(db, data, where, sizeof where);
-    fprintf(stderr, "tunehub records export: %s holds no store (%s)\n", where,
-            db ? "no tunehub schema in that database" : "no readable tunehub.db");
-    return 1;
-  }
+  if (cli_store_needed("records export", db, data) < 0) return 1;
   store_t *st = cli_store_open("records export", db, data);
   if (!st) return 1;
   cli__export x;
