@@ -56,6 +56,16 @@ int cli_store_exists(const char *cmd, const char *db, const char *data) {
   return -1;
 }
 
+int cli_store_needed(const char *cmd, const char *db, const char *data) {
+  int exists = cli_store_exists(cmd, db, data);
+  if (exists != 0) return exists;
+  char where[TH_DIR_MAX];
+  store_describe(db, data, where, sizeof where);
+  fprintf(stderr, "tunehub %s: %s holds no store (%s)\n", cmd, where,
+          db ? "no tunehub schema in that database" : "no readable tunehub.db");
+  return -1;
+}
+
 store_t *cli_store_open(const char *cmd, const char *db, const char *data) {
   store_t *st = NULL;
   if (store_open_db(db, data, &st) == TH_OK) return st;

@@ -25,6 +25,10 @@ int cli_db(const char *cmd, const char *flag, const char **db);
 /* Whether the store (db, data) exists, for a command that only reads one and must not create one: 1
  * or 0, or -1 after printing "tunehub CMD: ..." when the database cannot be asked. */
 int cli_store_exists(const char *cmd, const char *db, const char *data);
+/* cli_store_exists for a command that reads a store and must not create one, where a mistyped directory or
+ * database is an error, not an empty store: 1 when it exists, else -1 after printing "tunehub CMD: WHERE holds
+ * no store (why)" or why it cannot be asked. */
+int cli_store_needed(const char *cmd, const char *db, const char *data);
 /* Opens the store (db, data) for a command, or prints "tunehub CMD: cannot open the store ...: why"
  * and answers NULL. The caller closes it. */
 store_t *cli_store_open(const char *cmd, const char *db, const char *data);
@@ -32,6 +36,8 @@ store_t *cli_store_open(const char *cmd, const char *db, const char *data);
 int cli_migrate(int argc, char **argv);
 /* `tunehub gc [--data DIR] [--db URL] [--grace S] [--dry-run] [--json]` (gc.c): one blob garbage collection. */
 int cli_gc(int argc, char **argv);
+/* `tunehub records export|import ...` (cli_records.c): tuning records out of a store as JSON Lines, and into one. */
+int cli_records(int argc, char **argv);
 /* `tunehub worker --db URL ...` (cli_worker.c): runs jobs from a shared store until SIGTERM or SIGINT. */
 int cli_worker(int argc, char **argv);
 /* For a long-running command: blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards

@@ -94,15 +94,7 @@ int cli_gc(int argc, char **argv) {
   }
   if (cli_db("gc", db_flag, &db) != 0) return 2;
   /* a mistyped directory or database is an error, not an empty store to collect */
-  int exists = cli_store_exists("gc", db, data);
-  if (exists < 0) return 1;
-  if (!exists) {
-    char where[TH_DIR_MAX];
-    store_describe(db, data, where, sizeof where);
-    fprintf(stderr, "tunehub gc: %s holds no store (%s)\n", where,
-            db ? "no tunehub schema in that database" : "no readable tunehub.db");
-    return 1;
-  }
+  if (cli_store_needed("gc", db, data) < 0) return 1;
   store_t *st = cli_store_open("gc", db, data);
   if (!st) return 1;
   store_gc_report r;

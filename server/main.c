@@ -79,6 +79,12 @@ static const th_command commands[] = {
     {"import", {NULL}, cli_import,
      "  tunehub import MODEL.onnx --name NAME [--data ./data] [--db URL] [--shapes S]\n"
      "                                                    store a network of your own (ONNX)\n", 0},
+    {"records", {NULL}, cli_records,
+     "  tunehub records export [--data ./data] [--db URL] [--framework llvm|cuda] [--target NAME]\n"
+     "                [--network NET --batch B] [--best] [-o FILE]   tuning records as JSON Lines\n"
+     "                                                    (--best: the one a build applies per workload)\n"
+     "  tunehub records import FILE [--data ./data] [--db URL]\n"
+     "                                                    add them to a store (checked first; again: no-op)\n", 0},
     {"worker", {NULL}, cli_worker,
      "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
      "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"

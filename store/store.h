@@ -508,6 +508,27 @@ th_status store_record_count(store_t *st, const char *workload_key, const char *
 th_status store_record_gflops(store_t *st, const char *workload_key, const char *target, double **gflops,
                               int64_t *n);
 
+/* ---- carrying records from one store to another (tunehub records export / import) ---- */
+typedef struct store_record_query {
+  const char *target;        /* one target string ("cuda -arch=sm_90"), or NULL / "": every target */
+  const char *target_prefix; /* only targets that start with it ("cuda "), or NULL / "" */
+  int best;                  /* 1: of each (workload, template, target) only the record store_record_best
+                                gives, the one a build applies; 0: every record */
+} store_record_query;
+
+/* Every record q selects (q NULL: all), oldest first; cb returns nonzero to stop early. As with
+ * store_record_each, cb runs without the store's lock (it may call the store). TH_ERR_DB, TH_ERR_BUSY,
+ * TH_ERR_NOMEM. */
+th_status store_record_select(store_t *st, const store_record_query *q,
+                              int (*cb)(void *ctx, const store_record *r), void *ctx);
+/* Stores the n records recs (borrowed) in one write transaction, in order, as records of no job (job_id and
+ * attempt are ignored; created_at is kept, so the latest verification stays the latest), skipping each one
+ * whose workload_key, template_name, target, config_index, tuner and cost_mean_s a stored record (or an
+ * earlier one of recs) already has: storing the same records twice adds nothing. All or nothing: after an
+ * error no record of recs is stored. *added (may be NULL) gets how many were inserted, on TH_OK only.
+ * The caller validates the records. TH_ERR_DB, TH_ERR_BUSY, TH_ERR_UNAVAILABLE. */
+th_status store_record_import(store_t *st, const store_record *recs, size_t n, int64_t *added);
+
 /* ---- job changes across processes (PostgreSQL LISTEN/NOTIFY; see store_events.c) ---- */
 typedef enum store_event_kind {
   STORE_EV_QUEUED = 0, /* a job was queued or handed back to the queue */

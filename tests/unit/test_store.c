@@ -521,6 +521,114 @@ TH_TEST(records_best_and_persist) {
   return 0;
 }
 
+/* store_record_select and store_record_import, the two halves of `tunehub records export / import`. */
+typedef struct rec_list {
+  store_record r[32];
+  int n;
+} rec_list;
+
+static int rec_list_cb(void *ctx, const store_record *r) {
+  rec_list *l = ctx;
+  CHECK(l->n < 32);
+  l->r[l->n++] = *r;
+  return 0;
+}
+
+static store_record rec_of(const char *wl, const char *target, const char *tuner, int index, double cost,
+                           int error_class, double created_at) {
+  store_record r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.workload_key, sizeof r.workload_key, "conv2d_nchwc %s", wl);
+  snprintf(r.template_name, sizeof r.template_name, "conv2d_nchwc");
+  snprintf(r.target, sizeof r.target, "%s", target);
+  snprintf(r.tuner, sizeof r.tuner, "%s", tuner);
+  snprintf(r.config, sizeof r.config, "[[\"tile\",\"sp\",[%d]]]", index);
+  r.config_index = index;
+  r.cost_mean_s = cost;
+  r.error_class = error_class;
+  r.gflops = error_class ? 0 : 1e-3 / cost;
+  r.created_at = created_at;
+  return r;
+}
+
+TH_TEST(records_select_best_and_import) {
+  char *d = tmpdir(), *d2 = tmpdir();
+  store_t *st = NULL, *st2 = NULL;
+  CHECK(th_test_store_open(d, &st) == TH_OK);
+  const char *gpu = "cuda -arch=sm_90", *cpu = "llvm -mcpu=test";
+  /* workload a on the GPU: the fastest trial (1 ms) loses to the latest verification's fastest (3 ms), as in
+   * store_record_best; an older verification (0.5 ms) and a failed trial (0 s) lose too */
+  store_record in[] = {
+      rec_of("a", gpu, "xgb", 1, 1e-3, 0, 100), rec_of("a", gpu, "xgb", 2, 0, 4, 101),
+      rec_of("a", gpu, STORE_TUNER_VERIFY, 3, 0.5e-3, 0, 150), rec_of("a", gpu, STORE_TUNER_VERIFY, 4, 4e-3, 0, 200),
+      rec_of("a", gpu, STORE_TUNER_VERIFY, 5, 3e-3, 0, 200),
+      /* workload b on the GPU: trials only; on the CPU: one trial, and one that failed only */
+      rec_of("b", gpu, "xgb", 6, 2e-3, 0, 100), rec_of("b", gpu, "ga", 7, 1.5e-3, 0, 110),
+      rec_of("b", cpu, "xgb", 8, 9e-3, 0, 100), rec_of("c", cpu, "xgb", 9, 1e9, 4, 100)};
+  int nin = (int)(sizeof in / sizeof in[0]);
+  for (int i = 0; i < nin; i++) CHECK(store_record_add(st, &in[i]) == TH_OK);
+
+  rec_list all = {.n = 0};
+  CHECK(store_record_select(st, NULL, rec_list_cb, &all) == TH_OK);
+  CHECK_EQ_INT(all.n, nin);
+  for (int i = 0; i < nin; i++) CHECK_EQ_INT(all.r[i].config_index, i + 1); /* oldest first */
+  /* --best: one record per (workload, target) with a valid one, the one a build applies */
+  rec_list best = {.n = 0};
+  store_record_query q = {NULL, NULL, 1};
+  CHECK(store_record_select(st, &q, rec_list_cb, &best) == TH_OK);
+  CHECK_EQ_INT(best.n, 3);
+  for (int i = 0; i < best.n; i++) {
+    store_record b;
+    CHECK(store_record_best(st, best.r[i].workload_key, best.r[i].target, &b) == TH_OK);
+    CHECK_EQ_INT(best.r[i].config_index, b.config_index);
+  }
+  CHECK_EQ_INT(best.r[0].config_index, 5);
+  CHECK_EQ_INT(best.r[1].config_index, 7);
+  CHECK_EQ_INT(best.r[2].config_index, 8);
+  /* one target; a framework's targets */
+  rec_list some = {.n = 0};
+  store_record_query qt = {gpu, NULL, 0}, qp = {NULL, "llvm ", 0};
+  CHECK(store_record_select(st, &qt, rec_list_cb, &some) == TH_OK);
+  CHECK_EQ_INT(some.n, 7);
+  some.n = 0;
+  CHECK(store_record_select(st, &qp, rec_list_cb, &some) == TH_OK);
+  CHECK_EQ_INT(some.n, 2);
+  CHECK(!strcmp(some.r[0].target, cpu));
+
+  /* importing what the store holds adds nothing; a record that differs in its cost only is another
+   * measurement, added once */
+  int64_t added = -1;
+  CHECK(store_record_import(st, all.r, (size_t)all.n, &added) == TH_OK);
+  CHECK_EQ_INT(added, 0);
+  store_record again[2] = {all.r[0], all.r[0]};
+  again[0].cost_mean_s *= 2;
+  again[1].cost_mean_s *= 2; /* the same twice in one import: once */
+  CHECK(store_record_import(st, again, 2, &added) == TH_OK);
+  CHECK_EQ_INT(added, 1);
+  CHECK(store_record_import(st, again, 2, &added) == TH_OK);
+  CHECK_EQ_INT(added, 0);
+  /* into an empty store (on SQLite: a PostgreSQL twin has one database per case): everything once, nothing
+   * the second time, and the same best records, times kept */
+  if (!th_test_db()) {
+    CHECK(th_test_store_open(d2, &st2) == TH_OK);
+    CHECK(store_record_import(st2, all.r, (size_t)all.n, &added) == TH_OK);
+    CHECK_EQ_INT(added, nin);
+    CHECK(store_record_import(st2, all.r, (size_t)all.n, &added) == TH_OK);
+    CHECK_EQ_INT(added, 0);
+    rec_list best2 = {.n = 0};
+    CHECK(store_record_select(st2, &q, rec_list_cb, &best2) == TH_OK);
+    CHECK_EQ_INT(best2.n, best.n);
+    for (int i = 0; i < best.n; i++) {
+      CHECK(!strcmp(best2.r[i].config, best.r[i].config));
+      CHECK(best2.r[i].cost_mean_s == best.r[i].cost_mean_s && best2.r[i].created_at == best.r[i].created_at);
+      CHECK(best2.r[i].job_id == 0);
+    }
+  }
+  store_close(st2);
+  store_close(st);
+  return 0;
+}
+
 /* ---- fault injection and observation ---- */
 
 /* A store in a new temporary directory (*dir) holding one artifact with the bytes text (*digest). */
