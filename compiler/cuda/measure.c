@@ -151,7 +151,7 @@ static void tc__ref_store(const char *dir, const char *key, uint64_t seed, int64
 
 /* The reference output of wl on the seeded inputs host[] into host[out_slot] (n floats,
  * NaN-poisoned by the caller): from this process's cache, else from dir's file (dir may be NULL),
- * else computed by tc_cuda_ref_kernel and kept in both. CPU work only: the caller runs it before
+ * else computed by tc_cuda_ref_kernel_threads on every CPU and kept in both. CPU work only: the caller runs it before
  * its deadline starts. */
 static th_status tc__reference(const tc_workload *wl, uint64_t seed, const char *dir, float **host,
                                int out_slot, int64_t n) {
@@ -167,7 +167,8 @@ static th_status tc__reference(const tc_workload *wl, uint64_t seed, const char 
   }
   if (!have_dir || tc__ref_load(dir, key, seed, n, host[out_slot]) != 0) {
     if (tc_cuda_ref_hook) tc_cuda_ref_hook(wl);
-    rc = tc_cuda_ref_kernel(wl, host);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    rc = tc_cuda_ref_kernel_threads(wl, host, cpus > 0 ? (int)cpus : 1);
     if (rc == TH_OK && have_dir) tc__ref_store(dir, key, seed, n, host[out_slot]);
   }
   float *copy = rc == TH_OK ? realloc(tc__ref.out, (size_t)n * sizeof(float)) : NULL;

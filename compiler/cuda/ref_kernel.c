@@ -7,6 +7,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "ops.h"
@@ -133,4 +134,77 @@ th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args) {
     default: /* dense (torch weights on the GPU too), the tensor families: the CPU ABI's oracle */
       return tc_ref_kernel(wl, (void *const *)args);
   }
+}
+
+/* ---- the reference split over the batch ------------------------------------------------------------ */
+
+typedef struct tc__ref_part {
+  tc_workload wl; /* n = this part's samples */
+  float *args[TC_MAX_ARGS];
+  th_status rc;
+} tc__ref_part;
+
+static void *tc__ref_part_run(void *p) {
+  tc__ref_part *part = p;
+  part->rc = tc_cuda_ref_kernel(&part->wl, part->args);
+  return NULL;
+}
+
+/* The families whose samples (n) are independent and whose arguments are either per sample, n-major,
+ * or shared by every sample. */
+static int tc__ref_splits(tc_kernel k) {
+  switch (k) {
+    case TC_KERNEL_CONV2D:
+    case TC_KERNEL_DEPTHWISE:
+    case TC_KERNEL_DENSE:
+    case TC_KERNEL_MAXPOOL:
+    case TC_KERNEL_AVGPOOL:
+    case TC_KERNEL_GLOBAL_AVGPOOL:
+    case TC_KERNEL_BATCH_MATMUL:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+th_status tc_cuda_ref_kernel_threads(const tc_workload *wl, float *const *args, int threads) {
+  if (!wl || !args) return TH_ERR_INVALID;
+  int n = wl->n;
+  if (threads > n) threads = n;
+  if (threads > 64) threads = 64;
+  if (threads < 2 || !tc__ref_splits(wl->kernel)) return tc_cuda_ref_kernel(wl, args);
+  /* which arguments are per sample: those of n samples are n times those of one; the others must be
+   * the same size for one sample and for n (the weights, the bias) */
+  tc_workload one = *wl;
+  one.n = 1;
+  tc_arg_layout all, each;
+  if (tc_workload_check(wl) != TH_OK || tc_workload_check(&one) != TH_OK || tc_op_args(wl, &all) != TH_OK ||
+      tc_op_args(&one, &each) != TH_OK)
+    return tc_cuda_ref_kernel(wl, args);
+  for (int a = 0; a < all.nargs; a++)
+    if (all.nelems[a] != each.nelems[a] && all.nelems[a] != (int64_t)n * each.nelems[a])
+      return tc_cuda_ref_kernel(wl, args);
+  tc__ref_part parts[64];
+  pthread_t tid[64];
+  int started = 0;
+  th_status rc = TH_OK;
+  for (int i = 0; i < threads; i++) {
+    int n0 = (int)((int64_t)n * i / threads), n1 = (int)((int64_t)n * (i + 1) / threads);
+    tc__ref_part *p = &parts[i];
+    p->wl = *wl;
+    p->wl.n = n1 - n0;
+    p->rc = TH_OK;
+    for (int a = 0; a < TC_MAX_ARGS; a++) {
+      p->args[a] = a < all.nargs ? args[a] : NULL;
+      if (a < all.nargs && args[a] && all.nelems[a] != each.nelems[a])
+        p->args[a] = (float *)((char *)args[a] + (size_t)n0 * (size_t)each.nelems[a] * (size_t)all.elem_bytes[a]);
+    }
+  }
+  for (; started < threads; started++)
+    if (pthread_create(&tid[started], NULL, tc__ref_part_run, &parts[started]) != 0) break;
+  for (int i = started; i < threads; i++) tc__ref_part_run(&parts[i]); /* no thread: here */
+  for (int i = 0; i < started; i++) pthread_join(tid[i], NULL);
+  for (int i = 0; i < threads; i++)
+    if (parts[i].rc != TH_OK) rc = parts[i].rc;
+  return rc;
 }

@@ -160,6 +160,11 @@ void tc_cuda_target_use_device(tc_cuda_target *t, const tc_cuda_device *d);
 /* Plain C loops computing one workload with the GPU ABI (NCHW, torch-layout folded weights): args as for
  * the kernel (host pointers). The oracle of measurement and of the GPU template tests. */
 th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args);
+/* tc_cuda_ref_kernel with the batch split over up to `threads` threads (at most 64), for the families
+ * whose samples are independent (conv2d, depthwise, dense, the pools, batch_matmul); the same bytes as
+ * one thread. The naive reference of a large batch (resnet-18's first conv at batch 100: 23.6 GFLOP)
+ * otherwise takes tens of seconds per task before a GPU tuning trial can be checked. */
+th_status tc_cuda_ref_kernel_threads(const tc_workload *wl, float *const *args, int threads);
 /* Element counts of each argument slot of wl (0 for an unused slot, which the kernel never reads:
  * no bias, no residual, no mask), up to 5: tc_op_args, the family's row of TC_KERNEL_TABLE. */
 void tc_cuda_arg_sizes(const tc_workload *wl, int64_t sizes[5]);

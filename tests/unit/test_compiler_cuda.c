@@ -1434,3 +1434,50 @@ TH_TEST(emulated_tf32_gemm_split_dyn) {
   emu_explicit("tf32_gemm_split_dyn", w, m, 2);
   return 0;
 }
+
+/* The reference split over the batch (tc_cuda_ref_kernel_threads, what tc_cuda_measure checks a GPU
+ * trial against) gives the bytes of one thread, with 2, 3 (an uneven split) and 8 threads (more than
+ * some batches), for every family it splits and for one it must not (softmax rows over a mask). */
+TH_TEST(ref_kernel_threads_same_bytes) {
+  tc_workload w[8];
+  int n = 0;
+  w[n++] = wl_conv(5, 3, 9, 9, 6, 3, 2, 1, TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU);
+  w[n] = wl_conv(4, 6, 7, 7, 6, 3, 1, 1, TC_EPI_BIAS | TC_EPI_CLIP);
+  w[n++].kernel = TC_KERNEL_DEPTHWISE;
+  w[n++] = wl_simple(TC_KERNEL_MAXPOOL, 3, 4, 9, 9, 4, 3, 2, 1);
+  w[n++] = wl_simple(TC_KERNEL_AVGPOOL, 7, 4, 8, 8, 4, 3, 2, 1);
+  w[n++] = wl_simple(TC_KERNEL_GLOBAL_AVGPOOL, 6, 5, 4, 4, 5, 1, 1, 0);
+  w[n++] = tw_dense(7, 33, 10, TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_GELU);
+  w[n++] = tw_bmm(3, 5, 9, 4, 1, 0, 0.5f);
+  w[n++] = tw_smr(4, 2, 3, 8, 1, 0.125f);
+  for (int i = 0; i < n; i++) {
+    CHECK(tc_workload_check(&w[i]) == TH_OK);
+    int64_t sizes[5];
+    tc_cuda_arg_sizes(&w[i], sizes);
+    int nargs = tc_op_nargs(w[i].kernel), out = nargs - 1;
+    float *args[5] = {0}, *got = malloc((size_t)sizes[out] * 4);
+    CHECK(got != NULL);
+    uint64_t seed = 77 + (uint64_t)i;
+    for (int a = 0; a < nargs; a++) {
+      if (!sizes[a]) continue;
+      args[a] = calloc((size_t)sizes[a], (size_t)tc_cuda_arg_elem_bytes(&w[i], a));
+      CHECK(args[a] != NULL);
+      if (a != out) emu_fill(&w[i], a, args[a], sizes[a], &seed);
+    }
+    CHECK(tc_cuda_ref_kernel(&w[i], args) == TH_OK);
+    memcpy(got, args[out], (size_t)sizes[out] * 4);
+    const int threads[3] = {2, 3, 8};
+    for (int t = 0; t < 3; t++) {
+      for (int64_t e = 0; e < sizes[out]; e++) args[out][e] = NAN;
+      CHECK(tc_cuda_ref_kernel_threads(&w[i], args, threads[t]) == TH_OK);
+      if (memcmp(got, args[out], (size_t)sizes[out] * 4) != 0) {
+        fprintf(stderr, "workload %d (kernel %d), %d threads: not the bytes of one thread\n", i,
+                (int)w[i].kernel, threads[t]);
+        CHECK(0);
+      }
+    }
+    for (int a = 0; a < nargs; a++) free(args[a]);
+    free(got);
+  }
+  return 0;
+}
