@@ -14,6 +14,7 @@
 #                                        tunehub run; DIR/gpu-daemon.txt says what happened, with the times
 #   scripts/bench/gpu.sh run [--pack DIR] [--budget-s 900] [--deadline-s 540] [--quick] [--dry-run]
 #                            [--skip-tests] [--trials N] [--out DIR] [--work DIR] [--rows "NET:BATCH ..."]
+#                            [--records "FILE ..."]
 #                                        on the device, in the repository root, with DIR carried along: the
 #                                        `gpu` tests, fallback bundles (fp32, and tf32 where `tunehub build`
 #                                        takes --precision), tuning within the budget, and tunehub against
@@ -22,7 +23,10 @@
 #
 # A command on the device may run 10 minutes, so `run` keeps its state in WORK (default .gpu-work, beside the
 # carried pack: a carried path is replaced on each call) and stops before --deadline-s seconds, saying so;
-# the same command again goes on where it stopped while the machine is warm. --budget-s is the whole run's
+# the same command again goes on where it stopped while the machine is warm. Tuning accumulates across
+# leases: the first call imports the committed records of the device's arch (tests/data/records-*-sm_XX.jsonl,
+# or --records), a row whose every task has a record is built tuned without trials ("imported"), and the
+# run exports the best records of its store to DIR/records-sm_XX.jsonl, to be committed for the next lease. --budget-s is the whole run's
 # time (every call together); tuning gets what the other steps leave. --dry-run prints the plan and needs
 # no device. --rows replaces the thesis rows (tuned in the thesis order, then in the order given). Nothing
 # is printed that was not measured in this run: a figure not measured is "-".
@@ -162,6 +166,8 @@ DRY=0
 SKIP_TESTS=0
 TRIALS=32
 REPEAT=30
+RECORDS_ARG=""
+ARCH="" # the device's sm_XX, from nvidia-smi; "" when it does not say
 # how many gpu tests and fallback builds run at once: from the machine's cores (6 and 4 on 16), or
 # GPU_TEST_JOBS and GPU_BUILD_JOBS
 NCPU=$(nproc 2>/dev/null || echo 4)
@@ -189,6 +195,7 @@ note() { echo "$*" >> "$WORK/notes.txt"; log "$*"; }
 stop_for_deadline() {
   note "stopped before $1: the call's deadline (--deadline-s $DEADLINE_S) is near; run the same command again to go on"
   print_table
+  records_out
   exit 3
 }
 
@@ -260,6 +267,7 @@ check_device() {
   gpus=$("$smi" -L 2>&1) || die "no CUDA device: nvidia-smi -L failed: $gpus"
   grep -q '^GPU ' <<< "$gpus" || die "no CUDA device: nvidia-smi found none ($gpus)"
   log "${gpus%%$'\n'*}; $("$smi" --query-gpu=driver_version --format=csv,noheader | sed -n '1s/^/driver /p')"
+  ARCH=$("$smi" --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | sed -n '1s/^\([0-9]*\)\.\([0-9]\)$/sm_\1\2/p' || true)
   local cu nv site
   cu=$(find_lib libcuda.so.1 /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64) ||
     die "nvidia-smi sees a GPU but libcuda.so.1 is nowhere (ldconfig, /usr/local/nvidia/lib64, /usr/lib*)"
@@ -326,6 +334,63 @@ else:
   fi
 }
 
+# covered KEY PREC: how many of KEY's PREC workloads (a tf32 workload's key ends in " tf32") have a best
+# record for this device's arch in the tuning store (imported or tuned earlier); 0 without a store, an
+# arch or `tunehub records`
+covered() {
+  [ -n "$ARCH" ] && [ -f "$WORK/tune-data/tunehub.db" ] && [ -n "${TUNEHUB:-}" ] || { echo 0; return 0; }
+  local net=${1%:*} b=${1#*:}
+  th_env "$TUNEHUB" records export --data "$WORK/tune-data" --framework cuda --target "$ARCH" \
+    --network "$net" --batch "$b" --best 2>/dev/null < /dev/null |
+    awk -v p="$2" 'NR > 1 { t = ($0 ~ /"workload":"[^"]* tf32"/) ? "tf32" : "fp32"; if (t == p) n++ } END { print n + 0 }' ||
+    echo 0
+}
+# untuned KEY: the precisions of KEY with a workload that has no record yet
+untuned() {
+  local prec t
+  for prec in $(precisions); do
+    t=$(tasks "$1" "$prec")
+    [ "$t" -gt 0 ] && [ "$(covered "$1" "$prec")" -ge "$t" ] || echo "$prec"
+  done
+}
+has_records() {
+  local help
+  help=$(th_env "$TUNEHUB" help 2>&1 || true)
+  case "$help" in *"records import"*) return 0 ;; *) return 1 ;; esac
+}
+
+# step_records_in: once per run, the committed records of this arch into the tuning store
+step_records_in() {
+  [ ! -f "$WORK/records-in.done" ] || return 0
+  if [ -z "$ARCH" ] || ! has_records; then
+    note "no records imported: $([ -z "$ARCH" ] && echo "nvidia-smi gave no compute capability" || echo "this tunehub has no 'records' command")"
+    : > "$WORK/records-in.done"
+    return 0
+  fi
+  local files=$RECORDS_ARG f out
+  [ -n "$files" ] || files=$(ls "$ROOT"/tests/data/records-*-"$ARCH".jsonl 2>/dev/null || true)
+  mkdir -p "$WORK/tune-data"
+  for f in $files; do
+    if out=$(th_env "$TUNEHUB" records import "$f" --data "$WORK/tune-data" 2>&1 < /dev/null); then
+      note "records: $(basename "$f"): ${out##*$'\n'}"
+    else
+      note "records: $(basename "$f") was refused: ${out##*$'\n'}"
+    fi
+  done
+  [ -n "$files" ] || note "records: none committed for $ARCH (tests/data/records-*-$ARCH.jsonl)"
+  : > "$WORK/records-in.done"
+}
+
+# records_out: the best records of the tuning store, for the next lease to start from
+records_out() {
+  [ -n "$ARCH" ] && [ -f "$WORK/tune-data/tunehub.db" ] && has_records || return 0
+  local f=$OUTDIR/records-$ARCH.jsonl
+  if th_env "$TUNEHUB" records export --data "$WORK/tune-data" --framework cuda --target "$ARCH" --best -o "$f" \
+    > /dev/null 2>&1 < /dev/null; then
+    echo "records: $(($(wc -l < "$f") - 1)) best records of $ARCH in $f (commit as tests/data/records-<gpu>-$ARCH.jsonl)"
+  fi
+}
+
 # plan_tuning SECONDS: "KEY TRIALS" per key tuned within SECONDS, in TUNE_ORDER; the rest to stderr
 plan_tuning() {
   local left=$1 trial_s key n t cost over
@@ -339,10 +404,20 @@ plan_tuning() {
     case "$rows" in *" $key "*) ;; *) continue ;; esac
     case "$seen" in *" $key "*) continue ;; esac
     seen="$seen$key "
+    local todo
+    todo=$(untuned "$key")
+    if [ -z "$todo" ]; then
+      echo "$key 0 0" # every task has a record: built tuned, no trials
+      continue
+    fi
     t=0
-    for prec in $(precisions); do t=$((t + $(tasks "$key" "$prec"))); done
+    for prec in $todo; do t=$((t + $(tasks "$key" "$prec"))); done
     n=$(awk -v l="$left" -v o="$over" -v t="$t" -v s="$trial_s" -v max="$TRIALS" \
       'BEGIN { n = int((l - o) / (t * s)); if (n > max) n = max; print (n < 0 ? 0 : n) }')
+    if [ "$n" -lt "$MIN_TRIALS" ] && [ "$todo" != "$(precisions | tr ' ' '\n')" ]; then
+      echo "$key 0 0" # no budget for the rest, but some precision has every record: built tuned with those
+      continue
+    fi
     if [ "$n" -lt "$MIN_TRIALS" ]; then
       echo "$key: not tuned (${left}s of the budget left; $MIN_TRIALS trials of $t tasks need about $(awk -v t="$t" -v s="$trial_s" -v o="$over" -v m="$MIN_TRIALS" 'BEGIN { printf "%d", t * s * m + o }')s)" >&2
       continue
@@ -373,6 +448,7 @@ print_plan() {
   tune_s=$((BUDGET_S - fixed))
   echo "  tuning: ${tune_s}s left for it (budget less ~${fixed}s of the rest), at most $TRIALS trials a task:"
   plan_tuning "$tune_s" 2>&1 | sed 's/^/    /' | awk '
+    NF == 3 && $2 == 0 { printf "    %s: built tuned from its records, without trials\n", $1; next }
     NF == 3 && $2 ~ /^[0-9]+$/ { printf "    %s: %s trials a task, ~%ss\n", $1, $2, $3; next } { print }'
 }
 
@@ -566,10 +642,17 @@ step_tune() {
       -) continue ;;                                 # left out of the budget
       *) step_bundles tuned "$key"; continue ;;      # tuned by an earlier call: its builds, if not done
     esac
+    if [ "$n" = 0 ]; then # records for every task of some precision (tests/data, an earlier lease): no trials
+      local left_out
+      left_out=$(untuned "$key" | tr '\n' ' ')
+      res_set "$key" tuned imported "${left_out:+no records for its $left_out tasks (fallbacks there); }every other task had a record"
+      step_bundles tuned "$key"
+      continue
+    fi
     local net=${key%:*} b=${key#*:} prec lim t0 trials_done=0
     lim=$(($(call_left) - 60))
     [ "$lim" -gt 60 ] || stop_for_deadline "tuning $key"
-    for prec in $(precisions); do
+    for prec in $(untuned "$key"); do # a precision whose every task has a record is not tuned again
       local pflag=() t=0 rc=0
       [ "$prec" = fp32 ] || pflag=(--precision "$prec")
       t=$(tasks "$key" "$prec")
@@ -645,6 +728,7 @@ cmd_run() {
       --trials) TRIALS=$2; shift 2 ;;
       --quick) QUICK=1; REPEAT=10; TRIALS=8; shift ;;
       --rows) ROWS_ARG=$2; shift 2 ;;
+      --records) RECORDS_ARG=$2; shift 2 ;;
       --dry-run) DRY=1; shift ;;
       --skip-tests) SKIP_TESTS=1; shift ;;
       -h|--help) usage; exit 0 ;;
@@ -672,6 +756,7 @@ cmd_run() {
   if [ "$TF32" = 0 ] && ! grep -q 'no --precision' "$WORK/notes.txt"; then
     note "tf32 skipped: this tunehub has no --precision (tunehub help): the tf32 columns stay empty"
   fi
+  step_records_in
   print_plan >&2
   local t0
   t0=$(date +%s)
@@ -689,6 +774,7 @@ cmd_run() {
   done
   log "this call: $(($(date +%s) - t0))s; the run so far: $(spent_total)s of the ${BUDGET_S}s budget"
   print_table
+  records_out
   grep -q ' 0 failed' "$WORK/tests.txt" || [ "$SKIP_TESTS" = 1 ] || { echo "$ME: the gpu tests did not all pass" >&2; exit 1; }
 }
 

@@ -45,6 +45,7 @@ for i in 0 1 2 3 4 5 6 7; do
   case "$*" in
     -L) echo "GPU $i: NVIDIA H200 (UUID: GPU-fake-$i)" ;;
     *--query-gpu=driver_version*) echo "570.86.15" ;;
+    *--query-gpu=compute_cap*) echo "9.0" ;;
   esac
 done
 EOF
@@ -181,4 +182,29 @@ for k in squeezenet_v1.1:1 nosuchnet:1; do
   grep -q "^$k: not tuned (" "$notes" || fail "the notes do not say why $k was not tuned: $(cat "$notes")"
 done
 grep -q 'nosuchnet:1 th_fp32_fb: build failed' "$TMP/run2.out" || fail "the table does not say why nosuchnet has no figure"
+# ---- records carried across leases: a row whose fp32 tasks all have a committed record (the H200's,
+# tests/data/records-h200-sm_90.jsonl, taken for the device's compute capability 9.0) is built tuned without
+# trials (its 30 s budget leaves no trials for the tf32 tasks, which have no record: those take fallbacks),
+# and the run exports its store's best records for the next lease ----
+W=$TMP/work2
+rc=0
+bash "$GPU_SH" run --pack "$TMP/pack" --work "$W" --out "$TMP/out2" --rows "resnet-18:1" --skip-tests \
+  --budget-s 30 --deadline-s 300 >"$TMP/run3.out" 2>"$TMP/run3.err" || rc=$?
+echo "--- records call (exit $rc) ---"
+cat "$TMP/run3.err" "$TMP/run3.out"
+[[ $rc -eq 0 ]] || fail "the records call exited $rc"
+grep -q 'records: records-h200-sm_90.jsonl: imported 57 records' "$W/notes.txt" \
+  || fail "the committed records were not imported: $(cat "$W/notes.txt")"
+[[ "$(res resnet-18:1 tuned)" == imported ]] || fail "resnet-18:1 was not built from its records: $(res resnet-18:1 tuned)"
+[[ "$(res resnet-18:1 th_fp32_tuned)" =~ ^[0-9.]+$ ]] || fail "no tuned fp32 figure for resnet-18:1"
+! grep -q 'tune resnet-18:1 fp32' "$TMP/run3.err" || fail "resnet-18:1's fp32 tasks were tuned again"
+"$real_py" - "$TMP/out2/records-sm_90.jsonl" <<'EOF' || fail "the exported records: $(head -c 400 "$TMP/out2/records-sm_90.jsonl")"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+head = json.loads(lines[0])
+assert head["tunehub_records"] == 1 and head["count"] == len(lines) - 1 >= 57, head
+assert all(json.loads(l)["target"] == "cuda -arch=sm_90" for l in lines[1:])
+print("exported", head["count"], "records")
+EOF
+
 echo "PASS integration.gpu_script"
