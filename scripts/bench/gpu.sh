@@ -317,33 +317,33 @@ has_precision() {
 }
 precisions() { if [ "$TF32" = 1 ]; then echo "fp32 tf32"; else echo fp32; fi; }
 
-# tasks KEY PREC: the tasks of a key (kernels of its fp32 fallback build; the dense and batch_matmul ones at
-# tf32), else the planning assumption
+# tasks KEY PREC: the tasks `tunehub tune --precision PREC` tunes for KEY: the distinct workloads of its
+# PREC fallback build (a tf32 build's, before that build, are taken as the fp32 build's), else the
+# planning assumption
 tasks() {
-  local m=$WORK/manifests/${1/:/_b}.fp32.json
+  local m=$WORK/manifests/${1/:/_b}.$2.json
+  [ -f "$m" ] || m=$WORK/manifests/${1/:/_b}.fp32.json
   if [ -f "$m" ]; then
-    python3 -c '
-import json, sys
-m = json.load(open(sys.argv[1]))
-if sys.argv[2] == "tf32":
-    print(len({l["workload"] for l in m["layers"] if l["kernel"] in ("dense_pack", "batch_matmul")}))
-else:
-    print(len({l["workload"] for l in m["layers"]}))' "$m" "$2"
+    python3 -c 'import json, sys; print(len({l["workload"] for l in json.load(open(sys.argv[1]))["layers"]}))' "$m"
   else
     echo "$EST_TASKS"
   fi
 }
 
-# covered KEY PREC: how many of KEY's PREC workloads (a tf32 workload's key ends in " tf32") have a best
-# record for this device's arch in the tuning store (imported or tuned earlier); 0 without a store, an
-# arch or `tunehub records`
+# covered KEY PREC: how many of those tasks have a best record for this device's arch in the tuning store
+# (imported or tuned earlier); 0 without a store, a manifest, an arch or `tunehub records`
 covered() {
-  [ -n "$ARCH" ] && [ -f "$WORK/tune-data/tunehub.db" ] && [ -n "${TUNEHUB:-}" ] || { echo 0; return 0; }
+  local m=$WORK/manifests/${1/:/_b}.$2.json
+  [ -n "$ARCH" ] && [ -f "$WORK/tune-data/tunehub.db" ] && [ -n "${TUNEHUB:-}" ] && [ -f "$m" ] ||
+    { echo 0; return 0; }
   local net=${1%:*} b=${1#*:}
   th_env "$TUNEHUB" records export --data "$WORK/tune-data" --framework cuda --target "$ARCH" \
     --network "$net" --batch "$b" --best 2>/dev/null < /dev/null |
-    awk -v p="$2" 'NR > 1 { t = ($0 ~ /"workload":"[^"]* tf32"/) ? "tf32" : "fp32"; if (t == p) n++ } END { print n + 0 }' ||
-    echo 0
+    python3 -c '
+import json, sys
+want = {l["workload"] for l in json.load(open(sys.argv[1]))["layers"]}
+have = {json.loads(l).get("workload") for l in list(sys.stdin)[1:]}
+print(len(want & have))' "$m" || echo 0
 }
 # untuned KEY: the precisions of KEY with a workload that has no record yet
 untuned() {
@@ -525,7 +525,7 @@ build_one() {
     python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("tuned") else 1)'; then
     echo "the tuned build has no layer with a tuned config (did every trial fail? $WORK/tune.${net}_b$b.$prec.log)" > "$WORK/bundles/$tag.untuned"
   fi
-  if [ "$kind$prec" = fbfp32 ]; then tar -xOf "$WORK/bundles/$tag.tar" manifest.json > "$WORK/manifests/${net}_b${b}.fp32.json"; fi
+  if [ "$kind" = fb ]; then tar -xOf "$WORK/bundles/$tag.tar" manifest.json > "$WORK/manifests/${net}_b${b}.$prec.json"; fi
 }
 
 # time_one KEY PREC KIND: tunehub run of the bundle, its median into the results; the bundle is removed
