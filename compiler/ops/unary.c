@@ -96,6 +96,13 @@ const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha,
       return tc_e_mul(
           ir, un_k(ir, x, 0.5),
           tc_e_float_fn(ir, TC_EXPR_LOG, tc_e_div(ir, tc_e_add(ir, one, x), tc_e_sub(ir, one, x))));
+    case TC_UNARY_SIN:
+    case TC_UNARY_COS:
+    case TC_UNARY_TAN:
+    case TC_UNARY_ASIN:
+    case TC_UNARY_ACOS:
+    case TC_UNARY_ATAN:
+      return tc_e_float_fn(ir, (tc_expr_kind)(TC_EXPR_SIN + (op - TC_UNARY_SIN)), x);
     case TC_UNARY_THRESHOLDED_RELU:
       return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GT, x, un_k(ir, x, alpha)), x, zero);
     default:

@@ -126,6 +126,13 @@ enum {
   TC_UNARY_ASINH, /* sign(x) log(|x| + sqrt(x^2 + 1)) */
   TC_UNARY_ACOSH, /* log(x + sqrt(x^2 - 1)); NaN below 1 */
   TC_UNARY_ATANH, /* log((1 + x) / (1 - x)) / 2; NaN outside [-1, 1] */
+  /* the circular functions and their inverses, as libm's (ONNX Sin, ...) */
+  TC_UNARY_SIN,
+  TC_UNARY_COS,
+  TC_UNARY_TAN,  /* huge near odd multiples of pi/2 */
+  TC_UNARY_ASIN, /* NaN outside [-1, 1] */
+  TC_UNARY_ACOS, /* NaN outside [-1, 1] */
+  TC_UNARY_ATAN,
   TC_UNARY_COUNT
 };
 

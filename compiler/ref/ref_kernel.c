@@ -139,6 +139,12 @@ float tc_ref_unary_math(float f, int m, double a, double b) {
     case TC_UNARY_ASINH: return (float)asinh(v);
     case TC_UNARY_ACOSH: return (float)acosh(v);
     case TC_UNARY_ATANH: return (float)atanh(v);
+    case TC_UNARY_SIN: return (float)sin(v);
+    case TC_UNARY_COS: return (float)cos(v);
+    case TC_UNARY_TAN: return (float)tan(v);
+    case TC_UNARY_ASIN: return (float)asin(v);
+    case TC_UNARY_ACOS: return (float)acos(v);
+    case TC_UNARY_ATAN: return (float)atan(v);
     default: return NAN;
   }
 }

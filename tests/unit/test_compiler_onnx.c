@@ -1015,6 +1015,33 @@ TH_TEST(math_ops_import) {
   return 0;
 }
 
+/* Sin ... Atan (opset 7 on) each become their TC_UNARY op; before opset 7 they are refused. */
+TH_TEST(trig_ops_import) {
+  static const char *const names[] = {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan"};
+  static const int ops[] = {TC_UNARY_SIN,  TC_UNARY_COS,  TC_UNARY_TAN,
+                            TC_UNARY_ASIN, TC_UNARY_ACOS, TC_UNARY_ATAN};
+  for (int k = 0; k < 6; k++) {
+    tb *b = tt_tiny(7);
+    tb_node(b, names[k], "t", "y", "z");
+    tb_output(b, "z");
+    size_t len;
+    uint8_t *p = tb_pack(b, &len);
+    tc_graph *g = tt_ok(p, len, 1, NULL);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MATH), 1);
+    for (int i = 0; i < g->nnodes; i++)
+      if (g->nodes[i].op == TC_OP_MATH) CHECK_EQ_INT(g->nodes[i].math, ops[k]);
+    tc_graph_free(g);
+    free(p);
+    tb_free(b);
+  }
+  tb *b = tt_tiny(6);
+  tb_node(b, "Acos", "a", "y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED,
+               "Acos (node 'a', opset 6: its semantics are implemented for opsets 7..21 only)");
+  return 0;
+}
+
 /* ---- opset switches
  * ------------------------------------------------------------------------------------------ */
 

@@ -366,6 +366,8 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
     if (wl->op == TC_UNARY_RECIPROCAL) f[i] += f[i] < 0 ? -0.5f : 0.5f;
     if (wl->op == TC_UNARY_ACOSH) f[i] = 1.0f + fabsf(f[i]); /* NaN below 1 */
     if (wl->op == TC_UNARY_ATANH) f[i] *= 0.13f;             /* within (-1, 1) */
+    if (wl->op == TC_UNARY_ASIN || wl->op == TC_UNARY_ACOS) f[i] *= 0.13f;
+    if (wl->op == TC_UNARY_TAN) f[i] *= 0.19f; /* within (-pi/2, pi/2), away from the poles */
   }
   if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64 && slot == 0)
     for (size_t i = 0; i < count; i++)
