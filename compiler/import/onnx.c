@@ -113,6 +113,8 @@ static const struct tc__ox_opset_range {
     {"Asin", 7, 21},
     {"Acos", 7, 21},
     {"Atan", 7, 21},
+    {"IsNaN", 9, 21},
+    {"IsInf", 10, 21},
     {"Mean", 6, 21},
     {"Equal", 6, 21},
     {"Less", 6, 21},

@@ -1073,6 +1073,8 @@ static const struct {
     {"Asin", tc__ox_c_math},
     {"Acos", tc__ox_c_math},
     {"Atan", tc__ox_c_math},
+    {"IsNaN", tc__ox_c_is_special},
+    {"IsInf", tc__ox_c_is_special},
     {"MaxPool", tc__ox_c_pool},
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},

@@ -133,6 +133,9 @@ enum {
   TC_UNARY_ASIN, /* NaN outside [-1, 1] */
   TC_UNARY_ACOS, /* NaN outside [-1, 1] */
   TC_UNARY_ATAN,
+  /* tests, 1.0 where true and 0.0 where not (ONNX IsNaN, IsInf: bool held as float32) */
+  TC_UNARY_ISNAN, /* x != x */
+  TC_UNARY_ISINF, /* x is +inf and alpha != 0, or x is -inf and beta != 0 */
   TC_UNARY_COUNT
 };
 

@@ -145,6 +145,8 @@ float tc_ref_unary_math(float f, int m, double a, double b) {
     case TC_UNARY_ASIN: return (float)asin(v);
     case TC_UNARY_ACOS: return (float)acos(v);
     case TC_UNARY_ATAN: return (float)atan(v);
+    case TC_UNARY_ISNAN: return isnan(v) ? 1.0f : 0.0f;
+    case TC_UNARY_ISINF: return (isinf(v) && (v > 0 ? a : b) != 0) ? 1.0f : 0.0f;
     default: return NAN;
   }
 }

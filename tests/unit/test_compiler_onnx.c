@@ -1042,6 +1042,38 @@ TH_TEST(trig_ops_import) {
   return 0;
 }
 
+/* IsNaN (opset 9) and IsInf (opset 10, detect_positive / detect_negative as alpha / beta) become
+ * their TC_UNARY tests; a detect flag other than 0 or 1 is named. */
+TH_TEST(is_special_import) {
+  tb *b = tt_tiny(10);
+  tb_attr_i(b, tb_node(b, "IsInf", "i", "y", "f"), "detect_negative", 0);
+  tb_node(b, "IsNaN", "n", "f", "z");
+  tb_output(b, "z");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tt_ok(p, len, 1, NULL);
+  int seen = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->op == TC_OP_MATH && nd->math == TC_UNARY_ISINF)
+      seen += nd->alpha == 1.0f && nd->shift == 0.0f;
+    if (nd->op == TC_OP_MATH && nd->math == TC_UNARY_ISNAN) seen++;
+  }
+  CHECK_EQ_INT(seen, 2);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  b = tt_tiny(10);
+  tb_attr_i(b, tb_node(b, "IsInf", "i", "y", "z"), "detect_positive", 2);
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'i'", "detect_positive 2 and detect_negative 1 must be 0 or 1");
+  b = tt_tiny(9);
+  tb_node(b, "IsInf", "i", "y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "IsInf (node 'i', opset 9");
+  return 0;
+}
+
 /* ---- opset switches
  * ------------------------------------------------------------------------------------------ */
 

@@ -368,6 +368,8 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
     if (wl->op == TC_UNARY_ATANH) f[i] *= 0.13f;             /* within (-1, 1) */
     if (wl->op == TC_UNARY_ASIN || wl->op == TC_UNARY_ACOS) f[i] *= 0.13f;
     if (wl->op == TC_UNARY_TAN) f[i] *= 0.19f; /* within (-pi/2, pi/2), away from the poles */
+    if ((wl->op == TC_UNARY_ISNAN || wl->op == TC_UNARY_ISINF) && i % 4 != 3)
+      f[i] = i % 4 == 0 ? NAN : i % 4 == 1 ? INFINITY : -INFINITY; /* the cases tested for */
   }
   if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64 && slot == 0)
     for (size_t i = 0; i < count; i++)
@@ -559,11 +561,16 @@ TH_TEST(unary_differential) {
  * each at a size with a vector body and at one that is all scalar tail; alpha 0.5 and beta -2. */
 TH_TEST(math_differential) {
   init_target();
-  tc_workload wls[2 * (TC_UNARY_COUNT - TC_UNARY_EXP)];
+  tc_workload wls[2 * (TC_UNARY_COUNT - TC_UNARY_EXP) + 2];
   int n = 0;
   for (int op = TC_UNARY_EXP; op < TC_UNARY_COUNT; op++) {
     wls[n++] = unary_wl(op, 1000);
     wls[n++] = unary_wl(op, 7);
+  }
+  for (int k = 0; k < 2; k++) { /* IsInf of +inf only, of -inf only */
+    wls[n] = unary_wl(TC_UNARY_ISINF, 37);
+    wls[n].alpha = (float)(k == 0);
+    wls[n++].beta = (float)(k == 1);
   }
   check_tensor(wls, n);
   return 0;
