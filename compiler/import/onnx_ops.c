@@ -1075,6 +1075,7 @@ static const struct {
     {"Atan", tc__ox_c_math},
     {"IsNaN", tc__ox_c_is_special},
     {"IsInf", tc__ox_c_is_special},
+    {"Where", tc__ox_c_where},
     {"MaxPool", tc__ox_c_pool},
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},

@@ -177,6 +177,8 @@ float tc_ref_binary(int op, float x, float y) {
     case TC_BINARY_LE: return x <= y;
     case TC_BINARY_GE: return x >= y;
     case TC_BINARY_NE: return x != y;
+    case TC_BINARY_TAKE: return x != 0 ? y : -0.0f;
+    case TC_BINARY_LEAVE: return x != 0 ? -0.0f : y;
     default: return NAN;
   }
 }
