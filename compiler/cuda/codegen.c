@@ -187,9 +187,10 @@ static void cg_expr(cg *c, const tc_expr *e) {
     case TC_EXPR_ASIN:
     case TC_EXPR_ACOS:
     case TC_EXPR_ATAN: {
-      static const char *const fns[] = {"expf(",  "sqrtf(", "logf(",  "floorf(", "ceilf(", "rintf(",
-                                        "sinf(",  "cosf(",  "tanf(",  "asinf(",  "acosf(", "atanf("};
-      _Static_assert(sizeof fns / sizeof *fns == TC_EXPR_ATAN - TC_EXPR_EXP + 1, "one per function");
+      static const char *const fns[] = {"expf(", "sqrtf(", "logf(", "floorf(", "ceilf(", "rintf(",
+                                        "sinf(", "cosf(",  "tanf(", "asinf(",  "acosf(", "atanf("};
+      _Static_assert(sizeof fns / sizeof *fns == TC_EXPR_ATAN - TC_EXPR_EXP + 1,
+                     "one per function");
       if (e->type.lanes != 1) {
         cg_fail(c, TH_ERR_UNSUPPORTED, "vector float functions", NULL);
         return;

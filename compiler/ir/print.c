@@ -31,9 +31,8 @@ static const char *bin_op(tc_expr_kind k) {
   }
 }
 
-static const char *const tc__fn_names[] = {"exp",  "sqrt", "log",  "floor", "ceil",
-                                                     "round", "sin", "cos", "tan", "asin",
-                                                     "acos", "atan"};
+static const char *const tc__fn_names[] = {"exp", "sqrt", "log", "floor", "ceil", "round",
+                                           "sin", "cos",  "tan", "asin",  "acos", "atan"};
 _Static_assert(TC_EXPR_ATAN - TC_EXPR_EXP == 11, "the float functions are consecutive");
 
 th_status tc_ir_print_expr(const tc_expr *e, th_buf *b) {

@@ -188,7 +188,7 @@ enum {
   TC_BINARY_LE,
   TC_BINARY_GE,
   TC_BINARY_NE, /* also ONNX Xor of bools held as 0/1 (And is MIN, Or is MAX) */
-  /* ONNX Where(c, x, y) is TAKE(c, x) + LEAVE(c, y): exact, as v + -0 is v for every v (NaN, inf, -0) */
+  /* ONNX Where(c, x, y) is TAKE(c, x) + LEAVE(c, y): exact, as v + -0 is v for every v */
   TC_BINARY_TAKE,  /* a != 0 ? b : -0 */
   TC_BINARY_LEAVE, /* a != 0 ? -0 : b */
   TC_BINARY_COUNT

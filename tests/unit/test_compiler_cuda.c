@@ -717,9 +717,9 @@ TH_TEST(emulated_cnn_activations) {
 
 /* ---- ONNX element-wise math (issue 38) ---- */
 
-/* Each TC_UNARY_* from EXP on at an odd size, alpha 0.5 and beta -2; without log, sqrt, acosh, atanh,
- * asin, acos when `real` (inputs in [-4, 4) make NaN of them; the CPU differential feeds them values
- * in their domains). */
+/* Each TC_UNARY_* from EXP on at an odd size, alpha 0.5 and beta -2; without log, sqrt, acosh,
+ * atanh, asin, acos when `real` (inputs in [-4, 4) make NaN of them; the CPU differential feeds
+ * them values in their domains). */
 static int math_set(tc_workload *w, int real) {
   int n = 0;
   for (int op = TC_UNARY_EXP; op < TC_UNARY_COUNT; op++)

@@ -349,7 +349,10 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
   if (wl->kernel == TC_KERNEL_BINARY && wl->op >= TC_BINARY_TAKE) /* c: 0 or not; x: inf, NaN, -0 */
     for (size_t i = 0; i < count; i++)
       f[i] = slot == 0 ? (float)(i % 3 != 0) * f[i]
-                       : (i % 4 == 0 ? NAN : i % 4 == 1 ? -INFINITY : i % 4 == 2 ? -0.0f : f[i]);
+                       : (i % 4 == 0   ? NAN
+                          : i % 4 == 1 ? -INFINITY
+                          : i % 4 == 2 ? -0.0f
+                                       : f[i]);
   if (wl->kernel == TC_KERNEL_LAYER_NORM && (slot == 0 || slot == 3))
     for (size_t i = 0; i < count; i++) f[i] = 4.0f + 3.0f * f[i];
   if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 0)
