@@ -379,9 +379,10 @@ int tc_graph_nonfinite(const tc_graph *g) {
     if (nd->op == TC_OP_DIV || (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_POW) ||
         (nd->op == TC_OP_BINARY && nd->math == TC_BINARY_FMOD) ||
         (nd->op == TC_OP_MATH &&
-         (nd->math == TC_UNARY_LOG || nd->math == TC_UNARY_SQRT || nd->math == TC_UNARY_RECIPROCAL ||
-          nd->math == TC_UNARY_ACOSH || nd->math == TC_UNARY_ATANH || nd->math == TC_UNARY_SINH ||
-          nd->math == TC_UNARY_COSH)) ||
+         (nd->math == TC_UNARY_LOG || nd->math == TC_UNARY_SQRT ||
+          nd->math == TC_UNARY_RECIPROCAL || nd->math == TC_UNARY_ACOSH ||
+          nd->math == TC_UNARY_ATANH || nd->math == TC_UNARY_SINH || nd->math == TC_UNARY_COSH ||
+          nd->math == TC_UNARY_TAN || nd->math == TC_UNARY_ASIN || nd->math == TC_UNARY_ACOS)) ||
         (nd->op == TC_OP_REDUCE && (nd->math == TC_REDUCE_LOG_SUM || nd->math == TC_REDUCE_PROD)))
       return 1;
   }

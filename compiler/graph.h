@@ -243,9 +243,9 @@ int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int 
 /* Broadcast element-wise a op b (float32, numpy rules): the TC_BINARY_* op (MAX and after in
  * workload.h; add, mul, sub and div have their builders); -1 and an error for another op. */
 int tc_graph_binary(tc_graph *g, int a, int b, int op);
-/* Whether an op of g can give NaN or infinity on some finite inputs (log, sqrt, reciprocal, division,
- * pow, fmod, sinh, cosh, acosh, atanh, the log-sum and product reductions): a non-finite output of a
- * build's timing run is then no sign of a broken kernel. */
+/* Whether an op of g can give NaN or infinity on some finite inputs (log, sqrt, reciprocal,
+ * division, pow, fmod, sinh, cosh, acosh, atanh, tan, asin, acos, the log-sum and product
+ * reductions): a non-finite output of a build's timing run is then no sign of a broken kernel. */
 int tc_graph_nonfinite(const tc_graph *g);
 /* The TC_REDUCE_* op (workload.h) over the last axis of float32 x, kept as an axis of 1 (ONNX's
  * Reduce* over other axes move them last first; ArgMax and ArgMin give int64); -1 and an error for

@@ -180,8 +180,17 @@ static void cg_expr(cg *c, const tc_expr *e) {
     case TC_EXPR_LOG:
     case TC_EXPR_FLOOR:
     case TC_EXPR_CEIL:
-    case TC_EXPR_ROUND: {
-      static const char *const fns[] = {"expf(", "sqrtf(", "logf(", "floorf(", "ceilf(", "rintf("};
+    case TC_EXPR_ROUND:
+    case TC_EXPR_SIN:
+    case TC_EXPR_COS:
+    case TC_EXPR_TAN:
+    case TC_EXPR_ASIN:
+    case TC_EXPR_ACOS:
+    case TC_EXPR_ATAN: {
+      static const char *const fns[] = {"expf(", "sqrtf(", "logf(", "floorf(", "ceilf(", "rintf(",
+                                        "sinf(", "cosf(",  "tanf(", "asinf(",  "acosf(", "atanf("};
+      _Static_assert(sizeof fns / sizeof *fns == TC_EXPR_ATAN - TC_EXPR_EXP + 1,
+                     "one per function");
       if (e->type.lanes != 1) {
         cg_fail(c, TH_ERR_UNSUPPORTED, "vector float functions", NULL);
         return;

@@ -344,6 +344,14 @@ th_status tc__ox_pad_maps(tc__ox *x, const Onnx__NodeProto *n, int a, const int6
  * Not. */
 th_status tc__ox_c_binary_math(tc__ox *x, const Onnx__NodeProto *n);
 
+/* ---- onnx_ops_elem.c: element-wise tests and Where
+ * ------------------------------------------------------------ */
+
+/* IsNaN and IsInf (detect_positive, detect_negative): 1.0 where true, 0.0 where not. */
+th_status tc__ox_c_is_special(tc__ox *x, const Onnx__NodeProto *n);
+/* Where(c, x, y) with broadcasting: c ? x : y exactly (inf and NaN of the other side unseen). */
+th_status tc__ox_c_where(tc__ox *x, const Onnx__NodeProto *n);
+
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */
 

@@ -257,6 +257,12 @@ static const struct {
     {"Asinh", TC_UNARY_ASINH, 0, 0},
     {"Acosh", TC_UNARY_ACOSH, 0, 0},
     {"Atanh", TC_UNARY_ATANH, 0, 0},
+    {"Sin", TC_UNARY_SIN, 0, 0},
+    {"Cos", TC_UNARY_COS, 0, 0},
+    {"Tan", TC_UNARY_TAN, 0, 0},
+    {"Asin", TC_UNARY_ASIN, 0, 0},
+    {"Acos", TC_UNARY_ACOS, 0, 0},
+    {"Atan", TC_UNARY_ATAN, 0, 0},
 };
 
 static th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n) {
@@ -1061,6 +1067,15 @@ static const struct {
     {"Asinh", tc__ox_c_math},
     {"Acosh", tc__ox_c_math},
     {"Atanh", tc__ox_c_math},
+    {"Sin", tc__ox_c_math},
+    {"Cos", tc__ox_c_math},
+    {"Tan", tc__ox_c_math},
+    {"Asin", tc__ox_c_math},
+    {"Acos", tc__ox_c_math},
+    {"Atan", tc__ox_c_math},
+    {"IsNaN", tc__ox_c_is_special},
+    {"IsInf", tc__ox_c_is_special},
+    {"Where", tc__ox_c_where},
     {"MaxPool", tc__ox_c_pool},
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},

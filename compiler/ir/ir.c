@@ -296,7 +296,7 @@ const tc_expr *tc_e_sqrt(tc_ir *ir, const tc_expr *a) {
 }
 
 const tc_expr *tc_e_float_fn(tc_ir *ir, tc_expr_kind k, const tc_expr *a) {
-  if (k != TC_EXPR_EXP && (k < TC_EXPR_SQRT || k > TC_EXPR_ROUND)) {
+  if (k != TC_EXPR_EXP && (k < TC_EXPR_SQRT || k > TC_EXPR_ATAN)) {
     set_err(ir, TH_ERR_INTERNAL);
     return NULL;
   }

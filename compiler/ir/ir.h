@@ -72,6 +72,12 @@ typedef enum tc_expr_kind {
   TC_EXPR_FLOOR,     /* a rounded down to an integral float */
   TC_EXPR_CEIL,      /* a rounded up to an integral float */
   TC_EXPR_ROUND,     /* a rounded to the nearest integral float, halves to even */
+  TC_EXPR_SIN,       /* the circular functions of a (float), as libm's sinf ... atanf */
+  TC_EXPR_COS,
+  TC_EXPR_TAN,
+  TC_EXPR_ASIN,      /* NaN outside [-1, 1] */
+  TC_EXPR_ACOS,      /* NaN outside [-1, 1] */
+  TC_EXPR_ATAN,
   TC_EXPR_KIND_COUNT
 } tc_expr_kind;
 
@@ -195,7 +201,7 @@ const tc_expr *tc_e_fma(tc_ir *ir, const tc_expr *a, const tc_expr *b, const tc_
 const tc_expr *tc_e_cast(tc_ir *ir, tc_type to, const tc_expr *a);
 const tc_expr *tc_e_exp(tc_ir *ir, const tc_expr *a);
 const tc_expr *tc_e_sqrt(tc_ir *ir, const tc_expr *a);
-/* One of TC_EXPR_LOG, FLOOR, CEIL, ROUND (or EXP, SQRT) of a float a. */
+/* One of TC_EXPR_LOG, FLOOR, CEIL, ROUND, SIN ... ATAN (or EXP, SQRT) of a float a. */
 const tc_expr *tc_e_float_fn(tc_ir *ir, tc_expr_kind k, const tc_expr *a);
 /* Composite float expressions built from the primitives above, so that every backend computes them the
  * same way and vectorises them: erf (Abramowitz and Stegun 7.1.26, |error| < 1.5e-7), tanh (through exp,

@@ -31,8 +31,9 @@ static const char *bin_op(tc_expr_kind k) {
   }
 }
 
-static const char *const tc__fn_names[] = {"exp", "sqrt", "log", "floor", "ceil", "round"};
-_Static_assert(TC_EXPR_ROUND - TC_EXPR_EXP == 5, "the float functions are consecutive");
+static const char *const tc__fn_names[] = {"exp", "sqrt", "log", "floor", "ceil", "round",
+                                           "sin", "cos",  "tan", "asin",  "acos", "atan"};
+_Static_assert(TC_EXPR_ATAN - TC_EXPR_EXP == 11, "the float functions are consecutive");
 
 th_status tc_ir_print_expr(const tc_expr *e, th_buf *b) {
   th_status rc = TH_OK;
@@ -102,6 +103,12 @@ th_status tc_ir_print_expr(const tc_expr *e, th_buf *b) {
     case TC_EXPR_FLOOR:
     case TC_EXPR_CEIL:
     case TC_EXPR_ROUND:
+    case TC_EXPR_SIN:
+    case TC_EXPR_COS:
+    case TC_EXPR_TAN:
+    case TC_EXPR_ASIN:
+    case TC_EXPR_ACOS:
+    case TC_EXPR_ATAN:
       rc = th_buf_appendf(b, "%s(", tc__fn_names[e->kind - TC_EXPR_EXP]);
       if (rc == TH_OK) rc = tc_ir_print_expr(e->a, b);
       if (rc == TH_OK) rc = th_buf_appendf(b, ")");

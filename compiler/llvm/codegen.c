@@ -99,6 +99,25 @@ static LLVMValueRef call1(cg_fn *f, const char *name, LLVMValueRef *args, unsign
   return LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, nargs, "");
 }
 
+/* libm's float function `name` (sinf, ...) of x, called once per lane of a vector, so that a lane
+ * gets the value a scalar tail would. */
+static LLVMValueRef call_libm(cg_fn *f, const char *name, LLVMValueRef x) {
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMTypeRef ft = LLVMFloatTypeInContext(f->m->ctx);
+  LLVMTypeRef fnty = LLVMFunctionType(ft, &ft, 1, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(f->m->mod, name);
+  if (!fn) fn = LLVMAddFunction(f->m->mod, name, fnty);
+  if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMBuildCall2(f->b, fnty, fn, &x, 1, "");
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(f->m->ctx);
+  LLVMValueRef r = LLVMGetPoison(t);
+  for (unsigned i = 0; i < LLVMGetVectorSize(t); i++) {
+    LLVMValueRef idx = LLVMConstInt(i32, i, 0);
+    LLVMValueRef lane = LLVMBuildExtractElement(f->b, x, idx, "");
+    r = LLVMBuildInsertElement(f->b, r, LLVMBuildCall2(f->b, fnty, fn, &lane, 1, ""), idx, "");
+  }
+  return r;
+}
+
 /* e^x inline, for vectors and scalars alike (so a value does not depend on whether it falls in a
  * vector body or a scalar tail): LLVM lowers llvm.exp on a vector to one libm call per lane. Cephes'
  * expf: x = n ln2 + r with n = rint(x log2 e) and ln2 split in two, e^r by a degree-5 polynomial on
@@ -265,6 +284,12 @@ static LLVMValueRef gen_expr(cg_fn *f, const tc_expr *e) {
     case TC_EXPR_FLOOR: return call1(f, "llvm.floor", &a, 1);
     case TC_EXPR_CEIL: return call1(f, "llvm.ceil", &a, 1);
     case TC_EXPR_ROUND: return call1(f, "llvm.rint", &a, 1); /* default rounding: halves to even */
+    case TC_EXPR_SIN: return call_libm(f, "sinf", a);
+    case TC_EXPR_COS: return call_libm(f, "cosf", a);
+    case TC_EXPR_TAN: return call_libm(f, "tanf", a);
+    case TC_EXPR_ASIN: return call_libm(f, "asinf", a);
+    case TC_EXPR_ACOS: return call_libm(f, "acosf", a);
+    case TC_EXPR_ATAN: return call_libm(f, "atanf", a);
     default: fail(f, TH_ERR_INTERNAL, "unknown expression kind"); return NULL;
   }
 }

@@ -1,5 +1,5 @@
 /* Broadcast element-wise binary ops (TC_BINARY_*: add, mul, sub, div, max, min, pow, fmod and the
- * comparisons, ops.h) over up to 6 dims into a contiguous output.
+ * comparisons, Where's halves, ops.h) over up to 6 dims into a contiguous output.
  * The iteration space is normalised first (tensor.c), so same-shape operands are one long run; each
  * run is vectorised on the output, an operand loaded contiguously (stride 1), broadcast from one
  * scalar (stride 0) or gathered (other strides), with a scalar tail. Runs (pieces of up to 4096
@@ -28,8 +28,12 @@ const tc_expr *tc__binary_expr(tc_ir *ir, int op, const tc_expr *x, const tc_exp
                                      TC_EXPR_LE, TC_EXPR_GE, TC_EXPR_NE};
   const tc_expr *zero = bi_k(ir, x, 0.0), *one = bi_k(ir, x, 1.0);
   if (op >= 0 && op <= TC_BINARY_MIN) return tc_e_bin(ir, direct[op], x, y);
-  if (op >= TC_BINARY_EQ && op < TC_BINARY_COUNT)
+  if (op >= TC_BINARY_EQ && op <= TC_BINARY_NE)
     return tc_e_select(ir, tc_e_bin(ir, cmp[op - TC_BINARY_EQ], x, y), one, zero);
+  if (op == TC_BINARY_TAKE || op == TC_BINARY_LEAVE) {
+    const tc_expr *c = tc_e_bin(ir, TC_EXPR_NE, x, zero), *nz = bi_k(ir, x, -0.0);
+    return op == TC_BINARY_TAKE ? tc_e_select(ir, c, y, nz) : tc_e_select(ir, c, nz, y);
+  }
   if (op == TC_BINARY_FMOD) { /* x - y * trunc(x / y), the product subtracted exactly */
     const tc_expr *q = tc_e_div(ir, x, y);
     const tc_expr *t = tc_e_select(ir, tc_e_bin(ir, TC_EXPR_LT, q, zero),

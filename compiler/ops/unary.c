@@ -96,6 +96,23 @@ const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha,
       return tc_e_mul(
           ir, un_k(ir, x, 0.5),
           tc_e_float_fn(ir, TC_EXPR_LOG, tc_e_div(ir, tc_e_add(ir, one, x), tc_e_sub(ir, one, x))));
+    case TC_UNARY_SIN:
+    case TC_UNARY_COS:
+    case TC_UNARY_TAN:
+    case TC_UNARY_ASIN:
+    case TC_UNARY_ACOS:
+    case TC_UNARY_ATAN:
+      return tc_e_float_fn(ir, (tc_expr_kind)(TC_EXPR_SIN + (op - TC_UNARY_SIN)), x);
+    case TC_UNARY_ISNAN:
+      return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_NE, x, x), one, zero);
+    case TC_UNARY_ISINF: { /* beyond FLT_MAX: only an infinity (NaN compares false) */
+      const tc_expr *big = un_k(ir, x, 3.4028234663852886e38);
+      const tc_expr *t = alpha != 0 && beta != 0 ? tc_e_bin(ir, TC_EXPR_GT, abs, big)
+                         : alpha != 0            ? tc_e_bin(ir, TC_EXPR_GT, x, big)
+                         : beta != 0 ? tc_e_bin(ir, TC_EXPR_GT, tc_e_sub(ir, zero, x), big)
+                                     : NULL;
+      return t ? tc_e_select(ir, t, one, zero) : zero; /* neither sign: never */
+    }
     case TC_UNARY_THRESHOLDED_RELU:
       return tc_e_select(ir, tc_e_bin(ir, TC_EXPR_GT, x, un_k(ir, x, alpha)), x, zero);
     default:

@@ -126,6 +126,16 @@ enum {
   TC_UNARY_ASINH, /* sign(x) log(|x| + sqrt(x^2 + 1)) */
   TC_UNARY_ACOSH, /* log(x + sqrt(x^2 - 1)); NaN below 1 */
   TC_UNARY_ATANH, /* log((1 + x) / (1 - x)) / 2; NaN outside [-1, 1] */
+  /* the circular functions and their inverses, as libm's (ONNX Sin, ...) */
+  TC_UNARY_SIN,
+  TC_UNARY_COS,
+  TC_UNARY_TAN,  /* huge near odd multiples of pi/2 */
+  TC_UNARY_ASIN, /* NaN outside [-1, 1] */
+  TC_UNARY_ACOS, /* NaN outside [-1, 1] */
+  TC_UNARY_ATAN,
+  /* tests, 1.0 where true and 0.0 where not (ONNX IsNaN, IsInf: bool held as float32) */
+  TC_UNARY_ISNAN, /* x != x */
+  TC_UNARY_ISINF, /* x is +inf and alpha != 0, or x is -inf and beta != 0 */
   TC_UNARY_COUNT
 };
 
@@ -178,6 +188,9 @@ enum {
   TC_BINARY_LE,
   TC_BINARY_GE,
   TC_BINARY_NE, /* also ONNX Xor of bools held as 0/1 (And is MIN, Or is MAX) */
+  /* ONNX Where(c, x, y) is TAKE(c, x) + LEAVE(c, y): exact, as v + -0 is v for every v */
+  TC_BINARY_TAKE,  /* a != 0 ? b : -0 */
+  TC_BINARY_LEAVE, /* a != 0 ? -0 : b */
   TC_BINARY_COUNT
 };
 

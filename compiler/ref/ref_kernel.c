@@ -139,6 +139,14 @@ float tc_ref_unary_math(float f, int m, double a, double b) {
     case TC_UNARY_ASINH: return (float)asinh(v);
     case TC_UNARY_ACOSH: return (float)acosh(v);
     case TC_UNARY_ATANH: return (float)atanh(v);
+    case TC_UNARY_SIN: return (float)sin(v);
+    case TC_UNARY_COS: return (float)cos(v);
+    case TC_UNARY_TAN: return (float)tan(v);
+    case TC_UNARY_ASIN: return (float)asin(v);
+    case TC_UNARY_ACOS: return (float)acos(v);
+    case TC_UNARY_ATAN: return (float)atan(v);
+    case TC_UNARY_ISNAN: return isnan(v) ? 1.0f : 0.0f;
+    case TC_UNARY_ISINF: return (isinf(v) && (v > 0 ? a : b) != 0) ? 1.0f : 0.0f;
     default: return NAN;
   }
 }
@@ -169,6 +177,8 @@ float tc_ref_binary(int op, float x, float y) {
     case TC_BINARY_LE: return x <= y;
     case TC_BINARY_GE: return x >= y;
     case TC_BINARY_NE: return x != y;
+    case TC_BINARY_TAKE: return x != 0 ? y : -0.0f;
+    case TC_BINARY_LEAVE: return x != 0 ? -0.0f : y;
     default: return NAN;
   }
 }

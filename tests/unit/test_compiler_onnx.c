@@ -548,8 +548,6 @@ TH_TEST(lists_every_unsupported_op) {
   n = tb_node(b, "Cast", "to_str", "ax",
               "strs"); /* a constant: the fold reports it (no output needs it) */
   tb_attr_i(b, n, "to", ONNX__TENSOR_PROTO__DATA_TYPE__STRING);
-  tb_node(b, "Where", "eq", "y,y,y", "eqo");
-  tb_output(b, "eqo");
   tb_output(b, "a");
   tb_output(b, "c");
   tb_output(b, "cv");
@@ -564,8 +562,6 @@ TH_TEST(lists_every_unsupported_op) {
       "Conv (node 'dil', opset 13: weights must be a constant 3-D or 4-D float tensor",
       "NonZero (node 'nz', opset 13)",
       "Cast (node 'to_str', opset 13: a cast to element type 8)",
-      "Where (node 'eq', opset 13: only folded at import, and it depends on the "
-      "runtime tensor 'y')",
       NULL};
   tc_onnx_opts o = {"t", 1, NULL, 1};
   tc_graph *g = NULL;
@@ -1012,6 +1008,98 @@ TH_TEST(math_ops_import) {
   tb_attr_f(b, tb_node(b, "Celu", "c", "y", "z"), "alpha", 0.0f);
   tb_output(b, "z");
   TT_PACK_FAIL(b, TH_ERR_INVALID, "'c'", "alpha nonzero for Celu");
+  return 0;
+}
+
+/* Sin ... Atan (opset 7 on) each become their TC_UNARY op; before opset 7 they are refused. */
+TH_TEST(trig_ops_import) {
+  static const char *const names[] = {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan"};
+  static const int ops[] = {TC_UNARY_SIN,  TC_UNARY_COS,  TC_UNARY_TAN,
+                            TC_UNARY_ASIN, TC_UNARY_ACOS, TC_UNARY_ATAN};
+  for (int k = 0; k < 6; k++) {
+    tb *b = tt_tiny(7);
+    tb_node(b, names[k], "t", "y", "z");
+    tb_output(b, "z");
+    size_t len;
+    uint8_t *p = tb_pack(b, &len);
+    tc_graph *g = tt_ok(p, len, 1, NULL);
+    CHECK_EQ_INT(tt_count_op(g, TC_OP_MATH), 1);
+    for (int i = 0; i < g->nnodes; i++)
+      if (g->nodes[i].op == TC_OP_MATH) CHECK_EQ_INT(g->nodes[i].math, ops[k]);
+    tc_graph_free(g);
+    free(p);
+    tb_free(b);
+  }
+  tb *b = tt_tiny(6);
+  tb_node(b, "Acos", "a", "y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED,
+               "Acos (node 'a', opset 6: its semantics are implemented for opsets 7..21 only)");
+  return 0;
+}
+
+/* IsNaN (opset 9) and IsInf (opset 10, detect_positive / detect_negative as alpha / beta) become
+ * their TC_UNARY tests; a detect flag other than 0 or 1 is named. */
+TH_TEST(is_special_import) {
+  tb *b = tt_tiny(10);
+  tb_attr_i(b, tb_node(b, "IsInf", "i", "y", "f"), "detect_negative", 0);
+  tb_node(b, "IsNaN", "n", "f", "z");
+  tb_output(b, "z");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tt_ok(p, len, 1, NULL);
+  int seen = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    if (nd->op == TC_OP_MATH && nd->math == TC_UNARY_ISINF)
+      seen += nd->alpha == 1.0f && nd->shift == 0.0f;
+    if (nd->op == TC_OP_MATH && nd->math == TC_UNARY_ISNAN) seen++;
+  }
+  CHECK_EQ_INT(seen, 2);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  b = tt_tiny(10);
+  tb_attr_i(b, tb_node(b, "IsInf", "i", "y", "z"), "detect_positive", 2);
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'i'", "detect_positive 2 and detect_negative 1 must be 0 or 1");
+  b = tt_tiny(9);
+  tb_node(b, "IsInf", "i", "y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_UNSUPPORTED, "IsInf (node 'i', opset 9");
+  return 0;
+}
+
+/* Where(c, x, y) broadcast ([N, 4, 6] against [1, 6]) is TAKE(c, x) + LEAVE(c, y); not 3 inputs is
+ * named. */
+TH_TEST(where_import) {
+  tb *b = tt_tiny(16);
+  tb_input(b, "w", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 2, (int64_t[]){1, 6});
+  tb_node(b, "Greater", "g", "y,w", "c");
+  tb_node(b, "Where", "s", "c,w,y", "z");
+  tb_output(b, "z");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_graph *g = tt_ok(p, len, 1, NULL);
+  int take = 0, leave = 0, sum = -1;
+  for (int i = 0; i < g->nnodes; i++) {
+    const tc_node *nd = &g->nodes[i];
+    take += nd->op == TC_OP_BINARY && nd->math == TC_BINARY_TAKE;
+    leave += nd->op == TC_OP_BINARY && nd->math == TC_BINARY_LEAVE;
+    if (nd->op == TC_OP_ADD) sum = i;
+  }
+  CHECK_EQ_INT(take, 1);
+  CHECK_EQ_INT(leave, 1);
+  CHECK(sum >= 0);
+  CHECK_EQ_INT(g->nodes[sum].out.ndim, 3);
+  CHECK_EQ_INT((int)g->nodes[sum].out.shape[2], 6);
+  tc_graph_free(g);
+  free(p);
+  tb_free(b);
+  b = tt_tiny(16);
+  tb_node(b, "Where", "s", "y,y", "z");
+  tb_output(b, "z");
+  TT_PACK_FAIL(b, TH_ERR_INVALID, "'s'", "has 2 inputs (3)");
   return 0;
 }
 
