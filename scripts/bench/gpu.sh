@@ -310,10 +310,11 @@ rows_of() {
   [ -z "$ROWS_ARG" ] || r=$ROWS_ARG
   tr -s '[:space:]' '\n' <<< "$r" | sed '/^$/d'
 }
-has_precision() {
+# help_has TEXT: this tunehub's help mentions TEXT (a flag or a command it has)
+help_has() {
   local help
   help=$(th_env "$TUNEHUB" help 2>&1 || true)
-  case "$help" in *--precision*) return 0 ;; *) return 1 ;; esac
+  case "$help" in *"$1"*) return 0 ;; *) return 1 ;; esac
 }
 precisions() { if [ "$TF32" = 1 ]; then echo "fp32 tf32"; else echo fp32; fi; }
 
@@ -353,16 +354,11 @@ untuned() {
     [ "$t" -gt 0 ] && [ "$(covered "$1" "$prec")" -ge "$t" ] || echo "$prec"
   done
 }
-has_records() {
-  local help
-  help=$(th_env "$TUNEHUB" help 2>&1 || true)
-  case "$help" in *"records import"*) return 0 ;; *) return 1 ;; esac
-}
 
 # step_records_in: once per run, the committed records of this arch into the tuning store
 step_records_in() {
   [ ! -f "$WORK/records-in.done" ] || return 0
-  if [ -z "$ARCH" ] || ! has_records; then
+  if [ -z "$ARCH" ] || ! help_has "records import"; then
     note "no records imported: $([ -z "$ARCH" ] && echo "nvidia-smi gave no compute capability" || echo "this tunehub has no 'records' command")"
     : > "$WORK/records-in.done"
     return 0
@@ -383,7 +379,7 @@ step_records_in() {
 
 # records_out: the best records of the tuning store, for the next lease to start from
 records_out() {
-  [ -n "$ARCH" ] && [ -f "$WORK/tune-data/tunehub.db" ] && has_records || return 0
+  [ -n "$ARCH" ] && [ -f "$WORK/tune-data/tunehub.db" ] && help_has "records import" || return 0
   local f=$OUTDIR/records-$ARCH.jsonl
   if th_env "$TUNEHUB" records export --data "$WORK/tune-data" --framework cuda --target "$ARCH" --best -o "$f" \
     > /dev/null 2>&1 < /dev/null; then
@@ -393,7 +389,7 @@ records_out() {
 
 # plan_tuning SECONDS: "KEY TRIALS" per key tuned within SECONDS, in TUNE_ORDER; the rest to stderr
 plan_tuning() {
-  local left=$1 trial_s key n t cost over
+  local left=$1 trial_s key n t cost over todo
   trial_s=$(spent_mean est_trial "$EST_TRIAL_S")
   over=$(awk -v b="$(spent_mean est_build "$EST_BUILD_S")" -v r="$(spent_mean run "$EST_RUN_S")" -v p="$(precisions | wc -w)" \
     'BEGIN { printf "%d\n", p * (b + r) }')
@@ -404,7 +400,6 @@ plan_tuning() {
     case "$rows" in *" $key "*) ;; *) continue ;; esac
     case "$seen" in *" $key "*) continue ;; esac
     seen="$seen$key "
-    local todo
     todo=$(untuned "$key")
     if [ -z "$todo" ]; then
       echo "$key 0 0" # every task has a record: built tuned, no trials
@@ -414,7 +409,7 @@ plan_tuning() {
     for prec in $todo; do t=$((t + $(tasks "$key" "$prec"))); done
     n=$(awk -v l="$left" -v o="$over" -v t="$t" -v s="$trial_s" -v max="$TRIALS" \
       'BEGIN { n = int((l - o) / (t * s)); if (n > max) n = max; print (n < 0 ? 0 : n) }')
-    if [ "$n" -lt "$MIN_TRIALS" ] && [ "$todo" != "$(precisions | tr ' ' '\n')" ]; then
+    if [ "$n" -lt "$MIN_TRIALS" ] && [ "$(wc -w <<< "$todo")" -lt "$(precisions | wc -w)" ]; then
       echo "$key 0 0" # no budget for the rest, but some precision has every record: built tuned with those
       continue
     fi
@@ -743,14 +738,14 @@ cmd_run() {
   touch "$WORK/results.tsv" "$WORK/spent.tsv" "$WORK/notes.txt"
   prepare_pack
   TF32=0
-  if has_precision; then TF32=1; fi
+  if help_has --precision; then TF32=1; fi
   if [ "$DRY" = 1 ]; then
     log "dry run: $(sed -n 2p "$P/MANIFEST"); nothing is built, tuned or timed"
     print_plan
     return 0
   fi
   check_device
-  if has_precision; then TF32=1; fi  # (with the device's CUDA libraries on the path now)
+  if help_has --precision; then TF32=1; fi  # (with the device's CUDA libraries on the path now)
   # an earlier call's stop at its deadline is history once this call goes on
   sed -i '/^stopped before /d' "$WORK/notes.txt"
   if [ "$TF32" = 0 ] && ! grep -q 'no --precision' "$WORK/notes.txt"; then
