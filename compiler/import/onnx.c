@@ -24,8 +24,9 @@ static int tc__ox_known(const char *op) {
 }
 
 /* The opsets whose semantics each known op's converter and folding rule implement: from the version
- * that introduced the op (or TC_ONNX_OPSET_MIN) to the last one checked against the standard's
- * changelog (shared/reference/onnx-semantics-facts.md). The version switches inside a range (an
+ * that introduced the op (6 for an op whose versions 1..5 differ or were not checked: the legacy
+ * consumed_inputs, is_test and broadcast attributes; 1 where version 1's semantics still hold) to
+ * the last one checked against the standard's changelog (shared/reference/onnx-semantics-facts.md). The version switches inside a range (an
  * attribute that became an input, opset 6's broadcast attribute, ...) are the converters'. An op
  * outside its range, or a known op missing here, is refused naming the range. */
 static const struct tc__ox_opset_range {
@@ -49,7 +50,7 @@ static const struct tc__ox_opset_range {
     {"Erf", 9, 21},
     {"MaxPool", 6, 21},
     {"AveragePool", 6, 21},
-    {"GlobalAveragePool", 6, 21},
+    {"GlobalAveragePool", 1, 21},
     {"Pad", 6, 21},
     {"ConvTranspose", 6, 21},
     {"Resize", 10, 21},
@@ -57,14 +58,14 @@ static const struct tc__ox_opset_range {
     {"DepthToSpace", 6, 21},
     {"SpaceToDepth", 6, 21},
     {"PRelu", 6, 21},
-    {"GlobalMaxPool", 6, 21},
+    {"GlobalMaxPool", 1, 21},
     {"Gemm", 6, 21},
     {"MatMul", 6, 21},
     {"Flatten", 6, 21},
     {"Reshape", 6, 21},
     {"Squeeze", 6, 21},
     {"Unsqueeze", 6, 21},
-    {"Transpose", 6, 21},
+    {"Transpose", 1, 21},
     {"Concat", 6, 21},
     {"Split", 6, 21},
     {"Slice", 6, 21},
@@ -91,7 +92,7 @@ static const struct tc__ox_opset_range {
     {"SoftmaxCrossEntropyLoss", 12, 21},
     {"LayerNormalization", 17, 21},
     {"Dropout", 6, 21},
-    {"Identity", 6, 21},
+    {"Identity", 1, 21},
     {"Shape", 6, 21},
     {"Size", 6, 21},
     {"Constant", 6, 21},
@@ -134,8 +135,8 @@ static const struct tc__ox_opset_range {
     {"Log", 6, 21},
     {"Round", 11, 21},
     {"Sign", 9, 21},
-    {"Softplus", 6, 21},
-    {"Softsign", 6, 21},
+    {"Softplus", 1, 21},
+    {"Softsign", 1, 21},
     {"Elu", 6, 21},
     {"Selu", 6, 21},
     {"LeakyRelu", 6, 21},

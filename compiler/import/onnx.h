@@ -28,7 +28,7 @@
 #include "graph.h"
 #include "th_status.h"
 
-#define TC_ONNX_OPSET_MIN 6
+#define TC_ONNX_OPSET_MIN 1 /* per op: see the opset table in onnx.c (most start at 6) */
 #define TC_ONNX_OPSET_MAX 21
 
 /* Sanity limits against an "ONNX bomb": a file that declares sizes it does not (or cannot) back. */

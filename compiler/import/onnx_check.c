@@ -368,10 +368,12 @@ static int64_t tc__ox_lead(const Onnx__ValueInfoProto *vi, int *rank) {
 
 /* The batch rule (README, "The batch rule"): the network's batch dimension is the leading dimension
  * of its first input of rank >= 2. An input is batched (its first dimension becomes opts->batch)
- * when its leading dimension is symbolic, or when it has rank >= 2 and its leading dimension is the
- * number the batch dimension fixes. A vector of fixed length is data (numpy broadcasting aligns it
- * with the trailing dimension: a bias, a scale, a list to split), never a batch; rank-0 inputs, and
- * inputs whose leading dimension is another fixed number, are taken as the file gives them. */
+ * when its leading dimension is symbolic, or when its leading dimension is the number (2 or more)
+ * the batch dimension fixes: a [3] beside a [3, 5] holds one value per sample (a class target, a
+ * sequence length, a diffusion timestep). Any other vector of fixed length is data (numpy
+ * broadcasting aligns it with the trailing dimension: a bias, a scale, a list to split); rank-0
+ * inputs, and inputs whose leading dimension is another fixed number, are taken as the file gives
+ * them. A file fixed at batch 1 keeps its [1] vectors as data: one sample cannot tell them apart. */
 static void tc__ox_batch_rule(tc__ox *x, unsigned char *batched) {
   int64_t lead = -1;
   for (size_t i = 0; i < x->gp->n_input && lead < 0; i++) {
@@ -382,7 +384,7 @@ static void tc__ox_batch_rule(tc__ox *x, unsigned char *batched) {
   for (size_t i = 0; i < x->gp->n_input; i++) {
     int r;
     int64_t v = tc__ox_lead(x->gp->input[i], &r);
-    batched[i] = r < 0 || (r >= 1 && (v == 0 || (r >= 2 && v == lead)));
+    batched[i] = r < 0 || (r >= 1 && (v == 0 || (v == lead && (r >= 2 || lead >= 2))));
   }
   x->file_batch = lead > 0 && lead <= INT_MAX ? (int)lead : 0;
 }

@@ -116,6 +116,23 @@ TH_TEST(batch_rule_fixed_leading_dims) {
   if (g) tg_shape(g, 1, 1, (const int[]){4});
   tc_graph_free(g);
   tb_free(b);
+  /* a vector as long as a fixed batch of 2 or more holds one value per sample (an NLL target [N]
+   * beside scores [N, C]): batched; a file fixed at batch 1 keeps its [1] vector as data */
+  for (int lead = 3; lead >= 1; lead -= 2) {
+    b = tb_new(13);
+    int64_t dp[2] = {lead, 5}, dt[1] = {lead};
+    tb_input(b, "p", F32, 2, dp);
+    tb_input(b, "t", F32, 1, dt);
+    tb_node(b, "Relu", "rp", "p", "yp");
+    tb_node(b, "Relu", "rt", "t", "yt");
+    tb_output(b, "yp");
+    tb_output(b, "yt");
+    g = tg_import(b, 4, NULL, err, sizeof err, TH_OK);
+    if (g) tg_shape(g, 0, 2, (const int[]){4, 5});
+    if (g) tg_shape(g, 1, 1, (const int[]){lead == 1 ? 1 : 4});
+    tc_graph_free(g);
+    tb_free(b);
+  }
   return 0;
 }
 
