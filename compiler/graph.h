@@ -60,7 +60,7 @@ typedef enum tc_op {
   TC_OP_MUL,             /* broadcast multiply (numpy rules); ADD also broadcasts */
   TC_OP_SUB,             /* broadcast a - b */
   TC_OP_DIV,             /* broadcast a / b */
-  TC_OP_CAST,            /* to float32 (from int64) */
+  TC_OP_CAST,            /* int64 -> float32, or float32 -> int64 (truncated) */
   TC_OP_AFFINE,          /* x * alpha + shift, scalars (turns a 0/1 mask into an additive one) */
   TC_OP_EXPAND,          /* broadcast to a larger shape (numpy rules) */
   /* activations of imported CNNs (element-wise, any rank; fused into a producing conv or dense) */

@@ -473,13 +473,14 @@ int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta) {
 int tc_graph_cast(tc_graph *g, int x, int dtype) {
   const tc_tensor *t = tc__tin(g, x, "cast", 1);
   if (!t) return -1;
-  if (dtype != TC_DTYPE_F32 || t->dtype != TC_DTYPE_I64) {
-    tc__err(g, "cast: only int64 -> float32 is supported (asked %s -> %s)", tc_dtype_name(t->dtype),
-            tc_dtype_name(dtype));
+  if (!((dtype == TC_DTYPE_F32 && t->dtype == TC_DTYPE_I64) ||
+        (dtype == TC_DTYPE_I64 && t->dtype == TC_DTYPE_F32))) {
+    tc__err(g, "cast: only int64 -> float32 and float32 -> int64 are supported (asked %s -> %s)",
+            tc_dtype_name(t->dtype), tc_dtype_name(dtype));
     return -1;
   }
   tc_tensor out = *t;
-  out.dtype = TC_DTYPE_F32;
+  out.dtype = dtype;
   return tc__tnode(g, TC_OP_CAST, NULL, 1, &x, &out);
 }
 

@@ -171,7 +171,8 @@ static void cg_expr(cg *c, const tc_expr *e) {
         cg_fail(c, TH_ERR_UNSUPPORTED, "vector casts", NULL);
         return;
       }
-      th_buf_appendf(c->b, "((%s)(", e->type.code == TC_TYPE_FLOAT ? "float" : "int");
+      /* an integer is 64-bit, as the LLVM side's: a float past 2^31 keeps its value */
+      th_buf_appendf(c->b, "((%s)(", e->type.code == TC_TYPE_FLOAT ? "float" : "long long");
       cg_expr(c, e->a);
       th_buf_appendf(c->b, "))");
       break;

@@ -313,14 +313,14 @@ static th_status tc__ox_outputs(tc__ox *x) {
     if (v->kind == TC__OX_BAD) continue;
     int id = -1;
     th_status rc;
-    if (v->kind == TC__OX_CONST && !v->c.fl)
-      return tc__ox_fail(x, TH_ERR_UNSUPPORTED,
-                         "graph output '%.100s' is an integer constant (outputs are float)", nm);
     if (v->kind == TC__OX_CONST) {
       const Onnx__NodeProto *pn = v->producer >= 0 ? x->gp->node[v->producer] : NULL;
       static const Onnx__NodeProto fake = {.name = (char *)"(graph output)",
                                            .op_type = (char *)"Constant"};
-      rc = tc__ox_tensor(x, pn ? pn : &fake, v, &id);
+      if (v->c.fl)
+        rc = tc__ox_tensor(x, pn ? pn : &fake, v, &id);
+      else /* Shape, Size, ...: the values the file's shapes fix, computed at import */
+        rc = tc__ox_int_tensor(x, pn ? pn : &fake, v, &id);
       if (rc != TH_OK) return rc;
       if (id < 0) continue; /* listed as unsupported */
     } else if (v->kind == TC__OX_NODE) {

@@ -78,7 +78,7 @@ typedef struct tc_onnx_info {
  * says why, and lists every unsupported op at once; errlen of 1024 or more keeps long lists whole):
  *   TH_ERR_INVALID      not a parsable ONNX model (malformed wire data, or past a scan limit above:
  *                       the message names it), a non-finite float attribute, a missing graph, an
- *                       opset outside 6..21 or another domain's op, a cycle, a dangling input, bad
+ *                       opset outside 1..21 or another domain's op, a cycle, a dangling input, bad
  *                       initializer data, a size past the limits, a dimension that is symbolic and
  *                       not fixed by opts->shapes, a bad shapes string, a shape the graph IR
  * refuses; TH_ERR_UNSUPPORTED  ops (or attributes of them) the importer does not map, or an op at

@@ -153,6 +153,10 @@ th_status tc__ox_bind_node(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int 
 /* The graph node of value v: a NODE's own, a float CONST materialised as a parameter (TC_OP_CONST,
  * named as the value), or an error (an integer constant, a rank the graph cannot hold). */
 th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id);
+/* An int64 constant as a runtime int64 tensor (a graph output such as Shape's): float32 parameter
+ * data cast to int64 when the graph runs, so its values must lie within +-2^24 (refused naming the
+ * value otherwise). *id -1 where it was listed as unsupported. */
+th_status tc__ox_int_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id);
 /* The dimensions of a CONST or NODE value; returns its rank. */
 int tc__ox_dims(const tc__ox *x, const tc__oxv *v, int64_t *dims);
 /* Makes graph parameter *slot hold constant v (its data, transposed when trans (2-D), times scale),

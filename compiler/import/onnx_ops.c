@@ -993,6 +993,8 @@ static th_status tc__ox_c_cast(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_set_node(x, n, 0, a);
   if (f && dt == TC_DTYPE_I64)
     return tc__ox_set_node(x, n, 0, tc_graph_cast(x->g, a, TC_DTYPE_F32));
+  if (to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 && dt == TC_DTYPE_F32) /* truncated toward zero */
+    return tc__ox_set_node(x, n, 0, tc_graph_cast(x->g, a, TC_DTYPE_I64));
   return tc__ox_unsupported(x, n, "a cast of a runtime %s tensor to element type %lld",
                             tc_dtype_name(dt), (long long)to);
 }

@@ -241,6 +241,35 @@ th_status tc__ox_fill_param(tc__ox *x, int pid, float fill) {
   return TH_OK;
 }
 
+th_status tc__ox_int_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id) {
+  const tc__oxc *c = &v->c;
+  *id = -1;
+  if (v->kind != TC__OX_CONST || c->fl || c->type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64)
+    return tc__ox_unsupported(x, n, "'%.60s' is not an int64 constant", v->name);
+  if (c->n == 0) return tc__ox_unsupported(x, n, "constant '%.60s' is empty", v->name);
+  if (c->ndim > TC_MAX_DIMS)
+    return tc__ox_unsupported(x, n, "constant '%.60s' has %d dimensions (at most %d)", v->name,
+                              c->ndim, TC_MAX_DIMS);
+  for (int64_t k = 0; k < c->n; k++)
+    if (c->i[k] > (1 << 24) || c->i[k] < -(1 << 24))
+      return tc__ox_unsupported(x, n, "int64 constant '%.60s' holds %lld, past the +-2^24 it carries",
+                                v->name, (long long)c->i[k]);
+  int64_t one = 1;
+  int k = tc_graph_const(x->g, v->name, c->ndim ? c->ndim : 1, c->ndim ? c->dims : &one,
+                         TC_INIT_EMBED, 1);
+  th_status rc = tc__ox_bind_node(x, n, NULL, k);
+  if (rc == TH_OK) rc = tc__ox_ptrack(x);
+  if (rc != TH_OK) return rc;
+  if (x->opts->weights) {
+    tc_param *p = &x->g->params[x->g->nodes[k].weight];
+    p->data = th_arena_alloc(x->g->arena, (size_t)p->numel * sizeof(float));
+    if (!p->data) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+    for (int64_t e = 0; e < p->numel; e++) p->data[e] = (float)c->i[e];
+  }
+  *id = tc_graph_cast(x->g, k, TC_DTYPE_I64);
+  return tc__ox_bind_node(x, n, NULL, *id);
+}
+
 th_status tc__ox_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int *id) {
   *id = -1;
   if (v->kind == TC__OX_NODE) {

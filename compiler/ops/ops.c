@@ -132,6 +132,7 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
     case TC_ARG_SIZE_ELEMS:
     case TC_ARG_SIZE_REDUCE_OUT:
     case TC_ARG_SIZE_UNARY_IN:
+    case TC_ARG_SIZE_UNARY_OUT:
     case TC_ARG_SIZE_INDICES:
       return w->n;
     case TC_ARG_SIZE_TABLE:
@@ -164,6 +165,7 @@ th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
     out->elem_bytes[a] = 4;
     if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX ||
         (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64) ||
+        (size == TC_ARG_SIZE_UNARY_OUT && wl->op == TC_UNARY_CAST_TO_I64) ||
         (size == TC_ARG_SIZE_REDUCE_OUT && wl->op >= TC_REDUCE_ARGMAX))
       out->elem_bytes[a] = 8;
     if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX)

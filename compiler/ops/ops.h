@@ -113,6 +113,7 @@ typedef enum tc_arg_size {
   TC_ARG_SIZE_ELEMS,         /* n */
   TC_ARG_SIZE_REDUCE_OUT,    /* n; int64 for TC_REDUCE_ARGMAX and after */
   TC_ARG_SIZE_UNARY_IN,      /* n; int64 for TC_UNARY_CAST_I64 */
+  TC_ARG_SIZE_UNARY_OUT,     /* n; int64 for TC_UNARY_CAST_TO_I64 */
   TC_ARG_SIZE_INDICES,       /* n int64 indices in [0, c) */
   TC_ARG_SIZE_TABLE,         /* c * oc */
   TC_ARG_SIZE_GATHER_OUT,    /* n * oc */

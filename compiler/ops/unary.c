@@ -136,9 +136,11 @@ static const tc_stmt *un_step(tc_ir *ir, void *p, const tc_expr *i, int lanes, i
                 *y = NULL;
   if (c->wl->op == TC_UNARY_CAST_I64)
     y = tc_e_cast(ir, tc_type_f32(lanes), x);
+  else if (c->wl->op == TC_UNARY_CAST_TO_I64)
+    y = tc_e_cast(ir, (tc_type){TC_TYPE_INT, (uint16_t)lanes}, x);
   else
     y = tc__unary_expr(ir, c->wl->op, x, c->wl->alpha, c->wl->beta);
-  return tc_s_store(ir, c->out, at, y, 4);
+  return tc_s_store(ir, c->out, at, y, c->wl->op == TC_UNARY_CAST_TO_I64 ? 8 : 4);
 }
 
 /* One piece: the vector loop over n elements from off. */
@@ -153,9 +155,10 @@ static const tc_stmt *un_piece(tc_ir *ir, void *p, const tc_expr *row, const tc_
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s,
                        const tc_config *c, tc_ir *ir, const tc_stmt **out) {
   tc_type et = wl->op == TC_UNARY_CAST_I64 ? tc_type_int() : tc_type_f32(1);
+  tc_type ot = wl->op == TC_UNARY_CAST_TO_I64 ? tc_type_int() : tc_type_f32(1);
   un_ctx x = {wl,
               tc_var_buffer(ir, "in", et, 0),
-              tc_var_buffer(ir, "out", tc_type_f32(1), 1),
+              tc_var_buffer(ir, "out", ot, 1),
               NULL,
               t->simd_lanes,
               tc__knob(s, c, "unroll")[0]};

@@ -54,7 +54,7 @@
   X(SOFTMAX_ROWS, "softmax_rows", 3, (IN, MAP_IN), (OPT, MASK), (OUT, MAP_IN), (NONE, NONE),       \
     (NONE, NONE))                                                                                  \
   /* element-wise TC_UNARY_* over n elements (gelu, tanh, cast, affine) */                         \
-  X(UNARY, "unary", 2, (IN, UNARY_IN), (OUT, ELEMS), (NONE, NONE), (NONE, NONE), (NONE, NONE))     \
+  X(UNARY, "unary", 2, (IN, UNARY_IN), (OUT, UNARY_OUT), (NONE, NONE), (NONE, NONE), (NONE, NONE))     \
   /* gather rows of a [c, oc] table by n int64 indices */                                          \
   X(EMBEDDING, "embedding", 3, (IN, INDICES), (IN, TABLE), (OUT, GATHER_OUT), (NONE, NONE),        \
     (NONE, NONE))                                                                                  \
@@ -136,6 +136,8 @@ enum {
   /* tests, 1.0 where true and 0.0 where not (ONNX IsNaN, IsInf: bool held as float32) */
   TC_UNARY_ISNAN, /* x != x */
   TC_UNARY_ISINF, /* x is +inf and alpha != 0, or x is -inf and beta != 0 */
+  TC_UNARY_CAST_TO_I64, /* float32 input -> int64 output, truncated toward zero (ONNX Cast, numpy's
+                           astype); NaN, inf and values past int64 are undefined, as in ONNX */
   TC_UNARY_COUNT
 };
 

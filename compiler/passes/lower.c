@@ -495,7 +495,9 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     case TC_OP_MATH:
       /* element-wise: a channel-blocked map is read and written in its own layout */
       tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc__stored_numel(&nd->out), 1, 1, 1, 1, 1, 1);
-      c->wl.op = nd->op == TC_OP_MATH ? nd->math : tc__unary_op(nd->op);
+      c->wl.op = nd->op == TC_OP_MATH                                 ? nd->math
+                 : nd->op == TC_OP_CAST && nd->out.dtype == TC_DTYPE_I64 ? TC_UNARY_CAST_TO_I64
+                                                                         : tc__unary_op(nd->op);
       if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID || nd->op == TC_OP_MATH) {
         c->wl.alpha = nd->alpha;
         c->wl.beta = nd->shift;

@@ -408,7 +408,10 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       return TH_OK;
     case TC_OP_CAST: {
       const int64_t *ix = (const int64_t *)(const void *)in0;
-      for (int64_t k = 0; k < numel; k++) out[k] = (float)ix[k];
+      if (nd->out.dtype == TC_DTYPE_I64) /* float32 -> int64, truncated toward zero */
+        for (int64_t k = 0; k < numel; k++) ((int64_t *)(void *)out)[k] = (int64_t)in0[k];
+      else
+        for (int64_t k = 0; k < numel; k++) out[k] = (float)ix[k];
       return TH_OK;
     }
     case TC_OP_EMBEDDING: {

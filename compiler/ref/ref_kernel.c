@@ -310,7 +310,10 @@ th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
     case TC_KERNEL_UNARY:
     case TC_KERNEL_COPY:
       if (!args[0] || !args[1]) return TH_ERR_INVALID;
-      if (wl->kernel == TC_KERNEL_UNARY)
+      if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_TO_I64)
+        for (int64_t i = 0; i < wl->n; i++)
+          ((int64_t *)args[1])[i] = (int64_t)((const float *)args[0])[i];
+      else if (wl->kernel == TC_KERNEL_UNARY)
         tc__ref_unary(wl, args[0], args[1]);
       else
         tc__ref_strided(wl, args[0], NULL, args[1]);

@@ -136,6 +136,35 @@ TH_TEST(batch_rule_fixed_leading_dims) {
   return 0;
 }
 
+/* Cast of a runtime float32 tensor to int64 (truncated toward zero), and an int64 graph output that
+ * the import computes (Shape of x, at the batch of the import): both int64 outputs of the graph. */
+TH_TEST(cast_to_int64_and_shape_output) {
+  tb *b = tb_new(15);
+  int64_t dx[2] = {-1, 4};
+  tb_input(b, "x", F32, 2, dx);
+  Onnx__NodeProto *n = tb_node(b, "Cast", "c", "x", "y");
+  tb_attr_i(b, n, "to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
+  tb_node(b, "Shape", "s", "x", "shape");
+  tb_output(b, "y");
+  tb_output(b, "shape");
+  char err[1024];
+  tc_graph *g = tg_import(b, 3, NULL, err, sizeof err, TH_OK);
+  CHECK(g && g->noutputs == 2);
+  CHECK(g->nodes[g->outputs[0]].out.dtype == TC_DTYPE_I64);
+  CHECK(g->nodes[g->outputs[1]].out.dtype == TC_DTYPE_I64);
+  float x[12] = {0.5f, -0.5f, 1.99f, -1.99f, 7.0f, -7.0f, 3e9f, -3e9f, 0.0f, -0.0f, 123.75f, -2.25f};
+  int64_t y[12], shape[2];
+  const void *ins[1] = {x};
+  void *outs[2] = {y, shape};
+  CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+  for (int i = 0; i < 12; i++) CHECK(y[i] == (int64_t)x[i]);
+  CHECK(y[6] == 3000000000LL && y[3] == -1);
+  CHECK(shape[0] == 3 && shape[1] == 4);
+  tc_graph_free(g);
+  tb_free(b);
+  return 0;
+}
+
 /* The naive value of each output of the binary model below. */
 static float tg_want(int k, float a, float c, float e) {
   switch (k) {

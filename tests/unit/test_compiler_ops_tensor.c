@@ -305,6 +305,7 @@ static slots arg_slots(const tc_workload *wl) {
     case TC_KERNEL_UNARY:
       a.count[0] = a.count[1] = (size_t)wl->n;
       if (wl->op == TC_UNARY_CAST_I64) a.size[0] = sizeof(int64_t);
+      if (wl->op == TC_UNARY_CAST_TO_I64) a.count[1] *= 2; /* int64 results, as two floats each */
       break;
     case TC_KERNEL_REDUCE: /* ArgMax / ArgMin: int64 indices, as two floats each */
       a.count[0] = (size_t)wl->n * wl->c;
@@ -381,6 +382,9 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
   if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_I64 && slot == 0)
     for (size_t i = 0; i < count; i++)
       q[i] = ((int64_t)irand(1 << 30) - (1 << 29)) * ((int64_t)1 << (irand(3) * 5));
+  if (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_TO_I64 && slot == 0)
+    for (size_t i = 0; i < count; i++) /* fractions of both signs (truncation), some past 2^31 */
+      f[i] = i % 5 == 4 ? f[i] * 1e12f : f[i] * 100.0f;
   if (wl->kernel == TC_KERNEL_EMBEDDING && slot == 0)
     for (size_t i = 0; i < count; i++) q[i] = i == 0 ? wl->c : i == 1 ? -1 : irand(wl->c + 4) - 2;
   if (wl->kernel == TC_KERNEL_GATHER && slot == 1) /* negative ones, c and -c - 1 outside */
@@ -438,7 +442,8 @@ static void check_tensor_list(const tc_workload *wls, const tc_config *cfgs, int
     CHECK_EQ_INT(tc_op_space(wl, &target, &s), TH_OK);
     tc_workload_key(wl, key, sizeof key);
     tc_config_str(&s, &cfgs[q], cfg, sizeof cfg);
-    int exact = wl->kernel == TC_KERNEL_REDUCE && wl->op >= TC_REDUCE_ARGMAX; /* indices */
+    int exact = (wl->kernel == TC_KERNEL_REDUCE && wl->op >= TC_REDUCE_ARGMAX) || /* indices */
+                (wl->kernel == TC_KERNEL_UNARY && wl->op == TC_UNARY_CAST_TO_I64);
     if (exact && memcmp(args[a.out], ref, osz * sizeof *ref) != 0) {
       const int64_t *gi = args[a.out], *ri = (const int64_t *)ref;
       for (size_t i = 0; i < osz / 2; i++)
