@@ -22,10 +22,7 @@ static const struct {
     {"ReduceLogSum", TC_REDUCE_LOG_SUM, 18}, {"ReduceLogSumExp", TC_REDUCE_LOG_SUM_EXP, 18},
 };
 
-/* Node a with the axes in mask (of its rank r) reduced by op into one value each, in the output
- * shape dims[0 .. *rout) (keepdims: the reduced axes kept as 1). A mask of 0 reduces over a new
- * trailing axis of one (ONNX's noop_with_empty_axes, where LogSum still takes the log). */
-static th_status tc__ox_reduce_axes(tc__ox *x, const Onnx__NodeProto *n, int a, int mask, int op,
+th_status tc__ox_reduce_axes(tc__ox *x, const Onnx__NodeProto *n, int a, int mask, int op,
                                     int keep, int *out) {
   int64_t dims[TC__OX_RANK], od[TC__OX_RANK], rows[TC__OX_RANK];
   int r = tc__ox_tdims(x, a, dims), perm[TC_MAX_DIMS], np = 0, ro = 0, nk = 0, moved = 0;
