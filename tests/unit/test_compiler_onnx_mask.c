@@ -249,3 +249,45 @@ TH_TEST(gemm_runtime_b) {
   CHECK(strstr(err, "C does not broadcast to [2, 4]"));
   return 0;
 }
+
+/* LayerNormalization of x [N, 3, 4] (N = 2) over axis 1 with Scale [3, 1] (a runtime input,
+ * broadcast over the normalised dims) and B a constant scalar: a multiply and an add after the
+ * kernel; a Scale that does not broadcast to the input is named. */
+TH_TEST(layer_norm_broadcast_scale) {
+  tb *b = tb_new(17);
+  float B0 = 0.25f;
+  tb_input(b, "x", F32, 3, (int64_t[]){-1, 3, 4});
+  tb_input(b, "s", F32, 2, (int64_t[]){3, 1});
+  tb_init_f(b, "b", 0, NULL, &B0);
+  tb_attr_i(b, tb_node(b, "LayerNormalization", "ln", "x,s,b", "y"), "axis", 1);
+  tb_output(b, "y");
+  char err[512];
+  tc_graph *g = tm_import(b, 2, err, sizeof err, TH_OK);
+  CHECK(g != NULL);
+  if (!g) return 0;
+  float x[24], s[3] = {0.5f, -2.0f, 3.0f}, y[24];
+  tb_fill(x, 24, 9);
+  const void *ins[2] = {x, s};
+  void *outs[1] = {y};
+  CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+  int bad = 0;
+  for (int n = 0; n < 2; n++) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 12; i++) m += x[n * 12 + i] / 12.0;
+    for (int i = 0; i < 12; i++) v += (x[n * 12 + i] - m) * (x[n * 12 + i] - m) / 12.0;
+    for (int i = 0; i < 12; i++) {
+      double want = (x[n * 12 + i] - m) / sqrt(v + 1e-5) * s[i / 4] + B0;
+      bad += fabs(y[n * 12 + i] - want) > 1e-4;
+    }
+  }
+  CHECK_EQ_INT(bad, 0);
+  tc_graph_free(g);
+  b = tb_new(17);
+  tb_input(b, "x", F32, 3, (int64_t[]){-1, 3, 4});
+  tb_input(b, "s", F32, 1, (int64_t[]){5});
+  tb_node(b, "LayerNormalization", "ln", "x,s", "y");
+  tb_output(b, "y");
+  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(strstr(err, "'ln'") && strstr(err, "Scale does not broadcast"));
+  return 0;
+}
