@@ -763,6 +763,11 @@ static th_status tc__ox_gemm_matmul(tc__ox *x, const Onnx__NodeProto *n, int ta,
       return tc__ox_nfail(x, n, TH_ERR_INVALID, "%c must be 2-D", k ? 'B' : 'A');
   }
   int64_t M = d[0][ta ? 1 : 0], K = d[0][ta ? 0 : 1], KB = d[1][tb ? 1 : 0], N = d[1][tb ? 0 : 1];
+  if (K != KB && ta && K == x->opts->batch && x->file_batch == KB)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "transA contracts A's first dimension, the batch, with B's %lld rows: the "
+                        "model fixes its batch to %lld",
+                        (long long)KB, (long long)KB);
   if (K != KB)
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "A has K = %lld, B has K = %lld", (long long)K,
                         (long long)KB);

@@ -291,3 +291,19 @@ TH_TEST(layer_norm_broadcast_scale) {
   CHECK(strstr(err, "'ln'") && strstr(err, "Scale does not broadcast"));
   return 0;
 }
+
+/* Gemm with transA on a batched A [4, 3] (the file fixes 4) and B [5, 4]: at another batch the
+ * batch is the contraction, which the refusal names. */
+TH_TEST(gemm_trans_a_batch) {
+  char err[512];
+  tb *b = tb_new(13);
+  tb_input(b, "a", F32, 2, (int64_t[]){4, 3});
+  tb_input(b, "b", F32, 2, (int64_t[]){5, 4});
+  Onnx__NodeProto *n = tb_node(b, "Gemm", "g", "a,b", "y");
+  tb_attr_i(b, n, "transA", 1);
+  tb_attr_i(b, n, "transB", 1);
+  tb_output(b, "y");
+  CHECK(tm_import(b, 1, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(strstr(err, "'g'") && strstr(err, "the model fixes its batch to 4"));
+  return 0;
+}
