@@ -307,3 +307,34 @@ TH_TEST(gemm_trans_a_batch) {
   CHECK(strstr(err, "'g'") && strstr(err, "the model fixes its batch to 4"));
   return 0;
 }
+
+/* LayerNormalization over axis 0 of x [N, 4] with Scale and B [N, 4] runtime inputs that take the
+ * batch (N = 3): one normalisation over all 12 elements. */
+TH_TEST(layer_norm_batch_axis) {
+  tb *b = tb_new(17);
+  tb_input(b, "x", F32, 2, (int64_t[]){-1, 4});
+  tb_input(b, "s", F32, 2, (int64_t[]){-1, 4});
+  tb_input(b, "b", F32, 2, (int64_t[]){-1, 4});
+  tb_attr_i(b, tb_node(b, "LayerNormalization", "ln", "x,s,b", "y"), "axis", 0);
+  tb_output(b, "y");
+  char err[512];
+  tc_graph *g = tm_import(b, 3, err, sizeof err, TH_OK);
+  CHECK(g != NULL);
+  if (!g) return 0;
+  float x[12], s[12], sh[12], y[12];
+  tb_fill(x, 12, 21);
+  tb_fill(s, 12, 22);
+  tb_fill(sh, 12, 23);
+  const void *ins[3] = {x, s, sh};
+  void *outs[1] = {y};
+  CHECK(tc_ref_run_io(g, ins, outs, err, sizeof err) == TH_OK);
+  double m = 0, v = 0;
+  for (int i = 0; i < 12; i++) m += x[i] / 12.0;
+  for (int i = 0; i < 12; i++) v += (x[i] - m) * (x[i] - m) / 12.0;
+  int bad = 0;
+  for (int i = 0; i < 12; i++)
+    bad += fabs(y[i] - ((x[i] - m) / sqrt(v + 1e-5) * s[i] + sh[i])) > 1e-4;
+  CHECK_EQ_INT(bad, 0);
+  tc_graph_free(g);
+  return 0;
+}
