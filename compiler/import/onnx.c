@@ -99,6 +99,8 @@ static const struct tc__ox_opset_range {
     {"ConstantOfShape", 9, 21},
     {"Range", 11, 21},
     {"Where", 9, 21},
+    {"Trilu", 14, 21},
+    {"Hardmax", 6, 21},
     {"Mod", 10, 21},
     {"Min", 6, 21},
     {"Max", 6, 21},

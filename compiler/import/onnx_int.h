@@ -276,6 +276,11 @@ th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const
                               int r, int *out);
 /* onnx_ops_reduce.c: ReduceSum, ReduceMean, ReduceMax, ... at every opset. */
 th_status tc__ox_c_reduce(tc__ox *x, const Onnx__NodeProto *n);
+/* Node a with the axes in mask (of its rank) reduced by op into one value each, in *out (keepdims:
+ * the reduced axes kept as 1). A mask of 0 reduces over a new trailing axis of one (ONNX's
+ * noop_with_empty_axes, where LogSum still takes the log). */
+th_status tc__ox_reduce_axes(tc__ox *x, const Onnx__NodeProto *n, int a, int mask, int op, int keep,
+                             int *out);
 /* ArgMax, ArgMin (int64 results). */
 th_status tc__ox_c_arg(tc__ox *x, const Onnx__NodeProto *n);
 /* LayerNormalization over any axis. */
@@ -355,6 +360,14 @@ th_status tc__ox_c_binary_math(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_is_special(tc__ox *x, const Onnx__NodeProto *n);
 /* Where(c, x, y) with broadcasting: c ? x : y exactly (inf and NaN of the other side unseen). */
 th_status tc__ox_c_where(tc__ox *x, const Onnx__NodeProto *n);
+
+/* ---- onnx_ops_mask.c: masks and one-hots
+ * ------------------------------------------------------------ */
+
+/* Trilu: a constant triangle mask of the last two dims (TAKE and LEAVE, as Where). */
+th_status tc__ox_c_trilu(tc__ox *x, const Onnx__NodeProto *n);
+/* Hardmax: ArgMax compared with a constant iota (opset < 13: over the input coerced to 2-D). */
+th_status tc__ox_c_hardmax(tc__ox *x, const Onnx__NodeProto *n);
 
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */

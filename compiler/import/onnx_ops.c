@@ -749,6 +749,54 @@ static th_status tc__ox_dense(tc__ox *x, const Onnx__NodeProto *n, int a, const 
   return rc;
 }
 
+/* Gemm whose B is a runtime tensor, or whose C is more than a bias of the dense: alpha * A' B' (a
+ * matmul, the transposes its flags) plus beta * C broadcast to [M, N] (unidirectionally, as ONNX
+ * says: a scalar, [N], [1, N], [M, 1] or [M, N]). */
+static th_status tc__ox_gemm_matmul(tc__ox *x, const Onnx__NodeProto *n, int ta, int tb,
+                                    float alpha, float beta) {
+  int ab[2], c = -1;
+  int64_t d[2][TC__OX_RANK], dc[TC__OX_RANK];
+  for (int k = 0; k < 2; k++) {
+    th_status rc = tc__ox_float_in(x, n, k, &ab[k]);
+    if (rc != TH_OK || ab[k] < 0) return rc;
+    if (tc__ox_tdims(x, ab[k], d[k]) != 2)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "%c must be 2-D", k ? 'B' : 'A');
+  }
+  int64_t M = d[0][ta ? 1 : 0], K = d[0][ta ? 0 : 1], KB = d[1][tb ? 1 : 0], N = d[1][tb ? 0 : 1];
+  if (K != KB && ta && K == x->opts->batch && x->file_batch == KB)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "transA contracts A's first dimension, the batch, with B's %lld rows: the "
+                        "model fixes its batch to %lld",
+                        (long long)KB, (long long)KB);
+  if (K != KB)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "A has K = %lld, B has K = %lld", (long long)K,
+                        (long long)KB);
+  if (tc__ox_in(x, n, 2)) {
+    th_status rc = tc__ox_float_in(x, n, 2, &c);
+    if (rc != TH_OK || c < 0) return rc;
+    int cr = tc__ox_tdims(x, c, dc);
+    int fits = cr <= 2;
+    for (int i = 0; fits && i < cr; i++) {
+      int64_t want = i == cr - 1 ? N : M, v = dc[i];
+      fits = v == 1 || v == want;
+    }
+    if (!fits)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "C does not broadcast to [%lld, %lld]",
+                          (long long)M, (long long)N);
+  }
+  int id = tc_graph_matmul(x->g, ab[0], ab[1], ta, tb, alpha);
+  if (c >= 0) {
+    th_status rc = tc__ox_bind_node(x, n, NULL, id);
+    if (rc == TH_OK && beta != 1.0f) {
+      c = tc_graph_affine(x->g, c, beta, 0.0f);
+      rc = tc__ox_bind_node(x, n, NULL, c);
+    }
+    if (rc != TH_OK) return rc;
+    id = tc_graph_add(x->g, id, c);
+  }
+  return tc__ox_set_node(x, n, 0, id);
+}
+
 static th_status tc__ox_c_gemm(tc__ox *x, const Onnx__NodeProto *n) {
   int64_t ta, tb;
   float alpha, beta;
@@ -761,11 +809,11 @@ static th_status tc__ox_c_gemm(tc__ox *x, const Onnx__NodeProto *n) {
   int trans = tb == 0, a;
   if (!vb) return tc__ox_nfail(x, n, TH_ERR_INVALID, "B is missing");
   if (!tc__ox_weight(x, vb, &w, &trans) || (vb->kind == TC__OX_CONST && vb->c.ndim != 2))
-    return tc__ox_unsupported(x, n, "B must be a constant 2-D float tensor");
+    return tc__ox_gemm_matmul(x, n, ta != 0, tb != 0, alpha, beta);
   int64_t N = trans ? w.c.dims[1] : w.c.dims[0];
   if (vc && (vc->kind != TC__OX_CONST || !vc->c.fl || vc->c.n != N ||
              (vc->c.ndim == 2 && vc->c.dims[0] != 1) || vc->c.ndim > 2))
-    return tc__ox_unsupported(x, n, "C must be a constant bias of %lld floats", (long long)N);
+    return tc__ox_gemm_matmul(x, n, ta != 0, tb != 0, alpha, beta);
   rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
   if (tc__ox_t(x, a)->ndim != 2) return tc__ox_nfail(x, n, TH_ERR_INVALID, "A must be 2-D");
@@ -1078,6 +1126,8 @@ static const struct {
     {"IsNaN", tc__ox_c_is_special},
     {"IsInf", tc__ox_c_is_special},
     {"Where", tc__ox_c_where},
+    {"Trilu", tc__ox_c_trilu},
+    {"Hardmax", tc__ox_c_hardmax},
     {"MaxPool", tc__ox_c_pool},
     {"AveragePool", tc__ox_c_pool},
     {"GlobalAveragePool", tc__ox_c_global_pool},

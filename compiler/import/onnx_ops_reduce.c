@@ -22,10 +22,7 @@ static const struct {
     {"ReduceLogSum", TC_REDUCE_LOG_SUM, 18}, {"ReduceLogSumExp", TC_REDUCE_LOG_SUM_EXP, 18},
 };
 
-/* Node a with the axes in mask (of its rank r) reduced by op into one value each, in the output
- * shape dims[0 .. *rout) (keepdims: the reduced axes kept as 1). A mask of 0 reduces over a new
- * trailing axis of one (ONNX's noop_with_empty_axes, where LogSum still takes the log). */
-static th_status tc__ox_reduce_axes(tc__ox *x, const Onnx__NodeProto *n, int a, int mask, int op,
+th_status tc__ox_reduce_axes(tc__ox *x, const Onnx__NodeProto *n, int a, int mask, int op,
                                     int keep, int *out) {
   int64_t dims[TC__OX_RANK], od[TC__OX_RANK], rows[TC__OX_RANK];
   int r = tc__ox_tdims(x, a, dims), perm[TC_MAX_DIMS], np = 0, ro = 0, nk = 0, moved = 0;
@@ -160,21 +157,41 @@ th_status tc__ox_c_layer_norm(tc__ox *x, const Onnx__NodeProto *n) {
   }
   tc__oxv *sc = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   int64_t C = two[1];
-  if (!sc || sc->kind != TC__OX_CONST || !sc->c.fl || sc->c.n != C ||
-      (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != C)))
-    return tc__ox_unsupported(x, n, "Scale and B must be constants of %lld floats", (long long)C);
+  if (!sc) return tc__ox_nfail(x, n, TH_ERR_INVALID, "Scale is missing");
   if (!(eps > 0)) return tc__ox_nfail(x, n, TH_ERR_INVALID, "epsilon must be positive");
+  /* Scale and B constants of C floats are the kernel's gamma and beta; any others (runtime, or
+   * broadcast over the normalised dims) a multiply and an add after it */
+  int affine = sc->kind == TC__OX_CONST && sc->c.fl && sc->c.n == C &&
+               (!b || (b->kind == TC__OX_CONST && b->c.fl && b->c.n == C));
   int x2 = a, id;
   if (axis != r - 1) rc = tc__ox_reshape_node(x, n, a, two, 2, &x2);
   if (rc != TH_OK || x2 < 0) return rc;
   char nm[256];
   id = tc_graph_layer_norm(x->g, tc__ox_gname(x, n, nm, sizeof nm), x2, eps);
   rc = tc__ox_bind_node(x, n, NULL, id);
-  if (rc == TH_OK) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].gamma, sc, 0, 1.0f);
   if (rc == TH_OK)
-    rc = b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
-           : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
+    rc = affine ? tc__ox_bind_param(x, n, &x->g->nodes[id].gamma, sc, 0, 1.0f)
+                : tc__ox_fill_param(x, x->g->nodes[id].gamma, 1.0f);
+  if (rc == TH_OK)
+    rc = affine && b ? tc__ox_bind_param(x, n, &x->g->nodes[id].beta, b, 0, 1.0f)
+                     : tc__ox_fill_param(x, x->g->nodes[id].beta, 0.0f);
   if (rc == TH_OK && x2 != a) rc = tc__ox_reshape_node(x, n, id, dims, r, &id);
+  for (int k = 1; !affine && rc == TH_OK && id >= 0 && k < 3; k++) {
+    int p;
+    int64_t pd[TC__OX_RANK], od[TC__OX_RANK];
+    int ro = -1, same = 1;
+    if (!tc__ox_in(x, n, k)) continue;
+    rc = tc__ox_float_in(x, n, k, &p);
+    if (rc != TH_OK || p < 0) return rc;
+    int rp = tc__ox_tdims(x, p, pd);
+    if (tc__ox_bcast(dims, r, pd, rp, od, &ro) && ro == r)
+      for (int d = 0; d < r; d++) same = same && od[d] == dims[d];
+    if (!same || ro != r)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s does not broadcast to the input's shape",
+                          k == 1 ? "Scale" : "B");
+    id = k == 1 ? tc_graph_mul(x->g, id, p) : tc_graph_add(x->g, id, p);
+    rc = tc__ox_bind_node(x, n, NULL, id);
+  }
   if (rc == TH_OK && id >= 0) rc = tc__ox_set_node(x, n, 0, id);
   if (rc == TH_OK && id >= 0 && (tc__ox_out(x, n, 1) || tc__ox_out(x, n, 2))) {
     if (axis == r - 1) rc = tc__ox_reshape_node(x, n, a, two, 2, &x2);
