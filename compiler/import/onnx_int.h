@@ -352,6 +352,12 @@ th_status tc__ox_c_is_special(tc__ox *x, const Onnx__NodeProto *n);
 /* Where(c, x, y) with broadcasting: c ? x : y exactly (inf and NaN of the other side unseen). */
 th_status tc__ox_c_where(tc__ox *x, const Onnx__NodeProto *n);
 
+/* ---- onnx_ops_rnn.c: recurrent layers
+ * ------------------------------------------------------------------------ */
+
+/* LSTM, GRU and RNN (layout 0 and 1, every direction), unrolled over the static sequence length. */
+th_status tc__ox_c_rnn(tc__ox *x, const Onnx__NodeProto *n);
+
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */
 
