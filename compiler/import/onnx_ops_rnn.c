@@ -121,8 +121,8 @@ static th_status tc__ox_rnn_acts_of(tc__ox_rnn *r, int dirs) {
     if (tc__ox_rnn_acts[j].nab >= 1 && al && ia < al->n_floats) act->alpha = al->floats[ia++];
     if (tc__ox_rnn_acts[j].nab >= 2 && be && ib < be->n_floats) act->beta = be->floats[ib++];
     if (!isfinite(act->alpha) || !isfinite(act->beta))
-      return tc__ox_nfail(r->x, r->n, TH_ERR_INVALID, "activation '%s' has a non-finite alpha or beta",
-                          name);
+      return tc__ox_nfail(r->x, r->n, TH_ERR_INVALID,
+                          "activation '%s' has a non-finite alpha or beta", name);
   }
   return TH_OK;
 }
@@ -256,7 +256,8 @@ static void tc__ox_rnn_dir(tc__ox_rnn *r, int d, int reverse, int xid, const tc_
   int rbh = -1; /* GRU with lbr: Rb of h, added inside r * (...) */
   if (r->kind == 1 && r->lbr) {
     snprintf(tag, sizeof tag, "Rb%d", d);
-    rbh = tc__ox_rnn_const(r, tag, H, 0, B && x->opts->weights ? B->c.f + d * 2 * GH + GH + 2 * H : NULL);
+    rbh = tc__ox_rnn_const(r, tag, H, 0,
+                           B && x->opts->weights ? B->c.f + d * 2 * GH + GH + 2 * H : NULL);
   }
   /* R of the direction: one constant [G*H, H] (GRU without lbr: [2H, H] and [H, H]). */
   const float *rd = x->opts->weights ? R->c.f + d * GH * H : NULL;
@@ -281,9 +282,10 @@ static void tc__ox_rnn_dir(tc__ox_rnn *r, int d, int reverse, int xid, const tc_
       h = tc__ox_rnn_act(r, tc__ox_rnn_add(r, xt, tc__ox_rnn_rmul(r, h, rm)), f);
     } else if (r->kind == 1) {
       int hr = tc__ox_rnn_rmul(r, h, rm), hh;
-      int zr = tc__ox_rnn_act(
-          r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, xt, 0, 2), r->lbr ? tc__ox_rnn_gate(r, hr, 0, 2) : hr),
-          f);
+      int zr = tc__ox_rnn_act(r,
+                              tc__ox_rnn_add(r, tc__ox_rnn_gate(r, xt, 0, 2),
+                                             r->lbr ? tc__ox_rnn_gate(r, hr, 0, 2) : hr),
+                              f);
       int z = tc__ox_rnn_gate(r, zr, 0, 1), rg = tc__ox_rnn_gate(r, zr, 1, 2);
       if (r->lbr)
         hh = tc__ox_rnn_mul(r, rg, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, hr, 2, 3), rbh));
@@ -301,18 +303,18 @@ static void tc__ox_rnn_dir(tc__ox_rnn *r, int d, int reverse, int xid, const tc_
         o = tc__ox_rnn_gate(r, iof, 1, 2);
         fg = tc__ox_rnn_gate(r, iof, 2, 3);
       } else {
-        i = tc__ox_rnn_act(r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 0, 1),
-                                             tc__ox_rnn_mul(r, c, pi)), f);
-        fg = tc__ox_rnn_act(r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 2, 3),
-                                              tc__ox_rnn_mul(r, c, pf)), f);
+        i = tc__ox_rnn_act(
+            r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 0, 1), tc__ox_rnn_mul(r, c, pi)), f);
+        fg = tc__ox_rnn_act(
+            r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 2, 3), tc__ox_rnn_mul(r, c, pf)), f);
         o = -1;
       }
       if (r->input_forget && i >= 0) fg = tc__ox_rnn_k(r, tc_graph_affine(x->g, i, -1.0f, 1.0f));
       int cc = tc__ox_rnn_act(r, tc__ox_rnn_gate(r, gs, 3, 4), ga);
       c = tc__ox_rnn_add(r, tc__ox_rnn_mul(r, fg, c), tc__ox_rnn_mul(r, i, cc));
       if (pid >= 0)
-        o = tc__ox_rnn_act(r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 1, 2),
-                                             tc__ox_rnn_mul(r, c, po)), f);
+        o = tc__ox_rnn_act(
+            r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 1, 2), tc__ox_rnn_mul(r, c, po)), f);
       h = tc__ox_rnn_mul(r, o, tc__ox_rnn_act(r, c, ha));
     }
     ys[t] = h;
@@ -358,8 +360,7 @@ th_status tc__ox_c_rnn(tc__ox *x, const Onnx__NodeProto *n) {
                         "W must be [%d, %lld*H, input] and R [%d, %lld*H, H] (hidden_size %lld)",
                         dirs, (long long)G, dirs, (long long)G, (long long)hs);
   if (B && (B->c.n != dirs * 2 * G * H))
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "B must be [%d, %lld]", dirs,
-                        (long long)(2 * G * H));
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "B must be [%d, %lld]", dirs, (long long)(2 * G * H));
   int xid;
   rc = tc__ox_float_in(x, n, 0, &xid);
   if (rc != TH_OK || xid < 0) return rc;
@@ -426,8 +427,8 @@ th_status tc__ox_c_rnn(tc__ox *x, const Onnx__NodeProto *n) {
         st[k] = tc__ox_rnn_const(&r, tag, r.batch, H, NULL);
       }
     }
-    tc__ox_rnn_dir(&r, d, dirs == 2 ? d : reverse, xid, W, R, B, pid, st[0], st[1],
-                   ys + d * r.seq, &hl[d], &cl[d]);
+    tc__ox_rnn_dir(&r, d, dirs == 2 ? d : reverse, xid, W, R, B, pid, st[0], st[1], ys + d * r.seq,
+                   &hl[d], &cl[d]);
   }
   /* Y [seq, dirs, batch, H] (layout 1: [batch, seq, dirs, H]); Y_h, Y_c [dirs, batch, H]
    * (layout 1: [batch, dirs, H]). */

@@ -1,7 +1,7 @@
 /* Tests of the ONNX importer's recurrent layers (compiler/import/onnx_ops_rnn.c, issue 38): a
  * bidirectional LSTM with peepholes and initial states (layout 0) and a GRU with
- * linear_before_reset = 1 (layout 1) of a realistic size, built as ONNX models here, unrolled by the
- * importer and run by the reference interpreter against naive loops in double; an RNN with the
+ * linear_before_reset = 1 (layout 1) of a realistic size, built as ONNX models here, unrolled by
+ * the importer and run by the reference interpreter against naive loops in double; an RNN with the
  * activations attribute, a subset of outputs, and the refusals (sequence_lens, an unknown
  * activation, the unroll limit). */
 #include <math.h>
@@ -20,7 +20,9 @@ enum { S = 20, B = 3, I = 16, H = 32 };
 
 static const int FL = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
 
-static double sig(double v) { return 1.0 / (1.0 + exp(-v)); }
+static double sig(double v) {
+  return 1.0 / (1.0 + exp(-v));
+}
 
 /* Imports p with the batch `batch`; NULL (and err filled) on failure. */
 static tc_graph *import(const uint8_t *p, size_t len, int batch, char *err, size_t errlen,
@@ -59,13 +61,15 @@ static void naive_lstm(const float *x, const float *W, const float *R, const flo
   for (int d = 0; d < 2; d++) {
     double h[B][H], c[B][H], g[4 * H];
     for (int b = 0; b < B; b++)
-      for (int j = 0; j < H; j++) h[b][j] = h0[(d * B + b) * H + j], c[b][j] = c0[(d * B + b) * H + j];
+      for (int j = 0; j < H; j++)
+        h[b][j] = h0[(d * B + b) * H + j], c[b][j] = c0[(d * B + b) * H + j];
     for (int s = 0; s < S; s++) {
       int t = d ? S - 1 - s : s;
       for (int b = 0; b < B; b++) {
         for (int j = 0; j < 4 * H; j++) {
           double acc = (double)Bv[d * 8 * H + j] + Bv[d * 8 * H + 4 * H + j];
-          for (int k = 0; k < I; k++) acc += (double)x[(t * B + b) * I + k] * W[(d * 4 * H + j) * I + k];
+          for (int k = 0; k < I; k++)
+            acc += (double)x[(t * B + b) * I + k] * W[(d * 4 * H + j) * I + k];
           for (int k = 0; k < H; k++) acc += h[b][k] * R[(d * 4 * H + j) * H + k];
           g[j] = acc;
         }
@@ -81,7 +85,8 @@ static void naive_lstm(const float *x, const float *W, const float *R, const flo
       }
     }
     for (int b = 0; b < B; b++)
-      for (int j = 0; j < H; j++) yh[(d * B + b) * H + j] = h[b][j], yc[(d * B + b) * H + j] = c[b][j];
+      for (int j = 0; j < H; j++)
+        yh[(d * B + b) * H + j] = h[b][j], yc[(d * B + b) * H + j] = c[b][j];
   }
 }
 
@@ -122,7 +127,8 @@ static float *vals(int64_t n, uint64_t seed, float scale) {
 TH_TEST(lstm_bidirectional_peepholes_against_naive) {
   float *x = vals(S * B * I, 1, 1.0f), *W = vals(2 * 4 * H * I, 2, 0.3f);
   float *R = vals(2 * 4 * H * H, 3, 0.2f), *Bv = vals(2 * 8 * H, 4, 0.5f);
-  float *P = vals(2 * 3 * H, 5, 0.5f), *h0 = vals(2 * B * H, 6, 1.0f), *c0 = vals(2 * B * H, 7, 1.0f);
+  float *P = vals(2 * 3 * H, 5, 0.5f), *h0 = vals(2 * B * H, 6, 1.0f),
+        *c0 = vals(2 * B * H, 7, 1.0f);
   tb *b = tb_new(14);
   int64_t dx[3] = {S, B, I}, dh[3] = {2, B, H}, dw[3] = {2, 4 * H, I}, dr[3] = {2, 4 * H, H};
   int64_t db[2] = {2, 8 * H}, dp[2] = {2, 3 * H};
@@ -288,8 +294,9 @@ TH_TEST(rnn_activation_outputs_and_refusals) {
   } bad[] = {
       {5, "", 4, "sequence_lens[0] is 4 (only all equal to seq_length 5)"},
       {5, "Gelu", 5, "activation 'Gelu' (supported: Sigmoid, Tanh"},
-      {1025, "", 1025, "a sequence of 1025 steps in 1 directions (unrolled at import: the limit "
-                       "is 1024 steps in all)"},
+      {1025, "", 1025,
+       "a sequence of 1025 steps in 1 directions (unrolled at import: the limit "
+       "is 1024 steps in all)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     int64_t l[2] = {bad[i].len0, bad[i].seq};
