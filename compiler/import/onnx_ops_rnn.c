@@ -296,7 +296,7 @@ static void tc__ox_rnn_dir(tc__ox_rnn *r, int d, int reverse, int xid, const tc_
       int diff = r->rc == TH_OK ? tc__ox_rnn_k(r, tc_graph_sub(x->g, h, hh)) : -1;
       h = tc__ox_rnn_add(r, hh, tc__ox_rnn_mul(r, z, diff));
     } else {
-      int gs = tc__ox_rnn_add(r, xt, tc__ox_rnn_rmul(r, h, rm)), i, o, fg;
+      int gs = tc__ox_rnn_add(r, xt, tc__ox_rnn_rmul(r, h, rm)), i, o, fg = -1;
       if (pid < 0) { /* i, o, f share the activation: one over [batch, 3H] */
         int iof = tc__ox_rnn_act(r, tc__ox_rnn_gate(r, gs, 0, 3), f);
         i = tc__ox_rnn_gate(r, iof, 0, 1);
@@ -305,8 +305,9 @@ static void tc__ox_rnn_dir(tc__ox_rnn *r, int d, int reverse, int xid, const tc_
       } else {
         i = tc__ox_rnn_act(
             r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 0, 1), tc__ox_rnn_mul(r, c, pi)), f);
-        fg = tc__ox_rnn_act(
-            r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 2, 3), tc__ox_rnn_mul(r, c, pf)), f);
+        if (!r->input_forget)
+          fg = tc__ox_rnn_act(
+              r, tc__ox_rnn_add(r, tc__ox_rnn_gate(r, gs, 2, 3), tc__ox_rnn_mul(r, c, pf)), f);
         o = -1;
       }
       if (r->input_forget && i >= 0) fg = tc__ox_rnn_k(r, tc_graph_affine(x->g, i, -1.0f, 1.0f));

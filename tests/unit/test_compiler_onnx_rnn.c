@@ -54,10 +54,10 @@ static double maxdiff(const float *a, const double *b, int64_t n) {
 }
 
 /* The naive bidirectional LSTM (layout 0): x [S, B, I], W [2, 4H, I], R [2, 4H, H], Bv [2, 8H],
- * P [2, 3H], h0, c0 [2, B, H]; y [S, 2, B, H], yh, yc [2, B, H]. */
+ * P [2, 3H], h0, c0 [2, B, H], input_forget inf; y [S, 2, B, H], yh, yc [2, B, H]. */
 static void naive_lstm(const float *x, const float *W, const float *R, const float *Bv,
-                       const float *P, const float *h0, const float *c0, double *y, double *yh,
-                       double *yc) {
+                       const float *P, const float *h0, const float *c0, int inf, double *y,
+                       double *yh, double *yc) {
   for (int d = 0; d < 2; d++) {
     double h[B][H], c[B][H], g[4 * H];
     for (int b = 0; b < B; b++)
@@ -75,7 +75,8 @@ static void naive_lstm(const float *x, const float *W, const float *R, const flo
         }
         for (int j = 0; j < H; j++) {
           const float *p = P + d * 3 * H;
-          double i = sig(g[j] + p[j] * c[b][j]), f = sig(g[2 * H + j] + p[2 * H + j] * c[b][j]);
+          double i = sig(g[j] + p[j] * c[b][j]),
+                 f = inf ? 1 - i : sig(g[2 * H + j] + p[2 * H + j] * c[b][j]);
           double cn = f * c[b][j] + i * tanh(g[3 * H + j]);
           double o = sig(g[H + j] + p[H + j] * cn);
           c[b][j] = cn;
@@ -124,52 +125,56 @@ static float *vals(int64_t n, uint64_t seed, float scale) {
   return v;
 }
 
-TH_TEST(lstm_bidirectional_peepholes_against_naive) {
+TH_TEST(lstm_bidirectional_peepholes_input_forget_against_naive) {
   float *x = vals(S * B * I, 1, 1.0f), *W = vals(2 * 4 * H * I, 2, 0.3f);
   float *R = vals(2 * 4 * H * H, 3, 0.2f), *Bv = vals(2 * 8 * H, 4, 0.5f);
   float *P = vals(2 * 3 * H, 5, 0.5f), *h0 = vals(2 * B * H, 6, 1.0f),
         *c0 = vals(2 * B * H, 7, 1.0f);
-  tb *b = tb_new(14);
-  int64_t dx[3] = {S, B, I}, dh[3] = {2, B, H}, dw[3] = {2, 4 * H, I}, dr[3] = {2, 4 * H, H};
-  int64_t db[2] = {2, 8 * H}, dp[2] = {2, 3 * H};
-  tb_input(b, "x", FL, 3, dx);
-  tb_input(b, "h0", FL, 3, dh);
-  tb_init_f(b, "W", 3, dw, W);
-  tb_init_f(b, "R", 3, dr, R);
-  tb_init_f(b, "B", 2, db, Bv);
-  tb_init_f(b, "c0", 3, dh, c0);
-  tb_init_f(b, "P", 2, dp, P);
-  Onnx__NodeProto *n = tb_node(b, "LSTM", "lstm", "x,W,R,B,,h0,c0,P", "y,yh,yc");
-  tb_attr_s(b, n, "direction", "bidirectional");
-  tb_attr_i(b, n, "hidden_size", H);
-  tb_output(b, "y");
-  tb_output(b, "yh");
-  tb_output(b, "yc");
-  size_t len;
-  uint8_t *p = tb_pack(b, &len);
-  char err[2048];
-  th_status rc;
-  tc_graph *g = import(p, len, S, err, sizeof err, &rc);
-  if (rc != TH_OK) fprintf(stderr, "import: %s\n", err);
-  CHECK(rc == TH_OK);
-  CHECK(g->noutputs == 3);
-  const tc_tensor *ty = &g->nodes[g->outputs[0]].out;
-  CHECK(ty->ndim == 4 && ty->shape[0] == S && ty->shape[1] == 2 && ty->shape[2] == B &&
-        ty->shape[3] == H);
-  double *y = malloc(S * 2 * B * H * sizeof *y), yh[2 * B * H], yc[2 * B * H];
-  naive_lstm(x, W, R, Bv, P, h0, c0, y, yh, yc);
-  const void *ins[2] = {x, h0};
-  float *outs[3];
-  run(g, ins, outs);
-  double e0 = maxdiff(outs[0], y, S * 2 * B * H), e1 = maxdiff(outs[1], yh, 2 * B * H);
-  double e2 = maxdiff(outs[2], yc, 2 * B * H);
-  fprintf(stderr, "LSTM max error: Y %.3g, Y_h %.3g, Y_c %.3g\n", e0, e1, e2);
-  CHECK(e0 < 1e-4 && e1 < 1e-4 && e2 < 1e-4);
-  for (int i = 0; i < 3; i++) free(outs[i]);
-  free(y);
-  tc_graph_free(g);
-  free(p);
-  tb_free(b);
+  for (int inf = 0; inf < 2; inf++) { /* input_forget 0 and 1 */
+    tb *b = tb_new(14);
+    int64_t dx[3] = {S, B, I}, dh[3] = {2, B, H}, dw[3] = {2, 4 * H, I}, dr[3] = {2, 4 * H, H};
+    int64_t db[2] = {2, 8 * H}, dp[2] = {2, 3 * H};
+    tb_input(b, "x", FL, 3, dx);
+    tb_input(b, "h0", FL, 3, dh);
+    tb_init_f(b, "W", 3, dw, W);
+    tb_init_f(b, "R", 3, dr, R);
+    tb_init_f(b, "B", 2, db, Bv);
+    tb_init_f(b, "c0", 3, dh, c0);
+    tb_init_f(b, "P", 2, dp, P);
+    Onnx__NodeProto *n = tb_node(b, "LSTM", "lstm", "x,W,R,B,,h0,c0,P", "y,yh,yc");
+    tb_attr_s(b, n, "direction", "bidirectional");
+    tb_attr_i(b, n, "hidden_size", H);
+    if (inf) tb_attr_i(b, n, "input_forget", 1);
+    tb_output(b, "y");
+    tb_output(b, "yh");
+    tb_output(b, "yc");
+    size_t len;
+    uint8_t *p = tb_pack(b, &len);
+    char err[2048];
+    th_status rc;
+    tc_graph *g = import(p, len, S, err, sizeof err, &rc);
+    if (rc != TH_OK) fprintf(stderr, "import: %s\n", err);
+    CHECK(rc == TH_OK);
+    CHECK(g->noutputs == 3);
+    const tc_tensor *ty = &g->nodes[g->outputs[0]].out;
+    CHECK(ty->ndim == 4 && ty->shape[0] == S && ty->shape[1] == 2 && ty->shape[2] == B &&
+          ty->shape[3] == H);
+    double *y = malloc(S * 2 * B * H * sizeof *y), yh[2 * B * H], yc[2 * B * H];
+    naive_lstm(x, W, R, Bv, P, h0, c0, inf, y, yh, yc);
+    const void *ins[2] = {x, h0};
+    float *outs[3];
+    run(g, ins, outs);
+    double e0 = maxdiff(outs[0], y, S * 2 * B * H), e1 = maxdiff(outs[1], yh, 2 * B * H);
+    double e2 = maxdiff(outs[2], yc, 2 * B * H);
+    fprintf(stderr, "LSTM (input_forget %d) max error: Y %.3g, Y_h %.3g, Y_c %.3g\n", inf, e0, e1,
+            e2);
+    CHECK(e0 < 1e-4 && e1 < 1e-4 && e2 < 1e-4);
+    for (int i = 0; i < 3; i++) free(outs[i]);
+    free(y);
+    tc_graph_free(g);
+    free(p);
+    tb_free(b);
+  }
   free(x), free(W), free(R), free(Bv), free(P), free(h0), free(c0);
   return 0;
 }
