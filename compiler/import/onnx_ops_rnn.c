@@ -224,7 +224,7 @@ static int tc__ox_rnn_mul(tc__ox_rnn *r, int a, int b) {
   return r->rc != TH_OK ? -1 : tc__ox_rnn_k(r, tc_graph_mul(r->x->g, a, b));
 }
 
-/* h [batch, H] times the constant rows [lo, hi) * H of R's direction d, transposed. */
+/* h [batch, H] times the transpose of the constant node rmat ([rows, H]): [batch, rows]. */
 static int tc__ox_rnn_rmul(tc__ox_rnn *r, int h, int rmat) {
   return r->rc != TH_OK ? -1 : tc__ox_rnn_k(r, tc_graph_matmul(r->x->g, h, rmat, 0, 1, 1.0f));
 }
