@@ -144,6 +144,9 @@ static const struct tc__ox_opset_range {
     {"LeakyRelu", 6, 21},
     {"Celu", 12, 21},
     {"ThresholdedRelu", 10, 21},
+    {"LSTM", 7, 21},
+    {"GRU", 7, 21},
+    {"RNN", 7, 21},
 };
 
 int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi) {

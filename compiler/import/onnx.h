@@ -14,7 +14,7 @@
  * - Weights are the initializers: graph parameters named as in the file (a weight whose layout the graph
  *   needs transposed keeps its name; graph.json and the manifest say so).
  * - Errors: every unsupported op is listed in one message with its node name and opset ("unsupported
- *   ONNX operators: Resize (node 'up1', opset 13), LSTM (node 'lstm', opset 13)"); a malformed file, a
+ *   ONNX operators: Resize (node 'up1', opset 13), Loop (node 'loop', opset 13)"); a malformed file, a
  *   cycle, a dangling input, an initializer whose data does not match its dims, or a size past the limits
  *   below is refused with a message that names the tensor or node.
  * The ops mapped, the folding rules and the patterns are listed in compiler/README.md ("ONNX import").

@@ -369,6 +369,12 @@ th_status tc__ox_c_trilu(tc__ox *x, const Onnx__NodeProto *n);
 /* Hardmax: ArgMax compared with a constant iota (opset < 13: over the input coerced to 2-D). */
 th_status tc__ox_c_hardmax(tc__ox *x, const Onnx__NodeProto *n);
 
+/* ---- onnx_ops_rnn.c: recurrent layers
+ * ------------------------------------------------------------------------ */
+
+/* LSTM, GRU and RNN (layout 0 and 1, every direction), unrolled over the static sequence length. */
+th_status tc__ox_c_rnn(tc__ox *x, const Onnx__NodeProto *n);
+
 /* ---- onnx_match.c: patterns
  * ------------------------------------------------------------------------- */
 

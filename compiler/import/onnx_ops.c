@@ -1187,6 +1187,9 @@ static const struct {
     {"Or", tc__ox_c_binary_math},
     {"Xor", tc__ox_c_binary_math},
     {"Not", tc__ox_c_binary_math},
+    {"LSTM", tc__ox_c_rnn},
+    {"GRU", tc__ox_c_rnn},
+    {"RNN", tc__ox_c_rnn},
 };
 
 tc__ox_conv_fn tc__ox_converter(const char *op_type) {

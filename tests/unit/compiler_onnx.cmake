@@ -49,3 +49,9 @@ th_unit_test(compiler_onnx_mask SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_co
              LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_mask PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# The recurrent layers (compiler/import/onnx_ops_rnn.c, issue 38): a bidirectional LSTM and a GRU of
+# realistic size unrolled at import against naive loops, activations, output subsets and refusals.
+th_unit_test(compiler_onnx_rnn SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_rnn.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_rnn PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)

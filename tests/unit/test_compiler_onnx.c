@@ -548,7 +548,7 @@ TH_TEST(reshape_that_fixes_the_batch) {
 TH_TEST(lists_every_unsupported_op) {
   tb *b = tt_tiny(13);
   tb_node(b, "RoiAlign", "up1", "y", "r");
-  tb_node(b, "LSTM", "lstm", "r", "l");
+  tb_node(b, "Loop", "loop", "r", "l");
   tb_node(b, "Relu", "after", "l", "a"); /* downstream of unsupported nodes: not listed */
   tb_const_f(b, "three", 3.0f);
   tb_node(b, "Mod", "cube", "y,three", "c"); /* fmod = 0: integer Mod */
@@ -571,7 +571,7 @@ TH_TEST(lists_every_unsupported_op) {
   static const char *const want[] = {
       "unsupported ONNX operators: ",
       "RoiAlign (node 'up1', opset 13)",
-      "LSTM (node 'lstm', opset 13)",
+      "Loop (node 'loop', opset 13)",
       "Mod (node 'cube', opset 13: fmod = 0 (integer Mod): only float32 with fmod = 1)",
       "Conv (node 'dil', opset 13: weights must be a constant 3-D or 4-D float tensor",
       "NonZero (node 'nz', opset 13)",
