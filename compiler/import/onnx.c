@@ -87,6 +87,8 @@ static const struct tc__ox_opset_range {
     {"Softmax", 6, 21},
     {"LogSoftmax", 6, 21},
     {"GatherElements", 11, 21},
+    {"ScatterElements", 11, 21},
+    {"Scatter", 9, 10},
     {"NegativeLogLikelihoodLoss", 12, 21},
     {"SoftmaxCrossEntropyLoss", 12, 21},
     {"LayerNormalization", 17, 21},

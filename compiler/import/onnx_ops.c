@@ -1099,6 +1099,8 @@ static const struct {
     {"Slice", tc__ox_c_slice},
     {"Gather", tc__ox_c_gather},
     {"GatherElements", tc__ox_c_gather},
+    {"ScatterElements", tc__ox_c_scatter},
+    {"Scatter", tc__ox_c_scatter},
     {"Cast", tc__ox_c_cast},
     {"Expand", tc__ox_c_expand},
     {"ReduceMean", tc__ox_c_reduce},
