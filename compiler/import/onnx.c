@@ -89,6 +89,7 @@ static const struct tc__ox_opset_range {
     {"GatherElements", 11, 21},
     {"ScatterElements", 11, 21},
     {"Scatter", 9, 10},
+    {"Tile", 6, 21},
     {"NegativeLogLikelihoodLoss", 12, 21},
     {"SoftmaxCrossEntropyLoss", 12, 21},
     {"LayerNormalization", 17, 21},

@@ -317,6 +317,8 @@ th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_loss(tc__ox *x, const Onnx__NodeProto *n);
 /* onnx_ops_scatter.c: ScatterElements (reductions) and Scatter by runtime int64 indices. */
 th_status tc__ox_c_scatter(tc__ox *x, const Onnx__NodeProto *n);
+/* Tile by constant repeats (concats of copies). */
+th_status tc__ox_c_tile(tc__ox *x, const Onnx__NodeProto *n);
 
 /* ---- onnx_ops_conv.c: the convolution family and resampling
  * ------------------------------------------------ */

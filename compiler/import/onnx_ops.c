@@ -1101,6 +1101,7 @@ static const struct {
     {"GatherElements", tc__ox_c_gather},
     {"ScatterElements", tc__ox_c_scatter},
     {"Scatter", tc__ox_c_scatter},
+    {"Tile", tc__ox_c_tile},
     {"Cast", tc__ox_c_cast},
     {"Expand", tc__ox_c_expand},
     {"ReduceMean", tc__ox_c_reduce},

@@ -1,7 +1,9 @@
 /* The ONNX importer's converters of scatters by runtime indices: ScatterElements (opsets 11..21,
  * reduction none, add, mul, max, min) and the old Scatter (opsets 9, 10: ScatterElements without
  * a reduction) onto the scatter family (TC_OP_SCATTER). Data and updates are float tensors (a
- * constant one materialised); the indices are int64 graph inputs or computed int64 nodes. */
+ * constant one materialised); the indices are int64 graph inputs or computed int64 nodes. And Tile
+ * (opsets 6..21) by constant repeats: concats of copies along each repeated axis. */
+#include <limits.h>
 #include <string.h>
 
 #include "onnx_int.h"
@@ -47,4 +49,43 @@ th_status tc__ox_c_scatter(tc__ox *x, const Onnx__NodeProto *n) {
                                 "the scattered axis %d may differ",
                                 d, ti->shape[d], td->shape[d], axis);
   return tc__ox_set_node(x, n, 0, tc_graph_scatter(x->g, a, i, u, axis, op));
+}
+
+/* Tile: along each axis d with repeats r > 1, a concat of r copies (in groups of at most
+ * TC_MAX_INPUTS, chained). The repeats must be constant: a runtime one makes the shape unknown. */
+th_status tc__ox_c_tile(tc__ox *x, const Onnx__NodeProto *n) {
+  int64_t reps[TC__OX_RANK], dims[TC__OX_RANK], numel = 1;
+  int cnt, a, before = x->nunsup;
+  th_status rc = tc__ox_const_ints(x, n, 1, reps, TC__OX_RANK, &cnt);
+  if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
+  rc = tc__ox_float_in(x, n, 0, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int r = tc__ox_tdims(x, a, dims);
+  if (cnt != r)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "repeats has %d values for an input of rank %d", cnt,
+                        r);
+  for (int d = 0; d < r; d++) {
+    if (reps[d] < 1)
+      return tc__ox_unsupported(x, n, "repeats %lld on axis %d (an empty result)",
+                                (long long)reps[d], d);
+    if (reps[d] > INT_MAX / dims[d])
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "axis %d would be longer than %d", d, INT_MAX);
+    numel *= dims[d] * reps[d];
+    if (numel > TC_ONNX_MAX_ELEMENTS)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the result has more than %lld elements",
+                          (long long)TC_ONNX_MAX_ELEMENTS);
+  }
+  int acc = a;
+  for (int d = 0; d < r; d++) {
+    int one = acc, cnn = d == 1 && r == 4;
+    for (int64_t done = 1; done < reps[d];) {
+      int grp[TC_MAX_INPUTS], c = 0;
+      grp[c++] = acc;
+      while (c < TC_MAX_INPUTS && done < reps[d]) grp[c++] = one, done++;
+      acc = cnn ? tc_graph_concat(x->g, c, grp) : tc_graph_concat_axis(x->g, c, grp, d);
+      rc = tc__ox_bind_node(x, n, NULL, acc);
+      if (rc != TH_OK) return rc;
+    }
+  }
+  return tc__ox_set_node(x, n, 0, acc);
 }
