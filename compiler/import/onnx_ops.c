@@ -1102,6 +1102,7 @@ static const struct {
     {"ScatterElements", tc__ox_c_scatter},
     {"Scatter", tc__ox_c_scatter},
     {"Tile", tc__ox_c_tile},
+    {"OneHot", tc__ox_c_onehot},
     {"Cast", tc__ox_c_cast},
     {"Expand", tc__ox_c_expand},
     {"ReduceMean", tc__ox_c_reduce},

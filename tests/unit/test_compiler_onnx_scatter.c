@@ -1,5 +1,6 @@
-/* Tests of the ONNX importer's scatters (compiler/import/onnx_ops_scatter.c): ScatterElements with
- * each reduction and the old Scatter, built in C (onnx_build.h), imported and run by the reference
+/* Tests of the ONNX importer's scatters, Tile and OneHot (compiler/import/onnx_ops_scatter.c):
+ * ScatterElements with each reduction and the old Scatter, Tile by constant repeats, OneHot with
+ * negative and outside indices, built in C (onnx_build.h), imported and run by the reference
  * interpreter, compared with naive loops over the same inputs (duplicate and negative indices);
  * and the refusals: a reduction ONNX does not define, indices of another shape. */
 #include <math.h>
@@ -104,5 +105,57 @@ TH_TEST(scatter_refusals) {
   CHECK(rc != TH_OK);
   if (!strstr(err, "dim 1 (2) differs from data's (5)")) fprintf(stderr, "got: %s\n", err);
   CHECK(strstr(err, "dim 1 (2) differs from data's (5)") != NULL);
+  return 0;
+}
+
+/* Tile [N, 2, 3] by constant repeats [1, 3, 2] (a middle and the last axis), and OneHot of int64
+ * indices [N, 4] (negative ones, and 5 and -6 outside depth 5) along axis 1 with values [-1, 2]. */
+TH_TEST(tile_and_onehot) {
+  enum { D = 5 };
+  tb *b = tb_new(13);
+  tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, (int64_t[]){N, 2, 3});
+  tb_input(b, "i", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 2, (int64_t[]){N, K});
+  tb_init_i(b, "reps", 1, (int64_t[]){3}, (int64_t[]){1, 3, 2});
+  tb_init_i(b, "depth", 0, NULL, (int64_t[]){D});
+  tb_init_f(b, "vals", 1, (int64_t[]){2}, (float[]){-1.0f, 2.0f});
+  tb_node(b, "Tile", "t", "x,reps", "ty");
+  tb_attr_i(b, tb_node(b, "OneHot", "o", "i,depth,vals", "oy"), "axis", 1);
+  tb_output(b, "ty");
+  tb_output(b, "oy");
+  size_t len;
+  uint8_t *p = tb_pack(b, &len);
+  tc_onnx_opts o = {"test", 3, NULL, 1};
+  tc_graph *g = NULL;
+  char err[512] = "";
+  th_status rc = tc_onnx_import(p, len, &o, &g, NULL, err, sizeof err);
+  free(p);
+  tb_free(b);
+  if (rc != TH_OK) fprintf(stderr, "import: %s\n", err);
+  CHECK_EQ_INT(rc, TH_OK);
+  float x[N * 6], ty[N * 6 * 6], oy[N * D * K];
+  int64_t ix[N * K] = {0, -1, 4, 5, -5, 2, -6, 1, 3, 3, -2, 0};
+  tb_fill(x, N * 6, 7);
+  const void *ins[2] = {x, ix};
+  void *outs[2] = {ty, oy};
+  CHECK_EQ_INT(tc_ref_run_io(g, ins, outs, err, sizeof err), TH_OK);
+  for (int n = 0; n < N; n++)
+    for (int r = 0; r < 6; r++)
+      for (int c = 0; c < 6; c++)
+        if (ty[(n * 6 + r) * 6 + c] != x[(n * 2 + r % 2) * 3 + c % 3]) {
+          fprintf(stderr, "tile [%d, %d, %d]: got %g\n", n, r, c, ty[(n * 6 + r) * 6 + c]);
+          CHECK(0);
+        }
+  for (int n = 0; n < N; n++)
+    for (int d = 0; d < D; d++)
+      for (int k = 0; k < K; k++) {
+        int64_t v = ix[n * K + k], w = v < 0 ? v + D : v;
+        float want = w == d ? 2.0f : -1.0f;
+        if (oy[(n * D + d) * K + k] != want) {
+          fprintf(stderr, "onehot [%d, %d, %d]: got %g want %g\n", n, d, k,
+                  oy[(n * D + d) * K + k], want);
+          CHECK(0);
+        }
+      }
+  tc_graph_free(g);
   return 0;
 }
