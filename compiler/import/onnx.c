@@ -91,6 +91,7 @@ static const struct tc__ox_opset_range {
     {"Scatter", 9, 10},
     {"Tile", 6, 21},
     {"OneHot", 9, 21},
+    {"TopK", 1, 21},
     {"NegativeLogLikelihoodLoss", 12, 21},
     {"SoftmaxCrossEntropyLoss", 12, 21},
     {"LayerNormalization", 17, 21},

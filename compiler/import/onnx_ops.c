@@ -1103,6 +1103,7 @@ static const struct {
     {"Scatter", tc__ox_c_scatter},
     {"Tile", tc__ox_c_tile},
     {"OneHot", tc__ox_c_onehot},
+    {"TopK", tc__ox_c_topk},
     {"Cast", tc__ox_c_cast},
     {"Expand", tc__ox_c_expand},
     {"ReduceMean", tc__ox_c_reduce},

@@ -159,3 +159,55 @@ TH_TEST(tile_and_onehot) {
   tc_graph_free(g);
   return 0;
 }
+
+/* TopK along axis 1 of [N, 6, 2] (not the last) at opset 11 with k 3 as a constant input, largest
+ * and smallest, on values with ties (the lower index first), against a naive selection. */
+TH_TEST(topk_axis_ties) {
+  enum { L = 6, W = 2, KK = 3 };
+  for (int largest = 0; largest < 2; largest++) {
+    tb *b = tb_new(11);
+    tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 3, (int64_t[]){N, L, W});
+    tb_init_i(b, "k", 1, (int64_t[]){1}, (int64_t[]){KK});
+    Onnx__NodeProto *nd = tb_node(b, "TopK", "t", "x,k", "v,i");
+    tb_attr_i(b, nd, "axis", 1);
+    tb_attr_i(b, nd, "largest", largest);
+    tb_output(b, "v");
+    tb_output(b, "i");
+    size_t len;
+    uint8_t *p = tb_pack(b, &len);
+    tc_onnx_opts o = {"test", 3, NULL, 1};
+    tc_graph *g = NULL;
+    char err[512] = "";
+    th_status rc = tc_onnx_import(p, len, &o, &g, NULL, err, sizeof err);
+    free(p);
+    tb_free(b);
+    if (rc != TH_OK) fprintf(stderr, "import: %s\n", err);
+    CHECK_EQ_INT(rc, TH_OK);
+    float x[N * L * W], v[N * KK * W];
+    int64_t ix[N * KK * W];
+    for (int e = 0; e < N * L * W; e++) x[e] = (float)((e * 7) % 5) - 2.0f; /* many ties */
+    const void *ins[1] = {x};
+    void *outs[2] = {v, ix};
+    CHECK_EQ_INT(tc_ref_run_io(g, ins, outs, err, sizeof err), TH_OK);
+    for (int n = 0; n < N; n++)
+      for (int w = 0; w < W; w++) {
+        int used[L] = {0};
+        for (int r = 0; r < KK; r++) {
+          int best = -1;
+          for (int j = 0; j < L; j++) {
+            float c = x[(n * L + j) * W + w], bv = best < 0 ? 0 : x[(n * L + best) * W + w];
+            if (!used[j] && (best < 0 || (largest ? c > bv : c < bv))) best = j;
+          }
+          used[best] = 1;
+          int at = (n * KK + r) * W + w;
+          if (ix[at] != best || v[at] != x[(n * L + best) * W + w]) {
+            fprintf(stderr, "largest %d [%d, %d, %d]: got %g at %lld, want %g at %d\n", largest, n,
+                    r, w, v[at], (long long)ix[at], x[(n * L + best) * W + w], best);
+            CHECK(0);
+          }
+        }
+      }
+    tc_graph_free(g);
+  }
+  return 0;
+}
