@@ -18,8 +18,9 @@ static const char *const tc__op_names[] = {
     "softmax", "layout_transform", "const", "matmul", "layer_norm", "gelu", "tanh", "embedding",
     "reshape", "transpose", "slice", "mul", "sub", "div", "cast", "affine", "expand",
     "sigmoid", "hard_sigmoid", "hard_swish", "silu", "math", "gather", "binary", "reduce",
+    "scatter",
 };
-_Static_assert(TC_OP_COUNT == 39, "update tc__op_names when adding ops");
+_Static_assert(TC_OP_COUNT == 40, "update tc__op_names when adding ops");
 _Static_assert(sizeof tc__op_names / sizeof tc__op_names[0] == TC_OP_COUNT, "op name table size");
 
 size_t tc_dtype_size(int dtype) {

@@ -75,6 +75,8 @@ typedef enum tc_op {
   TC_OP_BINARY,          /* broadcast element-wise a op b: the TC_BINARY_* in math (MAX and after:
                             ONNX Max, Min, Pow, Mod, the comparisons as float 1/0) */
   TC_OP_REDUCE,          /* the TC_REDUCE_* in math over the last axis, which becomes 1 */
+  TC_OP_SCATTER,         /* inputs float data, int64 indices, float updates along axis: ONNX
+                            ScatterElements with the TC_SCATTER_* reduction in math */
   TC_OP_COUNT
 } tc_op;
 
@@ -240,6 +242,11 @@ int tc_graph_math(tc_graph *g, int x, int math, float alpha, float beta);
  * data's, and the output has idx's shape: out[i] = data[i with axis replaced by idx[i]]. */
 int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int has_ignore,
                     int ignore);
+/* ScatterElements: data (float32) with the float32 updates folded in where the int64 tensor idx
+ * (updates' shape; data's rank and dims but on axis) points along axis (negative from the end; one
+ * outside [-len, len) lands nowhere), in index order, by the TC_SCATTER_* reduction red (NONE
+ * replaces, so the last duplicate wins). The output has data's shape. */
+int tc_graph_scatter(tc_graph *g, int data, int idx, int upd, int axis, int red);
 /* Broadcast element-wise a op b (float32, numpy rules): the TC_BINARY_* op (MAX and after in
  * workload.h; add, mul, sub and div have their builders); -1 and an error for another op. */
 int tc_graph_binary(tc_graph *g, int a, int b, int op);

@@ -712,6 +712,36 @@ int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int 
   return id;
 }
 
+int tc_graph_scatter(tc_graph *g, int data, int idx, int upd, int axis, int red) {
+  const tc_tensor *t = tc__tin(g, data, "scatter", 0), *ti = tc__tin(g, idx, "scatter indices", 1),
+                  *tu = tc__tin(g, upd, "scatter updates", 0);
+  if (!t || !ti || !tu) return -1;
+  char s0[96], s1[96], s2[96];
+  tc__shape_str(t, s0, sizeof s0);
+  tc__shape_str(ti, s1, sizeof s1);
+  tc__shape_str(tu, s2, sizeof s2);
+  int ok = ti->dtype == TC_DTYPE_I64 && axis >= 0 && axis < t->ndim && red >= 0 &&
+           red < TC_SCATTER_COUNT && ti->ndim == t->ndim && tu->ndim == ti->ndim &&
+           ti->shape[axis] >= 1;
+  for (int d = 0; ok && d < t->ndim; d++)
+    ok = tu->shape[d] == ti->shape[d] && (d == axis || ti->shape[d] == t->shape[d]);
+  if (!ok) {
+    tc__err(g,
+            "scatter: int64 indices %s (got %s) and updates %s must have data %s's dims but on "
+            "axis %d (of %d), reduction %d in [0, %d)",
+            s1, tc_dtype_name(ti->dtype), s2, s0, axis, t->ndim, red, TC_SCATTER_COUNT);
+    return -1;
+  }
+  tc_tensor out = *t;
+  out.dtype = TC_DTYPE_F32;
+  int xs[3] = {data, idx, upd};
+  int id = tc__tnode(g, TC_OP_SCATTER, NULL, 3, xs, &out);
+  if (id < 0) return -1;
+  g->nodes[id].axis = axis;
+  g->nodes[id].math = red;
+  return id;
+}
+
 int tc_graph_binary(tc_graph *g, int a, int b, int op) {
   if (!g->err[0] && (op < TC_BINARY_MAX || op >= TC_BINARY_COUNT)) {
     tc__err(g, "binary: op %d is not an element-wise binary math op", op);

@@ -27,10 +27,11 @@ int tc_cuda_arg_elem_bytes(const tc_workload *wl, int slot) {
 }
 
 void tc_cuda_fill_i64(const tc_workload *wl, int64_t *p, int64_t n, uint64_t *seed) {
-  int emb = wl->kernel == TC_KERNEL_EMBEDDING || wl->kernel == TC_KERNEL_GATHER;
-  /* gather also takes negative indices in [-c, 0) */
-  int64_t lo = !emb ? -1000 : wl->kernel == TC_KERNEL_GATHER ? -wl->c : 0;
-  int64_t span = !emb ? 2001 : wl->kernel == TC_KERNEL_GATHER ? 2 * (int64_t)wl->c : wl->c;
+  int ga = wl->kernel == TC_KERNEL_GATHER || wl->kernel == TC_KERNEL_SCATTER;
+  int emb = wl->kernel == TC_KERNEL_EMBEDDING || ga;
+  /* gather and scatter also take negative indices in [-c, 0) */
+  int64_t lo = !emb ? -1000 : ga ? -wl->c : 0;
+  int64_t span = !emb ? 2001 : ga ? 2 * (int64_t)wl->c : wl->c;
   for (int64_t i = 0; i < n; i++) {
     *seed = *seed * 6364136223846793005ull + 1442695040888963407ull;
     uint64_t r = *seed >> 33;

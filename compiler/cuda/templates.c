@@ -20,8 +20,8 @@ static const tc__cuda_op *const ops[TC_KERNEL_COUNT] = {
     &tc__cuda_op_layout,       &tc__cuda_op_batch_matmul, &tc__cuda_op_layer_norm,
     &tc__cuda_op_softmax_rows, &tc__cuda_op_unary,        &tc__cuda_op_embedding,
     &tc__cuda_op_copy,         &tc__cuda_op_binary,       &tc__cuda_op_gather,
-    &tc__cuda_op_reduce};
-_Static_assert(TC_KERNEL_COUNT == 19,
+    &tc__cuda_op_reduce,       &tc__cuda_op_scatter};
+_Static_assert(TC_KERNEL_COUNT == 20,
                "add the new kernel family's GPU template to ops[] (or NULL)");
 
 /* The template of wl's family, or NULL when there is none for it or for its layout. */
@@ -294,7 +294,8 @@ int64_t tc__cuda_in_total(const tc_workload *wl) {
 }
 
 int64_t tc__cuda_out_total(const tc_workload *wl) {
-  if (wl->kernel == TC_KERNEL_GATHER) { /* a contiguous output over the iteration space */
+  /* gather, scatter: a contiguous output over the iteration space */
+  if (wl->kernel == TC_KERNEL_GATHER || wl->kernel == TC_KERNEL_SCATTER) {
     int64_t v = 1;
     for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) v *= wl->shape[d];
     return v;

@@ -57,8 +57,8 @@ extern const tc__cuda_op tc__cuda_op_conv2d, tc__cuda_op_depthwise, tc__cuda_op_
     tc__cuda_op_maxpool, tc__cuda_op_avgpool, tc__cuda_op_global_avgpool, tc__cuda_op_softmax,
     tc__cuda_op_eltwise, tc__cuda_op_concat, tc__cuda_op_layout, tc__cuda_op_batch_matmul,
     tc__cuda_op_layer_norm, tc__cuda_op_softmax_rows, tc__cuda_op_unary, tc__cuda_op_embedding,
-    tc__cuda_op_copy, tc__cuda_op_binary, tc__cuda_op_gather,
-    tc__cuda_op_reduce;
+    tc__cuda_op_copy, tc__cuda_op_binary, tc__cuda_op_gather, tc__cuda_op_reduce,
+    tc__cuda_op_scatter;
 
 /* ---- spaces and configs (templates.c) ---- */
 

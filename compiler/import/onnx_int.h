@@ -324,6 +324,14 @@ th_status tc__ox_c_gather(tc__ox *x, const Onnx__NodeProto *n);
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: a gather of the target's class, weights
  * gathered the same way, sums as products with ones. */
 th_status tc__ox_c_loss(tc__ox *x, const Onnx__NodeProto *n);
+/* onnx_ops_scatter.c: ScatterElements (reductions) and Scatter by runtime int64 indices. */
+th_status tc__ox_c_scatter(tc__ox *x, const Onnx__NodeProto *n);
+/* Tile by constant repeats (concats of copies). */
+th_status tc__ox_c_tile(tc__ox *x, const Onnx__NodeProto *n);
+/* OneHot with constant depth and values (a broadcast comparison with 0..depth-1). */
+th_status tc__ox_c_onehot(tc__ox *x, const Onnx__NodeProto *n);
+/* TopK along any axis by ranks from broadcast comparisons (values and int64 indices). */
+th_status tc__ox_c_topk(tc__ox *x, const Onnx__NodeProto *n);
 
 /* ---- onnx_ops_conv.c: the convolution family and resampling
  * ------------------------------------------------ */

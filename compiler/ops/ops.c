@@ -17,13 +17,14 @@ static const tc__op *const ops[TC_KERNEL_COUNT] = {
     &tc__op_layer_norm, &tc__op_softmax_rows, &tc__op_unary, &tc__op_embedding, &tc__op_copy,
     &tc__op_binary,
     &tc__op_gather,
-    &tc__op_reduce};
+    &tc__op_reduce,
+    &tc__op_scatter};
 static const char *const names[TC_KERNEL_COUNT] = {
 #define TC__KERNEL_NAME(id, name, nargs, a0, a1, a2, a3, a4) [TC_KERNEL_##id] = name,
     TC_KERNEL_TABLE(TC__KERNEL_NAME)
 #undef TC__KERNEL_NAME
 };
-_Static_assert(TC_KERNEL_COUNT == 19, "add the new kernel family to ops[]");
+_Static_assert(TC_KERNEL_COUNT == 20, "add the new kernel family to ops[]");
 
 /* TC_KERNEL_TABLE's argument slots: (role, size rule) pairs. */
 #define TC__ROLE(role, size) TC_ARG_ROLE_##role
@@ -149,6 +150,9 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
       return tc__extent(w, w->astride, 0) + (int64_t)(w->c - 1) * w->oc;
     case TC_ARG_SIZE_GATHER_INDEX:
       return tc__extent(w, w->bstride, 0);
+    case TC_ARG_SIZE_SCATTER_INDEX:
+    case TC_ARG_SIZE_SCATTER_UPDATES:
+      return tc__extent(w, w->bstride, 0) + (int64_t)(w->kh - 1) * w->oc;
   }
   return 0;
 }
@@ -164,6 +168,7 @@ th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
     out->nelems[a] = tc__arg_elems(wl, size);
     out->elem_bytes[a] = 4;
     if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX ||
+        size == TC_ARG_SIZE_SCATTER_INDEX ||
         (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64) ||
         (size == TC_ARG_SIZE_UNARY_OUT && wl->op == TC_UNARY_CAST_TO_I64) ||
         (size == TC_ARG_SIZE_REDUCE_OUT && wl->op >= TC_REDUCE_ARGMAX))
@@ -243,18 +248,23 @@ static th_status tc__tensor_check(const tc_workload *w) {
       break;
     case TC_KERNEL_COPY:
     case TC_KERNEL_BINARY:
-    case TC_KERNEL_GATHER: {
-      /* gather: c is the gathered axis' extent and oc its stride; kh 1 with kw the ignored index */
-      int ga = w->kernel == TC_KERNEL_GATHER;
-      if ((ga ? w->c < 1 || w->oc < 0 || (w->kh & ~1) || (!w->kh && w->kw) || w->aoff || w->boff
-              : w->c != 1 || w->oc != 1) ||
+    case TC_KERNEL_GATHER:
+    case TC_KERNEL_SCATTER: {
+      /* gather: c is the gathered axis' extent and oc its stride; kh 1 with kw the ignored index;
+         scatter: c the axis' extent, kh candidate updates oc apart, op a TC_SCATTER_* */
+      int ga = w->kernel == TC_KERNEL_GATHER, sc = w->kernel == TC_KERNEL_SCATTER;
+      if ((ga   ? w->c < 1 || w->oc < 0 || (w->kh & ~1) || (!w->kh && w->kw) || w->aoff || w->boff
+           : sc ? w->c < 1 || w->oc < 0 || w->kh < 1 || w->kw || w->aoff || w->boff || w->op < 0 ||
+                      w->op >= TC_SCATTER_COUNT
+                : w->c != 1 || w->oc != 1) ||
           w->h != 1 || w->w != 1 || w->oh != 1 || w->ow != 1 || w->n != 1 || w->ndim < 1 ||
           w->ndim > TC_WL_DIMS)
         return TH_ERR_INVALID;
       if (w->kernel == TC_KERNEL_BINARY && (w->op < 0 || w->op >= TC_BINARY_COUNT || w->aoff || w->boff))
         return TH_ERR_INVALID;
       if (w->aoff < 0 || w->boff < 0) return TH_ERR_INVALID;
-      int64_t total = 1, amax = ga ? (int64_t)(w->c - 1) * w->oc : w->aoff, bmax = w->boff;
+      int64_t total = 1, amax = ga ? (int64_t)(w->c - 1) * w->oc : w->aoff,
+              bmax = sc ? (int64_t)(w->kh - 1) * w->oc : w->boff;
       for (int d = 0; d < w->ndim; d++) {
         if (w->shape[d] < 1 || w->astride[d] < 0 || w->bstride[d] < 0) return TH_ERR_INVALID;
         total *= w->shape[d];
@@ -433,7 +443,7 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
     /* the tensor families' own fields, each only where the family reads it */
     w = 0;
     if (wl->kernel == TC_KERNEL_UNARY || wl->kernel == TC_KERNEL_BINARY ||
-        wl->kernel == TC_KERNEL_REDUCE)
+        wl->kernel == TC_KERNEL_REDUCE || wl->kernel == TC_KERNEL_SCATTER)
       w = snprintf(out + used, n - used, " op%d", wl->op);
     else if (wl->kernel == TC_KERNEL_BATCH_MATMUL)
       w = snprintf(out + used, n - used, " t%d,%d", wl->trans_a, wl->trans_b);
@@ -454,7 +464,7 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
       used += (size_t)w;
     }
     if (wl->kernel == TC_KERNEL_COPY || wl->kernel == TC_KERNEL_BINARY ||
-        wl->kernel == TC_KERNEL_GATHER) {
+        wl->kernel == TC_KERNEL_GATHER || wl->kernel == TC_KERNEL_SCATTER) {
       const int *v[3] = {wl->shape, wl->astride, wl->bstride};
       const char *tag[3] = {" d", " sa", " sb"};
       for (int q = 0; q < 3; q++) {
@@ -494,8 +504,9 @@ double tc_workload_flops(const tc_workload *wl) {
     case TC_KERNEL_UNARY: return wl->n;
     case TC_KERNEL_REDUCE: return (double)wl->n * wl->c;
     case TC_KERNEL_BINARY:
-    case TC_KERNEL_GATHER: {
-      double e = 1;
+    case TC_KERNEL_GATHER:
+    case TC_KERNEL_SCATTER: {
+      double e = wl->kernel == TC_KERNEL_SCATTER ? wl->kh : 1;
       for (int d = 0; d < wl->ndim && d < TC_WL_DIMS; d++) e *= wl->shape[d];
       return e;
     }

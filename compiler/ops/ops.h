@@ -56,6 +56,11 @@
  *                 data[sum i_d * astride[d] + k * oc] with k = indices[sum i_d * bstride[d]] (int64),
  *                 k + c when k < 0; 0 when k is outside [0, c) (never read), or when kh == 1 and the
  *                 raw index equals kw (a loss's ignore_index). n = h = w = oh = ow = 1.
+ *   scatter:      {data, indices, updates, out}: out (contiguous, shape[0..ndim), as data) element e
+ *                 at digits (i_d) is data[e] folded (TC_SCATTER_* op) with updates[b + j * oc] for
+ *                 j = 0..kh-1 in order wherever k = indices[b + j * oc] (k + c when k < 0) equals
+ *                 sum i_d * astride[d] (astride 1 on the axis, 0 elsewhere), b = sum i_d * bstride[d]
+ *                 (0 on the axis). n = h = w = oh = ow = 1, kw = 0.
  *   reduce:       {in, out}: in is n rows of c floats, out[i] = TC_REDUCE_* (op) of row i (oc = h = w
  *                 = 1): sum, mean, max, min, prod, sum of squares, L1, L2, log-sum, log-sum-exp;
  *                 or the int64 index of the row's first (last) max (min): out holds int64 then.
@@ -123,6 +128,8 @@ typedef enum tc_arg_size {
   TC_ARG_SIZE_VOLUME,   /* prod shape[d] */
   TC_ARG_SIZE_GATHER_DATA,  /* A_EXTENT plus (c - 1) * oc: the gathered axis */
   TC_ARG_SIZE_GATHER_INDEX, /* B_EXTENT int64 indices in [0, c) */
+  TC_ARG_SIZE_SCATTER_INDEX,   /* B_EXTENT plus (kh - 1) * oc int64 indices in [-c, c) */
+  TC_ARG_SIZE_SCATTER_UPDATES, /* as many floats */
 } tc_arg_size;
 
 /* A workload's kernel arguments, from its family's row of TC_KERNEL_TABLE. */

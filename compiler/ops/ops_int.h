@@ -25,7 +25,7 @@ extern const tc__op tc__op_conv2d, tc__op_depthwise, tc__op_dense, tc__op_maxpoo
 extern const tc__op tc__op_batch_matmul, tc__op_layer_norm, tc__op_softmax_rows, tc__op_unary,
     tc__op_embedding, tc__op_copy, tc__op_binary;
 /* ONNX indexing (issue 38) */
-extern const tc__op tc__op_gather;
+extern const tc__op tc__op_gather, tc__op_scatter;
 extern const tc__op tc__op_reduce;
 
 /* The value tuple of knob `name` in c (NULL if absent). */
@@ -103,6 +103,14 @@ const tc_expr *tc__binary_expr(tc_ir *ir, int op, const tc_expr *x, const tc_exp
 void tc__reduce_fold(int op, tc_expr_kind *k, double *init);
 const tc_expr *tc__reduce_map(tc_ir *ir, int op, const tc_expr *x, const tc_expr *mx);
 const tc_expr *tc__reduce_finish(tc_ir *ir, int op, const tc_expr *s, const tc_expr *mx, int64_t c);
+
+/* TC_SCATTER_* op folding update u into acc (scatter.c), and one output element of the scatter
+ * family for the CPU and GPU templates: bufs {data, indices, updates, out}, the element's offset
+ * at (data and out alike), its coordinate on the axis pos and its first candidate's index offset
+ * base (ops.h). */
+const tc_expr *tc__scatter_fold(tc_ir *ir, int op, const tc_expr *acc, const tc_expr *u);
+const tc_stmt *tc__scatter_elem(tc_ir *ir, const tc_workload *wl, const tc_var *const bufs[4],
+                                const tc_expr *at, const tc_expr *pos, const tc_expr *base);
 
 const tc_stmt *tc__vec_loop(tc_ir *ir, int64_t len, int vl, int unroll, tc__vec_fn fn, void *ctx);
 

@@ -55,6 +55,11 @@ static shape shape_of(const tc_workload *wl) {
     }
     case TC_KERNEL_EMBEDDING:
       return pieces(wl->n, wl->oc, 1.0, wl->oc);
+    case TC_KERNEL_SCATTER: { /* scalar: kh index loads and compares per element */
+      int64_t rows = 1;
+      for (int d = 0; d < wl->ndim - 1; d++) rows *= wl->shape[d];
+      return pieces(rows, wl->shape[wl->ndim - 1], 2.0 + 2.0 * wl->kh, 0);
+    }
     case TC_KERNEL_GATHER: { /* scalar: an index load, a check and a dependent load per element */
       int64_t rows = 1;
       for (int d = 0; d < wl->ndim - 1; d++) rows *= wl->shape[d];

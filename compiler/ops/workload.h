@@ -66,7 +66,10 @@
   X(GATHER, "gather", 3, (IN, GATHER_DATA), (IN, GATHER_INDEX), (OUT, VOLUME), (NONE, NONE),      \
     (NONE, NONE))                                                                                 \
   /* TC_REDUCE_* over each of n rows of c floats -> n floats */                                    \
-  X(REDUCE, "reduce", 2, (IN, ROWS), (OUT, REDUCE_OUT), (NONE, NONE), (NONE, NONE), (NONE, NONE))
+  X(REDUCE, "reduce", 2, (IN, ROWS), (OUT, REDUCE_OUT), (NONE, NONE), (NONE, NONE), (NONE, NONE))  \
+  /* out = data with updates folded in where indices point (ONNX ScatterElements, Scatter) */      \
+  X(SCATTER, "scatter", 4, (IN, VOLUME), (IN, SCATTER_INDEX), (IN, SCATTER_UPDATES),               \
+    (OUT, VOLUME), (NONE, NONE))
 
 typedef enum tc_kernel {
 #define TC__KERNEL_ENUM(id, name, nargs, a0, a1, a2, a3, a4) TC_KERNEL_##id,
@@ -152,6 +155,17 @@ typedef enum tc_precision { TC_PRECISION_FP32 = 0, TC_PRECISION_TF32, TC_PRECISI
 const char *tc_precision_name(int p);
 /* Parses "fp32" or "tf32" (NULL or "" means fp32) into *out; TH_ERR_INVALID for anything else. */
 th_status tc_precision_parse(const char *s, tc_precision *out);
+
+/* TC_KERNEL_SCATTER's reduction (tc_workload.op): how an update combines with the element (ONNX
+ * ScatterElements' reduction attribute; NONE replaces it, so the last of duplicates wins). */
+enum {
+  TC_SCATTER_NONE = 0,
+  TC_SCATTER_ADD,
+  TC_SCATTER_MUL,
+  TC_SCATTER_MAX,
+  TC_SCATTER_MIN,
+  TC_SCATTER_COUNT
+};
 
 /* TC_KERNEL_REDUCE's operation (tc_workload.op): ONNX's Reduce* over a row of c elements. */
 enum {

@@ -304,6 +304,35 @@ static th_status tc__gather_call(tc_graph *g, const tc__views *vs, tc_call *c, i
   return rc;
 }
 
+/* ScatterElements: TC_KERNEL_SCATTER over data's shape; astride picks the axis coordinate, the
+ * indices' strides (0 on the axis) the first candidate update, whose axis stride is oc. */
+static th_status tc__scatter_call(tc_graph *g, const tc__views *vs, tc_call *c, int i) {
+  const tc_node *nd = &g->nodes[i];
+  const tc_tensor *ti = &g->nodes[nd->inputs[1]].out;
+  int64_t is[TC_MAX_DIMS];
+  tc__rowmajor(ti, is);
+  int ax = nd->axis, r = nd->out.ndim;
+  if (r > TC_WL_DIMS)
+    return tc__fail(g, TH_ERR_UNSUPPORTED, "node %d (scatter): %d dimensions (at most %d)", i, r,
+                    TC_WL_DIMS);
+  tc__wl_tensor(&c->wl, TC_KERNEL_SCATTER, 1, nd->out.shape[ax], 1, 1, (int)is[ax], 1, 1);
+  c->wl.ndim = r;
+  c->wl.kh = ti->shape[ax];
+  c->wl.kw = 0;
+  c->wl.op = nd->math;
+  for (int d = 0; d < r; d++) {
+    c->wl.shape[d] = nd->out.shape[d];
+    c->wl.astride[d] = d == ax;
+    c->wl.bstride[d] = d == ax ? 0 : (int)is[d];
+  }
+  c->nargs = 4;
+  th_status rc = tc__arg_in(g, vs, c, 0, nd->inputs[0]);
+  if (rc == TH_OK) rc = tc__arg_in(g, vs, c, 1, nd->inputs[1]);
+  if (rc == TH_OK) rc = tc__arg_in(g, vs, c, 2, nd->inputs[2]);
+  tc__arg_work(c, 3, nd->out.offset);
+  return rc;
+}
+
 /* TC_KERNEL_UNARY's operation for a unary graph op. */
 static int tc__unary_op(tc_op op) {
   switch (op) {
@@ -531,6 +560,9 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     }
     case TC_OP_GATHER:
       rc = tc__gather_call(g, vs, c, i);
+      break;
+    case TC_OP_SCATTER:
+      rc = tc__scatter_call(g, vs, c, i);
       break;
     default:
       return tc__fail(g, TH_ERR_UNSUPPORTED, "node %d (%s) has no kernel after the passes", i,

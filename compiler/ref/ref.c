@@ -206,6 +206,35 @@ static void tc__gather(const tc_graph *g, const tc_node *nd, const float *data, 
   }
 }
 
+/* ScatterElements as the ONNX reference runs it: the output is a copy of data, then each update in
+ * the indices' order lands at its own coordinates with the axis one replaced by its index (wrapped
+ * once; outside the axis: dropped), folded in by the reduction. */
+static void tc__scatter(const tc_graph *g, const tc_node *nd, const float *data, const int64_t *ix,
+                        const float *upd, float *out) {
+  const tc_tensor *ti = &g->nodes[nd->inputs[1]].out;
+  int ax = nd->axis, len = nd->out.shape[ax];
+  int64_t numel = tc_tensor_numel(&nd->out), nu = tc_tensor_numel(ti);
+  memcpy(out, data, (size_t)numel * sizeof *out);
+  for (int64_t j = 0; j < nu; j++) {
+    int uc[TC_MAX_DIMS];
+    int64_t rem = j, dp = 0;
+    for (int d = ti->ndim - 1; d >= 0; d--) {
+      uc[d] = (int)(rem % ti->shape[d]);
+      rem /= ti->shape[d];
+    }
+    int64_t k = ix[j] < 0 ? ix[j] + len : ix[j];
+    if (k < 0 || k >= len) continue;
+    uc[ax] = (int)k;
+    for (int d = 0; d < nd->out.ndim; d++) dp = dp * nd->out.shape[d] + uc[d];
+    float v = out[dp], u = upd[j];
+    out[dp] = nd->math == TC_SCATTER_ADD   ? v + u
+              : nd->math == TC_SCATTER_MUL ? v * u
+              : nd->math == TC_SCATTER_MAX ? fmaxf(v, u)
+              : nd->math == TC_SCATTER_MIN ? fminf(v, u)
+                                           : u;
+  }
+}
+
 static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf, float *out,
                               char *err, size_t errlen) {
   const float *in0 = nd->ninputs > 0 ? buf[nd->inputs[0]] : NULL;
@@ -431,6 +460,10 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
     }
     case TC_OP_GATHER:
       tc__gather(g, nd, in0, (const int64_t *)(const void *)buf[nd->inputs[1]], out);
+      return TH_OK;
+    case TC_OP_SCATTER:
+      tc__scatter(g, nd, in0, (const int64_t *)(const void *)buf[nd->inputs[1]], buf[nd->inputs[2]],
+                  out);
       return TH_OK;
     case TC_OP_COUNT: break;
   }

@@ -264,6 +264,37 @@ float tc_ref_reduce(const float *x, int64_t n, int op) {
   }
 }
 
+/* Scatter: every output element from data, then each candidate update in index order where its
+ * wrapped index names the element's coordinate on the axis. */
+static void tc__ref_scatter(const tc_workload *wl, const float *data, const int64_t *idx,
+                            const float *upd, float *out) {
+  int64_t total = 1;
+  for (int d = 0; d < wl->ndim; d++) total *= wl->shape[d];
+  int i[TC_WL_DIMS] = {0};
+  for (int64_t e = 0; e < total; e++) {
+    int64_t pos = 0, bi = 0;
+    for (int d = 0; d < wl->ndim; d++) {
+      pos += (int64_t)i[d] * wl->astride[d];
+      bi += (int64_t)i[d] * wl->bstride[d];
+    }
+    float v = data[e];
+    for (int64_t j = 0; j < wl->kh; j++) {
+      int64_t raw = idx[bi + j * wl->oc], k = raw < 0 ? raw + wl->c : raw;
+      if (k != pos) continue;
+      float u = upd[bi + j * wl->oc];
+      switch (wl->op) {
+        case TC_SCATTER_ADD: v += u; break;
+        case TC_SCATTER_MUL: v *= u; break;
+        case TC_SCATTER_MAX: v = fmaxf(v, u); break;
+        case TC_SCATTER_MIN: v = fminf(v, u); break;
+        default: v = u; break;
+      }
+    }
+    out[e] = v;
+    for (int d = wl->ndim - 1; d >= 0 && ++i[d] == wl->shape[d]; d--) i[d] = 0;
+  }
+}
+
 th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
   if (!wl || !args || tc_workload_check(wl) != TH_OK) return TH_ERR_INVALID;
   int epi = wl->epilogue;
@@ -283,6 +314,10 @@ th_status tc_ref_kernel(const tc_workload *wl, void *const *args) {
     case TC_KERNEL_SOFTMAX_ROWS:
       if (!args[0] || !args[2] || ((epi & TC_EPI_MASK) && !args[1])) return TH_ERR_INVALID;
       tc__ref_softmax_rows(wl, args[0], args[1], args[2]);
+      return TH_OK;
+    case TC_KERNEL_SCATTER:
+      if (!args[0] || !args[1] || !args[2] || !args[3]) return TH_ERR_INVALID;
+      tc__ref_scatter(wl, args[0], args[1], args[2], args[3]);
       return TH_OK;
     case TC_KERNEL_GATHER:
       if (!args[0] || !args[1] || !args[2]) return TH_ERR_INVALID;

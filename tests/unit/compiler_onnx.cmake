@@ -55,3 +55,9 @@ th_unit_test(compiler_onnx_rnn SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_com
              ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_rnn PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# ScatterElements and Scatter (compiler/import/onnx_ops_scatter.c, issue 38) against naive loops.
+th_unit_test(compiler_onnx_scatter SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_scatter.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_models.c
+             LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_scatter PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)

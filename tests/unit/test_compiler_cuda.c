@@ -873,6 +873,13 @@ TH_TEST(emulated_gather) {
   return emulated_tensor(TC_KERNEL_GATHER);
 }
 
+TH_TEST(nvrtc_scatter) {
+  return nvrtc_tensor(TC_KERNEL_SCATTER);
+}
+TH_TEST(emulated_scatter) {
+  return emulated_tensor(TC_KERNEL_SCATTER);
+}
+
 /* Rows masked with -inf everywhere (where torch's softmax gives NaN) come out uniform, never NaN;
  * rows with some -inf positions give them 0 and match the reference. */
 TH_TEST(emulated_softmax_rows_inf_mask) {

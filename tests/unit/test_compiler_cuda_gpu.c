@@ -178,7 +178,8 @@ TH_TEST(tensor_templates_vs_reference) {
   device_target(&t);
   static const tc_kernel ks[] = {TC_KERNEL_BATCH_MATMUL, TC_KERNEL_DENSE, TC_KERNEL_LAYER_NORM,
                                  TC_KERNEL_SOFTMAX_ROWS, TC_KERNEL_UNARY, TC_KERNEL_EMBEDDING,
-                                 TC_KERNEL_COPY,         TC_KERNEL_BINARY,      TC_KERNEL_GATHER};
+                                 TC_KERNEL_COPY,         TC_KERNEL_BINARY,      TC_KERNEL_GATHER,
+                                 TC_KERNEL_SCATTER};
   uint64_t seed = 2024;
   int total = 0;
   for (size_t f = 0; f < sizeof ks / sizeof ks[0]; f++) {

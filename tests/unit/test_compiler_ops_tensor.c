@@ -271,6 +271,45 @@ TH_TEST(ref_rejects) {
   return 0;
 }
 
+TH_TEST(ref_scatter) {
+  /* ONNX's ScatterElements example: data [3, 3] zeros, indices [[1, 0, 2], [0, 2, 1]] along axis 0,
+   * updates [[1.0, 1.1, 1.2], [2.0, 2.1, 2.2]] -> [[2.0, 1.1, 0], [1.0, 0, 2.2], [0, 2.1, 1.2]] */
+  float data[9] = {0}, upd[6] = {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f}, out[9];
+  int64_t idx[6] = {1, 0, 2, 0, 2, 1};
+  tc_workload wl = strided_wl(TC_KERNEL_SCATTER, 2, (int[]){3, 3}, (int[]){1, 0}, (int[]){0, 1});
+  wl.c = 3, wl.oc = 3, wl.kh = 2, wl.kw = 0, wl.op = TC_SCATTER_NONE;
+  void *args[4] = {data, idx, upd, out};
+  CHECK_EQ_INT(tc_ref_kernel(&wl, args), TH_OK);
+  expect(out, (float[]){2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f}, 9, 0);
+  /* along axis 1 of [1, 5] = 1..5 by [1, -2 (= 3), 1] with [10, 20, 30]: the last duplicate wins
+   * (none); add and mul fold both; max and min keep data's element against the updates */
+  float d1[5] = {1, 2, 3, 4, 5}, u1[3] = {10, 20, 30}, o1[5];
+  int64_t i1[3] = {1, -2, 1};
+  tc_workload w1 = strided_wl(TC_KERNEL_SCATTER, 2, (int[]){1, 5}, (int[]){0, 1}, (int[]){3, 0});
+  w1.c = 5, w1.oc = 1, w1.kh = 3, w1.kw = 0;
+  void *a1[4] = {d1, i1, u1, o1};
+  static const float want[TC_SCATTER_COUNT][5] = {{1, 30, 3, 20, 5},
+                                                  {1, 42, 3, 24, 5},
+                                                  {1, 600, 3, 80, 5},
+                                                  {1, 30, 3, 20, 5},
+                                                  {1, 2, 3, 4, 5}};
+  for (int op = 0; op < TC_SCATTER_COUNT; op++) {
+    w1.op = op;
+    CHECK_EQ_INT(tc_ref_kernel(&w1, a1), TH_OK);
+    expect(o1, want[op], 5, 0);
+  }
+  /* an index outside [-5, 5) lands nowhere */
+  i1[0] = 5, i1[1] = -6, i1[2] = 7, w1.op = TC_SCATTER_NONE;
+  CHECK_EQ_INT(tc_ref_kernel(&w1, a1), TH_OK);
+  expect(o1, d1, 5, 0);
+  /* no candidates, or a reduction beyond min, is refused */
+  w1.kh = 0;
+  CHECK_EQ_INT(tc_workload_check(&w1), TH_ERR_INVALID);
+  w1.kh = 3, w1.op = TC_SCATTER_COUNT;
+  CHECK_EQ_INT(tc_workload_check(&w1), TH_ERR_INVALID);
+  return 0;
+}
+
 /* ---- templates through LLVM against tc_ref_kernel ---- */
 
 /* The argument slots of a tensor workload: elements and element size of each, and which is the
@@ -326,6 +365,12 @@ static slots arg_slots(const tc_workload *wl) {
       a.count[1] = span(wl, wl->bstride, 0);
       a.count[2] = 1;
       for (int d = 0; d < wl->ndim; d++) a.count[2] *= (size_t)wl->shape[d];
+      break;
+    case TC_KERNEL_SCATTER:
+      a.count[0] = a.count[3] = 1;
+      for (int d = 0; d < wl->ndim; d++) a.count[0] = a.count[3] *= (size_t)wl->shape[d];
+      a.count[1] = a.count[2] = span(wl, wl->bstride, 0) + (size_t)(wl->kh - 1) * (size_t)wl->oc;
+      a.size[1] = sizeof(int64_t);
       break;
     case TC_KERNEL_GATHER:
       a.count[0] = span(wl, wl->astride, 0) + (size_t)(wl->c - 1) * (size_t)wl->oc;
@@ -387,6 +432,9 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
       f[i] = i % 5 == 4 ? f[i] * 1e12f : f[i] * 100.0f;
   if (wl->kernel == TC_KERNEL_EMBEDDING && slot == 0)
     for (size_t i = 0; i < count; i++) q[i] = i == 0 ? wl->c : i == 1 ? -1 : irand(wl->c + 4) - 2;
+  if (wl->kernel == TC_KERNEL_SCATTER && slot == 1) /* duplicates, negative, c and -c - 1 */
+    for (size_t i = 0; i < count; i++)
+      q[i] = i == 0 ? wl->c : i == 1 ? -wl->c - 1 : irand(2 * wl->c + 2) - wl->c - 1;
   if (wl->kernel == TC_KERNEL_GATHER && slot == 1) /* negative ones, c and -c - 1 outside */
     for (size_t i = 0; i < count; i++)
       q[i] = i == 0 ? wl->c : i == 1 ? -wl->c - 1 : irand(2 * wl->c + 2) - wl->c - 1;
@@ -692,6 +740,38 @@ TH_TEST(gather_differential) {
       gather_wl(1, 3, (int[]){4, 5, 6}, 3, (int[]){4, 1, 6}, 1, 2),
       gather_wl(1, 2, (int[]){3, 5000}, 2, (int[]){3, 4100}, 1, INT32_MIN),
       gather_wl(0, 2, (int[]){3, 5000}, 1, (int[]){2}, 0, INT32_MIN),
+  };
+  check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
+  return 0;
+}
+
+/* ScatterElements along `axis` of contiguous data dims[0..nd) by contiguous indices and updates
+ * whose axis extent is kh (the other dims data's), reduction op, as the lowering builds it. */
+static tc_workload scatter_wl(int nd, const int *dims, int axis, int kh, int op) {
+  int shape[TC_WL_DIMS], as[TC_WL_DIMS], bs[TC_WL_DIMS], id[TC_WL_DIMS], is[TC_WL_DIMS];
+  for (int d = 0; d < nd; d++) id[d] = d == axis ? kh : dims[d];
+  contiguous(nd, id, is);
+  for (int d = 0; d < nd; d++) {
+    shape[d] = dims[d];
+    as[d] = d == axis;
+    bs[d] = d == axis ? 0 : is[d];
+  }
+  tc_workload wl = strided_wl(TC_KERNEL_SCATTER, nd, shape, as, bs);
+  wl.c = dims[axis], wl.oc = is[axis], wl.kh = kh, wl.kw = 0, wl.op = op;
+  return wl;
+}
+
+/* Each reduction over axis 0, a middle and the last axis, more candidates than the axis holds
+ * (duplicates), runs longer than a piece; indices negative and outside [-c, c) (fill_slot). */
+TH_TEST(scatter_differential) {
+  init_target();
+  tc_workload wls[] = {
+      scatter_wl(2, (int[]){3, 3}, 0, 2, TC_SCATTER_NONE),
+      scatter_wl(3, (int[]){2, 5, 4}, 1, 9, TC_SCATTER_ADD),
+      scatter_wl(3, (int[]){2, 3, 6}, 2, 4, TC_SCATTER_MUL),
+      scatter_wl(1, (int[]){7}, 0, 12, TC_SCATTER_MAX),
+      scatter_wl(2, (int[]){3, 5000}, 0, 4, TC_SCATTER_MIN),
+      scatter_wl(2, (int[]){2, 4100}, 1, 3, TC_SCATTER_NONE),
   };
   check_tensor(wls, (int)(sizeof wls / sizeof wls[0]));
   return 0;

@@ -73,6 +73,21 @@ static inline tc_workload tw_gather(int nd, const int *shape, const int *as, con
   return wl;
 }
 
+/* ScatterElements along `axis` of contiguous data dims[0..nd) by contiguous indices whose axis
+ * extent is kh (the other dims data's), reduction op (TC_SCATTER_*), as the lowering builds it */
+static inline tc_workload tw_scatter(int nd, const int *dims, int axis, int kh, int op) {
+  tc_workload wl = tw_base(TC_KERNEL_SCATTER);
+  int is = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    wl.shape[d] = dims[d], wl.astride[d] = d == axis, wl.bstride[d] = d == axis ? 0 : is;
+    is *= d == axis ? kh : dims[d];
+  }
+  int ax = 1;
+  for (int d = axis + 1; d < nd; d++) ax *= dims[d];
+  wl.ndim = nd, wl.c = dims[axis], wl.oc = ax, wl.kh = kh, wl.kw = 0, wl.op = op;
+  return wl;
+}
+
 /* copy (bstride: the output's) or binary (bstride: b's) over shape[0..nd) */
 static inline tc_workload tw_strided(tc_kernel k, int nd, const int *shape, const int *as,
                                      const int *bs, int aoff, int boff) {
@@ -267,6 +282,13 @@ static inline int tw_edge_set(tc_kernel k, tc_workload *w) {
       w[n++] = tw_gather(2, s3, a3, b3, 5000, 1, -1);
       break;
     }
+    case TC_KERNEL_SCATTER: /* each reduction; duplicates, negative and outside indices */
+      w[n++] = tw_scatter(2, (int[]){3, 3}, 0, 2, TC_SCATTER_NONE);
+      w[n++] = tw_scatter(3, (int[]){2, 5, 4}, 1, 7, TC_SCATTER_ADD);
+      w[n++] = tw_scatter(2, (int[]){4, 9}, 1, 3, TC_SCATTER_MUL);
+      w[n++] = tw_scatter(1, (int[]){6}, 0, 4, TC_SCATTER_MAX);
+      w[n++] = tw_scatter(2, (int[]){3, 4100}, 0, 5, TC_SCATTER_MIN);
+      break;
     default:
       break;
   }
