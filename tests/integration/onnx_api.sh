@@ -197,7 +197,7 @@ case_upload_bad() {
   expect_put 400 "$TMP/text.onnx" "${auth[@]}"; body_has '"code":"invalid_onnx"'
   expect_put 400 "$TMP/empty.onnx" "${auth[@]}"; body_has '"code":"invalid_onnx"'
   expect_put 422 "$TMP/unsupported.onnx" "${auth[@]}"; body_has '"code":"unsupported_operator"'; body_has 'Det'
-  expect_put 400 "$TMP/opset.onnx" "${auth[@]}"; body_has 'opset'
+  expect_put 400 "$TMP/opset.onnx" "${auth[@]}"; body_has 'opset 23'; body_has '1..21'
   expect_put 400 "$TMP/initializer.onnx" "${auth[@]}"; body_has "'w'"
   expect_put 400 "$TMP/bomb.onnx" "${auth[@]}"; body_has '"code":"invalid_onnx"'
   expect_put 400 "$TMP/cycle.onnx" "${auth[@]}"; body_has 'cycle'
