@@ -275,6 +275,34 @@ void tc__cuda_map_pick(const tc_space *s, tc_config *c, int vec4) {
   tc__cuda_pick(s, c, "auto_unroll_max_step", &un, 1);
 }
 
+th_status tc__cuda_plain_map_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
+  (void)wl;
+  (void)t;
+  return tc__cuda_map_space(s, 0, 0);
+}
+
+th_status tc__cuda_plain_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                      const tc_space *s, tc_config *c) {
+  (void)wl;
+  (void)t;
+  tc__cuda_map_pick(s, c, 0);
+  return TH_OK;
+}
+
+void tc__cuda_digit_offsets(tc__cuda_lc *L, const tc_expr *idx, const tc_expr **a,
+                            const tc_expr **b) {
+  const tc_workload *wl = L->wl;
+  const tc_expr *rem = idx;
+  *a = I(0);
+  *b = I(0);
+  for (int d = wl->ndim - 1; d >= 0; d--) {
+    const tc_expr *i = d > 0 ? MOD(rem, I(wl->shape[d])) : rem;
+    *a = ADD(*a, MUL(i, I(wl->astride[d])));
+    *b = ADD(*b, MUL(i, I(wl->bstride[d])));
+    if (d > 0) rem = DIV(rem, I(wl->shape[d]));
+  }
+}
+
 th_status tc__cuda_in_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                    const tc_space *s, tc_config *c) {
   (void)t;

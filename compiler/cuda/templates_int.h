@@ -103,6 +103,15 @@ th_status tc__cuda_in_map_fallback(const tc_workload *wl, const tc_cuda_target *
                                    const tc_space *s, tc_config *c);
 th_status tc__cuda_out_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
                                     const tc_space *s, tc_config *c);
+/* The plain map of the families whose elements read computed offsets (unary, gather, scatter):
+ * knobs threads and inner; fallback 256 threads, inner 1. */
+th_status tc__cuda_plain_map_space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s);
+th_status tc__cuda_plain_map_fallback(const tc_workload *wl, const tc_cuda_target *t,
+                                      const tc_space *s, tc_config *c);
+/* The a- and b-side offsets (astride, bstride) of contiguous element idx of wl->shape, from its
+ * digits (gather, scatter). */
+void tc__cuda_digit_offsets(tc__cuda_lc *L, const tc_expr *idx, const tc_expr **a,
+                            const tc_expr **b);
 /* Elements of the map: the input's for copies and eltwise, the output's for the others. */
 int64_t tc__cuda_in_total(const tc_workload *wl);
 int64_t tc__cuda_out_total(const tc_workload *wl);

@@ -143,6 +143,9 @@ typedef struct tc__strided {
   int64_t rows, len;
 } tc__strided;
 void tc__strided_init(const tc_workload *wl, tc__strided *s);
+/* The workload's dims as they are, none dropped or merged (gather, scatter: their output is
+ * contiguous over the whole shape, rows of shape[ndim - 1]). */
+void tc__strided_full(const tc_workload *wl, tc__strided *s);
 /* The element offsets (without aoff/boff) on the a and b sides of element `off` of outer row `row`. */
 void tc__strided_offsets(tc_ir *ir, const tc__strided *s, const tc_expr *row, const tc_expr *off,
                          const tc_expr **a, const tc_expr **b);

@@ -64,13 +64,7 @@ static const tc_stmt *sc_piece(tc_ir *ir, void *p, const tc_expr *row, const tc_
   sc_ctx *c = p;
   const tc_workload *wl = c->wl;
   tc__strided st;
-  memset(&st, 0, sizeof st);
-  st.nd = wl->ndim;
-  for (int d = 0; d < wl->ndim; d++) {
-    st.shape[d] = wl->shape[d];
-    st.as[d] = wl->astride[d];
-    st.bs[d] = wl->bstride[d];
-  }
+  tc__strided_full(wl, &st);
   tc__strided_offsets(ir, &st, row, off, &c->a, &c->b);
   c->o = tc_e_add(ir, tc_e_mul(ir, row, tc__c(ir, wl->shape[wl->ndim - 1])), off);
   return tc__vec_loop(ir, n, 1, c->unroll, sc_step, c);

@@ -212,6 +212,16 @@ const tc_stmt *tc__red_let(tc_ir *ir, const tc__red *r, const tc_var *out, const
 
 /* ---- strided iteration spaces (copy, binary) ---- */
 
+void tc__strided_full(const tc_workload *wl, tc__strided *s) {
+  memset(s, 0, sizeof *s);
+  s->nd = wl->ndim;
+  for (int d = 0; d < wl->ndim; d++) {
+    s->shape[d] = wl->shape[d];
+    s->as[d] = wl->astride[d];
+    s->bs[d] = wl->bstride[d];
+  }
+}
+
 void tc__strided_init(const tc_workload *wl, tc__strided *s) {
   memset(s, 0, sizeof *s);
   for (int d = 0; d < wl->ndim; d++) {

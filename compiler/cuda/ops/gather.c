@@ -4,29 +4,10 @@
  * index outside [-c, c) (or the ignored one) writes 0 and never reads outside the data. */
 #include "templates_int.h"
 
-static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
-  (void)wl;
-  (void)t;
-  return tc__cuda_map_space(s, 0, 0);
-}
-
-static th_status fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
-                          tc_config *c) {
-  (void)wl;
-  (void)t;
-  tc__cuda_map_pick(s, c, 0);
-  return TH_OK;
-}
-
 static const tc_stmt *elem(tc__cuda_lc *L, const tc_expr *idx) {
   const tc_workload *wl = L->wl;
-  const tc_expr *rem = idx, *a = I(0), *b = I(0);
-  for (int d = wl->ndim - 1; d >= 0; d--) {
-    const tc_expr *i = d > 0 ? MOD(rem, I(wl->shape[d])) : rem;
-    a = ADD(a, MUL(i, I(wl->astride[d])));
-    b = ADD(b, MUL(i, I(wl->bstride[d])));
-    if (d > 0) rem = DIV(rem, I(wl->shape[d]));
-  }
+  const tc_expr *a, *b;
+  tc__cuda_digit_offsets(L, idx, &a, &b);
   tc_var *raw = tc_var_new(L->ir, "raw", tc_type_int()), *k = tc_var_new(L->ir, "k", tc_type_int());
   const tc_expr *wrap =
       tc_e_select(L->ir, BIN(TC_EXPR_LT, V(raw), I(0)), ADD(V(raw), I(wl->c)), V(raw));
@@ -42,5 +23,5 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
   return tc__cuda_map_cfg(L, s, c, tc__cuda_out_total(L->wl), elem);
 }
 
-const tc__cuda_op tc__cuda_op_gather = {TC_KERNEL_GATHER, space, fallback, tc__cuda_out_map_shape,
-                                        lower};
+const tc__cuda_op tc__cuda_op_gather = {TC_KERNEL_GATHER, tc__cuda_plain_map_space,
+                                        tc__cuda_plain_map_fallback, tc__cuda_out_map_shape, lower};

@@ -5,12 +5,6 @@
 #include "../../ops/ops_int.h"
 #include "templates_int.h"
 
-static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space *s) {
-  (void)wl;
-  (void)t;
-  return tc__cuda_map_space(s, 0, 0);
-}
-
 static const tc_stmt *elem(tc__cuda_lc *L, const tc_expr *idx) {
   const tc_workload *wl = L->wl;
   const tc_expr *x = LD(L->arg[TC_ARG_SIMPLE_IN], idx), *y = x;
@@ -27,5 +21,5 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
   return tc__cuda_map_cfg(L, s, c, L->wl->n, elem);
 }
 
-const tc__cuda_op tc__cuda_op_unary = {TC_KERNEL_UNARY, space, tc__cuda_in_map_fallback,
-                                       tc__cuda_in_map_shape, lower};
+const tc__cuda_op tc__cuda_op_unary = {TC_KERNEL_UNARY, tc__cuda_plain_map_space,
+                                       tc__cuda_in_map_fallback, tc__cuda_in_map_shape, lower};
