@@ -258,14 +258,10 @@ th_status tc__ox_int_tensor(tc__ox *x, const Onnx__NodeProto *n, tc__oxv *v, int
   int k = tc_graph_const(x->g, v->name, c->ndim ? c->ndim : 1, c->ndim ? c->dims : &one,
                          TC_INIT_EMBED, 1);
   th_status rc = tc__ox_bind_node(x, n, NULL, k);
-  if (rc == TH_OK) rc = tc__ox_ptrack(x);
+  if (rc == TH_OK) rc = tc__ox_fill_param(x, x->g->nodes[k].weight, 0.0f);
   if (rc != TH_OK) return rc;
-  if (x->opts->weights) {
-    tc_param *p = &x->g->params[x->g->nodes[k].weight];
-    p->data = th_arena_alloc(x->g->arena, (size_t)p->numel * sizeof(float));
-    if (!p->data) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
-    for (int64_t e = 0; e < p->numel; e++) p->data[e] = (float)c->i[e];
-  }
+  float *data = x->g->params[x->g->nodes[k].weight].data; /* NULL without weights */
+  for (int64_t e = 0; data && e < c->n; e++) data[e] = (float)c->i[e];
   *id = tc_graph_cast(x->g, k, TC_DTYPE_I64);
   return tc__ox_bind_node(x, n, NULL, *id);
 }

@@ -333,12 +333,13 @@ static th_status tc__scatter_call(tc_graph *g, const tc__views *vs, tc_call *c, 
   return rc;
 }
 
-/* TC_KERNEL_UNARY's operation for a unary graph op. */
-static int tc__unary_op(tc_op op) {
-  switch (op) {
+/* TC_KERNEL_UNARY's operation for a unary graph node (a cast by its direction). */
+static int tc__unary_op(const tc_node *nd) {
+  switch (nd->op) {
     case TC_OP_GELU: return TC_UNARY_GELU;
     case TC_OP_TANH: return TC_UNARY_TANH;
-    case TC_OP_CAST: return TC_UNARY_CAST_I64;
+    case TC_OP_CAST:
+      return nd->out.dtype == TC_DTYPE_I64 ? TC_UNARY_CAST_TO_I64 : TC_UNARY_CAST_I64;
     case TC_OP_SIGMOID: return TC_UNARY_SIGMOID;
     case TC_OP_HARD_SIGMOID: return TC_UNARY_HARD_SIGMOID;
     case TC_OP_HARD_SWISH: return TC_UNARY_HARD_SWISH;
@@ -524,9 +525,7 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
     case TC_OP_MATH:
       /* element-wise: a channel-blocked map is read and written in its own layout */
       tc__wl_tensor(&c->wl, TC_KERNEL_UNARY, (int)tc__stored_numel(&nd->out), 1, 1, 1, 1, 1, 1);
-      c->wl.op = nd->op == TC_OP_MATH                                 ? nd->math
-                 : nd->op == TC_OP_CAST && nd->out.dtype == TC_DTYPE_I64 ? TC_UNARY_CAST_TO_I64
-                                                                         : tc__unary_op(nd->op);
+      c->wl.op = nd->op == TC_OP_MATH ? nd->math : tc__unary_op(nd);
       if (nd->op == TC_OP_AFFINE || nd->op == TC_OP_HARD_SIGMOID || nd->op == TC_OP_MATH) {
         c->wl.alpha = nd->alpha;
         c->wl.beta = nd->shift;

@@ -389,7 +389,7 @@ records_out() {
 
 # plan_tuning SECONDS: "KEY TRIALS" per key tuned within SECONDS, in TUNE_ORDER; the rest to stderr
 plan_tuning() {
-  local left=$1 trial_s key n t cost over todo
+  local left=$1 trial_s key n t cost over pending
   trial_s=$(spent_mean est_trial "$EST_TRIAL_S")
   over=$(awk -v b="$(spent_mean est_build "$EST_BUILD_S")" -v r="$(spent_mean run "$EST_RUN_S")" -v p="$(precisions | wc -w)" \
     'BEGIN { printf "%d\n", p * (b + r) }')
@@ -400,16 +400,16 @@ plan_tuning() {
     case "$rows" in *" $key "*) ;; *) continue ;; esac
     case "$seen" in *" $key "*) continue ;; esac
     seen="$seen$key "
-    todo=$(untuned "$key")
-    if [ -z "$todo" ]; then
+    pending=$(untuned "$key")
+    if [ -z "$pending" ]; then
       echo "$key 0 0" # every task has a record: built tuned, no trials
       continue
     fi
     t=0
-    for prec in $todo; do t=$((t + $(tasks "$key" "$prec"))); done
+    for prec in $pending; do t=$((t + $(tasks "$key" "$prec"))); done
     n=$(awk -v l="$left" -v o="$over" -v t="$t" -v s="$trial_s" -v max="$TRIALS" \
       'BEGIN { n = int((l - o) / (t * s)); if (n > max) n = max; print (n < 0 ? 0 : n) }')
-    if [ "$n" -lt "$MIN_TRIALS" ] && [ "$(wc -w <<< "$todo")" -lt "$(precisions | wc -w)" ]; then
+    if [ "$n" -lt "$MIN_TRIALS" ] && [ "$(wc -w <<< "$pending")" -lt "$(precisions | wc -w)" ]; then
       echo "$key 0 0" # no budget for the rest, but some precision has every record: built tuned with those
       continue
     fi
