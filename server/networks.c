@@ -337,7 +337,13 @@ enum MHD_Result srv_networks_route(srv_t *s, srv_request *r, const char *name) {
   }
   if (!strcmp(m, "PUT")) {
     r->route = SRV_ROUTE_NETWORK_PUT;
-    return srv__network_put(s, r, name);
+    enum MHD_Result ret = srv__network_put(s, r, name);
+    /* the temp file goes now, while the answer is only queued: MHD sends it from this thread after this
+     * returns, and calls srv__completed (which would free it) only after the client has read it, so a
+     * client that lists the store's tmp/ as soon as it has its 400 would still find the file */
+    srv_upload_free(r->upload);
+    r->upload = NULL;
+    return ret;
   }
   r->route = SRV_ROUTE_NETWORK_DELETE; /* the router's 405 answered any other method */
   return srv__network_delete(s, r, name);
