@@ -223,6 +223,39 @@ case_build_cuda_untimed() {
     fail "manifest: $(jq -c '{key, target, latency_ms, unmeasured}' "$TMP/manifest.json")"
 }
 
+# The runtime object (th_rt.c) is compiled once per machine and user, into $XDG_CACHE_HOME/tunehub: a second
+# CLI build compiles no runtime (the compiler wrapper logs every `cc -c`) and its bundle runs; a cache folder
+# that others may write is not used, and TUNEHUB_NO_CACHE compiles as before.
+case_runtime_cache() {
+  /usr/bin/python3 "$here/onnx_models.py" small "$TMP/small.onnx" || fail "cannot write small.onnx"
+  "$TUNEHUB" import "$TMP/small.onnx" --name small --data "$DATA" >/dev/null || fail "import"
+  mkdir -p "$TMP/bin"
+  printf '#!/bin/bash\n[[ " $* " == *" -c "* ]] && echo "$*" >>%q\nexec %s "$@"\n' "$TMP/compiles" \
+    "${CC:-cc}" >"$TMP/bin/cc"
+  chmod +x "$TMP/bin/cc"
+  build() { # build N [env...]: bundle $TMP/bN.tar; echoes how many `cc -c` it ran
+    local n=$1 before after
+    shift
+    before=$(cat "$TMP/compiles" 2>/dev/null | wc -l)
+    env CC="$TMP/bin/cc" XDG_CACHE_HOME="$TMP/cache" "$@" "$TUNEHUB" build llvm small 2 -o "$TMP/b$n.tar" \
+      --data "$DATA" >"$TMP/build$n.log" 2>&1 || { cat "$TMP/build$n.log"; fail "build $n"; }
+    after=$(cat "$TMP/compiles" 2>/dev/null | wc -l)
+    echo $((after - before))
+  }
+  local n
+  n=$(build 1)
+  [[ $n == 1 ]] || fail "the first build compiled the runtime $n times"
+  local objs
+  objs=$(find "$TMP/cache/tunehub" -name 'th_rt-*.o' -type f 2>/dev/null | wc -l || true)
+  [[ $objs == 1 ]] || fail "the cache holds $objs runtime objects: $(ls -la "$TMP/cache/tunehub")"
+  [[ "$(stat -c %a "$TMP/cache/tunehub")" == 700 ]] || fail "the cache folder is not private"
+  [[ "$(build 2)" == 0 ]] || fail "the second build compiled the runtime again"
+  "$TUNEHUB" run "$TMP/b2.tar" --repeat 2 >"$TMP/run.out" 2>&1 || fail "the cached runtime's bundle: $(cat "$TMP/run.out")"
+  [[ "$(build 3 TUNEHUB_NO_CACHE=1)" == 1 ]] || fail "TUNEHUB_NO_CACHE still took the cached runtime"
+  chmod 777 "$TMP/cache/tunehub"
+  [[ "$(build 4)" == 1 ]] || fail "a cache folder that others may write was used"
+}
+
 # `tunehub build --no-fuse GROUP,...` (for timing fusions): a bad group is refused with the valid ones and
 # nothing is written; a build without the activation group has more calls than the default one, and its
 # manifest says which groups it lacks (a normal manifest has no "fusion_disabled")
