@@ -112,9 +112,7 @@ static void tc__dense(const tc_graph *g, const tc_node *nd, const float *in, con
   const float *bias = nd->bias >= 0 ? g->params[nd->bias].data : NULL;
   for (int64_t n = 0; n < N; n++) {
     for (int m = 0; m < M; m++) {
-      const float *x = in + (size_t)n * K, *w = wt + (size_t)m * K;
-      double acc = 0;
-      for (int k = 0; k < K; k++) acc += (double)x[k] * w[k];
+      double acc = tc_ref_dot(in + (size_t)n * K, 1, wt + (size_t)m * K, 1, K);
       float v = (float)acc + (bias ? bias[m] : 0.0f);
       if (res) v += res[(size_t)n * M + m];
       out[(size_t)n * M + m] = tc__act(v, nd->epilogue, nd);
@@ -404,10 +402,8 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
         const float *A = in0 + i * M * K, *B = b + i * K * N;
         for (int m = 0; m < M; m++)
           for (int n = 0; n < N; n++) {
-            double acc = 0;
-            for (int k = 0; k < K; k++)
-              acc += (double)A[nd->trans_a ? (size_t)k * M + m : (size_t)m * K + k] *
-                     B[nd->trans_b ? (size_t)n * K + k : (size_t)k * N + n];
+            double acc = tc_ref_dot(nd->trans_a ? A + m : A + (size_t)m * K, nd->trans_a ? M : 1,
+                                    nd->trans_b ? B + (size_t)n * K : B + n, nd->trans_b ? 1 : N, K);
             out[(i * M + m) * N + n] = (float)(acc * nd->alpha);
           }
       }

@@ -29,13 +29,25 @@ static float tc__ref_epi(const tc_workload *wl, double v, const float *bias, int
   return (float)v;
 }
 
+double tc_ref_dot(const float *a, int64_t as, const float *b, int64_t bs, int64_t n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += (double)a[k * as] * b[k * bs];
+    s1 += (double)a[(k + 1) * as] * b[(k + 1) * bs];
+    s2 += (double)a[(k + 2) * as] * b[(k + 2) * bs];
+    s3 += (double)a[(k + 3) * as] * b[(k + 3) * bs];
+  }
+  for (; k < n; k++) s0 += (double)a[k * as] * b[k * bs];
+  return (s0 + s1) + (s2 + s3);
+}
+
 static void tc__ref_dense(const tc_workload *wl, const float *in, const float *wt, const float *bias,
                           const float *res, float *out) {
   int K = wl->c, M = wl->oc;
   for (int64_t r = 0; r < wl->n; r++)
     for (int m = 0; m < M; m++) {
-      double acc = 0;
-      for (int k = 0; k < K; k++) acc += (double)in[r * K + k] * wt[(int64_t)m * K + k];
+      double acc = tc_ref_dot(in + r * K, 1, wt + (int64_t)m * K, 1, K);
       out[r * M + m] = tc__ref_epi(wl, acc, bias, m, res, r * M + m);
     }
 }
@@ -46,12 +58,8 @@ static void tc__ref_batch_matmul(const tc_workload *wl, const float *a, const fl
     const float *ai = a + i * M * K, *bi = b + i * K * N;
     for (int64_t y = 0; y < M; y++)
       for (int64_t x = 0; x < N; x++) {
-        double acc = 0;
-        for (int64_t k = 0; k < K; k++) {
-          double av = wl->trans_a ? ai[k * M + y] : ai[y * K + k];
-          double bv = wl->trans_b ? bi[x * K + k] : bi[k * N + x];
-          acc += av * bv;
-        }
+        double acc = tc_ref_dot(wl->trans_a ? ai + y : ai + y * K, wl->trans_a ? M : 1,
+                                wl->trans_b ? bi + x * K : bi + x, wl->trans_b ? 1 : N, K);
         out[(i * M + y) * N + x] = (float)(wl->alpha * acc);
       }
   }

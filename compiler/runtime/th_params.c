@@ -9,16 +9,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* CRC-32 (zlib's) eight bytes at a time ("slicing by 8"): t[0] is the bytewise table, t[j][b] the CRC of
+ * byte b followed by j zero bytes, so that one step folds eight bytes with eight lookups; the bytewise loop
+ * took 1 s of a bert bundle's 440 MB load. */
 TH_PARAMS_API uint32_t th_params_crc32(uint32_t crc, const void *data, size_t n) {
-  uint32_t table[256]; /* 2k operations: cheaper than any once-only initialisation across threads */
+  uint32_t t[8][256]; /* 18k operations: cheaper than any once-only initialisation across threads */
   for (uint32_t i = 0; i < 256; i++) {
     uint32_t c = i;
     for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    table[i] = c;
+    t[0][i] = c;
   }
+  for (uint32_t i = 0; i < 256; i++)
+    for (int j = 1; j < 8; j++) t[j][i] = t[0][t[j - 1][i] & 0xFF] ^ (t[j - 1][i] >> 8);
   const unsigned char *p = data;
   crc = ~crc;
-  for (size_t i = 0; i < n; i++) crc = table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
+  for (; n >= 8; n -= 8, p += 8) {
+    uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+          t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+  }
+  for (; n; n--, p++) crc = t[0][(crc ^ *p) & 0xFF] ^ (crc >> 8);
   return ~crc;
 }
 

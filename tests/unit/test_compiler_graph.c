@@ -229,6 +229,25 @@ TH_TEST(ref_pools_by_hand) {
   return 0;
 }
 
+/* th_params_crc32 is zlib's CRC-32 at every length and alignment: the check value of "123456789"
+ * (0xCBF43926), chaining, and a bytewise CRC of the same bytes from every offset 0..8 and length 0..64. */
+TH_TEST(params_crc32_matches_bytewise) {
+  CHECK_EQ_INT(th_params_crc32(0, "123456789", 9), 0xCBF43926u);
+  CHECK_EQ_INT(th_params_crc32(th_params_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
+  unsigned char b[80];
+  for (int i = 0; i < 80; i++) b[i] = (unsigned char)(i * 37 + 11);
+  for (size_t off = 0; off <= 8; off++)
+    for (size_t len = 0; len <= 64; len++) {
+      uint32_t c = ~0u;
+      for (size_t i = 0; i < len; i++) {
+        c ^= b[off + i];
+        for (int k = 0; k < 8; k++) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      }
+      CHECK_EQ_INT(th_params_crc32(0, b + off, len), ~c);
+    }
+  return 0;
+}
+
 TH_TEST(params_round_trip_and_rejects) {
   tc_graph *g = NULL, *h = NULL;
   CHECK_EQ_INT(tc_zoo_build("squeezenet_v1.1", 1, 0, 0, 1, &g, NULL, 0), TH_OK);
