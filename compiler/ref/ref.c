@@ -110,8 +110,8 @@ static void tc__dense(const tc_graph *g, const tc_node *nd, const float *in, con
   int64_t N = tc_tensor_numel(ti) / K;
   const float *wt = g->params[nd->weight].data;
   const float *bias = nd->bias >= 0 ? g->params[nd->bias].data : NULL;
-  for (int64_t n = 0; n < N; n++) {
-    for (int m = 0; m < M; m++) {
+  for (int m = 0; m < M; m++) { /* each weight row once, against every input row (tc__ref_dense) */
+    for (int64_t n = 0; n < N; n++) {
       double acc = tc_ref_dot(in + (size_t)n * K, 1, wt + (size_t)m * K, 1, K);
       float v = (float)acc + (bias ? bias[m] : 0.0f);
       if (res) v += res[(size_t)n * M + m];

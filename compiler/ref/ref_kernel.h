@@ -31,9 +31,9 @@ float tc_ref_unary_math(float x, int m, double a, double b);
 float tc_ref_binary(int op, float x, float y);
 
 /* sum a[k * as] * b[k * bs] over k < n, in double: every product of the matmuls, dense layers and the
- * graph reference's MatMul. Four partial sums over interleaved k, added at the end: exact enough (double
- * holds a float product exactly and the partial sums lose no more than one), and four times faster than one
- * sum whose every add waits for the last (bert's reference took 43 s). */
+ * graph reference's MatMul. Eight partial sums over interleaved k, added at the end: exact enough (double
+ * holds a float product exactly and the partial sums lose no more than one), and several times faster than
+ * one sum whose every add waits for the last (bert's reference took 43 s). */
 double tc_ref_dot(const float *a, int64_t as, const float *b, int64_t bs, int64_t n);
 
 /* The TC_REDUCE_* op (workload.h) of the n floats x, naively in double (log-sum-exp from the max):
