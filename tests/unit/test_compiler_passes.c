@@ -18,6 +18,7 @@
 #include "ops.h"
 #include "passes/passes.h"
 #include "ref/ref.h"
+#include "ref/ref_kernel.h"
 #include "th_test.h"
 #include "zoo.h"
 
@@ -247,9 +248,7 @@ static void tc__exec_call(const tc_graph *g, const tc_call *c, float *ws) {
     case TC_KERNEL_DENSE:
       for (int n = 0; n < wl->n; n++)
         for (int m = 0; m < wl->oc; m++) {
-          double acc = 0;
-          for (int k = 0; k < wl->c; k++)
-            acc += (double)p[0][(int64_t)n * wl->c + k] * p[1][(int64_t)m * wl->c + k];
+          double acc = tc_ref_dot(p[0] + (int64_t)n * wl->c, 1, p[1] + (int64_t)m * wl->c, 1, wl->c);
           float v = (float)acc + ((wl->epilogue & TC_EPI_BIAS) ? p[2][m] : 0.0f);
           if (wl->epilogue & TC_EPI_RESIDUAL) v += p[3][(int64_t)n * wl->oc + m];
           p[4][(int64_t)n * wl->oc + m] = tc__epi(v, wl);
@@ -290,10 +289,8 @@ static void tc__exec_call(const tc_graph *g, const tc_call *c, float *ws) {
         const float *A = p[0] + (int64_t)i * M * K, *B = p[1] + (int64_t)i * K * N;
         for (int m = 0; m < M; m++)
           for (int n = 0; n < N; n++) {
-            double acc = 0;
-            for (int k = 0; k < K; k++)
-              acc += (double)A[wl->trans_a ? (int64_t)k * M + m : (int64_t)m * K + k] *
-                     B[wl->trans_b ? (int64_t)n * K + k : (int64_t)k * N + n];
+            double acc = tc_ref_dot(wl->trans_a ? A + m : A + (int64_t)m * K, wl->trans_a ? M : 1,
+                                    wl->trans_b ? B + (int64_t)n * K : B + n, wl->trans_b ? 1 : N, K);
             p[2][((int64_t)i * M + m) * N + n] = (float)(acc * wl->alpha);
           }
       }
