@@ -756,8 +756,7 @@ int tc_graph_binary(tc_graph *g, int a, int b, int op) {
     return -1;
   }
   int i64 = tb->dtype == TC_DTYPE_I64, mask = op == TC_BINARY_TAKE || op == TC_BINARY_LEAVE;
-  if (op < (i64 ? 0 : TC_BINARY_MAX) || op >= TC_BINARY_COUNT || (op == TC_BINARY_MOD && !i64) ||
-      (op == TC_BINARY_POW && i64)) {
+  if (op < (i64 ? 0 : TC_BINARY_MAX) || op >= TC_BINARY_COUNT || (op == TC_BINARY_MOD && !i64)) {
     tc__err(g, "binary: op %d is not an element-wise binary math op of %s", op,
             tc_dtype_name(tb->dtype));
     return -1;

@@ -33,6 +33,29 @@ static const tc_expr *bi_i(tc_ir *ir, const tc_expr *x, int64_t v) {
   return x->type.lanes > 1 ? tc_e_broadcast(ir, c, x->type.lanes) : c;
 }
 
+/* x^y on int64 by square and multiply over y's 6 low bits (six unrolled steps): exact, wrapping
+ * as numpy's, for y in 0..63; past 63 or below 0 (numpy refuses those) 1 for x = 1, +-1 by y's
+ * parity for x = -1, else 0 (exact for an even x past 63). */
+static const tc_expr *bi_int_pow(tc_ir *ir, const tc_expr *x, const tc_expr *y) {
+  const tc_expr *zero = bi_i(ir, y, 0), *one = bi_i(ir, y, 1), *two = bi_i(ir, y, 2);
+  const tc_expr *e = y, *p = x, *r = one;
+  for (int k = 0; k < 6; k++) {
+    const tc_expr *bit = tc_e_bin(ir, TC_EXPR_NE, tc_e_bin(ir, TC_EXPR_MOD, e, two), zero);
+    r = tc_e_select(ir, bit, tc_e_mul(ir, r, p), r);
+    if (k == 5) break;
+    p = tc_e_mul(ir, p, p);
+    e = tc_e_bin(ir, TC_EXPR_DIV, e, two);
+  }
+  const tc_expr *in = tc_e_bin(ir, TC_EXPR_AND, tc_e_bin(ir, TC_EXPR_GE, y, zero),
+                               tc_e_bin(ir, TC_EXPR_LT, y, bi_i(ir, y, 64)));
+  const tc_expr *odd = tc_e_bin(ir, TC_EXPR_NE, tc_e_bin(ir, TC_EXPR_MOD, y, two), zero);
+  const tc_expr *m1 = bi_i(ir, y, -1);
+  const tc_expr *out = tc_e_select(
+      ir, tc_e_bin(ir, TC_EXPR_EQ, x, one), one,
+      tc_e_select(ir, tc_e_bin(ir, TC_EXPR_EQ, x, m1), tc_e_select(ir, odd, m1, one), zero));
+  return tc_e_select(ir, in, r, out);
+}
+
 /* The int64 ops (y int64; x int64, or the float mask of TAKE and LEAVE): a divisor of 0 or -1 is
  * replaced by 1 (x / 0 and x / -1 trap on x86) and the quotient fixed up after; x % 1 is already 0.
  */
@@ -46,6 +69,7 @@ static const tc_expr *bi_int(tc_ir *ir, int op, const tc_expr *x, const tc_expr 
     return tc_e_select(ir, tc_e_bin(ir, cmp[op - TC_BINARY_EQ], x, y), bi_k(ir, y, 1.0),
                        bi_k(ir, y, 0.0));
   if (op >= 0 && op <= TC_BINARY_MIN && op != TC_BINARY_DIV) return tc_e_bin(ir, direct[op], x, y);
+  if (op == TC_BINARY_POW) return bi_int_pow(ir, x, y);
   if (op != TC_BINARY_DIV && op != TC_BINARY_FMOD && op != TC_BINARY_MOD) {
     if (ir->err == TH_OK) ir->err = TH_ERR_INTERNAL;
     return NULL;

@@ -311,9 +311,8 @@ th_status tc_workload_check(const tc_workload *wl) {
   if (w->precision != TC_PRECISION_FP32 &&
       (w->precision != TC_PRECISION_TF32 || !takes_precision(w->kernel)))
     return TH_ERR_INVALID;
-  /* int64 BINARY: every op but pow; MOD is int64's alone */
-  if (w->dtype != TC_WL_F32 &&
-      (w->dtype != TC_WL_I64 || w->kernel != TC_KERNEL_BINARY || w->op == TC_BINARY_POW))
+  /* int64 BINARY: every op; MOD is int64's alone */
+  if (w->dtype != TC_WL_F32 && (w->dtype != TC_WL_I64 || w->kernel != TC_KERNEL_BINARY))
     return TH_ERR_INVALID;
   if (w->kernel == TC_KERNEL_BINARY && w->op == TC_BINARY_MOD && w->dtype != TC_WL_I64)
     return TH_ERR_INVALID;

@@ -194,7 +194,8 @@ enum { TC_WL_F32 = 0, TC_WL_I64 = 1 };
 /* TC_KERNEL_BINARY's operation (tc_workload.op): a op b on floats, or, with tc_workload.dtype
  * TC_WL_I64, on int64 a and b (a is the float mask for TAKE and LEAVE) giving int64: wrapping add,
  * sub and mul, div truncated toward zero (a / 0 is 0 and a / -1 is -a, wrapped, as numpy's), max,
- * min, FMOD as C's % and MOD with the divisor's sign (both 0 for b = 0 or -1). The comparisons give
+ * min, FMOD as C's % and MOD with the divisor's sign (both 0 for b = 0 or -1), POW exact for
+ * exponents 0..63 (others: 1 for a = 1, +-1 for a = -1, else 0). The comparisons give
  * 1.0 where they hold and 0.0 elsewhere (ONNX's bool results, held as float32, from int64 operands
  * too). */
 enum {

@@ -201,6 +201,12 @@ static int64_t tc__ref_binary_i64(int op, int64_t x, int64_t y) {
       return x > y ? x : y;
     case TC_BINARY_MIN:
       return x < y ? x : y;
+    case TC_BINARY_POW: /* exponents 0..63 exact (wrapping); others as workload.h says */
+      if (y < 0 || y > 63) return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
+      for (uint64_t p = ux, e = (uint64_t)y, r1 = 1;; e >>= 1, p *= p) {
+        if (e & 1) r1 *= p;
+        if (e <= 1) return (int64_t)r1;
+      }
     case TC_BINARY_FMOD:
       return y == 0 || y == -1 ? 0 : x % y;
     case TC_BINARY_MOD:
