@@ -247,8 +247,10 @@ int tc_graph_gather(tc_graph *g, int data, int idx, int axis, int elements, int 
  * outside [-len, len) lands nowhere), in index order, by the TC_SCATTER_* reduction red (NONE
  * replaces, so the last duplicate wins). The output has data's shape. */
 int tc_graph_scatter(tc_graph *g, int data, int idx, int upd, int axis, int red);
-/* Broadcast element-wise a op b (float32, numpy rules): the TC_BINARY_* op (MAX and after in
- * workload.h; add, mul, sub and div have their builders); -1 and an error for another op. */
+/* Broadcast element-wise a op b (numpy rules): the TC_BINARY_* op (workload.h) of float32 a and b
+ * (MAX and after but MOD; add, mul, sub and div have their builders), or of int64 a and b (any op;
+ * a is a float32 mask for TAKE and LEAVE), giving int64 but for the comparisons' float32
+ * 0/1; -1 and an error for another op or dtype. */
 int tc_graph_binary(tc_graph *g, int a, int b, int op);
 /* Whether an op of g can give NaN or infinity on some finite inputs (log, sqrt, reciprocal,
  * division, pow, fmod, sinh, cosh, acosh, atanh, tan, asin, acos, the log-sum and product

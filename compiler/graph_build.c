@@ -154,6 +154,12 @@ static int tc__binary(tc_graph *g, tc_op op, int a, int b) {
     tc__err(g, "%s: bad input node", tc_op_name(op));
     return -1;
   }
+  if (ta->dtype == TC_DTYPE_I64 && tb->dtype == TC_DTYPE_I64) /* int64: the binary family's */
+    return tc_graph_binary(g, a, b,
+                           op == TC_OP_ADD   ? TC_BINARY_ADD
+                           : op == TC_OP_MUL ? TC_BINARY_MUL
+                           : op == TC_OP_SUB ? TC_BINARY_SUB
+                                             : TC_BINARY_DIV);
   tc_tensor out;
   if (!tc__broadcast(g, tc_op_name(op), ta, tb, &out)) return -1;
   int xs[2] = {a, b};
@@ -743,17 +749,34 @@ int tc_graph_scatter(tc_graph *g, int data, int idx, int upd, int axis, int red)
 }
 
 int tc_graph_binary(tc_graph *g, int a, int b, int op) {
-  if (!g->err[0] && (op < TC_BINARY_MAX || op >= TC_BINARY_COUNT)) {
-    tc__err(g, "binary: op %d is not an element-wise binary math op", op);
-    return -1;
-  }
   const tc_tensor *ta = tc__in(g, a), *tb = tc__in(g, b);
-  if (!g->err[0] && ta && tb && (ta->dtype != TC_DTYPE_F32 || tb->dtype != TC_DTYPE_F32)) {
-    tc__err(g, "binary: operands must be float32");
+  if (g->err[0]) return -1;
+  if (!ta || !tb) {
+    tc__err(g, "binary: bad input node");
     return -1;
   }
-  int id = tc__binary(g, TC_OP_BINARY, a, b);
-  if (id >= 0) g->nodes[id].math = op;
+  int i64 = tb->dtype == TC_DTYPE_I64, mask = op == TC_BINARY_TAKE || op == TC_BINARY_LEAVE;
+  if (op < (i64 ? 0 : TC_BINARY_MAX) || op >= TC_BINARY_COUNT || (op == TC_BINARY_MOD && !i64)) {
+    tc__err(g, "binary: op %d is not an element-wise binary math op of %s", op,
+            tc_dtype_name(tb->dtype));
+    return -1;
+  }
+  if (ta->dtype != (i64 && !mask ? TC_DTYPE_I64 : TC_DTYPE_F32)) {
+    tc__err(g,
+            "binary: operands %s and %s (both float32 or both int64; a float32 mask for take "
+            "and leave)",
+            tc_dtype_name(ta->dtype), tc_dtype_name(tb->dtype));
+    return -1;
+  }
+  tc_tensor fa = *ta, fb = *tb, out;
+  fa.dtype = fb.dtype = TC_DTYPE_F32; /* the shapes alone broadcast: the dtypes are checked above */
+  if (!tc__broadcast(g, "binary", &fa, &fb, &out)) return -1;
+  out.dtype = i64 && (op < TC_BINARY_EQ || op > TC_BINARY_NE) ? TC_DTYPE_I64 : TC_DTYPE_F32;
+  int xs[2] = {a, b};
+  int id = tc__node(g, TC_OP_BINARY, NULL, 2, xs);
+  if (id < 0) return -1;
+  g->nodes[id].out = out;
+  g->nodes[id].math = op;
   return id;
 }
 

@@ -430,6 +430,15 @@ th_status tc__ox_inputs(tc__ox *x) {
                          "shapes gives input '%.100s' the batch (N) first, but the file fixes its "
                          "first dimension apart from the batch's; give it as a number",
                          nm);
+    for (int d = 0; tt->shape && d < rank && (size_t)d < tt->shape->n_dim; d++) {
+      const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+      if (grank <= 0 && dim &&
+          dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+          dim->dim_value == 0) /* a fixed 0, not a symbolic dimension */
+        return tc__ox_fail(x, TH_ERR_INVALID,
+                           "input '%.100s': dimension %d is 0 (empty tensors are not supported)",
+                           nm, d);
+    }
     int shape[TC_MAX_DIMS];
     shape[0] = x->opts->batch;
     for (int d = batched[i] ? 1 : 0; d < rank; d++) {

@@ -270,6 +270,9 @@ int tc__ox_tdims(tc__ox *x, int id, int64_t *dims);
 th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
 /* The same for a float input: an int64 one is reported unsupported. */
 th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+/* Inputs k0 and k1 of an arithmetic op as graph nodes of one dtype: float32, or int64 (runtime
+ * tensors kept exact; an int64 constant through tc__ox_int_tensor); *a = *b = -1 when reported. */
+th_status tc__ox_num_ins(tc__ox *x, const Onnx__NodeProto *n, int k0, int k1, int *a, int *b);
 /* Node id reshaped to dims[0 .. r) (id itself when they are its dims), bound to n: *out = -1 when
  * the graph cannot hold the result (reported). */
 th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,

@@ -41,6 +41,32 @@ th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
   return TH_OK;
 }
 
+/* Input k as a float32 or int64 node (an int64 constant materialised as tc__ox_int_tensor's). */
+static th_status tc__ox_num_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id) {
+  tc__oxv *v = tc__ox_in(x, n, k);
+  *id = -1;
+  if (v && v->kind == TC__OX_CONST && !v->c.fl && v->node < 0)
+    return tc__ox_int_tensor(x, n, v, id);
+  return tc__ox_node_in(x, n, k, id);
+}
+
+th_status tc__ox_num_ins(tc__ox *x, const Onnx__NodeProto *n, int k0, int k1, int *a, int *b) {
+  *b = -1;
+  th_status rc = tc__ox_num_in(x, n, k0, a);
+  if (rc == TH_OK && *a >= 0) rc = tc__ox_num_in(x, n, k1, b);
+  if (rc != TH_OK || *a < 0 || *b < 0) {
+    *a = *b = -1;
+    return rc;
+  }
+  int da = tc__ox_t(x, *a)->dtype, db = tc__ox_t(x, *b)->dtype;
+  if (da != db) {
+    *a = *b = -1;
+    return tc__ox_unsupported(x, n, "inputs %d and %d are %s and %s (one dtype)", k0, k1,
+                              tc_dtype_name(da), tc_dtype_name(db));
+  }
+  return TH_OK;
+}
+
 /* x * alpha + shift, merged into a producing affine (bert's mask: (1 - m) * min is one affine). */
 static int tc__ox_affine(tc__ox *x, int id, float alpha, float shift) {
   const tc_node *nd = &x->g->nodes[id];
@@ -211,10 +237,8 @@ static th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_set_node(x, n, 0, id);
   }
   int a, b;
-  rc = tc__ox_float_in(x, n, 0, &a);
+  rc = tc__ox_num_ins(x, n, 0, 1, &a, &b); /* float32, or int64 (graph.h: the binary family) */
   if (rc != TH_OK || a < 0) return rc;
-  rc = tc__ox_float_in(x, n, 1, &b);
-  if (rc != TH_OK || b < 0) return rc;
   int64_t ad[TC__OX_RANK], bd[TC__OX_RANK], nb[TC__OX_RANK];
   int ra = tc__ox_tdims(x, a, ad), rb = tc__ox_tdims(x, b, bd), rnb;
   rc = tc__ox_legacy_bcast(x, n, ad, ra, bd, rb, nb, &rnb); /* opset 6's broadcast/axis */

@@ -4,7 +4,9 @@
  * Mod (fmod = 1) and Equal, Less, Greater, LessOrEqual, GreaterOrEqual, whose bool results the
  * graph holds as float32 1.0 / 0.0, so that And, Or and Xor of them are Min, Max and not-equal and
  * Not is 1 - x. Add, Sub, Mul and Div stay in onnx_ops.c (their affine and gating peepholes). Opset
- * 6's broadcast attribute is honoured (tc__ox_legacy_bcast). */
+ * 6's broadcast attribute is honoured (tc__ox_legacy_bcast). Max, Min, Sum, Mod (fmod 0 or 1) and
+ * the comparisons also take int64 operands, computed exactly in int64 (the comparisons' results
+ * float32 0/1 as ever). */
 #include <string.h>
 
 #include "onnx_int.h"
@@ -66,16 +68,30 @@ th_status tc__ox_c_binary_math(tc__ox *x, const Onnx__NodeProto *n) {
                         : arity == 1 ? "1"
                                      : "1 or more");
   th_status rc = TH_OK;
+  int64_t fmod = 1;
   if (bin == TC_BINARY_FMOD) {
-    int64_t fmod;
     rc = tc__ox_attr_i(x, n, "fmod", 0, &fmod);
     if (rc != TH_OK) return rc;
-    if (fmod != 1) /* the standard allows fmod = 0 on integers only; those are int64 at run time */
-      return tc__ox_unsupported(x, n, "fmod = 0 (integer Mod): only float32 with fmod = 1");
+    if (fmod != 0 && fmod != 1)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "fmod %lld must be 0 or 1", (long long)fmod);
+    if (fmod == 0) bin = TC_BINARY_MOD; /* the divisor's sign, as Python's % */
   }
-  int acc;
-  rc = tc__ox_float_in(x, n, 0, &acc);
+  int acc, b = -1;
+  /* int64 operands where the op has an int64 form (not Mean, the bool ops); Pow's only with an
+     int64 base (a float32 base takes an int64 exponent as a float, below) */
+  tc__oxv *v0 = tc__ox_in(x, n, 0);
+  int base64 = v0 && (v0->kind == TC__OX_NODE ? tc__ox_t(x, v0->node)->dtype == TC_DTYPE_I64
+                                              : v0->kind == TC__OX_CONST && !v0->c.fl);
+  int ints = (bin != TC_BINARY_POW || base64) && strcmp(n->op_type, "Mean") != 0 && arity != 1 &&
+             bin != TC_BINARY_NE && strcmp(n->op_type, "And") != 0 && strcmp(n->op_type, "Or") != 0;
+  if (ints && nin > 1)
+    rc = tc__ox_num_ins(x, n, 0, 1, &acc, &b);
+  else
+    rc = tc__ox_float_in(x, n, 0, &acc);
   if (rc != TH_OK || acc < 0) return rc;
+  int i64 = tc__ox_t(x, acc)->dtype == TC_DTYPE_I64;
+  if (bin == TC_BINARY_MOD && !i64) /* the standard allows fmod = 0 on integers only */
+    return tc__ox_unsupported(x, n, "fmod = 0 on float32 (integer Mod: int64 only)");
   if (arity == 1) return tc__ox_set_node(x, n, 0, tc_graph_affine(x->g, acc, -1.0f, 1.0f));
   if (bin == TC_BINARY_POW) { /* an exponent of 2 or 1 is exact as a product or a copy */
     double e;
@@ -85,8 +101,12 @@ th_status tc__ox_c_binary_math(tc__ox *x, const Onnx__NodeProto *n) {
       return tc__ox_set_node(x, n, 0, e == 1 ? acc : tc_graph_mul(x->g, acc, acc));
   }
   for (int k = 1; k < nin; k++) {
-    int b;
-    if (bin == TC_BINARY_POW) { /* an int64 exponent (Pow-12 allows one) is exact as a float
+    if (k == 1 && ints) {
+      rc = TH_OK; /* b is input 1, of acc's dtype */
+    } else if (i64) {
+      int a0;
+      rc = tc__ox_num_ins(x, n, 0, k, &a0, &b);
+    } else if (bin == TC_BINARY_POW) { /* an int64 exponent (Pow-12 allows one) is exact as a float
                                    below 2^24, far past any power that stays finite */
       rc = tc__ox_node_in(x, n, k, &b);
       if (rc == TH_OK && b >= 0 && x->g->nodes[b].out.dtype == TC_DTYPE_I64)

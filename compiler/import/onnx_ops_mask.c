@@ -41,7 +41,7 @@ static th_status tc__ox_mask_const(tc__ox *x, const Onnx__NodeProto *n, const ch
 
 /* Trilu (opset 14): upper = 1 keeps j >= i + k of each [.., i, j], upper = 0 keeps j <= i + k; k
  * (default 0) a constant. out = TAKE(mask, x) + LEAVE(mask, 0): x where kept (v + -0 is v for
- * every v), +0 elsewhere. */
+ * every v), +0 elsewhere; an int64 x's is TAKE(mask, x) alone. */
 th_status tc__ox_c_trilu(tc__ox *x, const Onnx__NodeProto *n) {
   int64_t upper, k = 0, kv[1];
   int a, cnt = -1, before = x->nunsup;
@@ -53,24 +53,24 @@ th_status tc__ox_c_trilu(tc__ox *x, const Onnx__NodeProto *n) {
   if (rc != TH_OK || TC__OX_REPORTED(x, before)) return rc;
   if (cnt == 0) return tc__ox_nfail(x, n, TH_ERR_INVALID, "k is empty (one value)");
   if (cnt == 1) k = kv[0];
-  rc = tc__ox_float_in(x, n, 0, &a);
+  rc = tc__ox_node_in(x, n, 0, &a); /* float32 or int64 */
   if (rc != TH_OK || a < 0) return rc;
   int64_t dims[TC__OX_RANK];
   int r = tc__ox_tdims(x, a, dims);
   if (r < 2)
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input has %d dimensions (at least 2)", r);
   int64_t R = dims[r - 2], C = dims[r - 1], one = 1;
-  int m, z;
+  int m, z = 0, int64 = tc__ox_t(x, a)->dtype == TC_DTYPE_I64;
   float *mask, *zero;
   rc = tc__ox_mask_const(x, n, "mask", 2, dims + r - 2, &m, &mask);
-  if (rc == TH_OK && m >= 0) rc = tc__ox_mask_const(x, n, "zero", 1, &one, &z, &zero);
+  if (rc == TH_OK && m >= 0 && !int64) rc = tc__ox_mask_const(x, n, "zero", 1, &one, &z, &zero);
   if (rc != TH_OK || m < 0 || z < 0) return rc;
   for (int64_t i = 0; i < R; i++)
     for (int64_t j = 0; j < C; j++) /* j - i against k in 64 bits: k may be any int64 */
       mask[i * C + j] = (upper ? (j - i >= k) : (j - i <= k)) ? 1.0f : 0.0f;
-  int t = tc_graph_binary(x->g, m, a, TC_BINARY_TAKE);
-  int l = t < 0 ? -1 : tc_graph_binary(x->g, m, z, TC_BINARY_LEAVE);
-  int id = l < 0 ? -1 : tc_graph_add(x->g, t, l);
+  int t = tc_graph_binary(x->g, m, a, TC_BINARY_TAKE); /* int64: 0 where dropped, already */
+  int l = t < 0 || int64 ? -1 : tc_graph_binary(x->g, m, z, TC_BINARY_LEAVE);
+  int id = int64 ? t : l < 0 ? -1 : tc_graph_add(x->g, t, l);
   if (id < 0) return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s", tc_graph_error(x->g));
   return tc__ox_set_node(x, n, 0, id);
 }

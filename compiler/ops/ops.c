@@ -157,6 +157,13 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
   return 0;
 }
 
+int tc_workload_i64_arg(const tc_workload *wl, int a) {
+  if (wl->kernel != TC_KERNEL_BINARY || wl->dtype != TC_WL_I64) return 0;
+  if (a == TC_ARG_ELT_A) return wl->op != TC_BINARY_TAKE && wl->op != TC_BINARY_LEAVE;
+  if (a == TC_ARG_ELT_OUT) return wl->op < TC_BINARY_EQ || wl->op > TC_BINARY_NE;
+  return a == TC_ARG_ELT_B;
+}
+
 th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
   if (!wl || !out || wl->kernel < 0 || wl->kernel >= TC_KERNEL_COUNT) return TH_ERR_INVALID;
   const tc__args *row = &args_table[wl->kernel];
@@ -171,7 +178,8 @@ th_status tc_op_args(const tc_workload *wl, tc_arg_layout *out) {
         size == TC_ARG_SIZE_SCATTER_INDEX ||
         (size == TC_ARG_SIZE_UNARY_IN && wl->op == TC_UNARY_CAST_I64) ||
         (size == TC_ARG_SIZE_UNARY_OUT && wl->op == TC_UNARY_CAST_TO_I64) ||
-        (size == TC_ARG_SIZE_REDUCE_OUT && wl->op >= TC_REDUCE_ARGMAX))
+        (size == TC_ARG_SIZE_REDUCE_OUT && wl->op >= TC_REDUCE_ARGMAX) ||
+        tc_workload_i64_arg(wl, a))
       out->elem_bytes[a] = 8;
     if (size == TC_ARG_SIZE_INDICES || size == TC_ARG_SIZE_GATHER_INDEX)
       out->index_limit[a] = wl->c;
@@ -303,6 +311,11 @@ th_status tc_workload_check(const tc_workload *wl) {
   if (w->precision != TC_PRECISION_FP32 &&
       (w->precision != TC_PRECISION_TF32 || !takes_precision(w->kernel)))
     return TH_ERR_INVALID;
+  /* int64 BINARY: every op; MOD is int64's alone */
+  if (w->dtype != TC_WL_F32 && (w->dtype != TC_WL_I64 || w->kernel != TC_KERNEL_BINARY))
+    return TH_ERR_INVALID;
+  if (w->kernel == TC_KERNEL_BINARY && w->op == TC_BINARY_MOD && w->dtype != TC_WL_I64)
+    return TH_ERR_INVALID;
   if (w->kernel >= TC_KERNEL_BATCH_MATMUL) return tc__tensor_check(w);
   if (w->epilogue & cnn_act) { /* conv2d, depthwise and dense, alone among the activations */
     int act = w->epilogue & (TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU | TC_EPI_TANH | cnn_act);
@@ -401,11 +414,11 @@ int tc_workload_take_precision(tc_workload *wl, tc_precision p) {
 static th_status key_body(const tc_workload *wl, char *out, size_t n);
 
 /* The FP32 key is the one from before precisions existed (stored records keep working); another
- * precision appends its name. */
+ * precision appends its name, an int64 BINARY " i64" (the two never meet: no family has both). */
 th_status tc_workload_key(const tc_workload *wl, char *out, size_t n) {
   th_status rc = key_body(wl, out, n);
-  if (rc != TH_OK || wl->precision == TC_PRECISION_FP32) return rc;
-  const char *p = tc_precision_name(wl->precision);
+  if (rc != TH_OK || (wl->precision == TC_PRECISION_FP32 && wl->dtype == TC_WL_F32)) return rc;
+  const char *p = wl->dtype == TC_WL_I64 ? "i64" : tc_precision_name(wl->precision);
   size_t used = strlen(out);
   int w = snprintf(out + used, n - used, " %s", p ? p : "prec?");
   return w < 0 || (size_t)w >= n - used ? TH_ERR_TOO_LARGE : TH_OK;

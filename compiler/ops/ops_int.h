@@ -93,8 +93,8 @@ typedef const tc_stmt *(*tc__vec_fn)(tc_ir *ir, void *ctx, const tc_expr *i, int
  * primitives so that the CPU and GPU templates compute the same function; NULL (ir->err set) for
  * the ops that are not one expression of x (CAST_I64). unary.c. */
 const tc_expr *tc__unary_expr(tc_ir *ir, int op, const tc_expr *x, double alpha, double beta);
-/* TC_BINARY_* op of x and y (floats of equal lanes), shared by the CPU and GPU templates. binary.c.
- */
+/* TC_BINARY_* op of x and y of equal lanes, shared by the CPU and GPU templates: floats, or an int
+ * y (TC_WL_I64) with x int or TAKE/LEAVE's float mask. binary.c. */
 const tc_expr *tc__binary_expr(tc_ir *ir, int op, const tc_expr *x, const tc_expr *y);
 
 /* The pieces of TC_REDUCE_* (reduce.c) that the CPU and GPU templates share: the fold (op and

@@ -187,8 +187,17 @@ enum {
   TC_REDUCE_COUNT
 };
 
-/* TC_KERNEL_BINARY's operation (tc_workload.op): a op b on floats. The comparisons give 1.0 where
- * they hold and 0.0 elsewhere (ONNX's bool results, held as float32). */
+/* The element type of a TC_KERNEL_BINARY workload (tc_workload.dtype): float32 (every other
+ * family's, and the key of before int64 arithmetic) or int64 (key " i64"). */
+enum { TC_WL_F32 = 0, TC_WL_I64 = 1 };
+
+/* TC_KERNEL_BINARY's operation (tc_workload.op): a op b on floats, or, with tc_workload.dtype
+ * TC_WL_I64, on int64 a and b (a is the float mask for TAKE and LEAVE) giving int64: wrapping add,
+ * sub and mul, div truncated toward zero (a / 0 is 0 and a / -1 is -a, wrapped, as numpy's), max,
+ * min, FMOD as C's % and MOD with the divisor's sign (both 0 for b = 0 or -1), POW exact for
+ * exponents 0..63 (others: 1 for a = 1, +-1 for a = -1, else 0). The comparisons give
+ * 1.0 where they hold and 0.0 elsewhere (ONNX's bool results, held as float32, from int64 operands
+ * too). */
 enum {
   TC_BINARY_ADD = 0,
   TC_BINARY_MUL,
@@ -207,6 +216,7 @@ enum {
   /* ONNX Where(c, x, y) is TAKE(c, x) + LEAVE(c, y): exact, as v + -0 is v for every v */
   TC_BINARY_TAKE,  /* a != 0 ? b : -0 */
   TC_BINARY_LEAVE, /* a != 0 ? -0 : b */
+  TC_BINARY_MOD,   /* int64 only: a - b * floor(a / b), the sign of b (ONNX Mod with fmod = 0) */
   TC_BINARY_COUNT
 };
 
@@ -238,6 +248,7 @@ typedef struct tc_workload {
   int bstride[TC_WL_DIMS];    /* COPY: the output's element strides; BINARY: b's (0 broadcasts) */
   int aoff, boff;             /* COPY: element offsets of the first input and output element */
   int precision;              /* tc_precision; TF32 for DENSE, BATCH_MATMUL and CONV2D only */
+  int dtype;                  /* TC_WL_*; int64 (TC_WL_I64) for BINARY only */
 } tc_workload;
 
 /* A canonical, stable text key for records, e.g. "conv2d_nchwc n1 c64 h56 w56 oc64 k3x3 s1x1 p1,1,1,1
@@ -246,6 +257,9 @@ th_status tc_workload_key(const tc_workload *wl, char *out, size_t n);
 /* Gives wl a build's precision p where its family takes one (dense, batch_matmul and conv2d); any
  * other workload stays FP32. Returns 1 when wl changed (its key did too). */
 int tc_workload_take_precision(tc_workload *wl, tc_precision p);
+/* 1 when argument slot a of wl holds int64 elements through its dtype (a BINARY of TC_WL_I64:
+ * a but for TAKE and LEAVE's mask, b, and out but for the comparisons' 0/1 floats). */
+int tc_workload_i64_arg(const tc_workload *wl, int a);
 /* Multiply-adds counted as 2 FLOPs. */
 double tc_workload_flops(const tc_workload *wl);
 /* The template family name ("conv2d_nchwc", "depthwise_nchwc", "dense_pack", ...). */

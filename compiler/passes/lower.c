@@ -226,9 +226,10 @@ static th_status tc__binary_call(tc_graph *g, const tc__views *vs, tc_call *c, i
     c->wl.astride[d] = (int)sa[d];
     c->wl.bstride[d] = (int)sb[d];
   }
+  if (g->nodes[nd->inputs[1]].out.dtype == TC_DTYPE_I64) c->wl.dtype = TC_WL_I64;
   c->nargs = 3;
-  tc__arg_at(g, c, 0, va->base, va->off, TC_DTYPE_F32);
-  tc__arg_at(g, c, 1, vb->base, vb->off, TC_DTYPE_F32);
+  tc__arg_at(g, c, 0, va->base, va->off, g->nodes[nd->inputs[0]].out.dtype);
+  tc__arg_at(g, c, 1, vb->base, vb->off, g->nodes[nd->inputs[1]].out.dtype);
   tc__arg_work(c, 2, nd->out.offset);
   return TH_OK;
 }

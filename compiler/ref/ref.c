@@ -385,11 +385,10 @@ static th_status tc__run_node(const tc_graph *g, const tc_node *nd, float **buf,
       int64_t sa[TC_MAX_DIMS], sb[TC_MAX_DIMS];
       tc__strides(&g->nodes[nd->inputs[0]].out, nd->out.ndim, 1, sa);
       tc__strides(&g->nodes[nd->inputs[1]].out, nd->out.ndim, 1, sb);
-      const float *b = buf[nd->inputs[1]];
-      for (int64_t k = 0; k < numel; k++) {
-        float x = in0[tc__offset_of(&nd->out, sa, k)], y = b[tc__offset_of(&nd->out, sb, k)];
-        out[k] = tc_ref_binary(op, x, y);
-      }
+      int dt = g->nodes[nd->inputs[1]].out.dtype == TC_DTYPE_I64 ? TC_WL_I64 : TC_WL_F32;
+      for (int64_t k = 0; k < numel; k++)
+        tc_ref_binary_at(dt, op, in0, tc__offset_of(&nd->out, sa, k), buf[nd->inputs[1]],
+                         tc__offset_of(&nd->out, sb, k), out, k);
       return TH_OK;
     }
     case TC_OP_MATMUL: {

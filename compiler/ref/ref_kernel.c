@@ -201,8 +201,73 @@ float tc_ref_binary(int op, float x, float y) {
   }
 }
 
+/* x op y on int64 (workload.h): a comparison gives 1 or 0 (the caller stores it as a float); a
+ * divisor of 0 gives 0, of -1 the negation; 0 for another op. */
+static int64_t tc__ref_binary_i64(int op, int64_t x, int64_t y) {
+  uint64_t ux = (uint64_t)x, uy = (uint64_t)y;
+  int64_t r;
+  switch (op) {
+    case TC_BINARY_ADD:
+      return (int64_t)(ux + uy);
+    case TC_BINARY_MUL:
+      return (int64_t)(ux * uy);
+    case TC_BINARY_SUB:
+      return (int64_t)(ux - uy);
+    case TC_BINARY_DIV:
+      return y == 0 ? 0 : y == -1 ? (int64_t)(0 - ux) : x / y;
+    case TC_BINARY_MAX:
+      return x > y ? x : y;
+    case TC_BINARY_MIN:
+      return x < y ? x : y;
+    case TC_BINARY_POW: /* exponents 0..63 exact (wrapping); others as workload.h says */
+      if (y < 0 || y > 63) return x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0;
+      for (uint64_t p = ux, e = (uint64_t)y, r1 = 1;; e >>= 1, p *= p) {
+        if (e & 1) r1 *= p;
+        if (e <= 1) return (int64_t)r1;
+      }
+    case TC_BINARY_FMOD:
+      return y == 0 || y == -1 ? 0 : x % y;
+    case TC_BINARY_MOD:
+      r = y == 0 || y == -1 ? 0 : x % y;
+      return r != 0 && (r < 0) != (y < 0) ? r + y : r;
+    case TC_BINARY_EQ:
+      return x == y;
+    case TC_BINARY_LT:
+      return x < y;
+    case TC_BINARY_GT:
+      return x > y;
+    case TC_BINARY_LE:
+      return x <= y;
+    case TC_BINARY_GE:
+      return x >= y;
+    case TC_BINARY_NE:
+      return x != y;
+    case TC_BINARY_TAKE:
+      return x != 0 ? y : 0;
+    case TC_BINARY_LEAVE:
+      return x != 0 ? 0 : y;
+    default:
+      return 0;
+  }
+}
+
+void tc_ref_binary_at(int dtype, int op, const void *a, int64_t ai, const void *b, int64_t bi,
+                      void *out, int64_t e) {
+  if (dtype != TC_WL_I64) {
+    ((float *)out)[e] = tc_ref_binary(op, ((const float *)a)[ai], ((const float *)b)[bi]);
+    return;
+  }
+  int mask = op == TC_BINARY_TAKE || op == TC_BINARY_LEAVE;
+  int64_t x = mask ? ((const float *)a)[ai] != 0.0f : ((const int64_t *)a)[ai];
+  int64_t r = tc__ref_binary_i64(op, x, ((const int64_t *)b)[bi]);
+  if (op >= TC_BINARY_EQ && op <= TC_BINARY_NE)
+    ((float *)out)[e] = (float)r;
+  else
+    ((int64_t *)out)[e] = r;
+}
+
 /* Copy and binary: an odometer over shape[0..ndim), the last axis fastest. */
-static void tc__ref_strided(const tc_workload *wl, const float *a, const float *b, float *out) {
+static void tc__ref_strided(const tc_workload *wl, const void *a, const void *b, void *out) {
   int copy = wl->kernel == TC_KERNEL_COPY;
   int64_t total = 1;
   for (int d = 0; d < wl->ndim; d++) total *= wl->shape[d];
@@ -213,12 +278,10 @@ static void tc__ref_strided(const tc_workload *wl, const float *a, const float *
       ai += (int64_t)i[d] * wl->astride[d];
       bi += (int64_t)i[d] * wl->bstride[d];
     }
-    if (copy) {
-      out[bi] = a[ai];
-    } else {
-      float x = a[ai], y = b[bi];
-      out[e] = tc_ref_binary(wl->op, x, y);
-    }
+    if (copy)
+      ((float *)out)[bi] = ((const float *)a)[ai];
+    else
+      tc_ref_binary_at(wl->dtype, wl->op, a, ai, b, bi, out, e);
     for (int d = wl->ndim - 1; d >= 0 && ++i[d] == wl->shape[d]; d--) i[d] = 0;
   }
 }

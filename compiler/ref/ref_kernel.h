@@ -29,6 +29,11 @@ float tc_ref_unary_math(float x, int m, double a, double b);
 /* x op y for the TC_BINARY_* op (workload.h), naively through libm (the graph reference's binary
  * ops too); comparisons give 1 or 0; NaN for another op. */
 float tc_ref_binary(int op, float x, float y);
+/* Element e of a binary's output from a[ai] and b[bi] (TC_BINARY_* op, workload.h) on float32, or,
+ * for dtype TC_WL_I64, int64 (a is then int64 but for TAKE and LEAVE's float mask; out is int64 but
+ * for the comparisons' 0/1 floats), naively in C with unsigned wrapping. */
+void tc_ref_binary_at(int dtype, int op, const void *a, int64_t ai, const void *b, int64_t bi,
+                      void *out, int64_t e);
 
 /* sum a[k * as] * b[k * bs] over k < n, in double: every product of the matmuls, dense layers and the
  * graph reference's MatMul. Eight partial sums over interleaved k, added at the end: exact enough (double

@@ -749,11 +749,39 @@ TH_TEST(emulated_math) {
  * same-shape run (scalar code). */
 static int binary_math_set(tc_workload *w) {
   int n = 0;
-  for (int op = TC_BINARY_MAX; op < TC_BINARY_COUNT; op++) {
+  for (int op = TC_BINARY_MAX; op <= TC_BINARY_LEAVE; op++) { /* MOD is int64's alone */
     w[n++] = tw_binary(op, 2, (int[]){4, 8}, (int[]){8, 1}, (int[]){0, 1});
     w[n++] = tw_binary(op, 1, (int[]){37}, (int[]){1}, (int[]){1});
   }
   return n;
+}
+
+/* Each TC_BINARY_* on int64 (TC_WL_I64; `long long` buffers, one element a thread): b
+ * broadcast over the rows and from a scalar, and an odd same-shape run; operands in [-1000, 1000]
+ * (0 and -1 divisors among them) and +-2^40 (tc_cuda_fill_i64), results compared exactly. */
+static int binary_i64_set(tc_workload *w) {
+  int n = 0;
+  for (int op = 0; op < TC_BINARY_COUNT; op++) {
+    w[n++] = tw_binary(op, 2, (int[]){4, 8}, (int[]){8, 1}, (int[]){0, 1});
+    w[n++] = tw_binary(op, 2, (int[]){3, 5}, (int[]){5, 1}, (int[]){0, 0});
+    w[n++] = tw_binary(op, 1, (int[]){37}, (int[]){1}, (int[]){1});
+    for (int k = n - 3; k < n; k++) w[k].dtype = TC_WL_I64;
+  }
+  return n;
+}
+
+TH_TEST(nvrtc_binary_i64) {
+  tc_workload w[3 * TC_BINARY_COUNT];
+  int n = binary_i64_set(w);
+  CHECK(compile_family("binary_i64", w, n, 2) >= n * 2);
+  return 0;
+}
+
+TH_TEST(emulated_binary_i64) {
+  tc_workload w[3 * TC_BINARY_COUNT];
+  int n = binary_i64_set(w);
+  CHECK(emu_check("binary_i64", w, n, 3, 6464) == n * 3);
+  return 0;
 }
 
 TH_TEST(nvrtc_binary_math) {

@@ -245,3 +245,94 @@ TH_TEST(binary_math_and_comparisons) {
   }
   return 0;
 }
+
+#define I64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
+
+/* The naive int64 value of output k of the model below (b is never 0 there; -1 is). */
+static int64_t tg_want_i64(int k, int64_t a, int64_t b) {
+  int64_t r = b == -1 ? 0 : a % b;
+  switch (k) {
+    case 0: return (int64_t)((uint64_t)a + (uint64_t)b);
+    case 1: return (int64_t)((uint64_t)a - (uint64_t)b);
+    case 2: return (int64_t)((uint64_t)a * (uint64_t)b);
+    case 3: return b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; /* toward zero */
+    case 4: return a > b ? a : b;
+    case 5: return a < b ? a : b;
+    case 6: return r != 0 && (r < 0) != (b < 0) ? r + b : r; /* fmod 0: the divisor's sign */
+    case 7: return r;                                         /* fmod 1: the dividend's */
+    default: return 0;
+  }
+}
+
+/* int64 arithmetic at run time (issue 38): Add, Sub, Mul, Div, Max, Min and Mod (fmod 0 and 1) of
+ * an int64 [N, 4] and an int64 [4] broadcast along the rows, with values past 2^53 (no float round
+ * trip), the int64 limits and negative divisors; then Where of int64 tensors on an int64 Equal,
+ * Sub of an int64 constant and Trilu of an int64 tensor: every output int64 and exact. */
+TH_TEST(int64_arithmetic) {
+  static const char *const ops[8] = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Mod", "Mod"};
+  tb *b = tb_new(14);
+  int64_t da[2] = {-1, 4}, db[1] = {4};
+  tb_input(b, "a", I64, 2, da);
+  tb_input(b, "b", I64, 1, db);
+  char names[8][4];
+  for (int k = 0; k < 8; k++) {
+    snprintf(names[k], sizeof names[k], "o%d", k);
+    Onnx__NodeProto *n = tb_node(b, ops[k], names[k], "a,b", names[k]);
+    if (k >= 6) tb_attr_i(b, n, "fmod", k - 6);
+  }
+  for (int k = 0; k < 8; k++) tb_output(b, names[k]);
+  char err[1024];
+  tc_graph *g = tg_import(b, 2, NULL, err, sizeof err, TH_OK);
+  CHECK(g != NULL && g->noutputs == 8);
+  for (int k = 0; g && k < 8; k++) CHECK(g->nodes[g->outputs[k]].out.dtype == TC_DTYPE_I64);
+  const int64_t big = ((int64_t)1 << 53) + 1;
+  int64_t a[8] = {big, -7, 7, INT64_MIN + 5, 9, -big * 3, 0, INT64_MAX - 2}, bv[4] = {2, -3, -1, 5};
+  int64_t out[8][8];
+  const void *ins[2] = {a, bv};
+  void *outs[8];
+  for (int k = 0; k < 8; k++) outs[k] = out[k];
+  th_status rc = g ? tc_ref_run_io(g, ins, outs, err, sizeof err) : TH_ERR_INVALID;
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  for (int k = 0; k < 8; k++)
+    for (int i = 0; i < 8; i++) {
+      int64_t w = tg_want_i64(k, a[i], bv[i % 4]);
+      if (out[k][i] != w)
+        fprintf(stderr, "  %s #%d: %lld, want %lld\n", ops[k], i, (long long)out[k][i],
+                (long long)w);
+      CHECK(out[k][i] == w);
+    }
+  CHECK(out[0][0] == big + 2 && out[6][1] == -1 && out[7][1] == -1 && out[6][5] == 0);
+  tc_graph_free(g);
+  tb_free(b);
+
+  b = tb_new(14);
+  int64_t d2[2] = {3, 3}, kc[3] = {-5, 0, 5};
+  tb_input(b, "a", I64, 2, d2);
+  tb_input(b, "c", I64, 2, d2);
+  tb_const_ints(b, "k", 3, kc);
+  tb_node(b, "Equal", "eq", "a,c", "eq");
+  tb_node(b, "Where", "w", "eq,a,c", "w");
+  tb_node(b, "Sub", "s", "a,k", "s");
+  tb_node(b, "Trilu", "t", "a", "t");
+  tb_output(b, "w");
+  tb_output(b, "s");
+  tb_output(b, "t");
+  g = tg_import(b, 3, NULL, err, sizeof err, TH_OK);
+  CHECK(g != NULL && g->noutputs == 3);
+  int64_t x[9] = {big, -1, 2, 3, INT64_MIN, 5, 6, 7, -big}, y[9] = {big, 0, 2, -3, 4, 5, 0, 7, 8};
+  int64_t w[9], s[9], t[9];
+  const void *ins2[2] = {x, y};
+  void *outs2[3] = {w, s, t};
+  rc = g ? tc_ref_run_io(g, ins2, outs2, err, sizeof err) : TH_ERR_INVALID;
+  if (rc != TH_OK) fprintf(stderr, "reference: %s\n", err);
+  CHECK(rc == TH_OK);
+  for (int i = 0; i < 9; i++) {
+    CHECK(w[i] == (x[i] == y[i] ? x[i] : y[i]));
+    CHECK(s[i] == x[i] - kc[i % 3]);
+    CHECK(t[i] == (i % 3 >= i / 3 ? x[i] : 0)); /* upper = 1, k = 0 */
+  }
+  tc_graph_free(g);
+  tb_free(b);
+  return 0;
+}

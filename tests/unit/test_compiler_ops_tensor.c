@@ -3,6 +3,7 @@
  * so that the oracle the template tests trust is itself checked against numbers a reader can
  * verify; the loop IR pieces the templates need (int64 buffers, sqrt) through the LLVM backend. */
 #include <float.h>
+#include <stdint.h>
 
 #include "link.h"
 #include "ref/ref_kernel.h"
@@ -365,6 +366,8 @@ static slots arg_slots(const tc_workload *wl) {
       a.count[1] = span(wl, wl->bstride, 0);
       a.count[2] = 1;
       for (int d = 0; d < wl->ndim; d++) a.count[2] *= (size_t)wl->shape[d];
+      for (int i = 0; i < 3; i++) /* int64 operands and results (TC_WL_I64), as two floats each */
+        if (tc_workload_i64_arg(wl, i)) a.count[i] *= 2;
       break;
     case TC_KERNEL_SCATTER:
       a.count[0] = a.count[3] = 1;
@@ -399,6 +402,17 @@ static void fill_slot(const tc_workload *wl, int slot, void *p, size_t count, si
                           : i % 4 == 1 ? -INFINITY
                           : i % 4 == 2 ? -0.0f
                                        : f[i]);
+  if (wl->kernel == TC_KERNEL_BINARY && tc_workload_i64_arg(wl, slot))
+    for (size_t i = 0; i < count / 2;
+         i++) { /* small ones (0 and -1: division), past 2^53, limits */
+      int r = irand(8);
+      int64_t big = ((int64_t)irand(1 << 30) - (1 << 29)) * ((int64_t)1 << 30) + irand(1 << 20);
+      q[i] = r < 4    ? (int64_t)irand(41) - 20
+             : r < 6  ? big
+             : r == 6 ? (irand(2) ? INT64_MIN : INT64_MAX)
+                      : ((int64_t)1 << 53) + 1 + irand(9);
+      if (wl->op == TC_BINARY_POW && slot == 1) q[i] = (int64_t)irand(70) - 3;
+    }
   if (wl->kernel == TC_KERNEL_LAYER_NORM && (slot == 0 || slot == 3))
     for (size_t i = 0; i < count; i++) f[i] = 4.0f + 3.0f * f[i];
   if (wl->kernel == TC_KERNEL_SOFTMAX_ROWS && slot == 0)
@@ -500,7 +514,8 @@ static void check_tensor_list(const tc_workload *wls, const tc_config *cfgs, int
                   (long long)ri[i]);
       CHECK(0);
     }
-    int bits = wl->kernel == TC_KERNEL_BINARY && wl->op >= TC_BINARY_TAKE; /* Where's halves: */
+    int bits = wl->kernel == TC_KERNEL_BINARY && /* Where's halves, int64: */
+               (wl->op >= TC_BINARY_TAKE || wl->dtype == TC_WL_I64);
     if (bits && memcmp(args[a.out], ref, osz * sizeof *ref) != 0) { /* NaN, inf, -0 as taken */
       fprintf(stderr, "%s: not bit for bit\n", key);
       CHECK(0);
@@ -871,13 +886,54 @@ TH_TEST(binary_math_differential) {
   enum { N = 3 * TC_BINARY_COUNT };
   tc_workload w[N];
   int n = 0;
-  for (int op = TC_BINARY_MAX; op < TC_BINARY_COUNT; op++) {
+  for (int op = TC_BINARY_MAX; op <= TC_BINARY_LEAVE; op++) { /* MOD is int64's alone */
     w[n++] = binary_wl(op, 2, (int[]){5, 37}, (int[]){37, 1}, (int[]){0, 1});
     w[n++] = binary_wl(op, 3, (int[]){2, 3, 7}, (int[]){1, 2, 6}, (int[]){21, 7, 1});
     w[n++] = binary_wl(op, 1, (int[]){67}, (int[]){1}, (int[]){1});
   }
   CHECK(n <= N);
   check_tensor(w, n);
+  return 0;
+}
+
+/* int64 arithmetic (TC_WL_I64): every op against the reference, bit for bit, over small values
+ * with 0 and -1 divisors, values past 2^53 and the int64 limits (wrapping add, sub, mul and pow;
+ * INT64_MIN / -1; pow's exponents in -3..66); b broadcast along rows and from a scalar, a gathered
+ * a, a 6-D space with both broadcast, a vector run with a tail. The workload key says " i64"; MOD
+ * of floats and an int64 workload of another family are refused. */
+TH_TEST(binary_i64_differential) {
+  init_target();
+  enum { N = 4 * TC_BINARY_COUNT };
+  tc_workload w[N];
+  int n = 0;
+  int sh6[6] = {2, 3, 1, 3, 2, 5}, st6[6], bs6[6];
+  contiguous(6, sh6, st6);
+  memcpy(bs6, st6, sizeof bs6);
+  bs6[1] = bs6[4] = 0;
+  for (int op = 0; op < TC_BINARY_COUNT; op++) {
+    int q = n;
+    w[n++] = binary_wl(op, 2, (int[]){5, 37}, (int[]){37, 1}, (int[]){0, 1});
+    w[n++] = binary_wl(op, 3, (int[]){2, 3, 7}, (int[]){1, 2, 6}, (int[]){0, 0, 0});
+    w[n++] = binary_wl(op, 1, (int[]){67}, (int[]){1}, (int[]){1});
+    w[n++] = binary_wl(op, 6, sh6, st6, bs6);
+    for (int e = q; e < n; e++) {
+      w[e].dtype = TC_WL_I64;
+      CHECK_EQ_INT(tc_workload_check(&w[e]), TH_OK);
+    }
+    check_tensor(&w[q], n - q); /* an op at a time: every config of each */
+  }
+  CHECK(n <= N);
+  char k32[512], k64[512];
+  tc_workload f = w[0];
+  f.dtype = TC_WL_F32;
+  CHECK_EQ_INT(tc_workload_key(&w[0], k64, sizeof k64), TH_OK);
+  CHECK_EQ_INT(tc_workload_key(&f, k32, sizeof k32), TH_OK);
+  CHECK(strstr(k64, " i64") && !strstr(k32, "i64") && strncmp(k32, k64, strlen(k32)) == 0);
+  tc_workload bad = binary_wl(TC_BINARY_MOD, 1, (int[]){4}, (int[]){1}, (int[]){1});
+  CHECK_EQ_INT(tc_workload_check(&bad), TH_ERR_INVALID);
+  bad = unary_wl(TC_UNARY_TANH, 8);
+  bad.dtype = TC_WL_I64;
+  CHECK_EQ_INT(tc_workload_check(&bad), TH_ERR_INVALID);
   return 0;
 }
 
