@@ -74,6 +74,20 @@ int srv__network_known(srv_t *s, const char *net, char digest[65], th_status *rc
   return onnx;
 }
 
+/* The batch an uploaded network is fixed at ("fixed_batch" of its description: its ONNX file imports at that
+ * batch alone, server/upload.c), or 0: a zoo network, a network of any batch, one the store cannot read now
+ * (the build then says what it finds). */
+static int srv__fixed_batch(srv_t *s, const char *net) {
+  if (tc_zoo_find(net)) return 0;
+  store_network row;
+  if (store_network_get(s->st, net, &row) != TH_OK) return 0;
+  json_t *d = row.description ? json_loads(row.description, 0, NULL) : NULL;
+  json_int_t b = json_integer_value(json_object_get(d, "fixed_batch"));
+  json_decref(d);
+  store_network_clear(&row);
+  return b > 0 && b <= 4096 ? (int)b : 0;
+}
+
 /* Queues the 404 (or the store's error) for a network that is neither in the zoo nor uploaded. */
 enum MHD_Result srv__unknown_network(srv_t *s, srv_request *r, const char *net, th_status rc,
                                      th_status status) {
@@ -131,6 +145,16 @@ int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const ch
     snprintf(extra, sizeof extra, "{\"valid\":{\"min\":1,\"max\":%d}}", s->cfg.max_batch);
     *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_batch", extra,
                      "invalid batch '%s'; the batch is a whole number from 1 to %d", batch, s->cfg.max_batch);
+    return 0;
+  }
+  int fixed = srv__fixed_batch(s, net);
+  if (fixed && b != fixed) {
+    char extra[128];
+    snprintf(extra, sizeof extra, "{\"valid\":{\"min\":%d,\"max\":%d}}", fixed, fixed);
+    *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_batch", extra,
+                     "invalid batch %lld for %s: its ONNX file fixes the batch to %d (its graph's shapes hold at "
+                     "that batch only); ask for batch %d, or export it with a dynamic batch axis",
+                     (long long)b, net, fixed, fixed);
     return 0;
   }
   return 1;

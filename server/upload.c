@@ -29,13 +29,13 @@ int srv_network_name_ok(const char *name) {
 
 /* Every task of the network on this server's CPU target has a template: TH_ERR_UNSUPPORTED naming the first
  * kernel that has none. */
-static th_status srv__upload_tasks(const tc_netsrc *net, char *err, size_t n) {
+static th_status srv__upload_tasks(const tc_netsrc *net, int batch, char *err, size_t n) {
   tc_backend_target t;
   th_status rc = tc_backend_target_init(tc_backend_default(), NULL, &t, err, n);
   tc_task *tasks = NULL;
   int nt = 0;
   char why[TH_WHY_MAX] = "";
-  if (rc == TH_OK) rc = tc_network_tasks_err(&t, net, 1, &tasks, &nt, why, sizeof why);
+  if (rc == TH_OK) rc = tc_network_tasks_err(&t, net, batch, &tasks, &nt, why, sizeof why);
   if (rc != TH_OK && err[0] == '\0')
     snprintf(err, n, "%s: the graph passes refused the imported graph: %s", net->name,
              why[0] ? why : th_status_str(rc));
@@ -52,7 +52,10 @@ static th_status srv__upload_tasks(const tc_netsrc *net, char *err, size_t n) {
 }
 
 /* The description of the file at path: imported at batch 1 with its weights (which checks every initializer)
- * and at batch 2 without (the batch dimensions); then, with those graphs freed, its tasks. */
+ * and at batch 2 without (the batch dimensions); then, with those graphs freed, its tasks. A file that imports
+ * at no batch but the one it fixes (a Reshape to [2, 12] of a [2, 3, 4] input: the shapes of its graph hold
+ * there only) is a network of that batch alone: imported there, described with "fixed_batch", and refused
+ * at any other batch (400 invalid_batch) instead of failing in the build. */
 static th_status srv__upload_describe(const srv_upload_in *in, json_t **doc, char *err, size_t n) {
   tc_onnx_info *info = th_calloc(1, sizeof *info);
   if (!info) return TH_ERR_NOMEM;
@@ -60,18 +63,34 @@ static th_status srv__upload_describe(const srv_upload_in *in, json_t **doc, cha
   tc_onnx_opts o1 = {.network = in->name, .batch = 1, .shapes = in->shapes, .weights = 1};
   tc_onnx_opts o2 = {.network = in->name, .batch = 2, .shapes = in->shapes, .weights = 0};
   th_status rc = tc_onnx_import_file(in->path, &o1, &g1, info, err, n);
+  int fixed = 0;
+  if ((rc == TH_ERR_INVALID || rc == TH_ERR_UNSUPPORTED) && info->file_batch > 1) {
+    char *err2 = th_malloc(n);
+    o1.batch = o2.batch = info->file_batch; /* the batch-1 error stays the answer should this fail too */
+    if (err2 && tc_onnx_import_file(in->path, &o1, &g1, info, err2, n) == TH_OK) {
+      fixed = o1.batch;
+      rc = TH_OK;
+    }
+    free(err2);
+  }
   if (rc == TH_OK) rc = tc_onnx_import_file(in->path, &o2, &g2, NULL, err, n);
+  if (rc != TH_OK && g1 && !fixed && info->file_batch == 1) { /* fixed at batch 1: a Squeeze of axis 0 */
+    g2 = g1;
+    fixed = 1;
+    rc = TH_OK;
+  }
   json_t *d = NULL;
   if (rc == TH_OK) {
     rc = srv_present_onnx(in->name, g1, g2, info, &d);
     if (rc != TH_OK) snprintf(err, n, "cannot describe %s: %s", in->name, th_status_str(rc));
   }
+  if (rc == TH_OK && fixed) json_object_set_new(d, "fixed_batch", json_integer(fixed));
+  if (g2 != g1) tc_graph_free(g2);
   tc_graph_free(g1);
-  tc_graph_free(g2);
   free(info);
   if (rc == TH_OK) {
     tc_netsrc src = {in->name, in->path, in->shapes};
-    rc = srv__upload_tasks(&src, err, n);
+    rc = srv__upload_tasks(&src, fixed ? fixed : 1, err, n);
   }
   if (rc != TH_OK) {
     json_decref(d);

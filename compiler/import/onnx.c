@@ -429,12 +429,14 @@ th_status tc_onnx_import(const void *data, size_t len, const tc_onnx_opts *opts,
   } else if (err) {
     snprintf(err, errlen, "out of memory");
   }
+  if (info) memset(info, 0, sizeof *info);
   if (rc == TH_OK) {
     *out = x->g;
     if (info) *info = x->info;
   } else if (x) {
     tc_graph_free(x->g);
   }
+  if (info && x) info->file_batch = x->file_batch;
   if (x) {
     free(x->unsup);
     free(x->pinfo);

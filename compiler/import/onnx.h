@@ -71,10 +71,14 @@ typedef struct tc_onnx_info {
   int folded;             /* nodes evaluated at import (constant shape arithmetic, Constant nodes) */
   int fused_layer_norm;   /* decomposed layer norms matched into TC_OP_LAYER_NORM */
   int fused_gelu;         /* decomposed gelus matched into TC_OP_GELU */
+  int file_batch; /* the batch the file fixes (README, "The batch rule": the leading dimension of its
+                     first input of rank >= 2) when that is a number, else 0; the only field that is
+                     also set when the import fails (once the inputs were read) */
 } tc_onnx_info;
 
 /* Imports the ONNX model in data[0..len) for opts->batch. On success *out is a finished graph (the
- * caller frees it with tc_graph_free) and *info (if info != NULL) describes the file. Errors (err
+ * caller frees it with tc_graph_free) and *info (if info != NULL) describes the file; on failure
+ * *info is zero but for file_batch. Errors (err
  * says why, and lists every unsupported op at once; errlen of 1024 or more keeps long lists whole):
  *   TH_ERR_INVALID      not a parsable ONNX model (malformed wire data, or past a scan limit above:
  *                       the message names it), a non-finite float attribute, a missing graph, an
