@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Integration tests of the load-aware scheduler against the real daemon: three tuning misses at once
+# Integration tests of the load-aware scheduler against the real daemon: two tuning misses at once
 # interleave (seen through GET /scheduler and the SSE stream, resumed with Last-Event-ID) and all publish a
 # tuned v2; a kill -9 mid-tuning resumes from the stored records after a restart.
 # Usage: sched.sh CASE, with TUNEHUB set to the binary.
@@ -45,7 +45,7 @@ trials_per_task() {
 
 case_interleave_sse() {
   start_daemon --on-miss tune --miss-trials 2 --workers 3
-  nets=(squeezenet_v1.1 mobilenet resnet-18)
+  nets=(squeezenet_v1.1 mobilenet) # two jobs are enough to interleave (a third cost the test a third more)
   ids=()
   for n in "${nets[@]}"; do
     expect_status 503 "$BASE/models/llvm/$n/1"
@@ -94,7 +94,7 @@ case_interleave_sse() {
   grep '^id: ' "$TMP/sse0" | cut -d' ' -f2 | sort -n -c || fail "event ids do not increase"
   grep -q '"stage":"measure"' "$TMP/sse0" || fail "no measure stage event"
   # a finished job's stream: snapshot and done at once
-  curl -sN --max-time 10 "$BASE/jobs/${ids[2]}/events" >"$TMP/sse2"
+  curl -sN --max-time 10 "$BASE/jobs/${ids[1]}/events" >"$TMP/sse2"
   grep -q '^event: progress' "$TMP/sse2" && grep -q '^event: done' "$TMP/sse2" || fail "finished stream"
   for n in "${nets[@]}"; do
     expect_status 200 "$BASE/models/llvm/$n/1/versions"
