@@ -74,7 +74,8 @@ static th_status srv__upload_describe(const srv_upload_in *in, json_t **doc, cha
     free(err2);
   }
   if (rc == TH_OK) rc = tc_onnx_import_file(in->path, &o2, &g2, NULL, err, n);
-  if (rc != TH_OK && g1 && !fixed && info->file_batch == 1) { /* fixed at batch 1: a Squeeze of axis 0 */
+  if ((rc == TH_ERR_INVALID || rc == TH_ERR_UNSUPPORTED) && g1 && !fixed &&
+      info->file_batch == 1) { /* fixed at batch 1: a Squeeze of axis 0 (not out of memory at batch 2) */
     g2 = g1;
     fixed = 1;
     rc = TH_OK;
