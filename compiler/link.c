@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "link.h"
+#include "objcache.h"
 #include "tc_runtime_embed.h"
 #include "th_sha256.h"
 #include "th_util.h"
@@ -143,31 +144,9 @@ static size_t cc_argv(char *buf, size_t bufn, char **argv) {
  * it with the linker's own message; deleting the folder is always safe. */
 static char *const rt_flags[] = {"-c", "-O2", "-fPIC", "-std=gnu11", "-o"};
 
-/* A folder that only this user can write: owned by the effective uid, not group- or world-writable. */
-static int rt_cache_private(const char *dir) {
-  struct stat st;
-  return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 022);
-}
-
 /* The cache's file for the runtime compiled by cc (the $CC string) into path; 0 when there is no private
- * cache folder to use (and then nothing is written). The folder is made 0700 when missing. */
+ * cache folder to use (objcache.h). */
 static int rt_cache_path(const char *cc, char *path, size_t n) {
-  const char *off = getenv("TUNEHUB_NO_CACHE");
-  if (off && *off) return 0;
-  char base[4096], dir[4200];
-  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-  int w;
-  if (xdg && xdg[0] == '/')
-    w = snprintf(base, sizeof base, "%s", xdg);
-  else if (home && home[0] == '/')
-    w = snprintf(base, sizeof base, "%s/.cache", home);
-  else
-    return 0;
-  if (w < 0 || (size_t)w >= sizeof base) return 0;
-  snprintf(dir, sizeof dir, "%s/tunehub", base);
-  (void)mkdir(base, 0700);
-  if (mkdir(dir, 0700) != 0 && errno != EEXIST) return 0;
-  if (!rt_cache_private(base) || !rt_cache_private(dir)) return 0;
   th_sha256 h;
   th_sha256_init(&h);
   th_sha256_update(&h, tc_rt_src_th_rt_c, sizeof tc_rt_src_th_rt_c);
@@ -179,27 +158,15 @@ static int rt_cache_path(const char *cc, char *path, size_t n) {
   if (uname(&u) == 0) th_sha256_update(&h, u.machine, strlen(u.machine) + 1);
   unsigned char d[32];
   th_sha256_final(&h, d);
-  char hex[65];
-  for (int i = 0; i < 32; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
-  w = snprintf(path, n, "%s/th_rt-%.24s.o", dir, hex);
-  return w > 0 && (size_t)w < n;
+  return tc_objcache_path("th_rt-", d, ".o", path, n);
 }
 
-/* The cached object at path when it is a non-empty regular file of this user's. */
-static int rt_cache_hit(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_size > 0;
-}
-
-/* Copies the freshly compiled obj into the cache at path: a file of its own first, then a rename, so that a
- * process that reads it never sees half of it. Failures leave the cache as it was (it is only a cache). */
+/* Copies the freshly compiled obj into the cache at path. */
 static void rt_cache_store(const char *obj, const char *path) {
-  char *data = NULL, tmp[4500];
+  char *data = NULL;
   size_t len = 0;
   if (th_read_file(obj, (size_t)64 << 20, &data, &len) != TH_OK) return;
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-  if (write_all(tmp, (const unsigned char *)data, len) == TH_OK && rename(tmp, path) == 0) tmp[0] = '\0';
-  if (tmp[0]) unlink(tmp);
+  tc_objcache_store(path, data, len);
   free(data);
 }
 
@@ -223,7 +190,7 @@ th_status tc_runtime_object(const char **path, char *err, size_t errlen) {
   char cached[4400], ccbuf[512];
   const char *cc = getenv("CC");
   int cache = rt_cache_path((cc && *cc) ? cc : "cc", cached, sizeof cached);
-  if ((!atomic_load(&rt_ready) || access(rt_obj, R_OK) != 0) && cache && rt_cache_hit(cached)) {
+  if ((!atomic_load(&rt_ready) || access(rt_obj, R_OK) != 0) && cache && tc_objcache_hit(cached)) {
     if (rt_owner == getpid() && rt_dir[0]) (void)th_rm_rf(rt_dir); /* a private one of before, gone */
     rt_dir[0] = '\0'; /* nothing of ours to remove at exit */
     snprintf(rt_obj, sizeof rt_obj, "%s", cached);

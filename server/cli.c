@@ -11,6 +11,7 @@
 
 #include "builder.h"
 #include "measure.h"
+#include "objcache.h"
 #include "passes/passes.h"
 #include "present.h"
 #include "scheduler.h"
@@ -252,6 +253,11 @@ int cli_build(int argc, char **argv) {
   }
   fprintf(stderr, "built in %.2f s:%s%s%s%s\n", th_now_mono() - t0, out ? " " : "", out ? out : "",
           so ? " " : "", so ? so : "");
+  unsigned reused = 0, looked = 0;
+  char cache_dir[4200];
+  tc_objcache_counts(&reused, &looked);
+  if (looked && tc_objcache_dir(cache_dir, sizeof cache_dir))
+    fprintf(stderr, "object cache: %u of %u objects reused from %s\n", reused, looked, cache_dir);
   /* a target this machine cannot run (no CUDA device, another CPU's features) is built untimed */
   json_t *m = manifest ? json_loads(manifest, 0, NULL) : NULL;
   const char *why = json_string_value(json_object_get(m, "unmeasured"));

@@ -4,6 +4,7 @@
  * textual IR. The lowering of kernels into it is codegen.c. */
 #include <errno.h>
 #include <llvm-c/Analysis.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -14,6 +15,8 @@
 #include <string.h>
 
 #include "codegen_int.h"
+#include "objcache.h"
+#include "th_sha256.h"
 #include "tc_llvm.h"
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -89,9 +92,45 @@ static th_status optimise(tc_llvm_module_t *m) {
   return TH_OK;
 }
 
+/* The object cache's file for this module (objcache.h): the sha256 of its bitcode before the passes, the
+ * target machine's triple, CPU and features, the pipeline and LLVM's version. 0 when there is no cache. */
+static int module_cache_path(tc_llvm_module_t *m, char *path, size_t n) {
+  LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(m->mod);
+  if (!bc) return 0;
+  th_sha256 h;
+  th_sha256_init(&h);
+  th_sha256_update(&h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+  LLVMDisposeMemoryBuffer(bc);
+  unsigned v[3] = {0, 0, 0};
+  LLVMGetVersion(&v[0], &v[1], &v[2]);
+  char what[128];
+  snprintf(what, sizeof what, "O3 aggressive pic llvm %u.%u.%u", v[0], v[1], v[2]);
+  const char *parts[] = {m->t.triple, m->t.cpu, m->t.features, what};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    th_sha256_update(&h, parts[i], strlen(parts[i]) + 1);
+  unsigned char d[32];
+  th_sha256_final(&h, d);
+  return tc_objcache_path("k-", d, ".o", path, n);
+}
+
+/* path could not be written: the message says so with errno's text. */
+static th_status emit_write_failed(tc_llvm_module_t *m, const char *path, int werr) {
+  char why[1200];
+  snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(werr ? werr : EIO));
+  tc_llvm__set_errf(m, "emit", why);
+  return TH_ERR_IO;
+}
+
 th_status tc_llvm_emit_object(tc_llvm_module_t *m, const char *path) {
   if (!m || !path || m->emitted) return TH_ERR_INVALID;
   m->emitted = 1;
+  char cached[4400];
+  int cache = module_cache_path(m, cached, sizeof cached);
+  if (cache && tc_objcache_hit(cached)) {
+    th_status crc = tc_objcache_copy_out(cached, path);
+    if (crc == TH_OK) return TH_OK;
+    if (crc == TH_ERR_IO) return emit_write_failed(m, path, errno); /* path's fault, not the cache's */
+  }
   th_status rc = optimise(m);
   if (rc != TH_OK) return rc;
   char *msg = NULL;
@@ -112,13 +151,9 @@ th_status tc_llvm_emit_object(tc_llvm_module_t *m, const char *path) {
   int closed =
       f ? fclose(f) == 0 : 0; /* a full disk often shows only here, when the buffer is flushed */
   if (!werr && !closed) werr = errno;
+  if (!werr && f && cache) tc_objcache_store(cached, LLVMGetBufferStart(buf), n);
   LLVMDisposeMemoryBuffer(buf);
-  if (werr || !f) {
-    char why[1200];
-    snprintf(why, sizeof why, "cannot write %s: %s", path, strerror(werr ? werr : EIO));
-    tc_llvm__set_errf(m, "emit", why);
-    return TH_ERR_IO;
-  }
+  if (werr || !f) return emit_write_failed(m, path, werr);
   return TH_OK;
 }
 

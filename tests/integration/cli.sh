@@ -237,7 +237,7 @@ case_runtime_cache() {
     local n=$1 before after
     shift
     before=$(cat "$TMP/compiles" 2>/dev/null | wc -l)
-    env CC="$TMP/bin/cc" XDG_CACHE_HOME="$TMP/cache" "$@" "$TUNEHUB" build llvm small 2 -o "$TMP/b$n.tar" \
+    env -u TUNEHUB_CACHE_DIR CC="$TMP/bin/cc" XDG_CACHE_HOME="$TMP/cache" "$@" "$TUNEHUB" build llvm small 2 -o "$TMP/b$n.tar" \
       --data "$DATA" >"$TMP/build$n.log" 2>&1 || { cat "$TMP/build$n.log"; fail "build $n"; }
     after=$(cat "$TMP/compiles" 2>/dev/null | wc -l)
     echo $((after - before))
@@ -249,9 +249,32 @@ case_runtime_cache() {
   objs=$(find "$TMP/cache/tunehub" -name 'th_rt-*.o' -type f 2>/dev/null | wc -l || true)
   [[ $objs == 1 ]] || fail "the cache holds $objs runtime objects: $(ls -la "$TMP/cache/tunehub")"
   [[ "$(stat -c %a "$TMP/cache/tunehub")" == 700 ]] || fail "the cache folder is not private"
+  # the kernels' objects too: one per module the build emitted, all reused by the second build
+  local kobjs
+  kobjs=$(find "$TMP/cache/tunehub" -name 'k-*.o' -type f | wc -l)
+  [[ $kobjs -ge 1 ]] || fail "the cache holds no kernel objects: $(ls -la "$TMP/cache/tunehub")"
+  grep -q "^object cache: 0 of $((kobjs + 1)) objects reused from $TMP/cache/tunehub$" "$TMP/build1.log" ||
+    fail "first build: $(grep 'object cache' "$TMP/build1.log")"
   [[ "$(build 2)" == 0 ]] || fail "the second build compiled the runtime again"
+  grep -q "^object cache: $((kobjs + 1)) of $((kobjs + 1)) objects reused" "$TMP/build2.log" ||
+    fail "second build: $(grep 'object cache' "$TMP/build2.log") ($kobjs kernel objects)"
   "$TUNEHUB" run "$TMP/b2.tar" --repeat 2 >"$TMP/run.out" 2>&1 || fail "the cached runtime's bundle: $(cat "$TMP/run.out")"
+  local b
+  for b in b1 b2; do
+    "$TUNEHUB" run "$TMP/$b.tar" --output-dir "$TMP/o_$b" >"$TMP/run_$b.out" 2>&1 || fail "run $b: $(cat "$TMP/run_$b.out")"
+  done
+  diff -r "$TMP/o_b1" "$TMP/o_b2" >/dev/null || fail "the bundle built from cached objects computes otherwise"
+  # a damaged kernel object is not taken: compiled again, and replaced
+  for f in "$TMP"/cache/tunehub/k-*.o; do printf 'JUNK' >"$f"; done
+  [[ "$(build 5)" == 0 ]] || fail "the runtime was compiled again"
+  grep -q "^object cache: 1 of $((kobjs + 1)) objects reused" "$TMP/build5.log" ||
+    fail "damaged objects: $(grep 'object cache' "$TMP/build5.log")"
+  "$TUNEHUB" run "$TMP/b5.tar" --output-dir "$TMP/o_b5" >"$TMP/run_b5.out" 2>&1 || fail "run b5: $(cat "$TMP/run_b5.out")"
+  diff -r "$TMP/o_b1" "$TMP/o_b5" >/dev/null || fail "the bundle rebuilt over damaged objects computes otherwise"
+  [[ "$(head -c4 "$(find "$TMP/cache/tunehub" -name 'k-*.o' | head -1)" | od -An -c | tr -d ' ')" == '177ELF' ]] ||
+    fail "the damaged objects were not replaced"
   [[ "$(build 3 TUNEHUB_NO_CACHE=1)" == 1 ]] || fail "TUNEHUB_NO_CACHE still took the cached runtime"
+  ! grep -q "object cache" "$TMP/build3.log" || fail "TUNEHUB_NO_CACHE: $(grep 'object cache' "$TMP/build3.log")"
   chmod 777 "$TMP/cache/tunehub"
   [[ "$(build 4)" == 1 ]] || fail "a cache folder that others may write was used"
 }
