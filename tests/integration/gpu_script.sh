@@ -123,7 +123,8 @@ grep -q '^stopped before .*(--deadline-s 80) is near; run the same command again
   || fail "the first call's notes do not say where it stopped: $(cat "$W/notes.txt")"
 grep -q 'NVIDIA H200 (UUID: GPU-fake-0); driver 570.86.15' "$TMP/run1.err" || fail "the device line is not the first GPU's"
 [[ "$(res squeezenet_v1.1:1 th_fp32_fb)" =~ ^[0-9.]+$ ]] || fail "the first call timed no fp32 fallback bundle"
-[[ "$(res squeezenet_v1.1:1 th_tf32_fb)" =~ ^[0-9.]+$ ]] || fail "the first call timed no tf32 fallback bundle"
+# how far the first call got before its deadline depends on the machine's load: the builds it did
+{ grep -o 'fb builds: [^ ]*' "$TMP/run1.err" || true; } | sort >"$TMP/fb1.txt"
 torch_left=""
 for k in squeezenet_v1.1:1 nosuchnet:1; do [[ -n "$(res "$k" torch_fp32)" ]] || torch_left+="${torch_left:+ }$k"; done
 echo "rows PyTorch has not answered after the first call: '$torch_left'"
@@ -136,7 +137,11 @@ run_gpu --deadline-s 200 >"$TMP/run2.out" 2>"$TMP/run2.err" || rc=$?
 echo "--- second call (exit $rc) ---"
 cat "$TMP/run2.err" "$TMP/run2.out"
 [[ $rc -eq 0 ]] || fail "the second call exited $rc"
-! grep -q 'fb builds:' "$TMP/run2.err" || fail "the second call built the fallback bundles again"
+{ grep -o 'fb builds: [^ ]*' "$TMP/run2.err" || true; } | sort >"$TMP/fb2.txt"
+[[ -z "$(comm -12 "$TMP/fb1.txt" "$TMP/fb2.txt")" ]] ||
+  fail "the second call built again what the first built: $(comm -12 "$TMP/fb1.txt" "$TMP/fb2.txt" | tr '\n' ' ')"
+[[ "$(sort -u "$TMP/fb1.txt" "$TMP/fb2.txt" | wc -l)" == 4 ]] ||
+  fail "the two calls built $(sort -u "$TMP/fb1.txt" "$TMP/fb2.txt" | tr '\n' ' '), want the 4 fallback bundles"
 [[ "$(sed -n '$p' "$TMP/torch_calls.txt")" == "$torch_left" ]] \
   || fail "PyTorch's last call asked for '$(sed -n '$p' "$TMP/torch_calls.txt")', want the rows left: '$torch_left'"
 head -n "$(wc -l <"$TMP/results1.tsv")" "$W/results.tsv" | cmp -s - "$TMP/results1.tsv" \
