@@ -155,6 +155,7 @@ static const struct tc__ox_opset_range {
     {"Shrink", 9, 21},
     {"MeanVarianceNormalization", 9, 21},
     {"LRN", 1, 21},
+    {"GridSample", 16, 21},
 };
 
 int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi) {

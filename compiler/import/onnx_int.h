@@ -394,6 +394,8 @@ th_status tc__ox_c_shrink(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_mvn(tc__ox *x, const Onnx__NodeProto *n);
 /* LRN: a band matrix of ones times the squares sums each channel window. */
 th_status tc__ox_c_lrn(tc__ox *x, const Onnx__NodeProto *n);
+/* GridSample of a 4-D input (every mode, padding and align_corners) as gathers of taps. */
+th_status tc__ox_c_grid_sample(tc__ox *x, const Onnx__NodeProto *n);
 
 /* ---- onnx_ops_rnn.c: recurrent layers
  * ------------------------------------------------------------------------ */

@@ -1222,6 +1222,7 @@ static const struct {
     {"Shrink", tc__ox_c_shrink},
     {"MeanVarianceNormalization", tc__ox_c_mvn},
     {"LRN", tc__ox_c_lrn},
+    {"GridSample", tc__ox_c_grid_sample},
 };
 
 tc__ox_conv_fn tc__ox_converter(const char *op_type) {
