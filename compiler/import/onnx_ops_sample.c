@@ -173,8 +173,8 @@ static int tc__gs_cubic_w(tc_graph *g, int s, int far) {
 
 /* The taps along one axis of length L for the normalised coordinates c [N, P], as ONNX's
  * reference: denormalised (align_corners: -1 and 1 are the centres of the end pixels, else their
- * outer edges), rounded half to even (nearest), brought inside [lo, hi] by the padding (border:
- * clamped to [0, L - 1]; reflection: reflected), then the taps at floor and around it, each index
+ * outer edges), rounded half to even (nearest), brought inside [lo, hi] by the padding when outside
+ * it (border: clamped to [0, L - 1], which moves cubic's taps; reflection: reflected), then the taps at floor and around it, each index
  * again clamped (border), reflected (reflection) or checked (zeros). */
 static th_status tc__gs_axis(tc__ox *x, const Onnx__NodeProto *n, int c, int64_t L, int align,
                              int mode, int pad, char axis, tc__gs_taps *t) {
@@ -190,7 +190,13 @@ static th_status tc__gs_axis(tc__ox *x, const Onnx__NodeProto *n, int c, int64_t
   }
   int v = tc_graph_affine(g, c, align ? top / 2.0f : (float)L / 2.0f, top / 2.0f);
   if (mode == TC__GS_NEAREST) v = tc_graph_math(g, v, TC_UNARY_ROUND, 0, 0);
-  if (pad == TC__GS_BORDER) v = tc_graph_clip(g, v, 0.0f, top);
+  if (pad == TC__GS_BORDER && !align) { /* clamped only from outside [-0.5, L - 0.5] */
+    int in = tc_graph_binary(g, v, tc_graph_clip(g, v, (float)lo, (float)hi), TC_BINARY_EQ);
+    v = tc_graph_add(g, tc_graph_binary(g, in, v, TC_BINARY_TAKE),
+                     tc_graph_binary(g, in, tc_graph_clip(g, v, 0.0f, top), TC_BINARY_LEAVE));
+  } else if (pad == TC__GS_BORDER) {
+    v = tc_graph_clip(g, v, 0.0f, top);
+  }
   if (pad == TC__GS_REFLECTION) v = tc__gs_reflect(g, v, period, lo, hi);
   int f = mode == TC__GS_NEAREST ? v : tc_graph_math(g, v, TC_UNARY_FLOOR, 0, 0);
   int s = mode == TC__GS_NEAREST ? -1 : tc_graph_sub(g, v, f); /* in [0, 1) */

@@ -1,8 +1,10 @@
 /* Tests of the ONNX importer's local normalisations, shrinkage and sampling (issue 38;
  * onnx_ops_sample.c): Shrink (hard and soft, with bias; inf and NaN), MeanVarianceNormalization over
- * its default and other axes, LRN with odd and even window sizes, imported from models built in C
- * (onnx_build.h) at batch 1 and 3 and run by the reference interpreter against naive loops in
- * double, and the refusals of bad attributes. */
+ * its default and other axes, LRN with odd and even window sizes, GridSample in every mode, padding
+ * and align_corners at opsets 16 and 20 (grids with points outside [-1, 1], far ones and ties of
+ * the nearest rounding), imported from models built in C (onnx_build.h) at batch 1 and 3 and run
+ * by the reference interpreter against naive loops in double written from ONNX's reference, and
+ * the refusals of bad attributes. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -228,5 +230,161 @@ TH_TEST(sample_refusals) {
   ts_refuse("Shrink", "lambd", 1, INFINITY, TH_ERR_INVALID, "lambd", "finite");
   ts_refuse("MeanVarianceNormalization", "axes", 0, 2, TH_ERR_INVALID, "axis 2", "twice");
   ts_refuse("MeanVarianceNormalization", "axes", 0, 4, TH_ERR_INVALID, "axis", "");
+  return 0;
+}
+
+/* ---- GridSample: a naive reference of ONNX's, per output pixel ---- */
+
+static double gs_reflect(double v, double lo, double hi) {
+  double rng = hi - lo;
+  if (rng == 0) return lo;
+  if (v < lo || v > hi) {
+    double dx = v < lo ? lo - v : v - hi;
+    int64_t k = (int64_t)(dx / rng);
+    double r = dx - (double)k * rng;
+    int even = k % 2 == 0;
+    return v < lo ? (even ? lo + r : hi - r) : (even ? hi - r : lo + r);
+  }
+  return v;
+}
+
+/* plane[i * W + j] with i, j resolved by the padding (0 outside for zeros). */
+static double gs_pixel(const float *plane, int H, int W, int64_t i, int64_t j, int pad,
+                       int align) {
+  int64_t L[2] = {H, W}, v[2] = {i, j};
+  for (int d = 0; d < 2; d++) {
+    if (pad == 0 && (v[d] < 0 || v[d] >= L[d])) return 0.0;
+    if (pad == 1) v[d] = v[d] < 0 ? 0 : v[d] > L[d] - 1 ? L[d] - 1 : v[d];
+    if (pad == 2)
+      v[d] = (int64_t)gs_reflect((double)v[d], align ? 0.0 : -0.5,
+                                 align ? (double)L[d] - 1 : (double)L[d] - 0.5);
+  }
+  return plane[v[0] * W + v[1]];
+}
+
+static void gs_cubic(double t, double *c) {
+  const double A = -0.75;
+  double u = t + 1, w = 1 - t, z = 2 - t;
+  c[0] = ((A * u - 5 * A) * u + 8 * A) * u - 4 * A;
+  c[1] = ((A + 2) * t - (A + 3)) * t * t + 1;
+  c[2] = ((A + 2) * w - (A + 3)) * w * w + 1;
+  c[3] = ((A * z - 5 * A) * z + 8 * A) * z - 4 * A;
+}
+
+/* mode 0 nearest, 1 linear, 2 cubic; pad 0 zeros, 1 border, 2 reflection. */
+static double gs_ref(const float *plane, int H, int W, double gx, double gy, int mode, int pad,
+                     int align) {
+  int L[2] = {H, W};
+  double c[2] = {gy, gx};
+  for (int d = 0; d < 2; d++) {
+    double lo = align ? 0.0 : -0.5, hi = align ? L[d] - 1.0 : L[d] - 0.5;
+    c[d] = align ? (c[d] + 1) / 2 * (L[d] - 1) : ((c[d] + 1) * L[d] - 1) / 2;
+    if (mode == 0) c[d] = nearbyint(c[d]); /* ties to even */
+    if (c[d] < lo || c[d] > hi) {
+      if (pad == 1) c[d] = c[d] < 0 ? 0 : c[d] > L[d] - 1 ? L[d] - 1 : c[d];
+      if (pad == 2) c[d] = gs_reflect(c[d], lo, hi);
+    }
+  }
+  if (mode == 0) return gs_pixel(plane, H, W, (int64_t)c[0], (int64_t)c[1], pad, align);
+  int64_t f[2] = {(int64_t)floor(c[0]), (int64_t)floor(c[1])};
+  double wy[4], wx[4];
+  int taps = mode == 1 ? 2 : 4, first = mode == 1 ? 0 : -1;
+  if (mode == 1) {
+    wy[0] = 1 - (c[0] - f[0]), wy[1] = c[0] - f[0];
+    wx[0] = 1 - (c[1] - f[1]), wx[1] = c[1] - f[1];
+  } else {
+    gs_cubic(c[0] - f[0], wy);
+    gs_cubic(c[1] - f[1], wx);
+  }
+  double sum = 0;
+  for (int i = 0; i < taps; i++) {
+    double row = 0;
+    for (int j = 0; j < taps; j++)
+      row += wx[j] * gs_pixel(plane, H, W, f[0] + first + i, f[1] + first + j, pad, align);
+    sum += wy[i] * row;
+  }
+  return sum;
+}
+
+static const char *const gs_modes[2][3] = {{"nearest", "bilinear", "bicubic"},
+                                           {"nearest", "linear", "cubic"}};
+static const char *const gs_pads[3] = {"zeros", "border", "reflection"};
+
+/* GridSample of X [N, C, H, W] at grid [N, Ho, Wo, 2] against gs_ref. */
+static void ts_grid(int64_t opset, int batch, int mode, int pad, int align, int C, int H, int W,
+                    int Ho, int Wo) {
+  tb *b = tb_new(opset);
+  tb_input(b, "x", F32, 4, (int64_t[]){-1, C, H, W});
+  tb_input(b, "grid", F32, 4, (int64_t[]){-1, Ho, Wo, 2});
+  Onnx__NodeProto *n = tb_node(b, "GridSample", "gs", "x,grid", "y");
+  tb_attr_s(b, n, "mode", gs_modes[opset >= 20][mode]);
+  tb_attr_s(b, n, "padding_mode", gs_pads[pad]);
+  tb_attr_i(b, n, "align_corners", align);
+  tb_output(b, "y");
+  char err[512];
+  tc_graph *g = ts_import(b, batch, err, sizeof err, TH_OK);
+  CHECK(g != NULL);
+  if (!g) return;
+  int64_t cx = (int64_t)batch * C * H * W, cg = (int64_t)batch * Ho * Wo * 2;
+  int64_t cy = (int64_t)batch * C * Ho * Wo;
+  float *x = malloc((size_t)cx * sizeof *x), *gr = malloc((size_t)cg * sizeof *gr);
+  float *y = malloc((size_t)cy * sizeof *y);
+  double *w = malloc((size_t)cy * sizeof *w);
+  tb_fill(x, cx, 17);
+  tb_fill(gr, cg, 19 + (uint64_t)mode);
+  for (int64_t e = 0; e < cg; e++) gr[e] *= 1.4f; /* some points outside [-1, 1] */
+  static const float special[] = {-1.0f, 1.0f, 0.0f, 0.5f, -0.5f, 3.7f, -4.1f, 1.25f, -2.6f};
+  for (int64_t e = 0; e < (int64_t)(sizeof special / sizeof special[0]) && e < cg; e++)
+    gr[e * 3 % cg] = special[e];
+  for (int64_t e = 0; e < cy; e++) {
+    int64_t p = e % (Ho * Wo), bn = e / (Ho * Wo) / C, ch = e / (Ho * Wo) % C;
+    const float *pt = gr + (bn * Ho * Wo + p) * 2;
+    w[e] = gs_ref(x + (bn * C + ch) * H * W, H, W, pt[0], pt[1], mode, pad, align);
+  }
+  const void *ins[2] = {x, gr};
+  char what[128];
+  snprintf(what, sizeof what, "grid_sample opset %lld batch %d %s %s align %d", (long long)opset,
+           batch, gs_modes[opset >= 20][mode], gs_pads[pad], align);
+  CHECK_EQ_INT(ts_run(g, ins, y, w, cy, 1e-4, what), 0);
+  free(x);
+  free(gr);
+  free(y);
+  free(w);
+  tc_graph_free(g);
+}
+
+TH_TEST(grid_sample_modes) {
+  for (int batch = 1; batch <= 3; batch += 2)
+    for (int mode = 0; mode < 3; mode++)
+      for (int pad = 0; pad < 3; pad++)
+        for (int align = 0; align < 2; align++)
+          ts_grid(batch == 1 ? 16 : 20, batch, mode, pad, align, 2, 5, 4, 3, 6);
+  ts_grid(16, 2, 2, 2, 0, 3, 1, 7, 2, 5); /* one row: reflection of a range of 1 */
+  ts_grid(20, 1, 1, 1, 1, 1, 8, 8, 8, 8);
+  return 0;
+}
+
+/* GridSample with a bad attribute or shape: import fails with want and an error holding needle. */
+static void ts_grid_refuse(int64_t opset, const char *attr, const char *val, int rank, th_status want,
+                           const char *needle) {
+  tb *b = tb_new(opset);
+  tb_input(b, "x", F32, rank, (int64_t[]){-1, 2, 4, 4, 4});
+  tb_input(b, "grid", F32, rank, (int64_t[]){-1, 3, 3, 3, rank - 2});
+  Onnx__NodeProto *n = tb_node(b, "GridSample", "bad", "x,grid", "y");
+  if (attr) tb_attr_s(b, n, attr, val);
+  tb_output(b, "y");
+  char err[512];
+  CHECK(ts_import(b, 1, err, sizeof err, want) == NULL);
+  int ok = strstr(err, "bad") && strstr(err, needle);
+  if (!ok) fprintf(stderr, "GridSample %s %s: %s\n", attr ? attr : "", val ? val : "", err);
+  CHECK(ok);
+}
+
+TH_TEST(grid_sample_refusals) {
+  ts_grid_refuse(16, "mode", "linear", 4, TH_ERR_INVALID, "nearest, bilinear, bicubic");
+  ts_grid_refuse(20, "mode", "bicubic", 4, TH_ERR_INVALID, "nearest, linear, cubic");
+  ts_grid_refuse(16, "padding_mode", "wrap", 4, TH_ERR_INVALID, "zeros, border, reflection");
+  ts_grid_refuse(20, NULL, NULL, 5, TH_ERR_UNSUPPORTED, "volumetric");
+  ts_grid_refuse(15, NULL, NULL, 4, TH_ERR_UNSUPPORTED, "16..21");
   return 0;
 }
