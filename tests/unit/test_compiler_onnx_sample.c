@@ -333,7 +333,7 @@ static void ts_grid(int64_t opset, int batch, int mode, int pad, int align, int 
   tb_fill(x, cx, 17);
   tb_fill(gr, cg, 19 + (uint64_t)mode);
   for (int64_t e = 0; e < cg; e++) gr[e] *= 1.4f; /* some points outside [-1, 1] */
-  static const float special[] = {-1.0f, 1.0f, 0.0f, 0.5f, -0.5f, 3.7f, -4.1f, 1.25f, -2.6f};
+  static const float special[] = {-1.0f, 1.0f, 0.0f, 0.5f, -0.5f, 3.7f, -4.1f, 1.25f, -2.6f, 9.3f, -11.0f};
   for (int64_t e = 0; e < (int64_t)(sizeof special / sizeof special[0]) && e < cg; e++)
     gr[e * 3 % cg] = special[e];
   for (int64_t e = 0; e < cy; e++) {
