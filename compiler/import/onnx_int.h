@@ -379,7 +379,7 @@ th_status tc__ox_c_where(tc__ox *x, const Onnx__NodeProto *n);
  * its zeroed data (in the graph's arena, the parameter's when the import loads weights); one of
  * more than 2^26 elements is reported unsupported (*id = -1). */
 th_status tc__ox_mask_const(tc__ox *x, const Onnx__NodeProto *n, const char *tag, int r,
-                           const int64_t *dims, int *id, float **data);
+                            const int64_t *dims, int *id, float **data);
 /* Trilu: a constant triangle mask of the last two dims (TAKE and LEAVE, as Where). */
 th_status tc__ox_c_trilu(tc__ox *x, const Onnx__NodeProto *n);
 /* Hardmax: ArgMax compared with a constant iota (opset < 13: over the input coerced to 2-D). */

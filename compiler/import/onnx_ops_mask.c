@@ -14,7 +14,7 @@
 #define TC__OX_MASK_MAX ((int64_t)1 << 26)
 
 th_status tc__ox_mask_const(tc__ox *x, const Onnx__NodeProto *n, const char *tag, int r,
-                           const int64_t *dims, int *id, float **data) {
+                            const int64_t *dims, int *id, float **data) {
   int64_t cnt = 1;
   for (int d = 0; d < r; d++) cnt *= dims[d];
   *id = -1;

@@ -101,8 +101,8 @@ th_status tc__ox_c_lrn(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "size %lld must be at least 1 (a required attribute)",
                         (long long)size);
   if (!isfinite(alpha) || !isfinite(beta) || !isfinite(bias))
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "alpha %g, beta %g and bias %g must be finite",
-                        alpha, beta, bias);
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "alpha %g, beta %g and bias %g must be finite", alpha,
+                        beta, bias);
   rc = tc__ox_float_in(x, n, 0, &a);
   if (rc != TH_OK || a < 0) return rc;
   int r = tc__ox_tdims(x, a, dims);
@@ -135,7 +135,7 @@ th_status tc__ox_c_lrn(tc__ox *x, const Onnx__NodeProto *n) {
   return tc__ox_set_node(x, n, 0, id);
 }
 
-/* ---- GridSample ------------------------------------------------------------------------------- */
+/* ---- GridSample ---------------------------------------------------------------------------- */
 
 enum { TC__GS_NEAREST, TC__GS_LINEAR, TC__GS_CUBIC };
 enum { TC__GS_ZEROS, TC__GS_BORDER, TC__GS_REFLECTION };
@@ -174,8 +174,9 @@ static int tc__gs_cubic_w(tc_graph *g, int s, int far) {
 /* The taps along one axis of length L for the normalised coordinates c [N, P], as ONNX's
  * reference: denormalised (align_corners: -1 and 1 are the centres of the end pixels, else their
  * outer edges), rounded half to even (nearest), brought inside [lo, hi] by the padding when outside
- * it (border: clamped to [0, L - 1], which moves cubic's taps; reflection: reflected), then the taps at floor and around it, each index
- * again clamped (border), reflected (reflection) or checked (zeros). */
+ * it (border: clamped to [0, L - 1], which moves cubic's taps; reflection: reflected), then the
+ * taps at floor and around it, each index again clamped (border), reflected (reflection) or checked
+ * (zeros). */
 static th_status tc__gs_axis(tc__ox *x, const Onnx__NodeProto *n, int c, int64_t L, int align,
                              int mode, int pad, char axis, tc__gs_taps *t) {
   tc_graph *g = x->g;
@@ -216,7 +217,8 @@ static th_status tc__gs_axis(tc__ox *x, const Onnx__NodeProto *n, int c, int64_t
     int w = -1;
     if (mode == TC__GS_LINEAR) w = k == 0 ? tc_graph_affine(g, s, -1.0f, 1.0f) : s;
     if (mode == TC__GS_CUBIC) /* distances 1 + s, s, 1 - s, 2 - s */
-      w = tc__gs_cubic_w(g, k == 1 ? s : tc_graph_affine(g, s, k ? -1.0f : 1.0f, k ? k - 1.0f : 1.0f),
+      w = tc__gs_cubic_w(g,
+                         k == 1 ? s : tc_graph_affine(g, s, k ? -1.0f : 1.0f, k ? k - 1.0f : 1.0f),
                          k == 0 || k == 3);
     t->idx[k] = i, t->w[k] = w, t->in[k] = in;
     if (i < 0 || (mode != TC__GS_NEAREST && w < 0) || (pad == TC__GS_ZEROS && in < 0))
@@ -302,8 +304,8 @@ th_status tc__ox_c_grid_sample(tc__ox *x, const Onnx__NodeProto *n) {
       int at = tc_graph_add(g, row, tx.idx[j]), in = -1, w = -1;
       if (pad == TC__GS_ZEROS) { /* outside: the zero row Z */
         in = tc_graph_mul(g, ty.in[i], tx.in[j]);
-        at = tc_graph_affine(g, tc_graph_mul(g, in, tc_graph_affine(g, at, 1.0f, (float)-Z)),
-                             1.0f, (float)Z);
+        at = tc_graph_affine(g, tc_graph_mul(g, in, tc_graph_affine(g, at, 1.0f, (float)-Z)), 1.0f,
+                             (float)Z);
       }
       int val = tc_graph_gather(g, data, tc_graph_cast(g, at, TC_DTYPE_I64), 0, 0, 0, 0);
       if (mode != TC__GS_NEAREST) {

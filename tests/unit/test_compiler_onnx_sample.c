@@ -1,10 +1,10 @@
 /* Tests of the ONNX importer's local normalisations, shrinkage and sampling (issue 38;
- * onnx_ops_sample.c): Shrink (hard and soft, with bias; inf and NaN), MeanVarianceNormalization over
- * its default and other axes, LRN with odd and even window sizes, GridSample in every mode, padding
- * and align_corners at opsets 16 and 20 (grids with points outside [-1, 1], far ones and ties of
- * the nearest rounding), imported from models built in C (onnx_build.h) at batch 1 and 3 and run
- * by the reference interpreter against naive loops in double written from ONNX's reference, and
- * the refusals of bad attributes. */
+ * onnx_ops_sample.c): Shrink (hard and soft, with bias; inf and NaN), MeanVarianceNormalization
+ * over its default and other axes, LRN with odd and even window sizes, GridSample in every mode,
+ * padding and align_corners at opsets 16 and 20 (grids with points outside [-1, 1], far ones and
+ * ties of the nearest rounding), imported from models built in C (onnx_build.h) at batch 1 and 3
+ * and run by the reference interpreter against naive loops in double written from ONNX's reference,
+ * and the refusals of bad attributes. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -249,8 +249,7 @@ static double gs_reflect(double v, double lo, double hi) {
 }
 
 /* plane[i * W + j] with i, j resolved by the padding (0 outside for zeros). */
-static double gs_pixel(const float *plane, int H, int W, int64_t i, int64_t j, int pad,
-                       int align) {
+static double gs_pixel(const float *plane, int H, int W, int64_t i, int64_t j, int pad, int align) {
   int64_t L[2] = {H, W}, v[2] = {i, j};
   for (int d = 0; d < 2; d++) {
     if (pad == 0 && (v[d] < 0 || v[d] >= L[d])) return 0.0;
@@ -333,7 +332,8 @@ static void ts_grid(int64_t opset, int batch, int mode, int pad, int align, int 
   tb_fill(x, cx, 17);
   tb_fill(gr, cg, 19 + (uint64_t)mode);
   for (int64_t e = 0; e < cg; e++) gr[e] *= 1.4f; /* some points outside [-1, 1] */
-  static const float special[] = {-1.0f, 1.0f, 0.0f, 0.5f, -0.5f, 3.7f, -4.1f, 1.25f, -2.6f, 9.3f, -11.0f};
+  static const float special[] = {-1.0f, 1.0f,  0.0f,  0.5f, -0.5f, 3.7f,
+                                  -4.1f, 1.25f, -2.6f, 9.3f, -11.0f};
   for (int64_t e = 0; e < (int64_t)(sizeof special / sizeof special[0]) && e < cg; e++)
     gr[e * 3 % cg] = special[e];
   for (int64_t e = 0; e < cy; e++) {
@@ -365,8 +365,8 @@ TH_TEST(grid_sample_modes) {
 }
 
 /* GridSample with a bad attribute or shape: import fails with want and an error holding needle. */
-static void ts_grid_refuse(int64_t opset, const char *attr, const char *val, int rank, th_status want,
-                           const char *needle) {
+static void ts_grid_refuse(int64_t opset, const char *attr, const char *val, int rank,
+                           th_status want, const char *needle) {
   tb *b = tb_new(opset);
   tb_input(b, "x", F32, rank, (int64_t[]){-1, 2, 4, 4, 4});
   tb_input(b, "grid", F32, rank, (int64_t[]){-1, 3, 3, 3, rank - 2});
