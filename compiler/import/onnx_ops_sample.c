@@ -272,7 +272,10 @@ th_status tc__ox_c_grid_sample(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_unsupported(x, n, "a volumetric (5-D) input is not supported (4-D only)");
   if (r != 4 || rg != 4 || gd[0] != xd[0] || gd[3] != 2)
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
-                        "X must be [N, C, H, W] and grid [N, Ho, Wo, 2] (ranks %d and %d)", r, rg);
+                        "X must be [N, C, H, W] and grid [N, Ho, Wo, 2] (ranks %d and %d, N %lld "
+                        "and %lld, grid's last dimension %lld)",
+                        r, rg, (long long)xd[0], (long long)(rg > 0 ? gd[0] : 0),
+                        (long long)(rg > 0 ? gd[rg - 1] : 0));
   int64_t N = xd[0], C = xd[1], H = xd[2], W = xd[3], P = gd[1] * gd[2], Z = N * H * W;
   if (Z + 1 > ((int64_t)1 << 24))
     return tc__ox_unsupported(x, n, "N * H * W = %lld pixels (at most 2^24 - 1)", (long long)Z);

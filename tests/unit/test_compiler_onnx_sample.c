@@ -386,5 +386,6 @@ TH_TEST(grid_sample_refusals) {
   ts_grid_refuse(16, "padding_mode", "wrap", 4, TH_ERR_INVALID, "zeros, border, reflection");
   ts_grid_refuse(20, NULL, NULL, 5, TH_ERR_UNSUPPORTED, "volumetric");
   ts_grid_refuse(15, NULL, NULL, 4, TH_ERR_UNSUPPORTED, "16..21");
+  ts_grid_refuse(16, NULL, NULL, 3, TH_ERR_INVALID, "ranks 3 and 3");
   return 0;
 }
