@@ -152,6 +152,10 @@ static const struct tc__ox_opset_range {
     {"LSTM", 7, 21},
     {"GRU", 7, 21},
     {"RNN", 7, 21},
+    {"Shrink", 9, 21},
+    {"MeanVarianceNormalization", 9, 21},
+    {"LRN", 1, 21},
+    {"GridSample", 16, 21},
 };
 
 int tc__ox_opset_range(const char *op, int64_t *lo, int64_t *hi) {

@@ -375,10 +375,27 @@ th_status tc__ox_c_where(tc__ox *x, const Onnx__NodeProto *n);
 /* ---- onnx_ops_mask.c: masks and one-hots
  * ------------------------------------------------------------ */
 
+/* A float constant of shape dims[0 .. r) named <node>.<tag>, bound to n: *id its node and *data
+ * its zeroed data (in the graph's arena, the parameter's when the import loads weights); one of
+ * more than 2^26 elements is reported unsupported (*id = -1). */
+th_status tc__ox_mask_const(tc__ox *x, const Onnx__NodeProto *n, const char *tag, int r,
+                            const int64_t *dims, int *id, float **data);
 /* Trilu: a constant triangle mask of the last two dims (TAKE and LEAVE, as Where). */
 th_status tc__ox_c_trilu(tc__ox *x, const Onnx__NodeProto *n);
 /* Hardmax: ArgMax compared with a constant iota (opset < 13: over the input coerced to 2-D). */
 th_status tc__ox_c_hardmax(tc__ox *x, const Onnx__NodeProto *n);
+
+/* ---- onnx_ops_sample.c: local normalisations, shrinkage
+ * ------------------------------------------------------------------------ */
+
+/* Shrink (hard and soft, with bias) onto comparisons, TAKE and LEAVE. */
+th_status tc__ox_c_shrink(tc__ox *x, const Onnx__NodeProto *n);
+/* MeanVarianceNormalization over its axes, as ONNX's function body. */
+th_status tc__ox_c_mvn(tc__ox *x, const Onnx__NodeProto *n);
+/* LRN: a band matrix of ones times the squares sums each channel window. */
+th_status tc__ox_c_lrn(tc__ox *x, const Onnx__NodeProto *n);
+/* GridSample of a 4-D input (every mode, padding and align_corners) as gathers of taps. */
+th_status tc__ox_c_grid_sample(tc__ox *x, const Onnx__NodeProto *n);
 
 /* ---- onnx_ops_rnn.c: recurrent layers
  * ------------------------------------------------------------------------ */

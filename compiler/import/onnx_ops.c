@@ -1219,6 +1219,10 @@ static const struct {
     {"LSTM", tc__ox_c_rnn},
     {"GRU", tc__ox_c_rnn},
     {"RNN", tc__ox_c_rnn},
+    {"Shrink", tc__ox_c_shrink},
+    {"MeanVarianceNormalization", tc__ox_c_mvn},
+    {"LRN", tc__ox_c_lrn},
+    {"GridSample", tc__ox_c_grid_sample},
 };
 
 tc__ox_conv_fn tc__ox_converter(const char *op_type) {

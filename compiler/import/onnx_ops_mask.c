@@ -13,10 +13,8 @@
 /* The most elements of one constant mask or iota made here (a [4096, 4096] triangle is 2^24). */
 #define TC__OX_MASK_MAX ((int64_t)1 << 26)
 
-/* A float constant of shape dims[0 .. r) named <node>.<tag>, bound to n: *id its node and *data
- * its zeroed data (in the graph's arena, the parameter's when the import loads weights). */
-static th_status tc__ox_mask_const(tc__ox *x, const Onnx__NodeProto *n, const char *tag, int r,
-                                   const int64_t *dims, int *id, float **data) {
+th_status tc__ox_mask_const(tc__ox *x, const Onnx__NodeProto *n, const char *tag, int r,
+                            const int64_t *dims, int *id, float **data) {
   int64_t cnt = 1;
   for (int d = 0; d < r; d++) cnt *= dims[d];
   *id = -1;

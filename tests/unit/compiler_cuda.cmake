@@ -27,13 +27,15 @@ if(TH_HAVE_CUDA)
   target_compile_definitions(th_fakecuda_nographs PRIVATE TH_FAKECU_NO_GRAPHS)
   target_link_libraries(th_fakecuda_nographs PRIVATE dl)
   th_unit_test(compiler_cuda_emu SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_compiler_cuda_emu.c
-               LIBS th_compiler TIMEOUT 600)
+               ${CMAKE_CURRENT_LIST_DIR}/onnx_build.c LIBS th_compiler TIMEOUT 600)
+  target_include_directories(test_compiler_cuda_emu PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                             ${TH_SOURCE_DIR}/compiler/import)
   add_dependencies(test_compiler_cuda_emu th_fakecuda th_fakecuda_nographs)
   foreach(c resnet_18 resnet_18_tf32 mobilenet_v2 squeezenet_v1_1 mobilenet bert arch_newer_than_device_refused
             arch_older_than_device_runs measure_emulated measure_emulated_embedding
             measure_emulated_skipped_elements measure_emulated_slow_reference measure_emulated_l2_flush
             measure_emulated_tf32_split_dyn graph_replays graph_capture_fails_falls_back graph_run_device_pointers
-            dynamic_shared_over_48k gpu_gate_verdicts tf32_gemm_device_path measure_emulated_tf32)
+            dynamic_shared_over_48k gpu_gate_verdicts tf32_gemm_device_path measure_emulated_tf32 onnx_sample_ops)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
                          ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
   endforeach()

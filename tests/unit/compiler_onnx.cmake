@@ -61,3 +61,9 @@ th_unit_test(compiler_onnx_scatter SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test
              LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_scatter PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# Shrink, MeanVarianceNormalization, LRN and GridSample (compiler/import/onnx_ops_sample.c, issue 38)
+# against naive loops in double, at batch 1 and 3.
+th_unit_test(compiler_onnx_sample SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_sample.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_sample PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)
