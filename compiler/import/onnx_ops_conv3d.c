@@ -1,0 +1,192 @@
+/* The ONNX importer's 3-D windows (issue 38): Conv, MaxPool and AveragePool over [N, C, D, H, W]
+ * maps, lowered onto the 2-D kernels every backend has, so no kernel family of their own. A 3-D
+ * conv is one 2-D conv of the map viewed as [N, C*D, H, W] with expanded weights
+ * [O*OD, C*D, KH, KW]: output channel (o, od) takes input channel (c, d) through tap kd when
+ * d = od*sd - pd + kd*dd, so depth padding, stride, dilation and groups all live in the weights
+ * (zeros elsewhere) and the result is [N, O*OD, OH, OW] = [N, O, OD, OH, OW] with no transpose.
+ * The cost: D/KD times the multiply-adds of a direct 3-D conv (the zeros are multiplied), capped
+ * by TC__OX_CONV_EXPAND_MAX weights. A 3-D pool is separable: a 2-D pool over (H, W) of
+ * [N, C*D, H, W], then a (KD x 1) pool over [N, C, D, OH*OW]; max of maxes is the max, and the
+ * average of averages is the average because the window's valid part is a box (its count a
+ * product), with or without counting the padding. */
+#include <limits.h>
+#include <string.h>
+
+#include "onnx_int.h"
+#include "workload.h"
+
+/* Kernel k (k[0] > 0: from the weights, checked against kernel_shape), strides s, dilations dil
+ * (NULL: pools, which must have 1) and pads (3 begins, 3 ends) of a 3-D window over input dims xd
+ * [N, C, D, H, W]. k comes back as the dilated extents (k - 1) * d + 1. */
+static th_status tc__ox_window3(tc__ox *x, const Onnx__NodeProto *n, const int64_t *xd, int64_t *k,
+                                int64_t *s, int64_t *dil, int64_t *pads) {
+  static const char *names[3] = {"kernel_shape", "strides", "dilations"};
+  int64_t a[8], d1[3] = {1, 1, 1};
+  int64_t *outs[3] = {k, s, dil ? dil : d1};
+  for (int m = 0; m < 3; m++) {
+    int cnt;
+    th_status rc = tc__ox_attr_ints(x, n, names[m], a, 8, &cnt);
+    if (rc != TH_OK) return rc;
+    if (cnt >= 0 && cnt != 3)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s must have 3 values (3-D)", names[m]);
+    int64_t hi = m == 2 ? 64 : 1024;
+    for (int i = 0; i < 3; i++) {
+      int64_t v = cnt == 3 ? a[i] : (m == 0 ? k[i] : 1);
+      if (m == 0 && cnt == 3 && k[i] > 0 && a[i] != k[i])
+        return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape does not fit the weights");
+      if (v < 1 || v > hi)
+        return tc__ox_nfail(x, n, TH_ERR_INVALID, "%s %lld (1..%lld)", names[m], (long long)v,
+                            (long long)hi);
+      if (m == 2 && !dil && v != 1)
+        return tc__ox_unsupported(x, n, "dilations = %lld on a 3-D pool (only 1)", (long long)v);
+      outs[m][i] = v;
+    }
+  }
+  for (int i = 0; i < 3; i++) k[i] = (k[i] - 1) * outs[2][i] + 1;
+  th_status rc = tc__ox_window_pads_n(x, n, xd + 2, k, s, 3, pads);
+  for (int i = 0; rc == TH_OK && i < 6; i++)
+    if (pads[i] >= k[i % 3])
+      return tc__ox_unsupported(x, n, "padding %lld is not smaller than the kernel",
+                                (long long)pads[i]);
+  return rc;
+}
+
+/* A 5-D float input of n as a graph node, refusing a Pad absorbed into it. */
+static th_status tc__ox_map3(tc__ox *x, const Onnx__NodeProto *n, int *id) {
+  tc__oxv *v = tc__ox_in(x, n, 0);
+  *id = -1;
+  if (v && v->kind == TC__OX_PAD) return tc__ox_unsupported(x, n, "a Pad before a 3-D window");
+  th_status rc = tc__ox_float_in(x, n, 0, id);
+  if (rc == TH_OK && *id >= 0 && tc__ox_t(x, *id)->ndim != 5) {
+    *id = -1;
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "a 3-D window needs an [N, C, D, H, W] input");
+  }
+  return rc;
+}
+
+/* Node id reshaped to the r dims d, bound to n (*out = -1 when reported). */
+static th_status tc__ox_view(tc__ox *x, const Onnx__NodeProto *n, int id, int r, const int64_t *d,
+                             int *out) {
+  *out = -1;
+  for (int i = 0; i < r; i++)
+    if (d[i] < 1 || d[i] > INT_MAX)
+      return tc__ox_unsupported(x, n, "a view of %lld elements along one axis", (long long)d[i]);
+  return tc__ox_reshape_node(x, n, id, d, r, out);
+}
+
+static int64_t tc__ox_out3(int64_t size, int64_t k, int64_t s, int64_t p0, int64_t p1) {
+  int64_t span = size + p0 + p1 - k;
+  return span < 0 ? 0 : span / s + 1;
+}
+
+th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n) {
+  const tc__oxv *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
+  int in;
+  th_status rc = tc__ox_map3(x, n, &in);
+  if (rc != TH_OK || in < 0) return rc;
+  int64_t xd[5], k[3], kt[3], s[3], dil[3], pads[6], group;
+  tc__ox_tdims(x, in, xd);
+  for (int i = 0; i < 3; i++) k[i] = kt[i] = w->c.dims[2 + i];
+  rc = tc__ox_window3(x, n, xd, k, s, dil, pads);
+  if (rc == TH_OK) rc = tc__ox_attr_i(x, n, "group", 1, &group);
+  if (rc != TH_OK) return rc;
+  int64_t O = w->c.dims[0], C = xd[1], D = xd[2];
+  if (group < 1 || group > C || w->c.dims[1] * group != C || O % group != 0)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "weights [%lld, %lld, ...] with group %lld do not fit %lld channels",
+                        (long long)O, (long long)w->c.dims[1], (long long)group, (long long)C);
+  if (b && (b->kind != TC__OX_CONST || !b->c.fl || b->c.n != O))
+    return tc__ox_unsupported(x, n, "the bias must be a constant of %lld floats", (long long)O);
+  int64_t od = tc__ox_out3(D, k[0], s[0], pads[0], pads[3]);
+  int64_t oh = tc__ox_out3(xd[3], k[1], s[1], pads[1], pads[4]);
+  int64_t ow = tc__ox_out3(xd[4], k[2], s[2], pads[2], pads[5]);
+  if (od < 1 || oh < 1 || ow < 1)
+    return tc__ox_nfail(x, n, TH_ERR_INVALID,
+                        "the input %lldx%lldx%lld is too small for the kernel", (long long)D,
+                        (long long)xd[3], (long long)xd[4]);
+  double cost = (double)O * (double)od * (double)C * (double)D * (double)(k[1] * k[2]);
+  if (cost > TC__OX_CONV_EXPAND_MAX)
+    return tc__ox_unsupported(x, n,
+                              "the 3-D conv's expanded 2-D weights [%lld, %lld, %lld, %lld] pass "
+                              "%d elements",
+                              (long long)(O * od), (long long)(C * D), (long long)k[1],
+                              (long long)k[2], TC__OX_CONV_EXPAND_MAX);
+  int64_t v4[4] = {xd[0], C * D, xd[3], xd[4]};
+  int a;
+  rc = tc__ox_view(x, n, in, 4, v4, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  char nm[256];
+  int64_t ph = pads[1] > pads[4] ? pads[1] : pads[4], pw = pads[2] > pads[5] ? pads[2] : pads[5];
+  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, (int)(O * od), (int)k[1],
+                         (int)k[2], (int)s[1], (int)s[2], (int)ph, (int)pw, 1, b != NULL);
+  rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc != TH_OK) return rc;
+  tc_node *nd = &x->g->nodes[id];
+  nd->pt = (int)pads[1];
+  nd->pl = (int)pads[2];
+  nd->pb = (int)pads[4];
+  nd->pr = (int)pads[5];
+  nd->out.shape[2] = (int)oh;
+  nd->out.shape[3] = (int)ow;
+  if (x->opts->weights) {
+    tc_param *p = &x->g->params[nd->weight];
+    float *d = th_arena_alloc(x->g->arena, (size_t)p->numel * sizeof(float));
+    float *bd = b ? th_arena_alloc(x->g->arena, (size_t)(O * od) * sizeof(float)) : NULL;
+    if (!d || (b && !bd)) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory expanding a 3-D conv");
+    memset(d, 0, (size_t)p->numel * sizeof(float));
+    int64_t cg = C / group, og = O / group, KH = k[1], KW = k[2];
+    for (int64_t o = 0; o < O; o++)
+      for (int64_t z = 0; z < od; z++) {
+        int64_t row = o * od + z;
+        if (bd) bd[row] = b->c.f[o];
+        for (int64_t ci = 0; ci < cg; ci++)
+          for (int64_t t = 0; t < kt[0]; t++) {
+            int64_t dd = z * s[0] - pads[0] + t * dil[0];
+            if (dd < 0 || dd >= D) continue; /* a tap in the depth padding */
+            int64_t col = (o / og * cg + ci) * D + dd;
+            for (int64_t i = 0; i < kt[1]; i++)
+              for (int64_t j = 0; j < kt[2]; j++)
+                d[((row * C * D + col) * KH + i * dil[1]) * KW + j * dil[2]] =
+                    w->c.f[(((o * cg + ci) * kt[0] + t) * kt[1] + i) * kt[2] + j];
+          }
+      }
+    p->data = d;
+    if (bd) x->g->params[nd->bias].data = bd;
+  }
+  int64_t v5[5] = {xd[0], O, od, oh, ow};
+  int out;
+  rc = tc__ox_view(x, n, id, 5, v5, &out);
+  return rc != TH_OK || out < 0 ? rc : tc__ox_set_node(x, n, 0, out);
+}
+
+th_status tc__ox_pool3d(tc__ox *x, const Onnx__NodeProto *n, int is_max) {
+  int in;
+  th_status rc = tc__ox_map3(x, n, &in);
+  if (rc != TH_OK || in < 0) return rc;
+  int64_t xd[5], k[3] = {0, 0, 0}, s[3], pads[6], ceil_mode = 0, cip = 0;
+  tc__ox_tdims(x, in, xd);
+  rc = tc__ox_window3(x, n, xd, k, s, NULL, pads);
+  if (rc == TH_OK && x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
+  if (rc == TH_OK && !is_max) rc = tc__ox_attr_i(x, n, "count_include_pad", 0, &cip);
+  if (rc != TH_OK) return rc;
+  int64_t v4[4] = {xd[0], xd[1] * xd[2], xd[3], xd[4]};
+  int a, hw, dv, dp;
+  rc = tc__ox_view(x, n, in, 4, v4, &a);
+  if (rc != TH_OK || a < 0) return rc;
+  int64_t khw[2] = {k[1], k[2]}, shw[2] = {s[1], s[2]},
+          phw[4] = {pads[1], pads[2], pads[4], pads[5]};
+  rc = tc__ox_pool_node(x, n, a, is_max, khw, shw, phw, (int)ceil_mode, (int)cip, &hw);
+  if (rc != TH_OK || hw < 0) return rc;
+  const tc_tensor *t = tc__ox_t(x, hw);
+  int64_t oh = t->shape[2], ow = t->shape[3];
+  int64_t vd[4] = {xd[0], xd[1], xd[2], oh * ow};
+  rc = tc__ox_view(x, n, hw, 4, vd, &dv);
+  if (rc != TH_OK || dv < 0) return rc;
+  int64_t kd[2] = {k[0], 1}, sd[2] = {s[0], 1}, pd[4] = {pads[0], 0, pads[3], 0};
+  rc = tc__ox_pool_node(x, n, dv, is_max, kd, sd, pd, (int)ceil_mode, (int)cip, &dp);
+  if (rc != TH_OK || dp < 0) return rc;
+  int64_t v5[5] = {xd[0], xd[1], tc__ox_t(x, dp)->shape[2], oh, ow};
+  int out;
+  rc = tc__ox_view(x, n, dp, 5, v5, &out);
+  return rc != TH_OK || out < 0 ? rc : tc__ox_set_node(x, n, 0, out);
+}
