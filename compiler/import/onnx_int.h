@@ -290,6 +290,12 @@ th_status tc__ox_pool_node(tc__ox *x, const Onnx__NodeProto *n, int in, int is_m
 /* onnx_ops_conv3d.c: Conv, MaxPool and AveragePool over [N, C, D, H, W] maps, by 2-D kernels. */
 th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_pool3d(tc__ox *x, const Onnx__NodeProto *n, int is_max);
+/* A MaxPool with dilations of node in [N, C, H, W]: k the dilated extents, s strides, dil
+ * dilations, pads (top, left, ...), o the output's [H, W]; by undilated pools of strided slices
+ * (onnx_ops_conv3d.c). *out = -1 when reported. */
+th_status tc__ox_dilated_max_pool(tc__ox *x, const Onnx__NodeProto *n, int in, const int64_t *k,
+                                  const int64_t *s, const int64_t *dil, const int64_t *pads,
+                                  const int64_t *o, int *out);
 /* onnx_ops_reduce.c: ReduceSum, ReduceMean, ReduceMax, ... at every opset. */
 th_status tc__ox_c_reduce(tc__ox *x, const Onnx__NodeProto *n);
 /* Node a with the axes in mask (of its rank) reduced by op into one value each, in *out (keepdims:

@@ -671,7 +671,8 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
   tc__oxv *xv = tc__ox_in(x, n, 0);
   if (xv && xv->kind != TC__OX_BAD && xv->kind != TC__OX_PAD && tc__ox_dims(x, xv, xd5) == 5)
     return tc__ox_pool3d(x, n, is_max);
-  th_status rc = tc__ox_window(x, n, k, s, NULL, pads, &in, &padded);
+  int64_t dil[2] = {1, 1};
+  th_status rc = tc__ox_window(x, n, k, s, is_max ? dil : NULL, pads, &in, &padded);
   if (rc != TH_OK || in < 0) return rc;
   if (x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
   if (rc == TH_OK && !is_max) rc = tc__ox_attr_i(x, n, "count_include_pad", 0, &cip);
@@ -686,7 +687,18 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
     cip = 1; /* the Pad's zeros are elements of the input */
   }
   int id;
-  rc = tc__ox_pool_node(x, n, in, is_max, k, s, pads, (int)ceil_mode, (int)cip, &id);
+  if (dil[0] != 1 || dil[1] != 1) {
+    const tc_tensor *t = tc__ox_t(x, in);
+    int64_t o[2];
+    for (int i = 0; i < 2; i++)
+      o[i] = tc__ox_out_dim(t->shape[2 + i], k[i], s[i], pads[i], pads[i + 2], (int)ceil_mode);
+    if (o[0] < 1 || o[1] < 1)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the window",
+                          t->shape[2], t->shape[3]);
+    rc = tc__ox_dilated_max_pool(x, n, in, k, s, dil, pads, o, &id);
+  } else {
+    rc = tc__ox_pool_node(x, n, in, is_max, k, s, pads, (int)ceil_mode, (int)cip, &id);
+  }
   if (rc != TH_OK || id < 0) return rc;
   rc = tc__ox_set_node(x, n, 0, id);
   int64_t xd[TC__OX_RANK];

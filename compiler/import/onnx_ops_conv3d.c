@@ -190,3 +190,108 @@ th_status tc__ox_pool3d(tc__ox *x, const Onnx__NodeProto *n, int is_max) {
   rc = tc__ox_view(x, n, dp, 5, v5, &out);
   return rc != TH_OK || out < 0 ? rc : tc__ox_set_node(x, n, 0, out);
 }
+
+static int64_t tc__ox_gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* Node y max-pooled along axis a (2 or 3) by an undilated window of k taps, stride s and pads p0,
+ * p1, into *out. The kernels take windows of at most TC__OX_POOL_TAPS taps: a longer one is a chain
+ * of stride-1 pools of that many taps (each widening the window by TC__OX_POOL_TAPS - 1) ending in
+ * the strided rest, the padding all on the first. */
+#define TC__OX_POOL_TAPS 64
+static th_status tc__ox_max_chain(tc__ox *x, const Onnx__NodeProto *n, int y, int a, int64_t k,
+                                  int64_t s, int64_t p0, int64_t p1, int *out) {
+  int64_t rest = k;
+  *out = -1;
+  for (int first = 1; y >= 0; first = 0) {
+    int last = rest <= TC__OX_POOL_TAPS;
+    int64_t kt = last ? rest : TC__OX_POOL_TAPS, st = last ? s : 1;
+    int64_t b = first ? p0 : 0, e = first ? p1 : 0;
+    if (b >= kt || e >= kt)
+      return tc__ox_unsupported(x, n, "a dilated window's padding %lld is not below its %lld taps",
+                                (long long)(b > e ? b : e), (long long)kt);
+    int64_t kk[2] = {a == 2 ? kt : 1, a == 2 ? 1 : kt}, ss[2] = {a == 2 ? st : 1, a == 2 ? 1 : st};
+    int64_t pads[4] = {a == 2 ? b : 0, a == 2 ? 0 : b, a == 2 ? e : 0, a == 2 ? 0 : e};
+    th_status rc = tc__ox_pool_node(x, n, y, 1, kk, ss, pads, 0, 0, &y);
+    if (rc != TH_OK || last) {
+      *out = y;
+      return rc;
+    }
+    rest -= TC__OX_POOL_TAPS - 1;
+  }
+  return TH_OK;
+}
+
+/* Node *id [N, C, H, W] max-pooled along axis a (2: H, 3: W) by k taps dilated by d, with stride s
+ * and begin padding p0, into o outputs. With g = gcd(s, d), the outputs o = r + m*P (P = d/g) of
+ * one residue r read only the inputs of one phase modulo d, consecutive taps being consecutive
+ * inputs of that phase: an undilated pool of stride s/g over the strided slice x[phase::d]. The P
+ * pools' results [.., M, ..] are interleaved along the axis (concat on a new axis, reshape) and cut
+ * to o. */
+static th_status tc__ox_dilated_axis(tc__ox *x, const Onnx__NodeProto *n, int *id, int a, int64_t k,
+                                     int64_t s, int64_t d, int64_t p0, int64_t o) {
+  int64_t g = tc__ox_gcd(s, d), P = d / g, sp = s / g, M = (o + P - 1) / P;
+  int64_t len = tc__ox_t(x, *id)->shape[a], dims[TC__OX_RANK];
+  int parts[64], r4 = tc__ox_tdims(x, *id, dims);
+  for (int64_t r = 0; r < P; r++) {
+    int64_t t0 = r * s - p0, phi = ((t0 % d) + d) % d, q0 = (t0 - phi) / d;
+    int64_t start = phi + (q0 > 0 ? q0 * d : 0), pa = q0 < 0 ? -q0 : 0;
+    if (start >= len)
+      return tc__ox_unsupported(x, n, "a dilated window's phase %lld starts past the input",
+                                (long long)r);
+    int y = tc_graph_slice(x->g, *id, a, (int)start, (int)len, (int)d), p;
+    th_status rc = tc__ox_bind_node(x, n, NULL, y);
+    if (rc != TH_OK) return rc;
+    int64_t ylen = (len - start + d - 1) / d, pb = (M - 1) * sp + k - ylen - pa;
+    if (pb < 0) pb = 0;
+    rc = tc__ox_max_chain(x, n, y, a, k, sp, pa, pb, &p);
+    if (rc != TH_OK || p < 0) return rc;
+    if (tc__ox_t(x, p)->shape[a] != M) {
+      p = tc_graph_slice(x->g, p, a, 0, (int)M, 1);
+      rc = tc__ox_bind_node(x, n, NULL, p);
+      if (rc != TH_OK) return rc;
+    }
+    if (P > 1) { /* [.., M, ..] -> [.., M, 1, ..] */
+      int64_t v[TC__OX_RANK];
+      for (int i = 0, j = 0; i < r4; i++) {
+        v[j++] = i == a ? M : dims[i];
+        if (i == a) v[j++] = 1;
+      }
+      rc = tc__ox_view(x, n, p, r4 + 1, v, &p);
+      if (rc != TH_OK || p < 0) return rc;
+    }
+    parts[r] = p;
+  }
+  if (P == 1) {
+    *id = parts[0];
+    return TH_OK;
+  }
+  int c = tc_graph_concat_axis(x->g, (int)P, parts, a + 1);
+  th_status rc = tc__ox_bind_node(x, n, NULL, c);
+  if (rc != TH_OK) return rc;
+  dims[a] = M * P;
+  rc = tc__ox_view(x, n, c, r4, dims, &c);
+  if (rc != TH_OK || c < 0) return rc;
+  *id = M * P == o ? c : tc_graph_slice(x->g, c, a, 0, (int)o, 1);
+  return tc__ox_bind_node(x, n, NULL, *id);
+}
+
+th_status tc__ox_dilated_max_pool(tc__ox *x, const Onnx__NodeProto *n, int in, const int64_t *k,
+                                  const int64_t *s, const int64_t *dil, const int64_t *pads,
+                                  const int64_t *o, int *out) {
+  int id = in;
+  th_status rc = TH_OK;
+  *out = -1;
+  for (int i = 1; rc == TH_OK && id >= 0 && i >= 0; i--) { /* W, then H: a box max is separable */
+    int64_t taps = (k[i] - 1) / dil[i] + 1;
+    rc = tc__ox_dilated_axis(x, n, &id, 2 + i, taps, s[i], dil[i], pads[i], o[i]);
+  }
+  if (rc == TH_OK && id >= 0) *out = id;
+  return rc;
+}
