@@ -237,6 +237,7 @@ static th_status tc__ox_max_chain(tc__ox *x, const Onnx__NodeProto *n, int y, in
 static th_status tc__ox_dilated_axis(tc__ox *x, const Onnx__NodeProto *n, int *id, int a, int64_t k,
                                      int64_t s, int64_t d, int64_t p0, int64_t o) {
   int64_t g = tc__ox_gcd(s, d), P = d / g, sp = s / g, M = (o + P - 1) / P;
+  if (P > o) P = o; /* the residues from o on have no output */
   int64_t len = tc__ox_t(x, *id)->shape[a], dims[TC__OX_RANK];
   int parts[64], r4 = tc__ox_tdims(x, *id, dims);
   for (int64_t r = 0; r < P; r++) {
@@ -248,15 +249,23 @@ static th_status tc__ox_dilated_axis(tc__ox *x, const Onnx__NodeProto *n, int *i
     int y = tc_graph_slice(x->g, *id, a, (int)start, (int)len, (int)d), p;
     th_status rc = tc__ox_bind_node(x, n, NULL, y);
     if (rc != TH_OK) return rc;
-    int64_t ylen = (len - start + d - 1) / d, pb = (M - 1) * sp + k - ylen - pa;
+    /* mr outputs of this residue; one short of M: its last repeated (cut off after the interleave)
+     */
+    int64_t mr = (o - r + P - 1) / P, ylen = (len - start + d - 1) / d;
+    int64_t pb = (mr - 1) * sp + k - ylen - pa;
     if (pb < 0) pb = 0;
     rc = tc__ox_max_chain(x, n, y, a, k, sp, pa, pb, &p);
     if (rc != TH_OK || p < 0) return rc;
-    if (tc__ox_t(x, p)->shape[a] != M) {
-      p = tc_graph_slice(x->g, p, a, 0, (int)M, 1);
+    if (tc__ox_t(x, p)->shape[a] != mr) {
+      p = tc_graph_slice(x->g, p, a, 0, (int)mr, 1);
       rc = tc__ox_bind_node(x, n, NULL, p);
-      if (rc != TH_OK) return rc;
     }
+    if (rc == TH_OK && mr < M) {
+      int two[2] = {p, tc_graph_slice(x->g, p, a, (int)mr - 1, (int)mr, 1)};
+      rc = tc__ox_bind_node(x, n, NULL, two[1]);
+      if (rc == TH_OK) rc = tc__ox_bind_node(x, n, NULL, p = tc_graph_concat_axis(x->g, 2, two, a));
+    }
+    if (rc != TH_OK) return rc;
     if (P > 1) { /* [.., M, ..] -> [.., M, 1, ..] */
       int64_t v[TC__OX_RANK];
       for (int i = 0, j = 0; i < r4; i++) {
