@@ -287,6 +287,11 @@ th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const
 th_status tc__ox_pool_node(tc__ox *x, const Onnx__NodeProto *n, int in, int is_max,
                            const int64_t *k, const int64_t *s, int64_t *pads, int ceil_mode,
                            int cip, int *out);
+/* onnx_ops_conv.c: *id mapped along axis a by the constant matrix A [m, K] (and bias [m], or NULL):
+ * one dense over the last axis, between transposes for another axis (A, bias: in the graph's
+ * arena). */
+th_status tc__ox_axis_map(tc__ox *x, const Onnx__NodeProto *n, int *id, int a, int m, float *A,
+                          float *bias, const char *tag);
 /* onnx_ops_conv3d.c: Conv, MaxPool and AveragePool over [N, C, D, H, W] maps, by 2-D kernels. */
 th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_pool3d(tc__ox *x, const Onnx__NodeProto *n, int is_max);

@@ -1,15 +1,17 @@
-/* The ONNX importer's 3-D windows (issue 38): Conv, MaxPool and AveragePool over [N, C, D, H, W]
- * maps, lowered onto the 2-D kernels every backend has, so no kernel family of their own. A 3-D
- * conv is one 2-D conv of the map viewed as [N, C*D, H, W] with expanded weights
- * [O*OD, C*D, KH, KW]: output channel (o, od) takes input channel (c, d) through tap kd when
- * d = od*sd - pd + kd*dd, so depth padding, stride, dilation and groups all live in the weights
- * (zeros elsewhere) and the result is [N, O*OD, OH, OW] = [N, O, OD, OH, OW] with no transpose.
- * The cost: D/KD times the multiply-adds of a direct 3-D conv (the zeros are multiplied), capped
- * by TC__OX_CONV_EXPAND_MAX weights. A 3-D pool is separable: a 2-D pool over (H, W) of
- * [N, C*D, H, W], then a (KD x 1) pool over [N, C, D, OH*OW]; max of maxes is the max, and the
- * average of averages is the average because the window's valid part is a box (its count a
- * product), with or without counting the padding. */
+/* The ONNX importer's 3-D windows and dilated max pools (issue 38): Conv, MaxPool and AveragePool
+ * over [N, C, D, H, W] maps, and MaxPool with dilations, lowered onto the 2-D kernels every backend
+ * has, so no kernel family of their own. A 3-D conv whose output depth OD is at most its depth taps
+ * KD is "folded": one 2-D conv of [N, C*D, H, W] with expanded weights [O*OD, C*D, KH, KW] (output
+ * channel (o, z) takes input channel (c, d) by tap t when d = z*sd - pd + t*dd: padding, stride,
+ * dilation and groups in the weights), D/KD times a direct conv's multiply-adds. A deeper one is
+ * "stacked": the D slices convolved as a batch [N*D, C, H, W] by every depth tap (O*KD channels, a
+ * direct conv's work at depth stride 1) and the taps summed by a 0/1 dense [OD, D*KD]. A 3-D pool
+ * is separable: a 2-D pool over (H, W) of [N, C*D, H, W], then a (KD x 1) pool over [N, C, D,
+ * OH*OW]; max of maxes is the max, and the average of averages is the average because the window's
+ * valid part is a box (its count a product), with or without counting the padding. A dilated max
+ * pool is undilated pools of strided slices, one per phase (tc__ox_dilated_axis). */
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "onnx_int.h"
@@ -79,6 +81,57 @@ static int64_t tc__ox_out3(int64_t size, int64_t k, int64_t s, int64_t p0, int64
   return span < 0 ? 0 : span / s + 1;
 }
 
+/* The stacked 3-D conv's sum over the depth taps: *id [N*D, O*KD, OH, OW] (the conv of each depth
+ * slice by each tap) -> [N, O, OH*OW, D*KD] -> a 0/1 dense into [N, O, OH*OW, OD] (output depth z
+ * takes slice z*s - p + t*dil by tap t) -> [N, O, OD, OH*OW], plus the bias b (or NULL) per
+ * channel. */
+static th_status tc__ox_conv3d_taps(tc__ox *x, const Onnx__NodeProto *n, int *id, int64_t N,
+                                    int64_t O, int64_t D, int64_t KD, int64_t od, int64_t s,
+                                    int64_t dil, int64_t p0, const tc__oxv *b) {
+  const tc_tensor *t = tc__ox_t(x, *id);
+  int64_t P = (int64_t)t->shape[2] * t->shape[3], v5[5] = {N, D, O, KD, P},
+          v4[4] = {N, O, P, D * KD};
+  static const int perm5[5] = {0, 2, 4, 1, 3}, perm4[4] = {0, 1, 3, 2};
+  int y;
+  th_status rc = tc__ox_view(x, n, *id, 5, v5, &y);
+  if (rc != TH_OK || y < 0) return rc;
+  y = tc_graph_transpose(x->g, y, perm5);
+  rc = tc__ox_bind_node(x, n, NULL, y);
+  if (rc == TH_OK) rc = tc__ox_view(x, n, y, 4, v4, &y);
+  if (rc != TH_OK || y < 0) return rc;
+  float *A = NULL;
+  if (x->opts->weights) {
+    A = th_arena_alloc(x->g->arena, (size_t)(od * D * KD) * sizeof(float));
+    if (!A) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory summing a 3-D conv's taps");
+    memset(A, 0, (size_t)(od * D * KD) * sizeof(float));
+    for (int64_t z = 0; z < od; z++)
+      for (int64_t k = 0; k < KD; k++) {
+        int64_t d = z * s - p0 + k * dil;
+        if (d >= 0 && d < D) A[z * D * KD + d * KD + k] = 1.0f;
+      }
+  }
+  rc = tc__ox_axis_map(x, n, &y, 3, (int)od, A, NULL, "depth");
+  if (rc != TH_OK) return rc;
+  y = tc_graph_transpose(x->g, y, perm4);
+  rc = tc__ox_bind_node(x, n, NULL, y);
+  if (rc == TH_OK && b) {
+    char nm[256], pn[300];
+    int64_t shape[3] = {O, 1, 1};
+    snprintf(pn, sizeof pn, "%s.bias", tc__ox_gname(x, n, nm, sizeof nm));
+    int c = tc_graph_const(x->g, pn, 3, shape, TC_INIT_EMBED, 1);
+    rc = tc__ox_bind_node(x, n, NULL, c);
+    if (rc == TH_OK && x->opts->weights) {
+      float *bd = th_arena_alloc(x->g->arena, (size_t)O * sizeof(float));
+      if (!bd) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory");
+      memcpy(bd, b->c.f, (size_t)O * sizeof(float));
+      x->g->params[x->g->nodes[c].weight].data = bd;
+    }
+    if (rc == TH_OK) rc = tc__ox_bind_node(x, n, NULL, y = tc_graph_add(x->g, y, c));
+  }
+  *id = rc == TH_OK ? y : -1;
+  return rc;
+}
+
 th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n) {
   const tc__oxv *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   int in;
@@ -104,21 +157,31 @@ th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
                         "the input %lldx%lldx%lld is too small for the kernel", (long long)D,
                         (long long)xd[3], (long long)xd[4]);
-  double cost = (double)O * (double)od * (double)C * (double)D * (double)(k[1] * k[2]);
+  /* folded: one conv of [N, C*D, H, W] into O*OD channels, D/KD times a direct conv's work;
+   * stacked: one conv of the D slices as a batch [N*D, C, H, W] into O*KD channels, summed over the
+   * taps by a 0/1 dense [OD, D*KD] (KD*D/OD times the multiply-adds of the folded one's). */
+  int stacked = od > kt[0];
+  int64_t U = stacked ? kt[0] : od, CI = stacked ? C : C * D;
+  double cost = (double)O * (double)U * (double)CI * (double)(k[1] * k[2]);
   if (cost > TC__OX_CONV_EXPAND_MAX)
-    return tc__ox_unsupported(x, n,
-                              "the 3-D conv's expanded 2-D weights [%lld, %lld, %lld, %lld] pass "
-                              "%d elements",
-                              (long long)(O * od), (long long)(C * D), (long long)k[1],
-                              (long long)k[2], TC__OX_CONV_EXPAND_MAX);
-  int64_t v4[4] = {xd[0], C * D, xd[3], xd[4]};
-  int a;
-  rc = tc__ox_view(x, n, in, 4, v4, &a);
+    return tc__ox_unsupported(
+        x, n, "the 3-D conv's 2-D weights [%lld, %lld, %lld, %lld] pass %d elements",
+        (long long)(O * U), (long long)CI, (long long)k[1], (long long)k[2],
+        TC__OX_CONV_EXPAND_MAX);
+  int a = in;
+  if (stacked) { /* [N, C, D, H, W] -> [N, D, C, H, W] */
+    static const int perm[5] = {0, 2, 1, 3, 4};
+    a = tc_graph_transpose(x->g, in, perm);
+    rc = tc__ox_bind_node(x, n, NULL, a);
+    if (rc != TH_OK) return rc;
+  }
+  int64_t v4[4] = {stacked ? xd[0] * D : xd[0], CI, xd[3], xd[4]};
+  rc = tc__ox_view(x, n, a, 4, v4, &a);
   if (rc != TH_OK || a < 0) return rc;
   char nm[256];
   int64_t ph = pads[1] > pads[4] ? pads[1] : pads[4], pw = pads[2] > pads[5] ? pads[2] : pads[5];
-  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, (int)(O * od), (int)k[1],
-                         (int)k[2], (int)s[1], (int)s[2], (int)ph, (int)pw, 1, b != NULL);
+  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), a, (int)(O * U), (int)k[1],
+                         (int)k[2], (int)s[1], (int)s[2], (int)ph, (int)pw, 1, b && !stacked);
   rc = tc__ox_bind_node(x, n, NULL, id);
   if (rc != TH_OK) return rc;
   tc_node *nd = &x->g->nodes[id];
@@ -131,31 +194,34 @@ th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n) {
   if (x->opts->weights) {
     tc_param *p = &x->g->params[nd->weight];
     float *d = th_arena_alloc(x->g->arena, (size_t)p->numel * sizeof(float));
-    float *bd = b ? th_arena_alloc(x->g->arena, (size_t)(O * od) * sizeof(float)) : NULL;
-    if (!d || (b && !bd)) return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory expanding a 3-D conv");
+    float *bd =
+        b && !stacked ? th_arena_alloc(x->g->arena, (size_t)(O * od) * sizeof(float)) : NULL;
+    if (!d || (b && !stacked && !bd))
+      return tc__ox_fail(x, TH_ERR_NOMEM, "out of memory expanding a 3-D conv");
     memset(d, 0, (size_t)p->numel * sizeof(float));
     int64_t cg = C / group, og = O / group, KH = k[1], KW = k[2];
     for (int64_t o = 0; o < O; o++)
-      for (int64_t z = 0; z < od; z++) {
-        int64_t row = o * od + z;
+      for (int64_t u = 0; u < U; u++) { /* folded: output depth u; stacked: tap u */
+        int64_t row = o * U + u;
         if (bd) bd[row] = b->c.f[o];
         for (int64_t ci = 0; ci < cg; ci++)
-          for (int64_t t = 0; t < kt[0]; t++) {
-            int64_t dd = z * s[0] - pads[0] + t * dil[0];
-            if (dd < 0 || dd >= D) continue; /* a tap in the depth padding */
-            int64_t col = (o / og * cg + ci) * D + dd;
+          for (int64_t t = stacked ? u : 0; t < (stacked ? u + 1 : kt[0]); t++) {
+            int64_t dd = u * s[0] - pads[0] + t * dil[0], c = o / og * cg + ci;
+            if (!stacked && (dd < 0 || dd >= D)) continue; /* a tap in the depth padding */
+            int64_t col = stacked ? c : c * D + dd;
             for (int64_t i = 0; i < kt[1]; i++)
               for (int64_t j = 0; j < kt[2]; j++)
-                d[((row * C * D + col) * KH + i * dil[1]) * KW + j * dil[2]] =
+                d[((row * CI + col) * KH + i * dil[1]) * KW + j * dil[2]] =
                     w->c.f[(((o * cg + ci) * kt[0] + t) * kt[1] + i) * kt[2] + j];
           }
       }
     p->data = d;
     if (bd) x->g->params[nd->bias].data = bd;
   }
+  if (stacked) rc = tc__ox_conv3d_taps(x, n, &id, xd[0], O, D, kt[0], od, s[0], dil[0], pads[0], b);
   int64_t v5[5] = {xd[0], O, od, oh, ow};
-  int out;
-  rc = tc__ox_view(x, n, id, 5, v5, &out);
+  int out = -1;
+  if (rc == TH_OK && id >= 0) rc = tc__ox_view(x, n, id, 5, v5, &out);
   return rc != TH_OK || out < 0 ? rc : tc__ox_set_node(x, n, 0, out);
 }
 

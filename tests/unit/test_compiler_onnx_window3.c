@@ -125,10 +125,12 @@ static void draw(win *w, int r, int kmax, int smax, int dmax) {
   }
 }
 
-/* Conv over [N, C, D, H, W]: groups, strides, dilations and uneven pads drawn from 6 seeds, bias or
- * none, at batch 1 and 3, against the ONNX definition. */
+/* Conv over [N, C, D, H, W]: groups, strides, dilations and uneven pads drawn from 8 seeds, bias or
+ * none, at batch 1 and 3, against the ONNX definition; both lowerings (folded: output depth up to
+ * the taps; stacked: past them) among the draws. */
 TH_TEST(conv3d_matches_naive) {
-  for (int seed = 1; seed <= 6; seed++) {
+  int paths[2] = {0, 0}; /* folded (one conv), stacked (a conv per depth slice and a dense) */
+  for (int seed = 1; seed <= 8; seed++) {
     rng_state = (uint64_t)seed * 7919;
     win w;
     int o[3];
@@ -160,6 +162,10 @@ TH_TEST(conv3d_matches_naive) {
       if (!g) fprintf(stderr, "seed %d: %s\n", seed, err);
       CHECK(g != NULL);
       if (!g) continue;
+      int dense = 0;
+      for (int i = 0; i < g->nnodes; i++) dense += g->nodes[i].op == TC_OP_DENSE;
+      CHECK_EQ_INT(dense, o[0] > w.k[0]); /* stacked when the output depth passes the taps */
+      paths[dense > 0]++;
       int64_t nx = (int64_t)N * C * prod(w.in, 3), no = prod(o, 3);
       float *x = malloc((size_t)nx * sizeof *x);
       tb_fill(x, nx, (uint64_t)seed + 300 + N);
@@ -198,6 +204,8 @@ TH_TEST(conv3d_matches_naive) {
     free(p);
     free(wt);
   }
+  fprintf(stderr, "conv3d: %d folded, %d stacked imports\n", paths[0], paths[1]);
+  CHECK(paths[0] > 0 && paths[1] > 0);
   return 0;
 }
 
