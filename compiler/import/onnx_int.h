@@ -281,6 +281,10 @@ th_status tc__ox_num_ins(tc__ox *x, const Onnx__NodeProto *n, int k0, int k1, in
  * the graph cannot hold the result (reported). */
 th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
                               int r, int *out);
+/* Sets a conv or pool node's window (onnx_ops.c): kernel k and strides s (height, width), pads
+ * (top, left, bottom, right) and its output's height oh and width ow. */
+void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads,
+                       int64_t oh, int64_t ow);
 /* A 2-D max or average pool (onnx_ops.c) of node `in` [N, C, H, W] with kernel k, strides s and
  * pads (top, left, bottom, right; ceil_mode widens the end pads), bound to n: *out = -1 when
  * reported. */

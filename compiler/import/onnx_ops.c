@@ -438,8 +438,8 @@ static int64_t tc__ox_out_dim(int64_t size, int64_t k, int64_t s, int64_t p0, in
   return o;
 }
 
-static void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads,
-                              int64_t oh, int64_t ow) {
+void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads,
+                       int64_t oh, int64_t ow) {
   nd->kh = (int)k[0];
   nd->kw = (int)k[1];
   nd->sh = (int)s[0];

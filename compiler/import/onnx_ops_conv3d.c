@@ -185,12 +185,8 @@ th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n) {
   rc = tc__ox_bind_node(x, n, NULL, id);
   if (rc != TH_OK) return rc;
   tc_node *nd = &x->g->nodes[id];
-  nd->pt = (int)pads[1];
-  nd->pl = (int)pads[2];
-  nd->pb = (int)pads[4];
-  nd->pr = (int)pads[5];
-  nd->out.shape[2] = (int)oh;
-  nd->out.shape[3] = (int)ow;
+  int64_t phw[4] = {pads[1], pads[2], pads[4], pads[5]};
+  tc__ox_set_window(nd, k + 1, s + 1, phw, oh, ow);
   if (x->opts->weights) {
     tc_param *p = &x->g->params[nd->weight];
     float *d = th_arena_alloc(x->g->arena, (size_t)p->numel * sizeof(float));

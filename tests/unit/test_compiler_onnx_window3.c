@@ -54,6 +54,14 @@ static void coords(int64_t idx, const int *o, int r, int *c) {
   }
 }
 
+/* b's model with output "y", packed (malloc'd); b is freed. */
+static uint8_t *pack(tb *b, size_t *len) {
+  tb_output(b, "y");
+  uint8_t *p = tb_pack(b, len);
+  tb_free(b);
+  return p;
+}
+
 /* Imports p at batch; returns the graph or NULL with err holding the reason. */
 static tc_graph *import(const uint8_t *p, size_t len, int batch, char *err, size_t n) {
   tc_onnx_opts o = {"test", batch, NULL, 1};
@@ -152,10 +160,8 @@ TH_TEST(conv3d_matches_naive) {
     Onnx__NodeProto *n = tb_node(b, "Conv", "c3", bias ? "x,w,b" : "x,w", "y");
     attrs(b, n, &w, seed % 3 == 0, 1);
     tb_attr_i(b, n, "group", G);
-    tb_output(b, "y");
     size_t len;
-    uint8_t *p = tb_pack(b, &len);
-    tb_free(b);
+    uint8_t *p = pack(b, &len);
     for (int N = 1; N <= 3; N += 2) {
       char err[1024];
       tc_graph *g = import(p, len, N, err, sizeof err);
@@ -245,10 +251,8 @@ static void check_pool(const win *w, int is_max, int cip, int C, int opset, cons
   Onnx__NodeProto *n = tb_node(b, is_max ? "MaxPool" : "AveragePool", "p", "x", "y");
   attrs(b, n, w, 1, is_max);
   if (!is_max) tb_attr_i(b, n, "count_include_pad", cip);
-  tb_output(b, "y");
   size_t len;
-  uint8_t *p = tb_pack(b, &len);
-  tb_free(b);
+  uint8_t *p = pack(b, &len);
   for (int N = 1; N <= 3; N += 2) {
     char err[1024];
     tc_graph *g = import(p, len, N, err, sizeof err);
