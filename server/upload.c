@@ -80,6 +80,20 @@ static th_status srv__upload_describe(const srv_upload_in *in, json_t **doc, cha
     fixed = 1;
     rc = TH_OK;
   }
+  if ((rc == TH_ERR_INVALID || rc == TH_ERR_UNSUPPORTED) && g1 && !fixed && info->file_batch > 2) {
+    /* fixed at B > 2 yet imported at 1, where a constant [B, 10] times the [B, 10] input broadcasts
+     * (torch's PoissonNLLLoss at opset 6): taken at B alone, the batch-2 error the answer otherwise */
+    tc_graph *gb = NULL;
+    char *err2 = th_malloc(n);
+    o1.batch = info->file_batch;
+    if (err2 && tc_onnx_import_file(in->path, &o1, &gb, info, err2, n) == TH_OK) {
+      tc_graph_free(g1);
+      g1 = g2 = gb;
+      fixed = o1.batch;
+      rc = TH_OK;
+    }
+    free(err2);
+  }
   json_t *d = NULL;
   if (rc == TH_OK) {
     rc = srv_present_onnx(in->name, g1, g2, info, &d);

@@ -425,8 +425,8 @@ th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
   return TH_OK;
 }
 
-th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw,
-                             const int64_t *k, const int64_t *s, int64_t *pads) {
+th_status tc__ox_window_pads_n(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in,
+                               const int64_t *k, const int64_t *s, int r, int64_t *pads) {
   char ap[32];
   int64_t p[8];
   int cnt;
@@ -434,9 +434,9 @@ th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t 
   if (rc == TH_OK) rc = tc__ox_attr_ints(x, n, "pads", p, 8, &cnt);
   if (rc != TH_OK) return rc;
   if (strcmp(ap, "NOTSET") == 0) {
-    if (cnt >= 0 && cnt != 4)
-      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (4 for 2-D)", cnt);
-    for (int i = 0; i < 4; i++) {
+    if (cnt >= 0 && cnt != 2 * r)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads has %d values (%d for %d-D)", cnt, 2 * r, r);
+    for (int i = 0; i < 2 * r; i++) {
       pads[i] = cnt < 0 ? 0 : p[i];
       if (pads[i] < 0 || pads[i] > TC_ONNX_MAX_DIM)
         return tc__ox_nfail(x, n, TH_ERR_INVALID, "pads value %lld", (long long)pads[i]);
@@ -445,20 +445,25 @@ th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t 
     return TH_OK;
   }
   if (strcmp(ap, "VALID") == 0) {
-    memset(pads, 0, 4 * sizeof *pads);
+    memset(pads, 0, 2 * (size_t)r * sizeof *pads);
     return TH_OK;
   }
   if (strcmp(ap, "SAME_UPPER") != 0 && strcmp(ap, "SAME_LOWER") != 0)
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
                         "auto_pad '%s' is not NOTSET, VALID, SAME_UPPER or SAME_LOWER", ap);
-  for (int d = 0; d < 2; d++) {
-    int64_t out = (in_hw[d] + s[d] - 1) / s[d];
-    int64_t total = (out - 1) * s[d] + k[d] - in_hw[d];
+  for (int d = 0; d < r; d++) {
+    int64_t out = (in[d] + s[d] - 1) / s[d];
+    int64_t total = (out - 1) * s[d] + k[d] - in[d];
     if (total < 0) total = 0;
     int64_t small = total / 2, big = total - small;
     int upper = strcmp(ap, "SAME_UPPER") == 0;
     pads[d] = upper ? small : big;
-    pads[d + 2] = upper ? big : small;
+    pads[d + r] = upper ? big : small;
   }
   return TH_OK;
+}
+
+th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw,
+                             const int64_t *k, const int64_t *s, int64_t *pads) {
+  return tc__ox_window_pads_n(x, n, in_hw, k, s, 2, pads);
 }

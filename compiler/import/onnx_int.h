@@ -243,6 +243,10 @@ th_status tc__ox_split_args(tc__ox *x, const Onnx__NodeProto *n, const int64_t *
 /* Padding of a Conv or pool: pads[4] = top, left, bottom, right, from pads/auto_pad. */
 th_status tc__ox_window_pads(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in_hw,
                              const int64_t *k, const int64_t *s, int64_t *pads);
+/* The same over r spatial axes (in, k, s: r values each): pads[2r] = the r begins, then the r ends.
+ */
+th_status tc__ox_window_pads_n(tc__ox *x, const Onnx__NodeProto *n, const int64_t *in,
+                               const int64_t *k, const int64_t *s, int r, int64_t *pads);
 
 /* ---- onnx_tensor.c, onnx_fold.c: constant tensors
  * ----------------------------------------------------- */
@@ -277,6 +281,30 @@ th_status tc__ox_num_ins(tc__ox *x, const Onnx__NodeProto *n, int k0, int k1, in
  * the graph cannot hold the result (reported). */
 th_status tc__ox_reshape_node(tc__ox *x, const Onnx__NodeProto *n, int id, const int64_t *dims,
                               int r, int *out);
+/* Sets a conv or pool node's window (onnx_ops.c): kernel k and strides s (height, width), pads
+ * (top, left, bottom, right) and its output's height oh and width ow. */
+void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads,
+                       int64_t oh, int64_t ow);
+/* A 2-D max or average pool (onnx_ops.c) of node `in` [N, C, H, W] with kernel k, strides s and
+ * pads (top, left, bottom, right; ceil_mode widens the end pads), bound to n: *out = -1 when
+ * reported. */
+th_status tc__ox_pool_node(tc__ox *x, const Onnx__NodeProto *n, int in, int is_max,
+                           const int64_t *k, const int64_t *s, int64_t *pads, int ceil_mode,
+                           int cip, int *out);
+/* onnx_ops_conv.c: *id mapped along axis a by the constant matrix A [m, K] (and bias [m], or NULL):
+ * one dense over the last axis, between transposes for another axis (A, bias: in the graph's
+ * arena). */
+th_status tc__ox_axis_map(tc__ox *x, const Onnx__NodeProto *n, int *id, int a, int m, float *A,
+                          float *bias, const char *tag);
+/* onnx_ops_conv3d.c: Conv, MaxPool and AveragePool over [N, C, D, H, W] maps, by 2-D kernels. */
+th_status tc__ox_conv3d(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_pool3d(tc__ox *x, const Onnx__NodeProto *n, int is_max);
+/* A MaxPool with dilations of node in [N, C, H, W]: k the dilated extents, s strides, dil
+ * dilations, pads (top, left, ...), o the output's [H, W]; by undilated pools of strided slices
+ * (onnx_ops_conv3d.c). *out = -1 when reported. */
+th_status tc__ox_dilated_max_pool(tc__ox *x, const Onnx__NodeProto *n, int in, const int64_t *k,
+                                  const int64_t *s, const int64_t *dil, const int64_t *pads,
+                                  const int64_t *o, int *out);
 /* onnx_ops_reduce.c: ReduceSum, ReduceMean, ReduceMax, ... at every opset. */
 th_status tc__ox_c_reduce(tc__ox *x, const Onnx__NodeProto *n);
 /* Node a with the axes in mask (of its rank) reduced by op into one value each, in *out (keepdims:

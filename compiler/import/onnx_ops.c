@@ -438,8 +438,8 @@ static int64_t tc__ox_out_dim(int64_t size, int64_t k, int64_t s, int64_t p0, in
   return o;
 }
 
-static void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads,
-                              int64_t oh, int64_t ow) {
+void tc__ox_set_window(tc_node *nd, const int64_t *k, const int64_t *s, const int64_t *pads,
+                       int64_t oh, int64_t ow) {
   nd->kh = (int)k[0];
   nd->kw = (int)k[1];
   nd->sh = (int)s[0];
@@ -462,10 +462,9 @@ static th_status tc__ox_flat_window(tc__ox *x, const Onnx__NodeProto *n, int id)
 static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
   tc__oxv *w = tc__ox_in(x, n, 1), *b = tc__ox_in(x, n, 2);
   if (!w) return tc__ox_nfail(x, n, TH_ERR_INVALID, "the weights are missing");
+  if (w->kind == TC__OX_CONST && w->c.fl && w->c.ndim == 5) return tc__ox_conv3d(x, n);
   if (w->kind != TC__OX_CONST || !w->c.fl || w->c.ndim < 3 || w->c.ndim > 4)
-    return tc__ox_unsupported(
-        x, n,
-        "weights must be a constant 3-D or 4-D float tensor (3-D convolutions are not mapped)");
+    return tc__ox_unsupported(x, n, "weights must be a constant 3-D, 4-D or 5-D float tensor");
   int64_t xd[TC__OX_RANK];
   tc__oxv *xv = tc__ox_in(x, n, 0);
   int one = xv && xv->kind != TC__OX_BAD && tc__ox_dims(x, xv, xd) == 3;
@@ -631,31 +630,13 @@ static th_status tc__ox_c_bn(tc__ox *x, const Onnx__NodeProto *n) {
   return rc;
 }
 
-static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
-  int is_max = strcmp(n->op_type, "MaxPool") == 0;
-  int64_t k[2] = {0, 0}, s[2], pads[4], ceil_mode = 0, cip = 0, own[4] = {0};
-  int in, padded;
-  tc__oxv *idx = tc__ox_out(x, n, 1);
-  if (idx && idx->uses > 0) return tc__ox_unsupported(x, n, "its Indices output is used");
-  if (!tc__ox_attr(n, "kernel_shape"))
-    return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape is missing");
-  th_status rc = tc__ox_window(x, n, k, s, NULL, pads, &in, &padded);
-  if (rc != TH_OK || in < 0) return rc;
-  if (x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
-  if (rc == TH_OK && !is_max) rc = tc__ox_attr_i(x, n, "count_include_pad", 0, &cip);
-  if (rc != TH_OK) return rc;
-  if (padded) {
-    if (is_max) return tc__ox_nfail(x, n, TH_ERR_INTERNAL, "a Pad reached a MaxPool");
-    const tc__oxv *v = tc__ox_in(x, n, 0);
-    for (int i = 0; i < 4; i++) own[i] = pads[i] - v->pads[i];
-    if (!cip && (own[0] || own[1] || own[2] || own[3]))
-      return tc__ox_unsupported(
-          x, n, "a zero Pad before an AveragePool that pads without counting the padding");
-    cip = 1; /* the Pad's zeros are elements of the input */
-  }
+th_status tc__ox_pool_node(tc__ox *x, const Onnx__NodeProto *n, int in, int is_max,
+                           const int64_t *k, const int64_t *s, int64_t *pads, int ceil_mode,
+                           int cip, int *out) {
   const tc_tensor *t = tc__ox_t(x, in);
-  int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], (int)ceil_mode);
-  int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], (int)ceil_mode);
+  *out = -1;
+  int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], ceil_mode);
+  int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], ceil_mode);
   if (oh < 1 || ow < 1)
     return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the window",
                         t->shape[2], t->shape[3]);
@@ -669,10 +650,57 @@ static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
     if (eb > pads[2]) pads[2] = eb;
     if (er > pads[3]) pads[3] = er;
   }
-  int id = is_max ? tc_graph_max_pool(x->g, in, 1, 1, 0, 0)
-                  : tc_graph_avg_pool(x->g, in, 1, 1, 0, (int)cip);
+  int id =
+      is_max ? tc_graph_max_pool(x->g, in, 1, 1, 0, 0) : tc_graph_avg_pool(x->g, in, 1, 1, 0, cip);
+  th_status rc = tc__ox_bind_node(x, n, NULL, id);
+  if (rc != TH_OK) return rc;
+  tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
+  *out = id;
+  return TH_OK;
+}
+
+static th_status tc__ox_c_pool(tc__ox *x, const Onnx__NodeProto *n) {
+  int is_max = strcmp(n->op_type, "MaxPool") == 0;
+  int64_t k[2] = {0, 0}, s[2], pads[4], ceil_mode = 0, cip = 0, own[4] = {0};
+  int in, padded;
+  tc__oxv *idx = tc__ox_out(x, n, 1);
+  if (idx && idx->uses > 0) return tc__ox_unsupported(x, n, "its Indices output is used");
+  if (!tc__ox_attr(n, "kernel_shape"))
+    return tc__ox_nfail(x, n, TH_ERR_INVALID, "kernel_shape is missing");
+  int64_t xd5[TC__OX_RANK];
+  tc__oxv *xv = tc__ox_in(x, n, 0);
+  if (xv && xv->kind != TC__OX_BAD && xv->kind != TC__OX_PAD && tc__ox_dims(x, xv, xd5) == 5)
+    return tc__ox_pool3d(x, n, is_max);
+  int64_t dil[2] = {1, 1};
+  th_status rc = tc__ox_window(x, n, k, s, is_max ? dil : NULL, pads, &in, &padded);
+  if (rc != TH_OK || in < 0) return rc;
+  if (x->opset >= 10) rc = tc__ox_attr_i(x, n, "ceil_mode", 0, &ceil_mode);
+  if (rc == TH_OK && !is_max) rc = tc__ox_attr_i(x, n, "count_include_pad", 0, &cip);
+  if (rc != TH_OK) return rc;
+  if (padded) {
+    if (is_max) return tc__ox_nfail(x, n, TH_ERR_INTERNAL, "a Pad reached a MaxPool");
+    const tc__oxv *v = tc__ox_in(x, n, 0);
+    for (int i = 0; i < 4; i++) own[i] = pads[i] - v->pads[i];
+    if (!cip && (own[0] || own[1] || own[2] || own[3]))
+      return tc__ox_unsupported(
+          x, n, "a zero Pad before an AveragePool that pads without counting the padding");
+    cip = 1; /* the Pad's zeros are elements of the input */
+  }
+  int id;
+  if (dil[0] != 1 || dil[1] != 1) {
+    const tc_tensor *t = tc__ox_t(x, in);
+    int64_t o[2];
+    for (int i = 0; i < 2; i++)
+      o[i] = tc__ox_out_dim(t->shape[2 + i], k[i], s[i], pads[i], pads[i + 2], (int)ceil_mode);
+    if (o[0] < 1 || o[1] < 1)
+      return tc__ox_nfail(x, n, TH_ERR_INVALID, "the input %dx%d is too small for the window",
+                          t->shape[2], t->shape[3]);
+    rc = tc__ox_dilated_max_pool(x, n, in, k, s, dil, pads, o, &id);
+  } else {
+    rc = tc__ox_pool_node(x, n, in, is_max, k, s, pads, (int)ceil_mode, (int)cip, &id);
+  }
+  if (rc != TH_OK || id < 0) return rc;
   rc = tc__ox_set_node(x, n, 0, id);
-  if (rc == TH_OK) tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
   int64_t xd[TC__OX_RANK];
   if (rc == TH_OK && tc__ox_dims(x, tc__ox_in(x, n, 0), xd) == 3) rc = tc__ox_flat_window(x, n, id);
   return rc;

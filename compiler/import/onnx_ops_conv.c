@@ -57,8 +57,8 @@ th_status tc__ox_conv_expand(tc__ox *x, tc_param *p, const tc__oxv *w, int group
  * when not NULL: one dense over the last axis, between two transposes for another axis. The
  * parameters are named <node>.<tag><axis>.weight / .bias; A and bias must live in the graph's
  * arena. */
-static th_status tc__ox_axis_map(tc__ox *x, const Onnx__NodeProto *n, int *id, int a, int m,
-                                 float *A, float *bias, const char *tag) {
+th_status tc__ox_axis_map(tc__ox *x, const Onnx__NodeProto *n, int *id, int a, int m, float *A,
+                          float *bias, const char *tag) {
   int r = x->g->nodes[*id].out.ndim, perm[TC_MAX_DIMS], cur = *id;
   for (int d = 0; d < r; d++) perm[d] = d;
   perm[a] = r - 1;

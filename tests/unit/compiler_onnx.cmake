@@ -67,3 +67,9 @@ th_unit_test(compiler_onnx_sample SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_
              ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c LIBS th_compiler TIMEOUT 120)
 target_include_directories(test_compiler_onnx_sample PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
                            ${TH_SOURCE_DIR}/compiler/import)
+# 3-D Conv and pools, dilated MaxPool (compiler/import/onnx_ops_conv3d.c, issue 38): drawn windows at
+# batch 1 and 3 against naive loops.
+th_unit_test(compiler_onnx_window3 SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_compiler_onnx_window3.c
+             ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c LIBS th_compiler TIMEOUT 120)
+target_include_directories(test_compiler_onnx_window3 PRIVATE ${CMAKE_BINARY_DIR}/compiler/onnx_gen
+                           ${TH_SOURCE_DIR}/compiler/import)

@@ -19,6 +19,7 @@
 #include "graph.h"
 #include "link.h"
 #include "model/tunehub_model.h"
+#include "onnx.h"
 #include "params.h"
 #include "ref/ref.h"
 #include "tc.h"
@@ -359,6 +360,73 @@ static int emu_net_arch(const char *net, int batch, int hw, const char *arch, co
 }
 
 static int emu_net(const char *net, int batch, int hw) { return emu_net_arch(net, batch, hw, NULL, NULL); }
+
+/* ---- ONNX 3-D windows and dilated max pools (issue 38) ---- */
+
+/* pytorch-converted's TEST (Debian's libonnx-testdata; 77 without it) built for cuda at batch 1 and
+ * run on the fake driver against the reference interpreter: 3-D Conv (folded and stacked over the
+ * depth), 3-D pools and dilated max pools lower onto kernels every backend has (onnx_ops_conv3d.c).
+ */
+static int emu_onnx(const char *test, int want_dense) {
+  if (!fake_driver()) return 77;
+  char path[512], err[4096] = "", emu[512];
+  snprintf(path, sizeof path, "/usr/share/libonnx-testdata/data/pytorch-converted/%s/model.onnx",
+           test);
+  if (access(path, R_OK) != 0) {
+    fprintf(stderr, "skipped: %s is missing (libonnx-testdata)\n", path);
+    return 77;
+  }
+  emu_bundle e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.dir, sizeof e.dir, "/tmp/tc-cuda-emu-onnx-XXXXXX");
+  CHECK(mkdtemp(e.dir) != NULL);
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "cuda";
+  o.network = "t";
+  o.onnx_path = path;
+  o.batch = 1;
+  o.work_dir = e.dir;
+  th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "%s: %s\n", test, err);
+  CHECK(rc == TH_OK);
+  build_emu(e.dir, emu, sizeof emu);
+  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+  snprintf(e.so, sizeof e.so, "%s/model.so", e.dir);
+  tc_onnx_opts io = {"t", 1, NULL, 1};
+  rc = tc_onnx_import_file(path, &io, &e.g, NULL, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "%s: %s\n", test, err);
+  CHECK(rc == TH_OK);
+  int dense = 0;
+  for (int i = 0; i < e.g->nnodes; i++) dense += e.g->nodes[i].op == TC_OP_DENSE;
+  fprintf(stderr, "%s: %d nodes, %d dense\n", test, e.g->nnodes, dense);
+  CHECK(want_dense < 0 || (dense > 0) == want_dense);
+  th_buf_init(&e.params, (size_t)1 << 30);
+  CHECK(tc_params_write(e.g, &e.params) == TH_OK);
+  e.nin = tc_tensor_numel(&e.g->nodes[0].out);
+  e.nout = tc_tensor_numel(&e.g->nodes[e.g->outputs[0]].out);
+  e.x = malloc((size_t)e.nin * 4);
+  e.ref = malloc((size_t)e.nout * 4);
+  CHECK(e.x && e.ref);
+  for (int64_t i = 0; i < e.nin; i++) e.x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  CHECK(tc_ref_run(e.g, e.x, e.ref, err, sizeof err) == TH_OK);
+  emu_bundle_load(&e, e.so);
+  void *m = emu_model(&e);
+  float *y = calloc((size_t)e.nout, 4);
+  CHECK(y != NULL);
+  if (e.run(m, e.x, y) != 0) fprintf(stderr, "run: %s\n", e.lasterr());
+  emu_check(&e, y, test);
+  free(y);
+  e.fr(m);
+  emu_bundle_close(&e);
+  return 0;
+}
+
+TH_TEST(onnx_conv3d_stacked) { return emu_onnx("test_Conv3d_dilated", 1); }
+TH_TEST(onnx_conv3d_folded_groups) { return emu_onnx("test_Conv3d_groups", 0); }
+TH_TEST(onnx_avgpool3d) { return emu_onnx("test_AvgPool3d_stride1_pad0_gpu_input", -1); }
+TH_TEST(onnx_maxpool3d) { return emu_onnx("test_MaxPool3d_stride_padding", -1); }
+TH_TEST(onnx_maxpool2d_dilated) { return emu_onnx("test_MaxPool2d_stride_padding_dilation", -1); }
 
 /* ---- CUDA graphs (issue 25) ---------------------------------------------------------------------------- */
 
