@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "th_util.h"
+
 /* A folder that only this user can write: owned by the effective uid, not group- or world-writable. */
 static int private_dir(const char *dir) {
   struct stat st;
@@ -80,35 +82,19 @@ int tc_objcache_hit(const char *path) {
 static th_status write_bytes(const char *path, const void *data, size_t n) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return TH_ERR_IO;
-  const char *p = data;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      int e = w < 0 ? errno : ENOSPC;
-      close(fd);
-      errno = e;
-      return TH_ERR_IO;
-    }
-    p += w;
-    n -= (size_t)w;
-  }
-  return close(fd) == 0 ? TH_OK : TH_ERR_IO;
+  int ok = th_write_full(fd, data, n, 0) == 0;
+  int e = errno;
+  if (close(fd) != 0 && ok) return TH_ERR_IO;
+  errno = e;
+  return ok ? TH_OK : TH_ERR_IO;
 }
 
 th_status tc_objcache_copy_out(const char *path, const char *dst) {
-  FILE *f = fopen(path, "rbe");
-  if (!f) return TH_ERR_NOT_FOUND;
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || st.st_size <= 0 || st.st_size > ((off_t)1 << 30)) {
-    fclose(f);
-    return TH_ERR_NOT_FOUND;
-  }
-  size_t len = (size_t)st.st_size;
-  char *data = malloc(len);
-  size_t r = data ? fread(data, 1, len, f) : 0;
-  fclose(f);
-  th_status rc = !data ? TH_ERR_NOMEM : r != len ? TH_ERR_NOT_FOUND : write_bytes(dst, data, len);
+  char *data = NULL;
+  size_t len = 0;
+  th_status rc = th_read_file(path, (size_t)1 << 30, &data, &len);
+  if (rc == TH_ERR_NOMEM) return rc;
+  rc = rc != TH_OK || len == 0 ? TH_ERR_NOT_FOUND : write_bytes(dst, data, len);
   free(data);
   return rc;
 }
@@ -190,14 +176,5 @@ void tc_objcache_store(const char *path, const void *data, size_t n) {
     unlink(tmp);
     return;
   }
-  if (atomic_fetch_add(&stores, 1) % 64 == 0) {
-    const char *base = strrchr(path, '/');
-    char prefix[8] = {0};
-    /* the prefix of this kind of object: the name up to and with its '-' ("k-") */
-    const char *dash = base ? strchr(base + 1, '-') : NULL;
-    if (dash && (size_t)(dash - base) < sizeof prefix) {
-      memcpy(prefix, base + 1, (size_t)(dash - base));
-      (void)tc_objcache_prune(path, prefix, tc_objcache_cap());
-    }
-  }
+  if (atomic_fetch_add(&stores, 1) % 64 == 0) (void)tc_objcache_prune(path, "k-", tc_objcache_cap());
 }

@@ -146,6 +146,11 @@ body_has() {
   grep -q -- "$1" "$TMP/body" || { echo "body: $(head -c 600 "$TMP/body")"; fail "body lacks '$1'"; }
 }
 
+# jq_ok FILTER: the last body satisfies FILTER (jq -e)
+jq_ok() {
+  jq -e "$1" "$TMP/body" >/dev/null || { echo "body: $(head -c 1500 "$TMP/body")"; fail "jq: $1"; }
+}
+
 # wait_job ID STATE SECONDS: polls /jobs/ID until its state is STATE, at most SECONDS (the caller checks after)
 wait_job() {
   for _ in $(seq 1 $(($3 * 10))); do

@@ -20,10 +20,6 @@ make_models() {
   [[ "$SHA_A" != "$SHA_B" ]] || fail "the two exports have the same bytes"
 }
 
-jq_ok() { # jq_ok FILTER: the last body satisfies FILTER
-  jq -e "$1" "$TMP/body" >/dev/null || { echo "body: $(head -c 1500 "$TMP/body")"; fail "jq: $1"; }
-}
-
 put() { # put FILE [curl args...]: PUT /networks/tiny with FILE as the body
   local f=$1
   shift

@@ -9,10 +9,6 @@ source "$here/lib.sh"
 TOKEN="s3cret-token-123"
 auth=(-H "Authorization: Bearer $TOKEN")
 
-jq_ok() { # jq_ok FILTER: the last body satisfies FILTER
-  jq -e "$1" "$TMP/body" >/dev/null || { echo "body: $(head -c 1500 "$TMP/body")"; fail "jq: $1"; }
-}
-
 make_model() { # $TMP/unb.onnx, written with onnx_models.py's wire helpers
   /usr/bin/python3 - "$here" "$TMP/unb.onnx" <<'PY' || fail "cannot write unb.onnx"
 import sys

@@ -10,10 +10,6 @@ source "$here/lib.sh"
 TOKEN="s3cret-token-123"
 auth=(-H "Authorization: Bearer $TOKEN")
 
-jq_ok() { # jq_ok FILTER: the last body satisfies FILTER
-  jq -e "$1" "$TMP/body" >/dev/null || { echo "body: $(head -c 1500 "$TMP/body")"; fail "jq: $1"; }
-}
-
 case_fixed_above_two() {
   /usr/bin/python3 - "$here" "$TMP" <<'PY' || fail "cannot write the model"
 import struct, sys

@@ -363,13 +363,47 @@ static int emu_net(const char *net, int batch, int hw) { return emu_net_arch(net
 
 /* ---- ONNX 3-D windows and dilated max pools (issue 38) ---- */
 
+/* The ONNX file at path built for cuda at batch into a new folder e->dir (bytes, when not NULL, are
+ * written there first as model.onnx and path is ignored), the fake driver pointed at its emulated
+ * kernels, and the file imported at that batch with its weights into e->g and e->params. */
+static void emu_onnx_bundle(emu_bundle *e, const char *path, const uint8_t *bytes, size_t len,
+                            const char *network, int batch) {
+  char file[600], err[4096] = "", emu[512];
+  snprintf(e->dir, sizeof e->dir, "/tmp/tc-cuda-emu-onnx-XXXXXX");
+  CHECK(mkdtemp(e->dir) != NULL);
+  snprintf(file, sizeof file, "%s", path ? path : "");
+  if (bytes) {
+    snprintf(file, sizeof file, "%s/model.onnx", e->dir);
+    CHECK(th_write_file_atomic(file, bytes, len) == TH_OK);
+  }
+  tc_build_opts o;
+  memset(&o, 0, sizeof o);
+  o.framework = "cuda";
+  o.network = network;
+  o.onnx_path = file;
+  o.batch = batch;
+  o.work_dir = e->dir;
+  th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "%s: build: %s\n", file, err);
+  CHECK(rc == TH_OK);
+  build_emu(e->dir, emu, sizeof emu);
+  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
+  snprintf(e->so, sizeof e->so, "%s/model.so", e->dir);
+  tc_onnx_opts io = {network, batch, NULL, 1};
+  rc = tc_onnx_import_file(file, &io, &e->g, NULL, err, sizeof err);
+  if (rc != TH_OK) fprintf(stderr, "%s: import: %s\n", file, err);
+  CHECK(rc == TH_OK);
+  th_buf_init(&e->params, (size_t)1 << 30);
+  CHECK(tc_params_write(e->g, &e->params) == TH_OK);
+}
+
 /* pytorch-converted's TEST (Debian's libonnx-testdata; 77 without it) built for cuda at batch 1 and
  * run on the fake driver against the reference interpreter: 3-D Conv (folded and stacked over the
  * depth), 3-D pools and dilated max pools lower onto kernels every backend has (onnx_ops_conv3d.c).
  */
 static int emu_onnx(const char *test, int want_dense) {
   if (!fake_driver()) return 77;
-  char path[512], err[4096] = "", emu[512];
+  char path[512], err[4096] = "";
   snprintf(path, sizeof path, "/usr/share/libonnx-testdata/data/pytorch-converted/%s/model.onnx",
            test);
   if (access(path, R_OK) != 0) {
@@ -378,31 +412,11 @@ static int emu_onnx(const char *test, int want_dense) {
   }
   emu_bundle e;
   memset(&e, 0, sizeof e);
-  snprintf(e.dir, sizeof e.dir, "/tmp/tc-cuda-emu-onnx-XXXXXX");
-  CHECK(mkdtemp(e.dir) != NULL);
-  tc_build_opts o;
-  memset(&o, 0, sizeof o);
-  o.framework = "cuda";
-  o.network = "t";
-  o.onnx_path = path;
-  o.batch = 1;
-  o.work_dir = e.dir;
-  th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
-  if (rc != TH_OK) fprintf(stderr, "%s: %s\n", test, err);
-  CHECK(rc == TH_OK);
-  build_emu(e.dir, emu, sizeof emu);
-  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
-  snprintf(e.so, sizeof e.so, "%s/model.so", e.dir);
-  tc_onnx_opts io = {"t", 1, NULL, 1};
-  rc = tc_onnx_import_file(path, &io, &e.g, NULL, err, sizeof err);
-  if (rc != TH_OK) fprintf(stderr, "%s: %s\n", test, err);
-  CHECK(rc == TH_OK);
+  emu_onnx_bundle(&e, path, NULL, 0, "t", 1);
   int dense = 0;
   for (int i = 0; i < e.g->nnodes; i++) dense += e.g->nodes[i].op == TC_OP_DENSE;
   fprintf(stderr, "%s: %d nodes, %d dense\n", test, e.g->nnodes, dense);
   CHECK(want_dense < 0 || (dense > 0) == want_dense);
-  th_buf_init(&e.params, (size_t)1 << 30);
-  CHECK(tc_params_write(e.g, &e.params) == TH_OK);
   e.nin = tc_tensor_numel(&e.g->nodes[0].out);
   e.nout = tc_tensor_numel(&e.g->nodes[e.g->outputs[0]].out);
   e.x = malloc((size_t)e.nin * 4);
@@ -1302,27 +1316,8 @@ TH_TEST(onnx_sample_ops) {
   uint8_t *bytes = emu_sample_model(&len);
   emu_bundle e;
   memset(&e, 0, sizeof e);
-  snprintf(e.dir, sizeof e.dir, "/tmp/tc-cuda-emu-onnx-XXXXXX");
-  CHECK(mkdtemp(e.dir) != NULL);
-  char path[600], err[4096] = "", emu[512];
-  snprintf(path, sizeof path, "%s/model.onnx", e.dir);
-  CHECK(th_write_file_atomic(path, bytes, len) == TH_OK);
-  tc_build_opts o;
-  memset(&o, 0, sizeof o);
-  o.framework = "cuda";
-  o.network = "sample";
-  o.onnx_path = path;
-  o.batch = 2;
-  o.work_dir = e.dir;
-  th_status rc = tc_build_bundle(&o, NULL, NULL, NULL, err, sizeof err);
-  if (rc != TH_OK) fprintf(stderr, "build: %s\n", err);
-  CHECK(rc == TH_OK);
-  build_emu(e.dir, emu, sizeof emu);
-  CHECK(setenv("TH_FAKECU_KERNELS", emu, 1) == 0);
-  tc_onnx_opts io = {"sample", 2, NULL, 1};
-  CHECK(tc_onnx_import(bytes, len, &io, &e.g, NULL, err, sizeof err) == TH_OK);
-  th_buf_init(&e.params, (size_t)4 << 30);
-  CHECK(tc_params_write(e.g, &e.params) == TH_OK);
+  emu_onnx_bundle(&e, NULL, bytes, len, "sample", 2);
+  char err[4096] = "";
   float x[2 * 4 * 5 * 6], grid[2 * 3 * 7 * 2];
   for (int i = 0; i < (int)(sizeof x / 4); i++) x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
   for (int i = 0; i < (int)(sizeof grid / 4); i++) /* [-1.35, 1.35]; every 5th in [-12.4, 12.6]: folded */
@@ -1334,7 +1329,6 @@ TH_TEST(onnx_sample_ops) {
   const void *ins[2] = {x, grid};
   void *refs[1] = {e.ref}, *outs[1] = {y};
   CHECK(tc_ref_run_io(e.g, ins, refs, err, sizeof err) == TH_OK);
-  snprintf(e.so, sizeof e.so, "%s/model.so", e.dir);
   emu_bundle_load(&e, e.so);
   void *m = emu_model(&e);
   if (e.runio(m, ins, outs) != 0) fprintf(stderr, "run_io: %s\n", e.lasterr());
@@ -1342,7 +1336,6 @@ TH_TEST(onnx_sample_ops) {
   e.fr(m);
   free(y);
   free(bytes);
-  unlink(path);
   emu_bundle_close(&e);
   return 0;
 }

@@ -12,25 +12,11 @@
 #include "graph.h"
 #include "onnx.h"
 #include "onnx_build.h"
+#include "onnx_import_test.h"
 #include "ref/ref.h"
 #include "th_test.h"
 
 #define F32 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
-
-/* b imported at batch `batch`: the graph when want is TH_OK (err holds the error otherwise). */
-static tc_graph *tm_import(tb *b, int batch, char *err, size_t errlen, th_status want) {
-  size_t len;
-  uint8_t *p = tb_pack(b, &len);
-  tc_onnx_opts o = {"test", batch, NULL, 1};
-  tc_graph *g = NULL;
-  err[0] = '\0';
-  th_status rc = tc_onnx_import(p, len, &o, &g, NULL, err, errlen);
-  if (rc != want) fprintf(stderr, "import: %s (%s)\n", th_status_name(rc), err);
-  CHECK(rc == want);
-  free(p);
-  tb_free(b);
-  return g;
-}
 
 /* Trilu of x [N, R, C] (N = 2) with upper and k (has_k 0: no k input): kept elements have x's bits
  * exactly, the others are +0. */
@@ -42,7 +28,7 @@ static void tm_trilu(int R, int C, int upper, int has_k, int64_t k) {
   tb_attr_i(b, n, "upper", upper);
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = tm_import(b, 2, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, 2, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return;
   int64_t cnt = 2 * (int64_t)R * C;
@@ -89,26 +75,26 @@ TH_TEST(trilu_refusals) {
   tb_input(b, "x", F32, 1, (int64_t[]){-1});
   tb_node(b, "Trilu", "t", "x", "y");
   tb_output(b, "y");
-  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(tb_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
   CHECK(strstr(err, "'t'") && strstr(err, "at least 2"));
   b = tb_new(14);
   tb_input(b, "x", F32, 2, (int64_t[]){-1, 4});
   tb_attr_i(b, tb_node(b, "Trilu", "t", "x", "y"), "upper", 2);
   tb_output(b, "y");
-  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(tb_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
   CHECK(strstr(err, "upper 2 must be 0 or 1"));
   b = tb_new(14); /* k computed at run time */
   tb_input(b, "x", F32, 2, (int64_t[]){-1, 4});
   tb_input(b, "k", ONNX__TENSOR_PROTO__DATA_TYPE__INT64, 0, NULL);
   tb_node(b, "Trilu", "t", "x,k", "y");
   tb_output(b, "y");
-  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_UNSUPPORTED) == NULL);
+  CHECK(tb_import(b, 2, err, sizeof err, TH_ERR_UNSUPPORTED) == NULL);
   CHECK(strstr(err, "Trilu") && strstr(err, "constant"));
   b = tb_new(13); /* Trilu is opset 14 */
   tb_input(b, "x", F32, 2, (int64_t[]){-1, 4});
   tb_node(b, "Trilu", "t", "x", "y");
   tb_output(b, "y");
-  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_UNSUPPORTED) == NULL);
+  CHECK(tb_import(b, 2, err, sizeof err, TH_ERR_UNSUPPORTED) == NULL);
   CHECK(strstr(err, "14..21"));
   return 0;
 }
@@ -122,7 +108,7 @@ static void tm_hardmax(int64_t opset, int A, int Bd, int64_t axis, int has_axis)
   if (has_axis) tb_attr_i(b, n, "axis", axis);
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = tm_import(b, 2, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, 2, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return;
   int dims[3] = {2, A, Bd};
@@ -195,7 +181,7 @@ static void tm_gemm(int ta, int tb_, float alpha, float beta, int cr, const int6
   tb_attr_f(b, n, "beta", beta);
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = tm_import(b, ta ? K : M, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, ta ? K : M, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return;
   float A[6], y[8];
@@ -237,7 +223,7 @@ TH_TEST(gemm_runtime_b) {
   tb_input(b, "b", F32, 2, (int64_t[]){5, 4});
   tb_node(b, "Gemm", "g", "a,b", "y");
   tb_output(b, "y");
-  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(tb_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
   CHECK(strstr(err, "'g'") && strstr(err, "A has K = 3, B has K = 5"));
   b = tb_new(13);
   tb_input(b, "a", F32, 2, (int64_t[]){-1, 3});
@@ -245,7 +231,7 @@ TH_TEST(gemm_runtime_b) {
   tb_input(b, "c", F32, 1, (int64_t[]){3});
   tb_node(b, "Gemm", "g", "a,b,c", "y");
   tb_output(b, "y");
-  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(tb_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
   CHECK(strstr(err, "C does not broadcast to [2, 4]"));
   return 0;
 }
@@ -262,7 +248,7 @@ TH_TEST(layer_norm_broadcast_scale) {
   tb_attr_i(b, tb_node(b, "LayerNormalization", "ln", "x,s,b", "y"), "axis", 1);
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = tm_import(b, 2, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, 2, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return 0;
   float x[24], s[3] = {0.5f, -2.0f, 3.0f}, y[24];
@@ -287,7 +273,7 @@ TH_TEST(layer_norm_broadcast_scale) {
   tb_input(b, "s", F32, 1, (int64_t[]){5});
   tb_node(b, "LayerNormalization", "ln", "x,s", "y");
   tb_output(b, "y");
-  CHECK(tm_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(tb_import(b, 2, err, sizeof err, TH_ERR_INVALID) == NULL);
   CHECK(strstr(err, "'ln'") && strstr(err, "Scale does not broadcast"));
   return 0;
 }
@@ -303,7 +289,7 @@ TH_TEST(gemm_trans_a_batch) {
   tb_attr_i(b, n, "transA", 1);
   tb_attr_i(b, n, "transB", 1);
   tb_output(b, "y");
-  CHECK(tm_import(b, 1, err, sizeof err, TH_ERR_INVALID) == NULL);
+  CHECK(tb_import(b, 1, err, sizeof err, TH_ERR_INVALID) == NULL);
   CHECK(strstr(err, "'g'") && strstr(err, "the model fixes its batch to 4"));
   return 0;
 }
@@ -318,7 +304,7 @@ TH_TEST(layer_norm_batch_axis) {
   tb_attr_i(b, tb_node(b, "LayerNormalization", "ln", "x,s,b", "y"), "axis", 0);
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = tm_import(b, 3, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, 3, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return 0;
   float x[12], s[12], sh[12], y[12];

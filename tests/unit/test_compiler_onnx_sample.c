@@ -14,25 +14,11 @@
 #include "graph.h"
 #include "onnx.h"
 #include "onnx_build.h"
+#include "onnx_import_test.h"
 #include "ref/ref.h"
 #include "th_test.h"
 
 #define F32 ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT
-
-/* b imported at batch `batch`: the graph when want is TH_OK (err holds the error otherwise). */
-static tc_graph *ts_import(tb *b, int batch, char *err, size_t errlen, th_status want) {
-  size_t len;
-  uint8_t *p = tb_pack(b, &len);
-  tc_onnx_opts o = {"test", batch, NULL, 1};
-  tc_graph *g = NULL;
-  err[0] = '\0';
-  th_status rc = tc_onnx_import(p, len, &o, &g, NULL, err, errlen);
-  if (rc != want) fprintf(stderr, "import: %s (%s)\n", th_status_name(rc), err);
-  CHECK(rc == want);
-  free(p);
-  tb_free(b);
-  return g;
-}
 
 /* Runs g on the nin inputs (want[] elements of output 0 in y) and counts the elements of y farther
  * than tol (relative to max(1, |want|)) from want; NaN must meet NaN. */
@@ -68,7 +54,7 @@ static void ts_shrink(int batch, int has, float bias, float lambd) {
   }
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = ts_import(b, batch, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, batch, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return;
   int64_t cnt = (int64_t)batch * 21;
@@ -113,7 +99,7 @@ static void ts_mvn(int64_t opset, int batch, int has, int mask) {
   if (has) tb_attr_ints(b, n, "axes", na, axes);
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = ts_import(b, batch, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, batch, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return;
   int dims[4] = {batch, 3, 4, 5};
@@ -171,7 +157,7 @@ static void ts_lrn(int64_t opset, int batch, int C, int size, int has, float alp
   }
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = ts_import(b, batch, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, batch, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return;
   int64_t S = 12, cnt = (int64_t)batch * C * S;
@@ -219,7 +205,7 @@ static void ts_refuse(const char *op, const char *attr, int is_f, float v, th_st
   if (attr && !is_f) tb_attr_ints(b, n, attr, 2, (int64_t[]){(int64_t)v, (int64_t)v});
   tb_output(b, "y");
   char err[512];
-  CHECK(ts_import(b, 1, err, sizeof err, want) == NULL);
+  CHECK(tb_import(b, 1, err, sizeof err, want) == NULL);
   int ok = strstr(err, "'bad'") && strstr(err, needle) && (!needle2 || strstr(err, needle2));
   if (!ok) fprintf(stderr, "%s %s: %s\n", op, attr ? attr : "", err);
   CHECK(ok);
@@ -321,7 +307,7 @@ static void ts_grid(int64_t opset, int batch, int mode, int pad, int align, int 
   tb_attr_i(b, n, "align_corners", align);
   tb_output(b, "y");
   char err[512];
-  tc_graph *g = ts_import(b, batch, err, sizeof err, TH_OK);
+  tc_graph *g = tb_import(b, batch, err, sizeof err, TH_OK);
   CHECK(g != NULL);
   if (!g) return;
   int64_t cx = (int64_t)batch * C * H * W, cg = (int64_t)batch * Ho * Wo * 2;
@@ -374,7 +360,7 @@ static void ts_grid_refuse(int64_t opset, const char *attr, const char *val, int
   if (attr) tb_attr_s(b, n, attr, val);
   tb_output(b, "y");
   char err[512];
-  CHECK(ts_import(b, 1, err, sizeof err, want) == NULL);
+  CHECK(tb_import(b, 1, err, sizeof err, want) == NULL);
   int ok = strstr(err, "bad") && strstr(err, needle);
   if (!ok) fprintf(stderr, "GridSample %s %s: %s\n", attr ? attr : "", val ? val : "", err);
   CHECK(ok);
