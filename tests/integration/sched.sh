@@ -54,6 +54,14 @@ case_interleave_sse() {
   # the first job's whole stream (ends by itself after "done")
   curl -sN --max-time 900 "$BASE/jobs/${ids[0]}/events" >"$TMP/sse0" &
   full=$!
+  # GET /scheduler sampled from now until both jobs end: a tuning job lasts ~30 s once its kernels are in
+  # the object cache, so sampling only from wait_jobs on (after the streams below) can miss the overlap
+  # (its own file, so that two writers never interleave; it stops at the stop file or when $TMP goes)
+  (while [[ -d $TMP && ! -e $TMP/sampler_stop ]]; do
+    curl -s "$BASE/scheduler" >>"$TMP/sched_bg.jsonl" && echo >>"$TMP/sched_bg.jsonl"
+    sleep 0.5
+  done) >/dev/null 2>&1 &
+  sampler=$!
   # once the second job has started: a short stream, then a resume from the last id seen
   for _ in $(seq 1 240); do
     curl -s "$BASE/scheduler" | jq -e --argjson id "${ids[1]}" \
@@ -75,6 +83,10 @@ case_interleave_sse() {
   jq -e '.resources.cpu.total >= 1 and (.resources.devices | map(.name) | index("cpu") != null)' "$TMP/body" \
     >/dev/null || fail "scheduler resources: $(head -c 400 "$TMP/body")"
   wait_jobs 1500 "${ids[@]}"
+  touch "$TMP/sampler_stop"
+  wait "$sampler" || true
+  cat "$TMP/sched_bg.jsonl" "$TMP/sched.jsonl" >"$TMP/sched_all.jsonl" # in time order
+  mv "$TMP/sched_all.jsonl" "$TMP/sched.jsonl"
   wait "$full" || true
   # interleaving: some sample had more than one job admitted, and two jobs past their quick build at once
   jq -e -s 'map(select(.admitted != null)) | map(.admitted) | max > 1' "$TMP/sched.jsonl" >/dev/null \
