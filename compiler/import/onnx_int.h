@@ -274,6 +274,27 @@ int tc__ox_tdims(tc__ox *x, int id, int64_t *dims);
 th_status tc__ox_node_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
 /* The same for a float input: an int64 one is reported unsupported. */
 th_status tc__ox_float_in(tc__ox *x, const Onnx__NodeProto *n, int k, int *id);
+/* x * alpha + shift, merged into a producing affine (onnx_ops.c). */
+int tc__ox_affine(tc__ox *x, int id, float alpha, float shift);
+/* A float weight behind value v (a constant, or the transpose of a materialised one: *trans
+ * toggled), copied into *w; 0 when v is no such weight (onnx_ops.c). */
+int tc__ox_weight(tc__ox *x, const tc__oxv *v, tc__oxv *w, int *trans);
+/* Converters of element-wise ops (onnx_ops_elem.c), linear layers (onnx_ops_linear.c) and views
+ * (onnx_ops_view.c); the table in onnx_ops.c maps op types onto them. */
+th_status tc__ox_c_unary(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_identity(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_clip(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_binary(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_math(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_gemm(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_matmul(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_reshape(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_transpose(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_concat(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_split(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_slice(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_cast(tc__ox *x, const Onnx__NodeProto *n);
+th_status tc__ox_c_expand(tc__ox *x, const Onnx__NodeProto *n);
 /* Inputs k0 and k1 of an arithmetic op as graph nodes of one dtype: float32, or int64 (runtime
  * tensors kept exact; an int64 constant through tc__ox_int_tensor); *a = *b = -1 when reported. */
 th_status tc__ox_num_ins(tc__ox *x, const Onnx__NodeProto *n, int k0, int k1, int *a, int *b);
