@@ -13,7 +13,7 @@
 #include "graph.h"
 #include "network.h"
 #include "ops.h"
-#include "passes/passes.h"
+#include "passes.h"
 #include "space.h"
 #include "tc.h"
 #include "th_buf.h"

@@ -22,7 +22,7 @@ if [[ $# -eq 0 && ${TH_SANITIZE_SLICE:-1} != 0 ]]; then
   scripts/sanitize.sh --ci || san_rc=$?
 fi
 cd build
-# the object cache (compiler/objcache.h) of this build's tests: their own, cold in a fresh clone, not the user's
+# the object cache (compiler/include/tc/objcache.h) of this build's tests: their own, cold in a fresh clone, not the user's
 export TUNEHUB_CACHE_DIR=$PWD/Testing/objcache
 # ctest lists skipped tests (GPU tests without a device) after its summary; repeat the summary line last
 mkdir -p Testing

@@ -11,20 +11,20 @@
 
 #include "builder.h"
 #include "measure.h"
-#include "objcache.h"
-#include "passes/passes.h"
+#include "tc/objcache.h"
+#include "tc/passes.h"
 #include "present.h"
 #include "scheduler.h"
-#include "space.h"
+#include "tc/space.h"
 #include "srv.h"
 #include "store.h"
-#include "tc.h"
+#include "tc/tc.h"
 #include "th_util.h"
 #include "tune_cli.h"
 #include "tune_job.h"
 #include "tune_net.h"
 #include "upload.h"
-#include "zoo.h"
+#include "tc/zoo.h"
 
 const tune_builder *cli_default_builder(const char *data_dir) {
   (void)data_dir;

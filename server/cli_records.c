@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "tc/backend.h"
 #include "cli.h"
 #include "srv.h"
 #include "store.h"
@@ -17,7 +17,7 @@
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_space.h"
-#include "zoo.h"
+#include "tc/zoo.h"
 
 /* The format version this tunehub writes and the newest it reads. */
 #define CLI_RECORDS_FORMAT 1

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "backend.h"
+#include "tc/backend.h"
 #include "cli.h"
 #include "remeasure.h"
 #include "srv.h"
@@ -17,7 +17,7 @@
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_task.h"
-#include "zoo.h"
+#include "tc/zoo.h"
 
 /* The subcommands, in the order `tunehub help` lists them: main dispatches through this table, and
  * the help text and the "unknown command" list are made from it. Adding a command is a row here and

@@ -23,14 +23,14 @@
 #include "present.h"
 #include "request.h"
 #include "response.h"
-#include "backend.h"
-#include "tc.h"
+#include "tc/backend.h"
+#include "tc/tc.h"
 #include "th_log.h"
 #include "th_sha256.h"
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_report.h"
-#include "zoo.h"
+#include "tc/zoo.h"
 
 /* The job document of id (owned), or NULL when the store cannot read it. */
 static json_t *srv__job_doc(srv_t *s, int64_t id) {

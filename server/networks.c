@@ -22,7 +22,7 @@
 #include "th_sha256.h"
 #include "th_util.h"
 #include "upload.h"
-#include "zoo.h"
+#include "tc/zoo.h"
 
 /* Bytes read and dropped after an upload passed --max-upload, so that the client gets its 413, before the
  * connection is closed instead. */

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
-#include "onnx.h"
+#include "tc/graph.h"
+#include "tc/onnx.h"
 #include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 #include "tune_job.h"
-#include "zoo.h"
+#include "tc/zoo.h"
 
 void srv_job_url(int64_t id, char *out, size_t n) {
   snprintf(out, n, "/jobs/%lld", (long long)id);

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "graph.h"
-#include "onnx.h"
+#include "tc/graph.h"
+#include "tc/onnx.h"
 #include "scheduler.h"
 #include "store.h"
 #include "th_buf.h"

@@ -22,8 +22,8 @@
 #include "present.h"
 #include "request.h"
 #include "response.h"
-#include "backend.h"
-#include "zoo.h"
+#include "tc/backend.h"
+#include "tc/zoo.h"
 
 /* ---- start-up: the network list ---- */
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "auth.h"
-#include "backend.h"
+#include "tc/backend.h"
 #include "route_table.h"
 #include "srv.h"
 #include "store.h"

@@ -6,14 +6,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "tc/backend.h"
 #include "builder.h"
 #include "gc.h"
 #include "guard.h"
 #include "srv_limits.h"
 #include "present.h"
 #include "response.h"
-#include "tc.h"
+#include "tc/tc.h"
 #include "th_util.h"
 
 /* The targets tuning can go ahead for, for framework fw: this daemon's own (when its scheduler runs jobs and it

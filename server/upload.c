@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "network.h"
-#include "onnx.h"
+#include "tc/backend.h"
+#include "tc/network.h"
+#include "tc/onnx.h"
 #include "present.h"
-#include "space.h"
-#include "zoo.h"
+#include "tc/space.h"
+#include "tc/zoo.h"
 #include "th_alloc.h"
 
 int srv_network_name_ok(const char *name) {

@@ -4,7 +4,7 @@
 #ifndef TUNE_BUILDER_H
 #define TUNE_BUILDER_H
 
-#include "backend.h"
+#include "tc/backend.h"
 #include "worker.h"
 
 /* The process-wide compiler builder (static storage; thread-safe). */

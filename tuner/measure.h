@@ -24,18 +24,18 @@
 
 #include <stdint.h>
 
-#include "error_class.h"
-#include "space.h"
-#include "backend.h"
-#include "tc.h"
+#include "tc/error_class.h"
+#include "tc/space.h"
+#include "tc/backend.h"
+#include "tc/tc.h"
 #include "th_status.h"
-#include "workload.h"
+#include "tc/workload.h"
 
 #define TUNE_MAX_BUFS 8
 #define TUNE_PATH_MAX 512
 #define TUNE_FN_MAX 96
 
-#define TUNE_PACK_NPARAMS 10 /* TC_PACK_NPARAMS (compiler/ops/ops.h) */
+#define TUNE_PACK_NPARAMS 10 /* TC_PACK_NPARAMS (compiler/include/tc/ops.h) */
 
 /* The argument list of a task's kernels: args[i] points at a buffer of nelems[i] elements (NULL
  * when nelems[i] is 0), float32 unless elem_bytes[i] is 8 (int64: embedding indices, a cast's

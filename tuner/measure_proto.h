@@ -7,9 +7,9 @@
 
 #include <stdint.h>
 
-#include "backend.h"
+#include "tc/backend.h"
 #include "measure.h"
-#include "tc.h"
+#include "tc/tc.h"
 
 #define TUNE_MSG_MAGIC 0x54554e45u /* "TUNE" */
 #define TUNE_GUARD_BYTES 4096

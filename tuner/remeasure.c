@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "measure.h"
-#include "backend.h"
+#include "tc/backend.h"
 #include "th_alloc.h"
 #include "th_util.h"
 #include "tune_net.h"

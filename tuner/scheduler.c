@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backend.h"
+#include "tc/backend.h"
 #include "sched_int.h"
 #include "th_alloc.h"
 #include "th_log.h"

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "space.h"
+#include "tc/space.h"
 #include "th_status.h"
 #include "tune_space.h"
 

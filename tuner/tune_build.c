@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "link.h"
+#include "tc/link.h"
 #include "th_limits.h"
 #include "th_alloc.h"
 #include "th_util.h"

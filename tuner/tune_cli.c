@@ -13,7 +13,7 @@
 #include "tune_job.h"
 #include "tune_net.h"
 #include "tune_task.h"
-#include "zoo.h"
+#include "tc/zoo.h"
 
 static tune_session_t *volatile tune__cli_session;
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tc.h"
+#include "tc/tc.h"
 #include "search.h"
 #include "th_alloc.h"
 #include "th_util.h"

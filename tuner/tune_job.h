@@ -17,11 +17,11 @@
 #include <stdint.h>
 
 #include "measure.h"
-#include "space.h"
+#include "tc/space.h"
 #include "store.h"
-#include "backend.h"
+#include "tc/backend.h"
 #include "th_buf.h"
-#include "workload.h"
+#include "tc/workload.h"
 
 typedef enum tune_resource {
   TUNE_RES_NONE = 0,  /* select / update / task start: cheap, no shared resource */
@@ -147,7 +147,7 @@ int64_t tune_session_task_bytes(const tune_session_t *s);
 th_status tune_lookup_config(store_t *st, const char *target, const tc_workload *wl, const tc_space *space,
                              tc_config *cfg, char source[16]);
 
-/* Adapter for tc_build_opts.lookup (compiler/tc.h): ctx is a tune_build_lookup_ctx. Returns TH_ERR_NOT_FOUND
+/* Adapter for tc_build_opts.lookup (compiler/include/tc/tc.h): ctx is a tune_build_lookup_ctx. Returns TH_ERR_NOT_FOUND
  * when only the fallback is left, so the compiler applies (and reports) its own fallback. */
 typedef struct tune_build_lookup_ctx {
   store_t *st;        /* borrowed */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "tc/ops.h"
 #include "tune_space.h"
 #include "tune_task.h"
 #include "th_alloc.h"

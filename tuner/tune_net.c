@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zoo.h"
+#include "tc/zoo.h"
 
 void tune_net_free(tune_net *net) {
   if (!net) return;

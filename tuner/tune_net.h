@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "network.h"
+#include "tc/network.h"
 #include "store.h"
 #include "th_status.h"
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "ops.h"
+#include "tc/backend.h"
+#include "tc/ops.h"
 #include "th_alloc.h"
 
 /* The points of a curve: where the best improved, plus the last trial, thinned to at most about max points.

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "store.h"
-#include "backend.h"
+#include "tc/backend.h"
 #include "th_status.h"
 
 /* One point of a curve: the best GFLOPS reached after `trial` trials. */

@@ -1,5 +1,5 @@
 /* Search-space helpers the strategies share: a seeded RNG, random configs, SA neighbours, GA crossover and
- * mutation, a visited set keyed by flat index, and knob features. They sit on top of compiler/ops/space.h and
+ * mutation, a visited set keyed by flat index, and knob features. They sit on top of compiler/include/tc/space.h and
  * never look inside a template; a template's own validity test is passed in as a callback, so the same code
  * serves real conv2d spaces and the synthetic spaces of the tests. */
 #ifndef TUNE_SPACE_H
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "space.h"
+#include "tc/space.h"
 #include "th_status.h"
 
 /* ---- RNG (splitmix64 seeded xoshiro256**): reproducible for a given seed on every platform ---- */

@@ -1,5 +1,5 @@
 /* Tasks: the compiler-facing half of the tuner. Everything here goes through the backend interface
- * (compiler/backend.h), compiler/ops/ops.h (argument slots) and compiler/ir/ir.h (features), so the rest of the
+ * (compiler/include/tc/backend.h), compiler/include/tc/ops.h (argument slots) and compiler/include/tc/ir.h (features), so the rest of the
  * tuner stays independent of any template or code generator. The candidates' builds (tune_task_build and
  * its pool of build workers) are in tune_build.c. */
 #include "tune_task.h"
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ir.h"
-#include "ops.h"
+#include "tc/ir.h"
+#include "tc/ops.h"
 #include "tune_space.h"
 
 void tune_shape_features(const char *key, float *out) {

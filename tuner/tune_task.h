@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 #include "measure.h"
-#include "backend.h"
-#include "space.h"
-#include "workload.h"
+#include "tc/backend.h"
+#include "tc/space.h"
+#include "tc/workload.h"
 
 #define TUNE_SHAPE_FEATURES 16
 

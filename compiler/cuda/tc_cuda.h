@@ -6,7 +6,7 @@
  * with dlopen at run time, so everything here loads and reports "no CUDA device" on a machine without
  * one. All functions are thread-safe for distinct arguments, never print and never abort.
  *
- * Kernel ABI (same argument slots as the CPU templates, see ops/ops.h): `fn(float *a0, ..., float *aN-1)`
+ * Kernel ABI (same argument slots as the CPU templates, see include/tc/ops.h): `fn(float *a0, ..., float *aN-1)`
  * with N = tc_op_nargs(kernel); tensors are plain NCHW (in_cb == out_cb == 1); weights are in torch's
  * layout (OIHW, [c,1,kh,kw], [oc,c]) with batch norm already folded, bias [oc]. Pointers must be 16-byte
  * aligned (the model plan aligns every tensor to 64 bytes) because templates may use float4 accesses. */

@@ -9,7 +9,7 @@
 
 #include "backend_int.h"
 #include "ops.h"
-#include "passes/passes.h"
+#include "passes.h"
 #include "target.h"
 #include "tc_llvm.h"
 #include "tc_model_embed.h"

@@ -1,6 +1,6 @@
 /* The LLVM CPU backend: lowers loop IR kernels into one LLVM module per build, optimises it for the
  * target CPU (LLVMRunPasses "default<O3>") and emits an object file; plus tc_kernels_build_so(), which
- * links such an object with the runtime (compiler/link.h) into a shared library (the tuner's candidates,
+ * links such an object with the runtime (compiler/include/tc/link.h) into a shared library (the tuner's candidates,
  * through tc_backend_compile, and the tests).
  * LLVM errors never abort: they come back as TH_ERR_COMPILE with LLVM's message. A module is not
  * thread-safe, but separate modules may be used from separate threads (each owns its LLVMContext). */

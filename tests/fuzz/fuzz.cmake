@@ -63,7 +63,8 @@ if(TH_FUZZ AND TH_CLANG16 AND TH_FUZZ_WORKS)
   th_fuzz_target(onnx
     SOURCES ${TH_FUZZ_ONNX_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/unit/onnx_build.c ${TH_FUZZ_GRAPH_SRC}
             ${TC_ONNX_GEN_DIR}/onnx/onnx.pb-c.c
-    INCLUDES ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/ops ${TH_SOURCE_DIR}/compiler/import
+    INCLUDES ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/include/tc ${TH_SOURCE_DIR}/compiler/ops
+             ${TH_SOURCE_DIR}/compiler/import
              ${CMAKE_CURRENT_SOURCE_DIR}/unit ${TC_ONNX_GEN_DIR}
     LIBS -lprotobuf-c -ljansson
     DEPENDS tc_onnx_proto # the generated onnx.pb-c.c
@@ -72,7 +73,8 @@ if(TH_FUZZ AND TH_CLANG16 AND TH_FUZZ_WORKS)
   # server/ headers pull in libmicrohttpd's, the store's, the tuner's and the compiler's public ones
   # (srv_int.h sizes its per-backend arrays by backend.h's TC_BACKEND_COUNT)
   set(TH_FUZZ_SRV_INC ${TH_SOURCE_DIR}/server ${TH_SOURCE_DIR}/store ${TH_SOURCE_DIR}/tuner
-      ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/ir ${TH_SOURCE_DIR}/compiler/ops
+      ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/include ${TH_SOURCE_DIR}/compiler/include/tc
+      ${TH_SOURCE_DIR}/compiler/ir ${TH_SOURCE_DIR}/compiler/ops
       ${TH_SOURCE_DIR}/compiler/import ${TH_SOURCE_DIR}/compiler/runtime)
   th_fuzz_target(headers SOURCES ${TH_SOURCE_DIR}/server/response.c ${TH_SOURCE_DIR}/server/request.c
                  INCLUDES ${TH_FUZZ_SRV_INC} LIBS ${MHD_LINK_LIBRARIES} ${JANSSON_LINK_LIBRARIES})
@@ -83,9 +85,11 @@ if(TH_FUZZ AND TH_CLANG16 AND TH_FUZZ_WORKS)
   th_fuzz_target(params
     SOURCES ${TH_SOURCE_DIR}/compiler/params.c ${TH_SOURCE_DIR}/compiler/runtime/th_params.c
             ${TH_FUZZ_GRAPH_SRC}
-    INCLUDES ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/runtime ${TH_SOURCE_DIR}/compiler/ops
+    INCLUDES ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/include/tc ${TH_SOURCE_DIR}/compiler/runtime
+             ${TH_SOURCE_DIR}/compiler/ops
     LIBS ${JANSSON_LINK_LIBRARIES})
-  th_fuzz_target(bundle SOURCES ${TH_SOURCE_DIR}/compiler/bundle_read.c INCLUDES ${TH_SOURCE_DIR}/compiler
+  th_fuzz_target(bundle SOURCES ${TH_SOURCE_DIR}/compiler/bundle_read.c
+                 INCLUDES ${TH_SOURCE_DIR}/compiler ${TH_SOURCE_DIR}/compiler/include/tc
                  LIBS ${ARCHIVE_LINK_LIBRARIES} ${JANSSON_LINK_LIBRARIES})
 
   # fuzz.http: the daemon's own code (server/ and common/) instrumented; the store, tuner and compiler are the

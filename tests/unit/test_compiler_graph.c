@@ -340,7 +340,7 @@ TH_TEST(params_zero_dims_and_duplicates) {
 }
 
 /* ---- passes --------------------------------------------------------------------------------------- */
-#include "passes/passes.h"
+#include "passes.h"
 
 /* Composite parameters (bert's q, k and v joined by the fuse pass): params.bin holds the parts
  * under their own names and never the composite; loading it into a graph fused without weights, or

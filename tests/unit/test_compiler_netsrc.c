@@ -1,4 +1,4 @@
-/* Networks from their source (compiler/import/network.h): a zoo name goes to the zoo's builder, an uploaded
+/* Networks from their source (compiler/include/tc/network.h): a zoo name goes to the zoo's builder, an uploaded
  * ONNX file to the importer, and the build and the task list take either. An ONNX network's bundle ships the
  * file's initializers (never the zoo's seeded weights) and its manifest names the file by its sha256. The ONNX
  * file is a small CNN built with the importer tests' builder (onnx_build.h), written to a temp file. */
@@ -16,8 +16,8 @@
 #include "network.h"
 #include "onnx_build.h"
 #include "params.h"
-#include "ops/ops.h"
-#include "passes/passes.h"
+#include "ops.h"
+#include "passes.h"
 #include "ref/ref.h"
 #include "model/tunehub_model.h"
 #include "tc.h"

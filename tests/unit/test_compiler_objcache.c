@@ -1,4 +1,4 @@
-/* Unit tests of the object cache (compiler/objcache.h) in a folder of their own ($XDG_CACHE_HOME set to a
+/* Unit tests of the object cache (compiler/include/tc/objcache.h) in a folder of their own ($XDG_CACHE_HOME set to a
  * fresh temporary folder): the folder is made 0700 and refused when others may write to it or when
  * TUNEHUB_NO_CACHE is set; a stored object is found, copied out whole and counted; a file that is not an
  * object is no hit; the cap removes the least recently used kernel objects and nothing else. */

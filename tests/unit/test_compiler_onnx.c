@@ -1,4 +1,4 @@
-/* Tests of the ONNX importer (compiler/import/onnx.h). Models are built in C (onnx_build.h); an
+/* Tests of the ONNX importer (compiler/include/tc/onnx.h). Models are built in C (onnx_build.h); an
  * imported graph is run by the reference interpreter and compared with the same network built
  * directly with the graph builders, or with naive loops, on seeded weights and inputs. Every
  * malformed or unsupported input the contract names is checked for its status and the words of its
@@ -14,7 +14,7 @@
 #include "onnx.h"
 #include "onnx_build.h"
 #include "ops.h"
-#include "passes/passes.h"
+#include "passes.h"
 #include "ref/ref.h"
 #include "th_test.h"
 #include "th_util.h"

@@ -16,7 +16,7 @@
 #include "graph.h"
 #include "llvm/tc_llvm.h"
 #include "ops.h"
-#include "passes/passes.h"
+#include "passes.h"
 #include "ref/ref.h"
 #include "ref/ref_kernel.h"
 #include "th_test.h"

@@ -349,7 +349,7 @@ static tune_layout layout_of(const tc_workload *wl) {
     }                                                                                            \
   } while (0)
 
-/* tune_task_layout follows each family's argument list in compiler/ops/ops.h. */
+/* tune_task_layout follows each family's argument list in compiler/include/tc/ops.h. */
 TH_TEST(task_layout_sizes) {
   tc_workload w;
   tune_layout l;

@@ -1,4 +1,4 @@
-/* GPU softmax over the innermost axis of extent > 1 (see ops/ops.h): one block per row; the row's
+/* GPU softmax over the innermost axis of extent > 1 (see include/tc/ops.h): one block per row; the row's
  * max and then its sum of exponentials reduced in shared memory, each thread striding over the row.
  */
 #include <math.h>

@@ -81,7 +81,7 @@ typedef struct tc_build_opts {
   const char *precision; /* "fp32" (NULL: the default, IEEE fp32 with FMA) or "tf32" (cuda on sm_80 and
                             newer: dense, batch_matmul and conv2d on tensor cores, keyed apart from fp32;
                             tc_precision in workload.h); anything else is TH_ERR_INVALID */
-  /* 0, or TC_FUSE_* groups (passes/passes.h) left out of the fuse pass, to time what they buy
+  /* 0, or TC_FUSE_* groups (include/tc/passes.h) left out of the fuse pass, to time what they buy
    * (`tunehub build --no-fuse`); the manifest then lists them as "fusion_disabled". The registry
    * and the tuner never set it: a published bundle is always fully fused. */
   int fuse_off;

@@ -82,7 +82,7 @@ typedef enum tc_op {
 
 /* The op's name ("conv2d"); never NULL. */
 const char *tc_op_name(tc_op op);
-/* The TC_EPI_* flag (ops/workload.h) that an element-wise activation op becomes when fused into its
+/* The TC_EPI_* flag (include/tc/workload.h) that an element-wise activation op becomes when fused into its
  * producer (relu, clip, gelu, tanh, sigmoid, hard sigmoid, hard swish, silu); 0 for any other op. */
 int tc_op_activation(tc_op op);
 
