@@ -1,6 +1,6 @@
 """The tunehub Python client against a real daemon (tests/integration/python_client.sh client starts it and
 runs this with the venv's python, the package installed offline with pip). Usage:
-python_client.py BASE_URL TUNEHUB_BINARY WORK_DIR DATA_DIR VENV_BIN."""
+python_client.py BASE_URL TUNEHUB_BINARY WORK_DIR DATA_DIR VENV_BIN TOKEN_FILE."""
 import glob
 import hashlib
 import io
@@ -12,9 +12,10 @@ import tarfile
 import numpy as np
 
 import tunehub
+import tunehub.machine
 from tunehub.client import Client
 
-BASE, TUNEHUB, WORK, DATA, VENV_BIN = sys.argv[1:6]
+BASE, TUNEHUB, WORK, DATA, VENV_BIN, TOKEN_FILE = sys.argv[1:7]
 NET = "squeezenet_v1.1"
 
 
@@ -124,6 +125,32 @@ check(r.returncode == 1 and "unknown_network" in r.stderr, f"tunehub-pull report
 # the catalog calls
 check(any(n["name"] == NET for n in c.networks()), "networks() lists the zoo")
 check(c.versions(NET, 1)["versions"][0]["digest"] == "sha256:" + hexd, "versions() gives the pulled digest")
+
+# tune and upload reach their routes and bring the server's 400 back (nothing queued, nothing stored)
+e = raises(tunehub.ServerError, lambda: c.tune(NET, 1, trials=2), "token")
+check(e.status == 401, f"tune() without the token: {e.status} {e.code}")
+ct = Client(BASE, token=open(TOKEN_FILE).read().strip())
+e = raises(tunehub.ServerError, lambda: ct.tune(NET, 1, trials=0), "trials")
+check(e.status == 400, f"tune(trials=0): {e.status} {e.code}")
+bogus = os.path.join(WORK, "bogus.onnx")
+with open(bogus, "wb") as f:
+    f.write(b"not an onnx file")
+e = raises(tunehub.ServerError, lambda: ct.upload(bogus, "bogus"))
+check(e.status == 400 and not any(n["name"] == "bogus" for n in c.networks()), f"upload(bogus): {e.status} {e.code}")
+
+# cuda: the device's arch from libcuda, or a clear error where there is none
+try:
+    arch = tunehub.machine.cuda_arch()
+except tunehub.TunehubError:
+    arch = None
+if arch is None:
+    raises(tunehub.TunehubError, lambda: c.pull(NET, 1, framework="cuda", progress=None), "no CUDA device")
+
+# a named target is asked for as it is (no machine headers, no auto choice)
+p3 = c.pull(NET, 1, target="x86-64-v3", progress=None)
+check(p3 != path and c.last_target == (None, None), f"target=x86-64-v3 pulls its own bundle: {p3}")
+with tunehub.load(p3) as m3:
+    check(m3.target == "llvm -mcpu=x86-64-v3", f"its model.so is built for x86-64-v3: {m3.target}")
 
 # a tampered served bundle is refused: the store's file is changed under the daemon (same size)
 blob = glob.glob(os.path.join(DATA, "artifacts", "*", hexd))

@@ -71,10 +71,11 @@ client)
   cp -r "$TH_SRC/python" "$TMP/src"
   "$TMP/venv/bin/pip" install --no-build-isolation --no-index --no-deps -q "$TMP/src" >"$TMP/pip.log" 2>&1 \
     || { cat "$TMP/pip.log"; fail "pip install --no-build-isolation ./python failed offline"; }
-  start_daemon
+  echo "s3cret-token-123" >"$TMP/token"
+  start_daemon --token-file "$TMP/token"
   mkdir -p "$TMP/work"
   XDG_CACHE_HOME="$TMP/cache" "$TMP/venv/bin/python" "$(dirname "$0")/python_client.py" "$BASE" "$TUNEHUB" \
-    "$TMP/work" "$DATA" "$TMP/venv/bin" || fail "python_client.py failed"
+    "$TMP/work" "$DATA" "$TMP/venv/bin" "$TMP/token" || fail "python_client.py failed"
   ;;
 *) fail "unknown case $CASE" ;;
 esac
