@@ -14,7 +14,8 @@ import urllib.request
 
 from . import machine
 from .errors import IntegrityError, ServerError, TunehubError
-from .model import cache_root, file_sha256, load
+from . import model
+from .model import cache_root, file_sha256
 from .sse import parse_sse
 
 
@@ -54,13 +55,14 @@ class Client:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
-        # Signed provenance (issue 40, part 3) hooks in here: verifier(path, digest, headers) must raise when
-        # the bundle's signature does not hold. None: only the digest is checked (what pull() says it does).
+        # Signed provenance (issue 40, part 3) hooks in here: pull() calls verifier(path, digest, client) on
+        # every bundle it returns, after the digest check; it must raise when the bundle's signature does not
+        # hold. None (today): only the digest is checked.
         self.verifier = verifier
         self.last_target = (None, None)
 
     # ---- HTTP ------------------------------------------------------------------------------------------
-    def _request(self, method, path, body=None, headers=None, auth=False, miss_ok=False):
+    def _request(self, method, path, body=None, headers=None, miss_ok=False):
         h = dict(headers or {})
         if self.token:
             h["Authorization"] = f"Bearer {self.token}"
@@ -82,8 +84,8 @@ class Client:
         except (ValueError, KeyError, TypeError, AttributeError):
             return ServerError(e.code, "", e.reason if isinstance(e.reason, str) else str(e))
 
-    def _json(self, method, path, body=None, headers=None, auth=False):
-        with self._request(method, path, body, headers, auth) as r:
+    def _json(self, method, path, body=None, headers=None):
+        with self._request(method, path, body, headers) as r:
             return json.loads(r.read().decode("utf-8"))
 
     @staticmethod
@@ -107,7 +109,7 @@ class Client:
             body = f.read()
         q = self._query(shapes=shapes)
         return self._json("PUT", "/networks/" + urllib.parse.quote(name, safe="") + q, body,
-                          {"Content-Type": "application/octet-stream"}, auth=True)
+                          {"Content-Type": "application/octet-stream"})
 
     def tune(self, network, batch, framework="llvm", trials=None, tuner=None, early_stopping=None,
              priority=None, target=None, precision=None):
@@ -116,7 +118,7 @@ class Client:
                                   ("priority", priority)) if v is not None}
         return self._json("POST", self._key(framework, network, batch) + "/tune" +
                           self._query(target=target, precision=precision), json.dumps(opts).encode(),
-                          {"Content-Type": "application/json"}, auth=True)
+                          {"Content-Type": "application/json"})
 
     @staticmethod
     def _query(**kw):
@@ -148,14 +150,11 @@ class Client:
         raise TunehubError(f"the events of job {job} ended before it did")
 
     def pull(self, network, batch, framework="llvm", precision=None, alias=None, target="auto",
-             progress=stderr_progress, load_model=False, **kw):
+             progress=stderr_progress, load=False):
         """The bundle of (framework, network, batch) that this machine runs best: its path in the cache (or a
         loaded Model with load=True). On a miss the build is followed through its job's events (progress).
         Raises ServerError for the server's errors, IntegrityError when the bytes differ from the stated
         digest."""
-        load_model = kw.pop("load", load_model)
-        if kw:
-            raise TypeError(f"pull() got unexpected arguments: {', '.join(kw)}")
         path = self._key(framework, network, batch) + self._query(target=target, precision=precision,
                                                                   alias=alias)
         headers = self.machine_headers(framework, target)
@@ -168,8 +167,8 @@ class Client:
         if not cached:
             cached = self._download(path, headers, progress)
         if self.verifier is not None:
-            self.verifier(cached, "sha256:" + os.path.basename(cached)[:-4], headers)
-        return load(cached) if load_model else cached
+            self.verifier(cached, "sha256:" + os.path.basename(cached)[:-4], self)
+        return model.load(cached) if load else cached
 
     @staticmethod
     def bundles_dir():
