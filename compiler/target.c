@@ -639,8 +639,12 @@ static void tc__note_unknown(const char *f, char *unknown, size_t un, size_t *us
   char word[64];
   snprintf(word, sizeof word, " %.60s ", f);
   if (strstr(tc__cpuinfo_system, word) || *used >= 200) return;
+  size_t at = *used;
   int w = snprintf(unknown + *used, un - *used, "%s%s", *used ? ", " : "", f);
   if (w > 0 && (size_t)w < un - *used) *used += (size_t)w;
+  for (size_t i = at; i < *used;
+       i++) /* the client's bytes go into a response header: printable ASCII */
+    if (unknown[i] < 0x20 || unknown[i] > 0x7e) unknown[i] = '?';
 }
 
 /* Appends "+f" to feats (a tc_target feature string) unless it holds it already. */

@@ -85,6 +85,9 @@ TH_TEST(unknown_names_listed_system_flags_not) {
          sizeof reason);
   CHECK(strstr(reason, "ignored unknown features: frobnicate, x9000") != NULL);
   CHECK(strstr(reason, "vme") == NULL && strstr(reason, "hypervisor") == NULL);
+  /* a client's bytes become a header line: control and non-ASCII bytes are shown as '?' */
+  choose("avx2,bad\x01name,caf\xc3\xa9", NULL, reason, sizeof reason);
+  CHECK(strstr(reason, "ignored unknown features: bad?name, caf??") != NULL);
   return 0;
 }
 
