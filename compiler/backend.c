@@ -161,6 +161,19 @@ int tc_backend_target_runs_here(const tc_backend_target *t, char *why, size_t wh
   return t && t->backend && (!t->backend->runs_here || t->backend->runs_here(t, why, whylen));
 }
 
+th_status tc_backend_target_auto(const tc_backend *b, const tc_client_machine *m, char *name,
+                                 size_t n, char *reason, size_t rn, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  if (n) name[0] = '\0';
+  if (rn) reason[0] = '\0';
+  if (!b || !m || !b->target_auto) {
+    tc__seterr(err, errlen, "framework %s cannot pick a target for a client",
+               b ? b->name : "(none)");
+    return TH_ERR_UNSUPPORTED;
+  }
+  return b->target_auto(m, name, n, reason, rn, err, errlen);
+}
+
 int tc_backend_can_build(const tc_backend *b, char *why, size_t whylen) {
   if (why && whylen) why[0] = '\0';
   return b && b->can_build(why, whylen);

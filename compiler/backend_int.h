@@ -64,6 +64,10 @@ struct tc_backend {
   /* whether this machine can run t's code (its CPU has the features t was compiled for; a device of
    * t's arch or a newer one), else 0 with the reason in why; NULL: yes */
   int (*runs_here)(const tc_backend_target *t, char *why, size_t whylen);
+  /* ?target=auto: the target name (for target_init) that suits the client machine m best, and why;
+   * TH_ERR_NOT_FOUND when m says nothing this backend reads (err names what it needs) */
+  th_status (*target_auto)(const tc_client_machine *m, char *name, size_t n, char *reason,
+                           size_t rn, char *err, size_t errlen);
 
   /* template table */
   int (*supports_op)(tc_kernel k);

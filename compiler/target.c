@@ -560,3 +560,192 @@ th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errl
   }
   return TH_ERR_NOT_FOUND;
 }
+
+/* /proc/cpuinfo's names of the features whose LLVM name differs (the kernel's arch/x86 cpufeatures
+ * names); any other flag is looked up by its LLVM name, so a client may send either spelling. */
+static const struct {
+  const char *cpuinfo, *llvm;
+} tc__cpuinfo_names[] = {
+    {"lm", "64bit"},
+    {"fpu", "x87"},
+    {"pni", "sse3"},
+    {"sse4_1", "sse4.1"},
+    {"sse4_2", "sse4.2"},
+    {"pclmulqdq", "pclmul"},
+    {"rdrand", "rdrnd"},
+    {"lahf_lm", "sahf"},
+    {"abm", "lzcnt"},
+    {"3dnowprefetch", "prfchw"},
+    {"bmi1", "bmi"},
+    {"sha_ni", "sha"},
+    {"user_shstk", "shstk"},
+    {"avx512_vnni", "avx512vnni"},
+    {"avx512_vbmi2", "avx512vbmi2"},
+    {"avx512_bitalg", "avx512bitalg"},
+    {"avx512_vpopcntdq", "avx512vpopcntdq"},
+    {"avx512_vp2intersect", "avx512vp2intersect"},
+    {"avx512_bf16", "avx512bf16"},
+    {"avx512_fp16", "avx512fp16"},
+    {"avx_vnni", "avxvnni"},
+    {"amx_bf16", "amx-bf16"},
+    {"amx_tile", "amx-tile"},
+    {"amx_int8", "amx-int8"},
+    {"amx_fp16", "amx-fp16"},
+    {"avx_ifma", "avxifma"},
+    {"avx_vnni_int8", "avxvnniint8"},
+    {"avx_ne_convert", "avxneconvert"},
+    {"3dnowext", "3dnowa"},
+    {"cmpccxadd", "cmpccxadd"},
+};
+
+/* The /proc/cpuinfo flags (the kernel's arch/x86 cpufeatures names) that name no instruction set
+ * LLVM compiles with: system, virtualisation, power and mitigation flags. They are skipped quietly;
+ * a flag neither here nor a feature is listed as unknown in ?target=auto's reason. */
+static const char tc__cpuinfo_system[] =
+    " vme de pse tsc msr pae mce apic sep mtrr pge mca pat pse36 pn clflush dts acpi ss ht tm ia64 "
+    "pbe syscall mp"
+    " nx mmxext fxsr_opt pdpe1gb rdtscp recovery longrun lrti cxmmx k8 k7 p3 p4 constant_tsc up "
+    "art arch_perfmon"
+    " pebs bts syscall32 sysenter32 rep_good acc_power nopl xtopology tsc_reliable nonstop_tsc "
+    "cpuid extd_apicid"
+    " amd_dcm aperfmperf rapl nonstop_tsc_s3 tsc_known_freq dtes64 monitor ds_cpl vmx smx est tm2 "
+    "cid sdbg xtpr"
+    " pdcm pcid dca x2apic tsc_deadline_timer hypervisor rng rng_en ace ace_en ace2 ace2_en phe "
+    "phe_en pmm pmm_en"
+    " cmp_legacy svm extapic cr8_legacy misalignsse osvw ibs skinit wdt tce nodeid_msr topoext "
+    "perfctr_core"
+    " perfctr_nb bpext ptsc perfctr_llc ring3mwait cpuid_fault cpb epb cat_l3 cat_l2 cdp_l3 "
+    "invpcid_single"
+    " hw_pstate proc_feedback sme pti intel_ppin cdp_l2 ssbd mba sev sev_es sev_snp ibrs ibpb stibp"
+    " ibrs_enhanced tpr_shadow vnmi flexpriority ept vpid vmmcall ept_ad xenpv tsc_adjust hle "
+    "fdp_excptn_only"
+    " smep erms cqm mpx rdt_a smap intel_pt xgetbv1 cqm_llc cqm_occup_llc cqm_mbm_total "
+    "cqm_mbm_local irperf"
+    " xsaveerptr amd_ppin amd_ssbd virt_ssbd amd_ssb_no amd_stibp dtherm ida arat pln pts hwp "
+    "hwp_notify"
+    " hwp_act_window hwp_epp hwp_pkg_req hfi npt lbrv svm_lock nrip_save tsc_scale vmcb_clean "
+    "flushbyasid"
+    " decodeassists pausefilter pfthreshold avic v_vmsave_vmload vgif v_spec_ctrl x2avic umip "
+    "ospke tme la57"
+    " bus_lock_detect sgx_lc overflow_recov succor smca avx512_4vnniw avx512_4fmaps fsrm "
+    "srbds_ctrl md_clear"
+    " rtm_always_abort tsx_force_abort hybrid_cpu arch_lbr ibt flush_l1d arch_capabilities "
+    "core_capabilities"
+    " spec_ctrl_ssbd split_lock_detect fsrs fzrm fsrc cppc debug_swap ";
+
+/* Lists flag f in unknown (un bytes, *used of them taken) unless it is a system flag of cpuinfo's;
+ * the list stops near 200 bytes (a reason is one header line). */
+static void tc__note_unknown(const char *f, char *unknown, size_t un, size_t *used) {
+  char word[64];
+  snprintf(word, sizeof word, " %.60s ", f);
+  if (strstr(tc__cpuinfo_system, word) || *used >= 200) return;
+  size_t at = *used;
+  int w = snprintf(unknown + *used, un - *used, "%s%s", *used ? ", " : "", f);
+  if (w > 0 && (size_t)w < un - *used) *used += (size_t)w;
+  for (size_t i = at; i < *used;
+       i++) /* the client's bytes go into a response header: printable ASCII */
+    if (unknown[i] < 0x20 || unknown[i] > 0x7e) unknown[i] = '?';
+}
+
+/* Appends "+f" to feats (a tc_target feature string) unless it holds it already. */
+static void tc__feature_add(char *feats, size_t n, const char *f) {
+  if (has_feature(feats, f)) return;
+  size_t used = strlen(feats);
+  snprintf(feats + used, n - used, "%s+%s", used ? "," : "", f);
+}
+
+/* The client's machine as a tc_target: the features of list (cpuinfo or LLVM names, any case) or of
+ * the CPU name cpu, plus the x86-64 baseline; the names neither spelling knows go into unknown (",
+ * "). */
+static th_status tc__client_target(const char *list, const char *cpu, tc_target *have,
+                                   char *unknown, size_t un, char *err, size_t errlen) {
+  char feats[sizeof have->features] = "";
+  size_t uused = 0;
+  if (un) unknown[0] = '\0';
+  for (int i = 0; i < TC__NBASELINE; i++)
+    tc__feature_add(feats, sizeof feats, tc__features[i].name);
+  if (cpu && *cpu) {
+    if (!strcmp(cpu, "native") || tc__cpu_index(cpu) < 0) {
+      size_t used =
+          err && errlen ? (size_t)snprintf(err, errlen, "unknown client CPU '%s'; valid:", cpu) : 0;
+      for (size_t i = 0; err && i < tc_target_cpu_count() && used < errlen; i++)
+        used +=
+            (size_t)snprintf(err + used, errlen - used, "%s %s", i ? "," : "", tc__cpus[i].name);
+      return TH_ERR_INVALID;
+    }
+    for (const char *p = tc__cpus[tc__cpu_index(cpu)].features; *p;) {
+      size_t len = strcspn(p, ",");
+      char f[32];
+      snprintf(f, sizeof f, "%.*s", (int)len, p);
+      tc__feature_add(feats, sizeof feats, f);
+      p += len + (p[len] == ',');
+    }
+  }
+  const char *p = list ? list : "";
+  for (p += strspn(p, ", \t"); *p; p += strspn(p, ", \t")) {
+    size_t len = strcspn(p, ", \t");
+    char f[48];
+    if (len > 0 && len < sizeof f) {
+      for (size_t k = 0; k < len; k++)
+        f[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] - 'A' + 'a' : p[k]);
+      f[len] = '\0';
+      const char *name = f;
+      for (size_t k = 0; k < sizeof tc__cpuinfo_names / sizeof tc__cpuinfo_names[0]; k++)
+        if (!strcmp(f, tc__cpuinfo_names[k].cpuinfo)) name = tc__cpuinfo_names[k].llvm;
+      if (tc__feature_index(name, strlen(name)) >= 0) {
+        tc__feature_add(feats, sizeof feats, name);
+        if (!strcmp(name, "sse4.2"))
+          tc__feature_add(feats, sizeof feats, "crc32"); /* LLVM splits it out */
+      } else {
+        tc__note_unknown(f, unknown, un, &uused);
+      }
+    } else {
+      char f2[48];
+      snprintf(f2, sizeof f2, "%.20s...", p); /* a name too long to be a feature, cut */
+      tc__note_unknown(f2, unknown, un, &uused);
+    }
+    p += len;
+  }
+  return tc_target_init(have, cpu && *cpu ? cpu : "client", feats);
+}
+
+th_status tc_target_auto(const char *features, const char *cpu, char *name, size_t n, char *reason,
+                         size_t rn, char *err, size_t errlen) {
+  if (err && errlen) err[0] = '\0';
+  tc_target have, native;
+  char unknown[256];
+  th_status rc = tc__client_target(features, cpu, &have, unknown, sizeof unknown, err, errlen);
+  if (rc != TH_OK) return rc;
+  rc = tc_target_named(&native, NULL, err, errlen);
+  if (rc != TH_OK) return rc;
+  char missing[1024], why[1536];
+  tc_target_missing(&native, &have, missing, sizeof missing);
+  if (!missing[0]) {
+    snprintf(name, n, "native");
+    snprintf(why, sizeof why, "client has every feature of native %s", native.cpu);
+  } else {
+    /* the levels, most capable first; the baseline x86-64 (no features) always fits */
+    static const char *const levels[] = {"x86-64-v4", "x86-64-v3", "x86-64-v2", "x86-64"};
+    size_t used = (size_t)snprintf(why, sizeof why, "client lacks %s (needed by native %s)",
+                                   missing, native.cpu);
+    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
+      tc_target lv;
+      rc = tc_target_named(&lv, levels[i], err, errlen);
+      if (rc != TH_OK) return rc;
+      char lack[512];
+      tc_target_missing(&lv, &have, lack, sizeof lack);
+      if (!lack[0]) {
+        snprintf(name, n, "%s", levels[i]);
+        if (used < sizeof why) snprintf(why + used, sizeof why - used, "; %s covered", levels[i]);
+        break;
+      }
+      if (i == 0 && used < sizeof why) /* the near miss: what the best level would have needed */
+        used += (size_t)snprintf(why + used, sizeof why - used, "; %s needs %s", levels[i], lack);
+    }
+  }
+  if (unknown[0])
+    snprintf(reason, rn, "%s; ignored unknown features: %s", why, unknown);
+  else
+    snprintf(reason, rn, "%s", why);
+  return TH_OK;
+}

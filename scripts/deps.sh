@@ -6,7 +6,8 @@ pkgs=(pkg-config libmicrohttpd-dev libsqlite3-dev libjansson-dev libarchive-dev 
       libonnx-dev protobuf-c-compiler libprotobuf-c-dev libpq-dev curl)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(sqlite3 jq python3-torch python3-torchvision python3-numpy chromium wrk slowhttptest clang-16 libclang-rt-16-dev skopeo postgresql-15 prometheus
-        libonnx-testdata python3-onnx clang-format libopenblas0-pthread)
+        libonnx-testdata python3-onnx clang-format libopenblas0-pthread
+        python3-venv python3-pip python3-setuptools)
   # libopenblas0-pthread: Debian's python3-torch runs its linear layers in whatever libblas.so.3 is selected,
   # and the reference BLAS that comes with it does 1.3 GFLOP/s here: the torch side of the bert and vit
   # conformance tests took 40 s a forward pass (OpenBLAS becomes the selected libblas.so.3 when installed)

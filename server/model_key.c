@@ -117,6 +117,20 @@ int srv__key(srv_t *s, srv_request *r, const char *fw, const char *net, const ch
                      "string; valid precisions: fp32, tf32");
     return 0;
   }
+  if (!strcmp(target, "auto")) { /* the best target the client's machine (its headers) runs */
+    const tc_backend *bk = tc_backend_find(fw, NULL, 0);
+    tc_client_machine m = {
+        MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "X-Tunehub-CPU-Features"),
+        MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "X-Tunehub-CPU"),
+        MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, "X-Tunehub-CUDA-Arch")};
+    if (bk && tc_backend_target_auto(bk, &m, r->auto_target, sizeof r->auto_target, r->auto_reason,
+                                     sizeof r->auto_reason, why, sizeof why) != TH_OK) {
+      r->auto_target[0] = '\0';
+      *ret = srv_error(s, r, TH_ERR_INVALID, "invalid_target", NULL, "%s", why);
+      return 0;
+    }
+    snprintf(target, sizeof target, "%s", bk ? r->auto_target : "");
+  }
   th_status rc = srv_model_key(s, fw, net, batch_ok ? (int)b : 1, target, precision, key, why, sizeof why);
   if (rc != TH_OK && srv__backend_index(fw) < 0) {
     char valid[128];

@@ -59,6 +59,10 @@ enum MHD_Result srv_queue(srv_t *s, srv_request *r, unsigned int status, struct 
     MHD_add_response_header(resp, "Retry-After", "10");
   if (status == 503 && !MHD_get_response_header(resp, "Retry-After"))
     MHD_add_response_header(resp, "Retry-After", "5");
+  if (r->auto_target[0]) { /* ?target=auto: what was chosen for the client and why */
+    MHD_add_response_header(resp, "X-Tunehub-Target", r->auto_target);
+    MHD_add_response_header(resp, "X-Tunehub-Target-Reason", r->auto_reason);
+  }
   pthread_mutex_lock(&s->metrics_mu);
   s->requests[r->route][srv__status_slot(s, status)]++;
   pthread_mutex_unlock(&s->metrics_mu);

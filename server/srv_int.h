@@ -50,6 +50,9 @@ typedef struct srv_request {
   double wait_deadline; /* monotonic seconds; 0 when not waiting */
   int64_t wait_job;
   char wait_ip[48]; /* the client address, counted against --max-waits-per-ip while suspended */
+  /* ?target=auto: the target chosen for the client and why, sent as X-Tunehub-Target(-Reason) */
+  char auto_target[32];
+  char auto_reason[768];
 } srv_request;
 
 struct srv {

@@ -120,6 +120,27 @@ static int cuda__claims_arch(const char *name) {
   return strncmp(name, "sm_", 3) == 0;
 }
 
+static th_status cuda__target_auto(const tc_client_machine *m, char *name, size_t n, char *reason,
+                                   size_t rn, char *err, size_t errlen) {
+  if (!m->cuda_arch || !*m->cuda_arch) {
+    tc__seterr(
+        err, errlen,
+        "target=auto for cuda needs the client's device arch in X-Tunehub-CUDA-Arch (sm_XX)");
+    return TH_ERR_NOT_FOUND;
+  }
+  tc_cuda_target g;
+  if (!cuda__claims_arch(m->cuda_arch) || tc_cuda_target_init(&g, m->cuda_arch) != TH_OK) {
+    tc__seterr(err, errlen,
+               "unknown client CUDA arch '%.32s'; valid: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90 "
+               "(and newer up to sm_121)",
+               m->cuda_arch);
+    return TH_ERR_INVALID;
+  }
+  snprintf(name, n, "%s", g.arch);
+  snprintf(reason, rn, "client device is %s: its own arch", g.arch);
+  return TH_OK;
+}
+
 /* fp32 everywhere; tf32 on the tensor cores of sm_80 and newer */
 static int cuda__takes_precision(const char *t_str, tc_precision p, char *why, size_t whylen) {
   if (p == TC_PRECISION_FP32) return 1;
@@ -336,6 +357,7 @@ const tc_backend tc__backend_cuda = {
     .can_build = cuda__can_build,
     .device = cuda__device,
     .runs_here = cuda__runs_here,
+    .target_auto = cuda__target_auto,
     .supports_op = cuda__supports_op,
     .space = cuda__space,
     .fallback = cuda__fallback,

@@ -64,6 +64,20 @@ static int llvm__runs_here(const tc_backend_target *t, char *why, size_t whylen)
   return missing[0] == '\0';
 }
 
+static th_status llvm__target_auto(const tc_client_machine *m, char *name, size_t n, char *reason,
+                                   size_t rn, char *err, size_t errlen) {
+  int feats = m->cpu_features && *m->cpu_features, cpu = m->cpu_name && *m->cpu_name;
+  if (!feats && !cpu) {
+    tc__seterr(
+        err, errlen,
+        "target=auto for llvm needs the client's CPU: its features in X-Tunehub-CPU-Features "
+        "(the /proc/cpuinfo flags, comma-separated: avx2,avx512f,fma,...) or its LLVM CPU name in "
+        "X-Tunehub-CPU");
+    return TH_ERR_NOT_FOUND;
+  }
+  return tc_target_auto(m->cpu_features, m->cpu_name, name, n, reason, rn, err, errlen);
+}
+
 static int llvm__yes(char *why, size_t whylen) {
   (void)why, (void)whylen;
   return 1;
@@ -271,6 +285,7 @@ const tc_backend tc__backend_llvm = {
     .can_build = llvm__yes,
     .device = llvm__device,
     .runs_here = llvm__runs_here,
+    .target_auto = llvm__target_auto,
     .supports_op = llvm__supports_op,
     .space = llvm__space,
     .fallback = llvm__fallback,

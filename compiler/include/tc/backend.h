@@ -100,6 +100,20 @@ int tc_backend_has_device(const tc_backend *b, char *why, size_t whylen);
 /* Whether this machine can run code built for t (llvm: its CPU has every feature t's kernels use; cuda: 1,
  * the device is tc_backend_has_device's question). why gets the missing features when not. */
 int tc_backend_target_runs_here(const tc_backend_target *t, char *why, size_t whylen);
+/* What a client says of the machine it deploys to (each field NULL when not said): its CPU
+ * features (comma-separated, /proc/cpuinfo flag names or LLVM's), its CPU's LLVM name, its CUDA
+ * device's arch ("sm_86"). */
+typedef struct tc_client_machine {
+  const char *cpu_features, *cpu_name, *cuda_arch;
+} tc_client_machine;
+/* ?target=auto: the name of b's target (for tc_backend_target_init) that suits the client best,
+ * never one it cannot run, into name (n bytes), and one line saying why into reason. llvm: "native"
+ * when the client has every feature of this machine's native target, else the most capable x86-64
+ * level it covers (tc_target_auto). cuda: the client's arch when b builds it. TH_ERR_NOT_FOUND when
+ * m says nothing b reads (err names what it needs), TH_ERR_INVALID for a CPU name or arch b does
+ * not know (err lists the valid ones). */
+th_status tc_backend_target_auto(const tc_backend *b, const tc_client_machine *m, char *name,
+                                 size_t n, char *reason, size_t rn, char *err, size_t errlen);
 /* Whether b can build bundles in this binary (cuda needs NVRTC at build time). why as above. */
 int tc_backend_can_build(const tc_backend *b, char *why, size_t whylen);
 

@@ -29,6 +29,18 @@ th_status tc_target_init(tc_target *t, const char *cpu, const char *features);
  * ("skylake-avx512", "znver3", ...) or a micro-architecture level ("x86-64-v2", "x86-64-v3", "x86-64-v4")
  * gets the features that CPU implies. TH_ERR_NOT_FOUND with the valid names in err for another name. */
 th_status tc_target_named(tc_target *t, const char *name, char *err, size_t errlen);
+/* ?target=auto for a CPU client: the best target name (for tc_target_named) whose code the client
+ * can run, into name: "native" when the client has every feature the host's native target is built
+ * with, else the most capable of x86-64-v4, -v3, -v2 whose features it has (the baseline "x86-64"
+ * last). The client is described by features (comma- or space-separated, any case: /proc/cpuinfo
+ * flag names such as sse4_2, pni, lahf_lm, avx512_vnni, or LLVM's sse4.2, sse3, sahf, avx512vnni;
+ * the x86-64 baseline is assumed) or by cpu (an LLVM CPU name: its features), or both (the union).
+ * reason gets one line saying why ("client lacks avx512f, ... (needed by native cascadelake);
+ * x86-64-v4 needs ...; x86-64-v3 covered"), with the feature names neither spelling knows ("ignored
+ * unknown features: ..."). TH_ERR_INVALID for a CPU name LLVM does not know (err lists the valid
+ * ones). */
+th_status tc_target_auto(const char *features, const char *cpu, char *name, size_t n, char *reason,
+                         size_t rn, char *err, size_t errlen);
 /* The index (tc_target_cpu_at) of the most capable CPU tc_target_named knows whose checked features host has
  * every one of (ties go to the host's vendor: AMD when host has sse4a); -1 when none fits. "native" resolves
  * to it when LLVM does not know the host's CPU by name (it says "generic" for a CPU newer than itself). */
