@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "backend.h"
 #include "cli.h"
+#include "provenance.h"
 #include "remeasure.h"
 #include "srv.h"
 #include "th_log.h"
@@ -44,6 +45,7 @@ static int cmd_build_worker(int argc, char **argv);
 static const th_command commands[] = {
     {"serve", {NULL}, cmd_serve,
      "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
+     "                [--signing-key KEY.pem]   sign every publish's provenance (Ed25519, PEM PKCS#8)\n"
      "                [--private]   every read needs a token with the scope read (or tune, admin)\n"
      "                [--db postgresql://...] [--lease 30]   a store shared with other daemons and workers;\n"
      "                                                    --workers 0 with --db: a replica that runs no jobs\n"
@@ -143,6 +145,13 @@ static int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "tunehub serve: %s\n", err);
     return 2;
   }
+  /* a key that cannot sign is refused before anything starts: a daemon told to sign never publishes unsigned */
+  tune_signer *signer = NULL;
+  if (cfg.signing_key[0] && tune_signer_load(cfg.signing_key, &signer, err, sizeof err) != TH_OK) {
+    fprintf(stderr, "tunehub serve: --signing-key: %s\n", err);
+    return 2;
+  }
+  cfg.signer = signer;
   /* Block the stop signals in every thread; the main thread waits for them with sigwait. */
   sigset_t set;
   cli_stop_signals(&set);
@@ -151,8 +160,12 @@ static int cmd_serve(int argc, char **argv) {
   srv_t *s = NULL;
   if (srv_start(&cfg, builder, &s, err, sizeof err) != TH_OK) {
     fprintf(stderr, "tunehub serve: %s\n", err);
+    tune_signer_free(signer);
     return 1;
   }
+  if (signer)
+    TH_LOG(TH_LOG_INFO, "signing the provenance of every publish with %s (keyid %.16s…)", cfg.signing_key,
+           tune_signer_keyid(signer));
   TH_LOG(TH_LOG_INFO, "tunehub %s serving http://%s:%d/ with data in %s (%d worker(s)%s)", TH_VERSION,
          cfg.listen_host, cfg.port, cfg.data_dir, cfg.workers,
          cfg.token_file[0] ? ", token required for changes" : ", read-only API: no --token-file");
@@ -160,6 +173,7 @@ static int cmd_serve(int argc, char **argv) {
   sigwait(&set, &sig);
   TH_LOG(TH_LOG_INFO, "signal %d: shutting down", sig);
   srv_stop(s);
+  tune_signer_free(signer);
   TH_LOG(TH_LOG_INFO, "stopped");
   return 0;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of signed provenance (issue 40): a bundle is reproducible (the same records, network and
-# compiler give the same bytes, so a signature over its digest can be checked by rebuilding).
+# compiler give the same bytes, so a signature over its digest can be checked by rebuilding); the daemon signs
+# what it publishes (--signing-key) and serves the DSSE envelope beside the bundle.
 # Usage: sign.sh CASE, with TUNEHUB set to the binary.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -35,6 +36,89 @@ case_reproducible() {
   tar -xOf "$TMP/a/b.tar" manifest.json |
     jq -e 'has("latency_ms") or has("build_seconds") or (.target | has("built_on")) | not' >/dev/null ||
     fail "the bundle's manifest holds a measurement: $(tar -xOf "$TMP/a/b.tar" manifest.json | head -c 600)"
+}
+
+# keys: an Ed25519 pair and a second (wrong) one, and an RSA key that is no Ed25519 key
+make_keys() {
+  command -v openssl >/dev/null || { echo "SKIP: no openssl command (scripts/deps.sh --test installs it)"; exit 77; }
+  openssl genpkey -algorithm ed25519 -out "$TMP/key.pem" 2>/dev/null
+  openssl pkey -in "$TMP/key.pem" -pubout -out "$TMP/pub.pem"
+  openssl genpkey -algorithm ed25519 -out "$TMP/other.pem" 2>/dev/null
+  openssl pkey -in "$TMP/other.pem" -pubout -out "$TMP/other_pub.pem"
+  openssl genpkey -algorithm rsa -pkeyopt rsa_keygen_bits:1024 -out "$TMP/rsa.pem" 2>/dev/null
+}
+
+# The envelope in $1 verifies with public key $2 by openssl alone (DSSE: the signature is over
+# PAE(payloadType, payload)), and its statement goes to $TMP/statement.json
+openssl_verify() {
+  local type
+  type=$(jq -r .payloadType "$1")
+  jq -r .payload "$1" | base64 -d >"$TMP/payload"
+  jq -r '.signatures[0].sig' "$1" | base64 -d >"$TMP/sig"
+  { printf 'DSSEv1 %d %s %d ' "${#type}" "$type" "$(stat -c %s "$TMP/payload")"; cat "$TMP/payload"; } >"$TMP/pae"
+  cp "$TMP/payload" "$TMP/statement.json"
+  openssl pkeyutl -verify -pubin -inkey "$2" -rawin -in "$TMP/pae" -sigfile "$TMP/sig" >/dev/null 2>&1
+}
+
+# `tunehub serve --signing-key`: a bad key is refused at start (exit 2, naming the file and the format); a
+# version published without a key has no provenance (404 that says so); with the key every publish is signed:
+# GET .../provenance serves a DSSE envelope whose signature openssl verifies over PAE, whose statement's subject
+# is the bundle's sha256 and whose predicate holds the build's facts; and `tunehub build` of the same key
+# rebuilds the very bundle the statement names.
+case_serve() {
+  make_keys
+  expect_fail 2 "rsa.pem holds no Ed25519 private key: expected an unencrypted PEM PKCS#8" \
+    "$TUNEHUB" serve --data "$DATA" --signing-key "$TMP/rsa.pem"
+  expect_fail 2 "pub.pem holds no Ed25519 private key" "$TUNEHUB" serve --data "$DATA" --signing-key "$TMP/pub.pem"
+  expect_fail 2 "cannot read the signing key file $TMP/nowhere.pem" \
+    "$TUNEHUB" serve --data "$DATA" --signing-key "$TMP/nowhere.pem"
+
+  start_daemon
+  expect_status 404 "$BASE/models/llvm/$NET/1/provenance"
+  body_has "has no published version yet"
+  expect_status 200 "$BASE/models/llvm/$NET/1?wait=300"
+  expect_status 404 "$BASE/models/llvm/$NET/1/provenance"
+  body_has "no signed provenance: version 1 of llvm/$NET/1 was published unsigned"
+  body_has "signing-key"
+  stop_daemon
+
+  start_daemon --signing-key "$TMP/key.pem"
+  grep -q "signing the provenance of every publish with $TMP/key.pem" "$LOG" || fail "no signing line in the log"
+  expect_status 200 "$BASE/models/llvm/$NET/2?wait=300"
+  local digest
+  digest=$(sha256sum <"$TMP/body" | cut -c1-64)
+  expect_status 200 "$BASE/models/llvm/$NET/2/provenance"
+  [[ "$(header Content-Type)" == "application/vnd.dsse.envelope.v1+json" ]] || fail "type $(header Content-Type)"
+  [[ "$(header X-Tunehub-Version)" == 1 ]] || fail "version $(header X-Tunehub-Version)"
+  cp "$TMP/body" "$TMP/envelope.json"
+  jq_ok '.payloadType == "application/vnd.in-toto+json" and (.signatures | length) == 1 and
+    (.signatures[0].keyid | test("^[0-9a-f]{64}$"))'
+  openssl_verify "$TMP/envelope.json" "$TMP/pub.pem" || fail "openssl does not verify the envelope over PAE"
+  openssl_verify "$TMP/envelope.json" "$TMP/other_pub.pem" && fail "the envelope verifies with another key"
+  jq -e --arg d "$digest" --arg n "llvm/$NET/2" --arg net "$NET" '._type == "https://in-toto.io/Statement/v1" and
+    .subject == [{name: $n, digest: {sha256: $d}}] and
+    .predicateType == "https://tunehub.dev/provenance/bundle/v1" and
+    .predicate.compiler.framework == "llvm" and (.predicate.compiler.version | length) > 0 and
+    .predicate.compiler.precision == "fp32" and (.predicate.compiler.target | length) > 0 and
+    (.predicate.target.features | length) > 0 and .predicate.network.name == $net and
+    .predicate.records.sha256 == "" and .predicate.records.count == 0 and
+    .predicate.latency_ms.median > 0 and .predicate.latency_ms.n > 0 and
+    (.predicate.measured_on.threads >= 1) and (.predicate.measured_on.cpu | length) > 0 and
+    .predicate.numerical_check.kernels.rtol > 0' "$TMP/statement.json" >/dev/null ||
+    fail "statement: $(jq -c . "$TMP/statement.json")"
+  # bad input and unsigned versions
+  expect_status 400 "$BASE/models/llvm/$NET/2/provenance?version=x"
+  body_has "whole number from 1"
+  expect_status 404 "$BASE/models/llvm/$NET/2/provenance?version=7"
+  body_has "version 7 of llvm/$NET/2 is not published"
+  expect_status 200 "$BASE/models/llvm/$NET/2/provenance?version=1"
+  cmp -s "$TMP/body" "$TMP/envelope.json" || fail "?version=1 is not the newest version's envelope"
+  expect_status 404 "$BASE/models/llvm/$NET/1/provenance"
+  # the bundle the statement names is what a rebuild of the key gives (no records here: fallbacks alone)
+  "$TUNEHUB" build llvm "$NET" 2 -o "$TMP/rebuilt.tar" --data "$DATA" >"$TMP/rebuild.log" 2>&1 ||
+    { tail -5 "$TMP/rebuild.log"; fail "rebuild"; }
+  [[ "$(sha256sum <"$TMP/rebuilt.tar" | cut -c1-64)" == "$digest" ]] ||
+    fail "a rebuild gives sha256:$(sha256sum <"$TMP/rebuilt.tar" | cut -c1-64), the statement names sha256:$digest"
 }
 
 "case_$1"
