@@ -100,6 +100,10 @@ static const th_command commands[] = {
      "                                                    remove blobs no published version, alias or\n"
      "                                                    network references, unreferenced for the grace\n"
      "                                                    period (seconds; an hour: longer than a publish)\n", 0},
+    {"verify", {NULL}, cli_verify,
+     "  tunehub verify BUNDLE.tar --statement ENVELOPE.json --key PUB.pem\n"
+     "                                                    check a bundle against its signed provenance\n"
+     "                                                    (GET .../provenance) and print what it says\n", 0},
     {"hash-token", {NULL}, cli_hash_token,
      "  tunehub hash-token < TOKEN                       print sha256:HEX, a token-file line that\n"
      "                                                    does not hold the token itself\n", 0},

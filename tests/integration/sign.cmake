@@ -1,6 +1,7 @@
 # Integration tests of signed provenance (issue 40): reproducible bundles (two builds, one without the object
-# cache, give one digest); serve --signing-key and GET .../provenance.
-foreach(case reproducible serve)
+# cache, give one digest); serve --signing-key and GET .../provenance;
+# tunehub verify.
+foreach(case reproducible serve verify)
   th_integration_test(sign_${case} TIMEOUT 600
                       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/sign.sh ${case}
                       ENVIRONMENT "TUNEHUB=$<TARGET_FILE:tunehub>")

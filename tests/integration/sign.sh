@@ -121,4 +121,52 @@ case_serve() {
     fail "a rebuild gives sha256:$(sha256sum <"$TMP/rebuilt.tar" | cut -c1-64), the statement names sha256:$digest"
 }
 
+# `tunehub verify BUNDLE --statement FILE --key PUB.pem` on what a signing daemon serves: the good triple
+# passes and prints the predicate; a tampered bundle, a tampered statement (its payload edited and re-encoded),
+# a wrong key, and an envelope that is no DSSE each fail (exit 1) with the message that names the check.
+case_verify() {
+  make_keys
+  start_daemon --signing-key "$TMP/key.pem"
+  expect_status 200 "$BASE/models/llvm/$NET/1?wait=300"
+  cp "$TMP/body" "$TMP/b.tar"
+  local digest
+  digest=$(sha256sum <"$TMP/b.tar" | cut -c1-64)
+  expect_status 200 "$BASE/models/llvm/$NET/1/provenance"
+  cp "$TMP/body" "$TMP/b.dsse"
+  stop_daemon
+
+  "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/b.dsse" --key "$TMP/pub.pem" >"$TMP/ok.out" 2>"$TMP/ok.err" ||
+    fail "a good bundle does not verify: $(cat "$TMP/ok.err")"
+  grep -q "^verified: the signature verifies with $TMP/pub.pem" "$TMP/ok.out" || fail "$(cat "$TMP/ok.out")"
+  grep -q "^subject:   llvm/$NET/1 sha256:$digest$" "$TMP/ok.out" || fail "no subject line: $(cat "$TMP/ok.out")"
+  grep -q "^latency:   median [0-9.]* ms" "$TMP/ok.out" || fail "no latency line: $(cat "$TMP/ok.out")"
+  grep -q "^records:   0 (fallback configs only)" "$TMP/ok.out" || fail "no records line: $(cat "$TMP/ok.out")"
+
+  # a tampered bundle: one byte more
+  cp "$TMP/b.tar" "$TMP/bad.tar"
+  printf 'x' >>"$TMP/bad.tar"
+  local bad
+  bad=$(sha256sum <"$TMP/bad.tar" | cut -c1-64)
+  expect_fail 1 "FAILED: bundle digest sha256:$bad is not the statement's subject sha256:$digest" \
+    "$TUNEHUB" verify "$TMP/bad.tar" --statement "$TMP/b.dsse" --key "$TMP/pub.pem"
+  # a tampered statement: the payload says a faster latency, the signature is the old one
+  jq -r .payload "$TMP/b.dsse" | base64 -d | jq -c '.predicate.latency_ms.median = 0.001' >"$TMP/forged.json"
+  jq --arg p "$(base64 -w0 "$TMP/forged.json")" '.payload = $p' "$TMP/b.dsse" >"$TMP/forged.dsse"
+  expect_fail 1 "FAILED: signature does not verify with $TMP/pub.pem" \
+    "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/forged.dsse" --key "$TMP/pub.pem"
+  # a wrong key
+  expect_fail 1 "FAILED: signature does not verify with $TMP/other_pub.pem" \
+    "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/b.dsse" --key "$TMP/other_pub.pem"
+  # not an envelope; a private key where the public one goes; bad usage
+  printf 'not json' >"$TMP/junk.dsse"
+  expect_fail 1 "FAILED: statement is not valid JSON/DSSE: " \
+    "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/junk.dsse" --key "$TMP/pub.pem"
+  jq 'del(.payload)' "$TMP/b.dsse" >"$TMP/nopayload.dsse"
+  expect_fail 1 "FAILED: statement is not valid JSON/DSSE: a DSSE envelope has string payloadType and payload" \
+    "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/nopayload.dsse" --key "$TMP/pub.pem"
+  expect_fail 1 "holds no Ed25519 public key" \
+    "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/b.dsse" --key "$TMP/key.pem"
+  expect_fail 2 "usage: tunehub verify" "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/b.dsse"
+}
+
 "case_$1"
