@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Integration tests of signed provenance (issue 40): a bundle is reproducible (the same records, network and
 # compiler give the same bytes, so a signature over its digest can be checked by rebuilding); the daemon signs
-# what it publishes (--signing-key) and serves the DSSE envelope beside the bundle.
+# what it publishes (--signing-key) and serves the DSSE envelope beside the bundle and as an OCI 1.1 referrer.
 # Usage: sign.sh CASE, with TUNEHUB set to the binary.
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -167,6 +167,68 @@ case_verify() {
   expect_fail 1 "holds no Ed25519 public key" \
     "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/b.dsse" --key "$TMP/key.pem"
   expect_fail 2 "usage: tunehub verify" "$TUNEHUB" verify "$TMP/b.tar" --statement "$TMP/b.dsse"
+}
+
+# OCI 1.1 referrers: GET /v2/<repo>/referrers/<manifest digest> lists the signed provenance of that version as an
+# artifact manifest (artifactType the DSSE envelope's, subject the image manifest), which /v2/ serves by digest
+# with its blobs (the empty config and the envelope, byte for byte what .../provenance serves); an unsigned
+# version, or a digest no version has, gets an empty index (200); ?artifactType= filters and says so.
+case_referrers() {
+  make_keys
+  local V2 idx=application/vnd.oci.image.index.v1+json
+  start_daemon
+  V2="$BASE/v2/llvm/$NET"
+  expect_status 200 "$BASE/models/llvm/$NET/1?wait=300"
+  expect_status 200 "$V2/manifests/b1"
+  local d1
+  d1=$(header Docker-Content-Digest)
+  expect_status 200 "$V2/referrers/$d1"
+  [[ "$(header Content-Type)" == "$idx" ]] || fail "referrers type $(header Content-Type)"
+  jq_ok '.schemaVersion == 2 and .mediaType == "application/vnd.oci.image.index.v1+json" and .manifests == []'
+  stop_daemon
+
+  start_daemon --signing-key "$TMP/key.pem"
+  V2="$BASE/v2/llvm/$NET"
+  expect_status 200 "$BASE/models/llvm/$NET/2?wait=300"
+  expect_status 200 "$BASE/models/llvm/$NET/2/provenance"
+  cp "$TMP/body" "$TMP/envelope.json"
+  expect_status 200 "$V2/manifests/b2"
+  local d2 size2
+  d2=$(header Docker-Content-Digest)
+  size2=$(stat -c %s "$TMP/body")
+  expect_status 200 "$V2/referrers/$d2"
+  [[ "$(header Content-Type)" == "$idx" ]] || fail "referrers type $(header Content-Type)"
+  jq_ok '.manifests | length == 1 and
+    .[0].mediaType == "application/vnd.oci.image.manifest.v1+json" and
+    .[0].artifactType == "application/vnd.dsse.envelope.v1+json" and
+    .[0].annotations["dev.tunehub.predicate_type"] == "https://tunehub.dev/provenance/bundle/v1"'
+  local art
+  art=$(jq -r '.manifests[0].digest' "$TMP/body")
+  # the artifact manifest, by digest, with its subject and its blobs
+  expect_status 200 "$V2/manifests/$art"
+  [[ "sha256:$(sha256sum <"$TMP/body" | cut -c1-64)" == "$art" ]] || fail "the artifact's bytes are not $art"
+  cp "$TMP/body" "$TMP/artifact.json"
+  jq -e --arg d "$d2" --argjson n "$size2" '.artifactType == "application/vnd.dsse.envelope.v1+json" and
+    .subject == {mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $d, size: $n} and
+    .config.mediaType == "application/vnd.oci.empty.v1+json" and (.layers | length) == 1 and
+    .layers[0].mediaType == "application/vnd.dsse.envelope.v1+json"' "$TMP/artifact.json" >/dev/null ||
+    fail "artifact manifest: $(cat "$TMP/artifact.json")"
+  expect_status 200 "$V2/blobs/$(jq -r .layers[0].digest "$TMP/artifact.json")"
+  cmp -s "$TMP/body" "$TMP/envelope.json" || fail "the artifact's layer is not the envelope .../provenance serves"
+  expect_status 200 "$V2/blobs/$(jq -r .config.digest "$TMP/artifact.json")"
+  [[ "$(cat "$TMP/body")" == "{}" ]] || fail "the empty config is $(cat "$TMP/body")"
+  # filters, an unsigned version, an unknown digest, a bad one
+  expect_status 200 "$V2/referrers/$d2?artifactType=application/vnd.dsse.envelope.v1%2Bjson"
+  jq_ok '.manifests | length == 1'
+  [[ "$(header OCI-Filters-Applied)" == artifactType ]] || fail "no OCI-Filters-Applied"
+  expect_status 200 "$V2/referrers/$d2?artifactType=application/example"
+  jq_ok '.manifests == []'
+  expect_status 200 "$V2/referrers/$d1"
+  jq_ok '.manifests == []'
+  expect_status 200 "$V2/referrers/sha256:$(printf '%064d' 0)"
+  jq_ok '.manifests == []'
+  expect_status 400 "$V2/referrers/sha256:xyz"
+  body_has DIGEST_INVALID
 }
 
 "case_$1"
