@@ -148,11 +148,12 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
 }
 
 /* The manifest's facts of one build's run, not of its inputs: the wall clock (build_seconds, cuda's
- * nvrtc_seconds), the timing (latency_ms), why there was none (unmeasured: it names this machine's devices) and
- * the machine that built it (target.built_on: host name and CPU). They are in the manifest text
- * tc_build_bundle hands back (the store keeps it in the version's row, and /models/.../manifest serves it) and
- * never in the bundle's manifest.json. */
-static const char *const tc__measured_keys[] = {"build_seconds", "nvrtc_seconds", "latency_ms", "unmeasured"};
+ * nvrtc_seconds), the timing (latency_ms), why there was none (unmeasured: it names this machine's
+ * devices) and the machine that built it (target.built_on: host name and CPU). They are in the
+ * manifest text tc_build_bundle hands back (the store keeps it in the version's row, and
+ * /models/.../manifest serves it) and never in the bundle's manifest.json. */
+static const char *const tc__measured_keys[] = {"build_seconds", "nvrtc_seconds", "latency_ms",
+                                                "unmeasured"};
 
 static th_status tc__tar_entry(struct archive *a, const char *name, const void *data, size_t len, int mode) {
   struct archive_entry *e = archive_entry_new();
@@ -192,9 +193,9 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
   char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
   char *in_tar = NULL;
   if (m && text) {
-    /* the tar's copy holds nothing of this build's run (tc__measured_keys): the same records, network and
-     * compiler give the same bundle bytes, so a signed digest can be checked by rebuilding; the text handed
-     * back (the store's row) keeps them */
+    /* the tar's copy holds nothing of this build's run (tc__measured_keys): the same records,
+     * network and compiler give the same bundle bytes, so a signed digest can be checked by
+     * rebuilding; the text handed back (the store's row) keeps them */
     for (size_t i = 0; i < sizeof tc__measured_keys / sizeof *tc__measured_keys; i++)
       json_object_del(m, tc__measured_keys[i]);
     json_object_del(json_object_get(m, "target"), "built_on");

@@ -182,7 +182,8 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       }
     } else {
       snprintf(err, n,
-               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F --signing-key F --private "
+               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
+               "--signing-key F --private "
                "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N "
                "--http-threads N --max-batch N --max-queued N --connection-limit N "
                "--max-connections-per-ip N --miss-rate N --anon-jobs-per-ip N "

@@ -149,7 +149,8 @@ static int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "tunehub serve: %s\n", err);
     return 2;
   }
-  /* a key that cannot sign is refused before anything starts: a daemon told to sign never publishes unsigned */
+  /* a key that cannot sign is refused before anything starts: a daemon told to sign never publishes
+   * unsigned */
   tune_signer *signer = NULL;
   if (cfg.signing_key[0] && tune_signer_load(cfg.signing_key, &signer, err, sizeof err) != TH_OK) {
     fprintf(stderr, "tunehub serve: --signing-key: %s\n", err);
@@ -168,8 +169,8 @@ static int cmd_serve(int argc, char **argv) {
     return 1;
   }
   if (signer)
-    TH_LOG(TH_LOG_INFO, "signing the provenance of every publish with %s (keyid %.16s…)", cfg.signing_key,
-           tune_signer_keyid(signer));
+    TH_LOG(TH_LOG_INFO, "signing the provenance of every publish with %s (keyid %.16s…)",
+           cfg.signing_key, tune_signer_keyid(signer));
   TH_LOG(TH_LOG_INFO, "tunehub %s serving http://%s:%d/ with data in %s (%d worker(s)%s)", TH_VERSION,
          cfg.listen_host, cfg.port, cfg.data_dir, cfg.workers,
          cfg.token_file[0] ? ", token required for changes" : ", read-only API: no --token-file");

@@ -1,14 +1,15 @@
-/* Signed provenance (provenance.h): the in-toto Statement v1 of a published version, built from its key, its
- * bundle's digest and the manifest the build produced, signed with Ed25519 (OpenSSL's EVP_DigestSign, PureEdDSA
- * over the whole message) inside a DSSE v1 envelope, and the verifier of such envelopes. DSSE signs
- * PAE(payloadType, payload), never the JSON around it, and the verifier parses only the bytes that verified. */
+/* Signed provenance (provenance.h): the in-toto Statement v1 of a published version, built from its
+ * key, its bundle's digest and the manifest the build produced, signed with Ed25519 (OpenSSL's
+ * EVP_DigestSign, PureEdDSA over the whole message) inside a DSSE v1 envelope, and the verifier of
+ * such envelopes. DSSE signs PAE(payloadType, payload), never the JSON around it, and the verifier
+ * parses only the bytes that verified. */
 #include "provenance.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@ struct tune_signer {
   char keyid[65];
 };
 
-/* A PEM passphrase callback that gives none: an encrypted key fails to load instead of prompting. */
+/* A PEM passphrase callback that gives none: an encrypted key fails to load instead of prompting.
+ */
 static int tune__no_pass(char *buf, int size, int rwflag, void *u) {
   (void)buf, (void)size, (void)rwflag, (void)u;
   return -1;
@@ -43,8 +45,8 @@ static int tune__keyid(EVP_PKEY *k, char hex[65]) {
   return 1;
 }
 
-/* Reads a PEM key from path: the private key (is_private) or the public one. NULL with err set when the file
- * cannot be opened (*io set) or holds no Ed25519 key of that kind. */
+/* Reads a PEM key from path: the private key (is_private) or the public one. NULL with err set when
+ * the file cannot be opened (*io set) or holds no Ed25519 key of that kind. */
 static EVP_PKEY *tune__read_key(const char *path, int is_private, int *io, char *err, size_t n) {
   *io = 0;
   FILE *f = fopen(path, "r");
@@ -60,9 +62,11 @@ static EVP_PKEY *tune__read_key(const char *path, int is_private, int *io, char 
   if (!k || !EVP_PKEY_is_a(k, "ED25519")) {
     EVP_PKEY_free(k);
     snprintf(err, n,
-             is_private ? "%s holds no Ed25519 private key: expected an unencrypted PEM PKCS#8 key (\"BEGIN PRIVATE "
+             is_private ? "%s holds no Ed25519 private key: expected an unencrypted PEM PKCS#8 key "
+                          "(\"BEGIN PRIVATE "
                           "KEY\"), as `openssl genpkey -algorithm ed25519 -out %s` writes"
-                        : "%s holds no Ed25519 public key: expected PEM (\"BEGIN PUBLIC KEY\"), as `openssl pkey "
+                        : "%s holds no Ed25519 public key: expected PEM (\"BEGIN PUBLIC KEY\"), as "
+                          "`openssl pkey "
                           "-in SIGNING.pem -pubout -out %s` writes",
              path, path);
     return NULL;
@@ -96,8 +100,10 @@ const char *tune_signer_keyid(const tune_signer *sg) {
   return sg->keyid;
 }
 
-/* PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, into a new buffer (*out, *len). */
-static th_status tune__pae(const char *type, const char *body, size_t blen, unsigned char **out, size_t *len) {
+/* PAE(type, body) = "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body, into a new buffer (*out,
+ * *len). */
+static th_status tune__pae(const char *type, const char *body, size_t blen, unsigned char **out,
+                           size_t *len) {
   char head[160];
   int h = snprintf(head, sizeof head, "DSSEv1 %zu %s %zu ", strlen(type), type, blen);
   if (h < 0 || (size_t)h >= sizeof head) return TH_ERR_INVALID;
@@ -117,7 +123,8 @@ static char *tune__b64(const void *p, size_t n) {
   return o;
 }
 
-/* Decodes standard or URL-safe base64 (DSSE verifiers accept both; padding optional) into a new buffer. */
+/* Decodes standard or URL-safe base64 (DSSE verifiers accept both; padding optional) into a new
+ * buffer. */
 static th_status tune__unb64(const char *s, unsigned char **out, size_t *len) {
   size_t n = strlen(s);
   while (n > 0 && s[n - 1] == '=') n--;
@@ -130,8 +137,8 @@ static th_status tune__unb64(const char *s, unsigned char **out, size_t *len) {
     char c = i < n ? s[i] : '=';
     if (c == '-') c = '+';
     if (c == '_') c = '/';
-    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/' ||
-             (c == '=' && i >= n);
+    int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+             c == '+' || c == '/' || (c == '=' && i >= n);
     if (!ok) rc = TH_ERR_INVALID;
     t[i] = c;
   }
@@ -217,7 +224,8 @@ static void tune__cpu_model(char *buf, size_t n) {
   fclose(f);
 }
 
-/* The threads a model runs with here: what the runtime's pool takes (TH_NUM_THREADS, else the online CPUs). */
+/* The threads a model runs with here: what the runtime's pool takes (TH_NUM_THREADS, else the
+ * online CPUs). */
 static long tune__model_threads(void) {
   long t = sysconf(_SC_NPROCESSORS_ONLN);
   const char *env = getenv("TH_NUM_THREADS");
@@ -237,18 +245,21 @@ static json_t *tune__predicate(const store_key *key, json_t *m, const char *mani
                                const tune_prov_machine *machine) {
   json_t *p = json_object();
   json_t *net = json_pack("{s:s}", "name", key->network);
-  if (key->net_digest[0]) json_object_set_new(net, "digest", json_pack("{s:s}", "sha256", key->net_digest));
+  if (key->net_digest[0])
+    json_object_set_new(net, "digest", json_pack("{s:s}", "sha256", key->net_digest));
   tune__copy(net, "source", m, "network_source");
   json_object_set_new(p, "network", net);
 
-  json_t *comp = json_pack("{s:s,s:s}", "framework", key->framework, "version", key->compiler_version);
+  json_t *comp =
+      json_pack("{s:s,s:s}", "framework", key->framework, "version", key->compiler_version);
   json_t *mk = json_object_get(m, "key");
   tune__copy(comp, "target", mk, "target");
   tune__copy(comp, "precision", m, "precision");
   tune__copy(comp, "fusion_disabled", m, "fusion_disabled");
   json_object_set_new(p, "compiler", comp);
 
-  /* the target as the compiler saw it (triple, CPU, feature string, the features the model requires) */
+  /* the target as the compiler saw it (triple, CPU, feature string, the features the model
+   * requires) */
   json_t *tgt = json_deep_copy(json_object_get(m, "target"));
   if (tgt) json_object_del(tgt, "built_on");
   json_object_set_new(p, "target", tgt ? tgt : json_null());
@@ -256,10 +267,11 @@ static json_t *tune__predicate(const store_key *key, json_t *m, const char *mani
   char rhex[65] = "";
   int nrec = 0;
   tune_prov_records_digest(manifest, rhex, &nrec);
-  json_object_set_new(p, "records",
-                      json_pack("{s:s,s:i,s:s}", "sha256", rhex, "count", nrec, "canonical",
-                                "sorted unique lines \"<workload>\\t<config>\\t<source>\\n\" of the layers whose "
-                                "source is tuned or transferred; empty when none"));
+  json_object_set_new(
+      p, "records",
+      json_pack("{s:s,s:i,s:s}", "sha256", rhex, "count", nrec, "canonical",
+                "sorted unique lines \"<workload>\\t<config>\\t<source>\\n\" of the layers whose "
+                "source is tuned or transferred; empty when none"));
   tune__copy(p, "config_sources", m, "config_sources");
   tune__copy(p, "tuned", m, "tuned");
 
@@ -278,22 +290,25 @@ static json_t *tune__predicate(const store_key *key, json_t *m, const char *mani
     json_object_set_new(on, "worker", json_string(machine->worker));
   json_object_set_new(p, "measured_on", on);
 
-  /* what was checked numerically, and what was not: the records' configs passed the per-kernel check against
-   * the reference (a record with error class 0); the whole network is only checked for finite outputs */
+  /* what was checked numerically, and what was not: the records' configs passed the per-kernel
+   * check against the reference (a record with error class 0); the whole network is only checked
+   * for finite outputs */
   json_object_set_new(
       p, "numerical_check",
-      json_pack("{s:{s:s,s:f,s:f},s:s,s:n,s:n}", "kernels", "method",
-                "every tuned or transferred config's output was compared with the naive reference kernel of its "
-                "workload (|got - ref| <= atol * max|ref| + rtol * |ref|) before its record was kept",
-                "rtol", 1e-4, "atol", 1e-5, "network",
-                "the timed runs' outputs are finite; not compared with a reference framework", "max_abs_error",
-                "max_rel_error"));
+      json_pack(
+          "{s:{s:s,s:f,s:f},s:s,s:n,s:n}", "kernels", "method",
+          "every tuned or transferred config's output was compared with the naive reference kernel "
+          "of its "
+          "workload (|got - ref| <= atol * max|ref| + rtol * |ref|) before its record was kept",
+          "rtol", 1e-4, "atol", 1e-5, "network",
+          "the timed runs' outputs are finite; not compared with a reference framework",
+          "max_abs_error", "max_rel_error"));
   return p;
 }
 
 th_status tune_prov_sign(const tune_signer *sg, const store_key *key, const char *tar_digest,
-                         const char *manifest, const tune_prov_machine *machine, char **envelope, char *err,
-                         size_t n) {
+                         const char *manifest, const tune_prov_machine *machine, char **envelope,
+                         char *err, size_t n) {
   json_t *m = json_loads(manifest, 0, NULL);
   if (!json_is_object(m)) {
     json_decref(m);
@@ -302,15 +317,18 @@ th_status tune_prov_sign(const tune_signer *sg, const store_key *key, const char
   }
   char subject[sizeof key->framework + sizeof key->network + 16];
   snprintf(subject, sizeof subject, "%s/%s/%d", key->framework, key->network, key->batch);
-  json_t *st = json_pack("{s:s,s:[{s:s,s:{s:s}}],s:s,s:o}", "_type", "https://in-toto.io/Statement/v1", "subject",
-                         "name", subject, "digest", "sha256", tar_digest, "predicateType",
-                         TUNE_PROV_PREDICATE_TYPE, "predicate", tune__predicate(key, m, manifest, machine));
+  json_t *st =
+      json_pack("{s:s,s:[{s:s,s:{s:s}}],s:s,s:o}", "_type", "https://in-toto.io/Statement/v1",
+                "subject", "name", subject, "digest", "sha256", tar_digest, "predicateType",
+                TUNE_PROV_PREDICATE_TYPE, "predicate", tune__predicate(key, m, manifest, machine));
   json_decref(m);
   char *payload = st ? json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
   json_decref(st);
   unsigned char *pae = NULL, sig[64];
   size_t pae_len = 0, sig_len = sizeof sig;
-  th_status rc = payload ? tune__pae(TUNE_PROV_PAYLOAD_TYPE, payload, strlen(payload), &pae, &pae_len) : TH_ERR_NOMEM;
+  th_status rc = payload
+                     ? tune__pae(TUNE_PROV_PAYLOAD_TYPE, payload, strlen(payload), &pae, &pae_len)
+                     : TH_ERR_NOMEM;
   EVP_MD_CTX *ctx = rc == TH_OK ? EVP_MD_CTX_new() : NULL;
   if (rc == TH_OK && (!ctx || EVP_DigestSignInit(ctx, NULL, NULL, NULL, sg->key) != 1 ||
                       EVP_DigestSign(ctx, sig, &sig_len, pae, pae_len) != 1)) {
@@ -322,9 +340,10 @@ th_status tune_prov_sign(const tune_signer *sg, const store_key *key, const char
   char *b64p = rc == TH_OK ? tune__b64(payload, strlen(payload)) : NULL;
   char *b64s = rc == TH_OK ? tune__b64(sig, sig_len) : NULL;
   free(payload);
-  json_t *env = b64p && b64s ? json_pack("{s:s,s:s,s:[{s:s,s:s}]}", "payloadType", TUNE_PROV_PAYLOAD_TYPE,
-                                         "payload", b64p, "signatures", "keyid", sg->keyid, "sig", b64s)
-                             : NULL;
+  json_t *env = b64p && b64s
+                    ? json_pack("{s:s,s:s,s:[{s:s,s:s}]}", "payloadType", TUNE_PROV_PAYLOAD_TYPE,
+                                "payload", b64p, "signatures", "keyid", sg->keyid, "sig", b64s)
+                    : NULL;
   free(b64p);
   free(b64s);
   char *text = env ? json_dumps(env, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
@@ -337,8 +356,8 @@ th_status tune_prov_sign(const tune_signer *sg, const store_key *key, const char
   return rc;
 }
 
-/* The statement's subject sha256 that equals want, else the first one (into got, "" when none); 1 on a match,
- * -1 when the statement is no in-toto Statement v1. */
+/* The statement's subject sha256 that equals want, else the first one (into got, "" when none); 1
+ * on a match, -1 when the statement is no in-toto Statement v1. */
 static int tune__subject(const char *stmt, size_t len, const char *want, char *got, size_t n) {
   got[0] = '\0';
   json_t *s = json_loadb(stmt, len, 0, NULL);
@@ -348,7 +367,8 @@ static int tune__subject(const char *stmt, size_t len, const char *want, char *g
   if (type && strcmp(type, "https://in-toto.io/Statement/v1") == 0 && json_is_array(subj)) {
     r = 0;
     for (size_t i = 0; i < json_array_size(subj) && r == 0; i++) {
-      const char *d = json_string_value(json_object_get(json_object_get(json_array_get(subj, i), "digest"), "sha256"));
+      const char *d = json_string_value(
+          json_object_get(json_object_get(json_array_get(subj, i), "digest"), "sha256"));
       if (!d) continue;
       if (!got[0] || strcmp(d, want) == 0) snprintf(got, n, "%s", d);
       if (strcmp(d, want) == 0) r = 1;
@@ -359,7 +379,8 @@ static int tune__subject(const char *stmt, size_t len, const char *want, char *g
 }
 
 tune_prov_failure tune_prov_verify(const char *envelope, size_t len, const char *pub_path,
-                                   const char *bundle_sha256, char **statement, char *err, size_t n) {
+                                   const char *bundle_sha256, char **statement, char *err,
+                                   size_t n) {
   json_error_t je;
   json_t *env = json_loadb(envelope, len, 0, &je);
   const char *type = json_string_value(json_object_get(env, "payloadType"));
@@ -370,8 +391,10 @@ tune_prov_failure tune_prov_verify(const char *envelope, size_t len, const char 
     snprintf(err, n, "statement is not valid JSON/DSSE: %s (line %d)", je.text, je.line);
     f = TUNE_PROV_MALFORMED;
   } else if (!type || !b64p || !json_is_array(sigs) || json_array_size(sigs) == 0) {
-    snprintf(err, n, "statement is not valid JSON/DSSE: a DSSE envelope has string payloadType and payload and a "
-                     "non-empty signatures array");
+    snprintf(err, n,
+             "statement is not valid JSON/DSSE: a DSSE envelope has string payloadType and payload "
+             "and a "
+             "non-empty signatures array");
     f = TUNE_PROV_MALFORMED;
   } else if (strcmp(type, TUNE_PROV_PAYLOAD_TYPE) != 0) {
     snprintf(err, n, "statement is not valid JSON/DSSE: payloadType '%s', expected %s", type,
@@ -408,13 +431,17 @@ tune_prov_failure tune_prov_verify(const char *envelope, size_t len, const char 
     f = TUNE_PROV_SIGNATURE;
   }
   char got[80];
-  int match = f == TUNE_PROV_OK ? tune__subject((const char *)payload, plen, bundle_sha256, got, sizeof got) : 0;
+  int match = f == TUNE_PROV_OK
+                  ? tune__subject((const char *)payload, plen, bundle_sha256, got, sizeof got)
+                  : 0;
   if (f == TUNE_PROV_OK && match < 0) {
-    snprintf(err, n, "statement is not valid JSON/DSSE: the signed payload is no in-toto Statement v1 with a subject");
+    snprintf(err, n,
+             "statement is not valid JSON/DSSE: the signed payload is no in-toto Statement v1 with "
+             "a subject");
     f = TUNE_PROV_MALFORMED;
   } else if (f == TUNE_PROV_OK && match == 0) {
-    snprintf(err, n, "bundle digest sha256:%s is not the statement's subject sha256:%s", bundle_sha256,
-             got[0] ? got : "(none)");
+    snprintf(err, n, "bundle digest sha256:%s is not the statement's subject sha256:%s",
+             bundle_sha256, got[0] ? got : "(none)");
     f = TUNE_PROV_SUBJECT;
   }
   if (f == TUNE_PROV_OK && statement) {

@@ -67,14 +67,15 @@ th_status tune__handoff(void *ctx, const char *target) {
   return TH_OK;
 }
 
-/* Signs the provenance of job j's bundle tar_digest (--signing-key) and puts the DSSE envelope into the store
- * as an artifact: its digest into prov_digest. A failure fails the publish: a daemon told to sign publishes
- * nothing unsigned. */
+/* Signs the provenance of job j's bundle tar_digest (--signing-key) and puts the DSSE envelope into
+ * the store as an artifact: its digest into prov_digest. A failure fails the publish: a daemon told
+ * to sign publishes nothing unsigned. */
 static th_status tune__sign(tune__sjob *j, const tune_build_output *out, const char *tar_digest,
                             char prov_digest[65]) {
   char *env = NULL, err[TH_MSG_MAX + sizeof j->dir + 64] = "", path[sizeof j->dir + 32];
   tune_prov_machine mach = {j->s->worker_name};
-  th_status rc = tune_prov_sign(j->s->o.signer, &j->job.key, tar_digest, out->manifest, &mach, &env, err, sizeof err);
+  th_status rc = tune_prov_sign(j->s->o.signer, &j->job.key, tar_digest, out->manifest, &mach, &env,
+                                err, sizeof err);
   snprintf(path, sizeof path, "%s/provenance.json", j->dir);
   int fd = rc == TH_OK ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
   if (rc == TH_OK && (fd < 0 || th_write_full(fd, env, strlen(env), 0) != 0)) {
@@ -82,10 +83,11 @@ static th_status tune__sign(tune__sjob *j, const tune_build_output *out, const c
     rc = TH_ERR_IO;
   }
   if (fd >= 0) close(fd);
-  if (rc == TH_OK) rc = store_artifact_put(j->s->st, path, TUNE_PROV_ENVELOPE_MEDIA, prov_digest, NULL);
+  if (rc == TH_OK)
+    rc = store_artifact_put(j->s->st, path, TUNE_PROV_ENVELOPE_MEDIA, prov_digest, NULL);
   else
-    TH_LOG(TH_LOG_ERROR, "job %lld: cannot sign the provenance of sha256:%.12s…: %s", (long long)j->job.id,
-           tar_digest, err);
+    TH_LOG(TH_LOG_ERROR, "job %lld: cannot sign the provenance of sha256:%.12s…: %s",
+           (long long)j->job.id, tar_digest, err);
   unlink(path);
   free(env);
   return rc;
@@ -102,7 +104,8 @@ th_status tune__publish(void *ctx, const tune_build_output *out, int *version) {
   if (rc == TH_OK && j->s->o.signer) rc = tune__sign(j, out, tar_digest, prov_digest);
   if (rc == TH_OK)
     rc = store_model_publish_signed(st, &j->job.key, out->tuned, tar_digest, so_digest, prov_digest,
-                                    out->manifest, out->latency_ms, j->job.id, j->job.attempts, version);
+                                    out->manifest, out->latency_ms, j->job.id, j->job.attempts,
+                                    version);
   tune__refused(j, rc, "the publish");
   if (rc == TH_OK) {
     TH_LOG(TH_LOG_INFO, "job %lld published %s/%s/%d v%d (sha256:%.12s…)", (long long)j->job.id,

@@ -119,8 +119,8 @@ TH_TEST(referenced_kept_unreferenced_swept) {
   return 0;
 }
 
-/* A signed version's provenance envelope is live while the version is (store_model_provenance finds it), and
- * goes with the version once it is deleted; an unsigned version has none. */
+/* A signed version's provenance envelope is live while the version is (store_model_provenance finds
+ * it), and goes with the version once it is deleted; an unsigned version has none. */
 TH_TEST(provenance_kept_with_its_version) {
   char *d = tmpdir();
   store_t *st = open_store(d);
