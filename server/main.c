@@ -90,7 +90,8 @@ static const th_command commands[] = {
     {"worker", {NULL}, cli_worker,
      "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
      "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"
-     "                                            (default: its CPU, and its CUDA device's arch)\n", 0},
+     "                                            (default: its CPU, and its CUDA device's arch)\n"
+     "                [--signing-key KEY.pem]   sign what it publishes, as serve --signing-key does\n", 0},
     {"migrate", {NULL}, cli_migrate,
      "  tunehub migrate --from DIR --to postgresql://...\n"
      "                                                    copy an embedded store into a new PostgreSQL\n"

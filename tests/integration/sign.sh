@@ -72,6 +72,9 @@ case_serve() {
   expect_fail 2 "pub.pem holds no Ed25519 private key" "$TUNEHUB" serve --data "$DATA" --signing-key "$TMP/pub.pem"
   expect_fail 2 "cannot read the signing key file $TMP/nowhere.pem" \
     "$TUNEHUB" serve --data "$DATA" --signing-key "$TMP/nowhere.pem"
+  # a fleet worker refuses the same way, before it opens the shared store
+  expect_fail 2 "worker: --signing-key: $TMP/rsa.pem holds no Ed25519 private key" \
+    "$TUNEHUB" worker --db postgresql://127.0.0.1:1/none --data "$TMP/w" --signing-key "$TMP/rsa.pem"
 
   start_daemon
   expect_status 404 "$BASE/models/llvm/$NET/1/provenance"
