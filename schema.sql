@@ -275,3 +275,8 @@ ALTER TABLE jobs ADD COLUMN precision TEXT NOT NULL DEFAULT 'fp32' CHECK (precis
 DROP INDEX jobs_live_key;
 CREATE UNIQUE INDEX jobs_live_key ON jobs (framework, network, batch, target, compiler_version, precision,
   net_digest) WHERE state IN ('queued', 'running');
+
+-- migration 8
+-- Signed provenance (tuner/provenance.c): the DSSE envelope of a version's in-toto statement, a content-addressed
+-- blob like the bundle; NULL when the daemon that published the version had no --signing-key.
+ALTER TABLE models ADD COLUMN provenance_digest TEXT REFERENCES artifacts(digest);

@@ -147,6 +147,14 @@ static json_t *tc__manifest(const tc__bundle_in *bi, const tc__file *files, int 
   return m;
 }
 
+/* The manifest's facts of one build's run, not of its inputs: the wall clock (build_seconds, cuda's
+ * nvrtc_seconds), the timing (latency_ms), why there was none (unmeasured: it names this machine's
+ * devices) and the machine that built it (target.built_on: host name and CPU). They are in the
+ * manifest text tc_build_bundle hands back (the store keeps it in the version's row, and
+ * /models/.../manifest serves it) and never in the bundle's manifest.json. */
+static const char *const tc__measured_keys[] = {"build_seconds", "nvrtc_seconds", "latency_ms",
+                                                "unmeasured"};
+
 static th_status tc__tar_entry(struct archive *a, const char *name, const void *data, size_t len, int mode) {
   struct archive_entry *e = archive_entry_new();
   if (!e) return TH_ERR_NOMEM;
@@ -183,8 +191,18 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
   int nfiles = bi->emit->extra_name ? 6 : 5; /* the backend's own file (kernels/kernels.cu) last */
   json_t *m = tc__manifest(bi, files, nfiles);
   char *text = m ? json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+  char *in_tar = NULL;
+  if (m && text) {
+    /* the tar's copy holds nothing of this build's run (tc__measured_keys): the same records,
+     * network and compiler give the same bundle bytes, so a signed digest can be checked by
+     * rebuilding; the text handed back (the store's row) keeps them */
+    for (size_t i = 0; i < sizeof tc__measured_keys / sizeof *tc__measured_keys; i++)
+      json_object_del(m, tc__measured_keys[i]);
+    json_object_del(json_object_get(m, "target"), "built_on");
+    in_tar = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  }
   json_decref(m);
-  if (!text) rc = TH_ERR_NOMEM;
+  if (!text || !in_tar) rc = TH_ERR_NOMEM;
   if (rc == TH_OK && out_tar) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out_tar, (long)getpid());
@@ -195,7 +213,7 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
       tc__seterr(err, errlen, "cannot write %s: %s", tmp, archive_error_string(a));
       rc = TH_ERR_IO;
     }
-    if (rc == TH_OK) rc = tc__tar_entry(a, "manifest.json", text, strlen(text), 0644);
+    if (rc == TH_OK) rc = tc__tar_entry(a, "manifest.json", in_tar, strlen(in_tar), 0644);
     for (int i = 0; rc == TH_OK && i < nfiles; i++)
       rc = tc__tar_entry(a, files[i].name, files[i].data, files[i].len, i == 0 ? 0755 : 0644);
     if (a && archive_write_close(a) != ARCHIVE_OK && rc == TH_OK) rc = TH_ERR_IO;
@@ -213,6 +231,7 @@ th_status tc__bundle_write(const tc__bundle_in *bi, const char *out_tar, char **
     text = NULL;
   }
   free(text);
+  free(in_tar);
   free(so);
   return rc;
 }

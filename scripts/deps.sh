@@ -3,9 +3,9 @@
 # it installs only the packages that are missing. Pass --test to add what the test suite needs.
 set -euo pipefail
 pkgs=(pkg-config libmicrohttpd-dev libsqlite3-dev libjansson-dev libarchive-dev libxgboost-dev llvm-16-dev
-      libonnx-dev protobuf-c-compiler libprotobuf-c-dev libpq-dev curl)
+      libonnx-dev protobuf-c-compiler libprotobuf-c-dev libpq-dev libssl-dev curl)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(sqlite3 jq python3-torch python3-torchvision python3-numpy chromium wrk slowhttptest clang-16 libclang-rt-16-dev skopeo postgresql-15 prometheus
+  pkgs+=(sqlite3 jq python3-torch python3-torchvision python3-numpy chromium wrk slowhttptest clang-16 libclang-rt-16-dev skopeo postgresql-15 prometheus openssl
         libonnx-testdata python3-onnx clang-format libopenblas0-pthread
         python3-venv python3-pip python3-setuptools)
   # libopenblas0-pthread: Debian's python3-torch runs its linear layers in whatever libblas.so.3 is selected,

@@ -40,6 +40,9 @@ int cli_gc(int argc, char **argv);
 int cli_records(int argc, char **argv);
 /* `tunehub worker --db URL ...` (cli_worker.c): runs jobs from a shared store until SIGTERM or SIGINT. */
 int cli_worker(int argc, char **argv);
+/* `tunehub verify BUNDLE --statement FILE --key PUB.pem` (cli_verify.c): 0 verified, 1 a check
+ * failed (stderr names it), 2 bad usage or an unreadable file. */
+int cli_verify(int argc, char **argv);
 /* For a long-running command: blocks SIGINT and SIGTERM in this thread and every thread it starts afterwards
  * (the caller waits for them with sigwait on *set) and ignores SIGPIPE. */
 void cli_stop_signals(sigset_t *set);

@@ -16,6 +16,7 @@
 #include "builder.h"
 #include "cli.h"
 #include "present.h"
+#include "provenance.h"
 #include "scheduler.h"
 #include "guard.h"
 #include "srv.h"
@@ -27,7 +28,7 @@ static const char cli__worker_usage[] =
     "usage: tunehub worker --db postgresql://... [--target NAME]... [--slots N] [--data DIR] "
     "[--lease SECONDS]\n"
     "                      [--name NAME] [--build-slots N] [--memory-budget BYTES] [--min-free BYTES]\n"
-    "                      [--keep-versions N] [--log-level L]";
+    "                      [--keep-versions N] [--signing-key KEY.pem] [--log-level L]";
 
 /* A whole-number flag from lo to hi into *out; 0 with a message naming the range otherwise. */
 static int cli__int(const char *flag, const char *v, int lo, int hi, int *out) {
@@ -78,7 +79,7 @@ static void *cli__wake_main(void *arg) {
 }
 
 int cli_worker(int argc, char **argv) {
-  const char *db = NULL, *data = "./data", *name = NULL;
+  const char *db = NULL, *data = "./data", *name = NULL, *key = NULL;
   const char *names[TUNE_SCHED_MAX_TARGETS];
   int nnames = 0, slots = 2, lease = 30, build_slots = 0, keep = 0;
   int64_t mem_budget = 0; /* 0: tune_sched_opts_default's three quarters of the machine */
@@ -124,6 +125,8 @@ int cli_worker(int argc, char **argv) {
       if (!ok) fprintf(stderr, "tunehub worker: %s\n", why);
     } else if (!strcmp(f, "--keep-versions")) {
       ok = cli__int(f, v, 0, 1000000, &keep);
+    } else if (!strcmp(f, "--signing-key") && v) {
+      key = v;
     } else if (!strcmp(f, "--log-level") && v) {
       if (th_log_set_level(v) != 0) {
         fprintf(stderr, "tunehub worker: --log-level takes error, warn, info or debug\n");
@@ -164,6 +167,13 @@ int cli_worker(int argc, char **argv) {
   if (nnames == 0) ntargets = tune_local_targets(targets, TUNE_SCHED_MAX_TARGETS);
   const char *target_ptrs[TUNE_SCHED_MAX_TARGETS];
   for (int i = 0; i < ntargets; i++) target_ptrs[i] = targets[i];
+  /* a worker signs what it publishes as a daemon does (serve --signing-key), with the same refusal */
+  tune_signer *signer = NULL;
+  char kerr[TH_MSG_MAX];
+  if (key && tune_signer_load(key, &signer, kerr, sizeof kerr) != TH_OK) {
+    fprintf(stderr, "tunehub worker: --signing-key: %s\n", kerr);
+    return 2;
+  }
 
   sigset_t set;
   cli_stop_signals(&set);
@@ -171,12 +181,14 @@ int cli_worker(int argc, char **argv) {
   store_t *st = NULL;
   if (store_open_db(db, data, &st) != TH_OK) {
     fprintf(stderr, "tunehub worker: cannot open the store: %s\n", store_errmsg(NULL));
+    tune_signer_free(signer);
     return 1;
   }
   if (!store_shared(
           st)) { /* store_open_db refuses anything but a PostgreSQL URL; kept for a future engine */
     fprintf(stderr, "tunehub worker: --db must name a shared store\n");
     store_close(st);
+    tune_signer_free(signer);
     return 2;
   }
   /* its builds publish nothing that would leave the data directory (the local cache) below the floor */
@@ -196,12 +208,14 @@ int cli_worker(int argc, char **argv) {
   o.name = name;
   o.targets = target_ptrs;
   o.ntargets = ntargets;
+  o.signer = signer;
   tune_sched *sched = NULL;
   th_status rc = tune_sched_start(st, cli_default_builder(data), &o, &sched);
   if (rc != TH_OK) {
     fprintf(stderr, "tunehub worker: cannot start: %s\n",
             rc == TH_ERR_INVALID || rc == TH_ERR_IO ? th_status_str(rc) : store_errmsg(st));
     store_close(st);
+    tune_signer_free(signer);
     return 1;
   }
   TH_LOG(TH_LOG_INFO,
@@ -226,6 +240,7 @@ int cli_worker(int argc, char **argv) {
   }
   tune_sched_stop(sched);
   store_close(st);
+  tune_signer_free(signer);
   TH_LOG(TH_LOG_INFO, "stopped");
   return 0;
 }

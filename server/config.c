@@ -117,6 +117,8 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       rc = srv__str_flag(f, v, c->db, sizeof c->db, err, n);
     } else if (!strcmp(f, "--token-file")) {
       rc = srv__str_flag(f, v, c->token_file, sizeof c->token_file, err, n);
+    } else if (!strcmp(f, "--signing-key")) {
+      rc = srv__str_flag(f, v, c->signing_key, sizeof c->signing_key, err, n);
     } else if (!strcmp(f, "--web")) {
       rc = srv__str_flag(f, v, c->web_dir, sizeof c->web_dir, err, n);
     } else if (!strcmp(f, "--workers")) {
@@ -180,7 +182,8 @@ th_status srv_config_parse(srv_config *c, int argc, char **argv, char *err, size
       }
     } else {
       snprintf(err, n,
-               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F --private "
+               "unknown flag '%s'; valid: --listen HOST:PORT --data DIR --db URL --token-file F "
+               "--signing-key F --private "
                "--workers N --lease S --build-slots N --max-streams N --max-streams-per-ip N "
                "--http-threads N --max-batch N --max-queued N --connection-limit N "
                "--max-connections-per-ip N --miss-rate N --anon-jobs-per-ip N "

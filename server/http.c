@@ -251,6 +251,7 @@ th_status srv_start(const srv_config *c, const tune_builder *builder, srv_t **ou
   so.encode_progress = srv_progress_doc;
   so.listener_ctx = s;
   so.keep_versions = c->keep_versions;
+  so.signer = c->signer;
   /* the scheduler is this daemon's worker: it registers the targets this machine measures, and one that
    * admits no job (--workers 0, a serving replica) only requeues the expired leases of others */
   so.lease_s = c->lease_s;

@@ -11,6 +11,7 @@
 #include "auth.h"
 #include "tc/backend.h"
 #include "cli.h"
+#include "provenance.h"
 #include "remeasure.h"
 #include "srv.h"
 #include "th_log.h"
@@ -44,6 +45,7 @@ static int cmd_build_worker(int argc, char **argv);
 static const th_command commands[] = {
     {"serve", {NULL}, cmd_serve,
      "  tunehub serve [--listen 127.0.0.1:8080] [--data ./data] [--token-file F] [--workers N]\n"
+     "                [--signing-key KEY.pem]   sign every publish's provenance (Ed25519, PEM PKCS#8)\n"
      "                [--private]   every read needs a token with the scope read (or tune, admin)\n"
      "                [--db postgresql://...] [--lease 30]   a store shared with other daemons and workers;\n"
      "                                                    --workers 0 with --db: a replica that runs no jobs\n"
@@ -88,7 +90,8 @@ static const th_command commands[] = {
     {"worker", {NULL}, cli_worker,
      "  tunehub worker --db postgresql://... [--target NAME]... [--slots 2] [--data ./data]\n"
      "                [--lease 30] [--name NAME]   claim and run jobs for the targets this machine measures\n"
-     "                                            (default: its CPU, and its CUDA device's arch)\n", 0},
+     "                                            (default: its CPU, and its CUDA device's arch)\n"
+     "                [--signing-key KEY.pem]   sign what it publishes, as serve --signing-key does\n", 0},
     {"migrate", {NULL}, cli_migrate,
      "  tunehub migrate --from DIR --to postgresql://...\n"
      "                                                    copy an embedded store into a new PostgreSQL\n"
@@ -98,6 +101,10 @@ static const th_command commands[] = {
      "                                                    remove blobs no published version, alias or\n"
      "                                                    network references, unreferenced for the grace\n"
      "                                                    period (seconds; an hour: longer than a publish)\n", 0},
+    {"verify", {NULL}, cli_verify,
+     "  tunehub verify BUNDLE.tar --statement ENVELOPE.json --key PUB.pem\n"
+     "                                                    check a bundle against its signed provenance\n"
+     "                                                    (GET .../provenance) and print what it says\n", 0},
     {"hash-token", {NULL}, cli_hash_token,
      "  tunehub hash-token < TOKEN                       print sha256:HEX, a token-file line that\n"
      "                                                    does not hold the token itself\n", 0},
@@ -143,6 +150,14 @@ static int cmd_serve(int argc, char **argv) {
     fprintf(stderr, "tunehub serve: %s\n", err);
     return 2;
   }
+  /* a key that cannot sign is refused before anything starts: a daemon told to sign never publishes
+   * unsigned */
+  tune_signer *signer = NULL;
+  if (cfg.signing_key[0] && tune_signer_load(cfg.signing_key, &signer, err, sizeof err) != TH_OK) {
+    fprintf(stderr, "tunehub serve: --signing-key: %s\n", err);
+    return 2;
+  }
+  cfg.signer = signer;
   /* Block the stop signals in every thread; the main thread waits for them with sigwait. */
   sigset_t set;
   cli_stop_signals(&set);
@@ -151,8 +166,12 @@ static int cmd_serve(int argc, char **argv) {
   srv_t *s = NULL;
   if (srv_start(&cfg, builder, &s, err, sizeof err) != TH_OK) {
     fprintf(stderr, "tunehub serve: %s\n", err);
+    tune_signer_free(signer);
     return 1;
   }
+  if (signer)
+    TH_LOG(TH_LOG_INFO, "signing the provenance of every publish with %s (keyid %.16s…)",
+           cfg.signing_key, tune_signer_keyid(signer));
   TH_LOG(TH_LOG_INFO, "tunehub %s serving http://%s:%d/ with data in %s (%d worker(s)%s)", TH_VERSION,
          cfg.listen_host, cfg.port, cfg.data_dir, cfg.workers,
          cfg.token_file[0] ? ", token required for changes" : ", read-only API: no --token-file");
@@ -160,6 +179,7 @@ static int cmd_serve(int argc, char **argv) {
   sigwait(&set, &sig);
   TH_LOG(TH_LOG_INFO, "signal %d: shutting down", sig);
   srv_stop(s);
+  tune_signer_free(signer);
   TH_LOG(TH_LOG_INFO, "stopped");
   return 0;
 }

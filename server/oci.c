@@ -11,7 +11,12 @@
  * same bytes on every call, sorted keys), and a request by digest regenerates the repository's versions and
  * matches. A tag of a key with no published version is a miss as on /models/: the job is queued (HEAD never
  * queues) and the answer is an OCI error with Retry-After, never a half-built manifest. Errors use OCI's body
- * {"errors": [{"code", "message", "detail"}]} and codes. */
+ * {"errors": [{"code", "message", "detail"}]} and codes.
+ *
+ * OCI 1.1 referrers: a version published with a signing key has its provenance (the DSSE envelope,
+ * tuner/provenance.h) as an artifact manifest whose subject is its image manifest, listed by
+ * /v2/<repo>/referrers/<digest> and generated like the images; its blobs are the empty config and the
+ * envelope. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +32,7 @@
 #include "response.h"
 #include "model_key.h"
 #include "models.h"
+#include "provenance.h"
 #include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
@@ -34,6 +40,10 @@
 #define OCI_MANIFEST_TYPE "application/vnd.oci.image.manifest.v1+json"
 #define OCI_CONFIG_TYPE "application/vnd.oci.image.config.v1+json"
 #define OCI_LAYER_TYPE "application/vnd.oci.image.layer.v1.tar"
+#define OCI_INDEX_TYPE "application/vnd.oci.image.index.v1+json"
+/* OCI 1.1's empty descriptor: the config of an artifact that has none, the blob "{}" */
+#define OCI_EMPTY_TYPE "application/vnd.oci.empty.v1+json"
+#define OCI_EMPTY_DIGEST "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 
 #if defined(__x86_64__)
 #define OCI_ARCH "amd64"
@@ -68,9 +78,11 @@ static enum MHD_Result oci__error(srv_t *s, srv_request *r, unsigned int status,
   return oci__queue(s, r, status, resp);
 }
 
-/* A generated document (manifest or config): body text with its digest, media type and ETag. */
-static enum MHD_Result oci__send_doc(srv_t *s, srv_request *r, const char *text, const char *digest_hex,
-                                     const char *media_type) {
+/* A generated document (manifest, config or index): body text with its digest, media type and ETag;
+ * filters (may be NULL) is the OCI-Filters-Applied header of a filtered referrers list. */
+static enum MHD_Result oci__send_doc_filtered(srv_t *s, srv_request *r, const char *text,
+                                              const char *digest_hex, const char *media_type,
+                                              const char *filters) {
   char etag[TH_ETAG_MAX], dcd[TH_DIGEST_MAX];
   snprintf(etag, sizeof etag, "\"sha256:%s\"", digest_hex);
   snprintf(dcd, sizeof dcd, "sha256:%s", digest_hex);
@@ -88,7 +100,13 @@ static enum MHD_Result oci__send_doc(srv_t *s, srv_request *r, const char *text,
   MHD_add_response_header(resp, "Docker-Content-Digest", dcd);
   MHD_add_response_header(resp, "ETag", etag);
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  if (filters) MHD_add_response_header(resp, "OCI-Filters-Applied", filters);
   return oci__queue(s, r, not_modified ? 304 : 200, resp);
+}
+
+static enum MHD_Result oci__send_doc(srv_t *s, srv_request *r, const char *text,
+                                     const char *digest_hex, const char *media_type) {
+  return oci__send_doc_filtered(s, r, text, digest_hex, media_type, NULL);
 }
 
 /* ---- the image of one version ---- */
@@ -165,6 +183,38 @@ static th_status oci__image(const store_model *m, oci_image *im) {
     return TH_ERR_NOMEM;
   }
   oci__digest(im->manifest, im->manifest_digest);
+  return TH_OK;
+}
+
+/* The referrer of version m's image im: an OCI 1.1 artifact manifest (artifactType the DSSE
+ * envelope's media type, the empty config, one layer that is the envelope blob, subject im's
+ * manifest) for its signed provenance, generated like the image (sorted keys, no clock but the
+ * version's date). Its text and digest into *text (malloc'd) and hex, the envelope's digest into
+ * prov. TH_ERR_NOT_FOUND when m was published unsigned. */
+static th_status oci__referrer(srv_t *s, const store_model *m, const oci_image *im, char **text,
+                               char hex[TH_HEX_MAX], char prov[TH_HEX_MAX]) {
+  th_status rc = store_model_provenance(s->st, &m->key, m->version, prov);
+  char path[TH_PATH_MAX];
+  int64_t size = 0;
+  if (rc == TH_OK) rc = store_artifact_path(s->st, prov, path, sizeof path, &size, NULL, 0);
+  if (rc != TH_OK) return rc;
+  char pd[TH_DIGEST_MAX], sd[TH_DIGEST_MAX], created[32];
+  snprintf(pd, sizeof pd, "sha256:%s", prov);
+  snprintf(sd, sizeof sd, "sha256:%s", im->manifest_digest);
+  oci__rfc3339(m->created_at, created, sizeof created);
+  json_t *man = json_pack(
+      "{s:i, s:s, s:s, s:{s:s, s:s, s:i, s:s}, s:[{s:s, s:s, s:I}], s:{s:s, s:s, s:I}, s:{s:s, "
+      "s:s}}",
+      "schemaVersion", 2, "mediaType", OCI_MANIFEST_TYPE, "artifactType", TUNE_PROV_ENVELOPE_MEDIA,
+      "config", "mediaType", OCI_EMPTY_TYPE, "digest", "sha256:" OCI_EMPTY_DIGEST, "size", 2,
+      "data", "e30=", "layers", "mediaType", TUNE_PROV_ENVELOPE_MEDIA, "digest", pd, "size",
+      (json_int_t)size, "subject", "mediaType", OCI_MANIFEST_TYPE, "digest", sd, "size",
+      (json_int_t)strlen(im->manifest), "annotations", "dev.tunehub.predicate_type",
+      TUNE_PROV_PREDICATE_TYPE, "org.opencontainers.image.created", created);
+  *text = man ? json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(man);
+  if (!*text) return TH_ERR_NOMEM;
+  oci__digest(*text, hex);
   return TH_OK;
 }
 
@@ -402,6 +452,91 @@ static th_status oci__by_digest(srv_t *s, const char *fw, const char *net, const
   return rc;
 }
 
+/* The repository's signed version whose referrer manifest has digest hex (by_blob: whose envelope
+ * blob has it): the referrer's text into *text (malloc'd), the envelope's digest into prov.
+ * TH_ERR_NOT_FOUND when none. With subject (hex, may be NULL) only the version whose image manifest
+ * has that digest is looked at. */
+static th_status oci__find_referrer(srv_t *s, const char *fw, const char *net, const char *hex,
+                                    int by_blob, const char *subject, char **text,
+                                    char prov[TH_HEX_MAX]) {
+  store_model *vs = NULL;
+  size_t n = 0;
+  th_status rc = oci__repo_versions(s, fw, net, &vs, &n);
+  if (rc != TH_OK) return rc;
+  rc = TH_ERR_NOT_FOUND;
+  int subject_seen = 0; /* the subject's version was looked at: no other one can refer to it */
+  for (size_t i = n; rc == TH_ERR_NOT_FOUND && !subject_seen && i-- > 0;) {
+    oci_image im;
+    char *t = NULL, rhex[TH_HEX_MAX], p[TH_HEX_MAX];
+    th_status ir = oci__image(&vs[i], &im);
+    if (ir != TH_OK) {
+      rc = ir;
+      break;
+    }
+    if (!subject || !strcmp(im.manifest_digest, subject)) {
+      subject_seen = subject != NULL;
+      ir = oci__referrer(s, &vs[i], &im, &t, rhex, p);
+      if (ir == TH_OK && (subject || !strcmp(by_blob ? p : rhex, hex))) {
+        *text = t;
+        t = NULL;
+        memcpy(prov, p, TH_HEX_MAX);
+        rc = TH_OK;
+      } else if (ir != TH_OK && ir != TH_ERR_NOT_FOUND) {
+        rc = ir;
+      }
+    }
+    free(t);
+    oci__image_free(&im);
+  }
+  store_model_list_free(vs, n);
+  return rc;
+}
+
+/* GET /v2/<repo>/referrers/<digest> (distribution-spec 1.1): an image index of the artifacts whose
+ * subject is that manifest: the signed provenance of the version whose image it is, or none (an
+ * empty index, 200, for an unsigned version and for a digest no version has, as the spec says).
+ * ?artifactType=T keeps those of type T and says so in OCI-Filters-Applied. */
+static enum MHD_Result oci__referrers(srv_t *s, srv_request *r, const char *fw, const char *net,
+                                      const char *ref) {
+  if (strncmp(ref, "sha256:", 7) != 0 || !th_is_sha256_hex(ref + 7))
+    return oci__error(
+        s, r, 400, "DIGEST_INVALID", NULL,
+        "invalid digest '%s': a digest is sha256: followed by 64 lowercase hex digits", ref);
+  char type[160] = "";
+  int filtered = srv_query(r, "artifactType", type, sizeof type) > 0;
+  char *text = NULL, prov[TH_HEX_MAX];
+  th_status rc = oci__find_referrer(s, fw, net, NULL, 0, ref + 7, &text, prov);
+  if (rc != TH_OK && rc != TH_ERR_NOT_FOUND)
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL, "the store does not answer: %s",
+                      store_errmsg(s->st));
+  json_t *list = json_array();
+  if (rc == TH_OK && (!filtered || !strcmp(type, TUNE_PROV_ENVELOPE_MEDIA))) {
+    char hex[TH_HEX_MAX], d[TH_DIGEST_MAX];
+    oci__digest(text, hex);
+    snprintf(d, sizeof d, "sha256:%s", hex);
+    json_t *man = json_loads(text, 0, NULL);
+    json_array_append_new(
+        list, json_pack("{s:s, s:s, s:I, s:s, s:O}", "mediaType", OCI_MANIFEST_TYPE, "digest", d,
+                        "size", (json_int_t)strlen(text), "artifactType", TUNE_PROV_ENVELOPE_MEDIA,
+                        "annotations", json_object_get(man, "annotations")));
+    json_decref(man);
+  }
+  free(text);
+  json_t *index = json_pack("{s:i, s:s, s:o}", "schemaVersion", 2, "mediaType", OCI_INDEX_TYPE,
+                            "manifests", list);
+  char *doc = index ? json_dumps(index, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+  json_decref(index);
+  if (!doc)
+    return oci__error(s, r, 503, "UNAVAILABLE", NULL,
+                      "cannot describe the referrers: out of memory");
+  char hex[TH_HEX_MAX];
+  oci__digest(doc, hex);
+  enum MHD_Result ret =
+      oci__send_doc_filtered(s, r, doc, hex, OCI_INDEX_TYPE, filtered ? "artifactType" : NULL);
+  free(doc);
+  return ret;
+}
+
 static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, const char *net,
                                      const char *ref) {
   int head = strcmp(r->method, "HEAD") == 0;
@@ -412,6 +547,12 @@ static enum MHD_Result oci__manifest(srv_t *s, srv_request *r, const char *fw, c
       return oci__error(s, r, 400, "DIGEST_INVALID", NULL,
                         "invalid digest '%s': a digest is sha256: followed by 64 lowercase hex digits", ref);
     rc = oci__by_digest(s, fw, net, ref + 7, 0, &im, NULL);
+    if (rc == TH_ERR_NOT_FOUND) { /* a signed version's provenance artifact (referrers) */
+      char prov[TH_HEX_MAX];
+      memset(&im, 0, sizeof im);
+      rc = oci__find_referrer(s, fw, net, ref + 7, 0, NULL, &im.manifest, prov);
+      if (rc == TH_OK) oci__digest(im.manifest, im.manifest_digest);
+    }
     if (rc == TH_ERR_NOT_FOUND)
       return oci__error(s, r, 404, "MANIFEST_UNKNOWN", NULL, "no manifest %s in %s/%s", ref, fw, net);
   } else {
@@ -535,10 +676,25 @@ static enum MHD_Result oci__blob(srv_t *s, srv_request *r, const char *fw, const
   if (strncmp(ref, "sha256:", 7) != 0 || !th_is_sha256_hex(ref + 7))
     return oci__error(s, r, 400, "DIGEST_INVALID", NULL,
                       "invalid digest '%s': a digest is sha256: followed by 64 lowercase hex digits", ref);
+  if (!strcmp(ref + 7, OCI_EMPTY_DIGEST)) /* the config of every provenance artifact */
+    return oci__send_doc(s, r, "{}", OCI_EMPTY_DIGEST, OCI_EMPTY_TYPE);
   oci_image im;
   store_model layer;
   memset(&layer, 0, sizeof layer);
   th_status rc = oci__by_digest(s, fw, net, ref + 7, 1, &im, &layer);
+  if (rc ==
+      TH_ERR_NOT_FOUND) { /* a signed version's DSSE envelope, the provenance artifact's layer */
+    char *text = NULL, prov[TH_HEX_MAX], path[TH_PATH_MAX];
+    int64_t size = 0;
+    rc = oci__find_referrer(s, fw, net, ref + 7, 1, NULL, &text, prov);
+    free(text);
+    if (rc == TH_OK) rc = store_artifact_path(s->st, prov, path, sizeof path, &size, NULL, 0);
+    if (rc == TH_OK) {
+      const char *hdrs[][2] = {{"Docker-Distribution-API-Version", "registry/2.0"}, {NULL, NULL}};
+      return srv_send_file(s, r, path, size, prov, TUNE_PROV_ENVELOPE_MEDIA, "provenance.json", 1,
+                           hdrs);
+    }
+  }
   if (rc == TH_ERR_NOT_FOUND)
     return oci__error(s, r, 404, "BLOB_UNKNOWN", NULL, "no blob %s in %s/%s", ref, fw, net);
   if (rc != TH_OK)
@@ -598,8 +754,10 @@ enum MHD_Result srv_oci_route(srv_t *s, srv_request *r) {
   if (!strcmp(kind, "manifests")) return oci__manifest(s, r, fw, net, ref);
   if (!strcmp(kind, "blobs")) return oci__blob(s, r, fw, net, ref);
   if (!strcmp(kind, "tags") && !strcmp(ref, "list")) return oci__tags(s, r, fw, net);
-  return oci__error(s, r, 404, "NAME_UNKNOWN", NULL,
-                    "no such route: %s; valid: /v2/<repo>/manifests/<ref>, /v2/<repo>/blobs/<digest>, "
-                    "/v2/<repo>/tags/list, /v2/_catalog",
-                    r->path);
+  if (!strcmp(kind, "referrers")) return oci__referrers(s, r, fw, net, ref);
+  return oci__error(
+      s, r, 404, "NAME_UNKNOWN", NULL,
+      "no such route: %s; valid: /v2/<repo>/manifests/<ref>, /v2/<repo>/blobs/<digest>, "
+      "/v2/<repo>/tags/list, /v2/<repo>/referrers/<digest>, /v2/_catalog",
+      r->path);
 }

@@ -49,7 +49,8 @@
   X(ALIASES, "aliases", GH, "/models/{key}/aliases/{alias?}", READ, aliases)               \
   X(ALIAS_PUT, "alias_put", PUT, "/models/{key}/aliases/{alias}", TUNE, aliases)           \
   X(ALIAS_DELETE, "alias_delete", DELETE, "/models/{key}/aliases/{alias}", ADMIN, aliases) \
-  X(WORKERS, "workers", GH, "/workers", READ, workers)
+  X(WORKERS, "workers", GH, "/workers", READ, workers)                                     \
+  X(PROVENANCE, "provenance", GH, "/models/{key}/provenance", READ, provenance)
 /* clang-format on */
 
 #endif

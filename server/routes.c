@@ -194,7 +194,8 @@ static enum MHD_Result srv__no_route(srv_t *s, srv_request *r, char segs[][SRV_M
     r->route = SRV_ROUTE_MODEL;
     return srv_error(
         s, r, TH_ERR_NOT_FOUND, "not_found", NULL,
-        "no such route: %s; valid: .../manifest, .../versions, .../aliases, .../tuning, .../tune",
+        "no such route: %s; valid: .../manifest, .../versions, .../aliases, .../tuning, .../tune, "
+        ".../provenance",
         r->path);
   }
   if (nseg > 1 && !strcmp(segs[0], "models"))

@@ -31,6 +31,11 @@ typedef struct srv_config {
   char db[TH_DIR_MAX]; /* --db or TUNEHUB_DB: the PostgreSQL URL of a shared store; "" for the embedded
                     one */
   char token_file[TH_DIR_MAX];
+  char signing_key[TH_DIR_MAX]; /* --signing-key: the Ed25519 key (PEM PKCS#8) that signs every
+                                   publish */
+  const struct tune_signer
+      *signer;         /* that key, loaded by the caller of srv_start (borrowed, outlives the
+                          daemon); NULL: versions are published unsigned */
   int private_reads;   /* --private: every read but /healthz, /readyz and the page's files needs a
                           read token */
   int auth_fail_limit; /* failed authentications an address may make a minute

@@ -154,6 +154,18 @@ void store_model_clear(store_model *m);
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
                               const char *so_digest, const char *manifest, double latency_ms,
                               int64_t job_id, int attempt, int *version);
+/* store_model_publish of a signed version: prov_digest (hex; NULL or "": unsigned) is the artifact
+ * that holds the DSSE envelope of its provenance statement (tuner/provenance.h), put like the
+ * bundle before the call, and kept live by the version as its bundle is. */
+th_status store_model_publish_signed(store_t *st, const store_key *key, int tuned,
+                                     const char *tar_digest, const char *so_digest,
+                                     const char *prov_digest, const char *manifest,
+                                     double latency_ms, int64_t job_id, int attempt, int *version);
+/* The provenance artifact's digest (hex) of ready version `version` of key into digest.
+ * TH_ERR_NOT_FOUND when there is no such ready version or it was published unsigned (the message on
+ * the handle says which). */
+th_status store_model_provenance(store_t *st, const store_key *key, int version,
+                                 char digest[TH_HEX_MAX]);
 /* The newest ready version of key (tuned_only: the newest tuned one); TH_ERR_NOT_FOUND when none. */
 th_status store_model_get(store_t *st, const store_key *key, int tuned_only, store_model *out);
 /* Marks every version of key deleted; TH_ERR_NOT_FOUND when none. */

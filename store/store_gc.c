@@ -1,10 +1,11 @@
-/* Garbage collection of blobs, as OCI registries do it: mark every artifact a live row references (a ready
- * version's bundle and .so, any version an alias pins, an uploaded network's ONNX file), then sweep the rest
- * once they have been left alone for a grace period. The grace period is what protects a blob on its way to
- * being referenced: a publish puts (or touches) its artifacts' rows first and inserts the model row after, so
- * an artifact younger than the grace period is never swept, and each sweep re-checks the references inside a
- * write transaction that excludes publishes. Deleting a file never hurts a download that has opened it: on
- * Linux the inode lives until its last descriptor closes. */
+/* Garbage collection of blobs, as OCI registries do it: mark every artifact a live row references
+ * (a ready version's bundle, .so and provenance envelope, any version an alias pins, an uploaded
+ * network's ONNX file), then sweep the rest once they have been left alone for a grace period. The
+ * grace period is what protects a blob on its way to being referenced: a publish puts (or touches)
+ * its artifacts' rows first and inserts the model row after, so an artifact younger than the grace
+ * period is never swept, and each sweep re-checks the references inside a write transaction that
+ * excludes publishes. Deleting a file never hurts a download that has opened it: on Linux the inode
+ * lives until its last descriptor closes. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,18 +26,20 @@
 
 /* SQL: 1 when the artifact whose digest is the expression d is referenced by a live row. A deleted version
  * still counts while an alias pins it: the alias reads as retired, and may be moved back to it. */
-#define STORE__GC_LIVE(d)                                                                                      \
-  "(EXISTS (SELECT 1 FROM models m WHERE (m.tar_digest = " d " OR m.so_digest = " d ") AND (m.state = "     \
-  "'ready' OR EXISTS (SELECT 1 FROM aliases al WHERE al.framework = m.framework AND al.network = m.network " \
-  "AND al.batch = m.batch AND al.target = m.target AND al.compiler_version = m.compiler_version AND "        \
-  "al.precision = m.precision AND al.version = m.version))) OR EXISTS (SELECT 1 FROM networks n WHERE n.onnx_digest = " d "))"
+#define STORE__GC_LIVE(d)                                                                         \
+  "(EXISTS (SELECT 1 FROM models m WHERE (m.tar_digest = " d " OR m.so_digest = " d                \
+  " OR m.provenance_digest = " d ") AND (m.state = 'ready' OR EXISTS (SELECT 1 FROM aliases al "   \
+  "WHERE al.framework = m.framework AND al.network = m.network AND al.batch = m.batch AND "        \
+  "al.target = m.target AND al.compiler_version = m.compiler_version AND "                         \
+  "al.precision = m.precision AND al.version = m.version))) OR EXISTS (SELECT 1 FROM networks n "  \
+  "WHERE n.onnx_digest = " d "))"
 
 /* A deleted version that no alias pins, among the rows of models m (whose rows go with a swept blob). */
-#define STORE__GC_DEAD_VERSION                                                                              \
-  "m.state = 'deleted' AND (m.tar_digest = ?1 OR m.so_digest = ?1) AND NOT EXISTS (SELECT 1 FROM aliases "  \
-  "al WHERE al.framework = m.framework AND al.network = m.network AND al.batch = m.batch AND al.target = "  \
-  "m.target AND al.compiler_version = m.compiler_version AND al.precision = m.precision AND "               \
-  "al.version = m.version)"
+#define STORE__GC_DEAD_VERSION                                                                    \
+  "m.state = 'deleted' AND (m.tar_digest = ?1 OR m.so_digest = ?1 OR m.provenance_digest = ?1) "  \
+  "AND NOT EXISTS (SELECT 1 FROM aliases al WHERE al.framework = m.framework AND al.network = "    \
+  "m.network AND al.batch = m.batch AND al.target = m.target AND al.compiler_version = "           \
+  "m.compiler_version AND al.precision = m.precision AND al.version = m.version)"
 
 /* An artifact row as the mark saw it. */
 typedef struct store__gc_row {

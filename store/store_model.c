@@ -18,6 +18,14 @@ void store_model_clear(store_model *m) {
 th_status store_model_publish(store_t *st, const store_key *key, int tuned, const char *tar_digest,
                               const char *so_digest, const char *manifest, double latency_ms,
                               int64_t job_id, int attempt, int *version) {
+  return store_model_publish_signed(st, key, tuned, tar_digest, so_digest, NULL, manifest,
+                                    latency_ms, job_id, attempt, version);
+}
+
+th_status store_model_publish_signed(store_t *st, const store_key *key, int tuned,
+                                     const char *tar_digest, const char *so_digest,
+                                     const char *prov_digest, const char *manifest,
+                                     double latency_ms, int64_t job_id, int attempt, int *version) {
   pthread_mutex_lock(&st->mu);
   /* A publish is the one write a client is told is done (the version is served from then on), so its commit
    * is made durable: synchronous FULL syncs the WAL at COMMIT, and with it every earlier frame, the rows of
@@ -51,11 +59,13 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
   db_finalize(s);
   s = NULL;
   if (rc == TH_OK)
-    rc = store__prepare(st,
-                        "INSERT INTO models (framework, network, batch, target, compiler_version, precision, "
-                        "net_digest, version, state, tuned, tar_digest, so_digest, manifest, latency_ms, "
-                        "job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, ?, ?, ?, ?)",
-                        &s);
+    rc = store__prepare(
+        st,
+        "INSERT INTO models (framework, network, batch, target, compiler_version, precision, "
+        "net_digest, version, state, tuned, tar_digest, so_digest, manifest, latency_ms, "
+        "job_id, created_at, provenance_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'ready', ?, ?, ?, "
+        "?, ?, ?, ?, ?)",
+        &s);
   if (rc == TH_OK) {
     store__bind_key(s, 1, key, 1);
     db_bind_int(s, 8, next);
@@ -72,6 +82,10 @@ th_status store_model_publish(store_t *st, const store_key *key, int tuned, cons
     else
       db_bind_null(s, 14);
     db_bind_double(s, 15, th_now_wall());
+    if (prov_digest && prov_digest[0])
+      db_bind_text(s, 16, prov_digest);
+    else
+      db_bind_null(s, 16);
     if (db_step(s) != DB_DONE)
       rc = store__db_fail(st, "insert model");
     else
@@ -132,6 +146,36 @@ th_status store_model_get(store_t *st, const store_key *key, int tuned_only, sto
   }
   db_finalize(s);
   pthread_mutex_unlock(&st->mu);
+  return rc;
+}
+
+th_status store_model_provenance(store_t *st, const store_key *key, int version,
+                                 char digest[TH_HEX_MAX]) {
+  pthread_mutex_lock(&st->mu);
+  db_stmt *s = NULL;
+  th_status rc =
+      store__prepare(st,
+                     "SELECT provenance_digest FROM models WHERE framework = ? AND network = ? AND "
+                     "batch = ? AND target = ? AND compiler_version = ? AND precision = ? AND "
+                     "net_digest = ? AND version = ? AND state = 'ready'",
+                     &s);
+  char d[TH_HEX_MAX] = "";
+  if (rc == TH_OK) {
+    store__bind_key(s, 1, key, 1);
+    db_bind_int(s, 8, version);
+    int r = db_step(s);
+    if (r == DB_ROW && !db_col_is_null(s, 0))
+      store__col_copy(s, 0, d, sizeof d);
+    else if (r == DB_ROW || r == DB_DONE)
+      rc = store__fail(st, TH_ERR_NOT_FOUND, "version %d of %s/%s/%d %s", version, key->framework,
+                       key->network, key->batch,
+                       r == DB_ROW ? "was published unsigned" : "is not published");
+    else
+      rc = store__db_fail(st, "select provenance");
+  }
+  db_finalize(s);
+  pthread_mutex_unlock(&st->mu);
+  if (rc == TH_OK) memcpy(digest, d, sizeof d);
   return rc;
 }
 

@@ -2,12 +2,18 @@
  * cancel checks, the hand-off to another worker, publishing a built bundle), and the event fan-out
  * they share with the runtime. They run on the stage's thread without the scheduler lock; every
  * store write carries the claim's fencing token, and a refused one marks the job lost. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "provenance.h"
 #include "sched_int.h"
 #include "th_log.h"
+#include "th_util.h"
 
 /* Typed events go to on_event; the plain listener (long polls, caches) hears the changes that a reader of the
  * job or the models can see: progress, publishes and the end, not every stage start. */
@@ -61,17 +67,45 @@ th_status tune__handoff(void *ctx, const char *target) {
   return TH_OK;
 }
 
+/* Signs the provenance of job j's bundle tar_digest (--signing-key) and puts the DSSE envelope into
+ * the store as an artifact: its digest into prov_digest. A failure fails the publish: a daemon told
+ * to sign publishes nothing unsigned. */
+static th_status tune__sign(tune__sjob *j, const tune_build_output *out, const char *tar_digest,
+                            char prov_digest[65]) {
+  char *env = NULL, err[TH_MSG_MAX + sizeof j->dir + 64] = "", path[sizeof j->dir + 32];
+  tune_prov_machine mach = {j->s->worker_name};
+  th_status rc = tune_prov_sign(j->s->o.signer, &j->job.key, tar_digest, out->manifest, &mach, &env,
+                                err, sizeof err);
+  snprintf(path, sizeof path, "%s/provenance.json", j->dir);
+  int fd = rc == TH_OK ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+  if (rc == TH_OK && (fd < 0 || th_write_full(fd, env, strlen(env), 0) != 0)) {
+    snprintf(err, sizeof err, "cannot write %s", path);
+    rc = TH_ERR_IO;
+  }
+  if (fd >= 0) close(fd);
+  if (rc == TH_OK)
+    rc = store_artifact_put(j->s->st, path, TUNE_PROV_ENVELOPE_MEDIA, prov_digest, NULL);
+  else
+    TH_LOG(TH_LOG_ERROR, "job %lld: cannot sign the provenance of sha256:%.12s…: %s",
+           (long long)j->job.id, tar_digest, err);
+  unlink(path);
+  free(env);
+  return rc;
+}
+
 th_status tune__publish(void *ctx, const tune_build_output *out, int *version) {
   tune__sjob *j = ctx;
   store_t *st = j->s->st;
-  char tar_digest[65], so_digest[65];
+  char tar_digest[65], so_digest[65], prov_digest[65] = "";
   /* a claim already lost copies no bundle; the publish itself is fenced in its own transaction */
   th_status rc = store_job_fence(st, j->job.id, j->job.attempts);
   if (rc == TH_OK) rc = store_artifact_put(st, out->tar_path, "application/x-tar", tar_digest, NULL);
   if (rc == TH_OK) rc = store_artifact_put(st, out->so_path, "application/x-sharedlib", so_digest, NULL);
+  if (rc == TH_OK && j->s->o.signer) rc = tune__sign(j, out, tar_digest, prov_digest);
   if (rc == TH_OK)
-    rc = store_model_publish(st, &j->job.key, out->tuned, tar_digest, so_digest, out->manifest, out->latency_ms,
-                             j->job.id, j->job.attempts, version);
+    rc = store_model_publish_signed(st, &j->job.key, out->tuned, tar_digest, so_digest, prov_digest,
+                                    out->manifest, out->latency_ms, j->job.id, j->job.attempts,
+                                    version);
   tune__refused(j, rc, "the publish");
   if (rc == TH_OK) {
     TH_LOG(TH_LOG_INFO, "job %lld published %s/%s/%d v%d (sha256:%.12s…)", (long long)j->job.id,

@@ -57,6 +57,9 @@ typedef struct tune_sched_opts {
   int64_t mem_budget; /* bytes of estimated peak memory that running stages may hold together (builds and
                          their timing, measurements); 0: no limit. tune_sched_opts_default: three quarters of
                          the machine's memory */
+  const struct tune_signer
+      *signer; /* borrowed, outlives the scheduler; non-NULL: every publish is signed
+                  (provenance.h), the envelope stored beside the bundle */
 } tune_sched_opts;
 
 #define TUNE_SCHED_LEASE_S 30.0

@@ -119,6 +119,43 @@ TH_TEST(referenced_kept_unreferenced_swept) {
   return 0;
 }
 
+/* A signed version's provenance envelope is live while the version is (store_model_provenance finds
+ * it), and goes with the version once it is deleted; an unsigned version has none. */
+TH_TEST(provenance_kept_with_its_version) {
+  char *d = tmpdir();
+  store_t *st = open_store(d);
+  store_key k = key_of("resnet-18", 1);
+  char td[65], sd[65], pd[65], got[TH_HEX_MAX] = "";
+  put_text(st, d, "bundle v1", "application/x-tar", td);
+  put_text(st, d, "so v1", "application/x-sharedlib", sd);
+  put_text(st, d, "{\"payload\":\"\"}", "application/vnd.dsse.envelope.v1+json", pd);
+  int v = 0;
+  CHECK(store_model_publish_signed(st, &k, 0, td, sd, pd, "{}", 1.0, 0, 0, &v) == TH_OK && v == 1);
+  char td2[65], sd2[65];
+  CHECK_EQ_INT(publish(st, d, &k, "bundle v2", "so v2", td2, sd2), 2);
+  store_gc_report r = gc(st, 0, 0);
+  CHECK_EQ_INT(r.marked, 5);
+  CHECK_EQ_INT(r.swept, 0);
+  store_gc_report_free(&r);
+  CHECK(have_blob(st, d, pd));
+  CHECK(store_model_provenance(st, &k, 1, got) == TH_OK);
+  CHECK_STR(got, pd);
+  CHECK(store_model_provenance(st, &k, 2, got) == TH_ERR_NOT_FOUND);
+  CHECK(strstr(store_errmsg(st), "published unsigned") != NULL);
+  CHECK(store_model_provenance(st, &k, 3, got) == TH_ERR_NOT_FOUND);
+  CHECK(strstr(store_errmsg(st), "is not published") != NULL);
+  int deleted = 0;
+  CHECK(store_model_delete(st, &k, &deleted) == TH_OK && deleted == 2);
+  r = gc(st, 0, 0);
+  CHECK_EQ_INT(r.swept, 5);
+  CHECK(listed(&r, pd));
+  store_gc_report_free(&r);
+  CHECK(!have_blob(st, d, pd));
+  store_close(st);
+  free(d);
+  return 0;
+}
+
 TH_TEST(within_grace_kept) {
   char *d = tmpdir();
   store_t *st = open_store(d);

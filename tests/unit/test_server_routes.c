@@ -69,6 +69,7 @@ static const struct {
     {"/models/llvm/resnet-18/1/manifest", "GET, HEAD"},
     {"/models/llvm/resnet-18/1/versions", "GET, HEAD"},
     {"/models/llvm/resnet-18/1/tuning", "GET, HEAD"},
+    {"/models/llvm/resnet-18/1/provenance", "GET, HEAD"},
     {"/models/llvm/resnet-18/1/tune", "POST"},
     {"/models/llvm/resnet-18/1/aliases", "GET, HEAD"},
     {"/models/llvm/resnet-18/1/aliases/x1", "GET, HEAD, PUT, DELETE"},

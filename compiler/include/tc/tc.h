@@ -96,11 +96,15 @@ typedef struct tc_build_opts {
 th_status tc_precision_check(const char *framework, const char *target, const char *precision, tc_precision *out,
                              char *err, size_t errlen);
 
-/* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so is
- * the same file as the bundle's model.so. On success *manifest_json (if manifest_json != NULL) is the
- * manifest text, malloc'd, the caller frees it. On failure err gets a message. Returns TH_ERR_NOT_FOUND
- * (network), TH_ERR_INVALID (options), TH_ERR_UNSUPPORTED (framework), TH_ERR_COMPILE (codegen or link),
- * TH_ERR_IO, TH_ERR_NOMEM, TH_ERR_CANCELLED, or the lookup's error. */
+/* Builds the bundle. out_tar and out_so may each be NULL (then that file is not written); the .so
+ * is the same file as the bundle's model.so. On success *manifest_json (if manifest_json != NULL)
+ * is the manifest text, malloc'd, the caller frees it: the bundle's manifest.json plus this run's
+ * facts (build_seconds, nvrtc_seconds, latency_ms, unmeasured, target.built_on), which the bundle
+ * leaves out so that its bytes depend only on the records, the network and the compiler
+ * (reproducible: two builds give one digest). On failure err gets a message. Returns
+ * TH_ERR_NOT_FOUND (network), TH_ERR_INVALID (options), TH_ERR_UNSUPPORTED (framework),
+ * TH_ERR_COMPILE (codegen or link), TH_ERR_IO, TH_ERR_NOMEM, TH_ERR_CANCELLED, or the lookup's
+ * error. */
 th_status tc_build_bundle(const tc_build_opts *o, const char *out_tar, const char *out_so,
                           char **manifest_json, char *err, size_t errlen);
 
