@@ -351,6 +351,9 @@ typedef struct conv_ctx {
   const tc_expr *chunk;            /* current chunk (nchunks > 1) */
   tc_var *chunk_var;
   int gl, gb; /* input lanes per block and blocks a group reads (group_lanes, group_blocks) */
+  /* the band's input blocks: nb from block blo (NULL: 0), the task's groups' when grouped */
+  int nb;
+  const tc_expr *blo;
 } conv_ctx;
 
 /* The input block and lane of the tile's group's block icb, lane ci: block icb and lane ci when
@@ -435,7 +438,8 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
     tile_pos(ir, x, ow0, tc__v(ir, r2), rw, &row, &col);
     row = tc_e_mul(ir, row, tc__c(ir, wl->sh));
     const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, col, tc__c(ir, wl->sw)), tc__v(ir, kw));
-    const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, iblk, tc__c(ir, x->brows)),
+    const tc_expr *bblk = x->blo ? tc_e_sub(ir, iblk, x->blo) : iblk;
+    const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, bblk, tc__c(ir, x->brows)),
                                  tc_e_add(ir, tc__v(ir, iy), row));
     bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, x->bw)), bx);
     bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, wl->in_cb)), ilane);
@@ -512,6 +516,7 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
   const tc_workload *wl = x->wl;
   int cb = wl->in_cb, icb_n = wl->c / cb;
   tc_var *icb = tc_var_new(ir, "bicb", tc_type_int()), *br = tc_var_new(ir, "brow", tc_type_int());
+  const tc_expr *sblk = x->blo ? tc_e_add(ir, x->blo, tc__v(ir, icb)) : tc__v(ir, icb);
   tc_var *iy = tc_var_new(ir, "biy", tc_type_int());
   const tc_expr *zero = cb > 1 ? tc_e_broadcast(ir, tc_e_float(ir, 0.0), cb) : tc_e_float(ir, 0.0);
   const tc_expr *rowbase = tc_e_mul(
@@ -533,7 +538,7 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
   }
   if (xb > xa) {
     tc_var *px = tc_var_new(ir, "bx", tc_type_int());
-    const tc_expr *src = tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy),
+    const tc_expr *src = tc__idx(ir, x->n, sblk, tc__v(ir, iy),
                                  tc_e_sub(ir, tc__v(ir, px), tc__c(ir, wl->pl)), tc__c(ir, 0), icb_n, wl->h,
                                  wl->w, cb);
     tc_list_push(ir, &l, tc_s_for(ir, px, tc__c(ir, xa), tc__c(ir, xb - xa), TC_FOR_SERIAL,
@@ -551,7 +556,7 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
   const tc_stmt *row = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), tc_list_seq(ir, &l), zrow);
   const tc_expr *iyv = tc_e_add(ir, tc_e_mul(ir, x->oy0, tc__c(ir, wl->sh)),
                                 tc_e_sub(ir, tc__v(ir, br), tc__c(ir, wl->pt)));
-  return tc_s_for(ir, icb, tc__c(ir, 0), tc__c(ir, icb_n), TC_FOR_SERIAL,
+  return tc_s_for(ir, icb, tc__c(ir, 0), tc__c(ir, x->nb), TC_FOR_SERIAL,
                   tc_s_for(ir, br, tc__c(ir, 0), tc__c(ir, x->brows), TC_FOR_SERIAL,
                            tc_s_let(ir, iy, iyv, row)));
 }
@@ -622,6 +627,7 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
     x.brows = band_rows(wl, toh);
     x.bw = band_width(wl);
   }
+  x.nb = wl->c / wl->in_cb;
   int nrt = (wl->oh + toh - 1) / toh;
   tc_var *task = tc_var_new(ir, "task", tc_type_int());
   tc_var *nv = tc_var_new(ir, "n", tc_type_int()), *gv = tc_var_new(ir, "g", tc_type_int());
@@ -635,6 +641,19 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   tc_var *chv = tc_var_new(ir, "chunk", tc_type_int());
   x.chunk_var = chv;
   x.chunk = tc__v(ir, chv);
+  if (band && tc_workload_groups(wl) > 1) {
+    /* the band holds the input channels of the task's conv groups only: whole groups (a task's
+     * tiles cover k of them) or one (several tasks share a group); else all */
+    int tpg0 = x.ntiles / ng, per = group_oc(wl) / x.ot; /* tiles per task, per conv group */
+    int span = 0;                                          /* the task's input channels */
+    if (tpg0 % per == 0) span = tpg0 / per * group_c(wl);
+    else if (per % tpg0 == 0) span = group_c(wl);
+    if (span > 0 && span % wl->in_cb == 0) {
+      const tc_expr *g0 = tc_e_div(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg0)), tc__c(ir, per));
+      x.nb = span / wl->in_cb;
+      x.blo = tc_e_div(ir, tc_e_mul(ir, g0, tc__c(ir, group_c(wl))), tc__c(ir, wl->in_cb));
+    }
+  }
   const tc_stmt *rows;
   if (x.flat) {
     x.rh = 1;
@@ -688,7 +707,8 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
       tc_s_let(ir, tv, tc_e_add(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg)), tc__v(ir, ti)), rows));
   if (band) {
     const tc_stmt *both[2] = {band_fill(ir, &x), tiles};
-    tiles = tc_s_allocate(ir, band, band_floats(wl, toh), TC_SCOPE_LOCAL, tc_s_seq(ir, 2, both));
+    tiles = tc_s_allocate(ir, band, (int64_t)x.nb * wl->in_cb * x.brows * x.bw, TC_SCOPE_LOCAL,
+                          tc_s_seq(ir, 2, both));
   }
   const tc_expr *tk = tc__v(ir, task);
   const tc_stmt *body = tc_s_let(
