@@ -85,7 +85,8 @@ th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args) {
                     int iy = oy * wl->sh - wl->pt + ky, ix = ox * wl->sw - wl->pl + kx;
                     if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
                     double v = in[(((int64_t)n * C + c) * H + iy) * W + ix];
-                    if (conv) acc += v * w[(((int64_t)f * cg + c - c0) * wl->kh + ky) * wl->kw + kx];
+                    if (conv)
+                      acc += v * w[(((int64_t)f * cg + c - c0) * wl->kh + ky) * wl->kw + kx];
                     else if (dw) acc += v * w[((int64_t)f * wl->kh + ky) * wl->kw + kx];
                     else if (wl->kernel == TC_KERNEL_MAXPOOL) acc = v > acc ? v : acc;
                     else acc += v;

@@ -14,11 +14,12 @@
  * 3x3 stride-1 convs also have a Winograd path (knob `winograd` = m, conv2d_winograd.c), whose configs
  * read tile_oc as oc vectors, tile_ow as tiles per register tile, tile_oh as tiles per task and oc_groups
  * as for the direct path; its other knobs stay at their first value.
- * A grouped conv (wl->groups > 1, as ResNeXt's and RegNet's 3x3s) is G GEMMs in one kernel: an oc
- * tile lies inside one group (its vectors narrowed until they divide oc/G) and reduces over that
- * group's c/G input channels only, whole input blocks or, where the block holds several groups, lanes
- * of one block; weights are packed per group's channels ([oc/OT][c/G/gl][kh][kw][gl][OT], gl the
- * lanes a group reads per block). No Winograd path for those. */
+ * A grouped conv (wl->groups > 1, as ResNeXt's and RegNet's 3x3s) is G GEMMs in one kernel: an
+ * oc tile lies inside one group (its vectors narrowed until they divide oc/G) and reduces over that
+ * group's c/G input channels only, whole input blocks or, where the block holds several groups,
+ * lanes of one block; weights are packed per group's channels ([oc/OT][c/G/gl][kh][kw][gl][OT], gl
+ * the lanes a group reads per block); a padded band holds the task's groups' channels. No Winograd
+ * path for those. */
 #include "conv2d_int.h"
 #include "th_rt.h"
 
@@ -450,7 +451,8 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
         tc_e_sub(ir, tc__v(ir, kw), tc__c(ir, wl->pl)));
     if (!safe) {
       xs = tc_e_load(ir, x->in,
-                     tc__idx(ir, x->n, iblk, tc__v(ir, iy), ix, ilane, icb_n, wl->h, wl->w, wl->in_cb),
+                     tc__idx(ir, x->n, iblk, tc__v(ir, iy), ix, ilane, icb_n, wl->h, wl->w,
+                             wl->in_cb),
                      1, 4);
     } else {
       const tc_expr *cx = tc_e_max(ir, tc_e_min(ir, ix, tc__c(ir, wl->w - 1)), tc__c(ir, 0));
@@ -649,7 +651,8 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
     if (tpg0 % per == 0) span = tpg0 / per * group_c(wl);
     else if (per % tpg0 == 0) span = group_c(wl);
     if (span > 0 && span % wl->in_cb == 0) {
-      const tc_expr *g0 = tc_e_div(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg0)), tc__c(ir, per));
+      const tc_expr *g0 =
+          tc_e_div(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg0)), tc__c(ir, per));
       x.nb = span / wl->in_cb;
       x.blo = tc_e_div(ir, tc_e_mul(ir, g0, tc__c(ir, group_c(wl))), tc__c(ir, wl->in_cb));
     }

@@ -109,7 +109,8 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
     case TC_ARG_SIZE_MAP_OUT:
       return map_out;
     case TC_ARG_SIZE_WEIGHTS:
-      return w->kernel == TC_KERNEL_CONV2D      ? (int64_t)w->oc * (w->c / tc_workload_groups(w)) * w->kh * w->kw
+      return w->kernel == TC_KERNEL_CONV2D
+                 ? (int64_t)w->oc * (w->c / tc_workload_groups(w)) * w->kh * w->kw
              : w->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)w->c * w->kh * w->kw
                                                 : (int64_t)w->oc * w->c;
     case TC_ARG_SIZE_BIAS:

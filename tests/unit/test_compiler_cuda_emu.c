@@ -441,7 +441,8 @@ TH_TEST(onnx_conv3d_folded_groups) { return emu_onnx("test_Conv3d_groups", 0); }
 TH_TEST(onnx_avgpool3d) { return emu_onnx("test_AvgPool3d_stride1_pad0_gpu_input", -1); }
 TH_TEST(onnx_maxpool3d) { return emu_onnx("test_MaxPool3d_stride_padding", -1); }
 TH_TEST(onnx_maxpool2d_dilated) { return emu_onnx("test_MaxPool2d_stride_padding_dilation", -1); }
-/* grouped 2-D and 1-D convs: conv2d workloads of groups (cuda/ops/conv2d.c), not expanded weights */
+/* grouped 2-D and 1-D convs: conv2d workloads of groups (cuda/ops/conv2d.c), not expanded
+ * weights */
 TH_TEST(onnx_conv2d_groups) { return emu_onnx("test_Conv2d_groups", 0); }
 TH_TEST(onnx_conv1d_groups) { return emu_onnx("test_Conv1d_groups", 0); }
 

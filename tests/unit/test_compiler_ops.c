@@ -224,7 +224,7 @@ TH_TEST(conv2d_grouped) {
   } cs[] = {
       {2, 1, 32, 9, 9, 32, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU},
       {4, 1, 32, 11, 10, 64, 3, 2, 1, 8, 16, TC_EPI_BIAS | TC_EPI_RESIDUAL},
-      {8, 1, 32, 7, 7, 32, 3, 1, 1, 16, 16, 0},                    /* 4 lanes of a block per group */
+      {8, 1, 32, 7, 7, 32, 3, 1, 1, 16, 16, 0},              /* 4 lanes of a block per group */
       {32, 1, 128, 8, 8, 128, 3, 2, 1, 16, 16, TC_EPI_RELU},       /* resnext50's first stage */
       {2, 2, 8, 5, 6, 12, 1, 1, 0, 4, 4, TC_EPI_CLIP},             /* oc/G 6: vectors of 2 */
       {4, 1, 16, 6, 7, 16, 5, 1, 2, 1, 8, TC_EPI_BIAS},            /* plain input */

@@ -1045,8 +1045,10 @@ TH_TEST(passes_grouped_convs) {
   for (int layout = 0; layout <= 1; layout++) {
     tc_graph *g = tc_graph_new("grouped-net", 1);
     int x = tc_graph_input(g, 3, 12, 12);
-    x = tc_graph_relu(g, tc_graph_bn(g, "bn0", tc_graph_conv(g, "c0", x, 24, 3, 3, 1, 1, 1, 1, 1, 0), 1e-5f));
-    x = tc_graph_relu(g, tc_graph_bn(g, "bn1", tc_graph_conv(g, "g1", x, 24, 3, 3, 1, 1, 1, 1, 2, 0), 1e-5f));
+    x = tc_graph_conv(g, "c0", x, 24, 3, 3, 1, 1, 1, 1, 1, 0);
+    x = tc_graph_relu(g, tc_graph_bn(g, "bn0", x, 1e-5f));
+    x = tc_graph_conv(g, "g1", x, 24, 3, 3, 1, 1, 1, 1, 2, 0);
+    x = tc_graph_relu(g, tc_graph_bn(g, "bn1", x, 1e-5f));
     x = tc_graph_relu(g, tc_graph_conv(g, "g2", x, 48, 3, 3, 2, 2, 1, 1, 8, 1));
     x = tc_graph_relu(g, tc_graph_conv(g, "g3", x, 32, 1, 1, 1, 1, 0, 0, 4, 1));
     x = tc_graph_conv(g, "c4", x, 64, 1, 1, 1, 1, 0, 0, 1, 1);
