@@ -77,14 +77,16 @@ th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args) {
           for (int oy = 0; oy < OH; oy++)
             for (int ox = 0; ox < OW; ox++) {
               double acc = wl->kernel == TC_KERNEL_MAXPOOL ? -FLT_MAX : 0.0;
-              int c0 = conv ? 0 : f, c1 = conv ? C : f + 1;
+              int G = tc_workload_groups(wl), cg = C / G, c0 = conv ? f / (F / G) * cg : f;
+              int c1 = conv ? c0 + cg : f + 1;
               for (int c = c0; c < c1; c++)
                 for (int ky = 0; ky < wl->kh; ky++)
                   for (int kx = 0; kx < wl->kw; kx++) {
                     int iy = oy * wl->sh - wl->pt + ky, ix = ox * wl->sw - wl->pl + kx;
                     if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
                     double v = in[(((int64_t)n * C + c) * H + iy) * W + ix];
-                    if (conv) acc += v * w[(((int64_t)f * C + c) * wl->kh + ky) * wl->kw + kx];
+                    if (conv)
+                      acc += v * w[(((int64_t)f * cg + c - c0) * wl->kh + ky) * wl->kw + kx];
                     else if (dw) acc += v * w[((int64_t)f * wl->kh + ky) * wl->kw + kx];
                     else if (wl->kernel == TC_KERNEL_MAXPOOL) acc = v > acc ? v : acc;
                     else acc += v;

@@ -304,9 +304,10 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
                         "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
                         (long long)oc, (long long)w->c.dims[1], (long long)group, t->shape[1]);
-  /* groups other than 1 and depthwise, and dilations, run as the conv of expanded weights */
+  /* grouped convs run as conv2d workloads of groups (per-group GEMMs); dilated ones as the conv of
+   * expanded weights (zeros between the taps, and block-diagonal over the groups but depthwise) */
   int dw = group == oc && group == t->shape[1];
-  int expand = (group != 1 && !dw) || dil[0] != 1 || dil[1] != 1;
+  int expand = dil[0] != 1 || dil[1] != 1;
   int64_t kg = dw ? group : 1;
   if (expand &&
       (double)oc * (double)(t->shape[1] / kg) * (double)(k[0] * k[1]) > TC__OX_CONV_EXPAND_MAX)

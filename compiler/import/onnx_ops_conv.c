@@ -1,13 +1,13 @@
 /* The ONNX importer's convolution family and resampling, lowered onto kernels that exist on every
- * backend (issue 38): a grouped (not depthwise) or dilated Conv is the plain conv of expanded
- * weights (block-diagonal over the groups, zeros between the dilated taps); ConvTranspose is a
+ * backend (issue 38): a dilated Conv is the plain conv of expanded weights (zeros between the
+ * dilated taps, block-diagonal over the groups when grouped); ConvTranspose is a
  * conv with flipped, transposed weights over the input spread by a 0/1 matrix per spatial axis
  * (stride zeros, padding, cropping and output_padding in one dense); Resize and Upsample are one
  * dense per resized axis whose constant matrix holds the interpolation weights (nearest with every
  * rounding, linear, cubic, antialias, every coordinate transformation; tf_crop_and_resize's
  * extrapolation value as the dense's bias), since all of them are separable; DepthToSpace and
- * SpaceToDepth are a 6-D reshape, transpose and reshape. The cost: a grouped conv does `group`
- * times the work of a per-group kernel, a dilated one (k-1)*d+1 squared taps, and a resampled axis
+ * SpaceToDepth are a 6-D reshape, transpose and reshape. The cost: a dilated conv does (k-1)*d+1
+ * squared taps (and a grouped dilated one `group` times the work), and a resampled axis
  * of length L into L' costs L*L' multiply-adds per line instead of a few. */
 #include <float.h>
 #include <limits.h>

@@ -13,12 +13,37 @@
  * unroll_kw asks otherwise, since unrolling it lets LLVM share broadcasts between taps and spill.
  * 3x3 stride-1 convs also have a Winograd path (knob `winograd` = m, conv2d_winograd.c), whose configs
  * read tile_oc as oc vectors, tile_ow as tiles per register tile, tile_oh as tiles per task and oc_groups
- * as for the direct path; its other knobs stay at their first value. */
+ * as for the direct path; its other knobs stay at their first value.
+ * A grouped conv (wl->groups > 1, as ResNeXt's and RegNet's 3x3s) is G GEMMs in one kernel: an
+ * oc tile lies inside one group (its vectors narrowed until they divide oc/G) and reduces over that
+ * group's c/G input channels only, whole input blocks or, where the block holds several groups,
+ * lanes of one block; weights are packed per group's channels ([oc/OT][c/G/gl][kh][kw][gl][OT], gl
+ * the lanes a group reads per block); a padded band holds the task's groups' channels. No Winograd
+ * path for those. */
 #include "conv2d_int.h"
 #include "th_rt.h"
 
+/* A group's output and input channels (all of them when ungrouped). */
+static int group_oc(const tc_workload *wl) {
+  return wl->oc / tc_workload_groups(wl);
+}
+static int group_c(const tc_workload *wl) {
+  return wl->c / tc_workload_groups(wl);
+}
+
+/* Input lanes a group reads per input block (the block, or the group's channels when one block
+ * holds several groups) and the group's blocks. */
+static int group_lanes(const tc_workload *wl) {
+  return wl->in_cb < group_c(wl) ? wl->in_cb : group_c(wl);
+}
+static int group_blocks(const tc_workload *wl) {
+  return group_c(wl) / group_lanes(wl);
+}
+
+/* Lanes per output vector: a power of two dividing the block and, grouped, the group's channels. */
 static int vec_lanes(const tc_workload *wl, const tc_target *t) {
   int vl = t->simd_lanes < wl->out_cb ? t->simd_lanes : wl->out_cb;
+  while (vl > 1 && group_oc(wl) % vl) vl /= 2;
   return vl < 1 ? 1 : vl;
 }
 
@@ -68,7 +93,7 @@ static void balanced(int ow, int rw, int *nt, int *q, int *big) {
 #define WINO2_MAX_U_BYTES (6.0 * 1024 * 1024)
 
 static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
-  int vl = vec_lanes(wl, t), nv = wl->oc / vl;
+  int vl = vec_lanes(wl, t), nv = group_oc(wl) / vl; /* an oc tile stays inside its group */
   int vals[TC_MAX_KNOB_VALUES * TC_KNOB_WIDTH], k = 0;
   for (int vo = 1; vo <= nv && vo <= 8 && k < TC_MAX_KNOB_VALUES; vo++)
     if (nv % vo == 0) {
@@ -96,13 +121,13 @@ static th_status space(const tc_workload *wl, const tc_target *t, tc_space *s) {
   if (rc == TH_OK) rc = tc_space_add(s, "unroll_kw", TC_KNOB_ANNOTATE, 1, wl->kw > 1 ? 2 : 1, unroll);
   /* Output-channel tile groups per task (each group shares one input band). */
   k = 0;
-  for (int g = 1; g <= nv && g <= 32; g *= 2) vals[k++] = g;
+  for (int g = 1; g <= wl->oc / vl && g <= 32; g *= 2) vals[k++] = g;
   if (rc == TH_OK) rc = tc_space_add(s, "oc_groups", TC_KNOB_OTHER, 1, k, vals);
   /* Input-channel chunks: the reduction runs chunk by chunk over all the task's rows, so an oc tile's
    * weights for one chunk stay in cache across rows; partial sums go through the output. */
   k = 0;
-  for (int ch = 1; ch <= wl->c / wl->in_cb && ch <= 16; ch *= 2)
-    if ((wl->c / wl->in_cb) % ch == 0) vals[k++] = ch;
+  for (int ch = 1; ch <= group_blocks(wl) && ch <= 16; ch *= 2)
+    if (group_blocks(wl) % ch == 0) vals[k++] = ch;
   if (rc == TH_OK) rc = tc_space_add(s, "ic_chunks", TC_KNOB_OTHER, 1, k, vals);
   /* Output rows per register tile (padded convs, whose band holds the task's rows): with few columns
    * (7x7) a 2-row tile keeps enough accumulators in flight. */
@@ -159,7 +184,8 @@ static th_status valid(const tc_workload *wl, const tc_target *t, const tc_space
   if (rh[0] > 1 && (!use_band(wl, toh[1]) || rh[0] > toh[1])) return TH_ERR_INVALID;
   if (!oc || !ow || !g || !tc__knob(s, c, "tile_oh") || !tc__knob(s, c, "unroll_kw")) return TH_ERR_INVALID;
   if (oc[1] * ow[1] * rh[0] > max_acc(t, oc[1])) return TH_ERR_INVALID;
-  if (oc[0] % g[0]) return TH_ERR_INVALID; /* groups split the oc tiles evenly */
+  if (group_oc(wl) % (oc[1] * vec_lanes(wl, t))) return TH_ERR_INVALID; /* a tile in one group */
+  if ((wl->oc / (oc[1] * vec_lanes(wl, t))) % g[0]) return TH_ERR_INVALID; /* even oc groups */
   const int *fl = tc__knob(s, c, "tile_flat");
   if (!fl || (fl[0] && !flat_ok(wl, toh[1], rh[0]))) return TH_ERR_INVALID;
   return TH_OK;
@@ -288,7 +314,7 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
   if (best < 0) return TH_ERR_INTERNAL;
   c->idx[koh] = bi;
   int nrt = s->knobs[koh].values[bi][0];
-  int ntiles = s->knobs[koc].values[c->idx[koc]][0];
+  int ntiles = wl->oc / (s->knobs[koc].values[c->idx[koc]][1] * vec_lanes(wl, t));
   /* Groups: enough tasks (>= 16) to balance the threads, never more groups than tiles. */
   c->idx[kg] = 0;
   for (int i = 0; i < s->knobs[kg].nvalues; i++) {
@@ -302,7 +328,8 @@ static th_status fallback(const tc_workload *wl, const tc_target *t, const tc_sp
    * has several rows to reuse them over. */
   c->idx[kch] = 0;
   int th = s->knobs[koh].values[bi][1];
-  double tile_w = 4.0 * s->knobs[koc].values[c->idx[koc]][1] * vec_lanes(wl, t) * wl->c * wl->kh * wl->kw;
+  double tile_w =
+      4.0 * s->knobs[koc].values[c->idx[koc]][1] * vec_lanes(wl, t) * group_c(wl) * wl->kh * wl->kw;
   if (th > 1)
     for (int i = 0; i < s->knobs[kch].nvalues; i++) {
       c->idx[kch] = i;
@@ -324,7 +351,27 @@ typedef struct conv_ctx {
   int flat, toh;                   /* flat: tiles are runs of the band's toh rows' positions; ow0 = first */
   const tc_expr *chunk;            /* current chunk (nchunks > 1) */
   tc_var *chunk_var;
+  int gl, gb; /* input lanes per block and blocks a group reads (group_lanes, group_blocks) */
+  /* the band's input blocks: nb from block blo (NULL: 0), the task's groups' when grouped */
+  int nb;
+  const tc_expr *blo;
 } conv_ctx;
+
+/* The input block and lane of the tile's group's block icb, lane ci: block icb and lane ci when
+ * ungrouped; grouped, tile t's group starts at channel (t / tiles per group) * c/G. */
+static void group_in(tc_ir *ir, const conv_ctx *x, const tc_expr *icb, const tc_expr *ci,
+                     const tc_expr **blk, const tc_expr **lane) {
+  const tc_workload *wl = x->wl;
+  if (tc_workload_groups(wl) == 1) {
+    *blk = icb;
+    *lane = ci;
+    return;
+  }
+  const tc_expr *ch0 =
+      tc_e_mul(ir, tc_e_div(ir, x->t, tc__c(ir, group_oc(wl) / x->ot)), tc__c(ir, group_c(wl)));
+  *blk = tc_e_add(ir, tc_e_div(ir, ch0, tc__c(ir, wl->in_cb)), icb);
+  *lane = wl->in_cb > group_c(wl) ? tc_e_add(ir, tc_e_mod(ir, ch0, tc__c(ir, wl->in_cb)), ci) : ci;
+}
 
 /* Output row (relative to x->oh) and column of a tile's accumulator position p: p / rw and ow0 + p % rw
  * for row tiles; for flat tiles, position ow0 + p of the run, wrapped at the row's end (per position and
@@ -345,6 +392,7 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   conv_ctx *x = vctx;
   const tc_workload *wl = x->wl;
   int vl = x->vl, vo = x->vo, icb_n = wl->c / wl->in_cb;
+  const tc_expr *iblk, *ilane; /* the input block and lane of reduction step (icb, ci) */
   /* The tile covers rh output rows (band mode) x rw columns; accumulator p = row * rw + column. */
   int rh = x->band ? x->rh : 1, np = rh * rw;
   tc_type vt = tc_type_f32(vl);
@@ -372,10 +420,11 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   tc_var *iy = tc_var_new(ir, "iy", tc_type_int());
   tc_var *v2 = tc_var_new(ir, "v", tc_type_int()), *r2 = tc_var_new(ir, "r", tc_type_int());
   tc_var *v3 = tc_var_new(ir, "v", tc_type_int()), *xb = tc_var_new(ir, "xb", vt);
-  const tc_expr *wbase = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, icb_n)), tc__v(ir, icb));
+  group_in(ir, x, tc__v(ir, icb), tc__v(ir, ci), &iblk, &ilane);
+  const tc_expr *wbase = tc_e_add(ir, tc_e_mul(ir, x->t, tc__c(ir, x->gb)), tc__v(ir, icb));
   wbase = tc_e_add(ir, tc_e_mul(ir, wbase, tc__c(ir, wl->kh)), tc__v(ir, kh));
   wbase = tc_e_add(ir, tc_e_mul(ir, wbase, tc__c(ir, wl->kw)), tc__v(ir, kw));
-  wbase = tc_e_add(ir, tc_e_mul(ir, wbase, tc__c(ir, wl->in_cb)), tc__v(ir, ci));
+  wbase = tc_e_add(ir, tc_e_mul(ir, wbase, tc__c(ir, x->gl)), tc__v(ir, ci));
   wbase = tc_e_mul(ir, wbase, tc__c(ir, x->ot));
   const tc_stmt *ldw = tc_s_for(
       ir, v2, tc__c(ir, 0), tc__c(ir, vo), TC_FOR_UNROLLED,
@@ -390,24 +439,27 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
     tile_pos(ir, x, ow0, tc__v(ir, r2), rw, &row, &col);
     row = tc_e_mul(ir, row, tc__c(ir, wl->sh));
     const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, col, tc__c(ir, wl->sw)), tc__v(ir, kw));
-    const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, tc__v(ir, icb), tc__c(ir, x->brows)),
+    const tc_expr *bblk = x->blo ? tc_e_sub(ir, iblk, x->blo) : iblk;
+    const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, bblk, tc__c(ir, x->brows)),
                                  tc_e_add(ir, tc__v(ir, iy), row));
     bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, x->bw)), bx);
-    bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, wl->in_cb)), tc__v(ir, ci));
+    bi = tc_e_add(ir, tc_e_mul(ir, bi, tc__c(ir, wl->in_cb)), ilane);
     xs = tc_e_load(ir, x->band, bi, 1, 4);
   } else {
     const tc_expr *ix = tc_e_add(
         ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
         tc_e_sub(ir, tc__v(ir, kw), tc__c(ir, wl->pl)));
     if (!safe) {
-      xs = tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), ix, tc__v(ir, ci), icb_n,
-                                        wl->h, wl->w, wl->in_cb),
+      xs = tc_e_load(ir, x->in,
+                     tc__idx(ir, x->n, iblk, tc__v(ir, iy), ix, ilane, icb_n, wl->h, wl->w,
+                             wl->in_cb),
                      1, 4);
     } else {
       const tc_expr *cx = tc_e_max(ir, tc_e_min(ir, ix, tc__c(ir, wl->w - 1)), tc__c(ir, 0));
       xs = tc_e_select(ir, tc__in_range(ir, ix, 0, wl->w),
-                       tc_e_load(ir, x->in, tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy), cx,
-                                                    tc__v(ir, ci), icb_n, wl->h, wl->w, wl->in_cb),
+                       tc_e_load(ir, x->in,
+                                 tc__idx(ir, x->n, iblk, tc__v(ir, iy), cx, ilane, icb_n, wl->h,
+                                         wl->w, wl->in_cb),
                                  1, 4),
                        tc_e_float(ir, 0.0));
     }
@@ -422,7 +474,7 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_stmt *cols = tc_s_for(ir, r2, tc__c(ir, 0), tc__c(ir, np), TC_FOR_UNROLLED,
                                  tc_s_let(ir, xb, tc_e_broadcast(ir, xs, vl), fmas));
   const tc_stmt *lanes_body[2] = {ldw, cols};
-  const tc_stmt *lanes = tc_s_for(ir, ci, tc__c(ir, 0), tc__c(ir, wl->in_cb), TC_FOR_UNROLLED,
+  const tc_stmt *lanes = tc_s_for(ir, ci, tc__c(ir, 0), tc__c(ir, x->gl), TC_FOR_UNROLLED,
                                   tc_s_seq(ir, 2, lanes_body));
   tc_for_kind kwk = TC_FOR_ROLLED;
   if (x->unroll_kw || (!x->band && safe && ow0->kind == TC_EXPR_INT)) kwk = TC_FOR_UNROLLED;
@@ -437,7 +489,7 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   }
   const tc_expr *icb0 = x->nchunks > 1 ? tc_e_mul(ir, x->chunk, tc__c(ir, x->cpc)) : tc__c(ir, 0);
   const tc_stmt *red = tc_s_for(
-      ir, icb, icb0, tc__c(ir, x->nchunks > 1 ? x->cpc : icb_n), TC_FOR_SERIAL,
+      ir, icb, icb0, tc__c(ir, x->nchunks > 1 ? x->cpc : x->gb), TC_FOR_SERIAL,
       tc_s_for(ir, kh, tc__c(ir, 0), tc__c(ir, wl->kh), TC_FOR_SERIAL, tc_s_let(ir, iy, iyv, kws)));
   red = tc_s_allocate(ir, wreg, vo, TC_SCOPE_LOCAL, red);
   /* epilogue */
@@ -466,6 +518,7 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
   const tc_workload *wl = x->wl;
   int cb = wl->in_cb, icb_n = wl->c / cb;
   tc_var *icb = tc_var_new(ir, "bicb", tc_type_int()), *br = tc_var_new(ir, "brow", tc_type_int());
+  const tc_expr *sblk = x->blo ? tc_e_add(ir, x->blo, tc__v(ir, icb)) : tc__v(ir, icb);
   tc_var *iy = tc_var_new(ir, "biy", tc_type_int());
   const tc_expr *zero = cb > 1 ? tc_e_broadcast(ir, tc_e_float(ir, 0.0), cb) : tc_e_float(ir, 0.0);
   const tc_expr *rowbase = tc_e_mul(
@@ -487,7 +540,7 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
   }
   if (xb > xa) {
     tc_var *px = tc_var_new(ir, "bx", tc_type_int());
-    const tc_expr *src = tc__idx(ir, x->n, tc__v(ir, icb), tc__v(ir, iy),
+    const tc_expr *src = tc__idx(ir, x->n, sblk, tc__v(ir, iy),
                                  tc_e_sub(ir, tc__v(ir, px), tc__c(ir, wl->pl)), tc__c(ir, 0), icb_n, wl->h,
                                  wl->w, cb);
     tc_list_push(ir, &l, tc_s_for(ir, px, tc__c(ir, xa), tc__c(ir, xb - xa), TC_FOR_SERIAL,
@@ -505,7 +558,7 @@ static const tc_stmt *band_fill(tc_ir *ir, const conv_ctx *x) {
   const tc_stmt *row = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), tc_list_seq(ir, &l), zrow);
   const tc_expr *iyv = tc_e_add(ir, tc_e_mul(ir, x->oy0, tc__c(ir, wl->sh)),
                                 tc_e_sub(ir, tc__v(ir, br), tc__c(ir, wl->pt)));
-  return tc_s_for(ir, icb, tc__c(ir, 0), tc__c(ir, icb_n), TC_FOR_SERIAL,
+  return tc_s_for(ir, icb, tc__c(ir, 0), tc__c(ir, x->nb), TC_FOR_SERIAL,
                   tc_s_for(ir, br, tc__c(ir, 0), tc__c(ir, x->brows), TC_FOR_SERIAL,
                            tc_s_let(ir, iy, iyv, row)));
 }
@@ -557,8 +610,11 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   x.toh = toh;
   if (x.flat && !flat_ok(wl, toh, rh)) return TH_ERR_INVALID;
   x.nchunks = tc__knob(s, c, "ic_chunks")[0];
-  x.cpc = wl->c / wl->in_cb / x.nchunks;
+  x.gl = group_lanes(wl);
+  x.gb = group_blocks(wl);
+  x.cpc = x.gb / x.nchunks;
   x.ot = x.vo * x.vl;
+  if (group_oc(wl) % x.ot) return TH_ERR_INVALID;
   x.ntiles = wl->oc / x.ot;
   if (x.ntiles % ng) return TH_ERR_INVALID;
   x.in = tc_var_buffer(ir, "in", tc_type_f32(1), TC_ARG_IN);
@@ -573,6 +629,7 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
     x.brows = band_rows(wl, toh);
     x.bw = band_width(wl);
   }
+  x.nb = wl->c / wl->in_cb;
   int nrt = (wl->oh + toh - 1) / toh;
   tc_var *task = tc_var_new(ir, "task", tc_type_int());
   tc_var *nv = tc_var_new(ir, "n", tc_type_int()), *gv = tc_var_new(ir, "g", tc_type_int());
@@ -586,6 +643,20 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   tc_var *chv = tc_var_new(ir, "chunk", tc_type_int());
   x.chunk_var = chv;
   x.chunk = tc__v(ir, chv);
+  if (band && tc_workload_groups(wl) > 1) {
+    /* the band holds the input channels of the task's conv groups only: whole groups (a task's
+     * tiles cover k of them) or one (several tasks share a group); else all */
+    int tpg0 = x.ntiles / ng, per = group_oc(wl) / x.ot; /* tiles per task, per conv group */
+    int span = 0;                                          /* the task's input channels */
+    if (tpg0 % per == 0) span = tpg0 / per * group_c(wl);
+    else if (per % tpg0 == 0) span = group_c(wl);
+    if (span > 0 && span % wl->in_cb == 0) {
+      const tc_expr *g0 =
+          tc_e_div(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg0)), tc__c(ir, per));
+      x.nb = span / wl->in_cb;
+      x.blo = tc_e_div(ir, tc_e_mul(ir, g0, tc__c(ir, group_c(wl))), tc__c(ir, wl->in_cb));
+    }
+  }
   const tc_stmt *rows;
   if (x.flat) {
     x.rh = 1;
@@ -639,7 +710,8 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
       tc_s_let(ir, tv, tc_e_add(ir, tc_e_mul(ir, tc__v(ir, gv), tc__c(ir, tpg)), tc__v(ir, ti)), rows));
   if (band) {
     const tc_stmt *both[2] = {band_fill(ir, &x), tiles};
-    tiles = tc_s_allocate(ir, band, band_floats(wl, toh), TC_SCOPE_LOCAL, tc_s_seq(ir, 2, both));
+    tiles = tc_s_allocate(ir, band, (int64_t)x.nb * wl->in_cb * x.brows * x.bw, TC_SCOPE_LOCAL,
+                          tc_s_seq(ir, 2, both));
   }
   const tc_expr *tk = tc__v(ir, task);
   const tc_stmt *body = tc_s_let(
@@ -661,10 +733,10 @@ static th_status pack(const tc_workload *wl, const tc_target *t, const tc_space 
   }
   p[0] = TH_RT_PACK_CONV;
   p[1] = wl->oc;
-  p[2] = wl->c;
+  p[2] = group_c(wl);
   p[3] = wl->kh;
   p[4] = wl->kw;
-  p[5] = wl->in_cb;
+  p[5] = group_lanes(wl);
   p[6] = vo * vec_lanes(wl, t);
   return TH_OK;
 }

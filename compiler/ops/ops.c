@@ -109,7 +109,8 @@ static int64_t tc__arg_elems(const tc_workload *w, tc_arg_size size) {
     case TC_ARG_SIZE_MAP_OUT:
       return map_out;
     case TC_ARG_SIZE_WEIGHTS:
-      return w->kernel == TC_KERNEL_CONV2D      ? (int64_t)w->oc * w->c * w->kh * w->kw
+      return w->kernel == TC_KERNEL_CONV2D
+                 ? (int64_t)w->oc * (w->c / tc_workload_groups(w)) * w->kh * w->kw
              : w->kernel == TC_KERNEL_DEPTHWISE ? (int64_t)w->c * w->kh * w->kw
                                                 : (int64_t)w->oc * w->c;
     case TC_ARG_SIZE_BIAS:
@@ -291,6 +292,18 @@ static th_status tc__tensor_check(const tc_workload *w) {
 }
 
 /* The families whose kernels run at a precision other than FP32 (the GEMMs, conv2d as an implicit GEMM). */
+/* A grouped conv2d: groups divide both channel counts, neither map pads its channels (a group's
+ * channels are real ones), the input block and the group's input channels divide one another (a
+ * group is whole blocks, or lanes of one block), and fp32 only. */
+static th_status tc__groups_check(const tc_workload *w) {
+  if (w->kernel != TC_KERNEL_CONV2D || w->c % w->groups || w->oc % w->groups) return TH_ERR_INVALID;
+  int cg = w->c / w->groups;
+  if (tc_channels_stored(w->c, w->in_cb) != w->c || tc_channels_stored(w->oc, w->out_cb) != w->oc)
+    return TH_ERR_INVALID;
+  if (cg % w->in_cb && w->in_cb % cg) return TH_ERR_INVALID;
+  return w->precision == TC_PRECISION_FP32 ? TH_OK : TH_ERR_INVALID;
+}
+
 static int takes_precision(int kernel) {
   return kernel == TC_KERNEL_DENSE || kernel == TC_KERNEL_BATCH_MATMUL || kernel == TC_KERNEL_CONV2D;
 }
@@ -304,6 +317,7 @@ th_status tc_workload_check(const tc_workload *wl) {
       (int64_t)w->n * w->oc * w->oh * w->ow > (int64_t)1 << 31)
     return TH_ERR_TOO_LARGE;
   if (!is_block(w->in_cb) || !is_block(w->out_cb)) return TH_ERR_INVALID; /* padded when they do not divide */
+  if (w->groups < 0 || (w->groups > 1 && tc__groups_check(w) != TH_OK)) return TH_ERR_INVALID;
   const int cnn_act = TC_EPI_SIGMOID | TC_EPI_HARD_SIGMOID | TC_EPI_HARD_SWISH | TC_EPI_SILU;
   if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU |
                       TC_EPI_TANH | TC_EPI_MASK | cnn_act))
@@ -405,7 +419,7 @@ th_status tc_precision_parse(const char *s, tc_precision *out) {
 }
 
 int tc_workload_take_precision(tc_workload *wl, tc_precision p) {
-  if (!takes_precision(wl->kernel)) return 0;
+  if (!takes_precision(wl->kernel) || wl->groups > 1) return 0; /* grouped convs: fp32 only */
   int changed = wl->precision != (int)p;
   wl->precision = p;
   return changed;
@@ -433,6 +447,11 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
                    wl->epilogue);
   if (w < 0 || (size_t)w >= n) return TH_ERR_TOO_LARGE;
   size_t used = (size_t)w;
+  if (wl->groups > 1) {
+    w = snprintf(out + used, n - used, " g%d", wl->groups);
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+    used += (size_t)w;
+  }
   if (wl->epilogue & TC_EPI_CLIP) {
     w = snprintf(out + used, n - used, " clip%g,%g", (double)wl->clip_min, (double)wl->clip_max);
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
@@ -499,11 +518,15 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
   return TH_OK;
 }
 
+int tc_workload_groups(const tc_workload *wl) {
+  return wl->kernel == TC_KERNEL_CONV2D && wl->groups > 1 ? wl->groups : 1;
+}
+
 double tc_workload_flops(const tc_workload *wl) {
   if (!wl) return 0;
   double out = (double)wl->n * wl->oc * wl->oh * wl->ow;
   switch (wl->kernel) {
-    case TC_KERNEL_CONV2D: return 2.0 * out * wl->c * wl->kh * wl->kw;
+    case TC_KERNEL_CONV2D: return 2.0 * out * (wl->c / tc_workload_groups(wl)) * wl->kh * wl->kw;
     case TC_KERNEL_DEPTHWISE: return 2.0 * out * wl->kh * wl->kw;
     case TC_KERNEL_DENSE: return 2.0 * wl->n * (double)wl->oc * wl->c;
     case TC_KERNEL_MAXPOOL:
@@ -733,7 +756,7 @@ th_status tc_op_pack_params(const tc_workload *wl, const tc_config *cfg, const t
   /* the packers read the real (torch-layout) channels and zero the padded ones */
   if (p[0] == TH_RT_PACK_CONV) {
     p[7] = wl->oc;
-    p[8] = wl->c;
+    p[8] = wl->c / tc_workload_groups(wl); /* a group's input channels */
   } else if (p[0] == TH_RT_PACK_DEPTHWISE) {
     p[5] = wl->c;
   } else if (p[0] == TH_RT_PACK_WINOGRAD) {

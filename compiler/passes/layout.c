@@ -141,6 +141,25 @@ static int tc__same_channels(const tc_node *nd) {
   }
 }
 
+/* Whether node nd is a grouped conv2d that is not depthwise (a conv2d workload with groups). */
+static int tc__grouped(const tc_graph *g, const tc_node *nd) {
+  return nd->op == TC_OP_CONV2D && nd->groups > 1 &&
+         !(nd->groups == nd->out.shape[1] && nd->groups == g->nodes[nd->inputs[0]].out.shape[1]);
+}
+
+/* The largest block of at most `lanes` (and 16) lanes that divides n: no padding. */
+static int tc__exact_block(int n, int lanes) {
+  int b = 16;
+  while (b > 1 && (b > lanes || n % b)) b /= 2;
+  return b;
+}
+
+/* Whether a grouped conv reads input block cb as it is (tc_workload_check's rule): no padded
+ * channels, and the block and a group's cg channels divide one another. */
+static int tc__group_block_ok(int c, int cg, int cb) {
+  return tc_channels_stored(c, cb) == c && (cg % cb == 0 || cb % cg == 0);
+}
+
 th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
   int *map = tc__maps(g);
   if (!map) return tc__fail(g, TH_ERR_NOMEM, "out of memory");
@@ -148,6 +167,10 @@ th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
     tc_node *nd = &g->nodes[i];
     if (nd->dead || nd->op == TC_OP_LAYOUT) continue;
     nd->out.cb = map[i] ? tc_channel_block(nd->out.shape[1], simd_lanes) : 1;
+    /* a grouped conv's groups are real channels: its output block pads none */
+    if (map[i] && tc__grouped(g, nd) &&
+        tc_channels_stored(nd->out.shape[1], nd->out.cb) != nd->out.shape[1])
+      nd->out.cb = tc__exact_block(nd->out.shape[1], simd_lanes);
   }
   th_status rc = TH_OK;
   for (int i = 0; rc == TH_OK && i < g->nnodes; i++) {
@@ -182,6 +205,22 @@ th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
       g->nodes[i + 1].inputs[0] = i;
       i++;
       continue;
+    }
+    if (tc__grouped(g, &g->nodes[i])) {
+      const tc_tensor *t = &g->nodes[g->nodes[i].inputs[0]].out;
+      int c = t->shape[1], cg = c / g->nodes[i].groups;
+      if (!tc__group_block_ok(c, cg, t->cb)) {
+        /* the input's block splits or pads a group: one reorder to a block of the group's
+         * channels (a divisor of them, so also of c) */
+        tc_node ln = tc__layout_node(g, g->nodes[i].inputs[0], tc__exact_block(cg, simd_lanes));
+        if (tc__insert_mapped(g, i, &ln, &map) < 0) {
+          rc = tc__fail(g, TH_ERR_NOMEM, "out of memory");
+          break;
+        }
+        g->nodes[i + 1].inputs[0] = i;
+        i++;
+        continue;
+      }
     }
     for (int k = 0; k < g->nodes[i].ninputs; k++) {
       int x = g->nodes[i].inputs[k];

@@ -383,13 +383,11 @@ static th_status tc__lower_node(tc_graph *g, const tc__views *vs, tc_call *cs, i
         tc__wl_tensor(&c->wl, TC_KERNEL_DENSE, (int)tc__rows(in), in->shape[in->ndim - 1], 1, 1,
                       nd->oc, 1, 1);
         tc__wl_epilogue(&c->wl, nd);
-      } else if (nd->groups == 1) {
-        c->wl.kernel = TC_KERNEL_CONV2D;
-      } else if (nd->groups == c->wl.c && nd->groups == c->wl.oc) {
+      } else if (nd->groups > 1 && nd->groups == c->wl.c && nd->groups == c->wl.oc) {
         c->wl.kernel = TC_KERNEL_DEPTHWISE;
-      } else {
-        return tc__fail(g, TH_ERR_UNSUPPORTED, "%s: grouped conv (groups %d) has no kernel",
-                        nd->name, nd->groups);
+      } else { /* groups of c/groups -> oc/groups channels (tc_pass_layout fits the blocks) */
+        c->wl.kernel = TC_KERNEL_CONV2D;
+        c->wl.groups = nd->groups;
       }
       if (nd->op == TC_OP_CONV2D) tc__wl_window(&c->wl, nd);
       c->nargs = 5;

@@ -441,6 +441,10 @@ TH_TEST(onnx_conv3d_folded_groups) { return emu_onnx("test_Conv3d_groups", 0); }
 TH_TEST(onnx_avgpool3d) { return emu_onnx("test_AvgPool3d_stride1_pad0_gpu_input", -1); }
 TH_TEST(onnx_maxpool3d) { return emu_onnx("test_MaxPool3d_stride_padding", -1); }
 TH_TEST(onnx_maxpool2d_dilated) { return emu_onnx("test_MaxPool2d_stride_padding_dilation", -1); }
+/* grouped 2-D and 1-D convs: conv2d workloads of groups (cuda/ops/conv2d.c), not expanded
+ * weights */
+TH_TEST(onnx_conv2d_groups) { return emu_onnx("test_Conv2d_groups", 0); }
+TH_TEST(onnx_conv1d_groups) { return emu_onnx("test_Conv1d_groups", 0); }
 
 /* ---- CUDA graphs (issue 25) ---------------------------------------------------------------------------- */
 
@@ -994,6 +998,47 @@ TH_TEST(measure_emulated) {
   CHECK_EQ_INT(r.error_class, TC_ERROR_CLASS_INSTANTIATION);
   CHECK(r.compile_s == 0);
   emu_cleanup(dir);
+  return 0;
+}
+
+/* A grouped conv (4 groups of 2 -> 3 channels, and 8 groups of 4 -> 4 as resnext's) through
+ * tc_cuda_measure: the fallback and every tile_f whose block stays inside a group run emulated and
+ * match the CPU reference (class 0); a block spanning two groups is refused before NVRTC. */
+TH_TEST(measure_emulated_grouped) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  for (int v = 0; v < 2; v++) {
+    tc_workload wl = small_conv();
+    wl.c = v ? 32 : 8, wl.oc = v ? 32 : 12, wl.groups = v ? 8 : 4;
+    tc_space s;
+    tc_config c;
+    char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512];
+    emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
+    tc_measure_opts o;
+    tc_measure_result r;
+    measure_clean(&wl, &c, &t, 1, &o, &r);
+    int kf = tc_space_knob(&s, "tile_f"), ran = 0, refused = 0;
+    for (int i = 0; i < s.knobs[kf].nvalues; i++) {
+      const int *f = s.knobs[kf].values[i];
+      tc_config ci = c;
+      ci.idx[kf] = i;
+      char why[256];
+      if ((wl.oc / wl.groups) % (f[1] * f[2] * f[3])) {
+        CHECK(tc_cuda_valid(&wl, &t, &s, &ci, why, sizeof why) != TH_OK);
+        refused++;
+        continue;
+      }
+      if (tc_cuda_valid(&wl, &t, &s, &ci, why, sizeof why) != TH_OK || ran >= 3) continue;
+      char d2[] = "/tmp/tc-cuda-emu-meas-XXXXXX";
+      tc_space s2;
+      emu_candidate_patched(&wl, &t, &s2, &ci, 0, NULL, d2, emu, sizeof emu);
+      measure_clean(&wl, &ci, &t, 1, &o, &r);
+      emu_cleanup(d2);
+      ran++;
+    }
+    CHECK(refused > 0 && ran > 0);
+    emu_cleanup(dir);
+  }
   return 0;
 }
 

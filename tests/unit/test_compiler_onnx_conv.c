@@ -60,17 +60,20 @@ static double tv_at(const float *x, int C, int H, int W, int n, int c, int y, in
   return x[(((size_t)n * C + c) * H + y) * W + xx];
 }
 
-/* A grouped (2 groups of 2 input and 3 output channels) and dilated (2 x 1) Conv with strides 1 x 2
- * and uneven pads imports as one plain conv of a 5x3 kernel, and computes the ONNX definition. */
-TH_TEST(grouped_dilated_conv_matches_naive) {
-  enum { N = 2, C = 4, H = 5, W = 6, M = 6, G = 2, K = 3 };
+/* A Conv of G groups (2 input and 3 output channels each) with a 3x3 kernel, dilations dil,
+ * strides 1 x 2 and pads 2, 1, 1, 0 (top, left, bottom, right) over x [2, 4, 5, 6] imported: the
+ * conv node's groups and kernel must be want_groups and want_kh x want_kw, and the reference
+ * interpreter must compute the ONNX definition. */
+static void tv_grouped_conv(int G, const int64_t *dil, int want_groups, int want_kh, int want_kw) {
+  enum { N = 2, C = 4, H = 5, W = 6, K = 3 };
+  int M = 3 * G;
   tb *b = tb_new(13);
   int64_t xd[4] = {-1, C, H, W}, wd[4] = {M, C / G, K, K}, bd[1] = {M};
   tb_input(b, "x", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, 4, xd);
   tb_param(b, "w", 4, wd, 0);
   tb_param(b, "bias", 1, bd, 0);
   Onnx__NodeProto *n = tb_node(b, "Conv", "gconv", "x,w,bias", "y");
-  static const int64_t dil[2] = {2, 1}, st[2] = {1, 2}, pads[4] = {2, 1, 1, 0};
+  static const int64_t st[2] = {1, 2}, pads[4] = {2, 1, 1, 0};
   tb_attr_i(b, n, "group", G);
   tb_attr_ints(b, n, "dilations", 2, dil);
   tb_attr_ints(b, n, "strides", 2, st);
@@ -83,14 +86,15 @@ TH_TEST(grouped_dilated_conv_matches_naive) {
   CHECK_EQ_INT(tv_count(g, TC_OP_CONV2D), 1);
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i].op == TC_OP_CONV2D)
-      CHECK(g->nodes[i].groups == 1 && g->nodes[i].kh == 5 && g->nodes[i].kw == 3);
-  /* out: H (5 + 3 - 5) / 1 + 1 = 4, W (6 + 1 - 3) / 2 + 1 = 3 */
-  enum { OH = 4, OW = 3 };
-  float x[N * C * H * W], w[M * (C / G) * K * K], bias[M];
+      CHECK(g->nodes[i].groups == want_groups && g->nodes[i].kh == want_kh &&
+            g->nodes[i].kw == want_kw);
+  int kh = (K - 1) * (int)dil[0] + 1, kw = (K - 1) * (int)dil[1] + 1;
+  int OH = H + 3 - kh + 1, OW = (W + 1 - kw) / 2 + 1;
+  float x[N * C * H * W], w[12 * 4 * K * K], bias[12];
   tb_fill(x, N * C * H * W, 5);
   tb_data("w", M * (C / G) * K * K, 0, w);
   tb_data("bias", M, 0, bias);
-  static const int shape[4] = {N, M, OH, OW};
+  const int shape[4] = {N, M, OH, OW};
   float *y = tv_run(g, x, 0, shape);
   double worst = 0;
   for (int nn = 0; nn < N; nn++)
@@ -103,15 +107,32 @@ TH_TEST(grouped_dilated_conv_matches_naive) {
             for (int ky = 0; ky < K; ky++)
               for (int kx = 0; kx < K; kx++)
                 acc += w[((m * (C / G) + ci) * K + ky) * K + kx] *
-                       tv_at(x, C, H, W, nn, grp * (C / G) + ci, oy - 2 + ky * 2, ox * 2 - 1 + kx);
+                       tv_at(x, C, H, W, nn, grp * (C / G) + ci, oy - 2 + ky * (int)dil[0],
+                             ox * 2 - 1 + kx * (int)dil[1]);
           worst = fmax(worst, fabs(acc - y[((nn * M + m) * OH + oy) * OW + ox]));
         }
-  fprintf(stderr, "grouped dilated conv: max |diff| %.3g\n", worst);
+  fprintf(stderr, "conv of %d groups, dilations %dx%d: max |diff| %.3g\n", G, (int)dil[0],
+          (int)dil[1], worst);
   CHECK(worst < 1e-4);
   free(y);
   tc_graph_free(g);
   free(p);
   tb_free(b);
+}
+
+/* Grouped and dilated (2 x 1): one plain conv of a 5x3 kernel (expanded weights). */
+TH_TEST(grouped_dilated_conv_matches_naive) {
+  static const int64_t dil[2] = {2, 1};
+  tv_grouped_conv(2, dil, 1, 5, 3);
+  return 0;
+}
+
+/* Grouped alone (2 and 4 groups of the 4 channels; M = 3G, so not depthwise): the conv keeps its
+ * groups and 3x3 kernel, a conv2d workload of groups (issue 38), not block-diagonal weights. */
+TH_TEST(grouped_conv_stays_grouped) {
+  static const int64_t one[2] = {1, 1};
+  tv_grouped_conv(2, one, 2, 3, 3);
+  tv_grouped_conv(4, one, 4, 3, 3);
   return 0;
 }
 

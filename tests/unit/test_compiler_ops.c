@@ -99,14 +99,16 @@ static void ref_conv(const tc_workload *wl, const float *in, const float *wt, co
       for (int y = 0; y < wl->oh; y++)
         for (int x = 0; x < wl->ow; x++) {
           double acc = 0;
-          int c0 = depthwise ? o : 0, c1 = depthwise ? o + 1 : wl->c;
+          /* groups: output o reads the cg input channels of its group, weights [oc][cg][kh][kw] */
+          int G = wl->groups > 1 ? wl->groups : 1, cg = wl->c / G;
+          int c0 = depthwise ? o : o / (wl->oc / G) * cg, c1 = depthwise ? o + 1 : c0 + cg;
           for (int c = c0; c < c1; c++)
             for (int i = 0; i < wl->kh; i++)
               for (int j = 0; j < wl->kw; j++) {
                 int iy = y * wl->sh - wl->pt + i, ix = x * wl->sw - wl->pl + j;
                 if (iy < 0 || iy >= wl->h || ix < 0 || ix >= wl->w) continue;
                 float wv = depthwise ? wt[((size_t)o * wl->kh + i) * wl->kw + j]
-                                     : wt[(((size_t)o * wl->c + c) * wl->kh + i) * wl->kw + j];
+                                     : wt[(((size_t)o * cg + c - c0) * wl->kh + i) * wl->kw + j];
                 acc += (double)in[(((size_t)b * wl->c + c) * wl->h + iy) * wl->w + ix] * wv;
               }
           size_t oi = (((size_t)b * wl->oc + o) * wl->oh + y) * wl->ow + x;
@@ -145,7 +147,8 @@ static void check_list(const tc_workload *all_wl, const tc_config *all_cfg, cons
     size_t isz = (size_t)wl->n * wl->c * wl->h * wl->w, osz = (size_t)wl->n * wl->oc * wl->oh * wl->ow;
     size_t isb = stored_size(wl->n, wl->c, wl->h, wl->w, wl->in_cb);
     size_t osb = stored_size(wl->n, wl->oc, wl->oh, wl->ow, wl->out_cb);
-    size_t wsz = depthwise ? (size_t)wl->c * wl->kh * wl->kw : (size_t)wl->oc * wl->c * wl->kh * wl->kw;
+    size_t wsz = depthwise ? (size_t)wl->c * wl->kh * wl->kw
+                           : (size_t)wl->oc * (wl->c / tc_workload_groups(wl)) * wl->kh * wl->kw;
     /* the bias as the model holds it: the stored channels, zero past oc */
     int ocs = tc_channels_stored(wl->oc, wl->out_cb);
     float *in = rand_buf(isz), *wt = rand_buf(wsz), *bias = rand_buf((size_t)ocs), *res = rand_buf(osz),
@@ -206,6 +209,64 @@ TH_TEST(conv2d_differential) {
   memcpy(all, wls, sizeof wls);
   all[nwl] = a;
   check_weighted(all, nwl + 1, 4, 0);
+  return 0;
+}
+
+/* Grouped convs (ResNeXt's and RegNet's 3x3s) as conv2d workloads of groups: G in {2, 4, 8, 10, 32}
+ * with groups of whole input blocks, of lanes of one block (c/G below the block: 4 of 16) and of a
+ * plain input, oc/G narrower than the output block (vectors of 4 or 2 lanes), stride 2, 1x1, 5x5,
+ * batch 2 and the epilogues, each through the fallback and random configs against the naive loops;
+ * then the workload rules (keys, flops, what is refused). */
+TH_TEST(conv2d_grouped) {
+  init_target();
+  struct {
+    int g, n, c, h, w, oc, k, s, p, in_cb, out_cb, epi;
+  } cs[] = {
+      {2, 1, 32, 9, 9, 32, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU},
+      {4, 1, 32, 11, 10, 64, 3, 2, 1, 8, 16, TC_EPI_BIAS | TC_EPI_RESIDUAL},
+      {8, 1, 32, 7, 7, 32, 3, 1, 1, 16, 16, 0},              /* 4 lanes of a block per group */
+      {32, 1, 128, 8, 8, 128, 3, 2, 1, 16, 16, TC_EPI_RELU},       /* resnext50's first stage */
+      {2, 2, 8, 5, 6, 12, 1, 1, 0, 4, 4, TC_EPI_CLIP},             /* oc/G 6: vectors of 2 */
+      {4, 1, 16, 6, 7, 16, 5, 1, 2, 1, 8, TC_EPI_BIAS},            /* plain input */
+      {10, 1, 160, 7, 7, 160, 3, 1, 1, 16, 16, TC_EPI_BIAS | TC_EPI_RELU}, /* regnet_x_400mf */
+      {32, 1, 64, 6, 6, 32, 3, 1, 1, 8, 8, TC_EPI_RESIDUAL | TC_EPI_RELU}, /* oc/G 1 */
+  };
+  int nc = (int)(sizeof cs / sizeof cs[0]);
+  tc_workload wls[16];
+  for (int i = 0; i < nc; i++) {
+    wls[i] = conv_wl(TC_KERNEL_CONV2D, cs[i].n, cs[i].c, cs[i].h, cs[i].w, cs[i].oc, cs[i].k,
+                     cs[i].k, cs[i].s, cs[i].p, cs[i].in_cb, cs[i].out_cb, cs[i].epi);
+    wls[i].groups = cs[i].g;
+    CHECK_EQ_INT(tc_workload_check(&wls[i]), TH_OK);
+  }
+  check_weighted(wls, nc, 6, 0);
+  /* the key names the groups only above 1; flops count one group's channels */
+  char key[512];
+  tc_workload w = wls[1];
+  CHECK_EQ_INT(tc_workload_key(&w, key, sizeof key), TH_OK);
+  CHECK(strstr(key, " g4") != NULL);
+  double f4 = tc_workload_flops(&w);
+  w.groups = 1;
+  CHECK_EQ_INT(tc_workload_key(&w, key, sizeof key), TH_OK);
+  CHECK(strstr(key, " g") == NULL);
+  CHECK(fabs(tc_workload_flops(&w) - 4 * f4) < 1);
+  /* refused: groups that do not divide the channels, a block that splits a group (12 channels in
+   * blocks of 8), padded channels, another family; tf32 is not taken */
+  w = wls[0];
+  w.groups = 3;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_ERR_INVALID);
+  w = conv_wl(TC_KERNEL_CONV2D, 1, 24, 6, 6, 24, 3, 3, 1, 1, 8, 8, 0);
+  w.groups = 2;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_ERR_INVALID);
+  w = conv_wl(TC_KERNEL_CONV2D, 1, 20, 6, 6, 20, 3, 3, 1, 1, 16, 4, 0);
+  w.groups = 2;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_ERR_INVALID);
+  w = conv_wl(TC_KERNEL_DEPTHWISE, 1, 16, 6, 6, 16, 3, 3, 1, 1, 16, 16, 0);
+  w.groups = 2;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_ERR_INVALID);
+  w = wls[0];
+  CHECK_EQ_INT(tc_workload_take_precision(&w, TC_PRECISION_TF32), 0);
+  CHECK_EQ_INT(w.precision, TC_PRECISION_FP32);
   return 0;
 }
 

@@ -192,7 +192,8 @@ static void tc__exec_call(const tc_graph *g, const tc_call *c, float *ws) {
   switch (wl->kernel) {
     case TC_KERNEL_CONV2D:
     case TC_KERNEL_DEPTHWISE: {
-      int G = wl->kernel == TC_KERNEL_DEPTHWISE ? wl->c : 1, icg = wl->c / G, ocg = wl->oc / G;
+      int G = wl->kernel == TC_KERNEL_DEPTHWISE ? wl->c : tc_workload_groups(wl);
+      int icg = wl->c / G, ocg = wl->oc / G;
       for (int n = 0; n < wl->n; n++)
         for (int o = 0; o < wl->oc; o++)
           for (int oy = 0; oy < wl->oh; oy++)
@@ -1032,6 +1033,58 @@ TH_TEST(passes_activations) {
       free(x);
       tc_graph_free(g);
     }
+  return 0;
+}
+
+/* Grouped convs (issue 38) through the passes, the executor and the compiled calls, with and
+ * without the layout pass: 24 channels in 2 groups of 12 (the input's block of 8 splits a group:
+ * one reorder to blocks of 4), 8 groups of 3 -> 6 (a reorder to plain NCHW), 4 groups of 12 -> 8
+ * over a block of 16 (a reorder), and resnext's 32 groups of 2 over a block of 16 (lanes of one
+ * block, no reorder), each a conv2d call of its groups. */
+TH_TEST(passes_grouped_convs) {
+  for (int layout = 0; layout <= 1; layout++) {
+    tc_graph *g = tc_graph_new("grouped-net", 1);
+    int x = tc_graph_input(g, 3, 12, 12);
+    x = tc_graph_conv(g, "c0", x, 24, 3, 3, 1, 1, 1, 1, 1, 0);
+    x = tc_graph_relu(g, tc_graph_bn(g, "bn0", x, 1e-5f));
+    x = tc_graph_conv(g, "g1", x, 24, 3, 3, 1, 1, 1, 1, 2, 0);
+    x = tc_graph_relu(g, tc_graph_bn(g, "bn1", x, 1e-5f));
+    x = tc_graph_relu(g, tc_graph_conv(g, "g2", x, 48, 3, 3, 2, 2, 1, 1, 8, 1));
+    x = tc_graph_relu(g, tc_graph_conv(g, "g3", x, 32, 1, 1, 1, 1, 0, 0, 4, 1));
+    x = tc_graph_conv(g, "c4", x, 64, 1, 1, 1, 1, 0, 0, 1, 1);
+    x = tc_graph_relu(g, tc_graph_conv(g, "g5", x, 64, 3, 3, 1, 1, 1, 1, 32, 1));
+    int y = tc_graph_dense(g, "fc", tc_graph_flatten(g, tc_graph_global_avg_pool(g, x)), 10, 1);
+    CHECK(tc_graph_output(g, "logits", y) >= 0);
+    if (tc_graph_error(g)[0]) fprintf(stderr, "%s\n", tc_graph_error(g));
+    CHECK_EQ_INT(tc_graph_finish(g), TH_OK);
+    CHECK_EQ_INT(tc_zoo_fill(g), TH_OK);
+    float x0[3 * 12 * 12];
+    tc__fill(x0, 3 * 12 * 12, 5);
+    const void *ins[1] = {x0};
+    void **want = tc__outputs(g), **got = tc__outputs(g);
+    char err[256];
+    CHECK_EQ_INT(tc_ref_run_io(g, ins, want, err, sizeof err), TH_OK);
+    int n = 0;
+    int64_t ws = 0;
+    tc_call *cs = tc__pipeline(g, layout, ins, 1e-5, 1, &n, &ws);
+    int grouped = 0, reorders = 0, in_cb[4] = {0}, want_cb[4] = {4, 1, 4, 16};
+    for (int i = 0; i < n; i++) {
+      if (cs[i].wl.kernel == TC_KERNEL_CONV2D && cs[i].wl.groups > 1 && grouped < 4)
+        in_cb[grouped++] = cs[i].wl.in_cb;
+      reorders += cs[i].wl.kernel == TC_KERNEL_LAYOUT;
+    }
+    fprintf(stderr, "layout pass %d: %d calls, %d grouped convs, %d reorders\n", layout, n, grouped,
+            reorders);
+    CHECK_EQ_INT(grouped, 4);
+    for (int k = 0; layout && k < 4; k++) CHECK_EQ_INT(in_cb[k], want_cb[k]);
+    CHECK_EQ_INT(reorders, layout ? 3 : 0); /* 3 input channels and the pooled 1x1 need none */
+    tc__run_compiled(g, cs, n, ws, ins, got);
+    tc__same_outputs(g, got, want, 1e-4, "compiled calls");
+    tc__outputs_free(want);
+    tc__outputs_free(got);
+    free(cs);
+    tc_graph_free(g);
+  }
   return 0;
 }
 

@@ -2,7 +2,9 @@
  * inner) over f, y, x; the reduction split 2 ways over rc, ry, rx; the input patch and the weight
  * slice of one reduction step staged in __shared__ memory by the whole block; auto_unroll_max_step
  * / unroll_explicit for the inner loops. Exact splits, so no tile needs a bounds guard. At
- * precision tf32 (sm_80 and newer) the conv is an implicit GEMM on tensor cores (gemm_tc.c). */
+ * precision tf32 (sm_80 and newer) the conv is an implicit GEMM on tensor cores (gemm_tc.c). A
+ * grouped conv (fp32 only) keeps a block's output channels inside one group (tile_f's block extent
+ * divides oc/groups) and reduces over that group's c/groups input channels. */
 #include <math.h>
 
 #include "templates_int.h"
@@ -13,7 +15,7 @@ static th_status space(const tc_workload *wl, const tc_cuda_target *t, tc_space 
   th_status rc = tc__cuda_add_split(s, "tile_f", wl->oc, 4, capf);
   if (rc == TH_OK) rc = tc__cuda_add_split(s, "tile_y", wl->oh, 4, capyx);
   if (rc == TH_OK) rc = tc__cuda_add_split(s, "tile_x", wl->ow, 4, capyx);
-  if (rc == TH_OK) rc = tc__cuda_add_split(s, "tile_rc", wl->c, 2, cap2c);
+  if (rc == TH_OK) rc = tc__cuda_add_split(s, "tile_rc", wl->c / tc_workload_groups(wl), 2, cap2c);
   if (rc == TH_OK) rc = tc__cuda_add_split(s, "tile_ry", wl->kh, 2, cap2k);
   if (rc == TH_OK) rc = tc__cuda_add_split(s, "tile_rx", wl->kw, 2, cap2k);
   if (rc == TH_OK) rc = tc__cuda_add_unroll(s, 1);
@@ -28,6 +30,8 @@ static th_status shape(const tc_workload *wl, const tc_space *s, const tc_config
   const int *x = tc__cuda_val(s, cfg, "tile_x"), *rc = tc__cuda_val(s, cfg, "tile_rc");
   const int *ry = tc__cuda_val(s, cfg, "tile_ry"), *rx = tc__cuda_val(s, cfg, "tile_rx");
   if (!f || !y || !x || !rc || !ry || !rx) return tc__cuda_why(why, whylen, "missing knob");
+  if ((wl->oc / tc_workload_groups(wl)) % ((int64_t)f[1] * f[2] * f[3]))
+    return tc__cuda_why(why, whylen, "a block's output channels span two groups");
   sh->grid[2] = (int64_t)wl->n * f[0];
   sh->grid[1] = y[0];
   sh->grid[0] = x[0];
@@ -53,8 +57,8 @@ static int largest_div(int n, int cap) {
 static th_status fallback(const tc_workload *wl, const tc_cuda_target *t, const tc_space *s,
                           tc_config *out) {
   if (wl->precision == TC_PRECISION_TF32) return tc__cuda_tcgemm_fallback(wl, t, s, out);
-  int rc2[2] = {0, largest_div(wl->c, 8)};
-  rc2[0] = wl->c / rc2[1];
+  int cg = wl->c / tc_workload_groups(wl), rc2[2] = {0, largest_div(cg, 8)};
+  rc2[0] = cg / rc2[1];
   int ry[2] = {1, wl->kh}, rx[2] = {1, wl->kw};
   if (wl->kh > 11) ry[0] = wl->kh, ry[1] = 1;
   if (wl->kw > 11) rx[0] = wl->kw, rx[1] = 1;
@@ -130,7 +134,7 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
   const int *ry = tc__cuda_val(s, cfg, "tile_ry"), *rx = tc__cuda_val(s, cfg, "tile_rx");
   const tc_workload *wl = L->wl;
   int64_t C = wl->c, H = wl->h, W = wl->w, F = wl->oc, OH = wl->oh, OW = wl->ow, KH = wl->kh,
-          KW = wl->kw;
+          KW = wl->kw, CG = C / tc_workload_groups(wl), FG = F / tc_workload_groups(wl);
   int64_t Fb = (int64_t)f[1] * f[2] * f[3], Yb = (int64_t)y[1] * y[2] * y[3],
           Xb = (int64_t)x[1] * x[2] * x[3];
   int64_t IHt = (Yb - 1) * wl->sh + ry[1], IWt = (Xb - 1) * wl->sw + rx[1];
@@ -154,7 +158,9 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
       ADD(ADD(SUB(MUL(V(y0), I(wl->sh)), I(wl->pt)), MUL(V(ryo), I(ry[1]))), DIV(r1, I(IWt)));
   const tc_expr *gx =
       ADD(ADD(SUB(MUL(V(x0), I(wl->sw)), I(wl->pl)), MUL(V(rxo), I(rx[1]))), MOD(r1, I(IWt)));
+  /* the block's group starts at input channel (f0 / FG) * CG */
   const tc_expr *gc = ADD(MUL(V(rco), I(rc[1])), c1);
+  if (CG != C) gc = ADD(MUL(DIV(V(f0), I(FG)), I(CG)), gc);
   const tc_expr *ok =
       BIN(TC_EXPR_AND, BIN(TC_EXPR_AND, BIN(TC_EXPR_GE, gy, I(0)), BIN(TC_EXPR_LT, gy, I(H))),
           BIN(TC_EXPR_AND, BIN(TC_EXPR_GE, gx, I(0)), BIN(TC_EXPR_LT, gx, I(W))));
@@ -170,7 +176,7 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
   const tc_expr *wy = ADD(MUL(V(ryo), I(ry[1])), MOD(DIV(r2, I(rx[1])), I(ry[1])));
   const tc_expr *wx = ADD(MUL(V(rxo), I(rx[1])), MOD(r2, I(rx[1])));
   const tc_expr *widx =
-      ADD(MUL(ADD(MUL(ADD(MUL(ADD(V(f0), ff), I(C)), wc), I(KH)), wy), I(KW)), wx);
+      ADD(MUL(ADD(MUL(ADD(MUL(ADD(V(f0), ff), I(CG)), wc), I(KH)), wy), I(KW)), wx);
   const tc_stmt *ld2 = ST(sw, V(e2), LD(w, widx));
   /* compute: the tile's loops inside rci, ryi, rxi */
   tile c = tile_vars(L);

@@ -17,7 +17,7 @@
  * measurement's buffers) and the _Static_asserts beside them in ops.c derive from it. Maps are
  * NCHW[cb]c as stored (ops.h). */
 #define TC_KERNEL_TABLE(X)                                                                         \
-  /* NCHW[cb]c conv, groups == 1 */                                                                \
+  /* NCHW[cb]c conv, groups (tc_workload.groups) of c/groups -> oc/groups channels each */        \
   X(CONV2D, "conv2d_nchwc", 5, (IN, MAP_IN), (PACKED, WEIGHTS), (OPT, BIAS), (OPT, RESIDUAL),      \
     (OUT, MAP_OUT))                                                                                \
   /* groups == c == oc */                                                                          \
@@ -249,6 +249,8 @@ typedef struct tc_workload {
   int aoff, boff;             /* COPY: element offsets of the first input and output element */
   int precision;              /* tc_precision; TF32 for DENSE, BATCH_MATMUL and CONV2D only */
   int dtype;                  /* TC_WL_*; int64 (TC_WL_I64) for BINARY only */
+  int groups; /* CONV2D: channel groups, each c/groups inputs to oc/groups outputs (0 or 1: one; key
+                 " g<groups>" above 1, so ungrouped keys are those from before groups existed) */
 } tc_workload;
 
 /* A canonical, stable text key for records, e.g. "conv2d_nchwc n1 c64 h56 w56 oc64 k3x3 s1x1 p1,1,1,1
@@ -260,6 +262,8 @@ int tc_workload_take_precision(tc_workload *wl, tc_precision p);
 /* 1 when argument slot a of wl holds int64 elements through its dtype (a BINARY of TC_WL_I64:
  * a but for TAKE and LEAVE's mask, b, and out but for the comparisons' 0/1 floats). */
 int tc_workload_i64_arg(const tc_workload *wl, int a);
+/* A conv2d's channel groups (1 for any other family or an ungrouped conv). */
+int tc_workload_groups(const tc_workload *wl);
 /* Multiply-adds counted as 2 FLOPs. */
 double tc_workload_flops(const tc_workload *wl);
 /* The template family name ("conv2d_nchwc", "depthwise_nchwc", "dense_pack", ...). */
