@@ -22,14 +22,16 @@ def main(argv=None):
                                                       "name, x86-64-vN or sm_XX")
     ap.add_argument("--precision", help="fp32 (default) or tf32 (cuda)")
     ap.add_argument("--alias", help="the version an alias pins")
+    ap.add_argument("--verify-key", metavar="PUB.pem", help="refuse the bundle unless its signed provenance "
+                                                              "verifies with this Ed25519 public key")
     a = ap.parse_args(argv)
     token = None
     if a.token_file:
         with open(a.token_file, encoding="utf-8") as f:
             token = f.readline().strip() or None
     try:
-        path = Client(a.url, token).pull(a.network, a.batch, framework=a.framework, precision=a.precision,
-                                         alias=a.alias, target=a.target)
+        path = Client(a.url, token, verify_key=a.verify_key).pull(
+            a.network, a.batch, framework=a.framework, precision=a.precision, alias=a.alias, target=a.target)
         if a.out:
             shutil.copyfile(path, a.out)
             path = a.out

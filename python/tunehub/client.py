@@ -2,7 +2,8 @@
 (?target=auto with its CPU features, or its CUDA arch), follows the build job's events on a miss, checks the
 bundle's SHA-256 against the digest the server states (Docker-Content-Digest) and keeps it under
 $XDG_CACHE_HOME/tunehub/bundles (~/.cache/tunehub/bundles) by digest, so that a second pull of the same
-digest downloads nothing."""
+digest downloads nothing. With verify_key, pull() also checks the version's signed provenance (GET
+.../provenance?version=N, kept beside the bundle as <sha256>.dsse) and refuses an unsigned version."""
 import json
 import os
 import shutil
@@ -13,9 +14,10 @@ import urllib.parse
 import urllib.request
 
 from . import machine
-from .errors import IntegrityError, ServerError, TunehubError
+from .errors import IntegrityError, ProvenanceError, ServerError, TunehubError, UnsignedError
 from . import model
 from .model import cache_root, file_sha256
+from .provenance import verify_bundle
 from .sse import parse_sse
 
 
@@ -49,17 +51,22 @@ def stderr_progress(event, data):
 
 
 class Client:
-    """A tunehub daemon at url ("http://host:8080"); token: the bearer token for the routes that need one."""
+    """A tunehub daemon at url ("http://host:8080"); token: the bearer token for the routes that need one;
+    verify_key: an Ed25519 public key (a PEM file's path or its text) that every pulled bundle's signed
+    provenance must verify with."""
 
-    def __init__(self, url, token=None, timeout=60, verifier=None):
+    def __init__(self, url, token=None, timeout=60, verifier=None, verify_key=None):
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
         # Signed provenance (issue 40, part 3) hooks in here: pull() calls verifier(path, digest, client) on
-        # every bundle it returns, after the digest check; it must raise when the bundle's signature does not
-        # hold. None (today): only the digest is checked.
+        # every bundle it returns, after the digest check (and after verify_key's check); it must raise to
+        # refuse the bundle.
         self.verifier = verifier
+        self.verify_key = verify_key
         self.last_target = (None, None)
+        self.last_version = None  # the version pull() returned (X-Tunehub-Version)
+        self.last_statement = None  # its verified in-toto statement (with verify_key)
 
     # ---- HTTP ------------------------------------------------------------------------------------------
     def _request(self, method, path, body=None, headers=None, miss_ok=False):
@@ -161,11 +168,15 @@ class Client:
         # a published bundle already in the cache is not downloaded again: HEAD states its digest
         with self._request("HEAD", path, headers=headers, miss_ok=True) as r:
             digest = r.headers.get("Docker-Content-Digest") if r.status == 200 else None
+            self.last_version = r.headers.get("X-Tunehub-Version") if r.status == 200 else None
             # what ?target=auto chose, and why (None for a named target)
             self.last_target = (r.headers.get("X-Tunehub-Target"), r.headers.get("X-Tunehub-Target-Reason"))
         cached = self._cached(digest) if digest else None
         if not cached:
             cached = self._download(path, headers, progress)
+        if self.verify_key is not None:
+            self.last_statement = self._check_provenance(cached, self._key(framework, network, batch),
+                                                         target, precision, headers)
         if self.verifier is not None:
             self.verifier(cached, "sha256:" + os.path.basename(cached)[:-4], self)
         return model.load(cached) if load else cached
@@ -185,6 +196,38 @@ class Client:
             return p
         os.unlink(p)  # refused: its bytes are not what its name says; downloaded again
         return None
+
+    def _check_provenance(self, bundle, key, target, precision, headers):
+        """The verified statement of bundle (a cached <sha256>.tar) by verify_key: its envelope from beside it
+        (<sha256>.dsse), else from GET key/provenance?version=N (the version pulled), kept there once it
+        verifies. An unsigned version is UnsignedError; a statement that does not hold, ProvenanceError."""
+        env_path = bundle[:-4] + ".dsse"
+        if os.path.isfile(env_path):
+            with open(env_path, "rb") as f:
+                envelope = f.read()
+            try:
+                return verify_bundle(bundle, envelope, self.verify_key)
+            except ProvenanceError as e:
+                raise type(e)(f"{e} (the cached statement {env_path}; delete it to fetch it again)") from None
+        v = self.last_version
+        if not v or not str(v).isdigit():
+            raise UnsignedError(f"{key[len('/models/'):]}: the server stated no version for the bundle "
+                                f"(X-Tunehub-Version), so its signed provenance cannot be fetched")
+        try:
+            with self._request("GET", key + "/provenance" + self._query(target=target, precision=precision,
+                                                                         version=v), headers=headers) as r:
+                envelope = r.read()
+        except ServerError as e:
+            if e.status == 404 and e.code == "no_provenance":
+                raise UnsignedError(f"version {v} of {key[len('/models/'):]} is unsigned: {e.message}; "
+                                    f"refused (a verify key was given)") from None
+            raise
+        st = verify_bundle(bundle, envelope, self.verify_key)
+        fd, tmp = tempfile.mkstemp(prefix=".pull-", suffix=".dsse", dir=os.path.dirname(bundle))
+        with os.fdopen(fd, "wb") as f:
+            f.write(envelope)
+        os.replace(tmp, env_path)
+        return st
 
     @staticmethod
     def _hex(digest):
@@ -211,6 +254,7 @@ class Client:
             raise TunehubError(f"{path}: still not built after three jobs")
         with r:
             hexd = self._hex(r.headers.get("Docker-Content-Digest"))
+            self.last_version = r.headers.get("X-Tunehub-Version")
             os.makedirs(self.bundles_dir(), exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".pull-", suffix=".tar", dir=self.bundles_dir())
             try:

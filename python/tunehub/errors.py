@@ -21,3 +21,28 @@ class ServerError(TunehubError):
         self.status = status
         self.code = code
         self.message = message
+
+
+class ProvenanceError(IntegrityError):
+    """A bundle's signed provenance (its DSSE envelope) does not hold; the subclass names the check, the
+    message words it as `tunehub verify` does."""
+
+
+class EnvelopeError(ProvenanceError):
+    """The envelope is not JSON, not DSSE, has the wrong payloadType, or its payload is no in-toto Statement v1."""
+
+
+class SignatureError(ProvenanceError):
+    """No signature of the envelope verifies over PAE(payloadType, payload) with the public key."""
+
+
+class SubjectError(ProvenanceError):
+    """The bundle's sha256 is not the statement's subject."""
+
+
+class VerifyKeyError(ProvenanceError):
+    """The public key cannot be read or is no Ed25519 public key."""
+
+
+class UnsignedError(ProvenanceError):
+    """A verify key was given but the server has no signed provenance for the version pulled."""
