@@ -30,8 +30,8 @@ class PaeTest(unittest.TestCase):
 class Base64Test(unittest.TestCase):
     def test_standard_and_url_safe_with_or_without_padding(self):
         raw = bytes(range(256))
-        for enc in (base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode(),
-                    base64.b64encode(raw).decode().rstrip("="), base64.urlsafe_b64encode(raw).decode().rstrip("=")):
+        std, url = base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode()
+        for enc in (std, url, std.rstrip("="), url.rstrip("=")):
             self.assertEqual(b64decode(enc), raw)
         self.assertEqual(b64decode(""), b"")
 
@@ -136,18 +136,21 @@ class VerifyBundleTest(unittest.TestCase):
         cases = [(b"not json", "Expecting value"),
                  (b"[]", "a DSSE envelope has string payloadType and payload and a non-empty signatures"),
                  (json.dumps(dict(good, signatures=[])), "non-empty signatures array"),
-                 (json.dumps({k: v for k, v in good.items() if k != "payload"}), "string payloadType and payload"),
+                 (json.dumps({k: v for k, v in good.items() if k != "payload"}),
+                  "string payloadType and payload"),
                  (self.envelope(ptype="application/json"),
                   f"payloadType 'application/json', expected {PAYLOAD_TYPE}"),
                  (json.dumps(dict(good, payload="@@@")), "the payload is not base64")]
         for env, want in cases:
-            with self.assertRaisesRegex(EnvelopeError, "^statement is not valid JSON/DSSE: .*" + re.escape(want), msg=want):
+            with self.assertRaisesRegex(EnvelopeError, "^statement is not valid JSON/DSSE: .*" + re.escape(want),
+                                        msg=want):
                 verify_bundle(self.bundle, env, pub)
         bad_sig = dict(good, signatures=[{"sig": "@@@"}, {"nosig": 1}])
         with self.assertRaises(SignatureError):
             verify_bundle(self.bundle, json.dumps(bad_sig), pub)
         # a second signature that verifies is enough
-        verify_bundle(self.bundle, json.dumps(dict(good, signatures=[{"sig": "AAAA"}] + good["signatures"])), pub)
+        two = dict(good, signatures=[{"sig": "AAAA"}] + good["signatures"])
+        verify_bundle(self.bundle, json.dumps(two), pub)
 
     def test_bad_keys(self):
         d = self.dir
