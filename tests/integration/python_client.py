@@ -61,7 +61,7 @@ real_download = c._download
 c._download = lambda *a: downloads.append(a) or real_download(*a)
 check(c.pull(NET, 1, progress=None) == path and not downloads, "a second pull does not download again")
 
-# the verifier hook (where signed provenance will check) sees every bundle pull returns, and may refuse it
+# the verifier hook sees every bundle pull returns, and may refuse it (verify_key: python_verify.py)
 calls = []
 check(Client(BASE, verifier=lambda p, d, cl: calls.append((p, d))).pull(NET, 1, progress=None) == path
       and calls == [(path, "sha256:" + hexd)], f"the verifier is called with the bundle and its digest: {calls}")

@@ -113,6 +113,21 @@ def signed():
     e = raises(tunehub.SubjectError, lambda: tunehub.verify_bundle(bad, envelope, PUB),
                f"bundle digest sha256:{tunehub.model.file_sha256(bad)} is not the statement's subject sha256:{hexd}")
     check(isinstance(e, tunehub.IntegrityError), "a provenance failure is an IntegrityError")
+    # the same words as `tunehub verify` (tuner/provenance.c) for a tampered bundle, a wrong key, a forged statement
+    with open(os.path.join(WORK, "forged.dsse"), "wb") as f:
+        f.write(forged_env)
+    for b, env_file, key in ((bad, env_path, PUB), (path, env_path, OTHER),
+                             (path, os.path.join(WORK, "forged.dsse"), PUB)):
+        r = subprocess.run([os.environ["TUNEHUB"], "verify", b, "--statement", env_file, "--key", key],
+                           capture_output=True, text=True)
+        try:
+            with open(env_file, "rb") as f:
+                tunehub.verify_bundle(b, f.read(), key)
+            py = "verified"
+        except tunehub.ProvenanceError as pe:
+            py = str(pe)
+        check(r.returncode == 1 and r.stderr.strip() == f"tunehub verify: FAILED: {py}",
+              f"tunehub verify and verify_bundle say the same: {py}")
     with open(path, "ab") as f:
         f.write(b"x")
     check(Client(BASE, verify_key=PUB).pull(NET, 1, progress=None) == path and
