@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# GET /records and POST /records (records_http.c) against the real daemon: a store tuned offline (2 trials a
-# task) serves its best records as the JSON Lines of `tunehub records export`; a fresh daemon takes them with a
-# tune token (none: 401, a read token: 403), refuses bad bodies by line with nothing stored and a body past
-# its limit with 413, adds nothing the second time, and its first build applies them (the manifest's layers
-# say "tuned"), as fast as the first store's build within noise (both printed, not asserted).
+# GET /records and POST /records (records_http.c) against the real daemon: a store tuned offline
+# (squeezenet_v1.1, 2 trials a task) serves its best records as the JSON Lines of `tunehub records export`;
+# a fresh daemon takes them with a tune token (none: 401, a read token: 403), refuses bad bodies by line with
+# nothing stored and a body past its limit with 413, adds nothing the second time, and its first build
+# applies them (the manifest's layers say "tuned"), as fast as the first store's build within noise (both
+# printed, not asserted).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
-NET=${TH_RECORDS_NET:-small}
+NET=${TH_RECORDS_NET:-squeezenet_v1.1} # TH_RECORDS_NET=small: an uploaded network, in seconds
 
 # tokens of both daemons: a tune token and a read-only one
 tokens() {
