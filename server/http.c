@@ -47,6 +47,7 @@ static srv_request *srv__request_new(const char *uri) {
   memcpy(r->path, uri, plen);
   r->path[plen] = '\0';
   srv_path_squash(r->path);
+  if (!strcmp(r->path, "/records")) th_buf_init(&r->body, SRV_RECORDS_MAX_BODY); /* records, JSONL */
   if (q) memcpy(r->query, q + 1, strlen(q + 1) + 1);
   return r;
 }
@@ -88,8 +89,8 @@ static enum MHD_Result srv__access(void *cls, struct MHD_Connection *con, const 
     return srv_error_http(s, r, 414, "uri_too_long", NULL,
                           "the request path or query is longer than %zu bytes", sizeof r->path - 1);
   if (r->body_too_large)
-    return srv_error(s, r, TH_ERR_TOO_LARGE, "body_too_large", NULL, "request body exceeds %d bytes",
-                     SRV_MAX_BODY);
+    return srv_error(s, r, TH_ERR_TOO_LARGE, "body_too_large", NULL, "request body exceeds %zu bytes",
+                     r->body.max);
   return srv_route(s, r);
 }
 

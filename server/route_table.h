@@ -50,7 +50,9 @@
   X(ALIAS_PUT, "alias_put", PUT, "/models/{key}/aliases/{alias}", TUNE, aliases)           \
   X(ALIAS_DELETE, "alias_delete", DELETE, "/models/{key}/aliases/{alias}", ADMIN, aliases) \
   X(WORKERS, "workers", GH, "/workers", READ, workers)                                     \
-  X(PROVENANCE, "provenance", GH, "/models/{key}/provenance", READ, provenance)
+  X(PROVENANCE, "provenance", GH, "/models/{key}/provenance", READ, provenance)             \
+  X(RECORDS, "records", GH, "/records", READ, records)                                     \
+  X(RECORDS_POST, "records_post", POST, "/records", TUNE, records)
 /* clang-format on */
 
 #endif

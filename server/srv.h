@@ -13,6 +13,9 @@
 #include "worker.h"
 
 #define SRV_MAX_BODY (64 * 1024)
+/* The body of POST /records (tuning records as JSON Lines) and the text of GET /records. */
+#define SRV_RECORDS_MAX_BODY (16 * 1024 * 1024)
+#define SRV_RECORDS_MAX_EXPORT (64 * 1024 * 1024)
 #define SRV_MAX_SEGMENT 128
 #define SRV_MAX_WAIT_S 600
 /* The grace period `tunehub gc` and the daemon give an unreferenced blob before sweeping it: an hour. A

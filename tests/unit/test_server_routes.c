@@ -86,6 +86,7 @@ static const struct {
     {"/metrics", "GET, HEAD"},
     {"/scheduler", "GET, HEAD"},
     {"/workers", "GET, HEAD"},
+    {"/records", "GET, HEAD, POST"},
     {"/", "GET, HEAD"},
     {"/x1", "GET, HEAD"},
     {"/v2/", NULL},
