@@ -4,7 +4,7 @@
 # a fresh daemon takes them with a tune token (none: 401, a read token: 403), refuses bad bodies by line with
 # nothing stored and a body past its limit with 413, adds nothing the second time, and its first build
 # applies them (the manifest's layers say "tuned"), as fast as the first store's build within noise (both
-# printed, not asserted).
+# printed, not asserted), and its own tuning then times the imported configs again (verification records).
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 NET=${TH_RECORDS_NET:-squeezenet_v1.1} # TH_RECORDS_NET=small: an uploaded network, in seconds
@@ -102,6 +102,20 @@ case_roundtrip() {
   diff <(jq -c '[.layers[] | [.name, .source, .config]]' "$TMP/a.json") \
     <(jq -c '[.layers[] | [.name, .source, .config]]' "$TMP/b.json") >/dev/null ||
     fail "B's layers differ from A's: $(jq -c '[.layers[] | .source]' "$TMP/b.json")"
+  # B tunes: each task counts the imported record as a trial, and its end-of-task verification times the
+  # imported configs again on this machine, beside the new trials (records of another machine are checked here,
+  # not trusted)
+  stop_daemon
+  local before
+  before=$(store_sql "SELECT max(id) FROM tuning_records")
+  "$TUNEHUB" tune llvm "$NET" 1 --data "$DATA" --trials 2 >"$TMP/tune_b.log" 2>&1 ||
+    { tail -20 "$TMP/tune_b.log"; fail "tune on B"; }
+  local reverified
+  reverified=$(store_sql "SELECT count(DISTINCT v.workload_key) FROM tuning_records v
+    JOIN tuning_records i ON i.workload_key = v.workload_key AND i.target = v.target AND i.config = v.config
+    WHERE v.id > $before AND v.tuner = 'verify' AND i.id <= $before")
+  echo "store b: $reverified of $tuned imported configs timed again by B's verification"
+  [[ $reverified -ge 1 ]] || fail "B's tuning verified none of the imported configs: $(tail -5 "$TMP/tune_b.log")"
 }
 
 # bad bodies: 400 naming the line, nothing stored; past the limit: 413 naming it
