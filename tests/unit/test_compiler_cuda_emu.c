@@ -1045,17 +1045,18 @@ TH_TEST(measure_emulated_grouped) {
   return 0;
 }
 
-/* A dilated conv (2 x 3, padded by its span, stride 2; and grouped by 5 over 10 channels) through
- * tc_cuda_measure: the fallback and the tile_ry / tile_rx splits (one tap or several per staged
- * patch) run emulated and match the CPU reference (class 0). */
+/* A dilated conv (2 x 3, padded by its span, stride 2; grouped by 5 over 10 channels; depthwise)
+ * through tc_cuda_measure: the fallback and the conv's tile_ry / tile_rx splits (one tap or several
+ * per staged patch) run emulated and match the CPU reference (class 0). */
 TH_TEST(measure_emulated_dilated) {
   tc_cuda_target t;
   if (!fake_target(&t)) return 77;
-  for (int v = 0; v < 2; v++) {
+  for (int v = 0; v < 3; v++) {
     tc_workload wl = small_conv();
     wl.dil_h = 2, wl.dil_w = 3;
     wl.pt = wl.pb = 2, wl.pl = wl.pr = 3;
-    if (v) wl.c = wl.oc = 10, wl.groups = 5;
+    if (v) wl.c = wl.oc = 10, wl.groups = v == 1 ? 5 : 0;
+    if (v == 2) wl.kernel = TC_KERNEL_DEPTHWISE;
     CHECK_EQ_INT(tc_workload_check(&wl), TH_OK);
     tc_space s;
     tc_config c;
@@ -1065,6 +1066,10 @@ TH_TEST(measure_emulated_dilated) {
     tc_measure_result r;
     measure_clean(&wl, &c, &t, 1, &o, &r);
     int ky = tc_space_knob(&s, "tile_ry"), kx = tc_space_knob(&s, "tile_rx"), ran = 0;
+    if (v == 2) { /* the depthwise window map has no reduction split */
+      emu_cleanup(dir);
+      continue;
+    }
     for (int i = 0; i < s.knobs[ky].nvalues; i++)
       for (int j = 0; j < s.knobs[kx].nvalues; j++) {
         tc_config ci = c;
