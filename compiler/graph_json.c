@@ -62,6 +62,10 @@ th_status tc_graph_to_json(const tc_graph *g, th_buf *b) {
       json_object_set_new(o, "pad", json_pack("[i,i,i,i]", nd->pt, nd->pl, nd->pb, nd->pr));
     }
     if (nd->op == TC_OP_CONV2D) json_object_set_new(o, "groups", json_integer(nd->groups));
+    if (nd->op == TC_OP_CONV2D && (nd->dil_h > 1 || nd->dil_w > 1))
+      json_object_set_new(
+          o, "dilations",
+          json_pack("[i,i]", nd->dil_h > 1 ? nd->dil_h : 1, nd->dil_w > 1 ? nd->dil_w : 1));
     if (nd->op == TC_OP_CONV2D || nd->op == TC_OP_DENSE || nd->op == TC_OP_ADD) {
       json_t *epi = json_array();
       if (nd->bias >= 0) json_array_append_new(epi, json_string("bias"));

@@ -82,7 +82,8 @@ th_status tc_cuda_ref_kernel(const tc_workload *wl, float *const *args) {
               for (int c = c0; c < c1; c++)
                 for (int ky = 0; ky < wl->kh; ky++)
                   for (int kx = 0; kx < wl->kw; kx++) {
-                    int iy = oy * wl->sh - wl->pt + ky, ix = ox * wl->sw - wl->pl + kx;
+                    int iy = oy * wl->sh - wl->pt + ky * tc_workload_dil(wl, 0),
+                        ix = ox * wl->sw - wl->pl + kx * tc_workload_dil(wl, 1);
                     if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
                     double v = in[(((int64_t)n * C + c) * H + iy) * W + ix];
                     if (conv)

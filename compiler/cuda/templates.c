@@ -373,8 +373,11 @@ static const tc_stmt *tc__cuda_window_elem(tc__cuda_lc *L, const tc_expr *idx) {
   tc__cuda_pos p = {tc__cuda_iv(L, "n"), tc__cuda_iv(L, "c"),  tc__cuda_iv(L, "y"),
                     tc__cuda_iv(L, "x"), tc__cuda_iv(L, "ky"), tc__cuda_iv(L, "kx")};
   tc_var *acc = tc__cuda_local(L, "acc");
-  const tc_expr *iy = ADD(SUB(MUL(V(p.y), I(wl->sh)), I(wl->pt)), V(p.ky));
-  const tc_expr *ix = ADD(SUB(MUL(V(p.x), I(wl->sw)), I(wl->pl)), V(p.kx));
+  /* a dilated (depthwise) window's taps lie dil apart; 1 for the pools */
+  const tc_expr *iy =
+      ADD(SUB(MUL(V(p.y), I(wl->sh)), I(wl->pt)), MUL(V(p.ky), I(tc_workload_dil(wl, 0))));
+  const tc_expr *ix =
+      ADD(SUB(MUL(V(p.x), I(wl->sw)), I(wl->pl)), MUL(V(p.kx), I(tc_workload_dil(wl, 1))));
   const tc_expr *in_idx =
       ADD(MUL(ADD(MUL(ADD(MUL(V(p.n), I(wl->c)), V(p.c)), I(wl->h)), iy), I(wl->w)), ix);
   const tc_expr *a0 = LD(acc, I(0)), *x = LD(L->arg[TC_ARG_IN], in_idx);

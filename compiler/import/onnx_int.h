@@ -388,14 +388,8 @@ th_status tc__ox_c_topk(tc__ox *x, const Onnx__NodeProto *n);
 /* ---- onnx_ops_conv.c: the convolution family and resampling
  * ------------------------------------------------ */
 
-/* The most elements the expanded weights of a grouped or dilated Conv (or a ConvTranspose) take. */
+/* The most elements the expanded weights of a ConvTranspose (or a resampling matrix) take. */
 #define TC__OX_CONV_EXPAND_MAX (64 * 1024 * 1024)
-/* Fills parameter p ([M, C', KH, KW], made by tc_graph_conv) with the conv weights w ([M, C/group,
- * kh, kw]) of `group` groups dilated by dil: block-diagonal over the groups when C' = C (zeros
- * between the groups), each tap at (i * dil[0], j * dil[1]) and zeros between the taps. The
- * parameter is named after the node (it holds no initializer's data as is). */
-th_status tc__ox_conv_expand(tc__ox *x, tc_param *p, const tc__oxv *w, int group,
-                             const int64_t *dil);
 th_status tc__ox_c_conv_transpose(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_resize(tc__ox *x, const Onnx__NodeProto *n);
 th_status tc__ox_c_depth_to_space(tc__ox *x, const Onnx__NodeProto *n);

@@ -304,19 +304,10 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
     return tc__ox_nfail(x, n, TH_ERR_INVALID,
                         "weights [%lld, %lld, ...] with group %lld do not fit %d channels",
                         (long long)oc, (long long)w->c.dims[1], (long long)group, t->shape[1]);
-  /* grouped convs run as conv2d workloads of groups (per-group GEMMs); dilated ones as the conv of
-   * expanded weights (zeros between the taps, and block-diagonal over the groups but depthwise) */
-  int dw = group == oc && group == t->shape[1];
-  int expand = dil[0] != 1 || dil[1] != 1;
-  int64_t kg = dw ? group : 1;
-  if (expand &&
-      (double)oc * (double)(t->shape[1] / kg) * (double)(k[0] * k[1]) > TC__OX_CONV_EXPAND_MAX)
-    return tc__ox_unsupported(x, n,
-                              "group %lld, dilations %lldx%lld: the expanded weights "
-                              "[%lld, %lld, %lld, %lld] pass %d elements",
-                              (long long)group, (long long)dil[0], (long long)dil[1], (long long)oc,
-                              (long long)(t->shape[1] / kg), (long long)k[0], (long long)k[1],
-                              TC__OX_CONV_EXPAND_MAX);
+  /* grouped and dilated convs are conv2d (or depthwise) workloads of their groups and dilations:
+   * per-group GEMMs reading taps dil apart, not expanded weights (issue 38) */
+  int64_t kt[2]; /* the taps (k is the dilated window's span) */
+  for (int i = 0; i < 2; i++) kt[i] = (k[i] - 1) / dil[i] + 1;
   int64_t oh = tc__ox_out_dim(t->shape[2], k[0], s[0], pads[0], pads[2], 0);
   int64_t ow = tc__ox_out_dim(t->shape[3], k[1], s[1], pads[1], pads[3], 0);
   if (oh < 1 || ow < 1)
@@ -324,16 +315,14 @@ static th_status tc__ox_c_conv(tc__ox *x, const Onnx__NodeProto *n) {
                         t->shape[2], t->shape[3]);
   char nm[256];
   int64_t ph = pads[0] > pads[2] ? pads[0] : pads[2], pw = pads[1] > pads[3] ? pads[1] : pads[3];
-  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, (int)oc, (int)k[0], (int)k[1],
-                         (int)s[0], (int)s[1], (int)ph, (int)pw, expand ? (int)kg : (int)group,
-                         b != NULL);
+  int id = tc_graph_conv(x->g, tc__ox_gname(x, n, nm, sizeof nm), in, (int)oc, (int)kt[0],
+                         (int)kt[1], (int)s[0], (int)s[1], (int)ph, (int)pw, (int)group, b != NULL);
   rc = tc__ox_set_node(x, n, 0, id);
   if (rc != TH_OK) return rc;
-  tc__ox_set_window(&x->g->nodes[id], k, s, pads, oh, ow);
-  if (expand)
-    rc = tc__ox_conv_expand(x, &x->g->params[x->g->nodes[id].weight], w, (int)group, dil);
-  else
-    rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
+  tc__ox_set_window(&x->g->nodes[id], kt, s, pads, oh, ow);
+  x->g->nodes[id].dil_h = (int)dil[0];
+  x->g->nodes[id].dil_w = (int)dil[1];
+  rc = tc__ox_bind_param(x, n, &x->g->nodes[id].weight, w, 0, 1.0f);
   if (rc == TH_OK && b) rc = tc__ox_bind_param(x, n, &x->g->nodes[id].bias, b, 0, 1.0f);
   return rc == TH_OK && one ? tc__ox_flat_window(x, n, id) : rc;
 }

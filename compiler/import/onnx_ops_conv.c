@@ -1,14 +1,12 @@
 /* The ONNX importer's convolution family and resampling, lowered onto kernels that exist on every
- * backend (issue 38): a dilated Conv is the plain conv of expanded weights (zeros between the
- * dilated taps, block-diagonal over the groups when grouped); ConvTranspose is a
- * conv with flipped, transposed weights over the input spread by a 0/1 matrix per spatial axis
- * (stride zeros, padding, cropping and output_padding in one dense); Resize and Upsample are one
- * dense per resized axis whose constant matrix holds the interpolation weights (nearest with every
- * rounding, linear, cubic, antialias, every coordinate transformation; tf_crop_and_resize's
- * extrapolation value as the dense's bias), since all of them are separable; DepthToSpace and
- * SpaceToDepth are a 6-D reshape, transpose and reshape. The cost: a dilated conv does (k-1)*d+1
- * squared taps (and a grouped dilated one `group` times the work), and a resampled axis
- * of length L into L' costs L*L' multiply-adds per line instead of a few. */
+ * backend (issue 38; grouped and dilated Convs are conv2d / depthwise workloads of their groups and
+ * dilations, onnx_ops.c): ConvTranspose is a conv with flipped, transposed weights over the input
+ * spread by a 0/1 matrix per spatial axis (stride zeros, padding, cropping and output_padding in
+ * one dense); Resize and Upsample are one dense per resized axis whose constant matrix holds the
+ * interpolation weights (nearest with every rounding, linear, cubic, antialias, every coordinate
+ * transformation; tf_crop_and_resize's extrapolation value as the dense's bias), since all of them
+ * are separable; DepthToSpace and SpaceToDepth are a 6-D reshape, transpose and reshape. The cost:
+ * a resampled axis of length L into L' costs L*L' multiply-adds per line instead of a few. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -46,11 +44,6 @@ static th_status tc__ox_expand(tc__ox *x, tc_param *p, const tc__oxv *w, int gro
   }
   p->data = d;
   return TH_OK;
-}
-
-th_status tc__ox_conv_expand(tc__ox *x, tc_param *p, const tc__oxv *w, int group,
-                             const int64_t *dil) {
-  return tc__ox_expand(x, p, w, group, dil, 0);
 }
 
 /* *id mapped along axis a by the constant matrix A [m, K] (K: *id's length there), plus bias [m]

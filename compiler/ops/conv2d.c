@@ -19,7 +19,9 @@
  * group's c/G input channels only, whole input blocks or, where the block holds several groups,
  * lanes of one block; weights are packed per group's channels ([oc/OT][c/G/gl][kh][kw][gl][OT], gl
  * the lanes a group reads per block); a padded band holds the task's groups' channels. No Winograd
- * path for those. */
+ * path for those. A dilated conv (wl->dil_h, dil_w, DeepLab's and LR-ASPP's atrous 3x3s) reads tap
+ * (kh, kw) at input row oh * sh - pt + kh * dil_h (columns alike): the same kernel and packing, its
+ * band and border tiles sized by the window's span (k - 1) * dil + 1; no Winograd path either. */
 #include "conv2d_int.h"
 #include "th_rt.h"
 
@@ -55,10 +57,10 @@ static int has_pad(const tc_workload *wl) {
 
 /* Input rows and padded width the band of `toh` output rows covers. */
 static int band_rows(const tc_workload *wl, int toh) {
-  return (toh - 1) * wl->sh + wl->kh;
+  return (toh - 1) * wl->sh + tc_workload_span(wl, 0);
 }
 static int band_width(const tc_workload *wl) {
-  return (wl->ow - 1) * wl->sw + wl->kw;
+  return (wl->ow - 1) * wl->sw + tc_workload_span(wl, 1);
 }
 static int64_t band_floats(const tc_workload *wl, int toh) {
   return (int64_t)wl->c * band_rows(wl, toh) * band_width(wl);
@@ -432,13 +434,17 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
                  tc_e_load(ir, x->wt, tc_e_add(ir, wbase, tc_e_mul(ir, tc__v(ir, v2), tc__c(ir, vl))),
                            vl, 4),
                  64));
+  /* the taps' input offsets: kh * dil_h rows, kw * dil_w columns */
+  const tc_expr *khd = tc__v(ir, kh), *kwd = tc__v(ir, kw);
+  if (tc_workload_dil(wl, 0) > 1) khd = tc_e_mul(ir, khd, tc__c(ir, tc_workload_dil(wl, 0)));
+  if (tc_workload_dil(wl, 1) > 1) kwd = tc_e_mul(ir, kwd, tc__c(ir, tc_workload_dil(wl, 1)));
   const tc_expr *xs;
   if (x->band) {
-    /* band[((icb * brows + iy) * bw + (ow0 + r) * sw + kw) * in_cb + ci], iy = band row */
+    /* band[((icb * brows + iy) * bw + (ow0 + r) * sw + kw * dw) * in_cb + ci], iy = band row */
     const tc_expr *row, *col;
     tile_pos(ir, x, ow0, tc__v(ir, r2), rw, &row, &col);
     row = tc_e_mul(ir, row, tc__c(ir, wl->sh));
-    const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, col, tc__c(ir, wl->sw)), tc__v(ir, kw));
+    const tc_expr *bx = tc_e_add(ir, tc_e_mul(ir, col, tc__c(ir, wl->sw)), kwd);
     const tc_expr *bblk = x->blo ? tc_e_sub(ir, iblk, x->blo) : iblk;
     const tc_expr *bi = tc_e_add(ir, tc_e_mul(ir, bblk, tc__c(ir, x->brows)),
                                  tc_e_add(ir, tc__v(ir, iy), row));
@@ -448,7 +454,7 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   } else {
     const tc_expr *ix = tc_e_add(
         ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
-        tc_e_sub(ir, tc__v(ir, kw), tc__c(ir, wl->pl)));
+        tc_e_sub(ir, kwd, tc__c(ir, wl->pl)));
     if (!safe) {
       xs = tc_e_load(ir, x->in,
                      tc__idx(ir, x->n, iblk, tc__v(ir, iy), ix, ilane, icb_n, wl->h, wl->w,
@@ -481,11 +487,11 @@ static const tc_stmt *conv_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int r
   const tc_stmt *kws = tc_s_for(ir, kw, tc__c(ir, 0), tc__c(ir, wl->kw), kwk, lanes);
   const tc_expr *iyv;
   if (x->band) {
-    iyv = tc_e_add(ir, tc_e_mul(ir, tc_e_sub(ir, x->oh, x->oy0), tc__c(ir, wl->sh)), tc__v(ir, kh));
+    iyv = tc_e_add(ir, tc_e_mul(ir, tc_e_sub(ir, x->oh, x->oy0), tc__c(ir, wl->sh)), khd);
   } else {
-    int row_pad = wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + wl->kh > wl->h;
+    int row_pad = wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + tc_workload_span(wl, 0) > wl->h;
     if (row_pad) kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);
-    iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)), tc_e_sub(ir, tc__v(ir, kh), tc__c(ir, wl->pt)));
+    iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)), tc_e_sub(ir, khd, tc__c(ir, wl->pt)));
   }
   const tc_expr *icb0 = x->nchunks > 1 ? tc_e_mul(ir, x->chunk, tc__c(ir, x->cpc)) : tc__c(ir, 0);
   const tc_stmt *red = tc_s_for(
@@ -585,7 +591,7 @@ static const tc_stmt *conv_row(tc_ir *ir, conv_ctx *x, int rw) {
                                       q, 0)));
     return tc_list_seq(ir, &l);
   }
-  return tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, wl->kw, wl->w, conv_tile, x);
+  return tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, tc_workload_span(wl, 1), wl->w, conv_tile, x);
 }
 
 static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space *s, const tc_config *c,

@@ -33,7 +33,8 @@ int tc__wino_eligible(const tc_workload *wl, const tc_target *t) {
   int vl = t->simd_lanes;
   return wl->kernel == TC_KERNEL_CONV2D && wl->kh == 3 && wl->kw == 3 && wl->sh == 1 &&
          wl->sw == 1 && vl > 1 && wl->in_cb % vl == 0 && wl->out_cb % vl == 0 &&
-         wl->c % wl->in_cb == 0 && wl->groups <= 1;
+         wl->c % wl->in_cb == 0 && wl->groups <= 1 && tc_workload_dil(wl, 0) == 1 &&
+         tc_workload_dil(wl, 1) == 1;
 }
 
 int tc__wino_tiles(const tc_workload *wl, int m, int *th, int *tw) {

@@ -1,7 +1,9 @@
-/* Depthwise conv2d (groups = channels) on NCHW[cb]c tensors: each output vector of VL channels is an
- * elementwise FMA of input vectors and per-channel weight vectors over the window. A tile of RW output
- * columns keeps RW accumulators and reuses each weight vector RW times; weights are packed
- * [c/VL][kh][kw][VL]. Borders use the same fast/safe width tiling as conv2d. */
+/* Depthwise conv2d (groups = channels) on NCHW[cb]c tensors: each output vector of VL channels is
+ * an elementwise FMA of input vectors and per-channel weight vectors over the window. A tile of RW
+ * output columns keeps RW accumulators and reuses each weight vector RW times; weights are packed
+ * [c/VL][kh][kw][VL]. Borders use the same fast/safe width tiling as conv2d. A dilated one
+ * (LR-ASPP's and DeepLab's atrous depthwise convs) reads tap (kh, kw) dil_h rows / dil_w columns
+ * apart, its border tiles sized by the window's span. */
 #include <string.h>
 
 #include "ops_int.h"
@@ -69,8 +71,13 @@ static const tc_stmt *dw_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int rw,
   tc_var *iy = tc_var_new(ir, "iy", tc_type_int()), *wv = tc_var_new(ir, "wv", vt);
   tc_var *r2 = tc_var_new(ir, "r", tc_type_int());
   const tc_expr *c0 = tc_e_mul(ir, x->cv, tc__c(ir, vl));
-  const tc_expr *ix = tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
-                               tc_e_sub(ir, tc__v(ir, kw), tc__c(ir, wl->pl)));
+  /* the taps' input offsets: kh * dil_h rows, kw * dil_w columns */
+  const tc_expr *khd = tc__v(ir, kh), *kwd = tc__v(ir, kw);
+  if (tc_workload_dil(wl, 0) > 1) khd = tc_e_mul(ir, khd, tc__c(ir, tc_workload_dil(wl, 0)));
+  if (tc_workload_dil(wl, 1) > 1) kwd = tc_e_mul(ir, kwd, tc__c(ir, tc_workload_dil(wl, 1)));
+  const tc_expr *ix =
+      tc_e_add(ir, tc_e_mul(ir, tc_e_add(ir, ow0, tc__v(ir, r2)), tc__c(ir, wl->sw)),
+               tc_e_sub(ir, kwd, tc__c(ir, wl->pl)));
   const tc_expr *xv;
   if (!safe) {
     xv = tc_e_load(ir, x->in, tc__idx_c(ir, x->n, c0, tc__v(ir, iy), ix, wl->c, wl->h, wl->w, wl->in_cb),
@@ -96,10 +103,10 @@ static const tc_stmt *dw_tile(tc_ir *ir, void *vctx, const tc_expr *ow0, int rw,
   const tc_stmt *kws = tc_s_for(ir, kw, tc__c(ir, 0), tc__c(ir, wl->kw),
                                 (x->unroll_kw || (safe && ow0->kind == TC_EXPR_INT)) ? TC_FOR_UNROLLED : TC_FOR_SERIAL,
                                 tc_s_let(ir, wv, tc_e_load(ir, x->wt, widx, vl, 4), fma));
-  if (wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + wl->kh > wl->h)
+  if (wl->pt > 0 || (wl->oh - 1) * wl->sh - wl->pt + tc_workload_span(wl, 0) > wl->h)
     kws = tc_s_if(ir, tc__in_range(ir, tc__v(ir, iy), 0, wl->h), kws, NULL);
-  const tc_expr *iyv = tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)),
-                                tc_e_sub(ir, tc__v(ir, kh), tc__c(ir, wl->pt)));
+  const tc_expr *iyv =
+      tc_e_add(ir, tc_e_mul(ir, x->oh, tc__c(ir, wl->sh)), tc_e_sub(ir, khd, tc__c(ir, wl->pt)));
   const tc_stmt *red = tc_s_for(ir, kh, tc__c(ir, 0), tc__c(ir, wl->kh), TC_FOR_SERIAL,
                                 tc_s_let(ir, iy, iyv, kws));
   tc_var *r4 = tc_var_new(ir, "r", tc_type_int());
@@ -133,7 +140,8 @@ static th_status lower(const tc_workload *wl, const tc_target *t, const tc_space
   x.n = tc__v(ir, nv);
   x.cv = tc__v(ir, cv);
   x.oh = tc__v(ir, oh);
-  const tc_stmt *row = tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, wl->kw, wl->w, dw_tile, &x);
+  const tc_stmt *row =
+      tc__ow_tiles(ir, wl->ow, rw, wl->sw, wl->pl, tc_workload_span(wl, 1), wl->w, dw_tile, &x);
   const tc_expr *tk = tc__v(ir, task);
   const tc_stmt *body = tc_s_let(
       ir, nv, tc_e_div(ir, tk, tc__c(ir, (int64_t)ncv * wl->oh)),

@@ -318,6 +318,10 @@ th_status tc_workload_check(const tc_workload *wl) {
     return TH_ERR_TOO_LARGE;
   if (!is_block(w->in_cb) || !is_block(w->out_cb)) return TH_ERR_INVALID; /* padded when they do not divide */
   if (w->groups < 0 || (w->groups > 1 && tc__groups_check(w) != TH_OK)) return TH_ERR_INVALID;
+  if (w->dil_h < 0 || w->dil_w < 0 || w->dil_h > 64 || w->dil_w > 64) return TH_ERR_INVALID;
+  if ((w->dil_h > 1 || w->dil_w > 1) && w->kernel != TC_KERNEL_CONV2D &&
+      w->kernel != TC_KERNEL_DEPTHWISE)
+    return TH_ERR_INVALID;
   const int cnn_act = TC_EPI_SIGMOID | TC_EPI_HARD_SIGMOID | TC_EPI_HARD_SWISH | TC_EPI_SILU;
   if (w->epilogue & ~(TC_EPI_BIAS | TC_EPI_RESIDUAL | TC_EPI_RELU | TC_EPI_CLIP | TC_EPI_GELU |
                       TC_EPI_TANH | TC_EPI_MASK | cnn_act))
@@ -346,6 +350,7 @@ th_status tc_workload_check(const tc_workload *wl) {
     if ((w->epilogue & TC_EPI_TANH) && (w->epilogue & (TC_EPI_RELU | TC_EPI_CLIP))) return TH_ERR_INVALID;
   }
   if ((w->epilogue & TC_EPI_CLIP) && !(w->clip_min <= w->clip_max)) return TH_ERR_INVALID;
+  int eh = tc_workload_span(w, 0), ew = tc_workload_span(w, 1);
   switch (w->kernel) {
     case TC_KERNEL_CONV2D:
     case TC_KERNEL_DEPTHWISE:
@@ -354,12 +359,12 @@ th_status tc_workload_check(const tc_workload *wl) {
       if (w->kh < 1 || w->kw < 1 || w->sh < 1 || w->sw < 1 || w->pt < 0 || w->pl < 0 || w->pb < 0 ||
           w->pr < 0)
         return TH_ERR_INVALID;
-      if (w->kh > 64 || w->kw > 64 || w->pt >= w->kh || w->pb >= w->kh || w->pl >= w->kw ||
-          w->pr >= w->kw)
+      /* a dilated conv's window spans (k - 1) * dil + 1 input rows / columns */
+      if (w->kh > 64 || w->kw > 64 || w->pt >= eh || w->pb >= eh || w->pl >= ew || w->pr >= ew)
         return TH_ERR_UNSUPPORTED;
-      if (w->h + w->pt + w->pb < w->kh || w->w + w->pl + w->pr < w->kw) return TH_ERR_INVALID;
-      if (w->oh != out_dim(w->h, w->kh, w->sh, w->pt, w->pb) ||
-          w->ow != out_dim(w->w, w->kw, w->sw, w->pl, w->pr))
+      if (w->h + w->pt + w->pb < eh || w->w + w->pl + w->pr < ew) return TH_ERR_INVALID;
+      if (w->oh != out_dim(w->h, eh, w->sh, w->pt, w->pb) ||
+          w->ow != out_dim(w->w, ew, w->sw, w->pl, w->pr))
         return TH_ERR_INVALID;
       if (w->kernel != TC_KERNEL_CONV2D && w->c != w->oc) return TH_ERR_INVALID;
       /* one channel to one: the padding lanes come from the input's, so both pad alike */
@@ -452,6 +457,11 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
     used += (size_t)w;
   }
+  if (tc_workload_dil(wl, 0) > 1 || tc_workload_dil(wl, 1) > 1) {
+    w = snprintf(out + used, n - used, " d%dx%d", tc_workload_dil(wl, 0), tc_workload_dil(wl, 1));
+    if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
+    used += (size_t)w;
+  }
   if (wl->epilogue & TC_EPI_CLIP) {
     w = snprintf(out + used, n - used, " clip%g,%g", (double)wl->clip_min, (double)wl->clip_max);
     if (w < 0 || (size_t)w >= n - used) return TH_ERR_TOO_LARGE;
@@ -520,6 +530,15 @@ static th_status key_body(const tc_workload *wl, char *out, size_t n) {
 
 int tc_workload_groups(const tc_workload *wl) {
   return wl->kernel == TC_KERNEL_CONV2D && wl->groups > 1 ? wl->groups : 1;
+}
+
+int tc_workload_dil(const tc_workload *wl, int axis) {
+  int d = axis ? wl->dil_w : wl->dil_h;
+  return (wl->kernel == TC_KERNEL_CONV2D || wl->kernel == TC_KERNEL_DEPTHWISE) && d > 1 ? d : 1;
+}
+
+int tc_workload_span(const tc_workload *wl, int axis) {
+  return ((axis ? wl->kw : wl->kh) - 1) * tc_workload_dil(wl, axis) + 1;
 }
 
 double tc_workload_flops(const tc_workload *wl) {

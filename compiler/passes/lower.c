@@ -29,6 +29,8 @@ static void tc__wl_window(tc_workload *wl, const tc_node *nd) {
   wl->pl = nd->pl;
   wl->pb = nd->pb;
   wl->pr = nd->pr;
+  wl->dil_h = nd->dil_h > 1 ? nd->dil_h : 0;
+  wl->dil_w = nd->dil_w > 1 ? nd->dil_w : 0;
 }
 
 static void tc__wl_from(const tc_graph *g, const tc_node *nd, tc_workload *wl) {

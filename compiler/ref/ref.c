@@ -78,14 +78,17 @@ static void tc__conv(const tc_graph *g, const tc_node *nd, const float *in, cons
         for (int ky = 0; ky < nd->kh; ky++) {
           for (int kx = 0; kx < nd->kw; kx++) {
             float wv = wt[(((size_t)oc * icg + ic) * nd->kh + ky) * nd->kw + kx] * bn_s;
-            /* valid output columns: 0 <= ow*sw - pl + kx < W */
+            /* the tap's input offsets (dilated: taps dil apart) */
+            int dy = ky * (nd->dil_h > 1 ? nd->dil_h : 1),
+                dx = kx * (nd->dil_w > 1 ? nd->dil_w : 1);
+            /* valid output columns: 0 <= ow*sw - pl + dx < W */
             int ow0 = 0, ow1 = OW;
-            while (ow0 < OW && ow0 * nd->sw - nd->pl + kx < 0) ow0++;
-            while (ow1 > ow0 && (ow1 - 1) * nd->sw - nd->pl + kx >= W) ow1--;
+            while (ow0 < OW && ow0 * nd->sw - nd->pl + dx < 0) ow0++;
+            while (ow1 > ow0 && (ow1 - 1) * nd->sw - nd->pl + dx >= W) ow1--;
             for (int oy = 0; oy < OH; oy++) {
-              int iy = oy * nd->sh - nd->pt + ky;
+              int iy = oy * nd->sh - nd->pt + dy;
               if (iy < 0 || iy >= H) continue;
-              const float *row = ip + (size_t)iy * W - nd->pl + kx;
+              const float *row = ip + (size_t)iy * W - nd->pl + dx;
               float *orow = o + (size_t)oy * OW;
               if (nd->sw == 1) {
                 for (int ox = ow0; ox < ow1; ox++) orow[ox] += wv * row[ox];

@@ -37,7 +37,8 @@ if(TH_HAVE_CUDA)
             measure_emulated_tf32_split_dyn graph_replays graph_capture_fails_falls_back graph_run_device_pointers
             dynamic_shared_over_48k gpu_gate_verdicts tf32_gemm_device_path measure_emulated_tf32 onnx_sample_ops
             onnx_conv3d_stacked onnx_conv3d_folded_groups onnx_avgpool3d onnx_maxpool3d onnx_maxpool2d_dilated
-            onnx_conv2d_groups onnx_conv1d_groups measure_emulated_grouped)
+            onnx_conv2d_groups onnx_conv1d_groups measure_emulated_grouped onnx_conv2d_dilated
+            onnx_conv1d_dilated measure_emulated_dilated)
     set_tests_properties(compiler_cuda_emu.${c} PROPERTIES
                          ENVIRONMENT_MODIFICATION "LD_LIBRARY_PATH=path_list_prepend:${CMAKE_CURRENT_BINARY_DIR}/fakecuda")
   endforeach()

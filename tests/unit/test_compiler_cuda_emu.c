@@ -445,6 +445,9 @@ TH_TEST(onnx_maxpool2d_dilated) { return emu_onnx("test_MaxPool2d_stride_padding
  * weights */
 TH_TEST(onnx_conv2d_groups) { return emu_onnx("test_Conv2d_groups", 0); }
 TH_TEST(onnx_conv1d_groups) { return emu_onnx("test_Conv1d_groups", 0); }
+/* dilated 2-D and 1-D convs: conv2d workloads of dilation (taps dil apart in the staged patch) */
+TH_TEST(onnx_conv2d_dilated) { return emu_onnx("test_Conv2d_dilated", 0); }
+TH_TEST(onnx_conv1d_dilated) { return emu_onnx("test_Conv1d_dilated", 0); }
 
 /* ---- CUDA graphs (issue 25) ---------------------------------------------------------------------------- */
 
@@ -1037,6 +1040,49 @@ TH_TEST(measure_emulated_grouped) {
       ran++;
     }
     CHECK(refused > 0 && ran > 0);
+    emu_cleanup(dir);
+  }
+  return 0;
+}
+
+/* A dilated conv (2 x 3, padded by its span, stride 2; grouped by 5 over 10 channels; depthwise)
+ * through tc_cuda_measure: the fallback and the conv's tile_ry / tile_rx splits (one tap or several
+ * per staged patch) run emulated and match the CPU reference (class 0). */
+TH_TEST(measure_emulated_dilated) {
+  tc_cuda_target t;
+  if (!fake_target(&t)) return 77;
+  for (int v = 0; v < 3; v++) {
+    tc_workload wl = small_conv();
+    wl.dil_h = 2, wl.dil_w = 3;
+    wl.pt = wl.pb = 2, wl.pl = wl.pr = 3;
+    if (v) wl.c = wl.oc = 10, wl.groups = v == 1 ? 5 : 0;
+    if (v == 2) wl.kernel = TC_KERNEL_DEPTHWISE;
+    CHECK_EQ_INT(tc_workload_check(&wl), TH_OK);
+    tc_space s;
+    tc_config c;
+    char dir[] = "/tmp/tc-cuda-emu-meas-XXXXXX", emu[512];
+    emu_candidate(&wl, &t, &s, &c, dir, emu, sizeof emu);
+    tc_measure_opts o;
+    tc_measure_result r;
+    measure_clean(&wl, &c, &t, 1, &o, &r);
+    int ky = tc_space_knob(&s, "tile_ry"), kx = tc_space_knob(&s, "tile_rx"), ran = 0;
+    if (v == 2) { /* the depthwise window map has no reduction split */
+      emu_cleanup(dir);
+      continue;
+    }
+    for (int i = 0; i < s.knobs[ky].nvalues; i++)
+      for (int j = 0; j < s.knobs[kx].nvalues; j++) {
+        tc_config ci = c;
+        ci.idx[ky] = i, ci.idx[kx] = j;
+        char why[256], d2[] = "/tmp/tc-cuda-emu-meas-XXXXXX";
+        if (tc_cuda_valid(&wl, &t, &s, &ci, why, sizeof why) != TH_OK) continue;
+        tc_space s2;
+        emu_candidate_patched(&wl, &t, &s2, &ci, 0, NULL, d2, emu, sizeof emu);
+        measure_clean(&wl, &ci, &t, 1, &o, &r);
+        emu_cleanup(d2);
+        ran++;
+      }
+    CHECK(ran >= 2);
     emu_cleanup(dir);
   }
   return 0;

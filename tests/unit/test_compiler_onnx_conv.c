@@ -62,8 +62,9 @@ static double tv_at(const float *x, int C, int H, int W, int n, int c, int y, in
 
 /* A Conv of G groups (2 input and 3 output channels each) with a 3x3 kernel, dilations dil,
  * strides 1 x 2 and pads 2, 1, 1, 0 (top, left, bottom, right) over x [2, 4, 5, 6] imported: the
- * conv node's groups and kernel must be want_groups and want_kh x want_kw, and the reference
- * interpreter must compute the ONNX definition. */
+ * conv node's groups, kernel and dilations must be want_groups, want_kh x want_kw and dil (one conv
+ * of its taps, not expanded weights), and the reference interpreter must compute the ONNX
+ * definition. */
 static void tv_grouped_conv(int G, const int64_t *dil, int want_groups, int want_kh, int want_kw) {
   enum { N = 2, C = 4, H = 5, W = 6, K = 3 };
   int M = 3 * G;
@@ -87,7 +88,9 @@ static void tv_grouped_conv(int G, const int64_t *dil, int want_groups, int want
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i].op == TC_OP_CONV2D)
       CHECK(g->nodes[i].groups == want_groups && g->nodes[i].kh == want_kh &&
-            g->nodes[i].kw == want_kw);
+            g->nodes[i].kw == want_kw &&
+            (g->nodes[i].dil_h > 1 ? g->nodes[i].dil_h : 1) == dil[0] &&
+            (g->nodes[i].dil_w > 1 ? g->nodes[i].dil_w : 1) == dil[1]);
   int kh = (K - 1) * (int)dil[0] + 1, kw = (K - 1) * (int)dil[1] + 1;
   int OH = H + 3 - kh + 1, OW = (W + 1 - kw) / 2 + 1;
   float x[N * C * H * W], w[12 * 4 * K * K], bias[12];
@@ -120,10 +123,13 @@ static void tv_grouped_conv(int G, const int64_t *dil, int want_groups, int want
   tb_free(b);
 }
 
-/* Grouped and dilated (2 x 1): one plain conv of a 5x3 kernel (expanded weights). */
+/* Dilated, grouped or not (2 x 1, 3 x 2): one conv of its groups, 3x3 taps and dilations (a
+ * conv2d workload of dilation, issue 38), not the conv of expanded 5x3 weights. */
 TH_TEST(grouped_dilated_conv_matches_naive) {
-  static const int64_t dil[2] = {2, 1};
-  tv_grouped_conv(2, dil, 1, 5, 3);
+  static const int64_t dil[2] = {2, 1}, dil32[2] = {3, 2};
+  tv_grouped_conv(2, dil, 2, 3, 3);
+  tv_grouped_conv(1, dil32, 1, 3, 3);
+  tv_grouped_conv(4, dil32, 4, 3, 3);
   return 0;
 }
 
@@ -395,6 +401,10 @@ TH_TEST(conv_and_pool_1d_match_naive) {
   uint8_t *p = tb_pack(b, &len);
   tc_graph *g = tv_import(p, len, N, TH_OK, NULL);
   CHECK(g != NULL);
+  for (int i = 0; i < g->nnodes; i++) /* the 1-D conv: 1x3 taps, 2 columns apart */
+    if (g->nodes[i].op == TC_OP_CONV2D)
+      CHECK(g->nodes[i].kh == 1 && g->nodes[i].kw == K && g->nodes[i].dil_w == 2 &&
+            g->nodes[i].dil_h <= 1);
   for (int k = 0; k < 2; k++) {
     const tc_tensor *t = &g->nodes[g->outputs[k]].out;
     CHECK(t->ndim == 3 && t->shape[0] == N && t->shape[1] == (k ? C : M) &&

@@ -105,7 +105,8 @@ static void ref_conv(const tc_workload *wl, const float *in, const float *wt, co
           for (int c = c0; c < c1; c++)
             for (int i = 0; i < wl->kh; i++)
               for (int j = 0; j < wl->kw; j++) {
-                int iy = y * wl->sh - wl->pt + i, ix = x * wl->sw - wl->pl + j;
+                int iy = y * wl->sh - wl->pt + i * (wl->dil_h > 1 ? wl->dil_h : 1),
+                    ix = x * wl->sw - wl->pl + j * (wl->dil_w > 1 ? wl->dil_w : 1);
                 if (iy < 0 || iy >= wl->h || ix < 0 || ix >= wl->w) continue;
                 float wv = depthwise ? wt[((size_t)o * wl->kh + i) * wl->kw + j]
                                      : wt[(((size_t)o * cg + c - c0) * wl->kh + i) * wl->kw + j];
@@ -267,6 +268,93 @@ TH_TEST(conv2d_grouped) {
   w = wls[0];
   CHECK_EQ_INT(tc_workload_take_precision(&w, TC_PRECISION_TF32), 0);
   CHECK_EQ_INT(w.precision, TC_PRECISION_FP32);
+  return 0;
+}
+
+/* Dilated convs (DeepLab's and LR-ASPP's atrous 3x3s) as conv2d workloads of their dilation:
+ * random shapes with dilations 2..4 (each axis its own), stride 1 and 2, padded (the band) and
+ * unpadded, with and without groups, then dilated depthwise convs, each through the fallback and
+ * random configs against the naive loops; then the workload rules (keys, flops, what is refused).
+ */
+TH_TEST(conv2d_dilated) {
+  init_target();
+  uint64_t seed = 0x9e3779b97f4a7c15ULL;
+  tc_workload wls[12];
+  int nc = 0;
+  static const int blocks[3] = {1, 8, 16};
+  while (nc < 10) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint32_t r = (uint32_t)(seed >> 33);
+    int g = (r & 1) ? 2 << (r >> 1 & 1) : 1;               /* 1, 2 or 4 groups */
+    int k = 1 + 2 * (int)(r >> 2 & 1) + (int)(r >> 3 & 1); /* 1..4 */
+    if (k == 1) k = 3;
+    int dh = 2 + (int)(r >> 4 & 1) + (int)(r >> 5 & 1), dw = 2 + (int)(r >> 6 & 1) * 2;
+    int st = 1 + (int)(r >> 7 & 1), cg = 4 << (r >> 8 & 1), ocg = 4 << (r >> 9 & 1);
+    int pad = (r >> 10 & 1) ? (k - 1) * dh / 2 : 0, h = 9 + (int)(r >> 11 & 7),
+        w = 8 + (int)(r >> 14 & 7);
+    int in_cb = blocks[r >> 17 & 1 ? 1 : 0], out_cb = blocks[1 + (r >> 18 & 1)];
+    if ((cg * g) % in_cb || (ocg * g) % out_cb) in_cb = out_cb = 4;
+    tc_workload wl =
+        conv_wl(TC_KERNEL_CONV2D, 1 + (int)(r >> 19 & 1), cg * g, h, w, ocg * g, k, k, st, pad,
+                in_cb, out_cb, (r >> 20 & 1) ? TC_EPI_BIAS | TC_EPI_RELU : TC_EPI_RESIDUAL);
+    wl.groups = g;
+    wl.dil_h = dh;
+    wl.dil_w = dw;
+    wl.pl = wl.pr = (k - 1) * dw / 2 * (pad > 0);
+    wl.oh = (h + wl.pt + wl.pb - ((k - 1) * dh + 1)) / st + 1;
+    wl.ow = (w + wl.pl + wl.pr - ((k - 1) * dw + 1)) / st + 1;
+    if (wl.oh < 1 || wl.ow < 1 || tc_workload_check(&wl) != TH_OK) continue;
+    wls[nc++] = wl;
+  }
+  /* DeepLab's rate-2 3x3 of 16 channels, padded by its dilation */
+  wls[nc] = conv_wl(TC_KERNEL_CONV2D, 1, 16, 12, 12, 16, 3, 3, 1, 2, 16, 16, TC_EPI_BIAS);
+  wls[nc].dil_h = wls[nc].dil_w = 2;
+  wls[nc].oh = wls[nc].ow = 12;
+  CHECK_EQ_INT(tc_workload_check(&wls[nc]), TH_OK);
+  nc++;
+  check_weighted(wls, nc, 5, 0);
+  /* depthwise (LR-ASPP's and DeepLab's atrous depthwise convs): dilations 2..4, stride 1 and 2 */
+  tc_workload dws[4];
+  for (int i = 0; i < 4; i++) {
+    int d = 2 + i % 3, st = 1 + i / 2, k = i == 3 ? 5 : 3, p = i % 2 ? (k - 1) * d / 2 : 0;
+    dws[i] = conv_wl(TC_KERNEL_DEPTHWISE, 1 + i % 2, 32, 13 + i, 11 + 2 * i, 32, k, k, st, p,
+                     i == 2 ? 8 : 16, i == 2 ? 8 : 16, i % 2 ? TC_EPI_BIAS | TC_EPI_RELU : 0);
+    dws[i].dil_h = d;
+    dws[i].dil_w = 2 + (i + 1) % 3;
+    dws[i].pl = dws[i].pr = p ? (k - 1) * dws[i].dil_w / 2 : 0;
+    dws[i].oh = (dws[i].h + 2 * p - ((k - 1) * d + 1)) / st + 1;
+    dws[i].ow = (dws[i].w + 2 * dws[i].pl - ((k - 1) * dws[i].dil_w + 1)) / st + 1;
+    CHECK_EQ_INT(tc_workload_check(&dws[i]), TH_OK);
+  }
+  check_weighted(dws, 4, 4, 1);
+  /* the key names the dilation only above 1; flops count the same taps */
+  char key[512];
+  tc_workload w = wls[nc - 1];
+  CHECK_EQ_INT(tc_workload_key(&w, key, sizeof key), TH_OK);
+  CHECK(strstr(key, " d2x2") != NULL);
+  double f2 = tc_workload_flops(&w);
+  w.dil_h = w.dil_w = 1;
+  w.pt = w.pl = w.pb = w.pr = 1;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_OK);
+  CHECK_EQ_INT(tc_workload_key(&w, key, sizeof key), TH_OK);
+  CHECK(strstr(key, " d") == NULL);
+  CHECK(fabs(tc_workload_flops(&w) - f2) < 1);
+  /* refused: an output size of the undilated window, a dilated depthwise or pool, a negative one;
+   * no Winograd for a dilated 3x3 stride 1 */
+  w = wls[nc - 1];
+  w.oh = w.ow = 14;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_ERR_INVALID);
+  w = conv_wl(TC_KERNEL_MAXPOOL, 1, 16, 12, 12, 16, 3, 3, 1, 1, 16, 16, 0);
+  w.dil_h = w.dil_w = 2;
+  w.oh = w.ow = 10;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_ERR_INVALID);
+  w = wls[nc - 1];
+  w.dil_w = -1;
+  CHECK_EQ_INT(tc_workload_check(&w), TH_ERR_INVALID);
+  tc_space s;
+  CHECK_EQ_INT(tc_op_space(&wls[nc - 1], &target, &s), TH_OK);
+  int kwino = tc_space_knob(&s, "winograd");
+  CHECK(kwino < 0 || s.knobs[kwino].nvalues == 1);
   return 0;
 }
 

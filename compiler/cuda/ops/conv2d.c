@@ -4,7 +4,8 @@
  * / unroll_explicit for the inner loops. Exact splits, so no tile needs a bounds guard. At
  * precision tf32 (sm_80 and newer) the conv is an implicit GEMM on tensor cores (gemm_tc.c). A
  * grouped conv (fp32 only) keeps a block's output channels inside one group (tile_f's block extent
- * divides oc/groups) and reduces over that group's c/groups input channels. */
+ * divides oc/groups) and reduces over that group's c/groups input channels. A dilated conv's patch
+ * spans (ry - 1) * dil + 1 rows per reduction step (columns alike), its taps dil apart. */
 #include <math.h>
 
 #include "templates_int.h"
@@ -39,7 +40,8 @@ static th_status shape(const tc_workload *wl, const tc_space *s, const tc_config
   sh->block[1] = y[2];
   sh->block[0] = x[2];
   int64_t yb = (int64_t)y[1] * y[2] * y[3], xb = (int64_t)x[1] * x[2] * x[3];
-  int64_t ih = (yb - 1) * wl->sh + ry[1], iw = (xb - 1) * wl->sw + rx[1];
+  int64_t ih = (yb - 1) * wl->sh + (ry[1] - 1) * tc_workload_dil(wl, 0) + 1,
+          iw = (xb - 1) * wl->sw + (rx[1] - 1) * tc_workload_dil(wl, 1) + 1;
   sh->shared_bytes =
       4 * ((int64_t)rc[1] * ih * iw + (int64_t)f[1] * f[2] * f[3] * rc[1] * ry[1] * rx[1]);
   sh->local_floats = (int64_t)f[1] * f[3] * y[1] * y[3] * x[1] * x[3];
@@ -137,7 +139,10 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
           KW = wl->kw, CG = C / tc_workload_groups(wl), FG = F / tc_workload_groups(wl);
   int64_t Fb = (int64_t)f[1] * f[2] * f[3], Yb = (int64_t)y[1] * y[2] * y[3],
           Xb = (int64_t)x[1] * x[2] * x[3];
-  int64_t IHt = (Yb - 1) * wl->sh + ry[1], IWt = (Xb - 1) * wl->sw + rx[1];
+  /* dilation: a step's ry[1] x rx[1] taps lie DH rows / DW columns apart in the patch */
+  int64_t DH = tc_workload_dil(wl, 0), DW = tc_workload_dil(wl, 1);
+  int64_t IHt = (Yb - 1) * wl->sh + (ry[1] - 1) * DH + 1,
+          IWt = (Xb - 1) * wl->sw + (rx[1] - 1) * DW + 1;
   int64_t T = (int64_t)f[2] * y[2] * x[2], nacc = (int64_t)f[1] * f[3] * y[1] * y[3] * x[1] * x[3];
   int64_t S1 = rc[1] * IHt * IWt, S2 = Fb * rc[1] * ry[1] * rx[1];
   tc_var *bz = tc__cuda_iv(L, "bz"), *by = tc__cuda_iv(L, "by"), *bx = tc__cuda_iv(L, "bx");
@@ -155,9 +160,9 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
   /* input patch */
   const tc_expr *c1 = DIV(V(e1), I(IHt * IWt)), *r1 = MOD(V(e1), I(IHt * IWt));
   const tc_expr *gy =
-      ADD(ADD(SUB(MUL(V(y0), I(wl->sh)), I(wl->pt)), MUL(V(ryo), I(ry[1]))), DIV(r1, I(IWt)));
+      ADD(ADD(SUB(MUL(V(y0), I(wl->sh)), I(wl->pt)), MUL(V(ryo), I(ry[1] * DH))), DIV(r1, I(IWt)));
   const tc_expr *gx =
-      ADD(ADD(SUB(MUL(V(x0), I(wl->sw)), I(wl->pl)), MUL(V(rxo), I(rx[1]))), MOD(r1, I(IWt)));
+      ADD(ADD(SUB(MUL(V(x0), I(wl->sw)), I(wl->pl)), MUL(V(rxo), I(rx[1] * DW))), MOD(r1, I(IWt)));
   /* the block's group starts at input channel (f0 / FG) * CG */
   const tc_expr *gc = ADD(MUL(V(rco), I(rc[1])), c1);
   if (CG != C) gc = ADD(MUL(DIV(V(f0), I(FG)), I(CG)), gc);
@@ -184,8 +189,10 @@ static const tc_stmt *lower(tc__cuda_lc *L, const tc_space *s, const tc_config *
   const tc_expr *yl = ADD(MUL(ADD(MUL(V(c.vy), I(y[2])), V(ty)), I(y[3])), V(c.yi));
   const tc_expr *xl = ADD(MUL(ADD(MUL(V(c.vx), I(x[2])), V(tx)), I(x[3])), V(c.xi));
   const tc_expr *ai = tile_acc(L, &c, f, y, x);
-  const tc_expr *sidx = ADD(MUL(ADD(MUL(V(cc), I(IHt)), ADD(MUL(yl, I(wl->sh)), V(ky))), I(IWt)),
-                            ADD(MUL(xl, I(wl->sw)), V(kx)));
+  const tc_expr *kyd = DH > 1 ? MUL(V(ky), I(DH)) : V(ky);
+  const tc_expr *kxd = DW > 1 ? MUL(V(kx), I(DW)) : V(kx);
+  const tc_expr *sidx = ADD(MUL(ADD(MUL(V(cc), I(IHt)), ADD(MUL(yl, I(wl->sh)), kyd)), I(IWt)),
+                            ADD(MUL(xl, I(wl->sw)), kxd));
   const tc_expr *kidx =
       ADD(MUL(ADD(MUL(ADD(MUL(fl, I(rc[1])), V(cc)), I(ry[1])), V(ky)), I(rx[1])), V(kx));
   const tc_stmt *fm = ST(acc, ai, tc_e_fma(L->ir, LD(sin, sidx), LD(sw, kidx), LD(acc, ai)));

@@ -1,6 +1,7 @@
 /* GPU depthwise conv (groups == c == oc, torch weights [c, 1, kh, kw]): an element map, one thread
  * per output element and `inner` elements per thread, each reducing its window in a register; the
- * window loops are unrolled per auto_unroll_max_step. */
+ * window loops are unrolled per auto_unroll_max_step; a dilated one's taps lie dil apart
+ * (tc__cuda_window_map). */
 #include "templates_int.h"
 
 static const tc_expr *update(tc__cuda_lc *L, const tc__cuda_pos *p, const tc_expr *acc,

@@ -180,8 +180,10 @@ static const tc_stmt *gather_copies(tc__cuda_lc *L, const tcg_lc *X, const tc_ex
   const tc_expr *k = ADD(k0, r), *p = ADD(V(X->n0), cc);
   int64_t taps = (int64_t)wl->kh * wl->kw;
   const tc_expr *ch = DIV(k, I(taps)), *tap = MOD(k, I(taps));
-  const tc_expr *iy = ADD(SUB(MUL(DIV(p, I(wl->ow)), I(wl->sh)), I(wl->pt)), DIV(tap, I(wl->kw)));
-  const tc_expr *ix = ADD(SUB(MUL(MOD(p, I(wl->ow)), I(wl->sw)), I(wl->pl)), MOD(tap, I(wl->kw)));
+  const tc_expr *iy = ADD(SUB(MUL(DIV(p, I(wl->ow)), I(wl->sh)), I(wl->pt)),
+                          MUL(DIV(tap, I(wl->kw)), I(tc_workload_dil(wl, 0))));
+  const tc_expr *ix = ADD(SUB(MUL(MOD(p, I(wl->ow)), I(wl->sw)), I(wl->pl)),
+                          MUL(MOD(tap, I(wl->kw)), I(tc_workload_dil(wl, 1))));
   const tc_expr *ok = BIN(TC_EXPR_AND, BIN(TC_EXPR_LT, k, I(X->g.K)), BIN(TC_EXPR_LT, p, I(X->g.N)));
   ok = BIN(TC_EXPR_AND, ok,
            BIN(TC_EXPR_AND, BIN(TC_EXPR_GE, iy, I(0)), BIN(TC_EXPR_LT, iy, I(wl->h))));

@@ -29,7 +29,7 @@ const char *tc_dtype_name(int dtype);
 
 typedef enum tc_op {
   TC_OP_INPUT = 0,
-  TC_OP_CONV2D,          /* groups, stride, pad; dilation 1; optional bias; fused epilogue after passes */
+  TC_OP_CONV2D,          /* groups, stride, pad, dilation; optional bias; fused epilogue later */
   TC_OP_BATCH_NORM,      /* inference batch norm: gamma, beta, running mean and var, eps */
   TC_OP_RELU,
   TC_OP_CLIP,            /* clamp to [clip_min, clip_max]; relu6 is clip(0, 6) */
@@ -125,6 +125,8 @@ typedef struct tc_node {
   tc_tensor out;
   /* conv / pool attributes */
   int oc, kh, kw, sh, sw, pt, pl, pb, pr, groups;
+  /* conv: dilations (0 or 1: none), the kh x kw taps dil_h rows / dil_w columns apart */
+  int dil_h, dil_w;
   int count_include_pad;
   int oh_target, ow_target; /* adaptive pool output */
   float clip_min, clip_max, eps;

@@ -251,6 +251,9 @@ typedef struct tc_workload {
   int dtype;                  /* TC_WL_*; int64 (TC_WL_I64) for BINARY only */
   int groups; /* CONV2D: channel groups, each c/groups inputs to oc/groups outputs (0 or 1: one; key
                  " g<groups>" above 1, so ungrouped keys are those from before groups existed) */
+  /* CONV2D, DEPTHWISE: dilations, taps dil_h rows / dil_w columns apart (0 or 1: none; key
+     " d<H>x<W>" when either is above 1, so undilated keys are those from before dilations) */
+  int dil_h, dil_w;
 } tc_workload;
 
 /* A canonical, stable text key for records, e.g. "conv2d_nchwc n1 c64 h56 w56 oc64 k3x3 s1x1 p1,1,1,1
@@ -264,6 +267,11 @@ int tc_workload_take_precision(tc_workload *wl, tc_precision p);
 int tc_workload_i64_arg(const tc_workload *wl, int a);
 /* A conv2d's channel groups (1 for any other family or an ungrouped conv). */
 int tc_workload_groups(const tc_workload *wl);
+/* A conv2d's or depthwise conv's dilation along axis 0 (rows) or 1 (columns): 1 for any other
+ * family or none. */
+int tc_workload_dil(const tc_workload *wl, int axis);
+/* The input extent a window covers along axis 0 or 1: (kh - 1) * dil_h + 1 (dilated convs). */
+int tc_workload_span(const tc_workload *wl, int axis);
 /* Multiply-adds counted as 2 FLOPs. */
 double tc_workload_flops(const tc_workload *wl);
 /* The template family name ("conv2d_nchwc", "depthwise_nchwc", "dense_pack", ...). */
