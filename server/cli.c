@@ -11,20 +11,20 @@
 
 #include "builder.h"
 #include "measure.h"
-#include "tc/objcache.h"
-#include "tc/passes.h"
 #include "present.h"
 #include "scheduler.h"
-#include "tc/space.h"
 #include "srv.h"
 #include "store.h"
+#include "tc/objcache.h"
+#include "tc/passes.h"
+#include "tc/space.h"
 #include "tc/tc.h"
+#include "tc/zoo.h"
 #include "th_util.h"
 #include "tune_cli.h"
 #include "tune_job.h"
 #include "tune_net.h"
 #include "upload.h"
-#include "tc/zoo.h"
 
 const tune_builder *cli_default_builder(const char *data_dir) {
   (void)data_dir;

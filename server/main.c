@@ -9,16 +9,16 @@
 #include <unistd.h>
 
 #include "auth.h"
-#include "tc/backend.h"
 #include "cli.h"
 #include "provenance.h"
 #include "remeasure.h"
 #include "srv.h"
+#include "tc/backend.h"
+#include "tc/zoo.h"
 #include "th_log.h"
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_task.h"
-#include "tc/zoo.h"
 
 /* The subcommands, in the order `tunehub help` lists them: main dispatches through this table, and
  * the help text and the "unknown command" list are made from it. Adding a command is a row here and

@@ -9,14 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tc/backend.h"
 #include "builder.h"
 #include "request.h"
 #include "response.h"
+#include "tc/backend.h"
 #include "tc/tc.h"
+#include "tc/zoo.h"
 #include "th_util.h"
 #include "tune_net.h"
-#include "tc/zoo.h"
 
 /* The index of a framework's backend in tc_backend_at order (s->targets), or -1. */
 int srv__backend_index(const char *fw) {

@@ -13,24 +13,24 @@
 #include <unistd.h>
 
 #include "aliases.h"
+#include "authorize.h"
 #include "builder.h"
 #include "events.h"
-#include "authorize.h"
 #include "guard.h"
-#include "srv_limits.h"
 #include "longpoll.h"
 #include "model_key.h"
 #include "present.h"
 #include "request.h"
 #include "response.h"
+#include "srv_limits.h"
 #include "tc/backend.h"
 #include "tc/tc.h"
+#include "tc/zoo.h"
 #include "th_log.h"
 #include "th_sha256.h"
 #include "th_util.h"
 #include "tune_net.h"
 #include "tune_report.h"
-#include "tc/zoo.h"
 
 /* The job document of id (owned), or NULL when the store cannot read it. */
 static json_t *srv__job_doc(srv_t *s, int64_t id) {

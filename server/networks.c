@@ -17,12 +17,12 @@
 #include "present.h"
 #include "request.h"
 #include "response.h"
+#include "tc/zoo.h"
 #include "th_alloc.h"
 #include "th_log.h"
 #include "th_sha256.h"
 #include "th_util.h"
 #include "upload.h"
-#include "tc/zoo.h"
 
 /* Bytes read and dropped after an upload passed --max-upload, so that the client gets its 413, before the
  * connection is closed instead. */

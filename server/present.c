@@ -9,11 +9,11 @@
 
 #include "tc/graph.h"
 #include "tc/onnx.h"
+#include "tc/zoo.h"
 #include "th_alloc.h"
 #include "th_sha256.h"
 #include "th_util.h"
 #include "tune_job.h"
-#include "tc/zoo.h"
 
 void srv_job_url(int64_t id, char *out, size_t n) {
   snprintf(out, n, "/jobs/%lld", (long long)id);

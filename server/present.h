@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tc/graph.h"
-#include "tc/onnx.h"
 #include "scheduler.h"
 #include "store.h"
+#include "tc/graph.h"
+#include "tc/onnx.h"
 #include "th_buf.h"
 #include "tune_report.h"
 #include "worker.h"

@@ -9,10 +9,10 @@
 #include <stdint.h>
 
 #include "auth.h"
-#include "tc/backend.h"
 #include "route_table.h"
 #include "srv.h"
 #include "store.h"
+#include "tc/backend.h"
 #include "th_buf.h"
 
 /* The distinct HTTP statuses /metrics counts per route; later ones share the last slot. */

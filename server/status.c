@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tc/backend.h"
 #include "builder.h"
 #include "gc.h"
 #include "guard.h"
-#include "srv_limits.h"
 #include "present.h"
 #include "response.h"
+#include "srv_limits.h"
+#include "tc/backend.h"
 #include "tc/tc.h"
 #include "th_util.h"
 

@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "present.h"
 #include "tc/backend.h"
 #include "tc/network.h"
 #include "tc/onnx.h"
-#include "present.h"
 #include "tc/space.h"
 #include "tc/zoo.h"
 #include "th_alloc.h"

@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tc/backend.h"
 #include "measure.h"
+#include "tc/backend.h"
+#include "tc/space.h"
 #include "tc/tc.h"
 #include "th_alloc.h"
 #include "th_buf.h"
 #include "th_log.h"
 #include "th_util.h"
-#include "tc/space.h"
 #include "tune_job.h"
 #include "tune_net.h"
 

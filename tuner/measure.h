@@ -24,12 +24,12 @@
 
 #include <stdint.h>
 
+#include "tc/backend.h"
 #include "tc/error_class.h"
 #include "tc/space.h"
-#include "tc/backend.h"
 #include "tc/tc.h"
-#include "th_status.h"
 #include "tc/workload.h"
+#include "th_status.h"
 
 #define TUNE_MAX_BUFS 8
 #define TUNE_PATH_MAX 512

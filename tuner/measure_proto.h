@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#include "tc/backend.h"
 #include "measure.h"
+#include "tc/backend.h"
 #include "tc/tc.h"
 
 #define TUNE_MSG_MAGIC 0x54554e45u /* "TUNE" */

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tc/backend.h"
 #include "sched_int.h"
+#include "tc/backend.h"
 #include "th_alloc.h"
 #include "th_log.h"
 #include "th_util.h"

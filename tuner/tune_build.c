@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "tc/link.h"
-#include "th_limits.h"
 #include "th_alloc.h"
+#include "th_limits.h"
 #include "th_util.h"
 
 typedef struct tune_build_job {

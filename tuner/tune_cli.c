@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include "store.h"
+#include "tc/zoo.h"
 #include "th_util.h"
 #include "tune_job.h"
 #include "tune_net.h"
 #include "tune_task.h"
-#include "tc/zoo.h"
 
 static tune_session_t *volatile tune__cli_session;
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tc/tc.h"
 #include "search.h"
+#include "tc/tc.h"
 #include "th_alloc.h"
 #include "th_util.h"
 #include "tune_task.h"

@@ -17,11 +17,11 @@
 #include <stdint.h>
 
 #include "measure.h"
-#include "tc/space.h"
 #include "store.h"
 #include "tc/backend.h"
-#include "th_buf.h"
+#include "tc/space.h"
 #include "tc/workload.h"
+#include "th_buf.h"
 
 typedef enum tune_resource {
   TUNE_RES_NONE = 0,  /* select / update / task start: cheap, no shared resource */

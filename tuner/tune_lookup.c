@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "tc/ops.h"
+#include "th_alloc.h"
 #include "tune_space.h"
 #include "tune_task.h"
-#include "th_alloc.h"
 
 typedef struct tune_lookup_ctx {
   const tc_workload *wl;

@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 
-#include "tc/network.h"
 #include "store.h"
+#include "tc/network.h"
 #include "th_status.h"
 
 /* src points into the struct's own fields: keep a tune_net where tune_net_resolve wrote it (a copy would point
