@@ -127,6 +127,15 @@ static int tc__insert_mapped(tc_graph *g, int pos, const tc_node *proto, int **m
   return pos;
 }
 
+/* Node i's first input reordered to block cb by a layout node inserted before it (the node is then at
+ * i + 1 and reads the reorder); -1 when out of memory. */
+static int tc__reorder_first_input(tc_graph *g, int i, int cb, int **map) {
+  tc_node ln = tc__layout_node(g, g->nodes[i].inputs[0], cb);
+  if (tc__insert_mapped(g, i, &ln, map) < 0) return -1;
+  g->nodes[i + 1].inputs[0] = i;
+  return 0;
+}
+
 /* Whether node nd maps each input channel to the same output channel (c == oc): a depthwise conv, a
  * batch norm, the pools. */
 static int tc__same_channels(const tc_node *nd) {
@@ -197,12 +206,10 @@ th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
         tc_channels_stored((int)g->nodes[i].out.shape[1], g->nodes[i].out.cb) != g->nodes[i].out.shape[1]) {
       /* a depthwise conv or pool computes its padding lanes from the input's: it reads its input in its
        * own padded block (here a plain map, after a tensor op: one reorder for this consumer) */
-      tc_node ln = tc__layout_node(g, g->nodes[i].inputs[0], g->nodes[i].out.cb);
-      if (tc__insert_mapped(g, i, &ln, &map) < 0) {
+      if (tc__reorder_first_input(g, i, g->nodes[i].out.cb, &map) < 0) {
         rc = tc__fail(g, TH_ERR_NOMEM, "out of memory");
         break;
       }
-      g->nodes[i + 1].inputs[0] = i;
       i++;
       continue;
     }
@@ -212,12 +219,10 @@ th_status tc_pass_layout(tc_graph *g, int simd_lanes) {
       if (!tc__group_block_ok(c, cg, t->cb)) {
         /* the input's block splits or pads a group: one reorder to a block of the group's
          * channels (a divisor of them, so also of c) */
-        tc_node ln = tc__layout_node(g, g->nodes[i].inputs[0], tc__exact_block(cg, simd_lanes));
-        if (tc__insert_mapped(g, i, &ln, &map) < 0) {
+        if (tc__reorder_first_input(g, i, tc__exact_block(cg, simd_lanes), &map) < 0) {
           rc = tc__fail(g, TH_ERR_NOMEM, "out of memory");
           break;
         }
-        g->nodes[i + 1].inputs[0] = i;
         i++;
         continue;
       }

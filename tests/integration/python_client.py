@@ -14,26 +14,10 @@ import numpy as np
 import tunehub
 import tunehub.machine
 from tunehub.client import Client
+from th_check import check, raises  # tests/integration/th_check.py
 
 BASE, TUNEHUB, WORK, DATA, VENV_BIN, TOKEN_FILE = sys.argv[1:7]
 NET = "squeezenet_v1.1"
-
-
-def check(cond, what):
-    if not cond:
-        print(f"FAIL: {what}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}")
-
-
-def raises(exc, fn, *want):
-    try:
-        fn()
-    except exc as e:
-        text = str(e)
-        check(all(w in text for w in want), f"{exc.__name__} says {want}: {text}")
-        return e
-    check(False, f"{exc.__name__} raised (expected, naming {want})")
 
 
 check(os.path.realpath(tunehub.__file__).startswith(os.path.realpath(os.path.dirname(VENV_BIN))),

@@ -11,27 +11,11 @@ import sys
 
 import tunehub
 from tunehub.client import Client
+from th_check import check, raises  # tests/integration/th_check.py
 
 CASE, BASE, KEYS, DATA, WORK = sys.argv[1:6]
 NET = "squeezenet_v1.1"
 PUB, OTHER = os.path.join(KEYS, "pub.pem"), os.path.join(KEYS, "other_pub.pem")
-
-
-def check(cond, what):
-    if not cond:
-        print(f"FAIL: {what}", file=sys.stderr)
-        sys.exit(1)
-    print(f"ok: {what}")
-
-
-def raises(exc, fn, *want):
-    try:
-        fn()
-    except exc as e:
-        text = str(e)
-        check(all(w in text for w in want), f"{exc.__name__} says {want}: {text}")
-        return e
-    check(False, f"{exc.__name__} raised (expected, naming {want})")
 
 
 def cache(name):
